@@ -1,0 +1,41 @@
+# Conformal Judge: every command a person or CI runs. Python 3.11+ is the only prerequisite.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: install test test-fast bench lint calibrate serve openapi demo clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+## The whole test suite (needs ../shared/data or DATA_DIR, and Redis on 127.0.0.1:6379).
+test: install
+	$(BIN)/python -m pytest -q
+
+## Run the offline studies on the shipped data, write reports/ and calibration/thresholds.json.
+calibrate: install
+	$(BIN)/python -m offline calibrate
+
+## Serve the API on 127.0.0.1:$${PORT:-8000} with the shipped thresholds; no Redis needed.
+serve: install
+	$(BIN)/python -m service
+
+## Regenerate the committed OpenAPI spec.
+openapi: install
+	$(BIN)/python -m service.openapi_export
+
+## Benchmarks: side-by-side tables against baselines (not part of the tests).
+bench: install
+	$(BIN)/python -m bench
+
+lint: install
+	$(BIN)/ruff check .
+
+clean:
+	rm -rf $(VENV) reports .pytest_cache .hypothesis

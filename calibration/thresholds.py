@@ -1,0 +1,267 @@
+"""The thresholds artifact: what the offline module exports and the service loads.
+
+One JSON file holds, for every (judge, prompt family, criterion, method, alpha), a fitted conformal predictor
+(``FittedConformal``: threshold(s), learned parameters, calibration size, label scale) and the held-out
+coverage and set size that the offline study measured for it, plus provenance: format version, creation time,
+code version and a hash of the data it was fitted on. ``default_methods`` names, per (judge, prompt family,
+criterion), the method the service uses when a request names none, with the reason it was chosen.
+
+Usage:
+
+======================================== =====================================================
+``load_artifact(path)``                  read and validate; ``ArtifactError`` names file and problem
+``save_artifact(artifact, path)``        validate, then write atomically (temp file + rename)
+``ThresholdIndex(artifact)``             O(1) look-ups for the service
+``index.lookup(j, pf, c, m, alpha)``     the entry or ``None``
+``index.default_method(j, pf, c)``       the recommended method or ``None``
+======================================== =====================================================
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import tempfile
+from pathlib import Path
+
+import msgspec
+
+from calibration.conformal import METHODS, FittedConformal
+from calibration.errors import ArtifactError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "DefaultMethod",
+    "EntryKey",
+    "ThresholdEntry",
+    "ThresholdIndex",
+    "ThresholdsArtifact",
+    "artifact_id",
+    "decode_artifact",
+    "encode_artifact",
+    "load_artifact",
+    "save_artifact",
+    "validate_artifact",
+]
+
+FORMAT_VERSION = 1
+
+EntryKey = tuple[str, str, str, str, float]
+
+
+class ThresholdEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One calibrated cell: the fitted predictor and the offline study's held-out figures for it."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    method: str
+    alpha: float
+    fitted: FittedConformal
+    heldout_coverage: float | None = None
+    heldout_coverage_std: float | None = None
+    heldout_set_size: float | None = None
+    n_splits: int = 0
+    min_bin_coverage: float | None = None  # lowest coverage within a judge-score bin in the study, if measured
+
+    @property
+    def key(self) -> EntryKey:
+        """The entry's identity: (judge, prompt_family, criterion, method, alpha)."""
+        return (self.judge, self.prompt_family, self.criterion, self.method, _alpha_key(self.alpha))
+
+
+class DefaultMethod(msgspec.Struct, frozen=True, kw_only=True):
+    """The method the service uses for a (judge, prompt family, criterion) when a request names none."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    method: str
+    reason: str = ""
+
+
+class ThresholdsArtifact(msgspec.Struct, frozen=True, kw_only=True):
+    """The whole artifact: provenance, the label scale, the entries and the default methods."""
+
+    format_version: int
+    created_at: str
+    code_version: str
+    data_hash: str
+    label_scale: list[int]
+    entries: list[ThresholdEntry]
+    default_methods: list[DefaultMethod] = []
+    source: str = ""
+
+
+def _alpha_key(alpha: float) -> float:
+    """Alphas are compared after rounding to 9 decimals, so 0.1 read from JSON matches 0.1 in a request."""
+    return round(float(alpha), 9)
+
+
+def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>") -> None:
+    """Check internal consistency; raise ArtifactError naming the source and the first problem found."""
+    if artifact.format_version != FORMAT_VERSION:
+        raise ArtifactError(
+            f"{source}: format_version {artifact.format_version} is not supported (this code reads {FORMAT_VERSION})"
+        )
+    scale = artifact.label_scale
+    if len(scale) < 2 or scale != list(range(1, len(scale) + 1)):
+        raise ArtifactError(f"{source}: label_scale {scale} must be 1..K with K >= 2")
+    seen: set[EntryKey] = set()
+    for position, entry in enumerate(artifact.entries):
+        where = f"{source}: entries[{position}] ({entry.judge}, {entry.prompt_family}, {entry.criterion}, " \
+                f"{entry.method}, alpha={entry.alpha})"
+        if entry.method not in METHODS:
+            raise ArtifactError(f"{where}: unknown method {entry.method!r}")
+        if entry.fitted.method != entry.method:
+            raise ArtifactError(f"{where}: fitted.method {entry.fitted.method!r} differs from the entry's method")
+        if not 0.0 < entry.alpha < 1.0 or _alpha_key(entry.fitted.alpha) != _alpha_key(entry.alpha):
+            raise ArtifactError(f"{where}: alpha must lie in (0, 1) and equal fitted.alpha ({entry.fitted.alpha})")
+        if entry.fitted.n_labels != len(scale):
+            raise ArtifactError(f"{where}: fitted.n_labels {entry.fitted.n_labels} differs from the label scale")
+        if entry.fitted.n_cal < 1:
+            raise ArtifactError(f"{where}: calibration size {entry.fitted.n_cal} must be at least 1")
+        threshold = entry.fitted.threshold
+        if threshold is not None and not math.isfinite(threshold):
+            raise ArtifactError(f"{where}: threshold {threshold} is not finite (use null for the full scale)")
+        if entry.method == "mondrian_residual" and entry.fitted.group_thresholds is None:
+            raise ArtifactError(f"{where}: mondrian_residual needs group_thresholds")
+        if entry.method == "learned_lac":
+            matrix = entry.fitted.learned_matrix
+            if matrix is None or len(matrix) != len(scale) or any(len(row) != len(scale) for row in matrix):
+                raise ArtifactError(f"{where}: learned_lac needs a {len(scale)}x{len(scale)} learned_matrix")
+        if entry.key in seen:
+            raise ArtifactError(f"{where}: duplicate entry")
+        seen.add(entry.key)
+    cells = {(e.judge, e.prompt_family, e.criterion, e.method) for e in artifact.entries}
+    for default in artifact.default_methods:
+        if (default.judge, default.prompt_family, default.criterion, default.method) not in cells:
+            raise ArtifactError(
+                f"{source}: default method {default.method!r} for ({default.judge}, {default.prompt_family}, "
+                f"{default.criterion}) has no entry"
+            )
+
+
+def encode_artifact(artifact: ThresholdsArtifact) -> bytes:
+    """Canonical, human-readable JSON bytes of the artifact (keys in declaration order, indented)."""
+    return msgspec.json.format(msgspec.json.encode(artifact), indent=1) + b"\n"
+
+
+def decode_artifact(data: bytes, *, source: str = "<bytes>") -> ThresholdsArtifact:
+    """Decode and validate artifact JSON; ArtifactError naming the source on malformed or invalid content."""
+    try:
+        artifact = msgspec.json.decode(data, type=ThresholdsArtifact)
+    except msgspec.ValidationError as error:
+        version = _peek_version(data)
+        if version is not None and version != FORMAT_VERSION:
+            raise ArtifactError(
+                f"{source}: format_version {version} is not supported (this code reads {FORMAT_VERSION})"
+            ) from error
+        raise ArtifactError(f"{source}: not a thresholds artifact: {error}") from error
+    except msgspec.DecodeError as error:
+        raise ArtifactError(f"{source}: malformed JSON: {error}") from error
+    validate_artifact(artifact, source=source)
+    return artifact
+
+
+def _peek_version(data: bytes) -> int | None:
+    try:
+        raw = msgspec.json.decode(data)
+    except msgspec.DecodeError:
+        return None
+    version = raw.get("format_version") if isinstance(raw, dict) else None
+    return version if isinstance(version, int) else None
+
+
+def load_artifact(path: str | os.PathLike[str]) -> ThresholdsArtifact:
+    """Read and validate the artifact at path; ArtifactError names the file and the problem."""
+    location = Path(path)
+    try:
+        data = location.read_bytes()
+    except FileNotFoundError as error:
+        raise ArtifactError(f"{location}: thresholds file not found (run `make calibrate` to write it)") from error
+    except OSError as error:
+        raise ArtifactError(f"{location}: cannot read thresholds file: {error.strerror}") from error
+    return decode_artifact(data, source=str(location))
+
+
+def save_artifact(artifact: ThresholdsArtifact, path: str | os.PathLike[str]) -> None:
+    """Validate, then write the artifact atomically (a reader never sees a half-written file)."""
+    location = Path(path)
+    validate_artifact(artifact, source=str(location))
+    location.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=".thresholds-", suffix=".json", dir=location.parent)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(encode_artifact(artifact))
+        os.replace(temporary, location)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def artifact_id(artifact: ThresholdsArtifact) -> str:
+    """A short content hash of the artifact (16 hex digits): the `calibration_id` the service reports."""
+    return hashlib.sha256(msgspec.json.encode(artifact)).hexdigest()[:16]
+
+
+class ThresholdIndex:
+    """Read-only look-ups over one artifact, built once when the artifact is loaded."""
+
+    def __init__(self, artifact: ThresholdsArtifact) -> None:
+        self.artifact = artifact
+        self.calibration_id = artifact_id(artifact)
+        self._entries: dict[EntryKey, ThresholdEntry] = {entry.key: entry for entry in artifact.entries}
+        self._defaults: dict[tuple[str, str, str], str] = {
+            (d.judge, d.prompt_family, d.criterion): d.method for d in artifact.default_methods
+        }
+
+    def lookup(self, judge: str, prompt_family: str, criterion: str, method: str, alpha: float) -> ThresholdEntry | None:
+        """The entry for this cell and level, or None when it was not calibrated."""
+        return self._entries.get((judge, prompt_family, criterion, method, _alpha_key(alpha)))
+
+    def default_method(self, judge: str, prompt_family: str, criterion: str) -> str | None:
+        """The recommended method for a (judge, prompt family, criterion), or None when none is recorded."""
+        return self._defaults.get((judge, prompt_family, criterion))
+
+    def entries(self) -> list[ThresholdEntry]:
+        """All entries in artifact order."""
+        return list(self.artifact.entries)
+
+    def judges(self) -> list[str]:
+        """Judges with at least one entry, sorted."""
+        return sorted({entry.judge for entry in self.artifact.entries})
+
+    def prompt_families(self, judge: str) -> list[str]:
+        """Prompt families calibrated for a judge, sorted."""
+        return sorted({e.prompt_family for e in self.artifact.entries if e.judge == judge})
+
+    def criteria(self, judge: str, prompt_family: str | None = None) -> list[str]:
+        """Criteria calibrated for a judge (and prompt family when given), sorted."""
+        return sorted(
+            {
+                e.criterion
+                for e in self.artifact.entries
+                if e.judge == judge and (prompt_family is None or e.prompt_family == prompt_family)
+            }
+        )
+
+    def methods(self, judge: str, prompt_family: str, criterion: str) -> list[str]:
+        """Methods calibrated for a cell, in the core's method order."""
+        present = {
+            e.method
+            for e in self.artifact.entries
+            if (e.judge, e.prompt_family, e.criterion) == (judge, prompt_family, criterion)
+        }
+        return [method for method in METHODS if method in present]
+
+    def alphas(self, judge: str, prompt_family: str, criterion: str, method: str) -> list[float]:
+        """Levels calibrated for a cell and method, ascending."""
+        return sorted(
+            {
+                e.alpha
+                for e in self.artifact.entries
+                if (e.judge, e.prompt_family, e.criterion, e.method) == (judge, prompt_family, criterion, method)
+            }
+        )
