@@ -217,7 +217,9 @@ class ThresholdIndex:
             (d.judge, d.prompt_family, d.criterion): d.method for d in artifact.default_methods
         }
 
-    def lookup(self, judge: str, prompt_family: str, criterion: str, method: str, alpha: float) -> ThresholdEntry | None:
+    def lookup(
+        self, judge: str, prompt_family: str, criterion: str, method: str, alpha: float
+    ) -> ThresholdEntry | None:
         """The entry for this cell and level, or None when it was not calibrated."""
         return self._entries.get((judge, prompt_family, criterion, method, _alpha_key(alpha)))
 
