@@ -1,0 +1,254 @@
+"""Put the recorded judge answers shipped in the data directory into the answer store.
+
+Rules:
+
+- Direct answers (``judges/summeval/*.jsonl``): key (judge, prompt family from ``judges.json`` or "unknown",
+  ``"direct"``, criterion, item_id, repetition 0, order ""). A recorded ``score`` is kept as is (parse rule
+  ``"recorded"``); a row with only a ``response`` is read by ``service.judge.parse.parse_score`` (its rule is
+  stored; ``judge_score`` None when no score can be read); a row with neither is stored with rule ``"missing"``.
+  Log-probs and the raw reply are stored whenever present. No row is dropped.
+- Pairwise verdicts (``pairwise/summeval/*.jsonl``): key (judge, family, ``"pairwise"``, criterion,
+  ``pair_item_id(doc, first, second)``, repetition 0, order ``"ab"`` when ``first`` sorts before ``second`` in
+  plain string order, else ``"ba"``); ``outcome`` ("first"/"second"/"tie", relative to the order shown) by
+  ``service.judge.parse.parse_preference`` (rule ``"preference"``, or ``"no_preference"`` when unreadable).
+- Idempotent: one ``put_many`` transaction; re-ingesting unchanged data inserts and updates nothing.
+
+Counts per (judge, task): ``rows`` = ``recorded`` (score in the file) + ``parsed`` (read from the reply) +
+``unparsed`` (reply without a readable verdict) + ``missing`` (neither score nor reply).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Protocol
+
+import msgspec
+
+from offline.data.judges import RecordedJudge, load_recorded_judges
+from offline.data.pairwise import RecordedPairwise, load_pairwise
+from offline.data.summeval import load_summeval
+from offline.store import AnswerRecord, AnswerStore, Outcome, PutStats
+
+__all__ = [
+    "IngestReport",
+    "JudgeIngestCounts",
+    "direct_records",
+    "format_report",
+    "ingest_recorded",
+    "pairwise_records",
+]
+
+MAX_EXAMPLES = 5
+
+
+class ParsedLike(Protocol):
+    """What a score parser returns (``service.judge.parse.ParsedScore``): a score or None, and the rule."""
+
+    @property
+    def score(self) -> int | None: ...
+    @property
+    def rule(self) -> str: ...
+
+
+ScoreParser = Callable[[str | None], ParsedLike]
+PreferenceParser = Callable[[str | None], Outcome | None]
+
+
+class JudgeIngestCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """Per (judge, task) ingest counts; ``unparsed_examples`` holds up to 5 replies that could not be read."""
+
+    judge: str
+    prompt_family: str
+    task: str
+    rows: int
+    recorded: int
+    parsed: int
+    unparsed: int
+    missing: int
+    unparsed_examples: tuple[str, ...] = ()
+
+    @property
+    def parse_rate(self) -> float | None:
+        """Share of free-text replies that gave a verdict; None when the judge recorded no free text."""
+        replies = self.parsed + self.unparsed
+        return self.parsed / replies if replies else None
+
+
+class IngestReport(msgspec.Struct, frozen=True, kw_only=True):
+    """What one ingest did: per-judge counts, store changes, elapsed seconds."""
+
+    judges: tuple[JudgeIngestCounts, ...]
+    inserted: int
+    updated: int
+    unchanged: int
+    seconds: float
+
+    def for_judge(self, judge: str, task: str = "direct") -> JudgeIngestCounts:
+        """The counts of one judge and task (KeyError when absent)."""
+        for counts in self.judges:
+            if counts.judge == judge and counts.task == task:
+                return counts
+        raise KeyError((judge, task))
+
+
+def _default_parsers() -> tuple[ScoreParser, PreferenceParser]:
+    # Imported here so the data loaders stay usable (and testable) without the service package.
+    from service.judge.parse import parse_preference, parse_score
+
+    return parse_score, parse_preference
+
+
+class _Tally:
+    def __init__(self) -> None:
+        self.rows = self.recorded = self.parsed = self.unparsed = self.missing = 0
+        self.examples: list[str] = []
+
+    def unreadable(self, reply: str) -> None:
+        self.unparsed += 1
+        if len(self.examples) < MAX_EXAMPLES:
+            self.examples.append(reply)
+
+    def counts(self, judge: str, prompt_family: str, task: str) -> JudgeIngestCounts:
+        return JudgeIngestCounts(
+            judge=judge,
+            prompt_family=prompt_family,
+            task=task,
+            rows=self.rows,
+            recorded=self.recorded,
+            parsed=self.parsed,
+            unparsed=self.unparsed,
+            missing=self.missing,
+            unparsed_examples=tuple(self.examples),
+        )
+
+
+def direct_records(judge: RecordedJudge, parse_score: ScoreParser) -> tuple[list[AnswerRecord], JudgeIngestCounts]:
+    """The store records of one recorded direct-scoring judge (by the module's rules) and their counts."""
+    info = judge.info
+    tally = _Tally()
+    records = []
+    for row in judge.rows:
+        tally.rows += 1
+        score, rule = row.score, "recorded"
+        if row.score is not None:
+            tally.recorded += 1
+        elif row.response is None:
+            rule = "missing"
+            tally.missing += 1
+        else:
+            parsed = parse_score(row.response)
+            score, rule = parsed.score, parsed.rule
+            if score is None:
+                tally.unreadable(row.response)
+            else:
+                tally.parsed += 1
+        records.append(
+            AnswerRecord(
+                judge=info.name,
+                prompt_family=info.prompt_family,
+                task="direct",
+                criterion=row.criterion,
+                item_id=row.item_id,
+                repetition=0,
+                order="",
+                judge_score=score,
+                logprobs=row.logprobs,
+                raw_reply=row.response,
+                parse_rule=rule,
+                model=info.model,
+            )
+        )
+    return records, tally.counts(info.name, info.prompt_family, "direct")
+
+
+def pairwise_records(
+    judge: RecordedPairwise, parse_preference: PreferenceParser
+) -> tuple[list[AnswerRecord], JudgeIngestCounts]:
+    """The store records of one recorded pairwise judge (by the module's rules) and their counts."""
+    info = judge.info
+    tally = _Tally()
+    records = []
+    for row in judge.rows:
+        tally.rows += 1
+        outcome, rule = None, "missing"
+        if row.response is None:
+            tally.missing += 1
+        else:
+            outcome = parse_preference(row.response)
+            rule = "preference" if outcome is not None else "no_preference"
+            if outcome is None:
+                tally.unreadable(row.response)
+            else:
+                tally.parsed += 1
+        records.append(
+            AnswerRecord(
+                judge=info.name,
+                prompt_family=info.prompt_family,
+                task="pairwise",
+                criterion=row.criterion,
+                item_id=row.item_id,
+                repetition=0,
+                order=row.order,
+                outcome=outcome,
+                raw_reply=row.response,
+                parse_rule=rule,
+                model=info.model,
+            )
+        )
+    return records, tally.counts(info.name, info.prompt_family, "pairwise")
+
+
+def ingest_recorded(
+    store: AnswerStore,
+    data_dir: Path | str,
+    *,
+    parse_score: ScoreParser | None = None,
+    parse_preference: PreferenceParser | None = None,
+) -> IngestReport:
+    """Load, validate and upsert every recorded direct and pairwise answer under ``data_dir`` (module rules).
+
+    The parsers default to ``service.judge.parse``'s. Raises DataError (from the loaders) for bad files; the
+    store is left unchanged then, since nothing is written before every file has loaded.
+    """
+    started = time.perf_counter()
+    if parse_score is None or parse_preference is None:
+        default_score, default_preference = _default_parsers()
+        parse_score = parse_score or default_score
+        parse_preference = parse_preference or default_preference
+    summeval = load_summeval(data_dir)
+    judges = load_recorded_judges(data_dir, summeval.items)
+    pairwise = load_pairwise(data_dir, summeval)
+    records: list[AnswerRecord] = []
+    counts: list[JudgeIngestCounts] = []
+    for judge in judges:
+        judge_records, judge_counts = direct_records(judge, parse_score)
+        records.extend(judge_records)
+        counts.append(judge_counts)
+    for verdicts in pairwise:
+        judge_records, judge_counts = pairwise_records(verdicts, parse_preference)
+        records.extend(judge_records)
+        counts.append(judge_counts)
+    stats: PutStats = store.put_many(records)
+    return IngestReport(
+        judges=tuple(counts),
+        inserted=stats.inserted,
+        updated=stats.updated,
+        unchanged=stats.unchanged,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def format_report(report: IngestReport) -> Iterable[str]:
+    """Human-readable lines: one per (judge, task) with counts and parse rate, then the store changes."""
+    for c in report.judges:
+        rate = "" if c.parse_rate is None else f" parse_rate={c.parse_rate:.4f}"
+        yield (
+            f"{c.judge} [{c.prompt_family}/{c.task}] rows={c.rows} recorded={c.recorded} parsed={c.parsed} "
+            f"unparsed={c.unparsed} missing={c.missing}{rate}"
+        )
+    yield (
+        f"store: inserted={report.inserted} updated={report.updated} unchanged={report.unchanged} "
+        f"({report.seconds:.2f} s)"
+    )
