@@ -1,0 +1,54 @@
+"""The outbound judge side: prompts, the OpenAI-compatible client, and the reply parser.
+
+Re-exports the public names of ``client``, ``distribution``, ``errors``, ``parse`` and ``prompts``.
+"""
+
+from service.judge.client import (
+    NO_KEY_PLACEHOLDER,
+    TOP_LOGPROBS,
+    Completion,
+    DirectVerdict,
+    JudgeClient,
+    JudgeConfig,
+    PreferenceVerdict,
+    load_judge_configs,
+)
+from service.judge.distribution import TokenLogprobs, score_distribution
+from service.judge.errors import (
+    JudgeCallError,
+    JudgeConfigError,
+    JudgeError,
+    JudgeReplyError,
+    UnknownPromptError,
+)
+from service.judge.parse import RULES, ParsedScore, Preference, parse_preference, parse_rate, parse_score
+from service.judge.prompts import CRITERIA, PROMPT_FAMILIES, ChatMessage, direct_prompt, pairwise_prompt
+
+__all__ = [
+    "CRITERIA",
+    "ChatMessage",
+    "Completion",
+    "DirectVerdict",
+    "JudgeCallError",
+    "JudgeClient",
+    "JudgeConfig",
+    "JudgeConfigError",
+    "JudgeError",
+    "JudgeReplyError",
+    "NO_KEY_PLACEHOLDER",
+    "PROMPT_FAMILIES",
+    "ParsedScore",
+    "Preference",
+    "PreferenceVerdict",
+    "RULES",
+    "TOP_LOGPROBS",
+    "TokenLogprobs",
+    "UnknownPromptError",
+    "direct_prompt",
+    "load_judge_configs",
+    "pairwise_prompt",
+    "parse_preference",
+    "parse_rate",
+    "parse_score",
+    "score_distribution",
+]

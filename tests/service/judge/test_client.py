@@ -1,0 +1,349 @@
+"""The judge client against the judge stand-in over real HTTP (no mocked OpenAI client)."""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import logging
+import math
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+
+import service.judge as judge_pkg
+from service.judge import client as client_module
+from service.judge.client import JudgeClient, JudgeConfig, load_judge_configs
+from service.judge.distribution import TokenLogprobs, score_distribution
+from service.judge.errors import JudgeCallError, JudgeConfigError, JudgeReplyError, UnknownPromptError
+from tests.fakes.judge_server import NO_SCORE_REPLY, JudgeServer, ScriptedReply, peaked_logprobs
+
+T = TypeVar("T")
+DOCUMENT = "Rain closed the harbour road on Monday; ferries ran late and two shops flooded."
+SUMMARY = "Heavy rain shut the harbour road and flooded two shops."
+
+
+def run_with(config: JudgeConfig, call: Callable[[JudgeClient], Awaitable[T]], **kwargs: Any) -> T:
+    """Make a client for ``config``, await ``call(client)`` and close the client."""
+
+    async def main() -> T:
+        async with JudgeClient(config, **kwargs) as judge:
+            return await call(judge)
+
+    return asyncio.run(main())
+
+
+def score_once(config: JudgeConfig, criterion: str = "coherence") -> Any:
+    return run_with(config, lambda judge: judge.score(criterion, DOCUMENT, SUMMARY))
+
+
+# -- scores and distributions ---------------------------------------------------------------------------
+
+
+def test_score_and_logprob_distribution(judge_server: JudgeServer) -> None:
+    judge_server.default_score = 2
+    verdict = score_once(judge_server.judge_config())
+    assert verdict.judge_score == 2
+    assert verdict.raw_reply == "2" and verdict.parse_rule == "bare"
+    expected = peaked_logprobs(2)  # already sums to 1 over "1".."5", so renormalising changes nothing
+    assert verdict.probabilities == pytest.approx([math.exp(expected[str(k)]) for k in range(1, 6)])
+    assert verdict.logprobs == pytest.approx(expected)
+    (request,) = judge_server.requests
+    assert request.body["logprobs"] is True and request.body["top_logprobs"] == 20
+    assert request.body["model"] == "stand-in-judge" and request.body["temperature"] == 0.0
+    assert DOCUMENT in request.prompt_text and SUMMARY in request.prompt_text and "coherence" in request.prompt_text
+    assert request.headers["authorization"] == "Bearer not-needed"
+    assert verdict.completion_tokens == 1
+    assert verdict.prompt_tokens == sum(len(str(m["content"]).split()) for m in request.messages)
+
+
+def test_distribution_is_taken_at_the_score_the_parser_read(judge_server: JudgeServer) -> None:
+    text = "The 2-0 win is covered.\nScore: 4"
+    dist = {" 4": math.log(0.3), "4": math.log(0.3), "5": math.log(0.3), "2": math.log(0.1), "x": -0.1}
+    judge_server.responder = lambda body: ScriptedReply(text, dist, logprobs_at=text.rindex("4"))
+    verdict = score_once(judge_server.judge_config(prompt_family="rts"))
+    assert verdict.judge_score == 4 and verdict.parse_rule == "labelled"
+    # " 4" and "4" both mean 4; "x" is no label; 1 and 3 are absent -> 0; then renormalised over 1..5.
+    assert verdict.probabilities == pytest.approx([0.0, 0.1, 0.0, 0.6, 0.3])
+    assert verdict.logprobs is not None
+    assert verdict.logprobs["1"] is None and verdict.logprobs["4"] == pytest.approx(math.log(0.6))
+
+
+def test_no_score_token_among_top_logprobs_gives_no_distribution(judge_server: JudgeServer) -> None:
+    judge_server.responder = lambda body: ScriptedReply("Score: four", {"four": 0.0})
+    verdict = score_once(judge_server.judge_config(prompt_family="rts"))
+    assert verdict.judge_score == 4 and verdict.probabilities is None and verdict.logprobs is None
+
+
+def test_distribution_rule_without_server() -> None:
+    tokens = [
+        TokenLogprobs(token="Score", logprob=0.0, top_logprobs={}),
+        TokenLogprobs(token=":", logprob=0.0, top_logprobs={}),
+        TokenLogprobs(token=" 3", logprob=-0.5, top_logprobs={"2": -1.5}),
+    ]
+    probabilities, logprobs = score_distribution(tokens, "Score: 3", 7)
+    total = math.exp(-1.5) + math.exp(-0.5)  # the token itself counts as a candidate
+    assert probabilities == pytest.approx([0.0, math.exp(-1.5) / total, math.exp(-0.5) / total, 0.0, 0.0])
+    assert logprobs == {"1": None, "2": -1.5, "3": -0.5, "4": None, "5": None}
+    # tokens that do not add up to the text: fall back to the first score-digit token
+    assert score_distribution(tokens, "Score:3", 6)[0] is not None
+    assert score_distribution(None, "3", 0) == (None, None)
+
+
+def test_config_without_logprobs_does_not_ask_for_them(judge_server: JudgeServer) -> None:
+    verdict = score_once(judge_server.judge_config(logprobs=False))
+    assert verdict.judge_score == 4 and verdict.probabilities is None
+    assert "logprobs" not in judge_server.requests[0].body
+
+
+# -- retries, timeouts, refusals --------------------------------------------------------------------------
+
+
+def test_retry_on_500_then_success(judge_server: JudgeServer) -> None:
+    judge_server.inject("error_500", times=2)
+    verdict = score_once(judge_server.judge_config(max_retries=2))
+    assert verdict.judge_score == 4
+    assert judge_server.call_count == 3
+
+
+def test_500_beyond_retries_raises_call_error_with_status(judge_server: JudgeServer) -> None:
+    judge_server.inject("error_500", times=5)
+    with pytest.raises(JudgeCallError) as caught:
+        score_once(judge_server.judge_config(max_retries=2))
+    assert caught.value.status == 500 and caught.value.attempts == 3
+    assert judge_server.call_count == 3
+
+
+def test_backoff_waits_grow(judge_server: JudgeServer) -> None:
+    judge_server.inject("error_500", times=2)
+    started = time.monotonic()
+    score_once(judge_server.judge_config(max_retries=2, backoff_base_s=0.1, backoff_max_s=1.0))
+    # equal jitter: attempt 0 waits >= 0.05 s, attempt 1 waits >= 0.1 s
+    assert time.monotonic() - started >= 0.15
+    first, second, third = (r.received_at for r in judge_server.requests)
+    assert second - first >= 0.05 and third - second >= 0.1
+
+
+@pytest.mark.parametrize("fault", ["rate_limit_429", "unavailable_503"])
+def test_retry_after_is_honoured(judge_server: JudgeServer, fault: str) -> None:
+    judge_server.inject(fault, retry_after_s=0.2)
+    started = time.monotonic()
+    verdict = score_once(judge_server.judge_config(max_retries=1, backoff_base_s=0.0, backoff_max_s=0.0))
+    assert verdict.judge_score == 4
+    assert time.monotonic() - started >= 0.2
+    first, second = (r.received_at for r in judge_server.requests)
+    assert second - first >= 0.2
+
+
+def test_retry_after_header_forms() -> None:
+    read = client_module._retry_after_s
+    assert read(httpx.Headers({"Retry-After": "0.25"})) == 0.25
+    assert read(httpx.Headers({"retry-after-ms": "150", "Retry-After": "9"})) == pytest.approx(0.15)
+    later = email.utils.formatdate(time.time() + 30, usegmt=True)
+    assert 25 <= read(httpx.Headers({"Retry-After": later})) <= 31
+    assert read(httpx.Headers({"Retry-After": "soon"})) is None
+    assert read(httpx.Headers({})) is None
+
+
+def test_retry_after_beyond_the_limit_fails_at_once(judge_server: JudgeServer) -> None:
+    judge_server.inject("rate_limit_429", retry_after_s=30)
+    started = time.monotonic()
+    with pytest.raises(JudgeCallError, match="Retry-After") as caught:
+        score_once(judge_server.judge_config(max_retries=3, max_retry_after_s=1.0))
+    assert caught.value.status == 429
+    assert judge_server.call_count == 1 and time.monotonic() - started < 5
+
+
+def test_timeout_raises_call_error_after_retries(judge_server: JudgeServer) -> None:
+    judge_server.inject("hang", times=2, hang_s=10)
+    started = time.monotonic()
+    with pytest.raises(JudgeCallError, match="timed out") as caught:
+        score_once(judge_server.judge_config(timeout_s=0.3, max_retries=1))
+    elapsed = time.monotonic() - started
+    assert caught.value.status is None and caught.value.attempts == 2
+    assert judge_server.call_count == 2
+    assert 0.6 <= elapsed < 8
+
+
+def test_unreadable_reply_raises_reply_error_with_raw_text(judge_server: JudgeServer) -> None:
+    judge_server.inject("no_score")
+    with pytest.raises(JudgeReplyError) as caught:
+        score_once(judge_server.judge_config())
+    assert caught.value.raw_reply == NO_SCORE_REPLY
+    assert caught.value.reason == "no_score_statement"
+    assert judge_server.call_count == 1  # a reply is an answer: not retried
+
+
+def test_other_4xx_fails_without_retry(judge_server: JudgeServer) -> None:
+    judge_server.inject("bad_request_400")
+    with pytest.raises(JudgeCallError) as caught:
+        score_once(judge_server.judge_config(max_retries=3))
+    assert caught.value.status == 400 and judge_server.call_count == 1
+
+
+def test_logprob_refusal_falls_back_and_is_remembered(judge_server: JudgeServer) -> None:
+    judge_server.refuse_logprobs = True
+
+    async def twice(judge: JudgeClient) -> tuple[Any, Any, bool]:
+        first = await judge.score("coherence", DOCUMENT, SUMMARY)
+        second = await judge.score("relevance", DOCUMENT, SUMMARY)
+        return first, second, judge.logprobs_available
+
+    first, second, available = run_with(judge_server.judge_config(max_retries=0), twice)
+    assert first.judge_score == second.judge_score == 4
+    assert first.probabilities is None and second.probabilities is None
+    assert not available
+    asked = [r.wants_logprobs for r in judge_server.requests]
+    assert asked == [True, False, False]  # refused once, retried without, never asked again
+
+
+def test_one_off_logprob_refusal_also_falls_back(judge_server: JudgeServer) -> None:
+    judge_server.inject("refuse_logprobs")
+    verdict = score_once(judge_server.judge_config(max_retries=0))
+    assert verdict.judge_score == 4 and verdict.probabilities is None
+    assert [r.wants_logprobs for r in judge_server.requests] == [True, False]
+
+
+# -- concurrency --------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("limit", [3, 8])
+def test_concurrency_limit_is_respected(judge_server: JudgeServer, limit: int) -> None:
+    judge_server.latency_s = 0.1
+
+    async def many(judge: JudgeClient) -> list[Any]:
+        return await asyncio.gather(*(judge.score("fluency", DOCUMENT, SUMMARY) for _ in range(3 * limit)))
+
+    verdicts = run_with(judge_server.judge_config(max_concurrency=limit), many)
+    assert len(verdicts) == 3 * limit and judge_server.call_count == 3 * limit
+    assert judge_server.max_in_flight == limit
+
+
+# -- pairwise and raw completions ---------------------------------------------------------------------------
+
+
+def test_prefer_reads_the_verdict_and_shows_first_as_a(judge_server: JudgeServer) -> None:
+    judge_server.responder = lambda body: "B: Summary #2 is more coherent."
+    verdict = run_with(
+        judge_server.judge_config(), lambda judge: judge.prefer("coherence", DOCUMENT, "first text", "second text")
+    )
+    assert verdict.outcome == "second" and verdict.raw_reply.startswith("B:")
+    prompt = judge_server.requests[0].prompt_text
+    assert prompt.index("Summary A:\nfirst text") < prompt.index("Summary B:\nsecond text")
+    assert "logprobs" not in judge_server.requests[0].body
+
+
+def test_prefer_unreadable_reply(judge_server: JudgeServer) -> None:
+    judge_server.responder = lambda body: "Both have merits."
+    with pytest.raises(JudgeReplyError) as caught:
+        run_with(judge_server.judge_config(), lambda judge: judge.prefer("coherence", DOCUMENT, "x", "y"))
+    assert caught.value.raw_reply == "Both have merits."
+
+
+def test_complete_returns_text_tokens_and_usage(judge_server: JudgeServer) -> None:
+    judge_server.responder = lambda body: "Answer: 3 people"
+    judge_server.usage = (11, 4)
+    messages = [{"role": "user", "content": "How many?"}]
+    completion = run_with(
+        judge_server.judge_config(), lambda judge: judge.complete(messages, max_tokens=7, logprobs=True)
+    )
+    assert completion.text == "Answer: 3 people"
+    assert (completion.prompt_tokens, completion.completion_tokens) == (11, 4)
+    assert completion.tokens is not None and "".join(t.token for t in completion.tokens) == completion.text
+    assert judge_server.requests[0].body["max_tokens"] == 7
+    assert judge_server.requests[0].messages == messages
+
+
+def test_caller_owned_http_client_is_used_and_left_open(judge_server: JudgeServer) -> None:
+    async def main() -> tuple[int, bool]:
+        async with httpx.AsyncClient() as http:
+            async with JudgeClient(judge_server.judge_config(), http_client=http) as judge:
+                verdict = await judge.score("relevance", DOCUMENT, SUMMARY)
+            return verdict.judge_score, http.is_closed
+
+    assert asyncio.run(main()) == (4, False)
+
+
+# -- keys and configuration ---------------------------------------------------------------------------------
+
+
+def test_api_key_comes_from_the_named_variable_and_is_not_logged(
+    judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setenv("STAND_IN_JUDGE_KEY", "sk-test-secret-123")
+    judge_server.inject("error_500")
+    with caplog.at_level(logging.DEBUG):
+        verdict = score_once(judge_server.judge_config(api_key_env="STAND_IN_JUDGE_KEY", max_retries=1))
+    assert verdict.judge_score == 4
+    assert judge_server.requests[-1].headers["authorization"] == "Bearer sk-test-secret-123"
+    assert caplog.records and "sk-test-secret-123" not in caplog.text
+
+
+def test_missing_key_variable_is_a_config_error(judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("STAND_IN_MISSING_KEY", raising=False)
+    with pytest.raises(JudgeConfigError, match="STAND_IN_MISSING_KEY"):
+        JudgeClient(judge_server.judge_config(api_key_env="STAND_IN_MISSING_KEY"))
+
+
+def test_unknown_prompt_family_is_refused(judge_server: JudgeServer) -> None:
+    with pytest.raises(UnknownPromptError, match="nope"):
+        JudgeClient(judge_server.judge_config(prompt_family="nope"))
+
+
+ENTRY = {"model": "m", "base_url": "http://127.0.0.1:1/v1"}
+
+
+def _write(tmp_path: Path, payload: Any) -> Path:
+    path = tmp_path / "judges.json"
+    path.write_text(payload if isinstance(payload, str) else json.dumps(payload), encoding="utf-8")
+    return path
+
+
+def test_load_configs_from_a_list_and_from_an_object(tmp_path: Path) -> None:
+    listed = load_judge_configs(_write(tmp_path, [{"name": "a", **ENTRY}, {"name": "b", **ENTRY, "logprobs": False}]))
+    assert list(listed) == ["a", "b"] and listed["b"].logprobs is False and listed["a"].prompt_family == "paper"
+    keyed = load_judge_configs(_write(tmp_path, {"a": ENTRY, "b": {**ENTRY, "name": "b", "prompt_family": "rts"}}))
+    assert keyed["a"].name == "a" and keyed["b"].prompt_family == "rts"
+    assert keyed["a"] == listed["a"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "problem"),
+    [
+        ("{not json", "invalid judge configs"),
+        ([{"name": "a"}], "model"),
+        ([{"name": "a", **ENTRY, "timeout_s": -1}], "timeout_s"),
+        ([{"name": "a", **ENTRY, "prompt_family": "fancy"}], "unknown prompt_family 'fancy'"),
+        ([{"name": "a", **ENTRY}, {"name": "a", **ENTRY}], "configured twice"),
+        ({"a": {**ENTRY, "name": "b"}}, "different name"),
+        ({"a": {**ENTRY, "max_concurrency": 0}}, "max_concurrency"),
+        ("42", "invalid judge configs"),
+    ],
+)
+def test_config_file_errors_name_the_file_and_the_problem(tmp_path: Path, payload: Any, problem: str) -> None:
+    path = _write(tmp_path, payload)
+    with pytest.raises(JudgeConfigError) as caught:
+        load_judge_configs(path)
+    assert str(path) in str(caught.value) and problem in str(caught.value)
+
+
+def test_missing_config_file(tmp_path: Path) -> None:
+    with pytest.raises(JudgeConfigError, match="cannot read"):
+        load_judge_configs(tmp_path / "absent.json")
+
+
+# -- package surface -----------------------------------------------------------------------------------------
+
+
+def test_package_exports_are_sorted_and_complete() -> None:
+    exported = judge_pkg.__all__
+    assert exported == sorted(exported)
+    modules = ("client", "distribution", "errors", "parse", "prompts")
+    public = {name for m in modules for name in __import__(f"service.judge.{m}", fromlist=["__all__"]).__all__}
+    assert set(exported) == public
+    assert all(getattr(judge_pkg, name) is not None for name in exported)
+    assert client_module.JudgeClient is judge_pkg.JudgeClient
