@@ -1,0 +1,116 @@
+"""The offline report: Markdown tables, PNG figures and ``index.md``, rebuilt from the saved study summaries.
+
+=========================================  ==========================================================
+call                                       result
+=========================================  ==========================================================
+``write_summary(obj, path)``               a study summary (msgspec Struct) as indented JSON
+``build_report(out_dir)``                  ``ReportFiles``: reads ``<out>/*/summary.json``, writes the rest
+=========================================  ==========================================================
+
+Layout under the report folder: ``index.md``; ``conformal/{summary.json,tables.md,*.png}``;
+``transitivity/{summary.json,tables.md,violation_rates.png}``; ``position_bias/{summary.json,tables.md}``;
+``factuality/baselines.{json,md}`` (written by the FRANK study); ``ingest/summary.json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import msgspec
+
+from offline.report import figures, tables
+from offline.report.index import IngestSummary, render_index
+from offline.studies.conformal import ConformalSummary
+from offline.studies.position_bias import PositionBiasSummary
+from offline.studies.transitivity import TransitivitySummary
+
+__all__ = ["SUMMARY_FILES", "ReportFiles", "build_report", "read_summary", "write_summary"]
+
+SUMMARY_FILES = {
+    "conformal": "conformal/summary.json",
+    "transitivity": "transitivity/summary.json",
+    "position_bias": "position_bias/summary.json",
+    "ingest": "ingest/summary.json",
+}
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """The files a report build wrote (paths under the report folder)."""
+
+    index: Path
+    tables: tuple[Path, ...]
+    figures: tuple[Path, ...]
+
+
+def write_summary(summary: msgspec.Struct, path: Path) -> Path:
+    """Write a study summary as indented JSON (NaN-free: undefined statistics are null); return the path."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(msgspec.json.format(msgspec.json.encode(summary), indent=1) + b"\n")
+    return path
+
+
+def read_summary(path: Path, kind: type[T]) -> T | None:
+    """Decode a saved summary into its type, or None when the file does not exist."""
+    if not path.exists():
+        return None
+    return msgspec.json.decode(path.read_bytes(), type=kind)
+
+
+def build_report(out_dir: Path | str) -> ReportFiles:
+    """Rebuild every table, figure and ``index.md`` under ``out_dir`` from the summary JSONs found there.
+
+    Raises FileNotFoundError when no summary exists (run ``python -m offline calibrate`` first).
+    """
+    out = Path(out_dir)
+    conformal = read_summary(out / SUMMARY_FILES["conformal"], ConformalSummary)
+    transitivity = read_summary(out / SUMMARY_FILES["transitivity"], TransitivitySummary)
+    position_bias = read_summary(out / SUMMARY_FILES["position_bias"], PositionBiasSummary)
+    ingest = read_summary(out / SUMMARY_FILES["ingest"], IngestSummary)
+    if conformal is None and transitivity is None and position_bias is None:
+        raise FileNotFoundError(f"no study summary under {out}: run `python -m offline calibrate --out {out}` first")
+    written_tables: list[Path] = []
+    written_figures: list[tuple[str, Path]] = []
+    if conformal is not None:
+        path = out / "conformal" / "tables.md"
+        path.write_text(tables.conformal_tables(conformal), encoding="utf-8")
+        written_tables.append(path)
+        folder = out / "conformal"
+        written_figures += [
+            ("Figure 3 — set size and coverage (paper's method)",
+             figures.set_size_heatmap(conformal, folder / "set_size_heatmap.png")),
+            ("Set size and coverage (default method per cell)",
+             figures.set_size_heatmap(conformal, folder / "set_size_heatmap_default.png", defaults=True)),
+            ("Figure 4 — width-error reliability", figures.width_error_reliability(conformal,
+                                                                                  folder / "width_error.png")),
+            ("Figure 5 — inter-judge width agreement", figures.inter_judge_matrices(conformal,
+                                                                                   folder / "inter_judge.png")),
+            ("Figure 6 — coverage vs 1−α", figures.coverage_vs_alpha(conformal, folder / "coverage_vs_alpha.png")),
+        ]
+    if transitivity is not None:
+        path = out / "transitivity" / "tables.md"
+        path.write_text(tables.transitivity_tables(transitivity), encoding="utf-8")
+        written_tables.append(path)
+        title = "Figure 2 — per-input violation rates" + (f" ({transitivity.label})" if transitivity.simulated else "")
+        written_figures.append((title, figures.violation_violins(transitivity,
+                                                                 out / "transitivity" / "violation_rates.png")))
+    if position_bias is not None:
+        path = out / "position_bias" / "tables.md"
+        path.write_text(tables.position_bias_tables(position_bias), encoding="utf-8")
+        written_tables.append(path)
+    links = {p.relative_to(out).as_posix(): p.relative_to(out).as_posix() for p in written_tables}
+    for name in ("factuality/baselines.md", "factuality/baselines.json", *SUMMARY_FILES.values()):
+        if (out / name).exists():
+            links[name] = name
+    index = out / "index.md"
+    index.write_text(
+        render_index(
+            conformal=conformal, transitivity=transitivity, position_bias=position_bias, ingest=ingest, links=links,
+            figures=[(title, p.relative_to(out).as_posix()) for title, p in written_figures],
+        ),
+        encoding="utf-8",
+    )
+    return ReportFiles(index=index, tables=tuple(written_tables), figures=tuple(p for _, p in written_figures))

@@ -1,0 +1,191 @@
+"""The command line: ``python -m offline calibrate | collect | report``.
+
+================================================================  ===============================================
+command                                                           does
+================================================================  ===============================================
+``calibrate [--data-dir D] [--out reports] [--thresholds P]``     ingest -> studies -> report -> thresholds
+``          [--store S] [--splits 20] [--seed 0] [--no-progress]``
+``collect --judges-file F --judge J --task T [--repetitions 3]``  a live judge's answers into the answer store
+``        [--both-orders] [--limit N] [--store S]``
+``report --out reports``                                          rebuild tables/figures/index from summaries
+================================================================  ===============================================
+
+Data directory: ``--data-dir``, else ``$DATA_DIR``, else ``../shared/data`` beside the checkout
+(``offline.data.paths.resolve_data_dir``); otherwise the command stops with a message saying what to set.
+Logs: structlog JSON lines on stderr (configured here only); progress bars on stderr; stdout says where
+things were written. Exit status 0 on success, 2 on a usage or data error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from offline.data.errors import DataError
+from offline.data.paths import resolve_data_dir
+
+__all__ = ["build_parser", "configure_logging", "main"]
+
+TASKS = ("direct", "pairwise", "factuality_direct", "factuality_qa")
+
+
+def configure_logging(level: int = logging.INFO) -> None:
+    """structlog: JSON lines with ISO UTC timestamps and log level, written to stderr."""
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.JSONRenderer(),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=False,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argparse parser of the three subcommands."""
+    parser = argparse.ArgumentParser(prog="python -m offline", description="Conformal Judge offline module")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    cal = commands.add_parser("calibrate", help="ingest recorded answers, run the studies, write report and thresholds")
+    cal.add_argument("--data-dir", type=Path, default=None, help="shared data directory (default: $DATA_DIR, "
+                     "else ../shared/data)")
+    cal.add_argument("--out", type=Path, default=Path("reports"), help="report folder (default: reports/)")
+    cal.add_argument("--thresholds", type=Path, default=None,
+                     help="thresholds artifact to write (default: calibration/thresholds.json)")
+    cal.add_argument("--store", type=Path, default=None, help="SQLite answer store (default: <out>/answers.sqlite)")
+    cal.add_argument("--splits", type=int, default=20, help="random calibration/test splits per cell (default 20)")
+    cal.add_argument("--seed", type=int, default=0, help="seed of splits, fits and simulation (default 0)")
+    cal.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+    col = commands.add_parser("collect", help="collect a live judge's answers into the answer store")
+    col.add_argument("--judges-file", type=Path, required=True, help="JSON file of judge configurations")
+    col.add_argument("--judge", required=True, help="name of the judge in the judges file")
+    col.add_argument("--task", choices=TASKS, default="direct")
+    col.add_argument("--repetitions", type=int, default=3)
+    col.add_argument("--both-orders", action="store_true", help="pairwise: also ask in the swapped order")
+    col.add_argument("--limit", type=int, default=None, help="only the first N items of the subset")
+    col.add_argument("--store", type=Path, default=Path("reports/answers.sqlite"))
+    col.add_argument("--data-dir", type=Path, default=None)
+    col.add_argument("--concurrency", type=int, default=8)
+    col.add_argument("--no-progress", action="store_true")
+
+    rep = commands.add_parser("report", help="rebuild the report from the saved summary JSONs")
+    rep.add_argument("--out", type=Path, default=Path("reports"))
+    return parser
+
+
+def _calibrate(args: argparse.Namespace, log: Any) -> int:
+    from offline.export import DEFAULT_THRESHOLDS
+    from offline.pipeline import calibrate
+
+    data_dir = resolve_data_dir(args.data_dir)
+    thresholds = args.thresholds or DEFAULT_THRESHOLDS
+    if args.splits < 2:
+        raise DataError(None, None, f"--splits must be at least 2, got {args.splits}")
+    log.info("calibrate started", data_dir=str(data_dir), out=str(args.out), thresholds=str(thresholds),
+             splits=args.splits, seed=args.seed)
+    started = time.perf_counter()
+    result = calibrate(data_dir=data_dir, out_dir=args.out, thresholds_path=thresholds, store_path=args.store,
+                       n_splits=args.splits, seed=args.seed, progress=not args.no_progress, log=log)
+    elapsed = time.perf_counter() - started
+    log.info("calibrate finished", seconds=round(elapsed, 2), steps=result.seconds)
+    print(f"report:      {result.index}")
+    for name, path in result.summaries.items():
+        print(f"summary:     {path}  ({name})")
+    for path in (*result.tables, *result.factuality):
+        print(f"table:       {path}")
+    for path in result.figures:
+        print(f"figure:      {path}")
+    print(f"store:       {result.store}")
+    print(f"thresholds:  {result.thresholds}")
+    print(f"wall time:   {elapsed:.1f} s")
+    return 0
+
+
+def _collect_items(task: str, data_dir: Path, limit: int | None) -> tuple[list[Any], dict[str, Any] | None, list[str]]:
+    """The items, articles and criteria of a collection task (SummEval subset, or FRANK for factuality)."""
+    from offline.collect import TargetItem, default_subset
+    from offline.data.summeval import CRITERIA, load_summeval
+
+    if task.startswith("factuality"):
+        from offline.data.frank import load_frank
+
+        frank = load_frank(data_dir)
+        items = [
+            TargetItem(item_id=f"{item.hash}/{item.model_name}", doc_id=item.hash, system_id=item.model_name,
+                       document=frank.articles[item.hash].article, summary=item.summary)
+            for item in frank.items
+        ]
+        return items[:limit] if limit else items, None, ["faithfulness"]
+    summeval = load_summeval(data_dir)
+    subset = default_subset(summeval)
+    return (subset[:limit] if limit else subset), summeval.articles, list(CRITERIA)
+
+
+def _collect(args: argparse.Namespace, log: Any) -> int:
+    from offline.collect import collect
+    from offline.store import AnswerStore
+    from service.judge.client import JudgeClient, load_judge_configs
+
+    data_dir = resolve_data_dir(args.data_dir)
+    configs = load_judge_configs(args.judges_file)
+    if args.judge not in configs:
+        raise DataError(args.judges_file, None, f"no judge named {args.judge!r} (known: {', '.join(sorted(configs))})")
+    items, articles, criteria = _collect_items(args.task, data_dir, args.limit)
+    item_judge = None
+    if args.task.startswith("factuality"):
+        from service.judge import factuality
+
+        item_judge = factuality.judge_faithfulness_direct if args.task == "factuality_direct" \
+            else factuality.judge_faithfulness_qa
+
+    async def run() -> Any:
+        async with JudgeClient(configs[args.judge]) as client:
+            with AnswerStore(args.store) as store:
+                return await collect(store, client, task=args.task, items=items, criteria=criteria,
+                                     repetitions=args.repetitions, both_orders=args.both_orders,
+                                     concurrency=args.concurrency, progress=not args.no_progress,
+                                     articles=articles, item_judge=item_judge)
+
+    log.info("collect started", judge=args.judge, task=args.task, items=len(items), store=str(args.store))
+    report = asyncio.run(run())
+    log.info("collect finished", planned=report.planned, calls=report.calls, failed=report.failed,
+             no_verdict=report.no_verdict, seconds=round(report.seconds, 2))
+    print(f"store:       {args.store}")
+    print(f"answers:     {report.succeeded} new, {report.skipped} already stored, {report.failed} failed")
+    return 0
+
+
+def _report(args: argparse.Namespace, log: Any) -> int:
+    from offline.report import build_report
+
+    files = build_report(args.out)
+    log.info("report rebuilt", out=str(args.out), tables=len(files.tables), figures=len(files.figures))
+    print(f"report:      {files.index}")
+    for path in (*files.tables, *files.figures):
+        print(f"written:     {path}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse ``argv`` and run the command; data and usage errors print one line to stderr and return 2."""
+    args = build_parser().parse_args(argv)
+    configure_logging()
+    log = structlog.get_logger("offline")
+    handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report}
+    try:
+        return handlers[args.command](args, log)
+    except (DataError, FileNotFoundError) as error:
+        log.error("failed", command=args.command, error=str(error))
+        print(f"error: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,169 @@
+"""``calibrate``: ingest -> studies -> report -> export, in one call (the CLI's and ``make calibrate``'s work).
+
+Steps: (1) recorded answers into the SQLite answer store (``offline.ingest``); (2) the conformal study on every
+judge's direct answers; (3) position bias on the stored pairwise verdicts; (4) transitivity on stored full
+tournaments when some judge has them (collected with ``python -m offline collect``), otherwise on tournaments
+simulated from the recorded score distributions (labelled as such); (5) the FRANK baselines; (6) the report;
+(7) the thresholds artifact.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+from tqdm import tqdm
+
+from offline.data.frank import load_frank
+from offline.data.summeval import load_summeval
+from offline.export import export_thresholds
+from offline.ingest import IngestReport, ingest_recorded
+from offline.report import SUMMARY_FILES, build_report, write_summary
+from offline.report.index import IngestRow, IngestSummary
+from offline.store import AnswerStore
+from offline.studies.conformal import cell_data_from_store as conformal_data
+from offline.studies.conformal import run_conformal_study
+from offline.studies.factuality import baseline_tables, write_baselines_json, write_baselines_markdown
+from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store, run_position_bias
+from offline.studies.simulate import SimulationConfig, simulate_tournaments
+from offline.studies.transitivity import has_triangles, run_transitivity
+
+__all__ = ["CalibrateResult", "calibrate", "ingest_summary"]
+
+
+@dataclass(frozen=True)
+class CalibrateResult:
+    """Where a calibrate run wrote its outputs, and how long each step took (seconds)."""
+
+    out_dir: Path
+    store: Path
+    thresholds: Path
+    index: Path
+    summaries: dict[str, Path]
+    tables: tuple[Path, ...]
+    figures: tuple[Path, ...]
+    factuality: tuple[Path, ...]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+def ingest_summary(report: IngestReport, store: Path) -> IngestSummary:
+    """The ingest report as the saved summary (with each judge's parse rate)."""
+    return IngestSummary(
+        store=str(store),
+        judges=[
+            IngestRow(judge=c.judge, prompt_family=c.prompt_family, task=c.task, rows=c.rows, recorded=c.recorded,
+                      parsed=c.parsed, unparsed=c.unparsed, missing=c.missing, parse_rate=c.parse_rate,
+                      unparsed_examples=list(c.unparsed_examples))
+            for c in report.judges
+        ],
+        inserted=report.inserted, updated=report.updated, unchanged=report.unchanged, seconds=report.seconds,
+    )
+
+
+def _tournament_answers(answers: list[PairwiseAnswer]) -> list[PairwiseAnswer]:
+    """The stored answers of the judges whose pairwise answers contain full triangles (collected tournaments)."""
+    judges = sorted({a.judge for a in answers})
+    keep = {j for j in judges if has_triangles(a for a in answers if a.judge == j)}
+    return [a for a in answers if a.judge in keep]
+
+
+def calibrate(
+    *,
+    data_dir: Path,
+    out_dir: Path,
+    thresholds_path: Path,
+    store_path: Path | None = None,
+    n_splits: int = 20,
+    seed: int = 0,
+    progress: bool = True,
+    log: Any = None,
+) -> CalibrateResult:
+    """Run every step (module docstring) on ``data_dir``; write the report under ``out_dir`` and the artifact."""
+    log = log or structlog.get_logger("offline.calibrate")
+    out = Path(out_dir)
+    store_file = Path(store_path) if store_path is not None else out / "answers.sqlite"
+    seconds: dict[str, float] = {}
+    clock = time.perf_counter()
+
+    def lap(step: str, **fields: object) -> None:
+        nonlocal clock
+        now = time.perf_counter()
+        seconds[step] = round(now - clock, 3)
+        clock = now
+        log.info("step done", step=step, seconds=seconds[step], **fields)
+
+    def bar(iterable: Iterable, desc: str) -> Iterable:
+        return tqdm(iterable, desc=desc, disable=not progress, leave=False)
+
+    out.mkdir(parents=True, exist_ok=True)
+    # The FRANK baselines are independent of every other step and spend their time in LAPACK (which releases
+    # the GIL), so they run in a worker thread while the SummEval studies run here.
+    workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frank")
+    frank_job = workers.submit(_frank_baselines, Path(data_dir), out)
+    try:
+        return _calibrate_steps(data_dir=Path(data_dir), out=out, thresholds_path=Path(thresholds_path),
+                                store_file=store_file, n_splits=n_splits, seed=seed, frank_job=frank_job,
+                                lap=lap, bar=bar, seconds=seconds)
+    finally:
+        workers.shutdown(wait=True, cancel_futures=True)
+
+
+def _frank_baselines(data_dir: Path, out: Path) -> tuple[tuple[Path, ...], int]:
+    """FRANK baseline tables (stats-frank's study) written under ``out/factuality``; (paths, metric count)."""
+    tables = baseline_tables(load_frank(data_dir))
+    return (write_baselines_json(tables, out), write_baselines_markdown(tables, out)), len(tables)
+
+
+def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_file: Path, n_splits: int,
+                     seed: int, frank_job: Future, lap: Callable[..., None], bar: Callable[[Iterable, str], Iterable],
+                     seconds: dict[str, float]) -> CalibrateResult:
+    summaries: dict[str, Path] = {}
+    summeval = load_summeval(data_dir)
+    with AnswerStore(store_file) as store:
+        report = ingest_recorded(store, data_dir)
+        summaries["ingest"] = write_summary(ingest_summary(report, store_file), out / SUMMARY_FILES["ingest"])
+        lap("ingest", inserted=report.inserted, unchanged=report.unchanged, store=str(store_file))
+        datasets = conformal_data(store, summeval.items)
+        pairwise = pairwise_answers_from_store(store)
+
+    conformal = run_conformal_study(datasets, n_splits=n_splits, seed=seed, progress=lambda t: bar(t, "conformal"))
+    summaries["conformal"] = write_summary(conformal, out / SUMMARY_FILES["conformal"])
+    lap("conformal", cells=len(conformal.cells), datasets=len(datasets))
+
+    position = run_position_bias(pairwise, source="recorded pairwise verdicts in the answer store")
+    summaries["position_bias"] = write_summary(position, out / SUMMARY_FILES["position_bias"])
+    lap("position_bias", verdicts=len(pairwise))
+
+    tournaments = _tournament_answers(pairwise)
+    if tournaments:
+        transitivity = run_transitivity(tournaments, summeval.items, simulated=False,
+                                        label="collected tournaments", source="pairwise answers in the answer store")
+    else:
+        simulation = simulate_tournaments(datasets, summeval.items, config=SimulationConfig(seed=seed))
+        transitivity = run_transitivity(
+            simulation.answers, summeval.items, simulated=True, label=simulation.label,
+            source="the stored pairwise data holds no triangles (a chain), so tournaments are "
+            f"{simulation.label} (offline/studies/simulate.py, seed {seed})",
+            simulation={"config": msgspec.to_builtins(simulation.config),
+                        "judges": msgspec.to_builtins(simulation.judges)},
+        )
+    summaries["transitivity"] = write_summary(transitivity, out / SUMMARY_FILES["transitivity"])
+    lap("transitivity", simulated=transitivity.simulated, inputs=len(transitivity.inputs))
+
+    factuality, n_metrics = frank_job.result()
+    lap("factuality (waited for the worker)", metrics=n_metrics)
+
+    files = build_report(out)
+    lap("report", figures=len(files.figures))
+
+    export_thresholds(datasets, conformal, data_dir=data_dir, path=thresholds_path, seed=seed)
+    lap("export", path=str(thresholds_path))
+    return CalibrateResult(out_dir=out, store=store_file, thresholds=thresholds_path, index=files.index,
+                           summaries=summaries, tables=files.tables, figures=files.figures, factuality=factuality,
+                           seconds=seconds)

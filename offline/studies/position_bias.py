@@ -1,0 +1,131 @@
+"""Position bias of a pairwise judge: does its verdict survive swapping the presentation order?
+
+Works on any pairwise answers (the shipped chain of GPT-3.5 verdicts, or collected tournaments). Each answer is a
+:class:`PairwiseAnswer`: the document, the two systems as shown, and the parsed outcome (None = unreadable reply).
+
+Rules, stated once:
+
+* Candidates are document-scoped (``"<doc_id>/<system>"``), so one system pair in two documents is two pairs.
+* Consistency (``calibration.tournament.position_consistency``): per unordered pair judged in both orders, the
+  majority in each order names the same system (or both orders are ties; "tie" verdicts abstain).
+* ``tie_rate``: "tie" verdicts / readable verdicts. ``first_win_rate``: share of decisive verdicts won by the
+  candidate shown first (0.5 = no position preference).
+* Unreadable replies are excluded from every rate and counted (``n_unparsed``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from calibration.tournament import PairwiseVerdict, position_consistency
+from offline.data.pairwise import presented
+from offline.data.summeval import CRITERIA
+from offline.store import AnswerStore
+
+__all__ = [
+    "PairwiseAnswer",
+    "PositionBiasRow",
+    "PositionBiasSummary",
+    "pairwise_answers_from_store",
+    "run_position_bias",
+]
+
+
+class PairwiseAnswer(msgspec.Struct, frozen=True, kw_only=True):
+    """One pairwise verdict as shown: ``first`` won when outcome is "first"; outcome None = unreadable."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    doc_id: str
+    first: str
+    second: str
+    outcome: str | None
+    repetition: int = 0
+
+
+class PositionBiasRow(msgspec.Struct, frozen=True, kw_only=True):
+    """Position consistency and tie rate of one judge on one criterion ("all" = every criterion pooled)."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    consistency: float | None
+    n_pairs_both_orders: int
+    n_consistent: int
+    n_verdicts: int
+    n_unparsed: int
+    tie_rate: float | None
+    first_win_rate: float | None
+
+
+class PositionBiasSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the position-bias study reports; written as ``position_bias/summary.json``."""
+
+    rows: list[PositionBiasRow]
+    rules: dict[str, str]
+    source: str
+    simulated: bool = False
+
+
+RULES = {
+    "candidates": "document-scoped: '<doc_id>/<system>'",
+    "consistency": "pairs judged in both orders whose per-order majority names the same system (or ties in both)",
+    "tie_rate": "tie verdicts / readable verdicts",
+    "first_win_rate": "decisive verdicts won by the first-shown candidate / decisive verdicts",
+    "unparsed": "unreadable replies are excluded from every rate and counted",
+}
+
+
+def pairwise_answers_from_store(store: AnswerStore) -> list[PairwiseAnswer]:
+    """Every stored pairwise answer (task "pairwise") as shown to the judge, in store key order."""
+    answers = []
+    for record in store.iter_answers(task="pairwise"):
+        doc_id, first, second = presented(record.item_id, record.order)
+        answers.append(
+            PairwiseAnswer(
+                judge=record.judge, prompt_family=record.prompt_family, criterion=record.criterion, doc_id=doc_id,
+                first=first, second=second, outcome=record.outcome if record.error is None else None,
+                repetition=record.repetition,
+            )
+        )
+    return answers
+
+
+def _verdicts(answers: Iterable[PairwiseAnswer]) -> list[PairwiseVerdict]:
+    return [
+        PairwiseVerdict(first=f"{a.doc_id}/{a.first}", second=f"{a.doc_id}/{a.second}", outcome=a.outcome)
+        for a in answers
+        if a.outcome is not None
+    ]
+
+
+def _row(judge: str, family: str, criterion: str, answers: Sequence[PairwiseAnswer]) -> PositionBiasRow:
+    result = position_consistency(_verdicts(answers))
+    return PositionBiasRow(
+        judge=judge, prompt_family=family, criterion=criterion, consistency=result.rate,
+        n_pairs_both_orders=result.n_pairs_both_orders, n_consistent=result.n_consistent,
+        n_verdicts=result.n_verdicts, n_unparsed=sum(a.outcome is None for a in answers),
+        tie_rate=result.tie_rate, first_win_rate=result.first_win_rate,
+    )
+
+
+def run_position_bias(
+    answers: Iterable[PairwiseAnswer], *, source: str, simulated: bool = False
+) -> PositionBiasSummary:
+    """Per (judge, prompt family) and criterion, plus all criteria pooled: consistency, ties, first-win rate."""
+    groups: dict[tuple[str, str], list[PairwiseAnswer]] = {}
+    for answer in answers:
+        groups.setdefault((answer.judge, answer.prompt_family), []).append(answer)
+    rows = []
+    for (judge, family), group in sorted(groups.items()):
+        present = [c for c in CRITERIA if any(a.criterion == c for a in group)]
+        present += sorted({a.criterion for a in group} - set(present))
+        for criterion in present:
+            rows.append(_row(judge, family, criterion, [a for a in group if a.criterion == criterion]))
+        # Pooled: candidates are also criterion-scoped so that criteria never merge into one pair.
+        pooled = [msgspec.structs.replace(a, doc_id=f"{a.criterion}:{a.doc_id}") for a in group]
+        rows.append(_row(judge, family, "all", pooled))
+    return PositionBiasSummary(rows=rows, rules=dict(RULES), source=source, simulated=simulated)

@@ -1,0 +1,82 @@
+"""`python -m offline calibrate` end to end on the real data into a temporary folder, then `report`."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from calibration.thresholds import load_artifact
+from offline.cli import main
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+@pytest.fixture(scope="module")
+def run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, str, Path]:
+    """(exit status, stdout, out folder) of one calibrate run with 4 splits (coverage is checked elsewhere)."""
+    out = tmp_path_factory.mktemp("calibrate") / "reports"
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        status = main(["calibrate", "--data-dir", str(data_dir), "--out", str(out), "--thresholds",
+                       str(out / "thresholds.json"), "--splits", "4", "--seed", "0", "--no-progress"])
+    return status, stdout.getvalue(), out
+
+
+def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
+    status, stdout, out = run
+    assert status == 0
+    index = (out / "index.md").read_text()
+    assert index.startswith("# Conformal Judge") and "Coverage held" in index and "Parse rate" in index
+    assert "Position consistency" in index and "Beyond the paper" in index
+    summary = json.loads((out / "conformal" / "summary.json").read_text())
+    assert len(summary["cells"]) == 448 and summary["n_splits"] == 4
+    figures = sorted((out / "conformal").glob("*.png")) + sorted((out / "transitivity").glob("*.png"))
+    assert len(figures) == 6
+    for figure in figures:
+        data = figure.read_bytes()
+        assert data.startswith(PNG_MAGIC) and len(data) > 10_000
+        assert figure.relative_to(out).as_posix() in index
+    baselines = json.loads((out / "factuality" / "baselines.json").read_text())
+    assert baselines
+    transitivity = json.loads((out / "transitivity" / "summary.json").read_text())
+    assert transitivity["simulated"] is True  # the shipped pairwise chain has no triangles
+    assert json.loads((out / "position_bias" / "summary.json").read_text())["simulated"] is False
+    artifact = load_artifact(out / "thresholds.json")
+    assert len(artifact.entries) == 448 and len(artifact.default_methods) == 24
+    assert (out / "answers.sqlite").exists()
+    for line in ("report:", "thresholds:", "wall time:"):
+        assert line in stdout
+    assert str(out / "index.md") in stdout
+
+
+def test_report_rebuilds_from_saved_summaries(run) -> None:
+    _, _, out = run
+    before = (out / "index.md").read_text()
+    (out / "index.md").unlink()
+    (out / "conformal" / "width_error.png").unlink()
+    with contextlib.redirect_stdout(io.StringIO()):
+        assert main(["report", "--out", str(out)]) == 0
+    assert (out / "index.md").read_text() == before
+    assert (out / "conformal" / "width_error.png").read_bytes().startswith(PNG_MAGIC)
+
+
+def test_missing_data_directory_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setenv("DATA_DIR", str(tmp_path / "nowhere"))
+    assert main(["calibrate", "--out", str(tmp_path / "r")]) == 2
+    assert "DATA_DIR" in capsys.readouterr().err
+    assert main(["report", "--out", str(tmp_path / "empty")]) == 2
+
+
+def test_module_entry_point_and_collect_arguments() -> None:
+    result = subprocess.run([sys.executable, "-m", "offline", "collect", "--help"], capture_output=True, text=True,
+                            check=False, timeout=60)
+    assert result.returncode == 0
+    for flag in ("--judges-file", "--judge", "--task", "--repetitions", "--both-orders", "--limit", "--store"):
+        assert flag in result.stdout

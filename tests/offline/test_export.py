@@ -1,0 +1,121 @@
+"""Export: thresholds fitted on all items, written, loaded back, giving identical prediction sets."""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from importlib import metadata
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calibration.conformal import METHODS, PROBABILITY_METHODS, predict_sets, prediction_set
+from calibration.thresholds import ThresholdIndex, load_artifact
+from offline.data.summeval import load_summeval
+from offline.export import DEFAULT_THRESHOLDS, build_artifact, code_version, data_files, data_hash, export_thresholds
+from offline.ingest import ingest_recorded
+from offline.store import AnswerStore
+from offline.studies.conformal import ALPHAS, cell_data_from_store, run_conformal_study
+
+SEED = 3
+
+
+@pytest.fixture(scope="module")
+def datasets(data_dir: Path):
+    with AnswerStore(":memory:") as store:
+        ingest_recorded(store, data_dir)
+        return cell_data_from_store(store, load_summeval(data_dir).items)
+
+
+@pytest.fixture(scope="module")
+def exported(datasets, data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
+    """(in-memory artifact, loaded artifact, study) — the study with 2 splits is enough for the round trip."""
+    summary = run_conformal_study(datasets, n_splits=2, seed=SEED)
+    path = tmp_path_factory.mktemp("export") / "thresholds.json"
+    artifact = export_thresholds(datasets, summary, data_dir=data_dir, path=path, seed=SEED)
+    return artifact, load_artifact(path), summary
+
+
+def test_round_trip_gives_identical_prediction_sets_for_every_entry(exported, datasets) -> None:
+    artifact, loaded, _ = exported
+    assert loaded.entries == artifact.entries and loaded.default_methods == artifact.default_methods
+    by_key = {(d.judge, d.prompt_family, d.criterion): d for d in datasets}
+    methods_seen = set()
+    for written, read in zip(artifact.entries, loaded.entries, strict=True):
+        data = by_key[written.judge, written.prompt_family, written.criterion]
+        inputs = {"judge_scores": data.judge_scores, "probabilities": data.probabilities}
+        before = predict_sets(written.fitted, rng=np.random.default_rng(1), **inputs)
+        after = predict_sets(read.fitted, rng=np.random.default_rng(1), **inputs)
+        assert np.array_equal(before, after), written.key
+        methods_seen.add(written.method)
+        if written.method != "aps_randomized" and abs(written.alpha - 0.1) < 1e-9:
+            # The service's single-item path on the loaded artifact agrees with the fitted predictor.
+            for i in range(0, data.labels.size, 97):
+                probs = None if data.probabilities is None else data.probabilities[i].tolist()
+                labels = prediction_set(read.fitted, judge_score=int(data.judge_scores[i]), probabilities=probs)
+                assert labels == tuple(int(k) + 1 for k in np.flatnonzero(before[i]))
+    assert methods_seen == set(METHODS)
+
+
+def test_entries_are_fitted_on_all_items_with_study_figures(exported, datasets) -> None:
+    artifact, _, summary = exported
+    n_probability = sum(d.probabilities is not None for d in datasets)
+    assert len(artifact.entries) == (n_probability * 8 + (len(datasets) - n_probability) * 3) * len(ALPHAS)
+    sizes = {(d.judge, d.criterion): d.labels.size for d in datasets}
+    for entry in artifact.entries:
+        n = sizes[entry.judge, entry.criterion]
+        assert entry.fitted.n_cal + entry.fitted.n_model_fit == n
+        if entry.method == "learned_lac":
+            matrix = np.array(entry.fitted.learned_matrix)
+            assert matrix.shape == (5, 5) and np.allclose(matrix.sum(axis=1), 1)
+        cell = summary.cell(entry.judge, entry.criterion, entry.method, entry.alpha)
+        assert (entry.heldout_coverage, entry.heldout_set_size, entry.n_splits) == (cell.coverage, cell.set_size, 2)
+        assert entry.heldout_coverage_std == cell.coverage_std and entry.min_bin_coverage == cell.min_bin_coverage
+        if entry.judge.startswith("llama"):
+            assert entry.method not in PROBABILITY_METHODS
+    index = ThresholdIndex(artifact)
+    for d in datasets:
+        assert index.default_method(d.judge, d.prompt_family, d.criterion) is not None
+    assert all(default.reason for default in artifact.default_methods)
+
+
+def test_provenance(exported, data_dir: Path) -> None:
+    artifact, _, _ = exported
+    created = datetime.fromisoformat(artifact.created_at)
+    assert created.utcoffset() is not None and created.utcoffset().total_seconds() == 0
+    assert artifact.code_version.startswith(metadata.version("conformal-judge"))
+    assert artifact.code_version == code_version()
+    digest = hashlib.sha256()
+    files = sorted([*Path(data_dir, "judges", "summeval").glob("*.json*"), Path(data_dir, "summeval", "items.jsonl")],
+                   key=lambda p: p.relative_to(data_dir).as_posix())
+    assert files == data_files(data_dir)
+    for path in files:
+        content = path.read_bytes()
+        digest.update(f"{path.relative_to(data_dir).as_posix()}\0{len(content)}\0".encode() + content)
+    assert artifact.data_hash == digest.hexdigest() == data_hash(files, data_dir)
+
+
+def test_build_is_deterministic_for_a_seed(datasets, exported) -> None:
+    _, _, summary = exported
+    subset = [d for d in datasets if d.criterion == "fluency"]
+    first = build_artifact(subset, summary, seed=SEED, data_hash="x", code_version="v", created_at="t")
+    second = build_artifact(subset, summary, seed=SEED, data_hash="x", code_version="v", created_at="t")
+    other = build_artifact(subset, summary, seed=SEED + 1, data_hash="x", code_version="v", created_at="t")
+    assert first == second
+    assert [e.fitted.learned_matrix for e in first.entries] != [e.fitted.learned_matrix for e in other.entries]
+
+
+def test_shipped_artifact_loads_and_covers_every_cell() -> None:
+    artifact = load_artifact(DEFAULT_THRESHOLDS)
+    index = ThresholdIndex(artifact)
+    assert len(index.judges()) == 6
+    for judge in index.judges():
+        (family,) = index.prompt_families(judge)
+        for criterion in ("coherence", "consistency", "fluency", "relevance"):
+            assert index.default_method(judge, family, criterion) is not None
+            methods = index.methods(judge, family, criterion)
+            assert {"residual", "mondrian_residual", "learned_lac"} <= set(methods)
+            for method in methods:
+                assert index.alphas(judge, family, criterion, method) == list(ALPHAS)
+    assert all(e.heldout_coverage is not None and e.n_splits == 20 for e in artifact.entries)

@@ -1,0 +1,76 @@
+"""Position consistency on the shipped pairwise chain, computed two independent ways."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from offline.data.pairwise import load_pairwise
+from offline.ingest import ingest_recorded
+from offline.store import AnswerStore
+from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store, run_position_bias
+from service.judge.parse import parse_preference
+
+
+@pytest.fixture(scope="module")
+def summary(data_dir: Path):
+    """The study's way: ingest into the answer store, read back, calibration.tournament.position_consistency."""
+    with AnswerStore(":memory:") as store:
+        ingest_recorded(store, data_dir)
+        answers = pairwise_answers_from_store(store)
+    return run_position_bias(answers, source="shipped")
+
+
+def _independent(data_dir: Path) -> dict[str, tuple[float, int, float]]:
+    """Straight from the files: per criterion, (consistency, pairs in both orders, tie rate)."""
+    (judge,) = load_pairwise(data_dir)
+    winners: dict[tuple[str, str, frozenset], dict[bool, str]] = defaultdict(dict)
+    ties = defaultdict(int)
+    totals = defaultdict(int)
+    for row in judge.rows:
+        outcome = parse_preference(row.response)
+        assert outcome is not None
+        totals[row.criterion] += 1
+        ties[row.criterion] += outcome == "tie"
+        winner = {"first": row.first, "second": row.second, "tie": "tie"}[outcome]
+        winners[row.criterion, row.doc_id, frozenset((row.first, row.second))][row.first < row.second] = winner
+    result = {}
+    for criterion in totals:
+        pairs = [w for (c, _, _), w in winners.items() if c == criterion and len(w) == 2]
+        same = sum(w[True] == w[False] for w in pairs)
+        result[criterion] = (same / len(pairs), len(pairs), ties[criterion] / totals[criterion])
+    return result
+
+
+def test_consistency_agrees_with_an_independent_count(summary, data_dir: Path) -> None:
+    expected = _independent(data_dir)
+    rows = {r.criterion: r for r in summary.rows}
+    assert set(expected) == {"coherence", "consistency", "fluency", "relevance"}
+    for criterion, (rate, n_pairs, tie_rate) in expected.items():
+        row = rows[criterion]
+        assert row.n_pairs_both_orders == n_pairs == 1100
+        assert row.consistency == pytest.approx(rate)
+        assert row.tie_rate == pytest.approx(tie_rate)
+        assert row.n_unparsed == 0
+    pooled = rows["all"]
+    assert pooled.n_pairs_both_orders == 4400
+    assert pooled.consistency == pytest.approx(sum(r.n_consistent for c, r in rows.items() if c != "all") / 4400)
+
+
+def test_consistency_rule_on_a_small_case() -> None:
+    def answer(doc: str, first: str, second: str, outcome: str | None) -> PairwiseAnswer:
+        return PairwiseAnswer(judge="j", prompt_family="p", criterion="coherence", doc_id=doc, first=first,
+                              second=second, outcome=outcome)
+
+    answers = [
+        answer("d1", "A", "B", "first"), answer("d1", "B", "A", "second"),  # A both times: consistent
+        answer("d2", "A", "B", "first"), answer("d2", "B", "A", "first"),  # position wins: inconsistent
+        answer("d3", "A", "B", "tie"), answer("d3", "B", "A", None),  # unreadable: one order only
+    ]
+    summary = run_position_bias(answers, source="test")
+    row = summary.rows[0]
+    assert (row.consistency, row.n_pairs_both_orders, row.n_unparsed) == (0.5, 2, 1)
+    assert row.tie_rate == pytest.approx(1 / 5)
+    assert row.first_win_rate == pytest.approx(3 / 4)
