@@ -35,11 +35,14 @@ Methods (``METHODS``):
                       judge score when there is none) and ``M`` a Laplace-smoothed table of human labels per
                       judge score, fitted on a random half of the calibration data that the threshold does
                       not use
+``label_conditional`` the ``learned_lac`` score with one threshold per human label (class-wise Mondrian):
+                      coverage holds within every human label, so small sets cannot come from the base rate
 ================== ====================================================================================
 
 Group fallback (``mondrian_residual``): a group (judge score) whose calibration count is too small for a
 finite threshold, or that never occurs in calibration, gets the full scale, which keeps the per-group guarantee;
-it is never silently given the pooled threshold.
+it is never silently given the pooled threshold. Likewise (``label_conditional``) a human label with too few
+calibration items for a finite threshold is always in the set.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from calibration.errors import (
 )
 
 __all__ = [
+    "LEARNED_METHODS",
     "METHODS",
     "PROBABILITY_METHODS",
     "FittedConformal",
@@ -87,9 +91,12 @@ METHODS = (
     "ordinal",
     "mondrian_residual",
     "learned_lac",
+    "label_conditional",
 )
 # Methods that cannot run without the judge's probability vector.
 PROBABILITY_METHODS = frozenset({"residual_expected", "lac", "aps", "aps_randomized", "ordinal"})
+# Methods whose score is the learned model's (they fit a model on part of the calibration data).
+LEARNED_METHODS = frozenset({"learned_lac", "label_conditional"})
 # Methods that need the judge's integer score.
 SCORE_METHODS = frozenset({"residual", "mondrian_residual"})
 
@@ -101,7 +108,9 @@ class FittedConformal(msgspec.Struct, frozen=True, kw_only=True):
     """A calibrated conformal predictor: everything needed to form sets, and nothing else.
 
     ``threshold`` is ``None`` when the calibration set is too small for the level (every set is the full scale).
-    ``group_thresholds`` (``mondrian_residual``) maps a judge score to its threshold (``None`` = full scale).
+    ``group_thresholds`` maps a group to its threshold (``None`` = full scale for a judge-score group, or an
+    always-included label); ``grouping`` says what the groups are: ``"judge_score"`` (``mondrian_residual``)
+    or ``"label"`` (``label_conditional``).
     ``learned_matrix`` (``learned_lac``) is the K x K table ``M[s - 1][y - 1] = P(human = y | judge score s)``.
     """
 
@@ -114,6 +123,7 @@ class FittedConformal(msgspec.Struct, frozen=True, kw_only=True):
     group_sizes: dict[int, int] | None = None
     learned_matrix: list[list[float]] | None = None
     n_model_fit: int = 0
+    grouping: str | None = None
 
 
 @dataclass(frozen=True)
@@ -355,7 +365,7 @@ def label_scores(
     if method in ("residual", "mondrian_residual"):
         assert judge_scores is not None
         return np.abs(judge_scores[:, None].astype(float) - _label_values(n_labels)[None, :])
-    if method == "learned_lac":
+    if method in LEARNED_METHODS:
         assert learned_matrix is not None
         weights = _judge_weights(judge_scores, probabilities, n_labels)
         return 1.0 - _learned_probabilities(weights, learned_matrix)
@@ -392,8 +402,8 @@ def _inputs(
         raise InvalidProbabilitiesError(f"method={method!r} needs the judge's probabilities (log-probs); none given")
     if method in SCORE_METHODS and scores is None:
         raise ScoreOutOfRangeError(f"method={method!r} needs the judge's integer score; none given")
-    if method == "learned_lac" and scores is None and probs is None:
-        raise ScoreOutOfRangeError("method='learned_lac' needs the judge's score or its probabilities; none given")
+    if method in LEARNED_METHODS and scores is None and probs is None:
+        raise ScoreOutOfRangeError(f"method={method!r} needs the judge's score or its probabilities; none given")
     if scores is not None and n_items is not None and scores.size != n_items:
         raise EmptyCalibrationError(f"judge_scores has {scores.size} items but labels has {n_items}")
     if scores is not None and probs is not None and scores.size != probs.shape[0]:
@@ -437,9 +447,9 @@ def fit_conformal(
     scores, probs = _inputs(method, n_labels, judge_scores, probabilities, y.size)
     generator = rng if rng is not None else np.random.default_rng(0)
 
-    if method == "learned_lac":
+    if method in LEARNED_METHODS:
         if y.size < 2:
-            raise EmptyCalibrationError("learned_lac needs at least 2 calibration items (model and threshold)")
+            raise EmptyCalibrationError(f"{method} needs at least 2 calibration items (model and threshold)")
         order = generator.permutation(y.size)
         n_model = min(max(1, int(round(model_fraction * y.size))), y.size - 1)
         model_part, threshold_part = order[:n_model], order[n_model:]
@@ -447,6 +457,20 @@ def fit_conformal(
         matrix = _fit_learned_matrix(weights[model_part], y[model_part], n_labels)
         matrix_scores = 1.0 - _learned_probabilities(weights[threshold_part], matrix)
         true_scores = matrix_scores[np.arange(threshold_part.size), y[threshold_part] - 1]
+        if method == "label_conditional":
+            label_thresholds, label_sizes = _group_quantiles(true_scores, y[threshold_part], n_labels, alpha)
+            return FittedConformal(
+                method=method,
+                alpha=float(alpha),
+                n_labels=n_labels,
+                n_cal=int(threshold_part.size),
+                threshold=conformal_quantile(true_scores, alpha),
+                group_thresholds=label_thresholds,
+                group_sizes=label_sizes,
+                learned_matrix=matrix.tolist(),
+                n_model_fit=int(n_model),
+                grouping="label",
+            )
         return FittedConformal(
             method=method,
             alpha=float(alpha),
@@ -465,12 +489,7 @@ def fit_conformal(
 
     if method == "mondrian_residual":
         assert scores is not None
-        group_thresholds: dict[int, float | None] = {}
-        group_sizes: dict[int, int] = {}
-        for group in range(1, n_labels + 1):
-            members = scores == group
-            group_sizes[group] = int(members.sum())
-            group_thresholds[group] = conformal_quantile(true_scores[members], alpha) if members.any() else None
+        group_thresholds, group_sizes = _group_quantiles(true_scores, scores, n_labels, alpha)
         return FittedConformal(
             method=method,
             alpha=float(alpha),
@@ -479,6 +498,7 @@ def fit_conformal(
             threshold=conformal_quantile(true_scores, alpha),
             group_thresholds=group_thresholds,
             group_sizes=group_sizes,
+            grouping="judge_score",
         )
 
     return FittedConformal(
@@ -490,17 +510,38 @@ def fit_conformal(
     )
 
 
-def _thresholds_per_item(fitted: FittedConformal, judge_scores: np.ndarray | None, n_items: int) -> np.ndarray:
-    """Each item's threshold as a float array, +inf standing for the full scale."""
-    if fitted.method == "mondrian_residual":
-        assert judge_scores is not None and fitted.group_thresholds is not None
-        table = np.full(fitted.n_labels + 1, np.inf)
-        for group, threshold in fitted.group_thresholds.items():
-            if threshold is not None:
-                table[int(group)] = threshold
-        return table[judge_scores]
+def _group_quantiles(
+    true_scores: np.ndarray, groups: np.ndarray, n_labels: int, alpha: float
+) -> tuple[dict[int, float | None], dict[int, int]]:
+    """One conformal threshold per group value 1..K (None where the group is empty or too small)."""
+    thresholds: dict[int, float | None] = {}
+    sizes: dict[int, int] = {}
+    for group in range(1, n_labels + 1):
+        members = groups == group
+        sizes[group] = int(members.sum())
+        thresholds[group] = conformal_quantile(true_scores[members], alpha) if members.any() else None
+    return thresholds, sizes
+
+
+def _group_table(fitted: FittedConformal) -> np.ndarray:
+    """Thresholds indexed by group value 1..K (index 0 unused), +inf for a missing or too-small group."""
+    assert fitted.group_thresholds is not None
+    table = np.full(fitted.n_labels + 1, np.inf)
+    for group, threshold in fitted.group_thresholds.items():
+        if threshold is not None:
+            table[int(group)] = threshold
+    return table
+
+
+def _threshold_matrix(fitted: FittedConformal, judge_scores: np.ndarray | None, n_items: int) -> np.ndarray:
+    """The (n, K) threshold that each candidate label's score is compared with; +inf means always included."""
+    if fitted.grouping == "judge_score":
+        assert judge_scores is not None
+        return np.repeat(_group_table(fitted)[judge_scores][:, None], fitted.n_labels, axis=1)
+    if fitted.grouping == "label":
+        return np.repeat(_group_table(fitted)[None, 1:], n_items, axis=0)
     value = np.inf if fitted.threshold is None else fitted.threshold
-    return np.full(n_items, value)
+    return np.full((n_items, fitted.n_labels), value)
 
 
 def predict_sets(
@@ -524,8 +565,7 @@ def predict_sets(
         learned_matrix=learned,
         uniforms=uniforms,
     )
-    thresholds = _thresholds_per_item(fitted, scores, n_items)
-    return matrix_scores <= thresholds[:, None] + _TOLERANCE
+    return matrix_scores <= _threshold_matrix(fitted, scores, n_items) + _TOLERANCE
 
 
 def prediction_set(
@@ -558,12 +598,16 @@ def prediction_set(
     probs = _one_probability_row(probabilities, n_labels)
     if method in PROBABILITY_METHODS and probs is None:
         raise InvalidProbabilitiesError(f"method={method!r} needs the judge's probabilities (log-probs); none given")
-    if method == "learned_lac" and probs is None and judge_score is None:
-        raise ScoreOutOfRangeError("method='learned_lac' needs the judge's score or its probabilities; none given")
+    if method in LEARNED_METHODS and probs is None and judge_score is None:
+        raise ScoreOutOfRangeError(f"method={method!r} needs the judge's score or its probabilities; none given")
     uniform = 0.0
     if method == "aps_randomized":
         uniform = float((rng if rng is not None else np.random.default_rng(0)).uniform())
     scores = _label_scores_one(method, n_labels, judge_score, probs, fitted.learned_matrix, uniform)
+    if fitted.grouping == "label":
+        assert fitted.group_thresholds is not None
+        limits = [fitted.group_thresholds.get(y + 1) for y in range(n_labels)]
+        return tuple(y + 1 for y in range(n_labels) if limits[y] is None or scores[y] <= limits[y] + _TOLERANCE)
     if fitted.threshold is None:
         return tuple(range(1, n_labels + 1))
     limit = fitted.threshold + _TOLERANCE
@@ -594,7 +638,7 @@ def _label_scores_one(
     uniform: float,
 ) -> list[float]:
     """Pure-Python twin of label_scores for one item (kept equal to it by a test)."""
-    if method == "learned_lac":
+    if method in LEARNED_METHODS:
         assert learned_matrix is not None
         weights = probs if probs is not None else [1.0 if s == judge_score else 0.0 for s in range(1, n_labels + 1)]
         return [

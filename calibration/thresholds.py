@@ -27,7 +27,7 @@ from pathlib import Path
 
 import msgspec
 
-from calibration.conformal import METHODS, FittedConformal
+from calibration.conformal import LEARNED_METHODS, METHODS, FittedConformal
 from calibration.errors import ArtifactError
 
 __all__ = [
@@ -125,12 +125,12 @@ def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>
         threshold = entry.fitted.threshold
         if threshold is not None and not math.isfinite(threshold):
             raise ArtifactError(f"{where}: threshold {threshold} is not finite (use null for the full scale)")
-        if entry.method == "mondrian_residual" and entry.fitted.group_thresholds is None:
-            raise ArtifactError(f"{where}: mondrian_residual needs group_thresholds")
-        if entry.method == "learned_lac":
+        if entry.method in ("mondrian_residual", "label_conditional") and entry.fitted.group_thresholds is None:
+            raise ArtifactError(f"{where}: {entry.method} needs group_thresholds")
+        if entry.method in LEARNED_METHODS:
             matrix = entry.fitted.learned_matrix
             if matrix is None or len(matrix) != len(scale) or any(len(row) != len(scale) for row in matrix):
-                raise ArtifactError(f"{where}: learned_lac needs a {len(scale)}x{len(scale)} learned_matrix")
+                raise ArtifactError(f"{where}: {entry.method} needs a {len(scale)}x{len(scale)} learned_matrix")
         if entry.key in seen:
             raise ArtifactError(f"{where}: duplicate entry")
         seen.add(entry.key)

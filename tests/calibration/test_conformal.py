@@ -143,6 +143,26 @@ def test_learned_lac_matrix_is_a_smoothed_conditional_table():
     assert prediction_set(fitted, judge_score=5) == (4,)
 
 
+def test_label_conditional_covers_every_human_label_where_marginal_lac_does_not():
+    # A judge that always says 5 while most humans say 5: marginal LAC can name {5} and still reach 90%.
+    rng = np.random.default_rng(3)
+    labels = rng.choice([3, 4, 5], size=4000, p=[0.04, 0.06, 0.9])
+    judge = np.full(4000, 5)
+    cal, test = slice(0, 2000), slice(2000, None)
+    marginal = fit_conformal("learned_lac", 0.1, labels[cal], judge_scores=judge[cal], rng=np.random.default_rng(1))
+    classwise = fit_conformal(
+        "label_conditional", 0.1, labels[cal], judge_scores=judge[cal], rng=np.random.default_rng(1)
+    )
+    assert classwise.grouping == "label" and set(classwise.group_thresholds) == {1, 2, 3, 4, 5}
+    assert classwise.group_thresholds[1] is None  # never seen: label 1 is always in the set
+    marginal_sets = predict_sets(marginal, judge_scores=judge[test])
+    classwise_sets = predict_sets(classwise, judge_scores=judge[test])
+    by_label = {g.group: g.coverage for g in coverage_by_group(classwise_sets, labels[test], labels[test])}
+    assert min(by_label.values()) >= 0.85
+    assert {g.group: g.coverage for g in coverage_by_group(marginal_sets, labels[test], labels[test])}[3] == 0.0
+    assert prediction_set(classwise, judge_score=5) == tuple(np.flatnonzero(classwise_sets[0]) + 1)
+
+
 def test_logprobs_are_renormalised_over_the_score_tokens():
     logprobs = np.log([0.05, 0.05, 0.2, 0.1, 0.1])  # mass 0.5 outside the five tokens
     np.testing.assert_allclose(probabilities_from_logprobs(logprobs), [0.1, 0.1, 0.4, 0.2, 0.2])
@@ -234,12 +254,15 @@ def test_every_method_meets_coverage_on_one_fixed_synthetic_set(method):
     data=st.lists(st.floats(0.0, 1.0), min_size=5, max_size=5).filter(lambda row: sum(row) > 1e-3),
     threshold=st.floats(0.0, 1.0),
     judge=st.integers(1, 5),
-    method=st.sampled_from(["residual_expected", "lac", "aps", "ordinal", "learned_lac"]),
+    method=st.sampled_from(["residual_expected", "lac", "aps", "ordinal", "learned_lac", "label_conditional"]),
 )
 def test_single_item_fast_path_equals_the_vectorised_path(data, threshold, judge, method):
-    matrix = np.random.default_rng(0).dirichlet(np.ones(5), size=5).tolist() if method == "learned_lac" else None
+    learned = method in ("learned_lac", "label_conditional")
+    matrix = np.random.default_rng(0).dirichlet(np.ones(5), size=5).tolist() if learned else None
+    groups = {1: None, 2: threshold, 3: threshold / 2, 4: 0.9, 5: 0.2} if method == "label_conditional" else None
     fitted = conformal.FittedConformal(
-        method=method, alpha=0.1, n_labels=5, n_cal=100, threshold=threshold * 3, learned_matrix=matrix
+        method=method, alpha=0.1, n_labels=5, n_cal=100, threshold=threshold * 3, learned_matrix=matrix,
+        group_thresholds=groups, grouping="label" if groups else None,
     )
     one = prediction_set(fitted, judge_score=judge, probabilities=data)
     many = predict_sets(fitted, judge_scores=[judge], probabilities=[data])
