@@ -1,0 +1,37 @@
+# Conformal Judge API image: `docker build -t conformal-judge .` then
+# `docker run -p 8000:8000 -e REDIS_URL=redis://redis:6379/0 conformal-judge`.
+# Same entry point as `make serve` (python -m service); settings come from the environment (service/settings.py).
+
+# Build stage: `pip install .` into a virtualenv, so the runtime image carries no build tooling or sources.
+FROM python:3.11-slim AS build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+RUN python -m venv /opt/venv
+WORKDIR /src
+# Metadata first, then the packages setuptools ships (calibration*, service*, offline*; thresholds.json and
+# judges.example.json come along as package data).
+COPY pyproject.toml README.md ./
+COPY calibration ./calibration
+COPY service ./service
+COPY offline ./offline
+RUN /opt/venv/bin/pip install .
+
+FROM python:3.11-slim AS runtime
+ENV PATH="/opt/venv/bin:${PATH}" \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    HOST=0.0.0.0 \
+    PORT=8000
+# A fixed, unprivileged uid/gid so mounted files (JUDGES_FILE, THRESHOLDS_PATH) can be permissioned for it.
+RUN groupadd --system --gid 10001 app \
+    && useradd --system --uid 10001 --gid app --home-dir /home/app --create-home --shell /usr/sbin/nologin app
+COPY --from=build /opt/venv /opt/venv
+# Run from an empty directory so `python -m service` imports the installed package, not a stray checkout.
+WORKDIR /home/app
+USER app:app
+EXPOSE 8000
+# urllib raises on connection errors and on any non-2xx answer, so the exit status is the health verdict.
+HEALTHCHECK --interval=30s --timeout=5s --start-period=20s --retries=3 \
+    CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('PORT', '8000'), timeout=4)"]
+CMD ["python", "-m", "service"]
