@@ -403,12 +403,6 @@ def judge_stand_in(latency_s: float) -> Iterator[Any]:
     from tests.fakes.judge_server import JudgeServer
 
     with JudgeServer(default_score=3, latency_s=latency_s) as server:
-        # The stand-in writes headers and body in two sends; without TCP_NODELAY Nagle's algorithm meets the
-        # client's delayed ACK and every keep-alive answer waits ~40 ms more than latency_s. Until
-        # judge_server.py sets this itself, switch it on for this server's own handler class.
-        handler = server._httpd.RequestHandlerClass
-        if not handler.disable_nagle_algorithm:
-            handler.disable_nagle_algorithm = True
         yield server
 
 

@@ -365,6 +365,9 @@ class _Server(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; without TCP_NODELAY each keep-alive answer waits ~40 ms for
+    # the client's delayed ACK, on top of the configured latency.
+    disable_nagle_algorithm = True
     server_owner: JudgeServer
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
