@@ -272,21 +272,31 @@ class JudgeClient:
             completion_tokens=usage.completion_tokens if usage else 0,
         )
 
-    async def _create(self, messages: list[ChatMessage], *, max_tokens: int, logprobs: bool) -> Any:
+    async def _create(self, messages: list[ChatMessage], *, max_tokens: int, logprobs: bool) -> _ChatCompletion:
         want_logprobs = logprobs and not self._logprobs_refused
         attempt = 0
         while True:
             extra: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if want_logprobs else {}
             try:
-                async with self._semaphore:
-                    return await self._openai.chat.completions.create(
-                        model=self.config.model,
-                        messages=messages,  # type: ignore[arg-type]
-                        temperature=self.config.temperature,
-                        max_tokens=max_tokens,
-                        timeout=self.config.timeout_s,
+                body = _REQUEST_ENCODER.encode(
+                    {
+                        "model": self.config.model,
+                        "messages": messages,
+                        "temperature": self.config.temperature,
+                        "max_tokens": max_tokens,
                         **extra,
+                    }
+                )
+                async with self._semaphore:
+                    # The SDK's transport, auth, base URL and errors, without its per-call rebuilding of typed
+                    # request and response models: the body is encoded, and the reply decoded, by msgspec.
+                    raw = await self._openai.post(
+                        "/chat/completions",
+                        cast_to=httpx.Response,
+                        content=body,
+                        options={"timeout": self.config.timeout_s, "headers": {"Content-Type": "application/json"}},
                     )
+                return _decode_chat(raw.content)
             except openai.APIStatusError as exc:
                 if want_logprobs and exc.status_code == 400 and "logprobs" in str(exc).lower():
                     _log.info("judge %s refuses log-probs; asking without them from now on", self.config.name)
@@ -357,8 +367,61 @@ def _retry_after_s(headers: Any) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def _tokens(logprobs: Any) -> list[TokenLogprobs] | None:
-    content = getattr(logprobs, "content", None) if logprobs is not None else None
+class _TopLogprob(msgspec.Struct):
+    token: str
+    logprob: float
+
+
+class _TokenLogprob(msgspec.Struct):
+    token: str
+    logprob: float
+    top_logprobs: list[_TopLogprob] | None = None
+
+
+class _ChoiceLogprobs(msgspec.Struct):
+    content: list[_TokenLogprob] | None = None
+
+
+class _Message(msgspec.Struct):
+    content: str | None = None
+
+
+class _Choice(msgspec.Struct):
+    message: _Message
+    finish_reason: str | None = None
+    logprobs: _ChoiceLogprobs | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class _ChatCompletion(msgspec.Struct):
+    """The part of an OpenAI chat-completions reply that the judge reads; unknown fields are ignored."""
+
+    choices: list[_Choice]
+    usage: _Usage | None = None
+
+
+_REQUEST_ENCODER = msgspec.json.Encoder()
+_CHAT_DECODER = msgspec.json.Decoder(_ChatCompletion)
+
+
+def _decode_chat(content: bytes) -> _ChatCompletion:
+    """Decode a chat-completions body; an unusable body is an openai.APIResponseValidationError-like failure."""
+    try:
+        return _CHAT_DECODER.decode(content)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise _UnusableReply(f"not a chat-completions reply: {exc}") from exc
+
+
+class _UnusableReply(openai.OpenAIError):
+    """A 2xx reply whose body is not a chat completion (treated like the SDK's validation errors)."""
+
+
+def _tokens(logprobs: _ChoiceLogprobs | None) -> list[TokenLogprobs] | None:
+    content = logprobs.content if logprobs is not None else None
     if not content:
         return None
     return [
