@@ -1,0 +1,46 @@
+"""``python -m service``: serve the app with uvicorn on HOST:PORT (default 127.0.0.1:8000).
+
+Prints a curl example that works on a fresh machine (the caller's own verdict needs no judge).
+"""
+
+from __future__ import annotations
+
+import sys
+
+import uvicorn
+
+from service.app import create_app
+from service.settings import Settings, SettingsError
+
+__all__ = ["curl_example", "main"]
+
+
+def curl_example(settings: Settings) -> str:
+    """A curl command scoring a caller-supplied verdict against this server (with the bearer header if needed)."""
+    auth = ' -H "Authorization: Bearer $API_KEY"' if settings.api_keys else ""
+    body = '{"criterion": "relevance", "judge": "gpt-4o-mini-2024-07-18", "judge_score": 4}'
+    return (
+        f"curl -s -X POST http://{settings.host}:{settings.port}/v1/score"
+        f" -H 'Content-Type: application/json'{auth} -d '{body}'"
+    )
+
+
+def main() -> int:
+    """Read settings, print where to reach the service, and run uvicorn until interrupted."""
+    try:
+        settings = Settings.from_env()
+    except SettingsError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    app = create_app(settings)
+    print(f"Conformal Judge on http://{settings.host}:{settings.port}  (OpenAPI: /schema, health: /readyz)")
+    print("Try:")
+    print(f"  {curl_example(settings)}")
+    sys.stdout.flush()
+    # log_config=None: uvicorn's own text logs stay off; the app writes JSON lines (warnings still show).
+    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

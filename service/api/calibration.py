@@ -1,0 +1,109 @@
+"""GET /v1/calibration and POST /v1/calibration/reload (admin key)."""
+
+from __future__ import annotations
+
+from litestar import get, post
+from litestar.params import JSONBody
+
+from service.api import ServicesDep, problem_responses, require_admin_key
+from service.problems import CalibrationUnavailableError
+from service.schemas import (
+    CalibrationEntryInfo,
+    CalibrationInfo,
+    DefaultMethodInfo,
+    ReloadRequest,
+    ReloadResponse,
+)
+from service.state import CalibrationSnapshot
+
+__all__ = ["calibration_info", "describe", "reload_calibration"]
+
+
+def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
+    """Everything about a loaded artifact: provenance, the grid it covers and each entry's figures."""
+    artifact, index = snapshot.artifact, snapshot.index
+    defaults = {(d.judge, d.prompt_family, d.criterion): d.method for d in artifact.default_methods}
+    entries = [
+        CalibrationEntryInfo(
+            judge=e.judge,
+            prompt_family=e.prompt_family,
+            criterion=e.criterion,
+            method=e.method,
+            alpha=e.alpha,
+            coverage_target=round(1.0 - e.alpha, 12),
+            n_cal=e.fitted.n_cal,
+            heldout_coverage=e.heldout_coverage,
+            heldout_coverage_std=e.heldout_coverage_std,
+            heldout_set_size=e.heldout_set_size,
+            n_splits=e.n_splits,
+            is_default=defaults.get((e.judge, e.prompt_family, e.criterion)) == e.method,
+        )
+        for e in artifact.entries
+    ]
+    return CalibrationInfo(
+        calibration_id=snapshot.calibration_id,
+        path=snapshot.path,
+        loaded_at=snapshot.loaded_at,
+        format_version=artifact.format_version,
+        created_at=artifact.created_at,
+        code_version=artifact.code_version,
+        data_hash=artifact.data_hash,
+        source=artifact.source,
+        label_scale=list(artifact.label_scale),
+        judges=index.judges(),
+        prompt_families=sorted({e.prompt_family for e in artifact.entries}),
+        criteria=sorted({e.criterion for e in artifact.entries}),
+        methods=snapshot.methods_in_order(),
+        levels=snapshot.levels(),
+        n_entries=len(entries),
+        entries=entries,
+        default_methods=[
+            DefaultMethodInfo(
+                judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method, reason=d.reason
+            )
+            for d in artifact.default_methods
+        ],
+    )
+
+
+@get(
+    "/calibration",
+    summary="The loaded calibration: judges, criteria, methods, levels, sizes, held-out coverage, provenance",
+    responses=problem_responses(401, 503),
+    tags=["calibration"],
+)
+async def calibration_info(services: ServicesDep) -> CalibrationInfo:
+    """Describe the artifact in use; 503 when none is loaded (the load error is in the detail)."""
+    snapshot = services.calibration.current
+    if snapshot is None:
+        raise CalibrationUnavailableError(f"no thresholds artifact is loaded: {services.calibration.error}")
+    return describe(snapshot)
+
+
+@post(
+    "/calibration/reload",
+    status_code=200,
+    guards=[require_admin_key],
+    summary="Load a thresholds artifact and swap it in atomically (admin key); a broken file is refused",
+    responses=problem_responses(400, 401, 403, 413, 422),
+    tags=["calibration"],
+)
+async def reload_calibration(services: ServicesDep, data: JSONBody[ReloadRequest | None] = None) -> ReloadResponse:
+    """Load ``path`` (default: the current path), validate, swap; ArtifactError -> 422 and the old one stays."""
+    path = data.path if data is not None else None
+    try:
+        previous, snapshot = await services.calibration.reload(path)
+    except Exception:
+        services.metrics.reloads.labels("refused").inc()
+        raise
+    services.metrics.reloads.labels("ok").inc()
+    services.metrics.calibration_entries.set(len(snapshot.artifact.entries))
+    services.logger.info(
+        "calibration.reloaded",
+        calibration_id=snapshot.calibration_id,
+        previous=None if previous is None else previous.calibration_id,
+        entries=len(snapshot.artifact.entries),
+    )
+    return ReloadResponse(
+        previous_calibration_id=None if previous is None else previous.calibration_id, calibration=describe(snapshot)
+    )

@@ -1,0 +1,56 @@
+"""POST /v1/compare."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import post
+from litestar.openapi.spec import Example
+from litestar.params import Body
+
+from service.api import ServicesDep, problem_responses
+from service.comparing import CompareContext, compare_candidates
+from service.schemas import CompareRequest, CompareResponse
+
+__all__ = ["compare"]
+
+_PREFERENCES = {
+    "criterion": "coherence",
+    "preferences": [
+        {"winner": "system-a", "loser": "system-b"},
+        {"winner": "system-b", "loser": "system-c"},
+        {"winner": "system-c", "loser": "system-a"},
+    ],
+}
+_LIVE = {
+    "criterion": "relevance",
+    "document": "The city council approved the new park budget on Monday after a long debate.",
+    "candidates": [
+        {"id": "a", "text": "The council approved the park budget."},
+        {"id": "b", "text": "A debate happened on Monday."},
+        {"id": "c", "text": "The city has a council."},
+    ],
+    "repetitions": 1,
+}
+CompareBody = Annotated[
+    CompareRequest,
+    Body(
+        examples=[
+            Example(summary="Your own preferences (a 3-cycle)", value=_PREFERENCES),
+            Example(summary="Judge three candidates live", value=_LIVE),
+        ]
+    ),
+]
+
+
+@post(
+    "/compare",
+    status_code=200,
+    summary="Pairwise comparison of 3-20 candidates: 3-cycles, violation rate, position consistency, rankings",
+    responses=problem_responses(400, 401, 413, 422, 502, 503),
+    tags=["compare"],
+)
+async def compare(data: CompareBody, services: ServicesDep) -> CompareResponse:
+    """Tournament diagnostics of live or caller-given pairwise verdicts (rules: ``service.comparing``)."""
+    context = CompareContext(settings=services.settings, judges=services.judges, logger=services.logger)
+    return await compare_candidates(context, data)

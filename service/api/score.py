@@ -1,0 +1,102 @@
+"""POST /v1/score and POST /v1/score/batch."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+import msgspec
+from litestar import post
+from litestar.openapi.spec import Example
+from litestar.params import Body
+
+from service.api import ServicesDep, problem_responses
+from service.problems import InvalidRequestError, problem_from_exception
+from service.schemas import BatchItemResult, ScoreBatchRequest, ScoreBatchResponse, ScoreRequest, ScoreResponse
+from service.scoring import ScoringContext, score_item
+
+__all__ = ["score", "score_batch", "scoring_context"]
+
+_OWN_VERDICT = {"criterion": "relevance", "judge": "gpt-4o-mini-2024-07-18", "judge_score": 4}
+_OWN_LOGPROBS = {
+    "criterion": "coherence",
+    "judge": "gpt-4o-mini-2024-07-18",
+    "judge_logprobs": {"1": -6.2, "2": -3.1, "3": -0.9, "4": -0.6, "5": -4.0},
+    "alpha": 0.1,
+}
+_LIVE = {
+    "criterion": "coherence",
+    "document": "The city council approved the new park budget on Monday after a long debate.",
+    "summary": "The council approved the park budget.",
+}
+ScoreBody = Annotated[
+    ScoreRequest,
+    Body(
+        examples=[
+            Example(summary="Calibrate your own verdict (no judge call)", value=_OWN_VERDICT),
+            Example(summary="Calibrate your own log-probabilities", value=_OWN_LOGPROBS),
+            Example(summary="Ask the configured judge", value=_LIVE),
+        ]
+    ),
+]
+BatchBody = Annotated[
+    ScoreBatchRequest,
+    Body(examples=[Example(summary="Two verdicts", value={"items": [_OWN_VERDICT, _OWN_LOGPROBS]})]),
+]
+
+
+def scoring_context(services: ServicesDep) -> ScoringContext:
+    """A scoring context holding the calibration snapshot current at the request's start."""
+    return ScoringContext(
+        settings=services.settings,
+        snapshot=services.calibration.current,
+        calibration_error=services.calibration.error,
+        judges=services.judges,
+        policy=services.policy,
+        metrics=services.metrics,
+    )
+
+
+@post(
+    "/score",
+    status_code=200,
+    summary="Score one summary (or calibrate your own verdict) with a conformal prediction set",
+    responses=problem_responses(400, 401, 413, 422, 502, 503),
+    tags=["score"],
+)
+async def score(data: ScoreBody, services: ServicesDep) -> ScoreResponse:
+    """Verdict -> prediction set -> accept / review / escalate (rules: ``service.scoring``)."""
+    return await score_item(scoring_context(services), data)
+
+
+async def _batch_item(context: ScoringContext, logger: object, index: int, raw: object, path: str) -> BatchItemResult:
+    try:
+        item = msgspec.convert(raw, ScoreRequest, strict=True)
+        result = await score_item(context, item)
+    except Exception as error:  # every failure stays with its item; the problem mapping decides the status
+        problem, _ = problem_from_exception(error, instance=f"{path}#/items/{index}")
+        context.metrics.errors.labels(str(problem.status), problem.type.rsplit(":", 1)[-1]).inc()
+        if problem.type.endswith("internal-error"):
+            logger.error("batch.item_failed", index=index, exc_info=error)  # type: ignore[attr-defined]
+        return BatchItemResult(index=index, ok=False, error=problem)
+    return BatchItemResult(index=index, ok=True, result=result)
+
+
+@post(
+    "/score/batch",
+    status_code=200,
+    summary="Score up to 1,000 items; each item succeeds or fails on its own, results in input order",
+    responses=problem_responses(400, 401, 413, 422, 503),
+    tags=["score"],
+)
+async def score_batch(data: BatchBody, services: ServicesDep) -> ScoreBatchResponse:
+    """Each item as in /v1/score, concurrently (judge calls bounded per judge); one bad item fails alone."""
+    limit = services.settings.max_batch_items
+    if len(data.items) > limit:
+        raise InvalidRequestError(f"the batch has {len(data.items)} items; the limit is MAX_BATCH_ITEMS={limit}")
+    context = scoring_context(services)
+    results = await asyncio.gather(
+        *(_batch_item(context, services.logger, index, raw, "/v1/score/batch") for index, raw in enumerate(data.items))
+    )
+    n_ok = sum(1 for item in results if item.ok)
+    return ScoreBatchResponse(results=list(results), n_ok=n_ok, n_failed=len(results) - n_ok)

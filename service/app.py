@@ -1,0 +1,134 @@
+"""``create_app(settings=None) -> Litestar``: wiring only.
+
+Settings are read here (``Settings.from_env()`` unless given). Per-app services (metrics registry, logger,
+policy, calibration holder, judge pool) are built here and kept on ``app.state.services``; the lifespan
+loads the calibration, opens the judge clients and the cache, and closes them in ``finally``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import IO
+
+from litestar import Litestar, Router
+from litestar.di import Provide
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, Reference, SecurityScheme
+
+from service.api import (
+    RequestContextMiddleware,
+    Services,
+    before_send,
+    handle_exception,
+    provide_services,
+)
+from service.api.calibration import calibration_info, reload_calibration
+from service.api.compare import compare
+from service.api.health import healthz, metrics, readyz
+from service.api.judges import list_judges
+from service.api.score import score, score_batch
+from service.judging import JudgePool
+from service.logging import make_logger
+from service.metrics import ServiceMetrics
+from service.policy import DecisionPolicy
+from service.schemas import CompareRequest, ReloadRequest, ScoreBatchRequest, ScoreRequest
+from service.settings import Settings
+from service.state import CalibrationHolder
+
+__all__ = ["API_VERSION", "create_app"]
+
+API_VERSION = "1.0.0"
+_REQUEST_TYPES = (ScoreRequest, ScoreBatchRequest, CompareRequest, ReloadRequest)
+_DESCRIPTION = (
+    "LLM-judge verdicts wrapped with split-conformal prediction sets (accept / review / escalate), "
+    "pairwise tournament diagnostics (3-cycles, violation rate, rankings) and factuality evidence. "
+    "Every error is RFC 9457 problem+json. When API_KEYS is set, /v1 needs `Authorization: Bearer <key>`."
+)
+
+
+@asynccontextmanager
+async def _lifespan(app: Litestar) -> AsyncIterator[None]:
+    services: Services = app.state.services
+    services.calibration.load_initial()
+    if services.calibration.current is not None:
+        services.metrics.calibration_entries.set(len(services.calibration.current.artifact.entries))
+        services.logger.info("calibration.loaded", calibration_id=services.calibration.current.calibration_id)
+    else:
+        services.logger.error("calibration.unavailable", error=services.calibration.error)
+    try:
+        await services.judges.start()
+        yield
+    finally:
+        await services.judges.aclose()
+
+
+def _refine_openapi(app: Litestar) -> None:
+    """Spec details the generator cannot infer: closed request objects, batch items typed as ScoreRequest."""
+    schemas = app.openapi_schema.components.schemas or {}
+    for request_type in _REQUEST_TYPES:
+        schema = schemas.get(request_type.__name__)
+        if schema is not None:
+            schema.additional_properties = False
+    for name in ("JudgeLogprobs", "Candidate", "Preference"):
+        if name in schemas:
+            schemas[name].additional_properties = False
+    # Litestar drops zero-valued bounds (gt=0, le=0); restore the ones the wire types declare.
+    if "ScoreRequest" in schemas and schemas["ScoreRequest"].properties:
+        schemas["ScoreRequest"].properties["alpha"].exclusive_minimum = 0.0  # type: ignore[union-attr]
+    if "JudgeLogprobs" in schemas and schemas["JudgeLogprobs"].properties:
+        for token in schemas["JudgeLogprobs"].properties.values():
+            token.maximum = 0.0  # type: ignore[union-attr]
+    batch, single = schemas.get("ScoreBatchRequest"), schemas.get("ScoreRequest")
+    if batch is not None and single is not None and batch.properties:
+        batch.properties["items"].items = Reference(ref="#/components/schemas/ScoreRequest")  # type: ignore[union-attr]
+
+
+def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None = None) -> Litestar:
+    """The Litestar app for ``settings`` (default: from the environment); logs go to ``log_stream`` (stderr)."""
+    settings = settings if settings is not None else Settings.from_env()
+    metrics_ = ServiceMetrics()
+    logger = make_logger(settings.log_level, log_stream)
+    services = Services(
+        settings=settings,
+        metrics=metrics_,
+        logger=logger,
+        policy=DecisionPolicy(
+            accept_max_set_size=settings.accept_max_set_size, escalate_min_set_size=settings.escalate_min_set_size
+        ),
+        calibration=CalibrationHolder(settings.thresholds_path),
+        judges=JudgePool(settings, metrics_, logger),
+    )
+    v1 = Router(
+        path="/v1",
+        route_handlers=[score, score_batch, compare, calibration_info, reload_calibration, list_judges],
+        security=[{"bearerAuth": []}],
+    )
+    app = Litestar(
+        route_handlers=[v1, healthz, readyz, metrics],
+        # use_cache: the Services object of an app never changes, so it is resolved once.
+        dependencies={"services": Provide(provide_services, sync_to_thread=False, use_cache=True)},
+        exception_handlers={Exception: handle_exception},
+        middleware=[RequestContextMiddleware()],
+        before_send=[before_send],
+        lifespan=[_lifespan],
+        request_max_body_size=settings.max_body_bytes,
+        logging_config=None,
+        openapi_config=OpenAPIConfig(
+            title="Conformal Judge",
+            version=API_VERSION,
+            description=_DESCRIPTION,
+            components=Components(
+                security_schemes={
+                    "bearerAuth": SecurityScheme(
+                        type="http", scheme="bearer", description="one of API_KEYS (or ADMIN_API_KEY)"
+                    )
+                }
+            ),
+            create_examples=False,
+        ),
+        state=None,
+    )
+    app.state.services = services
+    _refine_openapi(app)
+    return app

@@ -1,0 +1,268 @@
+"""Compare candidates: pairwise verdicts (a live judge's or the caller's) -> tournament diagnostics.
+
+Two kinds of request (exactly one; both or neither -> 422):
+
+* **Live**: ``document`` + ``candidates`` (3..MAX_CANDIDATES, unique ids). For every unordered pair (i < j in
+  candidate order) and every repetition r < ``repetitions`` the judge sees (i, j), and with ``swap`` also
+  (j, i). All calls run concurrently, bounded per judge by the client's semaphore; answers are cached per
+  (pair, order, repetition).
+* **Caller's preferences**: ``[{winner, loser}]`` (or ``tie: true``); each becomes the verdict
+  ``first=winner, second=loser, outcome="first"`` (or ``"tie"``). The candidates are the ids in order of
+  first appearance (3..MAX_CANDIDATES). Presentation order is unknown, so ``position_consistency`` is null.
+
+A failed judge call (``JudgeCallError`` after the client's retries, or an unreadable ``JudgeReplyError``)
+does not fail the request: that verdict is missing, the call is listed in ``failed_calls`` with its problem,
+``complete`` is false, the reason says how many verdicts are missing, and a warning is logged. A pair with
+no verdict left is a missing pair of the tournament (no edge). If every call fails there is nothing to
+report: 502 naming the first failed pair.
+
+Flag rule: ``flagged`` when the tournament has at least FLAG_MIN_CYCLES (default 1) directed 3-cycles: any
+cycle means that no ranking can agree with every majority verdict of this input, so the rankings should not
+be trusted as they stand (Gupta et al., section 3).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import math
+from dataclasses import dataclass
+
+import anyio.to_thread
+
+from calibration.ranking import rank_all
+from calibration.tournament import (
+    PairwiseVerdict,
+    Tournament,
+    build_tournament,
+    position_consistency,
+    three_cycles,
+    violation_rate,
+)
+from service.judge.errors import JudgeError
+from service.judging import JudgePool
+from service.problems import InvalidRequestError, ServiceProblem, problem_from_exception
+from service.schemas import (
+    CompareRequest,
+    CompareResponse,
+    FailedCall,
+    PairResult,
+    PositionConsistencyInfo,
+    RankingOrders,
+    RankingScores,
+)
+from service.settings import Settings
+
+__all__ = ["CompareContext", "JudgeUnavailableError", "TournamentReport", "analyse", "compare_candidates"]
+
+
+class JudgeUnavailableError(ServiceProblem):
+    """Every pairwise judge call of a compare request failed (502)."""
+
+    status = 502
+    slug = "judge-call-failed"
+    title = "The judge calls failed"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CompareContext:
+    """What comparing needs: settings, the judges and a logger."""
+
+    settings: Settings
+    judges: JudgePool
+    logger: object
+
+
+@dataclass(frozen=True, kw_only=True)
+class TournamentReport:
+    """The tournament and everything computed from it (pure; no judge involved)."""
+
+    tournament: Tournament
+    cycles: list[tuple[str, str, str]]
+    violation_rate: float
+    position: PositionConsistencyInfo | None
+    rankings: dict[str, object]
+
+
+def analyse(candidates: list[str], verdicts: list[PairwiseVerdict], *, both_orders: bool) -> TournamentReport:
+    """Tournament, 3-cycles, violation rate, rankings (and position consistency when both orders were judged)."""
+    tournament = build_tournament(candidates, verdicts)
+    position = None
+    if both_orders:
+        pc = position_consistency(verdicts)
+        position = PositionConsistencyInfo(
+            rate=pc.rate, n_pairs_both_orders=pc.n_pairs_both_orders, n_consistent=pc.n_consistent
+        )
+    return TournamentReport(
+        tournament=tournament,
+        cycles=three_cycles(tournament),
+        violation_rate=violation_rate(tournament),
+        position=position,
+        rankings=dict(rank_all(tournament)),
+    )
+
+
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _check_ids(ids: list[str], limit: int, what: str) -> None:
+    if len(ids) < 3:
+        raise InvalidRequestError(f"{what} name {len(ids)} distinct candidates; a comparison needs 3 or more")
+    if len(ids) > limit:
+        raise InvalidRequestError(f"{what} name {len(ids)} candidates; the limit is MAX_CANDIDATES={limit}")
+
+
+def _preference_verdicts(request: CompareRequest, settings: Settings) -> tuple[list[str], list[PairwiseVerdict]]:
+    assert request.preferences is not None
+    ids = list(dict.fromkeys(name for p in request.preferences for name in (p.winner, p.loser)))
+    _check_ids(ids, settings.max_candidates, "the preferences")
+    verdicts = [
+        PairwiseVerdict(first=p.winner, second=p.loser, outcome="tie" if p.tie else "first")
+        for p in request.preferences
+    ]
+    return ids, verdicts
+
+
+async def _live_verdicts(
+    ctx: CompareContext, request: CompareRequest, judge: str
+) -> tuple[list[PairwiseVerdict], list[FailedCall], int]:
+    assert request.candidates is not None and request.document is not None
+    texts = {candidate.id: candidate.text for candidate in request.candidates}
+    ids = [candidate.id for candidate in request.candidates]
+    calls = [
+        (first, second, repetition)
+        for a, b in itertools.combinations(ids, 2)
+        for repetition in range(request.repetitions)
+        for first, second in (((a, b), (b, a)) if request.swap else ((a, b),))
+    ]
+
+    async def one(first: str, second: str, repetition: int) -> tuple[PairwiseVerdict | None, FailedCall | None, bool]:
+        try:
+            answer = await ctx.judges.prefer(
+                judge, request.criterion, request.document or "", texts[first], texts[second], repetition
+            )
+        except JudgeError as error:
+            problem, _ = problem_from_exception(error)
+            return None, FailedCall(first=first, second=second, repetition=repetition, error=problem), False
+        verdict = PairwiseVerdict(first=first, second=second, outcome=answer.value.outcome)
+        return verdict, None, answer.cached
+
+    outcomes = await asyncio.gather(*(one(*call) for call in calls))
+    verdicts = [verdict for verdict, _, _ in outcomes if verdict is not None]
+    failed = [failure for _, failure, _ in outcomes if failure is not None]
+    cached = sum(1 for verdict, _, hit in outcomes if verdict is not None and hit)
+    if not verdicts:
+        first = failed[0]
+        raise JudgeUnavailableError(
+            f"all {len(calls)} pairwise calls to judge {judge!r} failed; first failure: pair "
+            f"({first.first}, {first.second}), repetition {first.repetition}: {first.error.detail}"
+        )
+    if failed:
+        ctx.logger.warning("compare.judge_calls_failed", judge=judge, failed=len(failed), calls=len(calls))  # type: ignore[attr-defined]
+    return verdicts, failed, cached
+
+
+def _check_live(request: CompareRequest, settings: Settings) -> list[str]:
+    if request.document is None or request.candidates is None:
+        raise InvalidRequestError("a live comparison needs both document and candidates")
+    if not request.document.strip():
+        raise InvalidRequestError("document is blank: it must contain some text")
+    if len(request.document) > settings.max_document_chars:
+        raise InvalidRequestError(
+            f"document has {len(request.document)} characters; the limit is "
+            f"MAX_DOCUMENT_CHARS={settings.max_document_chars}"
+        )
+    ids = [candidate.id for candidate in request.candidates]
+    duplicates = sorted({name for name in ids if ids.count(name) > 1})
+    if duplicates:
+        raise InvalidRequestError(f"candidate ids must be unique; repeated: {', '.join(duplicates)}")
+    _check_ids(ids, settings.max_candidates, "the candidates")
+    for candidate in request.candidates:
+        if not candidate.text.strip():
+            raise InvalidRequestError(f"candidate {candidate.id!r} has a blank text")
+        if len(candidate.text) > settings.max_summary_chars:
+            raise InvalidRequestError(
+                f"candidate {candidate.id!r} has {len(candidate.text)} characters; the limit is "
+                f"MAX_SUMMARY_CHARS={settings.max_summary_chars}"
+            )
+    return ids
+
+
+def _reason(report: TournamentReport, flagged: bool, settings: Settings, failed: int, calls: int) -> str:
+    n_cycles, n = len(report.cycles), report.tournament.n_candidates
+    if flagged:
+        text = (
+            f"{n_cycles} directed 3-cycle(s) among {math.comb(n, 3)} triples (violation rate "
+            f"{report.violation_rate:.3f}; flagged at >= {settings.flag_min_cycles}): the preferences are "
+            "intransitive for this input, so no ranking agrees with every majority verdict"
+        )
+    else:
+        text = f"no directed 3-cycle among {math.comb(n, 3)} triples (flagged at >= {settings.flag_min_cycles})"
+    tied, missing = report.tournament.n_tied_pairs, report.tournament.n_missing_pairs
+    if tied or missing:
+        text += f"; {tied} tied and {missing} unjudged pair(s) are not edges"
+    if failed:
+        text += f"; {failed} of {calls} judge calls failed and their verdicts are missing (see failed_calls)"
+    return text
+
+
+async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> CompareResponse:
+    """Run a compare request (rules in the module docstring) and shape the response."""
+    live = request.document is not None or request.candidates is not None
+    if live == (request.preferences is not None):
+        raise InvalidRequestError(
+            "give either document + candidates (judged by a live judge) or preferences (your own verdicts)"
+        )
+    judge: str | None = request.judge
+    failed: list[FailedCall] = []
+    cached = 0
+    if live:
+        ids = _check_live(request, ctx.settings)
+        judge = judge or ctx.judges.default_judge()
+        ctx.judges.client(judge or "")  # 503 without judges, 422 for an unconfigured one
+        assert judge is not None
+        family = ctx.judges.config(judge).prompt_family
+        if request.prompt_family and request.prompt_family != family:
+            raise InvalidRequestError(
+                f"judge {judge!r} is asked with prompt family {family!r}; prompt_family {request.prompt_family!r} "
+                "does not match",
+                allowed=[family],
+            )
+        verdicts, failed, cached = await _live_verdicts(ctx, request, judge)
+    else:
+        ids, verdicts = _preference_verdicts(request, ctx.settings)
+    both_orders = live and request.swap
+    report = await anyio.to_thread.run_sync(lambda: analyse(ids, verdicts, both_orders=both_orders))
+    flagged = len(report.cycles) >= ctx.settings.flag_min_cycles
+    calls = len(verdicts) + len(failed)
+    rankings = report.rankings
+    return CompareResponse(
+        criterion=request.criterion,
+        judge=judge,
+        source="judge" if live else "caller",
+        candidates=ids,
+        n_candidates=len(ids),
+        n_triples=math.comb(len(ids), 3),
+        n_verdicts=len(verdicts),
+        cycles=[list(cycle) for cycle in report.cycles],
+        n_cycles=len(report.cycles),
+        violation_rate=report.violation_rate,
+        flagged=flagged,
+        reason=_reason(report, flagged, ctx.settings, len(failed), calls),
+        position_consistency=report.position,
+        pairs=[
+            PairResult(
+                a=p.a, b=p.b, wins_a=p.wins_a, wins_b=p.wins_b, ties=p.ties, n=p.n, winner=p.winner,
+                win_share=p.win_share,
+            )
+            for p in report.tournament.pairs
+        ],
+        rankings=RankingOrders(**{name: list(r.order) for name, r in rankings.items()}),  # type: ignore[attr-defined]
+        scores=RankingScores(
+            **{name: {k: _finite(v) for k, v in r.scores.items()} for name, r in rankings.items()}  # type: ignore[attr-defined]
+        ),
+        complete=not failed,
+        failed_calls=failed,
+        cached_calls=cached,
+    )

@@ -1,0 +1,38 @@
+"""``python -m service.openapi_export [path]``: write the OpenAPI spec (default ``openapi/openapi.json``).
+
+The output is deterministic: keys sorted, two-space indent, a trailing newline, and built from default
+settings (no environment), so the committed file changes only when the wire types or routes change.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from service.app import create_app
+from service.settings import Settings
+
+__all__ = ["DEFAULT_PATH", "main", "render_openapi"]
+
+DEFAULT_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.json"
+
+
+def render_openapi() -> str:
+    """The app's OpenAPI document as canonical JSON text (sorted keys, indent 2, trailing newline)."""
+    app = create_app(Settings(thresholds_path=Path("thresholds.json")))
+    return json.dumps(app.openapi_schema.to_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Write the spec to argv[0] or DEFAULT_PATH and print where it went."""
+    args = sys.argv[1:] if argv is None else argv
+    target = Path(args[0]) if args else DEFAULT_PATH
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(render_openapi(), encoding="utf-8")
+    print(f"wrote {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,408 @@
+"""Wire types: frozen, keyword-only msgspec Structs with their constraints in the types.
+
+These are the single source of the OpenAPI spec (``openapi/openapi.json``). Request types forbid unknown
+fields, so a typo (``"alpah"``) is a 422 rather than a silently ignored default. Limits that settings can
+lower (document length, batch size, candidates) are checked again by the domain functions.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from service.settings import HARD_MAX_BATCH_ITEMS, HARD_MAX_CANDIDATES
+
+__all__ = [
+    "CRITERIA",
+    "BatchItemResult",
+    "CalibrationEntryInfo",
+    "CalibrationInfo",
+    "Candidate",
+    "CompareRequest",
+    "CompareResponse",
+    "Criterion",
+    "DefaultMethodInfo",
+    "FailedCall",
+    "HealthStatus",
+    "JudgeCalibration",
+    "JudgeInfo",
+    "JudgeLogprobs",
+    "JudgesResponse",
+    "PairResult",
+    "PositionConsistencyInfo",
+    "Preference",
+    "Problem",
+    "ProblemError",
+    "QAEvidenceItem",
+    "RankingOrders",
+    "RankingScores",
+    "ReadinessCheck",
+    "ReloadRequest",
+    "ReloadResponse",
+    "ScoreBatchRequest",
+    "ScoreBatchResponse",
+    "ScoreRequest",
+    "ScoreResponse",
+]
+
+CRITERIA = ("coherence", "consistency", "fluency", "relevance", "faithfulness")
+Criterion = Literal["coherence", "consistency", "fluency", "relevance", "faithfulness"]
+Decision = Literal["accept", "review", "escalate"]
+Alpha = Annotated[float, Meta(gt=0, lt=1, description="miscoverage level; the target coverage is 1 - alpha")]
+Text = Annotated[str, Meta(min_length=1)]
+Name = Annotated[str, Meta(min_length=1, max_length=200)]
+JudgeScore = Annotated[int, Meta(ge=1, le=5, description="the judge's score on the 1..5 scale")]
+LogProb = Annotated[float, Meta(le=0, description="natural log-probability of this score token")]
+CandidateId = Annotated[str, Meta(min_length=1, max_length=200)]
+
+_REQUEST = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
+_RESPONSE = {"frozen": True, "kw_only": True}
+
+
+class ProblemError(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One validation failure: what is wrong, and where (``key``: field path, ``source``: body/query/...)."""
+
+    message: str
+    key: str | None = None
+    source: str | None = None
+
+
+class ReadinessCheck(msgspec.Struct, **_RESPONSE):
+    """One readiness check: its name, whether it passed, and why."""
+
+    name: str
+    ok: bool
+    detail: str
+
+
+class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """An RFC 9457 problem object (media type application/problem+json) with this service's extensions."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    instance: str | None = None
+    errors: list[ProblemError] | None = None  # validation failures
+    allowed: list[str] | None = None  # the accepted values when a name or level was unknown
+    raw_reply: str | None = None  # the judge's unreadable reply, shortened
+    checks: list[ReadinessCheck] | None = None  # /readyz
+
+
+# ---------------------------------------------------------------------------------------------- /v1/score
+
+
+class JudgeLogprobs(msgspec.Struct, **_REQUEST):
+    """Log-probabilities of the score tokens "1".."5"; a missing token is read as ln(1e-5) (-11.5129).
+
+    That fill is the convention of the recorded calibration data (tokens outside the judge's top-k).
+    """
+
+    p1: LogProb | None = msgspec.field(default=None, name="1")
+    p2: LogProb | None = msgspec.field(default=None, name="2")
+    p3: LogProb | None = msgspec.field(default=None, name="3")
+    p4: LogProb | None = msgspec.field(default=None, name="4")
+    p5: LogProb | None = msgspec.field(default=None, name="5")
+
+    def values(self) -> list[float | None]:
+        """The five log-probabilities in score order, None where the caller gave none."""
+        return [self.p1, self.p2, self.p3, self.p4, self.p5]
+
+
+class ScoreRequest(msgspec.Struct, **_REQUEST):
+    """Score one summary, or calibrate the caller's own verdict (``judge_score`` / ``judge_logprobs``).
+
+    With neither ``judge_score`` nor ``judge_logprobs`` the service calls ``judge`` (default DEFAULT_JUDGE)
+    and needs ``document`` and ``summary``. ``alpha`` defaults to DEFAULT_ALPHA (0.10) and must be a level in
+    the loaded calibration; ``method`` defaults to the artifact's default for the (judge, prompt family,
+    criterion). ``factuality_method`` and ``n_questions`` apply to ``criterion: "faithfulness"`` only (with
+    the caller's own verdict, ``factuality_method`` only picks the default prompt family; see service.scoring).
+    """
+
+    criterion: Criterion
+    document: Text | None = None
+    summary: Text | None = None
+    judge: Name | None = None
+    prompt_family: Name | None = None
+    alpha: Alpha | None = None
+    method: Name | None = None
+    judge_score: JudgeScore | None = None
+    judge_logprobs: JudgeLogprobs | None = None
+    factuality_method: Literal["direct", "qa"] = "direct"
+    n_questions: Annotated[int, Meta(ge=1, le=20)] = 5
+
+
+class QAEvidenceItem(msgspec.Struct, **_RESPONSE):
+    """One question of the QA factuality check, with both answers and their token-F1 similarity."""
+
+    question: str
+    summary_answer: str
+    article_answer: str | None
+    similarity: float
+    exact_match: float
+
+
+class ScoreResponse(msgspec.Struct, **_RESPONSE):
+    """A verdict with its conformal prediction set and the decision the policy draws from it."""
+
+    criterion: str
+    judge: str
+    prompt_family: str | None
+    source: Literal["judge", "caller"]
+    judge_score: int
+    probabilities: list[float] | None
+    prediction_set: list[int]
+    set_size: int
+    alpha: float
+    coverage_target: float
+    method: str | None
+    calibrated: bool
+    decision: Decision
+    escalate: bool
+    reason: str
+    calibration_id: str | None
+    n_cal: int | None
+    heldout_coverage: float | None
+    cached: bool
+    raw_reply: str | None
+    factuality_method: Literal["direct", "qa"] | None = None
+    qa_score: float | None = None
+    qa_exact_match: float | None = None
+    evidence: list[QAEvidenceItem] | None = None
+
+
+class ScoreBatchRequest(msgspec.Struct, **_REQUEST):
+    """Up to 1,000 /v1/score bodies; each item is validated on its own, so one bad item fails alone."""
+
+    items: Annotated[list[Any], Meta(max_length=HARD_MAX_BATCH_ITEMS)]
+
+
+class BatchItemResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One batch item: ``{index, ok: true, result}`` or ``{index, ok: false, error}``."""
+
+    index: int
+    ok: bool
+    result: ScoreResponse | None = None
+    error: Problem | None = None
+
+
+class ScoreBatchResponse(msgspec.Struct, **_RESPONSE):
+    """Per-item outcomes in input order."""
+
+    results: list[BatchItemResult]
+    n_ok: int
+    n_failed: int
+
+
+# -------------------------------------------------------------------------------------------- /v1/compare
+
+
+class Candidate(msgspec.Struct, **_REQUEST):
+    """One candidate text to be compared pairwise."""
+
+    id: CandidateId
+    text: Text
+
+
+class Preference(msgspec.Struct, **_REQUEST):
+    """The caller's own verdict on one pair: ``winner`` beat ``loser``, or with ``tie: true`` neither."""
+
+    winner: CandidateId
+    loser: CandidateId
+    tie: bool = False
+
+
+class CompareRequest(msgspec.Struct, **_REQUEST):
+    """Either ``document`` + ``candidates`` (judged live) or ``preferences`` (the caller's verdicts)."""
+
+    criterion: Criterion
+    document: Text | None = None
+    candidates: Annotated[list[Candidate], Meta(min_length=3, max_length=HARD_MAX_CANDIDATES)] | None = None
+    preferences: Annotated[list[Preference], Meta(min_length=1, max_length=20_000)] | None = None
+    judge: Name | None = None
+    prompt_family: Name | None = None
+    repetitions: Annotated[int, Meta(ge=1, le=10)] = 3
+    swap: bool = True
+
+
+class PairResult(msgspec.Struct, **_RESPONSE):
+    """One unordered pair: wins of each side, ties, the majority side and its share of the verdicts."""
+
+    a: str
+    b: str
+    wins_a: int
+    wins_b: int
+    ties: int
+    n: int
+    winner: str | None
+    win_share: float
+
+
+class PositionConsistencyInfo(msgspec.Struct, **_RESPONSE):
+    """How often a verdict survives swapping the presentation order."""
+
+    rate: float | None
+    n_pairs_both_orders: int
+    n_consistent: int
+
+
+class RankingOrders(msgspec.Struct, **_RESPONSE):
+    """Candidate ids, best first, by each ranking method."""
+
+    win_rate: list[str]
+    bradley_terry: list[str]
+    schulze: list[str]
+    mfas_ilp: list[str]
+    mfas_copeland: list[str]
+
+
+class RankingScores(msgspec.Struct, **_RESPONSE):
+    """Each method's score per candidate id (null where a method gives no finite score)."""
+
+    win_rate: dict[str, float | None]
+    bradley_terry: dict[str, float | None]
+    schulze: dict[str, float | None]
+    mfas_ilp: dict[str, float | None]
+    mfas_copeland: dict[str, float | None]
+
+
+class FailedCall(msgspec.Struct, **_RESPONSE):
+    """A pairwise judge call that failed after the client's retries; its verdict is missing."""
+
+    first: str
+    second: str
+    repetition: int
+    error: Problem
+
+
+class CompareResponse(msgspec.Struct, **_RESPONSE):
+    """Tournament diagnostics: 3-cycles, violation rate, position consistency, pairs and rankings."""
+
+    criterion: str
+    judge: str | None
+    source: Literal["judge", "caller"]
+    candidates: list[str]
+    n_candidates: int
+    n_triples: int
+    n_verdicts: int
+    cycles: list[list[str]]
+    n_cycles: int
+    violation_rate: float
+    flagged: bool
+    reason: str
+    position_consistency: PositionConsistencyInfo | None
+    pairs: list[PairResult]
+    rankings: RankingOrders
+    scores: RankingScores
+    complete: bool
+    failed_calls: list[FailedCall]
+    cached_calls: int
+
+
+# ---------------------------------------------------------------------------------------- /v1/calibration
+
+
+class CalibrationEntryInfo(msgspec.Struct, **_RESPONSE):
+    """One calibrated cell and level, with the offline study's held-out figures."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    method: str
+    alpha: float
+    coverage_target: float
+    n_cal: int
+    heldout_coverage: float | None
+    heldout_coverage_std: float | None
+    heldout_set_size: float | None
+    n_splits: int
+    is_default: bool
+
+
+class DefaultMethodInfo(msgspec.Struct, **_RESPONSE):
+    """The method used for a (judge, prompt family, criterion) when a request names none."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    method: str
+    reason: str
+
+
+class CalibrationInfo(msgspec.Struct, **_RESPONSE):
+    """What calibration is loaded: coverage, provenance and every entry."""
+
+    calibration_id: str
+    path: str
+    loaded_at: str
+    format_version: int
+    created_at: str
+    code_version: str
+    data_hash: str
+    source: str
+    label_scale: list[int]
+    judges: list[str]
+    prompt_families: list[str]
+    criteria: list[str]
+    methods: list[str]
+    levels: list[float]
+    n_entries: int
+    entries: list[CalibrationEntryInfo]
+    default_methods: list[DefaultMethodInfo]
+
+
+class ReloadRequest(msgspec.Struct, **_REQUEST):
+    """Reload the artifact from ``path`` (default: the path currently loaded, i.e. THRESHOLDS_PATH)."""
+
+    path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None
+
+
+class ReloadResponse(msgspec.Struct, **_RESPONSE):
+    """The swap that happened: the previous id and what is loaded now."""
+
+    previous_calibration_id: str | None
+    calibration: CalibrationInfo
+
+
+# --------------------------------------------------------------------------------------------- /v1/judges
+
+
+class JudgeCalibration(msgspec.Struct, **_RESPONSE):
+    """A (prompt family, criterion) a judge is calibrated for, with its methods and levels."""
+
+    prompt_family: str
+    criterion: str
+    methods: list[str]
+    levels: list[float]
+    default_method: str | None
+
+
+class JudgeInfo(msgspec.Struct, **_RESPONSE):
+    """A judge: configured for live calls and/or present in the calibration."""
+
+    name: str
+    configured: bool
+    model: str | None
+    prompt_family: str | None
+    logprobs: bool | None
+    calibrated_criteria: list[str]
+    calibrations: list[JudgeCalibration]
+
+
+class JudgesResponse(msgspec.Struct, **_RESPONSE):
+    """Configured judges first (in JUDGES_FILE order), then judges known only from the calibration."""
+
+    default_judge: str | None
+    judges: list[JudgeInfo]
+
+
+# --------------------------------------------------------------------------------------------- /health
+
+
+class HealthStatus(msgspec.Struct, **_RESPONSE):
+    """Liveness or readiness with the checks behind it."""
+
+    status: Literal["ok", "ready"]
+    checks: list[ReadinessCheck]

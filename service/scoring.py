@@ -1,0 +1,324 @@
+"""Score one item: verdict (the judge's, or the caller's) -> conformal prediction set -> decision.
+
+Resolution rules, in order (each failure is a problem with the allowed values where there are any):
+
+1. **Limits.** ``document`` <= MAX_DOCUMENT_CHARS and ``summary`` <= MAX_SUMMARY_CHARS characters (422).
+2. **Calibration.** No artifact loaded -> 503; nothing can be calibrated without one.
+3. **Judge.** ``judge`` or DEFAULT_JUDGE or the first configured judge. With the caller's own verdict it may
+   be any judge of the calibration or of JUDGES_FILE (422 otherwise). Without one the judge is called: no
+   judge configured -> 503 with set-up help; a judge that is not configured -> 422; ``document`` and
+   ``summary`` are required (422).
+4. **Prompt family.** A live call uses the judge's configured family, except faithfulness, whose prompts are
+   the factuality module's own, looked up under ``factuality_direct`` / ``factuality_qa``
+   (``FAITHFULNESS_PROMPT_FAMILIES``); a ``prompt_family`` naming another family is a 422, since a threshold
+   fitted on one prompt must never be applied to a verdict from another. For the caller's verdict:
+   ``prompt_family``; else, for faithfulness, the ``factuality_method``'s family when it is calibrated for
+   the judge; else the configured judge's; else, for a calibration-only judge, the one family calibrated for
+   (judge, criterion) (several -> 422 naming them).
+5. **Level.** ``alpha`` (default DEFAULT_ALPHA) must be one of the artifact's levels (422 with the levels).
+6. **Method.** A name outside ``calibration.conformal.METHODS`` -> 422. The cell (judge, prompt family,
+   criterion) has no entry at all -> ``calibrated: false``, the full scale, ``escalate`` (never an invented
+   set). Otherwise ``method`` or the artifact's default for the cell; when the request names no method and
+   the default needs probabilities that the verdict lacks, the first calibrated method that works with the
+   judge score alone is used and the reason says so. A named method that is not calibrated for the cell and
+   level, or that needs probabilities the verdict lacks -> 422.
+7. **Set and decision.** ``calibration.conformal.prediction_set`` with the verdict's score and probabilities
+   (``aps_randomized`` with the core's default generator, so equal inputs give equal sets), then the policy.
+
+The caller's ``judge_logprobs`` are renormalised over 1..5 (a missing token counts ln(1e-5), the recorded
+data's convention); without ``judge_score`` the verdict's score is the most probable token (lower on ties).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import msgspec
+
+from calibration.conformal import METHODS, PROBABILITY_METHODS, prediction_set, probabilities_from_logprobs
+from service.judging import JudgePool
+from service.metrics import ServiceMetrics
+from service.policy import DecisionPolicy, full_scale
+from service.problems import CalibrationUnavailableError, InvalidRequestError
+from service.schemas import QAEvidenceItem, ScoreRequest, ScoreResponse
+from service.settings import Settings
+from service.state import CalibrationSnapshot
+
+__all__ = ["FAITHFULNESS_PROMPT_FAMILIES", "MISSING_LOGPROB", "ScoringContext", "Verdict", "score_item"]
+
+MISSING_LOGPROB = math.log(1e-5)
+FAITHFULNESS_PROMPT_FAMILIES = {"direct": "factuality_direct", "qa": "factuality_qa"}
+_LEVEL_TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True, kw_only=True)
+class ScoringContext:
+    """What scoring needs: settings, the calibration snapshot taken at the request's start, judges, policy."""
+
+    settings: Settings
+    snapshot: CalibrationSnapshot | None
+    calibration_error: str | None
+    judges: JudgePool
+    policy: DecisionPolicy
+    metrics: ServiceMetrics
+
+
+@dataclass(frozen=True, kw_only=True)
+class Verdict:
+    """A 1..K verdict with its probabilities (when known) and where it came from."""
+
+    judge_score: int
+    probabilities: list[float] | None
+    source: str
+    cached: bool = False
+    raw_reply: str | None = None
+    qa_score: float | None = None
+    qa_exact_match: float | None = None
+    evidence: list[QAEvidenceItem] | None = None
+
+
+def _check_limits(settings: Settings, request: ScoreRequest) -> None:
+    for name, text, limit, variable in (
+        ("document", request.document, settings.max_document_chars, "MAX_DOCUMENT_CHARS"),
+        ("summary", request.summary, settings.max_summary_chars, "MAX_SUMMARY_CHARS"),
+    ):
+        if text is not None and not text.strip():
+            raise InvalidRequestError(f"{name} is blank: it must contain some text")
+        if text is not None and len(text) > limit:
+            raise InvalidRequestError(f"{name} has {len(text)} characters; the limit is {variable}={limit}")
+
+
+def _own_verdict(request: ScoreRequest) -> Verdict:
+    probabilities = None
+    if request.judge_logprobs is not None:
+        values = request.judge_logprobs.values()
+        if all(value is None for value in values):
+            raise InvalidRequestError('judge_logprobs holds no token: give log-probabilities for some of "1".."5"')
+        filled = [MISSING_LOGPROB if value is None else value for value in values]
+        probabilities = [float(p) for p in probabilities_from_logprobs(filled)]
+    score = request.judge_score
+    if score is None:
+        assert probabilities is not None
+        score = max(range(len(probabilities)), key=lambda k: (probabilities[k], -k)) + 1
+    return Verdict(judge_score=score, probabilities=probabilities, source="caller")
+
+
+def _resolve_judge(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, own: bool) -> str:
+    configured = ctx.judges.names()
+    name = request.judge or ctx.judges.default_judge()
+    if own:
+        if name is not None and (name in snapshot.judge_names or name in configured):
+            return name
+        known = sorted(snapshot.judge_names | set(configured))
+        if name is None:
+            raise InvalidRequestError(
+                "judge is required with judge_score / judge_logprobs: name the judge whose verdict it is",
+                allowed=known,
+            )
+        raise InvalidRequestError(f"unknown judge {name!r}: not in the calibration nor configured", allowed=known)
+    ctx.judges.client(name or "")  # 503 without judges, 422 for an unconfigured one
+    assert name is not None
+    if request.document is None or request.summary is None:
+        raise InvalidRequestError(
+            "document and summary are required when the service calls the judge "
+            "(or send judge_score / judge_logprobs to calibrate your own verdict)"
+        )
+    return name
+
+
+def _resolve_prompt_family(
+    ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, judge: str, own: bool
+) -> str | None:
+    config = ctx.judges.config(judge)
+    if not own:
+        # The family of the prompt the service will send; a threshold of another family must not apply.
+        if request.criterion == "faithfulness":
+            actual = FAITHFULNESS_PROMPT_FAMILIES[request.factuality_method]
+        else:
+            actual = config.prompt_family
+        if request.prompt_family and request.prompt_family != actual:
+            raise InvalidRequestError(
+                f"judge {judge!r} is asked with prompt family {actual!r} for this request; prompt_family "
+                f"{request.prompt_family!r} can only describe a verdict you send (judge_score / judge_logprobs)",
+                allowed=[actual],
+            )
+        return actual
+    if request.prompt_family:
+        return request.prompt_family
+    if request.criterion == "faithfulness":
+        family = FAITHFULNESS_PROMPT_FAMILIES[request.factuality_method]
+        if snapshot.methods(judge, family, "faithfulness"):
+            return family
+    if config is not None:
+        return config.prompt_family
+    families = snapshot.prompt_families_for(judge, request.criterion)
+    if len(families) > 1:
+        raise InvalidRequestError(
+            f"judge {judge!r} is calibrated for {request.criterion} under several prompt families; "
+            "name one in prompt_family",
+            allowed=families,
+        )
+    return families[0] if families else None
+
+
+def _resolve_alpha(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest) -> float:
+    alpha = request.alpha if request.alpha is not None else ctx.settings.default_alpha
+    levels = snapshot.all_levels
+    if levels and not any(abs(alpha - level) <= _LEVEL_TOLERANCE for level in levels):
+        raise InvalidRequestError(
+            f"alpha={alpha} is not a calibrated level; calibrated levels: {', '.join(map(str, levels))}",
+            allowed=[str(level) for level in levels],
+        )
+    return alpha
+
+
+async def _judge_verdict(ctx: ScoringContext, request: ScoreRequest, judge: str) -> Verdict:
+    document, summary = request.document or "", request.summary or ""
+    if request.criterion == "faithfulness" and request.factuality_method == "qa":
+        answer = await ctx.judges.faithfulness_qa(judge, document, summary, request.n_questions)
+        qa = answer.value
+        return Verdict(
+            judge_score=qa.judge_score,
+            probabilities=None,
+            source="judge",
+            cached=answer.cached,
+            raw_reply=qa.generation_raw,
+            qa_score=qa.score,
+            qa_exact_match=qa.exact_match,
+            evidence=[
+                QAEvidenceItem(
+                    question=item.question,
+                    summary_answer=item.summary_answer,
+                    article_answer=item.article_answer,
+                    similarity=item.similarity,
+                    exact_match=item.exact_match,
+                )
+                for item in qa.evidence
+            ],
+        )
+    if request.criterion == "faithfulness":
+        answer = await ctx.judges.faithfulness_direct(judge, document, summary)
+    else:
+        answer = await ctx.judges.direct(judge, request.criterion, document, summary)
+    verdict = answer.value
+    return Verdict(
+        judge_score=verdict.judge_score,
+        probabilities=None if verdict.probabilities is None else [float(p) for p in verdict.probabilities],
+        source="judge",
+        cached=answer.cached,
+        raw_reply=verdict.raw_reply,
+    )
+
+
+def _check_named_method(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], method: str) -> None:
+    calibrated = snapshot.methods(*cell)
+    if method not in calibrated:
+        raise InvalidRequestError(
+            f"method {method!r} is not calibrated for judge={cell[0]!r}, prompt_family={cell[1]!r}, "
+            f"criterion={cell[2]!r}; calibrated methods: {', '.join(calibrated)}",
+            allowed=calibrated,
+        )
+
+
+def _choose_method(
+    snapshot: CalibrationSnapshot, cell: tuple[str, str, str], requested: str | None, verdict: Verdict
+) -> tuple[str, str]:
+    """(method, note) for a calibrated cell; the note explains a fallback from the default method."""
+    calibrated = snapshot.methods(*cell)
+    if requested is not None:
+        _check_named_method(snapshot, cell, requested)
+        if requested in PROBABILITY_METHODS and verdict.probabilities is None:
+            raise InvalidRequestError(
+                f"method {requested!r} needs the judge's probabilities: send judge_logprobs "
+                "(or use a judge configured with logprobs)",
+                allowed=[m for m in calibrated if m not in PROBABILITY_METHODS],
+            )
+        return requested, ""
+    default = snapshot.index.default_method(*cell) or calibrated[0]
+    if default not in PROBABILITY_METHODS or verdict.probabilities is not None:
+        return default, ""
+    usable = [m for m in calibrated if m not in PROBABILITY_METHODS]
+    if not usable:
+        raise InvalidRequestError(
+            f"every method calibrated for this cell ({', '.join(calibrated)}) needs the judge's probabilities: "
+            "send judge_logprobs",
+            allowed=calibrated,
+        )
+    note = f"; the default method {default!r} needs probabilities the verdict lacks, so {usable[0]!r} was used"
+    return usable[0], note
+
+
+async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
+    """Verdict -> prediction set -> decision for one request (rules in the module docstring)."""
+    _check_limits(ctx.settings, request)
+    snapshot = ctx.snapshot
+    if snapshot is None:
+        raise CalibrationUnavailableError(
+            f"no thresholds artifact is loaded ({ctx.calibration_error}); fix THRESHOLDS_PATH or POST "
+            "/v1/calibration/reload"
+        )
+    if request.method is not None and request.method not in METHODS:
+        raise InvalidRequestError(f"unknown method {request.method!r}", allowed=list(METHODS))
+    own = request.judge_score is not None or request.judge_logprobs is not None
+    judge = _resolve_judge(ctx, snapshot, request, own)
+    prompt_family = _resolve_prompt_family(ctx, snapshot, request, judge, own)
+    alpha = _resolve_alpha(ctx, snapshot, request)
+    cell = (judge, prompt_family or "", request.criterion)
+    calibrated_cell = prompt_family is not None and bool(snapshot.methods(*cell))
+    if calibrated_cell and request.method is not None:
+        _check_named_method(snapshot, cell, request.method)  # before paying for a judge call
+    verdict = _own_verdict(request) if own else await _judge_verdict(ctx, request, judge)
+
+    n_labels = snapshot.n_labels
+    entry = None
+    note = ""
+    method: str | None = request.method
+    if calibrated_cell:
+        method, note = _choose_method(snapshot, cell, request.method, verdict)
+        entry = snapshot.index.lookup(*cell, method, alpha)
+        if entry is None:
+            levels = snapshot.index.alphas(*cell, method)  # error path only: scanning is fine here
+            raise InvalidRequestError(
+                f"method {method!r} for this judge, prompt family and criterion is not calibrated at "
+                f"alpha={alpha}; its levels: {', '.join(map(str, levels))}",
+                allowed=[str(level) for level in levels],
+            )
+    if entry is None:
+        labels = full_scale(n_labels)
+        decision = ctx.policy.uncalibrated(
+            f"no calibration for judge={judge!r}, prompt_family={prompt_family!r}, criterion={request.criterion!r}"
+        )
+    else:
+        labels = prediction_set(entry.fitted, judge_score=verdict.judge_score, probabilities=verdict.probabilities)
+        decision = ctx.policy.decide(labels, n_labels=n_labels, alpha=alpha)
+        if note:
+            decision = msgspec.structs.replace(decision, reason=decision.reason + note)
+    ctx.metrics.count_decision(request.criterion, decision.decision, entry is not None)
+    faithfulness = request.criterion == "faithfulness"
+    return ScoreResponse(
+        criterion=request.criterion,
+        judge=judge,
+        prompt_family=prompt_family,
+        source="caller" if own else "judge",
+        judge_score=verdict.judge_score,
+        probabilities=verdict.probabilities,
+        prediction_set=list(labels),
+        set_size=len(labels),
+        alpha=alpha,
+        coverage_target=round(1.0 - alpha, 12),
+        method=method,
+        calibrated=entry is not None,
+        decision=decision.decision,
+        escalate=decision.escalate,
+        reason=decision.reason,
+        calibration_id=snapshot.calibration_id,
+        n_cal=None if entry is None else entry.fitted.n_cal,
+        heldout_coverage=None if entry is None else entry.heldout_coverage,
+        cached=verdict.cached,
+        raw_reply=verdict.raw_reply,
+        factuality_method=(request.factuality_method if not own else None) if faithfulness else None,
+        qa_score=verdict.qa_score,
+        qa_exact_match=verdict.qa_exact_match,
+        evidence=verdict.evidence,
+    )

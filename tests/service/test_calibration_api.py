@@ -1,0 +1,223 @@
+"""GET /v1/calibration, GET /v1/judges and POST /v1/calibration/reload (admin, atomic, broken files refused)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import pytest
+from litestar.testing import AsyncTestClient
+
+from calibration.thresholds import FORMAT_VERSION, ThresholdIndex, ThresholdsArtifact, save_artifact
+from service.app import create_app
+from service.settings import Settings
+from tests.fakes.judge_server import JudgeServer
+from tests.service.conftest import RECORDED, STAND_IN, AppHarness, build_artifact
+
+ADMIN = "admin-secret-key"
+ADMIN_HEADERS = {"Authorization": f"Bearer {ADMIN}"}
+
+
+def test_calibration_describes_the_artifact(app: AppHarness, artifact: ThresholdsArtifact, artifact_path: Path):
+    reply = app.client.get("/v1/calibration")
+    assert reply.status_code == 200
+    data = reply.json()
+    assert data["calibration_id"] == ThresholdIndex(artifact).calibration_id
+    assert data["path"] == str(artifact_path)
+    assert (data["created_at"], data["code_version"], data["data_hash"]) == (
+        artifact.created_at,
+        artifact.code_version,
+        artifact.data_hash,
+    )
+    assert data["judges"] == [RECORDED, STAND_IN]
+    assert data["criteria"] == ["coherence", "faithfulness", "fluency", "relevance"]
+    assert data["levels"] == [0.1, 0.2]
+    assert data["n_entries"] == len(artifact.entries) == len(data["entries"])
+    first = data["entries"][0]
+    source = artifact.entries[0]
+    assert first["n_cal"] == source.fitted.n_cal and first["heldout_coverage"] == source.heldout_coverage
+    assert first["coverage_target"] == pytest.approx(1 - source.alpha)
+    defaults = [e for e in data["entries"] if e["is_default"]]
+    assert {(e["judge"], e["criterion"], e["method"]) for e in defaults} == {
+        (STAND_IN, "coherence", "lac"),
+        (STAND_IN, "relevance", "residual"),
+        (RECORDED, "coherence", "residual"),
+    }
+
+
+def test_judges_lists_configured_then_calibration_only(judge_app: AppHarness):
+    data = judge_app.client.get("/v1/judges").json()
+    assert data["default_judge"] == STAND_IN
+    names = [judge["name"] for judge in data["judges"]]
+    assert names == [STAND_IN, RECORDED]
+    stand_in, recorded = data["judges"]
+    assert stand_in["configured"] is True and stand_in["model"] == "stand-in-judge"
+    assert stand_in["calibrated_criteria"] == ["coherence", "faithfulness", "fluency", "relevance"]
+    assert recorded["configured"] is False and recorded["calibrated_criteria"] == ["coherence"]
+    (cell,) = recorded["calibrations"]
+    assert cell == {
+        "prompt_family": "geval",
+        "criterion": "coherence",
+        "methods": ["residual", "lac"],
+        "levels": [0.1, 0.2],
+        "default_method": "residual",
+    }
+
+
+def test_judges_without_configuration(app: AppHarness):
+    data = app.client.get("/v1/judges").json()
+    assert data["default_judge"] is None
+    assert all(not judge["configured"] for judge in data["judges"])
+
+
+def test_calibration_missing_is_503(start_app: Callable[[Settings], AppHarness], tmp_path: Path):
+    harness = start_app(Settings(thresholds_path=tmp_path / "none.json"))
+    reply = harness.client.get("/v1/calibration")
+    assert reply.status_code == 503 and "none.json" in reply.json()["detail"]
+
+
+# ------------------------------------------------------------------------------------------------ reload
+
+
+@pytest.fixture
+def admin_app(start_app: Callable[[Settings], AppHarness], make_settings) -> AppHarness:
+    """An app with ADMIN_API_KEY set."""
+    return start_app(make_settings(admin_api_key=ADMIN))
+
+
+@pytest.fixture
+def second_artifact(tmp_path: Path) -> Path:
+    """A different valid artifact (another code_version, so another calibration_id)."""
+    path = tmp_path / "second.json"
+    save_artifact(build_artifact(code_version="second"), path)
+    return path
+
+
+def test_reload_requires_the_admin_key(admin_app: AppHarness, app: AppHarness):
+    no_key = admin_app.client.post("/v1/calibration/reload")
+    assert no_key.status_code == 401 and no_key.headers["www-authenticate"].startswith("Bearer")
+    wrong = admin_app.client.post("/v1/calibration/reload", headers={"Authorization": "Bearer nope"})
+    assert wrong.status_code == 403
+    disabled = app.client.post("/v1/calibration/reload", headers=ADMIN_HEADERS)
+    assert disabled.status_code == 403 and "ADMIN_API_KEY" in disabled.json()["detail"]
+    assert admin_app.client.post("/v1/calibration/reload", headers=ADMIN_HEADERS).status_code == 200
+
+
+def test_reload_swaps_in_a_new_artifact(admin_app: AppHarness, second_artifact: Path):
+    before = admin_app.client.get("/v1/calibration").json()["calibration_id"]
+    reply = admin_app.client.post("/v1/calibration/reload", headers=ADMIN_HEADERS, json={"path": str(second_artifact)})
+    assert reply.status_code == 200, reply.text
+    data = reply.json()
+    assert data["previous_calibration_id"] == before
+    after = data["calibration"]["calibration_id"]
+    assert after != before and data["calibration"]["code_version"] == "second"
+    assert admin_app.client.get("/v1/calibration").json()["calibration_id"] == after
+    scored = admin_app.client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 3})
+    assert scored.json()["calibration_id"] == after
+    assert 'cj_calibration_reloads_total{outcome="ok"} 1.0' in admin_app.client.get("/metrics").text
+
+
+def _broken_files(tmp_path: Path, artifact: ThresholdsArtifact) -> dict[str, Path]:
+    malformed = tmp_path / "malformed.json"
+    malformed.write_text("{not json")
+    wrong_version = tmp_path / "wrong_version.json"
+    raw = msgspec.to_builtins(artifact)
+    wrong_version.write_text(json.dumps({**raw, "format_version": FORMAT_VERSION + 1}))
+    bad_entry = tmp_path / "bad_entry.json"
+    raw_bad = msgspec.to_builtins(artifact)
+    raw_bad["entries"][0]["alpha"] = 1.5
+    bad_entry.write_text(json.dumps(raw_bad))
+    return {
+        "malformed": malformed,
+        "format_version": wrong_version,
+        "alpha": bad_entry,
+        "not found": tmp_path / "absent.json",
+        "directory": tmp_path,
+    }
+
+
+def test_broken_artifacts_are_refused_and_the_old_one_stays(
+    admin_app: AppHarness, artifact: ThresholdsArtifact, tmp_path: Path
+):
+    before = admin_app.client.get("/v1/calibration").json()["calibration_id"]
+    for problem_word, path in _broken_files(tmp_path, artifact).items():
+        reply = admin_app.client.post("/v1/calibration/reload", headers=ADMIN_HEADERS, json={"path": str(path)})
+        assert reply.status_code == 422, (problem_word, reply.text)
+        problem = reply.json()
+        assert problem["type"].endswith("invalid-artifact")
+        assert str(path) in problem["detail"] and problem_word in problem["detail"], problem["detail"]
+        assert admin_app.client.get("/v1/calibration").json()["calibration_id"] == before
+    assert admin_app.client.get("/readyz").status_code == 200
+    assert 'cj_calibration_reloads_total{outcome="refused"} 5.0' in admin_app.client.get("/metrics").text
+
+
+def test_reload_without_body_rereads_the_current_path(admin_app: AppHarness, artifact_path: Path):
+    reply = admin_app.client.post("/v1/calibration/reload", headers=ADMIN_HEADERS)
+    assert reply.status_code == 200
+    data = reply.json()
+    assert data["calibration"]["path"] == str(artifact_path)
+    assert data["previous_calibration_id"] == data["calibration"]["calibration_id"]
+
+
+def test_reload_recovers_a_service_started_without_calibration(
+    start_app: Callable[[Settings], AppHarness], tmp_path: Path, artifact_path: Path
+):
+    harness = start_app(Settings(thresholds_path=tmp_path / "late.json", admin_api_key=ADMIN))
+    assert harness.client.get("/readyz").status_code == 503
+    (tmp_path / "late.json").write_bytes(artifact_path.read_bytes())
+    reply = harness.client.post("/v1/calibration/reload", headers=ADMIN_HEADERS)
+    assert reply.status_code == 200 and reply.json()["previous_calibration_id"] is None
+    assert harness.client.get("/readyz").status_code == 200
+
+
+def test_a_batch_keeps_one_snapshot_while_a_reload_lands(
+    make_settings, judges_file: Path, stand_in: JudgeServer, second_artifact: Path
+):
+    """A reload during a batch of slow live calls: every item uses the snapshot taken at the batch's start."""
+    stand_in.latency_s = 0.05
+
+    async def scenario() -> tuple[set[str], str, str]:
+        app = create_app(make_settings(judges_file=judges_file, admin_api_key=ADMIN))
+        async with AsyncTestClient(app) as client:
+            old = (await client.get("/v1/calibration")).json()["calibration_id"]
+            items = [{"criterion": "relevance", "document": "Doc.", "summary": f"S{k}."} for k in range(16)]
+            batch = asyncio.create_task(client.post("/v1/score/batch", json={"items": items}))
+            await asyncio.sleep(0.02)
+            reload = await client.post(
+                "/v1/calibration/reload", headers=ADMIN_HEADERS, json={"path": str(second_artifact)}
+            )
+            assert reload.status_code == 200
+            results = (await batch).json()["results"]
+            ids = {r["result"]["calibration_id"] for r in results}
+            after = (await client.post("/v1/score", json={"criterion": "relevance", "judge_score": 3})).json()
+            return ids, old, after["calibration_id"]
+
+    ids, old, new = asyncio.run(scenario())
+    assert ids == {old}
+    assert new != old
+
+
+def test_concurrent_requests_see_whole_artifacts_only(make_settings, second_artifact: Path, artifact_path: Path):
+    """Requests racing with reloads back and forth each see exactly one of the two artifacts, never an error."""
+
+    async def scenario() -> tuple[set[str], set[int]]:
+        app = create_app(make_settings(admin_api_key=ADMIN))
+        async with AsyncTestClient(app) as client:
+            body = {"criterion": "coherence", "judge": STAND_IN, "judge_score": 3}
+            paths = [second_artifact, artifact_path] * 5
+            requests = [client.post("/v1/score", json=body) for _ in range(60)]
+            reloads = [
+                client.post("/v1/calibration/reload", headers=ADMIN_HEADERS, json={"path": str(p)}) for p in paths
+            ]
+            replies = await asyncio.gather(*requests, *reloads)
+            scored = replies[: len(requests)]
+            return {r.json()["calibration_id"] for r in scored}, {r.status_code for r in replies}
+
+    ids, statuses = asyncio.run(scenario())
+    first = ThresholdIndex(build_artifact()).calibration_id
+    second = ThresholdIndex(build_artifact(code_version="second")).calibration_id
+    assert statuses == {200}
+    assert ids <= {first, second}

@@ -1,0 +1,151 @@
+"""/healthz, /readyz, /metrics, request ids and the JSON logs."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+import pytest
+from litestar.testing import TestClient
+from prometheus_client.parser import text_string_to_metric_families
+
+from service.app import create_app
+from service.judge.errors import JudgeConfigError
+from service.settings import Settings
+from tests.fakes.judge_server import JudgeServer
+from tests.service.conftest import STAND_IN, AppHarness
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_healthz(app: AppHarness):
+    reply = app.client.get("/healthz")
+    assert reply.status_code == 200 and reply.json()["status"] == "ok"
+
+
+def test_readyz_when_ready(app: AppHarness):
+    data = app.client.get("/readyz").json()
+    assert data["status"] == "ready"
+    assert {check["name"]: check["ok"] for check in data["checks"]} == {"calibration": True, "judges": True}
+
+
+def test_readyz_without_calibration_is_503_problem(start_app: Callable[[Settings], AppHarness], tmp_path: Path):
+    harness = start_app(Settings(thresholds_path=tmp_path / "absent.json"))
+    reply = harness.client.get("/readyz")
+    assert reply.status_code == 503
+    assert reply.headers["content-type"].startswith("application/problem+json")
+    problem = reply.json()
+    assert problem["status"] == 503 and "calibration" in problem["detail"]
+    check = next(c for c in problem["checks"] if c["name"] == "calibration")
+    assert check["ok"] is False and "absent.json" in check["detail"]
+    assert harness.client.get("/healthz").status_code == 200
+
+
+def test_readyz_with_unreachable_redis_is_503(start_app: Callable[[Settings], AppHarness], make_settings):
+    harness = start_app(make_settings(redis_url=f"redis://127.0.0.1:{_free_port()}/0"))
+    reply = harness.client.get("/readyz")
+    assert reply.status_code == 503
+    redis = next(c for c in reply.json()["checks"] if c["name"] == "redis")
+    assert redis["ok"] is False and "unreachable" in redis["detail"]
+    # the cache falls back to memory: caller verdicts keep working
+    scored = harness.client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 3})
+    assert scored.status_code == 200
+
+
+def _samples(text: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+def test_metrics_count_requests_decisions_errors_and_judge_calls(judge_app: AppHarness, stand_in: JudgeServer):
+    client = judge_app.client
+    client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 1})
+    client.post("/v1/score", json={"criterion": "consistency", "judge": STAND_IN, "judge_score": 1})
+    client.post("/v1/score", json={"criterion": "relevance", "document": "D.", "summary": "S."})
+    client.post("/v1/score", json={"criterion": "relevance", "document": "D.", "summary": "S."})
+    client.post("/v1/score", json={"criterion": "nope"})
+    client.get("/nowhere")
+    reply = client.get("/metrics")
+    assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/plain")
+    samples = _samples(reply.text)
+    route = (("method", "POST"), ("route", "/v1/score"), ("status", "200"))
+    assert samples[("cj_http_requests_total", route)] == 4
+    assert samples[("cj_http_requests_total", (("method", "POST"), ("route", "/v1/score"), ("status", "422")))] == 1
+    assert samples[("cj_http_request_duration_seconds_count", (("method", "POST"), ("route", "/v1/score")))] == 5
+    assert samples[("cj_http_errors_total", (("status", "422"), ("type", "validation-error")))] == 1
+    assert samples[("cj_http_errors_total", (("status", "404"), ("type", "http-404")))] == 1
+    decision = (("calibrated", "false"), ("criterion", "consistency"), ("decision", "escalate"))
+    assert samples[("cj_decisions_total", decision)] == 1
+    assert samples[("cj_judge_calls_total", (("judge", STAND_IN), ("kind", "score"), ("outcome", "ok")))] == 1
+    assert samples[("cj_cache_requests_total", (("result", "hit"),))] == 1
+    assert samples[("cj_cache_requests_total", (("result", "miss"),))] == 1
+
+
+def test_each_app_has_its_own_registry(start_app: Callable[[Settings], AppHarness], make_settings):
+    first, second = start_app(make_settings()), start_app(make_settings())
+    first.client.get("/healthz")
+    first.client.get("/healthz")
+    key = ("cj_http_requests_total", (("method", "GET"), ("route", "/healthz"), ("status", "200")))
+    assert _samples(first.client.get("/metrics").text)[key] == 2
+    assert key not in _samples(second.client.get("/metrics").text)
+
+
+def test_request_id_is_echoed_or_made(app: AppHarness):
+    echoed = app.client.get("/healthz", headers={"X-Request-ID": "abc-123"})
+    assert echoed.headers["x-request-id"] == "abc-123"
+    made = app.client.get("/healthz")
+    assert len(made.headers["x-request-id"]) == 32
+    unsafe = app.client.get("/healthz", headers={"X-Request-ID": "bad id\twith spaces"})
+    assert unsafe.headers["x-request-id"] != "bad id\twith spaces"
+    missing = app.client.get("/no/such/route", headers={"X-Request-ID": "r-404"})
+    assert missing.status_code == 404 and missing.headers["x-request-id"] == "r-404"
+
+
+def test_logs_are_json_with_request_id_and_no_documents_or_keys(
+    start_app: Callable[[Settings], AppHarness], make_settings, judges_file: Path, stand_in: JudgeServer
+):
+    harness = start_app(make_settings(judges_file=judges_file, api_keys=("top-secret-key",)))
+    secret_document = "CONFIDENTIAL-ARTICLE-TEXT " * 20
+    reply = harness.client.post(
+        "/v1/score",
+        json={"criterion": "relevance", "document": secret_document, "summary": "PRIVATE-SUMMARY"},
+        headers={"Authorization": "Bearer top-secret-key", "X-Request-ID": "trace-42"},
+    )
+    assert reply.status_code == 200
+    harness.client.post("/v1/score", json={"criterion": "relevance"}, headers={"Authorization": "Bearer wrong"})
+    lines = harness.log_lines()
+    request_lines = [line for line in lines if line.get("request_id") == "trace-42"]
+    assert request_lines and all(line["level"] for line in request_lines)
+    access = next(line for line in request_lines if line["event"] == "request")
+    assert (access["status"], access["route"], access["method"]) == (200, "/v1/score", "POST")
+    text = "\n".join(map(str, lines))
+    for secret in ("CONFIDENTIAL-ARTICLE-TEXT", "PRIVATE-SUMMARY", "top-secret-key", "Bearer"):
+        assert secret not in text
+
+
+def _leaves(error: BaseException) -> list[BaseException]:
+    if isinstance(error, BaseExceptionGroup):
+        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
+    return [error]
+
+
+def test_a_broken_judges_file_stops_the_start(make_settings, tmp_path: Path, stand_in: JudgeServer):
+    broken = tmp_path / "judges.json"
+    broken.write_text('[{"name": 1}]')
+    keyed = tmp_path / "keyed.json"
+    config = stand_in.judge_config(name=STAND_IN, api_key_env="CJ_TEST_SURELY_UNSET_KEY")
+    keyed.write_bytes(msgspec.json.encode([config]))
+    for path, named in ((broken, "judges.json"), (keyed, "CJ_TEST_SURELY_UNSET_KEY")):
+        with pytest.raises(BaseException) as caught, TestClient(create_app(make_settings(judges_file=path))):
+            pass
+        (leaf,) = _leaves(caught.value)
+        assert isinstance(leaf, JudgeConfigError) and named in str(leaf)
