@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from calibration.conformal import METHODS
 from calibration.thresholds import load_artifact
 from offline.cli import main
+from offline.studies.conformal import SCORE_ONLY_METHODS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -35,7 +37,8 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     assert index.startswith("# Conformal Judge") and "Coverage held" in index and "Parse rate" in index
     assert "Position consistency" in index and "Beyond the paper" in index
     summary = json.loads((out / "conformal" / "summary.json").read_text())
-    assert len(summary["cells"]) == 448 and summary["n_splits"] == 4
+    cells_per_alpha = 8 * len(METHODS) + 16 * len(SCORE_ONLY_METHODS)  # 8 log-prob cells, 16 text-judge cells
+    assert len(summary["cells"]) == cells_per_alpha * 4 and summary["n_splits"] == 4
     figures = sorted((out / "conformal").glob("*.png")) + sorted((out / "transitivity").glob("*.png"))
     assert len(figures) == 6
     for figure in figures:
@@ -48,7 +51,7 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     assert transitivity["simulated"] is True  # the shipped pairwise chain has no triangles
     assert json.loads((out / "position_bias" / "summary.json").read_text())["simulated"] is False
     artifact = load_artifact(out / "thresholds.json")
-    assert len(artifact.entries) == 448 and len(artifact.default_methods) == 24
+    assert len(artifact.entries) == cells_per_alpha * 4 and len(artifact.default_methods) == 24
     assert (out / "answers.sqlite").exists()
     for line in ("report:", "thresholds:", "wall time:"):
         assert line in stdout

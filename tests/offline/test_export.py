@@ -16,7 +16,7 @@ from offline.data.summeval import load_summeval
 from offline.export import DEFAULT_THRESHOLDS, build_artifact, code_version, data_files, data_hash, export_thresholds
 from offline.ingest import ingest_recorded
 from offline.store import AnswerStore
-from offline.studies.conformal import ALPHAS, cell_data_from_store, run_conformal_study
+from offline.studies.conformal import ALPHAS, SCORE_ONLY_METHODS, cell_data_from_store, run_conformal_study
 
 SEED = 3
 
@@ -61,7 +61,8 @@ def test_round_trip_gives_identical_prediction_sets_for_every_entry(exported, da
 def test_entries_are_fitted_on_all_items_with_study_figures(exported, datasets) -> None:
     artifact, _, summary = exported
     n_probability = sum(d.probabilities is not None for d in datasets)
-    assert len(artifact.entries) == (n_probability * 8 + (len(datasets) - n_probability) * 3) * len(ALPHAS)
+    per_cell = n_probability * len(METHODS) + (len(datasets) - n_probability) * len(SCORE_ONLY_METHODS)
+    assert len(artifact.entries) == per_cell * len(ALPHAS)
     sizes = {(d.judge, d.criterion): d.labels.size for d in datasets}
     for entry in artifact.entries:
         n = sizes[entry.judge, entry.criterion]
