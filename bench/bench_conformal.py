@@ -9,8 +9,14 @@ import numpy as np
 
 from bench.table import BenchRow, median_seconds, print_table
 from calibration.conformal import fit_conformal, predict_sets, prediction_set
-from calibration.thresholds import FORMAT_VERSION, ThresholdEntry, ThresholdIndex, ThresholdsArtifact
-from calibration.thresholds import load_artifact, save_artifact
+from calibration.thresholds import (
+    FORMAT_VERSION,
+    ThresholdEntry,
+    ThresholdIndex,
+    ThresholdsArtifact,
+    load_artifact,
+    save_artifact,
+)
 
 TARGET_SECONDS = 5e-6
 

@@ -135,7 +135,7 @@ def _server_env(extra: dict[str, str]) -> dict[str, str]:
     """The bench's environment without any service setting inherited from the shell, plus ``extra``."""
     service_vars = {
         "THRESHOLDS_PATH", "JUDGES_FILE", "DEFAULT_JUDGE", "DEFAULT_ALPHA", "API_KEYS", "ADMIN_API_KEY",
-        "REDIS_URL", "CACHE_TTL_S", "CACHE_MAX_ENTRIES", "LOG_LEVEL", "HOST", "PORT", "MAX_BATCH_ITEMS",
+        "REDIS_URL", "CACHE_TTL_S", "CACHE_MAX_ENTRIES", "LOG_LEVEL", "ACCESS_LOG", "HOST", "PORT", "MAX_BATCH_ITEMS",
     }
     env = {key: value for key, value in os.environ.items() if key not in service_vars}
     root = str(Path(__file__).resolve().parent.parent)
@@ -283,7 +283,9 @@ def _judged_body(i: int, tag: str) -> dict:
 # ------------------------------------------------------------------------------------------ benchmarks
 
 
-def bench_own_score(ours: RunningServer, baseline: RunningServer) -> tuple[list[BenchRow], list[str]]:
+def bench_own_score(
+    ours: RunningServer, baseline: RunningServer, label: str = "(a)"
+) -> tuple[list[BenchRow], list[str]]:
     """Row a: caller's own score against the echo endpoint, interleaved rounds, median-throughput run of each."""
     body = _own_score_body()
     reply = httpx.post(f"http://{HOST}:{ours.port}/v1/score", json=body, timeout=10)
@@ -301,18 +303,18 @@ def bench_own_score(ours: RunningServer, baseline: RunningServer) -> tuple[list[
     ratio = mine.throughput / base.throughput
     setting = f"c={THROUGHPUT_CONCURRENCY}, {THROUGHPUT_REQUESTS} req"
     rows = [
-        BenchRow(name=f"(a) /v1/score own judge_score throughput ({setting})", ours=mine.throughput,
+        BenchRow(name=f"{label} /v1/score own judge_score throughput ({setting})", ours=mine.throughput,
                  baseline_name="bare Litestar echo", baseline=base.throughput, unit="req/s",
                  target=f"ours/baseline ≥ 0.8 (is {ratio:.2f})", met=ratio >= 0.8),
-        BenchRow(name="(a) /v1/score own judge_score p50 latency", ours=mine.p50 * 1e3,
+        BenchRow(name=f"{label} /v1/score own judge_score p50 latency", ours=mine.p50 * 1e3,
                  baseline_name="bare Litestar echo", baseline=base.p50 * 1e3, unit="ms", target="reported",
                  met=True),
-        BenchRow(name="(a) /v1/score own judge_score p99 latency", ours=mine.p99 * 1e3,
+        BenchRow(name=f"{label} /v1/score own judge_score p99 latency", ours=mine.p99 * 1e3,
                  baseline_name="bare Litestar echo", baseline=base.p99 * 1e3, unit="ms", target="reported",
                  met=True),
     ]
     notes = [
-        "(a) throughput per round, req/s: ours "
+        f"{label} throughput per round, req/s: ours "
         + ", ".join(f"{r.throughput:.0f}" for r in ours_runs)
         + "; echo "
         + ", ".join(f"{r.throughput:.0f}" for r in base_runs)
@@ -430,12 +432,18 @@ def main() -> None:
         _write_judges(judges, judge_url(judge))
         ours_env = _server_env({"THRESHOLDS_PATH": str(thresholds), "JUDGES_FILE": str(judges),
                                 "DEFAULT_JUDGE": JUDGE_NAME})
+        quiet_env = {**ours_env, "ACCESS_LOG": "errors"}
         with (
             uvicorn_server("service.app:create_app", ours_env, probe_path="/healthz") as ours,
+            uvicorn_server("service.app:create_app", quiet_env, probe_path="/healthz") as quiet,
             uvicorn_server("bench.bench_service:baseline_app", _server_env({}), probe_path="/") as baseline,
         ):
             sections = (
                 ("(a) own judge_score vs echo", lambda: bench_own_score(ours, baseline)),
+                (
+                    "(a') the same with ACCESS_LOG=errors",
+                    lambda: bench_own_score(quiet, baseline, label="(a', ACCESS_LOG=errors)"),
+                ),
                 ("(b) batch of 1,000 judged items", lambda: bench_batch(ours, judge)),
                 ("(c) cache hit", lambda: bench_cache_hit(ours, judge)),
             )

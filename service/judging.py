@@ -143,20 +143,20 @@ class JudgePool:
             except msgspec.DecodeError:
                 value = None  # an entry from an older layout: treat as a miss and overwrite it
             if value is not None:
-                self._metrics.cache.labels("hit").inc()
+                self._metrics.child(self._metrics.cache, "hit").inc()
                 return Cached(value, True)
-        self._metrics.cache.labels("miss").inc()
+        self._metrics.child(self._metrics.cache, "miss").inc()
 
         async def once() -> T:
             started = time.perf_counter()
             try:
                 result = await call()
             except Exception as error:
-                self._metrics.judge_calls.labels(name, kind, type(error).__name__).inc()
+                self._metrics.child(self._metrics.judge_calls, name, kind, type(error).__name__).inc()
                 raise
             finally:
-                self._metrics.judge_latency.labels(name, kind).observe(time.perf_counter() - started)
-            self._metrics.judge_calls.labels(name, kind, "ok").inc()
+                self._metrics.child(self._metrics.judge_latency, name, kind).observe(time.perf_counter() - started)
+            self._metrics.child(self._metrics.judge_calls, name, kind, "ok").inc()
             await self.cache.set(key, msgspec.msgpack.encode(result), self._settings.cache_ttl_s)
             return result
 

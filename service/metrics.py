@@ -59,6 +59,15 @@ class ServiceMetrics:
         # labels() takes a lock and builds a key per call; the hot path reuses the children it made.
         self._request_children: dict[tuple[str, str, int], tuple[Counter, Histogram]] = {}
         self._decision_children: dict[tuple[str, str, bool], Counter] = {}
+        self._children: dict[tuple[int, tuple[str, ...]], Counter | Histogram] = {}
+
+    def child(self, metric: Counter | Histogram, *values: str) -> Counter | Histogram:
+        """``metric.labels(*values)``, made once per label tuple and reused (labels() locks on every call)."""
+        key = (id(metric), values)
+        found = self._children.get(key)
+        if found is None:
+            found = self._children[key] = metric.labels(*values)
+        return found
 
     def observe_request(self, method: str, route: str, status: int, elapsed_s: float | None) -> None:
         """Count one answered request and, when its start is known, observe its latency."""

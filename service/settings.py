@@ -22,6 +22,7 @@ variable                    meaning                                             
 ``CACHE_TTL_S``             how long a judge answer stays cached, seconds         ``86400``
 ``CACHE_MAX_ENTRIES``       size of the in-process LRU                            ``10000``
 ``LOG_LEVEL``               structlog level (DEBUG, INFO, WARNING, ERROR)         ``INFO``
+``ACCESS_LOG``              request log lines: all, errors (>= 400) or off        ``all``
 ``HOST`` / ``PORT``         where ``python -m service`` listens                   ``127.0.0.1`` / ``8000``
 =========================== ===================================================== ==========================
 
@@ -44,6 +45,7 @@ __all__ = ["HARD_MAX_BATCH_ITEMS", "HARD_MAX_CANDIDATES", "Settings", "SettingsE
 HARD_MAX_BATCH_ITEMS = 1000
 HARD_MAX_CANDIDATES = 20
 _LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+_ACCESS_LOG_MODES = ("all", "errors", "off")
 
 T = TypeVar("T")
 
@@ -80,6 +82,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cache_ttl_s: int = 86_400
     cache_max_entries: int = 10_000
     log_level: str = "INFO"
+    access_log: str = "all"
     host: str = "127.0.0.1"
     port: int = 8000
 
@@ -111,6 +114,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         _check(self.cache_ttl_s >= 1, "CACHE_TTL_S", self.cache_ttl_s, "must be >= 1")
         _check(self.cache_max_entries >= 1, "CACHE_MAX_ENTRIES", self.cache_max_entries, "must be >= 1")
         _check(self.log_level in _LOG_LEVELS, "LOG_LEVEL", self.log_level, f"must be one of {_LOG_LEVELS}")
+        _check(
+            self.access_log in _ACCESS_LOG_MODES, "ACCESS_LOG", self.access_log, f"must be one of {_ACCESS_LOG_MODES}"
+        )
         _check(1 <= self.port <= 65535, "PORT", self.port, "must lie in 1..65535")
         _check(all(self.api_keys), "API_KEYS", "<hidden>", "must not contain empty keys")
 
@@ -158,6 +164,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             cache_ttl_s=get("CACHE_TTL_S", int, 86_400),
             cache_max_entries=get("CACHE_MAX_ENTRIES", int, 10_000),
             log_level=get("LOG_LEVEL", str.upper, "INFO"),
+            access_log=get("ACCESS_LOG", str.lower, "all"),
             host=get("HOST", str, "127.0.0.1"),
             port=get("PORT", int, 8000),
         )

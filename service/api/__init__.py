@@ -16,6 +16,7 @@ name                             role
 ``RequestContextMiddleware``     request id (X-Request-ID in, or a fresh one), start time, API key, log
                                  context
 ``before_send``                  X-Request-ID on every response (404s included), request metrics, access log
+                                 (every request, only status >= 400, or none: ACCESS_LOG)
 ``problem_responses``            OpenAPI ``responses`` entries for problem+json statuses
 ================================ ==========================================================================
 """
@@ -219,6 +220,9 @@ async def before_send(message: Message, scope: Scope) -> None:
     started = context.get("started")
     elapsed = None if started is None else time.perf_counter() - started
     services.metrics.observe_request(method, route, status, elapsed)
+    access_log = services.settings.access_log
+    if access_log == "off" or (access_log == "errors" and status < 400):
+        return
     services.logger.info(
         "request",
         request_id=context["request_id"],

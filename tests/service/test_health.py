@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import create_app
 from service.judge.errors import JudgeConfigError
-from service.settings import Settings
+from service.settings import Settings, SettingsError
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import STAND_IN, AppHarness
 
@@ -130,6 +130,25 @@ def test_logs_are_json_with_request_id_and_no_documents_or_keys(
     text = "\n".join(map(str, lines))
     for secret in ("CONFIDENTIAL-ARTICLE-TEXT", "PRIVATE-SUMMARY", "top-secret-key", "Bearer"):
         assert secret not in text
+
+
+@pytest.mark.parametrize(("mode", "logged_statuses"), [("all", [200, 422]), ("errors", [422]), ("off", [])])
+def test_access_log_setting_selects_which_requests_get_a_line(
+    start_app: Callable[[Settings], AppHarness], make_settings, mode: str, logged_statuses: list[int]
+):
+    harness = start_app(make_settings(access_log=mode))
+    assert harness.client.get("/healthz").status_code == 200
+    assert harness.client.post("/v1/score", json={"criterion": "relevance", "judge_score": 9}).status_code == 422
+    access = [line["status"] for line in harness.log_lines() if line["event"] == "request"]
+    assert access == logged_statuses
+    problems = [line for line in harness.log_lines() if line["event"] == "request.problem"]
+    assert len(problems) == 1  # a problem is logged by the handler whatever ACCESS_LOG says
+
+
+def test_access_log_setting_is_validated():
+    with pytest.raises(SettingsError, match="ACCESS_LOG"):
+        Settings.from_env({"ACCESS_LOG": "sometimes"})
+    assert Settings.from_env({"ACCESS_LOG": "ERRORS"}).access_log == "errors"
 
 
 def _leaves(error: BaseException) -> list[BaseException]:
