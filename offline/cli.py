@@ -5,10 +5,19 @@ command                                                           does
 ================================================================  ===============================================
 ``calibrate [--data-dir D] [--out reports] [--thresholds P]``     ingest -> studies -> report -> thresholds
 ``          [--store S] [--splits 20] [--seed 0] [--no-progress]``
-``collect --judges-file F --judge J --task T [--repetitions 3]``  a live judge's answers into the answer store
-``        [--both-orders] [--limit N] [--store S]``
+``collect --judges-file F --judge J --task T [--repetitions R]``  a live judge's answers into the answer store
+``        [--both-orders] [--limit N] [--split S] [--seed 0]``
+``        [--store S]``
 ``report --out reports``                                          rebuild tables/figures/index from summaries
 ================================================================  ===============================================
+
+Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
+``factuality_direct``/``factuality_qa`` on FRANK items of ``--split valid|test|all`` (default all) with
+their articles (``frank/articles.jsonl``), ``--limit N`` = a seeded sample of N of them
+(``offline.collect.frank_targets``: the first N of ``numpy.random.default_rng(--seed).permutation``, in file
+order; a larger N with the same seed extends a smaller one). ``--repetitions`` defaults to 3 for
+direct/pairwise and 1 for the factuality tasks (one verdict per summary, as in the paper; the studies read
+repetition 0).
 
 Data directory: ``--data-dir``, else ``$DATA_DIR``, else ``../shared/data`` beside the checkout
 (``offline.data.paths.resolve_data_dir``); otherwise the command stops with a message saying what to set.
@@ -71,9 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
     col.add_argument("--judges-file", type=Path, required=True, help="JSON file of judge configurations")
     col.add_argument("--judge", required=True, help="name of the judge in the judges file")
     col.add_argument("--task", choices=TASKS, default="direct")
-    col.add_argument("--repetitions", type=int, default=3)
+    col.add_argument("--repetitions", type=int, default=None,
+                     help="answers per item (default 3; 1 for the factuality tasks)")
     col.add_argument("--both-orders", action="store_true", help="pairwise: also ask in the swapped order")
-    col.add_argument("--limit", type=int, default=None, help="only the first N items of the subset")
+    col.add_argument("--limit", type=int, default=None,
+                     help="SummEval: the first N items of the subset; FRANK: a seeded sample of N items")
+    col.add_argument("--split", choices=("valid", "test", "all"), default="all",
+                     help="factuality tasks: FRANK split to judge (default all)")
+    col.add_argument("--seed", type=int, default=0, help="factuality tasks: seed of the --limit sample (default 0)")
     col.add_argument("--store", type=Path, default=Path("reports/answers.sqlite"))
     col.add_argument("--data-dir", type=Path, default=None)
     col.add_argument("--concurrency", type=int, default=8)
@@ -112,24 +126,21 @@ def _calibrate(args: argparse.Namespace, log: Any) -> int:
     return 0
 
 
-def _collect_items(task: str, data_dir: Path, limit: int | None) -> tuple[list[Any], dict[str, Any] | None, list[str]]:
-    """The items, articles and criteria of a collection task (SummEval subset, or FRANK for factuality)."""
-    from offline.collect import TargetItem, default_subset
+def _collect_items(args: argparse.Namespace, data_dir: Path) -> tuple[list[Any], dict[str, Any] | None, list[str]]:
+    """The items, articles and criteria of a collection task (SummEval subset, or a FRANK sample)."""
+    from offline.collect import FACTUALITY_CRITERION, FACTUALITY_TASKS, default_subset, frank_targets
     from offline.data.summeval import CRITERIA, load_summeval
 
-    if task.startswith("factuality"):
+    if args.limit is not None and args.limit < 1:
+        raise DataError(None, None, f"--limit must be at least 1, got {args.limit}")
+    if args.task in FACTUALITY_TASKS:
         from offline.data.frank import load_frank
 
-        frank = load_frank(data_dir)
-        items = [
-            TargetItem(item_id=f"{item.hash}/{item.model_name}", doc_id=item.hash, system_id=item.model_name,
-                       document=frank.articles[item.hash].article, summary=item.summary)
-            for item in frank.items
-        ]
-        return items[:limit] if limit else items, None, ["faithfulness"]
+        items = frank_targets(load_frank(data_dir), split=args.split, limit=args.limit, seed=args.seed)
+        return items, None, [FACTUALITY_CRITERION]
     summeval = load_summeval(data_dir)
     subset = default_subset(summeval)
-    return (subset[:limit] if limit else subset), summeval.articles, list(CRITERIA)
+    return (subset[: args.limit] if args.limit else subset), summeval.articles, list(CRITERIA)
 
 
 def _collect(args: argparse.Namespace, log: Any) -> int:
@@ -141,23 +152,20 @@ def _collect(args: argparse.Namespace, log: Any) -> int:
     configs = load_judge_configs(args.judges_file)
     if args.judge not in configs:
         raise DataError(args.judges_file, None, f"no judge named {args.judge!r} (known: {', '.join(sorted(configs))})")
-    items, articles, criteria = _collect_items(args.task, data_dir, args.limit)
-    item_judge = None
-    if args.task.startswith("factuality"):
-        from service.judge import factuality
-
-        item_judge = factuality.judge_faithfulness_direct if args.task == "factuality_direct" \
-            else factuality.judge_faithfulness_qa
+    items, articles, criteria = _collect_items(args, data_dir)
+    factuality = args.task.startswith("factuality")
+    repetitions = args.repetitions if args.repetitions is not None else (1 if factuality else 3)
 
     async def run() -> Any:
         async with JudgeClient(configs[args.judge]) as client:
             with AnswerStore(args.store) as store:
                 return await collect(store, client, task=args.task, items=items, criteria=criteria,
-                                     repetitions=args.repetitions, both_orders=args.both_orders,
+                                     repetitions=repetitions, both_orders=args.both_orders,
                                      concurrency=args.concurrency, progress=not args.no_progress,
-                                     articles=articles, item_judge=item_judge)
+                                     articles=articles)
 
-    log.info("collect started", judge=args.judge, task=args.task, items=len(items), store=str(args.store))
+    log.info("collect started", judge=args.judge, task=args.task, items=len(items), repetitions=repetitions,
+             store=str(args.store), **({"split": args.split, "seed": args.seed} if factuality else {}))
     report = asyncio.run(run())
     log.info("collect finished", planned=report.planned, calls=report.calls, failed=report.failed,
              no_verdict=report.no_verdict, seconds=round(report.seconds, 2))

@@ -8,13 +8,23 @@ Protocols (the paper's, Gupta & Kumar 2026, sections 3-4 and appendix A; the pro
   first is Summary A), and also in the swapped order ("ba") with ``both_orders=True``. Keys use
   ``offline.data.pairwise.pair_item_id``; ``outcome`` is relative to the order shown.
 - ``task="factuality_direct"`` / ``"factuality_qa"``: one call of ``item_judge(client, document, summary)``
-  per (item, criterion, repetition), e.g. ``service.judge.factuality.judge_faithfulness_direct`` / ``_qa``.
+  per (item, repetition), by default ``service.judge.factuality.judge_faithfulness_direct`` / ``_qa``. These
+  prompts are the factuality module's own, so the answers are stored under ``prompt_family`` = the task name
+  (``FAITHFULNESS_PROMPT_FAMILIES``, whatever family the judge is configured with) and criterion
+  ``"faithfulness"``; on FRANK the ``item_id`` is ``"<hash>/<model_name>"`` (:func:`frank_targets`). A QA
+  verdict is stored with its 1-5 ``judge_score`` and its whole ``QAFactuality`` JSON (aggregate ``score``,
+  ``exact_match``, evidence per question) as ``raw_reply``; a direct verdict with its score log-probs.
 - Any other protocol: pass ``run_one(key) -> AnswerRecord`` and the keys to :func:`run_keys`.
 
 Guarantees: at most ``concurrency`` judge invocations at a time (retries are the client's); every answer is
 written to the store as soon as it arrives, so an interrupted run loses nothing and a re-run skips every key
 already answered (a second complete run makes 0 calls); a failed invocation is stored with its ``error`` text
 and counted, and is retried by the next run (``retry_failed=True``).
+
+FRANK sample (:func:`frank_targets`): the items of the chosen split (``valid``, ``test`` or ``all``) in file
+order; with ``limit=N`` the first N of ``numpy.random.default_rng(seed).permutation`` over them, put back in
+file order. A larger ``limit`` with the same seed extends a smaller one, so the store's resume reuses every
+answer already collected.
 
 Default subset (:func:`default_subset`): the paper's "30 documents x 8 systems (systems 0, 2, 4, 6, 9, 11, 13,
 15)". Reading chosen: the *positions* 0, 2, 4, 6, 9, 11, 13, 15 in SummEval's own per-document system order (the
@@ -31,6 +41,8 @@ call                                                                        resu
 ``              articles=se.articles, criteria=CRITERIA, repetitions=1)``
 ``await collect(store, client, task="pairwise", items=..., articles=...,``  ``CollectReport``
 ``              criteria=CRITERIA, repetitions=3, both_orders=True)``
+``await collect(store, client, task="factuality_qa", items=frank_targets(``  ``CollectReport``
+``              frank, split="valid", limit=60), criteria=["faithfulness"])``
 ``await run_keys(store, keys, run_one, concurrency=8)``                     ``CollectReport`` (any protocol)
 ==========================================================================  =================================
 """
@@ -45,13 +57,18 @@ from itertools import combinations
 from typing import Any, cast
 
 import msgspec
+import numpy as np
 from tqdm import tqdm
 
+from offline.data.frank import FRANK_SPLITS, Frank
 from offline.data.pairwise import pair_item_id, presented
 from offline.data.summeval import Article, SummEval, SummEvalItem
 from offline.store import TASKS, AnswerKey, AnswerRecord, AnswerStore, Order, Task
+from service.judge.factuality import FAITHFULNESS_PROMPT_FAMILIES, judge_faithfulness_direct, judge_faithfulness_qa
 
 __all__ = [
+    "FACTUALITY_CRITERION",
+    "FACTUALITY_TASKS",
     "PAPER_N_DOCUMENTS",
     "PAPER_REPETITIONS",
     "PAPER_SYSTEMS",
@@ -62,6 +79,7 @@ __all__ = [
     "collect",
     "default_subset",
     "direct_keys",
+    "frank_targets",
     "pairwise_keys",
     "run_keys",
     "targets",
@@ -76,8 +94,16 @@ MAX_FAILURE_NOTES = 20
 # Probabilities of exactly 0 have no logarithm; store them at the floor the recorded data uses (ln 1e-5).
 LOGPROB_FLOOR = math.log(1e-5)
 
+# Collection task -> the prompt family its answers are stored under (the task name, by the one-name rule).
+FACTUALITY_TASKS: dict[str, str] = {f"factuality_{m}": family for m, family in FAITHFULNESS_PROMPT_FAMILIES.items()}
+FACTUALITY_CRITERION = "faithfulness"
+
 RunOne = Callable[[AnswerKey], Awaitable[AnswerRecord]]
 ItemJudge = Callable[[Any, str, str], Awaitable[Any]]
+_FACTUALITY_JUDGES: dict[str, ItemJudge] = {
+    "factuality_direct": judge_faithfulness_direct,
+    "factuality_qa": judge_faithfulness_qa,
+}
 
 
 class TargetItem(msgspec.Struct, frozen=True, kw_only=True):
@@ -146,6 +172,30 @@ def default_subset(
             raise ValueError(f"document {doc_id!r} has {len(block)} items, position {max(positions)} asked")
         subset.extend(block[p] for p in positions)
     return subset
+
+
+def frank_targets(frank: Frank, *, split: str = "all", limit: int | None = None, seed: int = 0) -> list[TargetItem]:
+    """FRANK items of ``split`` (``valid``/``test``/``all``) as TargetItems with their articles, file order;
+    ``limit`` N keeps the first N of ``default_rng(seed).permutation`` over them (module docstring).
+
+    ``item_id`` = ``"<hash>/<model_name>"``, ``doc_id`` = hash, ``system_id`` = model_name.
+
+    Raises:
+        ValueError: an unknown split, or a limit below 1.
+    """
+    if split not in (*FRANK_SPLITS, "all"):
+        raise ValueError(f"split must be one of {(*FRANK_SPLITS, 'all')}, got {split!r}")
+    if limit is not None and limit < 1:
+        raise ValueError(f"limit must be >= 1, got {limit}")
+    chosen = [item for item in frank.items if split == "all" or item.split == split]
+    if limit is not None and limit < len(chosen):
+        keep = np.sort(np.random.default_rng(seed).permutation(len(chosen))[:limit])
+        chosen = [chosen[int(i)] for i in keep]
+    return [
+        TargetItem(item_id=item.item_id, doc_id=item.hash, system_id=item.model_name,
+                   document=frank.articles[item.hash].article, summary=item.summary)
+        for item in chosen
+    ]
 
 
 def targets(
@@ -391,18 +441,27 @@ async def collect(
 
     ``judge_client`` is a ``service.judge.client.JudgeClient`` (its ``config`` gives judge name, prompt family
     and model unless ``judge``/``prompt_family``/``model`` are passed). SummEval items need ``articles``
-    (``summeval.articles``). Factuality tasks need ``item_judge(client, document, summary)``.
+    (``summeval.articles``). Factuality tasks call ``item_judge(client, document, summary)`` (default: the
+    task's ``service.judge.factuality`` method) and store under prompt family = task, criterion faithfulness.
 
     Raises:
-        ValueError: unknown task, repetitions < 1, a missing article, a factuality task without
-            ``item_judge``, or an unnamed judge. Judge-call failures are not raised: they are stored and counted.
+        ValueError: unknown task, repetitions < 1, a missing article, an unnamed judge, or a factuality task
+            asked for another prompt family or criterion than its own. Judge-call failures are not raised:
+            they are stored and counted.
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
     if repetitions < 1:
         raise ValueError(f"repetitions must be >= 1, got {repetitions}")
-    if task.startswith("factuality") and item_judge is None:
-        raise ValueError(f"task {task!r} needs item_judge, e.g. service.judge.factuality.judge_faithfulness_*")
+    if task in FACTUALITY_TASKS:
+        own = FACTUALITY_TASKS[task]
+        if prompt_family not in (None, own):
+            raise ValueError(f"task {task!r} stores under prompt family {own!r} (the factuality module's prompts), "
+                             f"not {prompt_family!r}")
+        if list(criteria) != [FACTUALITY_CRITERION]:
+            raise ValueError(f"task {task!r} judges criterion {FACTUALITY_CRITERION!r} only, got {list(criteria)}")
+        prompt_family = own
+        item_judge = item_judge or _FACTUALITY_JUDGES[task]
     name, family, model_name = _judge_identity(judge_client, judge, prompt_family, model)
     todo = targets(items, articles)
     by_id = {item.item_id: item for item in todo}

@@ -11,9 +11,17 @@ Rules, stated once:
   items fits the matrix; ``aps_randomized``: calibration uniforms).
 * **Beside each entry**: the study's held-out mean coverage, its std, mean set size, number of splits and the
   lowest coverage within a judge-score bin (``min_bin_coverage``).
+* **Faithfulness** (only when LLM factuality answers were collected; :mod:`offline.studies.faithfulness`): one
+  entry per (judge, ``factuality_direct`` | ``factuality_qa``, ``faithfulness``, method, alpha), the predictor
+  fitted on FRANK's valid split; its held-out figures are the FRANK test split's (``n_splits = 1``,
+  ``heldout_coverage_std`` null: one split has no spread); the default per cell is the faithfulness study's
+  (the SummEval rule). Without such answers nothing is exported for faithfulness and the service answers
+  faithfulness uncalibrated.
 * **Provenance.** ``created_at`` ISO-8601 UTC; ``code_version`` = package version, plus ``+g<git short hash>``
   when the checkout has a commit (``.dirty`` when tracked files changed); ``data_hash`` = sha256 over the data
-  files the thresholds were fitted from, in sorted relative-path order, hashing for each file its relative path,
+  files the thresholds were fitted from (SummEval's when SummEval entries are exported, FRANK's ``items.jsonl``
+  when faithfulness entries are; the judges' collected answers live in the answer store and are named in
+  ``source``), in sorted relative-path order, hashing for each file its relative path,
   a NUL byte, its size and a NUL byte, then its bytes.
 """
 
@@ -37,20 +45,34 @@ from calibration.thresholds import (
     save_artifact,
 )
 from offline.studies.conformal import ConformalSummary, JudgeCriterionData, methods_for
+from offline.studies.faithfulness import FaithfulnessStudy
 
-__all__ = ["DEFAULT_THRESHOLDS", "build_artifact", "code_version", "data_files", "data_hash", "export_thresholds"]
+__all__ = [
+    "DEFAULT_THRESHOLDS",
+    "build_artifact",
+    "code_version",
+    "data_files",
+    "data_hash",
+    "export_thresholds",
+    "faithfulness_entries",
+]
 
 DEFAULT_THRESHOLDS = Path(__file__).resolve().parents[1] / "calibration" / "thresholds.json"
 PACKAGE = "conformal-judge"
 
 
-def data_files(data_dir: Path) -> list[Path]:
-    """The data files the thresholds are fitted from: SummEval items and the recorded direct-scoring judges."""
+def data_files(data_dir: Path, *, summeval: bool = True, frank: bool = False) -> list[Path]:
+    """The data files the thresholds are fitted from: SummEval items and the recorded direct-scoring judges
+    (``summeval``), FRANK's items (``frank``: the faithfulness targets and splits)."""
     root = Path(data_dir)
-    judges = root / "judges" / "summeval"
-    files = [root / "summeval" / "items.jsonl", *sorted(judges.glob("*.jsonl"))]
-    if (judges / "judges.json").exists():
-        files.append(judges / "judges.json")
+    files = []
+    if summeval:
+        judges = root / "judges" / "summeval"
+        files += [root / "summeval" / "items.jsonl", *sorted(judges.glob("*.jsonl"))]
+        if (judges / "judges.json").exists():
+            files.append(judges / "judges.json")
+    if frank:
+        files.append(root / "frank" / "items.jsonl")
     return sorted(files, key=lambda p: p.relative_to(root).as_posix())
 
 
@@ -86,19 +108,40 @@ def code_version() -> str:
     return f"{version}+g{commit}" + (".dirty" if dirty else "")
 
 
+def faithfulness_entries(study: FaithfulnessStudy) -> tuple[list[ThresholdEntry], list[DefaultMethod]]:
+    """The faithfulness study's predictors (fitted on FRANK valid) with its test-split figures, and its defaults."""
+    entries = [
+        ThresholdEntry(
+            judge=cell.judge, prompt_family=cell.prompt_family, criterion=cell.criterion, method=cell.method,
+            alpha=float(cell.alpha), fitted=study.fitted[(cell.judge, cell.prompt_family, cell.method, cell.alpha)],
+            heldout_coverage=cell.coverage, heldout_coverage_std=None, heldout_set_size=cell.set_size,
+            n_splits=cell.n_splits, min_bin_coverage=cell.min_bin_coverage,
+        )
+        for cell in study.summary.cells
+    ]
+    defaults = [
+        DefaultMethod(judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method,
+                      reason=f"{d.reason} (FRANK: fitted on valid, figures from test)")
+        for d in study.summary.default_methods
+    ]
+    return entries, defaults
+
+
 def build_artifact(
     datasets: Sequence[JudgeCriterionData],
-    summary: ConformalSummary,
+    summary: ConformalSummary | None,
     *,
     seed: int,
     data_hash: str,
     code_version: str,
     created_at: str | None = None,
     source: str = "",
+    faithfulness: FaithfulnessStudy | None = None,
 ) -> ThresholdsArtifact:
-    """Fit every (judge, family, criterion, method, alpha) of the study on all items (module rules)."""
+    """Fit every (judge, family, criterion, method, alpha) of the study on all items, then add the faithfulness
+    entries when given (module rules). ``summary`` None exports no SummEval entries."""
     entries = []
-    for data in datasets:
+    for data in datasets if summary is not None else ():
         for method in methods_for(data):
             for alpha in summary.alphas:
                 cell = summary.cell(data.judge, data.criterion, method, alpha)
@@ -117,8 +160,12 @@ def build_artifact(
     defaults = [
         DefaultMethod(judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method,
                       reason=d.reason)
-        for d in summary.default_methods
+        for d in (summary.default_methods if summary is not None else ())
     ]
+    if faithfulness is not None:
+        more_entries, more_defaults = faithfulness_entries(faithfulness)
+        entries += more_entries
+        defaults += more_defaults
     return ThresholdsArtifact(
         format_version=FORMAT_VERSION,
         created_at=created_at or datetime.now(UTC).isoformat(timespec="seconds"),
@@ -131,20 +178,43 @@ def build_artifact(
     )
 
 
+def _source(summary: ConformalSummary | None, faithfulness: FaithfulnessStudy | None, seed: int,
+            store: Path | None) -> str:
+    parts = []
+    if summary is not None:
+        parts.append(f"recorded SummEval judges, y* = rounded expert mean, fitted on all labelled items with seed "
+                     f"{seed}; held-out figures from {summary.n_splits} seeded 50/50 splits")
+    if faithfulness is not None and faithfulness.summary.cells:
+        judges = sorted({(c.judge, c.prompt_family) for c in faithfulness.summary.cells})
+        label = faithfulness.summary.label
+        parts.append(
+            "faithfulness: " + ", ".join(f"{j}/{f}" for j, f in judges) + " from LLM factuality answers in the "
+            f"answer store{f' {store}' if store is not None else ''}{f' ({label})' if label else ''}; y* = "
+            f"round_half_up(1 + 4 x FRANK Factuality), fitted on FRANK valid with seed {seed}; held-out figures "
+            "from FRANK test (n_splits = 1)"
+        )
+    return "offline calibrate: " + "; ".join(parts or ["no entries"])
+
+
 def export_thresholds(
     datasets: Sequence[JudgeCriterionData],
-    summary: ConformalSummary,
+    summary: ConformalSummary | None,
     *,
     data_dir: Path,
     path: Path,
     seed: int,
+    faithfulness: FaithfulnessStudy | None = None,
+    store: Path | None = None,
 ) -> ThresholdsArtifact:
-    """Build the artifact (provenance from ``data_dir`` and the checkout) and save it atomically at ``path``."""
+    """Build the artifact (provenance from ``data_dir`` and the checkout) and save it atomically at ``path``.
+
+    ``summary`` None: SummEval is not exported (the factuality-only run); ``faithfulness`` adds its entries.
+    """
+    has_faithfulness = faithfulness is not None and bool(faithfulness.summary.cells)
+    files = data_files(data_dir, summeval=summary is not None, frank=has_faithfulness)
     artifact = build_artifact(
-        datasets, summary, seed=seed, data_hash=data_hash(data_files(data_dir), Path(data_dir)),
-        code_version=code_version(),
-        source=(f"offline calibrate: recorded SummEval judges, y* = rounded expert mean, fitted on all labelled "
-                f"items with seed {seed}; held-out figures from {summary.n_splits} seeded 50/50 splits"),
+        datasets, summary, seed=seed, data_hash=data_hash(files, Path(data_dir)), code_version=code_version(),
+        source=_source(summary, faithfulness, seed, store), faithfulness=faithfulness,
     )
     save_artifact(artifact, path)
     # save_artifact writes through mkstemp (mode 0600); the shipped artifact must be readable by the service user.

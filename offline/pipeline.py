@@ -3,8 +3,16 @@
 Steps: (1) recorded answers into the SQLite answer store (``offline.ingest``); (2) the conformal study on every
 judge's direct answers; (3) position bias on the stored pairwise verdicts; (4) transitivity on stored full
 tournaments when some judge has them (collected with ``python -m offline collect``), otherwise on tournaments
-simulated from the recorded score distributions (labelled as such); (5) the FRANK baselines; (6) the report;
-(7) the thresholds artifact.
+simulated from the recorded score distributions (labelled as such); (5) the FRANK baselines; (6) when the
+answer store holds LLM factuality answers (``python -m offline collect --task factuality_direct|factuality_qa``):
+the LLM factuality tables (``factuality/llm.{json,md}``) and the faithfulness calibration
+(``factuality/faithfulness.{json,md}``), otherwise nothing for them (a previous run's files are removed and
+``index.md`` says how to collect); (7) the report; (8) the thresholds artifact (faithfulness entries only when
+(6) ran).
+
+:func:`calibrate_factuality` runs the factuality part alone (FRANK baselines, (6), the report and an artifact
+with only the faithfulness entries), e.g. on a store of answers collected from a test stand-in, with ``label``
+naming the source in every output.
 """
 
 from __future__ import annotations
@@ -20,21 +28,41 @@ import msgspec
 import structlog
 from tqdm import tqdm
 
-from offline.data.frank import load_frank
+from offline.data.frank import Frank, load_frank
 from offline.data.summeval import load_summeval
 from offline.export import export_thresholds
 from offline.ingest import IngestReport, ingest_recorded
 from offline.report import SUMMARY_FILES, build_report, write_summary
 from offline.report.index import IngestRow, IngestSummary
 from offline.store import AnswerStore
+from offline.studies import faithfulness
 from offline.studies.conformal import cell_data_from_store as conformal_data
 from offline.studies.conformal import run_conformal_study
 from offline.studies.factuality import baseline_tables, write_baselines_json, write_baselines_markdown
+from offline.studies.factuality_llm import (
+    factuality_answers_from_store,
+    remove_llm_outputs,
+    run_llm_study,
+    write_llm_study,
+)
+from offline.studies.faithfulness import (
+    FaithfulnessStudy,
+    faithfulness_data,
+    run_faithfulness_study,
+    write_faithfulness_study,
+)
 from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store, run_position_bias
 from offline.studies.simulate import SimulationConfig, simulate_tournaments
 from offline.studies.transitivity import has_triangles, run_transitivity
 
-__all__ = ["CalibrateResult", "calibrate", "ingest_summary"]
+__all__ = [
+    "CalibrateResult",
+    "FactualityResult",
+    "calibrate",
+    "calibrate_factuality",
+    "factuality_step",
+    "ingest_summary",
+]
 
 
 @dataclass(frozen=True)
@@ -50,6 +78,57 @@ class CalibrateResult:
     figures: tuple[Path, ...]
     factuality: tuple[Path, ...]
     seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FactualityResult:
+    """What the LLM factuality part wrote (nothing when no answers were collected) and its faithfulness study."""
+
+    files: tuple[Path, ...]
+    faithfulness: FaithfulnessStudy | None
+    n_answers: int
+
+
+def factuality_step(store: AnswerStore, frank: Frank, out: Path, *, seed: int, label: str = "") -> FactualityResult:
+    """LLM factuality tables and faithfulness calibration from the store's factuality answers (module step 6);
+    with none, remove a previous run's LLM files and write nothing."""
+    answers = factuality_answers_from_store(store, frank.items)
+    if not answers:
+        remove_llm_outputs(out)
+        for name in (faithfulness.JSON_FILE, faithfulness.MARKDOWN_FILE):
+            (out / name).unlink(missing_ok=True)
+        return FactualityResult(files=(), faithfulness=None, n_answers=0)
+    summary, tables = run_llm_study(frank, answers, label=label)
+    study = run_faithfulness_study(faithfulness_data(frank.items, answers), seed=seed, label=label)
+    files = (*write_llm_study(summary, tables, out), *write_faithfulness_study(study.summary, out))
+    return FactualityResult(files=files, faithfulness=study, n_answers=sum(len(a) for a in answers.values()))
+
+
+def calibrate_factuality(
+    *,
+    data_dir: Path,
+    out_dir: Path,
+    thresholds_path: Path,
+    store_path: Path,
+    seed: int = 0,
+    label: str = "",
+    log: Any = None,
+) -> FactualityResult:
+    """The factuality part alone: FRANK baselines, step 6 on the store at ``store_path``, the report, and an
+    artifact at ``thresholds_path`` holding only the faithfulness entries (none without answers)."""
+    log = log or structlog.get_logger("offline.calibrate")
+    out = Path(out_dir)
+    frank = load_frank(Path(data_dir))
+    tables = baseline_tables(frank)
+    baselines = (write_baselines_json(tables, out), write_baselines_markdown(tables, out))
+    with AnswerStore(store_path) as store:
+        result = factuality_step(store, frank, out, seed=seed, label=label)
+    build_report(out)
+    export_thresholds([], None, data_dir=Path(data_dir), path=Path(thresholds_path), seed=seed,
+                      faithfulness=result.faithfulness, store=Path(store_path))
+    log.info("factuality calibrated", answers=result.n_answers, out=str(out), thresholds=str(thresholds_path))
+    return FactualityResult(files=(*baselines, *result.files), faithfulness=result.faithfulness,
+                            n_answers=result.n_answers)
 
 
 def ingest_summary(report: IngestReport, store: Path) -> IngestSummary:
@@ -114,10 +193,11 @@ def calibrate(
         workers.shutdown(wait=True, cancel_futures=True)
 
 
-def _frank_baselines(data_dir: Path, out: Path) -> tuple[tuple[Path, ...], int]:
-    """FRANK baseline tables (stats-frank's study) written under ``out/factuality``; (paths, metric count)."""
-    tables = baseline_tables(load_frank(data_dir))
-    return (write_baselines_json(tables, out), write_baselines_markdown(tables, out)), len(tables)
+def _frank_baselines(data_dir: Path, out: Path) -> tuple[tuple[Path, ...], int, Frank]:
+    """FRANK baseline tables (stats-frank's study) written under ``out/factuality``; (paths, metrics, FRANK)."""
+    frank = load_frank(data_dir)
+    tables = baseline_tables(frank)
+    return (write_baselines_json(tables, out), write_baselines_markdown(tables, out)), len(tables), frank
 
 
 def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_file: Path, n_splits: int,
@@ -156,14 +236,20 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
     summaries["transitivity"] = write_summary(transitivity, out / SUMMARY_FILES["transitivity"])
     lap("transitivity", simulated=transitivity.simulated, inputs=len(transitivity.inputs))
 
-    factuality, n_metrics = frank_job.result()
+    factuality, n_metrics, frank = frank_job.result()
     lap("factuality (waited for the worker)", metrics=n_metrics)
+
+    with AnswerStore(store_file) as store:
+        llm = factuality_step(store, frank, out, seed=seed)
+    lap("llm factuality", answers=llm.n_answers,
+        note="" if llm.n_answers else "no LLM factuality answers collected: nothing written for them")
 
     files = build_report(out)
     lap("report", figures=len(files.figures))
 
-    export_thresholds(datasets, conformal, data_dir=data_dir, path=thresholds_path, seed=seed)
+    export_thresholds(datasets, conformal, data_dir=data_dir, path=thresholds_path, seed=seed,
+                      faithfulness=llm.faithfulness, store=store_file)
     lap("export", path=str(thresholds_path))
     return CalibrateResult(out_dir=out, store=store_file, thresholds=thresholds_path, index=files.index,
-                           summaries=summaries, tables=files.tables, figures=files.figures, factuality=factuality,
-                           seconds=seconds)
+                           summaries=summaries, tables=files.tables, figures=files.figures,
+                           factuality=(*factuality, *llm.files), seconds=seconds)

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 import msgspec
 
 from calibration.conformal import METHODS, PROBABILITY_METHODS, prediction_set, probabilities_from_logprobs
+from service.judge.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from service.judging import JudgePool
 from service.metrics import ServiceMetrics
 from service.policy import DecisionPolicy, full_scale
@@ -48,7 +49,6 @@ from service.state import CalibrationSnapshot
 __all__ = ["FAITHFULNESS_PROMPT_FAMILIES", "MISSING_LOGPROB", "ScoringContext", "Verdict", "score_item"]
 
 MISSING_LOGPROB = math.log(1e-5)
-FAITHFULNESS_PROMPT_FAMILIES = {"direct": "factuality_direct", "qa": "factuality_qa"}
 _LEVEL_TOLERANCE = 1e-9
 
 

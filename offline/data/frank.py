@@ -5,6 +5,7 @@ call                                        result
 ==========================================  ====================================================
 ``load_frank(data_dir)``                    :class:`Frank`: items, articles, baseline records
 ``frank.item_keys()``                       ``(hash, model_name)`` per item, in file order
+``item.item_id`` / ``frank_item_id(h, m)``  ``"<hash>/<model_name>"``: the item's id in the answer store
 ``baseline_scores(frank, "FactCC")``        float array aligned to ``frank.items``, NaN = missing
 ==========================================  ====================================================
 
@@ -44,6 +45,7 @@ __all__ = [
     "FrankDataError",
     "FrankItem",
     "baseline_scores",
+    "frank_item_id",
     "load_frank",
 ]
 
@@ -101,6 +103,11 @@ class FrankItem(msgspec.Struct, frozen=True, kw_only=True):
         """The item's identity, ``(hash, model_name)``."""
         return (self.hash, self.model_name)
 
+    @property
+    def item_id(self) -> str:
+        """The item's id in the answer store and reports: ``"<hash>/<model_name>"``."""
+        return frank_item_id(self.hash, self.model_name)
+
 
 class FrankArticle(msgspec.Struct, frozen=True, kw_only=True):
     """One source article of the benchmark."""
@@ -133,6 +140,11 @@ class Frank(msgspec.Struct, frozen=True, kw_only=True):
     def item_keys(self) -> list[tuple[str, str]]:
         """``(hash, model_name)`` of every item, in file order."""
         return [item.key for item in self.items]
+
+
+def frank_item_id(hash_: str, model_name: str) -> str:
+    """``"<hash>/<model_name>"``: one FRANK item's id (hashes are hex digests, so the first ``/`` splits it)."""
+    return f"{hash_}/{model_name}"
 
 
 def _text(row: Mapping[str, Any], field: str, at: _At) -> str:

@@ -9,7 +9,10 @@ call                                       result
 
 Layout under the report folder: ``index.md``; ``conformal/{summary.json,tables.md,*.png}``;
 ``transitivity/{summary.json,tables.md,violation_rates.png}``; ``position_bias/{summary.json,tables.md}``;
-``factuality/baselines.{json,md}`` (written by the FRANK study); ``ingest/summary.json``.
+``factuality/baselines.{json,md}`` (written by the FRANK study); ``factuality/llm.{json,md}`` and
+``factuality/faithfulness.{json,md}`` (written by the LLM factuality and faithfulness studies, only when LLM
+factuality answers were collected) with the figure ``factuality/llm_vs_baselines.png`` drawn here from
+``llm.json``; ``ingest/summary.json``.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ import msgspec
 
 from offline.report import figures, tables
 from offline.report.index import IngestSummary, render_index
+from offline.studies import factuality_llm, faithfulness
 from offline.studies.conformal import ConformalSummary
+from offline.studies.factuality_llm import LLMFactualitySummary
+from offline.studies.faithfulness import FaithfulnessSummary
 from offline.studies.position_bias import PositionBiasSummary
 from offline.studies.transitivity import TransitivitySummary
 
@@ -70,7 +76,10 @@ def build_report(out_dir: Path | str) -> ReportFiles:
     transitivity = read_summary(out / SUMMARY_FILES["transitivity"], TransitivitySummary)
     position_bias = read_summary(out / SUMMARY_FILES["position_bias"], PositionBiasSummary)
     ingest = read_summary(out / SUMMARY_FILES["ingest"], IngestSummary)
-    if conformal is None and transitivity is None and position_bias is None:
+    llm = read_summary(out / factuality_llm.JSON_FILE, LLMFactualitySummary)
+    faithful = read_summary(out / faithfulness.JSON_FILE, FaithfulnessSummary)
+    baselines = (out / "factuality" / "baselines.json").exists()
+    if conformal is None and transitivity is None and position_bias is None and llm is None and not baselines:
         raise FileNotFoundError(f"no study summary under {out}: run `python -m offline calibrate --out {out}` first")
     written_tables: list[Path] = []
     written_figures: list[tuple[str, Path]] = []
@@ -101,8 +110,14 @@ def build_report(out_dir: Path | str) -> ReportFiles:
         path = out / "position_bias" / "tables.md"
         path.write_text(tables.position_bias_tables(position_bias), encoding="utf-8")
         written_tables.append(path)
+    if llm is not None:
+        title = "FRANK — LLM judges vs baseline metrics (partial correlation, same items)"
+        written_figures.append((title + (f" — {llm.label}" if llm.label else ""),
+                                figures.factuality_comparison(llm, out / factuality_llm.FIGURE_FILE)))
     links = {p.relative_to(out).as_posix(): p.relative_to(out).as_posix() for p in written_tables}
-    for name in ("factuality/baselines.md", "factuality/baselines.json", *SUMMARY_FILES.values()):
+    factuality_files = ("factuality/baselines.md", "factuality/baselines.json", factuality_llm.MARKDOWN_FILE,
+                        factuality_llm.JSON_FILE, faithfulness.MARKDOWN_FILE, faithfulness.JSON_FILE)
+    for name in (*factuality_files, *SUMMARY_FILES.values()):
         if (out / name).exists():
             links[name] = name
     index = out / "index.md"
@@ -110,6 +125,7 @@ def build_report(out_dir: Path | str) -> ReportFiles:
         render_index(
             conformal=conformal, transitivity=transitivity, position_bias=position_bias, ingest=ingest, links=links,
             figures=[(title, p.relative_to(out).as_posix()) for title, p in written_figures],
+            llm=llm, faithfulness=faithful,
         ),
         encoding="utf-8",
     )

@@ -13,10 +13,12 @@ from matplotlib.figure import Figure
 
 from offline.data.summeval import CRITERIA
 from offline.studies.conformal import HEADLINE_ALPHA, PAPER_METHOD, ConformalSummary
+from offline.studies.factuality_llm import LLMFactualitySummary
 from offline.studies.transitivity import TransitivitySummary
 
 __all__ = [
     "coverage_vs_alpha",
+    "factuality_comparison",
     "inter_judge_matrices",
     "set_size_heatmap",
     "violation_figure",
@@ -182,3 +184,32 @@ def violation_figure(t: TransitivitySummary) -> Figure:
         title += f" — {t.label}"
     figure.suptitle(title, fontsize=10)
     return figure
+
+
+def factuality_comparison(s: LLMFactualitySummary, path: Path) -> Path:
+    """LLM judges vs FRANK baseline metrics: partial Pearson and Spearman bars on the same items (the items every
+    LLM run scored), LLM runs highlighted; an undefined correlation is drawn as an empty, marked bar."""
+    cells = sorted(s.comparison, key=lambda c: (c.kind != "llm", c.metric))
+    figure = Figure(figsize=(11, 1.6 + 0.32 * len(cells)), layout="constrained")
+    axes = figure.subplots(1, 2, sharey=True)
+    positions = np.arange(len(cells))
+    colours = ["tab:orange" if c.kind == "llm" else "tab:blue" for c in cells]
+    for ax, name in zip(axes, ("pearson", "spearman"), strict=True):
+        values = [getattr(c, name) for c in cells]
+        ax.barh(positions, [0.0 if v is None else v for v in values], color=colours)
+        for y, value in zip(positions, values, strict=True):
+            text = "n/a" if value is None else f"{value:+.3f}"
+            ax.annotate(text, (0.0 if value is None else value, y), textcoords="offset points",
+                        xytext=(4 if (value or 0) >= 0 else -4, 0), ha="left" if (value or 0) >= 0 else "right",
+                        va="center", fontsize=7)
+        ax.axvline(0.0, color="black", linewidth=0.8)
+        ax.set_title(f"partial {name.capitalize()} (controlling for the system)", fontsize=9)
+        ax.set_xlim(-1.0, 1.0)
+        ax.margins(y=0.02)
+    axes[0].set_yticks(positions, [f"{c.metric}{' (LLM)' if c.kind == 'llm' else ''}" for c in cells], fontsize=7)
+    axes[0].invert_yaxis()
+    title = f"FRANK: LLM judges and baseline metrics vs human factuality, on the same {s.comparison_n_items} items"
+    if s.label:
+        title += f"\n{s.label}"
+    figure.suptitle(title, fontsize=10)
+    return _save(figure, path)

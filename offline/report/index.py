@@ -11,10 +11,18 @@ import numpy as np
 from offline.data.summeval import CRITERIA
 from offline.report.tables import fmt, markdown_table
 from offline.studies.conformal import COVERAGE_SLACK, HEADLINE_ALPHA, PAPER_METHOD, ConformalSummary
+from offline.studies.factuality_llm import LLMFactualitySummary
+from offline.studies.faithfulness import FaithfulnessSummary
 from offline.studies.position_bias import PositionBiasSummary
 from offline.studies.transitivity import TransitivitySummary
 
-__all__ = ["IngestRow", "IngestSummary", "render_index"]
+__all__ = ["NO_LLM_FACTUALITY", "IngestRow", "IngestSummary", "render_index"]
+
+NO_LLM_FACTUALITY = (
+    "no LLM factuality answers collected: run `python -m offline collect --task factuality_direct --judges-file "
+    "<file> --judge <name>` (or `--task factuality_qa`; `--limit N` for a seeded sample), then `python -m offline "
+    "calibrate`"
+)
 
 
 class IngestRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -165,6 +173,42 @@ def _transitivity_lines(t: TransitivitySummary) -> list[str]:
             f"{100 * min(shares):.0f}–{100 * max(shares):.0f}% of inputs hold at least one 3-cycle."]
 
 
+def _factuality_lines(llm: LLMFactualitySummary | None, faithfulness: FaithfulnessSummary | None) -> list[str]:
+    if llm is None:
+        return [f"- **LLM factuality (FRANK)**: {NO_LLM_FACTUALITY}. Only FRANK's baseline metrics are reported "
+                "(`factuality/baselines.md`), and faithfulness is not calibrated (the service answers it "
+                "uncalibrated)."]
+    tag = f" — {llm.label}" if llm.label else ""
+    overall = {c.metric: c for c in llm.comparison}
+    runs = []
+    for run in llm.runs:
+        cell = llm.tables.get(run.metric, {})
+        runs.append(f"{run.metric} {fmt(cell.get('pearson'), 3, signed=True)} / "
+                    f"{fmt(cell.get('spearman'), 3, signed=True)} (n={cell.get('n', 0)})")
+    lines = [f"- **LLM factuality (FRANK){tag}**: partial Pearson / Spearman with human factuality, controlling "
+             "for the system: " + "; ".join(runs) + " (tables: `factuality/llm.md`)."]
+    baselines = [c for c in overall.values() if c.kind == "baseline" and c.pearson is not None]
+    if baselines:
+        best = max(baselines, key=lambda c: c.pearson or 0.0)
+        lines.append(f"  On the {llm.comparison_n_items} items every LLM run scored, the strongest baseline is "
+                     f"{best.metric} ({fmt(best.pearson, 3, signed=True)} / {fmt(best.spearman, 3, signed=True)}).")
+    if faithfulness is not None:
+        tag = f" — {faithfulness.label}" if faithfulness.label else ""
+        cells = []
+        for d in faithfulness.default_methods:
+            part = next((p for p in faithfulness.parts if (p.judge, p.prompt_family) == (d.judge, d.prompt_family)),
+                        None)
+            n_test = part.n_test if part is not None else 0
+            cells.append(f"{d.judge}/{d.prompt_family} `{d.method}` coverage {fmt(d.coverage)} set size "
+                         f"{fmt(d.set_size, 2)} (test n={n_test})")
+        lines.append(f"- **Faithfulness calibration{tag}** (fit on FRANK valid, evaluated on FRANK test, one split; "
+                     f"default method at α={HEADLINE_ALPHA:.2f}): " + ("; ".join(cells) or "no cell had enough "
+                     "items") + " (`factuality/faithfulness.md`; exported to the thresholds artifact).")
+        if faithfulness.skipped:
+            lines.append("  Skipped: " + "; ".join(faithfulness.skipped) + ".")
+    return lines
+
+
 def render_index(
     *,
     conformal: ConformalSummary | None,
@@ -173,8 +217,11 @@ def render_index(
     ingest: IngestSummary | None,
     links: Mapping[str, str],
     figures: Sequence[tuple[str, str]],
+    llm: LLMFactualitySummary | None = None,
+    faithfulness: FaithfulnessSummary | None = None,
 ) -> str:
-    """The report's front page: findings first (numbers computed from the summaries), then links and figures."""
+    """The report's front page: findings first (numbers computed from the summaries), then links and figures.
+    Without ``llm`` it says that no LLM factuality answers were collected and how to collect them."""
     out = ["# Conformal Judge — offline calibration report\n", "## Read first\n"]
     lines: list[str] = []
     if conformal is not None:
@@ -184,6 +231,7 @@ def render_index(
         lines += _position_lines(position_bias)
     if transitivity is not None:
         lines += _transitivity_lines(transitivity)
+    lines += _factuality_lines(llm, faithfulness)
     lines += _ingest_lines(ingest, conformal)
     out.append("\n".join(lines) + "\n")
     if conformal is not None and conformal.headline:

@@ -80,7 +80,10 @@ __all__ = [
     "VarianceDecomposition",
     "build_cell_data",
     "cell_data_from_store",
+    "cell_result",
+    "choose_default",
     "methods_for",
+    "probability_row",
     "run_conformal_study",
 ]
 
@@ -145,7 +148,8 @@ class JudgeCriterionData:
         return np.abs(self.judge_scores - self.labels)
 
 
-def _probability_row(logprobs: dict[str, float]) -> np.ndarray | None:
+def probability_row(logprobs: dict[str, float]) -> np.ndarray | None:
+    """Probabilities over 1..K from stored log-probs (a missing label counts -inf); None when none is usable."""
     values = [logprobs.get(str(k), -math.inf) for k in range(1, N_LABELS + 1)]
     if all(math.isinf(v) for v in values):
         return None
@@ -168,7 +172,7 @@ def build_cell_data(answers: Iterable[DirectAnswer], items: Sequence[SummEvalIte
         used = [a for a in group if a.judge_score is not None]
         if not used:
             continue
-        rows = [None if a.logprobs is None else _probability_row(a.logprobs) for a in used]
+        rows = [None if a.logprobs is None else probability_row(a.logprobs) for a in used]
         probabilities = None if any(r is None for r in rows) else np.vstack(rows)  # type: ignore[arg-type]
         result.append(
             JudgeCriterionData(
@@ -453,8 +457,10 @@ def _pooled(study: SplitStudy, errors: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return widths, errs
 
 
-def _cell_result(data: JudgeCriterionData, study: SplitStudy, *, seed: int) -> tuple[CellResult, np.ndarray,
-                                                                                       np.ndarray]:
+def cell_result(data: JudgeCriterionData, study: SplitStudy, *, seed: int) -> tuple[CellResult, np.ndarray,
+                                                                                      np.ndarray]:
+    """One cell's figures (module rules: coverage, bins, width-error) from a split study on ``data``'s arrays;
+    also the pooled test-part widths and errors. ``study.splits[i].test_index`` indexes ``data``'s arrays."""
     widths, errs = _pooled(study, data.errors)
     correlation = _correlate(widths, errs)
     score_bins = _bin_coverage(study, data.judge_scores)
@@ -543,8 +549,9 @@ def _smallest(cells: Sequence[CellResult]) -> CellResult:
     return min(cells, key=lambda c: (round(c.set_size, 9), METHODS.index(c.method)))
 
 
-def _choose_default(cells: Sequence[CellResult]) -> DefaultChoice:
-    """Pick the default among one (judge, family, criterion)'s cells at HEADLINE_ALPHA (see module rules)."""
+def choose_default(cells: Sequence[CellResult]) -> DefaultChoice:
+    """Pick the default among one (judge, family, criterion)'s cells at HEADLINE_ALPHA (module rules; the
+    cells must include PAPER_METHOD)."""
     by_method = {c.method: c for c in cells}
     paper = by_method[PAPER_METHOD]
     qualifying = [m for m in METHODS if m in by_method and by_method[m].valid_coverage
@@ -557,7 +564,7 @@ def _choose_default(cells: Sequence[CellResult]) -> DefaultChoice:
     if qualifying:
         chosen = _smallest([by_method[m] for m in qualifying])
         reason = (f"smallest mean set size ({chosen.set_size:.2f}; {PAPER_METHOD} {paper.set_size:.2f}) among "
-                  f"{len(qualifying)} of {len(by_method)} methods with {rule} over {chosen.n_splits} splits")
+                  f"{len(qualifying)} of {len(by_method)} methods with {rule} over {_splits(chosen.n_splits)}")
         if marginal.method != chosen.method:
             reason += (f"; {marginal.method} has smaller sets ({marginal.set_size:.2f}) but fails within-bin "
                        f"coverage (min human-label coverage {_fmt(marginal.min_label_coverage)}, min judge-score-bin "
@@ -572,6 +579,10 @@ def _choose_default(cells: Sequence[CellResult]) -> DefaultChoice:
         marginal_best_method=marginal.method, marginal_best_set_size=marginal.set_size,
         marginal_best_min_label_coverage=marginal.min_label_coverage,
     )
+
+
+def _splits(n: int) -> str:
+    return f"{n} split" if n == 1 else f"{n} splits"
 
 
 def _fmt(value: float | None) -> str:
@@ -644,7 +655,7 @@ def run_conformal_study(
             probabilities=data.probabilities,
             n_splits=n_splits, seed=seed, n_labels=N_LABELS,
         )
-        cell, widths, errs = _cell_result(data, study, seed=seed)
+        cell, widths, errs = cell_result(data, study, seed=seed)
         cells.append(cell)
         if method == PAPER_METHOD and abs(alpha - HEADLINE_ALPHA) < 1e-9:
             pooled.setdefault(data.criterion, []).append((widths, errs))
@@ -665,7 +676,7 @@ def run_conformal_study(
             headline_cells.setdefault((c.judge, c.prompt_family, c.criterion), []).append(c)
     for key in sorted(headline_cells):
         if any(c.method == PAPER_METHOD for c in headline_cells[key]):
-            defaults.append(_choose_default(headline_cells[key]))
+            defaults.append(choose_default(headline_cells[key]))
 
     variance = [v for m in SCORE_ONLY_METHODS if (v := _variance(cells, m, HEADLINE_ALPHA)) is not None]
     return ConformalSummary(

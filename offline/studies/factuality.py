@@ -70,12 +70,14 @@ __all__ = [
     "baseline_tables",
     "baselines_json",
     "calibration_split",
+    "cell_json",
     "correlation_cell",
     "factuality_tables",
     "faithfulness_target",
     "human_scores",
     "llm_tables",
     "render_baselines_markdown",
+    "render_tables_markdown",
     "write_baselines_json",
     "write_baselines_markdown",
 ]
@@ -276,7 +278,8 @@ def calibration_split(items: Sequence[FrankItem]) -> FrankSplit:
 # ---------------------------------------------------------------------------------------------- writing
 
 
-def _cell_json(cell: CorrelationCell) -> dict[str, Any]:
+def cell_json(cell: CorrelationCell) -> dict[str, Any]:
+    """One cell as JSON: pearson, spearman (statistics), their p-values, n, and ``problem`` when undefined."""
     out: dict[str, Any] = {
         "pearson": None if cell.pearson is None else cell.pearson.statistic,
         "pearson_p_value": None if cell.pearson is None else cell.pearson.p_value,
@@ -293,16 +296,16 @@ def baselines_json(tables: Mapping[str, FactualityTables]) -> dict[str, Any]:
     """The JSON document of ``baselines.json``: keyed by metric name, overall numbers at the top level."""
     document: dict[str, Any] = {}
     for metric, table in tables.items():
-        entry = _cell_json(table.overall)
+        entry = cell_json(table.overall)
         entry["controls"] = list(table.controls)
-        entry["per_dataset"] = {ds: _cell_json(cell) for ds, cell in table.per_dataset.items()}
-        entry["per_category"] = {c: _cell_json(cell) for c, cell in table.per_category.items()}
+        entry["per_dataset"] = {ds: cell_json(cell) for ds, cell in table.per_dataset.items()}
+        entry["per_category"] = {c: cell_json(cell) for c, cell in table.per_category.items()}
         entry["ablation"] = {
             c: {
                 "flip_column": cell.flip_column,
                 "delta_pearson": cell.delta_pearson,
                 "delta_spearman": cell.delta_spearman,
-                "errors_ignored": _cell_json(cell.errors_ignored),
+                "errors_ignored": cell_json(cell.errors_ignored),
             }
             for c, cell in table.ablation.items()
         }
@@ -334,10 +337,19 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
 
 def render_baselines_markdown(tables: Mapping[str, FactualityTables]) -> str:
     """Markdown: overall and per-dataset table, per-category table, ablation table (3 decimals)."""
+    return render_tables_markdown(tables, title="FRANK: partial correlation of metrics with human factuality")
+
+
+def render_tables_markdown(
+    tables: Mapping[str, FactualityTables], *, title: str, notes: Sequence[str] = ()
+) -> str:
+    """Markdown under ``title`` (then ``notes``, one paragraph each): overall and per-dataset table,
+    per-category table, ablation table (3 decimals), one row per metric."""
     controls = sorted({", ".join(table.controls) for table in tables.values()})
-    lines = [
-        "# FRANK: partial correlation of metrics with human factuality",
-        "",
+    lines = [f"# {title}", ""]
+    for note in notes:
+        lines += [note, ""]
+    lines += [
         f"Controls (one-hot, residualised by least squares): {'; '.join(controls) or 'none'}. "
         "Cells give Pearson / Spearman of the residuals; p-values from the t-test with n - 2 - k df.",
         "",

@@ -20,14 +20,20 @@ Rules of the QA method:
 - Verdict: ``judge_score = 1 + round_half_up(4 * score)`` (0 -> 1, 0.125 -> 2, 0.5 -> 3, 1 -> 5).
 - No usable pair at all: no score exists, so ``JudgeReplyError`` is raised for the item (its message lists
   the problems). A failed call (``JudgeCallError`` after the client's retries) propagates unchanged.
+
+Prompt families: these prompts are this module's own, whatever family a judge is configured with, so their
+verdicts are calibrated, stored and looked up under ``FAITHFULNESS_PROMPT_FAMILIES[method]``
+(``"factuality_direct"`` / ``"factuality_qa"``), the one name the offline answer store, the thresholds
+artifact and the service share.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import Final, Protocol
 
 import msgspec
 
@@ -48,6 +54,7 @@ from service.judge.qa_similarity import exact_match, normalize_answer, token_f1
 __all__ = [
     "Completer",
     "CompletionLike",
+    "FAITHFULNESS_PROMPT_FAMILIES",
     "JudgeConfigLike",
     "MAX_QUESTIONS",
     "QAEvidence",
@@ -61,6 +68,10 @@ __all__ = [
 ]
 
 MAX_QUESTIONS = 20
+# Factuality method -> the prompt family its verdicts are stored and calibrated under (read-only).
+FAITHFULNESS_PROMPT_FAMILIES: Final[Mapping[str, str]] = MappingProxyType(
+    {"direct": "factuality_direct", "qa": "factuality_qa"}
+)
 _N_LABELS = 5
 
 

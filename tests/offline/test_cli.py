@@ -14,6 +14,7 @@ import pytest
 from calibration.conformal import METHODS
 from calibration.thresholds import load_artifact
 from offline.cli import main
+from offline.report.index import NO_LLM_FACTUALITY
 from offline.studies.conformal import SCORE_ONLY_METHODS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -47,11 +48,15 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
         assert figure.relative_to(out).as_posix() in index
     baselines = json.loads((out / "factuality" / "baselines.json").read_text())
     assert baselines
+    # The shipped data holds no LLM factuality answers: nothing is written for them and the index says so.
+    assert NO_LLM_FACTUALITY in index
+    assert not (out / "factuality" / "llm.json").exists() and not (out / "factuality" / "faithfulness.json").exists()
     transitivity = json.loads((out / "transitivity" / "summary.json").read_text())
     assert transitivity["simulated"] is True  # the shipped pairwise chain has no triangles
     assert json.loads((out / "position_bias" / "summary.json").read_text())["simulated"] is False
     artifact = load_artifact(out / "thresholds.json")
     assert len(artifact.entries) == cells_per_alpha * 4 and len(artifact.default_methods) == 24
+    assert not any(e.criterion == "faithfulness" for e in artifact.entries)  # uncalibrated until answers exist
     assert (out / "answers.sqlite").exists()
     for line in ("report:", "thresholds:", "wall time:"):
         assert line in stdout
@@ -81,5 +86,6 @@ def test_module_entry_point_and_collect_arguments() -> None:
     result = subprocess.run([sys.executable, "-m", "offline", "collect", "--help"], capture_output=True, text=True,
                             check=False, timeout=60)
     assert result.returncode == 0
-    for flag in ("--judges-file", "--judge", "--task", "--repetitions", "--both-orders", "--limit", "--store"):
+    for flag in ("--judges-file", "--judge", "--task", "--repetitions", "--both-orders", "--limit", "--split",
+                 "--seed", "--store"):
         assert flag in result.stdout

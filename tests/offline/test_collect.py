@@ -22,10 +22,12 @@ from offline.collect import (
     TargetItem,
     collect,
     default_subset,
+    frank_targets,
     run_keys,
     targets,
     verdict_record,
 )
+from offline.data.frank import load_frank
 from offline.data.pairwise import presented
 from offline.data.summeval import SummEval, load_summeval
 from offline.store import AnswerKey, AnswerRecord, AnswerStore
@@ -364,27 +366,50 @@ def test_factuality_hook(store: AnswerStore) -> None:
             repetitions=1,
             item_judge=judge_faithfulness_qa,
             judge="j",
-            prompt_family="laskar",
             progress=False,
         )
     )
     assert report.calls == 1 and seen == [(client, "The article.", "The summary.")]
+    assert report.prompt_family == "factuality_qa"
     (record,) = store.iter_answers(task="factuality_qa")
+    # One name: the factuality prompts' own family (= the task), criterion faithfulness, the item's own id.
+    assert (record.prompt_family, record.criterion, record.item_id) == ("factuality_qa", "faithfulness", "h1/bart")
     assert record.judge_score == 3 and record.prompt_tokens == 50
     assert msgspec.json.decode(record.raw_reply or "")["score"] == 0.5  # the whole result is kept
-    with pytest.raises(ValueError, match="needs item_judge"):
-        _run(
-            collect(
-                store,
-                client,
-                task="factuality_direct",
-                items=[item],
-                criteria=["faithfulness"],
-                judge="j",
-                prompt_family="p",
-                progress=False,
+    for family, criteria in (("paper", ["faithfulness"]), (None, ["coherence"])):
+        with pytest.raises(ValueError, match="prompt family|criterion"):
+            _run(
+                collect(
+                    store,
+                    SimpleNamespace(config=SimpleNamespace(name="j", prompt_family="paper", model="m")),
+                    task="factuality_direct",
+                    items=[item],
+                    criteria=criteria,
+                    prompt_family=family,
+                    progress=False,
+                )
             )
-        )
+
+
+def test_frank_targets_are_a_seeded_nested_sample_with_articles(data_dir: Path) -> None:
+    frank = load_frank(data_dir)
+    valid = frank_targets(frank, split="valid")
+    assert len(valid) == 671 and len(frank_targets(frank)) == 2246 and len(frank_targets(frank, split="test")) == 1575
+    small, large = (frank_targets(frank, split="valid", limit=n, seed=7) for n in (20, 60))
+    assert len(small) == 20 and len(large) == 60
+    assert {t.item_id for t in small} < {t.item_id for t in large}  # a larger limit extends a smaller one
+    assert small == frank_targets(frank, split="valid", limit=20, seed=7)  # reproducible
+    assert small != frank_targets(frank, split="valid", limit=20, seed=8)
+    order = [t.item_id for t in valid]
+    assert [order.index(t.item_id) for t in large] == sorted(order.index(t.item_id) for t in large)  # file order
+    items = {item.item_id: item for item in frank.items}
+    for target in large:
+        item = items[target.item_id]
+        assert target.item_id == f"{item.hash}/{item.model_name}" and item.split == "valid"
+        assert (target.doc_id, target.system_id, target.summary) == (item.hash, item.model_name, item.summary)
+        assert target.document == frank.articles[item.hash].article
+    with pytest.raises(ValueError, match="split"):
+        frank_targets(frank, split="train")
 
 
 def test_input_errors(summeval: SummEval, store: AnswerStore) -> None:
