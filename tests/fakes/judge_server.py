@@ -160,6 +160,7 @@ class _State:
     faults: deque[_Fault] = field(default_factory=deque)
     in_flight: int = 0
     max_in_flight: int = 0
+    stopping: threading.Event = field(default_factory=threading.Event)
 
 
 class JudgeServer:
@@ -225,6 +226,7 @@ class JudgeServer:
 
     def stop(self) -> None:
         """Stop serving, release hanging requests and close the socket."""
+        self._state.stopping.set()
         if self._loop is not None and self._thread is not None:
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=5)
