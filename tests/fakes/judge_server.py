@@ -1,10 +1,8 @@
 """A stand-in for an LLM judge: a real HTTP server speaking the OpenAI chat-completions API, for tests only;
 its answers are scripted, not a model's.
 
-It listens on 127.0.0.1 on a free port, served by an asyncio event loop in a background thread (a small
-HTTP/1.1 server with keep-alive: request line, headers, ``Content-Length`` body), so many requests can be in
-flight at once, each with its own latency, while the stand-in itself costs as little CPU as it can: a benchmark
-that runs it beside the service should measure the service, not the stand-in.
+It listens on 127.0.0.1 on a free port, in a background thread (stdlib ``ThreadingHTTPServer``: one thread
+per connection, HTTP/1.1 keep-alive), so many requests can be in flight at once, each with its own latency.
 
 ======================================================  ====================================================
 call                                                    effect
@@ -39,8 +37,6 @@ other token gets itself with log-prob 0. The default reply is ``str(default_scor
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import math
 import re
@@ -49,7 +45,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import msgspec
@@ -173,66 +169,31 @@ class JudgeServer:
         self.refuse_logprobs = False
         self.usage: tuple[int, int] | None = None
         self._state = _State()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._server: asyncio.Server | None = None
-        self._stop: asyncio.Event | None = None
+        self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        self._port: int | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> JudgeServer:
-        """Bind 127.0.0.1 on a free port and serve from an event loop in a background thread."""
-        ready = threading.Event()
-        failure: list[BaseException] = []
-
-        def run() -> None:
-            loop = asyncio.new_event_loop()
-            self._loop = loop
-            try:
-                loop.run_until_complete(self._open())
-            except BaseException as error:  # surfaced to start()'s caller below
-                failure.append(error)
-                ready.set()
-                loop.close()
-                return
-            ready.set()
-            try:
-                loop.run_forever()
-            finally:
-                loop.run_until_complete(self._close())
-                loop.close()
-
-        self._thread = threading.Thread(target=run, name="judge-stand-in", daemon=True)
+        """Bind 127.0.0.1 on a free port and serve in a background thread."""
+        handler = type("_BoundHandler", (_Handler,), {"server_owner": self})
+        httpd = _Server(("127.0.0.1", 0), handler)
+        self._httpd = httpd
+        self._thread = threading.Thread(
+            target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="judge-stand-in", daemon=True
+        )
         self._thread.start()
-        ready.wait(timeout=10)
-        if failure:
-            raise failure[0]
         return self
-
-    async def _open(self) -> None:
-        self._stop = asyncio.Event()
-        self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0, backlog=256)
-        self._port = int(self._server.sockets[0].getsockname()[1])
-
-    async def _close(self) -> None:
-        assert self._server is not None and self._stop is not None
-        self._stop.set()  # releases hanging requests
-        self._server.close()
-        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        await self._server.wait_closed()
 
     def stop(self) -> None:
         """Stop serving, release hanging requests and close the socket."""
         self._state.stopping.set()
-        if self._loop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._loop.stop)
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
             self._thread.join(timeout=5)
-        self._loop = None
-        self._thread = None
-        self._port = None
+            self._thread = None
 
     def __enter__(self) -> JudgeServer:
         return self.start()
@@ -244,9 +205,9 @@ class JudgeServer:
     @property
     def port(self) -> int:
         """The port the server listens on."""
-        if self._port is None:
+        if self._httpd is None:
             raise RuntimeError("the judge stand-in is not running")
-        return self._port
+        return int(self._httpd.server_address[1])
 
     @property
     def base_url(self) -> str:
@@ -296,10 +257,8 @@ class JudgeServer:
             self._state.faults.clear()
             self._state.max_in_flight = self._state.in_flight
 
-    # -- serving (on the stand-in's event loop) -------------------------------------------------------
-    async def _serve(
-        self, path: str, body: dict[str, Any], headers: dict[str, str]
-    ) -> tuple[int, dict[str, str], Any]:
+    # -- serving (called from handler threads) --------------------------------------------------------
+    def _serve(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
         state = self._state
         with state.lock:
             fault = state.faults.popleft() if state.faults else None
@@ -308,64 +267,13 @@ class JudgeServer:
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
         try:
             if fault is not None and fault.kind == "hang":
-                assert self._stop is not None
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._stop.wait(), fault.hang_s)
+                state.stopping.wait(fault.hang_s)
             elif self.latency_s > 0:
-                await asyncio.sleep(self.latency_s)
+                time.sleep(self.latency_s)
             return self._answer(body, fault)
         finally:
             with state.lock:
                 state.in_flight -= 1
-
-    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        """One keep-alive connection: read requests and answer them in order until the client closes."""
-        try:
-            while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-                    return
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = (lines[0].split(" ", 2) + ["", ""])[:3]
-                headers = {}
-                for line in lines[1:]:
-                    name, sep, value = line.partition(":")
-                    if sep:
-                        headers[name.strip().lower()] = value.strip()
-                length = int(headers.get("content-length") or 0)
-                raw = await reader.readexactly(length) if length else b""
-                status, extra, payload = await self._route(method, path, raw, headers)
-                data = json.dumps(payload).encode()
-                reason = HTTPStatus(status).phrase
-                head_lines = [f"HTTP/1.1 {status} {reason}", "Content-Type: application/json",
-                              f"Content-Length: {len(data)}"]
-                head_lines += [f"{key}: {value}" for key, value in extra.items()]
-                writer.write(("\r\n".join(head_lines) + "\r\n\r\n").encode("latin-1") + data)
-                await writer.drain()
-                if headers.get("connection", "").lower() == "close":
-                    return
-        except (ConnectionError, asyncio.IncompleteReadError):
-            return  # the client went away (e.g. it timed out on a hang)
-        finally:
-            writer.close()
-
-    async def _route(
-        self, method: str, path: str, raw: bytes, headers: dict[str, str]
-    ) -> tuple[int, dict[str, str], Any]:
-        route = path.split("?", 1)[0].rstrip("/")
-        if method == "GET" and route.endswith("/models"):
-            return 200, {}, {"object": "list", "data": [{"id": "stand-in-judge", "object": "model"}]}
-        if method != "POST" or not route.endswith("/chat/completions"):
-            return 404, {}, _error(f"no route {path}", "not_found")
-        try:
-            body = json.loads(raw or b"{}")
-        except ValueError:
-            return 400, {}, _error("request body is not JSON", "invalid_request_error")
-        try:
-            return await self._serve(path, body, headers)
-        except Exception as exc:  # a responder bug must reach the test as an HTTP 500, not kill the server
-            return 500, {}, _error(f"stand-in responder failed: {exc!r}", "server_error")
 
     def _answer(self, body: dict[str, Any], fault: _Fault | None) -> tuple[int, dict[str, str], Any]:
         kind = fault.kind if fault is not None else None
@@ -444,3 +352,60 @@ def _error(message: str, kind: str, param: str | None = None) -> dict[str, Any]:
 
 def _seconds(value: float) -> str:
     return str(int(value)) if value == int(value) else f"{value:g}"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # a burst of 32+ new connections must not be refused
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that gave up (timeout) closes its socket mid-answer; that is expected here.
+        return
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes; without TCP_NODELAY each keep-alive answer waits ~40 ms for
+    # the client's delayed ACK, on top of the configured latency.
+    disable_nagle_algorithm = True
+    server_owner: JudgeServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        return
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        if self.path.rstrip("/").endswith("/models"):
+            self._send(200, {}, {"object": "list", "data": [{"id": "stand-in-judge", "object": "model"}]})
+        else:
+            self._send(404, {}, _error(f"no route {self.path}", "not_found"))
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        if not self.path.rstrip("/").endswith("/chat/completions"):
+            self._send(404, {}, _error(f"no route {self.path}", "not_found"))
+            return
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            self._send(400, {}, _error("request body is not JSON", "invalid_request_error"))
+            return
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        try:
+            status, extra, payload = self.server_owner._serve(self.path, body, headers)
+        except Exception as exc:  # a responder bug must reach the test as an HTTP 500, not kill the thread
+            status, extra, payload = 500, {}, _error(f"stand-in responder failed: {exc!r}", "server_error")
+        self._send(status, extra, payload)
+
+    def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the client went away (e.g. it timed out on a hang)
+            self.close_connection = True
