@@ -97,7 +97,7 @@ def _width_lines(s: ConformalSummary) -> list[str]:
     if "all" in pooled:
         a = pooled["all"]
         lines.append(f"- **Width predicts error?** Spearman(set width, |judge − y*|) pooled over all judges and "
-                     f"criteria = {fmt(a.statistic, 3, signed=True)} (n={a.n} test-half observations, "
+                     f"criteria = {fmt(a.statistic, 3, signed=True)} (n={a.n} judge × item observations, "
                      f"p={a.p_value:.2g}); "
                      "per criterion " + ", ".join(f"{c} {fmt(pooled[c].statistic, 2, signed=True)}" for c in CRITERIA
                                                   if c in pooled) + " (paper: +0.576 pooled).")

@@ -100,8 +100,9 @@ RULES = {
     "items": "every item the judge answered; items with a missing or unreadable judge score excluded and counted",
     "target": "y* = expert mean rounded to the nearest integer (halves up)",
     "splits": "n_splits seeded 50/50 splits; split i permutes with numpy.random.default_rng([seed, i])",
-    "width_error": "Spearman(set size, |judge_score - y*|) pooled over the test halves of all splits "
-    "(items repeat across splits, so p-values are optimistic)",
+    "width_error": "Spearman(width, |judge_score - y*|) with one observation per item: its set size averaged "
+    "over the splits whose test half holds it (so n counts distinct items and the p-value is not inflated by "
+    "repeats); reliability diagrams (mean error per set size) use the test half of split 0",
     "valid_coverage": f"mean coverage >= 1 - alpha - {COVERAGE_SLACK}",
     "within_bins": f"per judge-score bin and per human label: coverage on the test halves averaged over splits; "
     f"bins with >= {MIN_BIN_ITEMS} test items on average count; keeps coverage when the min over counted "
@@ -109,7 +110,7 @@ RULES = {
     "default_method": f"at alpha={HEADLINE_ALPHA}: smallest mean set size among methods with valid coverage that "
     "keep coverage within bins (ties: METHODS order); else residual",
     "inter_judge": f"items both judges answered, common seeded splits, {PAPER_METHOD} at alpha={HEADLINE_ALPHA} "
-    "per judge; Spearman of widths pooled over test halves",
+    "per judge; Spearman of the two judges' per-item mean widths (one observation per item tested)",
     "variance": f"two-way decomposition (no interaction) of cell mean set sizes at alpha={HEADLINE_ALPHA}",
 }
 
@@ -451,18 +452,40 @@ def _min_counted(bins: list[BinCoverage]) -> float | None:
     return min(counted) if counted else None
 
 
-def _pooled(study: SplitStudy, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    widths = np.concatenate([np.asarray(s.set_sizes) for s in study.splits])
-    errs = np.concatenate([errors[np.asarray(s.test_index)] for s in study.splits])
-    return widths, errs
+@dataclass(frozen=True)
+class WidthError:
+    """A cell's width-error observations: per item (for correlations) and split 0's test half (for diagrams)."""
+
+    item_widths: np.ndarray
+    item_errors: np.ndarray
+    first_widths: np.ndarray
+    first_errors: np.ndarray
 
 
-def cell_result(data: JudgeCriterionData, study: SplitStudy, *, seed: int) -> tuple[CellResult, np.ndarray,
-                                                                                      np.ndarray]:
+def _first_split(study: SplitStudy, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Set sizes and errors on the test half of split 0: each item at most once, with integer widths."""
+    first = study.splits[0]
+    return np.asarray(first.set_sizes), errors[np.asarray(first.test_index)]
+
+
+def _per_item(study: SplitStudy, errors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each item's set size averaged over the splits that tested it, with its error (items never tested drop)."""
+    totals = np.zeros(errors.size)
+    counts = np.zeros(errors.size)
+    for split in study.splits:
+        index = np.asarray(split.test_index)
+        np.add.at(totals, index, np.asarray(split.set_sizes, dtype=float))
+        np.add.at(counts, index, 1.0)
+    tested = counts > 0
+    return totals[tested] / counts[tested], errors[tested]
+
+
+def cell_result(data: JudgeCriterionData, study: SplitStudy, *, seed: int) -> tuple[CellResult, WidthError]:
     """One cell's figures (module rules: coverage, bins, width-error) from a split study on ``data``'s arrays;
-    also the pooled test-part widths and errors. ``study.splits[i].test_index`` indexes ``data``'s arrays."""
-    widths, errs = _pooled(study, data.errors)
-    correlation = _correlate(widths, errs)
+    also its width-error observations. ``study.splits[i].test_index`` indexes ``data``'s arrays."""
+    widths, errs = _first_split(study, data.errors)
+    item_widths, item_errors = _per_item(study, data.errors)
+    correlation = _correlate(item_widths, item_errors)
     score_bins = _bin_coverage(study, data.judge_scores)
     label_bins = _bin_coverage(study, data.labels)
     min_bin, min_label = _min_counted(score_bins), _min_counted(label_bins)
@@ -479,7 +502,7 @@ def cell_result(data: JudgeCriterionData, study: SplitStudy, *, seed: int) -> tu
         keeps_bin_coverage=all(m is None or m >= floor - 1e-12 for m in (min_bin, min_label)),
         judge_score_bins=score_bins, human_label_bins=label_bins, reliability=_reliability(widths, errs),
     )
-    return result, widths, errs
+    return result, WidthError(item_widths, item_errors, widths, errs)
 
 
 def _inter_judge(datasets: Sequence[JudgeCriterionData], *, n_splits: int, seed: int) -> list[InterJudgeAgreement]:
@@ -497,7 +520,11 @@ def _inter_judge(datasets: Sequence[JudgeCriterionData], *, n_splits: int, seed:
             ib = np.array([pos_b[item] for item in common])
             labels = a.labels[ia]
             n_cal = len(common) // 2
-            widths_a, widths_b, per_split = [], [], []
+            # Per common item: each judge's set size summed over the splits that tested it (and the count),
+            # so the agreement has one observation per item.
+            totals = np.zeros((2, len(common)))
+            counts = np.zeros(len(common))
+            per_split = []
             for split in range(n_splits):
                 order = np.random.default_rng([seed, split]).permutation(len(common))
                 cal, test = order[:n_cal], order[n_cal:]
@@ -506,15 +533,19 @@ def _inter_judge(datasets: Sequence[JudgeCriterionData], *, n_splits: int, seed:
                     scores = data.judge_scores[index]
                     fitted = fit_conformal(PAPER_METHOD, HEADLINE_ALPHA, labels[cal], judge_scores=scores[cal])
                     pair_widths.append(predict_sets(fitted, judge_scores=scores[test]).sum(axis=1))
-                widths_a.append(pair_widths[0])
-                widths_b.append(pair_widths[1])
+                totals[0, test] += pair_widths[0]
+                totals[1, test] += pair_widths[1]
+                counts[test] += 1
                 split_corr = _correlate(pair_widths[0], pair_widths[1])
                 if split_corr.statistic is not None:
                     per_split.append(split_corr.statistic)
+            tested = counts > 0
             result.append(
                 InterJudgeAgreement(
                     criterion=criterion, judge_a=a.judge, judge_b=b.judge, n_items=len(common),
-                    correlation=_correlate(np.concatenate(widths_a), np.concatenate(widths_b)),
+                    correlation=_correlate(
+                        totals[0, tested] / counts[tested], totals[1, tested] / counts[tested]
+                    ),
                     mean_split_statistic=float(np.mean(per_split)) if per_split else None,
                 )
             )
@@ -648,26 +679,29 @@ def run_conformal_study(
         if methods is None or method in methods
     ]
     cells: list[CellResult] = []
-    pooled: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {}
+    pooled: dict[str, list[WidthError]] = {}
     for data, alpha, method in progress(tasks) if progress is not None else tasks:
         study = repeated_splits(
             method, alpha, data.labels, judge_scores=data.judge_scores,
             probabilities=data.probabilities,
             n_splits=n_splits, seed=seed, n_labels=N_LABELS,
         )
-        cell, widths, errs = cell_result(data, study, seed=seed)
+        cell, width_error = cell_result(data, study, seed=seed)
         cells.append(cell)
         if method == PAPER_METHOD and abs(alpha - HEADLINE_ALPHA) < 1e-9:
-            pooled.setdefault(data.criterion, []).append((widths, errs))
+            pooled.setdefault(data.criterion, []).append(width_error)
 
     pooled_rows = []
     for criterion in [*CRITERIA, "all"]:
         parts = [p for c, ps in pooled.items() for p in ps if criterion in ("all", c)]
         if parts:
-            widths = np.concatenate([w for w, _ in parts])
-            errs = np.concatenate([e for _, e in parts])
-            pooled_rows.append(PooledWidthError(criterion=criterion, correlation=_correlate(widths, errs),
-                                                reliability=_reliability(widths, errs)))
+            correlation = _correlate(
+                np.concatenate([p.item_widths for p in parts]), np.concatenate([p.item_errors for p in parts])
+            )
+            reliability = _reliability(
+                np.concatenate([p.first_widths for p in parts]), np.concatenate([p.first_errors for p in parts])
+            )
+            pooled_rows.append(PooledWidthError(criterion=criterion, correlation=correlation, reliability=reliability))
 
     defaults = []
     headline_cells: dict[tuple[str, str, str], list[CellResult]] = {}
