@@ -97,6 +97,8 @@ METHODS = (
 PROBABILITY_METHODS = frozenset({"residual_expected", "lac", "aps", "aps_randomized", "ordinal"})
 # Methods whose score is the learned model's (they fit a model on part of the calibration data).
 LEARNED_METHODS = frozenset({"learned_lac", "label_conditional"})
+# Methods with one threshold per group, and what the groups are.
+_GROUPING = {"mondrian_residual": "judge_score", "label_conditional": "label"}
 # Methods that need the judge's integer score.
 SCORE_METHODS = frozenset({"residual", "mondrian_residual"})
 
@@ -447,6 +449,7 @@ def fit_conformal(
     scores, probs = _inputs(method, n_labels, judge_scores, probabilities, y.size)
     generator = rng if rng is not None else np.random.default_rng(0)
 
+    learned: dict[str, object] = {}
     if method in LEARNED_METHODS:
         if y.size < 2:
             raise EmptyCalibrationError(f"{method} needs at least 2 calibration items (model and threshold)")
@@ -456,57 +459,32 @@ def fit_conformal(
         weights = _judge_weights(scores, probs, n_labels)
         matrix = _fit_learned_matrix(weights[model_part], y[model_part], n_labels)
         matrix_scores = 1.0 - _learned_probabilities(weights[threshold_part], matrix)
-        true_scores = matrix_scores[np.arange(threshold_part.size), y[threshold_part] - 1]
-        if method == "label_conditional":
-            label_thresholds, label_sizes = _group_quantiles(true_scores, y[threshold_part], n_labels, alpha)
-            return FittedConformal(
-                method=method,
-                alpha=float(alpha),
-                n_labels=n_labels,
-                n_cal=int(threshold_part.size),
-                threshold=conformal_quantile(true_scores, alpha),
-                group_thresholds=label_thresholds,
-                group_sizes=label_sizes,
-                learned_matrix=matrix.tolist(),
-                n_model_fit=int(n_model),
-                grouping="label",
-            )
-        return FittedConformal(
-            method=method,
-            alpha=float(alpha),
-            n_labels=n_labels,
-            n_cal=int(threshold_part.size),
-            threshold=conformal_quantile(true_scores, alpha),
-            learned_matrix=matrix.tolist(),
-            n_model_fit=int(n_model),
+        calibration_labels = y[threshold_part]
+        learned = {"learned_matrix": matrix.tolist(), "n_model_fit": int(n_model)}
+    else:
+        uniforms = generator.uniform(size=y.size) if method == "aps_randomized" else None
+        matrix_scores = label_scores(
+            method, n_labels=n_labels, judge_scores=scores, probabilities=probs, uniforms=uniforms
         )
+        calibration_labels = y
+    true_scores = matrix_scores[np.arange(calibration_labels.size), calibration_labels - 1]
 
-    uniforms = generator.uniform(size=y.size) if method == "aps_randomized" else None
-    matrix_scores = label_scores(
-        method, n_labels=n_labels, judge_scores=scores, probabilities=probs, uniforms=uniforms
-    )
-    true_scores = matrix_scores[np.arange(y.size), y - 1]
-
-    if method == "mondrian_residual":
-        assert scores is not None
-        group_thresholds, group_sizes = _group_quantiles(true_scores, scores, n_labels, alpha)
-        return FittedConformal(
-            method=method,
-            alpha=float(alpha),
-            n_labels=n_labels,
-            n_cal=int(y.size),
-            threshold=conformal_quantile(true_scores, alpha),
-            group_thresholds=group_thresholds,
-            group_sizes=group_sizes,
-            grouping="judge_score",
-        )
-
+    grouping = _GROUPING.get(method)
+    group_thresholds = group_sizes = None
+    if grouping is not None:
+        keys = calibration_labels if grouping == "label" else scores
+        assert keys is not None
+        group_thresholds, group_sizes = _group_quantiles(true_scores, keys, n_labels, alpha)
     return FittedConformal(
         method=method,
         alpha=float(alpha),
         n_labels=n_labels,
-        n_cal=int(y.size),
+        n_cal=int(true_scores.size),
         threshold=conformal_quantile(true_scores, alpha),
+        group_thresholds=group_thresholds,
+        group_sizes=group_sizes,
+        grouping=grouping,
+        **learned,  # type: ignore[arg-type]
     )
 
 
