@@ -81,6 +81,10 @@ class ServiceMetrics:
         if elapsed_s is not None:
             children[1].observe(elapsed_s)
 
+    def count_problem(self, status: int, problem_type: str) -> None:
+        """Count one problem response by status and the last segment of its type URI (the slug)."""
+        self.child(self.errors, str(status), problem_type.rsplit(":", 1)[-1]).inc()
+
     def count_decision(self, criterion: str, decision: str, calibrated: bool) -> None:
         """Count one score decision."""
         key = (criterion, decision, calibrated)

@@ -184,7 +184,7 @@ def handle_exception(request: Request, exc: Exception) -> Response[Problem]:
         log.error("request.failed", status=problem.status, exc_info=exc, error_type=type(exc).__name__)
     else:
         log.info("request.problem", status=problem.status, problem=problem.type, detail=problem.detail[:300])
-    services.metrics.errors.labels(str(problem.status), problem.type.rsplit(":", 1)[-1]).inc()
+    services.metrics.count_problem(problem.status, problem.type)
     return Response(problem, status_code=problem.status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 
 

@@ -68,7 +68,7 @@ async def readyz(services: ServicesDep) -> Response[HealthStatus]:
         instance="/readyz",
         checks=checks,
     )
-    services.metrics.errors.labels("503", "not-ready").inc()
+    services.metrics.count_problem(503, "not-ready")
     return Response(problem, status_code=503, media_type=PROBLEM_MEDIA_TYPE)  # type: ignore[arg-type]
 
 

@@ -75,7 +75,7 @@ async def _batch_item(context: ScoringContext, logger: object, index: int, raw: 
         result = await score_item(context, item)
     except Exception as error:  # every failure stays with its item; the problem mapping decides the status
         problem, _ = problem_from_exception(error, instance=f"{path}#/items/{index}")
-        context.metrics.errors.labels(str(problem.status), problem.type.rsplit(":", 1)[-1]).inc()
+        context.metrics.count_problem(problem.status, problem.type)
         if problem.type.endswith("internal-error"):
             logger.error("batch.item_failed", index=index, exc_info=error)  # type: ignore[attr-defined]
         return BatchItemResult(index=index, ok=False, error=problem)
