@@ -213,6 +213,11 @@ class ThresholdIndex:
         self.artifact = artifact
         self.calibration_id = artifact_id(artifact)
         self._entries: dict[EntryKey, ThresholdEntry] = {entry.key: entry for entry in artifact.entries}
+        # The same entries under the alpha exactly as stored: a request that repeats a level finds its entry
+        # without the rounding (which costs more than the look-up itself).
+        self._entries_exact: dict[EntryKey, ThresholdEntry] = {
+            (e.judge, e.prompt_family, e.criterion, e.method, e.alpha): e for e in artifact.entries
+        }
         self._defaults: dict[tuple[str, str, str], str] = {
             (d.judge, d.prompt_family, d.criterion): d.method for d in artifact.default_methods
         }
@@ -220,7 +225,10 @@ class ThresholdIndex:
     def lookup(
         self, judge: str, prompt_family: str, criterion: str, method: str, alpha: float
     ) -> ThresholdEntry | None:
-        """The entry for this cell and level, or None when it was not calibrated."""
+        """The entry for this cell and level (alpha compared after rounding to 9 decimals), or None."""
+        found = self._entries_exact.get((judge, prompt_family, criterion, method, alpha))
+        if found is not None:
+            return found
         return self._entries.get((judge, prompt_family, criterion, method, _alpha_key(alpha)))
 
     def default_method(self, judge: str, prompt_family: str, criterion: str) -> str | None:

@@ -12,24 +12,18 @@ from contextlib import asynccontextmanager
 from typing import IO
 
 from litestar import Litestar, Router
-from litestar.di import Provide
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, Reference, SecurityScheme
 
-from service.api import (
-    RequestContextMiddleware,
-    Services,
-    before_send,
-    handle_exception,
-    provide_services,
-)
+from service.api import Services, handle_exception
 from service.api.calibration import calibration_info, reload_calibration
 from service.api.compare import compare
+from service.api.edge import ConformalJudgeApp
 from service.api.health import healthz, metrics, readyz
 from service.api.judges import list_judges
 from service.api.score import score, score_batch
 from service.judging import JudgePool
-from service.logging import make_logger
+from service.logging import make_logs
 from service.metrics import ServiceMetrics
 from service.policy import DecisionPolicy
 from service.schemas import CompareRequest, ReloadRequest, ScoreBatchRequest, ScoreRequest
@@ -88,29 +82,26 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
     """The Litestar app for ``settings`` (default: from the environment); logs go to ``log_stream`` (stderr)."""
     settings = settings if settings is not None else Settings.from_env()
     metrics_ = ServiceMetrics()
-    logger = make_logger(settings.log_level, log_stream)
+    logs = make_logs(settings.log_level, log_stream, access_log=settings.access_log)
     services = Services(
         settings=settings,
         metrics=metrics_,
-        logger=logger,
+        logger=logs.logger,
+        access_log=logs.access,
         policy=DecisionPolicy(
             accept_max_set_size=settings.accept_max_set_size, escalate_min_set_size=settings.escalate_min_set_size
         ),
         calibration=CalibrationHolder(settings.thresholds_path),
-        judges=JudgePool(settings, metrics_, logger),
+        judges=JudgePool(settings, metrics_, logs.logger),
     )
     v1 = Router(
         path="/v1",
         route_handlers=[score, score_batch, compare, calibration_info, reload_calibration, list_judges],
         security=[{"bearerAuth": []}],
     )
-    app = Litestar(
+    app = ConformalJudgeApp(
         route_handlers=[v1, healthz, readyz, metrics],
-        # use_cache: the Services object of an app never changes, so it is resolved once.
-        dependencies={"services": Provide(provide_services, sync_to_thread=False, use_cache=True)},
         exception_handlers={Exception: handle_exception},
-        middleware=[RequestContextMiddleware()],
-        before_send=[before_send],
         lifespan=[_lifespan],
         request_max_body_size=settings.max_body_bytes,
         logging_config=None,

@@ -143,20 +143,20 @@ class JudgePool:
             except msgspec.DecodeError:
                 value = None  # an entry from an older layout: treat as a miss and overwrite it
             if value is not None:
-                self._metrics.child(self._metrics.cache, "hit").inc()
+                self._metrics.cache.inc("hit")
                 return Cached(value, True)
-        self._metrics.child(self._metrics.cache, "miss").inc()
+        self._metrics.cache.inc("miss")
 
         async def once() -> T:
             started = time.perf_counter()
             try:
                 result = await call()
             except Exception as error:
-                self._metrics.child(self._metrics.judge_calls, name, kind, type(error).__name__).inc()
+                self._metrics.judge_calls.inc(name, kind, type(error).__name__)
                 raise
             finally:
-                self._metrics.child(self._metrics.judge_latency, name, kind).observe(time.perf_counter() - started)
-            self._metrics.child(self._metrics.judge_calls, name, kind, "ok").inc()
+                self._metrics.judge_latency.observe(time.perf_counter() - started, name, kind)
+            self._metrics.judge_calls.inc(name, kind, "ok")
             await self.cache.set(key, msgspec.msgpack.encode(result), self._settings.cache_ttl_s)
             return result
 

@@ -1,8 +1,21 @@
-"""Structured JSON logs (structlog) for one app, with the request id bound per request.
+"""Structured JSON logs for one app: a structlog logger and the per-request access log, on one stream.
 
-The logger is built per app (``make_logger``) instead of configuring structlog globally, so two apps in one
-process (tests) do not fight over the configuration. Each line is one JSON object with ``timestamp``,
-``level``, ``event`` and the request's context (``request_id``, ``method``, ``route``).
+Both are built per app (``make_logs``) instead of configuring structlog globally, so two apps in one process
+(tests) do not fight over the configuration. Each line is one JSON object with sorted keys: ``timestamp``
+(ISO 8601, UTC, microseconds, ``Z``), ``level``, ``event``, and the request's ``request_id`` and ``route``
+when the line is written while a request is being answered.
+
+=================== =========================================================================================
+part                role
+=================== =========================================================================================
+``AppLogs.logger``  structlog logger for events (``calibration.loaded``, ``request.problem``, judge retries)
+``AppLogs.access``  ``AccessLog``: one ``event: "request"`` line per answered request (ACCESS_LOG selects
+                    all / errors / off); written without structlog's processor chain, because that chain
+                    costs about 14 us a line against 2 us for the same line written directly (measured), and
+                    the line is on every request's path; the line's keys and encoding are the logger's
+``RequestContext``  the request id and route of the request being answered, held in a ``ContextVar`` that
+                    the outermost ASGI layer sets; every logger line written inside the request carries them
+=================== =========================================================================================
 
 What is never logged: API keys, the Authorization header, documents, summaries, candidate texts and the
 judge's prompts. Request logs carry sizes and names only.
@@ -13,14 +26,28 @@ from __future__ import annotations
 import os
 import re
 import sys
+import time
+from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import IO, Any
 
 import msgspec
 import structlog
 
-__all__ = ["REQUEST_ID_HEADER", "make_logger", "request_id_from"]
+__all__ = [
+    "ACCESS_LOG_MODES",
+    "REQUEST_ID_HEADER",
+    "AccessLog",
+    "AppLogs",
+    "JsonLineSink",
+    "RequestContext",
+    "current_request",
+    "make_logs",
+    "request_id_from",
+]
 
 REQUEST_ID_HEADER = "x-request-id"
+ACCESS_LOG_MODES = ("all", "errors", "off")
 _LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40}
 # An incoming id is echoed only when it is short and plain, so a header cannot inject into logs.
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -33,29 +60,150 @@ def request_id_from(header_value: str | None) -> str:
     return os.urandom(16).hex()
 
 
-def make_logger(level: str = "INFO", stream: IO[str] | None = None) -> Any:
-    """A structlog logger writing one JSON object per line to ``stream`` (default stderr) at ``level``+."""
+class RequestContext(msgspec.Struct, kw_only=True):
+    """The request being answered: its id, start (``time.perf_counter``), ASGI scope and final status."""
+
+    request_id: str
+    started: float
+    scope: Any
+    status: int | None = None
+
+    @property
+    def route(self) -> str:
+        """The matched path template (``/v1/score``), or ``<unmatched>`` before routing or for a 404."""
+        return self.scope.get("path_template") or "<unmatched>"
+
+
+# A ContextVar is per task, not shared state: each request's task sees the context its ASGI call set.
+current_request: ContextVar[RequestContext | None] = ContextVar("conformal_judge_request", default=None)
+
+
+class _UtcClock:
+    """ISO 8601 UTC timestamps with microseconds; the date-time prefix is formatted once per second."""
+
+    __slots__ = ("_prefix", "_second")
+
+    def __init__(self) -> None:
+        self._second = -1
+        self._prefix = ""
+
+    def now(self) -> str:
+        """The current time as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (what structlog's ISO UTC stamper writes)."""
+        now_us = time.time_ns() // 1000
+        second = now_us // 1_000_000
+        if second != self._second:
+            self._second = second
+            self._prefix = time.strftime("%Y-%m-%dT%H:%M:%S.", time.gmtime(second))
+        return f"{self._prefix}{now_us % 1_000_000:06d}Z"
+
+
+class JsonLineSink:
+    """Writes finished lines to a text stream and flushes each one (a crash loses no line)."""
+
+    def __init__(self, stream: IO[str] | None) -> None:
+        self._stream = stream
+
+    def write(self, line: str) -> None:
+        """Write ``line`` and a newline, then flush."""
+        stream = self._stream if self._stream is not None else sys.stderr  # stderr as it is at write time
+        stream.write(line + "\n")
+        stream.flush()
+
+    # structlog calls the method named after the level on the wrapped logger.
+    def msg(self, message: str) -> None:
+        """structlog's entry point for every level."""
+        self.write(message)
+
+    debug = info = warning = warn = error = critical = exception = fatal = log = msg
+
+
+class _AccessLine(msgspec.Struct, kw_only=True):
+    """An access log line; fields in sorted order, as the logger sorts its keys."""
+
+    duration_ms: float
+    event: str
+    level: str
+    method: str
+    request_id: str
+    route: str
+    status: int
+    timestamp: str
+
+
+class AccessLog:
+    """One JSON line per answered request, as selected by ACCESS_LOG (all | errors | off) and LOG_LEVEL."""
+
+    def __init__(self, mode: str, level: str, sink: JsonLineSink, clock: _UtcClock, encoder: msgspec.json.Encoder):
+        if mode not in ACCESS_LOG_MODES:
+            raise ValueError(f"access log mode must be one of {ACCESS_LOG_MODES}, not {mode!r}")
+        self._min_status = {"all": 0, "errors": 400, "off": 1000}[mode]
+        if _LEVELS.get(level.upper(), 20) > _LEVELS["INFO"]:  # access lines are INFO
+            self._min_status = 1000
+        self._sink = sink
+        self._clock = clock
+        self._encoder = encoder
+
+    def record(self, context: RequestContext, method: str, status: int, elapsed_s: float) -> None:
+        """Write the access line for one answered request (when the mode selects its status)."""
+        if status < self._min_status:
+            return
+        line = _AccessLine(
+            duration_ms=int(elapsed_s * 100_000 + 0.5) / 100,  # to 0.01 ms; round(x, 2) costs 8x more
+            event="request",
+            level="info",
+            method=method,
+            request_id=context.request_id,
+            route=context.route,
+            status=status,
+            timestamp=self._clock.now(),
+        )
+        self._sink.write(self._encoder.encode(line).decode())
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppLogs:
+    """The app's structlog ``logger`` and its ``access`` log, writing to the same stream."""
+
+    logger: Any
+    access: AccessLog
+
+
+def make_logs(level: str = "INFO", stream: IO[str] | None = None, *, access_log: str = "all") -> AppLogs:
+    """The app's logger (lines at ``level`` and above) and access log, writing JSON lines to ``stream``."""
     threshold = _LEVELS.get(level.upper(), 20)
+    clock = _UtcClock()
+    encoder = msgspec.json.Encoder(enc_hook=repr, order="sorted")
+    sink = JsonLineSink(stream)
 
     def drop_below(_: Any, method_name: str, event_dict: dict[str, Any]) -> dict[str, Any]:
         if _LEVELS.get(method_name.upper(), 20) < threshold:
             raise structlog.DropEvent
         return event_dict
 
-    encoder = msgspec.json.Encoder(enc_hook=repr, order="sorted")
+    def add_request(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+        context = current_request.get()
+        if context is not None:
+            event_dict.setdefault("request_id", context.request_id)
+            event_dict.setdefault("route", context.route)
+        return event_dict
+
+    def add_timestamp(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+        event_dict["timestamp"] = clock.now()
+        return event_dict
 
     def render(_: Any, __: str, event_dict: dict[str, Any]) -> str:
         return encoder.encode(event_dict).decode()
 
-    return structlog.wrap_logger(
-        structlog.PrintLogger(file=stream if stream is not None else sys.stderr),
+    logger = structlog.wrap_logger(
+        sink,
         processors=[
             drop_below,
-            structlog.contextvars.merge_contextvars,
+            add_request,
             structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            add_timestamp,
             structlog.processors.format_exc_info,
             render,
         ],
         context_class=dict,
     )
+    return AppLogs(logger=logger, access=AccessLog(access_log, level, sink, clock, encoder))

@@ -11,6 +11,9 @@ otherwise                                   review
 
 ``escalate`` means: ask a human. ``review``: usable, but look at it when the stakes are high. The reason
 string states the set, its size and the rule that fired, so a caller can log it as is.
+
+A decision is a pure function of (set, K, level), and a scale of K labels has at most 2**K sets, so the
+policy keeps each decision it has drawn, keyed by (set, K, alpha), up to ``_MEMO_LIMIT`` of them.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from typing import Literal
 import msgspec
 
 __all__ = ["Decision", "DecisionPolicy", "PolicyDecision", "full_scale"]
+
+_MEMO_LIMIT = 4096
 
 Decision = Literal["accept", "review", "escalate"]
 
@@ -37,14 +42,33 @@ class PolicyDecision(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-class DecisionPolicy(msgspec.Struct, frozen=True, kw_only=True):
+class DecisionPolicy:
     """Thresholds of the rule; ``accept_max_set_size < escalate_min_set_size`` (checked by the settings)."""
 
-    accept_max_set_size: int = 2
-    escalate_min_set_size: int = 5
+    __slots__ = ("_decisions", "accept_max_set_size", "escalate_min_set_size")
+
+    def __init__(self, *, accept_max_set_size: int = 2, escalate_min_set_size: int = 5) -> None:
+        self.accept_max_set_size = accept_max_set_size
+        self.escalate_min_set_size = escalate_min_set_size
+        self._decisions: dict[tuple[tuple[int, ...], int, float], PolicyDecision] = {}
+
+    def __repr__(self) -> str:
+        return (
+            f"DecisionPolicy(accept_max_set_size={self.accept_max_set_size}, "
+            f"escalate_min_set_size={self.escalate_min_set_size})"
+        )
 
     def decide(self, prediction_set: tuple[int, ...] | list[int], *, n_labels: int, alpha: float) -> PolicyDecision:
         """Apply the table in the module docstring to a calibrated prediction set at level alpha."""
+        key = (tuple(prediction_set), n_labels, alpha)
+        decision = self._decisions.get(key)
+        if decision is None:
+            decision = self._draw(key[0], n_labels=n_labels, alpha=alpha)
+            if len(self._decisions) < _MEMO_LIMIT:
+                self._decisions[key] = decision
+        return decision
+
+    def _draw(self, prediction_set: tuple[int, ...], *, n_labels: int, alpha: float) -> PolicyDecision:
         size = len(prediction_set)
         coverage = f"{(1 - alpha):.0%}"
         shown = "{" + ", ".join(str(label) for label in prediction_set) + "}"

@@ -32,11 +32,11 @@ data's convention); without ``judge_score`` the verdict's score is the most prob
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import msgspec
 
-from calibration.conformal import METHODS, PROBABILITY_METHODS, prediction_set, probabilities_from_logprobs
+from calibration.conformal import METHODS, PROBABILITY_METHODS, probabilities_from_logprobs
+from calibration.thresholds import ThresholdEntry
 from service.judge.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from service.judging import JudgePool
 from service.metrics import ServiceMetrics
@@ -44,7 +44,7 @@ from service.policy import DecisionPolicy, full_scale
 from service.problems import CalibrationUnavailableError, InvalidRequestError
 from service.schemas import QAEvidenceItem, ScoreRequest, ScoreResponse
 from service.settings import Settings
-from service.state import CalibrationSnapshot
+from service.state import CalibrationSnapshot, coverage_target
 
 __all__ = ["FAITHFULNESS_PROMPT_FAMILIES", "MISSING_LOGPROB", "ScoringContext", "Verdict", "score_item"]
 
@@ -52,9 +52,12 @@ MISSING_LOGPROB = math.log(1e-5)
 _LEVEL_TOLERANCE = 1e-9
 
 
-@dataclass(frozen=True, kw_only=True)
-class ScoringContext:
-    """What scoring needs: settings, the calibration snapshot taken at the request's start, judges, policy."""
+class ScoringContext(msgspec.Struct, frozen=True, kw_only=True):
+    """What scoring needs: settings, the calibration snapshot taken at the request's start, judges, policy.
+
+    A Struct rather than a frozen dataclass: it is made per request, and a frozen dataclass's ``__init__``
+    costs ten times as much.
+    """
 
     settings: Settings
     snapshot: CalibrationSnapshot | None
@@ -64,8 +67,7 @@ class ScoringContext:
     metrics: ServiceMetrics
 
 
-@dataclass(frozen=True, kw_only=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     """A 1..K verdict with its probabilities (when known) and where it came from."""
 
     judge_score: int
@@ -119,12 +121,15 @@ def _resolve_judge(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: 
         raise InvalidRequestError(f"unknown judge {name!r}: not in the calibration nor configured", allowed=known)
     ctx.judges.client(name or "")  # 503 without judges, 422 for an unconfigured one
     assert name is not None
+    return name
+
+
+def _require_texts(request: ScoreRequest) -> None:
     if request.document is None or request.summary is None:
         raise InvalidRequestError(
             "document and summary are required when the service calls the judge "
             "(or send judge_score / judge_logprobs to calibrate your own verdict)"
         )
-    return name
 
 
 def _resolve_prompt_family(
@@ -165,6 +170,8 @@ def _resolve_prompt_family(
 def _resolve_alpha(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest) -> float:
     alpha = request.alpha if request.alpha is not None else ctx.settings.default_alpha
     levels = snapshot.all_levels
+    if alpha in levels:
+        return alpha
     if levels and not any(abs(alpha - level) <= _LEVEL_TOLERANCE for level in levels):
         raise InvalidRequestError(
             f"alpha={alpha} is not a calibrated level; calibrated levels: {', '.join(map(str, levels))}",
@@ -225,7 +232,7 @@ def _choose_method(
     snapshot: CalibrationSnapshot, cell: tuple[str, str, str], requested: str | None, verdict: Verdict
 ) -> tuple[str, str]:
     """(method, note) for a calibrated cell; the note explains a fallback from the default method."""
-    calibrated = snapshot.methods(*cell)
+    calibrated = snapshot.cell_methods[cell]
     if requested is not None:
         _check_named_method(snapshot, cell, requested)
         if requested in PROBABILITY_METHODS and verdict.probabilities is None:
@@ -243,10 +250,62 @@ def _choose_method(
         raise InvalidRequestError(
             f"every method calibrated for this cell ({', '.join(calibrated)}) needs the judge's probabilities: "
             "send judge_logprobs",
-            allowed=calibrated,
+            allowed=list(calibrated),
         )
     note = f"; the default method {default!r} needs probabilities the verdict lacks, so {usable[0]!r} was used"
     return usable[0], note
+
+
+class _Plan(msgspec.Struct, frozen=True):
+    """What rules 3-5 decide before the verdict: judge, prompt family, level, cell, whether it is calibrated."""
+
+    judge: str
+    prompt_family: str | None
+    alpha: float
+    coverage_target: float
+    cell: tuple[str, str, str]
+    calibrated_cell: bool
+
+
+def _plan(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, own: bool) -> _Plan:
+    """Rules 3-5 (and the named method's check), memoised on the snapshot by the request's names."""
+    key = ("plan", own, request.judge, request.prompt_family, request.criterion, request.alpha, request.method,
+           request.factuality_method)
+    plan = snapshot.memo.get(key)
+    if plan is not None:
+        return plan  # type: ignore[return-value]
+    judge = _resolve_judge(ctx, snapshot, request, own)
+    prompt_family = _resolve_prompt_family(ctx, snapshot, request, judge, own)
+    alpha = _resolve_alpha(ctx, snapshot, request)
+    cell = (judge, prompt_family or "", request.criterion)
+    calibrated_cell = prompt_family is not None and bool(snapshot.cell_methods.get(cell))
+    if calibrated_cell and request.method is not None:
+        _check_named_method(snapshot, cell, request.method)  # before paying for a judge call
+    coverage = snapshot.coverage_targets.get(alpha) or coverage_target(alpha)
+    plan = _Plan(judge, prompt_family, alpha, coverage, cell, calibrated_cell)
+    snapshot.remember(key, plan)
+    return plan
+
+
+def _calibrated_entry(
+    snapshot: CalibrationSnapshot, plan: _Plan, requested: str | None, verdict: Verdict
+) -> tuple[str, str, ThresholdEntry]:
+    """Rule 6 for a calibrated cell: (method, fallback note, entry), memoised on the snapshot."""
+    key = ("entry", plan.cell, plan.alpha, requested, verdict.probabilities is not None)
+    found = snapshot.memo.get(key)
+    if found is not None:
+        return found  # type: ignore[return-value]
+    method, note = _choose_method(snapshot, plan.cell, requested, verdict)
+    entry = snapshot.index.lookup(*plan.cell, method, plan.alpha)
+    if entry is None:
+        levels = snapshot.index.alphas(*plan.cell, method)  # error path only: scanning is fine here
+        raise InvalidRequestError(
+            f"method {method!r} for this judge, prompt family and criterion is not calibrated at "
+            f"alpha={plan.alpha}; its levels: {', '.join(map(str, levels))}",
+            allowed=[str(level) for level in levels],
+        )
+    snapshot.remember(key, (method, note, entry))
+    return method, note, entry
 
 
 async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
@@ -261,36 +320,25 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
     if request.method is not None and request.method not in METHODS:
         raise InvalidRequestError(f"unknown method {request.method!r}", allowed=list(METHODS))
     own = request.judge_score is not None or request.judge_logprobs is not None
-    judge = _resolve_judge(ctx, snapshot, request, own)
-    prompt_family = _resolve_prompt_family(ctx, snapshot, request, judge, own)
-    alpha = _resolve_alpha(ctx, snapshot, request)
-    cell = (judge, prompt_family or "", request.criterion)
-    calibrated_cell = prompt_family is not None and bool(snapshot.methods(*cell))
-    if calibrated_cell and request.method is not None:
-        _check_named_method(snapshot, cell, request.method)  # before paying for a judge call
+    plan = _plan(ctx, snapshot, request, own)
+    if not own:
+        _require_texts(request)
+    judge, prompt_family, alpha = plan.judge, plan.prompt_family, plan.alpha
     verdict = _own_verdict(request) if own else await _judge_verdict(ctx, request, judge)
 
     n_labels = snapshot.n_labels
     entry = None
     note = ""
     method: str | None = request.method
-    if calibrated_cell:
-        method, note = _choose_method(snapshot, cell, request.method, verdict)
-        entry = snapshot.index.lookup(*cell, method, alpha)
-        if entry is None:
-            levels = snapshot.index.alphas(*cell, method)  # error path only: scanning is fine here
-            raise InvalidRequestError(
-                f"method {method!r} for this judge, prompt family and criterion is not calibrated at "
-                f"alpha={alpha}; its levels: {', '.join(map(str, levels))}",
-                allowed=[str(level) for level in levels],
-            )
+    if plan.calibrated_cell:
+        method, note, entry = _calibrated_entry(snapshot, plan, request.method, verdict)
     if entry is None:
         labels = full_scale(n_labels)
         decision = ctx.policy.uncalibrated(
             f"no calibration for judge={judge!r}, prompt_family={prompt_family!r}, criterion={request.criterion!r}"
         )
     else:
-        labels = prediction_set(entry.fitted, judge_score=verdict.judge_score, probabilities=verdict.probabilities)
+        labels = snapshot.prediction_set(entry, verdict.judge_score, verdict.probabilities)
         decision = ctx.policy.decide(labels, n_labels=n_labels, alpha=alpha)
         if note:
             decision = msgspec.structs.replace(decision, reason=decision.reason + note)
@@ -306,7 +354,7 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         prediction_set=list(labels),
         set_size=len(labels),
         alpha=alpha,
-        coverage_target=round(1.0 - alpha, 12),
+        coverage_target=plan.coverage_target,
         method=method,
         calibrated=entry is not None,
         decision=decision.decision,

@@ -15,14 +15,20 @@ from pathlib import Path
 
 import anyio.to_thread
 
-from calibration.conformal import METHODS
+from calibration.conformal import METHODS, prediction_set
 from calibration.errors import ArtifactError
-from calibration.thresholds import ThresholdIndex, ThresholdsArtifact, load_artifact
+from calibration.thresholds import ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
 
-__all__ = ["CalibrationHolder", "CalibrationSnapshot", "load_snapshot"]
+__all__ = ["MEMO_LIMIT", "CalibrationHolder", "CalibrationSnapshot", "coverage_target", "load_snapshot"]
 
 
 Cell = tuple[str, str, str]  # (judge, prompt_family, criterion)
+MEMO_LIMIT = 4096
+
+
+def coverage_target(alpha: float) -> float:
+    """1 - alpha, rounded to 12 decimals so that 1 - 0.35 reads 0.65."""
+    return round(1.0 - alpha, 12)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -30,7 +36,11 @@ class CalibrationSnapshot:
     """One loaded artifact with its index, where it came from and when it was loaded.
 
     The look-up tables below are built once per load (``load_snapshot``), so a request never scans the
-    artifact's entries.
+    artifact's entries. ``score_sets`` memoises the prediction set of a verdict that is a judge score alone:
+    that set is a pure function of (entry, score), so there are at most K per entry. ``memo`` holds what
+    ``service.scoring`` resolved from a request's names (judge, family, level, method -> entry): it depends
+    on this artifact and on the app's fixed settings only, so it lives and dies with the snapshot; it keeps
+    at most ``MEMO_LIMIT`` results and nothing that failed.
     """
 
     artifact: ThresholdsArtifact
@@ -41,6 +51,9 @@ class CalibrationSnapshot:
     judge_names: frozenset[str] = frozenset()
     cell_methods: dict[Cell, tuple[str, ...]] = field(default_factory=dict)
     cell_levels: dict[Cell, tuple[float, ...]] = field(default_factory=dict)
+    coverage_targets: dict[float, float] = field(default_factory=dict)
+    score_sets: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
+    memo: dict[tuple[object, ...], object] = field(default_factory=dict)
 
     @classmethod
     def build(cls, artifact: ThresholdsArtifact, *, path: str, loaded_at: str) -> CalibrationSnapshot:
@@ -60,6 +73,7 @@ class CalibrationSnapshot:
             judge_names=frozenset(entry.judge for entry in artifact.entries),
             cell_methods={cell: tuple(m for m in METHODS if m in found) for cell, found in methods.items()},
             cell_levels={cell: tuple(sorted(found)) for cell, found in levels.items()},
+            coverage_targets={entry.alpha: coverage_target(entry.alpha) for entry in artifact.entries},
         )
 
     @property
@@ -71,6 +85,23 @@ class CalibrationSnapshot:
     def n_labels(self) -> int:
         """K, the size of the label scale."""
         return len(self.artifact.label_scale)
+
+    def remember(self, key: tuple[object, ...], value: object) -> None:
+        """Keep ``value`` in ``memo`` under ``key`` unless the memo is full."""
+        if len(self.memo) < MEMO_LIMIT:
+            self.memo[key] = value
+
+    def prediction_set(
+        self, entry: ThresholdEntry, judge_score: int, probabilities: list[float] | None
+    ) -> tuple[int, ...]:
+        """``calibration.conformal.prediction_set`` for an entry of this snapshot (memoised without probabilities)."""
+        if probabilities is not None:
+            return prediction_set(entry.fitted, judge_score=judge_score, probabilities=probabilities)
+        key = (id(entry), judge_score)  # the entry lives as long as this snapshot, so its id is stable
+        labels = self.score_sets.get(key)
+        if labels is None:
+            labels = self.score_sets[key] = prediction_set(entry.fitted, judge_score=judge_score)
+        return labels
 
     def levels(self) -> list[float]:
         """Every calibrated alpha in the artifact, ascending."""

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from litestar import get, post
+from litestar import Request, get, post
 from litestar.params import JSONBody
 
-from service.api import ServicesDep, problem_responses, require_admin_key
+from service.api import problem_responses, require_admin_key, services_of
 from service.problems import CalibrationUnavailableError
 from service.schemas import (
     CalibrationEntryInfo,
@@ -14,7 +14,7 @@ from service.schemas import (
     ReloadRequest,
     ReloadResponse,
 )
-from service.state import CalibrationSnapshot
+from service.state import CalibrationSnapshot, coverage_target
 
 __all__ = ["calibration_info", "describe", "reload_calibration"]
 
@@ -30,7 +30,7 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
             criterion=e.criterion,
             method=e.method,
             alpha=e.alpha,
-            coverage_target=round(1.0 - e.alpha, 12),
+            coverage_target=coverage_target(e.alpha),
             n_cal=e.fitted.n_cal,
             heldout_coverage=e.heldout_coverage,
             heldout_coverage_std=e.heldout_coverage_std,
@@ -72,8 +72,9 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
     responses=problem_responses(401, 503),
     tags=["calibration"],
 )
-async def calibration_info(services: ServicesDep) -> CalibrationInfo:
+async def calibration_info(request: Request) -> CalibrationInfo:
     """Describe the artifact in use; 503 when none is loaded (the load error is in the detail)."""
+    services = services_of(request)
     snapshot = services.calibration.current
     if snapshot is None:
         raise CalibrationUnavailableError(f"no thresholds artifact is loaded: {services.calibration.error}")
@@ -88,15 +89,16 @@ async def calibration_info(services: ServicesDep) -> CalibrationInfo:
     responses=problem_responses(400, 401, 403, 413, 422),
     tags=["calibration"],
 )
-async def reload_calibration(services: ServicesDep, data: JSONBody[ReloadRequest | None] = None) -> ReloadResponse:
+async def reload_calibration(request: Request, data: JSONBody[ReloadRequest | None] = None) -> ReloadResponse:
     """Load ``path`` (default: the current path), validate, swap; ArtifactError -> 422 and the old one stays."""
+    services = services_of(request)
     path = data.path if data is not None else None
     try:
         previous, snapshot = await services.calibration.reload(path)
     except Exception:
-        services.metrics.reloads.labels("refused").inc()
+        services.metrics.reloads.inc("refused")
         raise
-    services.metrics.reloads.labels("ok").inc()
+    services.metrics.reloads.inc("ok")
     services.metrics.calibration_entries.set(len(snapshot.artifact.entries))
     services.logger.info(
         "calibration.reloaded",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from litestar import post
+from litestar import Request, post
 from litestar.openapi.spec import Example
 from litestar.params import Body
 
-from service.api import ServicesDep, problem_responses
+from service.api import problem_responses, services_of
 from service.comparing import CompareContext, compare_candidates
 from service.schemas import CompareRequest, CompareResponse
 
@@ -50,7 +50,8 @@ CompareBody = Annotated[
     responses=problem_responses(400, 401, 413, 422, 502, 503),
     tags=["compare"],
 )
-async def compare(data: CompareBody, services: ServicesDep) -> CompareResponse:
+async def compare(data: CompareBody, request: Request) -> CompareResponse:
     """Tournament diagnostics of live or caller-given pairwise verdicts (rules: ``service.comparing``)."""
+    services = services_of(request)
     context = CompareContext(settings=services.settings, judges=services.judges, logger=services.logger)
     return await compare_candidates(context, data)

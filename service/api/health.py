@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from litestar import Response, get
+from litestar import Request, Response, get
 
-from service.api import ServicesDep, problem_responses
+from service.api import problem_responses, services_of
 from service.metrics import CONTENT_TYPE
 from service.problems import PROBLEM_MEDIA_TYPE
 from service.schemas import HealthStatus, Problem, ReadinessCheck
@@ -24,8 +24,9 @@ async def healthz() -> HealthStatus:
     responses=problem_responses(503),
     tags=["health"],
 )
-async def readyz(services: ServicesDep) -> Response[HealthStatus]:
+async def readyz(request: Request) -> Response[HealthStatus]:
     """Ready when an artifact is loaded and, with REDIS_URL set, Redis answers a PING; else 503 problem+json."""
+    services = services_of(request)
     snapshot = services.calibration.current
     checks = [
         ReadinessCheck(
@@ -73,6 +74,7 @@ async def readyz(services: ServicesDep) -> Response[HealthStatus]:
 
 
 @get("/metrics", summary="Prometheus metrics of this app", media_type=CONTENT_TYPE, tags=["health"])
-async def metrics(services: ServicesDep) -> Response[bytes]:
+async def metrics(request: Request) -> Response[bytes]:
     """The app's registry in Prometheus text format."""
+    services = services_of(request)
     return Response(services.metrics.render(), media_type=CONTENT_TYPE)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from litestar import get
+from litestar import Request, get
 
-from service.api import ServicesDep, problem_responses
+from service.api import problem_responses, services_of
 from service.schemas import JudgeCalibration, JudgeInfo, JudgesResponse
 
 __all__ = ["list_judges"]
@@ -16,8 +16,9 @@ __all__ = ["list_judges"]
     responses=problem_responses(401),
     tags=["judges"],
 )
-async def list_judges(services: ServicesDep) -> JudgesResponse:
+async def list_judges(request: Request) -> JudgesResponse:
     """Configured judges (JUDGES_FILE order), then judges known only from the calibration (caller verdicts)."""
+    services = services_of(request)
     snapshot = services.calibration.current
     configured = services.judges.names()
     calibrated = snapshot.judges() if snapshot is not None else []

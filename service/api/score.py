@@ -6,11 +6,11 @@ import asyncio
 from typing import Annotated
 
 import msgspec
-from litestar import post
+from litestar import Request, post
 from litestar.openapi.spec import Example
 from litestar.params import Body
 
-from service.api import ServicesDep, problem_responses
+from service.api import Services, problem_responses, services_of
 from service.problems import InvalidRequestError, problem_from_exception
 from service.schemas import BatchItemResult, ScoreBatchRequest, ScoreBatchResponse, ScoreRequest, ScoreResponse
 from service.scoring import ScoringContext, score_item
@@ -45,7 +45,7 @@ BatchBody = Annotated[
 ]
 
 
-def scoring_context(services: ServicesDep) -> ScoringContext:
+def scoring_context(services: Services) -> ScoringContext:
     """A scoring context holding the calibration snapshot current at the request's start."""
     return ScoringContext(
         settings=services.settings,
@@ -64,8 +64,9 @@ def scoring_context(services: ServicesDep) -> ScoringContext:
     responses=problem_responses(400, 401, 413, 422, 502, 503),
     tags=["score"],
 )
-async def score(data: ScoreBody, services: ServicesDep) -> ScoreResponse:
+async def score(data: ScoreBody, request: Request) -> ScoreResponse:
     """Verdict -> prediction set -> accept / review / escalate (rules: ``service.scoring``)."""
+    services = services_of(request)
     return await score_item(scoring_context(services), data)
 
 
@@ -89,8 +90,9 @@ async def _batch_item(context: ScoringContext, logger: object, index: int, raw: 
     responses=problem_responses(400, 401, 413, 422, 503),
     tags=["score"],
 )
-async def score_batch(data: BatchBody, services: ServicesDep) -> ScoreBatchResponse:
+async def score_batch(data: BatchBody, request: Request) -> ScoreBatchResponse:
     """Each item as in /v1/score, concurrently (judge calls bounded per judge); one bad item fails alone."""
+    services = services_of(request)
     limit = services.settings.max_batch_items
     if len(data.items) > limit:
         raise InvalidRequestError(f"the batch has {len(data.items)} items; the limit is MAX_BATCH_ITEMS={limit}")
