@@ -55,6 +55,7 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
         yield
     finally:
         await services.judges.aclose()
+        services.logs.flush()
 
 
 def _refine_openapi(app: Litestar) -> None:
@@ -82,12 +83,14 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
     """The Litestar app for ``settings`` (default: from the environment); logs go to ``log_stream`` (stderr)."""
     settings = settings if settings is not None else Settings.from_env()
     metrics_ = ServiceMetrics()
-    logs = make_logs(settings.log_level, log_stream, access_log=settings.access_log)
+    logs = make_logs(
+        settings.log_level, log_stream, access_log=settings.access_log, flush_interval_s=settings.log_flush_ms / 1000
+    )
     services = Services(
         settings=settings,
         metrics=metrics_,
         logger=logs.logger,
-        access_log=logs.access,
+        logs=logs,
         policy=DecisionPolicy(
             accept_max_set_size=settings.accept_max_set_size, escalate_min_set_size=settings.escalate_min_set_size
         ),

@@ -83,6 +83,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cache_max_entries: int = 10_000
     log_level: str = "INFO"
     access_log: str = "all"
+    log_flush_ms: int = 100
     host: str = "127.0.0.1"
     port: int = 8000
 
@@ -117,6 +118,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         _check(
             self.access_log in _ACCESS_LOG_MODES, "ACCESS_LOG", self.access_log, f"must be one of {_ACCESS_LOG_MODES}"
         )
+        _check(0 <= self.log_flush_ms <= 10_000, "LOG_FLUSH_MS", self.log_flush_ms, "must lie in 0..10000")
         _check(1 <= self.port <= 65535, "PORT", self.port, "must lie in 1..65535")
         _check(all(self.api_keys), "API_KEYS", "<hidden>", "must not contain empty keys")
 
@@ -165,6 +167,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             cache_max_entries=get("CACHE_MAX_ENTRIES", int, 10_000),
             log_level=get("LOG_LEVEL", str.upper, "INFO"),
             access_log=get("ACCESS_LOG", str.lower, "all"),
+            log_flush_ms=get("LOG_FLUSH_MS", int, 100),
             host=get("HOST", str, "127.0.0.1"),
             port=get("PORT", int, 8000),
         )

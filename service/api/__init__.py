@@ -33,7 +33,7 @@ from litestar.openapi.datastructures import ResponseSpec
 
 from service.api.auth import check_api_key, require_admin_key
 from service.judging import JudgePool
-from service.logging import AccessLog
+from service.logging import AppLogs
 from service.metrics import ServiceMetrics
 from service.policy import DecisionPolicy
 from service.problems import PROBLEM_MEDIA_TYPE, problem_from_exception
@@ -68,7 +68,7 @@ class Services:
     settings: Settings
     metrics: ServiceMetrics
     logger: Any
-    access_log: AccessLog
+    logs: AppLogs
     policy: DecisionPolicy
     calibration: CalibrationHolder
     judges: JudgePool

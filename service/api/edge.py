@@ -80,7 +80,7 @@ class ConformalJudgeApp(Litestar):
             elapsed = time.perf_counter() - context.started
             method = scope["method"]
             services.metrics.observe_request(method, context.route, status, elapsed)
-            services.access_log.record(context, method, status, elapsed)
+            services.logs.access.record(context, method, status, elapsed)
             current_request.reset(token)
 
     @staticmethod

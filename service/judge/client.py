@@ -181,6 +181,11 @@ class JudgeClient:
                 raise JudgeConfigError(f"judge {config.name!r}: environment variable {config.api_key_env} is not set")
         self.config = config
         self._owns_http = http_client is None
+        if http_client is None:
+            # The SDK's aiohttp transport (C HTTP parser, one connector with no keep-alive cap below its
+            # connection limit) costs the event loop far less per call than the default pure-Python
+            # h11/httpcore stack, whose pool is rescanned on every request; a busy loop delays every call.
+            http_client = openai.DefaultAioHttpClient(timeout=config.timeout_s)
         self._openai = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=config.base_url,

@@ -150,8 +150,10 @@ class AppHarness:
         """The app's Services."""
         return self.app.state.services
 
-    def log_lines(self) -> list[dict[str, Any]]:
-        """Every JSON log line written so far."""
+    def log_lines(self, *, flush: bool = True) -> list[dict[str, Any]]:
+        """Every JSON log line written so far (after flushing the app's log buffer, unless ``flush=False``)."""
+        if flush:
+            self.services.logs.flush()
         return [msgspec.json.decode(line) for line in self._logs.getvalue().splitlines() if line.strip()]
 
 

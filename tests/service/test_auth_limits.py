@@ -36,6 +36,22 @@ def test_v1_needs_a_valid_bearer_key(keyed_app: AppHarness, header: str | None):
         assert reply.headers["www-authenticate"].startswith("Bearer")
 
 
+def test_a_refused_key_is_answered_before_routing_with_id_metrics_and_log(keyed_app: AppHarness):
+    unknown = keyed_app.client.get("/v1/no-such-route", headers={"X-Request-ID": "r-401"})
+    assert unknown.status_code == 401  # an unauthenticated caller learns nothing about which routes exist
+    assert unknown.headers["x-request-id"] == "r-401"
+    problem = unknown.json()
+    assert problem["status"] == 401 and problem["instance"] == "/v1/no-such-route" and "Bearer" in problem["detail"]
+    assert int(unknown.headers["content-length"]) == len(unknown.content)
+    head = keyed_app.client.head("/v1/judges")
+    assert head.status_code == 401 and head.content == b""
+    metrics = keyed_app.client.get("/metrics").text
+    assert 'cj_http_requests_total{method="GET",route="<unmatched>",status="401"} 1.0' in metrics
+    assert 'cj_http_errors_total{status="401",type="unauthorized"} 2.0' in metrics
+    lines = [line for line in keyed_app.log_lines() if line.get("request_id") == "r-401"]
+    assert {line["event"] for line in lines} == {"request", "request.problem"}
+
+
 @pytest.mark.parametrize("key", ["key-one", "key-two", "admin-key"])
 def test_valid_keys_pass(keyed_app: AppHarness, key: str):
     reply = keyed_app.client.post("/v1/score", json=VERDICT, headers={"Authorization": f"Bearer {key}"})

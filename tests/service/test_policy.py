@@ -55,6 +55,25 @@ def test_decision_is_monotone_in_set_size(size: int, accept: int, gap: int):
         assert smaller.decision == "accept"
 
 
+def test_remembered_decisions_equal_fresh_ones_and_the_memo_is_bounded():
+    labels = (1, 2, 3, 4, 5)
+    subsets = [tuple(y for i, y in enumerate(labels) if mask >> i & 1) for mask in range(1, 32)]
+    policy = DecisionPolicy(accept_max_set_size=1, escalate_min_set_size=4)
+    for alpha in (0.1, 0.05, 0.2):
+        for subset in subsets:
+            first = policy.decide(list(subset), n_labels=5, alpha=alpha)
+            again = policy.decide(subset, n_labels=5, alpha=alpha)
+            unused = DecisionPolicy(accept_max_set_size=1, escalate_min_set_size=4)
+            fresh = unused.decide(subset, n_labels=5, alpha=alpha)
+            assert first == again == fresh
+            assert f"{1 - alpha:.0%}" in again.reason
+    flooded = DecisionPolicy()
+    for k in range(5000):
+        flooded.decide((3,), n_labels=5, alpha=0.1 + k * 1e-12)
+    assert len(flooded._decisions) == 4096  # bounded, and still answering
+    assert flooded.decide((3,), n_labels=5, alpha=0.3).decision == "accept"
+
+
 def test_thresholds_come_from_settings(start_app: Callable[[Settings], AppHarness], make_settings):
     strict = start_app(make_settings(accept_max_set_size=1, escalate_min_set_size=3))
     data = strict.client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 3}).json()
