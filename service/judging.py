@@ -109,6 +109,10 @@ class JudgePool:
         """The JudgeConfig of a configured judge, or None."""
         return self._configs.get(name)
 
+    def total_concurrency(self) -> int:
+        """The sum of the configured judges' ``max_concurrency`` (0 without judges)."""
+        return sum(int(config.max_concurrency) for config in self._configs.values())
+
     def default_judge(self) -> str | None:
         """DEFAULT_JUDGE when set, else the first configured judge, else None."""
         if self._settings.default_judge:

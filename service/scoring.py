@@ -81,6 +81,8 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _check_limits(settings: Settings, request: ScoreRequest) -> None:
+    if request.document is None and request.summary is None:
+        return
     for name, text, limit, variable in (
         ("document", request.document, settings.max_document_chars, "MAX_DOCUMENT_CHARS"),
         ("summary", request.summary, settings.max_summary_chars, "MAX_SUMMARY_CHARS"),

@@ -76,7 +76,7 @@ class Services:
 
 def services_of(connection: ASGIConnection) -> Services:
     """The Services of the app answering ``connection`` (a request)."""
-    return connection.app.state.services
+    return connection.app.services  # type: ignore[attr-defined]  # ConformalJudgeApp
 
 
 def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:

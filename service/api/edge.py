@@ -22,13 +22,13 @@ import msgspec
 from litestar import Litestar
 
 from service.api.auth import check_api_key
-from service.logging import REQUEST_ID_HEADER, RequestContext, current_request, request_id_from
+from service.logging import REQUEST_ID_HEADER, RequestContext, RequestIds, current_request, request_id_from
 from service.problems import PROBLEM_MEDIA_TYPE, UnauthorizedError, problem_from_exception
 
 if TYPE_CHECKING:
     from litestar.types import Message, Scope, Send
 
-    from service.api import Services
+    from service.api import Services  # the api package imports this module's users, not this module
 
 __all__ = ["ConformalJudgeApp"]
 
@@ -48,7 +48,17 @@ def _request_headers(scope: Scope) -> tuple[str | None, str | None]:
 
 
 class ConformalJudgeApp(Litestar):
-    """Litestar with the request-id, API-key, metrics and access-log wrapper around every HTTP call."""
+    """Litestar with the request-id, API-key, metrics and access-log wrapper around every HTTP call.
+
+    ``services`` (also kept on ``app.state.services``) is held as an attribute too: the wrapper reads it on
+    every request, and ``State`` attribute access goes through a Python-level ``__getattr__``.
+    """
+
+    def __init__(self, *, services: Services, **litestar_options: Any) -> None:
+        super().__init__(**litestar_options)
+        self.services = services
+        self.state.services = services
+        self._request_ids = RequestIds()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """ASGI entry point: lifespan and websockets go straight to Litestar; HTTP calls are wrapped."""
@@ -56,9 +66,10 @@ class ConformalJudgeApp(Litestar):
             await super().__call__(scope, receive, send)
             return
         raw_id, authorization = _request_headers(scope)
-        context = RequestContext(request_id=request_id_from(raw_id), started=time.perf_counter(), scope=scope)
+        request_id = self._request_ids.next() if raw_id is None else request_id_from(raw_id, self._request_ids)
+        context = RequestContext(request_id=request_id, started=time.perf_counter(), scope=scope)
         token = current_request.set(context)
-        services: Services = self.state.services
+        services = self.services
         request_id_header = (b"x-request-id", context.request_id.encode("latin-1"))
 
         async def send_with_request_id(message: Message) -> None:
@@ -68,7 +79,7 @@ class ConformalJudgeApp(Litestar):
             await send(message)
 
         try:
-            if scope["path"].startswith("/v1/"):
+            if services.settings.api_keys and scope["path"].startswith("/v1/"):
                 try:
                     check_api_key(services.settings, authorization)
                 except UnauthorizedError as error:

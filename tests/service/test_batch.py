@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import gc
 from collections.abc import Callable
 
+import service.api.score as score_api
 from calibration.conformal import prediction_set
 from calibration.thresholds import ThresholdIndex
+from service.api.score import batch_width
 from service.settings import Settings
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
 from tests.service.conftest import STAND_IN, AppHarness
@@ -109,3 +113,38 @@ def test_batch_without_judges_fails_live_items_only(app: AppHarness):
     results = app.client.post("/v1/score/batch", json={"items": items}).json()["results"]
     assert results[0]["error"]["status"] == 503 and "JUDGES_FILE" in results[0]["error"]["detail"]
     assert results[1]["ok"]
+
+
+def test_at_most_the_batch_window_of_items_is_scored_at_once(judge_app: AppHarness, monkeypatch):
+    width = batch_width(judge_app.services)
+    judges = judge_app.services.judges
+    assert width == max(64, 2 * sum(judges.config(name).max_concurrency for name in judges.names()))
+    real = score_api.score_item
+    in_flight, most = 0, 0
+
+    async def counting(context, item):
+        nonlocal in_flight, most
+        in_flight += 1
+        most = max(most, in_flight)
+        try:
+            await asyncio.sleep(0.002)
+            return await real(context, item)
+        finally:
+            in_flight -= 1
+
+    monkeypatch.setattr(score_api, "score_item", counting)
+    items = [{"criterion": "relevance", "judge": STAND_IN, "judge_score": 1 + k % 5} for k in range(3 * width + 7)]
+    reply = judge_app.client.post("/v1/score/batch", json={"items": items})
+    assert reply.status_code == 200
+    results = reply.json()["results"]
+    assert [r["index"] for r in results] == list(range(len(items))) and all(r["ok"] for r in results)
+    assert [r["result"]["judge_score"] for r in results] == [item["judge_score"] for item in items]
+    assert most == width  # the window filled, and never overflowed
+
+
+def test_the_start_up_heap_is_frozen_while_the_app_runs(start_app: Callable[[Settings], AppHarness], make_settings):
+    gc.unfreeze()
+    harness = start_app(make_settings())
+    assert gc.get_freeze_count() > 10_000  # modules, artifact and clients are out of the collector's way
+    harness.client.__exit__(None, None, None)
+    assert gc.get_freeze_count() == 0

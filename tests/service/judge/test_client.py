@@ -12,7 +12,9 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+import aiohttp
 import httpx
+import openai
 import pytest
 
 import service.judge as judge_pkg
@@ -258,14 +260,57 @@ def test_complete_returns_text_tokens_and_usage(judge_server: JudgeServer) -> No
     assert judge_server.requests[0].messages == messages
 
 
+# -- transport ------------------------------------------------------------------------------------------------
+
+
+def test_default_transport_is_the_sdks_aiohttp_client(
+    judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a caller's http_client every call goes out through aiohttp, and aclose() closes that client."""
+    sent: list[str] = []
+    request = aiohttp.ClientSession.request
+
+    def spy(self: aiohttp.ClientSession, method: str, url: Any, **kwargs: Any) -> Any:
+        sent.append(f"{method} {url}")
+        return request(self, method, url, **kwargs)
+
+    monkeypatch.setattr(aiohttp.ClientSession, "request", spy)
+
+    async def main() -> tuple[list[int], Any]:
+        judge = JudgeClient(judge_server.judge_config())
+        try:
+            verdicts = await asyncio.gather(*(judge.score("coherence", DOCUMENT, f"{SUMMARY} ({i})") for i in range(5)))
+        finally:
+            await judge.aclose()
+        return [verdict.judge_score for verdict in verdicts], judge.http_client
+
+    scores, http = asyncio.run(main())
+    assert isinstance(http, openai.DefaultAioHttpClient) and http.is_closed
+    assert scores == [4] * 5 and judge_server.call_count == 5
+    assert sent == [f"POST {judge_server.base_url}/chat/completions"] * 5
+
+
+def test_connections_are_kept_alive_for_the_whole_concurrency(judge_server: JudgeServer) -> None:
+    """Waves of max_concurrency calls reuse the first wave's connections instead of opening new ones."""
+    judge_server.latency_s = 0.05
+
+    async def waves(judge: JudgeClient) -> None:
+        for wave in range(3):
+            await asyncio.gather(*(judge.score("coherence", DOCUMENT, f"{SUMMARY} ({wave}.{i})") for i in range(8)))
+
+    run_with(judge_server.judge_config(max_concurrency=8), waves)
+    assert judge_server.call_count == 24 and judge_server.max_in_flight == 8  # the waves really were 8 wide
+    assert judge_server.connection_count == 8
+
+
 def test_caller_owned_http_client_is_used_and_left_open(judge_server: JudgeServer) -> None:
-    async def main() -> tuple[int, bool]:
+    async def main() -> tuple[int, bool, bool]:
         async with httpx.AsyncClient() as http:
             async with JudgeClient(judge_server.judge_config(), http_client=http) as judge:
                 verdict = await judge.score("relevance", DOCUMENT, SUMMARY)
-            return verdict.judge_score, http.is_closed
+            return verdict.judge_score, judge.http_client is http, http.is_closed
 
-    assert asyncio.run(main()) == (4, False)
+    assert asyncio.run(main()) == (4, True, False)
 
 
 # -- keys and configuration ---------------------------------------------------------------------------------
