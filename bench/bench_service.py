@@ -12,10 +12,17 @@ c   POST /v1/score answered from the cache                the caller's-own-score
                                                           p50 latency <= 2 x, and zero judge calls (stand-in count)
 === ===================================================== =========================================================
 
-Both HTTP servers run as separate uvicorn processes (so the load generator does not share their CPU), with
-identical command lines except the app. The load generator is a fixed-concurrency keep-alive HTTP/1.1 client
-on raw asyncio streams, light enough that the server, not the client, is the bottleneck. Every run has a
-bounded request count and every process is stopped at the end.
+Both HTTP servers run as separate uvicorn processes with identical command lines except the app. The load
+generator is a fixed-concurrency keep-alive HTTP/1.1 client on raw asyncio streams, light enough that the
+server, not the client, is the bottleneck. Every run has a bounded request count and every process is stopped
+at the end.
+
+Row a on a shared, noisy machine: with two or more CPUs the servers are pinned to one CPU and the load
+generator to another, so a server never competes with its client; the two servers then run short rounds
+back to back (echo, ours, echo, ours, ...) and the target statistic is the **median over rounds of the paired
+ratio** ours/echo, which cancels the slow drifts in machine speed that make single long runs disagree by 30%.
+The table also shows each server's median throughput, its latency percentiles and its CPU time per request
+(user + system, from /proc), and the notes list every round.
 """
 
 from __future__ import annotations
@@ -29,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,8 +57,8 @@ IDEAL_BATCH_S = BATCH_ITEMS * JUDGE_LATENCY_S / JUDGE_MAX_CONCURRENCY
 BATCH_ROUNDS = 3
 THROUGHPUT_CONCURRENCY = 32
 THROUGHPUT_WARMUP = 300
-THROUGHPUT_REQUESTS = 3000
-THROUGHPUT_ROUNDS = 3
+THROUGHPUT_REQUESTS = 1000
+THROUGHPUT_ROUNDS = 15
 LATENCY_REQUESTS = 400
 LATENCY_ROUNDS = 3
 CRITERION = "coherence"
@@ -283,29 +290,71 @@ def _judged_body(i: int, tag: str) -> dict:
 # ------------------------------------------------------------------------------------------ benchmarks
 
 
+@contextmanager
+def pinned_for_load(servers: list[RunningServer]) -> Iterator[str]:
+    """Pin the servers to the last CPU and this thread (the load generator) to the others, then undo it."""
+    cpus = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if len(cpus) < 2:
+        yield "not pinned (fewer than 2 CPUs)"
+        return
+    before = {server.pid: os.sched_getaffinity(server.pid) for server in servers}
+    for server in servers:
+        os.sched_setaffinity(server.pid, {cpus[-1]})
+    os.sched_setaffinity(0, set(cpus[:-1]))
+    try:
+        yield f"servers pinned to CPU {cpus[-1]}, load generator to CPU {','.join(map(str, cpus[:-1]))}"
+    finally:
+        os.sched_setaffinity(0, set(cpus))
+        for pid, affinity in before.items():
+            try:
+                os.sched_setaffinity(pid, affinity)
+            except ProcessLookupError:
+                pass
+
+
+@dataclass(frozen=True, kw_only=True)
+class Round:
+    """One load run on one server: its throughput/latency and the server's CPU seconds per request."""
+
+    load: LoadResult
+    cpu_per_request_s: float | None
+
+
+def _measured_round(server: RunningServer, body: dict) -> Round:
+    cpu_before = server.cpu_seconds()
+    result = load(server.port, "/v1/score", body, concurrency=THROUGHPUT_CONCURRENCY,
+                  n_requests=THROUGHPUT_REQUESTS, warmup=THROUGHPUT_WARMUP)
+    cpu_after = server.cpu_seconds()
+    cpu = None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) / result.n
+    return Round(load=result, cpu_per_request_s=cpu)
+
+
 def bench_own_score(
     ours: RunningServer, baseline: RunningServer, label: str = "(a)"
 ) -> tuple[list[BenchRow], list[str]]:
-    """Row a: caller's own score against the echo endpoint, interleaved rounds, median-throughput run of each."""
+    """Row a: caller's own score against the echo endpoint; paired interleaved rounds, median paired ratio."""
     body = _own_score_body()
     reply = httpx.post(f"http://{HOST}:{ours.port}/v1/score", json=body, timeout=10)
     reply.raise_for_status()
     shaped = reply.json()
     if not (shaped["source"] == "caller" and shaped["calibrated"] and shaped["prediction_set"]):
         raise RuntimeError(f"/v1/score did not calibrate the caller's score: {shaped}")
-    ours_runs: list[LoadResult] = []
-    base_runs: list[LoadResult] = []
+    pairs: list[tuple[Round, Round]] = []
     for _ in range(THROUGHPUT_ROUNDS):
-        for server, runs in ((baseline, base_runs), (ours, ours_runs)):
-            runs.append(load(server.port, "/v1/score", body, concurrency=THROUGHPUT_CONCURRENCY,
-                             n_requests=THROUGHPUT_REQUESTS, warmup=THROUGHPUT_WARMUP))
-    mine, base = _median_result(ours_runs), _median_result(base_runs)
-    ratio = mine.throughput / base.throughput
-    setting = f"c={THROUGHPUT_CONCURRENCY}, {THROUGHPUT_REQUESTS} req"
+        base_round = _measured_round(baseline, body)
+        ours_round = _measured_round(ours, body)
+        pairs.append((ours_round, base_round))
+    paired = sorted(o.load.throughput / b.load.throughput for o, b in pairs)
+    ratio = statistics.median(paired)
+    mine = _median_result([o.load for o, _ in pairs])
+    base = _median_result([b.load for _, b in pairs])
+    setting = f"c={THROUGHPUT_CONCURRENCY}, {THROUGHPUT_ROUNDS} paired rounds of {THROUGHPUT_REQUESTS} req"
     rows = [
         BenchRow(name=f"{label} /v1/score own judge_score throughput ({setting})", ours=mine.throughput,
                  baseline_name="bare Litestar echo", baseline=base.throughput, unit="req/s",
-                 target=f"ours/baseline ≥ 0.8 (is {ratio:.2f})", met=ratio >= 0.8),
+                 target=f"median paired ours/echo ≥ 0.8 (is {ratio:.2f}; quartiles "
+                        f"{paired[len(paired) // 4]:.2f}-{paired[(3 * len(paired)) // 4]:.2f})",
+                 met=ratio >= 0.8),
         BenchRow(name=f"{label} /v1/score own judge_score p50 latency", ours=mine.p50 * 1e3,
                  baseline_name="bare Litestar echo", baseline=base.p50 * 1e3, unit="ms", target="reported",
                  met=True),
@@ -313,11 +362,20 @@ def bench_own_score(
                  baseline_name="bare Litestar echo", baseline=base.p99 * 1e3, unit="ms", target="reported",
                  met=True),
     ]
+    cpu_ours = [o.cpu_per_request_s for o, _ in pairs if o.cpu_per_request_s is not None]
+    cpu_base = [b.cpu_per_request_s for _, b in pairs if b.cpu_per_request_s is not None]
+    if cpu_ours and cpu_base:
+        rows.append(
+            BenchRow(name=f"{label} server CPU per request (user + system)", ours=statistics.median(cpu_ours) * 1e6,
+                     baseline_name="bare Litestar echo", baseline=statistics.median(cpu_base) * 1e6, unit="us",
+                     target="reported", met=True)
+        )
     notes = [
+        f"{label} paired ratios ours/echo per round: " + ", ".join(f"{r:.2f}" for r in paired),
         f"{label} throughput per round, req/s: ours "
-        + ", ".join(f"{r.throughput:.0f}" for r in ours_runs)
+        + ", ".join(f"{o.load.throughput:.0f}" for o, _ in pairs)
         + "; echo "
-        + ", ".join(f"{r.throughput:.0f}" for r in base_runs)
+        + ", ".join(f"{b.load.throughput:.0f}" for _, b in pairs),
     ]
     return rows, notes
 
@@ -391,6 +449,14 @@ def bench_cache_hit(ours: RunningServer, judge: Any) -> tuple[list[BenchRow], li
     return rows, notes
 
 
+def _pinned(
+    bench: Callable[..., tuple[list[BenchRow], list[str]]], ours: RunningServer, baseline: RunningServer, **options: str
+) -> tuple[list[BenchRow], list[str]]:
+    with pinned_for_load([ours, baseline]) as pinning:
+        rows, notes = bench(ours, baseline, **options)
+    return rows, [*notes, f"{options.get('label', '(a)')} {pinning}"]
+
+
 def _failed_row(name: str, error: BaseException) -> BenchRow:
     return BenchRow(name=f"{name}: FAILED ({type(error).__name__})", ours=float("nan"), baseline_name="-",
                     baseline=float("nan"), unit="", target="runs", met=False)
@@ -439,10 +505,10 @@ def main() -> None:
             uvicorn_server("bench.bench_service:baseline_app", _server_env({}), probe_path="/") as baseline,
         ):
             sections = (
-                ("(a) own judge_score vs echo", lambda: bench_own_score(ours, baseline)),
+                ("(a) own judge_score vs echo", lambda: _pinned(bench_own_score, ours, baseline)),
                 (
                     "(a') the same with ACCESS_LOG=errors",
-                    lambda: bench_own_score(quiet, baseline, label="(a', ACCESS_LOG=errors)"),
+                    lambda: _pinned(bench_own_score, quiet, baseline, label="(a', ACCESS_LOG=errors)"),
                 ),
                 ("(b) batch of 1,000 judged items", lambda: bench_batch(ours, judge)),
                 ("(c) cache hit", lambda: bench_cache_hit(ours, judge)),

@@ -113,7 +113,11 @@ class _UtcClock:
 
     def now(self) -> str:
         """The current time as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (what structlog's ISO UTC stamper writes)."""
-        now_us = time.time_ns() // 1000
+        return self.format(time.time_ns())
+
+    def format(self, time_ns: int) -> str:
+        """``time_ns`` (nanoseconds since the epoch) in the same form as ``now``."""
+        now_us = time_ns // 1000
         second = now_us // 1_000_000
         if second != self._second:
             self._second = second
@@ -220,7 +224,7 @@ class AccessLog:
         self._encoder = encoder
 
     def record(self, context: RequestContext, method: str, status: int, elapsed_s: float) -> None:
-        """Write the access line for one answered request (when the mode selects its status)."""
+        """Queue the access line of one answered request (when the mode selects its status)."""
         if status < self._min_status:
             return
         line = _AccessLine(
@@ -233,6 +237,8 @@ class AccessLog:
             status=status,
             timestamp=self._clock.now(),
         )
+        # Buffered as text: a str is invisible to the garbage collector, a tuple per request is not (queued
+        # tuples triggered a collection every 24 requests and cost 12 us a request under load, measured).
         self._sink.buffer(self._encoder.encode(line).decode())
 
 

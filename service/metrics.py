@@ -30,7 +30,7 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-__all__ = ["CONTENT_TYPE", "LoopCounter", "LoopHistogram", "ServiceMetrics"]
+__all__ = ["CONTENT_TYPE", "LoopCounter", "LoopHistogram", "RequestStats", "ServiceMetrics"]
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 _METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -89,13 +89,48 @@ class LoopHistogram:
         return family
 
 
+class RequestStats:
+    """``cj_http_requests_total`` and ``cj_http_request_duration_seconds`` from one cell per (method, route,
+    status): a request costs one look-up; the histogram (by method and route) sums the statuses at scrape time.
+    """
+
+    def __init__(self, buckets: tuple[float, ...]) -> None:
+        self.bounds = tuple(sorted(buckets))
+        self.cells: dict[tuple[str, str, int], list[float]] = {}
+
+    def observe(self, method: str, route: str, status: int, elapsed_s: float) -> None:
+        """Count one request and its latency in seconds."""
+        key = (method, route, status)
+        cell = self.cells.get(key)
+        if cell is None:
+            cell = self.cells[key] = [0] * (len(self.bounds) + 1) + [0.0]
+        cell[bisect_left(self.bounds, elapsed_s)] += 1
+        cell[-1] += elapsed_s
+
+    def families(self) -> tuple[CounterMetricFamily, HistogramMetricFamily]:
+        """The request counter and the latency histogram as Prometheus families."""
+        labels = ("method", "route", "status")
+        requests = CounterMetricFamily("cj_http_requests", "HTTP requests answered", labels=labels)
+        latency = LoopHistogram(
+            "cj_http_request_duration_seconds", "HTTP request latency", ("method", "route"), self.bounds
+        )
+        for (method, route, status), cell in list(self.cells.items()):
+            requests.add_metric([method, route, str(status)], sum(int(count) for count in cell[:-1]))
+            merged = latency.cells.setdefault((method, route), [0] * (len(self.bounds) + 1) + [0.0])
+            for position, value in enumerate(cell):
+                merged[position] += value
+        return requests, latency.family()
+
+
 class _LoopCollector(Collector):
     """Hands the loop counters and histograms to the registry at scrape time."""
 
-    def __init__(self, metrics: tuple[LoopCounter | LoopHistogram, ...]) -> None:
+    def __init__(self, requests: RequestStats, metrics: tuple[LoopCounter | LoopHistogram, ...]) -> None:
+        self._requests = requests
         self._metrics = metrics
 
     def collect(self) -> Iterator[Metric]:
+        yield from self._requests.families()
         for metric in self._metrics:
             yield metric.family()
 
@@ -105,10 +140,7 @@ class ServiceMetrics:
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
-        self.requests = LoopCounter("cj_http_requests", "HTTP requests answered", ("method", "route", "status"))
-        self.latency = LoopHistogram(
-            "cj_http_request_duration_seconds", "HTTP request latency", ("method", "route"), _LATENCY_BUCKETS
-        )
+        self.requests = RequestStats(_LATENCY_BUCKETS)
         self.errors = LoopCounter("cj_http_errors", "Problem responses (4xx/5xx)", ("status", "type"))
         self.judge_calls = LoopCounter(
             "cj_judge_calls", "Judge calls made (cache misses only)", ("judge", "kind", "outcome")
@@ -121,9 +153,8 @@ class ServiceMetrics:
         self.reloads = LoopCounter("cj_calibration_reloads", "Calibration reloads", ("outcome",))
         self.registry.register(
             _LoopCollector(
+                self.requests,
                 (
-                    self.requests,
-                    self.latency,
                     self.errors,
                     self.judge_calls,
                     self.judge_latency,
@@ -139,9 +170,7 @@ class ServiceMetrics:
 
     def observe_request(self, method: str, route: str, status: int, elapsed_s: float) -> None:
         """Count one answered request and observe its latency in seconds."""
-        method = method if method in _METHODS else "OTHER"  # a client cannot grow the label set
-        self.requests.inc(method, route, status)
-        self.latency.observe(elapsed_s, method, route)
+        self.requests.observe(method if method in _METHODS else "OTHER", route, status, elapsed_s)
 
     def count_problem(self, status: int, problem_type: str) -> None:
         """Count one problem response by status and the last segment of its type URI (the slug)."""
