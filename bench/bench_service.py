@@ -142,7 +142,8 @@ def _server_env(extra: dict[str, str]) -> dict[str, str]:
     """The bench's environment without any service setting inherited from the shell, plus ``extra``."""
     service_vars = {
         "THRESHOLDS_PATH", "JUDGES_FILE", "DEFAULT_JUDGE", "DEFAULT_ALPHA", "API_KEYS", "ADMIN_API_KEY",
-        "REDIS_URL", "CACHE_TTL_S", "CACHE_MAX_ENTRIES", "LOG_LEVEL", "ACCESS_LOG", "HOST", "PORT", "MAX_BATCH_ITEMS",
+        "REDIS_URL", "CACHE_TTL_S", "CACHE_MAX_ENTRIES", "LOG_LEVEL", "ACCESS_LOG", "LOG_FLUSH_MS", "HOST", "PORT",
+        "MAX_BATCH_ITEMS",
     }
     env = {key: value for key, value in os.environ.items() if key not in service_vars}
     root = str(Path(__file__).resolve().parent.parent)
@@ -498,17 +499,17 @@ def main() -> None:
         _write_judges(judges, judge_url(judge))
         ours_env = _server_env({"THRESHOLDS_PATH": str(thresholds), "JUDGES_FILE": str(judges),
                                 "DEFAULT_JUDGE": JUDGE_NAME})
-        quiet_env = {**ours_env, "ACCESS_LOG": "errors"}
+        logged_env = {**ours_env, "ACCESS_LOG": "all"}
         with (
             uvicorn_server("service.app:create_app", ours_env, probe_path="/healthz") as ours,
-            uvicorn_server("service.app:create_app", quiet_env, probe_path="/healthz") as quiet,
+            uvicorn_server("service.app:create_app", logged_env, probe_path="/healthz") as logged,
             uvicorn_server("bench.bench_service:baseline_app", _server_env({}), probe_path="/") as baseline,
         ):
             sections = (
                 ("(a) own judge_score vs echo", lambda: _pinned(bench_own_score, ours, baseline)),
                 (
-                    "(a') the same with ACCESS_LOG=errors",
-                    lambda: _pinned(bench_own_score, quiet, baseline, label="(a', ACCESS_LOG=errors)"),
+                    "(a') the same with ACCESS_LOG=all",
+                    lambda: _pinned(bench_own_score, logged, baseline, label="(a', ACCESS_LOG=all)"),
                 ),
                 ("(b) batch of 1,000 judged items", lambda: bench_batch(ours, judge)),
                 ("(c) cache hit", lambda: bench_cache_hit(ours, judge)),

@@ -58,7 +58,7 @@ REQUEST_ID_HEADER = "x-request-id"
 ACCESS_LOG_MODES = ("all", "errors", "off")
 _LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40}
 # An incoming id is echoed only when it is short and plain, so a header cannot inject into logs.
-_SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
+_SAFE_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")  # matched with fullmatch: "$" would let a final newline in
 
 
 class RequestIds:
@@ -79,7 +79,7 @@ class RequestIds:
 
 def request_id_from(header_value: str | None, ids: RequestIds | None = None) -> str:
     """The caller's X-Request-ID when it is 1-128 of [A-Za-z0-9._:-], else a fresh id (from ``ids``, or random)."""
-    if header_value and _SAFE_ID.match(header_value):
+    if header_value and _SAFE_ID.fullmatch(header_value):
         return header_value
     return ids.next() if ids is not None else os.urandom(16).hex()
 
@@ -197,19 +197,6 @@ class JsonLineSink:
     warning = warn = error = critical = exception = fatal = urgent
 
 
-class _AccessLine(msgspec.Struct, kw_only=True):
-    """An access log line; fields in sorted order, as the logger sorts its keys."""
-
-    duration_ms: float
-    event: str
-    level: str
-    method: str
-    request_id: str
-    route: str
-    status: int
-    timestamp: str
-
-
 class AccessLog:
     """One JSON line per answered request, as selected by ACCESS_LOG (all | errors | off) and LOG_LEVEL."""
 
@@ -222,24 +209,30 @@ class AccessLog:
         self._sink = sink
         self._clock = clock
         self._encoder = encoder
+        self._texts: dict[str, str] = {}
 
     def record(self, context: RequestContext, method: str, status: int, elapsed_s: float) -> None:
         """Queue the access line of one answered request (when the mode selects its status)."""
         if status < self._min_status:
             return
-        line = _AccessLine(
-            duration_ms=int(elapsed_s * 100_000 + 0.5) / 100,  # to 0.01 ms; round(x, 2) costs 8x more
-            event="request",
-            level="info",
-            method=method,
-            request_id=context.request_id,
-            route=context.route,
-            status=status,
-            timestamp=self._clock.now(),
+        # Formatted directly, keys sorted as the logger sorts them: the request id is plain by construction
+        # ([A-Za-z0-9._:-], see request_id_from), the timestamp and numbers are ours, and the method and route
+        # go through the JSON encoder once each (a handful of distinct values) - a third of the cost of encoding
+        # a whole object per request.
+        self._sink.buffer(
+            f'{{"duration_ms":{int(elapsed_s * 100_000 + 0.5) / 100},"event":"request","level":"info",'
+            f'"method":{self._json_text(method)},"request_id":"{context.request_id}",'
+            f'"route":{self._json_text(context.route)},"status":{status},"timestamp":"{self._clock.now()}"}}'
         )
-        # Buffered as text: a str is invisible to the garbage collector, a tuple per request is not (queued
-        # tuples triggered a collection every 24 requests and cost 12 us a request under load, measured).
-        self._sink.buffer(self._encoder.encode(line).decode())
+
+    def _json_text(self, value: str) -> str:
+        """``value`` as a JSON string literal, remembered (methods and route templates are few)."""
+        text = self._texts.get(value)
+        if text is None:
+            text = self._encoder.encode(value).decode()
+            if len(self._texts) < 1024:
+                self._texts[value] = text
+        return text
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -256,7 +249,7 @@ class AppLogs:
 
 
 def make_logs(
-    level: str = "INFO", stream: IO[str] | None = None, *, access_log: str = "all", flush_interval_s: float = 0.1
+    level: str = "INFO", stream: IO[str] | None = None, *, access_log: str = "errors", flush_interval_s: float = 0.1
 ) -> AppLogs:
     """The app's logger (lines at ``level`` and above) and access log, writing JSON lines to ``stream``."""
     threshold = _LEVELS.get(level.upper(), 20)

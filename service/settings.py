@@ -82,7 +82,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     cache_ttl_s: int = 86_400
     cache_max_entries: int = 10_000
     log_level: str = "INFO"
-    access_log: str = "all"
+    access_log: str = "errors"
     log_flush_ms: int = 100
     host: str = "127.0.0.1"
     port: int = 8000
@@ -166,7 +166,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             cache_ttl_s=get("CACHE_TTL_S", int, 86_400),
             cache_max_entries=get("CACHE_MAX_ENTRIES", int, 10_000),
             log_level=get("LOG_LEVEL", str.upper, "INFO"),
-            access_log=get("ACCESS_LOG", str.lower, "all"),
+            access_log=get("ACCESS_LOG", str.lower, "errors"),
             log_flush_ms=get("LOG_FLUSH_MS", int, 100),
             host=get("HOST", str, "127.0.0.1"),
             port=get("PORT", int, 8000),

@@ -113,7 +113,7 @@ def test_request_id_is_echoed_or_made(app: AppHarness):
 def test_logs_are_json_with_request_id_and_no_documents_or_keys(
     start_app: Callable[[Settings], AppHarness], make_settings, judges_file: Path, stand_in: JudgeServer
 ):
-    harness = start_app(make_settings(judges_file=judges_file, api_keys=("top-secret-key",)))
+    harness = start_app(make_settings(judges_file=judges_file, api_keys=("top-secret-key",), access_log="all"))
     secret_document = "CONFIDENTIAL-ARTICLE-TEXT " * 20
     reply = harness.client.post(
         "/v1/score",

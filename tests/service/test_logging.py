@@ -19,7 +19,7 @@ ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
 
 
 def _lines(stream: io.StringIO) -> list[dict]:
-    return [msgspec.json.decode(line) for line in stream.getvalue().splitlines()]
+    return [msgspec.json.decode(line) for line in stream.getvalue().split("\n") if line]
 
 
 def test_info_lines_wait_for_the_timer_and_leave_in_order():
@@ -81,7 +81,7 @@ def test_a_full_buffer_is_written_without_waiting_for_the_timer():
 
 def test_access_line_has_the_logger_shape_and_a_utc_timestamp():
     stream = io.StringIO()
-    logs = make_logs("INFO", stream, flush_interval_s=0)
+    logs = make_logs("INFO", stream, access_log="all", flush_interval_s=0)
     context = RequestContext(request_id="req-1", started=0.0, scope={"path_template": "/v1/score"})
     logs.access.record(context, "POST", 200, 0.0012345)
     token = current_request.set(context)
@@ -112,10 +112,28 @@ def test_access_log_mode_and_level_select_lines(mode: str, level: str, logged: l
     assert all(line["route"] == "<unmatched>" for line in _lines(stream))
 
 
+def test_access_lines_stay_valid_json_whatever_the_method_and_route():
+    stream = io.StringIO()
+    logs = make_logs("INFO", stream, access_log="all", flush_interval_s=0)
+    odd = {"path_template": '/v1/"quoted"\\path\u2028{id}'}
+    logs.access.record(RequestContext(request_id="r.1:2-3_4", started=0.0, scope=odd), 'GE"T', 404, 12.345678)
+    (line,) = _lines(stream)
+    assert line["route"] == odd["path_template"] and line["method"] == 'GE"T' and line["duration_ms"] == 12345.68
+
+
 def test_request_ids_are_echoed_when_plain_and_made_otherwise():
     assert request_id_from("abc-123:x.y_z") == "abc-123:x.y_z"
-    made = {request_id_from(value) for value in (None, "", "has space", "x" * 129, 'quote"')}
-    assert len(made) == 5 and all(re.fullmatch(r"[0-9a-f]{32}", value) for value in made)
+    made = {request_id_from(value) for value in (None, "", "has space", "x" * 129, 'quote"', "line\n")}
+    assert len(made) == 6 and all(re.fullmatch(r"[0-9a-f]{32}", value) for value in made)
+
+
+def test_by_default_only_problem_requests_get_an_access_line():
+    assert Settings.from_env({}).access_log == "errors"
+    stream = io.StringIO()
+    logs = make_logs("INFO", stream, flush_interval_s=0)
+    for status in (200, 201, 399, 400, 404, 503):
+        logs.access.record(RequestContext(request_id="r", started=0.0, scope={}), "GET", status, 0.001)
+    assert [line["status"] for line in _lines(stream)] == [400, 404, 503]
 
 
 def test_log_flush_ms_is_read_and_validated():
@@ -125,7 +143,7 @@ def test_log_flush_ms_is_read_and_validated():
 
 
 def test_the_app_flushes_buffered_lines_on_shutdown(start_app: Callable[[Settings], AppHarness], make_settings):
-    harness = start_app(make_settings(log_flush_ms=10_000))
+    harness = start_app(make_settings(log_flush_ms=10_000, access_log="all"))
     assert harness.client.get("/healthz").status_code == 200
     assert not [line for line in harness.log_lines(flush=False) if line["event"] == "request"]  # still buffered
     harness.client.__exit__(None, None, None)  # lifespan shutdown
