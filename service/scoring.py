@@ -323,6 +323,18 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         raise InvalidRequestError(f"unknown method {request.method!r}", allowed=list(METHODS))
     own = request.judge_score is not None or request.judge_logprobs is not None
     plan = _plan(ctx, snapshot, request, own)
+    # A bare judge score in a calibrated cell: the whole answer is a pure function of the plan, the named
+    # method and the score, so it is remembered (at most K per plan and method; the response is frozen).
+    answer_key = (
+        ("answer", plan, request.method, request.judge_score)
+        if own and request.judge_logprobs is None and plan.calibrated_cell
+        else None
+    )
+    if answer_key is not None:
+        remembered = snapshot.memo.get(answer_key)
+        if remembered is not None:
+            ctx.metrics.count_decision(request.criterion, remembered.decision, True)  # type: ignore[attr-defined]
+            return remembered  # type: ignore[return-value]
     if not own:
         _require_texts(request)
     judge, prompt_family, alpha = plan.judge, plan.prompt_family, plan.alpha
@@ -346,7 +358,7 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
             decision = msgspec.structs.replace(decision, reason=decision.reason + note)
     ctx.metrics.count_decision(request.criterion, decision.decision, entry is not None)
     faithfulness = request.criterion == "faithfulness"
-    return ScoreResponse(
+    response = ScoreResponse(
         criterion=request.criterion,
         judge=judge,
         prompt_family=prompt_family,
@@ -372,3 +384,6 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         qa_exact_match=verdict.qa_exact_match,
         evidence=verdict.evidence,
     )
+    if answer_key is not None and entry is not None:
+        snapshot.remember(answer_key, response)
+    return response
