@@ -166,8 +166,9 @@ class JsonLineSink:
             loop.call_later(self._interval, self._on_timer)
 
     def flush(self) -> None:
-        """Write every buffered line now."""
+        """Write every buffered line now (a timer still pending finds nothing to write)."""
         with self._lock:
+            self._timer_set = False  # a timer on a loop that has since stopped must not block the next one
             self._drain()
 
     def _on_timer(self) -> None:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
-from service.logging import JsonLineSink, RequestContext, current_request, make_logs, request_id_from
+from service.logging import JsonLineSink, RequestContext, RequestIds, current_request, make_logs, request_id_from
 from service.settings import Settings, SettingsError
 from tests.service.conftest import AppHarness
 
@@ -134,6 +134,33 @@ def test_by_default_only_problem_requests_get_an_access_line():
     for status in (200, 201, 399, 400, 404, 503):
         logs.access.record(RequestContext(request_id="r", started=0.0, scope={}), "GET", status, 0.001)
     assert [line["status"] for line in _lines(stream)] == [400, 404, 503]
+
+
+def test_fresh_request_ids_are_unique_plain_and_differ_between_sources():
+    first, second = RequestIds(), RequestIds()
+    ids = [first.next() for _ in range(1000)]
+    assert len(set(ids)) == 1000 and all(re.fullmatch(r"[0-9a-f]{32}", value) for value in ids)
+    assert request_id_from(None, first) not in ids
+    assert ids[0][:16] != second.next()[:16]  # 64 random bits per source
+
+
+def test_a_flush_after_the_loop_is_gone_lets_the_next_loop_set_its_timer():
+    stream = io.StringIO()
+    sink = JsonLineSink(stream, flush_interval_s=0.01)
+
+    async def one_line(text: str) -> None:
+        sink.buffer(text)
+
+    asyncio.run(one_line('{"n":1}'))  # the loop ends before its timer fires
+    sink.flush()
+    assert stream.getvalue() == '{"n":1}\n'
+
+    async def line_and_wait() -> str:
+        sink.buffer('{"n":2}')
+        await asyncio.sleep(0.1)
+        return stream.getvalue()
+
+    assert asyncio.run(line_and_wait()) == '{"n":1}\n{"n":2}\n'
 
 
 def test_log_flush_ms_is_read_and_validated():
