@@ -386,3 +386,27 @@ def test_randomised_aps_scores_threshold_and_sets_equal_mapie(alpha):
     ) <= threshold + 1e-12
     agreement = (ours == theirs[:, :, 0]).all(axis=1).mean()  # every item's set identical
     assert agreement == 1.0
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n_labels=st.sampled_from([3, 5, 7]),
+    seed=st.integers(0, 10_000),
+    with_probabilities=st.booleans(),
+    method=st.sampled_from(["learned_lac", "label_conditional"]),
+)
+def test_learned_scores_of_one_item_are_the_plain_sums_exactly(n_labels, seed, with_probabilities, method):
+    rng = np.random.default_rng(seed)
+    matrix = rng.dirichlet(np.ones(n_labels), size=n_labels).tolist()
+    judge = int(rng.integers(1, n_labels + 1))
+    probs = rng.dirichlet(np.ones(n_labels)).tolist() if with_probabilities else None
+    weights = probs if probs is not None else [1.0 if s == judge else 0.0 for s in range(1, n_labels + 1)]
+    plain = [1.0 - sum(weights[s] * matrix[s][y] for s in range(n_labels)) for y in range(n_labels)]
+    assert conformal._label_scores_one(method, n_labels, judge, probs, matrix, 0.0) == plain  # same floats
+    fitted = conformal.FittedConformal(
+        method="learned_lac", alpha=0.1, n_labels=n_labels, n_cal=100, threshold=float(np.median(plain)),
+        learned_matrix=matrix,
+    )
+    one = prediction_set(fitted, judge_score=judge, probabilities=probs)
+    many = predict_sets(fitted, judge_scores=[judge], probabilities=None if probs is None else [probs])
+    assert one == tuple(int(y) + 1 for y in np.flatnonzero(many[0]))
