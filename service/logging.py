@@ -113,11 +113,7 @@ class _UtcClock:
 
     def now(self) -> str:
         """The current time as ``YYYY-MM-DDTHH:MM:SS.ffffffZ`` (what structlog's ISO UTC stamper writes)."""
-        return self.format(time.time_ns())
-
-    def format(self, time_ns: int) -> str:
-        """``time_ns`` (nanoseconds since the epoch) in the same form as ``now``."""
-        now_us = time_ns // 1000
+        now_us = time.time_ns() // 1000
         second = now_us // 1_000_000
         if second != self._second:
             self._second = second
