@@ -46,6 +46,7 @@ __all__ = [
     "check_api_key",
     "handle_exception",
     "problem_responses",
+    "record_problem",
     "require_admin_key",
     "services_of",
 ]
@@ -96,11 +97,16 @@ def handle_exception(request: Request, exc: Exception) -> Response[Problem]:
     """Map any exception to problem+json; 5xx are logged with the traceback, 4xx as one line."""
     services = services_of(request)
     problem, headers = problem_from_exception(exc, instance=request.url.path)
+    record_problem(services, problem, exc)
+    return Response(problem, status_code=problem.status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
+
+
+def record_problem(services: Services, problem: Problem, exc: Exception) -> None:
+    """Log a problem response (5xx internal errors with the traceback, others as one line) and count it."""
     log = services.logger  # the request id and route come from service.logging.current_request
     if problem.status >= 500 and problem.type.endswith("internal-error"):
         log.error("request.failed", status=problem.status, exc_info=exc, error_type=type(exc).__name__)
     else:
         log.info("request.problem", status=problem.status, problem=problem.type, detail=problem.detail[:300])
     services.metrics.count_problem(problem.status, problem.type)
-    return Response(problem, status_code=problem.status, media_type=PROBLEM_MEDIA_TYPE, headers=headers)
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 from litestar import Litestar
 
+from service.api import record_problem
 from service.api.auth import check_api_key
 from service.logging import REQUEST_ID_HEADER, RequestContext, RequestIds, current_request, request_id_from
 from service.problems import PROBLEM_MEDIA_TYPE, UnauthorizedError, problem_from_exception
@@ -28,7 +29,7 @@ from service.problems import PROBLEM_MEDIA_TYPE, UnauthorizedError, problem_from
 if TYPE_CHECKING:
     from litestar.types import Message, Scope, Send
 
-    from service.api import Services  # the api package imports this module's users, not this module
+    from service.api import Services
 
 __all__ = ["ConformalJudgeApp"]
 
@@ -66,7 +67,7 @@ class ConformalJudgeApp(Litestar):
             await super().__call__(scope, receive, send)
             return
         raw_id, authorization = _request_headers(scope)
-        request_id = self._request_ids.next() if raw_id is None else request_id_from(raw_id, self._request_ids)
+        request_id = request_id_from(raw_id, self._request_ids)
         context = RequestContext(request_id=request_id, started=time.perf_counter(), scope=scope)
         token = current_request.set(context)
         services = self.services
@@ -99,8 +100,7 @@ class ConformalJudgeApp(Litestar):
         """Answer 401 problem+json without routing (the request never reaches a handler)."""
         problem, headers = problem_from_exception(error, instance=scope["path"])
         body = msgspec.json.encode(problem)
-        services.logger.info("request.problem", status=problem.status, problem=problem.type, detail=problem.detail)
-        services.metrics.count_problem(problem.status, problem.type)
+        record_problem(services, problem, error)
         start: Message = {
             "type": "http.response.start",
             "status": problem.status,
