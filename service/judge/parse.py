@@ -26,6 +26,10 @@ Rules of ``parse_score``, strongest first (``RULES``):
    "scoring a perfect 5", "I would score the summary as 5").
 6. ``is_a``: the summary called a number ("making it a 5 in terms of coherence", "irrelevant (1)").
 7. ``leading``: the reply opens with a number on its own ("4\\nThe summary ...", "4 - good").
+8. ``final_bare``: a number standing alone after the reply's last sentence ("... on the sentence
+   level. 5", "... level.\\n4.", "... level. 3.5"). It decides only when no other rule found a statement; a
+   closing number that differs from the statement that did decide ("Score: 4. 5") is a second score, so
+   the result is ``score=None`` with rule ``conflicting_scores:<rule>+final_bare:...``.
 
 What is not read as the score:
 
@@ -140,7 +144,11 @@ RULES: tuple[tuple[str, tuple[re.Pattern[str], ...]], ...] = (
         ),
     ),
     ("leading", (re.compile(rf"^\s*{_NUM}{_OPT_DEN}\s*(?:\n|$|[-–:(]\s*)"),)),
+    # A number standing alone after the last sentence closes the reply ("... level. 5", "... level.\n4.").
+    # The space after the stop keeps "3.5" from reading as a stop and a 5; "[1]" or "point 2." never match.
+    ("final_bare", (re.compile(r"(?:[.!?][\s#>]+|\n[\s#>]*)(?P<n>\d+(?:\.\d+)?)[\s.]*$"),)),
 )
+_FINAL_BARE_RANK = len(RULES) - 1
 # Cues, in the same clause and just before a number, that it is hypothetical or negated:
 # "keeps it from being a perfect 5", "it's not a 5 out of 5", "would make it a 5", "to elevate it to a 5".
 _HYPOTHETICAL = re.compile(
@@ -148,6 +156,8 @@ _HYPOTHETICAL = re.compile(
     r"|\bnot\s+(?:quite\s+|yet\s+)?(?:a|an|get|getting|give|giving|receive|earn|reach|deserve|merit|be|score)"
     r"|n't\s+(?:quite\s+|yet\s+)?(?:a|an|get|give|receive|earn|reach|deserve|merit|be|score)"
     r"|\bwould\s+(?:have\s+)?(?:made|make|been|get|earn|deserve|merit|receive|raise|bring|push|elevate)"
+    # "... would provide a fuller overview and score a perfect 5": a conditional joined by "and"
+    r"|\bwould\s+(?!score|rate|give|grade|assign|award)\w+[^.;!?\n]{0,80}?\band\s+(?:score|earn|receive|get|be)\b"
     r"|\bcould\s+(?:have\s+)?(?:been|be|get|earn|score|receive|reach|make)"
     r"|\bto\s+(?:make\s+it|get|earn|reach|achieve|receive|be)|\breach(?:ing)?|\binstead\s+of"
     r"|\b(?:elevat|rais|boost|improv|bump|push|lift)\w*\b[^.,;!?\n]{0,30}\bto"
@@ -214,6 +224,17 @@ def _in_list(text: str, position: int) -> bool:
     return _LIST_ITEM.match(text, text.rfind("\n", 0, position) + 1) is not None
 
 
+def _continues_list(text: str, closing: _Candidate) -> bool:
+    # "...\n3. Vocabulary: 4/5\n4." is a numbered list cut short, not a closing score of 4.
+    if closing.value != int(closing.value) or text.rfind("\n", 0, closing.position) < 0:
+        return False
+    line_start = text.rfind("\n", 0, closing.position) + 1
+    if text[line_start : closing.position].strip(" \t#>"):
+        return False
+    previous = re.compile(rf"(?m)^[ \t]*{int(closing.value) - 1}[.)]\s")
+    return previous.search(text, 0, line_start) is not None
+
+
 def _decide(rule: str, found: list[_Candidate], n_labels: int, *, exact: bool) -> ParsedScore:
     values = sorted({c.value for c in found})
     if len(values) > 1 and rule != "final_score":
@@ -254,18 +275,25 @@ def parse_score(reply: str | None, *, n_labels: int = 5) -> ParsedScore:
         return ParsedScore(score=None, rule="empty_reply")
     text = _clean(reply)
     exact = len(text) == len(reply)  # lower() can change the length of a few non-ASCII letters
-    found = _candidates(text)
+    found = [c for c in _candidates(text) if not (c.rank == _FINAL_BARE_RANK and _continues_list(text, c))]
     on_scale = [c for c in found if not c.hypothetical and c.denominator in (None, n_labels)]
     tiers = (
         [c for c in on_scale if not c.in_list],  # statements in running text
         on_scale,  # then list items: sub-scores count only when nothing else was said
         [c for c in found if not c.hypothetical],  # then statements on another scale (-> the reason)
     )
+    closing = [c for c in found if c.rank == _FINAL_BARE_RANK]
     for tier in tiers:
         for rank, (rule, _) in enumerate(RULES):
             in_rule = [c for c in tier if c.rank == rank]
             if in_rule:
-                return _decide(rule, in_rule, n_labels, exact=exact)
+                parsed = _decide(rule, in_rule, n_labels, exact=exact)
+                # A closing bare number that differs from the statement that decided is a second score.
+                stated = {c.value for c in closing} | {parsed.value}
+                if parsed.value is not None and parsed.score is not None and len(stated) > 1:
+                    values = ",".join(map(_fmt, sorted(v for v in stated if v is not None)))
+                    return ParsedScore(score=None, rule=f"conflicting_scores:{rule}+final_bare:{values}")
+                return parsed
     if found:
         return ParsedScore(score=None, rule="only_hypothetical_scores")
     return ParsedScore(score=None, rule="no_score_statement")
