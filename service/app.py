@@ -17,6 +17,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, Reference, SecurityScheme
 
 from service.api import Services, handle_exception
+from service.api.body import JSONRequest
 from service.api.calibration import calibration_info, reload_calibration
 from service.api.compare import compare
 from service.api.edge import ConformalJudgeApp
@@ -115,6 +116,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         exception_handlers={Exception: handle_exception},
         lifespan=[_lifespan],
         request_max_body_size=settings.max_body_bytes,
+        request_class=JSONRequest,
         logging_config=None,
         openapi_config=OpenAPIConfig(
             title="Conformal Judge",

@@ -36,12 +36,14 @@ from service.schemas import Problem, ProblemError
 
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
+    "BadRequestError",
     "CalibrationUnavailableError",
     "ForbiddenError",
     "InvalidRequestError",
     "JudgeNotConfiguredError",
     "ServiceProblem",
     "UnauthorizedError",
+    "UnsupportedMediaTypeError",
     "problem_from_exception",
     "shorten",
 ]
@@ -71,6 +73,22 @@ class InvalidRequestError(ServiceProblem):
     status = 422
     slug = "invalid-request"
     title = "Invalid request"
+
+
+class BadRequestError(ServiceProblem):
+    """The body is not JSON the service can read: malformed, or nested too deeply (400)."""
+
+    status = 400
+    slug = "bad-request"
+    title = "Bad request"
+
+
+class UnsupportedMediaTypeError(ServiceProblem):
+    """The body is not declared as JSON (415): only application/json and application/*+json are read."""
+
+    status = 415
+    slug = "unsupported-media-type"
+    title = "Unsupported media type"
 
 
 class JudgeNotConfiguredError(ServiceProblem):
@@ -151,9 +169,12 @@ def problem_from_exception(exc: BaseException, *, instance: str | None = None) -
     elif isinstance(exc, CalibrationError):
         problem = _problem(422, "calibration-error", "Calibration rejected the input", str(exc))
     elif isinstance(exc, msgspec.ValidationError):
-        problem = _problem(
-            422, "validation-error", "Request validation failed", str(exc), errors=[ProblemError(message=str(exc))]
-        )
+        message = str(exc)
+        key, at, _ = message.rpartition(" - at `")
+        key = at and message[len(key) + len(at) :].rstrip("`").removeprefix("$.")
+        detail = message if key else f"data (the request body): {message}"
+        error = ProblemError(message=message, key=key or "data", source="body")
+        problem = _problem(422, "validation-error", "Request validation failed", detail, errors=[error])
     elif isinstance(exc, UnknownPromptError):
         problem = _problem(422, "unknown-prompt", "No prompt for this criterion or prompt family", str(exc))
     elif isinstance(exc, JudgeReplyError):

@@ -56,6 +56,7 @@ _PROBLEM_DESCRIPTIONS = {
     401: "Missing or unknown bearer key (when API_KEYS is set)",
     403: "The key may not do this",
     413: "Request body larger than MAX_BODY_BYTES",
+    415: "The request body is not declared as JSON (Content-Type must be application/json)",
     422: "Validation failed, or a name/level/limit the service does not accept (see `allowed`)",
     502: "The judge call failed or its reply could not be read",
     503: "No judge configured, or no calibration loaded",

@@ -6,6 +6,7 @@ from litestar import Request, get, post
 from litestar.params import JSONBody
 
 from service.api import problem_responses, require_admin_key, services_of
+from service.api.body import BODY_DECODER, BodyDecoder
 from service.problems import CalibrationUnavailableError
 from service.schemas import (
     CalibrationEntryInfo,
@@ -86,8 +87,9 @@ async def calibration_info(request: Request) -> CalibrationInfo:
     status_code=200,
     guards=[require_admin_key],
     summary="Load a thresholds artifact and swap it in atomically (admin key); a broken file is refused",
-    responses=problem_responses(400, 401, 403, 413, 422),
+    responses=problem_responses(400, 401, 403, 413, 415, 422),
     tags=["calibration"],
+    opt={BODY_DECODER: BodyDecoder(ReloadRequest | None)},
 )
 async def reload_calibration(request: Request, data: JSONBody[ReloadRequest | None] = None) -> ReloadResponse:
     """Load ``path`` (default: the current path), validate, swap; ArtifactError -> 422 and the old one stays."""

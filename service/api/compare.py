@@ -9,6 +9,7 @@ from litestar.openapi.spec import Example
 from litestar.params import Body
 
 from service.api import problem_responses, services_of
+from service.api.body import BODY_DECODER, BodyDecoder
 from service.comparing import CompareContext, compare_candidates
 from service.schemas import CompareRequest, CompareResponse
 
@@ -47,8 +48,9 @@ CompareBody = Annotated[
     "/compare",
     status_code=200,
     summary="Pairwise comparison of 3-20 candidates: 3-cycles, violation rate, position consistency, rankings",
-    responses=problem_responses(400, 401, 413, 422, 502, 503),
+    responses=problem_responses(400, 401, 413, 415, 422, 502, 503),
     tags=["compare"],
+    opt={BODY_DECODER: BodyDecoder(CompareRequest)},
 )
 async def compare(data: CompareBody, request: Request) -> CompareResponse:
     """Tournament diagnostics of live or caller-given pairwise verdicts (rules: ``service.comparing``)."""

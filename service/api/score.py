@@ -11,6 +11,7 @@ from litestar.openapi.spec import Example
 from litestar.params import Body
 
 from service.api import Services, problem_responses, services_of
+from service.api.body import BODY_DECODER, BodyDecoder
 from service.problems import InvalidRequestError, problem_from_exception
 from service.schemas import BatchItemResult, ScoreBatchRequest, ScoreBatchResponse, ScoreRequest, ScoreResponse
 from service.scoring import ScoringContext, score_item
@@ -61,8 +62,9 @@ def scoring_context(services: Services) -> ScoringContext:
     "/score",
     status_code=200,
     summary="Score one summary (or calibrate your own verdict) with a conformal prediction set",
-    responses=problem_responses(400, 401, 413, 422, 502, 503),
+    responses=problem_responses(400, 401, 413, 415, 422, 502, 503),
     tags=["score"],
+    opt={BODY_DECODER: BodyDecoder(ScoreRequest)},
 )
 async def score(data: ScoreBody, request: Request) -> ScoreResponse:
     """Verdict -> prediction set -> accept / review / escalate (rules: ``service.scoring``)."""
@@ -100,8 +102,9 @@ async def _batch_item(
     "/score/batch",
     status_code=200,
     summary="Score up to 1,000 items; each item succeeds or fails on its own, results in input order",
-    responses=problem_responses(400, 401, 413, 422, 503),
+    responses=problem_responses(400, 401, 413, 415, 422, 503),
     tags=["score"],
+    opt={BODY_DECODER: BodyDecoder(ScoreBatchRequest)},
 )
 async def score_batch(data: BatchBody, request: Request) -> ScoreBatchResponse:
     """Each item as in /v1/score, concurrently (judge calls bounded per judge); one bad item fails alone."""

@@ -1,0 +1,93 @@
+"""Request bodies: JSON only, decoded once, strictly, into the route's wire type.
+
+Litestar's own path decodes a body into Python objects and then converts them with ``strict=False`` (so
+``"alpha": "0.1"`` was accepted by /v1/score while the same item in a batch was refused), parses any
+Content-Type as JSON, and lets a deeply nested value reach a ``RecursionError`` (a 500). ``JSONRequest``
+replaces the one step Litestar delegates to the request class (``Request.json``):
+
+* the Content-Type must be ``application/json`` or ``application/<anything>+json`` (parameters such as
+  ``charset`` allowed), else 415 problem+json: a cross-site ``text/plain`` form post never reaches a handler;
+* the body is decoded by the strict ``msgspec.json.Decoder`` the route holds in ``opt["body_decoder"]`` (a
+  ``BodyDecoder``, built once), so every endpoint has the same types: a string where a number belongs is a 422;
+* nesting is bounded by the wire types (at most four levels); a value nested where the type expects a scalar
+  fails at its first token (422), and a value nested too deep inside a span the decoder skips (a batch item)
+  is answered 400 ``bad-request`` by the decoder's recursion guard, never a 500;
+* duplicate object keys: the last occurrence wins, in every endpoint (msgspec's rule; documented in the README).
+
+The decoded Struct goes back to Litestar, whose ``msgspec.convert`` passes an instance of the target type
+through unchanged. Routes without ``opt["body_decoder"]`` keep Litestar's default behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from litestar import Request
+
+from service.problems import BadRequestError, UnsupportedMediaTypeError
+
+__all__ = ["BODY_DECODER", "BodyDecoder", "JSONRequest", "decode_json_body", "is_json_media_type"]
+
+BODY_DECODER = "body_decoder"  # the key in a route's ``opt`` holding its BodyDecoder
+
+
+class BodyDecoder:
+    """A strict ``msgspec.json.Decoder`` for one wire type, built once; shared, never copied.
+
+    Litestar deep-copies route options when it registers a router; a Decoder cannot be copied (nor needs to be).
+    """
+
+    def __init__(self, type_: Any) -> None:
+        self.decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(type_)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> BodyDecoder:
+        return self
+
+    def decode(self, body: bytes) -> Any:
+        """``decode_json_body`` with this decoder."""
+        return decode_json_body(self.decoder, body)
+
+
+def is_json_media_type(content_type: str | None) -> bool:
+    """True for ``application/json`` and ``application/*+json``, parameters ignored, case-insensitive."""
+    if not content_type:
+        return False
+    media = content_type.partition(";")[0].strip().lower()
+    kind, _, subtype = media.partition("/")
+    return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
+
+
+def decode_json_body(decoder: msgspec.json.Decoder[Any], body: bytes) -> Any:
+    """Decode ``body`` with ``decoder``: ValidationError (422) passes through; malformed or too deep -> 400."""
+    try:
+        return decoder.decode(body)
+    except msgspec.ValidationError:
+        raise
+    except msgspec.DecodeError as error:
+        raise BadRequestError(f"malformed JSON: {error}") from None
+    except RecursionError:
+        raise BadRequestError("the JSON is nested too deeply; request bodies nest at most a few levels") from None
+
+
+def _content_type(scope: Any) -> str | None:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            return value.decode("latin-1")
+    return None
+
+
+class JSONRequest(Request):  # type: ignore[type-arg]
+    """Litestar's Request whose ``json()`` enforces a JSON Content-Type and decodes strictly (module docstring)."""
+
+    async def json(self) -> Any:
+        """The body decoded by the route's decoder; 415 for a non-JSON Content-Type, 400/422 for a bad body."""
+        decoder = self.route_handler.opt.get(BODY_DECODER)
+        if decoder is None:
+            return await super().json()
+        content_type = _content_type(self.scope)
+        if not is_json_media_type(content_type):
+            raise UnsupportedMediaTypeError(
+                f"the request body must be JSON: send 'Content-Type: application/json' (got {content_type!r})"
+            )
+        return decoder.decode(await self.body())
