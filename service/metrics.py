@@ -167,6 +167,12 @@ class ServiceMetrics:
         self.calibration_entries = Gauge(
             "cj_calibration_entries", "Entries in the loaded artifact", registry=self.registry
         )
+        self.degraded = Gauge(
+            "cj_dependency_degraded",
+            "1 while a soft dependency is down (redis; judge:<name> with an open breaker), as of the last /readyz",
+            ("dependency",),
+            registry=self.registry,
+        )
 
     def observe_request(self, method: str, route: str, status: int, elapsed_s: float) -> None:
         """Count one answered request and observe its latency in seconds."""

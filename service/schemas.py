@@ -26,6 +26,9 @@ __all__ = [
     "DefaultMethodInfo",
     "FailedCall",
     "HealthStatus",
+    "JobAccepted",
+    "JobItemResult",
+    "JobStatus",
     "JudgeCalibration",
     "JudgeInfo",
     "JudgeLogprobs",
@@ -406,3 +409,49 @@ class HealthStatus(msgspec.Struct, **_RESPONSE):
 
     status: Literal["ok", "ready"]
     checks: list[ReadinessCheck]
+    # Soft dependencies that are down while the service still answers (readiness ignores them):
+    # "redis" (the cache falls back to memory), "judge:<name>" (its circuit breaker is open).
+    degraded: list[str] = msgspec.field(default_factory=list)
+
+
+# --------------------------------------------------------------------------------------------- /v1/jobs
+
+JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+ItemId = Annotated[str | int, Meta(description="the item_id the input line carried, echoed")]
+
+
+class JobAccepted(msgspec.Struct, **_RESPONSE):
+    """A job taken: where to poll its status and read its results."""
+
+    job_id: str
+    status: JobState
+    n_items: int
+    status_url: str
+    results_url: str
+
+
+class JobStatus(msgspec.Struct, **_RESPONSE):
+    """A job's progress: ``n_done`` items have a result line (``n_failed`` of them an error)."""
+
+    job_id: str
+    status: JobState
+    n_items: int
+    n_done: int
+    n_failed: int
+    created_at: str
+    started_at: str | None
+    finished_at: str | None
+    items_per_second: float | None
+    eta_s: float | None
+    status_url: str
+    results_url: str
+
+
+class JobItemResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One line of a job's results: the batch endpoint's item shape plus the input's ``item_id`` (null if none)."""
+
+    index: int
+    item_id: ItemId | None
+    ok: bool
+    result: ScoreResponse | None = None
+    error: Problem | None = None

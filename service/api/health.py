@@ -20,12 +20,17 @@ async def healthz() -> HealthStatus:
 
 @get(
     "/readyz",
-    summary="Readiness: calibration loaded and Redis reachable (when configured); 503 otherwise",
+    summary="Readiness: a calibration is loaded (503 otherwise); Redis and judges are reported, never required",
     responses=problem_responses(503),
     tags=["health"],
 )
 async def readyz(request: Request) -> Response[HealthStatus]:
-    """Ready when an artifact is loaded and, with REDIS_URL set, Redis answers a PING; else 503 problem+json."""
+    """Ready when an artifact is loaded; soft dependencies (Redis, judges) only fill ``degraded`` and metrics.
+
+    Redis is optional (the cache falls back to memory) and a judge serves only live calls (callers' verdicts
+    need none), so neither may take a replica out of a load balancer: when a shared dependency fails, every
+    replica would be dropped at once while each could still answer.
+    """
     services = services_of(request)
     snapshot = services.calibration.current
     checks = [
@@ -39,6 +44,7 @@ async def readyz(request: Request) -> Response[HealthStatus]:
             ),
         )
     ]
+    degraded: list[str] = []
     cache = services.judges.cache
     if services.settings.redis_url:
         status = await cache.check() if cache is not None else None
@@ -47,25 +53,33 @@ async def readyz(request: Request) -> Response[HealthStatus]:
             ReadinessCheck(
                 name="redis",
                 ok=reachable,
-                detail="reachable" if reachable else f"unreachable: {status.last_error if status else 'not started'}",
+                detail="reachable" if reachable else (
+                    f"unreachable (answers cached in memory meanwhile): "
+                    f"{status.last_error if status else 'not started'}"
+                ),
             )
         )
+        if not reachable:
+            degraded.append("redis")
+        services.metrics.degraded.labels("redis").set(0 if reachable else 1)
     names = services.judges.names()
-    checks.append(
-        ReadinessCheck(
-            name="judges",
-            ok=True,
-            detail=f"{len(names)} configured" + (f": {', '.join(names)}" if names else " (caller verdicts only)"),
-        )
-    )
-    if all(check.ok for check in checks):
-        return Response(HealthStatus(status="ready", checks=checks))
-    failing = ", ".join(check.name for check in checks if not check.ok)
+    breakers = getattr(services.judges, "breakers", None)  # per-judge circuit breakers (service/breaker.py)
+    states = breakers.states() if breakers is not None else {}
+    open_judges = [name for name in names if states.get(name, "closed") != "closed"]
+    for name in names:
+        services.metrics.degraded.labels(f"judge:{name}").set(1 if name in open_judges else 0)
+    degraded += [f"judge:{name}" for name in open_judges]
+    detail = f"{len(names)} configured" + (f": {', '.join(names)}" if names else " (caller verdicts only)")
+    if open_judges:
+        detail += f"; circuit open (calls fail fast): {', '.join(open_judges)}"
+    checks.append(ReadinessCheck(name="judges", ok=not open_judges, detail=detail))
+    if snapshot is not None:
+        return Response(HealthStatus(status="ready", checks=checks, degraded=degraded))
     problem = Problem(
         type="urn:conformal-judge:problem:not-ready",
         title="Service not ready",
         status=503,
-        detail=f"failing checks: {failing}",
+        detail="failing checks: calibration",
         instance="/readyz",
         checks=checks,
     )

@@ -33,6 +33,7 @@ def test_readyz_when_ready(app: AppHarness):
     data = app.client.get("/readyz").json()
     assert data["status"] == "ready"
     assert {check["name"]: check["ok"] for check in data["checks"]} == {"calibration": True, "judges": True}
+    assert data["degraded"] == []
 
 
 def test_readyz_without_calibration_is_503_problem(start_app: Callable[[Settings], AppHarness], tmp_path: Path):
@@ -47,12 +48,17 @@ def test_readyz_without_calibration_is_503_problem(start_app: Callable[[Settings
     assert harness.client.get("/healthz").status_code == 200
 
 
-def test_readyz_with_unreachable_redis_is_503(start_app: Callable[[Settings], AppHarness], make_settings):
+def test_readyz_with_unreachable_redis_is_ready_and_degraded(
+    start_app: Callable[[Settings], AppHarness], make_settings
+):
+    # Redis is a soft dependency: a shared Redis outage must not take every replica out of the load balancer.
     harness = start_app(make_settings(redis_url=f"redis://127.0.0.1:{_free_port()}/0"))
     reply = harness.client.get("/readyz")
-    assert reply.status_code == 503
+    assert reply.status_code == 200
+    assert reply.json()["status"] == "ready" and reply.json()["degraded"] == ["redis"]
     redis = next(c for c in reply.json()["checks"] if c["name"] == "redis")
     assert redis["ok"] is False and "unreachable" in redis["detail"]
+    assert 'cj_dependency_degraded{dependency="redis"} 1.0' in harness.client.get("/metrics").text
     # the cache falls back to memory: caller verdicts keep working
     scored = harness.client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 3})
     assert scored.status_code == 200
