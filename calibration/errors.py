@@ -13,6 +13,7 @@ __all__ = [
     "EmptyCalibrationError",
     "InvalidAlphaError",
     "InvalidProbabilitiesError",
+    "LabelsError",
     "ScoreOutOfRangeError",
     "SelfComparisonError",
     "UnknownCandidateError",
@@ -61,3 +62,19 @@ class ArtifactError(CalibrationError):
 
     The message always names the file (when there is one) and the problem.
     """
+
+
+class LabelsError(CalibrationError):
+    """A labelled JSON Lines file (or upload) that the labels reader refuses.
+
+    Attributes: ``source`` (file name or upload name), ``line`` (1-based, or None for the whole file), ``field``
+    (the offending field, or None) and ``problem``. ``str(error)`` reads ``"<source>:<line>: <field>: <problem>"``.
+    """
+
+    def __init__(self, source: str, line: int | None, field: str | None, problem: str) -> None:
+        self.source = source
+        self.line = line
+        self.field = field
+        self.problem = problem
+        where = source if line is None else f"{source}:{line}"
+        super().__init__(f"{where}: {field}: {problem}" if field else f"{where}: {problem}")

@@ -70,9 +70,16 @@ def build_parser() -> argparse.ArgumentParser:
     cal = commands.add_parser("calibrate", help="ingest recorded answers, run the studies, write report and thresholds")
     cal.add_argument("--data-dir", type=Path, default=None, help="shared data directory (default: $DATA_DIR, "
                      "else ../shared/data)")
-    cal.add_argument("--out", type=Path, default=Path("reports"), help="report folder (default: reports/)")
+    cal.add_argument("--out", type=Path, default=None,
+                     help="report folder (default: reports/; with --labels: reports/labels/)")
     cal.add_argument("--thresholds", type=Path, default=None,
-                     help="thresholds artifact to write (default: calibration/thresholds.json)")
+                     help="thresholds artifact to write (default: calibration/thresholds.json; with --labels: "
+                     "<out>/thresholds.json, holding only the labelled cells)")
+    cal.add_argument("--labels", type=Path, action="append", default=None, metavar="FILE",
+                     help="your own labelled JSON Lines file (repeatable; format: calibration/labels.py): calibrate "
+                     "these judges' cells only, instead of the shipped data")
+    cal.add_argument("--scale", type=int, default=5, metavar="K",
+                     help="with --labels: the scale 1..K of rows without a scale_max field (default 5)")
     cal.add_argument("--store", type=Path, default=None, help="SQLite answer store (default: <out>/answers.sqlite)")
     cal.add_argument("--splits", type=int, default=20, help="random calibration/test splits per cell (default 20)")
     cal.add_argument("--seed", type=int, default=0, help="seed of splits, fits and simulation (default 0)")
@@ -100,10 +107,45 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _calibrate_labels(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.labelled import calibrate_labels
+
+    out = args.out or Path("reports") / "labels"
+    thresholds = args.thresholds or out / "thresholds.json"
+    log.info("calibrate started", labels=[str(p) for p in args.labels], out=str(out), thresholds=str(thresholds),
+             splits=args.splits, seed=args.seed, scale=args.scale)
+    started = time.perf_counter()
+    result = calibrate_labels(
+        args.labels, out_dir=out, thresholds_path=thresholds, scale=args.scale, n_splits=args.splits, seed=args.seed,
+        progress=None if args.no_progress else (lambda t: tqdm(t, desc="conformal", file=sys.stderr)),
+    )
+    elapsed = time.perf_counter() - started
+    for warning in result.warnings:
+        log.warning("too few labels", detail=warning)
+        print(f"warning:     {warning}")
+    log.info("calibrate finished", seconds=round(elapsed, 2), cells=len(result.cells))
+    for judge, family, criterion, k, n in result.cells:
+        print(f"cell:        {judge} / {family} / {criterion}  (scale 1..{k}, {n} items)")
+    print(f"report:      {result.index}")
+    print(f"summary:     {result.summary}  (conformal)")
+    for path in (*result.tables, *result.figures):
+        print(f"written:     {path}")
+    print(f"thresholds:  {result.thresholds}")
+    print(f"wall time:   {elapsed:.1f} s")
+    return 0
+
+
 def _calibrate(args: argparse.Namespace, log: Any) -> int:
     from offline.export import DEFAULT_THRESHOLDS
     from offline.pipeline import calibrate
 
+    if args.splits < 2:
+        raise DataError(None, None, f"--splits must be at least 2, got {args.splits}")
+    if args.labels:
+        return _calibrate_labels(args, log)
+    args.out = args.out or Path("reports")
     data_dir = resolve_data_dir(args.data_dir)
     thresholds = args.thresholds or DEFAULT_THRESHOLDS
     if args.splits < 2:

@@ -148,7 +148,8 @@ def build_artifact(
                 if cell is None:
                     continue
                 fitted = fit_conformal(method, alpha, data.labels, judge_scores=data.judge_scores,
-                                       probabilities=data.probabilities, rng=np.random.default_rng(seed))
+                                       probabilities=data.probabilities, rng=np.random.default_rng(seed),
+                                       n_labels=data.n_labels)
                 entries.append(
                     ThresholdEntry(
                         judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion, method=method,
@@ -171,7 +172,7 @@ def build_artifact(
         created_at=created_at or datetime.now(UTC).isoformat(timespec="seconds"),
         code_version=code_version,
         data_hash=data_hash,
-        label_scale=list(range(1, 6)),
+        label_scale=list(range(1, max((d.n_labels for d in datasets), default=5) + 1)),
         entries=entries,
         default_methods=defaults,
         source=source,

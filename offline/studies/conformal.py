@@ -142,6 +142,8 @@ class JudgeCriterionData:
     probabilities: np.ndarray | None
     n_answered: int
     n_excluded: int
+    groups: tuple[str, ...] | None = None  # split group (document / source id) per item; None: each item alone
+    n_labels: int = N_LABELS  # K of the cell's scale 1..K
 
     @property
     def errors(self) -> np.ndarray:
@@ -410,9 +412,9 @@ def _correlate(x: np.ndarray, y: np.ndarray) -> CorrelationResult:
     return CorrelationResult(statistic=result.statistic, p_value=result.p_value, n=result.n)
 
 
-def _reliability(widths: np.ndarray, errors: np.ndarray) -> list[ReliabilityBin]:
+def _reliability(widths: np.ndarray, errors: np.ndarray, n_labels: int = N_LABELS) -> list[ReliabilityBin]:
     bins = []
-    for width in range(1, N_LABELS + 1):
+    for width in range(1, n_labels + 1):
         chosen = errors[widths == width].astype(float)
         if chosen.size:
             sd = float(chosen.std(ddof=1)) if chosen.size > 1 else 0.0
@@ -423,9 +425,9 @@ def _reliability(widths: np.ndarray, errors: np.ndarray) -> list[ReliabilityBin]
     return bins
 
 
-def _bin_coverage(study: SplitStudy, groups: np.ndarray) -> list[BinCoverage]:
+def _bin_coverage(study: SplitStudy, groups: np.ndarray, n_labels: int = N_LABELS) -> list[BinCoverage]:
     """Coverage and set size per group value, averaged over the splits where the group has test items."""
-    size = N_LABELS + 1
+    size = n_labels + 1
     counts = np.zeros((len(study.splits), size))
     covered = np.zeros_like(counts)
     sizes = np.zeros_like(counts)
@@ -486,8 +488,8 @@ def cell_result(data: JudgeCriterionData, study: SplitStudy, *, seed: int) -> tu
     widths, errs = _first_split(study, data.errors)
     item_widths, item_errors = _per_item(study, data.errors)
     correlation = _correlate(item_widths, item_errors)
-    score_bins = _bin_coverage(study, data.judge_scores)
-    label_bins = _bin_coverage(study, data.labels)
+    score_bins = _bin_coverage(study, data.judge_scores, data.n_labels)
+    label_bins = _bin_coverage(study, data.labels, data.n_labels)
     min_bin, min_label = _min_counted(score_bins), _min_counted(label_bins)
     floor = 1 - study.alpha - BIN_SLACK
     result = CellResult(
@@ -500,7 +502,7 @@ def cell_result(data: JudgeCriterionData, study: SplitStudy, *, seed: int) -> tu
         valid_coverage=study.coverage >= 1 - study.alpha - COVERAGE_SLACK,
         min_bin_coverage=min_bin, min_label_coverage=min_label,
         keeps_bin_coverage=all(m is None or m >= floor - 1e-12 for m in (min_bin, min_label)),
-        judge_score_bins=score_bins, human_label_bins=label_bins, reliability=_reliability(widths, errs),
+        judge_score_bins=score_bins, human_label_bins=label_bins, reliability=_reliability(widths, errs, data.n_labels),
     )
     return result, WidthError(item_widths, item_errors, widths, errs)
 
@@ -531,7 +533,8 @@ def _inter_judge(datasets: Sequence[JudgeCriterionData], *, n_splits: int, seed:
                 pair_widths = []
                 for data, index in ((a, ia), (b, ib)):
                     scores = data.judge_scores[index]
-                    fitted = fit_conformal(PAPER_METHOD, HEADLINE_ALPHA, labels[cal], judge_scores=scores[cal])
+                    fitted = fit_conformal(PAPER_METHOD, HEADLINE_ALPHA, labels[cal], judge_scores=scores[cal],
+                                           n_labels=data.n_labels)
                     pair_widths.append(predict_sets(fitted, judge_scores=scores[test]).sum(axis=1))
                 totals[0, test] += pair_widths[0]
                 totals[1, test] += pair_widths[1]
@@ -684,7 +687,7 @@ def run_conformal_study(
         study = repeated_splits(
             method, alpha, data.labels, judge_scores=data.judge_scores,
             probabilities=data.probabilities,
-            n_splits=n_splits, seed=seed, n_labels=N_LABELS,
+            n_splits=n_splits, seed=seed, n_labels=data.n_labels,
         )
         cell, width_error = cell_result(data, study, seed=seed)
         cells.append(cell)

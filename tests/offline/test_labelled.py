@@ -1,0 +1,90 @@
+"""``python -m offline calibrate --labels``: a judge and criterion the shipped data lacks, on a 1..7 scale."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from calibration.labels import min_items_for
+from calibration.thresholds import load_artifact
+from offline.cli import main
+from tests.labelled_data import write_labelled_file
+
+
+@pytest.fixture(scope="module")
+def labelled(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("labels") / "acme.jsonl"
+    assert write_labelled_file(data_dir, path, k=7) > 1000
+    return path
+
+
+def test_calibrate_labels_writes_report_and_an_artifact_of_only_these_cells(
+    labelled: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "report"
+    assert main(["calibrate", "--labels", str(labelled), "--out", str(out), "--splits", "4", "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert "acme-judge-v1 / custom / helpfulness  (scale 1..7" in printed
+    artifact = load_artifact(out / "thresholds.json")
+    assert {(e.judge, e.prompt_family, e.criterion) for e in artifact.entries} == {
+        ("acme-judge-v1", "custom", "helpfulness")}
+    assert artifact.label_scale == list(range(1, 8))
+    assert all(e.fitted.n_labels == 7 and e.heldout_coverage is not None for e in artifact.entries)
+    assert [d.criterion for d in artifact.default_methods] == ["helpfulness"]
+    index = (out / "index.md").read_text()
+    assert index.startswith("# Calibration report") and "## What this means for your pipeline" in index
+    assert (out / "labels" / "coverage.png").read_bytes()[:4] == b"\x89PNG"
+    heldout = json.loads((out / "labels" / "heldout.json").read_text())
+    [cell] = heldout
+    assert cell["n_labels"] == 7 and cell["n_groups"] == 100 and cell["entries"] == []
+    for figures in cell["figures"]:
+        # documents never seen by the fit: the marginal guarantee with a small slack for 4 splits
+        assert figures["coverage"] >= 1 - figures["alpha"] - 0.03
+
+
+def _run(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str], *extra: str) -> tuple[int, str]:
+    path = tmp_path / "bad.jsonl"
+    path.write_text(text)
+    status = main(["calibrate", "--labels", str(path), "--out", str(tmp_path / "r"), "--no-progress", *extra])
+    return status, capsys.readouterr().err
+
+
+def _row(**fields: object) -> str:
+    row: dict[str, object] = {"item_id": "a", "criterion": "tone", "judge": "j", "human": 3, "judge_score": 3}
+    row.update(fields)
+    return json.dumps(row) + "\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("", "bad.jsonl: holds no labelled row"),
+        (_row() + '{"item_id": "b", "criterion": "tone", "judge": "j", "judge_score": 3}\n',
+         "bad.jsonl:2: human: Object missing required field `human`"),
+        (_row() + _row(item_id="b", human=6), "bad.jsonl:2: human: 6.0 is outside the scale 1..5"),
+        (_row() + _row(human=4), "bad.jsonl:2: item_id: 'a' is repeated for judge 'j' and criterion 'tone'"),
+    ],
+)
+def test_bad_labelled_files_stop_with_file_line_and_field(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    status, err = _run(tmp_path, text, capsys)
+    assert status == 2
+    assert expected in err
+    assert not (tmp_path / "r" / "thresholds.json").exists()
+
+
+def test_scale_flag_and_too_few_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = "".join(_row(item_id=f"i{i}", human=1 + i % 10, judge_score=1 + i % 10, group=f"d{i // 2}")
+                   for i in range(20))
+    assert _run(tmp_path, text, capsys)[0] == 2  # 1..10 values on the default 1..5 scale
+    path = tmp_path / "ten.jsonl"
+    path.write_text(text)
+    out = tmp_path / "ten"
+    assert main(["calibrate", "--labels", str(path), "--scale", "10", "--out", str(out), "--splits", "2",
+                 "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert f"alpha=0.05 needs at least {min_items_for(0.05)}" in printed
+    assert load_artifact(out / "thresholds.json").label_scale == list(range(1, 11))
