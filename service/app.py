@@ -102,7 +102,11 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         policy=DecisionPolicy(
             accept_max_set_size=settings.accept_max_set_size, escalate_min_set_size=settings.escalate_min_set_size
         ),
-        calibration=CalibrationHolder(settings.thresholds_path),
+        calibration=CalibrationHolder(
+            settings.thresholds_path,
+            reload_dir=settings.limits.reload_dir,
+            max_artifact_bytes=settings.limits.max_artifact_bytes,
+        ),
         judges=JudgePool(settings, metrics_, logs.logger),
     )
     v1 = Router(

@@ -24,6 +24,7 @@ variable                    meaning                                             
 ``LOG_LEVEL``               structlog level (DEBUG, INFO, WARNING, ERROR)         ``INFO``
 ``ACCESS_LOG``              request log lines: all, errors (>= 400) or off        ``all``
 ``HOST`` / ``PORT``         where ``python -m service`` listens                   ``127.0.0.1`` / ``8000``
+(cost bounds, timeouts)     ``limits``: ``service/limits.py`` lists them          see there
 =========================== ===================================================== ==========================
 
 A malformed value raises ``SettingsError`` naming the variable, so a bad deployment fails at start-up.
@@ -38,6 +39,8 @@ from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
+
+from service.limits import LimitSettings
 
 __all__ = ["HARD_MAX_BATCH_ITEMS", "HARD_MAX_CANDIDATES", "Settings", "SettingsError", "default_thresholds_path"]
 
@@ -86,6 +89,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     log_flush_ms: int = 100
     host: str = "127.0.0.1"
     port: int = 8000
+    limits: LimitSettings = msgspec.field(default_factory=LimitSettings)  # service/limits.py
 
     def __post_init__(self) -> None:
         _check(0.0 < self.default_alpha < 1.0, "DEFAULT_ALPHA", self.default_alpha, "must lie in (0, 1)")
@@ -170,6 +174,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             log_flush_ms=get("LOG_FLUSH_MS", int, 100),
             host=get("HOST", str, "127.0.0.1"),
             port=get("PORT", int, 8000),
+            limits=LimitSettings.from_env(get),
         )
 
 

@@ -18,6 +18,7 @@ import anyio.to_thread
 from calibration.conformal import METHODS, prediction_set
 from calibration.errors import ArtifactError
 from calibration.thresholds import ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
+from service.artifact_file import decode_artifact_bytes, read_artifact_file, resolve_reload_path
 
 __all__ = ["MEMO_LIMIT", "CalibrationHolder", "CalibrationSnapshot", "coverage_target", "load_snapshot"]
 
@@ -149,10 +150,18 @@ def load_snapshot(path: str | Path) -> CalibrationSnapshot:
 
 
 class CalibrationHolder:
-    """The current snapshot (or None with the load error), replaced atomically by ``reload``."""
+    """The current snapshot (or None with the load error), replaced atomically by ``reload``.
 
-    def __init__(self, path: str | Path) -> None:
+    A reload reads only regular files inside ``reload_dir`` (default: the start-up file's directory) of at most
+    ``max_artifact_bytes`` (rules: ``service.artifact_file``).
+    """
+
+    def __init__(
+        self, path: str | Path, *, reload_dir: str | Path | None = None, max_artifact_bytes: int = 50_000_000
+    ) -> None:
         self.path = Path(path)
+        self.reload_dir = Path(reload_dir) if reload_dir is not None else self.path.parent
+        self.max_artifact_bytes = max_artifact_bytes
         self.current: CalibrationSnapshot | None = None
         self.error: str | None = "not loaded yet"
         self._lock = asyncio.Lock()
@@ -169,10 +178,21 @@ class CalibrationHolder:
     async def reload(self, path: str | Path | None = None) -> tuple[CalibrationSnapshot | None, CalibrationSnapshot]:
         """Load path (default: the current path) and swap it in; returns (previous, new); ArtifactError keeps old."""
         async with self._lock:
-            target = Path(path) if path is not None else self.path
-            snapshot = await anyio.to_thread.run_sync(load_snapshot, target)
+            target, snapshot = await anyio.to_thread.run_sync(self._load_confined, path)
             previous = self.current
             self.current = snapshot
             self.path = target
             self.error = None
             return previous, snapshot
+
+    def _load_confined(self, requested: str | Path | None) -> tuple[Path, CalibrationSnapshot]:
+        """(real path, snapshot) of a reload request's file; ReloadPathError / ArtifactError as the module says."""
+        if requested is None:  # the file loaded now: the operator's own THRESHOLDS_PATH, bounded but not confined
+            target, allowed, source = self.path, self.path.parent, str(self.path)
+        else:
+            allowed, source = self.reload_dir, str(requested)
+            target = resolve_reload_path(str(requested), allowed, self.max_artifact_bytes)
+        data = read_artifact_file(target, allowed, self.max_artifact_bytes)
+        artifact = decode_artifact_bytes(data, source)
+        loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        return target, CalibrationSnapshot.build(artifact, path=str(target), loaded_at=loaded_at)

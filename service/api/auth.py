@@ -48,15 +48,15 @@ def check_api_key(settings: Settings, authorization: str | None) -> None:
 
 
 async def require_admin_key(connection: ASGIConnection, _: BaseRouteHandler) -> None:
-    """Guard of the reload route: 401 without a bearer key; 403 when ADMIN_API_KEY is unset or not the key.
+    """Guard of the reload route: 403 when ADMIN_API_KEY is unset; else 401 without a bearer key, 403 if not it.
 
     A coroutine on purpose: Litestar runs a synchronous guard in a worker thread.
     """
     settings: Settings = connection.app.state.services.settings
+    if not settings.admin_api_key:  # said first: no key the caller could send would help
+        raise ForbiddenError("no admin key is configured, so calibration reload is disabled: set ADMIN_API_KEY")
     token = bearer_token(connection.headers.get("authorization"))
     if token is None:
         raise UnauthorizedError("this operation requires the admin key: send 'Authorization: Bearer <ADMIN_API_KEY>'")
-    if not settings.admin_api_key:
-        raise ForbiddenError("calibration reload is disabled: set ADMIN_API_KEY to enable it")
     if not _matches(token, (settings.admin_api_key,)):
         raise ForbiddenError("this key may not reload the calibration; the admin key is required")

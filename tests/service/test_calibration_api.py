@@ -13,6 +13,7 @@ from litestar.testing import AsyncTestClient
 
 from calibration.thresholds import FORMAT_VERSION, ThresholdIndex, ThresholdsArtifact, save_artifact
 from service.app import create_app
+from service.limits import LimitSettings
 from service.settings import Settings
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import RECORDED, STAND_IN, AppHarness, build_artifact
@@ -83,9 +84,9 @@ def test_calibration_missing_is_503(start_app: Callable[[Settings], AppHarness],
 
 
 @pytest.fixture
-def admin_app(start_app: Callable[[Settings], AppHarness], make_settings) -> AppHarness:
-    """An app with ADMIN_API_KEY set."""
-    return start_app(make_settings(admin_api_key=ADMIN))
+def admin_app(start_app: Callable[[Settings], AppHarness], make_settings, tmp_path: Path) -> AppHarness:
+    """An app with ADMIN_API_KEY set that reloads artifacts from the test's tmp_path (RELOAD_DIR)."""
+    return start_app(make_settings(admin_api_key=ADMIN, limits=LimitSettings(reload_dir=tmp_path)))
 
 
 @pytest.fixture
@@ -103,6 +104,9 @@ def test_reload_requires_the_admin_key(admin_app: AppHarness, app: AppHarness):
     assert wrong.status_code == 403
     disabled = app.client.post("/v1/calibration/reload", headers=ADMIN_HEADERS)
     assert disabled.status_code == 403 and "ADMIN_API_KEY" in disabled.json()["detail"]
+    for headers in ({}, ADMIN_HEADERS):  # without an admin key configured, say so whatever the caller sends
+        refused = app.client.post("/v1/calibration/reload", headers=headers)
+        assert refused.status_code == 403 and "no admin key is configured" in refused.json()["detail"]
     assert admin_app.client.post("/v1/calibration/reload", headers=ADMIN_HEADERS).status_code == 200
 
 
@@ -130,13 +134,7 @@ def _broken_files(tmp_path: Path, artifact: ThresholdsArtifact) -> dict[str, Pat
     raw_bad = msgspec.to_builtins(artifact)
     raw_bad["entries"][0]["alpha"] = 1.5
     bad_entry.write_text(json.dumps(raw_bad))
-    return {
-        "malformed": malformed,
-        "format_version": wrong_version,
-        "alpha": bad_entry,
-        "not found": tmp_path / "absent.json",
-        "directory": tmp_path,
-    }
+    return {"malformed": malformed, "format_version": wrong_version, "alpha": bad_entry}
 
 
 def test_broken_artifacts_are_refused_and_the_old_one_stays(
@@ -151,7 +149,7 @@ def test_broken_artifacts_are_refused_and_the_old_one_stays(
         assert str(path) in problem["detail"] and problem_word in problem["detail"], problem["detail"]
         assert admin_app.client.get("/v1/calibration").json()["calibration_id"] == before
     assert admin_app.client.get("/readyz").status_code == 200
-    assert 'cj_calibration_reloads_total{outcome="refused"} 5.0' in admin_app.client.get("/metrics").text
+    assert 'cj_calibration_reloads_total{outcome="refused"} 3.0' in admin_app.client.get("/metrics").text
 
 
 def test_reload_without_body_rereads_the_current_path(admin_app: AppHarness, artifact_path: Path):
@@ -173,6 +171,9 @@ def test_reload_recovers_a_service_started_without_calibration(
     assert harness.client.get("/readyz").status_code == 200
 
 
+ANYWHERE = LimitSettings(reload_dir=Path("/"))  # these tests reload files from two temporary directories
+
+
 def test_a_batch_keeps_one_snapshot_while_a_reload_lands(
     make_settings, judges_file: Path, stand_in: JudgeServer, second_artifact: Path
 ):
@@ -180,7 +181,7 @@ def test_a_batch_keeps_one_snapshot_while_a_reload_lands(
     stand_in.latency_s = 0.05
 
     async def scenario() -> tuple[set[str], str, str]:
-        app = create_app(make_settings(judges_file=judges_file, admin_api_key=ADMIN))
+        app = create_app(make_settings(judges_file=judges_file, admin_api_key=ADMIN, limits=ANYWHERE))
         async with AsyncTestClient(app) as client:
             old = (await client.get("/v1/calibration")).json()["calibration_id"]
             items = [{"criterion": "relevance", "document": "Doc.", "summary": f"S{k}."} for k in range(16)]
@@ -204,7 +205,7 @@ def test_concurrent_requests_see_whole_artifacts_only(make_settings, second_arti
     """Requests racing with reloads back and forth each see exactly one of the two artifacts, never an error."""
 
     async def scenario() -> tuple[set[str], set[int]]:
-        app = create_app(make_settings(admin_api_key=ADMIN))
+        app = create_app(make_settings(admin_api_key=ADMIN, limits=ANYWHERE))
         async with AsyncTestClient(app) as client:
             body = {"criterion": "coherence", "judge": STAND_IN, "judge_score": 3}
             paths = [second_artifact, artifact_path] * 5
