@@ -11,6 +11,10 @@ Rules:
   ``pair_item_id(doc, first, second)``, repetition 0, order ``"ab"`` when ``first`` sorts before ``second`` in
   plain string order, else ``"ba"``); ``outcome`` ("first"/"second"/"tie", relative to the order shown) by
   ``service.judge.parse.parse_preference`` (rule ``"preference"``, or ``"no_preference"`` when unreadable).
+- Vicuna80 verdicts (``pairwise/vicuna80/judges/*.jsonl``, :func:`ingest_vicuna80`): key (judge = file name,
+  ``"prd"``, ``"pairwise"``, ``"overall"``, ``pair_item_id(question, first, second)``, repetition, order as
+  above); ``outcome`` by ``service.judge.parse.parse_choice`` where the reply parses, else the recorded label
+  (rule ``"recorded_label:<reason>"``).
 - Idempotent: one ``put_many`` transaction; re-ingesting unchanged data inserts and updates nothing.
 
 Counts per (judge, task): ``rows`` = ``recorded`` (score in the file) + ``parsed`` (read from the reply) +
@@ -20,24 +24,33 @@ Counts per (judge, task): ``rows`` = ``recorded`` (score in the file) + ``parsed
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
 from offline.data.judges import RecordedJudge, load_recorded_judges
-from offline.data.pairwise import RecordedPairwise, load_pairwise
+from offline.data.pairwise import RecordedPairwise, load_pairwise, pair_item_id, presentation_order
 from offline.data.summeval import load_summeval
+from offline.data.vicuna80 import JudgeVerdict, Vicuna80
 from offline.store import AnswerRecord, AnswerStore, Outcome, PutStats
 
 __all__ = [
+    "RECORDED_LABEL_RULE",
+    "VICUNA80_CRITERION",
+    "VICUNA80_PROMPT_FAMILY",
+    "ChoiceParseCounts",
     "IngestReport",
     "JudgeIngestCounts",
+    "Vicuna80Ingest",
     "direct_records",
     "format_report",
     "ingest_recorded",
+    "ingest_vicuna80",
     "pairwise_records",
+    "vicuna80_records",
 ]
 
 MAX_EXAMPLES = 5
@@ -252,3 +265,87 @@ def format_report(report: IngestReport) -> Iterable[str]:
         f"store: inserted={report.inserted} updated={report.updated} unchanged={report.unchanged} "
         f"({report.seconds:.2f} s)"
     )
+
+
+# ------------------------------------------------------------------------------------ Vicuna80 tournaments
+
+#: Store key fields of the Vicuna80 verdicts: the PRD prompt asks for one overall quality choice. The criterion
+#: is outside SummEval's, so the SummEval pairwise studies never read these answers.
+VICUNA80_PROMPT_FAMILY = "prd"
+VICUNA80_CRITERION = "overall"
+#: ``parse_rule`` prefix of a verdict taken from the recorded label because the reply did not parse.
+RECORDED_LABEL_RULE = "recorded_label"
+
+
+class ChoiceParseCounts(msgspec.Struct, frozen=True, kw_only=True):
+    """Per Vicuna80 judge: replies read by ``parse_choice``, replies left to the recorded label, agreement."""
+
+    judge: str
+    rows: int
+    parsed: int
+    from_label: int
+    agree: int  # parsed verdicts equal to the recorded label
+    rules: dict[str, int]
+
+    @property
+    def parse_rate(self) -> float:
+        """parsed / rows."""
+        return self.parsed / self.rows if self.rows else 0.0
+
+    @property
+    def agreement(self) -> float | None:
+        """agree / parsed (None when nothing parsed)."""
+        return self.agree / self.parsed if self.parsed else None
+
+
+class Vicuna80Ingest(msgspec.Struct, frozen=True, kw_only=True):
+    """What ingesting the Vicuna80 verdicts did: per-judge parse counts and store changes."""
+
+    judges: tuple[ChoiceParseCounts, ...]
+    inserted: int
+    updated: int
+    unchanged: int
+
+
+def vicuna80_records(judge: str, verdicts: Iterable[JudgeVerdict], parse_choice: Callable[[str | None], Any]
+                     ) -> tuple[list[AnswerRecord], ChoiceParseCounts]:
+    """Store records of one Vicuna80 judge: key (judge, "prd", "pairwise", "overall", pair item id, repetition,
+    order); ``outcome`` = the parsed choice where the reply parses, else the recorded label (rule
+    ``recorded_label:<why the parser refused>``)."""
+    records, rules = [], Counter()
+    parsed = agree = rows = 0
+    for verdict in verdicts:
+        rows += 1
+        choice = parse_choice(verdict.response)
+        rules[choice.rule] += 1
+        if choice.outcome is not None:
+            parsed += 1
+            agree += choice.outcome == verdict.label
+            outcome, rule = choice.outcome, choice.rule
+        else:
+            outcome, rule = verdict.label, f"{RECORDED_LABEL_RULE}:{choice.rule}"
+        records.append(AnswerRecord(
+            judge=judge, prompt_family=VICUNA80_PROMPT_FAMILY, task="pairwise", criterion=VICUNA80_CRITERION,
+            item_id=pair_item_id(verdict.item_id, verdict.first, verdict.second), repetition=verdict.repetition,
+            order=presentation_order(verdict.first, verdict.second), outcome=outcome, raw_reply=verdict.response,
+            parse_rule=rule, model=judge,
+        ))
+    counts = ChoiceParseCounts(judge=judge, rows=rows, parsed=parsed, from_label=rows - parsed, agree=agree,
+                               rules=dict(sorted(rules.items())))
+    return records, counts
+
+
+def ingest_vicuna80(store: AnswerStore, data: Vicuna80, *, parse_choice: Callable[[str | None], Any] | None = None
+                    ) -> Vicuna80Ingest:
+    """Upsert every Vicuna80 judge verdict (``vicuna80_records``) in one transaction; idempotent."""
+    if parse_choice is None:
+        from service.judge.parse import parse_choice
+    records: list[AnswerRecord] = []
+    counts = []
+    for judge, verdicts in data.judges.items():
+        judge_records, judge_counts = vicuna80_records(judge, verdicts, parse_choice)
+        records.extend(judge_records)
+        counts.append(judge_counts)
+    stats = store.put_many(records)
+    return Vicuna80Ingest(judges=tuple(counts), inserted=stats.inserted, updated=stats.updated,
+                          unchanged=stats.unchanged)

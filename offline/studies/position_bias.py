@@ -22,6 +22,7 @@ import msgspec
 from calibration.tournament import PairwiseVerdict, position_consistency
 from offline.data.pairwise import presented
 from offline.data.summeval import CRITERIA
+from offline.ingest import VICUNA80_CRITERION, VICUNA80_PROMPT_FAMILY
 from offline.store import AnswerStore
 
 __all__ = [
@@ -80,9 +81,13 @@ RULES = {
 
 
 def pairwise_answers_from_store(store: AnswerStore) -> list[PairwiseAnswer]:
-    """Every stored pairwise answer (task "pairwise") as shown to the judge, in store key order."""
+    """Every stored SummEval pairwise answer (task "pairwise") as shown to the judge, in store key order.
+
+    The Vicuna80 tournaments (family "prd", criterion "overall") are their own study (``studies/vicuna80.py``)."""
     answers = []
     for record in store.iter_answers(task="pairwise"):
+        if (record.prompt_family, record.criterion) == (VICUNA80_PROMPT_FAMILY, VICUNA80_CRITERION):
+            continue
         doc_id, first, second = presented(record.item_id, record.order)
         answers.append(
             PairwiseAnswer(
