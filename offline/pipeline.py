@@ -54,6 +54,7 @@ from offline.studies.faithfulness import (
 from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store, run_position_bias
 from offline.studies.simulate import SimulationConfig, simulate_tournaments
 from offline.studies.transitivity import has_triangles, run_transitivity
+from offline.studies.vicuna80 import vicuna80_step
 
 __all__ = [
     "CalibrateResult",
@@ -235,6 +236,10 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
         )
     summaries["transitivity"] = write_summary(transitivity, out / SUMMARY_FILES["transitivity"])
     lap("transitivity", simulated=transitivity.simulated, inputs=len(transitivity.inputs))
+
+    with AnswerStore(store_file) as store:
+        vicuna80 = vicuna80_step(store, data_dir, out, progress=lambda t: bar(t, "vicuna80"))
+    lap("transitivity on real tournaments (vicuna80)", questions=vicuna80.n_questions if vicuna80 else 0)
 
     factuality, n_metrics, frank = frank_job.result()
     lap("factuality (waited for the worker)", metrics=n_metrics)

@@ -12,7 +12,9 @@ Layout under the report folder: ``index.md``; ``conformal/{summary.json,tables.m
 ``factuality/baselines.{json,md}`` (written by the FRANK study); ``factuality/llm.{json,md}`` and
 ``factuality/faithfulness.{json,md}`` (written by the LLM factuality and faithfulness studies, only when LLM
 factuality answers were collected) with the figure ``factuality/llm_vs_baselines.png`` drawn here from
-``llm.json``; ``ingest/summary.json``.
+``llm.json``; ``ingest/summary.json``; ``transitivity/vicuna80.json`` (real tournaments) with its tables
+appended to ``transitivity/tables.md``, the figures ``transitivity/vicuna80_{violation_rates,kendall_tau}.png``
+and a section in ``index.md``.
 """
 
 from __future__ import annotations
@@ -25,12 +27,15 @@ import msgspec
 
 from offline.report import figures, tables
 from offline.report.index import IngestSummary, render_index
+from offline.report.vicuna80 import vicuna80_figures, vicuna80_section, vicuna80_tables
 from offline.studies import factuality_llm, faithfulness
 from offline.studies.conformal import ConformalSummary
 from offline.studies.factuality_llm import LLMFactualitySummary
 from offline.studies.faithfulness import FaithfulnessSummary
 from offline.studies.position_bias import PositionBiasSummary
 from offline.studies.transitivity import TransitivitySummary
+from offline.studies.vicuna80 import JSON_FILE as VICUNA80_JSON
+from offline.studies.vicuna80 import Vicuna80Summary
 
 __all__ = ["SUMMARY_FILES", "ReportFiles", "build_report", "read_summary", "write_summary"]
 
@@ -78,6 +83,7 @@ def build_report(out_dir: Path | str) -> ReportFiles:
     ingest = read_summary(out / SUMMARY_FILES["ingest"], IngestSummary)
     llm = read_summary(out / factuality_llm.JSON_FILE, LLMFactualitySummary)
     faithful = read_summary(out / faithfulness.JSON_FILE, FaithfulnessSummary)
+    vicuna80 = read_summary(out / VICUNA80_JSON, Vicuna80Summary)
     baselines = (out / "factuality" / "baselines.json").exists()
     if conformal is None and transitivity is None and position_bias is None and llm is None and not baselines:
         raise FileNotFoundError(f"no study summary under {out}: run `python -m offline calibrate --out {out}` first")
@@ -114,19 +120,26 @@ def build_report(out_dir: Path | str) -> ReportFiles:
         title = "FRANK — LLM judges vs baseline metrics (partial correlation, same items)"
         written_figures.append((title + (f" — {llm.label}" if llm.label else ""),
                                 figures.factuality_comparison(llm, out / factuality_llm.FIGURE_FILE)))
+    if vicuna80 is not None:  # the real tournaments: a section after the (simulated) SummEval tables
+        path = out / "transitivity" / "tables.md"
+        before = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" if transitivity is not None else ""
+        path.write_text(before + vicuna80_tables(vicuna80), encoding="utf-8")
+        if transitivity is None:
+            written_tables.append(path)
+        written_figures += vicuna80_figures(vicuna80, out)
     links = {p.relative_to(out).as_posix(): p.relative_to(out).as_posix() for p in written_tables}
     factuality_files = ("factuality/baselines.md", "factuality/baselines.json", factuality_llm.MARKDOWN_FILE,
                         factuality_llm.JSON_FILE, faithfulness.MARKDOWN_FILE, faithfulness.JSON_FILE)
-    for name in (*factuality_files, *SUMMARY_FILES.values()):
+    for name in (*factuality_files, *SUMMARY_FILES.values(), VICUNA80_JSON):
         if (out / name).exists():
             links[name] = name
     index = out / "index.md"
-    index.write_text(
-        render_index(
-            conformal=conformal, transitivity=transitivity, position_bias=position_bias, ingest=ingest, links=links,
-            figures=[(title, p.relative_to(out).as_posix()) for title, p in written_figures],
-            llm=llm, faithfulness=faithful,
-        ),
-        encoding="utf-8",
+    text = render_index(
+        conformal=conformal, transitivity=transitivity, position_bias=position_bias, ingest=ingest, links=links,
+        figures=[(title, p.relative_to(out).as_posix()) for title, p in written_figures],
+        llm=llm, faithfulness=faithful,
     )
+    if vicuna80 is not None:
+        text = text.rstrip("\n") + "\n\n" + vicuna80_section(vicuna80)
+    index.write_text(text, encoding="utf-8")
     return ReportFiles(index=index, tables=tuple(written_tables), figures=tuple(p for _, p in written_figures))
