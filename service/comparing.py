@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
-from calibration.ranking import rank_all
+from calibration.ranking import rank_bradley_terry, rank_mfas_copeland, rank_schulze, rank_win_rate
 from calibration.tournament import (
     PairwiseVerdict,
     Tournament,
@@ -41,6 +41,7 @@ from calibration.tournament import (
 )
 from service.judge.errors import JudgeError
 from service.judging import JudgePool
+from service.mfas_limit import rank_mfas_within
 from service.problems import InvalidRequestError, ServiceProblem, problem_from_exception
 from service.schemas import (
     CompareRequest,
@@ -82,11 +83,18 @@ class TournamentReport:
     violation_rate: float
     position: PositionConsistencyInfo | None
     rankings: dict[str, object]
+    mfas_exact: bool = True  # False: the exact MFAS hit MFAS_TIME_LIMIT_S and mfas_ilp holds the heuristic order
 
 
-def analyse(candidates: list[str], verdicts: list[PairwiseVerdict], *, both_orders: bool) -> TournamentReport:
-    """Tournament, 3-cycles, violation rate, rankings (and position consistency when both orders were judged)."""
+def analyse(
+    candidates: list[str], verdicts: list[PairwiseVerdict], *, both_orders: bool, mfas_time_limit_s: float = 2.0
+) -> TournamentReport:
+    """Tournament, 3-cycles, violation rate, rankings (and position consistency when both orders were judged).
+
+    The exact MFAS runs in a killable process for at most ``mfas_time_limit_s`` (``service.mfas_limit``).
+    """
     tournament = build_tournament(candidates, verdicts)
+    mfas, mfas_exact = rank_mfas_within(tournament, mfas_time_limit_s)
     position = None
     if both_orders:
         pc = position_consistency(verdicts)
@@ -98,7 +106,14 @@ def analyse(candidates: list[str], verdicts: list[PairwiseVerdict], *, both_orde
         cycles=three_cycles(tournament),
         violation_rate=violation_rate(tournament),
         position=position,
-        rankings=dict(rank_all(tournament)),
+        rankings={
+            "win_rate": rank_win_rate(tournament),
+            "bradley_terry": rank_bradley_terry(tournament),
+            "schulze": rank_schulze(tournament),
+            "mfas_ilp": mfas,
+            "mfas_copeland": rank_mfas_copeland(tournament),
+        },
+        mfas_exact=mfas_exact,
     )
 
 
@@ -189,6 +204,19 @@ def _check_live(request: CompareRequest, settings: Settings) -> list[str]:
     return ids
 
 
+def _check_call_budget(n: int, request: CompareRequest, settings: Settings) -> None:
+    """422 when pairs x repetitions x orders exceeds MAX_JUDGE_CALLS (one request must not amplify into thousands)."""
+    orders = 2 if request.swap else 1
+    calls = math.comb(n, 2) * request.repetitions * orders
+    cap = settings.limits.max_judge_calls
+    if calls > cap:
+        raise InvalidRequestError(
+            f"this comparison needs {calls} judge calls ({math.comb(n, 2)} pairs x {request.repetitions} "
+            f"repetitions x {orders} order(s)); the cap is MAX_JUDGE_CALLS={cap} per request: use fewer "
+            "candidates or repetitions, or swap: false"
+        )
+
+
 def _reason(report: TournamentReport, flagged: bool, settings: Settings, failed: int, calls: int) -> str:
     n_cycles, n = len(report.cycles), report.tournament.n_candidates
     if flagged:
@@ -204,6 +232,12 @@ def _reason(report: TournamentReport, flagged: bool, settings: Settings, failed:
         text += f"; {tied} tied and {missing} unjudged pair(s) are not edges"
     if failed:
         text += f"; {failed} of {calls} judge calls failed and their verdicts are missing (see failed_calls)"
+    if not report.mfas_exact:
+        text += (
+            "; the exact MFAS ranking did not finish within "
+            f"MFAS_TIME_LIMIT_S={settings.limits.mfas_time_limit_s:g} s, "
+            "so mfas_ilp is the Copeland order improved by single-candidate moves (exact: false)"
+        )
     return text
 
 
@@ -219,6 +253,7 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
     cached = 0
     if live:
         ids = _check_live(request, ctx.settings)
+        _check_call_budget(len(ids), request, ctx.settings)
         judge = judge or ctx.judges.default_judge()
         ctx.judges.client(judge or "")  # 503 without judges, 422 for an unconfigured one
         assert judge is not None
@@ -233,7 +268,10 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
     else:
         ids, verdicts = _preference_verdicts(request, ctx.settings)
     both_orders = live and request.swap
-    report = await anyio.to_thread.run_sync(lambda: analyse(ids, verdicts, both_orders=both_orders))
+    limit_s = ctx.settings.limits.mfas_time_limit_s
+    report = await anyio.to_thread.run_sync(
+        lambda: analyse(ids, verdicts, both_orders=both_orders, mfas_time_limit_s=limit_s)
+    )
     flagged = len(report.cycles) >= ctx.settings.flag_min_cycles
     calls = len(verdicts) + len(failed)
     rankings = report.rankings
@@ -265,4 +303,5 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         complete=not failed,
         failed_calls=failed,
         cached_calls=cached,
+        exact=report.mfas_exact,
     )

@@ -302,6 +302,9 @@ class CompareResponse(msgspec.Struct, **_RESPONSE):
     complete: bool
     failed_calls: list[FailedCall]
     cached_calls: int
+    # False when the exact MFAS ranking hit MFAS_TIME_LIMIT_S: rankings.mfas_ilp then holds the heuristic order
+    # (Copeland improved by single-candidate moves); every other figure is exact.
+    exact: bool = True
 
 
 # ---------------------------------------------------------------------------------------- /v1/calibration
