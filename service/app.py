@@ -106,6 +106,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             settings.thresholds_path,
             reload_dir=settings.limits.reload_dir,
             max_artifact_bytes=settings.limits.max_artifact_bytes,
+            artifacts_dir=settings.artifacts_dir,
         ),
         judges=JudgePool(settings, metrics_, logs.logger),
     )

@@ -34,6 +34,7 @@ import msgspec
 from service.cache import SingleFlight, cache_key, make_cache
 from service.metrics import ServiceMetrics
 from service.problems import InvalidRequestError, JudgeNotConfiguredError
+from service.rubrics import Rubric, load_rubrics, rubric_messages
 from service.settings import Settings
 
 __all__ = ["NO_JUDGE_HELP", "Cached", "JudgePool"]
@@ -70,6 +71,7 @@ class JudgePool:
         self._clients: dict[str, Any] = {}
         self._flight = SingleFlight()
         self.cache: Any = None
+        self.rubrics: dict[str, Rubric] = load_rubrics(settings.rubrics_file)  # RubricError stops start-up
 
     async def start(self) -> None:
         """Read JUDGES_FILE (if set), open one client per judge, and build the cache (Redis or LRU).
@@ -100,6 +102,10 @@ class JudgePool:
                 self._logger.warning("judge.close_failed", judge=name, error=type(error).__name__)
         if self.cache is not None:
             await self.cache.aclose()
+
+    def rubric_names(self) -> list[str]:
+        """Criteria configured in RUBRICS_FILE."""
+        return list(self.rubrics)
 
     def names(self) -> list[str]:
         """Configured judges, in JUDGES_FILE order."""
@@ -173,6 +179,13 @@ class JudgePool:
 
         client = self.client(name)
         config = self._configs[name]
+        rubric = self.rubrics.get(criterion)
+        if rubric is not None:  # the user's criterion: the rubric's prompt and scale (service.rubrics)
+            messages = rubric_messages(rubric, document, summary)
+            key = cache_key(config.model, messages, self._parameters(name, "score"))
+            return await self._cached(
+                name, "score", key, lambda: client.score_messages(messages, n_labels=rubric.scale_max), DirectVerdict
+            )
         messages = direct_prompt(criterion, document, summary, prompt_family=config.prompt_family)
         key = cache_key(config.model, messages, self._parameters(name, "score"))
         return await self._cached(

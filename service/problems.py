@@ -32,15 +32,18 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from calibration.errors import ArtifactError, CalibrationError
 from service.judge.errors import JudgeCallError, JudgeReplyError, UnknownPromptError
+from service.registry import OwnershipConflictError
 from service.schemas import Problem, ProblemError
 
 __all__ = [
     "PROBLEM_MEDIA_TYPE",
     "BadRequestError",
     "CalibrationUnavailableError",
+    "ConflictError",
     "ForbiddenError",
     "InvalidRequestError",
     "JudgeNotConfiguredError",
+    "NotFoundError",
     "ServiceProblem",
     "UnauthorizedError",
     "UnsupportedMediaTypeError",
@@ -118,6 +121,22 @@ class UnauthorizedError(ServiceProblem):
         super().__init__(detail, headers={"WWW-Authenticate": 'Bearer realm="conformal-judge"'})
 
 
+class NotFoundError(ServiceProblem):
+    """No such resource (404), e.g. an unknown calibration id."""
+
+    status = 404
+    slug = "not-found"
+    title = "Not found"
+
+
+class ConflictError(ServiceProblem):
+    """The request conflicts with the service's state (409), e.g. a cell owned by another artifact."""
+
+    status = 409
+    slug = "conflict"
+    title = "Conflict"
+
+
 class ForbiddenError(ServiceProblem):
     """A valid key without the right to this operation (403)."""
 
@@ -164,6 +183,8 @@ def problem_from_exception(exc: BaseException, *, instance: str | None = None) -
             detail = f"{detail} (allowed: {', '.join(allowed)})"
         problem = _problem(exc.status, exc.slug, exc.title, detail, allowed=allowed)
         headers.update(exc.headers)
+    elif isinstance(exc, OwnershipConflictError):
+        problem = _problem(409, "cell-owned", "Cell owned by another artifact", str(exc))
     elif isinstance(exc, ArtifactError):
         problem = _problem(422, "invalid-artifact", "Invalid thresholds artifact", str(exc))
     elif isinstance(exc, CalibrationError):

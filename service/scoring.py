@@ -42,6 +42,7 @@ from service.judging import JudgePool
 from service.metrics import ServiceMetrics
 from service.policy import DecisionPolicy, full_scale
 from service.problems import CalibrationUnavailableError, InvalidRequestError
+from service.schemas import CRITERIA as BUILTIN_CRITERIA
 from service.schemas import QAEvidenceItem, ScoreRequest, ScoreResponse
 from service.settings import Settings
 from service.state import CalibrationSnapshot, coverage_target
@@ -93,12 +94,21 @@ def _check_limits(settings: Settings, request: ScoreRequest) -> None:
             raise InvalidRequestError(f"{name} has {len(text)} characters; the limit is {variable}={limit}")
 
 
-def _own_verdict(request: ScoreRequest) -> Verdict:
+def _own_verdict(request: ScoreRequest, n_labels: int = 5) -> Verdict:
     probabilities = None
+    if request.judge_score is not None and request.judge_score > n_labels:
+        raise InvalidRequestError(f"judge_score={request.judge_score} is outside this cell's scale 1..{n_labels}")
     if request.judge_logprobs is not None:
-        values = request.judge_logprobs.values()
+        if request.judge_logprobs.highest_token() > n_labels:
+            raise InvalidRequestError(
+                f'judge_logprobs has token "{request.judge_logprobs.highest_token()}" outside this cell\'s scale '
+                f"1..{n_labels}"
+            )
+        values = request.judge_logprobs.values(n_labels)
         if all(value is None for value in values):
-            raise InvalidRequestError('judge_logprobs holds no token: give log-probabilities for some of "1".."5"')
+            raise InvalidRequestError(
+                f'judge_logprobs holds no token: give log-probabilities for some of "1".."{n_labels}"'
+            )
         filled = [MISSING_LOGPROB if value is None else value for value in values]
         probabilities = [float(p) for p in probabilities_from_logprobs(filled)]
     score = request.judge_score
@@ -106,6 +116,17 @@ def _own_verdict(request: ScoreRequest) -> Verdict:
         assert probabilities is not None
         score = max(range(len(probabilities)), key=lambda k: (probabilities[k], -k)) + 1
     return Verdict(judge_score=score, probabilities=probabilities, source="caller")
+
+
+def _check_criterion(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, own: bool) -> None:
+    """A criterion is one the judge can be asked about (SummEval's four, faithfulness, a configured rubric) or, for
+    the caller's own verdict, also any the loaded calibration covers; otherwise 422 with the allowed names."""
+    askable = set(BUILTIN_CRITERIA) | set(ctx.judges.rubric_names())
+    if request.criterion in askable or (own and request.criterion in snapshot.criterion_labels):
+        return
+    allowed = sorted(askable | set(snapshot.criterion_labels)) if own else sorted(askable)
+    how = "" if own else " for a live judge call (a criterion only your calibration covers needs your judge_score)"
+    raise InvalidRequestError(f"unknown criterion {request.criterion!r}{how}", allowed=allowed)
 
 
 def _resolve_judge(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, own: bool) -> str:
@@ -140,8 +161,11 @@ def _resolve_prompt_family(
     config = ctx.judges.config(judge)
     if not own:
         # The family of the prompt the service will send; a threshold of another family must not apply.
+        rubric = ctx.judges.rubrics.get(request.criterion)
         if request.criterion == "faithfulness":
             actual = FAITHFULNESS_PROMPT_FAMILIES[request.factuality_method]
+        elif rubric is not None:
+            actual = rubric.family  # the user's rubric prompt: only thresholds fitted under it apply
         else:
             actual = config.prompt_family
         if request.prompt_family and request.prompt_family != actual:
@@ -276,6 +300,7 @@ def _plan(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequ
     plan = snapshot.memo.get(key)
     if plan is not None:
         return plan  # type: ignore[return-value]
+    _check_criterion(ctx, snapshot, request, own)
     judge = _resolve_judge(ctx, snapshot, request, own)
     prompt_family = _resolve_prompt_family(ctx, snapshot, request, judge, own)
     alpha = _resolve_alpha(ctx, snapshot, request)
@@ -338,9 +363,11 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
     if not own:
         _require_texts(request)
     judge, prompt_family, alpha = plan.judge, plan.prompt_family, plan.alpha
-    verdict = _own_verdict(request) if own else await _judge_verdict(ctx, request, judge)
+    rubric = ctx.judges.rubrics.get(request.criterion)
+    # K: the calibrated cell's own; for an uncalibrated rubric criterion the rubric's; else the criterion's
+    n_labels = rubric.scale_max if rubric is not None and not plan.calibrated_cell else snapshot.n_labels_for(plan.cell)
+    verdict = _own_verdict(request, n_labels) if own else await _judge_verdict(ctx, request, judge)
 
-    n_labels = snapshot.n_labels
     entry = None
     note = ""
     method: str | None = request.method

@@ -18,7 +18,9 @@ import anyio.to_thread
 from calibration.conformal import METHODS, prediction_set
 from calibration.errors import ArtifactError
 from calibration.thresholds import ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
+from service.activated import ActivatedStore
 from service.artifact_file import decode_artifact_bytes, read_artifact_file, resolve_reload_path
+from service.registry import PRIMARY, ArtifactSet, LoadedArtifact, OwnershipConflictError
 
 __all__ = ["MEMO_LIMIT", "CalibrationHolder", "CalibrationSnapshot", "coverage_target", "load_snapshot"]
 
@@ -55,17 +57,32 @@ class CalibrationSnapshot:
     coverage_targets: dict[float, float] = field(default_factory=dict)
     score_sets: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     memo: dict[tuple[object, ...], object] = field(default_factory=dict)
+    artifacts: ArtifactSet = field(default_factory=ArtifactSet)  # the set merged into ``artifact`` (registry)
+    cell_labels: dict[Cell, int] = field(default_factory=dict)  # K of each calibrated cell
+    criterion_labels: dict[str, int] = field(default_factory=dict)  # K of a criterion (its first cell's)
 
     @classmethod
-    def build(cls, artifact: ThresholdsArtifact, *, path: str, loaded_at: str) -> CalibrationSnapshot:
-        """Index an artifact for the service."""
+    def build(
+        cls, artifact: ThresholdsArtifact, *, path: str, loaded_at: str, artifacts: ArtifactSet | None = None
+    ) -> CalibrationSnapshot:
+        """Index an artifact (the merged view of ``artifacts`` when given) for the service."""
         methods: dict[Cell, set[str]] = {}
         levels: dict[Cell, set[float]] = {}
+        cell_labels: dict[Cell, int] = {}
         for entry in artifact.entries:
             cell = (entry.judge, entry.prompt_family, entry.criterion)
             methods.setdefault(cell, set()).add(entry.method)
             levels.setdefault(cell, set()).add(entry.alpha)
+            cell_labels.setdefault(cell, entry.fitted.n_labels)
+        criterion_labels: dict[str, int] = {}
+        for (_, _, criterion), k in cell_labels.items():
+            criterion_labels.setdefault(criterion, k)
+        if artifacts is None:
+            artifacts = ArtifactSet().put(LoadedArtifact.of(PRIMARY, artifact, path=path, loaded_at=loaded_at))
         return cls(
+            artifacts=artifacts,
+            cell_labels=cell_labels,
+            criterion_labels=criterion_labels,
             artifact=artifact,
             index=ThresholdIndex(artifact),
             path=path,
@@ -84,8 +101,13 @@ class CalibrationSnapshot:
 
     @property
     def n_labels(self) -> int:
-        """K, the size of the label scale."""
+        """K, the size of the widest label scale."""
         return len(self.artifact.label_scale)
+
+    def n_labels_for(self, cell: Cell) -> int:
+        """K of a cell: its own; for an uncalibrated cell its criterion's, else 5 (the shipped SummEval scale)."""
+        k = self.cell_labels.get(cell)
+        return k if k is not None else self.criterion_labels.get(cell[2], 5)
 
     def remember(self, key: tuple[object, ...], value: object) -> None:
         """Keep ``value`` in ``memo`` under ``key`` unless the memo is full."""
@@ -157,7 +179,8 @@ class CalibrationHolder:
     """
 
     def __init__(
-        self, path: str | Path, *, reload_dir: str | Path | None = None, max_artifact_bytes: int = 50_000_000
+        self, path: str | Path, *, reload_dir: str | Path | None = None, max_artifact_bytes: int = 50_000_000,
+        artifacts_dir: str | Path | None = None,
     ) -> None:
         self.path = Path(path)
         self.reload_dir = Path(reload_dir) if reload_dir is not None else self.path.parent
@@ -165,25 +188,83 @@ class CalibrationHolder:
         self.current: CalibrationSnapshot | None = None
         self.error: str | None = "not loaded yet"
         self._lock = asyncio.Lock()
+        # Activated artifacts persist here (ARTIFACTS_DIR; service.activated); None: for this process only.
+        self.activated = ActivatedStore(artifacts_dir)
+        self.artifacts = ArtifactSet()
+        self.skipped: list[str] = []  # persisted artifacts refused at start-up, with the reason
 
     def load_initial(self) -> None:
-        """Load THRESHOLDS_PATH at start-up; on failure keep None and remember the error (readyz reports it)."""
+        """Load THRESHOLDS_PATH and the persisted activated artifacts at start-up; on failure of the first keep
+        None and remember the error (readyz reports it); a persisted artifact that fails or conflicts is skipped
+        and listed in ``skipped``."""
+        loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        artifacts = ArtifactSet()
         try:
-            self.current = load_snapshot(self.path)
+            primary = load_snapshot(self.path)
+            artifacts = artifacts.put(LoadedArtifact.of(PRIMARY, primary.artifact, path=str(self.path),
+                                                        loaded_at=loaded_at))
             self.error = None
         except ArtifactError as error:
-            self.current = None
             self.error = str(error)
+        for name, path, outcome in self.activated.load_all():
+            try:
+                if isinstance(outcome, Exception):
+                    raise outcome
+                artifacts = artifacts.put(LoadedArtifact.of(name, outcome, path=str(path), loaded_at=loaded_at))
+            except (ArtifactError, OwnershipConflictError) as error:
+                self.skipped.append(f"{path}: {error}")
+        self._publish(artifacts)
 
-    async def reload(self, path: str | Path | None = None) -> tuple[CalibrationSnapshot | None, CalibrationSnapshot]:
-        """Load path (default: the current path) and swap it in; returns (previous, new); ArtifactError keeps old."""
+    def _publish(self, artifacts: ArtifactSet) -> CalibrationSnapshot | None:
+        """Build the snapshot of ``artifacts`` and make it current (None for an empty set)."""
+        merged = artifacts.merged()
+        primary = artifacts.get(PRIMARY)
+        snapshot = None if merged is None else CalibrationSnapshot.build(
+            merged, path=primary.path if primary is not None else artifacts.members[0].path,
+            loaded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), artifacts=artifacts,
+        )
+        self.artifacts = artifacts
+        self.current = snapshot
+        return snapshot
+
+    async def activate(self, name: str, artifact: ThresholdsArtifact, *, source: str) -> CalibrationSnapshot:
+        """Add or replace the artifact ``name`` (service.registry rules; OwnershipConflictError leaves all as it
+        was), persist it (ARTIFACTS_DIR), then publish the merged snapshot."""
+        async with self._lock:
+            loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+            artifacts = self.artifacts.put(LoadedArtifact.of(name, artifact, path=source, loaded_at=loaded_at))
+            await anyio.to_thread.run_sync(self.activated.save, name, artifact)
+            snapshot = self._publish(artifacts)
+            assert snapshot is not None
+            return snapshot
+
+    async def remove(self, name: str) -> CalibrationSnapshot | None:
+        """Drop the artifact ``name`` and its persisted copy; KeyError when it is not loaded."""
+        async with self._lock:
+            artifacts = self.artifacts.remove(name)
+            await anyio.to_thread.run_sync(self.activated.delete, name)
+            return self._publish(artifacts)
+
+    async def reload(
+        self, path: str | Path | None = None, *, name: str | None = None
+    ) -> tuple[CalibrationSnapshot | None, CalibrationSnapshot]:
+        """Load path (default: the current path) as the primary artifact, or as artifact ``name`` beside it (then
+        persisted), and publish the merged snapshot; returns (previous, new). ArtifactError or
+        OwnershipConflictError keeps everything as it was."""
         async with self._lock:
             target, snapshot = await anyio.to_thread.run_sync(self._load_confined, path)
             previous = self.current
-            self.current = snapshot
-            self.path = target
+            artifacts = self.artifacts.put(
+                LoadedArtifact.of(name or PRIMARY, snapshot.artifact, path=str(target), loaded_at=snapshot.loaded_at)
+            )
+            if name is not None and name != PRIMARY:
+                await anyio.to_thread.run_sync(self.activated.save, name, snapshot.artifact)
+            else:
+                self.path = target
+            published = self._publish(artifacts)
+            assert published is not None
             self.error = None
-            return previous, snapshot
+            return previous, published
 
     def _load_confined(self, requested: str | Path | None) -> tuple[Path, CalibrationSnapshot]:
         """(real path, snapshot) of a reload request's file; ReloadPathError / ArtifactError as the module says."""

@@ -55,6 +55,7 @@ _PROBLEM_DESCRIPTIONS = {
     400: "Malformed JSON",
     401: "Missing or unknown bearer key (when API_KEYS is set)",
     403: "The key may not do this",
+    409: "Conflict: a cell owned by another artifact",
     413: "Request body larger than MAX_BODY_BYTES",
     415: "The request body is not declared as JSON (Content-Type must be application/json)",
     422: "Validation failed, or a name/level/limit the service does not accept (see `allowed`)",

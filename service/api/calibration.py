@@ -8,9 +8,14 @@ from litestar.params import JSONBody
 from service.api import problem_responses, require_admin_key, services_of
 from service.api.body import BODY_DECODER, BodyDecoder
 from service.problems import CalibrationUnavailableError
+from service.registry import PRIMARY
 from service.schemas import (
+    ArtifactCell,
+    ArtifactInfo,
+    ArtifactSummary,
     CalibrationEntryInfo,
     CalibrationInfo,
+    CalibrationSummary,
     DefaultMethodInfo,
     ReloadRequest,
     ReloadResponse,
@@ -24,6 +29,7 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
     """Everything about a loaded artifact: provenance, the grid it covers and each entry's figures."""
     artifact, index = snapshot.artifact, snapshot.index
     defaults = {(d.judge, d.prompt_family, d.criterion): d.method for d in artifact.default_methods}
+    owners = snapshot.artifacts.owners
     entries = [
         CalibrationEntryInfo(
             judge=e.judge,
@@ -38,6 +44,8 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
             heldout_set_size=e.heldout_set_size,
             n_splits=e.n_splits,
             is_default=defaults.get((e.judge, e.prompt_family, e.criterion)) == e.method,
+            artifact=owners.get((e.judge, e.prompt_family, e.criterion), PRIMARY),
+            n_labels=e.fitted.n_labels,
         )
         for e in artifact.entries
     ]
@@ -64,6 +72,7 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
             )
             for d in artifact.default_methods
         ],
+        artifacts=_artifact_infos(snapshot),
     )
 
 
@@ -87,7 +96,7 @@ async def calibration_info(request: Request) -> CalibrationInfo:
     status_code=200,
     guards=[require_admin_key],
     summary="Load a thresholds artifact and swap it in atomically (admin key); a broken file is refused",
-    responses=problem_responses(400, 401, 403, 413, 415, 422),
+    responses=problem_responses(400, 401, 403, 409, 413, 415, 422),
     tags=["calibration"],
     opt={BODY_DECODER: BodyDecoder(ReloadRequest | None)},
 )
@@ -95,8 +104,9 @@ async def reload_calibration(request: Request, data: JSONBody[ReloadRequest | No
     """Load ``path`` (default: the current path), validate, swap; ArtifactError -> 422 and the old one stays."""
     services = services_of(request)
     path = data.path if data is not None else None
+    name = data.name if data is not None and data.name is not None else PRIMARY
     try:
-        previous, snapshot = await services.calibration.reload(path)
+        previous, snapshot = await services.calibration.reload(path, name=None if name == PRIMARY else name)
     except Exception:
         services.metrics.reloads.inc("refused")
         raise
@@ -108,6 +118,45 @@ async def reload_calibration(request: Request, data: JSONBody[ReloadRequest | No
         previous=None if previous is None else previous.calibration_id,
         entries=len(snapshot.artifact.entries),
     )
+    loaded = snapshot.artifacts.get(name)
+    before = {} if previous is None else previous.artifacts.owners
+    cells = () if loaded is None else loaded.cells
+    replaced = sum(before.get(cell) == name for cell in cells)
     return ReloadResponse(
-        previous_calibration_id=None if previous is None else previous.calibration_id, calibration=describe(snapshot)
+        previous_calibration_id=None if previous is None else previous.calibration_id, artifact=name,
+        cells_added=len(cells) - replaced, cells_replaced=replaced, calibration=summarise(snapshot),
     )
+
+
+def summarise(snapshot: CalibrationSnapshot) -> CalibrationSummary:
+    """What is loaded, in short: provenance of the merged view and one line per artifact."""
+    artifact = snapshot.artifact
+    return CalibrationSummary(
+        calibration_id=snapshot.calibration_id, path=snapshot.path, loaded_at=snapshot.loaded_at,
+        created_at=artifact.created_at, code_version=artifact.code_version, data_hash=artifact.data_hash,
+        source=artifact.source, label_scale=list(artifact.label_scale), n_entries=len(artifact.entries),
+        artifacts=[
+            ArtifactSummary(name=m.name, calibration_id=m.calibration_id, path=m.path, n_cells=len(m.cells),
+                            n_entries=len(m.artifact.entries))
+            for m in snapshot.artifacts.members
+        ],
+    )
+
+
+def _artifact_infos(snapshot: CalibrationSnapshot) -> list[ArtifactInfo]:
+    infos = []
+    for member in snapshot.artifacts.members:
+        art = member.artifact
+        defaults = {(d.judge, d.prompt_family, d.criterion): d.method for d in art.default_methods}
+        infos.append(ArtifactInfo(
+            name=member.name, calibration_id=member.calibration_id, path=member.path, loaded_at=member.loaded_at,
+            created_at=art.created_at, code_version=art.code_version, data_hash=art.data_hash, source=art.source,
+            label_scale=list(art.label_scale), n_entries=len(art.entries),
+            cells=[
+                ArtifactCell(judge=cell[0], prompt_family=cell[1], criterion=cell[2],
+                             n_labels=snapshot.n_labels_for(cell), methods=snapshot.methods(*cell),
+                             levels=snapshot.levels_for(*cell), default_method=defaults.get(cell))
+                for cell in member.cells
+            ],
+        ))
+    return infos

@@ -224,8 +224,12 @@ class JudgeClient:
     async def score(self, criterion: str, document: str, summary: str) -> DirectVerdict:
         """Ask for a 1..5 ``criterion`` score of ``summary``; the distribution comes from the score token."""
         messages = direct_prompt(criterion, document, summary, prompt_family=self.config.prompt_family)
+        return await self.score_messages(messages, n_labels=5)
+
+    async def score_messages(self, messages: Sequence[ChatMessage], *, n_labels: int) -> DirectVerdict:
+        """Ask with ready-made messages (e.g. a configured rubric's) for a 1..n_labels score, as ``score`` does."""
         completion = await self.complete(messages, max_tokens=self.config.max_tokens, logprobs=self.config.logprobs)
-        parsed = parse_score(completion.text)
+        parsed = parse_score(completion.text, n_labels=n_labels)
         if parsed.score is None:
             raise JudgeReplyError(
                 f"judge {self.config.name!r}: no score in reply ({parsed.rule})",
@@ -233,7 +237,8 @@ class JudgeClient:
                 raw_reply=completion.text,
                 reason=parsed.rule,
             )
-        probabilities, logprobs = score_distribution(completion.tokens, completion.text, parsed.position)
+        probabilities, logprobs = score_distribution(completion.tokens, completion.text, parsed.position,
+                                                     n_labels=n_labels)
         return DirectVerdict(
             judge_score=parsed.score,
             probabilities=probabilities,
