@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-fast bench lint calibrate serve openapi demo clean
+.PHONY: install test test-fast bench lint calibrate serve worker openapi demo clean
 
 install: $(STAMP)
 
@@ -25,6 +25,10 @@ calibrate: install
 ## Serve the API on 127.0.0.1:$${PORT:-8000} with the shipped thresholds; no Redis needed.
 serve: install
 	$(BIN)/python -m service
+
+## A durable-jobs worker (needs REDIS_URL, e.g. redis://127.0.0.1:6379/0); start as many as you like.
+worker: install
+	$(BIN)/python -m service.worker
 
 ## Regenerate the committed OpenAPI spec.
 openapi: install

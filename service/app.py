@@ -16,14 +16,18 @@ from litestar import Litestar, Router
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, Reference, SecurityScheme
 
+from service.admission import Admission
 from service.api import Services, handle_exception
 from service.api.body import JSONRequest
 from service.api.calibration import calibration_info, reload_calibration
 from service.api.compare import compare
 from service.api.edge import ConformalJudgeApp
 from service.api.health import healthz, metrics, readyz
+from service.api.jobs import cancel_job, document_jobs_openapi, job_results, job_status, submit_job
 from service.api.judges import list_judges
 from service.api.score import score, score_batch
+from service.jobs.metrics import JobMetrics
+from service.jobs.queue import JobQueue
 from service.judging import JudgePool
 from service.logging import make_logs
 from service.metrics import ServiceMetrics
@@ -63,12 +67,15 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
     finally:
         gc.unfreeze()
         await services.judges.aclose()
+        if services.jobs is not None:
+            await services.jobs.aclose()
         services.logs.flush()
 
 
 def _refine_openapi(app: Litestar) -> None:
     """Spec details the generator cannot infer: closed request objects, batch items typed as ScoreRequest."""
     schemas = app.openapi_schema.components.schemas or {}
+    document_jobs_openapi(app.openapi_schema.paths)
     for request_type in _REQUEST_TYPES:
         schema = schemas.get(request_type.__name__)
         if schema is not None:
@@ -91,6 +98,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
     """The Litestar app for ``settings`` (default: from the environment); logs go to ``log_stream`` (stderr)."""
     settings = settings if settings is not None else Settings.from_env()
     metrics_ = ServiceMetrics()
+    job_metrics = JobMetrics(metrics_)
     logs = make_logs(
         settings.log_level, log_stream, access_log=settings.access_log, flush_interval_s=settings.log_flush_ms / 1000
     )
@@ -109,10 +117,21 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             artifacts_dir=settings.artifacts_dir,
         ),
         judges=JudgePool(settings, metrics_, logs.logger),
+        admission=Admission(
+            max_inflight_items=settings.jobs.max_inflight_items,
+            max_queued_items=settings.jobs.max_queued_items,
+            retry_after_s=settings.jobs.retry_after_s,
+            refused=job_metrics.refused,
+        ),
+        job_metrics=job_metrics,
+        jobs=JobQueue.connect(settings.redis_url, settings.jobs) if settings.redis_url else None,
     )
     v1 = Router(
         path="/v1",
-        route_handlers=[score, score_batch, compare, calibration_info, reload_calibration, list_judges],
+        route_handlers=[
+            score, score_batch, compare, calibration_info, reload_calibration, list_judges,
+            submit_job, job_status, job_results, cancel_job,
+        ],  # fmt: skip
         security=[{"bearerAuth": []}],
     )
     app = ConformalJudgeApp(

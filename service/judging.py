@@ -31,6 +31,7 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from service.breaker import CircuitBreakers
 from service.cache import SingleFlight, cache_key, make_cache
 from service.metrics import ServiceMetrics
 from service.problems import InvalidRequestError, JudgeNotConfiguredError
@@ -71,6 +72,7 @@ class JudgePool:
         self._clients: dict[str, Any] = {}
         self._flight = SingleFlight()
         self.cache: Any = None
+        self.breakers = CircuitBreakers(settings.jobs.breaker_failures, settings.jobs.breaker_cooldown_s)
         self.rubrics: dict[str, Rubric] = load_rubrics(settings.rubrics_file)  # RubricError stops start-up
 
     async def start(self) -> None:
@@ -158,14 +160,21 @@ class JudgePool:
         self._metrics.cache.inc("miss")
 
         async def once() -> T:
+            breaker = self.breakers.of(name)
+            breaker.before_call()  # an open breaker fails the item at once (service/breaker.py)
             started = time.perf_counter()
             try:
                 result = await call()
             except Exception as error:
+                breaker.record_failure()
                 self._metrics.judge_calls.inc(name, kind, type(error).__name__)
+                raise
+            except BaseException:
+                breaker.abandon()
                 raise
             finally:
                 self._metrics.judge_latency.observe(time.perf_counter() - started, name, kind)
+            breaker.record_success()
             self._metrics.judge_calls.inc(name, kind, "ok")
             await self.cache.set(key, msgspec.msgpack.encode(result), self._settings.cache_ttl_s)
             return result

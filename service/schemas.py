@@ -232,17 +232,23 @@ class Candidate(msgspec.Struct, **_REQUEST):
 
 
 class Preference(msgspec.Struct, **_REQUEST):
-    """The caller's own verdict on one pair: ``winner`` beat ``loser``, or with ``tie: true`` neither."""
+    """The caller's own verdict on one pair, in one of two forms: ``winner`` beat ``loser`` (with ``tie: true``
+    neither), or as it was shown to a judge: ``first`` and ``second`` with ``verdict`` "first" | "second" | "tie"
+    (then position consistency is computed when every preference gives its order)."""
 
-    winner: CandidateId
-    loser: CandidateId
+    winner: CandidateId | None = None
+    loser: CandidateId | None = None
     tie: bool = False
+    first: CandidateId | None = None
+    second: CandidateId | None = None
+    verdict: Literal["first", "second", "tie"] | None = None
 
 
 class CompareRequest(msgspec.Struct, **_REQUEST):
-    """Either ``document`` + ``candidates`` (judged live) or ``preferences`` (the caller's verdicts)."""
+    """Either ``document`` + ``candidates`` (judged live; ``criterion`` required) or ``preferences`` (the caller's
+    verdicts; ``criterion`` optional, echoed)."""
 
-    criterion: Criterion
+    criterion: Criterion | None = None
     document: Text | None = None
     candidates: Annotated[list[Candidate], Meta(min_length=3, max_length=HARD_MAX_CANDIDATES)] | None = None
     preferences: Annotated[list[Preference], Meta(min_length=1, max_length=20_000)] | None = None
@@ -305,7 +311,7 @@ class FailedCall(msgspec.Struct, **_RESPONSE):
 class CompareResponse(msgspec.Struct, **_RESPONSE):
     """Tournament diagnostics: 3-cycles, violation rate, position consistency, pairs and rankings."""
 
-    criterion: str
+    criterion: str | None
     judge: str | None
     source: Literal["judge", "caller"]
     candidates: list[str]

@@ -27,6 +27,7 @@ variable                    meaning                                             
 ``ACCESS_LOG``              request log lines: all, errors (>= 400) or off        ``all``
 ``HOST`` / ``PORT``         where ``python -m service`` listens                   ``127.0.0.1`` / ``8000``
 (cost bounds, timeouts)     ``limits``: ``service/limits.py`` lists them          see there
+(jobs, workers, admission)  ``jobs``: ``service/jobs/settings.py`` lists them     see there
 =========================== ===================================================== ==========================
 
 A malformed value raises ``SettingsError`` naming the variable, so a bad deployment fails at start-up.
@@ -42,6 +43,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
 
+from service.jobs.settings import JobSettings
 from service.limits import LimitSettings
 
 __all__ = ["HARD_MAX_BATCH_ITEMS", "HARD_MAX_CANDIDATES", "Settings", "SettingsError", "default_thresholds_path"]
@@ -94,6 +96,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     host: str = "127.0.0.1"
     port: int = 8000
     limits: LimitSettings = msgspec.field(default_factory=LimitSettings)  # service/limits.py
+    jobs: JobSettings = msgspec.field(default_factory=JobSettings)  # durable jobs: service/jobs/settings.py
 
     def __post_init__(self) -> None:
         _check(0.0 < self.default_alpha < 1.0, "DEFAULT_ALPHA", self.default_alpha, "must lie in (0, 1)")
@@ -181,6 +184,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             host=get("HOST", str, "127.0.0.1"),
             port=get("PORT", int, 8000),
             limits=LimitSettings.from_env(get),
+            jobs=JobSettings.from_env(get),
         )
 
 

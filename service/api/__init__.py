@@ -31,7 +31,10 @@ from litestar import Request, Response
 from litestar.connection import ASGIConnection
 from litestar.openapi.datastructures import ResponseSpec
 
+from service.admission import Admission
 from service.api.auth import check_api_key, require_admin_key
+from service.jobs.metrics import JobMetrics
+from service.jobs.queue import JobQueue
 from service.judging import JudgePool
 from service.logging import AppLogs
 from service.metrics import ServiceMetrics
@@ -55,11 +58,13 @@ _PROBLEM_DESCRIPTIONS = {
     400: "Malformed JSON",
     401: "Missing or unknown bearer key (when API_KEYS is set)",
     403: "The key may not do this",
-    409: "Conflict: a cell owned by another artifact",
+    404: "No such job (never created, or expired after JOB_RESULTS_TTL_S)",
+    409: "Idempotency-Key reused with another body, or a cell owned by another artifact",
     413: "Request body larger than MAX_BODY_BYTES",
     415: "The request body is not declared as JSON (Content-Type must be application/json)",
     422: "Validation failed, or a name/level/limit the service does not accept (see `allowed`)",
     502: "The judge call failed or its reply could not be read",
+    429: "Admission control: too many items queued or in flight; retry after Retry-After seconds",
     503: "No judge configured, or no calibration loaded",
 }
 
@@ -75,6 +80,9 @@ class Services:
     policy: DecisionPolicy
     calibration: CalibrationHolder
     judges: JudgePool
+    admission: Admission  # 429 bounds (service/admission.py)
+    job_metrics: JobMetrics
+    jobs: JobQueue | None = None  # durable jobs (service/jobs/); None without REDIS_URL
 
 
 def services_of(connection: ASGIConnection) -> Services:

@@ -102,7 +102,7 @@ async def _batch_item(
     "/score/batch",
     status_code=200,
     summary="Score up to 1,000 items; each item succeeds or fails on its own, results in input order",
-    responses=problem_responses(400, 401, 413, 415, 422, 503),
+    responses=problem_responses(400, 401, 413, 415, 422, 429, 503),
     tags=["score"],
     opt={BODY_DECODER: BodyDecoder(ScoreBatchRequest)},
 )
@@ -114,11 +114,15 @@ async def score_batch(data: BatchBody, request: Request) -> ScoreBatchResponse:
         raise InvalidRequestError(f"the batch has {len(data.items)} items; the limit is MAX_BATCH_ITEMS={limit}")
     context = scoring_context(services)
     window = asyncio.Semaphore(batch_width(services))
-    results = await asyncio.gather(
-        *(
-            _batch_item(context, services.logger, index, raw, "/v1/score/batch", window)
-            for index, raw in enumerate(data.items)
+    services.admission.admit(len(data.items))  # 429 past MAX_INFLIGHT_ITEMS (service/admission.py)
+    try:
+        results = await asyncio.gather(
+            *(
+                _batch_item(context, services.logger, index, raw, "/v1/score/batch", window)
+                for index, raw in enumerate(data.items)
+            )
         )
-    )
+    finally:
+        services.admission.release(len(data.items))
     n_ok = sum(1 for item in results if item.ok)
     return ScoreBatchResponse(results=list(results), n_ok=n_ok, n_failed=len(results) - n_ok)

@@ -45,11 +45,13 @@ def no_unexpected_server_error(ctx: Any, response: Any, case: Any) -> bool | Non
     """Fail on any 5xx except a 502 problem+json of the judge side (documented upstream failures)."""
     if response.status_code < 500:
         return None
-    allowed = response.status_code == 502 and response.headers.get("content-type", [""])[0].startswith(
+    allowed = response.status_code in (502, 503) and response.headers.get("content-type", [""])[0].startswith(
         "application/problem+json"
     )
     problem_type = msgspec.json.decode(response.content).get("type", "") if allowed else ""
-    if not (allowed and problem_type.endswith(_UPSTREAM_PROBLEMS)):
+    # 503 jobs-unavailable: /v1/jobs without REDIS_URL (this server has none), documented and on purpose
+    expected = _UPSTREAM_PROBLEMS if response.status_code == 502 else ("jobs-unavailable",)
+    if not (allowed and problem_type.endswith(expected)):
         raise AssertionError(f"unexpected server error {response.status_code}: {response.content[:300]!r}")
     return None
 
@@ -63,6 +65,12 @@ CHECKS = [
 ]
 
 schema = schemathesis.openapi.from_path(DEFAULT_PATH)
+
+
+@schemathesis.serializer("application/x-ndjson")
+def _json_lines(ctx: Any, value: Any) -> dict[str, Any]:
+    """POST /v1/jobs bodies: the generated value as one JSON line (its schema is one item)."""
+    return {"data": msgspec.json.encode(value)}
 
 
 def _free_port() -> int:

@@ -1,0 +1,252 @@
+"""POST /v1/jobs, GET /v1/jobs/{id}, GET /v1/jobs/{id}/results, DELETE /v1/jobs/{id} (durable jobs).
+
+Without REDIS_URL every route answers 503 ``jobs-unavailable`` saying how to enable jobs; a Redis that does
+not answer is the same 503. The body of POST is streamed into Redis chunk by chunk (``service.jobs.intake``),
+so its size is bounded by MAX_JOB_BODY_BYTES, not by MAX_BODY_BYTES (a JSON ``{"items": [...]}`` body, parsed
+whole, keeps MAX_BODY_BYTES).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from litestar import Request, Response, delete, get, post
+from litestar.openapi.spec import OpenAPIMediaType, RequestBody, Schema
+from litestar.params import Parameter
+from litestar.response import Stream
+from redis.exceptions import RedisError
+
+from service.api import Services, problem_responses, services_of
+from service.jobs.errors import ENABLE_JOBS_HELP, IdempotencyConflictError, JobsUnavailableError, JobTooLargeError
+from service.jobs.intake import BodyDigest, json_items_chunks, media_kind, ndjson_chunks
+from service.jobs.metrics import JobMetrics
+from service.jobs.queue import JobQueue
+from service.jobs.store import ACTIVE_STATUSES, JobRecord
+from service.schemas import JobAccepted, JobStatus
+
+__all__ = ["cancel_job", "document_jobs_openapi", "job_results", "job_status", "submit_job"]
+
+JobId = Annotated[str, Parameter(max_length=64, description="the job_id POST /v1/jobs answered")]
+
+
+def _jobs(services: Services) -> tuple[JobQueue, JobMetrics]:
+    jobs = services.jobs
+    if jobs is None:
+        raise JobsUnavailableError(f"REDIS_URL is not set: {ENABLE_JOBS_HELP}")
+    return jobs, services.job_metrics
+
+
+def _redis_down(error: Exception) -> JobsUnavailableError:
+    return JobsUnavailableError(f"Redis does not answer ({type(error).__name__}); {ENABLE_JOBS_HELP}")
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _status(record: JobRecord, now: float) -> JobStatus:
+    rate = eta = None
+    if record.started_at is not None:
+        elapsed = (record.finished_at or now) - record.started_at
+        if elapsed > 0 and record.n_done > 0:
+            rate = record.n_done / elapsed
+    if record.status in ACTIVE_STATUSES and rate:
+        eta = (record.n_items - record.n_done) / rate
+    elif record.status in ("succeeded", "failed"):
+        eta = 0.0
+    return JobStatus(
+        job_id=record.job_id,
+        status=record.status,  # type: ignore[arg-type]
+        n_items=record.n_items,
+        n_done=record.n_done,
+        n_failed=record.n_failed,
+        created_at=_iso(record.created_at) or "",
+        started_at=_iso(record.started_at),
+        finished_at=_iso(record.finished_at),
+        items_per_second=None if rate is None else round(rate, 3),
+        eta_s=None if eta is None else round(eta, 3),
+        status_url=f"/v1/jobs/{record.job_id}",
+        results_url=f"/v1/jobs/{record.job_id}/results",
+    )
+
+
+def _accepted(record: JobRecord) -> JobAccepted:
+    return JobAccepted(
+        job_id=record.job_id,
+        status=record.status,  # type: ignore[arg-type]
+        n_items=record.n_items,
+        status_url=f"/v1/jobs/{record.job_id}",
+        results_url=f"/v1/jobs/{record.job_id}/results",
+    )
+
+
+async def _read_json_body(request: Request, limit: int) -> bytes:
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise JobTooLargeError(
+                f'a JSON {{"items": [...]}} body is limited to MAX_BODY_BYTES={limit}; send larger jobs as '
+                "JSON Lines (application/x-ndjson), which is streamed"
+            )
+    return bytes(body)
+
+
+async def _store_body(request: Request, services: Services, jobs: JobQueue, job_id: str) -> tuple[int, int, str]:
+    """Stream the body into the job's input chunks; (n_items, n_chunks, body sha256)."""
+    settings = services.settings.jobs
+    digest = BodyDigest()
+    n_items = n_chunks = 0
+    if media_kind(request.headers.get("content-type")) == "ndjson":
+        chunks: Any = ndjson_chunks(
+            request.stream(), digest, chunk_size=settings.chunk_size, max_items=settings.max_job_items,
+            max_bytes=settings.max_job_body_bytes, max_line_bytes=services.settings.max_body_bytes,
+        )  # fmt: skip
+        async for lines in chunks:
+            await jobs.store.put_chunk(job_id, n_chunks, lines)
+            n_chunks += 1
+            n_items += len(lines)
+    else:
+        body = await _read_json_body(request, services.settings.max_body_bytes)
+        digest.update(body)
+        for lines in json_items_chunks(body, chunk_size=settings.chunk_size, max_items=settings.max_job_items):
+            await jobs.store.put_chunk(job_id, n_chunks, lines)
+            n_chunks += 1
+            n_items += len(lines)
+    return n_items, n_chunks, digest.hexdigest()
+
+
+@post(
+    "/jobs",
+    status_code=202,
+    summary="Submit a durable scoring job: JSON Lines (one /v1/score body per line, optional item_id) or items",
+    responses=problem_responses(400, 401, 409, 413, 415, 422, 429, 503),
+    tags=["jobs"],
+    request_max_body_size=None,  # streamed; MAX_JOB_BODY_BYTES is enforced while reading
+)
+async def submit_job(request: Request) -> Response[JobAccepted]:
+    """Store the items in chunks, queue one task per chunk, answer 202 with where to poll and read results.
+
+    ``Idempotency-Key``: the same key with the same body answers the first job again (header
+    ``Idempotent-Replayed: true``); with another body, 409. Past MAX_QUEUED_ITEMS: 429 with Retry-After.
+    """
+    services = services_of(request)
+    jobs, metrics = _jobs(services)
+    job_id = uuid.uuid4().hex
+    try:
+        services.admission.check_queued(await jobs.store.queued_items(), 1)
+        try:
+            n_items, n_chunks, digest = await _store_body(request, services, jobs, job_id)
+            key = request.headers.get("idempotency-key")
+            if key:
+                earlier = await jobs.store.claim_idempotency_key(key, job_id, digest)
+                if earlier is not None:
+                    await jobs.store.discard_input(job_id)
+                    if earlier[1] != digest:
+                        raise IdempotencyConflictError(
+                            f"Idempotency-Key {key[:100]!r} was used for job {earlier[0]} with another body; "
+                            "use a new key for a new job"
+                        )
+                    metrics.submitted.inc("replayed")
+                    record = await jobs.store.get(earlier[0])
+                    return Response(_accepted(record), status_code=202, headers={"Idempotent-Replayed": "true"})
+            services.admission.check_queued(await jobs.store.queued_items(), n_items)
+            record = await jobs.store.create(job_id, n_items=n_items, chunk_size=services.settings.jobs.chunk_size,
+                                             digest=digest)  # fmt: skip
+            await jobs.enqueue_chunks(job_id, n_chunks)
+        except BaseException:
+            await jobs.store.discard_input(job_id)
+            raise
+    except (RedisError, OSError) as error:
+        metrics.submitted.inc("refused")
+        raise _redis_down(error) from error
+    except Exception:
+        metrics.submitted.inc("refused")
+        raise
+    metrics.submitted.inc("accepted")
+    services.logger.info("job.submitted", job_id=job_id, n_items=n_items, n_chunks=n_chunks)
+    return Response(_accepted(record), status_code=202)
+
+
+@get("/jobs/{job_id:str}", summary="A job's status and progress", responses=problem_responses(400, 401, 404, 422, 503),
+     tags=["jobs"])  # fmt: skip
+async def job_status(job_id: JobId, request: Request) -> JobStatus:
+    """status (queued | running | succeeded | failed | cancelled), counts, times, items per second, ETA."""
+    jobs, _ = _jobs(services_of(request))
+    try:
+        record = await jobs.store.get(job_id)
+    except (RedisError, OSError) as error:
+        raise _redis_down(error) from error
+    return _status(record, time.time())
+
+
+@get(
+    "/jobs/{job_id:str}/results",
+    summary="A job's result lines in input order (JSON Lines); ?after=INDEX&limit=N reads on from a cursor",
+    responses=problem_responses(400, 401, 404, 422, 503),
+    tags=["jobs"],
+    media_type="application/x-ndjson",
+)
+async def job_results(
+    job_id: JobId,
+    request: Request,
+    after: Annotated[int, Parameter(ge=-1, description="return items after this index (-1: from the first)")] = -1,
+    limit: Annotated[int | None, Parameter(ge=1, description="at most this many lines")] = None,
+) -> Stream:
+    """One line per item ``{"index", "item_id", "ok", "result" | "error"}``, as /v1/score/batch shapes items.
+
+    While the job runs the lines stop before the first item without a result, so the last index received is a
+    cursor: ask again with ``after`` set to it. Header ``X-Job-Status`` tells whether more lines will come.
+    """
+    jobs, _ = _jobs(services_of(request))
+    try:
+        record = await jobs.store.get(job_id)
+    except (RedisError, OSError) as error:
+        raise _redis_down(error) from error
+
+    async def lines() -> AsyncIterator[bytes]:
+        async for line in jobs.store.result_lines(record, after=after, limit=limit):
+            yield line + b"\n"
+
+    return Stream(lines(), media_type="application/x-ndjson", headers={"X-Job-Status": record.status})
+
+
+@delete("/jobs/{job_id:str}", status_code=200, summary="Cancel a job: items not yet started are not judged",
+        responses=problem_responses(400, 401, 404, 422, 503), tags=["jobs"])  # fmt: skip
+async def cancel_job(job_id: JobId, request: Request) -> JobStatus:
+    """Cancel a queued or running job (a finished one is left as it is); its status afterwards."""
+    jobs, _ = _jobs(services_of(request))
+    try:
+        await jobs.store.cancel(job_id)
+        record = await jobs.store.get(job_id)
+    except (RedisError, OSError) as error:
+        raise _redis_down(error) from error
+    services_of(request).logger.info("job.cancelled", job_id=job_id, status=record.status)
+    return _status(record, time.time())
+
+
+def document_jobs_openapi(schema_paths: Any) -> None:
+    """Give POST /v1/jobs its request body in the spec (the handler streams the body, so Litestar cannot)."""
+    item = Schema(
+        type=None,
+        description="a /v1/score body (see ScoreRequest) that may add item_id (string or integer, echoed)",
+    )
+    path = (schema_paths or {}).get("/v1/jobs")
+    if path is None or path.post is None:
+        return
+    path.post.request_body = RequestBody(
+        required=True,
+        description='JSON Lines, one item per line, or {"items": [...]} as JSON',
+        content={
+            "application/x-ndjson": OpenAPIMediaType(schema=item),
+            "application/json": OpenAPIMediaType(
+                schema=Schema(type="object", required=["items"], properties={"items": Schema(type="array", items=item)})
+            ),
+        },
+    )

@@ -1,0 +1,17 @@
+"""Durable scoring jobs on a Redis job queue (SAQ): submit, chunk, run on workers, keep results.
+
+======================== ===========================================================================
+module                   role
+======================== ===========================================================================
+``settings``             ``JobSettings``: the jobs', workers' and admission settings (``Settings.jobs``)
+``errors``               the problems of jobs, admission control and judge circuit breakers
+``intake``               a POST body -> chunks of raw item lines, streamed
+``store``                job metadata, input chunks and result chunks in Redis (Lua scripts)
+``queue``                the SAQ queue: one task per chunk
+``runner``               one chunk scored with ``service.scoring.score_item``
+``metrics``              job counters and gauges
+======================== ===========================================================================
+
+The HTTP routes are ``service.api.jobs``; the worker process is ``service.worker``. Nothing is imported here,
+so reading the settings does not load the queue library.
+"""

@@ -1,0 +1,165 @@
+"""One chunk of a job, scored: each input line -> one result line, by the same ``score_item`` as /v1/score.
+
+``run_chunk`` is what the worker's SAQ task calls; it needs no SAQ object (the heartbeat is a callback), so
+tests can run chunks in-process. Rules, in order:
+
+1. ``store.start_chunk`` marks the job running. A chunk whose results exist already (a re-run after its
+   worker was lost after writing) or whose job is cancelled, finished or gone is skipped: nothing is judged.
+2. Attempt > JOB_CHUNK_ATTEMPTS (every earlier worker died on it): each item gets a ``chunk-abandoned``
+   error, no judge call, so a poison chunk ends instead of killing workers forever.
+3. Otherwise every line is scored concurrently within the worker's WORKER_CONCURRENCY slots: the line is
+   decoded, ``item_id`` taken off (a string or an integer, echoed), the rest converted to ``ScoreRequest``
+   exactly as the batch endpoint does, and ``score_item`` called. Any failure becomes that item's problem
+   (as in /v1/score/batch). A line not started when the job is cancelled gets a ``job-cancelled`` error.
+4. The result lines are written at once with ``store.finish_chunk`` (atomic, first writer wins).
+
+While the chunk runs a side task calls ``heartbeat()`` every JOB_HEARTBEAT_S / 3 seconds and checks once a
+second whether the job was cancelled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from service.jobs.errors import ChunkAbandonedError, JobCancelledError
+from service.jobs.metrics import JobMetrics
+from service.jobs.settings import JobSettings
+from service.jobs.store import JobStore
+from service.problems import BadRequestError, InvalidRequestError, problem_from_exception
+from service.schemas import JobItemResult, ScoreRequest
+from service.scoring import ScoringContext, score_item
+
+__all__ = ["ChunkRunner", "item_id_of"]
+
+_ENCODER = msgspec.json.Encoder()
+
+
+def item_id_of(raw: object) -> str | int | None:
+    """The ``item_id`` of a decoded line when it is a string or an integer (not a bool), else None."""
+    if isinstance(raw, dict):
+        value = raw.get("item_id")
+        if isinstance(value, str | int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkRunner:
+    """What a worker process needs to run chunks: the store, a scoring context per chunk, its slots, metrics."""
+
+    store: JobStore
+    settings: JobSettings
+    context: Callable[[], ScoringContext]
+    slots: asyncio.Semaphore
+    metrics: JobMetrics
+    logger: Any
+
+    async def run_chunk(
+        self, job_id: str, chunk: int, *, attempt: int = 1, heartbeat: Callable[[], Awaitable[None]] | None = None
+    ) -> str:
+        """Run one chunk (module rules); returns the outcome: written, duplicate, abandoned, or why skipped."""
+        status = await self.store.start_chunk(job_id, chunk)
+        if status != "running":
+            outcome = "duplicate" if status == "chunk_done" else "gone" if status == "missing" else status
+            self.metrics.chunks.inc(outcome)
+            return outcome
+        lines = await self.store.chunk_input(job_id, chunk)
+        if lines is None:
+            self.metrics.chunks.inc("gone")
+            return "gone"
+        record = await self.store.get(job_id)
+        first = chunk * record.chunk_size
+        if attempt > 1:
+            self.metrics.chunk_retries.inc()
+        cancelled = asyncio.Event()
+        watcher = asyncio.create_task(self._watch(job_id, cancelled, heartbeat))
+        try:
+            if attempt > self.settings.chunk_attempts:
+                results = [self._abandoned(job_id, first + offset, line, attempt) for offset, line in enumerate(lines)]
+            else:
+                context = self.context()
+                results = await asyncio.gather(
+                    *(
+                        self._score_line(context, job_id, first + offset, line, cancelled)
+                        for offset, line in enumerate(lines)
+                    )
+                )
+        finally:
+            watcher.cancel()
+        n_failed = sum(1 for result in results if not result.ok)
+        written = await self.store.finish_chunk(
+            job_id, chunk, [_ENCODER.encode(result) for result in results], n_failed,
+            abandoned=attempt > self.settings.chunk_attempts,
+        )  # fmt: skip
+        outcome = ("abandoned" if attempt > self.settings.chunk_attempts else "written") if written else "duplicate"
+        self.metrics.chunks.inc(outcome)
+        if written:
+            for result in results:
+                self.metrics.items.inc("ok" if result.ok else "failed")
+        self.logger.info(
+            "job.chunk", job_id=job_id, chunk=chunk, attempt=attempt, outcome=outcome, n_items=len(results),
+            n_failed=n_failed,
+        )  # fmt: skip
+        return outcome
+
+    async def _watch(
+        self, job_id: str, cancelled: asyncio.Event, heartbeat: Callable[[], Awaitable[None]] | None
+    ) -> None:
+        beat_every = self.settings.heartbeat_s / 3
+        last_beat = time.monotonic()
+        while True:
+            await asyncio.sleep(min(1.0, beat_every))
+            try:
+                if await self.store.status(job_id) == "cancelled":
+                    cancelled.set()
+                if heartbeat is not None and time.monotonic() - last_beat >= beat_every:
+                    await heartbeat()
+                    last_beat = time.monotonic()
+                    self.metrics.heartbeats.inc()
+            except Exception as error:  # noqa: BLE001 - a failed beat is retried next round; the sweep judges
+                self.logger.warning("job.heartbeat_failed", job_id=job_id, error=type(error).__name__)
+
+    def _abandoned(self, job_id: str, index: int, line: bytes, attempt: int) -> JobItemResult:
+        try:
+            item_id = item_id_of(msgspec.json.decode(line))
+        except msgspec.DecodeError:
+            item_id = None
+        error = ChunkAbandonedError(
+            f"the workers running this item's chunk were lost {attempt - 1} times (JOB_CHUNK_ATTEMPTS="
+            f"{self.settings.chunk_attempts}); it was not judged again"
+        )
+        problem, _ = problem_from_exception(error, instance=f"/v1/jobs/{job_id}#/items/{index}")
+        return JobItemResult(index=index, item_id=item_id, ok=False, error=problem)
+
+    async def _score_line(
+        self, context: ScoringContext, job_id: str, index: int, line: bytes, cancelled: asyncio.Event
+    ) -> JobItemResult:
+        item_id = None
+        async with self.slots:
+            try:
+                if cancelled.is_set():
+                    raise JobCancelledError("the job was cancelled before this item was started; it was not judged")
+                try:
+                    raw = msgspec.json.decode(line)
+                except msgspec.DecodeError as error:
+                    raise BadRequestError(f"item {index} is not JSON: {error}") from None
+                item_id = item_id_of(raw)
+                if isinstance(raw, dict) and "item_id" in raw:
+                    if item_id is None and raw["item_id"] is not None:
+                        raise InvalidRequestError("item_id must be a string or an integer")
+                    raw = {key: value for key, value in raw.items() if key != "item_id"}
+                item = msgspec.convert(raw, ScoreRequest, strict=True)
+                result = await score_item(context, item)
+            except Exception as error:  # every failure stays with its item, shaped as in /v1/score/batch
+                problem, _ = problem_from_exception(error, instance=f"/v1/jobs/{job_id}#/items/{index}")
+                context.metrics.count_problem(problem.status, problem.type)
+                if problem.type.endswith("internal-error"):
+                    self.logger.error("job.item_failed", job_id=job_id, index=index, exc_info=error)
+                return JobItemResult(index=index, item_id=item_id, ok=False, error=problem)
+        return JobItemResult(index=index, item_id=item_id, ok=True, result=result)

@@ -1,0 +1,307 @@
+"""The job records in Redis: one job's metadata, its input chunks and its result chunks, changed by Lua scripts.
+
+The queue library (SAQ, ``service.jobs.queue``) moves chunk *tasks* between workers; this module holds the
+*data* those tasks read and write, so that a chunk's results are written once, atomically, whatever the queue
+does (a chunk re-run after its worker was lost finds its results already there and writes nothing).
+
+Keys (``p`` = ``cj:<JOB_QUEUE>:``):
+
+===================== ====== ===========================================================================
+key                   type   content
+===================== ====== ===========================================================================
+``p job:<id>``        hash   n_items, n_chunks, chunk_size, status, created_at, started_at, finished_at,
+                             n_done, n_failed, chunks_done, chunks_abandoned, digest
+``p job:<id>:in``     hash   chunk number -> that chunk's input lines (JSON Lines), removed once written
+``p job:<id>:out``    hash   chunk number -> that chunk's result lines (JSON Lines, one per item, in order)
+``p open``            hash   job id -> items not yet done, for every queued or running job (admission)
+``p idem:<sha256>``   string ``<job id> <body sha256>`` for an Idempotency-Key
+===================== ====== ===========================================================================
+
+Status rule: ``queued`` until a worker starts a chunk, then ``running``; when every chunk has its results,
+``succeeded`` (``failed`` when some chunk was abandoned after JOB_CHUNK_ATTEMPTS lost workers: its items carry
+a ``chunk-abandoned`` error); ``cancelled`` by DELETE. ``n_done`` counts items with a result line (errors
+included), ``n_failed`` those whose line is an error. A finished job's keys expire after JOB_RESULTS_TTL_S;
+unfinished ones after the same time counted from submission (a job nobody works on is not kept forever).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import msgspec
+
+from service.jobs.errors import JobNotFoundError
+
+__all__ = ["ACTIVE_STATUSES", "JobRecord", "JobStore", "key_prefix"]
+
+ACTIVE_STATUSES = frozenset({"queued", "running"})
+
+_START_CHUNK = """
+if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 'chunk_done' end
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return 'missing' end
+if status == 'queued' then
+  redis.call('HSET', KEYS[1], 'status', 'running', 'started_at', ARGV[2])
+  return 'running'
+end
+return status
+"""
+
+# KEYS: meta, out, in, open. ARGV: chunk, blob, n_lines, n_failed, now, ttl, job id, abandoned (0/1)
+_FINISH_CHUNK = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('HDEL', KEYS[3], ARGV[1])
+redis.call('HINCRBY', KEYS[1], 'n_done', ARGV[3])
+redis.call('HINCRBY', KEYS[1], 'n_failed', ARGV[4])
+if ARGV[8] == '1' then redis.call('HINCRBY', KEYS[1], 'chunks_abandoned', 1) end
+local done = redis.call('HINCRBY', KEYS[1], 'chunks_done', 1)
+redis.call('EXPIRE', KEYS[2], redis.call('TTL', KEYS[1]))
+local status = redis.call('HGET', KEYS[1], 'status')
+if status == 'queued' or status == 'running' then
+  if redis.call('HEXISTS', KEYS[4], ARGV[7]) == 1 then
+    redis.call('HINCRBY', KEYS[4], ARGV[7], -tonumber(ARGV[3]))
+  end
+  if done >= tonumber(redis.call('HGET', KEYS[1], 'n_chunks')) then
+    local abandoned = tonumber(redis.call('HGET', KEYS[1], 'chunks_abandoned') or '0')
+    redis.call('HSET', KEYS[1], 'status', abandoned > 0 and 'failed' or 'succeeded', 'finished_at', ARGV[5])
+    redis.call('HDEL', KEYS[4], ARGV[7])
+    redis.call('DEL', KEYS[3])
+    redis.call('EXPIRE', KEYS[1], ARGV[6])
+    redis.call('EXPIRE', KEYS[2], ARGV[6])
+  end
+end
+return 1
+"""
+
+# KEYS: meta, in, out, open. ARGV: now, ttl, job id
+_CANCEL = """
+local status = redis.call('HGET', KEYS[1], 'status')
+if not status then return false end
+if status == 'queued' or status == 'running' then
+  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'finished_at', ARGV[1])
+  redis.call('HDEL', KEYS[4], ARGV[3])
+  redis.call('DEL', KEYS[2])
+  redis.call('EXPIRE', KEYS[1], ARGV[2])
+  redis.call('EXPIRE', KEYS[3], ARGV[2])
+  return 'cancelled'
+end
+return status
+"""
+
+
+def key_prefix(queue: str) -> str:
+    """The prefix of every key of the jobs on queue ``queue``."""
+    return f"cj:{queue}:"
+
+
+class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One job's metadata as stored (times are Unix seconds; None before they happen)."""
+
+    job_id: str
+    status: str
+    n_items: int
+    n_chunks: int
+    chunk_size: int
+    n_done: int
+    n_failed: int
+    chunks_done: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    digest: str
+
+
+def _record(job_id: str, raw: dict[bytes, bytes]) -> JobRecord:
+    def text(name: str) -> str | None:
+        value = raw.get(name.encode())
+        return None if value is None else value.decode()
+
+    def number(name: str) -> float | None:
+        value = text(name)
+        return None if value is None or value == "" else float(value)
+
+    return JobRecord(
+        job_id=job_id,
+        status=text("status") or "queued",
+        n_items=int(number("n_items") or 0),
+        n_chunks=int(number("n_chunks") or 0),
+        chunk_size=int(number("chunk_size") or 1),
+        n_done=int(number("n_done") or 0),
+        n_failed=int(number("n_failed") or 0),
+        chunks_done=int(number("chunks_done") or 0),
+        created_at=number("created_at") or 0.0,
+        started_at=number("started_at"),
+        finished_at=number("finished_at"),
+        digest=text("digest") or "",
+    )
+
+
+class JobStore:
+    """Job records on one Redis client (``redis.asyncio.Redis``, bytes replies) under one queue's prefix."""
+
+    def __init__(self, redis: Any, queue: str, *, results_ttl_s: int, clock: Any = time.time) -> None:
+        self.redis = redis
+        self.prefix = key_prefix(queue)
+        self.results_ttl_s = results_ttl_s
+        self._clock = clock
+        self._start = redis.register_script(_START_CHUNK)
+        self._finish = redis.register_script(_FINISH_CHUNK)
+        self._cancel = redis.register_script(_CANCEL)
+
+    def _meta(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}"
+
+    def _in(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}:in"
+
+    def _out(self, job_id: str) -> str:
+        return f"{self.prefix}job:{job_id}:out"
+
+    @property
+    def _open(self) -> str:
+        return f"{self.prefix}open"
+
+    # --- intake -----------------------------------------------------------------------------------------
+    async def put_chunk(self, job_id: str, chunk: int, lines: Sequence[bytes]) -> None:
+        """Store one chunk's input lines (the key expires with the job if it is never finished)."""
+        key = self._in(job_id)
+        async with self.redis.pipeline(transaction=False) as pipe:
+            pipe.hset(key, str(chunk), b"\n".join(lines))
+            pipe.expire(key, self.results_ttl_s)
+            await pipe.execute()
+
+    async def discard_input(self, job_id: str) -> None:
+        """Drop the input of a job that was not created (refused or replayed after its body was read)."""
+        await self.redis.delete(self._in(job_id))
+
+    async def create(self, job_id: str, *, n_items: int, chunk_size: int, digest: str) -> JobRecord:
+        """Write the job's metadata (status queued) and count its items as open; returns the record."""
+        now = self._clock()
+        n_chunks = -(-n_items // chunk_size)
+        fields = {
+            "status": "queued",
+            "n_items": n_items,
+            "n_chunks": n_chunks,
+            "chunk_size": chunk_size,
+            "n_done": 0,
+            "n_failed": 0,
+            "chunks_done": 0,
+            "chunks_abandoned": 0,
+            "created_at": repr(now),
+            "digest": digest,
+        }
+        async with self.redis.pipeline(transaction=True) as pipe:
+            pipe.hset(self._meta(job_id), mapping=fields)
+            pipe.expire(self._meta(job_id), self.results_ttl_s)
+            pipe.hset(self._open, job_id, n_items)
+            await pipe.execute()
+        return JobRecord(
+            job_id=job_id, status="queued", n_items=n_items, n_chunks=n_chunks, chunk_size=chunk_size, n_done=0,
+            n_failed=0, chunks_done=0, created_at=now, started_at=None, finished_at=None, digest=digest,
+        )  # fmt: skip
+
+    async def claim_idempotency_key(self, key: str, job_id: str, digest: str) -> tuple[str, str] | None:
+        """Bind ``key`` to (job_id, digest) unless bound already: None when bound now, else the earlier pair.
+
+        An earlier binding whose job has expired is replaced.
+        """
+        name = f"{self.prefix}idem:{hashlib.sha256(key.encode()).hexdigest()}"
+        for _ in range(3):
+            if await self.redis.set(name, f"{job_id} {digest}", nx=True, ex=self.results_ttl_s):
+                return None
+            bound = await self.redis.get(name)
+            if bound is None:
+                continue
+            earlier_job, earlier_digest = bound.decode().split(" ", 1)
+            if await self.redis.exists(self._meta(earlier_job)):
+                return earlier_job, earlier_digest
+            await self.redis.delete(name)
+        return None
+
+    async def queued_items(self) -> int:
+        """Items of queued and running jobs not yet done (the admission bound's measure)."""
+        return sum(int(value) for value in await self.redis.hvals(self._open))
+
+    # --- reads ------------------------------------------------------------------------------------------
+    async def get(self, job_id: str) -> JobRecord:
+        """The job's record; ``JobNotFoundError`` when it does not exist (or expired)."""
+        raw = await self.redis.hgetall(self._meta(job_id))
+        if not raw:
+            raise JobNotFoundError(f"no job {job_id!r}: it was never created, or its results expired")
+        return _record(job_id, raw)
+
+    async def result_lines(
+        self, record: JobRecord, *, after: int, limit: int | None, window: int = 8
+    ) -> AsyncIterator[bytes]:
+        """Result lines of items ``after+1, after+2, ...`` in input order, at most ``limit``.
+
+        While the job is active the lines stop at the first chunk without results (so the index of the last
+        line received is a cursor to resume from); for a finished job, chunks without results (never run,
+        because the job was cancelled) are skipped. Reads ``window`` chunks per round trip.
+        """
+        size = record.chunk_size
+        chunk = (after + 1) // size
+        skip = (after + 1) - chunk * size
+        remaining = limit
+        while chunk < record.n_chunks and (remaining is None or remaining > 0):
+            numbers = [str(n) for n in range(chunk, min(chunk + window, record.n_chunks))]
+            blobs = await self.redis.hmget(self._out(record.job_id), numbers)
+            for blob in blobs:
+                chunk += 1
+                if blob is None:
+                    if record.status in ACTIVE_STATUSES:
+                        return
+                    skip = 0
+                    continue
+                lines = blob.split(b"\n")[skip:]
+                skip = 0
+                if remaining is not None:
+                    lines = lines[:remaining]
+                    remaining -= len(lines)
+                for line in lines:
+                    yield line
+                if remaining == 0:
+                    return
+
+    # --- worker side ------------------------------------------------------------------------------------
+    async def start_chunk(self, job_id: str, chunk: int) -> str:
+        """Mark the job running; the job's status, ``chunk_done`` when the chunk has results, or ``missing``."""
+        status = await self._start(keys=[self._meta(job_id), self._out(job_id)], args=[chunk, repr(self._clock())])
+        return status.decode() if isinstance(status, bytes) else str(status)
+
+    async def chunk_input(self, job_id: str, chunk: int) -> list[bytes] | None:
+        """The chunk's input lines, or None when they are gone (job cancelled, finished or expired)."""
+        blob = await self.redis.hget(self._in(job_id), str(chunk))
+        return None if blob is None else blob.split(b"\n")
+
+    async def finish_chunk(
+        self, job_id: str, chunk: int, lines: Sequence[bytes], n_failed: int, *, abandoned: bool = False
+    ) -> bool:
+        """Write the chunk's result lines once, atomically with the counters; False when already written."""
+        written = await self._finish(
+            keys=[self._meta(job_id), self._out(job_id), self._in(job_id), self._open],
+            args=[
+                chunk, b"\n".join(lines), len(lines), n_failed, repr(self._clock()), self.results_ttl_s, job_id,
+                1 if abandoned else 0,
+            ],
+        )  # fmt: skip
+        return int(written) == 1
+
+    async def cancel(self, job_id: str) -> str:
+        """Cancel a queued or running job (its unstarted chunks are never judged); the status afterwards."""
+        status = await self._cancel(
+            keys=[self._meta(job_id), self._in(job_id), self._out(job_id), self._open],
+            args=[repr(self._clock()), self.results_ttl_s, job_id],
+        )
+        if status is None:
+            raise JobNotFoundError(f"no job {job_id!r}: it was never created, or its results expired")
+        return status.decode() if isinstance(status, bytes) else str(status)
+
+    async def status(self, job_id: str) -> str | None:
+        """The job's status field alone (None when the job does not exist)."""
+        value = await self.redis.hget(self._meta(job_id), "status")
+        return None if value is None else value.decode()

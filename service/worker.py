@@ -1,0 +1,153 @@
+"""``python -m service.worker`` (``make worker``): a job worker on REDIS_URL; run any number, on any machines.
+
+A worker takes chunk tasks from the SAQ queue JOB_QUEUE (WORKER_CHUNKS at a time, WORKER_CONCURRENCY items at
+once over all of them) and scores them with the same ``service.scoring.score_item`` as the API, on the same
+settings (THRESHOLDS_PATH, JUDGES_FILE, REDIS_URL for the shared judge-answer cache, ...).
+
+Lifecycle:
+
+* start: loads the calibration, opens the judge clients and the cache, connects the queue; without
+  REDIS_URL it exits with status 2 and says how to enable jobs;
+* while running: SAQ's upkeep re-queues chunks whose worker has been silent for JOB_HEARTBEAT_S (checked every
+  JOB_SWEEP_S by one worker at a time); a gauge task reads the queue depth as often;
+* SIGTERM / SIGINT: takes no new chunk, waits up to WORKER_SHUTDOWN_S for those in flight, then cancels
+  them, which puts them back in the queue for another worker (nothing written twice: results are written
+  once per chunk).
+
+Logs are JSON lines on stderr (``job_id`` and ``chunk`` on every chunk line); WORKER_METRICS_PORT > 0 serves
+the worker's Prometheus metrics (judge calls, job items, chunk retries, heartbeats, queue depth) on HOST.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from typing import Any
+
+from service.jobs.errors import JobsUnavailableError
+from service.jobs.metrics import JobMetrics
+from service.jobs.queue import CHUNK_TASK, JobQueue
+from service.jobs.runner import ChunkRunner
+from service.judging import JudgePool
+from service.logging import make_logs
+from service.metrics import ServiceMetrics
+from service.policy import DecisionPolicy
+from service.scoring import ScoringContext
+from service.settings import Settings, SettingsError
+from service.state import CalibrationHolder
+
+__all__ = ["main", "make_runner", "run_worker"]
+
+
+async def _score_chunk(ctx: dict[str, Any], *, job_id: str, chunk: int) -> str:
+    """The SAQ task: run one chunk, refreshing the task's heartbeat while it runs."""
+    job = ctx["job"]
+    runner: ChunkRunner = ctx["runner"]
+    return await runner.run_chunk(job_id, chunk, attempt=job.attempts, heartbeat=job.update)
+
+
+async def _gauges(jobs: JobQueue, metrics: JobMetrics, every_s: float, logger: Any) -> None:
+    while True:
+        try:
+            depth = await jobs.depth()
+            for state, count in depth.items():
+                metrics.queue_chunks.labels(state).set(count)
+            metrics.queued_items.set(await jobs.store.queued_items())
+        except Exception as error:  # noqa: BLE001 - a missed reading is not worth stopping the worker
+            logger.warning("worker.gauges_failed", error=type(error).__name__)
+        await asyncio.sleep(every_s)
+
+
+def make_runner(settings: Settings, jobs: JobQueue, logger: Any) -> tuple[ChunkRunner, JudgePool, ServiceMetrics]:
+    """A chunk runner on ``jobs`` scoring with the settings' calibration and judges (start the pool first)."""
+    metrics = ServiceMetrics()
+    job_metrics = JobMetrics(metrics)
+    calibration = CalibrationHolder(settings.thresholds_path)
+    calibration.load_initial()
+    if calibration.current is None:
+        logger.error("calibration.unavailable", error=calibration.error)
+    judges = JudgePool(settings, metrics, logger)
+    policy = DecisionPolicy(
+        accept_max_set_size=settings.accept_max_set_size, escalate_min_set_size=settings.escalate_min_set_size
+    )
+
+    def context() -> ScoringContext:
+        return ScoringContext(
+            settings=settings,
+            snapshot=calibration.current,
+            calibration_error=calibration.error,
+            judges=judges,
+            policy=policy,
+            metrics=metrics,
+        )
+
+    runner = ChunkRunner(
+        store=jobs.store,
+        settings=settings.jobs,
+        context=context,
+        slots=asyncio.Semaphore(settings.jobs.worker_concurrency),
+        metrics=job_metrics,
+        logger=logger,
+    )
+    return runner, judges, metrics
+
+
+async def run_worker(settings: Settings) -> None:
+    """Run one worker until SIGTERM / SIGINT (see the module docstring)."""
+    from saq import Worker
+
+    jobs = JobQueue.connect(settings.redis_url, settings.jobs)
+    logs = make_logs(settings.log_level, sys.stderr, flush_interval_s=settings.log_flush_ms / 1000)
+    logger = logs.logger
+    runner, judges, metrics = make_runner(settings, jobs, logger)
+    job_metrics = runner.metrics
+    worker = Worker(
+        jobs.queue,
+        functions=[(CHUNK_TASK, _score_chunk)],
+        concurrency=settings.jobs.worker_chunks,
+        timers={"sweep": settings.jobs.sweep_s, "abort": 1, "schedule": 1, "worker_info": 10},
+        dequeue_timeout=1,
+        shutdown_grace_period_s=settings.jobs.worker_shutdown_s,
+    )
+    worker.context["runner"] = runner
+    if settings.jobs.worker_metrics_port:
+        from prometheus_client import start_http_server
+
+        start_http_server(settings.jobs.worker_metrics_port, addr=settings.host, registry=metrics.registry)
+    await judges.start()
+    gauges = asyncio.create_task(_gauges(jobs, job_metrics, settings.jobs.sweep_s, logger))
+    logger.info(
+        "worker.started", worker_id=worker.id, queue=settings.jobs.queue, chunks=settings.jobs.worker_chunks,
+        concurrency=settings.jobs.worker_concurrency,
+    )  # fmt: skip
+    try:
+        await jobs.queue.connect()
+        await worker.start()
+    finally:
+        gauges.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await gauges
+        logger.info("worker.stopped", worker_id=worker.id)
+        await judges.aclose()
+        await jobs.aclose()
+        logs.flush()
+
+
+def main() -> int:
+    """Entry point: read the settings, run a worker; 2 on a settings error or without REDIS_URL."""
+    try:
+        settings = Settings.from_env()
+        if not settings.redis_url:
+            raise JobsUnavailableError("REDIS_URL is not set")
+    except (SettingsError, JobsUnavailableError) as error:
+        from service.jobs.errors import ENABLE_JOBS_HELP
+
+        print(f"service.worker: {error}; {ENABLE_JOBS_HELP}", file=sys.stderr)
+        return 2
+    asyncio.run(run_worker(settings))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
