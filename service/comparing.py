@@ -6,9 +6,12 @@ Two kinds of request (exactly one; both or neither -> 422):
   candidate order) and every repetition r < ``repetitions`` the judge sees (i, j), and with ``swap`` also
   (j, i). All calls run concurrently, bounded per judge by the client's semaphore; answers are cached per
   (pair, order, repetition).
-* **Caller's preferences**: ``[{winner, loser}]`` (or ``tie: true``); each becomes the verdict
-  ``first=winner, second=loser, outcome="first"`` (or ``"tie"``). The candidates are the ids in order of
-  first appearance (3..MAX_CANDIDATES). Presentation order is unknown, so ``position_consistency`` is null.
+* **Caller's preferences**: ``[{winner, loser}]`` (or ``tie: true``) becomes the verdict ``first=winner,
+  second=loser, outcome="first"`` (or ``"tie"``); ``[{first, second, verdict}]`` is a verdict as shown to the
+  judge (``verdict`` "first" | "second" | "tie"). One form per preference (422 otherwise). The candidates are the
+  ids in order of first appearance (3..MAX_CANDIDATES). ``position_consistency`` is computed when every
+  preference gives its presentation order, and is null otherwise (the order of a winner/loser verdict is
+  unknown). ``criterion`` is optional here (echoed when given); a live comparison needs it.
 
 A failed judge call (``JudgeCallError`` after the client's retries, or an unreadable ``JudgeReplyError``)
 does not fail the request: that verdict is missing, the call is listed in ``failed_calls`` with its problem,
@@ -44,11 +47,13 @@ from service.judging import JudgePool
 from service.mfas_limit import rank_mfas_within
 from service.problems import InvalidRequestError, ServiceProblem, problem_from_exception
 from service.schemas import (
+    CRITERIA,
     CompareRequest,
     CompareResponse,
     FailedCall,
     PairResult,
     PositionConsistencyInfo,
+    Preference,
     RankingOrders,
     RankingScores,
 )
@@ -128,15 +133,28 @@ def _check_ids(ids: list[str], limit: int, what: str) -> None:
         raise InvalidRequestError(f"{what} name {len(ids)} candidates; the limit is MAX_CANDIDATES={limit}")
 
 
-def _preference_verdicts(request: CompareRequest, settings: Settings) -> tuple[list[str], list[PairwiseVerdict]]:
+def _preference_verdict(index: int, p: Preference) -> PairwiseVerdict:
+    """One preference as a verdict; 422 naming the index unless it is exactly one of the two forms."""
+    shown = (p.first, p.second, p.verdict)
+    if p.winner is not None and p.loser is not None and shown == (None, None, None):
+        return PairwiseVerdict(first=p.winner, second=p.loser, outcome="tie" if p.tie else "first")
+    if None not in shown and p.winner is None and p.loser is None and not p.tie:
+        return PairwiseVerdict(first=p.first, second=p.second, outcome=p.verdict)  # type: ignore[arg-type]
+    raise InvalidRequestError(
+        f"preferences[{index}] must be either {{winner, loser[, tie]}} or {{first, second, verdict}}, not a mix "
+        "or a part of one"
+    )
+
+
+def _preference_verdicts(
+    request: CompareRequest, settings: Settings
+) -> tuple[list[str], list[PairwiseVerdict], bool]:
+    """(candidate ids in order of first appearance, verdicts, whether every preference gave its order)."""
     assert request.preferences is not None
-    ids = list(dict.fromkeys(name for p in request.preferences for name in (p.winner, p.loser)))
+    verdicts = [_preference_verdict(i, p) for i, p in enumerate(request.preferences)]
+    ids = list(dict.fromkeys(name for v in verdicts for name in (v.first, v.second)))
     _check_ids(ids, settings.max_candidates, "the preferences")
-    verdicts = [
-        PairwiseVerdict(first=p.winner, second=p.loser, outcome="tie" if p.tie else "first")
-        for p in request.preferences
-    ]
-    return ids, verdicts
+    return ids, verdicts, all(p.verdict is not None for p in request.preferences)
 
 
 async def _live_verdicts(
@@ -248,6 +266,10 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         raise InvalidRequestError(
             "give either document + candidates (judged by a live judge) or preferences (your own verdicts)"
         )
+    if live and request.criterion is None:
+        raise InvalidRequestError("a live comparison needs a criterion (the judge is asked about it)",
+                                  allowed=list(CRITERIA))
+    presented = False
     judge: str | None = request.judge
     failed: list[FailedCall] = []
     cached = 0
@@ -266,8 +288,8 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
             )
         verdicts, failed, cached = await _live_verdicts(ctx, request, judge)
     else:
-        ids, verdicts = _preference_verdicts(request, ctx.settings)
-    both_orders = live and request.swap
+        ids, verdicts, presented = _preference_verdicts(request, ctx.settings)
+    both_orders = (live and request.swap) or presented
     limit_s = ctx.settings.limits.mfas_time_limit_s
     report = await anyio.to_thread.run_sync(
         lambda: analyse(ids, verdicts, both_orders=both_orders, mfas_time_limit_s=limit_s)
