@@ -16,7 +16,12 @@ from service.settings import HARD_MAX_BATCH_ITEMS, HARD_MAX_CANDIDATES
 
 __all__ = [
     "CRITERIA",
+    "ArtifactCell",
+    "ArtifactInfo",
+    "ArtifactName",
+    "ArtifactSummary",
     "BatchItemResult",
+    "CalibrationSummary",
     "CalibrationEntryInfo",
     "CalibrationInfo",
     "Candidate",
@@ -51,12 +56,17 @@ __all__ = [
 ]
 
 CRITERIA = ("coherence", "consistency", "fluency", "relevance", "faithfulness")
-Criterion = Literal["coherence", "consistency", "fluency", "relevance", "faithfulness"]
+Criterion = Annotated[
+    str,
+    Meta(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$", description="a criterion the calibration covers or a rubric names "
+         "(SummEval's coherence, consistency, fluency, relevance; faithfulness; yours from RUBRICS_FILE or your "
+         "calibration); an unknown one is a 422 with the allowed names"),
+]
 Decision = Literal["accept", "review", "escalate"]
 Alpha = Annotated[float, Meta(gt=0, lt=1, description="miscoverage level; the target coverage is 1 - alpha")]
 Text = Annotated[str, Meta(min_length=1)]
 Name = Annotated[str, Meta(min_length=1, max_length=200)]
-JudgeScore = Annotated[int, Meta(ge=1, le=5, description="the judge's score on the 1..5 scale")]
+JudgeScore = Annotated[int, Meta(ge=1, le=10, description="the judge's score on the cell's scale 1..K (K <= 10)")]
 LogProb = Annotated[float, Meta(le=0, description="natural log-probability of this score token")]
 CandidateId = Annotated[str, Meta(min_length=1, max_length=200)]
 
@@ -98,7 +108,8 @@ class Problem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
 
 
 class JudgeLogprobs(msgspec.Struct, **_REQUEST):
-    """Log-probabilities of the score tokens "1".."5"; a missing token is read as ln(1e-5) (-11.5129).
+    """Log-probabilities of the score tokens "1".."K" (K <= 10, the cell's scale; a token above K is a 422); a missing
+    token is read as ln(1e-5) (-11.5129).
 
     That fill is the convention of the recorded calibration data (tokens outside the judge's top-k).
     """
@@ -108,10 +119,21 @@ class JudgeLogprobs(msgspec.Struct, **_REQUEST):
     p3: LogProb | None = msgspec.field(default=None, name="3")
     p4: LogProb | None = msgspec.field(default=None, name="4")
     p5: LogProb | None = msgspec.field(default=None, name="5")
+    p6: LogProb | None = msgspec.field(default=None, name="6")
+    p7: LogProb | None = msgspec.field(default=None, name="7")
+    p8: LogProb | None = msgspec.field(default=None, name="8")
+    p9: LogProb | None = msgspec.field(default=None, name="9")
+    p10: LogProb | None = msgspec.field(default=None, name="10")
 
-    def values(self) -> list[float | None]:
-        """The five log-probabilities in score order, None where the caller gave none."""
-        return [self.p1, self.p2, self.p3, self.p4, self.p5]
+    def values(self, n_labels: int = 5) -> list[float | None]:
+        """The log-probabilities of "1".."n_labels" in score order, None where the caller gave none."""
+        every = [self.p1, self.p2, self.p3, self.p4, self.p5, self.p6, self.p7, self.p8, self.p9, self.p10]
+        return every[:n_labels]
+
+    def highest_token(self) -> int:
+        """The highest score token given (0 when none)."""
+        every = [self.p1, self.p2, self.p3, self.p4, self.p5, self.p6, self.p7, self.p8, self.p9, self.p10]
+        return max((k for k, value in enumerate(every, start=1) if value is not None), default=0)
 
 
 class ScoreRequest(msgspec.Struct, **_REQUEST):
@@ -331,6 +353,8 @@ class CalibrationEntryInfo(msgspec.Struct, **_RESPONSE):
     heldout_set_size: float | None
     n_splits: int
     is_default: bool
+    artifact: str = "primary"  # the artifact that owns this cell
+    n_labels: int = 5  # K of the cell's scale 1..K
 
 
 class DefaultMethodInfo(msgspec.Struct, **_RESPONSE):
@@ -363,19 +387,84 @@ class CalibrationInfo(msgspec.Struct, **_RESPONSE):
     n_entries: int
     entries: list[CalibrationEntryInfo]
     default_methods: list[DefaultMethodInfo]
+    artifacts: list[ArtifactInfo] = []  # the artifacts merged into this calibration, each with the cells it owns
+
+
+class ArtifactCell(msgspec.Struct, **_RESPONSE):
+    """A cell (judge, prompt family, criterion) an artifact owns, with its scale, methods and levels."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    n_labels: int
+    methods: list[str]
+    levels: list[float]
+    default_method: str | None
+
+
+class ArtifactInfo(msgspec.Struct, **_RESPONSE):
+    """One loaded artifact: its name, content id, provenance and the cells it owns."""
+
+    name: str
+    calibration_id: str
+    path: str
+    loaded_at: str
+    created_at: str
+    code_version: str
+    data_hash: str
+    source: str
+    label_scale: list[int]
+    n_entries: int
+    cells: list[ArtifactCell]
+
+
+class ArtifactSummary(msgspec.Struct, **_RESPONSE):
+    """One loaded artifact in a short summary: name, id, where it came from, how many cells and entries."""
+
+    name: str
+    calibration_id: str
+    path: str
+    n_cells: int
+    n_entries: int
+
+
+class CalibrationSummary(msgspec.Struct, **_RESPONSE):
+    """What is loaded, in short (GET /v1/calibration has every entry)."""
+
+    calibration_id: str
+    path: str
+    loaded_at: str
+    created_at: str
+    code_version: str
+    data_hash: str
+    source: str
+    label_scale: list[int]
+    n_entries: int
+    artifacts: list[ArtifactSummary]
+
+
+ArtifactName = Annotated[
+    str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="artifact name: letters, digits, _ - .")
+]
 
 
 class ReloadRequest(msgspec.Struct, **_REQUEST):
-    """Reload the artifact from ``path`` (default: the path currently loaded, i.e. THRESHOLDS_PATH)."""
+    """Reload the primary artifact from ``path`` (default: the path currently loaded, i.e. THRESHOLDS_PATH), or,
+    with ``name``, load ``path`` as the artifact of that name beside the others (it adds or replaces the cells it
+    owns; a cell another artifact owns is a 409)."""
 
     path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None
+    name: ArtifactName | None = None
 
 
 class ReloadResponse(msgspec.Struct, **_RESPONSE):
-    """The swap that happened: the previous id and what is loaded now."""
+    """The swap that happened, in short: the previous id, the artifact loaded, its cells, what is loaded now."""
 
     previous_calibration_id: str | None
-    calibration: CalibrationInfo
+    artifact: str
+    cells_added: int
+    cells_replaced: int
+    calibration: CalibrationSummary
 
 
 # --------------------------------------------------------------------------------------------- /v1/judges
