@@ -79,7 +79,8 @@ class Vicuna80(msgspec.Struct, frozen=True, kw_only=True):
     judges: dict[str, tuple[JudgeVerdict, ...]]
     judge_paths: dict[str, str]
     human: tuple[HumanVote, ...]
-    human_outside: dict[str, int]  # assistant the item lacks -> votes left out
+    human_outside: dict[str, int]  # assistant the item lacks -> votes naming it left out
+    n_human_left_out: int  # votes left out (a vote naming two such assistants counts once)
     prompts: list[dict[str, object]]
     path: str
 
@@ -175,19 +176,21 @@ def _read_judge(path: Path, items: dict[str, Vicuna80Item]) -> tuple[JudgeVerdic
     return tuple(rows)
 
 
-def _read_human(path: Path, items: dict[str, Vicuna80Item]) -> tuple[tuple[HumanVote, ...], dict[str, int]]:
+def _read_human(path: Path, items: dict[str, Vicuna80Item]) -> tuple[tuple[HumanVote, ...], dict[str, int], int]:
     votes: list[HumanVote] = []
     outside: Counter[str] = Counter()
+    left_out = 0
     for line, row in decode_jsonl(path, msgspec.json.Decoder(_HumanRow)):
         _check_pair(path, line, items, row.item_id, row.first, row.second)
         _check_label(path, line, "vote", row.vote)
         lacking = [name for name in (row.first, row.second) if name not in items[row.item_id].answers]
         if lacking:
             outside.update(lacking)
+            left_out += 1
             continue
         votes.append(HumanVote(item_id=row.item_id, first=row.first, second=row.second, vote=row.vote,  # type: ignore[arg-type]
                                line=line))
-    return tuple(votes), dict(sorted(outside.items()))
+    return tuple(votes), dict(sorted(outside.items())), left_out
 
 
 def load_vicuna80(data_dir: Path | str) -> Vicuna80:
@@ -204,7 +207,7 @@ def load_vicuna80(data_dir: Path | str) -> Vicuna80:
     if not paths:
         raise DataError(folder / "judges", None, "no judge file (judges/<judge>.jsonl)")
     judges = {path.name.removesuffix(".jsonl"): _read_judge(path, items) for path in paths}
-    human, outside = _read_human(folder / "human.jsonl", items)
+    human, outside, left_out = _read_human(folder / "human.jsonl", items)
     prompts_path = folder / "prompts.json"
     try:
         prompts = msgspec.json.decode(prompts_path.read_bytes(), type=list[dict[str, object]])
@@ -213,4 +216,4 @@ def load_vicuna80(data_dir: Path | str) -> Vicuna80:
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise DataError(prompts_path, None, f"not a JSON list of prompt objects: {exc}") from None
     return Vicuna80(items=items, judges=judges, judge_paths={p.name.removesuffix(".jsonl"): str(p) for p in paths},
-                    human=human, human_outside=outside, prompts=prompts, path=str(folder))
+                    human=human, human_outside=outside, n_human_left_out=left_out, prompts=prompts, path=str(folder))

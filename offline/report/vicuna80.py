@@ -49,8 +49,9 @@ def vicuna80_tables(s: Vicuna80Summary) -> str:
     """Markdown: parse rates, violation rates per source x aggregation, ranking agreement, position bias."""
     out = [f"# Transitivity on real tournaments — {s.label}\n", f"Source: {s.source}\n",
            f"{s.n_questions} questions × {len(s.assistants)} assistants ({', '.join(s.assistants)}); judges: "
-           f"{', '.join(s.judges)}; {s.n_human_votes} human votes (left out, on assistants no item has: "
-           + (", ".join(f"{k} {v}" for k, v in s.human_votes_left_out.items()) or "none") + ").\n",
+           f"{', '.join(s.judges)}; {s.n_human_votes} human votes ({s.n_human_votes_left_out} left out, naming "
+           "assistants no item answers: " + (", ".join(f"{k} {v}" for k, v in s.human_votes_left_out.items())
+                                             or "none") + ").\n",
            "Rules: " + "; ".join(f"**{k}**: {v}" for k, v in s.rules.items()) + "\n"]
     out.append("## Verdicts: parsed replies and recorded labels\n")
     out.append(markdown_table(

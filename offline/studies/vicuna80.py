@@ -206,7 +206,8 @@ class Vicuna80Summary(msgspec.Struct, frozen=True, kw_only=True):
     assistants: list[str]
     n_questions: int
     n_human_votes: int
-    human_votes_left_out: dict[str, int]
+    human_votes_left_out: dict[str, int]  # per assistant no item answers: votes naming it
+    n_human_votes_left_out: int
     rows: list[Vicuna80Row]
     rankings: list[Vicuna80RankingRow]
     position_bias: list[Vicuna80PositionRow]
@@ -425,7 +426,8 @@ def run_vicuna80_study(
         label="real tournaments (Vicuna80, PRD): recorded LLM judges and human votes",
         source=source, rules=dict(RULES), random_baseline=RANDOM_TOURNAMENT_VIOLATION_RATE, judges=judges,
         assistants=list(everyone), n_questions=len(data.items), n_human_votes=len(data.human),
-        human_votes_left_out=dict(data.human_outside), rows=rows, rankings=rankings,
+        human_votes_left_out=dict(data.human_outside), n_human_votes_left_out=data.n_human_left_out, rows=rows,
+        rankings=rankings,
         position_bias=[_position_row(j, by_source[j]) for j in judges],
         parse=_parse_rows(parse_counts, stored_rules), best_method=best, mfas_vs_copeland=versus,
         inputs=inputs, question_rankings=question_rankings,

@@ -125,6 +125,7 @@ def test_parse_counts_and_the_verdict_source(study) -> None:
         assert p.n_from_label == sum(o is None for o, _ in parsed)
         assert p.agreement_with_label == pytest.approx(sum(o == lab for o, lab in parsed) / p.n_parsed)
     assert len(verdicts) == sum(len(rows) for rows in data.judges.values()) == 8160
+    assert summary.n_human_votes + summary.n_human_votes_left_out == 7040  # every row of human.jsonl accounted for
 
 
 def test_position_bias_per_judge_by_hand(study) -> None:
@@ -248,7 +249,7 @@ def test_bad_human_rows_stop_the_run_and_outside_assistants_are_counted(tmp_path
     root = _tiny(tmp_path / "2", [_row()], [{"item_id": "q1", "first": "a", "second": "guanaco", "vote": "first"},
                                             {"item_id": "q1", "first": "c", "second": "b", "vote": "second"}])
     data = load_vicuna80(root)
-    assert data.human_outside == {"guanaco": 1}
+    assert data.human_outside == {"guanaco": 1} and data.n_human_left_out == 1
     assert [(v.first, v.second, v.line) for v in data.human] == [("c", "b", 2)]
 
 
