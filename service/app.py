@@ -20,12 +20,20 @@ from service.admission import Admission
 from service.api import Services, handle_exception
 from service.api.body import JSONRequest
 from service.api.calibration import calibration_info, reload_calibration
+from service.api.calibrations import (
+    activate_calibration,
+    calibration_job,
+    delete_calibration,
+    document_calibrations_openapi,
+    submit_calibration,
+)
 from service.api.compare import compare
 from service.api.edge import ConformalJudgeApp
 from service.api.health import healthz, metrics, readyz
 from service.api.jobs import cancel_job, document_jobs_openapi, job_results, job_status, submit_job
 from service.api.judges import list_judges
 from service.api.score import score, score_batch
+from service.calibrations import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging import JudgePool
@@ -66,6 +74,7 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
         yield
     finally:
         gc.unfreeze()
+        await services.calibrations.aclose()
         await services.judges.aclose()
         if services.jobs is not None:
             await services.jobs.aclose()
@@ -76,6 +85,7 @@ def _refine_openapi(app: Litestar) -> None:
     """Spec details the generator cannot infer: closed request objects, batch items typed as ScoreRequest."""
     schemas = app.openapi_schema.components.schemas or {}
     document_jobs_openapi(app.openapi_schema.paths)
+    document_calibrations_openapi(app.openapi_schema.paths)
     for request_type in _REQUEST_TYPES:
         schema = schemas.get(request_type.__name__)
         if schema is not None:
@@ -125,12 +135,16 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         ),
         job_metrics=job_metrics,
         jobs=JobQueue.connect(settings.redis_url, settings.jobs) if settings.redis_url else None,
+        calibrations=CalibrationJobs(
+            accept_max=settings.accept_max_set_size, escalate_min=settings.escalate_min_set_size
+        ),
     )
     v1 = Router(
         path="/v1",
         route_handlers=[
             score, score_batch, compare, calibration_info, reload_calibration, list_judges,
             submit_job, job_status, job_results, cancel_job,
+            submit_calibration, calibration_job, activate_calibration, delete_calibration,
         ],  # fmt: skip
         security=[{"bearerAuth": []}],
     )

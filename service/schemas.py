@@ -21,7 +21,10 @@ __all__ = [
     "ArtifactName",
     "ArtifactSummary",
     "BatchItemResult",
+    "CalibratedCell",
+    "CalibrationJobInfo",
     "CalibrationSummary",
+    "HeldoutLevel",
     "CalibrationEntryInfo",
     "CalibrationInfo",
     "Candidate",
@@ -465,6 +468,55 @@ class ReloadResponse(msgspec.Struct, **_RESPONSE):
     cells_added: int
     cells_replaced: int
     calibration: CalibrationSummary
+
+
+# ------------------------------------------------------------------------------------------ /v1/calibrations
+
+
+class HeldoutLevel(msgspec.Struct, **_RESPONSE):
+    """A new cell's default method at one alpha, held out by group: what a pipeline should expect."""
+
+    alpha: float
+    coverage_target: float
+    coverage: float
+    set_size: float
+    share_accept: float
+    share_review: float
+    share_escalate: float
+    accept_accuracy: float | None  # share of accepted items whose human label lies in the set
+    share_full_scale: float
+
+
+class CalibratedCell(msgspec.Struct, **_RESPONSE):
+    """One cell a calibration job fitted: scale, size, default method and its held-out figures per alpha."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    n_labels: int
+    n_items: int
+    n_groups: int
+    default_method: str
+    reason: str
+    heldout: list[HeldoutLevel]
+    full_scale_flag: bool  # at the default level the sets are (almost) always the whole scale
+
+
+class CalibrationJobInfo(msgspec.Struct, **_RESPONSE):
+    """A calibration job: progress, and when done the new cells with their held-out coverage."""
+
+    id: str
+    status: Literal["queued", "running", "done", "failed"]
+    artifact_name: str
+    created_at: str
+    finished_at: str | None
+    n_rows: int
+    progress: float  # 0..1
+    levels: list[float]
+    warnings: list[str]
+    error: str | None
+    activated: bool
+    cells: list[CalibratedCell]
 
 
 # --------------------------------------------------------------------------------------------- /v1/judges

@@ -24,7 +24,7 @@ even a cached dependency costs about 8 us a request (a quarter of a bare echo en
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from litestar import Request, Response
@@ -33,6 +33,7 @@ from litestar.openapi.datastructures import ResponseSpec
 
 from service.admission import Admission
 from service.api.auth import check_api_key, require_admin_key
+from service.calibrations import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging import JudgePool
@@ -83,6 +84,8 @@ class Services:
     admission: Admission  # 429 bounds (service/admission.py)
     job_metrics: JobMetrics
     jobs: JobQueue | None = None  # durable jobs (service/jobs/); None without REDIS_URL
+    # POST /v1/calibrations jobs (service/calibrations.py); in-process until they move to the job queue
+    calibrations: CalibrationJobs = field(default_factory=lambda: CalibrationJobs(accept_max=2, escalate_min=5))
 
 
 def services_of(connection: ASGIConnection) -> Services:

@@ -1,0 +1,157 @@
+"""POST /v1/calibrations (admin), GET /v1/calibrations/{id}, POST /v1/calibrations/{id}/activate (admin),
+DELETE /v1/calibrations/{id} (admin): calibrate your own judge over HTTP (rules: ``service.calibrations``)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from litestar import Request, Response, delete, get, post
+from litestar.openapi.spec import OpenAPIMediaType, RequestBody, Schema
+from litestar.params import Parameter, PathParameter
+
+from service.api import problem_responses, require_admin_key, services_of
+from service.api.calibration import summarise
+from service.calibrations import CalibrationJob
+from service.problems import UnsupportedMediaTypeError
+from service.rubrics import MAX_LABELS
+from service.schemas import (
+    ArtifactName,
+    CalibratedCell,
+    CalibrationJobInfo,
+    HeldoutLevel,
+    ReloadResponse,
+)
+from service.state import coverage_target
+
+__all__ = [
+    "activate_calibration",
+    "calibration_job",
+    "delete_calibration",
+    "document_calibrations_openapi",
+    "submit_calibration",
+]
+
+JobId = Annotated[str, PathParameter(description="the calibration job's id", max_length=64)]
+LABELS_MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines", "application/json")
+FULL_SCALE_SHARE = 0.5  # the report's flag rule (offline/report/labelled.py)
+_EXAMPLE = (
+    '{"item_id": "doc1/a", "criterion": "helpfulness", "judge": "my-judge", "human": 5.5, "judge_score": 6, '
+    '"scale_max": 7, "group": "doc1"}\n'
+)
+
+
+def job_info(job: CalibrationJob) -> CalibrationJobInfo:
+    """The job as the API shows it: progress, and per finished cell its default method's held-out figures."""
+    cells = []
+    for result in job.results:
+        figures = sorted((f for f in result.figures if f.method == result.default.method), key=lambda f: f.alpha)
+        levels = [
+            HeldoutLevel(alpha=f.alpha, coverage_target=coverage_target(f.alpha), coverage=f.coverage,
+                         set_size=f.set_size, share_accept=f.share_accept, share_review=f.share_review,
+                         share_escalate=f.share_escalate, accept_accuracy=f.accept_accuracy,
+                         share_full_scale=f.share_full_scale)
+            for f in figures
+        ]
+        headline = min(levels, key=lambda h: (abs(h.alpha - 0.10), h.alpha), default=None)
+        cells.append(CalibratedCell(
+            judge=result.judge, prompt_family=result.prompt_family, criterion=result.criterion,
+            n_labels=result.n_labels, n_items=result.n_items, n_groups=result.n_groups,
+            default_method=result.default.method, reason=result.default.reason, heldout=levels,
+            full_scale_flag=headline is not None and (headline.share_full_scale >= FULL_SCALE_SHARE
+                                                      or headline.set_size >= result.n_labels - 0.5),
+        ))
+    return CalibrationJobInfo(
+        id=job.id, status=job.status, artifact_name=job.name, created_at=job.created_at,  # type: ignore[arg-type]
+        finished_at=job.finished_at, n_rows=job.n_rows, progress=job.done / job.total if job.total else 0.0,
+        levels=list(job.levels), warnings=list(job.warnings), error=job.error, activated=job.activated, cells=cells,
+    )
+
+
+@post(
+    "/calibrations",
+    status_code=202,
+    guards=[require_admin_key],
+    summary="Calibrate your own judge: a labelled JSON Lines body (calibration/labels.py) runs as a background job",
+    responses=problem_responses(401, 403, 413, 415, 422),
+    tags=["calibration"],
+)
+async def submit_calibration(
+    request: Request,
+    scale: Annotated[int, Parameter(ge=2, le=MAX_LABELS, description="K of rows without scale_max")] = 5,
+    name: Annotated[ArtifactName | None, Parameter(description="artifact name (default cal-<id>)")] = None,
+) -> CalibrationJobInfo:
+    """Validate the whole body (422 naming line and field; nothing queued), then 202 with the job."""
+    content_type = (request.headers.get("content-type") or "").partition(";")[0].strip().lower()
+    if content_type not in LABELS_MEDIA_TYPES:
+        raise UnsupportedMediaTypeError(
+            f"send labelled JSON Lines as one of {', '.join(LABELS_MEDIA_TYPES)}; got {content_type or 'none'!r}"
+        )
+    data = await request.body()  # bounded by MAX_BODY_BYTES (413)
+    services = services_of(request)
+    job = services.calibrations.submit(data, scale=scale, name=name, snapshot=services.calibration.current)
+    services.logger.info("calibration.job_submitted", job=job.id, rows=job.n_rows, cells=len(job.cells_planned))
+    return job_info(job)
+
+
+@get(
+    "/calibrations/{job_id:str}",
+    summary="A calibration job: progress; when done, the new cells with their held-out coverage and decision rates",
+    responses=problem_responses(401, 404),
+    tags=["calibration"],
+)
+async def calibration_job(request: Request, job_id: JobId) -> CalibrationJobInfo:
+    """The job (404 when unknown)."""
+    return job_info(services_of(request).calibrations.get(job_id))
+
+
+@post(
+    "/calibrations/{job_id:str}/activate",
+    status_code=200,
+    guards=[require_admin_key],
+    summary="Make a finished calibration live beside the other artifacts (409 if not done or a cell is taken)",
+    responses=problem_responses(401, 403, 404, 409),
+    tags=["calibration"],
+)
+async def activate_calibration(request: Request, job_id: JobId) -> ReloadResponse:
+    """Activate the job's artifact; answers like a reload (short summary)."""
+    services = services_of(request)
+    job, snapshot, previous = await services.calibrations.activate(job_id, services.calibration)
+    loaded = snapshot.artifacts.get(job.name)
+    before = {} if previous is None else previous.artifacts.owners
+    cells = () if loaded is None else loaded.cells
+    replaced = sum(before.get(cell) == job.name for cell in cells)
+    services.metrics.calibration_entries.set(len(snapshot.artifact.entries))
+    services.logger.info("calibration.activated", job=job.id, artifact=job.name, calibration_id=snapshot.calibration_id)
+    return ReloadResponse(
+        previous_calibration_id=None if previous is None else previous.calibration_id, artifact=job.name,
+        cells_added=len(cells) - replaced, cells_replaced=replaced, calibration=summarise(snapshot),
+    )
+
+
+@delete(
+    "/calibrations/{job_id:str}",
+    status_code=204,
+    guards=[require_admin_key],
+    summary="Delete a calibration job and, if it was activated, remove its artifact",
+    responses=problem_responses(401, 403, 404),
+    tags=["calibration"],
+)
+async def delete_calibration(request: Request, job_id: JobId) -> Response[None]:
+    """Forget the job; its cells answer uncalibrated again when it was live."""
+    services = services_of(request)
+    await services.calibrations.delete(job_id, services.calibration)
+    return Response(None, status_code=204)
+
+
+def document_calibrations_openapi(schema_paths: Any) -> None:
+    """Give POST /v1/calibrations its request body in the spec (the handler reads the raw body)."""
+    path = (schema_paths or {}).get("/v1/calibrations")
+    if path is None or path.post is None:
+        return
+    row = Schema(type=None, description="one labelled row: item_id, criterion, human, judge, judge_score and/or "
+                 "judge_logprobs or mean_of_samples; optional scale_max, prompt_family, group, document/summary or "
+                 "input/output (calibration/labels.py)")
+    path.post.request_body = RequestBody(
+        required=True, description="labelled JSON Lines, one row per (judge, criterion, item)",
+        content={media: OpenAPIMediaType(schema=row, example=_EXAMPLE) for media in LABELS_MEDIA_TYPES},
+    )

@@ -1,0 +1,144 @@
+"""Bring your own judge over HTTP and the CLI: a judge the shipped artifact lacks, a criterion SummEval lacks, a 1..7
+scale; calibrate on half of the documents, activate, score the other half, and the shipped judges stay calibrated."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from offline.cli import main as offline_main
+from service.limits import LimitSettings
+from service.settings import Settings, default_thresholds_path
+from tests.labelled_data import write_labelled_file
+from tests.service.conftest import AppHarness
+
+ADMIN = "byo-admin"
+HEADERS = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/x-ndjson"}
+K = 7
+
+
+@pytest.fixture(scope="module")
+def halves(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
+    """(labelled file of the first 50 documents, rows of the other 50): documents split, never items."""
+    folder = tmp_path_factory.mktemp("byo")
+    every = folder / "all.jsonl"
+    write_labelled_file(data_dir, every, k=K)
+    rows = [json.loads(line) for line in every.read_text().splitlines()]
+    documents = sorted({r["group"] for r in rows})
+    fit_docs = set(documents[: len(documents) // 2])
+    fit = folder / "fit.jsonl"
+    fit.write_text("".join(json.dumps(r) + "\n" for r in rows if r["group"] in fit_docs))
+    return fit, [r for r in rows if r["group"] not in fit_docs]
+
+
+@pytest.fixture
+def harness(start_app: Callable[[Settings], AppHarness], tmp_path: Path) -> AppHarness:
+    return start_app(Settings(thresholds_path=default_thresholds_path(), admin_api_key=ADMIN,
+                              artifacts_dir=tmp_path / "activated", limits=LimitSettings(reload_dir=tmp_path)))
+
+
+def _wait(harness: AppHarness, job_id: str) -> dict:
+    for _ in range(600):
+        info = harness.client.get(f"/v1/calibrations/{job_id}").json()
+        if info["status"] in ("done", "failed"):
+            return info
+        time.sleep(0.05)
+    raise AssertionError("the calibration job did not finish in 30 s")
+
+
+def _coverage(harness: AppHarness, rows: list[dict], alpha: float) -> tuple[float, set[int]]:
+    items = [{"criterion": "helpfulness", "judge": "acme-judge-v1", "judge_score": r["judge_score"], "alpha": alpha}
+             for r in rows]
+    hits, sizes = 0, set()
+    for start in range(0, len(items), 500):
+        reply = harness.client.post("/v1/score/batch", json={"items": items[start:start + 500]})
+        assert reply.status_code == 200, reply.text
+        for row, result in zip(rows[start:start + 500], reply.json()["results"], strict=True):
+            answer = result["result"]
+            assert answer["calibrated"] is True and set(answer["prediction_set"]) <= set(range(1, K + 1))
+            hits += int(row["human"] + 0.5) in answer["prediction_set"]
+            sizes.add(answer["set_size"])
+    return hits / len(rows), sizes
+
+
+def test_http_calibrate_activate_score_on_unseen_documents(harness: AppHarness, halves) -> None:
+    fit, unseen = halves
+    client = harness.client
+    refused = client.post("/v1/score", json={"criterion": "helpfulness", "judge": "acme-judge-v1", "judge_score": 6})
+    assert refused.status_code == 422 and "helpfulness" not in refused.json()["allowed"]
+
+    reply = client.post("/v1/calibrations", headers=HEADERS, content=fit.read_bytes())
+    assert reply.status_code == 202, reply.text
+    job = _wait(harness, reply.json()["id"])
+    assert job["status"] == "done" and job["progress"] == 1.0, job
+    [cell] = job["cells"]
+    assert (cell["judge"], cell["criterion"], cell["n_labels"], cell["n_groups"]) == ("acme-judge-v1", "helpfulness",
+                                                                                      K, 50)
+    for level in cell["heldout"]:
+        assert level["share_accept"] + level["share_review"] + level["share_escalate"] == pytest.approx(1.0)
+
+    activated = client.post(f"/v1/calibrations/{job['id']}/activate", headers=HEADERS)
+    assert activated.status_code == 200, activated.text
+    assert activated.json()["cells_added"] == 1
+    levels = client.get("/v1/calibration").json()["levels"]
+    for alpha in (0.05, 0.1, 0.2):
+        if alpha not in levels:
+            continue
+        coverage, sizes = _coverage(harness, unseen, alpha)
+        assert coverage >= 1 - alpha - 0.02, (alpha, coverage)  # the validity rule on unseen documents
+        assert max(sizes) <= K
+    shipped = client.post("/v1/score", json={"criterion": "relevance", "judge": "gpt-4o-mini-2024-07-18",
+                                             "judge_score": 4}).json()
+    assert shipped["calibrated"] is True and set(shipped["prediction_set"]) <= set(range(1, 6))
+
+    assert client.delete(f"/v1/calibrations/{job['id']}", headers=HEADERS).status_code == 204
+    gone = client.post("/v1/score", json={"criterion": "helpfulness", "judge": "acme-judge-v1", "judge_score": 6})
+    assert gone.status_code == 422
+    assert client.get(f"/v1/calibrations/{job['id']}").status_code == 404
+
+
+def test_cli_artifact_loads_beside_the_shipped_one(harness: AppHarness, halves, tmp_path: Path) -> None:
+    fit, unseen = halves
+    out = tmp_path / "report"
+    assert offline_main(["calibrate", "--labels", str(fit), "--out", str(out), "--splits", "4", "--no-progress"]) == 0
+    reply = harness.client.post("/v1/calibration/reload", headers={"Authorization": f"Bearer {ADMIN}"},
+                                json={"path": str(out / "thresholds.json"), "name": "acme"})
+    assert reply.status_code == 200, reply.text
+    coverage, _ = _coverage(harness, unseen, 0.1)
+    assert coverage >= 0.88
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "needle"),
+    [
+        (b"", 422, "empty"),
+        (b'{"item_id": "a", "criterion": "c", "judge": "j", "human": 3, "judge_score": 3}\n'
+         b'{"item_id": "a", "criterion": "c", "judge": "j", "human": 4, "judge_score": 3}\n', 422, "body:2: item_id"),
+        (b'{"item_id": "a", "criterion": "c", "judge": "j", "human": 9, "judge_score": 3}\n', 422, "body:1: human"),
+        (b'{"item_id": "a", "criterion": "c", "judge": "j", "judge_score": 3}\n', 422, "body:1: human"),
+    ],
+)
+def test_bad_uploads_are_refused_with_the_line_and_nothing_is_queued(
+    harness: AppHarness, body: bytes, status: int, needle: str
+) -> None:
+    reply = harness.client.post("/v1/calibrations", headers=HEADERS, content=body)
+    assert reply.status_code == status, reply.text
+    assert needle in reply.json()["detail"]
+    assert harness.services.calibrations.jobs == {}
+
+
+def test_upload_limits_and_keys(start_app: Callable[[Settings], AppHarness], harness: AppHarness) -> None:
+    small = start_app(Settings(thresholds_path=default_thresholds_path(), admin_api_key=ADMIN, max_body_bytes=4096))
+    big = small.client.post("/v1/calibrations", headers=HEADERS, content=b"x" * 10_000)
+    assert big.status_code == 413
+    wrong_type = harness.client.post("/v1/calibrations", headers={**HEADERS, "Content-Type": "text/plain"},
+                                     content=b"{}")
+    assert wrong_type.status_code == 415
+    no_key = harness.client.post("/v1/calibrations", headers={"Content-Type": "application/x-ndjson"}, content=b"")
+    assert no_key.status_code == 401
+    assert harness.client.post("/v1/calibrations/nope/activate",
+                               headers={"Authorization": f"Bearer {ADMIN}"}).status_code == 404
