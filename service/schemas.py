@@ -72,6 +72,9 @@ Name = Annotated[str, Meta(min_length=1, max_length=200)]
 JudgeScore = Annotated[int, Meta(ge=1, le=10, description="the judge's score on the cell's scale 1..K (K <= 10)")]
 LogProb = Annotated[float, Meta(le=0, description="natural log-probability of this score token")]
 CandidateId = Annotated[str, Meta(min_length=1, max_length=200)]
+ItemIdText = Annotated[
+    str, Meta(min_length=1, max_length=200, description="the caller's own id for this item, echoed in the result")
+]
 
 _REQUEST = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
 _RESPONSE = {"frozen": True, "kw_only": True}
@@ -160,6 +163,7 @@ class ScoreRequest(msgspec.Struct, **_REQUEST):
     judge_logprobs: JudgeLogprobs | None = None
     factuality_method: Literal["direct", "qa"] = "direct"
     n_questions: Annotated[int, Meta(ge=1, le=20)] = 5
+    item_id: ItemIdText | None = None
 
 
 class QAEvidenceItem(msgspec.Struct, **_RESPONSE):
@@ -199,6 +203,7 @@ class ScoreResponse(msgspec.Struct, **_RESPONSE):
     qa_score: float | None = None
     qa_exact_match: float | None = None
     evidence: list[QAEvidenceItem] | None = None
+    item_id: str | None = None  # the request's item_id, echoed
 
 
 class ScoreBatchRequest(msgspec.Struct, **_REQUEST):
@@ -208,9 +213,10 @@ class ScoreBatchRequest(msgspec.Struct, **_REQUEST):
 
 
 class BatchItemResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One batch item: ``{index, ok: true, result}`` or ``{index, ok: false, error}``."""
+    """One batch item: ``{index, ok: true, result}`` or ``{index, ok: false, error}`` (+ the item's ``item_id``)."""
 
     index: int
+    item_id: str | None = None  # the item's own item_id, echoed (also on a failed item when it was a string)
     ok: bool
     result: ScoreResponse | None = None
     error: Problem | None = None

@@ -13,7 +13,7 @@ from litestar.params import Body
 from service.api import Services, problem_responses, services_of
 from service.api.body import BODY_DECODER, BodyDecoder
 from service.problems import InvalidRequestError, problem_from_exception
-from service.schemas import BatchItemResult, ScoreBatchRequest, ScoreBatchResponse, ScoreRequest, ScoreResponse
+from service.schemas import BatchItemResult, Problem, ScoreBatchRequest, ScoreBatchResponse, ScoreRequest, ScoreResponse
 from service.scoring import ScoringContext, score_item
 
 __all__ = ["score", "score_batch", "scoring_context"]
@@ -69,7 +69,10 @@ def scoring_context(services: Services) -> ScoringContext:
 async def score(data: ScoreBody, request: Request) -> ScoreResponse:
     """Verdict -> prediction set -> accept / review / escalate (rules: ``service.scoring``)."""
     services = services_of(request)
-    return await score_item(scoring_context(services), data)
+    result = await score_item(scoring_context(services), data)
+    if data.item_id is not None:  # a copy only when asked: the memoised answers stay shared
+        result = msgspec.structs.replace(result, item_id=data.item_id)
+    return result
 
 
 def batch_width(services: Services) -> int:
@@ -85,6 +88,8 @@ def batch_width(services: Services) -> int:
 async def _batch_item(
     context: ScoringContext, logger: object, index: int, raw: object, path: str, window: asyncio.Semaphore
 ) -> BatchItemResult:
+    item_id = raw.get("item_id") if isinstance(raw, dict) else None
+    item_id = item_id if isinstance(item_id, str) else None
     async with window:
         try:
             item = msgspec.convert(raw, ScoreRequest, strict=True)
@@ -92,10 +97,22 @@ async def _batch_item(
         except Exception as error:  # every failure stays with its item; the problem mapping decides the status
             problem, _ = problem_from_exception(error, instance=f"{path}#/items/{index}")
             context.metrics.count_problem(problem.status, problem.type)
-            if problem.type.endswith("internal-error"):
-                logger.error("batch.item_failed", index=index, exc_info=error)  # type: ignore[attr-defined]
-            return BatchItemResult(index=index, ok=False, error=problem)
-    return BatchItemResult(index=index, ok=True, result=result)
+            _log_failed_item(logger, index, item_id, problem, error)
+            return BatchItemResult(index=index, item_id=item_id, ok=False, error=problem)
+    if item_id is not None:
+        result = msgspec.structs.replace(result, item_id=item_id)
+    return BatchItemResult(index=index, item_id=item_id, ok=True, result=result)
+
+
+def _log_failed_item(logger: object, index: int, item_id: str | None, problem: Problem, error: Exception) -> None:
+    """One JSON line per failed batch item (the request id comes with it): error for 5xx, info for bad input."""
+    fields = {"index": index, "item_id": item_id, "status": problem.status, "problem": problem.type}
+    if problem.type.endswith("internal-error"):
+        logger.error("batch.item_failed", exc_info=error, **fields)  # type: ignore[attr-defined]
+    elif problem.status >= 500:
+        logger.warning("batch.item_failed", detail=problem.detail[:300], **fields)  # type: ignore[attr-defined]
+    else:
+        logger.info("batch.item_failed", detail=problem.detail[:300], **fields)  # type: ignore[attr-defined]
 
 
 @post(
