@@ -55,6 +55,7 @@ from calibration.errors import CalibrationError, EmptyCalibrationError, UnknownM
 __all__ = [
     "Correlation",
     "kendall_tau_b",
+    "kendall_tau_b_statistic",
     "partial_correlation",
     "pearson",
     "spearman",
@@ -239,3 +240,27 @@ def partial_correlation(
     return Correlation(
         statistic=statistic, p_value=_t_test_p_value(statistic, df), n=xs.size, method=f"partial_{method}"
     )
+
+
+def kendall_tau_b_statistic(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray) -> float | None:
+    """Kendall's tau-b of two short equal-length vectors, statistic only (no NaN handling, no p-value).
+
+    tau_b = (concordant - discordant) / sqrt((n0 - ties_x) (n0 - ties_y)) over the n0 = n(n-1)/2 pairs, the same
+    number as :func:`kendall_tau_b`; None when x or y is constant (undefined). For the many small rankings of a
+    study, where scipy's per-call overhead dominates; O(n^2) memory.
+
+    Raises
+    ------
+    CalibrationError
+        x and y differ in length or hold fewer than 2 values.
+    """
+    xs, ys = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if xs.shape != ys.shape or xs.ndim != 1 or xs.size < 2:
+        raise CalibrationError(f"x and y must be 1-D of equal length >= 2, got shapes {xs.shape} and {ys.shape}")
+    upper = np.triu_indices(xs.size, k=1)
+    dx = np.sign(xs[:, None] - xs[None, :])[upper]
+    dy = np.sign(ys[:, None] - ys[None, :])[upper]
+    untied_x, untied_y = np.count_nonzero(dx), np.count_nonzero(dy)
+    if untied_x == 0 or untied_y == 0:
+        return None
+    return float(np.sum(dx * dy) / np.sqrt(float(untied_x) * float(untied_y)))
