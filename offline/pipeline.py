@@ -3,7 +3,9 @@
 Steps: (1) recorded answers into the SQLite answer store (``offline.ingest``); (2) the conformal study on every
 judge's direct answers; (3) position bias on the stored pairwise verdicts; (4) transitivity on stored full
 tournaments when some judge has them (collected with ``python -m offline collect``), otherwise on tournaments
-simulated from the recorded score distributions (labelled as such); (5) the FRANK baselines; (6) when the
+simulated from the recorded score distributions (labelled as such), then on the real Vicuna80 tournaments
+(``offline.studies.vicuna80``: its verdicts into the store, ``transitivity/vicuna80.json``); (5) the FRANK
+baselines; (6) when the
 answer store holds LLM factuality answers (``python -m offline collect --task factuality_direct|factuality_qa``):
 the LLM factuality tables (``factuality/llm.{json,md}``) and the faithfulness calibration
 (``factuality/faithfulness.{json,md}``), otherwise nothing for them (a previous run's files are removed and
