@@ -19,8 +19,10 @@ test: install
 	$(BIN)/python -m pytest -q
 
 ## Run the offline studies on the shipped data, write reports/ and calibration/thresholds.json.
+## With LABELS="a.jsonl b.jsonl" (and SCALE=K): calibrate your own labelled files instead, into reports/labels/
+## (report + an artifact holding only your cells; the shipped calibration is not touched).
 calibrate: install
-	$(BIN)/python -m offline calibrate
+	$(BIN)/python -m offline calibrate $(foreach f,$(LABELS),--labels $(f)) $(if $(SCALE),--scale $(SCALE))
 
 ## Serve the API on 127.0.0.1:$${PORT:-8000} with the shipped thresholds; no Redis needed.
 serve: install
