@@ -2,27 +2,33 @@
 # `docker run -p 8000:8000 -e REDIS_URL=redis://redis:6379/0 conformal-judge`.
 # Same entry point as `make serve` (python -m service); settings come from the environment (service/settings.py).
 
-# Build stage: `pip install .` into a virtualenv, so the runtime image carries no build tooling or sources.
+# Build stage: `pip install .` (no extras) into a virtualenv, so the runtime image carries no build tooling, no
+# sources, and neither the offline module nor its extras (matplotlib, tqdm): it serves, it does not calibrate.
 FROM python:3.11-slim AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 RUN python -m venv /opt/venv
 WORKDIR /src
-# Metadata first, then the packages setuptools ships (calibration*, service*, offline*; thresholds.json and
-# judges.example.json come along as package data).
+# Metadata first, then the packages the service needs (calibration*, service*; thresholds.json and
+# judges.example.json come along as package data). offline/ is not copied, so setuptools finds no offline*.
 COPY pyproject.toml README.md ./
 COPY calibration ./calibration
 COPY service ./service
-COPY offline ./offline
-RUN /opt/venv/bin/pip install .
+RUN /opt/venv/bin/pip install . \
+    && ! /opt/venv/bin/python -c "import matplotlib" 2>/dev/null \
+    && ! /opt/venv/bin/python -c "import offline" 2>/dev/null
 
 FROM python:3.11-slim AS runtime
 ENV PATH="/opt/venv/bin:${PATH}" \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     HOST=0.0.0.0 \
-    PORT=8000
+    PORT=8000 \
+    WORKERS=2 \
+    HEADER_TIMEOUT_S=10 \
+    BODY_TIMEOUT_S=30 \
+    KEEPALIVE_TIMEOUT_S=5
 # A fixed, unprivileged uid/gid so mounted files (JUDGES_FILE, THRESHOLDS_PATH) can be permissioned for it.
 RUN groupadd --system --gid 10001 app \
     && useradd --system --uid 10001 --gid app --home-dir /home/app --create-home --shell /usr/sbin/nologin app

@@ -11,7 +11,7 @@ install: $(STAMP)
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,offline]'
 	touch $(STAMP)
 
 ## The whole test suite (needs ../shared/data or DATA_DIR, and Redis on 127.0.0.1:6379).
@@ -25,6 +25,7 @@ calibrate: install
 	$(BIN)/python -m offline calibrate $(foreach f,$(LABELS),--labels $(f)) $(if $(SCALE),--scale $(SCALE))
 
 ## Serve the API on 127.0.0.1:$${PORT:-8000} with the shipped thresholds; no Redis needed.
+## WORKERS=N runs N server processes; HEADER_TIMEOUT_S, BODY_TIMEOUT_S, KEEPALIVE_TIMEOUT_S bound slow clients.
 serve: install
 	$(BIN)/python -m service
 

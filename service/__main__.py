@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import sys
 
-import uvicorn
-
 from service.app import create_app
+from service.server import serve
 from service.settings import Settings, SettingsError
 
 __all__ = ["curl_example", "main"]
@@ -32,13 +31,16 @@ def main() -> int:
     except SettingsError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    app = create_app(settings)
-    print(f"Conformal Judge on http://{settings.host}:{settings.port}  (OpenAPI: /schema, health: /readyz)")
+    workers = settings.limits.workers
+    app = create_app(settings) if workers == 1 else None  # several workers build their own apps
+    print(
+        f"Conformal Judge on http://{settings.host}:{settings.port}  ({workers} worker process(es); "
+        "OpenAPI: /schema/openapi.json, health: /readyz)"
+    )
     print("Try:")
     print(f"  {curl_example(settings)}")
     sys.stdout.flush()
-    # log_config=None: uvicorn's own text logs stay off; the app writes JSON lines (warnings still show).
-    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)
+    serve(settings, app)  # header/body read timeouts, keep-alive limit, WORKERS (service/server.py)
     return 0
 
 

@@ -14,6 +14,7 @@ from typing import IO
 
 from litestar import Litestar, Router
 from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, Reference, SecurityScheme
 
 from service.admission import Admission
@@ -168,6 +169,9 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
                 }
             ),
             create_examples=False,
+            # The JSON document only, at /schema and /schema/openapi.json: Litestar's HTML viewers load their
+            # scripts from a CDN and render blank offline, so the service serves none.
+            render_plugins=[JsonRenderPlugin()],
         ),
         state=None,
     )
