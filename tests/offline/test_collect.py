@@ -31,6 +31,7 @@ from offline.data.frank import load_frank
 from offline.data.pairwise import presented
 from offline.data.summeval import SummEval, load_summeval
 from offline.store import AnswerKey, AnswerRecord, AnswerStore
+from service.judge.client import JudgeClient
 from service.judge.errors import JudgeCallError, JudgeReplyError
 
 
@@ -464,17 +465,12 @@ def test_verdict_record_keeps_client_logprobs() -> None:
 
 
 @pytest.fixture
-def server(request: pytest.FixtureRequest) -> Any:
-    pytest.importorskip("service.judge.client")
-    try:
-        return request.getfixturevalue("judge_server")
-    except pytest.FixtureLookupError:
-        pytest.skip("the judge_server fixture (tests/fakes/fixtures.py) is not available yet")
+def server(judge_server: Any) -> Any:
+    # The stand-in from tests/fakes/fixtures.py; a missing fixture or a broken client import fails, never skips.
+    return judge_server
 
 
 def _client(server: Any, **overrides: Any) -> Any:
-    from service.judge.client import JudgeClient
-
     return JudgeClient(server.judge_config(**overrides))
 
 

@@ -13,6 +13,7 @@ import pytest
 from offline.data.summeval import CRITERIA
 from offline.ingest import IngestReport, format_report, ingest_recorded
 from offline.store import AnswerStore, aligned_direct
+from service.judge import parse
 
 TEXT_JUDGES = ("gpt-3.5-turbo-0301", "llama-2-7b-chat", "llama-2-13b-chat", "llama-2-70b-chat")
 LOGPROB_JUDGES = ("gpt-4o-mini-2024-07-18", "qwen2.5-72b-instruct")
@@ -20,7 +21,6 @@ LOGPROB_JUDGES = ("gpt-4o-mini-2024-07-18", "qwen2.5-72b-instruct")
 
 @pytest.fixture(scope="module")
 def cached_parsers():  # type: ignore[no-untyped-def]
-    parse = pytest.importorskip("service.judge.parse")
     # Cached so that the second ingest (idempotency) costs no parsing time; results are identical.
     return functools.lru_cache(maxsize=None)(parse.parse_score), parse.parse_preference
 
