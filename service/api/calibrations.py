@@ -72,7 +72,7 @@ def job_info(job: CalibrationJob) -> CalibrationJobInfo:
     status_code=202,
     guards=[require_admin_key],
     summary="Calibrate your own judge: a labelled JSON Lines body (calibration/labels.py) runs as a background job",
-    responses=problem_responses(401, 403, 413, 415, 422),
+    responses=problem_responses(400, 401, 403, 413, 415, 422),
     tags=["calibration"],
 )
 async def submit_calibration(
@@ -96,7 +96,7 @@ async def submit_calibration(
 @get(
     "/calibrations/{job_id:str}",
     summary="A calibration job: progress; when done, the new cells with their held-out coverage and decision rates",
-    responses=problem_responses(401, 404),
+    responses=problem_responses(400, 401, 404),
     tags=["calibration"],
 )
 async def calibration_job(request: Request, job_id: JobId) -> CalibrationJobInfo:
@@ -109,7 +109,7 @@ async def calibration_job(request: Request, job_id: JobId) -> CalibrationJobInfo
     status_code=200,
     guards=[require_admin_key],
     summary="Make a finished calibration live beside the other artifacts (409 if not done or a cell is taken)",
-    responses=problem_responses(401, 403, 404, 409),
+    responses=problem_responses(400, 401, 403, 404, 409),
     tags=["calibration"],
 )
 async def activate_calibration(request: Request, job_id: JobId) -> ReloadResponse:
@@ -133,7 +133,7 @@ async def activate_calibration(request: Request, job_id: JobId) -> ReloadRespons
     status_code=204,
     guards=[require_admin_key],
     summary="Delete a calibration job and, if it was activated, remove its artifact",
-    responses=problem_responses(401, 403, 404),
+    responses=problem_responses(400, 401, 403, 404),
     tags=["calibration"],
 )
 async def delete_calibration(request: Request, job_id: JobId) -> Response[None]:
