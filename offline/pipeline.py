@@ -30,6 +30,7 @@ import msgspec
 import structlog
 from tqdm import tqdm
 
+from offline.data.finesure import load_finesure
 from offline.data.frank import Frank, load_frank
 from offline.data.summeval import load_summeval
 from offline.export import export_thresholds
@@ -37,7 +38,7 @@ from offline.ingest import IngestReport, ingest_recorded
 from offline.report import SUMMARY_FILES, build_report, write_summary
 from offline.report.index import IngestRow, IngestSummary
 from offline.store import AnswerStore
-from offline.studies import faithfulness
+from offline.studies import factuality_sentences, faithfulness
 from offline.studies.conformal import cell_data_from_store as conformal_data
 from offline.studies.conformal import run_conformal_study
 from offline.studies.factuality import baseline_tables, write_baselines_json, write_baselines_markdown
@@ -46,6 +47,12 @@ from offline.studies.factuality_llm import (
     remove_llm_outputs,
     run_llm_study,
     write_llm_study,
+)
+from offline.studies.factuality_sentences import (
+    ingest_sentences,
+    run_sentence_study,
+    sentence_answers_from_store,
+    write_sentence_study,
 )
 from offline.studies.faithfulness import (
     FaithfulnessStudy,
@@ -65,6 +72,7 @@ __all__ = [
     "calibrate_factuality",
     "factuality_step",
     "ingest_summary",
+    "sentences_step",
 ]
 
 
@@ -96,15 +104,34 @@ def factuality_step(store: AnswerStore, frank: Frank, out: Path, *, seed: int, l
     """LLM factuality tables and faithfulness calibration from the store's factuality answers (module step 6);
     with none, remove a previous run's LLM files and write nothing."""
     answers = factuality_answers_from_store(store, frank.items)
-    if not answers:
+    # The sentence-level fact-checks (recorded or collected) are calibrated with the others, under their family.
+    calibrated = {**answers, **sentence_answers_from_store(store, frank.items)}
+    if not calibrated:
         remove_llm_outputs(out)
         for name in (faithfulness.JSON_FILE, faithfulness.MARKDOWN_FILE):
             (out / name).unlink(missing_ok=True)
         return FactualityResult(files=(), faithfulness=None, n_answers=0)
-    summary, tables = run_llm_study(frank, answers, label=label)
-    study = run_faithfulness_study(faithfulness_data(frank.items, answers), seed=seed, label=label)
-    files = (*write_llm_study(summary, tables, out), *write_faithfulness_study(study.summary, out))
-    return FactualityResult(files=files, faithfulness=study, n_answers=sum(len(a) for a in answers.values()))
+    files: tuple[Path, ...] = ()
+    if answers:
+        summary, tables = run_llm_study(frank, answers, label=label)
+        files = write_llm_study(summary, tables, out)
+    else:
+        remove_llm_outputs(out)
+    study = run_faithfulness_study(faithfulness_data(frank.items, calibrated), seed=seed, label=label)
+    files = (*files, *write_faithfulness_study(study.summary, out))
+    return FactualityResult(files=files, faithfulness=study, n_answers=sum(len(a) for a in calibrated.values()))
+
+
+def sentences_step(store: AnswerStore, frank: Frank, data_dir: Path, out: Path) -> tuple[Path, ...]:
+    """The recorded sentence-level fact-checks (``frank/llm/finesure``): into the store, then their study
+    (``factuality/llm_sentences.{json,md}``); without the folder, remove a previous run's files."""
+    checks = load_finesure(data_dir, frank)
+    if not checks:
+        for name in (factuality_sentences.JSON_FILE, factuality_sentences.MARKDOWN_FILE):
+            (out / name).unlink(missing_ok=True)
+        return ()
+    stats = ingest_sentences(store, checks)
+    return write_sentence_study(run_sentence_study(frank, checks, stats), out)
 
 
 def calibrate_factuality(
@@ -247,6 +274,8 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
     lap("factuality (waited for the worker)", metrics=n_metrics)
 
     with AnswerStore(store_file) as store:
+        sentence_files = sentences_step(store, frank, data_dir, out)
+        lap("llm sentences", files=len(sentence_files))
         llm = factuality_step(store, frank, out, seed=seed)
     lap("llm factuality", answers=llm.n_answers,
         note="" if llm.n_answers else "no LLM factuality answers collected: nothing written for them")
@@ -259,4 +288,4 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
     lap("export", path=str(thresholds_path))
     return CalibrateResult(out_dir=out, store=store_file, thresholds=thresholds_path, index=files.index,
                            summaries=summaries, tables=files.tables, figures=files.figures,
-                           factuality=(*factuality, *llm.files), seconds=seconds)
+                           factuality=(*factuality, *sentence_files, *llm.files), seconds=seconds)

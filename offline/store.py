@@ -53,10 +53,10 @@ __all__ = [
     "aligned_direct",
 ]
 
-Task = Literal["direct", "pairwise", "factuality_direct", "factuality_qa"]
+Task = Literal["direct", "pairwise", "factuality_direct", "factuality_qa", "factuality_sentences"]
 Order = Literal["ab", "ba", ""]
 Outcome = Literal["first", "second", "tie"]
-TASKS: tuple[str, ...] = ("direct", "pairwise", "factuality_direct", "factuality_qa")
+TASKS: tuple[str, ...] = ("direct", "pairwise", "factuality_direct", "factuality_qa", "factuality_sentences")
 ORDERS: tuple[str, ...] = ("ab", "ba", "")
 OUTCOMES: tuple[str, ...] = ("first", "second", "tie")
 SCHEMA_VERSION = 1
@@ -299,7 +299,26 @@ class AnswerStore:
             self._conn.close()
             raise StoreError(f"{self.path}: store schema version {version}, this code reads {SCHEMA_VERSION}")
         self._conn.execute(_SCHEMA)
+        self._widen_task_check()
         self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def _widen_task_check(self) -> None:
+        """Rebuild a table created before a task was added, so its CHECK accepts every task of TASKS."""
+        query = "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'answers'"
+        sql = self._conn.execute(query).fetchone()[0]
+        if all(repr(task) in sql for task in TASKS):
+            return
+        conn = self._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("ALTER TABLE answers RENAME TO answers_before_tasks")
+            conn.execute(_SCHEMA)
+            conn.execute("INSERT INTO answers SELECT * FROM answers_before_tasks")
+            conn.execute("DROP TABLE answers_before_tasks")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
 
     def __enter__(self) -> Self:
         return self

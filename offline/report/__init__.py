@@ -12,9 +12,10 @@ Layout under the report folder: ``index.md``; ``conformal/{summary.json,tables.m
 ``factuality/baselines.{json,md}`` (written by the FRANK study); ``factuality/llm.{json,md}`` and
 ``factuality/faithfulness.{json,md}`` (written by the LLM factuality and faithfulness studies, only when LLM
 factuality answers were collected) with the figure ``factuality/llm_vs_baselines.png`` drawn here from
-``llm.json``; ``ingest/summary.json``; ``transitivity/vicuna80.json`` (real tournaments) with its tables
-appended to ``transitivity/tables.md``, the figures ``transitivity/vicuna80_{violation_rates,kendall_tau}.png``
-and a section in ``index.md``.
+``llm.json``; ``factuality/llm_sentences.{json,md}`` (the recorded sentence-level fact-checks) with the figure
+``factuality/llm_sentences_confusion.png`` and a section at the end of ``index.md``; ``ingest/summary.json``;
+``transitivity/vicuna80.json`` (real tournaments) with its tables appended to ``transitivity/tables.md``, the
+figures ``transitivity/vicuna80_{violation_rates,kendall_tau}.png`` and a section in ``index.md``.
 """
 
 from __future__ import annotations
@@ -27,10 +28,12 @@ import msgspec
 
 from offline.report import figures, tables
 from offline.report.index import IngestSummary, render_index
+from offline.report.sentences import confusion_figure, sentences_section
 from offline.report.vicuna80 import vicuna80_figures, vicuna80_section, vicuna80_tables
-from offline.studies import factuality_llm, faithfulness
+from offline.studies import factuality_llm, factuality_sentences, faithfulness
 from offline.studies.conformal import ConformalSummary
 from offline.studies.factuality_llm import LLMFactualitySummary
+from offline.studies.factuality_sentences import SentenceStudySummary
 from offline.studies.faithfulness import FaithfulnessSummary
 from offline.studies.position_bias import PositionBiasSummary
 from offline.studies.transitivity import TransitivitySummary
@@ -83,9 +86,11 @@ def build_report(out_dir: Path | str) -> ReportFiles:
     ingest = read_summary(out / SUMMARY_FILES["ingest"], IngestSummary)
     llm = read_summary(out / factuality_llm.JSON_FILE, LLMFactualitySummary)
     faithful = read_summary(out / faithfulness.JSON_FILE, FaithfulnessSummary)
+    sentences = read_summary(out / factuality_sentences.JSON_FILE, SentenceStudySummary)
     vicuna80 = read_summary(out / VICUNA80_JSON, Vicuna80Summary)
     baselines = (out / "factuality" / "baselines.json").exists()
-    if conformal is None and transitivity is None and position_bias is None and llm is None and not baselines:
+    if conformal is None and transitivity is None and position_bias is None and llm is None and not baselines \
+            and sentences is None:
         raise FileNotFoundError(f"no study summary under {out}: run `python -m offline calibrate --out {out}` first")
     written_tables: list[Path] = []
     written_figures: list[tuple[str, Path]] = []
@@ -127,9 +132,13 @@ def build_report(out_dir: Path | str) -> ReportFiles:
         if transitivity is None:
             written_tables.append(path)
         written_figures += vicuna80_figures(vicuna80, out)
+    if sentences is not None:
+        written_figures.append(("FRANK — error types: human majority type vs LLM category (FineSurE recordings)",
+                                confusion_figure(sentences, out / factuality_sentences.FIGURE_FILE)))
     links = {p.relative_to(out).as_posix(): p.relative_to(out).as_posix() for p in written_tables}
     factuality_files = ("factuality/baselines.md", "factuality/baselines.json", factuality_llm.MARKDOWN_FILE,
-                        factuality_llm.JSON_FILE, faithfulness.MARKDOWN_FILE, faithfulness.JSON_FILE)
+                        factuality_llm.JSON_FILE, faithfulness.MARKDOWN_FILE, faithfulness.JSON_FILE,
+                        factuality_sentences.MARKDOWN_FILE, factuality_sentences.JSON_FILE)
     for name in (*factuality_files, *SUMMARY_FILES.values(), VICUNA80_JSON):
         if (out / name).exists():
             links[name] = name
@@ -141,5 +150,7 @@ def build_report(out_dir: Path | str) -> ReportFiles:
     )
     if vicuna80 is not None:
         text = text.rstrip("\n") + "\n\n" + vicuna80_section(vicuna80)
+    if sentences is not None:
+        text = text.rstrip("\n") + "\n\n" + sentences_section(sentences)
     index.write_text(text, encoding="utf-8")
     return ReportFiles(index=index, tables=tuple(written_tables), figures=tuple(p for _, p in written_figures))

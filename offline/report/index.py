@@ -174,10 +174,13 @@ def _transitivity_lines(t: TransitivitySummary) -> list[str]:
 
 
 def _factuality_lines(llm: LLMFactualitySummary | None, faithfulness: FaithfulnessSummary | None) -> list[str]:
-    if llm is None:
+    if llm is None and faithfulness is None:
         return [f"- **LLM factuality (FRANK)**: {NO_LLM_FACTUALITY}. Only FRANK's baseline metrics are reported "
                 "(`factuality/baselines.md`), and faithfulness is not calibrated (the service answers it "
                 "uncalibrated)."]
+    if llm is None:
+        return [f"- **LLM factuality (FRANK), direct and QA prompts**: {NO_LLM_FACTUALITY}.",
+                *_faithfulness_lines(faithfulness)]
     tag = f" — {llm.label}" if llm.label else ""
     overall = {c.metric: c for c in llm.comparison}
     runs = []
@@ -192,6 +195,11 @@ def _factuality_lines(llm: LLMFactualitySummary | None, faithfulness: Faithfulne
         best = max(baselines, key=lambda c: c.pearson or 0.0)
         lines.append(f"  On the {llm.comparison_n_items} items every LLM run scored, the strongest baseline is "
                      f"{best.metric} ({fmt(best.pearson, 3, signed=True)} / {fmt(best.spearman, 3, signed=True)}).")
+    return lines + _faithfulness_lines(faithfulness)
+
+
+def _faithfulness_lines(faithfulness: FaithfulnessSummary | None) -> list[str]:
+    lines: list[str] = []
     if faithfulness is not None:
         tag = f" — {faithfulness.label}" if faithfulness.label else ""
         cells = []

@@ -10,11 +10,13 @@ call                                                       result
 
 Rules, stated once (also written into ``faithfulness.json`` under ``rules``):
 
-* **Cells.** One per (judge, prompt family ``factuality_direct`` | ``factuality_qa``) with answers in the store
-  (:func:`offline.studies.factuality_llm.factuality_answers_from_store`), criterion ``faithfulness``.
+* **Cells.** One per (judge, prompt family ``factuality_direct`` | ``factuality_qa`` | ``factuality_sentences``)
+  with answers in the store (:func:`offline.studies.factuality_llm.factuality_answers_from_store`,
+  :func:`offline.studies.factuality_sentences.sentence_answers_from_store`), criterion ``faithfulness``.
 * **Verdict.** The stored 1-5 ``judge_score``: direct, the judge's digit; qa, ``1 + round_half_up(4 x QA
   score)`` (``service.judge.factuality.judge_score_from_qa``, the mapping the service applies to live QA
-  verdicts). Items without a judge score (failed or unreadable) are excluded and counted.
+  verdicts); sentences, ``1 + round_half_up(4 x share of sentences judged error-free)``. Items without a
+  judge score (failed or unreadable) are excluded and counted.
 * **Target.** ``faithfulness_target(Factuality)`` = ``round_half_up(1 + 4 x Factuality)`` on 1..5.
 * **Split.** FRANK's own (``calibration_split``): fit on its ``valid`` items, evaluate on its ``test`` items.
   One split, so ``n_splits = 1`` and there is no spread: ``coverage_std`` is 0 in the summary and null in the
@@ -85,7 +87,8 @@ JSON_FILE = "factuality/faithfulness.json"
 MARKDOWN_FILE = "factuality/faithfulness.md"
 MIN_FIT_ITEMS = 2
 RULES = {
-    "verdict": "stored judge_score 1-5 (qa: 1 + round_half_up(4 x QA score)); items without one excluded, counted",
+    "verdict": "stored judge_score 1-5 (qa: 1 + round_half_up(4 x QA score); sentences: 1 + round_half_up(4 x share "
+    "of sentences judged error-free)); items without one excluded, counted",
     "target": "faithfulness_target(Factuality) = round_half_up(1 + 4 x Factuality)",
     "split": "FRANK's own: fit on valid, evaluate on test; n_splits = 1 (no spread: std 0 here, null in the "
     "artifact); the exported predictor is the one fitted on valid",
@@ -237,7 +240,8 @@ def render_faithfulness_markdown(summary: FaithfulnessSummary) -> str:
     if summary.label:
         lines += [f"**Source: {summary.label}.**", ""]
     lines += [f"One split (n_splits = 1), seed {summary.seed}; target round_half_up(1 + 4 x Factuality); verdict "
-              "= the stored 1-5 judge score (qa: 1 + round_half_up(4 x QA score)).", "",
+              "= the stored 1-5 judge score (qa: 1 + round_half_up(4 x QA score); sentences: "
+              "1 + round_half_up(4 x share of sentences judged error-free)).", "",
               "| Judge | Prompt family | answered | excluded | fit (valid) | test | log-probs |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
     lines += [f"| {p.judge} | {p.prompt_family} | {p.n_answered} | {p.n_excluded} | {p.n_fit} | {p.n_test} | "

@@ -48,15 +48,21 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
         assert figure.relative_to(out).as_posix() in index
     baselines = json.loads((out / "factuality" / "baselines.json").read_text())
     assert baselines
-    # The shipped data holds no LLM factuality answers: nothing is written for them and the index says so.
+    # The shipped data holds no direct/QA LLM factuality answers: nothing is written for them and the index says
+    # so; the recorded sentence-level fact-checks (frank/llm/finesure) get their study and faithfulness cells.
     assert NO_LLM_FACTUALITY in index
-    assert not (out / "factuality" / "llm.json").exists() and not (out / "factuality" / "faithfulness.json").exists()
+    assert not (out / "factuality" / "llm.json").exists() and (out / "factuality" / "faithfulness.json").exists()
+    assert "FineSurE-prompt recordings, not the paper's prompts" in index
+    assert len(json.loads((out / "factuality" / "llm_sentences.json").read_text())["judges"]) == 8
+    assert (out / "factuality" / "llm_sentences_confusion.png").read_bytes().startswith(PNG_MAGIC)
     transitivity = json.loads((out / "transitivity" / "summary.json").read_text())
     assert transitivity["simulated"] is True  # the shipped pairwise chain has no triangles
     assert json.loads((out / "position_bias" / "summary.json").read_text())["simulated"] is False
     artifact = load_artifact(out / "thresholds.json")
-    assert len(artifact.entries) == cells_per_alpha * 4 and len(artifact.default_methods) == 24
-    assert not any(e.criterion == "faithfulness" for e in artifact.entries)  # uncalibrated until answers exist
+    faithful = [e for e in artifact.entries if e.criterion == "faithfulness"]
+    assert {e.prompt_family for e in faithful} == {"factuality_sentences"}  # direct/qa: uncalibrated until collected
+    assert len(faithful) == 8 * len(SCORE_ONLY_METHODS) * 4
+    assert len(artifact.entries) - len(faithful) == cells_per_alpha * 4 and len(artifact.default_methods) == 24 + 8
     assert (out / "answers.sqlite").exists()
     for line in ("report:", "thresholds:", "wall time:"):
         assert line in stdout

@@ -1,0 +1,511 @@
+"""Sentence-level LLM fact-checks on FRANK: parse, store, and compare with FRANK's human annotations.
+
+The recorded judges (``offline.data.finesure``) answered with the FineSurE fact-checking prompt, not the prompts
+of paper 001: every output says so.
+
+=========================================================  ==============================================
+call                                                       result
+=========================================================  ==============================================
+``sentence_records(check)``                                ``(AnswerRecord list, ParseStats)`` of one judge
+``ingest_sentences(store, checks)``                        puts every judge's records, ``[ParseStats]``
+``sentence_answers_from_store(store, items)``              ``{(judge, "sentences"): [FactualityAnswer]}``
+``run_sentence_study(frank, checks, parse_stats)``         ``SentenceStudySummary``
+``write_sentence_study(summary, report_dir)``              ``factuality/llm_sentences.{json,md}``
+=========================================================  ==============================================
+
+Rules, stated once (also written into ``llm_sentences.json`` under ``rules``):
+
+* **Parse.** Each raw ``response`` is read by ``service.judge.sentence_parse.parse_sentence_verdicts`` with the
+  row's sentence count. ``parse_rate`` = share of rows whose reply gives a list of well-formed verdicts (any
+  length); a list whose length differs from the sentence count is excluded and counted (``n_wrong_count``),
+  never padded or cut. Agreement with the recorder's ``pred_error`` / ``pred_error_type``: share of rows read
+  by both where the two readings give the same list (row level), and of their sentences (sentence level).
+* **Store.** Task and prompt family ``factuality_sentences``, criterion ``faithfulness``, repetition 0,
+  ``item_id`` ``"<hash>/<model_name>"``, ``raw_reply`` the response, ``parse_rule`` the parser's rule,
+  ``judge_score`` = ``1 + round_half_up(4 x item score)`` (None when excluded), ``model`` the judge's name.
+* **Item score.** Share of the summary's sentences judged error-free (``no error``).
+* **Correlations.** Partial Pearson and Spearman with FRANK ``Factuality`` controlling for the system (one-hot
+  ``model_name``; least squares), p-value from the t-test with n - 2 - k df, on each judge's included items:
+  overall and per dataset. Ablation: the same with ``Flip_<category>``; ``delta`` = overall - flipped
+  (positive: the judge's correlation depends on that error type).
+* **Sentence agreement.** Human label of a sentence = majority of FRANK's annotators (>= 2 of 3 marked an
+  error); precision, recall and F1 of the judge's "has an error" against it, pooled over included rows.
+* **Error types.** A sentence's human type is the type named by a majority of the annotators whose type list
+  is aligned to the sentences (one type per sentence); for each FRANK type, recall = share of the sentences of
+  that human type (human majority error) that the judge labelled with the same type. Confusion matrix: human
+  majority type (``NoE`` for human majority no-error sentences) x the judge's category; sentences with a human
+  error but no majority type are counted (``n_no_majority_type``), not placed.
+* **Baselines.** FactCC, BERTScore-P-Art and QAGS, correlated overall on exactly the items each judge has
+  included (the same rows), so each LLM is ranked against the baselines on its own 200 items.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from offline.data.finesure import FactCheckRow, RecordedFactCheck
+from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankDataError, FrankItem, baseline_scores
+from offline.store import AnswerRecord, AnswerStore
+from offline.studies.factuality import CorrelationCell, align_scores, correlation_cell
+from offline.studies.factuality_llm import CRITERION, FactualityAnswer
+from service.judge.sentence_parse import CATEGORY_CODES, ParsedSentences, parse_sentence_verdicts
+
+__all__ = [
+    "BASELINES",
+    "FIGURE_FILE",
+    "JSON_FILE",
+    "MARKDOWN_FILE",
+    "METHOD",
+    "PROMPT_FAMILY",
+    "RULES",
+    "TYPE_CODES",
+    "AblationRow",
+    "BaselineRow",
+    "ConfusionMatrix",
+    "CorrelationRow",
+    "ErrorTypeRow",
+    "ParseStats",
+    "SentenceAgreement",
+    "SentenceStudySummary",
+    "ingest_sentences",
+    "item_score",
+    "judge_score_of",
+    "ranking",
+    "render_sentence_markdown",
+    "run_sentence_study",
+    "sentence_answers_from_store",
+    "sentence_records",
+    "write_sentence_study",
+]
+
+METHOD = "sentences"
+PROMPT_FAMILY = "factuality_sentences"
+JSON_FILE = "factuality/llm_sentences.json"
+MARKDOWN_FILE = "factuality/llm_sentences.md"
+FIGURE_FILE = "factuality/llm_sentences_confusion.png"
+BASELINES: tuple[str, ...] = ("FactCC", "BertScore P Art", "QAGS")
+# FRANK's error types as the annotators write them; the judge's categories map onto the same codes.
+TYPE_CODES: tuple[str, ...] = ("RelE", "EntE", "CircE", "CorefE", "LinkE", "OutE", "GramE", "OtherE")
+MATRIX_CODES: tuple[str, ...] = (*TYPE_CODES, "NoE")
+SOURCE_NOTE = ("Recorded with the FineSurE fact-checking prompt (Song et al., ACL 2024; a 2025 re-run, "
+               "wjkim9653/FineSurE-ACL24): real LLM judges on FRANK, not the prompts or models of paper 001.")
+RULES = {
+    "source": SOURCE_NOTE,
+    "parse": "service.judge.sentence_parse.parse_sentence_verdicts with the row's sentence count; parse_rate = "
+    "rows giving a list of well-formed verdicts; a list whose length differs from the sentence count is excluded "
+    "and counted (n_wrong_count), never padded",
+    "item_score": "share of the summary's sentences judged 'no error'",
+    "correlation": "partial Pearson / Spearman with FRANK Factuality controlling for the system (one-hot "
+    "model_name, least squares), t-test p-value with n - 2 - k df, on each judge's included items",
+    "ablation": "delta = partial correlation with Factuality - with Flip_<category> (positive: depends on it)",
+    "sentence_agreement": "human label = majority of annotators (>= 2 of 3 marked an error); precision, recall, "
+    "F1 of the judge's 'has an error', pooled over included rows",
+    "error_types": "human type = the type named by a majority of the annotators whose type list is aligned to "
+    "the sentences; recall per type among human-majority error sentences of that type; confusion matrix human "
+    "majority type (NoE for no-error sentences) x judge category",
+    "baselines": f"{', '.join(BASELINES)} correlated overall on exactly each judge's included items",
+}
+
+
+class ParseStats(msgspec.Struct, frozen=True, kw_only=True):
+    """How one judge's replies read: rows, lists read, count mismatches (excluded), agreement with the recorder."""
+
+    judge: str
+    n_rows: int
+    n_read: int  # replies giving a list of well-formed verdicts (any length)
+    n_included: int  # read and one verdict per sentence
+    n_wrong_count: int  # read, but the count differs from the sentences: excluded
+    n_unreadable: int  # no list of well-formed verdicts
+    n_escapes_repaired: int
+    parse_rate: float
+    rules: dict[str, int]
+    recorded_row_agreement: float | None  # same (error, category) lists as pred_error/pred_error_type
+    recorded_sentence_agreement: float | None  # same error flag, sentence by sentence, where the lengths match
+    n_compared_rows: int
+
+
+class CorrelationRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One judge on one subset (``all`` | ``cnndm`` | ``bbc``): partial correlations with Factuality."""
+
+    judge: str
+    dataset: str
+    n: int
+    partial_pearson: float | None
+    partial_spearman: float | None
+    p_value: float | None  # of the partial Pearson
+    spearman_p_value: float | None
+    problem: str | None = None
+
+
+class BaselineRow(msgspec.Struct, frozen=True, kw_only=True):
+    """A FRANK baseline metric on exactly one judge's included items (overall)."""
+
+    judge: str  # whose items
+    metric: str
+    n: int
+    partial_pearson: float | None
+    partial_spearman: float | None
+    p_value: float | None
+    spearman_p_value: float | None
+
+
+class AblationRow(msgspec.Struct, frozen=True, kw_only=True):
+    """FRANK ablation for one judge and category: correlation with Factuality minus with Flip_<category>."""
+
+    judge: str
+    category: str
+    flipped_pearson: float | None
+    flipped_spearman: float | None
+    delta_pearson: float | None
+    delta_spearman: float | None
+
+
+class SentenceAgreement(msgspec.Struct, frozen=True, kw_only=True):
+    """The judge's "has an error" per sentence against the human majority, pooled over included rows."""
+
+    judge: str
+    n_sentences: int
+    n_human_error: int
+    n_judge_error: int
+    true_positive: int
+    precision: float | None
+    recall: float | None
+    f1: float | None
+    accuracy: float
+
+
+class ErrorTypeRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One judge and FRANK type: sentences of that human majority type, how many the judge typed the same."""
+
+    judge: str
+    error_type: str
+    n: int
+    same_type: int
+    flagged: int  # the judge flagged some error (any type)
+    recall: float | None  # same_type / n
+    detection: float | None  # flagged / n
+
+
+class ConfusionMatrix(msgspec.Struct, frozen=True, kw_only=True):
+    """Counts: rows = human majority type (``labels``), columns = the judge's category code (``labels``)."""
+
+    judge: str
+    labels: list[str]
+    counts: list[list[int]]
+    n_no_majority_type: int
+
+
+class SentenceStudySummary(msgspec.Struct, frozen=True, kw_only=True):
+    """``factuality/llm_sentences.json``."""
+
+    source: str
+    rules: dict[str, str]
+    judges: list[str]
+    parse: list[ParseStats]
+    rows: list[CorrelationRow]
+    baselines: list[BaselineRow]
+    ablation: list[AblationRow]
+    sentence_agreement: list[SentenceAgreement]
+    error_types: list[ErrorTypeRow]
+    confusion: list[ConfusionMatrix]
+
+
+# ------------------------------------------------------------------------------------------ parse and store
+
+
+def item_score(parsed: ParsedSentences) -> float | None:
+    """Share of sentences judged error-free, or None when the reply gave no verdicts per sentence."""
+    if parsed.verdicts is None or not parsed.verdicts:
+        return None
+    return sum(not v.error for v in parsed.verdicts) / len(parsed.verdicts)
+
+
+def judge_score_of(score: float) -> int:
+    """The 1-5 verdict of an item score in [0, 1]: ``1 + round_half_up(4 x score)`` (1e-9 slack for sums)."""
+    if not 0.0 <= score <= 1.0:
+        raise ValueError(f"item score must lie in [0, 1], got {score!r}")
+    return 1 + math.floor(4.0 * score + 0.5 + 1e-9)
+
+
+def _parse(row: FactCheckRow) -> ParsedSentences:
+    return parse_sentence_verdicts(row.response, n_sentences=len(row.sentences))
+
+
+def _parse_stats(judge: str, rows: Sequence[FactCheckRow], parsed: Sequence[ParsedSentences]) -> ParseStats:
+    rules: dict[str, int] = {}
+    for p in parsed:
+        rules[p.rule] = rules.get(p.rule, 0) + 1
+    n_wrong = rules.get("wrong_count", 0)
+    n_included = sum(p.ok for p in parsed)
+    compared = same_rows = same_sentences = n_sentences = 0
+    for row, p in zip(rows, parsed, strict=True):
+        loose = p if p.ok else parse_sentence_verdicts(row.response)  # a wrong-count list is still a reading
+        if loose.verdicts is None:
+            continue
+        compared += 1
+        ours = ([int(v.error) for v in loose.verdicts], [v.category for v in loose.verdicts])
+        same_rows += ours == (list(row.pred_error), list(row.pred_error_type))
+        if len(ours[0]) == len(row.pred_error):
+            n_sentences += len(ours[0])
+            same_sentences += sum(a == b for a, b in zip(ours[0], row.pred_error, strict=True))
+    return ParseStats(
+        judge=judge, n_rows=len(rows), n_read=n_included + n_wrong, n_included=n_included, n_wrong_count=n_wrong,
+        n_unreadable=len(rows) - n_included - n_wrong, n_escapes_repaired=sum(p.escapes_repaired for p in parsed),
+        parse_rate=(n_included + n_wrong) / len(rows) if rows else 0.0, rules=dict(sorted(rules.items())),
+        recorded_row_agreement=same_rows / compared if compared else None,
+        recorded_sentence_agreement=same_sentences / n_sentences if n_sentences else None,
+        n_compared_rows=compared,
+    )
+
+
+def sentence_records(check: RecordedFactCheck) -> tuple[list[AnswerRecord], ParseStats]:
+    """The store records of one judge's recorded fact-checks (module rules) and its parse statistics."""
+    parsed = [_parse(row) for row in check.rows]
+    records = []
+    for row, p in zip(check.rows, parsed, strict=True):
+        score = item_score(p)
+        records.append(AnswerRecord(
+            judge=check.judge, prompt_family=PROMPT_FAMILY, task="factuality_sentences", criterion=CRITERION,
+            item_id=row.item_id, judge_score=None if score is None else judge_score_of(score),
+            raw_reply=row.response, parse_rule=p.rule, model=check.judge,
+        ))
+    return records, _parse_stats(check.judge, check.rows, parsed)
+
+
+def ingest_sentences(store: AnswerStore, checks: Sequence[RecordedFactCheck]) -> list[ParseStats]:
+    """Put every judge's records into the store in one transaction; return each judge's parse statistics."""
+    records: list[AnswerRecord] = []
+    stats = []
+    for check in checks:
+        judge_records, judge_stats = sentence_records(check)
+        records += judge_records
+        stats.append(judge_stats)
+    if records:
+        store.put_many(records)
+    return stats
+
+
+def sentence_answers_from_store(
+    store: AnswerStore, items: Sequence[FrankItem]
+) -> dict[tuple[str, str], list[FactualityAnswer]]:
+    """Every judge's stored sentence fact-checks as ``FactualityAnswer`` (score = item score, re-read from the
+    stored reply; judge_score as stored), keyed ``(judge, "sentences")``, each ordered by item_id.
+
+    Raises FrankDataError when a stored item_id names no FRANK item.
+    """
+    known = {item.item_id for item in items}
+    result: dict[tuple[str, str], list[FactualityAnswer]] = {}
+    for record in store.iter_answers(task="factuality_sentences", prompt_family=PROMPT_FAMILY, criterion=CRITERION):
+        if record.repetition != 0:
+            continue
+        if record.item_id not in known:
+            raise FrankDataError(None, None, f"stored {PROMPT_FAMILY} answer of judge {record.judge!r} names item "
+                                 f"{record.item_id!r}, which is no FRANK '<hash>/<model_name>'")
+        ok = record.error is None and record.judge_score is not None
+        score = item_score(parse_sentence_verdicts(record.raw_reply)) if ok else None
+        result.setdefault((record.judge, METHOD), []).append(FactualityAnswer(
+            judge=record.judge, method=METHOD, prompt_family=PROMPT_FAMILY, item_id=record.item_id,
+            judge_score=record.judge_score if ok and score is not None else None, score=score, model=record.model,
+            error=record.error,
+        ))
+    for answers in result.values():
+        answers.sort(key=lambda answer: answer.item_id)
+    return dict(sorted(result.items()))
+
+
+# ------------------------------------------------------------------------------------------------ the study
+
+
+def _stat(cell: CorrelationCell, which: str) -> tuple[float | None, float | None]:
+    result = getattr(cell, which)
+    return (None, None) if result is None else (result.statistic, result.p_value)
+
+
+def _correlation_row(judge: str, cell: CorrelationCell) -> CorrelationRow:
+    pearson, p_pearson = _stat(cell, "pearson")
+    spearman, p_spearman = _stat(cell, "spearman")
+    return CorrelationRow(judge=judge, dataset=cell.subset, n=cell.n, partial_pearson=pearson,
+                          partial_spearman=spearman, p_value=p_pearson, spearman_p_value=p_spearman,
+                          problem=cell.problem)
+
+
+def _ratio(numerator: int, denominator: int) -> float | None:
+    return numerator / denominator if denominator else None
+
+
+def _majority_type(row: FactCheckRow, index: int) -> str | None:
+    votes: dict[str, int] = {}
+    aligned = [a for a in row.annotators if a.types is not None]
+    for annotator in aligned:
+        assert annotator.types is not None
+        votes[annotator.types[index]] = votes.get(annotator.types[index], 0) + 1
+    winners = [t for t, count in votes.items() if 2 * count > len(aligned)]
+    return winners[0] if winners else None
+
+
+def _sentence_tables(judge: str, pairs: Sequence[tuple[FactCheckRow, ParsedSentences]]) -> tuple[
+        SentenceAgreement, list[ErrorTypeRow], ConfusionMatrix]:
+    tp = fp = fn = tn = 0
+    index = {code: i for i, code in enumerate(MATRIX_CODES)}
+    counts = np.zeros((len(MATRIX_CODES), len(MATRIX_CODES)), dtype=np.int64)
+    no_majority = 0
+    for row, parsed in pairs:
+        assert parsed.verdicts is not None
+        for i, (human, verdict) in enumerate(zip(row.human_majority(), parsed.verdicts, strict=True)):
+            tp += human and verdict.error
+            fp += (not human) and verdict.error
+            fn += human and not verdict.error
+            tn += (not human) and not verdict.error
+            judged = CATEGORY_CODES[verdict.category]
+            if not human:
+                counts[index["NoE"], index[judged]] += 1
+                continue
+            human_type = _majority_type(row, i)
+            if human_type is None or human_type not in index or human_type == "NoE":
+                no_majority += 1
+                continue
+            counts[index[human_type], index[judged]] += 1
+    precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
+    f1 = None if not precision or not recall else 2 * precision * recall / (precision + recall)
+    agreement = SentenceAgreement(judge=judge, n_sentences=tp + fp + fn + tn, n_human_error=tp + fn,
+                                  n_judge_error=tp + fp, true_positive=tp, precision=precision, recall=recall,
+                                  f1=f1, accuracy=(tp + tn) / max(1, tp + fp + fn + tn))
+    types = []
+    for code in TYPE_CODES:
+        row_counts = counts[index[code]]
+        n = int(row_counts.sum())
+        same, flagged = int(row_counts[index[code]]), n - int(row_counts[index["NoE"]])
+        types.append(ErrorTypeRow(judge=judge, error_type=code, n=n, same_type=same, flagged=flagged,
+                                  recall=_ratio(same, n), detection=_ratio(flagged, n)))
+    matrix = ConfusionMatrix(judge=judge, labels=list(MATRIX_CODES), counts=counts.tolist(),
+                             n_no_majority_type=no_majority)
+    return agreement, types, matrix
+
+
+def run_sentence_study(
+    frank: Frank, checks: Sequence[RecordedFactCheck], parse_stats: Sequence[ParseStats] | None = None
+) -> SentenceStudySummary:
+    """Every table of the module rules for every judge, judges in name order."""
+    by_judge = {s.judge: s for s in (parse_stats or [])}
+    rows, baselines, ablation, agreements, types, matrices, parse = [], [], [], [], [], [], []
+    metric_columns = {metric: baseline_scores(frank, metric) for metric in BASELINES if metric in frank.metric_names}
+    for check in sorted(checks, key=lambda c: c.judge):
+        parsed = [_parse(row) for row in check.rows]
+        parse.append(by_judge.get(check.judge) or _parse_stats(check.judge, check.rows, parsed))
+        included = [(row, p) for row, p in zip(check.rows, parsed, strict=True) if p.ok]
+        scores = align_scores(frank.items, {(r.hash, r.model_name): item_score(p) for r, p in included})
+        overall = correlation_cell(frank.items, scores)
+        rows.append(_correlation_row(check.judge, overall))
+        rows += [_correlation_row(check.judge, correlation_cell(frank.items, scores, dataset=ds))
+                 for ds in FRANK_DATASETS]
+        for category in CATEGORY_COLUMNS:
+            flipped = correlation_cell(frank.items, scores, target=f"Flip_{category}")
+            fp, _ = _stat(flipped, "pearson")
+            fs, _ = _stat(flipped, "spearman")
+            op, _ = _stat(overall, "pearson")
+            os_, _ = _stat(overall, "spearman")
+            ablation.append(AblationRow(
+                judge=check.judge, category=category, flipped_pearson=fp, flipped_spearman=fs,
+                delta_pearson=None if op is None or fp is None else op - fp,
+                delta_spearman=None if os_ is None or fs is None else os_ - fs,
+            ))
+        mask = ~np.isnan(scores)
+        for metric, column in metric_columns.items():
+            values = np.where(mask, column, np.nan)
+            cell = correlation_cell(frank.items, values)
+            pearson, p_pearson = _stat(cell, "pearson")
+            spearman, p_spearman = _stat(cell, "spearman")
+            baselines.append(BaselineRow(judge=check.judge, metric=metric, n=cell.n, partial_pearson=pearson,
+                                         partial_spearman=spearman, p_value=p_pearson,
+                                         spearman_p_value=p_spearman))
+        agreement, type_rows, matrix = _sentence_tables(check.judge, included)
+        agreements.append(agreement)
+        types += type_rows
+        matrices.append(matrix)
+    return SentenceStudySummary(
+        source=SOURCE_NOTE, rules=dict(RULES), judges=[p.judge for p in parse], parse=parse, rows=rows,
+        baselines=baselines, ablation=ablation, sentence_agreement=agreements, error_types=types, confusion=matrices,
+    )
+
+
+# ---------------------------------------------------------------------------------------------------- writing
+
+
+def _f(value: float | None, digits: int = 3) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def _p(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2g}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    return ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |",
+            *("| " + " | ".join(row) + " |" for row in rows)]
+
+
+def ranking(summary: SentenceStudySummary) -> list[CorrelationRow]:
+    """The judges' overall rows, highest partial Pearson first (undefined last)."""
+    overall = [r for r in summary.rows if r.dataset == "all"]
+    return sorted(overall, key=lambda r: (r.partial_pearson is None, -(r.partial_pearson or 0.0), r.judge))
+
+
+def render_sentence_markdown(summary: SentenceStudySummary) -> str:
+    """``llm_sentences.md``: parse, correlations with the baselines side by side, ablation, agreement, types."""
+    lines = ["# FRANK: sentence-level fact-checks by eight recorded LLMs", "", f"**{summary.source}**", ""]
+    lines += ["## Parsing (our parser on the raw replies)", ""]
+    lines += _table(
+        ["Judge", "rows", "parse rate", "included", "wrong count (excluded)", "unreadable", "\\' repaired",
+         "agreement with recorded (rows / sentences)"],
+        [[p.judge, str(p.n_rows), _f(p.parse_rate, 4), str(p.n_included), str(p.n_wrong_count), str(p.n_unreadable),
+          str(p.n_escapes_repaired), f"{_f(p.recorded_row_agreement, 4)} / {_f(p.recorded_sentence_agreement, 4)}"]
+         for p in summary.parse])
+    base = {(b.judge, b.metric): b for b in summary.baselines}
+    by = {(r.judge, r.dataset): r for r in summary.rows}
+    lines += ["", "## Partial correlation with FRANK Factuality (controlling for the system)", "",
+              "Pearson / Spearman; p of the Pearson; n items. Baselines on exactly the same items as the judge.", ""]
+    metrics = [m for m in BASELINES if any(b.metric == m for b in summary.baselines)]
+    header = ["Judge (ranked)", "Pearson", "p", "Spearman", "n", "CNN/DM P / S (n)", "BBC P / S (n)",
+              *(f"{m} P / S" for m in metrics)]
+    table_rows = []
+    for r in ranking(summary):
+        cells = [r.judge, _f(r.partial_pearson), _p(r.p_value), _f(r.partial_spearman), str(r.n)]
+        for ds in FRANK_DATASETS:
+            d = by[(r.judge, ds)]
+            cells.append(f"{_f(d.partial_pearson)} / {_f(d.partial_spearman)} ({d.n})")
+        for m in metrics:
+            b = base[(r.judge, m)]
+            cells.append(f"{_f(b.partial_pearson)} / {_f(b.partial_spearman)}")
+        table_rows.append(cells)
+    lines += _table(header, table_rows)
+    lines += ["", "## Ablation: corr(Factuality) - corr(Flip_<category>) (Pearson)", "",
+              "Positive: the judge's correlation drops when that category's errors are ignored.", ""]
+    abl = {(a.judge, a.category): a for a in summary.ablation}
+    lines += _table(["Judge", *CATEGORY_COLUMNS],
+                    [[j, *(_f(abl[(j, c)].delta_pearson) for c in CATEGORY_COLUMNS)] for j in summary.judges])
+    lines += ["", "## Sentence level: \"has an error\" against the human majority", ""]
+    lines += _table(["Judge", "sentences", "human errors", "judge errors", "precision", "recall", "F1", "accuracy"],
+                    [[a.judge, str(a.n_sentences), str(a.n_human_error), str(a.n_judge_error), _f(a.precision),
+                      _f(a.recall), _f(a.f1), _f(a.accuracy)] for a in summary.sentence_agreement])
+    lines += ["", "## Error types: recall of the human majority type among the judge's categories", "",
+              "Cells: recall (n sentences of that human type). Figure: `llm_sentences_confusion.png`.", ""]
+    typ = {(t.judge, t.error_type): t for t in summary.error_types}
+    lines += _table(["Judge", *TYPE_CODES],
+                    [[j, *(f"{_f(typ[(j, c)].recall, 2)} ({typ[(j, c)].n})" for c in TYPE_CODES)]
+                     for j in summary.judges])
+    return "\n".join(lines) + "\n"
+
+
+def write_sentence_study(summary: SentenceStudySummary, report_dir: Path) -> tuple[Path, Path]:
+    """Write ``<report_dir>/factuality/llm_sentences.json`` (NaN-free) and ``llm_sentences.md``; both paths."""
+    json_path, md_path = Path(report_dir) / JSON_FILE, Path(report_dir) / MARKDOWN_FILE
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(summary), indent=1) + b"\n")
+    md_path.write_text(render_sentence_markdown(summary), encoding="utf-8")
+    return json_path, md_path
+
