@@ -90,7 +90,11 @@ class JudgePool:
         if self._settings.judges_file is not None:
             self._configs = dict(load_judge_configs(self._settings.judges_file))
             for name, config in self._configs.items():  # one at a time, so aclose() closes those already open
-                self._clients[name] = JudgeClient(config)
+                self._clients[name] = JudgeClient(
+                    config,
+                    logger=self._logger,  # JSON retry/failure events with the request id
+                    on_format_retry=lambda kind, judge=name: self._metrics.format_retries.inc(judge, kind),
+                )
         backend = "redis" if self._settings.redis_url else "memory"
         self._logger.info("judges.configured", judges=list(self._configs), cache=backend)
 

@@ -149,6 +149,11 @@ class ServiceMetrics:
             "cj_judge_call_duration_seconds", "Judge call latency", ("judge", "kind"), _LATENCY_BUCKETS
         )
         self.cache = LoopCounter("cj_cache_requests", "Judge-answer cache look-ups", ("result",))
+        self.format_retries = LoopCounter(
+            "cj_judge_format_retries",
+            "Unreadable judge replies asked once more with a format reminder (not counted as retries)",
+            ("judge", "kind"),
+        )
         self.decisions = LoopCounter("cj_decisions", "Score decisions", ("criterion", "decision", "calibrated"))
         self.reloads = LoopCounter("cj_calibration_reloads", "Calibration reloads", ("outcome",))
         self.registry.register(
@@ -159,6 +164,7 @@ class ServiceMetrics:
                     self.judge_calls,
                     self.judge_latency,
                     self.cache,
+                    self.format_retries,
                     self.decisions,
                     self.reloads,
                 )

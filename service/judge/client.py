@@ -24,7 +24,18 @@ Call policy (ours, not the SDK's: the ``AsyncOpenAI`` object gets ``max_retries=
 * a 400 whose message mentions ``logprobs`` while log-probs were requested makes the client retry once
   without them and never ask this endpoint for them again (the fallback is not counted as a retry);
 * other HTTP errors fail at once. Failures raise ``JudgeCallError`` (with ``status``); a reply with no
-  readable verdict raises ``JudgeReplyError`` (with ``raw_reply``).
+  readable verdict raises ``JudgeReplyError`` (with ``raw_reply``);
+* a request that passes ``timeout_s`` fails (and may be retried) at once, but its concurrency slot stays taken
+  until the provider really answers or the transport gives up (``DRAIN_FACTOR`` x ``timeout_s``, then the
+  connection is closed): the provider never has more than ``max_concurrency`` of our requests in flight;
+  a caller that is cancelled cancels its request (the connection closes) and frees the slot when that is done;
+* a reply with no readable score (``score``) or verdict (``prefer``) is asked again once, in the same
+  conversation, with a stricter format reminder (``FORMAT_REMINDERS``); this retry is not one of
+  ``max_retries`` and is reported through ``on_format_retry`` (the service counts it apart);
+* retries, refusals and failures are logged as JSON events (``judge.retry``, ``judge.format_retry``,
+  ``judge.failed``, ``judge.logprobs_refused``) with the judge's name and the attempt, through the ``logger``
+  given (the service's structlog logger, which adds the request id), else the standard ``logging`` module;
+  an error's message names the judge, never its URL.
 
 The API key is read from the environment variable named by ``api_key_env`` and is never logged; without
 ``api_key_env`` (local endpoints) the placeholder ``"not-needed"`` is sent.
@@ -38,7 +49,7 @@ import logging
 import os
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -67,6 +78,15 @@ _log = logging.getLogger(__name__)
 NO_KEY_PLACEHOLDER = "not-needed"
 TOP_LOGPROBS = 20  # how many alternatives per token to ask for (the OpenAI maximum)
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+DRAIN_FACTOR = 4  # a timed-out request keeps its slot until the provider answers, at most this x timeout_s
+FORMAT_REMINDERS = {
+    "score": (
+        "Your reply did not contain a score I could read. Answer again with the score only: "
+        "one whole number from 1 to {n_labels}, and nothing else."
+    ),
+    "prefer": "Your reply did not contain a verdict I could read. Answer again with one letter only: A, B or C.",
+}
+_LEVELS = {"info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
 class JudgeConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -169,7 +189,13 @@ class JudgeClient:
     """
 
     def __init__(
-        self, config: JudgeConfig, *, http_client: httpx.AsyncClient | None = None, seed: int | None = None
+        self,
+        config: JudgeConfig,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        seed: int | None = None,
+        logger: Any = None,
+        on_format_retry: Callable[[str], None] | None = None,
     ) -> None:
         if config.prompt_family not in PROMPT_FAMILIES:
             raise UnknownPromptError(
@@ -199,6 +225,9 @@ class JudgeClient:
         self._semaphore = asyncio.Semaphore(config.max_concurrency)
         self._rng = random.Random(seed)
         self._logprobs_refused = False
+        self._logger = logger
+        self._on_format_retry = on_format_retry
+        self._draining: set[asyncio.Future[Any]] = set()  # timed-out requests still holding their slot
 
     @property
     def http_client(self) -> httpx.AsyncClient | openai.DefaultAioHttpClient:
@@ -230,6 +259,9 @@ class JudgeClient:
         """Ask with ready-made messages (e.g. a configured rubric's) for a 1..n_labels score, as ``score`` does."""
         completion = await self.complete(messages, max_tokens=self.config.max_tokens, logprobs=self.config.logprobs)
         parsed = parse_score(completion.text, n_labels=n_labels)
+        if parsed.score is None:  # once more, with the reply and a stricter reminder in the conversation
+            completion = await self._ask_again("score", messages, completion.text, parsed.rule, n_labels=n_labels)
+            parsed = parse_score(completion.text, n_labels=n_labels)
         if parsed.score is None:
             raise JudgeReplyError(
                 f"judge {self.config.name!r}: no score in reply ({parsed.rule})",
@@ -256,6 +288,9 @@ class JudgeClient:
         )
         completion = await self.complete(messages, max_tokens=self.config.max_tokens)
         outcome = parse_preference(completion.text)
+        if outcome is None:  # once more, with the reply and a stricter reminder in the conversation
+            completion = await self._ask_again("prefer", messages, completion.text, "no_preference")
+            outcome = parse_preference(completion.text)
         if outcome is None:
             raise JudgeReplyError(
                 f"judge {self.config.name!r}: no A/B/C verdict in reply",
@@ -269,6 +304,64 @@ class JudgeClient:
             prompt_tokens=completion.prompt_tokens,
             completion_tokens=completion.completion_tokens,
         )
+
+    async def _ask_again(
+        self, kind: str, messages: Sequence[ChatMessage], reply: str, reason: str, *, n_labels: int = 5
+    ) -> Completion:
+        """The format retry: the conversation plus the unreadable reply and the reminder for ``kind``."""
+        self._event("warning", "judge.format_retry", kind=kind, reason=reason)
+        if self._on_format_retry is not None:
+            self._on_format_retry(kind)
+        again: list[ChatMessage] = [
+            *messages,
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": FORMAT_REMINDERS[kind].format(n_labels=n_labels)},
+        ]
+        logprobs = kind == "score" and self.config.logprobs
+        return await self.complete(again, max_tokens=self.config.max_tokens, logprobs=logprobs)
+
+    def _event(self, level: str, event: str, **fields: Any) -> None:
+        """A JSON log event with the judge's name: through the given logger, else the logging module."""
+        if self._logger is not None:
+            getattr(self._logger, level)(event, judge=self.config.name, **fields)
+        else:
+            record = {"event": event, "judge": self.config.name, **fields}
+            _log.log(_LEVELS[level], msgspec.json.encode(record).decode())
+
+    async def _post_holding_slot(self, body: bytes) -> Any:
+        """POST under the concurrency slot; past ``timeout_s`` raise APITimeoutError but keep the slot until the
+        request really ends (answered, or closed by the transport at DRAIN_FACTOR x timeout_s)."""
+        await self._semaphore.acquire()
+        request = asyncio.ensure_future(
+            # The SDK's transport, auth, base URL and errors, without its per-call rebuilding of typed request
+            # and response models: the body is encoded, and the reply decoded, by msgspec.
+            self._openai.post(
+                "/chat/completions",
+                cast_to=httpx.Response,
+                content=body,
+                options={
+                    "timeout": self.config.timeout_s * DRAIN_FACTOR,
+                    "headers": {"Content-Type": "application/json"},
+                },
+            )
+        )
+        request.add_done_callback(self._release_slot)
+        try:
+            return await asyncio.wait_for(asyncio.shield(request), self.config.timeout_s)
+        except TimeoutError:
+            self._draining.add(request)
+            request.add_done_callback(self._draining.discard)
+            raise openai.APITimeoutError(
+                request=httpx.Request("POST", f"{self.config.base_url.rstrip('/')}/chat/completions")
+            ) from None
+        except asyncio.CancelledError:
+            request.cancel()  # our caller is gone: close the connection (the provider sees it) and free the slot
+            raise
+
+    def _release_slot(self, request: asyncio.Future[Any]) -> None:
+        self._semaphore.release()
+        if not request.cancelled():
+            request.exception()  # retrieved, so a drained request's late failure is not reported as unhandled
 
     async def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int, logprobs: bool = False) -> Completion:
         """One chat completion under the call policy; log-probs (top 20 per token) only if asked and allowed."""
@@ -305,19 +398,11 @@ class JudgeClient:
                         **extra,
                     }
                 )
-                async with self._semaphore:
-                    # The SDK's transport, auth, base URL and errors, without its per-call rebuilding of typed
-                    # request and response models: the body is encoded, and the reply decoded, by msgspec.
-                    raw = await self._openai.post(
-                        "/chat/completions",
-                        cast_to=httpx.Response,
-                        content=body,
-                        options={"timeout": self.config.timeout_s, "headers": {"Content-Type": "application/json"}},
-                    )
+                raw = await self._post_holding_slot(body)
                 return _decode_chat(raw.content)
             except openai.APIStatusError as exc:
                 if want_logprobs and exc.status_code == 400 and "logprobs" in str(exc).lower():
-                    _log.info("judge %s refuses log-probs; asking without them from now on", self.config.name)
+                    self._event("info", "judge.logprobs_refused", attempt=attempt + 1)
                     self._logprobs_refused = True
                     want_logprobs = False
                     continue
@@ -329,7 +414,7 @@ class JudgeClient:
             except openai.OpenAIError as exc:
                 raise self._call_error(f"unusable response: {exc}", None, attempt + 1) from exc
             attempt += 1
-            _log.warning("judge %s: attempt %d failed; retrying in %.2f s", self.config.name, attempt, delay)
+            self._event("warning", "judge.retry", attempt=attempt, next_attempt=attempt + 1, delay_s=round(delay, 3))
             await asyncio.sleep(delay)
 
     def _delay(self, attempt: int, exc: openai.APIError, status: int | None) -> float:
@@ -355,8 +440,10 @@ class JudgeClient:
         return cap / 2 + self._rng.uniform(0.0, cap / 2)
 
     def _call_error(self, what: str, status: int | None, attempts: int) -> JudgeCallError:
+        # Named by the judge only: its base URL is internal deployment detail and never reaches a caller.
+        self._event("warning", "judge.failed", attempt=attempts, status=status, error=what)
         return JudgeCallError(
-            f"judge {self.config.name!r} at {self.config.base_url}: {what} after {attempts} attempt(s)",
+            f"judge {self.config.name!r}: {what} after {attempts} attempt(s)",
             judge=self.config.name,
             status=status,
             attempts=attempts,

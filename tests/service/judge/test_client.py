@@ -19,7 +19,7 @@ import pytest
 
 import service.judge as judge_pkg
 from service.judge import client as client_module
-from service.judge.client import JudgeClient, JudgeConfig, load_judge_configs
+from service.judge.client import DirectVerdict, JudgeClient, JudgeConfig, load_judge_configs
 from service.judge.distribution import TokenLogprobs, score_distribution
 from service.judge.errors import JudgeCallError, JudgeConfigError, JudgeReplyError, UnknownPromptError
 from tests.fakes.judge_server import NO_SCORE_REPLY, JudgeServer, ScriptedReply, peaked_logprobs
@@ -172,12 +172,28 @@ def test_timeout_raises_call_error_after_retries(judge_server: JudgeServer) -> N
 
 
 def test_unreadable_reply_raises_reply_error_with_raw_text(judge_server: JudgeServer) -> None:
-    judge_server.inject("no_score")
+    judge_server.inject("no_score", times=2)  # the reply and the one format retry both unreadable
     with pytest.raises(JudgeReplyError) as caught:
-        score_once(judge_server.judge_config())
+        score_once(judge_server.judge_config(max_retries=3))
     assert caught.value.raw_reply == NO_SCORE_REPLY
     assert caught.value.reason == "no_score_statement"
-    assert judge_server.call_count == 1  # a reply is an answer: not retried
+    assert judge_server.call_count == 2  # one format retry, never one of max_retries
+
+
+def test_an_unreadable_reply_is_asked_once_more_with_a_format_reminder(judge_server: JudgeServer) -> None:
+    judge_server.inject("no_score")
+    kinds: list[str] = []
+
+    async def main() -> DirectVerdict:
+        async with JudgeClient(judge_server.judge_config(), on_format_retry=kinds.append) as judge:
+            return await judge.score("relevance", DOCUMENT, SUMMARY)
+
+    verdict = asyncio.run(main())
+    assert verdict.judge_score == 4 and kinds == ["score"]
+    retry = judge_server.requests[-1].messages
+    assert retry[-2] == {"role": "assistant", "content": NO_SCORE_REPLY}
+    assert retry[-1]["role"] == "user" and "from 1 to 5" in retry[-1]["content"]
+    assert retry[: len(retry) - 2] == judge_server.requests[0].messages
 
 
 def test_other_4xx_fails_without_retry(judge_server: JudgeServer) -> None:
