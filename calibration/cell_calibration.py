@@ -4,7 +4,9 @@ Pure: a :class:`calibration.labels.LabelledCell` in, typed results out (the serv
 runs it in a worker thread; ``offline`` reports its decision figures). Rules, stated once:
 
 * **Methods.** Every method of :data:`calibration.conformal.METHODS` when every item has probabilities, else the
-  score-only ones; each at every alpha given.
+  score-only ones; each at every alpha given. The score-only methods (including the learned ones) are fitted on the
+  integer scores alone, the probability methods on the probabilities: an entry is fitted on exactly the kind of
+  verdict it is applied to (a caller who sends only a score never gets a threshold fitted on log-probs).
 * **Held-out splits by group.** The distinct group ids (documents, sources) are sorted; split i permutes them with
   ``numpy.random.default_rng([seed, i])`` and puts the first ``floor(G / 2)`` groups in the calibration half (all
   items of a group on one side). The learned methods and ``aps_randomized`` draw from
@@ -94,6 +96,12 @@ def methods_for_cell(cell: LabelledCell) -> tuple[str, ...]:
     return tuple(m for m in METHODS if m not in PROBABILITY_METHODS)
 
 
+def _inputs_of(cell: LabelledCell, method: str) -> np.ndarray | None:
+    """The probabilities a method is fitted on: the cell's for the probability methods, none for the others, so
+    an entry is applied only to the kind of verdict it was fitted on (a score-only method never saw log-probs)."""
+    return cell.probabilities if method in PROBABILITY_METHODS else None
+
+
 def decision_of(set_sizes: np.ndarray, n_labels: int, *, accept_max: int = 2, escalate_min: int = 5) -> np.ndarray:
     """Decision per item as 0 accept, 1 review, 2 escalate (module rule; an empty set escalates)."""
     sizes = np.asarray(set_sizes)
@@ -127,7 +135,7 @@ def _figures(cell: LabelledCell, method: str, alpha: float, splits: list[tuple[n
     label_n = np.zeros(k + 1)
     label_hits = np.zeros(k + 1)
     for number, (cal, test) in enumerate(splits):
-        probs = cell.probabilities
+        probs = _inputs_of(cell, method)
         fitted = fit_conformal(
             method, alpha, cell.labels[cal], judge_scores=cell.judge_scores[cal],
             probabilities=None if probs is None else probs[cal], n_labels=k,
@@ -211,7 +219,7 @@ def calibrate_cell(
             held = _figures(cell, method, alpha, splits, seed=seed, accept_max=accept_max, escalate_min=escalate_min)
             figures.append(held)
         fitted = fit_conformal(method, alpha, cell.labels, judge_scores=cell.judge_scores,
-                               probabilities=cell.probabilities, n_labels=cell.n_labels,
+                               probabilities=_inputs_of(cell, method), n_labels=cell.n_labels,
                                rng=np.random.default_rng(seed))
         entries.append(ThresholdEntry(
             judge=cell.judge, prompt_family=cell.prompt_family, criterion=cell.criterion, method=method,

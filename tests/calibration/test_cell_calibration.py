@@ -77,3 +77,12 @@ def test_too_few_groups_gives_entries_without_heldout_figures() -> None:
     result = calibrate_cell(cell, alphas=[0.1], n_splits=4)
     assert result.figures == [] and result.default.method == "residual"
     assert all(e.heldout_coverage is None and e.n_splits == 0 for e in result.entries)
+
+
+def test_score_only_methods_never_see_the_probabilities() -> None:
+    with_probs = calibrate_cell(_cell(probs=True), alphas=[0.1], n_splits=3)
+    without = calibrate_cell(_cell(probs=False), alphas=[0.1], n_splits=3)
+    score_only = {e.method: e.fitted for e in without.entries}
+    for entry in with_probs.entries:
+        if entry.method in score_only:  # fitted on the integer score alone, as a score-only verdict is served
+            assert entry.fitted == score_only[entry.method]
