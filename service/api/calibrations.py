@@ -96,7 +96,7 @@ async def submit_calibration(
 @get(
     "/calibrations/{job_id:str}",
     summary="A calibration job: progress; when done, the new cells with their held-out coverage and decision rates",
-    responses=problem_responses(400, 401, 404),
+    responses=problem_responses(400, 401, 404, 422),
     tags=["calibration"],
 )
 async def calibration_job(request: Request, job_id: JobId) -> CalibrationJobInfo:
@@ -109,7 +109,7 @@ async def calibration_job(request: Request, job_id: JobId) -> CalibrationJobInfo
     status_code=200,
     guards=[require_admin_key],
     summary="Make a finished calibration live beside the other artifacts (409 if not done or a cell is taken)",
-    responses=problem_responses(400, 401, 403, 404, 409),
+    responses=problem_responses(400, 401, 403, 404, 409, 422),
     tags=["calibration"],
 )
 async def activate_calibration(request: Request, job_id: JobId) -> ReloadResponse:
@@ -133,7 +133,7 @@ async def activate_calibration(request: Request, job_id: JobId) -> ReloadRespons
     status_code=204,
     guards=[require_admin_key],
     summary="Delete a calibration job and, if it was activated, remove its artifact",
-    responses=problem_responses(400, 401, 403, 404),
+    responses=problem_responses(400, 401, 403, 404, 422),
     tags=["calibration"],
 )
 async def delete_calibration(request: Request, job_id: JobId) -> Response[None]:
@@ -152,6 +152,7 @@ def document_calibrations_openapi(schema_paths: Any) -> None:
                  "judge_logprobs or mean_of_samples; optional scale_max, prompt_family, group, document/summary or "
                  "input/output (calibration/labels.py)")
     path.post.request_body = RequestBody(
-        required=True, description="labelled JSON Lines, one row per (judge, criterion, item)",
-        content={media: OpenAPIMediaType(schema=row, example=_EXAMPLE) for media in LABELS_MEDIA_TYPES},
+        required=True, description="labelled JSON Lines, one row per (judge, criterion, item); also accepted as "
+        + ", ".join(LABELS_MEDIA_TYPES[1:]),
+        content={LABELS_MEDIA_TYPES[0]: OpenAPIMediaType(schema=row, example=_EXAMPLE)},
     )

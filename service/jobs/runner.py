@@ -67,12 +67,10 @@ class ChunkRunner:
         status = await self.store.start_chunk(job_id, chunk)
         if status != "running":
             outcome = "duplicate" if status == "chunk_done" else "gone" if status == "missing" else status
-            self.metrics.chunks.inc(outcome)
-            return outcome
+            return self._skipped(job_id, chunk, attempt, outcome)
         lines = await self.store.chunk_input(job_id, chunk)
         if lines is None:
-            self.metrics.chunks.inc("gone")
-            return "gone"
+            return self._skipped(job_id, chunk, attempt, "gone")
         record = await self.store.get(job_id)
         first = chunk * record.chunk_size
         if attempt > 1:
@@ -106,6 +104,13 @@ class ChunkRunner:
             "job.chunk", job_id=job_id, chunk=chunk, attempt=attempt, outcome=outcome, n_items=len(results),
             n_failed=n_failed,
         )  # fmt: skip
+        return outcome
+
+    def _skipped(self, job_id: str, chunk: int, attempt: int, outcome: str) -> str:
+        self.metrics.chunks.inc(outcome)
+        if attempt > 1:
+            self.metrics.chunk_retries.inc()
+        self.logger.info("job.chunk", job_id=job_id, chunk=chunk, attempt=attempt, outcome=outcome, n_items=0)
         return outcome
 
     async def _watch(
