@@ -14,6 +14,9 @@ Protocols (the paper's, Gupta & Kumar 2026, sections 3-4 and appendix A; the pro
   ``"faithfulness"``; on FRANK the ``item_id`` is ``"<hash>/<model_name>"`` (:func:`frank_targets`). A QA
   verdict is stored with its 1-5 ``judge_score`` and its whole ``QAFactuality`` JSON (aggregate ``score``,
   ``exact_match``, evidence per question) as ``raw_reply``; a direct verdict with its score log-probs.
+  ``"factuality_sentences"`` (``service.judge.sentence_check``): the raw JSON-list reply as ``raw_reply`` and
+  ``judge_score`` = 1 + round_half_up(4 x share of sentences judged error-free), read back by
+  ``offline.studies.factuality_sentences.sentence_answers_from_store``.
 - Any other protocol: pass ``run_one(key) -> AnswerRecord`` and the keys to :func:`run_keys`.
 
 Guarantees: at most ``concurrency`` judge invocations at a time (retries are the client's); every answer is
@@ -65,6 +68,7 @@ from offline.data.pairwise import pair_item_id, presented
 from offline.data.summeval import Article, SummEval, SummEvalItem
 from offline.store import TASKS, AnswerKey, AnswerRecord, AnswerStore, Order, Task
 from service.judge.factuality import FAITHFULNESS_PROMPT_FAMILIES, judge_faithfulness_direct, judge_faithfulness_qa
+from service.judge.sentence_check import judge_faithfulness_sentences
 
 __all__ = [
     "FACTUALITY_CRITERION",
@@ -103,6 +107,7 @@ ItemJudge = Callable[[Any, str, str], Awaitable[Any]]
 _FACTUALITY_JUDGES: dict[str, ItemJudge] = {
     "factuality_direct": judge_faithfulness_direct,
     "factuality_qa": judge_faithfulness_qa,
+    "factuality_sentences": judge_faithfulness_sentences,
 }
 
 

@@ -40,6 +40,7 @@ import numpy as np
 from offline.data.frank import Frank, FrankDataError, FrankItem, baseline_scores
 from offline.store import AnswerStore
 from offline.studies.factuality import (
+    LLM_METHODS,
     FactualityTables,
     baselines_json,
     cell_json,
@@ -161,6 +162,8 @@ def factuality_answers_from_store(
     known = {item.item_id for item in items}
     result: dict[tuple[str, str], list[FactualityAnswer]] = {}
     for method, family in FAITHFULNESS_PROMPT_FAMILIES.items():
+        if method not in LLM_METHODS:  # sentence fact-checks: offline.studies.factuality_sentences
+            continue
         for record in store.iter_answers(task=family, prompt_family=family, criterion=CRITERION):
             if record.repetition != 0:
                 continue

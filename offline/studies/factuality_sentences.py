@@ -41,7 +41,6 @@ Rules, stated once (also written into ``llm_sentences.json`` under ``rules``):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -53,6 +52,7 @@ from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankDat
 from offline.store import AnswerRecord, AnswerStore
 from offline.studies.factuality import CorrelationCell, align_scores, correlation_cell
 from offline.studies.factuality_llm import CRITERION, FactualityAnswer
+from service.judge.sentence_check import judge_score_from_share
 from service.judge.sentence_parse import CATEGORY_CODES, ParsedSentences, parse_sentence_verdicts
 
 __all__ = [
@@ -226,10 +226,9 @@ def item_score(parsed: ParsedSentences) -> float | None:
 
 
 def judge_score_of(score: float) -> int:
-    """The 1-5 verdict of an item score in [0, 1]: ``1 + round_half_up(4 x score)`` (1e-9 slack for sums)."""
-    if not 0.0 <= score <= 1.0:
-        raise ValueError(f"item score must lie in [0, 1], got {score!r}")
-    return 1 + math.floor(4.0 * score + 0.5 + 1e-9)
+    """The 1-5 verdict of an item score in [0, 1]: ``1 + round_half_up(4 x score)``, the service's rule
+    (``service.judge.sentence_check.judge_score_from_share``), so offline and live verdicts agree."""
+    return judge_score_from_share(score)
 
 
 def _parse(row: FactCheckRow) -> ParsedSentences:

@@ -23,7 +23,8 @@ Rules of the QA method:
 
 Prompt families: these prompts are this module's own, whatever family a judge is configured with, so their
 verdicts are calibrated, stored and looked up under ``FAITHFULNESS_PROMPT_FAMILIES[method]``
-(``"factuality_direct"`` / ``"factuality_qa"``), the one name the offline answer store, the thresholds
+(``"factuality_direct"`` / ``"factuality_qa"``; the sentence-level method of ``sentence_check``:
+``"factuality_sentences"``), the one name the offline answer store, the thresholds
 artifact and the service share.
 """
 
@@ -70,7 +71,7 @@ __all__ = [
 MAX_QUESTIONS = 20
 # Factuality method -> the prompt family its verdicts are stored and calibrated under (read-only).
 FAITHFULNESS_PROMPT_FAMILIES: Final[Mapping[str, str]] = MappingProxyType(
-    {"direct": "factuality_direct", "qa": "factuality_qa"}
+    {"direct": "factuality_direct", "qa": "factuality_qa", "sentences": "factuality_sentences"}
 )
 _N_LABELS = 5
 
