@@ -74,7 +74,7 @@ class _Row(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     item_id: str
     criterion: str
     human: float
-    judge: str
+    judge: str | None = None
     judge_score: int | None = None
     judge_logprobs: dict[str, float] | None = None
     mean_of_samples: float | None = None
@@ -102,7 +102,7 @@ class LabelRow(msgspec.Struct, frozen=True, kw_only=True):
     n_labels: int
     human: float
     label: int
-    judge_score: int
+    judge_score: int | None  # None only for a row read with require_verdict=False that has no verdict yet
     probabilities: tuple[float, ...] | None
     mean_of_samples: float | None
     group: str
@@ -150,13 +150,16 @@ def _probabilities(logprobs: dict[str, float], n_labels: int, source: str, line:
     return tuple(float(p) for p in probabilities_from_logprobs(values))
 
 
-def _check_row(row: _Row, source: str, line: int, default_scale: int) -> LabelRow:
+def _check_row(row: _Row, source: str, line: int, default_scale: int, require_verdict: bool) -> LabelRow:
     if not row.item_id.strip():
         raise LabelsError(source, line, "item_id", "is empty")
     if not CRITERION_PATTERN.match(row.criterion):
         raise LabelsError(source, line, "criterion", f"{row.criterion!r} is not a name (a letter, then letters, "
                           "digits, '_' or '-', at most 64)")
-    if not row.judge.strip() or len(row.judge) > 200:
+    if row.judge is None and require_verdict:
+        raise LabelsError(source, line, "judge", "Object missing required field `judge`")
+    judge = row.judge or ""
+    if (row.judge is not None and not row.judge.strip()) or len(judge) > 200:
         raise LabelsError(source, line, "judge", "must be a non-empty name of at most 200 characters")
     family = DEFAULT_PROMPT_FAMILY if row.prompt_family is None else row.prompt_family
     if not family.strip() or len(family) > 200:
@@ -166,7 +169,8 @@ def _check_row(row: _Row, source: str, line: int, default_scale: int) -> LabelRo
         raise LabelsError(source, line, "scale_max", f"{k} must lie in 2..{MAX_LABELS}")
     if not (math.isfinite(row.human) and 1 <= row.human <= k):
         raise LabelsError(source, line, "human", f"{row.human!r} is outside the scale 1..{k}")
-    if row.judge_score is None and row.judge_logprobs is None and row.mean_of_samples is None:
+    unjudged = row.judge_score is None and row.judge_logprobs is None and row.mean_of_samples is None
+    if unjudged and require_verdict:
         raise LabelsError(source, line, "judge_score", "a verdict is required: judge_score, judge_logprobs or "
                           "mean_of_samples")
     if row.judge_score is not None and not 1 <= row.judge_score <= k:
@@ -174,28 +178,35 @@ def _check_row(row: _Row, source: str, line: int, default_scale: int) -> LabelRo
     if row.mean_of_samples is not None and not (math.isfinite(row.mean_of_samples) and 1 <= row.mean_of_samples <= k):
         raise LabelsError(source, line, "mean_of_samples", f"{row.mean_of_samples!r} is outside the scale 1..{k}")
     probabilities = None if row.judge_logprobs is None else _probabilities(row.judge_logprobs, k, source, line)
+    score: int | None
     if row.judge_score is not None:
         score = row.judge_score
     elif probabilities is not None:
         score = max(range(k), key=lambda i: (probabilities[i], -i)) + 1
-    else:
-        assert row.mean_of_samples is not None
+    elif row.mean_of_samples is not None:
         score = min(k, round_half_up(row.mean_of_samples))
+    else:
+        score = None
     document = _text(row, "document", "input", source, line)
     summary = _text(row, "summary", "output", source, line)
     if row.group is not None and not row.group.strip():
         raise LabelsError(source, line, "group", "is blank")
     group = row.group if row.group is not None else (document if document is not None else row.item_id)
     return LabelRow(
-        source=source, line=line, item_id=row.item_id, criterion=row.criterion, judge=row.judge,
+        source=source, line=line, item_id=row.item_id, criterion=row.criterion, judge=judge,
         prompt_family=family, n_labels=k, human=float(row.human), label=min(k, round_half_up(row.human)),
         judge_score=score, probabilities=probabilities, mean_of_samples=row.mean_of_samples, group=group,
         document=document, summary=summary,
     )
 
 
-def parse_labels(data: bytes, *, source: str, default_scale: int = DEFAULT_SCALE) -> list[LabelRow]:
+def parse_labels(
+    data: bytes, *, source: str, default_scale: int = DEFAULT_SCALE, require_verdict: bool = True
+) -> list[LabelRow]:
     """Decode and check one chunk of labelled JSON Lines (rules in the module docstring; no cross-chunk checks).
+
+    ``require_verdict=False`` (``offline collect --labels``) also reads rows without a verdict (and without
+    ``judge``); they have ``judge_score`` None.
 
     Raises:
         LabelsError: malformed JSON, a missing/unknown/ill-typed field, a value off the scale, no row at all.
@@ -212,13 +223,15 @@ def parse_labels(data: bytes, *, source: str, default_scale: int = DEFAULT_SCALE
             raise LabelsError(source, number, _field_of(str(error)), str(error)) from None
         except msgspec.DecodeError as error:
             raise LabelsError(source, number, None, f"malformed JSON: {error}") from None
-        rows.append(_check_row(row, source, number, default_scale))
+        rows.append(_check_row(row, source, number, default_scale, require_verdict))
     if not rows:
         raise LabelsError(source, None, None, "holds no labelled row (an empty file)")
     return rows
 
 
-def read_labels(chunks: Iterable[tuple[str, bytes]], *, default_scale: int = DEFAULT_SCALE) -> list[LabelRow]:
+def read_labels(
+    chunks: Iterable[tuple[str, bytes]], *, default_scale: int = DEFAULT_SCALE, require_verdict: bool = True
+) -> list[LabelRow]:
     """Parse every (source, bytes) chunk and check them together: no repeated (judge, criterion, item_id), and one
     scale per criterion. Rows in chunk and line order.
 
@@ -229,7 +242,7 @@ def read_labels(chunks: Iterable[tuple[str, bytes]], *, default_scale: int = DEF
     seen: dict[tuple[str, str, str], LabelRow] = {}
     scales: dict[str, LabelRow] = {}
     for source, data in chunks:
-        for row in parse_labels(data, source=source, default_scale=default_scale):
+        for row in parse_labels(data, source=source, default_scale=default_scale, require_verdict=require_verdict):
             key = (row.judge, row.criterion, row.item_id)
             first = seen.setdefault(key, row)
             if first is not row:
@@ -269,9 +282,12 @@ class LabelledCell:
 
 
 def labelled_cells(rows: Sequence[LabelRow]) -> list[LabelledCell]:
-    """Group checked rows into cells (sorted by judge, prompt family, criterion)."""
+    """Group checked rows into cells (sorted by judge, prompt family, criterion); rows without a verdict are left
+    out."""
     grouped: dict[tuple[str, str, str], list[LabelRow]] = {}
     for row in rows:
+        if row.judge_score is None:
+            continue
         grouped.setdefault((row.judge, row.prompt_family, row.criterion), []).append(row)
     cells = []
     for (judge, family, criterion), members in sorted(grouped.items()):

@@ -101,6 +101,13 @@ def build_parser() -> argparse.ArgumentParser:
     col.add_argument("--data-dir", type=Path, default=None)
     col.add_argument("--concurrency", type=int, default=8)
     col.add_argument("--no-progress", action="store_true")
+    col.add_argument("--labels", type=Path, default=None, metavar="FILE",
+                     help="judge the rows of your labelled file that have texts but no verdict "
+                     "(offline.collect_labels) and write a labelled file for calibrate --labels")
+    col.add_argument("--rubrics", type=Path, default=None, help="with --labels: RUBRICS_FILE of your criteria")
+    col.add_argument("--out", type=Path, default=None, help="with --labels: output file (default <FILE stem>.<judge>"
+                     ".jsonl)")
+    col.add_argument("--scale", type=int, default=5, metavar="K", help="with --labels: K of rows without scale_max")
 
     rep = commands.add_parser("report", help="rebuild the report from the saved summary JSONs")
     rep.add_argument("--out", type=Path, default=Path("reports"))
@@ -187,11 +194,48 @@ def _collect_items(args: argparse.Namespace, data_dir: Path) -> tuple[list[Any],
     return (subset[: args.limit] if args.limit else subset), summeval.articles, list(CRITERIA)
 
 
+def _collect_labels(args: argparse.Namespace, log: Any) -> int:
+    import json
+
+    from offline.collect_labels import collect_labels, default_out, read_unjudged
+    from service.judge.client import JudgeClient, load_judge_configs
+    from service.judge.rubric_prompt import RubricError, decode_rubrics
+
+    configs = load_judge_configs(args.judges_file)
+    if args.judge not in configs:
+        raise DataError(args.judges_file, None, f"no judge named {args.judge!r} (known: {', '.join(sorted(configs))})")
+    try:
+        rubrics = {} if args.rubrics is None else decode_rubrics(args.rubrics.read_bytes(), source=str(args.rubrics))
+    except (RubricError, OSError) as error:
+        raise DataError(args.rubrics, None, str(error)) from None
+    rows = read_unjudged(args.labels, scale=args.scale, rubrics=rubrics)
+    raw = {n: json.loads(line) for n, line in enumerate(args.labels.read_text().splitlines(), start=1) if line.strip()}
+    out = args.out or default_out(args.labels, args.judge)
+    config = configs[args.judge]
+
+    async def run() -> Any:
+        async with JudgeClient(config) as client:
+            return await collect_labels(client, rows, raw, judge=args.judge, prompt_family=config.prompt_family,
+                                        rubrics=rubrics, out=out, concurrency=args.concurrency,
+                                        progress=not args.no_progress)
+
+    log.info("collect started", judge=args.judge, labels=str(args.labels), rows=len(rows), out=str(out))
+    report = asyncio.run(run())
+    log.info("collect finished", judged=report.judged, copied=report.copied, failed=report.failed)
+    print(f"labels:      {report.out}")
+    print(f"rows:        {report.judged} judged now, {report.copied} had a verdict, {report.failed} failed")
+    if report.errors is not None:
+        print(f"errors:      {report.errors}")
+    return 0
+
+
 def _collect(args: argparse.Namespace, log: Any) -> int:
     from offline.collect import collect
     from offline.store import AnswerStore
     from service.judge.client import JudgeClient, load_judge_configs
 
+    if args.labels is not None:
+        return _collect_labels(args, log)
     data_dir = resolve_data_dir(args.data_dir)
     configs = load_judge_configs(args.judges_file)
     if args.judge not in configs:
