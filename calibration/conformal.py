@@ -62,20 +62,24 @@ from calibration.errors import (
     ScoreOutOfRangeError,
     UnknownMethodError,
 )
+from calibration.order_statistics import as_fraction, threshold_rank
 
 __all__ = [
     "LEARNED_METHODS",
     "METHODS",
     "PROBABILITY_METHODS",
+    "CalibrationScores",
     "FittedConformal",
     "GroupCoverage",
     "SetEvaluation",
     "SplitResult",
     "SplitStudy",
+    "calibration_scores",
     "conformal_quantile",
     "coverage_by_group",
     "evaluate_sets",
     "fit_conformal",
+    "fit_from_scores",
     "label_scores",
     "prediction_set",
     "predict_sets",
@@ -127,6 +131,7 @@ class FittedConformal(msgspec.Struct, frozen=True, kw_only=True):
     learned_matrix: list[list[float]] | None = None
     n_model_fit: int = 0
     grouping: str | None = None
+    delta: float | None = None  # None: marginal threshold; else PAC (coverage >= 1-alpha w.p. >= 1-delta)
 
 
 @dataclass(frozen=True)
@@ -260,19 +265,32 @@ def probabilities_from_logprobs(logprobs: object) -> np.ndarray:
 # ------------------------------------------------------------------------------------------------- quantile
 
 
-def conformal_quantile(scores: object, alpha: float) -> float | None:
-    """The ceil((1-alpha)(n+1))-th smallest score (exact rational rank), or None when that rank exceeds n."""
+def conformal_quantile(scores: object, alpha: float, delta: float | None = None) -> float | None:
+    """The k-th smallest score, or None when k exceeds n: k = ceil((1-alpha)(n+1)) (marginal, exact rational
+    rank) when ``delta`` is None, else the PAC rank of :mod:`calibration.order_statistics` (coverage >= 1-alpha
+    with probability >= 1-delta over the calibration data)."""
     level = _check_alpha(alpha)
+    confidence = _check_delta(delta)
     values = np.asarray(scores, dtype=float).ravel()
     n = values.size
     if n == 0:
         raise EmptyCalibrationError("the calibration set is empty: a threshold needs at least one score")
     if not np.isfinite(values).all():
         raise InvalidProbabilitiesError("calibration scores hold NaN or infinity")
-    rank = math.ceil((1 - level) * (n + 1))
+    rank = threshold_rank(n, level, confidence)
     if rank > n:
         return None
     return float(np.partition(values, rank - 1)[rank - 1])
+
+
+def _check_delta(delta: float | None) -> Fraction | None:
+    """delta as an exact fraction (None stays None: marginal thresholds); InvalidAlphaError outside (0, 1)."""
+    if delta is None:
+        return None
+    try:
+        return as_fraction(delta, "delta")
+    except ValueError as error:
+        raise InvalidAlphaError(str(error)) from error
 
 
 # ----------------------------------------------------------------------------------- nonconformity matrices
@@ -423,6 +441,101 @@ def _fit_learned_matrix(weights: np.ndarray, labels: np.ndarray, n_labels: int) 
     return counts / counts.sum(axis=1, keepdims=True)
 
 
+@dataclass(frozen=True)
+class CalibrationScores:
+    """What a fit computes before any level is chosen: the true labels' nonconformity scores and their groups.
+
+    ``true_scores[i]`` is the score of ``labels[i]`` on threshold item i; ``group_keys`` holds what the method
+    groups by (judge score or human label; None for an ungrouped method); ``learned`` the fitted table of a
+    learned method. One ``CalibrationScores`` serves every alpha (and delta): see :func:`fit_from_scores`.
+    """
+
+    method: str
+    n_labels: int
+    true_scores: np.ndarray
+    group_keys: np.ndarray | None
+    learned_matrix: np.ndarray | None
+    n_model_fit: int
+
+
+def calibration_scores(
+    method: str,
+    labels: object,
+    *,
+    judge_scores: object | None = None,
+    probabilities: object | None = None,
+    n_labels: int = 5,
+    rng: np.random.Generator | None = None,
+    model_fraction: float = 0.5,
+) -> CalibrationScores:
+    """The level-free part of a fit (see fit_conformal): learned model (if any) and the true labels' scores."""
+    _check_method(method)
+    if n_labels < 2:
+        raise ScoreOutOfRangeError(f"n_labels={n_labels} must be at least 2")
+    y = _as_labels(labels, n_labels, "labels")
+    if y.size == 0:
+        raise EmptyCalibrationError("the calibration set is empty: fitting needs at least one labelled item")
+    scores, probs = _inputs(method, n_labels, judge_scores, probabilities, y.size)
+    generator = rng if rng is not None else np.random.default_rng(0)
+
+    learned = None
+    n_model = 0
+    threshold_scores = scores
+    if method in LEARNED_METHODS:
+        if y.size < 2:
+            raise EmptyCalibrationError(f"{method} needs at least 2 calibration items (model and threshold)")
+        order = generator.permutation(y.size)
+        n_model = min(max(1, int(round(model_fraction * y.size))), y.size - 1)
+        model_part, threshold_part = order[:n_model], order[n_model:]
+        weights = _judge_weights(scores, probs, n_labels)
+        learned = _fit_learned_matrix(weights[model_part], y[model_part], n_labels)
+        matrix_scores = 1.0 - _learned_probabilities(weights[threshold_part], learned)
+        calibration_labels = y[threshold_part]
+        threshold_scores = None if scores is None else scores[threshold_part]
+    else:
+        uniforms = generator.uniform(size=y.size) if method == "aps_randomized" else None
+        matrix_scores = label_scores(
+            method, n_labels=n_labels, judge_scores=scores, probabilities=probs, uniforms=uniforms
+        )
+        calibration_labels = y
+    true_scores = matrix_scores[np.arange(calibration_labels.size), calibration_labels - 1]
+    grouping = _GROUPING.get(method)
+    keys = None
+    if grouping is not None:
+        keys = calibration_labels if grouping == "label" else threshold_scores
+        assert keys is not None
+    return CalibrationScores(method=method, n_labels=n_labels, true_scores=true_scores, group_keys=keys,
+                             learned_matrix=learned, n_model_fit=int(n_model))
+
+
+def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | None = None) -> FittedConformal:
+    """Thresholds at level alpha (marginal, or PAC at ``delta``) from level-free calibration scores."""
+    _check_alpha(alpha)
+    _check_delta(delta)
+    grouping = _GROUPING.get(prepared.method)
+    group_thresholds = group_sizes = None
+    if grouping is not None:
+        assert prepared.group_keys is not None
+        group_thresholds, group_sizes = _group_quantiles(
+            prepared.true_scores, prepared.group_keys, prepared.n_labels, alpha, delta
+        )
+    learned: dict[str, object] = {}
+    if prepared.learned_matrix is not None:
+        learned = {"learned_matrix": prepared.learned_matrix.tolist(), "n_model_fit": prepared.n_model_fit}
+    return FittedConformal(
+        method=prepared.method,
+        alpha=float(alpha),
+        n_labels=prepared.n_labels,
+        n_cal=int(prepared.true_scores.size),
+        threshold=conformal_quantile(prepared.true_scores, alpha, delta),
+        group_thresholds=group_thresholds,
+        group_sizes=group_sizes,
+        grouping=grouping,
+        delta=None if delta is None else float(delta),
+        **learned,  # type: ignore[arg-type]
+    )
+
+
 def fit_conformal(
     method: str,
     alpha: float,
@@ -433,64 +546,26 @@ def fit_conformal(
     n_labels: int = 5,
     rng: np.random.Generator | None = None,
     model_fraction: float = 0.5,
+    delta: float | None = None,
 ) -> FittedConformal:
     """Calibrate one method at level alpha on labelled items (labels and judge scores in 1..n_labels).
 
+    ``delta`` None gives the marginal split-conformal threshold; a delta in (0, 1) the PAC threshold (coverage
+    >= 1 - alpha with probability >= 1 - delta over the calibration data), per group for grouped methods.
     Raises InvalidAlphaError, EmptyCalibrationError, ScoreOutOfRangeError, InvalidProbabilitiesError,
     UnknownMethodError. ``learned_lac`` fits its model on ``model_fraction`` of the items (drawn with ``rng``)
     and its threshold on the rest.
     """
     _check_method(method)
     _check_alpha(alpha)
-    if n_labels < 2:
-        raise ScoreOutOfRangeError(f"n_labels={n_labels} must be at least 2")
-    y = _as_labels(labels, n_labels, "labels")
-    if y.size == 0:
-        raise EmptyCalibrationError("the calibration set is empty: fitting needs at least one labelled item")
-    scores, probs = _inputs(method, n_labels, judge_scores, probabilities, y.size)
-    generator = rng if rng is not None else np.random.default_rng(0)
-
-    learned: dict[str, object] = {}
-    if method in LEARNED_METHODS:
-        if y.size < 2:
-            raise EmptyCalibrationError(f"{method} needs at least 2 calibration items (model and threshold)")
-        order = generator.permutation(y.size)
-        n_model = min(max(1, int(round(model_fraction * y.size))), y.size - 1)
-        model_part, threshold_part = order[:n_model], order[n_model:]
-        weights = _judge_weights(scores, probs, n_labels)
-        matrix = _fit_learned_matrix(weights[model_part], y[model_part], n_labels)
-        matrix_scores = 1.0 - _learned_probabilities(weights[threshold_part], matrix)
-        calibration_labels = y[threshold_part]
-        learned = {"learned_matrix": matrix.tolist(), "n_model_fit": int(n_model)}
-    else:
-        uniforms = generator.uniform(size=y.size) if method == "aps_randomized" else None
-        matrix_scores = label_scores(
-            method, n_labels=n_labels, judge_scores=scores, probabilities=probs, uniforms=uniforms
-        )
-        calibration_labels = y
-    true_scores = matrix_scores[np.arange(calibration_labels.size), calibration_labels - 1]
-
-    grouping = _GROUPING.get(method)
-    group_thresholds = group_sizes = None
-    if grouping is not None:
-        keys = calibration_labels if grouping == "label" else scores
-        assert keys is not None
-        group_thresholds, group_sizes = _group_quantiles(true_scores, keys, n_labels, alpha)
-    return FittedConformal(
-        method=method,
-        alpha=float(alpha),
-        n_labels=n_labels,
-        n_cal=int(true_scores.size),
-        threshold=conformal_quantile(true_scores, alpha),
-        group_thresholds=group_thresholds,
-        group_sizes=group_sizes,
-        grouping=grouping,
-        **learned,  # type: ignore[arg-type]
-    )
+    _check_delta(delta)
+    prepared = calibration_scores(method, labels, judge_scores=judge_scores, probabilities=probabilities,
+                                  n_labels=n_labels, rng=rng, model_fraction=model_fraction)
+    return fit_from_scores(prepared, alpha, delta)
 
 
 def _group_quantiles(
-    true_scores: np.ndarray, groups: np.ndarray, n_labels: int, alpha: float
+    true_scores: np.ndarray, groups: np.ndarray, n_labels: int, alpha: float, delta: float | None = None
 ) -> tuple[dict[int, float | None], dict[int, int]]:
     """One conformal threshold per group value 1..K (None where the group is empty or too small)."""
     thresholds: dict[int, float | None] = {}
@@ -498,7 +573,7 @@ def _group_quantiles(
     for group in range(1, n_labels + 1):
         members = groups == group
         sizes[group] = int(members.sum())
-        thresholds[group] = conformal_quantile(true_scores[members], alpha) if members.any() else None
+        thresholds[group] = conformal_quantile(true_scores[members], alpha, delta) if members.any() else None
     return thresholds, sizes
 
 

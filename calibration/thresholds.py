@@ -27,11 +27,13 @@ from pathlib import Path
 
 import msgspec
 
-from calibration.conformal import LEARNED_METHODS, METHODS, FittedConformal
+from calibration.conformal import LEARNED_METHODS, METHODS, PROBABILITY_METHODS, FittedConformal
 from calibration.errors import ArtifactError
+from calibration.verdicts import INPUT_KINDS, methods_for_kind
 
 __all__ = [
     "FORMAT_VERSION",
+    "READABLE_VERSIONS",
     "DefaultMethod",
     "EntryKey",
     "ThresholdEntry",
@@ -39,15 +41,22 @@ __all__ = [
     "ThresholdsArtifact",
     "artifact_id",
     "decode_artifact",
+    "derived_kind",
     "encode_artifact",
     "load_artifact",
     "save_artifact",
     "validate_artifact",
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)  # version 1 has no input kinds: an entry's kind is derived from its method
 
-EntryKey = tuple[str, str, str, str, float]
+EntryKey = tuple[str, str, str, str, str, float]  # judge, prompt family, criterion, input kind, method, alpha
+
+
+def derived_kind(method: str) -> str:
+    """The input kind of an entry that names none (format 1): probabilities for probability methods, else score."""
+    return "probabilities" if method in PROBABILITY_METHODS else "score"
 
 
 class ThresholdEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -64,11 +73,25 @@ class ThresholdEntry(msgspec.Struct, frozen=True, kw_only=True):
     heldout_set_size: float | None = None
     n_splits: int = 0
     min_bin_coverage: float | None = None  # lowest coverage within a judge-score bin in the study, if measured
+    input_kind: str | None = None  # score | probabilities | mean (calibration.verdicts); None: derived_kind(method)
+    heldout_coverage_p5: float | None = None  # 5th percentile over the splits by document
+    min_label_coverage: float | None = None  # lowest coverage within a human label (small labels pooled)
+    empty_share: float | None = None
+    non_interval_share: float | None = None
+    accept_share: float | None = None  # expected decision shares under the default policy, held out
+    review_share: float | None = None
+    escalate_share: float | None = None
+    accept_accuracy: float | None = None  # share of accepted verdicts whose human label is in the set
+
+    @property
+    def kind(self) -> str:
+        """The input kind the thresholds were fitted on (and may be applied to)."""
+        return self.input_kind or derived_kind(self.method)
 
     @property
     def key(self) -> EntryKey:
-        """The entry's identity: (judge, prompt_family, criterion, method, alpha)."""
-        return (self.judge, self.prompt_family, self.criterion, self.method, _alpha_key(self.alpha))
+        """The entry's identity: (judge, prompt_family, criterion, input kind, method, alpha)."""
+        return (self.judge, self.prompt_family, self.criterion, self.kind, self.method, _alpha_key(self.alpha))
 
 
 class DefaultMethod(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,10 +102,19 @@ class DefaultMethod(msgspec.Struct, frozen=True, kw_only=True):
     criterion: str
     method: str
     reason: str = ""
+    input_kind: str | None = None  # None: derived_kind(method)
+
+    @property
+    def kind(self) -> str:
+        """The input kind this default applies to."""
+        return self.input_kind or derived_kind(self.method)
 
 
 class ThresholdsArtifact(msgspec.Struct, frozen=True, kw_only=True):
-    """The whole artifact: provenance, the label scale, the entries and the default methods."""
+    """The whole artifact: provenance, the label scale, the entries and the default methods.
+
+    ``label_scale`` is 1..K of the widest cell; each entry's ``fitted.n_labels`` is its own cell's scale.
+    """
 
     format_version: int
     created_at: str
@@ -101,9 +133,10 @@ def _alpha_key(alpha: float) -> float:
 
 def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>") -> None:
     """Check internal consistency; raise ArtifactError naming the source and the first problem found."""
-    if artifact.format_version != FORMAT_VERSION:
+    if artifact.format_version not in READABLE_VERSIONS:
         raise ArtifactError(
-            f"{source}: format_version {artifact.format_version} is not supported (this code reads {FORMAT_VERSION})"
+            f"{source}: format_version {artifact.format_version} is not supported (this code reads "
+            f"{', '.join(map(str, READABLE_VERSIONS))})"
         )
     scale = artifact.label_scale
     if len(scale) < 2 or scale != list(range(1, len(scale) + 1)):
@@ -114,12 +147,15 @@ def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>
                 f"{entry.method}, alpha={entry.alpha})"
         if entry.method not in METHODS:
             raise ArtifactError(f"{where}: unknown method {entry.method!r}")
+        if entry.kind not in INPUT_KINDS or entry.method not in methods_for_kind(entry.kind):
+            raise ArtifactError(f"{where}: method {entry.method!r} cannot be fitted on input kind {entry.kind!r}")
         if entry.fitted.method != entry.method:
             raise ArtifactError(f"{where}: fitted.method {entry.fitted.method!r} differs from the entry's method")
         if not 0.0 < entry.alpha < 1.0 or _alpha_key(entry.fitted.alpha) != _alpha_key(entry.alpha):
             raise ArtifactError(f"{where}: alpha must lie in (0, 1) and equal fitted.alpha ({entry.fitted.alpha})")
-        if entry.fitted.n_labels != len(scale):
-            raise ArtifactError(f"{where}: fitted.n_labels {entry.fitted.n_labels} differs from the label scale")
+        k = entry.fitted.n_labels  # each cell carries its own scale 1..k; label_scale is the widest
+        if not 2 <= k <= len(scale):
+            raise ArtifactError(f"{where}: fitted.n_labels {k} must lie in 2..{len(scale)} (the label scale)")
         if entry.fitted.n_cal < 1:
             raise ArtifactError(f"{where}: calibration size {entry.fitted.n_cal} must be at least 1")
         threshold = entry.fitted.threshold
@@ -129,17 +165,17 @@ def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>
             raise ArtifactError(f"{where}: {entry.method} needs group_thresholds")
         if entry.method in LEARNED_METHODS:
             matrix = entry.fitted.learned_matrix
-            if matrix is None or len(matrix) != len(scale) or any(len(row) != len(scale) for row in matrix):
-                raise ArtifactError(f"{where}: {entry.method} needs a {len(scale)}x{len(scale)} learned_matrix")
+            if matrix is None or len(matrix) != k or any(len(row) != k for row in matrix):
+                raise ArtifactError(f"{where}: {entry.method} needs a {k}x{k} learned_matrix")
         if entry.key in seen:
             raise ArtifactError(f"{where}: duplicate entry")
         seen.add(entry.key)
-    cells = {(e.judge, e.prompt_family, e.criterion, e.method) for e in artifact.entries}
+    cells = {(e.judge, e.prompt_family, e.criterion, e.kind, e.method) for e in artifact.entries}
     for default in artifact.default_methods:
-        if (default.judge, default.prompt_family, default.criterion, default.method) not in cells:
+        if (default.judge, default.prompt_family, default.criterion, default.kind, default.method) not in cells:
             raise ArtifactError(
                 f"{source}: default method {default.method!r} for ({default.judge}, {default.prompt_family}, "
-                f"{default.criterion}) has no entry"
+                f"{default.criterion}, {default.kind} verdicts) has no entry"
             )
 
 
@@ -154,9 +190,10 @@ def decode_artifact(data: bytes, *, source: str = "<bytes>") -> ThresholdsArtifa
         artifact = msgspec.json.decode(data, type=ThresholdsArtifact)
     except msgspec.ValidationError as error:
         version = _peek_version(data)
-        if version is not None and version != FORMAT_VERSION:
+        if version is not None and version not in READABLE_VERSIONS:
             raise ArtifactError(
-                f"{source}: format_version {version} is not supported (this code reads {FORMAT_VERSION})"
+                f"{source}: format_version {version} is not supported (this code reads "
+                f"{', '.join(map(str, READABLE_VERSIONS))})"
             ) from error
         raise ArtifactError(f"{source}: not a thresholds artifact: {error}") from error
     except msgspec.DecodeError as error:
@@ -216,24 +253,54 @@ class ThresholdIndex:
         # The same entries under the alpha exactly as stored: a request that repeats a level finds its entry
         # without the rounding (which costs more than the look-up itself).
         self._entries_exact: dict[EntryKey, ThresholdEntry] = {
-            (e.judge, e.prompt_family, e.criterion, e.method, e.alpha): e for e in artifact.entries
+            (e.judge, e.prompt_family, e.criterion, e.kind, e.method, e.alpha): e for e in artifact.entries
         }
-        self._defaults: dict[tuple[str, str, str], str] = {
-            (d.judge, d.prompt_family, d.criterion): d.method for d in artifact.default_methods
+        self._defaults: dict[tuple[str, str, str, str], str] = {
+            (d.judge, d.prompt_family, d.criterion, d.kind): d.method for d in artifact.default_methods
         }
+        self._levels: dict[tuple[str, str, str, str, str], list[float]] = {}
+        self._kinds: dict[tuple[str, str, str], list[str]] = {}
+        for entry in artifact.entries:
+            self._levels.setdefault(
+                (entry.judge, entry.prompt_family, entry.criterion, entry.kind, entry.method), []
+            ).append(entry.alpha)
+            kinds = self._kinds.setdefault((entry.judge, entry.prompt_family, entry.criterion), [])
+            if entry.kind not in kinds:
+                kinds.append(entry.kind)
+        for levels in self._levels.values():
+            levels.sort()
+        for kinds in self._kinds.values():
+            kinds.sort(key=INPUT_KINDS.index)
 
     def lookup(
-        self, judge: str, prompt_family: str, criterion: str, method: str, alpha: float
+        self, judge: str, prompt_family: str, criterion: str, method: str, alpha: float, kind: str | None = None
     ) -> ThresholdEntry | None:
-        """The entry for this cell and level (alpha compared after rounding to 9 decimals), or None."""
-        found = self._entries_exact.get((judge, prompt_family, criterion, method, alpha))
+        """The entry for this cell, kind and level (alpha compared after rounding to 9 decimals), or None.
+
+        ``kind`` None: the method's derived kind (format 1's rule).
+        """
+        resolved = kind or derived_kind(method)
+        found = self._entries_exact.get((judge, prompt_family, criterion, resolved, method, alpha))
         if found is not None:
             return found
-        return self._entries.get((judge, prompt_family, criterion, method, _alpha_key(alpha)))
+        return self._entries.get((judge, prompt_family, criterion, resolved, method, _alpha_key(alpha)))
 
-    def default_method(self, judge: str, prompt_family: str, criterion: str) -> str | None:
-        """The recommended method for a (judge, prompt family, criterion), or None when none is recorded."""
-        return self._defaults.get((judge, prompt_family, criterion))
+    def default_method(self, judge: str, prompt_family: str, criterion: str, kind: str | None = None) -> str | None:
+        """The recommended method for a (judge, prompt family, criterion) and input kind, or None.
+
+        ``kind`` None: the first kind (INPUT_KINDS order) that has a default.
+        """
+        if kind is not None:
+            return self._defaults.get((judge, prompt_family, criterion, kind))
+        for candidate in INPUT_KINDS:
+            found = self._defaults.get((judge, prompt_family, criterion, candidate))
+            if found is not None:
+                return found
+        return None
+
+    def kinds(self, judge: str, prompt_family: str, criterion: str) -> list[str]:
+        """Input kinds calibrated for a cell, in INPUT_KINDS order."""
+        return list(self._kinds.get((judge, prompt_family, criterion), ()))
 
     def entries(self) -> list[ThresholdEntry]:
         """All entries in artifact order."""
@@ -257,21 +324,18 @@ class ThresholdIndex:
             }
         )
 
-    def methods(self, judge: str, prompt_family: str, criterion: str) -> list[str]:
-        """Methods calibrated for a cell, in the core's method order."""
+    def methods(self, judge: str, prompt_family: str, criterion: str, kind: str | None = None) -> list[str]:
+        """Methods calibrated for a cell (of one input kind when given), in the core's method order."""
         present = {
             e.method
             for e in self.artifact.entries
             if (e.judge, e.prompt_family, e.criterion) == (judge, prompt_family, criterion)
+            and (kind is None or e.kind == kind)
         }
         return [method for method in METHODS if method in present]
 
-    def alphas(self, judge: str, prompt_family: str, criterion: str, method: str) -> list[float]:
-        """Levels calibrated for a cell and method, ascending."""
-        return sorted(
-            {
-                e.alpha
-                for e in self.artifact.entries
-                if (e.judge, e.prompt_family, e.criterion, e.method) == (judge, prompt_family, criterion, method)
-            }
-        )
+    def alphas(
+        self, judge: str, prompt_family: str, criterion: str, method: str, kind: str | None = None
+    ) -> list[float]:
+        """Levels calibrated for a cell, method (and input kind; None = the method's derived kind), ascending."""
+        return list(self._levels.get((judge, prompt_family, criterion, kind or derived_kind(method), method), ()))

@@ -9,6 +9,11 @@ command                                                           does
 ``        [--both-orders] [--limit N] [--split S] [--seed 0]``
 ``        [--store S]``
 ``report --out reports``                                          rebuild tables/figures/index from summaries
+``validate --thresholds F [--data-dir D] [--out reports/validate]``  a fixed artifact on labelled data, served as
+                                                                  the service serves (offline.validate)
+``halves [--data-dir D] [--out reports] [--splits 20]``           fit on half the documents, validate on the
+                                                                  other half, both ways (offline.halves); exit 1
+                                                                  when a validity check fails
 ================================================================  ===============================================
 
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
@@ -111,7 +116,77 @@ def build_parser() -> argparse.ArgumentParser:
 
     rep = commands.add_parser("report", help="rebuild the report from the saved summary JSONs")
     rep.add_argument("--out", type=Path, default=Path("reports"))
+
+    val = commands.add_parser("validate", help="score labelled items with a fixed artifact exactly as the service "
+                              "would; coverage, set sizes and decisions per cell")
+    val.add_argument("--thresholds", type=Path, required=True, help="the artifact to validate")
+    val.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: $DATA_DIR, else "
+                     "../shared/data): its recorded SummEval judges")
+    val.add_argument("--out", type=Path, default=Path("reports/validate"))
+
+    hal = commands.add_parser("halves", help="fit on half of the documents, validate on the other half, both ways; "
+                              "print the validity checks")
+    hal.add_argument("--data-dir", type=Path, default=None)
+    hal.add_argument("--out", type=Path, default=Path("reports"))
+    hal.add_argument("--splits", type=int, default=20, help="splits by document inside each fit (default 20)")
+    hal.add_argument("--seed", type=int, default=0)
+    hal.add_argument("--no-progress", action="store_true")
     return parser
+
+
+def _direct_datasets(data_dir: Path) -> list[Any]:
+    """Every recorded SummEval judge's direct answers as study arrays (ingested into a temporary store)."""
+    import tempfile
+
+    from offline.data.summeval import load_summeval
+    from offline.ingest import ingest_recorded
+    from offline.store import AnswerStore
+    from offline.studies.conformal import cell_data_from_store
+
+    summeval = load_summeval(data_dir)
+    with tempfile.TemporaryDirectory() as folder, AnswerStore(Path(folder) / "answers.sqlite") as store:
+        ingest_recorded(store, data_dir)
+        return cell_data_from_store(store, summeval.items)
+
+
+def _validate(args: argparse.Namespace, log: Any) -> int:
+    from calibration.errors import ArtifactError
+    from calibration.thresholds import load_artifact
+    from offline.validate import validate_artifact_on, write_validation
+
+    data_dir = resolve_data_dir(args.data_dir)
+    try:
+        artifact = load_artifact(args.thresholds)
+    except ArtifactError as error:
+        raise DataError(args.thresholds, None, str(error)) from error
+    report = validate_artifact_on(artifact, _direct_datasets(data_dir), source=str(args.thresholds),
+                                  labels=f"recorded SummEval judges in {data_dir}")
+    paths = write_validation(report, args.out)
+    log.info("validate finished", cells=len(report.cells), out=str(args.out))
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def _halves(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.halves import check_halves, write_halves
+
+    data_dir = resolve_data_dir(args.data_dir)
+    report = check_halves(_direct_datasets(data_dir), seed=args.seed, n_splits=args.splits,
+                          progress=None if args.no_progress else (lambda t: tqdm(t, desc="halves", leave=False)))
+    paths = write_halves(report, args.out)
+    log.info("halves finished", passed=report.passed, checked=report.n_checked)
+    print(f"cells checked:                 {report.n_checked} (judge x criterion x input x alpha x half)")
+    print(f"coverage < 1 - alpha - 0.02:   {report.n_below_floor}")
+    print(f"coverage >= 1 - alpha:         {report.share_at_target:.1%}")
+    print(f"empty sets answered accept:    {report.n_empty_accepted}")
+    print(f"log-probs larger than score:   {report.n_logprobs_larger}")
+    print(f"passed:                        {'yes' if report.passed else 'no'}")
+    for path in paths:
+        print(f"written:     {path}")
+    return 0 if report.passed else 1
 
 
 def _calibrate_labels(args: argparse.Namespace, log: Any) -> int:
@@ -278,7 +353,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging()
     log = structlog.get_logger("offline")
-    handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report}
+    handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
+                "halves": _halves}
     try:
         return handlers[args.command](args, log)
     except (DataError, FileNotFoundError) as error:

@@ -2,11 +2,12 @@
 
 Rules, stated once:
 
-* **Entries.** One per (judge, prompt family, criterion, method, alpha) the conformal study ran. Each is fitted
-  on *all* labelled items of that judge and criterion (the study's held-out figures are measured on splits; the
-  shipped thresholds use every item). Probability judges pass both their integer score and their probabilities,
-  so ``learned_lac`` uses the probabilities there and the one-hot score for text judges; its fitted matrix is in
-  the entry, so the service never refits.
+* **Entries** (``make calibrate``): from the validity study (:mod:`offline.studies.validity`), one per (judge,
+  prompt family, criterion, input kind, method, alpha), fitted on *all* labelled items of that cell as verdicts
+  of that kind (PAC thresholds at the study's delta, recorded in each predictor), with held-out figures by
+  document; the default method of a (cell, kind) at every level of the 0.01-0.30 grid, the other methods at
+  ``OTHER_METHOD_ALPHAS``; one default per (cell, kind). Without the validity fits (``fits`` None), the
+  item-level study's cells are exported with kinds derived from their methods (the older rule).
 * **Randomness.** Every fit draws from ``numpy.random.default_rng(seed)`` (``learned_lac``: which half of the
   items fits the matrix; ``aps_randomized``: calibration uniforms).
 * **Beside each entry**: the study's held-out mean coverage, its std, mean set size, number of splits and the
@@ -37,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration.conformal import fit_conformal
+from calibration.kind_fit import KindFit
 from calibration.thresholds import (
     FORMAT_VERSION,
     DefaultMethod,
@@ -55,6 +57,7 @@ __all__ = [
     "data_hash",
     "export_thresholds",
     "faithfulness_entries",
+    "kind_entries",
 ]
 
 DEFAULT_THRESHOLDS = Path(__file__).resolve().parents[1] / "calibration" / "thresholds.json"
@@ -127,6 +130,38 @@ def faithfulness_entries(study: FaithfulnessStudy) -> tuple[list[ThresholdEntry]
     return entries, defaults
 
 
+# The default method of a (cell, kind) is exported at every level of the grid; the others at these levels only
+# (a request between them is served at the next smaller one), which keeps the artifact small.
+OTHER_METHOD_ALPHAS = frozenset({0.05, 0.1, 0.15, 0.2})
+
+
+def kind_entries(fits: dict[tuple[str, str, str, str], KindFit]) -> tuple[list[ThresholdEntry], list[DefaultMethod]]:
+    """Entries and defaults from the validity study's fits (:mod:`offline.studies.validity`): one entry per
+    (judge, prompt family, criterion, input kind, method, alpha) fitted on every item, with its held-out figures
+    by document, and one default per (cell, kind). The default method gets every level of the grid, the other
+    methods ``OTHER_METHOD_ALPHAS``."""
+    entries: list[ThresholdEntry] = []
+    defaults: list[DefaultMethod] = []
+    for (judge, family, criterion, kind), fit in fits.items():
+        figures = {(h.method, round(h.alpha, 9)): h for h in fit.heldout}
+        for method, by_alpha in fit.fitted.items():
+            for alpha, fitted in by_alpha.items():
+                if method != fit.default.method and round(alpha, 9) not in OTHER_METHOD_ALPHAS:
+                    continue
+                h = figures[(method, round(alpha, 9))]
+                entries.append(ThresholdEntry(
+                    judge=judge, prompt_family=family, criterion=criterion, method=method, alpha=float(alpha),
+                    fitted=fitted, input_kind=kind, heldout_coverage=h.coverage, heldout_coverage_std=h.coverage_std,
+                    heldout_coverage_p5=h.coverage_p5, heldout_set_size=h.set_size, n_splits=h.n_splits,
+                    min_bin_coverage=h.min_bin_coverage, min_label_coverage=h.min_label_coverage,
+                    empty_share=h.empty_share, non_interval_share=h.non_interval_share, accept_share=h.accept_share,
+                    review_share=h.review_share, escalate_share=h.escalate_share, accept_accuracy=h.accept_accuracy,
+                ))
+        defaults.append(DefaultMethod(judge=judge, prompt_family=family, criterion=criterion,
+                                      method=fit.default.method, reason=fit.default.reason, input_kind=kind))
+    return entries, defaults
+
+
 def build_artifact(
     datasets: Sequence[JudgeCriterionData],
     summary: ConformalSummary | None,
@@ -137,9 +172,17 @@ def build_artifact(
     created_at: str | None = None,
     source: str = "",
     faithfulness: FaithfulnessStudy | None = None,
+    fits: dict[tuple[str, str, str, str], KindFit] | None = None,
 ) -> ThresholdsArtifact:
-    """Fit every (judge, family, criterion, method, alpha) of the study on all items, then add the faithfulness
-    entries when given (module rules). ``summary`` None exports no SummEval entries."""
+    """The artifact: with ``fits`` (the validity study's), its entries and defaults per input kind; else every
+    (judge, family, criterion, method, alpha) of the item-level study fitted on all items (entries whose kind is
+    derived from the method). Then the faithfulness entries when given (module rules). ``summary`` and ``fits``
+    None export no SummEval entries."""
+    if fits is not None:
+        entries, defaults = kind_entries(fits)
+        scale = max((e.fitted.n_labels for e in entries), default=5)
+        return _artifact(entries, defaults, faithfulness, scale=scale, data_hash=data_hash,
+                         code_version=code_version, created_at=created_at, source=source)
     entries = []
     for data in datasets if summary is not None else ():
         for method in methods_for(data):
@@ -163,16 +206,23 @@ def build_artifact(
                       reason=d.reason)
         for d in (summary.default_methods if summary is not None else ())
     ]
+    return _artifact(entries, defaults, faithfulness, scale=max((d.n_labels for d in datasets), default=5),
+                     data_hash=data_hash, code_version=code_version, created_at=created_at, source=source)
+
+
+def _artifact(entries: list[ThresholdEntry], defaults: list[DefaultMethod], faithfulness: FaithfulnessStudy | None,
+              *, scale: int, data_hash: str, code_version: str, created_at: str | None,
+              source: str) -> ThresholdsArtifact:
     if faithfulness is not None:
         more_entries, more_defaults = faithfulness_entries(faithfulness)
-        entries += more_entries
-        defaults += more_defaults
+        entries = entries + more_entries
+        defaults = defaults + more_defaults
     return ThresholdsArtifact(
         format_version=FORMAT_VERSION,
         created_at=created_at or datetime.now(UTC).isoformat(timespec="seconds"),
         code_version=code_version,
         data_hash=data_hash,
-        label_scale=list(range(1, max((d.n_labels for d in datasets), default=5) + 1)),
+        label_scale=list(range(1, scale + 1)),
         entries=entries,
         default_methods=defaults,
         source=source,
@@ -180,9 +230,16 @@ def build_artifact(
 
 
 def _source(summary: ConformalSummary | None, faithfulness: FaithfulnessStudy | None, seed: int,
-            store: Path | None) -> str:
+            store: Path | None, fits: dict | None = None, delta: float | None = None) -> str:
     parts = []
-    if summary is not None:
+    if fits is not None:
+        n_splits = next((h.n_splits for fit in fits.values() for h in fit.heldout), 0)
+        rule = f"PAC thresholds (coverage >= 1-alpha with probability >= {1 - delta:.2f} over the calibration data)" \
+            if delta is not None else "marginal split-conformal thresholds"
+        parts.append(f"recorded SummEval judges, y* = rounded expert mean, per input kind (score | probabilities), "
+                     f"{rule}, fitted on all labelled items with seed {seed}; held-out figures from {n_splits} "
+                     "splits by document; defaults chosen by cross-fitting by document")
+    elif summary is not None:
         parts.append(f"recorded SummEval judges, y* = rounded expert mean, fitted on all labelled items with seed "
                      f"{seed}; held-out figures from {summary.n_splits} seeded 50/50 splits")
     if faithfulness is not None and faithfulness.summary.cells:
@@ -206,16 +263,19 @@ def export_thresholds(
     seed: int,
     faithfulness: FaithfulnessStudy | None = None,
     store: Path | None = None,
+    fits: dict[tuple[str, str, str, str], KindFit] | None = None,
+    delta: float | None = None,
 ) -> ThresholdsArtifact:
     """Build the artifact (provenance from ``data_dir`` and the checkout) and save it atomically at ``path``.
 
-    ``summary`` None: SummEval is not exported (the factuality-only run); ``faithfulness`` adds its entries.
+    ``summary`` None: SummEval is not exported (the factuality-only run); ``fits`` (the validity study's) give
+    the SummEval entries per input kind; ``faithfulness`` adds its entries.
     """
     has_faithfulness = faithfulness is not None and bool(faithfulness.summary.cells)
     files = data_files(data_dir, summeval=summary is not None, frank=has_faithfulness)
     artifact = build_artifact(
         datasets, summary, seed=seed, data_hash=data_hash(files, Path(data_dir)), code_version=code_version(),
-        source=_source(summary, faithfulness, seed, store), faithfulness=faithfulness,
+        source=_source(summary, faithfulness, seed, store, fits, delta), faithfulness=faithfulness, fits=fits,
     )
     save_artifact(artifact, path)
     # save_artifact writes through mkstemp (mode 0600); the shipped artifact must be readable by the service user.

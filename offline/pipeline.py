@@ -63,6 +63,7 @@ from offline.studies.faithfulness import (
 from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store, run_position_bias
 from offline.studies.simulate import SimulationConfig, simulate_tournaments
 from offline.studies.transitivity import has_triangles, run_transitivity
+from offline.studies.validity import DEFAULT_DELTA, run_validity_study, write_validity
 from offline.studies.vicuna80 import vicuna80_step
 
 __all__ = [
@@ -190,6 +191,7 @@ def calibrate(
     store_path: Path | None = None,
     n_splits: int = 20,
     seed: int = 0,
+    delta: float | None = DEFAULT_DELTA,
     progress: bool = True,
     log: Any = None,
 ) -> CalibrateResult:
@@ -217,7 +219,7 @@ def calibrate(
     frank_job = workers.submit(_frank_baselines, Path(data_dir), out)
     try:
         return _calibrate_steps(data_dir=Path(data_dir), out=out, thresholds_path=Path(thresholds_path),
-                                store_file=store_file, n_splits=n_splits, seed=seed, frank_job=frank_job,
+                                store_file=store_file, n_splits=n_splits, seed=seed, delta=delta, frank_job=frank_job,
                                 lap=lap, bar=bar, seconds=seconds)
     finally:
         workers.shutdown(wait=True, cancel_futures=True)
@@ -231,7 +233,8 @@ def _frank_baselines(data_dir: Path, out: Path) -> tuple[tuple[Path, ...], int, 
 
 
 def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_file: Path, n_splits: int,
-                     seed: int, frank_job: Future, lap: Callable[..., None], bar: Callable[[Iterable, str], Iterable],
+                     seed: int, delta: float | None, frank_job: Future, lap: Callable[..., None],
+                     bar: Callable[[Iterable, str], Iterable],
                      seconds: dict[str, float]) -> CalibrateResult:
     summaries: dict[str, Path] = {}
     summeval = load_summeval(data_dir)
@@ -245,6 +248,11 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
     conformal = run_conformal_study(datasets, n_splits=n_splits, seed=seed, progress=lambda t: bar(t, "conformal"))
     summaries["conformal"] = write_summary(conformal, out / SUMMARY_FILES["conformal"])
     lap("conformal", cells=len(conformal.cells), datasets=len(datasets))
+
+    validity_summary, fits = run_validity_study(datasets, n_splits=n_splits, seed=seed, delta=delta,
+                                                progress=lambda t: bar(t, "validity"))
+    summaries["validity"] = write_validity(validity_summary, out)[0]
+    lap("validity (by document, per input kind)", cells=len(validity_summary.cells))
 
     position = run_position_bias(pairwise, source="recorded pairwise verdicts in the answer store")
     summaries["position_bias"] = write_summary(position, out / SUMMARY_FILES["position_bias"])
@@ -284,7 +292,7 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
     lap("report", figures=len(files.figures))
 
     export_thresholds(datasets, conformal, data_dir=data_dir, path=thresholds_path, seed=seed,
-                      faithfulness=llm.faithfulness, store=store_file)
+                      faithfulness=llm.faithfulness, store=store_file, fits=fits, delta=delta)
     lap("export", path=str(thresholds_path))
     return CalibrateResult(out_dir=out, store=store_file, thresholds=thresholds_path, index=files.index,
                            summaries=summaries, tables=files.tables, figures=files.figures,

@@ -4,6 +4,7 @@
 condition (K = 5 labels, defaults)          decision
 =========================================== ===========
 not calibrated (no threshold for the cell)  escalate
+empty set (no label conforms)               escalate
 set_size >= ESCALATE_MIN_SET_SIZE (5 = 1..K) escalate
 set_size <= ACCEPT_MAX_SET_SIZE (2)         accept
 otherwise                                   review
@@ -72,6 +73,13 @@ class DecisionPolicy:
         size = len(prediction_set)
         coverage = f"{(1 - alpha):.0%}"
         shown = "{" + ", ".join(str(label) for label in prediction_set) + "}"
+        if size == 0:
+            return PolicyDecision(
+                decision="escalate",
+                escalate=True,
+                reason=(f"the {coverage} prediction set is empty: no label conforms: the verdict is atypical for this "
+                        "calibration; ask a human"),
+            )
         if size >= min(self.escalate_min_set_size, n_labels):
             return PolicyDecision(
                 decision="escalate",

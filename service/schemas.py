@@ -56,6 +56,9 @@ __all__ = [
     "ScoreBatchResponse",
     "ScoreRequest",
     "ScoreResponse",
+    "SentenceCategory",
+    "SentenceEvidenceItem",
+    "SentenceVerdictItem",
 ]
 
 CRITERIA = ("coherence", "consistency", "fluency", "relevance", "faithfulness")
@@ -70,6 +73,9 @@ Alpha = Annotated[float, Meta(gt=0, lt=1, description="miscoverage level; the ta
 Text = Annotated[str, Meta(min_length=1)]
 Name = Annotated[str, Meta(min_length=1, max_length=200)]
 JudgeScore = Annotated[int, Meta(ge=1, le=10, description="the judge's score on the cell's scale 1..K (K <= 10)")]
+MeanOfSamples = Annotated[
+    float, Meta(ge=1, le=10, description="mean of several sampled judge scores (G-Eval style), on the scale 1..K")
+]
 LogProb = Annotated[float, Meta(le=0, description="natural log-probability of this score token")]
 CandidateId = Annotated[str, Meta(min_length=1, max_length=200)]
 ItemIdText = Annotated[
@@ -142,14 +148,31 @@ class JudgeLogprobs(msgspec.Struct, **_REQUEST):
         return max((k for k, value in enumerate(every, start=1) if value is not None), default=0)
 
 
+SentenceCategory = Literal[
+    "no error", "predicate error", "entity error", "circumstantial error", "coreference error", "linking error",
+    "out-of-context error", "grammatical error", "other error",
+]  # FRANK's error types written out (service.judge.sentence_parse.CATEGORIES)
+
+
+class SentenceVerdictItem(msgspec.Struct, **_REQUEST):
+    """One summary sentence's fact-check verdict that the caller got from its own judge (in sentence order)."""
+
+    sentence: Annotated[str, Meta(min_length=1, max_length=5000)]
+    category: SentenceCategory
+    reason: Annotated[str, Meta(max_length=2000)] = ""
+
+
 class ScoreRequest(msgspec.Struct, **_REQUEST):
     """Score one summary, or calibrate the caller's own verdict (``judge_score`` / ``judge_logprobs``).
 
-    With neither ``judge_score`` nor ``judge_logprobs`` the service calls ``judge`` (default DEFAULT_JUDGE)
-    and needs ``document`` and ``summary``. ``alpha`` defaults to DEFAULT_ALPHA (0.10) and must be a level in
-    the loaded calibration; ``method`` defaults to the artifact's default for the (judge, prompt family,
-    criterion). ``factuality_method`` and ``n_questions`` apply to ``criterion: "faithfulness"`` only (with
-    the caller's own verdict, ``factuality_method`` only picks the default prompt family; see service.scoring).
+    With none of ``judge_score``, ``judge_logprobs``, ``mean_of_samples`` the service calls ``judge`` (default
+    DEFAULT_JUDGE) and needs ``document`` and ``summary``. ``alpha`` defaults to DEFAULT_ALPHA (0.10); a level
+    between calibrated ones is served at the next smaller one (said in ``reason``); ``method`` defaults to the
+    artifact's default for the (judge, prompt family, criterion) and the input kind the verdict carries
+    (``score``, ``probabilities`` from ``judge_logprobs``, ``mean`` from ``mean_of_samples``; thresholds fitted
+    on one kind never serve another). ``factuality_method`` and ``n_questions`` apply to ``criterion:
+    "faithfulness"`` only (with the caller's own verdict, ``factuality_method`` only picks the default prompt
+    family; see service.scoring).
     """
 
     criterion: Criterion
@@ -161,12 +184,15 @@ class ScoreRequest(msgspec.Struct, **_REQUEST):
     method: Name | None = None
     judge_score: JudgeScore | None = None
     judge_logprobs: JudgeLogprobs | None = None
-    factuality_method: Literal["direct", "qa"] = "direct"
+    mean_of_samples: MeanOfSamples | None = None
+    factuality_method: Literal["direct", "qa", "sentences"] = "direct"
     n_questions: Annotated[int, Meta(ge=1, le=20)] = 5
+    # The caller's own sentence-level verdicts (faithfulness, factuality_method "sentences"; see service.scoring).
+    sentence_verdicts: Annotated[list[SentenceVerdictItem], Meta(min_length=1, max_length=100)] | None = None
     item_id: ItemIdText | None = None
 
 
-class QAEvidenceItem(msgspec.Struct, **_RESPONSE):
+class QAEvidenceItem(msgspec.Struct, tag="qa", tag_field="kind", **_RESPONSE):
     """One question of the QA factuality check, with both answers and their token-F1 similarity."""
 
     question: str
@@ -174,6 +200,15 @@ class QAEvidenceItem(msgspec.Struct, **_RESPONSE):
     article_answer: str | None
     similarity: float
     exact_match: float
+
+
+class SentenceEvidenceItem(msgspec.Struct, tag="sentence", tag_field="kind", **_RESPONSE):
+    """One summary sentence of the sentence-level fact-check: error or not, its FRANK category, the reason."""
+
+    sentence: str
+    error: bool
+    category: SentenceCategory
+    reason: str
 
 
 class ScoreResponse(msgspec.Struct, **_RESPONSE):
@@ -191,6 +226,8 @@ class ScoreResponse(msgspec.Struct, **_RESPONSE):
     coverage_target: float
     method: str | None
     calibrated: bool
+    confidence: float | None  # 1 - delta of PAC thresholds: P(coverage >= coverage_target) over calibration draws
+    input_kind: Literal["score", "probabilities", "mean"] | None  # the kind of verdict the thresholds were fit on
     decision: Decision
     escalate: bool
     reason: str
@@ -199,10 +236,11 @@ class ScoreResponse(msgspec.Struct, **_RESPONSE):
     heldout_coverage: float | None
     cached: bool
     raw_reply: str | None
-    factuality_method: Literal["direct", "qa"] | None = None
+    factuality_method: Literal["direct", "qa", "sentences"] | None = None
     qa_score: float | None = None
     qa_exact_match: float | None = None
-    evidence: list[QAEvidenceItem] | None = None
+    sentence_score: float | None = None  # share of sentences judged "no error" (factuality_method "sentences")
+    evidence: list[QAEvidenceItem | SentenceEvidenceItem] | None = None  # "kind" tells which
     item_id: str | None = None  # the request's item_id, echoed
 
 

@@ -32,18 +32,22 @@ data's convention); without ``judge_score`` the verdict's score is the most prob
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 
-from calibration.conformal import METHODS, PROBABILITY_METHODS, probabilities_from_logprobs
-from calibration.thresholds import ThresholdEntry
+from calibration.conformal import METHODS, probabilities_from_logprobs
+from calibration.serving import LevelRefused, MethodRefused, ServedEntry, Uncalibrated, choose_entry
+from calibration.verdicts import round_half_up, verdict_inputs
 from service.judge.factuality import FAITHFULNESS_PROMPT_FAMILIES
+from service.judge.sentence_check import judge_score_from_share
 from service.judging import JudgePool
 from service.metrics import ServiceMetrics
 from service.policy import DecisionPolicy, full_scale
 from service.problems import CalibrationUnavailableError, InvalidRequestError
 from service.schemas import CRITERIA as BUILTIN_CRITERIA
-from service.schemas import QAEvidenceItem, ScoreRequest, ScoreResponse
+from service.schemas import QAEvidenceItem, ScoreRequest, ScoreResponse, SentenceEvidenceItem
 from service.settings import Settings
 from service.state import CalibrationSnapshot, coverage_target
 
@@ -78,7 +82,10 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     raw_reply: str | None = None
     qa_score: float | None = None
     qa_exact_match: float | None = None
-    evidence: list[QAEvidenceItem] | None = None
+    evidence: list[QAEvidenceItem | SentenceEvidenceItem] | None = None
+    sentence_score: float | None = None  # share of sentences judged "no error" (factuality_method "sentences")
+    kinds: tuple[str, ...] = ("score",)  # input kinds the verdict carries (calibration.verdicts), preferred first
+    mean: float | None = None  # mean_of_samples, for the ``mean`` kind
 
 
 def _check_limits(settings: Settings, request: ScoreRequest) -> None:
@@ -111,11 +118,35 @@ def _own_verdict(request: ScoreRequest, n_labels: int = 5) -> Verdict:
             )
         filled = [MISSING_LOGPROB if value is None else value for value in values]
         probabilities = [float(p) for p in probabilities_from_logprobs(filled)]
+    mean = request.mean_of_samples
+    if mean is not None and mean > n_labels:
+        raise InvalidRequestError(f"mean_of_samples={mean} is outside this cell's scale 1..{n_labels}")
+    kinds = tuple(kind for kind, given in (("probabilities", probabilities is not None), ("mean", mean is not None),
+                                           ("score", request.judge_score is not None)) if given)
     score = request.judge_score
-    if score is None:
-        assert probabilities is not None
+    if score is None and probabilities is not None:
         score = max(range(len(probabilities)), key=lambda k: (probabilities[k], -k)) + 1
-    return Verdict(judge_score=score, probabilities=probabilities, source="caller")
+    if score is None:
+        assert mean is not None
+        score = round_half_up(mean)
+    return Verdict(judge_score=score, probabilities=probabilities, source="caller", kinds=kinds, mean=mean)
+
+
+def _sentence_evidence(verdicts: Sequence[Any]) -> list[QAEvidenceItem | SentenceEvidenceItem]:
+    return [SentenceEvidenceItem(sentence=v.sentence, error=v.category != "no error", category=v.category,
+                                 reason=v.reason) for v in verdicts]
+
+
+def _own_sentence_verdict(request: ScoreRequest) -> Verdict:
+    """The caller's per-sentence verdicts -> share error-free -> ``1 + round_half_up(4 x share)`` (sentence_check)."""
+    if request.criterion != "faithfulness" or request.factuality_method != "sentences":
+        raise InvalidRequestError('sentence_verdicts need criterion "faithfulness" and factuality_method "sentences"')
+    if request.judge_score is not None or request.judge_logprobs is not None or request.mean_of_samples is not None:
+        raise InvalidRequestError("send either sentence_verdicts or judge_score / judge_logprobs / mean_of_samples")
+    verdicts = request.sentence_verdicts or []
+    share = sum(v.category == "no error" for v in verdicts) / len(verdicts)
+    return Verdict(judge_score=judge_score_from_share(share), probabilities=None, source="caller",
+                   evidence=_sentence_evidence(verdicts), sentence_score=share)
 
 
 def _check_criterion(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, own: bool) -> None:
@@ -194,13 +225,14 @@ def _resolve_prompt_family(
 
 
 def _resolve_alpha(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest) -> float:
+    """The requested level (default DEFAULT_ALPHA); below every calibrated level -> 422. A level between
+    calibrated ones is served at the next smaller one (calibration.serving), which the answer states."""
     alpha = request.alpha if request.alpha is not None else ctx.settings.default_alpha
     levels = snapshot.all_levels
-    if alpha in levels:
-        return alpha
-    if levels and not any(abs(alpha - level) <= _LEVEL_TOLERANCE for level in levels):
+    if levels and alpha < levels[0] - _LEVEL_TOLERANCE:
         raise InvalidRequestError(
-            f"alpha={alpha} is not a calibrated level; calibrated levels: {', '.join(map(str, levels))}",
+            f"alpha={alpha} is below every calibrated level (the smallest is {levels[0]}); calibrated levels: "
+            f"{', '.join(map(str, levels))}",
             allowed=[str(level) for level in levels],
         )
     return alpha
@@ -208,6 +240,12 @@ def _resolve_alpha(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: 
 
 async def _judge_verdict(ctx: ScoringContext, request: ScoreRequest, judge: str) -> Verdict:
     document, summary = request.document or "", request.summary or ""
+    if request.criterion == "faithfulness" and request.factuality_method == "sentences":
+        answer = await ctx.judges.faithfulness_sentences(judge, document, summary)
+        checked = answer.value
+        return Verdict(judge_score=checked.judge_score, probabilities=None, source="judge", cached=answer.cached,
+                       raw_reply=checked.raw_reply, evidence=_sentence_evidence(checked.verdicts),
+                       sentence_score=checked.score)
     if request.criterion == "faithfulness" and request.factuality_method == "qa":
         answer = await ctx.judges.faithfulness_qa(judge, document, summary, request.n_questions)
         qa = answer.value
@@ -241,6 +279,7 @@ async def _judge_verdict(ctx: ScoringContext, request: ScoreRequest, judge: str)
         source="judge",
         cached=answer.cached,
         raw_reply=verdict.raw_reply,
+        kinds=("score",) if verdict.probabilities is None else ("probabilities", "score"),
     )
 
 
@@ -252,34 +291,6 @@ def _check_named_method(snapshot: CalibrationSnapshot, cell: tuple[str, str, str
             f"criterion={cell[2]!r}; calibrated methods: {', '.join(calibrated)}",
             allowed=calibrated,
         )
-
-
-def _choose_method(
-    snapshot: CalibrationSnapshot, cell: tuple[str, str, str], requested: str | None, verdict: Verdict
-) -> tuple[str, str]:
-    """(method, note) for a calibrated cell; the note explains a fallback from the default method."""
-    calibrated = snapshot.cell_methods[cell]
-    if requested is not None:
-        _check_named_method(snapshot, cell, requested)
-        if requested in PROBABILITY_METHODS and verdict.probabilities is None:
-            raise InvalidRequestError(
-                f"method {requested!r} needs the judge's probabilities: send judge_logprobs "
-                "(or use a judge configured with logprobs)",
-                allowed=[m for m in calibrated if m not in PROBABILITY_METHODS],
-            )
-        return requested, ""
-    default = snapshot.index.default_method(*cell) or calibrated[0]
-    if default not in PROBABILITY_METHODS or verdict.probabilities is not None:
-        return default, ""
-    usable = [m for m in calibrated if m not in PROBABILITY_METHODS]
-    if not usable:
-        raise InvalidRequestError(
-            f"every method calibrated for this cell ({', '.join(calibrated)}) needs the judge's probabilities: "
-            "send judge_logprobs",
-            allowed=list(calibrated),
-        )
-    note = f"; the default method {default!r} needs probabilities the verdict lacks, so {usable[0]!r} was used"
-    return usable[0], note
 
 
 class _Plan(msgspec.Struct, frozen=True):
@@ -316,23 +327,18 @@ def _plan(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequ
 
 def _calibrated_entry(
     snapshot: CalibrationSnapshot, plan: _Plan, requested: str | None, verdict: Verdict
-) -> tuple[str, str, ThresholdEntry]:
-    """Rule 6 for a calibrated cell: (method, fallback note, entry), memoised on the snapshot."""
-    key = ("entry", plan.cell, plan.alpha, requested, verdict.probabilities is not None)
+) -> ServedEntry | Uncalibrated:
+    """Rule 6 for a calibrated cell (calibration.serving: input kind, level, method), memoised on the snapshot."""
+    key = ("entry", plan.cell, plan.alpha, requested, verdict.kinds)
     found = snapshot.memo.get(key)
     if found is not None:
         return found  # type: ignore[return-value]
-    method, note = _choose_method(snapshot, plan.cell, requested, verdict)
-    entry = snapshot.index.lookup(*plan.cell, method, plan.alpha)
-    if entry is None:
-        levels = snapshot.index.alphas(*plan.cell, method)  # error path only: scanning is fine here
-        raise InvalidRequestError(
-            f"method {method!r} for this judge, prompt family and criterion is not calibrated at "
-            f"alpha={plan.alpha}; its levels: {', '.join(map(str, levels))}",
-            allowed=[str(level) for level in levels],
-        )
-    snapshot.remember(key, (method, note, entry))
-    return method, note, entry
+    try:
+        served = choose_entry(snapshot.index, plan.cell, verdict.kinds, plan.alpha, requested)
+    except (LevelRefused, MethodRefused) as error:
+        raise InvalidRequestError(str(error), allowed=[str(value) for value in error.allowed]) from None
+    snapshot.remember(key, served)
+    return served
 
 
 async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
@@ -346,13 +352,14 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         )
     if request.method is not None and request.method not in METHODS:
         raise InvalidRequestError(f"unknown method {request.method!r}", allowed=list(METHODS))
-    own = request.judge_score is not None or request.judge_logprobs is not None
+    own = request.judge_score is not None or request.judge_logprobs is not None or request.mean_of_samples is not None
+    own = own or request.sentence_verdicts is not None
     plan = _plan(ctx, snapshot, request, own)
     # A bare judge score in a calibrated cell: the whole answer is a pure function of the plan, the named
     # method and the score, so it is remembered (at most K per plan and method; the response is frozen).
     answer_key = (
         ("answer", plan, request.method, request.judge_score)
-        if own and request.judge_logprobs is None and plan.calibrated_cell
+        if own and request.judge_logprobs is None and request.mean_of_samples is None and plan.calibrated_cell
         else None
     )
     if answer_key is not None:
@@ -366,20 +373,31 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
     rubric = ctx.judges.rubrics.get(request.criterion)
     # K: the calibrated cell's own; for an uncalibrated rubric criterion the rubric's; else the criterion's
     n_labels = rubric.scale_max if rubric is not None and not plan.calibrated_cell else snapshot.n_labels_for(plan.cell)
-    verdict = _own_verdict(request, n_labels) if own else await _judge_verdict(ctx, request, judge)
+    if request.sentence_verdicts is not None:
+        verdict = _own_sentence_verdict(request)
+    else:
+        verdict = _own_verdict(request, n_labels) if own else await _judge_verdict(ctx, request, judge)
 
     entry = None
     note = ""
+    kind: str | None = None
     method: str | None = request.method
+    why_uncalibrated = (
+        f"no calibration for judge={judge!r}, prompt_family={prompt_family!r}, criterion={request.criterion!r}"
+    )
     if plan.calibrated_cell:
-        method, note, entry = _calibrated_entry(snapshot, plan, request.method, verdict)
-    if entry is None:
+        served = _calibrated_entry(snapshot, plan, request.method, verdict)
+        if isinstance(served, Uncalibrated):
+            why_uncalibrated = served.reason
+        else:
+            entry, method, note, kind, alpha = served.entry, served.method, served.note, served.kind, served.alpha
+    if entry is None or kind is None:
         labels = full_scale(n_labels)
-        decision = ctx.policy.uncalibrated(
-            f"no calibration for judge={judge!r}, prompt_family={prompt_family!r}, criterion={request.criterion!r}"
-        )
+        decision = ctx.policy.uncalibrated(why_uncalibrated)
     else:
-        labels = snapshot.prediction_set(entry, verdict.judge_score, verdict.probabilities)
+        score, probabilities = verdict_inputs(kind, n_labels, judge_score=verdict.judge_score,
+                                              probabilities=verdict.probabilities, mean=verdict.mean)
+        labels = snapshot.prediction_set(entry, score, probabilities)
         decision = ctx.policy.decide(labels, n_labels=n_labels, alpha=alpha)
         if note:
             decision = msgspec.structs.replace(decision, reason=decision.reason + note)
@@ -395,7 +413,9 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         prediction_set=list(labels),
         set_size=len(labels),
         alpha=alpha,
-        coverage_target=plan.coverage_target,
+        coverage_target=plan.coverage_target if alpha == plan.alpha else coverage_target(alpha),
+        confidence=None if entry is None or entry.fitted.delta is None else coverage_target(entry.fitted.delta),
+        input_kind=kind,
         method=method,
         calibrated=entry is not None,
         decision=decision.decision,
@@ -406,9 +426,11 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         heldout_coverage=None if entry is None else entry.heldout_coverage,
         cached=verdict.cached,
         raw_reply=verdict.raw_reply,
-        factuality_method=(request.factuality_method if not own else None) if faithfulness else None,
+        factuality_method=(request.factuality_method if not own or verdict.sentence_score is not None else None)
+        if faithfulness else None,
         qa_score=verdict.qa_score,
         qa_exact_match=verdict.qa_exact_match,
+        sentence_score=verdict.sentence_score,
         evidence=verdict.evidence,
     )
     if answer_key is not None and entry is not None:

@@ -188,6 +188,7 @@ def build_cell_data(answers: Iterable[DirectAnswer], items: Sequence[SummEvalIte
                 probabilities=probabilities,
                 n_answered=len(group),
                 n_excluded=len(group) - len(used),
+                groups=tuple(by_id[a.item_id].doc_id for a in used),
             )
         )
     return result

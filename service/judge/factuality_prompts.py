@@ -34,6 +34,7 @@ import re
 import msgspec
 
 from service.judge.qa_similarity import normalize_answer
+from service.judge.untrusted import UNTRUSTED_NOTE, fence
 
 __all__ = [
     "QAGeneration",
@@ -116,22 +117,26 @@ class QAGeneration(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def _messages(system: str, user: str) -> list[dict[str, str]]:
-    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    # Every text from a caller or a model is fenced (service.judge.untrusted), and the system turn says so.
+    return [{"role": "system", "content": f"{system} {UNTRUSTED_NOTE}"}, {"role": "user", "content": user}]
 
 
 def direct_faithfulness_messages(document: str, summary: str) -> list[dict[str, str]]:
     """Chat messages asking for the summary's faithfulness to the document as one digit 1-5 (one example)."""
-    return _messages(_DIRECT_SYSTEM, _DIRECT_TEMPLATE.format(document=document, summary=summary))
+    user = _DIRECT_TEMPLATE.format(document=fence("ARTICLE", document), summary=fence("SUMMARY", summary))
+    return _messages(_DIRECT_SYSTEM, user)
 
 
 def qa_generation_messages(summary: str, n_questions: int) -> list[dict[str, str]]:
     """Chat messages asking for n_questions numbered ``Answer: ... | Question: ...`` lines on the summary."""
-    return _messages(_GENERATION_SYSTEM, _GENERATION_TEMPLATE.format(n=n_questions, summary=summary))
+    return _messages(_GENERATION_SYSTEM, _GENERATION_TEMPLATE.format(n=n_questions, summary=fence("SUMMARY", summary)))
 
 
 def qa_answer_messages(document: str, question: str) -> list[dict[str, str]]:
     """Chat messages asking for the shortest article span answering the question, or ``unanswerable``."""
-    user = _ANSWER_TEMPLATE.format(document=document, question=question, unanswerable=UNANSWERABLE)
+    user = _ANSWER_TEMPLATE.format(
+        document=fence("ARTICLE", document), question=fence("QUESTION", question), unanswerable=UNANSWERABLE
+    )
     return _messages(_ANSWER_SYSTEM, user)
 
 

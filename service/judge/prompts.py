@@ -32,6 +32,7 @@ from typing import Final
 import msgspec
 
 from service.judge.errors import UnknownPromptError
+from service.judge.untrusted import UNTRUSTED_NOTE, fence
 
 __all__ = ["CRITERIA", "ChatMessage", "PROMPT_FAMILIES", "direct_prompt", "pairwise_prompt"]
 
@@ -168,7 +169,8 @@ def _rubric_text(criterion: str, rubric: _Rubric) -> str:
 def direct_prompt(criterion: str, document: str, summary: str, *, prompt_family: str) -> list[ChatMessage]:
     """Messages asking for a 1-5 ``criterion`` score of ``summary`` against ``document`` in ``prompt_family``."""
     rubric = _check(criterion, prompt_family)
-    article = f"Article:\n{document.strip()}\n\nSummary:\n{summary.strip()}"
+    # Untrusted texts are fenced (service.judge.untrusted): a summary cannot pose as the prompt's own words.
+    article = f"Article:\n{fence('ARTICLE', document)}\n\nSummary:\n{fence('SUMMARY', summary)}\n\n{UNTRUSTED_NOTE}"
     if prompt_family == "paper":
         text = (
             f"You are judging the {criterion} of a summary of the article below.\n\n{article}\n\n"
@@ -193,7 +195,10 @@ def direct_prompt(criterion: str, document: str, summary: str, *, prompt_family:
 def pairwise_prompt(criterion: str, document: str, first: str, second: str, *, prompt_family: str) -> list[ChatMessage]:
     """Messages asking which of ``first`` (shown as A) and ``second`` (shown as B) is better on ``criterion``."""
     rubric = _check(criterion, prompt_family)
-    shown = f"Article:\n{document.strip()}\n\nSummary A:\n{first.strip()}\n\nSummary B:\n{second.strip()}"
+    shown = (
+        f"Article:\n{fence('ARTICLE', document)}\n\nSummary A:\n{fence('SUMMARY A', first)}\n\n"
+        f"Summary B:\n{fence('SUMMARY B', second)}\n\n{UNTRUSTED_NOTE}"
+    )
     if prompt_family == "paper":
         text = (
             f"You are comparing the {criterion} of two summaries of the article below.\n\n{shown}\n\n"

@@ -81,6 +81,7 @@ def _entries(
                     heldout_coverage_std=0.01,
                     heldout_set_size=2.5,
                     n_splits=20,
+                    input_kind="probabilities" if method in PROBABILITY_METHODS or method == "learned_lac" else "score",
                 )
             )
     return entries

@@ -5,10 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 
 from calibration.conformal import METHODS, PROBABILITY_METHODS, prediction_set, probabilities_from_logprobs
 from calibration.thresholds import ThresholdIndex, ThresholdsArtifact
+from calibration.verdicts import verdict_inputs
 from service.policy import DecisionPolicy
 from service.settings import Settings
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
@@ -54,9 +56,13 @@ def test_every_method_equals_the_core(app: AppHarness, artifact: ThresholdsArtif
             "alpha": 0.2,
         }
         data = app.client.post("/v1/score", json=body).json()
-        fitted = index.lookup(STAND_IN, "paper", "coherence", method, 0.2).fitted
-        expected = prediction_set(fitted, judge_score=judge_score, probabilities=probabilities)
+        (entry,) = [e for e in index.entries() if e.criterion == "coherence" and e.judge == STAND_IN
+                    and e.method == method and e.alpha == 0.2]
+        # The entry's own input kind decides what the core sees (calibration.verdicts).
+        score, probs = verdict_inputs(entry.kind, 5, judge_score=judge_score, probabilities=probabilities)
+        expected = prediction_set(entry.fitted, judge_score=score, probabilities=probs)
         assert data["prediction_set"] == list(expected), (method, judge_score)
+        assert data["input_kind"] == entry.kind
         assert data["probabilities"] == pytest.approx(probabilities)
 
 
@@ -80,18 +86,53 @@ def test_missing_logprob_tokens_count_as_the_recorded_floor(app: AppHarness):
     assert data["judge_score"] == 2
 
 
-def test_default_needing_probabilities_falls_back_and_says_so(app: AppHarness):
+def test_score_alone_is_served_by_thresholds_fitted_on_scores_alone(app: AppHarness, artifact: ThresholdsArtifact):
+    # The cell's default (lac) was fitted on probabilities; a score-only verdict gets the score kind's first
+    # method instead, never a threshold fitted on another kind of input.
     data = app.client.post("/v1/score", json={"criterion": "coherence", "judge": STAND_IN, "judge_score": 2}).json()
-    assert data["method"] == "residual"
-    assert "'lac' needs probabilities" in data["reason"]
+    assert (data["method"], data["input_kind"], data["calibrated"]) == ("residual", "score", True)
+    fitted = ThresholdIndex(artifact).lookup(STAND_IN, "paper", "coherence", "residual", 0.1, "score").fitted
+    assert data["prediction_set"] == list(prediction_set(fitted, judge_score=2))
 
 
-def test_named_probability_method_without_probabilities_is_422(app: AppHarness):
+def test_named_probability_method_without_probabilities_is_422_saying_what_to_send(app: AppHarness):
     reply = app.client.post(
         "/v1/score", json={"criterion": "coherence", "judge": STAND_IN, "judge_score": 2, "method": "aps"}
     )
     assert reply.status_code == 422
-    assert "judge_logprobs" in reply.json()["detail"]
+    assert "log-probs" in reply.json()["detail"] and "score verdicts" in reply.json()["detail"]
+
+
+def test_a_kind_the_cell_was_never_fitted_on_is_uncalibrated(app: AppHarness):
+    body = {"criterion": "coherence", "judge": STAND_IN, "mean_of_samples": 3.4}
+    data = app.client.post("/v1/score", json=body).json()
+    assert (data["calibrated"], data["decision"], data["input_kind"]) == (False, "escalate", None)
+    assert "fitted on score, probabilities verdicts" in data["reason"] and "carries mean" in data["reason"]
+
+
+def test_level_between_calibrated_ones_uses_the_next_smaller_and_says_so(app: AppHarness):
+    body = {"criterion": "coherence", "judge": STAND_IN, "judge_score": 3, "alpha": 0.17}
+    data = app.client.post("/v1/score", json=body).json()
+    assert data["alpha"] == 0.1 and data["coverage_target"] == 0.9
+    assert "next smaller one (0.1)" in data["reason"]
+
+
+def test_pac_entries_report_their_confidence(tmp_path, start_app):
+    from calibration.conformal import fit_conformal
+    from calibration.thresholds import FORMAT_VERSION, ThresholdEntry, ThresholdsArtifact, save_artifact
+
+    labels = np.array([1, 2, 3, 4, 5] * 40)
+    fitted = fit_conformal("residual", 0.1, labels, judge_scores=labels, delta=0.05)
+    entry = ThresholdEntry(judge="pac-judge", prompt_family="paper", criterion="coherence", method="residual",
+                           alpha=0.1, fitted=fitted, input_kind="score")
+    artifact = ThresholdsArtifact(format_version=FORMAT_VERSION, created_at="t", code_version="v", data_hash="h",
+                                  label_scale=[1, 2, 3, 4, 5], entries=[entry])
+    path = tmp_path / "pac.json"
+    save_artifact(artifact, path)
+    harness = start_app(Settings(thresholds_path=path))
+    data = harness.client.post(
+        "/v1/score", json={"criterion": "coherence", "judge": "pac-judge", "judge_score": 3}).json()
+    assert data["confidence"] == 0.95 and data["coverage_target"] == 0.9 and data["calibrated"] is True
 
 
 def test_uncalibrated_criterion_escalates_with_the_full_scale(app: AppHarness):
@@ -127,7 +168,7 @@ def test_calibration_only_judge_takes_its_single_prompt_family(app: AppHarness):
 @pytest.mark.parametrize(
     ("body", "allowed"),
     [
-        ({"alpha": 0.3}, ["0.1", "0.2"]),
+        ({"alpha": 0.05}, ["0.1", "0.2"]),
         ({"method": "magic"}, sorted(METHODS)),
         ({"judge": "nobody"}, [RECORDED, STAND_IN]),
     ],

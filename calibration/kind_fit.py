@@ -1,0 +1,261 @@
+"""Calibrate one cell for one input kind, as it will be served: figures by document, a default chosen without
+peeking, and the predictors fitted on every item.
+
+Pure: arrays in (:class:`KindData`), typed results out (:class:`KindFit`). Offline (``make calibrate``,
+``--labels``) and the service's calibration jobs call the same function. Rules, stated once:
+
+* **Held-out figures per (method, alpha)**: ``n_splits`` splits by group (:func:`calibration.heldout.group_splits`,
+  seed ``seed``), each method fitted on the calibration groups with the artifact's rule (PAC at ``delta``, or
+  marginal when ``delta`` is None) and evaluated on the test groups. Reported: mean coverage, its sample std
+  (ddof = 1), 5th percentile (numpy's linear interpolation), mean set size, the shares of empty, full-scale and
+  non-interval sets, the decision shares under the service's rule (empty -> escalate; size >= min(escalate_min,
+  K) -> escalate; size <= accept_max -> accept; else review), the accuracy of accepted verdicts (human label in
+  the set), and the lowest coverage within a human label and within a judge-score bin, small groups pooled with a
+  neighbour (:func:`calibration.heldout.pooled_group_coverage`, >= ``min_group_items`` test items per split).
+* **Default method** (:mod:`calibration.selection`) at ``headline_alpha``, from cross-fitting by group over all
+  items: ``selection_repeats`` repeats of a 2-fold group split (repeat r permutes the groups with
+  ``default_rng([seed, 10_000 + r])``; fit on one half, evaluate on the other, both ways).
+* **The procedure as served, checked without peeking** (``procedure``): in each of the ``n_splits`` outer splits
+  the default is chosen by the same rule from cross-fitting inside the calibration groups only
+  (``nested_repeats`` repeats), then that method is fitted on the calibration groups and evaluated on the test
+  groups at every ``report_alphas`` level. This is the coverage a user gets from the whole recipe (selection
+  included) on documents it never saw.
+* **Fit.** Every (method, alpha) is fitted on all items with ``numpy.random.default_rng(seed)``.
+* **Randomness.** An evaluation's generator is ``default_rng([seed, 1, split])`` (outer), ``default_rng([seed,
+  2, repeat, fold])`` (selection), ``default_rng([seed, 3, split, repeat, fold])`` (nested selection), each used
+  as in :func:`calibration.heldout.evaluate_split`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+
+from calibration.conformal import FittedConformal, calibration_scores, fit_from_scores
+from calibration.heldout import GroupSplit, SplitSets, evaluate_split, group_splits, pooled_group_coverage
+from calibration.selection import MethodChoice, MethodEvidence, choose_method
+from calibration.verdicts import methods_for_kind
+
+__all__ = ["HeldoutFigures", "KindData", "KindFit", "ProcedureFigures", "fit_kind", "cross_fit_splits",
+           "decision_shares"]
+
+PAPER_METHOD = "residual"
+
+
+@dataclass(frozen=True)
+class KindData:
+    """One cell's labelled items as verdicts of one input kind (core inputs already mapped by the kind's rule)."""
+
+    kind: str
+    labels: np.ndarray
+    judge_scores: np.ndarray
+    probabilities: np.ndarray | None
+    groups: np.ndarray
+    n_labels: int = 5
+
+
+class HeldoutFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """Held-out figures of one (method, alpha) over the outer splits by group (module rules)."""
+
+    method: str
+    alpha: float
+    n_splits: int
+    coverage: float
+    coverage_std: float
+    coverage_p5: float
+    set_size: float
+    empty_share: float
+    full_scale_share: float
+    non_interval_share: float
+    accept_share: float
+    review_share: float
+    escalate_share: float
+    accept_accuracy: float | None
+    min_label_coverage: float
+    min_bin_coverage: float
+
+
+class ProcedureFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """The served recipe (selection + fit) evaluated on unseen groups, per level: one value per outer split."""
+
+    alpha: float
+    coverage: list[float]
+    set_size: list[float]
+    chosen: list[str]
+    mean_coverage: float
+    p5_coverage: float
+    mean_set_size: float
+
+
+class KindFit(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything calibration produces for one (cell, input kind)."""
+
+    kind: str
+    n_items: int
+    n_groups: int
+    delta: float | None
+    fitted: dict[str, dict[float, FittedConformal]]  # method -> alpha -> predictor fitted on every item
+    heldout: list[HeldoutFigures]
+    default: MethodChoice
+    selection_evidence: list[MethodEvidence]
+    procedure: list[ProcedureFigures]
+
+
+def cross_fit_splits(groups: np.ndarray, *, repeats: int, seed: int) -> list[GroupSplit]:
+    """``repeats`` 2-fold splits by group, both directions: 2 * repeats evaluations."""
+    result = []
+    for repeat in range(repeats):
+        (half,) = group_splits(groups, n_splits=1, seed=seed + 10_000 + repeat)
+        result.append(GroupSplit(split=2 * repeat, calibration=half.calibration, test=half.test))
+        result.append(GroupSplit(split=2 * repeat + 1, calibration=half.test, test=half.calibration))
+    return result
+
+
+def decision_shares(sizes: np.ndarray, n_labels: int, *, accept_max: int, escalate_min: int) -> tuple[
+        np.ndarray, np.ndarray, np.ndarray]:
+    """Boolean accept, review, escalate per set size under the service's rule (empty sets escalate)."""
+    escalate = (sizes == 0) | (sizes >= min(escalate_min, n_labels))
+    accept = ~escalate & (sizes <= accept_max)
+    return accept, ~escalate & ~accept, escalate
+
+
+def _evidence(method: str, alpha: float, level: int, results: Sequence[SplitSets], data: KindData, *,
+              min_group_items: int) -> MethodEvidence:
+    coverages = np.array([r.covered[level].mean() for r in results])
+    covered = np.concatenate([r.covered[level] for r in results])
+    sizes = np.concatenate([r.set_sizes[level] for r in results])
+    spans = np.concatenate([r.spans[level] for r in results])
+    index = np.concatenate([r.test_index for r in results])
+    minimum = min_group_items * len(results)
+    labels = pooled_group_coverage(covered, data.labels[index], min_items=minimum)
+    bins = pooled_group_coverage(covered, data.judge_scores[index], min_items=minimum)
+    return MethodEvidence(
+        method=method, alpha=float(alpha), n_evaluations=len(results), mean_coverage=float(coverages.mean()),
+        p5_coverage=float(np.percentile(coverages, 5)), min_label_coverage=min(c for _, _, c in labels),
+        min_bin_coverage=min(c for _, _, c in bins), mean_set_size=float(sizes.mean()),
+        non_interval_share=float((spans > sizes).mean()), full_scale_share=float((sizes == data.n_labels).mean()),
+        empty_share=float((sizes == 0).mean()),
+    )
+
+
+def _evaluate(method: str, data: KindData, splits: Sequence[GroupSplit], levels: list[tuple[float, float | None]],
+              seeds: Sequence[list[int]]) -> list[SplitSets]:
+    return [
+        evaluate_split(method, data.labels, split, levels=levels, judge_scores=data.judge_scores,
+                       probabilities=data.probabilities, n_labels=data.n_labels, rng=np.random.default_rng(s))
+        for split, s in zip(splits, seeds, strict=True)
+    ]
+
+
+def _choose(data: KindData, splits: Sequence[GroupSplit], seeds: Sequence[list[int]], methods: Sequence[str], *,
+            alpha: float, delta: float | None, min_group_items: int, context: str) -> tuple[MethodChoice,
+                                                                                            list[MethodEvidence]]:
+    evidence = [
+        _evidence(m, alpha, 0, _evaluate(m, data, splits, [(alpha, delta)], seeds), data,
+                  min_group_items=min_group_items)
+        for m in methods
+    ]
+    fallback = PAPER_METHOD if PAPER_METHOD in methods else methods[0]
+    return choose_method(evidence, fallback=fallback, context=context), evidence
+
+
+def _subset(data: KindData, index: np.ndarray) -> KindData:
+    return KindData(kind=data.kind, labels=data.labels[index], judge_scores=data.judge_scores[index],
+                    probabilities=None if data.probabilities is None else data.probabilities[index],
+                    groups=data.groups[index], n_labels=data.n_labels)
+
+
+def fit_kind(
+    data: KindData,
+    *,
+    alphas: Sequence[float],
+    delta: float | None,
+    headline_alpha: float = 0.10,
+    report_alphas: Sequence[float] = (0.05, 0.10, 0.20),
+    n_splits: int = 20,
+    selection_repeats: int = 5,
+    nested_repeats: int = 2,
+    seed: int = 0,
+    accept_max: int = 2,
+    escalate_min: int = 5,
+    min_group_items: int = 20,
+    methods: Sequence[str] | None = None,
+) -> KindFit:
+    """Held-out figures, the default method, the served recipe's unseen-group figures, and the fitted predictors
+    of one (cell, input kind) (module rules)."""
+    data = KindData(kind=data.kind, labels=data.labels, judge_scores=data.judge_scores,
+                    probabilities=data.probabilities, groups=np.unique(data.groups, return_inverse=True)[1],
+                    n_labels=data.n_labels)  # integer group codes: the same splits, cheaper to compare
+    usable = [m for m in methods_for_kind(data.kind) if methods is None or m in methods]
+    if data.probabilities is None:
+        usable = [m for m in usable if m in methods_for_kind("score")]
+    levels = [(float(a), delta) for a in alphas]
+    outer = group_splits(data.groups, n_splits=n_splits, seed=seed)
+    outer_seeds = [[seed, 1, s.split] for s in outer]
+
+    heldout = []
+    for method in usable:
+        results = _evaluate(method, data, outer, levels, outer_seeds)
+        for level, alpha in enumerate(alphas):
+            heldout.append(_figures(method, float(alpha), level, results, data, accept_max=accept_max,
+                                    escalate_min=escalate_min, min_group_items=min_group_items))
+
+    selection = cross_fit_splits(data.groups, repeats=selection_repeats, seed=seed)
+    selection_seeds = [[seed, 2, s.split // 2, s.split % 2] for s in selection]
+    default, evidence = _choose(data, selection, selection_seeds, usable, alpha=headline_alpha, delta=delta,
+                                min_group_items=min_group_items,
+                                context=f" (cross-fitting by document, {selection_repeats} x 2 folds, "
+                                        f"alpha={headline_alpha})")
+
+    procedure_rows: dict[float, tuple[list[float], list[float], list[str]]] = {
+        float(a): ([], [], []) for a in report_alphas}
+    report_levels = [(float(a), delta) for a in report_alphas]
+    for split in outer:
+        inner_data = _subset(data, split.calibration)
+        inner = cross_fit_splits(inner_data.groups, repeats=nested_repeats, seed=seed + 1 + split.split)
+        inner_seeds = [[seed, 3, split.split, s.split // 2, s.split % 2] for s in inner]
+        choice, _ = _choose(inner_data, inner, inner_seeds, usable, alpha=headline_alpha, delta=delta,
+                            min_group_items=min_group_items, context="")
+        (result,) = _evaluate(choice.method, data, [split], report_levels, [[seed, 1, split.split]])
+        for level, alpha in enumerate(report_alphas):
+            coverage, size, chosen = procedure_rows[float(alpha)]
+            coverage.append(float(result.covered[level].mean()))
+            size.append(float(result.set_sizes[level].mean()))
+            chosen.append(choice.method)
+    procedure = [
+        ProcedureFigures(alpha=a, coverage=c, set_size=s, chosen=m, mean_coverage=float(np.mean(c)),
+                         p5_coverage=float(np.percentile(c, 5)), mean_set_size=float(np.mean(s)))
+        for a, (c, s, m) in procedure_rows.items()
+    ]
+
+    fitted: dict[str, dict[float, FittedConformal]] = {}
+    for method in usable:
+        prepared = calibration_scores(method, data.labels, judge_scores=data.judge_scores,
+                                      probabilities=data.probabilities, n_labels=data.n_labels,
+                                      rng=np.random.default_rng(seed))
+        fitted[method] = {float(a): fit_from_scores(prepared, float(a), delta) for a in alphas}
+    return KindFit(kind=data.kind, n_items=int(data.labels.size), n_groups=int(np.unique(data.groups).size),
+                   delta=delta, fitted=fitted, heldout=heldout, default=default, selection_evidence=evidence,
+                   procedure=procedure)
+
+
+def _figures(method: str, alpha: float, level: int, results: Sequence[SplitSets], data: KindData, *,
+             accept_max: int, escalate_min: int, min_group_items: int) -> HeldoutFigures:
+    evidence = _evidence(method, alpha, level, results, data, min_group_items=min_group_items)
+    coverages = np.array([r.covered[level].mean() for r in results])
+    sizes = np.concatenate([r.set_sizes[level] for r in results])
+    covered = np.concatenate([r.covered[level] for r in results])
+    accept, review, escalate = decision_shares(sizes, data.n_labels, accept_max=accept_max,
+                                               escalate_min=escalate_min)
+    return HeldoutFigures(
+        method=method, alpha=alpha, n_splits=len(results), coverage=evidence.mean_coverage,
+        coverage_std=float(coverages.std(ddof=1)) if len(results) > 1 else 0.0, coverage_p5=evidence.p5_coverage,
+        set_size=evidence.mean_set_size, empty_share=evidence.empty_share,
+        full_scale_share=evidence.full_scale_share, non_interval_share=evidence.non_interval_share,
+        accept_share=float(accept.mean()), review_share=float(review.mean()), escalate_share=float(escalate.mean()),
+        accept_accuracy=float(covered[accept].mean()) if accept.any() else None,
+        min_label_coverage=evidence.min_label_coverage, min_bin_coverage=evidence.min_bin_coverage,
+    )
