@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-fast bench lint calibrate serve worker openapi demo clean
+.PHONY: install test test-fast bench lint mutate calibrate serve worker openapi demo clean
 
 install: $(STAMP)
 
@@ -43,6 +43,11 @@ bench: install
 
 lint: install
 	$(BIN)/ruff check .
+
+## Mutation testing (mutmut, on a scratch copy) of calibration/ and the service's decision rules; prints the score
+## per module. Slow (about 10-15 min for calibration/conformal on 2 cores); not part of make test.
+mutate: install
+	$(BIN)/python tools/mutate.py $(MUTATE_ARGS)
 
 clean:
 	rm -rf $(VENV) reports .pytest_cache .hypothesis
