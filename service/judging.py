@@ -9,6 +9,7 @@ call                                                     result
 ``await pool.direct(judge, criterion, doc, summary)``    ``Cached(value=DirectVerdict, cached=bool)``
 ``await pool.faithfulness_direct(judge, doc, summary)``  ``Cached(DirectVerdict)``
 ``await pool.faithfulness_qa(judge, doc, summary, n)``   ``Cached(QAFactuality)``
+``await pool.faithfulness_sentences(judge, doc, summ)``  ``Cached(SentenceFactuality)``
 ``await pool.prefer(judge, criterion, doc, a, b, rep)``  ``Cached(PreferenceVerdict)``
 ``await pool.aclose()``                                  closes clients and the cache (lifespan finally)
 ======================================================== ===============================================
@@ -238,6 +239,26 @@ class JudgePool:
             key,
             lambda: judge_faithfulness_qa(client, document, summary, n_questions=n_questions),
             QAFactuality,
+        )
+
+    async def faithfulness_sentences(self, name: str, document: str, summary: str) -> Cached[Any]:
+        """The sentence-level fact-check (``service.judge.sentence_check``): a verdict per summary sentence."""
+        from service.judge.sentence_check import (
+            SentenceFactuality,
+            judge_faithfulness_sentences,
+            sentence_check_messages,
+            split_sentences,
+        )
+
+        client = self.client(name)
+        messages = sentence_check_messages(document, split_sentences(summary))
+        key = cache_key(self._configs[name].model, messages, self._parameters(name, "faithfulness_sentences"))
+        return await self._cached(
+            name,
+            "faithfulness_sentences",
+            key,
+            lambda: judge_faithfulness_sentences(client, document, summary),
+            SentenceFactuality,
         )
 
     async def prefer(

@@ -145,12 +145,13 @@ async def judge_faithfulness_sentences(
     text = completion.text or ""
     parsed = parse_sentence_verdicts(text, n_sentences=len(chosen))
     if parsed.verdicts is None:
+        reason = f"sentences_{parsed.rule}"
         raise JudgeReplyError(
-            f"judge {client.config.name!r}: no verdict per sentence in the fact-check reply ({parsed.rule}: "
-            f"{parsed.problem})",
+            f"judge {client.config.name!r}: no verdict per sentence in the fact-check reply ({reason}: "
+            f"{parsed.problem}; {len(chosen)} sentences asked)",
             judge=client.config.name,
             raw_reply=text,
-            reason=f"sentences_{parsed.rule}",
+            reason=reason,
         )
     score, judge_score = sentence_score(parsed.verdicts)
     return SentenceFactuality(
