@@ -8,11 +8,11 @@ Inputs: the artifact's index, the cell (judge, prompt family, criterion), the in
    fitted on another kind of input).
 2. **Level.** The largest calibrated alpha <= the requested one (within 1e-9): the conservative side, and the
    answer says when it differs. A request below every calibrated level is refused (:class:`LevelRefused`).
-3. **Method.** A named method must be calibrated for a candidate kind at that level (else :class:`MethodRefused`,
-   listing what is); the first candidate kind that has it serves. Without a name, each candidate kind offers its
-   default method (the first calibrated one when it has no default), and the entry with the smallest held-out
+3. **Method.** Each candidate kind offers the named method (when the request names one and the kind has it) or
+   else its default method (the first calibrated one when it has no default); the offer with the smallest held-out
    mean set size wins (ties: the verdict's kind order), so sending log-probs beside a score never gives a larger
-   expected set than the score alone.
+   expected set than the score alone. A named method that no candidate kind has is refused
+   (:class:`MethodRefused`, listing what is calibrated and what to send for the kind that has it).
 """
 
 from __future__ import annotations

@@ -134,32 +134,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _direct_datasets(data_dir: Path) -> list[Any]:
-    """Every recorded SummEval judge's direct answers as study arrays (ingested into a temporary store)."""
-    import tempfile
-
-    from offline.data.summeval import load_summeval
-    from offline.ingest import ingest_recorded
-    from offline.store import AnswerStore
-    from offline.studies.conformal import cell_data_from_store
-
-    summeval = load_summeval(data_dir)
-    with tempfile.TemporaryDirectory() as folder, AnswerStore(Path(folder) / "answers.sqlite") as store:
-        ingest_recorded(store, data_dir)
-        return cell_data_from_store(store, summeval.items)
-
-
 def _validate(args: argparse.Namespace, log: Any) -> int:
     from calibration.errors import ArtifactError
     from calibration.thresholds import load_artifact
-    from offline.validate import validate_artifact_on, write_validation
+    from offline.validate import recorded_datasets, validate_artifact_on, write_validation
 
     data_dir = resolve_data_dir(args.data_dir)
     try:
         artifact = load_artifact(args.thresholds)
     except ArtifactError as error:
         raise DataError(args.thresholds, None, str(error)) from error
-    report = validate_artifact_on(artifact, _direct_datasets(data_dir), source=str(args.thresholds),
+    report = validate_artifact_on(artifact, recorded_datasets(data_dir), source=str(args.thresholds),
                                   labels=f"recorded SummEval judges in {data_dir}")
     paths = write_validation(report, args.out)
     log.info("validate finished", cells=len(report.cells), out=str(args.out))
@@ -172,9 +157,10 @@ def _halves(args: argparse.Namespace, log: Any) -> int:
     from tqdm import tqdm
 
     from offline.halves import check_halves, write_halves
+    from offline.validate import recorded_datasets
 
     data_dir = resolve_data_dir(args.data_dir)
-    report = check_halves(_direct_datasets(data_dir), seed=args.seed, n_splits=args.splits,
+    report = check_halves(recorded_datasets(data_dir), seed=args.seed, n_splits=args.splits,
                           progress=None if args.no_progress else (lambda t: tqdm(t, desc="halves", leave=False)))
     paths = write_halves(report, args.out)
     log.info("halves finished", passed=report.passed, checked=report.n_checked)

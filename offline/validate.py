@@ -31,8 +31,8 @@ from calibration.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.verdicts import verdict_inputs
 from offline.studies.conformal import JudgeCriterionData
 
-__all__ = ["INPUTS", "ValidationCell", "ValidationReport", "clopper_pearson", "serve_item", "validate_artifact_on",
-           "write_validation"]
+__all__ = ["INPUTS", "ValidationCell", "ValidationReport", "clopper_pearson", "recorded_datasets", "serve_item",
+           "validate_artifact_on", "write_validation"]
 
 # What a caller sends -> the kinds its verdict carries (the service's rule in service.scoring).
 INPUTS: dict[str, tuple[str, ...]] = {
@@ -84,6 +84,22 @@ class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
     calibration_id: str
     labels: str
     cells: list[ValidationCell]
+
+
+def recorded_datasets(data_dir: Path) -> list[JudgeCriterionData]:
+    """Every recorded SummEval judge's direct answers as study arrays (ingested into a temporary answer store,
+    exactly as ``make calibrate`` ingests them)."""
+    import tempfile
+
+    from offline.data.summeval import load_summeval
+    from offline.ingest import ingest_recorded
+    from offline.store import AnswerStore
+    from offline.studies.conformal import cell_data_from_store
+
+    summeval = load_summeval(data_dir)
+    with tempfile.TemporaryDirectory() as folder, AnswerStore(Path(folder) / "answers.sqlite") as store:
+        ingest_recorded(store, data_dir)
+        return cell_data_from_store(store, summeval.items)
 
 
 def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:

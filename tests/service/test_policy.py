@@ -81,3 +81,9 @@ def test_thresholds_come_from_settings(start_app: Callable[[Settings], AppHarnes
     lenient = start_app(make_settings(accept_max_set_size=3))
     data = lenient.client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 3}).json()
     assert data["decision"] == "accept"
+
+
+def test_an_empty_set_is_never_accepted():
+    decision = DecisionPolicy().decide((), n_labels=5, alpha=0.2)
+    assert decision.decision == "escalate" and decision.escalate is True
+    assert "no label conforms" in decision.reason and "atypical" in decision.reason

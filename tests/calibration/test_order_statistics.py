@@ -1,0 +1,79 @@
+"""The threshold's rank: marginal and PAC rules against scipy's binomial/beta laws, brute force and simulation."""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy.stats import beta, binom
+
+from calibration.conformal import conformal_quantile, fit_conformal
+from calibration.errors import InvalidAlphaError
+from calibration.order_statistics import binomial_upper_tail, marginal_rank, pac_rank, threshold_rank
+
+
+@pytest.mark.parametrize("n", [1, 2, 5, 19, 20, 57, 100, 400, 1600])
+@pytest.mark.parametrize("alpha", [Fraction(1, 100), Fraction(1, 20), Fraction(1, 10), Fraction(3, 10)])
+@pytest.mark.parametrize("delta", [Fraction(1, 100), Fraction(1, 20), Fraction(1, 5)])
+def test_pac_rank_is_the_smallest_rank_whose_binomial_tail_is_at_most_delta(n, alpha, delta):
+    k = pac_rank(n, alpha, delta)
+    p = float(1 - alpha)
+    # scipy: P(Binomial(n, 1 - alpha) >= k) = sf(k - 1)
+    if k <= n:
+        assert binom.sf(k - 1, n, p) <= float(delta) * (1 + 1e-9)
+    if k > 1:
+        assert binom.sf(k - 2, n, p) > float(delta) * (1 - 1e-9)
+
+
+def test_pac_rank_equals_exact_rational_brute_force_on_small_n():
+    for n in range(1, 41):
+        for alpha in (Fraction(1, 10), Fraction(1, 4)):
+            delta = Fraction(1, 20)
+            brute = next((k for k in range(1, n + 1) if binomial_upper_tail(n, 1 - alpha, k) <= delta), n + 1)
+            assert pac_rank(n, alpha, delta) == brute, (n, alpha)
+
+
+def test_the_beta_law_of_the_threshold_coverage_gives_the_same_rank():
+    # Coverage of the k-th order statistic of continuous scores is Beta(k, n + 1 - k):
+    # P(coverage < 1 - alpha) = beta.cdf(1 - alpha, k, n + 1 - k) <= delta at the PAC rank, > delta one below.
+    n, alpha, delta = 300, Fraction(1, 10), Fraction(1, 20)
+    k = pac_rank(n, alpha, delta)
+    assert beta.cdf(0.9, k, n + 1 - k) <= 0.05 < beta.cdf(0.9, k - 1, n + 2 - k)
+
+
+def test_pac_is_never_below_the_marginal_rank_and_marginal_is_the_split_conformal_rank():
+    for n in (10, 50, 200, 1000):
+        assert marginal_rank(n, Fraction(1, 10)) == math.ceil(0.9 * (n + 1))
+        assert pac_rank(n, Fraction(1, 10), Fraction(1, 20)) >= marginal_rank(n, Fraction(1, 10))
+        assert threshold_rank(n, Fraction(1, 10), None) == marginal_rank(n, Fraction(1, 10))
+
+
+def test_simulated_calibration_draws_fall_below_the_target_at_most_delta_of_the_time():
+    # Continuous exchangeable scores U(0, 1): a threshold's true coverage is the threshold itself.
+    rng = np.random.default_rng(20261130)
+    n, alpha, delta, draws = 200, 0.1, 0.05, 4000
+    thresholds = np.array([conformal_quantile(rng.uniform(size=n), alpha, delta) for _ in range(draws)])
+    below = float((thresholds < 1 - alpha).mean())
+    monte_carlo = 3 * math.sqrt(delta * (1 - delta) / draws)
+    assert below <= delta + monte_carlo
+    # and the marginal rule, which promises only the average, does fall below far more often
+    marginal = np.array([conformal_quantile(rng.uniform(size=n), alpha) for _ in range(draws)])
+    assert float((marginal < 1 - alpha).mean()) > 0.3
+    assert float(marginal.mean()) >= (1 - alpha) - 0.01
+
+
+def test_fit_records_delta_and_pac_thresholds_are_higher():
+    labels = np.tile(np.arange(1, 6), 40)
+    scores = np.clip(labels + np.tile([-1, 0, 0, 1, 0, 2, -2, 0], 25), 1, 5)
+    marginal = fit_conformal("residual", 0.2, labels, judge_scores=scores)
+    pac = fit_conformal("residual", 0.2, labels, judge_scores=scores, delta=0.05)
+    assert marginal.delta is None and pac.delta == 0.05
+    assert pac.threshold >= marginal.threshold
+
+
+@pytest.mark.parametrize("delta", [0.0, 1.0, -0.1, float("nan")])
+def test_delta_outside_zero_one_is_refused(delta):
+    with pytest.raises(InvalidAlphaError):
+        conformal_quantile([0.1, 0.2, 0.3], 0.1, delta)
