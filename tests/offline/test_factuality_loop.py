@@ -47,6 +47,11 @@ N_QUESTIONS = 4
 _QUESTION = re.compile(r"^Q(\d+) of summary ([0-9a-f]{8}): which word\?$")
 
 
+def _unfence(text: str) -> str:
+    """The text inside a prompt's <<<NAME>>> ... <<<END NAME>>> fence (service.judge.untrusted)."""
+    return text.split(">>>\n", 1)[1].rsplit("\n<<<END ", 1)[0]
+
+
 class FrankResponder:
     """Answers the factuality prompts for FRANK items, near their human labels (deterministic per summary)."""
 
@@ -61,20 +66,20 @@ class FrankResponder:
     def __call__(self, body: dict[str, Any]) -> ScriptedReply | str:
         text = str(body["messages"][-1]["content"])
         if text.startswith("Rate how faithful"):
-            article = text.rsplit("\nArticle: ", 1)[1].rsplit("\nSummary: ", 1)[0]
-            summary = text.rsplit("\nSummary: ", 1)[1].removesuffix("\nScore:")
+            article = _unfence(text.rsplit("\nArticle: ", 1)[1].rsplit("\nSummary: ", 1)[0])
+            summary = _unfence(text.rsplit("\nSummary: ", 1)[1].removesuffix("\nScore:"))
             target = faithfulness_target(self.factuality[(article, summary)])
             noise = (0, 0, 0, 0, 0, 0, 1, 1, -1, -1)[zlib.crc32(summary.encode()) % 10]
             score = min(5, max(1, target + noise))
             return ScriptedReply(str(score), peaked_logprobs(score))
         if "Pairs (" in text:
-            summary = text.rsplit("\nSummary: ", 1)[1].rsplit("\nPairs (", 1)[0]
+            summary = _unfence(text.rsplit("\nSummary: ", 1)[1].rsplit("\nPairs (", 1)[0])
             words = list(dict.fromkeys(normalize_answer(summary).split()))[:N_QUESTIONS]
             key = f"{zlib.crc32(summary.encode()):08x}"
             self.questions[key] = (words, self.by_summary[summary])
             return "\n".join(f"{k + 1}. Answer: {w} | Question: Q{k} of summary {key}: which word?"
                              for k, w in enumerate(words))
-        question = text.rsplit("\nQuestion: ", 1)[1].split("\n", 1)[0]
+        question = text.rsplit("\nQuestion: <<<QUESTION>>>\n", 1)[1].split("\n", 1)[0]
         match = _QUESTION.match(question)
         assert match is not None, question
         words, factuality = self.questions[match.group(2)]

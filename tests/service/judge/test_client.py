@@ -251,7 +251,7 @@ def test_prefer_reads_the_verdict_and_shows_first_as_a(judge_server: JudgeServer
     )
     assert verdict.outcome == "second" and verdict.raw_reply.startswith("B:")
     prompt = judge_server.requests[0].prompt_text
-    assert prompt.index("Summary A:\nfirst text") < prompt.index("Summary B:\nsecond text")
+    assert prompt.index("Summary A:\n<<<SUMMARY A>>>\nfirst text") < prompt.index("Summary B:\n<<<SUMMARY B>>>\nsecond")
     assert "logprobs" not in judge_server.requests[0].body
 
 

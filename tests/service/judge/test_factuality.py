@@ -33,6 +33,7 @@ from service.judge.factuality_prompts import (
     qa_answer_messages,
     qa_generation_messages,
 )
+from service.judge.untrusted import fence
 from tests.fakes.judge_server import NO_SCORE_REPLY, JudgeServer, Responder, ScriptedReply, peaked_logprobs
 
 ARTICLE = (
@@ -60,7 +61,7 @@ EXPECTED_JUDGE_SCORE = 3
 
 
 def _question_of(user_text: str) -> str | None:
-    match = re.search(r"^Question: (.*)$", user_text, re.MULTILINE)
+    match = re.search(r"^Question: <<<QUESTION>>>\n(.*)\n<<<END QUESTION>>>$", user_text, re.MULTILINE)
     return match.group(1) if match else None
 
 
@@ -255,9 +256,10 @@ def test_prompts_carry_their_texts() -> None:
     assert "7 pairs" in generation and "Pairs (7 requested):" in generation
     assert "Answer: <span copied from the summary> | Question:" in generation
     answering = qa_answer_messages(ARTICLE, "Who opened it?")[-1]["content"]
-    assert ARTICLE in answering and "Question: Who opened it?" in answering and SUMMARY not in answering
+    assert ARTICLE in answering and SUMMARY not in answering
+    assert f"Question: {fence('QUESTION', 'Who opened it?')}" in answering
     direct = direct_faithfulness_messages(ARTICLE, SUMMARY)[-1]["content"]
-    assert f"Article: {ARTICLE}\nSummary: {SUMMARY}\nScore:" in direct
+    assert f"Article: {fence('ARTICLE', ARTICLE)}\nSummary: {fence('SUMMARY', SUMMARY)}\nScore:" in direct
     assert "Example" in direct and "Score: 2" in direct  # the one in-context example
 
 
@@ -464,7 +466,7 @@ def test_direct_over_http_reads_score_and_distribution(judge_server: JudgeServer
     verdict = asyncio.run(_run_direct(judge_server.judge_config(), ARTICLE, SUMMARY))
 
     (request,) = judge_server.requests
-    assert f"Article: {ARTICLE}\nSummary: {SUMMARY}\nScore:" in request.prompt_text
+    assert f"Article: {fence('ARTICLE', ARTICLE)}\nSummary: {fence('SUMMARY', SUMMARY)}\nScore:" in request.prompt_text
     assert "Harrow Vale" in request.prompt_text  # the in-context example
     assert request.wants_logprobs
     assert verdict.judge_score == 2
