@@ -41,7 +41,7 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     cells_per_alpha = 8 * len(METHODS) + 16 * len(SCORE_ONLY_METHODS)  # 8 log-prob cells, 16 text-judge cells
     assert len(summary["cells"]) == cells_per_alpha * 4 and summary["n_splits"] == 4
     figures = sorted((out / "conformal").glob("*.png")) + sorted((out / "transitivity").glob("*.png"))
-    assert len(figures) == 6
+    assert len(figures) == 8  # 5 conformal, the simulated transitivity figure, 2 of the real Vicuna80 tournaments
     for figure in figures:
         data = figure.read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 10_000
@@ -57,6 +57,10 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     assert (out / "factuality" / "llm_sentences_confusion.png").read_bytes().startswith(PNG_MAGIC)
     transitivity = json.loads((out / "transitivity" / "summary.json").read_text())
     assert transitivity["simulated"] is True  # the shipped pairwise chain has no triangles
+    vicuna80 = json.loads((out / "transitivity" / "vicuna80.json").read_text())
+    cells = {(r["judge"], r["aggregation"]) for r in vicuna80["rows"]}
+    assert {("gpt-4", "order_a"), ("panel", "order_b"), ("human", "both_orders")} <= cells
+    assert "Transitivity on real tournaments (Vicuna80)" in index
     assert json.loads((out / "position_bias" / "summary.json").read_text())["simulated"] is False
     artifact = load_artifact(out / "thresholds.json")
     faithful = [e for e in artifact.entries if e.criterion == "faithfulness"]
