@@ -1,8 +1,8 @@
 """The report of ``calibrate --labels``: what the user's cells mean for their pipeline, then the figures behind it.
 
-Written under the report folder: ``index.md`` (opens with "What this means for your pipeline"), ``labels/
+Written under the report folder: ``index.md`` (opens with "What this means for your pipeline"), ``pipeline/
 heldout.json`` (every cell's held-out figures by group, :class:`calibration.cell_calibration.CellCalibration`
-without entries), ``labels/coverage.png`` (held-out coverage and set size against alpha per cell, default method),
+without entries), ``pipeline/coverage.png`` (held-out coverage and set size against alpha per cell, default method),
 and ``conformal/summary.json`` from the conformal study (written by the caller).
 
 A cell is flagged *almost always the full scale* when, with its default method at the headline alpha, at least half
@@ -120,12 +120,12 @@ def write_labelled_report(
     thresholds: Path,
     files: Sequence[Path],
 ) -> tuple[Path, Path, Path]:
-    """Write index.md, labels/heldout.json and labels/coverage.png; return their paths (module layout)."""
-    heldout = out / "labels" / "heldout.json"
+    """Write index.md, pipeline/heldout.json and pipeline/coverage.png; return their paths (module layout)."""
+    heldout = out / "pipeline" / "heldout.json"
     heldout.parent.mkdir(parents=True, exist_ok=True)
     stripped = [msgspec.structs.replace(cell, entries=[]) for cell in cells]
     heldout.write_bytes(msgspec.json.format(msgspec.json.encode(stripped), indent=1) + b"\n")
-    figure = _coverage_figure(cells, defaults, out / "labels" / "coverage.png")
+    figure = _coverage_figure(cells, defaults, out / "pipeline" / "coverage.png")
     lines = ["# Calibration report — your labelled data", "",
              f"Labelled files: {', '.join(f'`{p}`' for p in files)}. Artifact (only these cells): `{thresholds}`; "
              "activate it with `POST /v1/calibration/reload` and a `name`, or by pointing `THRESHOLDS_PATH` at it.", ""]
@@ -135,7 +135,7 @@ def write_labelled_report(
     lines += ["## Held-out figures by group, every α and method", "",
               "Means over seeded splits by `group` (all items of a document on one side); `empty` sets are "
               "escalated, never accepted.", "", _figures_table(cells),
-              "![coverage and set size against alpha](labels/coverage.png)", "",
+              "![coverage and set size against alpha](pipeline/coverage.png)", "",
               "## Default method per cell (the artifact's), and why", "",
               markdown_table(["judge", "prompt family", "criterion", "method", "reason"],
                              [[*key, f"`{method}`", reasons.get(key, "")] for key, method in defaults.items()]),

@@ -35,8 +35,8 @@ def test_calibrate_labels_writes_report_and_an_artifact_of_only_these_cells(
     assert [d.criterion for d in artifact.default_methods] == ["helpfulness"]
     index = (out / "index.md").read_text()
     assert index.startswith("# Calibration report") and "## What this means for your pipeline" in index
-    assert (out / "labels" / "coverage.png").read_bytes()[:4] == b"\x89PNG"
-    heldout = json.loads((out / "labels" / "heldout.json").read_text())
+    assert (out / "pipeline" / "coverage.png").read_bytes()[:4] == b"\x89PNG"
+    heldout = json.loads((out / "pipeline" / "heldout.json").read_text())
     [cell] = heldout
     assert cell["n_labels"] == 7 and cell["n_groups"] == 100 and cell["entries"] == []
     for figures in cell["figures"]:
