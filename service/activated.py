@@ -13,8 +13,9 @@ from pathlib import Path
 
 from calibration.errors import ArtifactError
 from calibration.thresholds import ThresholdsArtifact, load_artifact, save_artifact
+from service.problems import CalibrationUnavailableError
 
-__all__ = ["NAME_PATTERN", "ActivatedStore", "check_name"]
+__all__ = ["NAME_PATTERN", "ActivatedStore", "PersistError", "check_name"]
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
@@ -24,6 +25,10 @@ def check_name(name: str) -> str:
     if not NAME_PATTERN.match(name) or name.endswith(".json") or ".." in name:
         raise ValueError(f"artifact name {name!r} must be 1-64 letters, digits, '_', '-' or '.' (no '..', no .json)")
     return name
+
+
+class PersistError(CalibrationUnavailableError):
+    """ARTIFACTS_DIR cannot be written (503): the activation is refused and nothing changes."""
 
 
 class ActivatedStore:
@@ -51,10 +56,15 @@ class ActivatedStore:
         return found
 
     def save(self, name: str, artifact: ThresholdsArtifact) -> None:
-        """Write the artifact atomically (no-op without a directory)."""
+        """Write the artifact atomically (no-op without a directory); PersistError when the disk refuses, so the
+        caller publishes nothing (never half-activated)."""
         path = self.path(name)
         if path is not None:
-            save_artifact(artifact, path)
+            try:
+                save_artifact(artifact, path)
+            except OSError as error:
+                raise PersistError(f"cannot keep the artifact in ARTIFACTS_DIR ({path}): {error.strerror or error}; "
+                                   "nothing was activated") from None
 
     def delete(self, name: str) -> None:
         """Remove the persisted copy, if any."""

@@ -65,6 +65,8 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
         services.logger.info("calibration.loaded", calibration_id=services.calibration.current.calibration_id)
     else:
         services.logger.error("calibration.unavailable", error=services.calibration.error)
+    for skipped in services.calibration.skipped:  # a persisted artifact that is broken or claims a taken cell
+        services.logger.error("calibration.artifact_skipped", detail=skipped)
     try:
         await services.judges.start()
         # What start-up built (modules, the artifact, clients) lives as long as the process: freezing it keeps

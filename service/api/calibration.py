@@ -96,7 +96,7 @@ async def calibration_info(request: Request) -> CalibrationInfo:
     status_code=200,
     guards=[require_admin_key],
     summary="Load a thresholds artifact and swap it in atomically (admin key); a broken file is refused",
-    responses=problem_responses(400, 401, 403, 409, 413, 415, 422),
+    responses=problem_responses(400, 401, 403, 409, 413, 415, 422, 503),
     tags=["calibration"],
     opt={BODY_DECODER: BodyDecoder(ReloadRequest | None)},
 )

@@ -109,7 +109,7 @@ async def calibration_job(request: Request, job_id: JobId) -> CalibrationJobInfo
     status_code=200,
     guards=[require_admin_key],
     summary="Make a finished calibration live beside the other artifacts (409 if not done or a cell is taken)",
-    responses=problem_responses(400, 401, 403, 404, 409, 422),
+    responses=problem_responses(400, 401, 403, 404, 409, 422, 503),
     tags=["calibration"],
 )
 async def activate_calibration(request: Request, job_id: JobId) -> ReloadResponse:

@@ -123,3 +123,31 @@ def test_unknown_criterion_lists_the_allowed_names(app: AppHarness) -> None:
     assert reply.status_code == 422
     allowed = reply.json()["allowed"]
     assert {"coherence", "relevance", "faithfulness"} <= set(allowed) and "Relevance" not in allowed
+
+
+def test_an_unwritable_artifacts_dir_activates_nothing(
+    start_app: Callable[[Settings], AppHarness], make_settings, tmp_path: Path
+) -> None:
+    save_artifact(user_artifact(), tmp_path / "acme.json")
+    (tmp_path / "not-a-dir").write_text("a file where the directory should be")
+    harness = start_app(make_settings(admin_api_key=ADMIN, limits=LimitSettings(reload_dir=tmp_path),
+                                      artifacts_dir=tmp_path / "not-a-dir"))
+    before = harness.client.get("/v1/calibration").json()["calibration_id"]
+    reply = harness.client.post("/v1/calibration/reload", headers=HEADERS, json={"path": "acme.json", "name": "acme"})
+    assert reply.status_code == 503 and "ARTIFACTS_DIR" in reply.json()["detail"]
+    assert harness.client.get("/v1/calibration").json()["calibration_id"] == before
+
+
+def test_a_broken_persisted_artifact_is_skipped_at_start_up(
+    start_app: Callable[[Settings], AppHarness], make_settings, tmp_path: Path
+) -> None:
+    folder = tmp_path / "activated"
+    folder.mkdir()
+    (folder / "broken.json").write_text("{not json")
+    save_artifact(user_artifact(), folder / "acme.json")
+    save_artifact(user_artifact(), folder / "twin.json")  # the same cell again: the later name is skipped
+    harness = start_app(make_settings(artifacts_dir=folder))
+    names = [a["name"] for a in harness.client.get("/v1/calibration").json()["artifacts"]]
+    assert names == ["primary", "acme"]
+    skipped = harness.services.calibration.skipped
+    assert any("broken.json" in s for s in skipped) and any("twin" in s and "owned" in s for s in skipped)
