@@ -52,7 +52,10 @@ from offline.studies.factuality_sentences import (
     ingest_sentences,
     run_sentence_study,
     sentence_answers_from_store,
+    sentence_validity,
+    without_prompt_family,
     write_sentence_study,
+    write_sentence_validity,
 )
 from offline.studies.faithfulness import (
     FaithfulnessStudy,
@@ -285,14 +288,25 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
         sentence_files = sentences_step(store, frank, data_dir, out)
         lap("llm sentences", files=len(sentence_files))
         llm = factuality_step(store, frank, out, seed=seed)
-    lap("llm factuality", answers=llm.n_answers,
-        note="" if llm.n_answers else "no LLM factuality answers collected: nothing written for them")
+        lap("llm factuality", answers=llm.n_answers,
+            note="" if llm.n_answers else "no LLM factuality answers collected: nothing written for them")
+        # The sentence-level cells reach the artifact through the validity rules (PAC, splits by FRANK article),
+        # not through the faithfulness study's one FRANK valid/test split (which stays in its report).
+        validity, sentence_fits = sentence_validity(frank.items, sentence_answers_from_store(store, frank.items),
+                                                    n_splits=n_splits, seed=seed, delta=delta)
+    if validity.cells:
+        sentence_files = (*sentence_files, *write_sentence_validity(validity, out))
+    else:
+        for name in (factuality_sentences.VALIDITY_JSON_FILE, factuality_sentences.VALIDITY_MARKDOWN_FILE):
+            (out / name).unlink(missing_ok=True)
+    lap("llm sentences validity", cells=len(validity.cells))
 
     files = build_report(out)
     lap("report", figures=len(files.figures))
 
     export_thresholds(datasets, conformal, data_dir=data_dir, path=thresholds_path, seed=seed,
-                      faithfulness=llm.faithfulness, store=store_file, fits=fits, delta=delta)
+                      faithfulness=without_prompt_family(llm.faithfulness), store=store_file,
+                      fits={**fits, **sentence_fits}, delta=delta)
     lap("export", path=str(thresholds_path))
     return CalibrateResult(out_dir=out, store=store_file, thresholds=thresholds_path, index=files.index,
                            summaries=summaries, tables=files.tables, figures=files.figures,

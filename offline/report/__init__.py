@@ -138,7 +138,8 @@ def build_report(out_dir: Path | str) -> ReportFiles:
     links = {p.relative_to(out).as_posix(): p.relative_to(out).as_posix() for p in written_tables}
     factuality_files = ("factuality/baselines.md", "factuality/baselines.json", factuality_llm.MARKDOWN_FILE,
                         factuality_llm.JSON_FILE, faithfulness.MARKDOWN_FILE, faithfulness.JSON_FILE,
-                        factuality_sentences.MARKDOWN_FILE, factuality_sentences.JSON_FILE)
+                        factuality_sentences.MARKDOWN_FILE, factuality_sentences.JSON_FILE,
+                        factuality_sentences.VALIDITY_MARKDOWN_FILE, factuality_sentences.VALIDITY_JSON_FILE)
     for name in (*factuality_files, *SUMMARY_FILES.values(), VICUNA80_JSON):
         if (out / name).exists():
             links[name] = name

@@ -93,6 +93,11 @@ def sentences_section(summary: SentenceStudySummary) -> str:
         "three baselines on their own items. Its recommendation to control for the system is what these numbers "
         "use. Per dataset, BBC (mostly one-sentence XSum summaries, so a nearly binary item score) is much weaker, "
         "and undefined where an LLM flags every BBC summary.\n")
+    lines.append("Calibration: each LLM's 1-5 verdict `1 + round_half_up(4 x item score)` is calibrated for the "
+                 "faithfulness target under prompt family `factuality_sentences` by the validity rules (PAC "
+                 "thresholds, splits that keep each FRANK article on one side): "
+                 "`factuality/llm_sentences_validity.md`; FRANK's own valid/test split is reported in "
+                 "`factuality/faithfulness.md`.\n")
     parse = "; ".join(f"{p.judge} {fmt(p.parse_rate, 4)} ({p.n_wrong_count} excluded)" for p in summary.parse)
     lines.append(f"Parse rate of our parser on the raw replies (rows whose verdict count differs from the sentence "
                  f"count are excluded and counted): {parse}.\n")

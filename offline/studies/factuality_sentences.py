@@ -47,11 +47,15 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from calibration.kind_fit import KindFit
 from offline.data.finesure import FactCheckRow, RecordedFactCheck
 from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankDataError, FrankItem, baseline_scores
 from offline.store import AnswerRecord, AnswerStore
 from offline.studies.factuality import CorrelationCell, align_scores, correlation_cell
 from offline.studies.factuality_llm import CRITERION, FactualityAnswer
+from offline.studies.faithfulness import FaithfulnessStudy, faithfulness_data
+from offline.studies.validity import ValiditySummary, run_validity_study
+from offline.studies.validity import markdown as validity_markdown
 from service.judge.sentence_check import judge_score_from_share
 from service.judge.sentence_parse import CATEGORY_CODES, ParsedSentences, parse_sentence_verdicts
 
@@ -60,6 +64,8 @@ __all__ = [
     "FIGURE_FILE",
     "JSON_FILE",
     "MARKDOWN_FILE",
+    "VALIDITY_JSON_FILE",
+    "VALIDITY_MARKDOWN_FILE",
     "METHOD",
     "PROMPT_FAMILY",
     "RULES",
@@ -76,6 +82,9 @@ __all__ = [
     "item_score",
     "judge_score_of",
     "ranking",
+    "sentence_validity",
+    "without_prompt_family",
+    "write_sentence_validity",
     "render_sentence_markdown",
     "run_sentence_study",
     "sentence_answers_from_store",
@@ -88,6 +97,8 @@ PROMPT_FAMILY = "factuality_sentences"
 JSON_FILE = "factuality/llm_sentences.json"
 MARKDOWN_FILE = "factuality/llm_sentences.md"
 FIGURE_FILE = "factuality/llm_sentences_confusion.png"
+VALIDITY_JSON_FILE = "factuality/llm_sentences_validity.json"
+VALIDITY_MARKDOWN_FILE = "factuality/llm_sentences_validity.md"
 BASELINES: tuple[str, ...] = ("FactCC", "BertScore P Art", "QAGS")
 # FRANK's error types as the annotators write them; the judge's categories map onto the same codes.
 TYPE_CODES: tuple[str, ...] = ("RelE", "EntE", "CircE", "CorefE", "LinkE", "OutE", "GramE", "OtherE")
@@ -508,3 +519,42 @@ def write_sentence_study(summary: SentenceStudySummary, report_dir: Path) -> tup
     md_path.write_text(render_sentence_markdown(summary), encoding="utf-8")
     return json_path, md_path
 
+
+# ------------------------------------------------------------------------------------ calibration (artifact)
+
+
+def sentence_validity(
+    items: Sequence[FrankItem], answers: dict[tuple[str, str], list[FactualityAnswer]], *, n_splits: int, seed: int,
+    delta: float | None,
+) -> tuple[ValiditySummary, dict[tuple[str, str, str, str], KindFit]]:
+    """The ``factuality_sentences`` cells under the validity rules (:mod:`offline.studies.validity`): verdict
+    ``judge_score`` (input kind ``score``), target ``faithfulness_target(Factuality)``, splits that keep each FRANK
+    article (the item id's hash) on one side, PAC thresholds at ``delta`` (marginal when None). Returns the
+    summary and the fits ``export_thresholds(fits=...)`` takes."""
+    cells = [part.data for part in faithfulness_data(items, answers)]
+    return run_validity_study(cells, n_splits=n_splits, seed=seed, delta=delta)
+
+
+def write_sentence_validity(summary: ValiditySummary, report_dir: Path) -> tuple[Path, Path]:
+    """Write ``factuality/llm_sentences_validity.{json,md}`` (the validity study's layout); both paths."""
+    json_path, md_path = Path(report_dir) / VALIDITY_JSON_FILE, Path(report_dir) / VALIDITY_MARKDOWN_FILE
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(summary), indent=1) + b"\n")
+    md_path.write_text(validity_markdown(summary).replace(
+        "# Validity of the served artifact", "# FRANK sentence-level fact-checks: validity of the served artifact", 1),
+        encoding="utf-8")
+    return json_path, md_path
+
+
+def without_prompt_family(study: FaithfulnessStudy | None, family: str = PROMPT_FAMILY) -> FaithfulnessStudy | None:
+    """The faithfulness study minus one prompt family's cells, predictors and defaults (their artifact entries
+    come from :func:`sentence_validity` instead, so no cell is exported twice)."""
+    if study is None:
+        return None
+    summary = msgspec.structs.replace(
+        study.summary,
+        cells=[c for c in study.summary.cells if c.prompt_family != family],
+        default_methods=[d for d in study.summary.default_methods if d.prompt_family != family],
+    )
+    fitted = {key: value for key, value in study.fitted.items() if key[1] != family}
+    return FaithfulnessStudy(summary=summary, fitted=fitted)

@@ -64,9 +64,11 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     assert json.loads((out / "position_bias" / "summary.json").read_text())["simulated"] is False
     artifact = load_artifact(out / "thresholds.json")
     faithful = [e for e in artifact.entries if e.criterion == "faithfulness"]
-    assert {e.prompt_family for e in faithful} == {"factuality_sentences"}  # direct/qa: uncalibrated until collected
-    assert len(faithful) == 8 * len(SCORE_ONLY_METHODS) * 4
-    assert len(artifact.entries) - len(faithful) == cells_per_alpha * 4 and len(artifact.default_methods) == 24 + 8
+    # direct/qa: uncalibrated until collected; the sentence-level cells under the validity rules (PAC, by article)
+    assert {(e.prompt_family, e.input_kind) for e in faithful} == {("factuality_sentences", "score")}
+    assert len({e.judge for e in faithful}) == 8 and all(e.fitted.delta is not None for e in faithful)
+    assert len([d for d in artifact.default_methods if d.prompt_family == "factuality_sentences"]) == 8
+    assert (out / "factuality" / "llm_sentences_validity.md").exists()
     assert (out / "answers.sqlite").exists()
     for line in ("report:", "thresholds:", "wall time:"):
         assert line in stdout

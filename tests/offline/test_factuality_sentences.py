@@ -24,8 +24,12 @@ from offline.studies.factuality_sentences import (
     judge_score_of,
     run_sentence_study,
     sentence_answers_from_store,
+    sentence_validity,
+    without_prompt_family,
     write_sentence_study,
+    write_sentence_validity,
 )
+from offline.studies.faithfulness import faithfulness_data, run_faithfulness_study
 from service.judge.sentence_parse import parse_sentence_verdicts
 
 JUDGES = 8
@@ -218,3 +222,33 @@ def test_store_made_before_the_sentences_task_is_widened(tmp_path: Path) -> None
     with AnswerStore(path) as store:
         store.put(record)
         assert store.count() == 2 and store.get(record.key) is not None
+
+
+def test_sentence_cells_are_calibrated_by_article_for_the_artifact(
+    tmp_path: Path, frank: Frank, checks: list[RecordedFactCheck]
+) -> None:
+    with AnswerStore(":memory:") as store:
+        ingest_sentences(store, checks)
+        answers = sentence_answers_from_store(store, frank.items)
+    validity, fits = sentence_validity(frank.items, answers, n_splits=2, seed=0, delta=0.05)
+    assert {(c.judge, c.prompt_family, c.criterion, c.kind) for c in validity.cells} == set(fits)
+    assert {key[1:] for key in fits} == {("factuality_sentences", "faithfulness", "score")} and len(fits) == JUDGES
+    hashes = {item.item_id: item.hash for item in frank.items}
+    for cell in validity.cells:  # groups are FRANK articles: fewer groups than items, never more
+        n_articles = len({hashes[a.item_id] for a in answers[(cell.judge, "sentences")] if a.judge_score is not None})
+        assert cell.n_groups == n_articles < cell.n_items
+    json_path, md_path = write_sentence_validity(validity, tmp_path)
+    assert json_path.exists() and "FRANK sentence-level" in md_path.read_text(encoding="utf-8")
+
+
+def test_without_prompt_family_drops_only_that_family(frank: Frank, checks: list[RecordedFactCheck]) -> None:
+    with AnswerStore(":memory:") as store:
+        ingest_sentences(store, checks[:2])
+        answers = sentence_answers_from_store(store, frank.items)
+    study = run_faithfulness_study(faithfulness_data(frank.items, answers), seed=0)
+    assert study.summary.cells and study.fitted
+    kept = without_prompt_family(study, "other_family")
+    assert kept is not None and kept.fitted == study.fitted and kept.summary.cells == study.summary.cells
+    dropped = without_prompt_family(study)
+    assert dropped is not None and not dropped.fitted and not dropped.summary.cells
+    assert not dropped.summary.default_methods and without_prompt_family(None) is None
