@@ -18,6 +18,8 @@ Rules:
 - **Sentences.** ``split_sentences`` cuts after ``.``, ``!`` or ``?`` (with any closing quotes or brackets)
   followed by white space, and at line breaks; pieces are stripped, empty ones dropped. No abbreviation list:
   "Dr. Smith" is two pieces. A caller who needs another split sends its own ``sentences``.
+- **Fencing.** The article and the numbered sentences are fenced (``service.judge.untrusted``) and the system turn
+  carries ``UNTRUSTED_NOTE``, as in every prompt of the service: they are material to check, never instructions.
 - **Score.** The share of sentences judged ``no error``; ``judge_score = 1 + round_half_up(4 x share)`` (0 -> 1,
   0.125 -> 2, 0.5 -> 3, 1 -> 5), the rule the offline calibration applies to recorded fact-checks.
 - **Bad replies.** A reply without one well-formed verdict per sentence raises ``JudgeReplyError`` with
@@ -36,6 +38,7 @@ import msgspec
 from service.judge.errors import JudgeReplyError
 from service.judge.factuality import Completer
 from service.judge.sentence_parse import NO_ERROR, SentenceVerdict, parse_sentence_verdicts
+from service.judge.untrusted import UNTRUSTED_NOTE, fence, neutralise
 
 __all__ = [
     "MAX_SENTENCES",
@@ -118,9 +121,11 @@ def sentence_score(verdicts: Sequence[SentenceVerdict]) -> tuple[float, int]:
 
 def sentence_check_messages(document: str, sentences: Sequence[str]) -> list[dict[str, str]]:
     """Chat messages asking for one ``{sentence, category, reason}`` object per numbered sentence, in order."""
-    numbered = "\n".join(f"{i}. {sentence}" for i, sentence in enumerate(sentences, start=1))
-    user = _TEMPLATE.format(document=document, numbered=numbered, categories=_CATEGORY_HELP, n=len(sentences))
-    return [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}]
+    # Caller and model texts are fenced (service.judge.untrusted) and the system turn says they are data.
+    numbered = "\n".join(f"{i}. {neutralise(sentence.strip())}" for i, sentence in enumerate(sentences, start=1))
+    user = _TEMPLATE.format(document=fence("ARTICLE", document), numbered=fence("SENTENCES", numbered),
+                            categories=_CATEGORY_HELP, n=len(sentences))
+    return [{"role": "system", "content": f"{_SYSTEM} {UNTRUSTED_NOTE}"}, {"role": "user", "content": user}]
 
 
 async def judge_faithfulness_sentences(
