@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 import sqlite3
 from pathlib import Path
 
@@ -10,6 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from offline.collect import collect, frank_targets
 from offline.data.errors import DataError
 from offline.data.finesure import FINESURE_DIR, RecordedFactCheck, load_finesure
 from offline.data.frank import Frank, load_frank
@@ -30,7 +33,10 @@ from offline.studies.factuality_sentences import (
     write_sentence_validity,
 )
 from offline.studies.faithfulness import faithfulness_data, run_faithfulness_study
+from service.judge.client import JudgeClient
+from service.judge.sentence_check import split_sentences
 from service.judge.sentence_parse import parse_sentence_verdicts
+from tests.fakes.judge_server import JudgeServer
 
 JUDGES = 8
 
@@ -252,3 +258,34 @@ def test_without_prompt_family_drops_only_that_family(frank: Frank, checks: list
     dropped = without_prompt_family(study)
     assert dropped is not None and not dropped.fitted and not dropped.summary.cells
     assert not dropped.summary.default_methods and without_prompt_family(None) is None
+
+
+def test_collected_sentence_answers_are_read_back(judge_server: JudgeServer, frank: Frank) -> None:
+    """``collect --task factuality_sentences`` against the stand-in: stored under the family, read back as scores."""
+
+    def responder(body: dict) -> str:
+        content = body["messages"][-1]["content"]
+        fenced = content.split("<<<SENTENCES>>>")[1].split("<<<END SENTENCES>>>")[0]
+        n = len(re.findall(r"(?m)^\d+\. ", fenced))
+        return json.dumps([{"sentence": f"s{i}", "category": "entity error" if i == 0 else "no error",
+                            "reason": "r"} for i in range(n)])
+
+    judge_server.responder = responder
+    targets = frank_targets(frank, limit=3, seed=0)
+
+    async def run(store: AnswerStore) -> None:
+        async with JudgeClient(judge_server.judge_config(name="stand-in")) as client:
+            await collect(store, client, task="factuality_sentences", items=targets, criteria=["faithfulness"],
+                          repetitions=1, progress=False)
+
+    with AnswerStore(":memory:") as store:
+        asyncio.run(run(store))
+        records = list(store.iter_answers(task="factuality_sentences"))
+        answers = sentence_answers_from_store(store, frank.items)
+    assert {(r.prompt_family, r.criterion) for r in records} == {("factuality_sentences", "faithfulness")}
+    (group,) = answers.values()
+    assert len(group) == 3
+    for answer, target in zip(group, sorted(targets, key=lambda t: t.item_id), strict=True):
+        n = len(split_sentences(target.summary))
+        assert answer.item_id == target.item_id and answer.score == pytest.approx((n - 1) / n)
+        assert answer.judge_score == judge_score_of((n - 1) / n)
