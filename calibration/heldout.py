@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
 
 import numpy as np
@@ -78,22 +77,20 @@ def group_splits(groups: object, *, n_splits: int, seed: int, cal_fraction: floa
     return splits
 
 
-def _thresholds(sorted_scores: np.ndarray, levels: list[tuple[Fraction, Fraction | None]]) -> np.ndarray:
+def _thresholds(sorted_scores: np.ndarray, levels: tuple[tuple[float, float | None], ...]) -> np.ndarray:
     """Threshold per level from ascending scores (+inf where the rank exceeds n or there are no scores)."""
     n = sorted_scores.size
-    result = np.full(len(levels), np.inf)
     if n == 0:
-        return result
-    for position, (alpha, delta) in enumerate(levels):
-        rank = threshold_rank(n, alpha, delta)
-        if rank <= n:
-            result[position] = sorted_scores[rank - 1]
-    return result
+        return np.full(len(levels), np.inf)
+    padded = np.append(sorted_scores, np.inf)  # rank n + 1 (no finite threshold) reads +inf
+    return padded[_ranks(n, levels) - 1]
 
 
-@lru_cache(maxsize=1024)
-def _exact_levels(levels: tuple[tuple[float, float | None], ...]) -> list[tuple[Fraction, Fraction | None]]:
-    return [(_check_alpha(alpha), _check_delta(delta)) for alpha, delta in levels]
+@lru_cache(maxsize=65536)
+def _ranks(n: int, levels: tuple[tuple[float, float | None], ...]) -> np.ndarray:
+    """The threshold rank of every level among n scores, capped at n + 1 (levels read as exact fractions)."""
+    return np.array([min(threshold_rank(n, _check_alpha(alpha), _check_delta(delta)), n + 1)
+                     for alpha, delta in levels])
 
 
 def evaluate_split(
@@ -108,7 +105,7 @@ def evaluate_split(
     rng: np.random.Generator,
 ) -> SplitSets:
     """Fit ``method`` on the split's calibration items and form the test items' sets at every (alpha, delta)."""
-    exact = _exact_levels(tuple(levels))
+    exact = tuple(levels)
     cal, test = split.calibration, split.test
     prepared = calibration_scores(
         method, labels[cal],

@@ -12,9 +12,10 @@ Pure: arrays in (:class:`KindData`), typed results out (:class:`KindFit`). Offli
   K) -> escalate; size <= accept_max -> accept; else review), the accuracy of accepted verdicts (human label in
   the set), and the lowest coverage within a human label and within a judge-score bin, small groups pooled with a
   neighbour (:func:`calibration.heldout.pooled_group_coverage`, >= ``min_group_items`` test items per split).
-* **Default method** (:mod:`calibration.selection`) at ``headline_alpha``, from cross-fitting by group over all
-  items: ``selection_repeats`` repeats of a 2-fold group split (repeat r permutes the groups with
-  ``default_rng([seed, 10_000 + r])``; fit on one half, evaluate on the other, both ways).
+* **Default method** (:mod:`calibration.selection`) at ``headline_alpha`` (a method must also qualify at every
+  ``report_alphas`` level), from cross-fitting by group over all items: ``selection_repeats`` repeats of a 2-fold
+  group split (repeat r is :func:`calibration.heldout.group_splits` with seed ``seed + 10_000 + r``; fit on one
+  half, evaluate on the other, both ways). The nested selection of outer split i uses seed ``seed + 1 + i``.
 * **The procedure as served, checked without peeking** (``procedure``): in each of the ``n_splits`` outer splits
   the default is chosen by the same rule from cross-fitting inside the calibration groups only
   (``nested_repeats`` repeats), then that method is fitted on the calibration groups and evaluated on the test
@@ -122,18 +123,35 @@ def decision_shares(sizes: np.ndarray, n_labels: int, *, accept_max: int, escala
     return accept, ~escalate & ~accept, escalate
 
 
-def _evidence(method: str, alpha: float, level: int, results: Sequence[SplitSets], data: KindData, *,
+@dataclass(frozen=True)
+class _Pooled:
+    """One method's evaluations laid end to end: (levels, items) arrays and each item's position in the data."""
+
+    coverages: np.ndarray  # (levels, evaluations)
+    covered: np.ndarray
+    sizes: np.ndarray
+    spans: np.ndarray
+    index: np.ndarray
+    n_evaluations: int
+
+    @classmethod
+    def of(cls, results: Sequence[SplitSets]) -> _Pooled:
+        return cls(coverages=np.stack([r.covered.mean(axis=1) for r in results], axis=1),
+                   covered=np.concatenate([r.covered for r in results], axis=1),
+                   sizes=np.concatenate([r.set_sizes for r in results], axis=1),
+                   spans=np.concatenate([r.spans for r in results], axis=1),
+                   index=np.concatenate([r.test_index for r in results]), n_evaluations=len(results))
+
+
+def _evidence(method: str, alpha: float, level: int, pooled: _Pooled, data: KindData, *,
               min_group_items: int) -> MethodEvidence:
-    coverages = np.array([r.covered[level].mean() for r in results])
-    covered = np.concatenate([r.covered[level] for r in results])
-    sizes = np.concatenate([r.set_sizes[level] for r in results])
-    spans = np.concatenate([r.spans[level] for r in results])
-    index = np.concatenate([r.test_index for r in results])
-    minimum = min_group_items * len(results)
-    labels = pooled_group_coverage(covered, data.labels[index], min_items=minimum)
-    bins = pooled_group_coverage(covered, data.judge_scores[index], min_items=minimum)
+    covered, sizes, spans = pooled.covered[level], pooled.sizes[level], pooled.spans[level]
+    minimum = min_group_items * pooled.n_evaluations
+    labels = pooled_group_coverage(covered, data.labels[pooled.index], min_items=minimum)
+    bins = pooled_group_coverage(covered, data.judge_scores[pooled.index], min_items=minimum)
+    coverages = pooled.coverages[level]
     return MethodEvidence(
-        method=method, alpha=float(alpha), n_evaluations=len(results), mean_coverage=float(coverages.mean()),
+        method=method, alpha=float(alpha), n_evaluations=pooled.n_evaluations, mean_coverage=float(coverages.mean()),
         p5_coverage=float(np.percentile(coverages, 5)), min_label_coverage=min(c for _, _, c in labels),
         min_bin_coverage=min(c for _, _, c in bins), mean_set_size=float(sizes.mean()),
         non_interval_share=float((spans > sizes).mean()), full_scale_share=float((sizes == data.n_labels).mean()),
@@ -151,15 +169,16 @@ def _evaluate(method: str, data: KindData, splits: Sequence[GroupSplit], levels:
 
 
 def _choose(data: KindData, splits: Sequence[GroupSplit], seeds: Sequence[list[int]], methods: Sequence[str], *,
-            alpha: float, delta: float | None, min_group_items: int, context: str) -> tuple[MethodChoice,
-                                                                                            list[MethodEvidence]]:
-    evidence = [
-        _evidence(m, alpha, 0, _evaluate(m, data, splits, [(alpha, delta)], seeds), data,
-                  min_group_items=min_group_items)
-        for m in methods
-    ]
+            alpha: float, also: Sequence[float], delta: float | None, min_group_items: int,
+            context: str) -> tuple[MethodChoice, list[MethodEvidence]]:
+    """The selection rule at ``alpha``, a method also having to qualify at every level of ``also``."""
+    levels = [alpha, *[a for a in also if abs(a - alpha) > 1e-9]]
+    pooled = {m: _Pooled.of(_evaluate(m, data, splits, [(a, delta) for a in levels], seeds)) for m in methods}
+    by_level = [[_evidence(m, a, position, pooled[m], data, min_group_items=min_group_items) for m in methods]
+                for position, a in enumerate(levels)]
     fallback = PAPER_METHOD if PAPER_METHOD in methods else methods[0]
-    return choose_method(evidence, fallback=fallback, context=context), evidence
+    choice = choose_method(by_level[0], fallback=fallback, context=context, other_levels=by_level[1:])
+    return choice, by_level[0]
 
 
 def _subset(data: KindData, index: np.ndarray) -> KindData:
@@ -198,14 +217,15 @@ def fit_kind(
 
     heldout = []
     for method in usable:
-        results = _evaluate(method, data, outer, levels, outer_seeds)
+        pooled = _Pooled.of(_evaluate(method, data, outer, levels, outer_seeds))
         for level, alpha in enumerate(alphas):
-            heldout.append(_figures(method, float(alpha), level, results, data, accept_max=accept_max,
+            heldout.append(_figures(method, float(alpha), level, pooled, data, accept_max=accept_max,
                                     escalate_min=escalate_min, min_group_items=min_group_items))
 
     selection = cross_fit_splits(data.groups, repeats=selection_repeats, seed=seed)
     selection_seeds = [[seed, 2, s.split // 2, s.split % 2] for s in selection]
-    default, evidence = _choose(data, selection, selection_seeds, usable, alpha=headline_alpha, delta=delta,
+    default, evidence = _choose(data, selection, selection_seeds, usable, alpha=headline_alpha,
+                                also=report_alphas, delta=delta,
                                 min_group_items=min_group_items,
                                 context=f" (cross-fitting by document, {selection_repeats} x 2 folds, "
                                         f"alpha={headline_alpha})")
@@ -217,7 +237,8 @@ def fit_kind(
         inner_data = _subset(data, split.calibration)
         inner = cross_fit_splits(inner_data.groups, repeats=nested_repeats, seed=seed + 1 + split.split)
         inner_seeds = [[seed, 3, split.split, s.split // 2, s.split % 2] for s in inner]
-        choice, _ = _choose(inner_data, inner, inner_seeds, usable, alpha=headline_alpha, delta=delta,
+        choice, _ = _choose(inner_data, inner, inner_seeds, usable, alpha=headline_alpha, also=report_alphas,
+                            delta=delta,
                             min_group_items=min_group_items, context="")
         (result,) = _evaluate(choice.method, data, [split], report_levels, [[seed, 1, split.split]])
         for level, alpha in enumerate(report_alphas):
@@ -242,18 +263,17 @@ def fit_kind(
                    procedure=procedure)
 
 
-def _figures(method: str, alpha: float, level: int, results: Sequence[SplitSets], data: KindData, *,
+def _figures(method: str, alpha: float, level: int, pooled: _Pooled, data: KindData, *,
              accept_max: int, escalate_min: int, min_group_items: int) -> HeldoutFigures:
-    evidence = _evidence(method, alpha, level, results, data, min_group_items=min_group_items)
-    coverages = np.array([r.covered[level].mean() for r in results])
-    sizes = np.concatenate([r.set_sizes[level] for r in results])
-    covered = np.concatenate([r.covered[level] for r in results])
+    evidence = _evidence(method, alpha, level, pooled, data, min_group_items=min_group_items)
+    coverages = pooled.coverages[level]
+    sizes, covered = pooled.sizes[level], pooled.covered[level]
     accept, review, escalate = decision_shares(sizes, data.n_labels, accept_max=accept_max,
                                                escalate_min=escalate_min)
     return HeldoutFigures(
-        method=method, alpha=alpha, n_splits=len(results), coverage=evidence.mean_coverage,
-        coverage_std=float(coverages.std(ddof=1)) if len(results) > 1 else 0.0, coverage_p5=evidence.p5_coverage,
-        set_size=evidence.mean_set_size, empty_share=evidence.empty_share,
+        method=method, alpha=alpha, n_splits=pooled.n_evaluations, coverage=evidence.mean_coverage,
+        coverage_std=float(coverages.std(ddof=1)) if pooled.n_evaluations > 1 else 0.0,
+        coverage_p5=evidence.p5_coverage, set_size=evidence.mean_set_size, empty_share=evidence.empty_share,
         full_scale_share=evidence.full_scale_share, non_interval_share=evidence.non_interval_share,
         accept_share=float(accept.mean()), review_share=float(review.mean()), escalate_share=float(escalate.mean()),
         accept_accuracy=float(covered[accept].mean()) if accept.any() else None,

@@ -49,6 +49,7 @@ import numpy as np
 
 from calibration.conformal import probabilities_from_logprobs
 from calibration.errors import LabelsError
+from calibration.order_statistics import threshold_rank
 
 __all__ = [
     "DEFAULT_PROMPT_FAMILY",
@@ -115,11 +116,18 @@ def round_half_up(value: float) -> int:
     return math.floor(value + 0.5)
 
 
-def min_items_for(alpha: float) -> int:
-    """The fewest calibration items for a finite split-conformal threshold at ``alpha``: the smallest n with
-    ceil((1 - alpha)(n + 1)) <= n, i.e. n >= (1 - alpha) / alpha (exact rational arithmetic)."""
+def min_items_for(alpha: float, delta: float | None = None) -> int:
+    """The fewest calibration items for a finite threshold at ``alpha``: marginal (``delta`` None) the smallest n
+    with ceil((1 - alpha)(n + 1)) <= n, i.e. n >= (1 - alpha) / alpha; PAC at ``delta`` the smallest n whose
+    rank (:func:`calibration.order_statistics.threshold_rank`) is <= n, about ln(delta) / ln(1 - alpha)."""
     a = Fraction(alpha).limit_denominator(10**9)
-    return math.ceil((1 - a) / a)
+    if delta is None:
+        return math.ceil((1 - a) / a)
+    d = Fraction(delta).limit_denominator(10**9)
+    n = max(1, math.floor(math.log(float(d)) / math.log(1 - float(a))) - 2)
+    while threshold_rank(n, a, d) > n:
+        n += 1
+    return n
 
 
 def _field_of(message: str) -> str | None:
@@ -262,7 +270,8 @@ class LabelledCell:
     """The arrays of one (judge, prompt family, criterion), items sorted by ``item_id``.
 
     ``labels``/``judge_scores``: int64 in 1..n_labels; ``probabilities``: (n, n_labels) when every row had
-    log-probs, else None; ``groups``: the split group of each item.
+    log-probs, else None; ``groups``: the split group of each item; ``means``: the rows' ``mean_of_samples`` when
+    every row had one, else None.
     """
 
     judge: str
@@ -274,6 +283,7 @@ class LabelledCell:
     judge_scores: np.ndarray
     probabilities: np.ndarray | None
     groups: tuple[str, ...]
+    means: np.ndarray | None = None  # mean_of_samples per item when every row has one
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -293,6 +303,7 @@ def labelled_cells(rows: Sequence[LabelRow]) -> list[LabelledCell]:
     for (judge, family, criterion), members in sorted(grouped.items()):
         members = sorted(members, key=lambda r: r.item_id)
         with_probs = all(r.probabilities is not None for r in members)
+        with_means = all(r.mean_of_samples is not None for r in members)
         cells.append(
             LabelledCell(
                 judge=judge, prompt_family=family, criterion=criterion, n_labels=members[0].n_labels,
@@ -301,6 +312,7 @@ def labelled_cells(rows: Sequence[LabelRow]) -> list[LabelledCell]:
                 judge_scores=np.array([r.judge_score for r in members], dtype=np.int64),
                 probabilities=np.array([r.probabilities for r in members], dtype=float) if with_probs else None,
                 groups=tuple(r.group for r in members),
+                means=np.array([r.mean_of_samples for r in members], dtype=float) if with_means else None,
             )
         )
     return cells

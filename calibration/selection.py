@@ -9,6 +9,7 @@ document inside the calibration data). The rule, stated once (``SELECTION_RULE``
 2. Among qualifying methods, the smallest mean set size wins, except that a method whose sets are intervals more
    often is preferred when its mean size is within 0.05 of the smallest (a set with a hole, {2, 4}, puzzles a
    reader of an ordinal scale). Remaining ties: METHODS order.
+   A method must qualify at every level it is checked at (the headline level and the caller's further levels).
 3. When no method qualifies: the ``fallback`` method (the paper's ``residual``), and the reason says that none
    qualified and what failed.
 
@@ -80,19 +81,23 @@ def _figures(e: MethodEvidence) -> str:
             f"non-interval {e.non_interval_share:.1%}")
 
 
-def choose_method(evidence: Sequence[MethodEvidence], *, fallback: str, context: str = "") -> MethodChoice:
-    """Apply the module's rule to one cell's evidence (one entry per method, same alpha)."""
+def choose_method(evidence: Sequence[MethodEvidence], *, fallback: str, context: str = "",
+                  other_levels: Sequence[Sequence[MethodEvidence]] = ()) -> MethodChoice:
+    """Apply the module's rule to one cell's evidence (one entry per method, same alpha). A method must also
+    qualify at every level of ``other_levels`` (evidence at further alphas) to qualify at all."""
     by_method = {e.method: e for e in evidence}
     if fallback not in by_method:
         raise ValueError(f"fallback method {fallback!r} has no evidence")
-    qualifying = [m for m in METHODS if m in by_method and qualifies(by_method[m])]
+    failing = {e.method: e.alpha for level in other_levels for e in level if not qualifies(e)}
+    qualifying = [m for m in METHODS if m in by_method and qualifies(by_method[m]) and m not in failing]
     where = f" over {by_method[fallback].n_evaluations} held-out evaluations{context}"
     if not qualifying:
         failed = min(evidence, key=lambda e: (round(e.mean_set_size, 9), METHODS.index(e.method)))
+        elsewhere = "".join(f"; {m} fails the rule at alpha={a}" for m, a in sorted(failing.items()))
         return MethodChoice(
             method=fallback, qualified=False, qualifying=[],
             reason=(f"fallback to {fallback}: no method qualified{where} ({_figures(by_method[fallback])}; "
-                    f"smallest sets: {_figures(failed)})"),
+                    f"smallest sets: {_figures(failed)}{elsewhere})"),
         )
     smallest = min(by_method[m].mean_set_size for m in qualifying)
     near = [m for m in qualifying if by_method[m].mean_set_size <= smallest + INTERVAL_MARGIN + 1e-12]

@@ -42,6 +42,7 @@ from calibration.tournament import (
     three_cycles,
     violation_rate,
 )
+from service.injection import INJECTION_FLAG, screen_texts
 from service.judge.errors import JudgeError
 from service.judging import JudgePool
 from service.mfas_limit import rank_mfas_within
@@ -297,6 +298,11 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
     flagged = len(report.cycles) >= ctx.settings.flag_min_cycles
     calls = len(verdicts) + len(failed)
     rankings = report.rankings
+    reason = _reason(report, flagged, ctx.settings, len(failed), calls)
+    findings = _injection_findings(request) if live else []
+    if findings:  # the judge read texts that try to steer it: the verdicts are not to be trusted as they stand
+        flagged = True
+        reason += f"; flagged: possible prompt injection in the judged texts ({', '.join(findings)})"
     return CompareResponse(
         criterion=request.criterion,
         judge=judge,
@@ -309,7 +315,7 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         n_cycles=len(report.cycles),
         violation_rate=report.violation_rate,
         flagged=flagged,
-        reason=_reason(report, flagged, ctx.settings, len(failed), calls),
+        reason=reason,
         position_consistency=report.position,
         pairs=[
             PairResult(
@@ -326,4 +332,12 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         failed_calls=failed,
         cached_calls=cached,
         exact=report.mfas_exact,
+        flags=[INJECTION_FLAG] if findings else [],
     )
+
+
+def _injection_findings(request: CompareRequest) -> list[str]:
+    """``service.injection`` findings in the document and every candidate text of a live comparison."""
+    texts: dict[str, str | None] = {"document": request.document}
+    texts.update({f"candidate {candidate.id}": candidate.text for candidate in request.candidates or []})
+    return screen_texts(texts)

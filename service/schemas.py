@@ -242,6 +242,8 @@ class ScoreResponse(msgspec.Struct, **_RESPONSE):
     sentence_score: float | None = None  # share of sentences judged "no error" (factuality_method "sentences")
     evidence: list[QAEvidenceItem | SentenceEvidenceItem] | None = None  # "kind" tells which
     item_id: str | None = None  # the request's item_id, echoed
+    # "possible_prompt_injection": a text the judge read tries to steer it (service.injection); decision escalate
+    flags: list[str] = msgspec.field(default_factory=list)
 
 
 class ScoreBatchRequest(msgspec.Struct, **_REQUEST):
@@ -380,6 +382,8 @@ class CompareResponse(msgspec.Struct, **_RESPONSE):
     # False when the exact MFAS ranking hit MFAS_TIME_LIMIT_S: rankings.mfas_ilp then holds the heuristic order
     # (Copeland improved by single-candidate moves); every other figure is exact.
     exact: bool = True
+    # "possible_prompt_injection": the document or a candidate tries to steer the judge (service.injection)
+    flags: list[str] = msgspec.field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------- /v1/calibration

@@ -40,6 +40,7 @@ import msgspec
 from calibration.conformal import METHODS, probabilities_from_logprobs
 from calibration.serving import LevelRefused, MethodRefused, ServedEntry, Uncalibrated, choose_entry
 from calibration.verdicts import round_half_up, verdict_inputs
+from service.injection import INJECTION_FLAG, escalate_for_injection, screen_texts
 from service.judge.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from service.judge.sentence_check import judge_score_from_share
 from service.judging import JudgePool
@@ -401,6 +402,9 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         decision = ctx.policy.decide(labels, n_labels=n_labels, alpha=alpha)
         if note:
             decision = msgspec.structs.replace(decision, reason=decision.reason + note)
+    findings = [] if own else screen_texts({"document": request.document, "summary": request.summary})
+    if findings:  # the judge read a text that tries to steer it (service.injection): never accept its verdict
+        decision = escalate_for_injection(decision, findings)
     ctx.metrics.count_decision(request.criterion, decision.decision, entry is not None)
     faithfulness = request.criterion == "faithfulness"
     response = ScoreResponse(
@@ -432,6 +436,7 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         qa_exact_match=verdict.qa_exact_match,
         sentence_score=verdict.sentence_score,
         evidence=verdict.evidence,
+        flags=[INJECTION_FLAG] if findings else [],
     )
     if answer_key is not None and entry is not None:
         snapshot.remember(answer_key, response)

@@ -29,6 +29,8 @@ import msgspec
 from offline.report import figures, tables
 from offline.report.index import IngestSummary, render_index
 from offline.report.sentences import confusion_figure, sentences_section
+from offline.report.validity import FIGURE_FILE as VALIDITY_FIGURE
+from offline.report.validity import validity_figure, validity_section
 from offline.report.vicuna80 import vicuna80_figures, vicuna80_section, vicuna80_tables
 from offline.studies import factuality_llm, factuality_sentences, faithfulness
 from offline.studies.conformal import ConformalSummary
@@ -37,6 +39,9 @@ from offline.studies.factuality_sentences import SentenceStudySummary
 from offline.studies.faithfulness import FaithfulnessSummary
 from offline.studies.position_bias import PositionBiasSummary
 from offline.studies.transitivity import TransitivitySummary
+from offline.studies.validity import JSON_FILE as VALIDITY_JSON
+from offline.studies.validity import MARKDOWN_FILE as VALIDITY_MARKDOWN
+from offline.studies.validity import ValiditySummary
 from offline.studies.vicuna80 import JSON_FILE as VICUNA80_JSON
 from offline.studies.vicuna80 import Vicuna80Summary
 
@@ -88,6 +93,9 @@ def build_report(out_dir: Path | str) -> ReportFiles:
     faithful = read_summary(out / faithfulness.JSON_FILE, FaithfulnessSummary)
     sentences = read_summary(out / factuality_sentences.JSON_FILE, SentenceStudySummary)
     vicuna80 = read_summary(out / VICUNA80_JSON, Vicuna80Summary)
+    validity = read_summary(out / VALIDITY_JSON, ValiditySummary)
+    halves_path = out / "conformal" / "halves.json"
+    halves = msgspec.json.decode(halves_path.read_bytes()) if halves_path.exists() else None
     baselines = (out / "factuality" / "baselines.json").exists()
     if conformal is None and transitivity is None and position_bias is None and llm is None and not baselines \
             and sentences is None:
@@ -110,6 +118,9 @@ def build_report(out_dir: Path | str) -> ReportFiles:
                                                                                    folder / "inter_judge.png")),
             ("Figure 6 — coverage vs 1−α", figures.coverage_vs_alpha(conformal, folder / "coverage_vs_alpha.png")),
         ]
+    if validity is not None:
+        written_figures.insert(0, ("The served artifact's coverage on unseen documents (validity study)",
+                                   validity_figure(validity, out / VALIDITY_FIGURE)))
     if transitivity is not None:
         path = out / "transitivity" / "tables.md"
         path.write_text(tables.transitivity_tables(transitivity), encoding="utf-8")
@@ -140,7 +151,8 @@ def build_report(out_dir: Path | str) -> ReportFiles:
                         factuality_llm.JSON_FILE, faithfulness.MARKDOWN_FILE, faithfulness.JSON_FILE,
                         factuality_sentences.MARKDOWN_FILE, factuality_sentences.JSON_FILE,
                         factuality_sentences.VALIDITY_MARKDOWN_FILE, factuality_sentences.VALIDITY_JSON_FILE)
-    for name in (*factuality_files, *SUMMARY_FILES.values(), VICUNA80_JSON):
+    for name in (VALIDITY_MARKDOWN, VALIDITY_JSON, "conformal/halves.md", *factuality_files,
+                 *SUMMARY_FILES.values(), VICUNA80_JSON):
         if (out / name).exists():
             links[name] = name
     index = out / "index.md"
@@ -149,6 +161,9 @@ def build_report(out_dir: Path | str) -> ReportFiles:
         figures=[(title, p.relative_to(out).as_posix()) for title, p in written_figures],
         llm=llm, faithfulness=faithful,
     )
+    if validity is not None:  # first: what is served comes before the paper's reproduction
+        title, rest = text.split("\n", 1)
+        text = title + "\n\n" + validity_section(validity, halves) + rest
     if vicuna80 is not None:
         text = text.rstrip("\n") + "\n\n" + vicuna80_section(vicuna80)
     if sentences is not None:
