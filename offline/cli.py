@@ -197,7 +197,7 @@ def _calibrate_labels(args: argparse.Namespace, log: Any) -> int:
     for judge, family, criterion, k, n in result.cells:
         print(f"cell:        {judge} / {family} / {criterion}  (scale 1..{k}, {n} items)")
     print(f"report:      {result.index}")
-    print(f"summary:     {result.summary}  (conformal)")
+    print(f"summary:     {result.summary}  (validity)")
     for path in (*result.tables, *result.figures):
         print(f"written:     {path}")
     print(f"thresholds:  {result.thresholds}")

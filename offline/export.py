@@ -38,6 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration.conformal import fit_conformal
+from calibration.kind_artifact import OTHER_METHOD_ALPHAS, kind_entries  # shared with the service's jobs
 from calibration.kind_fit import KindFit
 from calibration.thresholds import (
     FORMAT_VERSION,
@@ -51,6 +52,7 @@ from offline.studies.faithfulness import FaithfulnessStudy
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
+    "OTHER_METHOD_ALPHAS",
     "build_artifact",
     "code_version",
     "data_files",
@@ -127,38 +129,6 @@ def faithfulness_entries(study: FaithfulnessStudy) -> tuple[list[ThresholdEntry]
                       reason=f"{d.reason} (FRANK: fitted on valid, figures from test)")
         for d in study.summary.default_methods
     ]
-    return entries, defaults
-
-
-# The default method of a (cell, kind) is exported at every level of the grid; the others at these levels only
-# (a request between them is served at the next smaller one), which keeps the artifact small.
-OTHER_METHOD_ALPHAS = frozenset({0.05, 0.1, 0.15, 0.2})
-
-
-def kind_entries(fits: dict[tuple[str, str, str, str], KindFit]) -> tuple[list[ThresholdEntry], list[DefaultMethod]]:
-    """Entries and defaults from the validity study's fits (:mod:`offline.studies.validity`): one entry per
-    (judge, prompt family, criterion, input kind, method, alpha) fitted on every item, with its held-out figures
-    by document, and one default per (cell, kind). The default method gets every level of the grid, the other
-    methods ``OTHER_METHOD_ALPHAS``."""
-    entries: list[ThresholdEntry] = []
-    defaults: list[DefaultMethod] = []
-    for (judge, family, criterion, kind), fit in fits.items():
-        figures = {(h.method, round(h.alpha, 9)): h for h in fit.heldout}
-        for method, by_alpha in fit.fitted.items():
-            for alpha, fitted in by_alpha.items():
-                if method != fit.default.method and round(alpha, 9) not in OTHER_METHOD_ALPHAS:
-                    continue
-                h = figures[(method, round(alpha, 9))]
-                entries.append(ThresholdEntry(
-                    judge=judge, prompt_family=family, criterion=criterion, method=method, alpha=float(alpha),
-                    fitted=fitted, input_kind=kind, heldout_coverage=h.coverage, heldout_coverage_std=h.coverage_std,
-                    heldout_coverage_p5=h.coverage_p5, heldout_set_size=h.set_size, n_splits=h.n_splits,
-                    min_bin_coverage=h.min_bin_coverage, min_label_coverage=h.min_label_coverage,
-                    empty_share=h.empty_share, non_interval_share=h.non_interval_share, accept_share=h.accept_share,
-                    review_share=h.review_share, escalate_share=h.escalate_share, accept_accuracy=h.accept_accuracy,
-                ))
-        defaults.append(DefaultMethod(judge=judge, prompt_family=family, criterion=criterion,
-                                      method=fit.default.method, reason=fit.default.reason, input_kind=kind))
     return entries, defaults
 
 

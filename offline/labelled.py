@@ -1,14 +1,17 @@
-"""``calibrate --labels``: a user's labelled JSON Lines files -> the conformal study -> report + artifact.
+"""``calibrate --labels``: a user's labelled JSON Lines files -> the validity study -> report + artifact.
 
 The format is :mod:`calibration.labels` (one reader for the CLI and the service). Steps: read and check every file
 together (a problem stops the run with ``file:line: field: problem``); one cell per (judge, prompt family,
-criterion) with its own scale 1..K; the conformal study (:func:`offline.studies.conformal.run_conformal_study`)
-on those cells only; the report under ``--out`` (``index.md``, ``conformal/``); the artifact holding only these
-cells (:func:`offline.export.build_artifact`), whose ``data_hash`` is over the labelled files.
+criterion) with its own scale 1..K and the rows' groups; the validity study (:func:`offline.studies.validity.
+run_validity_study`: per cell and input kind :func:`calibration.kind_fit.fit_kind`, PAC thresholds at delta = 0.05,
+splits by group, the default chosen by cross-fitting) on those cells only, exactly as ``make calibrate`` calibrates
+the shipped judges and as ``POST /v1/calibrations`` does; the report under ``--out`` (:mod:`offline.report.labelled`
+plus ``conformal/validity.{json,md}``); the artifact holding only these cells
+(:func:`offline.export.build_artifact` with the fits), whose ``data_hash`` is over the labelled files.
 
-A cell whose items are fewer than a finite threshold needs at some alpha (:func:`calibration.labels.min_items_for`:
-19 at alpha 0.05, 9 at 0.10) is reported in ``warnings`` with the number needed; its entries at that alpha give
-the full scale (``threshold`` null), which the service answers ``escalate``.
+A cell whose items are too few for a finite threshold at some alpha (:func:`calibration.labels.min_items_for`; PAC
+at delta = 0.05 needs 59 items at alpha 0.05, 29 at 0.10) is reported in ``warnings`` with the number needed; its
+entries at those levels give the full scale (``threshold`` null), which the service answers ``escalate``.
 """
 
 from __future__ import annotations
@@ -18,17 +21,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from calibration.cell_calibration import calibrate_cell
 from calibration.errors import LabelsError
 from calibration.labels import DEFAULT_SCALE, LabelRow, labelled_cells, min_items_for, read_labels
-from calibration.thresholds import ThresholdsArtifact, save_artifact
+from calibration.thresholds import save_artifact
 from offline.data.errors import DataError
 from offline.export import build_artifact, code_version
-from offline.report import SUMMARY_FILES, write_summary
 from offline.report.labelled import write_labelled_report
-from offline.studies.conformal import ALPHAS, HEADLINE_ALPHA, PAPER_METHOD, JudgeCriterionData, run_conformal_study
+from offline.studies.conformal import JudgeCriterionData
+from offline.studies.validity import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, run_validity_study, write_validity
 
 __all__ = ["LabelledRun", "calibrate_labels", "cell_data", "labels_hash", "load_label_files", "size_warnings"]
+
+MIN_GROUPS = 2
 
 
 @dataclass(frozen=True)
@@ -62,7 +66,7 @@ def load_label_files(paths: Sequence[Path], *, scale: int = DEFAULT_SCALE) -> li
 
 
 def cell_data(rows: Sequence[LabelRow]) -> list[JudgeCriterionData]:
-    """The study's per-cell arrays (with groups and the cell's scale) from checked rows."""
+    """The studies' per-cell arrays (with groups and the cell's scale) from checked rows."""
     return [
         JudgeCriterionData(
             judge=cell.judge, prompt_family=cell.prompt_family, criterion=cell.criterion, item_ids=cell.item_ids,
@@ -73,22 +77,24 @@ def cell_data(rows: Sequence[LabelRow]) -> list[JudgeCriterionData]:
     ]
 
 
-def size_warnings(datasets: Iterable[JudgeCriterionData], alphas: Sequence[float]) -> list[str]:
-    """One line per (cell, alpha) whose items are too few for a finite threshold, saying how many are needed.
-
-    The artifact is fitted on all items (needs ``min_items_for(alpha)``); the held-out figures on half of them."""
+def size_warnings(datasets: Iterable[JudgeCriterionData], alphas: Sequence[float],
+                  delta: float | None = DEFAULT_DELTA) -> list[str]:
+    """One line per cell with levels whose threshold cannot be finite on all its items (fewer than
+    ``min_items_for(alpha, delta)``), naming the smallest such level's need and the levels that are fine."""
     lines = []
     for data in datasets:
         n = len(data.item_ids)
-        for alpha in alphas:
-            need = min_items_for(alpha)
-            if n < 2 * need:
-                where = f"{data.judge} / {data.prompt_family} / {data.criterion}"
-                lines.append(
-                    f"{where}: {n} labelled items; alpha={alpha} needs at least {need} for a finite threshold "
-                    f"(and {2 * need} for held-out figures on 50/50 splits)"
-                    + ("; its sets are the full scale" if n < need else "")
-                )
+        short = [a for a in sorted(alphas) if n < min_items_for(a, delta)]
+        if short:
+            fine = [a for a in sorted(alphas) if a not in short]
+            where = f"{data.judge} / {data.prompt_family} / {data.criterion}"
+            rule = "marginal" if delta is None else f"PAC at delta={delta}"
+            lines.append(
+                f"{where}: {n} labelled items: alpha={short[0]} needs at least {min_items_for(short[0], delta)} "
+                f"({rule}); at alpha {short[0]}..{short[-1]} the sets are the full scale (escalate)"
+                + (f"; finite from alpha={fine[0]}" if fine else "")
+                + f"; held-out figures use about half the items ({n // 2})"
+            )
     return lines
 
 
@@ -110,43 +116,42 @@ def calibrate_labels(
     scale: int = DEFAULT_SCALE,
     n_splits: int = 20,
     seed: int = 0,
-    alphas: Sequence[float] = ALPHAS,
+    alphas: Sequence[float] = ALPHA_GRID,
+    delta: float | None = DEFAULT_DELTA,
     progress: Callable[[Iterable], Iterable] | None = None,
 ) -> LabelledRun:
-    """Labelled files -> study -> report under ``out_dir`` -> artifact at ``thresholds_path`` (module rules)."""
+    """Labelled files -> validity study -> report under ``out_dir`` -> artifact at ``thresholds_path`` (module
+    rules)."""
     rows = load_label_files(paths, scale=scale)
     datasets = cell_data(rows)
-    warnings = size_warnings(datasets, alphas)
-    too_small = [d for d in datasets if len(d.item_ids) < 4]
-    if too_small:
-        d = too_small[0]
-        raise DataError(paths[0], None, f"cell {d.judge} / {d.prompt_family} / {d.criterion} has "
-                        f"{len(d.item_ids)} labelled items: at least 4 are needed for calibration/test splits "
-                        f"(and {min_items_for(min(alphas))} for a finite threshold at alpha={min(alphas)})")
-    summary = run_conformal_study(datasets, alphas=alphas, n_splits=n_splits, seed=seed, progress=progress,
-                                  methods=None)
+    for d in datasets:
+        groups = len(set(d.groups or ()))
+        if groups < MIN_GROUPS or len(d.item_ids) < 4:
+            raise DataError(paths[0], None, f"cell {d.judge} / {d.prompt_family} / {d.criterion} has "
+                            f"{len(d.item_ids)} labelled items in {groups} group(s): held-out figures split by group, "
+                            f"so at least {MIN_GROUPS} groups (documents or sources) and 4 items are needed")
+    warnings = size_warnings(datasets, alphas, delta)
+    summary, fits = run_validity_study(datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas,
+                                       progress=progress)
     out = Path(out_dir)
-    summary_path = write_summary(summary, out / SUMMARY_FILES["conformal"])
-    headline = min(alphas, key=lambda a: (abs(a - HEADLINE_ALPHA), a))
-    heldout = [calibrate_cell(cell, alphas=alphas, n_splits=n_splits, seed=seed, headline_alpha=headline)
-               for cell in labelled_cells(rows)]
-    defaults = {(d.judge, d.prompt_family, d.criterion): d.method for d in summary.default_methods}
-    reasons = {(d.judge, d.prompt_family, d.criterion): d.reason for d in summary.default_methods}
+    summary_json, summary_md = write_validity(summary, out)
+    k_of = {(d.judge, d.prompt_family, d.criterion): d.n_labels for d in datasets}
     index, heldout_path, figure = write_labelled_report(
-        out, heldout, defaults=defaults, reasons=reasons, warnings=warnings, headline_alpha=headline,
-        thresholds=Path(thresholds_path), files=list(paths),
+        out, fits, n_labels=k_of, warnings=warnings, headline_alpha=HEADLINE_ALPHA, thresholds=Path(thresholds_path),
+        files=list(paths),
     )
     names = ", ".join(Path(p).name for p in paths)
-    artifact: ThresholdsArtifact = build_artifact(
-        datasets, summary, seed=seed, data_hash=labels_hash(paths), code_version=code_version(),
-        source=f"offline calibrate --labels {names}: y* = human rounded to the nearest integer (halves up), fitted "
-        f"on all labelled items with seed {seed}; held-out figures from {n_splits} seeded 50/50 splits; default "
-        f"method per cell by the conformal study's rule ({PAPER_METHOD} when none qualifies)",
+    artifact = build_artifact(
+        datasets, None, seed=seed, data_hash=labels_hash(paths), code_version=code_version(), fits=fits,
+        source=f"offline calibrate --labels {names}: y* = human rounded to the nearest integer (halves up); per "
+        f"(cell, input kind) calibration.kind_fit.fit_kind: thresholds at delta={delta} fitted on all labelled "
+        f"items with seed {seed}, held-out figures from {n_splits} seeded splits by group, default method by "
+        "cross-fitting by group",
     )
     save_artifact(artifact, thresholds_path)
     Path(thresholds_path).chmod(0o644)
     return LabelledRun(
-        index=index, summary=summary_path, thresholds=Path(thresholds_path), tables=(heldout_path,),
+        index=index, summary=summary_json, thresholds=Path(thresholds_path), tables=(summary_md, heldout_path),
         figures=(figure,), warnings=tuple(warnings),
         cells=tuple((d.judge, d.prompt_family, d.criterion, d.n_labels, len(d.item_ids)) for d in datasets),
     )

@@ -3,10 +3,13 @@
 Rules, stated once:
 
 * **Submit** validates the whole body synchronously (:func:`calibration.labels.read_labels`; a bad line is a 422
-  naming the line and field, nothing is queued), then runs the job as an in-process background task: each cell is
-  calibrated by :func:`calibration.cell_calibration.calibrate_cell` in a worker thread (pure functions: the
-  service never imports ``offline``). The levels are the primary artifact's (so DEFAULT_ALPHA and every level a
-  request may name work for the new cells too), seed 0, ``CALIBRATION_SPLITS`` = 20 splits by group.
+  naming the line and field; a cell with fewer than 2 groups is a 422: held-out figures split by group; nothing is
+  queued), then runs the job as an in-process background task: each (cell, input kind) is calibrated by
+  :func:`calibration.kind_fit.fit_kind` in a worker thread, exactly as ``make calibrate`` and ``calibrate
+  --labels`` do (PAC thresholds at delta = 0.05, splits by group, the default chosen by cross-fitting), and the
+  artifact is written by :func:`calibration.kind_artifact.kind_artifact` (pure functions: the service never imports
+  ``offline``). The levels are the primary artifact's (so DEFAULT_ALPHA and every level a request may name work for
+  the new cells too), seed 0, ``CALIBRATION_SPLITS`` = 20 splits by group.
 * **Jobs** live in this process (at most ``MAX_JOBS``; the oldest finished one is dropped beyond that; a restart
   forgets them). Activated artifacts do not depend on the job: they persist in ARTIFACTS_DIR under the name
   ``cal-<id>`` (or the ``name`` given at submission).
@@ -25,7 +28,8 @@ from dataclasses import dataclass, field
 
 import anyio.to_thread
 
-from calibration.cell_calibration import CellCalibration, calibrate_cell, cell_artifact, methods_for_cell
+from calibration.kind_artifact import DEFAULT_DELTA, FitKey, fit_keys, kind_artifact
+from calibration.kind_fit import KindData, KindFit, fit_kind
 from calibration.labels import LabelledCell, LabelRow, labelled_cells, min_items_for, read_labels
 from calibration.thresholds import ThresholdsArtifact
 from service.activated import check_name
@@ -54,7 +58,7 @@ class CalibrationJob:
     done: int = 0
     total: int = 0
     error: str | None = None
-    results: list[CellCalibration] = field(default_factory=list)
+    results: list[tuple[FitKey, int, KindFit]] = field(default_factory=list)  # (cell + kind, K, fit)
     artifact: ThresholdsArtifact | None = None
     activated: bool = False
     finished_at: str | None = None
@@ -92,6 +96,13 @@ class CalibrationJobs:
         """Validate the labelled body and start its job; LabelsError (422) names the line and field."""
         rows: list[LabelRow] = read_labels([("body", body)], default_scale=scale)
         cells = labelled_cells(rows)
+        for cell in cells:
+            if len(set(cell.groups)) < 2:
+                raise InvalidRequestError(
+                    f"cell {cell.judge} / {cell.prompt_family} / {cell.criterion} has {len(set(cell.groups))} group: "
+                    "held-out figures split by group (document or source); give a group per row, or at least two "
+                    "distinct documents"
+                )
         job_id = uuid.uuid4().hex[:16]
         try:
             artifact_name = check_name(name or f"cal-{job_id}")
@@ -117,18 +128,20 @@ class CalibrationJobs:
 
     async def _run(self, job: CalibrationJob, cells: list[LabelledCell]) -> None:
         job.status = "running"
-        job.total = sum(len(methods_for_cell(cell)) * len(job.levels) for cell in cells)
+        tasks = fit_keys(cells)
+        job.total = len(tasks)
         try:
-            for cell in cells:
-                base = job.done
-                result = await anyio.to_thread.run_sync(self._calibrate, cell, job, base)
-                job.results.append(result)
-            job.artifact = cell_artifact(
-                job.results, created_at=_now(), code_version="service POST /v1/calibrations",
-                data_hash=f"job {job.id}",
+            for cell, data in tasks:
+                fit = await anyio.to_thread.run_sync(self._calibrate, data, job.levels)
+                job.results.append(((cell.judge, cell.prompt_family, cell.criterion, data.kind), cell.n_labels, fit))
+                job.done += 1
+            job.artifact = kind_artifact(
+                {key: fit for key, _, fit in job.results}, created_at=_now(),
+                code_version="service POST /v1/calibrations", data_hash=f"job {job.id}",
                 source=f"POST /v1/calibrations job {job.id}: {job.n_rows} labelled rows, y* = human rounded to the "
-                f"nearest integer (halves up), fitted on all items with seed 0; held-out figures from "
-                f"{self.n_splits} seeded splits by group (calibration.cell_calibration)",
+                f"nearest integer (halves up); per (cell, input kind) calibration.kind_fit.fit_kind: PAC thresholds "
+                f"at delta={DEFAULT_DELTA} fitted on all items with seed 0, held-out figures from {self.n_splits} "
+                "seeded splits by group, default method by cross-fitting by group",
             )
             job.status = "done"
         except Exception as error:  # noqa: BLE001 - a failed job reports its error, never the process
@@ -136,12 +149,9 @@ class CalibrationJobs:
             job.error = f"{type(error).__name__}: {error}"
         job.finished_at = _now()
 
-    def _calibrate(self, cell: LabelledCell, job: CalibrationJob, base: int) -> CellCalibration:
-        def progress(done: int, _total: int) -> None:
-            job.done = base + done  # one int assignment: safe to read from the event loop
-
-        return calibrate_cell(cell, alphas=job.levels, n_splits=self.n_splits, seed=0, accept_max=self.accept_max,
-                              escalate_min=self.escalate_min, progress=progress)
+    def _calibrate(self, data: KindData, levels: tuple[float, ...]) -> KindFit:
+        return fit_kind(data, alphas=levels, delta=DEFAULT_DELTA, n_splits=self.n_splits, seed=0,
+                        accept_max=self.accept_max, escalate_min=self.escalate_min)
 
     def get(self, job_id: str) -> CalibrationJob:
         """The job, or NotFoundError (404)."""

@@ -527,6 +527,7 @@ class HeldoutLevel(msgspec.Struct, **_RESPONSE):
     alpha: float
     coverage_target: float
     coverage: float
+    coverage_p5: float  # 5th percentile over the splits by group
     set_size: float
     share_accept: float
     share_review: float
@@ -536,11 +537,12 @@ class HeldoutLevel(msgspec.Struct, **_RESPONSE):
 
 
 class CalibratedCell(msgspec.Struct, **_RESPONSE):
-    """One cell a calibration job fitted: scale, size, default method and its held-out figures per alpha."""
+    """One (cell, input kind) a calibration job fitted: scale, size, default method, its held-out figures per alpha."""
 
     judge: str
     prompt_family: str
     criterion: str
+    input_kind: str  # the kind of verdict these thresholds serve: score | probabilities | mean
     n_labels: int
     n_items: int
     n_groups: int

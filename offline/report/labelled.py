@@ -1,9 +1,10 @@
 """The report of ``calibrate --labels``: what the user's cells mean for their pipeline, then the figures behind it.
 
-Written under the report folder: ``index.md`` (opens with "What this means for your pipeline"), ``pipeline/
-heldout.json`` (every cell's held-out figures by group, :class:`calibration.cell_calibration.CellCalibration`
-without entries), ``pipeline/coverage.png`` (held-out coverage and set size against alpha per cell, default method),
-and ``conformal/summary.json`` from the conformal study (written by the caller).
+Written under the report folder: ``index.md`` (opens with "What this means for your pipeline"),
+``pipeline/heldout.json`` (per cell and input kind: the default method and its reason, every method's held-out
+figures by group at every level, and the served recipe's figures on unseen groups, from
+:class:`calibration.kind_fit.KindFit` without the fitted predictors) and ``pipeline/coverage.png`` (held-out
+coverage and set size against alpha per cell, default method); the caller writes ``conformal/validity.{json,md}``.
 
 A cell is flagged *almost always the full scale* when, with its default method at the headline alpha, at least half
 of the held-out sets are the full scale 1..K or the mean set size is >= K - 0.5.
@@ -11,92 +12,100 @@ of the held-out sets are the full scale 1..K or the mean set size is >= K - 0.5.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import msgspec
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from calibration.cell_calibration import CellCalibration, HeldoutFigures
+from calibration.kind_fit import HeldoutFigures, KindFit
 from offline.report.tables import fmt, markdown_table
 
-__all__ = ["FULL_SCALE_SHARE", "full_scale_flag", "write_labelled_report"]
+__all__ = ["FULL_SCALE_SHARE", "TABLE_ALPHAS", "full_scale_flag", "write_labelled_report"]
 
 FULL_SCALE_SHARE = 0.5
+TABLE_ALPHAS = (0.05, 0.10, 0.15, 0.20)
+FitKey = tuple[str, str, str, str]
 
 
 def full_scale_flag(figures: HeldoutFigures, n_labels: int) -> bool:
     """True when the sets are (almost) always the whole scale (module rule)."""
-    return figures.share_full_scale >= FULL_SCALE_SHARE or figures.set_size >= n_labels - 0.5
+    return figures.full_scale_share >= FULL_SCALE_SHARE or figures.set_size >= n_labels - 0.5
 
 
-def _at(cell: CellCalibration, method: str, alpha: float) -> HeldoutFigures | None:
-    return next((f for f in cell.figures if f.method == method and abs(f.alpha - alpha) < 1e-9), None)
+def _at(fit: KindFit, method: str, alpha: float) -> HeldoutFigures | None:
+    return next((f for f in fit.heldout if f.method == method and abs(f.alpha - alpha) < 1e-9), None)
 
 
 def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
-def _pipeline(cells: Sequence[CellCalibration], defaults: dict[tuple[str, str, str], str], alpha: float) -> list[str]:
+def _pipeline(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, str], int], alpha: float) -> list[str]:
     lines = ["## What this means for your pipeline", "",
-             f"Per cell, with its default method at α = {alpha} (target: the human label lies in the set for "
-             f"{1 - alpha:.0%} of items), on **documents the calibration never saw** (held-out splits by `group`): "
-             "of 100 new items, how many the service would accept (set of ≤ 2 labels), send to review, or escalate "
-             "to a human, and how often an accepted set holds the human label.", ""]
+             f"Per cell and kind of verdict you send (`score` alone, `probabilities` from log-probs), with its "
+             f"default method at α = {alpha} (the human label lies in the set for at least {1 - alpha:.0%} of items "
+             "with probability 95% over the calibration data), on **documents the fit never saw** (held-out splits "
+             "by `group`): of 100 new items, how many the service would accept (set of ≤ 2 labels), send to "
+             "review, or escalate to a human, and how often an accepted set holds the human label. `recipe` is "
+             "the coverage of the whole procedure (default chosen, then fitted) on unseen documents.", ""]
     rows, flagged = [], []
-    for cell in cells:
-        method = defaults.get((cell.judge, cell.prompt_family, cell.criterion), cell.default.method)
-        figures = _at(cell, method, alpha)
+    for (judge, family, criterion, kind), fit in fits.items():
+        k = n_labels.get((judge, family, criterion), 5)
+        method = fit.default.method
+        figures = _at(fit, method, alpha)
+        recipe = next((p for p in fit.procedure if abs(p.alpha - alpha) < 1e-9), None)
         if figures is None:
-            rows.append([cell.judge, cell.prompt_family, cell.criterion, f"1..{cell.n_labels}", f"`{method}`",
-                         "n/a", "n/a", "n/a", "n/a", "n/a", "n/a", "too few groups for held-out figures"])
             continue
-        flag = full_scale_flag(figures, cell.n_labels)
+        flag = full_scale_flag(figures, k)
         if flag:
-            flagged.append(f"{cell.judge} / {cell.criterion}")
+            flagged.append(f"{judge} / {criterion} ({kind})")
         rows.append([
-            cell.judge, cell.prompt_family, cell.criterion, f"1..{cell.n_labels}", f"`{method}`",
-            fmt(figures.coverage), fmt(figures.set_size, 2), _pct(figures.share_accept), _pct(figures.share_review),
-            _pct(figures.share_escalate), _pct(figures.accept_accuracy),
-            "**sets are (almost) always the full scale**" if flag else "",
+            judge, family, criterion, kind, f"1..{k}", f"`{method}`", fmt(figures.coverage), fmt(figures.coverage_p5),
+            "n/a" if recipe is None else fmt(recipe.mean_coverage), fmt(figures.set_size, 2),
+            _pct(figures.accept_share), _pct(figures.review_share), _pct(figures.escalate_share),
+            _pct(figures.accept_accuracy), "**sets are (almost) always the full scale**" if flag else "",
         ])
     lines.append(markdown_table(
-        ["judge", "prompt family", "criterion", "scale", "method", "coverage", "set size", "accept", "review",
-         "escalate", "accepted sets holding the human label", "flag"], rows))
+        ["judge", "prompt family", "criterion", "kind", "scale", "method", "coverage", "5th pct", "recipe",
+         "set size", "accept", "review", "escalate", "accepted sets holding the human label", "flag"], rows))
     if flagged:
         lines += [f"Flagged ({', '.join(flagged)}): the judge's verdict says little about the human label at this "
                   "level; expect escalation, collect more labels, try a larger alpha, or improve the prompt.", ""]
-    lines += ["Pick α knowingly: a larger α gives smaller sets (more accepts) and a weaker guarantee. Every α is in "
-              "the table below.", ""]
+    lines += ["Pick α knowingly: a larger α gives smaller sets (more accepts) and a weaker guarantee. The artifact "
+              "holds every α from 0.01 to 0.30; the table below shows four.", ""]
     return lines
 
 
-def _figures_table(cells: Sequence[CellCalibration]) -> str:
+def _figures_table(fits: Mapping[FitKey, KindFit]) -> str:
     rows = []
-    for cell in cells:
-        for f in sorted(cell.figures, key=lambda f: (f.alpha, f.method)):
-            rows.append([cell.judge, cell.criterion, fmt(f.alpha, 2), f"`{f.method}`", fmt(f.coverage),
-                         fmt(f.coverage_std), fmt(f.set_size, 2), _pct(f.share_empty), _pct(f.share_full_scale),
-                         _pct(f.share_accept), _pct(f.share_review), _pct(f.share_escalate),
+    for (judge, _, criterion, kind), fit in fits.items():
+        for f in sorted(fit.heldout, key=lambda f: (f.alpha, f.method)):
+            if not any(abs(f.alpha - a) < 1e-9 for a in TABLE_ALPHAS):
+                continue
+            mark = " (default)" if f.method == fit.default.method else ""
+            rows.append([judge, criterion, kind, fmt(f.alpha, 2), f"`{f.method}`{mark}", fmt(f.coverage),
+                         fmt(f.coverage_p5), fmt(f.set_size, 2), _pct(f.empty_share), _pct(f.full_scale_share),
+                         _pct(f.accept_share), _pct(f.review_share), _pct(f.escalate_share),
                          _pct(f.accept_accuracy), fmt(f.min_label_coverage)])
-    return markdown_table(["judge", "criterion", "α", "method", "coverage", "std", "set size", "empty", "full scale",
-                           "accept", "review", "escalate", "accept holds label", "min label cov."], rows)
+    return markdown_table(["judge", "criterion", "kind", "α", "method", "coverage", "5th pct", "set size", "empty",
+                           "full scale", "accept", "review", "escalate", "accept holds label", "min label cov."], rows)
 
 
-def _coverage_figure(cells: Sequence[CellCalibration], defaults: dict[tuple[str, str, str], str], path: Path) -> Path:
+def _coverage_figure(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, str], int],
+                     path: Path) -> Path:
     figure = Figure(figsize=(9, 3.6), layout="constrained")
     cover, size = figure.subplots(1, 2)
-    for cell in cells:
-        method = defaults.get((cell.judge, cell.prompt_family, cell.criterion), cell.default.method)
-        points = sorted((f.alpha, f.coverage, f.set_size / cell.n_labels) for f in cell.figures if f.method == method)
+    for (judge, family, criterion, kind), fit in fits.items():
+        k = n_labels.get((judge, family, criterion), 5)
+        points = sorted((f.alpha, f.coverage, f.set_size / k) for f in fit.heldout if f.method == fit.default.method)
         if not points:
             continue
-        label = f"{cell.judge} / {cell.criterion} ({method})"
-        cover.plot([1 - a for a, _, _ in points], [c for _, c, _ in points], marker="o", label=label)
-        size.plot([a for a, _, _ in points], [s for _, _, s in points], marker="o", label=label)
-    cover.plot([0.6, 1.0], [0.6, 1.0], color="grey", linestyle="--", linewidth=0.8)
+        label = f"{judge} / {criterion} / {kind} ({fit.default.method})"
+        cover.plot([1 - a for a, _, _ in points], [c for _, c, _ in points], marker=".", label=label)
+        size.plot([a for a, _, _ in points], [s for _, _, s in points], marker=".", label=label)
+    cover.plot([0.7, 1.0], [0.7, 1.0], color="grey", linestyle="--", linewidth=0.8)
     cover.set_xlabel("1 − α (target)")
     cover.set_ylabel("held-out coverage (by group)")
     size.set_xlabel("α")
@@ -111,10 +120,9 @@ def _coverage_figure(cells: Sequence[CellCalibration], defaults: dict[tuple[str,
 
 def write_labelled_report(
     out: Path,
-    cells: Sequence[CellCalibration],
+    fits: Mapping[FitKey, KindFit],
     *,
-    defaults: dict[tuple[str, str, str], str],
-    reasons: dict[tuple[str, str, str], str],
+    n_labels: Mapping[tuple[str, str, str], int],
     warnings: Sequence[str],
     headline_alpha: float,
     thresholds: Path,
@@ -123,23 +131,28 @@ def write_labelled_report(
     """Write index.md, pipeline/heldout.json and pipeline/coverage.png; return their paths (module layout)."""
     heldout = out / "pipeline" / "heldout.json"
     heldout.parent.mkdir(parents=True, exist_ok=True)
-    stripped = [msgspec.structs.replace(cell, entries=[]) for cell in cells]
+    stripped = [
+        {"judge": key[0], "prompt_family": key[1], "criterion": key[2], "input_kind": key[3],
+         "n_labels": n_labels.get(key[:3], 5), **msgspec.to_builtins(msgspec.structs.replace(fit, fitted={}))}
+        for key, fit in fits.items()
+    ]
     heldout.write_bytes(msgspec.json.format(msgspec.json.encode(stripped), indent=1) + b"\n")
-    figure = _coverage_figure(cells, defaults, out / "pipeline" / "coverage.png")
+    figure = _coverage_figure(fits, n_labels, out / "pipeline" / "coverage.png")
     lines = ["# Calibration report — your labelled data", "",
              f"Labelled files: {', '.join(f'`{p}`' for p in files)}. Artifact (only these cells): `{thresholds}`; "
-             "activate it with `POST /v1/calibration/reload` and a `name`, or by pointing `THRESHOLDS_PATH` at it.", ""]
-    lines += _pipeline(cells, defaults, headline_alpha)
+             "serve it by copying it into ARTIFACTS_DIR, or `POST /v1/calibration/reload` with a `name` (README).", ""]
+    lines += _pipeline(fits, n_labels, headline_alpha)
     if warnings:
         lines += ["## Too few labels", "", *(f"- {w}" for w in warnings), ""]
-    lines += ["## Held-out figures by group, every α and method", "",
+    lines += ["## Held-out figures by group", "",
               "Means over seeded splits by `group` (all items of a document on one side); `empty` sets are "
-              "escalated, never accepted.", "", _figures_table(cells),
+              "escalated, never accepted.", "", _figures_table(fits),
               "![coverage and set size against alpha](pipeline/coverage.png)", "",
-              "## Default method per cell (the artifact's), and why", "",
-              markdown_table(["judge", "prompt family", "criterion", "method", "reason"],
-                             [[*key, f"`{method}`", reasons.get(key, "")] for key, method in defaults.items()]),
-              "The reasons come from the conformal study ([conformal/summary.json](conformal/summary.json)).", ""]
+              "## Default method per cell and kind, and why", "",
+              markdown_table(["judge", "prompt family", "criterion", "kind", "method", "reason"],
+                             [[*key, f"`{fit.default.method}`", fit.default.reason] for key, fit in fits.items()]),
+              "Details: [conformal/validity.md](conformal/validity.md), "
+              "[pipeline/heldout.json](pipeline/heldout.json).", ""]
     index = out / "index.md"
     index.write_text("\n".join(lines))
     return index, heldout, figure

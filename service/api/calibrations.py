@@ -34,6 +34,7 @@ __all__ = [
 JobId = Annotated[str, PathParameter(description="the calibration job's id", max_length=64)]
 LABELS_MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines", "application/json")
 FULL_SCALE_SHARE = 0.5  # the report's flag rule (offline/report/labelled.py)
+SHOWN_ALPHAS = (0.05, 0.10, 0.15, 0.20)  # the levels a job shows (every level of the grid is in the artifact)
 _EXAMPLE = (
     '{"item_id": "doc1/a", "criterion": "helpfulness", "judge": "my-judge", "human": 5.5, "judge_score": 6, '
     '"scale_max": 7, "group": "doc1"}\n'
@@ -43,22 +44,23 @@ _EXAMPLE = (
 def job_info(job: CalibrationJob) -> CalibrationJobInfo:
     """The job as the API shows it: progress, and per finished cell its default method's held-out figures."""
     cells = []
-    for result in job.results:
-        figures = sorted((f for f in result.figures if f.method == result.default.method), key=lambda f: f.alpha)
+    for (judge, family, criterion, kind), n_labels, fit in job.results:
+        figures = sorted((f for f in fit.heldout if f.method == fit.default.method
+                          and any(abs(f.alpha - a) < 1e-9 for a in SHOWN_ALPHAS)), key=lambda f: f.alpha)
         levels = [
             HeldoutLevel(alpha=f.alpha, coverage_target=coverage_target(f.alpha), coverage=f.coverage,
-                         set_size=f.set_size, share_accept=f.share_accept, share_review=f.share_review,
-                         share_escalate=f.share_escalate, accept_accuracy=f.accept_accuracy,
-                         share_full_scale=f.share_full_scale)
+                         coverage_p5=f.coverage_p5, set_size=f.set_size, share_accept=f.accept_share,
+                         share_review=f.review_share, share_escalate=f.escalate_share,
+                         accept_accuracy=f.accept_accuracy, share_full_scale=f.full_scale_share)
             for f in figures
         ]
         headline = min(levels, key=lambda h: (abs(h.alpha - 0.10), h.alpha), default=None)
         cells.append(CalibratedCell(
-            judge=result.judge, prompt_family=result.prompt_family, criterion=result.criterion,
-            n_labels=result.n_labels, n_items=result.n_items, n_groups=result.n_groups,
-            default_method=result.default.method, reason=result.default.reason, heldout=levels,
+            judge=judge, prompt_family=family, criterion=criterion, input_kind=kind, n_labels=n_labels,
+            n_items=fit.n_items, n_groups=fit.n_groups, default_method=fit.default.method, reason=fit.default.reason,
+            heldout=levels,
             full_scale_flag=headline is not None and (headline.share_full_scale >= FULL_SCALE_SHARE
-                                                      or headline.set_size >= result.n_labels - 0.5),
+                                                      or headline.set_size >= n_labels - 0.5),
         ))
     return CalibrationJobInfo(
         id=job.id, status=job.status, artifact_name=job.name, created_at=job.created_at,  # type: ignore[arg-type]

@@ -107,3 +107,15 @@ def test_min_items_is_the_smallest_n_with_a_finite_rank(alpha: float) -> None:
 
     need = min_items_for(alpha)
     assert finite(need) and not finite(need - 1)
+
+
+@pytest.mark.parametrize("alpha", [0.01, 0.05, 0.1, 0.2, 0.3])
+def test_min_items_pac_is_the_smallest_n_with_a_finite_rank(alpha: float) -> None:
+    from fractions import Fraction
+
+    from calibration.order_statistics import threshold_rank
+
+    a, d = Fraction(alpha).limit_denominator(10**9), Fraction(1, 20)
+    need = min_items_for(alpha, 0.05)
+    assert threshold_rank(need, a, d) <= need and threshold_rank(need - 1, a, d) > need - 1
+    assert (1 - alpha) ** need <= 0.05 < (1 - alpha) ** (need - 1)  # the sample maximum's coverage law

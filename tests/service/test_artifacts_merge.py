@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.cell_calibration import calibrate_cell, cell_artifact
+from calibration.kind_artifact import kind_artifact, labelled_kind_data
+from calibration.kind_fit import fit_kind
 from calibration.labels import LabelledCell
 from calibration.thresholds import ThresholdsArtifact, save_artifact
 from service.limits import LimitSettings
@@ -30,8 +31,10 @@ def user_artifact(judge: str = "acme", criterion: str = "helpfulness", k: int = 
     cell = LabelledCell(judge=judge, prompt_family=family, criterion=criterion, n_labels=k,
                         item_ids=tuple(f"i{i:03d}" for i in range(400)), labels=labels, judge_scores=scores,
                         probabilities=None, groups=tuple(f"d{i // 4}" for i in range(400)))
-    result = calibrate_cell(cell, alphas=[0.1, 0.2], n_splits=4)
-    return cell_artifact([result], created_at="2026-02-01T00:00:00+00:00", code_version="user", data_hash="h",
+    fits = {(judge, family, criterion, data.kind): fit_kind(data, alphas=[0.1, 0.2], delta=0.05, n_splits=4,
+                                                           selection_repeats=2, nested_repeats=1)
+            for data in labelled_kind_data(cell)}
+    return kind_artifact(fits, created_at="2026-02-01T00:00:00+00:00", code_version="user", data_hash="h",
                          source="test user artifact")
 
 
