@@ -5,7 +5,10 @@ judge's direct answers; (3) position bias on the stored pairwise verdicts; (4) t
 tournaments when some judge has them (collected with ``python -m offline collect``), otherwise on tournaments
 simulated from the recorded score distributions (labelled as such), then on the real Vicuna80 tournaments
 (``offline.studies.vicuna80``: its verdicts into the store, ``transitivity/vicuna80.json``); (5) the FRANK
-baselines; (6) when the
+baselines, and the recorded sentence-level LLM fact-checks (``frank/llm/finesure``, ``offline.studies.
+factuality_sentences``): into the store under ``factuality_sentences``, their study
+(``factuality/llm_sentences.{json,md}``) and their faithfulness cells by the validity rules (PAC, splits by FRANK
+article: ``factuality/llm_sentences_validity.{json,md}``, exported with the SummEval fits); (6) when the
 answer store holds LLM factuality answers (``python -m offline collect --task factuality_direct|factuality_qa``):
 the LLM factuality tables (``factuality/llm.{json,md}``) and the faithfulness calibration
 (``factuality/faithfulness.{json,md}``), otherwise nothing for them (a previous run's files are removed and
