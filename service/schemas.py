@@ -406,6 +406,14 @@ class CalibrationEntryInfo(msgspec.Struct, **_RESPONSE):
     is_default: bool
     artifact: str = "primary"  # the artifact that owns this cell
     n_labels: int = 5  # K of the cell's scale 1..K
+    input_kind: str = "score"  # the kind of verdict the entry serves: score | probabilities | mean
+    heldout_coverage_p5: float | None = None  # 5th percentile over the splits by document
+    empty_share: float | None = None
+    # What a pipeline should expect on unseen documents (held out by document), under the default decision rule:
+    accept_share: float | None = None
+    review_share: float | None = None
+    escalate_share: float | None = None
+    accept_accuracy: float | None = None  # share of accepted verdicts whose human label is in the set
 
 
 class DefaultMethodInfo(msgspec.Struct, **_RESPONSE):
@@ -416,6 +424,7 @@ class DefaultMethodInfo(msgspec.Struct, **_RESPONSE):
     criterion: str
     method: str
     reason: str
+    input_kind: str = "score"  # the kind of verdict this default applies to
 
 
 class CalibrationInfo(msgspec.Struct, **_RESPONSE):
@@ -450,7 +459,8 @@ class ArtifactCell(msgspec.Struct, **_RESPONSE):
     n_labels: int
     methods: list[str]
     levels: list[float]
-    default_method: str | None
+    default_method: str | None  # for score-only verdicts (see default_methods for every input kind)
+    default_methods: dict[str, str] = {}  # input kind -> default method
 
 
 class ArtifactInfo(msgspec.Struct, **_RESPONSE):

@@ -28,7 +28,7 @@ __all__ = ["calibration_info", "describe", "reload_calibration"]
 def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
     """Everything about a loaded artifact: provenance, the grid it covers and each entry's figures."""
     artifact, index = snapshot.artifact, snapshot.index
-    defaults = {(d.judge, d.prompt_family, d.criterion): d.method for d in artifact.default_methods}
+    defaults = {(d.judge, d.prompt_family, d.criterion, d.kind): d.method for d in artifact.default_methods}
     owners = snapshot.artifacts.owners
     entries = [
         CalibrationEntryInfo(
@@ -43,9 +43,16 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
             heldout_coverage_std=e.heldout_coverage_std,
             heldout_set_size=e.heldout_set_size,
             n_splits=e.n_splits,
-            is_default=defaults.get((e.judge, e.prompt_family, e.criterion)) == e.method,
+            is_default=defaults.get((e.judge, e.prompt_family, e.criterion, e.kind)) == e.method,
             artifact=owners.get((e.judge, e.prompt_family, e.criterion), PRIMARY),
             n_labels=e.fitted.n_labels,
+            input_kind=e.kind,
+            heldout_coverage_p5=e.heldout_coverage_p5,
+            empty_share=e.empty_share,
+            accept_share=e.accept_share,
+            review_share=e.review_share,
+            escalate_share=e.escalate_share,
+            accept_accuracy=e.accept_accuracy,
         )
         for e in artifact.entries
     ]
@@ -68,7 +75,8 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
         entries=entries,
         default_methods=[
             DefaultMethodInfo(
-                judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method, reason=d.reason
+                judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method, reason=d.reason,
+                input_kind=d.kind,
             )
             for d in artifact.default_methods
         ],
@@ -147,7 +155,9 @@ def _artifact_infos(snapshot: CalibrationSnapshot) -> list[ArtifactInfo]:
     infos = []
     for member in snapshot.artifacts.members:
         art = member.artifact
-        defaults = {(d.judge, d.prompt_family, d.criterion): d.method for d in art.default_methods}
+        defaults: dict[tuple[str, str, str], dict[str, str]] = {}
+        for d in art.default_methods:
+            defaults.setdefault((d.judge, d.prompt_family, d.criterion), {})[d.kind] = d.method
         infos.append(ArtifactInfo(
             name=member.name, calibration_id=member.calibration_id, path=member.path, loaded_at=member.loaded_at,
             created_at=art.created_at, code_version=art.code_version, data_hash=art.data_hash, source=art.source,
@@ -155,7 +165,8 @@ def _artifact_infos(snapshot: CalibrationSnapshot) -> list[ArtifactInfo]:
             cells=[
                 ArtifactCell(judge=cell[0], prompt_family=cell[1], criterion=cell[2],
                              n_labels=snapshot.n_labels_for(cell), methods=snapshot.methods(*cell),
-                             levels=snapshot.levels_for(*cell), default_method=defaults.get(cell))
+                             levels=snapshot.levels_for(*cell), default_method=defaults.get(cell, {}).get("score"),
+                             default_methods=defaults.get(cell, {}))
                 for cell in member.cells
             ],
         ))

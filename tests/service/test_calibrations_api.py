@@ -142,3 +142,20 @@ def test_upload_limits_and_keys(start_app: Callable[[Settings], AppHarness], har
     assert no_key.status_code == 401
     assert harness.client.post("/v1/calibrations/nope/activate",
                                headers={"Authorization": f"Bearer {ADMIN}"}).status_code == 404
+
+
+def test_calibration_lists_decision_shares_per_cell_kind_and_level(harness: AppHarness, halves) -> None:
+    fit, _ = halves
+    client = harness.client
+    job = _wait(harness, client.post("/v1/calibrations", headers=HEADERS, content=fit.read_bytes()).json()["id"])
+    assert client.post(f"/v1/calibrations/{job['id']}/activate", headers=HEADERS).status_code == 200
+    info = client.get("/v1/calibration").json()
+    mine = [e for e in info["entries"] if e["judge"] == "acme-judge-v1"]
+    assert mine and {e["input_kind"] for e in mine} == {"score"} and {e["n_labels"] for e in mine} == {K}
+    for entry in mine:
+        shares = entry["accept_share"] + entry["review_share"] + entry["escalate_share"]
+        assert shares == pytest.approx(1.0) and entry["heldout_coverage_p5"] is not None
+    defaults = [e for e in mine if e["is_default"]]
+    assert {e["method"] for e in defaults} == {job["cells"][0]["default_method"]}
+    [cell] = [c for a in info["artifacts"] for c in a["cells"] if c["judge"] == "acme-judge-v1"]
+    assert cell["default_methods"] == {"score": job["cells"][0]["default_method"]}
