@@ -118,7 +118,7 @@ def check_halves(datasets: Sequence[JudgeCriterionData], *, seed: int = 0, n_spl
         rows.append(HalvesRow(fit_half=fit_half, judge=c.judge, criterion=c.criterion, input=c.input, alpha=c.alpha,
                               method=c.method, kind=c.kind, n=c.n, coverage=c.coverage,
                               mean_set_size=c.mean_set_size, empty_sets=c.empty_sets, empty_accepted=empty_accepted))
-    checked = [r for r in rows if r.input in ("score", "logprobs") and r.coverage is not None]
+    checked = [r for r in rows if r.input in ("score", "logprobs", "mean") and r.coverage is not None]
     below = [r for r in checked if r.coverage < 1 - r.alpha - SLACK - 1e-12]  # type: ignore[operator]
     at_target = [r for r in checked if r.coverage >= 1 - r.alpha - 1e-12]  # type: ignore[operator]
     by_key = {(r.fit_half, r.judge, r.criterion, r.input, r.alpha): r for r in rows}

@@ -147,6 +147,9 @@ def direct_records(judge: RecordedJudge, parse_score: ScoreParser) -> tuple[list
         score, rule = row.score, "recorded"
         if row.score is not None:
             tally.recorded += 1
+        elif row.mean_of_samples is not None:
+            rule = "mean_of_samples"
+            tally.recorded += 1
         elif row.response is None:
             rule = "missing"
             tally.missing += 1
@@ -171,6 +174,7 @@ def direct_records(judge: RecordedJudge, parse_score: ScoreParser) -> tuple[list
                 raw_reply=row.response,
                 parse_rule=rule,
                 model=info.model,
+                mean_of_samples=row.mean_of_samples,
             )
         )
     return records, tally.counts(info.name, info.prompt_family, "direct")

@@ -40,7 +40,7 @@ from offline.data.summeval import load_summeval
 from offline.export import export_thresholds
 from offline.ingest import IngestReport, ingest_recorded
 from offline.report import SUMMARY_FILES, build_report, write_summary
-from offline.report.index import IngestRow, IngestSummary
+from offline.report.index import IngestRow, IngestSummary, unusable_judges
 from offline.store import AnswerStore
 from offline.studies import factuality_sentences, faithfulness
 from offline.studies.conformal import cell_data_from_store as conformal_data
@@ -248,6 +248,10 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
     with AnswerStore(store_file) as store:
         report = ingest_recorded(store, data_dir)
         summaries["ingest"] = write_summary(ingest_summary(report, store_file), out / SUMMARY_FILES["ingest"])
+        for row in unusable_judges(ingest_summary(report, store_file)):
+            structlog.get_logger("offline.calibrate").error(
+                "judge yielded no usable row: it gets no cells and no thresholds", judge=row.judge, rows=row.rows,
+                missing=row.missing, unreadable=row.unparsed)
         lap("ingest", inserted=report.inserted, unchanged=report.unchanged, store=str(store_file))
         datasets = conformal_data(store, summeval.items)
         pairwise = pairwise_answers_from_store(store)

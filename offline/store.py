@@ -64,7 +64,7 @@ SCHEMA_VERSION = 1
 _KEY_COLUMNS = ("judge", "prompt_family", "task", "criterion", "item_id", "repetition", '"order"')
 _VALUE_COLUMNS = (
     "judge_score", "outcome", "logprobs", "raw_reply", "parse_rule", "error", "model", "prompt_tokens",
-    "completion_tokens",
+    "completion_tokens", "mean_of_samples",
 )  # fmt: skip
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS answers (
@@ -85,6 +85,7 @@ CREATE TABLE IF NOT EXISTS answers (
     prompt_tokens INTEGER,
     completion_tokens INTEGER,
     created_at TEXT NOT NULL,
+    mean_of_samples REAL,
     PRIMARY KEY ({", ".join(_KEY_COLUMNS)})
 ) WITHOUT ROWID
 """
@@ -141,6 +142,7 @@ class AnswerRecord(msgspec.Struct, frozen=True, kw_only=True):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     created_at: str | None = None
+    mean_of_samples: float | None = None  # a G-Eval style mean of sampled scores (direct task), when recorded
 
     def __post_init__(self) -> None:
         _check_key(self.judge, self.prompt_family, self.task, self.criterion, self.item_id, self.repetition, self.order)
@@ -198,6 +200,7 @@ class AlignedScore(msgspec.Struct, frozen=True, kw_only=True):
     item_id: str
     judge_score: int | None
     logprobs: dict[str, float] | None
+    mean_of_samples: float | None = None
 
 
 def _check_key(
@@ -244,6 +247,7 @@ def _row_of(record: AnswerRecord, created_at: str) -> tuple[object, ...]:
         record.model,
         record.prompt_tokens,
         record.completion_tokens,
+        record.mean_of_samples,
         record.created_at or created_at,
     )
 
@@ -268,6 +272,7 @@ def _record_of(row: sqlite3.Row) -> AnswerRecord:
         prompt_tokens=row["prompt_tokens"],
         completion_tokens=row["completion_tokens"],
         created_at=row["created_at"],
+        mean_of_samples=row["mean_of_samples"],
     )
 
 
@@ -299,8 +304,15 @@ class AnswerStore:
             self._conn.close()
             raise StoreError(f"{self.path}: store schema version {version}, this code reads {SCHEMA_VERSION}")
         self._conn.execute(_SCHEMA)
+        self._add_mean_column()
         self._widen_task_check()
         self._conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+
+    def _add_mean_column(self) -> None:
+        """A store written before ``mean_of_samples`` existed gets the column (appended, NULL for old rows)."""
+        columns = {row[1] for row in self._conn.execute("PRAGMA table_info(answers)")}
+        if "mean_of_samples" not in columns:
+            self._conn.execute("ALTER TABLE answers ADD COLUMN mean_of_samples REAL")
 
     def _widen_task_check(self) -> None:
         """Rebuild a table created before a task was added, so its CHECK accepts every task of TASKS."""
@@ -462,6 +474,7 @@ def aligned_direct(
         raise StoreError(f"judge {judge!r} has {task} answers under prompt families {families}: choose one")
     records.sort(key=lambda record: record.item_id)
     return [
-        AlignedScore(item_id=record.item_id, judge_score=record.judge_score, logprobs=record.logprobs)
+        AlignedScore(item_id=record.item_id, judge_score=record.judge_score, logprobs=record.logprobs,
+                     mean_of_samples=record.mean_of_samples)
         for record in records
     ]

@@ -121,12 +121,14 @@ class ServedItem:
 
 
 def serve_item(index: ThresholdIndex, cell: tuple[str, str, str], kinds: tuple[str, ...], alpha: float, *,
-               judge_score: int, probabilities: list[float] | None, n_labels: int) -> ServedItem:
+               judge_score: int, probabilities: list[float] | None, n_labels: int,
+               mean: float | None = None) -> ServedItem:
     """The set the service gives this verdict (module rules)."""
     served = choose_entry(index, cell, kinds, alpha)
     if not isinstance(served, ServedEntry):
         return ServedItem(labels=None, served=None)
-    score, probs = verdict_inputs(served.kind, n_labels, judge_score=judge_score, probabilities=probabilities)
+    score, probs = verdict_inputs(served.kind, n_labels, judge_score=judge_score, probabilities=probabilities,
+                                  mean=mean)
     return ServedItem(labels=prediction_set(served.entry.fitted, judge_score=score, probabilities=probs),
                       served=served)
 
@@ -146,7 +148,8 @@ def validate_artifact_on(artifact: ThresholdsArtifact, datasets: Sequence[JudgeC
         cell = (data.judge, data.prompt_family, data.criterion)
         if not index.kinds(*cell):
             continue
-        for name, kinds in INPUTS.items():
+        inputs = {"mean": ("mean",)} if data.means is not None else INPUTS
+        for name, kinds in inputs.items():
             if "probabilities" in kinds and data.probabilities is None:
                 continue
             for alpha in alphas:
@@ -162,7 +165,8 @@ def _validate_cell(index: ThresholdIndex, data: JudgeCriterionData, cell: tuple[
     for position in range(data.labels.size):
         probabilities = None if data.probabilities is None else [float(p) for p in data.probabilities[position]]
         item = serve_item(index, cell, kinds, alpha, judge_score=int(data.judge_scores[position]),
-                          probabilities=probabilities, n_labels=data.n_labels)
+                          probabilities=probabilities, n_labels=data.n_labels,
+                          mean=None if data.means is None else float(data.means[position]))
         if item.labels is not None:
             sets.append(item.labels)
             used.append(position)

@@ -5,7 +5,9 @@ Model, provider, prompt family and sampling settings come from ``judges/summeval
 listed there; an unlisted judge gets ``prompt_family="unknown"`` and ``model`` = its name.
 
 One row per (item, criterion): ``item_id``, ``criterion``, ``score`` (int 1-5 or null), ``logprobs`` (object
-"1".."5" -> log-probability, or null), ``response`` (raw reply text, or null). Rows are never dropped: a row
+"1".."5" -> log-probability, or null), ``response`` (raw reply text, or null); or, for a judge whose score is a
+mean of sampled scores (G-Eval style), ``mean_of_samples`` (a real number in [1, 5]) with ``n_samples`` and
+``score``/``logprobs``/``response`` null. Rows are never dropped: a row
 with neither score nor response is kept and flagged (``row.is_missing``); a row with only a response needs the
 reply parser (``row.needs_parse``).
 
@@ -69,11 +71,13 @@ class JudgeRow(msgspec.Struct, frozen=True, kw_only=True):
     logprobs: dict[str, float] | None
     response: str | None
     line: int
+    mean_of_samples: float | None = None
+    n_samples: int | None = None
 
     @property
     def is_missing(self) -> bool:
-        """True when the row holds neither a score nor a reply (the study counts these)."""
-        return self.score is None and self.response is None
+        """True when the row holds neither a score, a mean of samples nor a reply (the study counts these)."""
+        return self.score is None and self.response is None and self.mean_of_samples is None
 
     @property
     def needs_parse(self) -> bool:
@@ -119,6 +123,8 @@ class _Row(msgspec.Struct):
     score: int | None = None
     logprobs: dict[str, float] | None = None
     response: str | None = None
+    mean_of_samples: float | None = None
+    n_samples: int | None = None
 
 
 def load_judge_infos(path: Path) -> dict[str, JudgeInfo]:
@@ -178,6 +184,14 @@ def _read_judge_file(path: Path, info: JudgeInfo, item_ids: set[str]) -> Recorde
             raise DataError(path, line, f"score {row.score!r} is outside 1..{N_LABELS}")
         if row.logprobs is not None:
             validate_logprobs(row.logprobs, path, line)
+        if row.mean_of_samples is not None:
+            if not math.isfinite(row.mean_of_samples) or not 1 <= row.mean_of_samples <= N_LABELS:
+                raise DataError(path, line, f"mean_of_samples {row.mean_of_samples!r} is outside 1..{N_LABELS}")
+            if row.score is not None or row.logprobs is not None:
+                raise DataError(path, line, "a mean_of_samples row carries no score or logprobs (its kind of "
+                                "verdict is the mean alone)")
+        if row.n_samples is not None and row.n_samples < 1:
+            raise DataError(path, line, f"n_samples {row.n_samples!r} must be at least 1")
         key = (row.item_id, row.criterion)
         if key in seen:
             raise DataError(path, line, f"duplicate row for item {row.item_id!r}, criterion {row.criterion!r}")
@@ -190,6 +204,8 @@ def _read_judge_file(path: Path, info: JudgeInfo, item_ids: set[str]) -> Recorde
                 logprobs=row.logprobs,
                 response=row.response,
                 line=line,
+                mean_of_samples=row.mean_of_samples,
+                n_samples=row.n_samples,
             )
         )
     return RecordedJudge(info=info, rows=tuple(rows), path=str(path))

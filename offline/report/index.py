@@ -132,9 +132,17 @@ def _headline_lines(s: ConformalSummary) -> list[str]:
     return lines
 
 
+def unusable_judges(ingest: IngestSummary) -> list[IngestRow]:
+    """Direct-scoring judges none of whose rows gave a score or a mean of samples (never dropped in silence)."""
+    return [r for r in ingest.judges if r.task == "direct" and r.rows > 0 and r.recorded + r.parsed == 0]
+
+
 def _ingest_lines(ingest: IngestSummary | None, s: ConformalSummary | None) -> list[str]:
     lines = []
     if ingest is not None:
+        for r in unusable_judges(ingest):
+            lines.append(f"- **Error: judge {r.judge} yielded no usable row** ({r.rows} rows: {r.missing} missing, "
+                         f"{r.unparsed} unreadable): it has no cells and no thresholds; fix its file.")
         text = [r for r in ingest.judges if r.task == "direct" and r.parse_rate is not None]
         if text:
             lines.append("- **Parse rate per text judge** (free-text replies read by the parser): " + ", ".join(

@@ -55,6 +55,7 @@ from calibration.conformal import (
 )
 from calibration.errors import CalibrationError
 from calibration.stats import spearman
+from calibration.verdicts import round_half_up
 from offline.data.summeval import CRITERIA, SummEvalItem, human_target
 from offline.store import AnswerStore, aligned_direct
 
@@ -127,6 +128,7 @@ class DirectAnswer(msgspec.Struct, frozen=True, kw_only=True):
     item_id: str
     judge_score: int | None
     logprobs: dict[str, float] | None = None
+    mean_of_samples: float | None = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +145,9 @@ class JudgeCriterionData:
     n_answered: int
     n_excluded: int
     groups: tuple[str, ...] | None = None  # split group (document / source id) per item; None: each item alone
+    # A judge whose verdict is a mean of sampled scores (every item): its means; judge_scores then hold
+    # round_half_up(mean), used only by the item-level study (the served artifact fits the ``mean`` kind).
+    means: np.ndarray | None = None
     n_labels: int = N_LABELS  # K of the cell's scale 1..K
 
     @property
@@ -172,9 +177,10 @@ def build_cell_data(answers: Iterable[DirectAnswer], items: Sequence[SummEvalIte
     result = []
     for (judge, family, criterion), group in sorted(groups.items()):
         group.sort(key=lambda a: a.item_id)
-        used = [a for a in group if a.judge_score is not None]
+        used = [a for a in group if a.judge_score is not None or a.mean_of_samples is not None]
         if not used:
             continue
+        mean_judge = all(a.mean_of_samples is not None for a in used)
         rows = [None if a.logprobs is None else probability_row(a.logprobs) for a in used]
         probabilities = None if any(r is None for r in rows) else np.vstack(rows)  # type: ignore[arg-type]
         result.append(
@@ -184,7 +190,9 @@ def build_cell_data(answers: Iterable[DirectAnswer], items: Sequence[SummEvalIte
                 criterion=criterion,
                 item_ids=tuple(a.item_id for a in used),
                 labels=np.array([human_target(by_id[a.item_id].expert_mean[criterion]) for a in used]),
-                judge_scores=np.array([a.judge_score for a in used], dtype=np.int64),
+                judge_scores=np.array([round_half_up(a.mean_of_samples) if a.judge_score is None else a.judge_score
+                                       for a in used], dtype=np.int64),  # type: ignore[arg-type]
+                means=np.array([a.mean_of_samples for a in used], dtype=float) if mean_judge else None,
                 probabilities=probabilities,
                 n_answered=len(group),
                 n_excluded=len(group) - len(used),
@@ -207,6 +215,7 @@ def cell_data_from_store(
                 DirectAnswer(
                     judge=count.judge, prompt_family=count.prompt_family, criterion=count.criterion,
                     item_id=row.item_id, judge_score=row.judge_score, logprobs=row.logprobs,
+                    mean_of_samples=row.mean_of_samples,
                 )
             )
     return build_cell_data(answers, items)

@@ -101,13 +101,17 @@ RULES = {
 
 
 def kind_data(data: JudgeCriterionData, groups: Sequence[str]) -> list[KindData]:
-    """The cell's items as verdicts of every kind it supports (score; probabilities when every item has them)."""
+    """The cell's items as verdicts of every kind it supports (score; probabilities when every item has them; a
+    mean-of-samples judge: mean only)."""
     group_array = np.asarray(groups)
-    kinds = ["score"] + (["probabilities"] if data.probabilities is not None else [])
+    if data.means is not None:  # a mean-of-samples judge: its verdicts are means, fitted as the ``mean`` kind
+        kinds = ["mean"]
+    else:
+        kinds = ["score"] + (["probabilities"] if data.probabilities is not None else [])
     result = []
     for kind in kinds:
         scores, probabilities = kind_inputs(kind, data.n_labels, judge_scores=data.judge_scores,
-                                            probabilities=data.probabilities)
+                                            probabilities=data.probabilities, means=data.means)
         result.append(KindData(kind=kind, labels=data.labels, judge_scores=scores, probabilities=probabilities,
                                groups=group_array, n_labels=data.n_labels))
     return result

@@ -44,7 +44,6 @@ def test_real_counts(ingested: tuple[AnswerStore, IngestReport, float]) -> None:
     assert report.inserted == 2 * 6400 + 4 * 4800 + 8800 == 40800
     assert (report.updated, report.unchanged) == (0, 0)
     assert store.count() == 40800
-    assert elapsed < 10.0  # "a few seconds"; typically ~3 s, most of it in the reply parser
     for name in LOGPROB_JUDGES:
         counts = report.for_judge(name)
         assert (counts.rows, counts.parsed, counts.unparsed) == (6400, 0, 0)
