@@ -8,9 +8,10 @@ calibration jobs (:mod:`service.calibrations`), so both write the same entries f
   its held-out figures by document. The default method of a (cell, kind) is exported at every level of the grid;
   the other methods at ``OTHER_METHOD_ALPHAS`` only (a request between levels is served at the next smaller one),
   which keeps the artifact small. One default per (cell, kind).
-* **Kinds of a labelled cell** (:func:`labelled_kind_data`): ``score`` always (the integer verdict of every row);
-  ``probabilities`` when every row has ``judge_logprobs``; ``mean`` when every row has ``mean_of_samples``
-  (core inputs by :func:`calibration.verdicts.kind_inputs`).
+* **Kinds of a labelled cell** (:func:`labelled_kind_data`, the rule of ``offline.studies.validity.kind_data``):
+  ``mean`` only when every row has ``mean_of_samples`` (a mean-of-samples judge); else ``score`` (the integer
+  verdict of every row) and ``probabilities`` when every row has ``judge_logprobs`` (core inputs by
+  :func:`calibration.verdicts.kind_inputs`).
 """
 
 from __future__ import annotations
@@ -79,10 +80,11 @@ def labelled_kind_data(cell: LabelledCell) -> list[KindData]:
     """The cell's items as verdicts of every kind it supports (module rules), groups as given."""
     groups = np.asarray(cell.groups)
     result = []
-    for kind, given in (("score", True), ("probabilities", cell.probabilities is not None),
-                        ("mean", cell.means is not None)):
-        if not given:
-            continue
+    if cell.means is not None:  # a mean-of-samples judge: its verdicts are means (offline.studies.validity's rule)
+        kinds = ["mean"]
+    else:
+        kinds = ["score"] + (["probabilities"] if cell.probabilities is not None else [])
+    for kind in kinds:
         scores, probabilities = kind_inputs(kind, cell.n_labels, judge_scores=cell.judge_scores,
                                             probabilities=cell.probabilities, means=cell.means)
         result.append(KindData(kind=kind, labels=cell.labels, judge_scores=scores, probabilities=probabilities,

@@ -72,6 +72,7 @@ def cell_data(rows: Sequence[LabelRow]) -> list[JudgeCriterionData]:
             judge=cell.judge, prompt_family=cell.prompt_family, criterion=cell.criterion, item_ids=cell.item_ids,
             labels=cell.labels, judge_scores=cell.judge_scores, probabilities=cell.probabilities,
             n_answered=len(cell.item_ids), n_excluded=0, groups=cell.groups, n_labels=cell.n_labels,
+            means=cell.means,
         )
         for cell in labelled_cells(rows)
     ]

@@ -90,3 +90,21 @@ def test_scale_flag_and_too_few_labels(tmp_path: Path, capsys: pytest.CaptureFix
     printed = capsys.readouterr().out
     assert f"alpha=0.01 needs at least {min_items_for(0.01, 0.05)}" in printed
     assert load_artifact(out / "thresholds.json").label_scale == list(range(1, 11))
+
+
+def test_mean_of_samples_judges_are_calibrated_as_the_mean_kind(tmp_path: Path) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    rows = []
+    for i in range(200):
+        human = int(rng.integers(1, 6))
+        mean = float(np.clip(human + rng.normal(0, 0.7), 1, 5))
+        rows.append({"item_id": f"i{i}", "criterion": "tone", "judge": "sampler", "human": human,
+                     "mean_of_samples": round(mean, 3), "group": f"d{i // 5}"})
+    path = tmp_path / "means.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "r"
+    assert main(["calibrate", "--labels", str(path), "--out", str(out), "--splits", "3", "--no-progress"]) == 0
+    artifact = load_artifact(out / "thresholds.json")
+    assert {e.input_kind for e in artifact.entries} == {"mean"}

@@ -159,3 +159,22 @@ def test_calibration_lists_decision_shares_per_cell_kind_and_level(harness: AppH
     assert {e["method"] for e in defaults} == {job["cells"][0]["default_method"]}
     [cell] = [c for a in info["artifacts"] for c in a["cells"] if c["judge"] == "acme-judge-v1"]
     assert cell["default_methods"] == {"score": job["cells"][0]["default_method"]}
+
+
+def test_a_mean_of_samples_judge_over_http(harness: AppHarness) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(4)
+    rows = []
+    for i in range(200):
+        human = int(rng.integers(1, 6))
+        rows.append({"item_id": f"i{i}", "criterion": "tone", "judge": "sampler", "human": human,
+                     "mean_of_samples": round(float(np.clip(human + rng.normal(0, 0.6), 1, 5)), 3),
+                     "group": f"d{i // 5}"})
+    body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    job = _wait(harness, harness.client.post("/v1/calibrations", headers=HEADERS, content=body).json()["id"])
+    assert [c["input_kind"] for c in job["cells"]] == ["mean"]
+    assert harness.client.post(f"/v1/calibrations/{job['id']}/activate", headers=HEADERS).status_code == 200
+    scored = harness.client.post("/v1/score", json={"criterion": "tone", "judge": "sampler",
+                                                    "mean_of_samples": 3.4}).json()
+    assert scored["calibrated"] is True and scored["input_kind"] == "mean"
