@@ -47,8 +47,13 @@ async def _score_chunk(ctx: dict[str, Any], *, job_id: str, chunk: int) -> str:
     return await runner.run_chunk(job_id, chunk, attempt=job.attempts, heartbeat=job.update)
 
 
-async def _gauges(jobs: JobQueue, metrics: JobMetrics, every_s: float, logger: Any) -> None:
-    while True:
+async def _gauges(jobs: JobQueue, metrics: JobMetrics, every_s: float, logger: Any, stop: asyncio.Event) -> None:
+    """Refresh the queue-depth gauges every ``every_s`` until ``stop`` is set.
+
+    A stop event rather than cancellation: a cancellation that lands inside a Redis call can be absorbed by
+    the client, which left this loop (and so the worker's exit) waiting forever.
+    """
+    while not stop.is_set():
         try:
             depth = await jobs.depth()
             for state, count in depth.items():
@@ -56,7 +61,8 @@ async def _gauges(jobs: JobQueue, metrics: JobMetrics, every_s: float, logger: A
             metrics.queued_items.set(await jobs.store.queued_items())
         except Exception as error:  # noqa: BLE001 - a missed reading is not worth stopping the worker
             logger.warning("worker.gauges_failed", error=type(error).__name__)
-        await asyncio.sleep(every_s)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every_s)
 
 
 def make_runner(settings: Settings, jobs: JobQueue, logger: Any) -> tuple[ChunkRunner, JudgePool, ServiceMetrics]:
@@ -106,7 +112,7 @@ async def run_worker(settings: Settings) -> None:
         jobs.queue,
         functions=[(CHUNK_TASK, _score_chunk)],
         concurrency=settings.jobs.worker_chunks,
-        timers={"sweep": settings.jobs.sweep_s, "abort": 1, "schedule": 1, "worker_info": 10},
+        timers={"sweep": settings.jobs.sweep_s, "abort": 1, "schedule": 1, "worker_info": settings.jobs.sweep_s},
         dequeue_timeout=1,
         shutdown_grace_period_s=settings.jobs.worker_shutdown_s,
     )
@@ -116,7 +122,8 @@ async def run_worker(settings: Settings) -> None:
 
         start_http_server(settings.jobs.worker_metrics_port, addr=settings.host, registry=metrics.registry)
     await judges.start()
-    gauges = asyncio.create_task(_gauges(jobs, job_metrics, settings.jobs.sweep_s, logger))
+    stop_gauges = asyncio.Event()
+    gauges = asyncio.create_task(_gauges(jobs, job_metrics, settings.jobs.sweep_s, logger, stop_gauges))
     logger.info(
         "worker.started", worker_id=worker.id, queue=settings.jobs.queue, chunks=settings.jobs.worker_chunks,
         concurrency=settings.jobs.worker_concurrency,
@@ -125,9 +132,8 @@ async def run_worker(settings: Settings) -> None:
         await jobs.queue.connect()
         await worker.start()
     finally:
-        gauges.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await gauges
+        stop_gauges.set()
+        await asyncio.wait([gauges], timeout=5)
         logger.info("worker.stopped", worker_id=worker.id)
         await judges.aclose()
         await jobs.aclose()

@@ -7,10 +7,11 @@ tests can run chunks in-process. Rules, in order:
    worker was lost after writing) or whose job is cancelled, finished or gone is skipped: nothing is judged.
 2. Attempt > JOB_CHUNK_ATTEMPTS (every earlier worker died on it): each item gets a ``chunk-abandoned``
    error, no judge call, so a poison chunk ends instead of killing workers forever.
-3. Otherwise every line is scored concurrently within the worker's WORKER_CONCURRENCY slots: the line is
-   decoded, ``item_id`` taken off (a string or an integer, echoed), the rest converted to ``ScoreRequest``
-   exactly as the batch endpoint does, and ``score_item`` called. Any failure becomes that item's problem
-   (as in /v1/score/batch). A line not started when the job is cancelled gets a ``job-cancelled`` error.
+3. Otherwise each line is decoded, ``item_id`` taken off (a string or an integer, echoed), the rest
+   converted to ``ScoreRequest`` exactly as the batch endpoint does, and ``score_item`` called: inline for
+   the caller's own verdicts, concurrently within the worker's WORKER_CONCURRENCY slots for live items. Any
+   failure becomes that item's problem (as in /v1/score/batch). A line not started when the job is cancelled
+   gets a ``job-cancelled`` error.
 4. The result lines are written at once with ``store.finish_chunk`` (atomic, first writer wins).
 
 While the chunk runs a side task calls ``heartbeat()`` every JOB_HEARTBEAT_S / 3 seconds and checks once a
@@ -75,20 +76,15 @@ class ChunkRunner:
         first = chunk * record.chunk_size
         if attempt > 1:
             self.metrics.chunk_retries.inc()
-        cancelled = asyncio.Event()
-        watcher = asyncio.create_task(self._watch(job_id, cancelled, heartbeat))
+        cancelled, done = asyncio.Event(), asyncio.Event()
+        watcher = asyncio.create_task(self._watch(job_id, cancelled, done, heartbeat))
         try:
             if attempt > self.settings.chunk_attempts:
                 results = [self._abandoned(job_id, first + offset, line, attempt) for offset, line in enumerate(lines)]
             else:
-                context = self.context()
-                results = await asyncio.gather(
-                    *(
-                        self._score_line(context, job_id, first + offset, line, cancelled)
-                        for offset, line in enumerate(lines)
-                    )
-                )
+                results = await self._score_lines(job_id, first, lines, cancelled)
         finally:
+            done.set()  # the watcher ends at its next wake-up, even if a Redis call absorbed a cancellation
             watcher.cancel()
         n_failed = sum(1 for result in results if not result.ok)
         written = await self.store.finish_chunk(
@@ -114,12 +110,18 @@ class ChunkRunner:
         return outcome
 
     async def _watch(
-        self, job_id: str, cancelled: asyncio.Event, heartbeat: Callable[[], Awaitable[None]] | None
+        self,
+        job_id: str,
+        cancelled: asyncio.Event,
+        done: asyncio.Event,
+        heartbeat: Callable[[], Awaitable[None]] | None,
     ) -> None:
         beat_every = self.settings.heartbeat_s / 3
         last_beat = time.monotonic()
-        while True:
+        while not done.is_set():
             await asyncio.sleep(min(1.0, beat_every))
+            if done.is_set():
+                return
             try:
                 if await self.store.status(job_id) == "cancelled":
                     cancelled.set()
@@ -142,29 +144,65 @@ class ChunkRunner:
         problem, _ = problem_from_exception(error, instance=f"/v1/jobs/{job_id}#/items/{index}")
         return JobItemResult(index=index, item_id=item_id, ok=False, error=problem)
 
-    async def _score_line(
-        self, context: ScoringContext, job_id: str, index: int, line: bytes, cancelled: asyncio.Event
-    ) -> JobItemResult:
+    async def _score_lines(
+        self, job_id: str, first: int, lines: list[bytes], cancelled: asyncio.Event
+    ) -> list[JobItemResult]:
+        """Every line's result, in order: the caller's own verdicts inline (they never wait on anything, so a
+        task each would only add overhead), live items concurrently within the worker's slots."""
+        context = self.context()
+        results: list[JobItemResult | None] = [None] * len(lines)
+        live: list[tuple[int, str | int | None, ScoreRequest]] = []
+        for offset, line in enumerate(lines):
+            item_id, item = self._decode(line, first + offset)
+            if isinstance(item, ScoreRequest) and item.judge_score is None and item.judge_logprobs is None:
+                live.append((offset, item_id, item))
+            else:
+                results[offset] = await self._score(context, job_id, first + offset, item_id, item, cancelled)
+
+        async def in_slot(offset: int, item_id: str | int | None, item: ScoreRequest) -> None:
+            async with self.slots:
+                results[offset] = await self._score(context, job_id, first + offset, item_id, item, cancelled)
+
+        await asyncio.gather(*(in_slot(offset, item_id, item) for offset, item_id, item in live))
+        return [result for result in results if result is not None]
+
+    @staticmethod
+    def _decode(line: bytes, index: int) -> tuple[str | int | None, ScoreRequest | Exception]:
+        """(item_id, the item as ScoreRequest) or (item_id, the exception that makes it this item's error)."""
         item_id = None
-        async with self.slots:
+        try:
             try:
-                if cancelled.is_set():
-                    raise JobCancelledError("the job was cancelled before this item was started; it was not judged")
-                try:
-                    raw = msgspec.json.decode(line)
-                except msgspec.DecodeError as error:
-                    raise BadRequestError(f"item {index} is not JSON: {error}") from None
-                item_id = item_id_of(raw)
-                if isinstance(raw, dict) and "item_id" in raw:
-                    if item_id is None and raw["item_id"] is not None:
-                        raise InvalidRequestError("item_id must be a string or an integer")
-                    raw = {key: value for key, value in raw.items() if key != "item_id"}
-                item = msgspec.convert(raw, ScoreRequest, strict=True)
-                result = await score_item(context, item)
-            except Exception as error:  # every failure stays with its item, shaped as in /v1/score/batch
-                problem, _ = problem_from_exception(error, instance=f"/v1/jobs/{job_id}#/items/{index}")
-                context.metrics.count_problem(problem.status, problem.type)
-                if problem.type.endswith("internal-error"):
-                    self.logger.error("job.item_failed", job_id=job_id, index=index, exc_info=error)
-                return JobItemResult(index=index, item_id=item_id, ok=False, error=problem)
+                raw = msgspec.json.decode(line)
+            except msgspec.DecodeError as error:
+                raise BadRequestError(f"item {index} is not JSON: {error}") from None
+            item_id = item_id_of(raw)
+            if isinstance(raw, dict) and "item_id" in raw:
+                if item_id is None and raw["item_id"] is not None:
+                    raise InvalidRequestError("item_id must be a string or an integer")
+                raw = {key: value for key, value in raw.items() if key != "item_id"}
+            return item_id, msgspec.convert(raw, ScoreRequest, strict=True)
+        except Exception as error:  # the batch endpoint's rule: a bad item fails alone
+            return item_id, error
+
+    async def _score(
+        self,
+        context: ScoringContext,
+        job_id: str,
+        index: int,
+        item_id: str | int | None,
+        item: ScoreRequest | Exception,
+        cancelled: asyncio.Event,
+    ) -> JobItemResult:
+        try:
+            if cancelled.is_set():
+                raise JobCancelledError("the job was cancelled before this item was started; it was not judged")
+            if isinstance(item, Exception):
+                raise item
+            result = await score_item(context, item)
+        except Exception as error:  # every failure stays with its item, shaped as in /v1/score/batch
+            problem, _ = problem_from_exception(error, instance=f"/v1/jobs/{job_id}#/items/{index}")
+            context.metrics.count_problem(problem.status, problem.type)
+            if problem.type.endswith("internal-error"):
+                self.logger.error("job.item_failed", job_id=job_id, index=index, exc_info=error)
+            return JobItemResult(index=index, item_id=item_id, ok=False, error=problem)
         return JobItemResult(index=index, item_id=item_id, ok=True, result=result)

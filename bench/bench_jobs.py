@@ -1,0 +1,230 @@
+"""Durable jobs (``/v1/jobs`` + ``python -m service.worker``) against real servers and Redis (run:
+``python -m bench.bench_jobs``; needs Redis at REDIS_URL, default redis://127.0.0.1:6379/14).
+
+=== ======================================================== ==================================================
+row what is measured                                         baseline and target
+=== ======================================================== ==================================================
+a   BENCH_JOB_ITEMS (100,000) caller-score items: submit as   the same items through POST /v1/score/batch in
+    one job, 2 workers, until every result line is read       1,000-item requests from one client, same server;
+                                                              job throughput >= 1.0 x batch throughput
+b   10,000 live items, judge stand-in at 50 ms, 32 judge      ideal 10,000 x 0.05 / 64 s = 7.81 s;
+    calls at once per worker, 2 workers: submit -> done       wall <= 1.25 x ideal
+c   the API process's peak RSS (VmHWM) while it accepts a     its RSS before the upload; target < 300 MB
+    1,000,000-line job (streamed upload)
+=== ======================================================== ==================================================
+
+Every server is a separate process (uvicorn with 1 worker for the API, ``python -m service.worker`` for
+workers), started here and stopped at the end; each row uses a queue name of its own whose keys are deleted
+afterwards. Rows a and c measure one run each (they take tens of seconds on a 2-core machine).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import msgspec
+
+from bench.bench_service import (
+    ALPHA,
+    CRITERION,
+    DOCUMENT,
+    JUDGE_NAME,
+    RunningServer,
+    _server_env,
+    _write_artifact,
+    _write_judges,
+    judge_stand_in,
+    uvicorn_server,
+)
+from bench.table import BenchRow, print_table
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/14")
+JOB_ITEMS = int(os.environ.get("BENCH_JOB_ITEMS", "100000"))
+LIVE_ITEMS = 10_000
+LIVE_LATENCY_S = 0.05
+LIVE_CONCURRENCY = 32
+LIVE_IDEAL_S = LIVE_ITEMS * LIVE_LATENCY_S / (2 * LIVE_CONCURRENCY)
+BIG_JOB_LINES = 1_000_000
+RSS_TARGET_MB = 300.0
+NDJSON = {"content-type": "application/x-ndjson"}
+
+
+def _own_item(i: int) -> dict[str, Any]:
+    return {"criterion": CRITERION, "judge": JUDGE_NAME, "alpha": ALPHA, "judge_score": 1 + i % 5}
+
+
+def _live_item(i: int, tag: str) -> dict[str, Any]:
+    return {"criterion": CRITERION, "judge": JUDGE_NAME, "alpha": ALPHA, "document": DOCUMENT,
+            "summary": f"The council approved a budget ({tag} #{i})."}  # fmt: skip
+
+
+def _delete_keys(queue: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    keys = [*client.scan_iter(f"cj:{queue}:*"), *client.scan_iter(f"saq:*{queue}*")]
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@contextmanager
+def workers(env: dict[str, str], n: int) -> Iterator[list[subprocess.Popen[bytes]]]:
+    """``n`` worker processes with ``env``; SIGTERM (then kill) at the end."""
+    processes = [
+        subprocess.Popen([sys.executable, "-m", "service.worker"], env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)  # fmt: skip
+        for _ in range(n)
+    ]
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            try:
+                process.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+def _run_job(client: httpx.Client, body: bytes, n_items: int, timeout_s: float) -> float:
+    """Submit, poll until finished, read every result line; the wall time in seconds."""
+    started = time.perf_counter()
+    accepted = client.post("/v1/jobs", content=body, headers=NDJSON)
+    accepted.raise_for_status()
+    job_id = accepted.json()["job_id"]
+    while True:
+        status = client.get(f"/v1/jobs/{job_id}").json()
+        if status["status"] not in ("queued", "running"):
+            break
+        if time.perf_counter() - started > timeout_s:
+            raise RuntimeError(f"job not finished after {timeout_s} s: {status}")
+        time.sleep(0.1)
+    lines = 0
+    with client.stream("GET", f"/v1/jobs/{job_id}/results") as response:
+        for line in response.iter_lines():
+            lines += bool(line)
+    wall = time.perf_counter() - started
+    if status["status"] != "succeeded" or lines != n_items or status["n_failed"]:
+        raise RuntimeError(f"job ended {status['status']} with {lines} lines, {status['n_failed']} failed")
+    return wall
+
+
+def bench_throughput(api: RunningServer, env: dict[str, str]) -> tuple[list[BenchRow], list[str]]:
+    """Row a: job with 2 workers vs sequential 1,000-item batches."""
+    items = [_own_item(i) for i in range(JOB_ITEMS)]
+    with httpx.Client(base_url=f"http://127.0.0.1:{api.port}", timeout=120) as client:
+        started = time.perf_counter()
+        for start in range(0, JOB_ITEMS, 1000):
+            response = client.post("/v1/score/batch", json={"items": items[start : start + 1000]})
+            response.raise_for_status()
+        batch_s = time.perf_counter() - started
+        body = b"\n".join(msgspec.json.encode(item) for item in items)
+        with workers(env, 2):
+            job_s = _run_job(client, body, JOB_ITEMS, timeout_s=900)
+    job_rate, batch_rate = JOB_ITEMS / job_s, JOB_ITEMS / batch_s
+    row = BenchRow(
+        name=f"(a) {JOB_ITEMS:,} caller-score items: job, 2 workers (items/s)",
+        ours=job_rate, baseline_name="/v1/score/batch, 1,000 a request", baseline=batch_rate, unit="items/s",
+        target="ours/baseline >= 1.0", met=job_rate >= batch_rate,
+    )  # fmt: skip
+    return [row], [f"(a) job {job_s:.1f} s, batches {batch_s:.1f} s; ours/baseline = {job_rate / batch_rate:.2f}"]
+
+
+def bench_live(api: RunningServer, env: dict[str, str]) -> tuple[list[BenchRow], list[str]]:
+    """Row b: 10,000 live items, 2 workers x 32 judge calls at once, judge at 50 ms."""
+    tag = uuid.uuid4().hex[:8]  # fresh summaries: no answer comes from the cache
+    body = b"\n".join(msgspec.json.encode(_live_item(i, tag)) for i in range(LIVE_ITEMS))
+    with httpx.Client(base_url=f"http://127.0.0.1:{api.port}", timeout=120) as client, workers(env, 2):
+        time.sleep(3)  # let both workers start (import, calibration, clients) before the clock starts
+        wall = _run_job(client, body, LIVE_ITEMS, timeout_s=300)
+    row = BenchRow(
+        name=f"(b) {LIVE_ITEMS:,} live items, 50 ms judge, 2 workers x {LIVE_CONCURRENCY} (wall s)",
+        ours=wall, baseline_name="ideal n x 0.05 / 64", baseline=LIVE_IDEAL_S, unit="s",
+        target="ours <= 1.25 x ideal", met=wall <= 1.25 * LIVE_IDEAL_S,
+    )  # fmt: skip
+    return [row], [f"(b) wall {wall:.2f} s = {wall / LIVE_IDEAL_S:.2f} x ideal {LIVE_IDEAL_S:.2f} s"]
+
+
+def _rss_mb(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no {field} for {pid}")
+
+
+def bench_rss(api: RunningServer) -> tuple[list[BenchRow], list[str]]:
+    """Row c: peak RSS of the API process while a 1,000,000-line job is uploaded (no workers: it stays queued)."""
+    line = msgspec.json.encode(_own_item(3))
+
+    def body() -> Iterator[bytes]:
+        block = b"\n".join([line] * 10_000) + b"\n"
+        for _ in range(BIG_JOB_LINES // 10_000):
+            yield block
+
+    before = _rss_mb(api.pid, "VmRSS")
+    with httpx.Client(base_url=f"http://127.0.0.1:{api.port}", timeout=600) as client:
+        started = time.perf_counter()
+        response = client.post("/v1/jobs", content=body(), headers=NDJSON)
+        upload_s = time.perf_counter() - started
+        response.raise_for_status()
+        n_items = response.json()["n_items"]
+        client.delete(f"/v1/jobs/{response.json()['job_id']}")
+    peak = _rss_mb(api.pid, "VmHWM")
+    row = BenchRow(
+        name=f"(c) API peak RSS accepting a {n_items:,}-line job (MB)", ours=peak,
+        baseline_name="RSS before the upload", baseline=before, unit="MB", target=f"< {RSS_TARGET_MB:.0f} MB",
+        met=peak < RSS_TARGET_MB and n_items == BIG_JOB_LINES,
+    )  # fmt: skip
+    size_mb = len(line) * BIG_JOB_LINES / 1e6
+    return [row], [f"(c) {size_mb:.0f} MB uploaded in {upload_s:.1f} s; peak RSS {peak:.0f} MB, before {before:.0f} MB"]
+
+
+def main() -> None:
+    """Start the judge stand-in, the API and workers per row; print one table."""
+    rows: list[BenchRow] = []
+    notes: list[str] = []
+    with tempfile.TemporaryDirectory() as folder, judge_stand_in(LIVE_LATENCY_S) as judge:
+        thresholds, judges = Path(folder) / "thresholds.json", Path(folder) / "judges.json"
+        _write_artifact(thresholds)
+        _write_judges(judges, judge.base_url)
+        sections = (("a", bench_throughput), ("b", bench_live), ("c", bench_rss))
+        for name, run in sections:
+            queue = f"bench-{uuid.uuid4().hex[:8]}"
+            env = _server_env({
+                "THRESHOLDS_PATH": str(thresholds), "JUDGES_FILE": str(judges), "DEFAULT_JUDGE": JUDGE_NAME,
+                "REDIS_URL": REDIS_URL, "JOB_QUEUE": queue, "WORKER_CONCURRENCY": str(LIVE_CONCURRENCY),
+                "JOB_CHUNK_SIZE": "250" if name == "b" else "1000", "CACHE_TTL_S": "600", "LOG_LEVEL": "WARNING",
+            })  # fmt: skip
+            try:
+                with uvicorn_server("service.app:create_app", env, probe_path="/healthz") as api:
+                    section_rows, section_notes = run(api, env) if name != "c" else run(api)  # type: ignore[call-arg]
+            except Exception as error:  # one broken row must not hide the others
+                section_rows = [BenchRow(f"({name}) failed", float("nan"), "-", float("nan"), "", "-", False)]
+                section_notes = [f"({name}) failed: {error!r}"]
+            finally:
+                _delete_keys(queue)
+            rows += section_rows
+            notes += section_notes
+    print_table("Durable jobs: throughput, live wall time, API memory (uvicorn 1 worker + service.worker x 2)", rows)
+    for note in notes:
+        print(f"- {note}")
+    crashed = [note for note in notes if " failed: " in note]
+    if crashed:
+        raise RuntimeError("bench_jobs: " + "; ".join(crashed))
+
+
+if __name__ == "__main__":
+    main()
