@@ -79,7 +79,7 @@ def test_transitive_preferences_are_not_flagged(app: AppHarness):
 
 
 def _quality(text: str, label: str) -> int:
-    return int(re.search(rf"Summary {label}:\s*Q(\d+)", text).group(1))
+    return int(re.search(rf"Summary {label}:\s*<<<SUMMARY {label}>>>\s*Q(\d+)", text).group(1))
 
 
 def _by_quality(body: dict) -> str:
@@ -110,8 +110,8 @@ def test_live_results_equal_the_core_on_the_same_verdicts(judge_app: AppHarness,
 
     def cyclic(body: dict) -> str:
         text = body["messages"][-1]["content"]
-        first = re.search(r"Summary A:\s*(\w)", text).group(1)
-        second = re.search(r"Summary B:\s*(\w)", text).group(1)
+        first = re.search(r"<<<SUMMARY A>>>\s*(\w)", text).group(1)
+        second = re.search(r"<<<SUMMARY B>>>\s*(\w)", text).group(1)
         return "A" if (first, second) in beats else "B"
 
     stand_in.responder = cyclic
@@ -149,7 +149,7 @@ def test_without_swap_position_consistency_is_null(judge_app: AppHarness, stand_
 def test_failed_calls_are_listed_not_silent(judge_app: AppHarness, stand_in: JudgeServer):
     def flaky(body: dict) -> str:
         text = body["messages"][-1]["content"]
-        if "Summary A:\nQ9" in text and "Summary B:\nQ1" in text:
+        if "<<<SUMMARY A>>>\nQ9" in text and "<<<SUMMARY B>>>\nQ1" in text:
             raise RuntimeError("scripted outage")
         return _by_quality(body)
 

@@ -22,11 +22,11 @@ from tests.service.conftest import AppHarness
 
 def _orphaned_solvers() -> list[str]:
     """CBC processes whose process-group leader is gone: what a killed worker would leave behind."""
-    listing = subprocess.run(["ps", "-eo", "pid=,pgid=,args="], capture_output=True, text=True, check=True).stdout
+    listing = subprocess.run(["ps", "-eo", "pid=,pgid=,stat=,args="], capture_output=True, text=True, check=True)
     orphans = []
-    for line in listing.splitlines():
-        pid, pgid, args = line.split(None, 2)
-        if "cbc" not in args.split(" ")[0].lower():
+    for line in listing.stdout.splitlines():
+        pid, pgid, stat, args = line.split(None, 3)
+        if "cbc" not in args.split(" ")[0].lower() or stat.startswith("Z"):  # a zombie is already dead
             continue
         try:
             os.kill(int(pgid), 0)
