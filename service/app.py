@@ -34,6 +34,7 @@ from service.api.health import healthz, metrics, readyz
 from service.api.jobs import cancel_job, document_jobs_openapi, job_results, job_status, submit_job
 from service.api.judges import list_judges
 from service.api.score import score, score_batch
+from service.api.spec import refine_spec
 from service.calibrations import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
@@ -105,6 +106,7 @@ def _refine_openapi(app: Litestar) -> None:
     batch, single = schemas.get("ScoreBatchRequest"), schemas.get("ScoreRequest")
     if batch is not None and single is not None and batch.properties:
         batch.properties["items"].items = Reference(ref="#/components/schemas/ScoreRequest")  # type: ignore[union-attr]
+    refine_spec(app.openapi_schema, app.services.settings)  # type: ignore[attr-defined]  # service/api/spec.py
 
 
 def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None = None) -> Litestar:
