@@ -1,9 +1,12 @@
-"""Activated artifacts on disk, so they survive a restart: ``<ARTIFACTS_DIR>/<name>.json``, one artifact each.
+"""Activated artifacts kept so they survive a restart: ``<ARTIFACTS_DIR>/<name>.json``, one artifact each, and in
+Redis (a hash ``ARTIFACTS_REDIS_KEY``: name -> artifact JSON) when that and REDIS_URL are set, so replicas share them.
 
-Unset ARTIFACTS_DIR: activation lasts for the process only (nothing is written). A name is 1-64 characters of
-letters, digits, ``_``, ``-`` and ``.`` starting with a letter or digit, so it is always a plain file name inside the
-directory. Files are written atomically (``calibration.thresholds.save_artifact``: temp file + rename) and loaded at
-start-up in name order.
+Neither set: activation lasts for the process only. A name is 1-64 characters of letters, digits, ``_``, ``-`` and
+``.`` starting with a letter or digit, so it is always a plain file name inside the directory. Files are written
+atomically (``calibration.thresholds.save_artifact``: temp file + rename). At start-up the directory's files and
+the Redis hash are loaded in name order (a name in both: Redis's copy); Redis unreachable then is reported, not
+fatal (the service works without Redis). A save writes Redis first, then the file (undoing Redis if the file
+fails); any failure is a :class:`PersistError` (503) and nothing is activated.
 """
 
 from __future__ import annotations
@@ -11,8 +14,11 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import redis
+from redis.exceptions import RedisError
+
 from calibration.errors import ArtifactError
-from calibration.thresholds import ThresholdsArtifact, load_artifact, save_artifact
+from calibration.thresholds import ThresholdsArtifact, decode_artifact, encode_artifact, load_artifact, save_artifact
 from service.problems import CalibrationUnavailableError
 
 __all__ = ["NAME_PATTERN", "ActivatedStore", "PersistError", "check_name"]
@@ -32,42 +38,91 @@ class PersistError(CalibrationUnavailableError):
 
 
 class ActivatedStore:
-    """The directory of activated artifacts, or nothing when ``directory`` is None."""
+    """The directory (and Redis hash) of activated artifacts; nothing is kept when neither is given."""
 
-    def __init__(self, directory: str | Path | None) -> None:
+    def __init__(self, directory: str | Path | None, *, redis_url: str | None = None,
+                 redis_key: str | None = None) -> None:
         self.directory = None if directory is None else Path(directory)
+        self.redis_key = redis_key if redis_url and redis_key else None
+        self._redis = (redis.Redis.from_url(redis_url, socket_timeout=2.0, socket_connect_timeout=2.0)
+                       if self.redis_key is not None and redis_url else None)
+        self.unavailable: list[str] = []  # what load_all could not reach
+
+    def _from_redis(self) -> dict[str, tuple[str, ThresholdsArtifact | ArtifactError]]:
+        if self._redis is None or self.redis_key is None:
+            return {}
+        try:
+            stored = self._redis.hgetall(self.redis_key)
+        except RedisError as error:
+            self.unavailable.append(f"Redis {self.redis_key}: unreachable ({type(error).__name__}); the artifacts "
+                                    "activated there were not loaded")
+            return {}
+        found: dict[str, tuple[str, ThresholdsArtifact | ArtifactError]] = {}
+        for raw_name, data in stored.items():
+            name = raw_name.decode("utf-8", "replace")
+            source = f"redis:{self.redis_key}/{name}"
+            try:
+                found[check_name(name)] = (source, decode_artifact(data, source=source))
+            except ArtifactError as error:
+                found[name] = (source, error)
+            except ValueError as error:
+                found[name] = (source, ArtifactError(f"{source}: {error}"))
+        return found
 
     def path(self, name: str) -> Path | None:
         """Where artifact ``name`` is kept (None without a directory)."""
         return None if self.directory is None else self.directory / f"{check_name(name)}.json"
 
-    def load_all(self) -> list[tuple[str, Path, ThresholdsArtifact | ArtifactError]]:
-        """Every ``*.json`` in the directory, in name order: (name, path, artifact or the error reading it)."""
-        if self.directory is None or not self.directory.is_dir():
-            return []
-        found: list[tuple[str, Path, ThresholdsArtifact | ArtifactError]] = []
-        for path in sorted(self.directory.glob("*.json")):
-            try:
-                found.append((check_name(path.stem), path, load_artifact(path)))
-            except ArtifactError as error:
-                found.append((path.stem, path, error))
-            except ValueError as error:  # a file name that is not an artifact name
-                found.append((path.stem, path, ArtifactError(f"{path}: {error}")))
-        return found
+    def load_all(self) -> list[tuple[str, str, ThresholdsArtifact | ArtifactError]]:
+        """Every ``*.json`` in the directory and every artifact in the Redis hash, in name order (a name in both:
+        Redis's copy): (name, where, artifact or the error reading it)."""
+        found: dict[str, tuple[str, ThresholdsArtifact | ArtifactError]] = {}
+        if self.directory is not None and self.directory.is_dir():
+            for path in sorted(self.directory.glob("*.json")):
+                try:
+                    found[check_name(path.stem)] = (str(path), load_artifact(path))
+                except ArtifactError as error:
+                    found[path.stem] = (str(path), error)
+                except ValueError as error:  # a file name that is not an artifact name
+                    found[path.stem] = (str(path), ArtifactError(f"{path}: {error}"))
+        found.update(self._from_redis())
+        return [(name, where, outcome) for name, (where, outcome) in sorted(found.items())]
 
     def save(self, name: str, artifact: ThresholdsArtifact) -> None:
         """Write the artifact atomically (no-op without a directory); PersistError when the disk refuses, so the
         caller publishes nothing (never half-activated)."""
+        if self._redis is not None and self.redis_key is not None:
+            try:
+                self._redis.hset(self.redis_key, check_name(name), encode_artifact(artifact))
+            except RedisError as error:
+                raise PersistError(f"cannot keep the artifact in Redis ({self.redis_key}): {type(error).__name__}; "
+                                   "nothing was activated") from None
         path = self.path(name)
         if path is not None:
             try:
                 save_artifact(artifact, path)
             except OSError as error:
+                if self._redis is not None:
+                    try:
+                        self._redis.hdel(self.redis_key, name)  # type: ignore[arg-type]
+                    except RedisError:
+                        pass
                 raise PersistError(f"cannot keep the artifact in ARTIFACTS_DIR ({path}): {error.strerror or error}; "
                                    "nothing was activated") from None
 
     def delete(self, name: str) -> None:
-        """Remove the persisted copy, if any."""
+        """Remove the persisted copies, if any; PersistError when Redis cannot be reached (nothing is removed)."""
+        if self._redis is not None and self.redis_key is not None:
+            try:
+                self._redis.hdel(self.redis_key, check_name(name))
+            except RedisError as error:
+                raise PersistError(f"cannot remove the artifact from Redis ({self.redis_key}): "
+                                   f"{type(error).__name__}") from None
         path = self.path(name)
         if path is not None:
             path.unlink(missing_ok=True)
+
+    def close(self) -> None:
+        """Close the Redis connection pool, if any."""
+        if self._redis is not None:
+            self._redis.close()

@@ -79,6 +79,7 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
     finally:
         gc.unfreeze()
         await services.calibrations.aclose()
+        services.calibration.activated.close()
         await services.judges.aclose()
         if services.jobs is not None:
             await services.jobs.aclose()
@@ -130,6 +131,8 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             reload_dir=settings.limits.reload_dir,
             max_artifact_bytes=settings.limits.max_artifact_bytes,
             artifacts_dir=settings.artifacts_dir,
+            redis_url=settings.redis_url,
+            artifacts_redis_key=settings.artifacts_redis_key,
         ),
         judges=JudgePool(settings, metrics_, logs.logger),
         admission=Admission(

@@ -8,6 +8,7 @@ variable                    meaning                                             
 ``JUDGES_FILE``             JSON file of live judges (see judges.example.json)    unset: no live judge
 ``RUBRICS_FILE``            JSON file of your criteria (service/rubrics.py)       unset: SummEval's four
 ``ARTIFACTS_DIR``           activated calibrations persist here (one file each)   unset: until restart
+``ARTIFACTS_REDIS_KEY``     ... and in this Redis hash, shared by replicas        unset: not in Redis
 ``DEFAULT_JUDGE``           judge used when a request names none                  first judge of JUDGES_FILE
 ``DEFAULT_ALPHA``           miscoverage level when a request names none           ``0.10``
 ``ACCEPT_MAX_SET_SIZE``     accept when set_size <= this (paper section 6)        ``2``
@@ -75,6 +76,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     judges_file: Path | None = None
     rubrics_file: Path | None = None  # RUBRICS_FILE: your criteria (service/rubrics.py)
     artifacts_dir: Path | None = None  # ARTIFACTS_DIR: activated artifacts persist here (service/activated.py)
+    artifacts_redis_key: str | None = None  # ARTIFACTS_REDIS_KEY: ... and in this Redis hash (with REDIS_URL)
     default_judge: str | None = None
     default_alpha: float = 0.10
     accept_max_set_size: int = 2
@@ -163,6 +165,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             judges_file=get("JUDGES_FILE", Path, None),
             rubrics_file=get("RUBRICS_FILE", Path, None),
             artifacts_dir=get("ARTIFACTS_DIR", Path, None),
+            artifacts_redis_key=get("ARTIFACTS_REDIS_KEY", str, None),
             default_judge=get("DEFAULT_JUDGE", str, None),
             default_alpha=get("DEFAULT_ALPHA", float, 0.10),
             accept_max_set_size=get("ACCEPT_MAX_SET_SIZE", int, 2),

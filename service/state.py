@@ -180,7 +180,7 @@ class CalibrationHolder:
 
     def __init__(
         self, path: str | Path, *, reload_dir: str | Path | None = None, max_artifact_bytes: int = 50_000_000,
-        artifacts_dir: str | Path | None = None,
+        artifacts_dir: str | Path | None = None, redis_url: str | None = None, artifacts_redis_key: str | None = None,
     ) -> None:
         self.path = Path(path)
         self.reload_dir = Path(reload_dir) if reload_dir is not None else self.path.parent
@@ -188,8 +188,8 @@ class CalibrationHolder:
         self.current: CalibrationSnapshot | None = None
         self.error: str | None = "not loaded yet"
         self._lock = asyncio.Lock()
-        # Activated artifacts persist here (ARTIFACTS_DIR; service.activated); None: for this process only.
-        self.activated = ActivatedStore(artifacts_dir)
+        # Activated artifacts persist here (ARTIFACTS_DIR, ARTIFACTS_REDIS_KEY; service.activated).
+        self.activated = ActivatedStore(artifacts_dir, redis_url=redis_url, redis_key=artifacts_redis_key)
         self.artifacts = ArtifactSet()
         self.skipped: list[str] = []  # persisted artifacts refused at start-up, with the reason
 
@@ -213,6 +213,7 @@ class CalibrationHolder:
                 artifacts = artifacts.put(LoadedArtifact.of(name, outcome, path=str(path), loaded_at=loaded_at))
             except (ArtifactError, OwnershipConflictError) as error:
                 self.skipped.append(f"{path}: {error}")
+        self.skipped.extend(self.activated.unavailable)
         self._publish(artifacts)
 
     def _publish(self, artifacts: ArtifactSet) -> CalibrationSnapshot | None:

@@ -78,7 +78,7 @@ def test_metrics_count_requests_decisions_errors_and_judge_calls(judge_app: AppH
     client.post("/v1/score", json={"criterion": "consistency", "judge": STAND_IN, "judge_score": 1})
     client.post("/v1/score", json={"criterion": "relevance", "document": "D.", "summary": "S."})
     client.post("/v1/score", json={"criterion": "relevance", "document": "D.", "summary": "S."})
-    client.post("/v1/score", json={"criterion": "nope"})
+    client.post("/v1/score", json={"criterion": "no such name"})  # not a name: a validation error
     client.get("/nowhere")
     reply = client.get("/metrics")
     assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/plain")

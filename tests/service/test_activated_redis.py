@@ -1,0 +1,79 @@
+"""Activated artifacts kept in Redis (ARTIFACTS_REDIS_KEY with REDIS_URL): shared by a restarted (or another)
+replica, removed on DELETE, and a Redis that is down at start-up reported, not fatal. Needs Redis on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+
+import pytest
+import redis
+
+from service.settings import Settings
+from tests.service.conftest import AppHarness
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+ADMIN = "redis-admin"
+HEADERS = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/x-ndjson"}
+
+
+@pytest.fixture
+def key() -> Iterator[str]:
+    name = f"cj:test-activated:{uuid.uuid4().hex}"
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.RedisError:
+        pytest.fail("these tests need Redis on 127.0.0.1:6379 (make test documents it)")
+    yield name
+    client.delete(name)
+    client.close()
+
+
+def _body() -> bytes:
+    rows = [{"item_id": f"i{i}", "criterion": "tone", "judge": "shared-judge", "human": 1 + i % 5,
+             "judge_score": 1 + (i + i // 7) % 5, "group": f"d{i // 4}"} for i in range(160)]
+    return "".join(json.dumps(r) + "\n" for r in rows).encode()
+
+
+def _job(harness: AppHarness) -> str:
+    job_id = harness.client.post("/v1/calibrations", headers=HEADERS, content=_body()).json()["id"]
+    for _ in range(600):
+        if harness.client.get(f"/v1/calibrations/{job_id}").json()["status"] == "done":
+            return job_id
+        time.sleep(0.05)
+    raise AssertionError("job did not finish")
+
+
+def test_activated_in_redis_reaches_another_replica_and_delete_removes_it(
+    start_app: Callable[[Settings], AppHarness], make_settings, key: str
+) -> None:
+    settings = make_settings(admin_api_key=ADMIN, redis_url=REDIS_URL, artifacts_redis_key=key)
+    first = start_app(settings)
+    job_id = _job(first)
+    assert first.client.post(f"/v1/calibrations/{job_id}/activate", headers=HEADERS).status_code == 200
+    assert redis.Redis.from_url(REDIS_URL).hexists(key, f"cal-{job_id}")
+
+    replica = start_app(settings)  # no ARTIFACTS_DIR: the artifact comes from Redis
+    artifacts = {a["name"]: a for a in replica.client.get("/v1/calibration").json()["artifacts"]}
+    assert artifacts[f"cal-{job_id}"]["path"] == f"redis:{key}/cal-{job_id}"
+    scored = replica.client.post("/v1/score", json={"criterion": "tone", "judge": "shared-judge", "judge_score": 3})
+    assert scored.json()["calibrated"] is True
+
+    # the replica never ran the job, yet it can remove the artifact by the job's id
+    assert replica.client.delete(f"/v1/calibrations/{job_id}", headers=HEADERS).status_code == 204
+    assert not redis.Redis.from_url(REDIS_URL).hexists(key, f"cal-{job_id}")
+
+
+def test_redis_down_at_start_up_is_reported_not_fatal(start_app: Callable[[Settings], AppHarness],
+                                                      make_settings) -> None:
+    harness = start_app(make_settings(admin_api_key=ADMIN, redis_url="redis://127.0.0.1:1/0",
+                                      artifacts_redis_key="cj:unreachable"))
+    assert harness.client.get("/v1/calibration").status_code == 200
+    assert any("unreachable" in s for s in harness.services.calibration.skipped)
+    job_id = _job(harness)
+    refused = harness.client.post(f"/v1/calibrations/{job_id}/activate", headers=HEADERS)
+    assert refused.status_code == 503 and "Redis" in refused.json()["detail"]
+    assert [a["name"] for a in harness.client.get("/v1/calibration").json()["artifacts"]] == ["primary"]
