@@ -140,7 +140,9 @@ async def submit_job(request: Request) -> Response[JobAccepted]:
     jobs, metrics = _jobs(services)
     job_id = uuid.uuid4().hex
     try:
-        services.admission.check_queued(await jobs.store.queued_items(), 1)
+        queued = await jobs.store.queued_items()
+        metrics.queued_items.set(queued)
+        services.admission.check_queued(queued, 1)
         try:
             n_items, n_chunks, digest = await _store_body(request, services, jobs, job_id)
             key = request.headers.get("idempotency-key")

@@ -13,7 +13,8 @@ metric                              type      labels / meaning
 ``cj_admission_refused_total``      counter   route: 429 answers of admission control
 =================================== ========= ==============================================================
 
-The gauges are refreshed by whoever reads the queue (a worker every JOB_SWEEP_S, the API on each POST).
+The gauges are refreshed by whoever reads the queue: a worker every JOB_SWEEP_S (both), the API on each POST
+(``cj_job_queued_items``).
 """
 
 from __future__ import annotations

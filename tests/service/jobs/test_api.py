@@ -205,6 +205,7 @@ def test_queued_items_bound_answers_429_with_retry_after(
     metrics = client.get("/metrics").text
     assert 'cj_admission_refused_total{route="/v1/jobs"} 1.0' in metrics
     assert 'cj_jobs_submitted_total{outcome="accepted"} 2.0' in metrics
+    assert "cj_job_queued_items 5.0" in metrics  # read by the last POST, before its own 3 items
 
 
 def test_a_chunk_past_its_attempts_gets_abandoned_errors(
