@@ -218,11 +218,16 @@ class Vicuna80Summary(msgspec.Struct, frozen=True, kw_only=True):
     question_rankings: list[QuestionRankings]
 
 
-def verdicts_from_store(store: AnswerStore) -> tuple[list[Vicuna80Verdict], dict[str, Counter[str]]]:
-    """The stored Vicuna80 verdicts as shown (store key order) and, per judge, the count of each parse rule."""
+def verdicts_from_store(store: AnswerStore, judges: Iterable[str] | None = None
+                        ) -> tuple[list[Vicuna80Verdict], dict[str, Counter[str]]]:
+    """The stored Vicuna80 verdicts as shown (store key order) and, per judge, the count of each parse rule;
+    with ``judges``, only theirs (a judge whose file left the data directory keeps its rows in a persistent store)."""
     verdicts, rules = [], {}
+    wanted = None if judges is None else set(judges)
     for record in store.iter_answers(prompt_family=VICUNA80_PROMPT_FAMILY, task="pairwise",
                                      criterion=VICUNA80_CRITERION):
+        if wanted is not None and record.judge not in wanted:
+            continue
         if record.outcome is None or record.error is not None:
             continue  # ingest always stores a verdict; a collected failure has none and no place here
         item_id, first, second = presented(record.item_id, record.order)
@@ -365,7 +370,9 @@ def _parse_rows(counts: Sequence[ChoiceParseCounts], stored_rules: dict[str, Cou
         from_label = sum(n for rule, n in stored.items() if rule.startswith(RECORDED_LABEL_RULE))
         if sum(stored.values()) != c.rows or from_label != c.from_label:
             raise CalibrationError(f"the answer store's Vicuna80 verdicts of {c.judge} ({sum(stored.values())}, "
-                                   f"{from_label} from labels) differ from this ingest ({c.rows}, {c.from_label})")
+                                   f"{from_label} from labels) differ from this ingest ({c.rows}, {c.from_label}): "
+                                   "rows left the judge's file since the store was written; remove the store file "
+                                   "(--store) and rerun")
         rows.append(Vicuna80ParseRow(judge=c.judge, n_rows=c.rows, n_parsed=c.parsed, n_from_label=c.from_label,
                                      parse_rate=c.parse_rate, agreement_with_label=c.agreement, rules=c.rules))
     return rows
@@ -453,7 +460,7 @@ def vicuna80_step(store: AnswerStore, data_dir: Path, out: Path, *,
         return None
     data = load_vicuna80(data_dir)
     ingested = ingest_vicuna80(store, data)
-    verdicts, rules = verdicts_from_store(store)
+    verdicts, rules = verdicts_from_store(store, data.judges)
     summary = run_vicuna80_study(data, verdicts, ingested.judges, rules, progress=progress,
                                  source=f"{vicuna80_dir(data_dir)} (judges/*.jsonl via the answer store; human.jsonl)")
     write_vicuna80_study(summary, out)

@@ -19,7 +19,14 @@ from offline.report import build_report, write_summary
 from offline.report.vicuna80 import vicuna80_section, vicuna80_tables
 from offline.store import AnswerRecord, AnswerStore
 from offline.studies.position_bias import PositionBiasSummary, pairwise_answers_from_store
-from offline.studies.vicuna80 import AGGREGATIONS, HUMAN, JSON_FILE, PANEL, write_vicuna80_study
+from offline.studies.vicuna80 import (
+    AGGREGATIONS,
+    HUMAN,
+    JSON_FILE,
+    PANEL,
+    verdicts_from_store,
+    write_vicuna80_study,
+)
 from service.judge.parse import parse_choice
 from tests.vicuna80_study import vicuna80_study
 
@@ -183,6 +190,18 @@ def test_ingest_is_idempotent_and_kept_out_of_the_summeval_pairwise_studies(data
         summeval_side = pairwise_answers_from_store(store)
     assert (first.inserted, again.inserted, again.updated, again.unchanged) == (8160, 0, 0, 8160)
     assert [a.judge for a in summeval_side] == ["j"]
+
+
+def test_a_judge_gone_from_the_data_keeps_its_stored_rows_out_of_the_study(data_dir: Path) -> None:
+    data = load_vicuna80(data_dir)
+    with AnswerStore(":memory:") as store:
+        ingest_vicuna80(store, data)
+        store.put(AnswerRecord(judge="retired", prompt_family="prd", task="pairwise", criterion="overall",
+                               item_id="q1/bard|gpt-4", order="ab", outcome="first"))
+        everyone, _ = verdicts_from_store(store)
+        current, rules = verdicts_from_store(store, data.judges)
+    assert {v.source for v in everyone} - {v.source for v in current} == {"retired"}
+    assert set(rules) == set(JUDGES)
 
 
 def test_outputs_json_tables_and_index(study, tmp_path: Path) -> None:
