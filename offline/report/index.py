@@ -221,7 +221,9 @@ def _faithfulness_lines(faithfulness: FaithfulnessSummary | None) -> list[str]:
                          f"{fmt(d.set_size, 2)} (test n={n_test})")
         lines.append(f"- **Faithfulness calibration{tag}** (fit on FRANK valid, evaluated on FRANK test, one split; "
                      f"default method at α={HEADLINE_ALPHA:.2f}): " + ("; ".join(cells) or "no cell had enough "
-                     "items") + " (`factuality/faithfulness.md`; exported to the thresholds artifact).")
+                     "items") + " (`factuality/faithfulness.md`; the direct and QA cells are exported to the "
+                     "thresholds artifact, the `factuality_sentences` cells by the validity rules instead: "
+                     "`factuality/llm_sentences_validity.md`).")
         if faithfulness.skipped:
             lines.append("  Skipped: " + "; ".join(faithfulness.skipped) + ".")
     return lines
