@@ -249,9 +249,7 @@ class ScoreResponse(msgspec.Struct, **_RESPONSE):
 class ScoreBatchRequest(msgspec.Struct, **_REQUEST):
     """Up to 1,000 /v1/score bodies; each item is validated on its own, so one bad item fails alone."""
 
-    # Each item must be a JSON object (else the batch is a 422); an object that is not a valid ScoreRequest
-    # fails alone, in its result.
-    items: Annotated[list[dict[str, Any]], Meta(max_length=HARD_MAX_BATCH_ITEMS)]
+    items: Annotated[list[Any], Meta(max_length=HARD_MAX_BATCH_ITEMS)]
 
 
 class BatchItemResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
