@@ -18,12 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
-
-from calibration.kind_fit import KindData, KindFit
+from calibration.kind_fit import KindData, KindFit, cell_kind_data
 from calibration.labels import LabelledCell
 from calibration.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdEntry, ThresholdsArtifact
-from calibration.verdicts import kind_inputs
 
 __all__ = [
     "DEFAULT_DELTA",
@@ -78,18 +75,7 @@ def kind_artifact(
 
 def labelled_kind_data(cell: LabelledCell) -> list[KindData]:
     """The cell's items as verdicts of every kind it supports (module rules), groups as given."""
-    groups = np.asarray(cell.groups)
-    result = []
-    if cell.means is not None:  # a mean-of-samples judge: its verdicts are means (offline.studies.validity's rule)
-        kinds = ["mean"]
-    else:
-        kinds = ["score"] + (["probabilities"] if cell.probabilities is not None else [])
-    for kind in kinds:
-        scores, probabilities = kind_inputs(kind, cell.n_labels, judge_scores=cell.judge_scores,
-                                            probabilities=cell.probabilities, means=cell.means)
-        result.append(KindData(kind=kind, labels=cell.labels, judge_scores=scores, probabilities=probabilities,
-                               groups=groups, n_labels=cell.n_labels))
-    return result
+    return cell_kind_data(cell.labels, cell.judge_scores, cell.probabilities, cell.means, cell.groups, cell.n_labels)
 
 
 def fit_keys(cells: Sequence[LabelledCell]) -> list[tuple[LabelledCell, KindData]]:

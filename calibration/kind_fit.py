@@ -38,10 +38,10 @@ import numpy as np
 from calibration.conformal import FittedConformal, calibration_scores, fit_from_scores
 from calibration.heldout import GroupSplit, SplitSets, evaluate_split, group_splits, pooled_group_coverage
 from calibration.selection import MethodChoice, MethodEvidence, choose_method
-from calibration.verdicts import methods_for_kind
+from calibration.verdicts import kind_inputs, methods_for_kind
 
-__all__ = ["HeldoutFigures", "KindData", "KindFit", "ProcedureFigures", "fit_kind", "cross_fit_splits",
-           "decision_shares"]
+__all__ = ["HeldoutFigures", "KindData", "KindFit", "ProcedureFigures", "cell_kind_data", "cross_fit_splits",
+           "decision_shares", "fit_kind"]
 
 PAPER_METHOD = "residual"
 
@@ -103,6 +103,20 @@ class KindFit(msgspec.Struct, frozen=True, kw_only=True):
     default: MethodChoice
     selection_evidence: list[MethodEvidence]
     procedure: list[ProcedureFigures]
+
+
+def cell_kind_data(labels: np.ndarray, judge_scores: np.ndarray, probabilities: np.ndarray | None,
+                   means: np.ndarray | None, groups: object, n_labels: int) -> list[KindData]:
+    """One cell's items as verdicts of every input kind it supports: a mean-of-samples judge (``means``) only
+    ``mean``; otherwise ``score``, and ``probabilities`` when every item has them (calibration.verdicts)."""
+    kinds = ["mean"] if means is not None else ["score"] + (["probabilities"] if probabilities is not None else [])
+    result = []
+    for kind in kinds:
+        scores, probs = kind_inputs(kind, n_labels, judge_scores=judge_scores, probabilities=probabilities,
+                                    means=means)
+        result.append(KindData(kind=kind, labels=labels, judge_scores=scores, probabilities=probs,
+                               groups=np.asarray(groups), n_labels=n_labels))
+    return result
 
 
 def cross_fit_splits(groups: np.ndarray, *, repeats: int, seed: int) -> list[GroupSplit]:

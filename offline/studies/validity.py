@@ -20,11 +20,9 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 import msgspec
-import numpy as np
 
-from calibration.kind_fit import HeldoutFigures, KindData, KindFit, ProcedureFigures, fit_kind
+from calibration.kind_fit import HeldoutFigures, KindData, KindFit, ProcedureFigures, cell_kind_data, fit_kind
 from calibration.selection import SELECTION_RULE, MethodEvidence
-from calibration.verdicts import kind_inputs
 from offline.studies.conformal import JudgeCriterionData
 
 __all__ = [
@@ -103,18 +101,7 @@ RULES = {
 def kind_data(data: JudgeCriterionData, groups: Sequence[str]) -> list[KindData]:
     """The cell's items as verdicts of every kind it supports (score; probabilities when every item has them; a
     mean-of-samples judge: mean only)."""
-    group_array = np.asarray(groups)
-    if data.means is not None:  # a mean-of-samples judge: its verdicts are means, fitted as the ``mean`` kind
-        kinds = ["mean"]
-    else:
-        kinds = ["score"] + (["probabilities"] if data.probabilities is not None else [])
-    result = []
-    for kind in kinds:
-        scores, probabilities = kind_inputs(kind, data.n_labels, judge_scores=data.judge_scores,
-                                            probabilities=data.probabilities, means=data.means)
-        result.append(KindData(kind=kind, labels=data.labels, judge_scores=scores, probabilities=probabilities,
-                               groups=group_array, n_labels=data.n_labels))
-    return result
+    return cell_kind_data(data.labels, data.judge_scores, data.probabilities, data.means, groups, data.n_labels)
 
 
 def _groups_of(data: JudgeCriterionData) -> list[str]:
