@@ -360,7 +360,8 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
     # method and the score, so it is remembered (at most K per plan and method; the response is frozen).
     answer_key = (
         ("answer", plan, request.method, request.judge_score)
-        if own and request.judge_logprobs is None and request.mean_of_samples is None and plan.calibrated_cell
+        if own and request.judge_score is not None and request.judge_logprobs is None
+        and request.mean_of_samples is None and request.sentence_verdicts is None and plan.calibrated_cell
         else None
     )
     if answer_key is not None:

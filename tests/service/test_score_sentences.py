@@ -113,6 +113,19 @@ def test_caller_sentence_verdicts_are_calibrated_without_a_call(
     assert data["prediction_set"] == _expected_set(sentences_artifact, 3)
 
 
+def test_each_set_of_caller_verdicts_gets_its_own_answer(
+    sentences_app: AppHarness, sentences_artifact: ThresholdsArtifact
+) -> None:
+    """Bare judge scores are answered from a memo; sentence verdicts must never hit another request's answer."""
+    base = {"criterion": "faithfulness", "factuality_method": "sentences", "judge": STAND_IN}
+    for categories, judge_score in ((["no error", "entity error"], 3), (["no error"] * 3, 5),
+                                    (["other error"], 1), (["no error", "entity error"], 3)):
+        verdicts = [{"sentence": f"s{i}.", "category": c} for i, c in enumerate(categories)]
+        data = sentences_app.client.post("/v1/score", json={**base, "sentence_verdicts": verdicts}).json()
+        assert data["judge_score"] == judge_score and len(data["evidence"]) == len(categories)
+        assert data["prediction_set"] == _expected_set(sentences_artifact, judge_score)
+
+
 @pytest.mark.parametrize("change", [
     {"factuality_method": "direct"},
     {"criterion": "coherence"},
