@@ -188,7 +188,9 @@ def problem_from_exception(exc: BaseException, *, instance: str | None = None) -
     elif isinstance(exc, ArtifactError):
         problem = _problem(422, "invalid-artifact", "Invalid thresholds artifact", str(exc))
     elif isinstance(exc, CalibrationError):
-        problem = _problem(422, "calibration-error", "Calibration rejected the input", str(exc))
+        # Raised by the statistical core on input it cannot analyse (a self-comparison, a bad order): the input
+        # is at fault, not the calibration.
+        problem = _problem(422, "calibration-error", "The input cannot be analysed", str(exc))
     elif isinstance(exc, msgspec.ValidationError):
         message = str(exc)
         key, at, _ = message.rpartition(" - at `")

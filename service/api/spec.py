@@ -5,9 +5,10 @@
   (``[{bearerAuth: []}]``). ``make openapi`` writes the spec of the default settings (no keys); a deployment
   with keys serves its own at /schema/openapi.json.
 * **Either/or bodies**: ``ScoreRequest`` is either a live call (``document`` and ``summary``) or the caller's own
-  verdict (``judge`` with ``judge_score``, ``judge_logprobs`` or ``mean_of_samples``): ``anyOf`` of those sets,
-  each required and not null. ``CompareRequest`` is exactly one of live (``document`` and ``candidates``) or
-  ``preferences``: ``oneOf``. A batch item is any JSON value (an invalid one fails alone, in its result).
+  verdict (``judge`` with ``judge_score``, ``judge_logprobs``, ``mean_of_samples`` or ``sentence_verdicts``):
+  ``anyOf`` of those sets, each required and not null. ``CompareRequest`` is exactly one of live (``document``
+  and ``candidates``) or ``preferences``: ``oneOf``. A batch item is any JSON value (an invalid one fails alone,
+  in its result).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from service.settings import Settings
 
 __all__ = ["refine_spec"]
 
-_OWN_VERDICT_FIELDS = {"judge_score": "integer", "judge_logprobs": "object", "mean_of_samples": "number"}
+_OWN_VERDICT_FIELDS = {"judge_score": "integer", "judge_logprobs": "object", "mean_of_samples": "number",
+                       "sentence_verdicts": "array"}
 
 
 def _present(types: dict[str, str]) -> Schema:
@@ -50,6 +52,19 @@ def _either_or(schemas: dict[str, Any]) -> None:
                 Schema(required=["document"], properties={"document": Schema(type=OpenAPIType.STRING)}),
                 Schema(required=["candidates"], properties={"candidates": Schema(type=OpenAPIType.ARRAY)}),
             ])),
+        ]
+    preference = schemas.get("Preference")
+    if preference is not None and preference.properties and "verdict" in preference.properties:
+        shown = ("first", "second", "verdict")
+        preference.one_of = [  # {winner, loser[, tie]} or {first, second, verdict}, never a mix
+            Schema(
+                all_of=[_present({"winner": "string", "loser": "string"})],
+                schema_not=Schema(any_of=[_present({name: "string"}) for name in shown]),
+            ),
+            Schema(
+                all_of=[_present({"first": "string", "second": "string", "verdict": "string"})],
+                schema_not=Schema(any_of=[_present({name: "string"}) for name in ("winner", "loser")]),
+            ),
         ]
     batch = schemas.get("ScoreBatchRequest")
     if batch is not None and batch.properties and "items" in batch.properties:

@@ -69,3 +69,10 @@ def test_duplicate_keys_last_wins_everywhere(app: AppHarness):
     batch = app.client.post("/v1/score/batch", content='{"items":[' + raw + "]}", headers=JSON).json()
     assert single["judge_score"] == 5
     assert batch["results"][0]["result"]["judge_score"] == 5
+
+
+def test_a_self_comparison_is_titled_as_bad_input(app: AppHarness):
+    prefs = [{"winner": "a", "loser": "a"}, {"winner": "a", "loser": "b"}, {"winner": "b", "loser": "c"}]
+    problem = app.client.post("/v1/compare", json={"criterion": "coherence", "preferences": prefs}).json()
+    assert problem["status"] == 422 and "itself" in problem["detail"]
+    assert problem["title"] == "The input cannot be analysed"  # was "Calibration rejected the input"
