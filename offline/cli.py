@@ -14,6 +14,8 @@ command                                                           does
 ``halves [--data-dir D] [--out reports] [--splits 20]``           fit on half the documents, validate on the
                                                                   other half, both ways (offline.halves); exit 1
                                                                   when a validity check fails
+``panels [--data-dir D] [--out reports] [--alpha 0.1]``           every panel of 2-6 recorded judges vs its best
+``       [--splits 20] [--max-size 6]``                           member (offline.studies.panels)
 ================================================================  ===============================================
 
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
@@ -131,7 +133,39 @@ def build_parser() -> argparse.ArgumentParser:
     hal.add_argument("--splits", type=int, default=20, help="splits by document inside each fit (default 20)")
     hal.add_argument("--seed", type=int, default=0)
     hal.add_argument("--no-progress", action="store_true")
+
+    pan = commands.add_parser("panels", help="judge panels: every panel of 2-6 recorded judges calibrated as one "
+                              "mean verdict, against its best member (offline.studies.panels)")
+    pan.add_argument("--data-dir", type=Path, default=None)
+    pan.add_argument("--out", type=Path, default=Path("reports"))
+    pan.add_argument("--splits", type=int, default=20, help="splits by document per fit (default 20)")
+    pan.add_argument("--seed", type=int, default=0)
+    pan.add_argument("--alpha", type=float, default=0.10, help="level of the study (default 0.10)")
+    pan.add_argument("--max-size", type=int, default=6, help="largest panel (default 6)")
+    pan.add_argument("--no-progress", action="store_true")
     return parser
+
+
+def _panels(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.studies.panels import headline, run_panel_study, write_panel_study
+    from offline.validate import recorded_datasets
+
+    if args.splits < 2 or not 0 < args.alpha < 1 or args.max_size < 2:
+        raise DataError(None, None, "--splits must be >= 2, --alpha in (0, 1), --max-size >= 2")
+    data_dir = resolve_data_dir(args.data_dir)
+    study = run_panel_study(recorded_datasets(data_dir), alpha=args.alpha, n_splits=args.splits, seed=args.seed,
+                            max_size=args.max_size,
+                            progress=None if args.no_progress else (lambda t: tqdm(t, desc="panels", leave=False)))
+    paths = write_panel_study(study, args.out)
+    log.info("panels finished", rows=len(study.rows), out=str(args.out))
+    for row in headline(study):
+        print(f"{row.criterion:12s} served coverage {row.served_coverage:.3f}  set size {row.served_set_size:.2f}  "
+              f"best member {row.best_member} {row.best_member_set_size:.2f}  ratio {row.ratio_to_best_member:.3f}")
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
 
 
 def _validate(args: argparse.Namespace, log: Any) -> int:
@@ -340,7 +374,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     log = structlog.get_logger("offline")
     handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
-                "halves": _halves}
+                "halves": _halves, "panels": _panels}
     try:
         return handlers[args.command](args, log)
     except (DataError, FileNotFoundError) as error:

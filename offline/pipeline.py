@@ -13,7 +13,8 @@ answer store holds LLM factuality answers (``python -m offline collect --task fa
 the LLM factuality tables (``factuality/llm.{json,md}``) and the faithfulness calibration
 (``factuality/faithfulness.{json,md}``), otherwise nothing for them (a previous run's files are removed and
 ``index.md`` says how to collect); (7) the report; (8) the thresholds artifact (faithfulness entries only when
-(6) ran).
+(6) ran; the panel {gpt-3.5-turbo-0301, gpt-4o-mini-2024-07-18, llama-2-70b-chat, qwen2.5-72b-instruct} and
+its sub-panels as ``panel:<members>`` cells, ``offline.studies.panels``).
 
 :func:`calibrate_factuality` runs the factuality part alone (FRANK baselines, (6), the report and an artifact
 with only the faithfulness entries), e.g. on a store of answers collected from a test stand-in, with ``label``
@@ -67,6 +68,7 @@ from offline.studies.faithfulness import (
     run_faithfulness_study,
     write_faithfulness_study,
 )
+from offline.studies.panels import export_panel_fits
 from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store, run_position_bias
 from offline.studies.simulate import SimulationConfig, simulate_tournaments
 from offline.studies.transitivity import has_triangles, run_transitivity
@@ -265,6 +267,9 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
                                         progress=lambda t: bar(t, "conformal"))
         summaries["conformal"] = write_summary(conformal, out / SUMMARY_FILES["conformal"])
         lap("conformal", cells=len(conformal.cells), datasets=len(datasets))
+        # The issue-14 panel and its sub-panels (the full panel study is ``python -m offline panels``).
+        panel_fits = export_panel_fits(datasets, n_splits=n_splits, seed=seed, delta=delta)
+        lap("panels (exported panel and its sub-panels)", cells=len(panel_fits))
         validity_summary, fits = validity_job.result()
     summaries["validity"] = write_validity(validity_summary, out)[0]
     lap("validity (by document, per input kind; waited for its process)", cells=len(validity_summary.cells))
@@ -318,7 +323,7 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
 
     export_thresholds(datasets, conformal, data_dir=data_dir, path=thresholds_path, seed=seed,
                       faithfulness=without_prompt_family(llm.faithfulness), store=store_file,
-                      fits={**fits, **sentence_fits}, delta=delta)
+                      fits={**fits, **sentence_fits, **panel_fits}, delta=delta)
     lap("export", path=str(thresholds_path))
     return CalibrateResult(out_dir=out, store=store_file, thresholds=thresholds_path, index=files.index,
                            summaries=summaries, tables=files.tables, figures=files.figures,

@@ -1,0 +1,375 @@
+"""Judge panels on SummEval: does a calibrated set over several judges beat the best single judge's?
+
+Every panel of 2..6 shipped judges (``python -m offline panels``), per criterion. A panel's verdict on an item
+is the mean of its members' expected scores (:mod:`calibration.panels`), calibrated as the ``mean`` input kind
+by :func:`calibration.kind_fit.fit_kind` with the validity study's settings (splits by document, PAC thresholds
+at delta 0.05, default by cross-fitting, the served recipe checked on unseen documents). Rules:
+
+* **Items.** A panel cell holds the items every member answered with a usable verdict (the intersection of the
+  members' items for the criterion); groups are SummEval documents. Human label: the validity study's y*.
+* **Members' figures.** The best single member is taken from the members' own validity fits
+  (:func:`offline.studies.validity.run_validity_study`, each judge on all of its items, every input kind it
+  supports): a member's figure is the smaller of its kinds' served-recipe mean set sizes at the level (the
+  service serves the kind with the smaller held-out sets), and ``best_member`` is the member with the smallest.
+* **Figures.** Per (panel, criterion, method) at ``alpha``: held-out coverage, set size and decision shares of
+  the method (fitted on calibration documents, evaluated on unseen ones); the default method's row also
+  carries ``served_coverage`` / ``served_set_size``: the served recipe (default chosen inside the calibration
+  documents, fitted there, evaluated on unseen ones). Ratios compare served figures: panel / best member.
+* **Leave-one-out.** For a panel of >= 3 members and each member: the served set size of the panel without it
+  (itself a panel of the study) minus the panel's: > 0 means the member adds information.
+* **Export.** ``make calibrate`` exports the issue's panel (:data:`EXPORTED_PANEL`) and all its sub-panels of
+  >= 2 members into the artifact (:func:`export_panel_fits`, the artifact's alpha grid); the full study is this
+  module's command only (57 panels x 4 criteria cost about a minute of CPU).
+
+Writes ``conformal/panels.json`` (:class:`PanelStudy`), ``conformal/panels.md`` and
+``conformal/panels_set_size.png``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+
+from calibration.kind_fit import KindFit, fit_kind
+from calibration.panels import PANEL_INPUT_KIND, PANEL_PROMPT_FAMILY, expected_scores, panel_kind_data, panel_name
+from offline.studies.conformal import JudgeCriterionData
+from offline.studies.validity import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, REPORT_ALPHAS, run_validity_study
+
+__all__ = [
+    "EXPORTED_PANEL",
+    "FIGURE_FILE",
+    "JSON_FILE",
+    "MARKDOWN_FILE",
+    "LeaveOneOut",
+    "PanelCell",
+    "PanelRow",
+    "PanelStudy",
+    "export_panel_fits",
+    "panel_cells",
+    "run_panel_study",
+    "write_panel_study",
+]
+
+JSON_FILE = "conformal/panels.json"
+MARKDOWN_FILE = "conformal/panels.md"
+FIGURE_FILE = "conformal/panels_set_size.png"
+EXPORTED_PANEL: tuple[str, ...] = ("gpt-3.5-turbo-0301", "gpt-4o-mini-2024-07-18", "llama-2-70b-chat",
+                                   "qwen2.5-72b-instruct")
+STUDY_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20)
+
+
+@dataclass(frozen=True)
+class PanelCell:
+    """One panel's items for one criterion: members' expected scores (items x members), labels, documents."""
+
+    members: tuple[str, ...]
+    criterion: str
+    item_ids: tuple[str, ...]
+    expected: np.ndarray
+    labels: np.ndarray
+    groups: np.ndarray
+    n_labels: int = 5
+
+    @property
+    def name(self) -> str:
+        return panel_name(self.members)
+
+
+class PanelRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One (panel, criterion, method) at ``alpha`` (module rules)."""
+
+    members: list[str]
+    panel: str
+    criterion: str
+    alpha: float
+    method: str
+    is_default: bool
+    n_items: int
+    coverage: float
+    set_size: float
+    min_label_coverage: float
+    accept_share: float
+    review_share: float
+    escalate_share: float
+    best_member: str
+    best_member_set_size: float
+    best_member_coverage: float
+    served_coverage: float | None = None  # default row only: the served recipe on unseen documents
+    served_set_size: float | None = None
+    ratio_to_best_member: float | None = None  # served_set_size / best_member_set_size
+
+
+class LeaveOneOut(msgspec.Struct, frozen=True, kw_only=True):
+    """What dropping one member does to a panel's served set size at ``alpha``."""
+
+    members: list[str]
+    criterion: str
+    dropped: str
+    set_size: float
+    set_size_without: float
+    gain: float  # set_size_without - set_size: > 0, the member adds information
+
+
+class PanelStudy(msgspec.Struct, frozen=True, kw_only=True):
+    """The panel study: settings, rules, one row per (panel, criterion, method), leave-one-out rows."""
+
+    alpha: float
+    delta: float | None
+    n_splits: int
+    seed: int
+    judges: list[str]
+    rules: dict[str, str]
+    rows: list[PanelRow]
+    leave_one_out: list[LeaveOneOut]
+
+
+RULES = {
+    "verdict": "mean of members' expected scores (mean_of_samples; else sum k p_k of renormalised log-probs; else "
+    "the integer score), clipped to [1, K], calibrated as the mean input kind (calibration.panels)",
+    "items": "the items every member answered for the criterion; splits by SummEval document",
+    "thresholds": "PAC at delta (calibration.kind_fit.fit_kind, the validity study's settings)",
+    "best_member": "smallest served-recipe mean set size among the members' own validity fits (each judge on all "
+    "its items, best input kind)",
+    "ratio": "panel served_set_size / best member's served set size, both the recipe as served on unseen documents",
+}
+
+
+def _by_judge(datasets: Sequence[JudgeCriterionData], criterion: str) -> dict[str, JudgeCriterionData]:
+    cells: dict[str, JudgeCriterionData] = {}
+    for data in sorted(datasets, key=lambda d: (d.judge, d.prompt_family)):
+        if data.criterion == criterion and data.prompt_family != PANEL_PROMPT_FAMILY:
+            cells.setdefault(data.judge, data)  # one family per judge: the first in name order
+    return cells
+
+
+def _member_expected(data: JudgeCriterionData, item_ids: Sequence[str]) -> np.ndarray:
+    position = {item: k for k, item in enumerate(data.item_ids)}
+    index = np.array([position[item] for item in item_ids], dtype=np.int64)
+    return expected_scores(
+        data.n_labels, judge_scores=data.judge_scores[index],
+        probabilities=None if data.probabilities is None else data.probabilities[index],
+        means=None if data.means is None else data.means[index],
+    )
+
+
+def panel_cells(datasets: Sequence[JudgeCriterionData], members: Sequence[str], criterion: str) -> PanelCell | None:
+    """The panel's cell for ``criterion`` (module rules); None when a member lacks the criterion or no item is
+    common."""
+    cells = _by_judge(datasets, criterion)
+    if any(m not in cells for m in members):
+        return None
+    ordered = tuple(sorted(members))
+    common = sorted(set.intersection(*(set(cells[m].item_ids) for m in ordered)))
+    if not common:
+        return None
+    first = cells[ordered[0]]
+    position = {item: k for k, item in enumerate(first.item_ids)}
+    index = np.array([position[item] for item in common], dtype=np.int64)
+    groups = (np.asarray(first.groups)[index] if first.groups is not None
+              else np.array([item.split("/", 1)[0] for item in common]))
+    expected = np.column_stack([_member_expected(cells[m], common) for m in ordered])
+    return PanelCell(members=ordered, criterion=criterion, item_ids=tuple(common), expected=expected,
+                     labels=first.labels[index], groups=groups, n_labels=first.n_labels)
+
+
+def fit_panel(cell: PanelCell, *, alphas: Sequence[float], n_splits: int, seed: int,
+              delta: float | None) -> KindFit:
+    """:func:`calibration.kind_fit.fit_kind` on the panel's mean verdicts, with the validity study's settings."""
+    data = panel_kind_data(cell.expected, cell.labels, cell.groups, cell.n_labels)
+    return fit_kind(data, alphas=alphas, delta=delta, headline_alpha=HEADLINE_ALPHA, report_alphas=REPORT_ALPHAS,
+                    n_splits=n_splits, seed=seed)
+
+
+def export_panel_fits(
+    datasets: Sequence[JudgeCriterionData], *, members: Sequence[str] = EXPORTED_PANEL, n_splits: int = 20,
+    seed: int = 0, delta: float | None = DEFAULT_DELTA, alphas: Sequence[float] = ALPHA_GRID,
+) -> dict[tuple[str, str, str, str], KindFit]:
+    """Fits of ``members``' panel and every sub-panel of >= 2 of them, per criterion, keyed for the artifact
+    (panel name, ``panel``, criterion, ``mean``); empty when a member is not in the data."""
+    judges = {d.judge for d in datasets}
+    if not set(members) <= judges:
+        return {}
+    criteria = sorted({d.criterion for d in datasets if d.judge in members})
+    fits = {}
+    for size in range(2, len(members) + 1):
+        for subset in itertools.combinations(sorted(members), size):
+            for criterion in criteria:
+                cell = panel_cells(datasets, subset, criterion)
+                if cell is None or np.unique(cell.groups).size < 2:
+                    continue
+                fit = fit_panel(cell, alphas=alphas, n_splits=n_splits, seed=seed, delta=delta)
+                fits[(cell.name, PANEL_PROMPT_FAMILY, criterion, PANEL_INPUT_KIND)] = fit
+    return fits
+
+
+def _procedure(fit: KindFit, alpha: float) -> tuple[float, float]:
+    row = next(p for p in fit.procedure if abs(p.alpha - alpha) < 1e-9)
+    return row.mean_coverage, row.mean_set_size
+
+
+def _best_members(member_fits: dict[tuple[str, str, str, str], KindFit], alpha: float) -> dict[
+        tuple[str, str], tuple[float, float]]:
+    """(judge, criterion) -> (served coverage, served set size) of the kind with the smaller served set size."""
+    best: dict[tuple[str, str], tuple[float, float]] = {}
+    for (judge, _family, criterion, _kind), fit in member_fits.items():
+        coverage, size = _procedure(fit, alpha)
+        if (judge, criterion) not in best or size < best[(judge, criterion)][1]:
+            best[(judge, criterion)] = (coverage, size)
+    return best
+
+
+def run_panel_study(
+    datasets: Sequence[JudgeCriterionData],
+    *,
+    alpha: float = HEADLINE_ALPHA,
+    n_splits: int = 20,
+    seed: int = 0,
+    delta: float | None = DEFAULT_DELTA,
+    max_size: int = 6,
+    progress: Callable[[Iterable], Iterable] | None = None,
+) -> PanelStudy:
+    """Every panel of 2..``max_size`` judges x criterion (module rules)."""
+    alphas = sorted({*STUDY_ALPHAS, alpha})
+    _summary, member_fits = run_validity_study(datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas)
+    members_best = _best_members(member_fits, alpha)
+    judges = sorted({d.judge for d in datasets if d.prompt_family != PANEL_PROMPT_FAMILY})
+    criteria = sorted({d.criterion for d in datasets})
+    tasks = [(subset, criterion) for size in range(2, min(max_size, len(judges)) + 1)
+             for subset in itertools.combinations(judges, size) for criterion in criteria]
+    rows: list[PanelRow] = []
+    served: dict[tuple[tuple[str, ...], str], float] = {}
+    for subset, criterion in progress(tasks) if progress is not None else tasks:
+        cell = panel_cells(datasets, subset, criterion)
+        if cell is None or np.unique(cell.groups).size < 2:
+            continue
+        fit = fit_panel(cell, alphas=alphas, n_splits=n_splits, seed=seed, delta=delta)
+        best = min(subset, key=lambda m: (members_best[(m, criterion)][1], m))
+        best_coverage, best_size = members_best[(best, criterion)]
+        served_coverage, served_size = _procedure(fit, alpha)
+        served[(subset, criterion)] = served_size
+        for h in fit.heldout:
+            if abs(h.alpha - alpha) > 1e-9:
+                continue
+            default = h.method == fit.default.method
+            rows.append(PanelRow(
+                members=list(subset), panel=cell.name, criterion=criterion, alpha=float(alpha), method=h.method,
+                is_default=default, n_items=fit.n_items, coverage=h.coverage, set_size=h.set_size,
+                min_label_coverage=h.min_label_coverage, accept_share=h.accept_share, review_share=h.review_share,
+                escalate_share=h.escalate_share, best_member=best, best_member_set_size=best_size,
+                best_member_coverage=best_coverage,
+                served_coverage=served_coverage if default else None,
+                served_set_size=served_size if default else None,
+                ratio_to_best_member=served_size / best_size if default else None,
+            ))
+    leave_one_out = [
+        LeaveOneOut(members=list(subset), criterion=criterion, dropped=member, set_size=size,
+                    set_size_without=served[(tuple(m for m in subset if m != member), criterion)],
+                    gain=served[(tuple(m for m in subset if m != member), criterion)] - size)
+        for (subset, criterion), size in served.items() if len(subset) >= 3
+        for member in subset if (tuple(m for m in subset if m != member), criterion) in served
+    ]
+    return PanelStudy(alpha=float(alpha), delta=delta, n_splits=n_splits, seed=seed, judges=judges,
+                      rules=dict(RULES), rows=rows, leave_one_out=leave_one_out)
+
+
+def defaults(study: PanelStudy) -> list[PanelRow]:
+    """The default method's row of every (panel, criterion)."""
+    return [row for row in study.rows if row.is_default]
+
+
+def headline(study: PanelStudy, members: Sequence[str] = EXPORTED_PANEL) -> list[PanelRow]:
+    """The default rows of one panel, one per criterion."""
+    name = panel_name(members)
+    return [row for row in defaults(study) if row.panel == name]
+
+
+def markdown(study: PanelStudy) -> str:
+    """The panel tables: the issue's panel first, then every panel's default, leave-one-out per member."""
+    target = 1 - study.alpha
+    lines = [
+        f"# Judge panels on SummEval (alpha = {study.alpha}, PAC delta = {study.delta}, {study.n_splits} splits by "
+        f"document, seed {study.seed})", "", "Rules:", "", *[f"- **{k}**: {v}" for k, v in study.rules.items()], "",
+        f"## The panel {{{', '.join(EXPORTED_PANEL)}}}", "",
+        "| criterion | items | default | served coverage | min label coverage | served set size | best member | "
+        "its set size | ratio |", "|---|---|---|---|---|---|---|---|---|",
+    ]
+    rows = headline(study)
+    for row in rows:
+        lines.append(f"| {row.criterion} | {row.n_items} | {row.method} | {row.served_coverage:.3f} | "
+                     f"{row.min_label_coverage:.3f} | {row.served_set_size:.2f} | {row.best_member} | "
+                     f"{row.best_member_set_size:.2f} | {row.ratio_to_best_member:.3f} |")
+    if rows:
+        mean_ratio = float(np.mean([r.ratio_to_best_member for r in rows]))
+        covered = all((r.served_coverage or 0) >= target - 0.01 for r in rows)
+        lines += ["", f"Mean ratio over the criteria: **{mean_ratio:.3f}** (target <= 0.85); served coverage >= "
+                  f"{target - 0.01:.2f} on every criterion: **{'yes' if covered else 'no'}**."]
+    lines += ["", "## Mean ratio to the best member by panel size (default method, served recipe)", "",
+              "| panel size | panels | " + " | ".join(sorted({r.criterion for r in study.rows})) + " |",
+              "|---|---|" + "---|" * len({r.criterion for r in study.rows})]
+    criteria = sorted({r.criterion for r in study.rows})
+    for size in sorted({len(r.members) for r in study.rows}):
+        cells = []
+        for criterion in criteria:
+            ratios = [r.ratio_to_best_member for r in defaults(study) if len(r.members) == size
+                      and r.criterion == criterion and r.ratio_to_best_member is not None]
+            cells.append(f"{np.mean(ratios):.3f} (min {np.min(ratios):.3f})" if ratios else "n/a")
+        n_panels = len({r.panel for r in study.rows if len(r.members) == size})
+        lines.append(f"| {size} | {n_panels} | " + " | ".join(cells) + " |")
+    lines += ["", "## Which members add information (leave-one-out: mean served set size gained by keeping the member)",
+              "", "| member | " + " | ".join(criteria) + " |", "|---|" + "---|" * len(criteria)]
+    for judge in study.judges:
+        cells = []
+        for criterion in criteria:
+            gains = [r.gain for r in study.leave_one_out if r.dropped == judge and r.criterion == criterion]
+            cells.append(f"{np.mean(gains):+.3f}" if gains else "n/a")
+        lines.append(f"| {judge} | " + " | ".join(cells) + " |")
+    lines += ["", "## Every panel's default", "",
+              "| panel | criterion | items | default | held-out coverage | served coverage | served size | "
+              "accept / review / escalate | best member (size) | ratio |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    for row in defaults(study):
+        lines.append(f"| {row.panel} | {row.criterion} | {row.n_items} | {row.method} | {row.coverage:.3f} | "
+                     f"{row.served_coverage:.3f} | {row.served_set_size:.2f} | {row.accept_share:.0%} / "
+                     f"{row.review_share:.0%} / {row.escalate_share:.0%} | {row.best_member} "
+                     f"({row.best_member_set_size:.2f}) | {row.ratio_to_best_member:.3f} |")
+    return "\n".join(lines) + "\n"
+
+
+def figure(study: PanelStudy) -> Figure:
+    """Served set size / best member's against panel size, one panel of the figure per criterion."""
+    criteria = sorted({r.criterion for r in study.rows})
+    fig = Figure(figsize=(3.2 * max(1, len(criteria)), 3.2))
+    for position, criterion in enumerate(criteria, start=1):
+        axes = fig.add_subplot(1, max(1, len(criteria)), position)
+        rows = [r for r in defaults(study) if r.criterion == criterion]
+        sizes = np.array([len(r.members) for r in rows])
+        ratios = np.array([r.ratio_to_best_member for r in rows], dtype=float)
+        axes.scatter(sizes, ratios, s=10, alpha=0.5)
+        levels = sorted(set(sizes.tolist()))
+        axes.plot(levels, [ratios[sizes == s].mean() for s in levels], color="black", marker="o")
+        axes.axhline(1.0, color="grey", linestyle="--", linewidth=0.8)
+        axes.set_title(criterion)
+        axes.set_xlabel("judges in the panel")
+        if position == 1:
+            axes.set_ylabel("set size / best member's")
+    fig.suptitle(f"Panels at alpha = {study.alpha} (served recipe, unseen documents)")
+    return fig
+
+
+def write_panel_study(study: PanelStudy, out: Path) -> tuple[Path, Path, Path]:
+    """Write ``conformal/panels.json``, ``conformal/panels.md`` and the figure under ``out``."""
+    json_path, md_path, png_path = out / JSON_FILE, out / MARKDOWN_FILE, out / FIGURE_FILE
+    json_path.parent.mkdir(parents=True, exist_ok=True)
+    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(study), indent=1) + b"\n")
+    md_path.write_text(markdown(study))
+    fig = figure(study)
+    FigureCanvasAgg(fig)
+    fig.savefig(png_path, dpi=120)
+    return json_path, md_path, png_path

@@ -1,0 +1,90 @@
+"""The panel study (offline.studies.panels) on small synthetic judges: cells, rows, leave-one-out, export."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from calibration.panels import expected_scores
+from offline.studies.conformal import JudgeCriterionData
+from offline.studies.panels import export_panel_fits, panel_cells, run_panel_study, write_panel_study
+
+N_DOCS, PER_DOC = 30, 8
+
+
+def _judge(name: str, noise: float, rng: np.random.Generator, truth: np.ndarray, *, probabilities: bool,
+           drop: int | None = None) -> JudgeCriterionData:
+    ids = [f"d{d:02d}/M{s}" for d in range(N_DOCS) for s in range(PER_DOC)]
+    raw = np.clip(np.rint(truth + rng.normal(0, noise, truth.size)), 1, 5).astype(np.int64)
+    probs = None
+    if probabilities:
+        logits = -((np.arange(1, 6)[None, :] - (truth + rng.normal(0, noise, truth.size))[:, None]) ** 2)
+        probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    keep = np.array([k != drop for k in range(len(ids))])
+    return JudgeCriterionData(
+        judge=name, prompt_family="fam", criterion="coherence", item_ids=tuple(np.array(ids)[keep]),
+        labels=truth[keep].astype(np.int64), judge_scores=raw[keep], probabilities=None if probs is None else
+        probs[keep], n_answered=int(keep.sum()), n_excluded=0, groups=tuple(i.split("/")[0] for i in
+                                                                              np.array(ids)[keep]),
+    )
+
+
+@pytest.fixture(scope="module")
+def datasets() -> list[JudgeCriterionData]:
+    rng = np.random.default_rng(7)
+    truth = rng.integers(1, 6, N_DOCS * PER_DOC).astype(float)
+    return [_judge("b-judge", 0.8, rng, truth, probabilities=True), _judge("a-judge", 1.0, rng, truth,
+                                                                         probabilities=False, drop=5),
+            _judge("c-judge", 1.2, rng, truth, probabilities=False)]
+
+
+def test_panel_cell_holds_the_common_items_in_member_order(datasets: list[JudgeCriterionData]) -> None:
+    cell = panel_cells(datasets, ["b-judge", "a-judge"], "coherence")
+    assert cell is not None
+    assert cell.members == ("a-judge", "b-judge")
+    assert len(cell.item_ids) == N_DOCS * PER_DOC - 1  # a-judge lacks one item
+    b = datasets[0]
+    index = [b.item_ids.index(i) for i in cell.item_ids]
+    np.testing.assert_allclose(cell.expected[:, 1], expected_scores(5, probabilities=b.probabilities[index]))
+    np.testing.assert_array_equal(cell.labels, b.labels[index])
+    assert panel_cells(datasets, ["a-judge", "nobody"], "coherence") is None
+    assert panel_cells(datasets, ["a-judge", "b-judge"], "fluency") is None
+
+
+def test_study_rows_defaults_ratio_and_leave_one_out(datasets: list[JudgeCriterionData], tmp_path: Path) -> None:
+    study = run_panel_study(datasets, n_splits=4, seed=0)
+    panels = {row.panel for row in study.rows}
+    assert panels == {"panel:a-judge+b-judge", "panel:a-judge+c-judge", "panel:b-judge+c-judge",
+                      "panel:a-judge+b-judge+c-judge"}
+    for name in panels:
+        rows = [r for r in study.rows if r.panel == name]
+        assert sum(r.is_default for r in rows) == 1
+        assert {r.method for r in rows} == {"residual", "residual_expected", "mondrian_residual", "learned_lac",
+                                            "label_conditional"}
+        default = next(r for r in rows if r.is_default)
+        assert default.ratio_to_best_member == pytest.approx(default.served_set_size / default.best_member_set_size)
+        assert default.best_member in default.members
+        assert 0.0 <= default.served_coverage <= 1.0
+        assert default.accept_share + default.review_share + default.escalate_share == pytest.approx(1.0)
+    served = {r.panel: r.served_set_size for r in study.rows if r.is_default}
+    assert len(study.leave_one_out) == 3
+    for loo in study.leave_one_out:
+        rest = "panel:" + "+".join(m for m in loo.members if m != loo.dropped)
+        assert loo.set_size_without == served[rest]
+        assert loo.gain == pytest.approx(served[rest] - served["panel:a-judge+b-judge+c-judge"])
+    paths = write_panel_study(study, tmp_path)
+    payload = json.loads(paths[0].read_text())
+    required = {"members", "criterion", "alpha", "method", "is_default", "coverage", "set_size", "best_member",
+                "best_member_set_size"}
+    assert payload["rows"] and all(required <= set(row) for row in payload["rows"])
+    assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_export_keys_the_panel_and_its_sub_panels(datasets: list[JudgeCriterionData]) -> None:
+    fits = export_panel_fits(datasets, members=("a-judge", "b-judge", "c-judge"), n_splits=3, alphas=(0.1, 0.2))
+    assert set(fits) == {(name, "panel", "coherence", "mean") for name in (
+        "panel:a-judge+b-judge", "panel:a-judge+c-judge", "panel:b-judge+c-judge", "panel:a-judge+b-judge+c-judge")}
+    assert export_panel_fits(datasets, members=("a-judge", "z-judge"), n_splits=3) == {}
