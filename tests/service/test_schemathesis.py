@@ -83,7 +83,7 @@ def _responder(body: dict[str, Any]) -> ScriptedReply | str:
     """Plausible replies to every prompt kind the service sends, whatever text schemathesis generated."""
     text = "\n".join(str(message.get("content", "")) for message in body.get("messages", []))
     if "Pairs (" in text:
-        summary = re.search(r"Summary: (.*)\nPairs \(", text, re.DOTALL)
+        summary = re.search(r"Summary: <<<SUMMARY>>>\n(.*)\n<<<END SUMMARY>>>\nPairs \(", text, re.DOTALL)
         return f"1. Answer: {summary.group(1).strip() if summary else ''} | Question: What does the summary say?"
     if "Summary A:" in text:
         return "A"
