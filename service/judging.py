@@ -35,6 +35,7 @@ import msgspec
 from service.breaker import CircuitBreakers
 from service.cache import SingleFlight, cache_key, make_cache
 from service.metrics import ServiceMetrics
+from service.panels import check_panel_members, load_panels
 from service.problems import InvalidRequestError, JudgeNotConfiguredError
 from service.rubrics import Rubric, load_rubrics, rubric_messages
 from service.settings import Settings
@@ -75,6 +76,7 @@ class JudgePool:
         self.cache: Any = None
         self.breakers = CircuitBreakers(settings.jobs.breaker_failures, settings.jobs.breaker_cooldown_s)
         self.rubrics: dict[str, Rubric] = load_rubrics(settings.rubrics_file)  # RubricError stops start-up
+        self.panels: dict[str, tuple[str, ...]] = load_panels(settings.panels_file)  # PanelConfigError: likewise
 
     async def start(self) -> None:
         """Read JUDGES_FILE (if set), open one client per judge, and build the cache (Redis or LRU).
@@ -96,6 +98,7 @@ class JudgePool:
                     logger=self._logger,  # JSON retry/failure events with the request id
                     on_format_retry=lambda kind, judge=name: self._metrics.format_retries.inc(judge, kind),
                 )
+        check_panel_members(self.panels, list(self._configs))  # a panel of unconfigured judges stops start-up
         backend = "redis" if self._settings.redis_url else "memory"
         self._logger.info("judges.configured", judges=list(self._configs), cache=backend)
 

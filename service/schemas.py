@@ -16,6 +16,9 @@ from service.settings import HARD_MAX_BATCH_ITEMS, HARD_MAX_CANDIDATES
 
 __all__ = [
     "CRITERIA",
+    "MemberVerdict",
+    "PanelAnswer",
+    "PanelMemberVerdict",
     "ArtifactCell",
     "ArtifactInfo",
     "ArtifactName",
@@ -162,6 +165,16 @@ class SentenceVerdictItem(msgspec.Struct, **_REQUEST):
     reason: Annotated[str, Meta(max_length=2000)] = ""
 
 
+class MemberVerdict(msgspec.Struct, **_REQUEST):
+    """One panel member's verdict, sent by the caller: ``judge`` and at least one of ``judge_score``,
+    ``judge_logprobs``, ``mean_of_samples`` (its expected score: calibration.panels)."""
+
+    judge: Name
+    judge_score: JudgeScore | None = None
+    judge_logprobs: JudgeLogprobs | None = None
+    mean_of_samples: MeanOfSamples | None = None
+
+
 class ScoreRequest(msgspec.Struct, **_REQUEST):
     """Score one summary, or calibrate the caller's own verdict (``judge_score`` / ``judge_logprobs``).
 
@@ -190,6 +203,10 @@ class ScoreRequest(msgspec.Struct, **_REQUEST):
     # The caller's own sentence-level verdicts (faithfulness, factuality_method "sentences"; see service.scoring).
     sentence_verdicts: Annotated[list[SentenceVerdictItem], Meta(min_length=1, max_length=100)] | None = None
     item_id: ItemIdText | None = None
+    # A judge panel (service.panels): the members' own verdicts, or the name of a panel of PANELS_FILE whose
+    # members the service calls; either answers one set from the panel's calibrated cell.
+    verdicts: Annotated[list[MemberVerdict], Meta(min_length=2, max_length=16)] | None = None
+    panel: Name | None = None
 
 
 class QAEvidenceItem(msgspec.Struct, tag="qa", tag_field="kind", **_RESPONSE):
@@ -209,6 +226,33 @@ class SentenceEvidenceItem(msgspec.Struct, tag="sentence", tag_field="kind", **_
     error: bool
     category: SentenceCategory
     reason: str
+
+
+class PanelMemberVerdict(msgspec.Struct, **_RESPONSE):
+    """One member's verdict in a panel answer; ``error`` says why a live member gave none (it is then left out)."""
+
+    judge: str
+    source: Literal["judge", "caller"]
+    prompt_family: str | None = None
+    judge_score: int | None = None
+    probabilities: list[float] | None = None
+    mean_of_samples: float | None = None
+    expected_score: float | None = None  # the member's expected score (calibration.panels rule)
+    cached: bool = False
+    error: str | None = None
+
+
+class PanelAnswer(msgspec.Struct, **_RESPONSE):
+    """The panel behind a set: its members, the cell that served (a sub-panel when members are missing), the
+    members' verdicts and how far they disagree (spread = max - min of expected scores; std, population)."""
+
+    name: str | None  # the configured panel's name (``panel``), None for the caller's verdicts
+    members: list[str]
+    served_by: str | None  # the calibrated panel cell used, None when no cell could serve
+    mean: float | None  # the panel's verdict: mean of the answering members' expected scores
+    spread: float | None
+    std: float | None
+    verdicts: list[PanelMemberVerdict]
 
 
 class ScoreResponse(msgspec.Struct, **_RESPONSE):
@@ -244,6 +288,7 @@ class ScoreResponse(msgspec.Struct, **_RESPONSE):
     item_id: str | None = None  # the request's item_id, echoed
     # "possible_prompt_injection": a text the judge read tries to steer it (service.injection); decision escalate
     flags: list[str] = msgspec.field(default_factory=list)
+    panel: PanelAnswer | None = None  # a panel request: members' verdicts and their disagreement
 
 
 class ScoreBatchRequest(msgspec.Struct, **_REQUEST):

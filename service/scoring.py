@@ -345,6 +345,10 @@ def _calibrated_entry(
 async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
     """Verdict -> prediction set -> decision for one request (rules in the module docstring)."""
     _check_limits(ctx.settings, request)
+    if request.verdicts is not None or request.panel is not None:  # a judge panel: service.panels
+        from service.panels import score_panel
+
+        return await score_panel(ctx, request)
     snapshot = ctx.snapshot
     if snapshot is None:
         raise CalibrationUnavailableError(
