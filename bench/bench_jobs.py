@@ -99,11 +99,12 @@ def workers(env: dict[str, str], n: int) -> Iterator[list[subprocess.Popen[bytes
                 process.wait()
 
 
-def _run_job(client: httpx.Client, body: bytes, n_items: int, timeout_s: float) -> float:
-    """Submit, poll until finished, read every result line; the wall time in seconds."""
+def _run_job(client: httpx.Client, body: bytes, n_items: int, timeout_s: float, phases: dict[str, float]) -> float:
+    """Submit, poll until finished, read every result line; the wall time in seconds (``phases``: each part's)."""
     started = time.perf_counter()
     accepted = client.post("/v1/jobs", content=body, headers=NDJSON)
     accepted.raise_for_status()
+    phases["submit"] = time.perf_counter() - started
     job_id = accepted.json()["job_id"]
     while True:
         status = client.get(f"/v1/jobs/{job_id}").json()
@@ -112,11 +113,13 @@ def _run_job(client: httpx.Client, body: bytes, n_items: int, timeout_s: float) 
         if time.perf_counter() - started > timeout_s:
             raise RuntimeError(f"job not finished after {timeout_s} s: {status}")
         time.sleep(0.1)
+    phases["run"] = time.perf_counter() - started - phases["submit"]
     lines = 0
     with client.stream("GET", f"/v1/jobs/{job_id}/results") as response:
         for line in response.iter_lines():
             lines += bool(line)
     wall = time.perf_counter() - started
+    phases["read"] = wall - phases["submit"] - phases["run"]
     if status["status"] != "succeeded" or lines != n_items or status["n_failed"]:
         raise RuntimeError(f"job ended {status['status']} with {lines} lines, {status['n_failed']} failed")
     return wall
@@ -126,36 +129,61 @@ def bench_throughput(api: RunningServer, env: dict[str, str]) -> tuple[list[Benc
     """Row a: job with 2 workers vs sequential 1,000-item batches."""
     items = [_own_item(i) for i in range(JOB_ITEMS)]
     with httpx.Client(base_url=f"http://127.0.0.1:{api.port}", timeout=120) as client:
-        started = time.perf_counter()
+        started, api_cpu = time.perf_counter(), _cpu_seconds(api.pid)
         for start in range(0, JOB_ITEMS, 1000):
             response = client.post("/v1/score/batch", json={"items": items[start : start + 1000]})
             response.raise_for_status()
         batch_s = time.perf_counter() - started
+        batch_cpu = _cpu_seconds(api.pid) - api_cpu
         body = b"\n".join(msgspec.json.encode(item) for item in items)
-        with workers(env, 2):
-            job_s = _run_job(client, body, JOB_ITEMS, timeout_s=900)
+        with workers(env, 2) as processes:
+            time.sleep(5)  # both workers up (import, calibration) before the clock starts, as the API is
+            cpu_before = [_cpu_seconds(process.pid) for process in processes]
+            phases: dict[str, float] = {}
+            job_s = _run_job(client, body, JOB_ITEMS, timeout_s=900, phases=phases)
+            worker_cpu = sum(_cpu_seconds(p.pid) - c for p, c in zip(processes, cpu_before, strict=True))
+            job_api_cpu = _cpu_seconds(api.pid) - api_cpu - batch_cpu
     job_rate, batch_rate = JOB_ITEMS / job_s, JOB_ITEMS / batch_s
     row = BenchRow(
         name=f"(a) {JOB_ITEMS:,} caller-score items: job, 2 workers (items/s)",
         ours=job_rate, baseline_name="/v1/score/batch, 1,000 a request", baseline=batch_rate, unit="items/s",
         target="ours/baseline >= 1.0", met=job_rate >= batch_rate,
     )  # fmt: skip
-    return [row], [f"(a) job {job_s:.1f} s, batches {batch_s:.1f} s; ours/baseline = {job_rate / batch_rate:.2f}"]
+    return [row], [
+        f"(a) job {job_s:.1f} s, batches {batch_s:.1f} s; ours/baseline = {job_rate / batch_rate:.2f}; workers' CPU "
+        f"{worker_cpu:.1f} s = {1e6 * worker_cpu / JOB_ITEMS:.0f} us an item and the API's {job_api_cpu:.1f} s "
+        f"(the batch server's: {1e6 * batch_cpu / JOB_ITEMS:.0f} us an item); load average {os.getloadavg()[0]:.1f}; "
+        + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in phases.items())
+    ]
 
 
 def bench_live(api: RunningServer, env: dict[str, str]) -> tuple[list[BenchRow], list[str]]:
     """Row b: 10,000 live items, 2 workers x 32 judge calls at once, judge at 50 ms."""
     tag = uuid.uuid4().hex[:8]  # fresh summaries: no answer comes from the cache
     body = b"\n".join(msgspec.json.encode(_live_item(i, tag)) for i in range(LIVE_ITEMS))
-    with httpx.Client(base_url=f"http://127.0.0.1:{api.port}", timeout=120) as client, workers(env, 2):
-        time.sleep(3)  # let both workers start (import, calibration, clients) before the clock starts
-        wall = _run_job(client, body, LIVE_ITEMS, timeout_s=300)
+    with httpx.Client(base_url=f"http://127.0.0.1:{api.port}", timeout=120) as client, workers(env, 2) as processes:
+        time.sleep(5)  # let both workers start (import, calibration, clients) before the clock starts
+        cpu_before = [_cpu_seconds(process.pid) for process in processes]
+        own_before = time.process_time()
+        wall = _run_job(client, body, LIVE_ITEMS, timeout_s=300, phases={})
+        worker_cpu = sum(_cpu_seconds(p.pid) - c for p, c in zip(processes, cpu_before, strict=True))
+        stand_in_cpu = time.process_time() - own_before  # this process: the stand-in's threads and the poller
     row = BenchRow(
         name=f"(b) {LIVE_ITEMS:,} live items, 50 ms judge, 2 workers x {LIVE_CONCURRENCY} (wall s)",
         ours=wall, baseline_name="ideal n x 0.05 / 64", baseline=LIVE_IDEAL_S, unit="s",
         target="ours <= 1.25 x ideal", met=wall <= 1.25 * LIVE_IDEAL_S,
     )  # fmt: skip
-    return [row], [f"(b) wall {wall:.2f} s = {wall / LIVE_IDEAL_S:.2f} x ideal {LIVE_IDEAL_S:.2f} s"]
+    return [row], [
+        f"(b) wall {wall:.2f} s = {wall / LIVE_IDEAL_S:.2f} x ideal {LIVE_IDEAL_S:.2f} s; CPU per item: workers "
+        f"{1e3 * worker_cpu / LIVE_ITEMS:.2f} ms, judge stand-in {1e3 * stand_in_cpu / LIVE_ITEMS:.2f} ms "
+        f"(2 cores: the CPU floor is {(worker_cpu + stand_in_cpu) / 2:.1f} s); load average {os.getloadavg()[0]:.1f}"
+    ]
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _rss_mb(pid: int, field: str) -> float:

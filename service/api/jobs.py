@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
@@ -212,11 +211,8 @@ async def job_results(
     except (RedisError, OSError) as error:
         raise _redis_down(error) from error
 
-    async def lines() -> AsyncIterator[bytes]:
-        async for line in jobs.store.result_lines(record, after=after, limit=limit):
-            yield line + b"\n"
-
-    return Stream(lines(), media_type="application/x-ndjson", headers={"X-Job-Status": record.status})
+    blocks = jobs.store.result_lines(record, after=after, limit=limit)
+    return Stream(blocks, media_type="application/x-ndjson", headers={"X-Job-Status": record.status})
 
 
 @delete("/jobs/{job_id:str}", status_code=200, summary="Cancel a job: items not yet started are not judged",

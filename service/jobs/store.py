@@ -237,7 +237,8 @@ class JobStore:
     async def result_lines(
         self, record: JobRecord, *, after: int, limit: int | None, window: int = 8
     ) -> AsyncIterator[bytes]:
-        """Result lines of items ``after+1, after+2, ...`` in input order, at most ``limit``.
+        """Result lines of items ``after+1, after+2, ...`` in input order, at most ``limit``, in blocks of whole
+        lines (each ending in a newline; at most one block per chunk, so the HTTP stream sends few pieces).
 
         While the job is active the lines stop at the first chunk without results (so the index of the last
         line received is a cursor to resume from); for a finished job, chunks without results (never run,
@@ -257,13 +258,19 @@ class JobStore:
                         return
                     skip = 0
                     continue
-                lines = blob.split(b"\n")[skip:]
+                if skip == 0 and (remaining is None or remaining >= record.chunk_size):
+                    block = blob  # the whole chunk as stored: no split, one piece to send
+                    if remaining is not None:
+                        remaining -= blob.count(b"\n") + 1
+                else:
+                    lines = blob.split(b"\n")[skip:]
+                    if remaining is not None:
+                        lines = lines[:remaining]
+                        remaining -= len(lines)
+                    block = b"\n".join(lines)
                 skip = 0
-                if remaining is not None:
-                    lines = lines[:remaining]
-                    remaining -= len(lines)
-                for line in lines:
-                    yield line
+                if block:
+                    yield block + b"\n"
                 if remaining == 0:
                     return
 
