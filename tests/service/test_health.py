@@ -12,6 +12,7 @@ from litestar.testing import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from service.app import create_app
+from service.jobs.settings import JobSettings
 from service.judge.errors import JudgeConfigError
 from service.settings import Settings, SettingsError
 from tests.fakes.judge_server import JudgeServer
@@ -174,3 +175,22 @@ def test_a_broken_judges_file_stops_the_start(make_settings, tmp_path: Path, sta
             pass
         (leaf,) = _leaves(caught.value)
         assert isinstance(leaf, JudgeConfigError) and named in str(leaf)
+
+
+def test_readyz_stays_ready_and_names_a_judge_whose_breaker_opened(
+    start_app: Callable[[Settings], AppHarness], make_settings, judges_file, stand_in
+):
+    harness = start_app(make_settings(judges_file=judges_file, jobs=JobSettings(breaker_failures=2)))
+    stand_in.inject("error_500", times=20)  # the judge fails every call
+    body = {"criterion": "relevance", "document": "Doc.", "summary": "Summary."}
+    for k in range(3):
+        assert harness.client.post("/v1/score", json={**body, "summary": f"S{k}."}).status_code in (502, 503)
+    reply = harness.client.get("/readyz")
+    assert reply.status_code == 200  # caller verdicts still work: not a reason to leave the load balancer
+    data = reply.json()
+    assert data["status"] == "ready" and data["degraded"] == [f"judge:{STAND_IN}"]
+    judges = next(c for c in data["checks"] if c["name"] == "judges")
+    assert judges["ok"] is False and "circuit open" in judges["detail"]
+    assert f'cj_dependency_degraded{{dependency="judge:{STAND_IN}"}} 1.0' in harness.client.get("/metrics").text
+    own = {"criterion": "relevance", "judge": STAND_IN, "judge_score": 3}
+    assert harness.client.post("/v1/score", json=own).status_code == 200
