@@ -41,7 +41,8 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     cells_per_alpha = 8 * len(METHODS) + 16 * len(SCORE_ONLY_METHODS)  # 8 log-prob cells, 16 text-judge cells
     assert len(summary["cells"]) == cells_per_alpha * 4 and summary["n_splits"] == 4
     figures = sorted((out / "conformal").glob("*.png")) + sorted((out / "transitivity").glob("*.png"))
-    assert len(figures) == 8  # 5 conformal, the simulated transitivity figure, 2 of the real Vicuna80 tournaments
+    # 5 conformal (paper), the validity figure, the simulated transitivity figure, 2 of the real Vicuna80 tournaments
+    assert len(figures) == 9
     for figure in figures:
         data = figure.read_bytes()
         assert data.startswith(PNG_MAGIC) and len(data) > 10_000
@@ -63,6 +64,14 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     assert "Transitivity on real tournaments (Vicuna80)" in index
     assert json.loads((out / "position_bias" / "summary.json").read_text())["simulated"] is False
     artifact = load_artifact(out / "thresholds.json")
+    # What is served comes first: the SummEval cells per input kind, PAC, from the validity study
+    assert index.index("What the artifact serves") < index.index("Read first")
+    validity = json.loads((out / "conformal" / "validity.json").read_text())
+    assert len(validity["cells"]) == 24 + 8 and validity["delta"] == 0.05
+    summeval = [e for e in artifact.entries if e.criterion != "faithfulness"]
+    assert {e.input_kind for e in summeval} == {"score", "probabilities"}
+    assert all(e.fitted.delta == 0.05 and e.heldout_coverage_p5 is not None for e in summeval)
+    assert len([d for d in artifact.default_methods if d.criterion != "faithfulness"]) == 24 + 8
     faithful = [e for e in artifact.entries if e.criterion == "faithfulness"]
     # direct/qa: uncalibrated until collected; the sentence-level cells under the validity rules (PAC, by article)
     assert {(e.prompt_family, e.input_kind) for e in faithful} == {("factuality_sentences", "score")}
