@@ -15,15 +15,20 @@ Resolution rules, in order (each failure is a problem with the allowed values wh
    ``prompt_family``; else, for faithfulness, the ``factuality_method``'s family when it is calibrated for
    the judge; else the configured judge's; else, for a calibration-only judge, the one family calibrated for
    (judge, criterion) (several -> 422 naming them).
-5. **Level.** ``alpha`` (default DEFAULT_ALPHA) must be one of the artifact's levels (422 with the levels).
-6. **Method.** A name outside ``calibration.conformal.METHODS`` -> 422. The cell (judge, prompt family,
-   criterion) has no entry at all -> ``calibrated: false``, the full scale, ``escalate`` (never an invented
-   set). Otherwise ``method`` or the artifact's default for the cell; when the request names no method and
-   the default needs probabilities that the verdict lacks, the first calibrated method that works with the
-   judge score alone is used and the reason says so. A named method that is not calibrated for the cell and
-   level, or that needs probabilities the verdict lacks -> 422.
-7. **Set and decision.** ``calibration.conformal.prediction_set`` with the verdict's score and probabilities
-   (``aps_randomized`` with the core's default generator, so equal inputs give equal sets), then the policy.
+5. **Level.** ``alpha`` (default DEFAULT_ALPHA) below every calibrated level -> 422 with the levels; a level
+   between calibrated ones is served at the next smaller one (rule 6), and the reason says so.
+6. **Entry** (``calibration.serving.choose_entry``, the rule ``offline validate`` applies too). A name outside
+   ``calibration.conformal.METHODS`` -> 422. The cell (judge, prompt family, criterion) has no entry at all ->
+   ``calibrated: false``, the full scale, ``escalate`` (never an invented set). The verdict carries input kinds
+   (``calibration.verdicts``): ``probabilities`` (log-probs), ``mean`` (mean_of_samples), ``score`` (an integer
+   score the caller sent, or the live judge's); only thresholds fitted on one of those kinds may serve it, else
+   ``calibrated: false`` + escalate (never a threshold fitted on another kind). Among the kinds, the default
+   method of each (or the named method) at the level, and the entry with the smaller held-out mean set wins.
+   A named method calibrated for none of the verdict's kinds -> 422 saying what to send.
+7. **Set and decision.** ``calibration.conformal.prediction_set`` on the kind's inputs
+   (``calibration.verdicts.verdict_inputs``; ``aps_randomized`` with the core's default generator, so equal
+   inputs give equal sets), then the policy (an empty set escalates). The answer carries ``input_kind`` and
+   ``confidence`` (1 - delta of PAC thresholds).
 
 The caller's ``judge_logprobs`` are renormalised over 1..5 (a missing token counts ln(1e-5), the recorded
 data's convention); without ``judge_score`` the verdict's score is the most probable token (lower on ties).
