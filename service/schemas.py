@@ -672,7 +672,6 @@ class HealthStatus(msgspec.Struct, **_RESPONSE):
 # --------------------------------------------------------------------------------------------- /v1/jobs
 
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
-ItemId = Annotated[str | int, Meta(description="the item_id the input line carried, echoed")]
 
 
 class JobAccepted(msgspec.Struct, **_RESPONSE):
@@ -703,10 +702,10 @@ class JobStatus(msgspec.Struct, **_RESPONSE):
 
 
 class JobItemResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One line of a job's results: the batch endpoint's item shape plus the input's ``item_id`` (null if none)."""
+    """One line of a job's results: the batch endpoint's item, with ``item_id`` always present (null if none)."""
 
     index: int
-    item_id: ItemId | None
+    item_id: str | None
     ok: bool
     result: ScoreResponse | None = None
     error: Problem | None = None

@@ -233,7 +233,7 @@ def document_jobs_openapi(schema_paths: Any) -> None:
     """Give POST /v1/jobs its request body in the spec (the handler streams the body, so Litestar cannot)."""
     item = Schema(
         type=None,
-        description="a /v1/score body (see ScoreRequest) that may add item_id (string or integer, echoed)",
+        description="a /v1/score body (ScoreRequest; its item_id is echoed in the result line)",
     )
     path = (schema_paths or {}).get("/v1/jobs")
     if path is None or path.post is None:

@@ -7,9 +7,9 @@ tests can run chunks in-process. Rules, in order:
    worker was lost after writing) or whose job is cancelled, finished or gone is skipped: nothing is judged.
 2. Attempt > JOB_CHUNK_ATTEMPTS (every earlier worker died on it): each item gets a ``chunk-abandoned``
    error, no judge call, so a poison chunk ends instead of killing workers forever.
-3. Otherwise each line is decoded, ``item_id`` taken off (a string or an integer, echoed), the rest
-   converted to ``ScoreRequest`` exactly as the batch endpoint does, and ``score_item`` called: inline for
-   the caller's own verdicts, concurrently within the worker's WORKER_CONCURRENCY slots for live items. Any
+3. Otherwise each line is decoded and converted to ``ScoreRequest`` exactly as the batch endpoint does (its
+   ``item_id``, a string, is echoed in the line and in the result as /v1/score does), and ``score_item`` is
+   called: inline for the caller's own verdicts, concurrently within WORKER_CONCURRENCY slots for live items. Any
    failure becomes that item's problem (as in /v1/score/batch). A line not started when the job is cancelled
    gets a ``job-cancelled`` error.
 4. The result lines are written at once with ``store.finish_chunk`` (atomic, first writer wins).
@@ -32,7 +32,7 @@ from service.jobs.errors import ChunkAbandonedError, JobCancelledError
 from service.jobs.metrics import JobMetrics
 from service.jobs.settings import JobSettings
 from service.jobs.store import JobStore
-from service.problems import BadRequestError, InvalidRequestError, problem_from_exception
+from service.problems import BadRequestError, problem_from_exception
 from service.schemas import JobItemResult, ScoreRequest
 from service.scoring import ScoringContext, score_item
 
@@ -41,11 +41,11 @@ __all__ = ["ChunkRunner", "item_id_of"]
 _ENCODER = msgspec.json.Encoder()
 
 
-def item_id_of(raw: object) -> str | int | None:
-    """The ``item_id`` of a decoded line when it is a string or an integer (not a bool), else None."""
+def item_id_of(raw: object) -> str | None:
+    """The ``item_id`` of a decoded line when it is a string (the batch endpoint's rule), else None."""
     if isinstance(raw, dict):
         value = raw.get("item_id")
-        if isinstance(value, str | int) and not isinstance(value, bool):
+        if isinstance(value, str):
             return value
     return None
 
@@ -151,7 +151,7 @@ class ChunkRunner:
         task each would only add overhead), live items concurrently within the worker's slots."""
         context = self.context()
         results: list[JobItemResult | None] = [None] * len(lines)
-        live: list[tuple[int, str | int | None, ScoreRequest]] = []
+        live: list[tuple[int, str | None, ScoreRequest]] = []
         for offset, line in enumerate(lines):
             item_id, item = self._decode(line, first + offset)
             if isinstance(item, ScoreRequest) and item.judge_score is None and item.judge_logprobs is None:
@@ -159,7 +159,7 @@ class ChunkRunner:
             else:
                 results[offset] = await self._score(context, job_id, first + offset, item_id, item, cancelled)
 
-        async def in_slot(offset: int, item_id: str | int | None, item: ScoreRequest) -> None:
+        async def in_slot(offset: int, item_id: str | None, item: ScoreRequest) -> None:
             async with self.slots:
                 results[offset] = await self._score(context, job_id, first + offset, item_id, item, cancelled)
 
@@ -167,7 +167,7 @@ class ChunkRunner:
         return [result for result in results if result is not None]
 
     @staticmethod
-    def _decode(line: bytes, index: int) -> tuple[str | int | None, ScoreRequest | Exception]:
+    def _decode(line: bytes, index: int) -> tuple[str | None, ScoreRequest | Exception]:
         """(item_id, the item as ScoreRequest) or (item_id, the exception that makes it this item's error)."""
         item_id = None
         try:
@@ -176,11 +176,7 @@ class ChunkRunner:
             except msgspec.DecodeError as error:
                 raise BadRequestError(f"item {index} is not JSON: {error}") from None
             item_id = item_id_of(raw)
-            if isinstance(raw, dict) and "item_id" in raw:
-                if item_id is None and raw["item_id"] is not None:
-                    raise InvalidRequestError("item_id must be a string or an integer")
-                raw = {key: value for key, value in raw.items() if key != "item_id"}
-            return item_id, msgspec.convert(raw, ScoreRequest, strict=True)
+            return item_id, msgspec.convert(raw, ScoreRequest, strict=True)  # item_id is a ScoreRequest field
         except Exception as error:  # the batch endpoint's rule: a bad item fails alone
             return item_id, error
 
@@ -189,7 +185,7 @@ class ChunkRunner:
         context: ScoringContext,
         job_id: str,
         index: int,
-        item_id: str | int | None,
+        item_id: str | None,
         item: ScoreRequest | Exception,
         cancelled: asyncio.Event,
     ) -> JobItemResult:
@@ -199,6 +195,8 @@ class ChunkRunner:
             if isinstance(item, Exception):
                 raise item
             result = await score_item(context, item)
+            if item_id is not None:  # as /v1/score answers: a copy, the memoised answers stay shared
+                result = msgspec.structs.replace(result, item_id=item_id)
         except Exception as error:  # every failure stays with its item, shaped as in /v1/score/batch
             problem, _ = problem_from_exception(error, instance=f"/v1/jobs/{job_id}#/items/{index}")
             context.metrics.count_problem(problem.status, problem.type)
