@@ -39,6 +39,7 @@ from service.scoring import ScoringContext, score_item
 __all__ = ["ChunkRunner", "item_id_of"]
 
 _ENCODER = msgspec.json.Encoder()
+_LINE_DECODER = msgspec.json.Decoder(ScoreRequest)
 
 
 def item_id_of(raw: object) -> str | None:
@@ -169,16 +170,18 @@ class ChunkRunner:
     @staticmethod
     def _decode(line: bytes, index: int) -> tuple[str | None, ScoreRequest | Exception]:
         """(item_id, the item as ScoreRequest) or (item_id, the exception that makes it this item's error)."""
-        item_id = None
         try:
+            item = _LINE_DECODER.decode(line)  # /v1/score's strict decoding; item_id is a ScoreRequest field
+            return item.item_id, item
+        except msgspec.ValidationError as error:  # a bad item fails alone, still echoing a string item_id
             try:
-                raw = msgspec.json.decode(line)
-            except msgspec.DecodeError as error:
-                raise BadRequestError(f"item {index} is not JSON: {error}") from None
-            item_id = item_id_of(raw)
-            return item_id, msgspec.convert(raw, ScoreRequest, strict=True)  # item_id is a ScoreRequest field
-        except Exception as error:  # the batch endpoint's rule: a bad item fails alone
-            return item_id, error
+                return item_id_of(msgspec.json.decode(line)), error
+            except (msgspec.DecodeError, RecursionError):
+                return None, error
+        except msgspec.DecodeError as error:
+            return None, BadRequestError(f"item {index} is not JSON: {error}")
+        except RecursionError:
+            return None, BadRequestError(f"item {index} is nested too deeply")
 
     async def _score(
         self,
