@@ -16,6 +16,8 @@ command                                                           does
                                                                   when a validity check fails
 ``panels [--data-dir D] [--out reports] [--alpha 0.1]``           every panel of 2-6 recorded judges vs its best
 ``       [--splits 20] [--max-size 6]``                           member (offline.studies.panels)
+``cascades [--data-dir D] [--out reports] [--alpha 0.1]``         two-judge cascades: calls vs set size vs
+                                                                  coverage (offline.studies.cascades)
 ================================================================  ===============================================
 
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
@@ -143,7 +145,36 @@ def build_parser() -> argparse.ArgumentParser:
     pan.add_argument("--alpha", type=float, default=0.10, help="level of the study (default 0.10)")
     pan.add_argument("--max-size", type=int, default=6, help="largest panel (default 6)")
     pan.add_argument("--no-progress", action="store_true")
+
+    cas = commands.add_parser("cascades", help="two-judge cascades: ask the second judge only when the first's set "
+                              "is wide; calls vs set size vs coverage (offline.studies.cascades)")
+    cas.add_argument("--data-dir", type=Path, default=None)
+    cas.add_argument("--out", type=Path, default=Path("reports"))
+    cas.add_argument("--splits", type=int, default=20)
+    cas.add_argument("--seed", type=int, default=0)
+    cas.add_argument("--alpha", type=float, default=0.10)
+    cas.add_argument("--no-progress", action="store_true")
     return parser
+
+
+def _cascades(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.studies.cascades import run_cascade_study, write_cascade_study
+    from offline.validate import recorded_datasets
+
+    if args.splits < 2 or not 0 < args.alpha < 1:
+        raise DataError(None, None, "--splits must be >= 2 and --alpha in (0, 1)")
+    study = run_cascade_study(recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha,
+                              n_splits=args.splits, seed=args.seed,
+                              progress=None if args.no_progress else (lambda t: tqdm(t, desc="cascades", leave=False)))
+    paths = write_cascade_study(study, args.out)
+    met = sum(bool(g["met"]) for g in study.goal)
+    log.info("cascades finished", points=len(study.points), met=met, checked=len(study.goal))
+    print(f"goal met:    {met} of {len(study.goal)} (pair, criterion)")
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
 
 
 def _panels(args: argparse.Namespace, log: Any) -> int:
@@ -374,7 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     log = structlog.get_logger("offline")
     handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
-                "halves": _halves, "panels": _panels}
+                "halves": _halves, "panels": _panels,
+                "cascades": _cascades}
     try:
         return handlers[args.command](args, log)
     except (DataError, FileNotFoundError) as error:
