@@ -68,10 +68,11 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     assert index.index("What the artifact serves") < index.index("Read first")
     validity = json.loads((out / "conformal" / "validity.json").read_text())
     assert len(validity["cells"]) == 24 + 8 and validity["delta"] == 0.05
-    summeval = [e for e in artifact.entries if e.criterion != "faithfulness"]
+    summeval = [e for e in artifact.entries if e.criterion != "faithfulness" and e.prompt_family != "panel"]
     assert {e.input_kind for e in summeval} == {"score", "probabilities"}
     assert all(e.fitted.delta == 0.05 and e.heldout_coverage_p5 is not None for e in summeval)
-    assert len([d for d in artifact.default_methods if d.criterion != "faithfulness"]) == 24 + 8
+    assert len([d for d in artifact.default_methods
+                if d.criterion != "faithfulness" and d.prompt_family != "panel"]) == 24 + 8
     faithful = [e for e in artifact.entries if e.criterion == "faithfulness"]
     # direct/qa: uncalibrated until collected; the sentence-level cells under the validity rules (PAC, by article)
     assert {(e.prompt_family, e.input_kind) for e in faithful} == {("factuality_sentences", "score")}

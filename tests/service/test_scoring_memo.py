@@ -76,7 +76,8 @@ def test_a_remembering_snapshot_answers_like_a_fresh_one(app: AppHarness):
 
 def test_failures_are_not_remembered_and_the_memo_is_bounded(app: AppHarness):
     snapshot = _fresh_snapshot(app.services.calibration.current)
-    bad = msgspec.convert({"criterion": "relevance", "judge": STAND_IN, "judge_score": 3, "alpha": 0.33}, ScoreRequest)
+    # below every calibrated level (0.1, 0.2): refused, and nothing about it remembered
+    bad = msgspec.convert({"criterion": "relevance", "judge": STAND_IN, "judge_score": 3, "alpha": 0.03}, ScoreRequest)
     with pytest.raises(InvalidRequestError):
         asyncio.run(_answers_raising(app, snapshot, bad))
     assert not snapshot.memo
