@@ -239,6 +239,13 @@ def calibrate(
         workers.shutdown(wait=True, cancel_futures=True)
 
 
+def _validity_in_child(datasets: list, **options: Any) -> tuple[Any, Any, float]:
+    """run_validity_study in the child process, with the CPU seconds it took there."""
+    started = time.process_time()
+    summary, fits = run_validity_study(datasets, **options)
+    return summary, fits, time.process_time() - started
+
+
 def _frank_baselines(data_dir: Path, out: Path) -> tuple[tuple[Path, ...], int, Frank]:
     """FRANK baseline tables (stats-frank's study) written under ``out/factuality``; (paths, metrics, FRANK)."""
     frank = load_frank(data_dir)
@@ -267,7 +274,7 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
     # CPU-bound: the first runs in a child process while the second runs here, so a 2-core machine does both at
     # once. Same inputs, same seeds: the result does not depend on where it runs.
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        validity_job = pool.submit(run_validity_study, datasets, n_splits=n_splits, seed=seed, delta=delta)
+        validity_job = pool.submit(_validity_in_child, datasets, n_splits=n_splits, seed=seed, delta=delta)
         conformal = run_conformal_study(datasets, n_splits=n_splits, seed=seed,
                                         progress=lambda t: bar(t, "conformal"))
         summaries["conformal"] = write_summary(conformal, out / SUMMARY_FILES["conformal"])
@@ -275,9 +282,10 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
         # The issue-14 panel and its sub-panels (the full panel study is ``python -m offline panels``).
         panel_fits = export_panel_fits(datasets, n_splits=n_splits, seed=seed, delta=delta)
         lap("panels (exported panel and its sub-panels)", cells=len(panel_fits))
-        validity_summary, fits = validity_job.result()
+        validity_summary, fits, validity_cpu = validity_job.result()
     summaries["validity"] = write_validity(validity_summary, out)[0]
-    lap("validity (by document, per input kind; waited for its process)", cells=len(validity_summary.cells))
+    lap("validity (by document, per input kind; waited for its process)", cells=len(validity_summary.cells),
+        child_cpu_seconds=round(validity_cpu, 3))
 
     position = run_position_bias(pairwise, source="recorded pairwise verdicts in the answer store")
     summaries["position_bias"] = write_summary(position, out / SUMMARY_FILES["position_bias"])
