@@ -37,7 +37,10 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from calibration.conformal import fit_conformal, predict_sets
+from calibration.heldout import group_splits, pooled_group_coverage
 from calibration.kind_fit import KindFit, fit_kind
+from calibration.panel_model import fit_multinomial
 from calibration.panels import PANEL_INPUT_KIND, PANEL_PROMPT_FAMILY, expected_scores, panel_kind_data, panel_name
 from offline.studies.conformal import JudgeCriterionData
 from offline.studies.validity import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, REPORT_ALPHAS, run_validity_study
@@ -128,6 +131,7 @@ class PanelStudy(msgspec.Struct, frozen=True, kw_only=True):
     rules: dict[str, str]
     rows: list[PanelRow]
     leave_one_out: list[LeaveOneOut]
+    learned: list[LearnedRow] = msgspec.field(default_factory=list)  # EXPORTED_PANEL only: study, not served
 
 
 RULES = {
@@ -209,6 +213,64 @@ def export_panel_fits(
     return fits
 
 
+LEARNED_METHODS: tuple[tuple[str, str], ...] = (("multinomial_lac", "lac"),
+                                                ("multinomial_label_conditional", "label_conditional"))
+
+
+class LearnedRow(msgspec.Struct, frozen=True, kw_only=True):
+    """The learned multinomial model (calibration.panel_model) of one (panel, criterion) under a fixed method."""
+
+    members: list[str]
+    panel: str
+    criterion: str
+    alpha: float
+    method: str
+    coverage: float
+    coverage_p5: float
+    min_label_coverage: float
+    set_size: float
+    best_member_set_size: float
+    ratio_to_best_member: float
+
+
+def learned_rows(cell: PanelCell, *, alpha: float, delta: float | None, n_splits: int, seed: int,
+                 best_member_set_size: float) -> list[LearnedRow]:
+    """The multinomial model on the outer splits by document: in each, the calibration documents are halved
+    (``default_rng([seed, 9, split])``), the model is fitted on one half and the method's thresholds (PAC at
+    ``delta``) on the other; figures on the test documents. A fixed method, not chosen by the selection rule."""
+    runs: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {name: [] for name, _ in LEARNED_METHODS}
+    for split in group_splits(cell.groups, n_splits=n_splits, seed=seed):
+        cal, test = split.calibration, split.test
+        docs = np.unique(cell.groups[cal])
+        model_docs = set(np.random.default_rng([seed, 9, split.split]).permutation(docs)[: docs.size // 2])
+        in_model = np.array([g in model_docs for g in cell.groups[cal]])
+        model = fit_multinomial(cell.expected[cal[in_model]], cell.labels[cal[in_model]], cell.n_labels)
+        probs = model.probabilities(cell.expected)
+        scores = np.argmax(probs, axis=1) + 1
+        threshold = cal[~in_model]
+        for name, method in LEARNED_METHODS:
+            fitted = fit_conformal(method, alpha, cell.labels[threshold], judge_scores=scores[threshold],
+                                   probabilities=probs[threshold], n_labels=cell.n_labels, delta=delta,
+                                   rng=np.random.default_rng([seed, 9, split.split]))
+            sets = predict_sets(fitted, judge_scores=scores[test], probabilities=probs[test])
+            y = cell.labels[test]
+            runs[name].append((sets[np.arange(y.size), y - 1], sets.sum(axis=1), y))
+    rows = []
+    for name, found in runs.items():
+        coverages = np.array([c.mean() for c, _, _ in found])
+        covered = np.concatenate([c for c, _, _ in found])
+        labels = np.concatenate([y for _, _, y in found])
+        pooled = pooled_group_coverage(covered, labels, min_items=20 * len(found))
+        size = float(np.concatenate([s for _, s, _ in found]).mean())
+        rows.append(LearnedRow(members=list(cell.members), panel=cell.name, criterion=cell.criterion,
+                               alpha=float(alpha), method=name, coverage=float(coverages.mean()),
+                               coverage_p5=float(np.percentile(coverages, 5)),
+                               min_label_coverage=min(c for _, _, c in pooled), set_size=size,
+                               best_member_set_size=best_member_set_size,
+                               ratio_to_best_member=size / best_member_set_size))
+    return rows
+
+
 def _procedure(fit: KindFit, alpha: float) -> tuple[float, float]:
     row = next(p for p in fit.procedure if abs(p.alpha - alpha) < 1e-9)
     return row.mean_coverage, row.mean_set_size
@@ -275,8 +337,15 @@ def run_panel_study(
         for (subset, criterion), size in served.items() if len(subset) >= 3
         for member in subset if (tuple(m for m in subset if m != member), criterion) in served
     ]
+    learned = []
+    for criterion in criteria:
+        cell = panel_cells(datasets, EXPORTED_PANEL, criterion)
+        if cell is not None and np.unique(cell.groups).size >= 4:
+            best = min(members_best[(m, criterion)][1] for m in EXPORTED_PANEL)
+            learned.extend(learned_rows(cell, alpha=alpha, delta=delta, n_splits=n_splits, seed=seed,
+                                        best_member_set_size=best))
     return PanelStudy(alpha=float(alpha), delta=delta, n_splits=n_splits, seed=seed, judges=judges,
-                      rules=dict(RULES), rows=rows, leave_one_out=leave_one_out)
+                      rules=dict(RULES), rows=rows, leave_one_out=leave_one_out, learned=learned)
 
 
 def defaults(study: PanelStudy) -> list[PanelRow]:
@@ -310,6 +379,15 @@ def markdown(study: PanelStudy) -> str:
         covered = all((r.served_coverage or 0) >= target - 0.01 for r in rows)
         lines += ["", f"Mean ratio over the criteria: **{mean_ratio:.3f}** (target <= 0.85); served coverage >= "
                   f"{target - 0.01:.2f} on every criterion: **{'yes' if covered else 'no'}**."]
+    if study.learned:
+        lines += ["", "### A learned model of the human label (multinomial logistic regression on the members' "
+                  "expected scores; study only, fixed methods)", "",
+                  "Model fitted on half of each split's calibration documents, thresholds (PAC) on the other half.",
+                  "", "| criterion | method | coverage | 5th pct | min label coverage | set size | ratio |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.criterion} | {r.method} | {r.coverage:.3f} | {r.coverage_p5:.3f} | "
+                  f"{r.min_label_coverage:.3f} | {r.set_size:.2f} | {r.ratio_to_best_member:.3f} |"
+                  for r in study.learned]
     lines += ["", "## Mean ratio to the best member by panel size (default method, served recipe)", "",
               "| panel size | panels | " + " | ".join(sorted({r.criterion for r in study.rows})) + " |",
               "|---|---|" + "---|" * len({r.criterion for r in study.rows})]

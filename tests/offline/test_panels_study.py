@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -107,3 +108,18 @@ def test_cascade_points_route_and_count_calls(datasets: list[JudgeCriterionData]
     assert goal["met"] == (goal["set_size"] is not None and goal["set_size"] <= goal["pair_set_size"] + 0.05)
     paths = write_cascade_study(study, tmp_path)
     assert json.loads(paths[0].read_text())["points"]
+
+
+def test_learned_rows_cover_and_report_both_methods(datasets: list[JudgeCriterionData]) -> None:
+    from offline.studies.panels import PanelStudy, learned_rows
+
+    cell = panel_cells(datasets, ["a-judge", "b-judge", "c-judge"], "coherence")
+    assert cell is not None
+    rows = learned_rows(cell, alpha=0.1, delta=0.05, n_splits=4, seed=0, best_member_set_size=2.0)
+    assert [r.method for r in rows] == ["multinomial_lac", "multinomial_label_conditional"]
+    for row in rows:
+        assert 0.8 <= row.coverage <= 1.0 and 1.0 <= row.set_size <= 5.0
+        assert row.ratio_to_best_member == pytest.approx(row.set_size / 2.0)
+    study = PanelStudy(alpha=0.1, delta=0.05, n_splits=4, seed=0, judges=[], rules={}, rows=[], leave_one_out=[],
+                       learned=rows)
+    assert json.loads(msgspec.json.encode(study))["learned"][0]["method"] == "multinomial_lac"
