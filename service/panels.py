@@ -56,6 +56,7 @@ from calibration.verdicts import round_half_up, verdict_inputs
 from service.injection import INJECTION_FLAG, escalate_for_injection, screen_texts
 from service.policy import full_scale
 from service.problems import CalibrationUnavailableError, InvalidRequestError
+from service.schemas import CRITERIA as BUILTIN_CRITERIA
 from service.schemas import MemberVerdict, PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
 from service.state import coverage_target
 
@@ -208,6 +209,10 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
         if request.document is None or request.summary is None:
             raise InvalidRequestError("document and summary are required when the service calls a panel")
         members = list(panels[request.panel])  # type: ignore[index]
+        askable = set(BUILTIN_CRITERIA) | set(ctx.judges.rubric_names())
+        if request.criterion not in askable:
+            raise InvalidRequestError(f"unknown criterion {request.criterion!r} for a live panel call",
+                                      allowed=sorted(askable))
         verdicts = await _live_members(ctx, request, members, n_labels)
     else:
         assert request.verdicts is not None
@@ -215,7 +220,10 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
         if len(set(members)) != len(members):
             raise InvalidRequestError("each judge may appear once in verdicts")
         verdicts = [caller_member(v, n_labels) for v in request.verdicts]
-    full_name = panel_name(members)
+    try:
+        full_name = panel_name(members)
+    except ValueError as error:  # a judge name with "+" or a "panel:" name cannot be a member
+        raise InvalidRequestError(str(error)) from None
     answered = [v for v in verdicts if v.expected_score is not None]
     cell_name = served_panel(members, [v.judge for v in answered])
     alpha = request.alpha if request.alpha is not None else ctx.settings.default_alpha

@@ -134,6 +134,9 @@ def test_callers_mixed_verdicts_and_an_uncalibrated_panel(panel_app: AppHarness)
     {"criterion": "coherence", "panel": "nobody", "document": "d", "summary": "s"},
     {"criterion": "coherence", "panel": "jury"},
     {"criterion": "faithfulness", "panel": "jury", "document": "d", "summary": "s"},
+    {"criterion": "helpfulness", "panel": "jury", "document": "d", "summary": "s"},
+    {"criterion": "coherence", "verdicts": [{"judge": "a+b", "judge_score": 1}, {"judge": "c", "judge_score": 2}]},
+    {"criterion": "coherence", "verdicts": [{"judge": "panel:x", "judge_score": 1}, {"judge": "c", "judge_score": 2}]},
 ])
 def test_bad_panel_requests_are_422_problems(panel_app: AppHarness, body: dict[str, object]) -> None:
     response = panel_app.client.post("/v1/score", json=body)
