@@ -423,7 +423,7 @@ def markdown(study: PanelStudy) -> str:
 def figure(study: PanelStudy) -> Figure:
     """Served set size / best member's against panel size, one panel of the figure per criterion."""
     criteria = sorted({r.criterion for r in study.rows})
-    fig = Figure(figsize=(3.2 * max(1, len(criteria)), 3.2))
+    fig = Figure(figsize=(3.2 * max(1, len(criteria)), 3.6))
     for position, criterion in enumerate(criteria, start=1):
         axes = fig.add_subplot(1, max(1, len(criteria)), position)
         rows = [r for r in defaults(study) if r.criterion == criterion]
@@ -438,6 +438,7 @@ def figure(study: PanelStudy) -> Figure:
         if position == 1:
             axes.set_ylabel("set size / best member's")
     fig.suptitle(f"Panels at alpha = {study.alpha} (served recipe, unseen documents)")
+    fig.subplots_adjust(top=0.80, bottom=0.18, wspace=0.35)
     return fig
 
 
