@@ -41,12 +41,12 @@ def test_malformed_json_is_400(app: AppHarness):
 @pytest.mark.parametrize(
     ("body", "key"),
     [
-        ({"criterion": "coherence", "judge_score": 9}, "judge_score"),
+        ({"criterion": "coherence", "judge_score": 11}, "judge_score"),  # scales go up to 1..10
         ({"criterion": "coherence", "alpha": 0}, "alpha"),
         ({"criterion": "coherence", "alpha": 1.5}, "alpha"),
-        ({"criterion": "taste"}, "criterion"),
+        ({"criterion": "two words"}, "criterion"),  # a name the calibration lacks is a 422 with allowed
         ({"criterion": "coherence", "judge_logprobs": {"1": 0.5}}, "judge_logprobs"),
-        ({"criterion": "coherence", "judge_logprobs": {"6": -1}}, "judge_logprobs"),
+        ({"criterion": "coherence", "judge_logprobs": {"11": -1}}, "judge_logprobs"),
         ({"criterion": "coherence", "surprise": 1}, "surprise"),
         ({}, "criterion"),
         ([1, 2], "data"),
