@@ -377,7 +377,9 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         remembered = snapshot.memo.get(answer_key)
         if remembered is not None:
             ctx.metrics.count_decision(request.criterion, remembered.decision, True)  # type: ignore[attr-defined]
-            return remembered  # type: ignore[return-value]
+            if request.item_id is None:
+                return remembered  # type: ignore[return-value]
+            return msgspec.structs.replace(remembered, item_id=request.item_id)  # type: ignore[type-var]
     if not own:
         _require_texts(request)
     judge, prompt_family, alpha = plan.judge, plan.prompt_family, plan.alpha
@@ -447,7 +449,10 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         sentence_score=verdict.sentence_score,
         evidence=verdict.evidence,
         flags=[INJECTION_FLAG] if findings else [],
+        item_id=request.item_id,  # the caller's id, echoed (never remembered: the memo is shared)
     )
     if answer_key is not None and entry is not None:
-        snapshot.remember(answer_key, response)
+        snapshot.remember(
+            answer_key, response if request.item_id is None else msgspec.structs.replace(response, item_id=None)
+        )
     return response

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import msgspec
 
+from calibration.kind_artifact import DEFAULT_DELTA as KIND_ARTIFACT_DELTA
 from calibration.kind_fit import HeldoutFigures, KindData, KindFit, ProcedureFigures, cell_kind_data, fit_kind
 from calibration.selection import SELECTION_RULE, MethodEvidence
 from offline.studies.conformal import JudgeCriterionData
@@ -43,7 +44,7 @@ ALPHA_GRID: tuple[float, ...] = tuple(round(0.01 * step, 2) for step in range(1,
 REPORT_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.20)
 TABLE_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20)
 HEADLINE_ALPHA = 0.10
-DEFAULT_DELTA = 0.05
+DEFAULT_DELTA = KIND_ARTIFACT_DELTA  # one value for offline and for the service's calibration jobs
 JSON_FILE = "conformal/validity.json"
 MARKDOWN_FILE = "conformal/validity.md"
 

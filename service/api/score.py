@@ -69,10 +69,7 @@ def scoring_context(services: Services) -> ScoringContext:
 async def score(data: ScoreBody, request: Request) -> ScoreResponse:
     """Verdict -> prediction set -> accept / review / escalate (rules: ``service.scoring``)."""
     services = services_of(request)
-    result = await score_item(scoring_context(services), data)
-    if data.item_id is not None:  # a copy only when asked: the memoised answers stay shared
-        result = msgspec.structs.replace(result, item_id=data.item_id)
-    return result
+    return await score_item(scoring_context(services), data)  # echoes data.item_id
 
 
 def batch_width(services: Services) -> int:
@@ -99,8 +96,6 @@ async def _batch_item(
             context.metrics.count_problem(problem.status, problem.type)
             _log_failed_item(logger, index, item_id, problem, error)
             return BatchItemResult(index=index, item_id=item_id, ok=False, error=problem)
-    if item_id is not None:
-        result = msgspec.structs.replace(result, item_id=item_id)
     return BatchItemResult(index=index, item_id=item_id, ok=True, result=result)
 
 
