@@ -33,3 +33,9 @@ def test_batch_echoes_item_id_on_successes_and_failures(app: AppHarness):
     failed = [line for line in app.log_lines() if line["event"] == "batch.item_failed"]
     assert [(line["index"], line["item_id"], line["status"]) for line in failed] == [(1, "b", 422), (3, None, 422)]
     assert all(line["request_id"] == "batch-ids" for line in failed)
+
+
+def test_the_memoised_answer_never_carries_another_callers_id(app: AppHarness):
+    for item_id in ("first", None, "second", None):
+        body = VERDICT if item_id is None else {**VERDICT, "item_id": item_id}
+        assert app.client.post("/v1/score", json=body).json()["item_id"] == item_id
