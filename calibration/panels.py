@@ -5,14 +5,20 @@ Pure (numbers in, numbers out); the offline study (:mod:`offline.studies.panels`
 calibrated and where it is served. Rules, stated once:
 
 * **Name.** A panel is identified by its members: ``panel:<m1>+<m2>+...`` with the member names sorted
-  (:func:`panel_name`); its artifact cell is (that name, prompt family ``panel``, criterion) and its input kind
-  is ``mean``. Two callers listing the same judges in another order get the same cell.
+  (:func:`panel_name`); its artifact cell is (that name, the members' inputs as prompt family, criterion: next
+  rules) and its input kind is ``mean``. Two callers listing the same judges in another order get the same cell.
 * **A member's expected score** (:func:`expected_score`): its ``mean_of_samples`` when it sends one; else
   ``sum_k k * p_k`` over its probabilities (renormalised log-probs of "1".."K") when it has them; else its
   integer score.
 * **The panel's verdict** (:func:`panel_mean`): the arithmetic mean of the members' expected scores, clipped to
   [1, K] (only float noise can leave it). It is a ``mean`` verdict (:mod:`calibration.verdicts`): the core
   sees score = round_half_up(m) and the two-point law on floor(m), ceil(m) with mean m.
+* **Inputs are matched** (:func:`member_input`, :func:`panel_family`): the cell's prompt family records which
+  input each member's expected score came from, in the sorted member order: ``panel:<input>+<input>...`` with
+  ``mean``, ``probabilities`` or ``score`` per member (e.g. ``panel:probabilities+score``). A panel verdict is
+  served only by the cell whose family matches its members' inputs, as a single judge's verdict is served only by
+  thresholds of its input kind: an integer score where the panel was fitted on that member's log-probs is another
+  input, never served by those thresholds.
 * **Disagreement** (:func:`disagreement`): the spread max - min of the members' expected scores and their
   population standard deviation.
 * **Missing members** (:func:`served_panel`): a verdict lacking some member is answered by the sub-panel of the
@@ -38,7 +44,10 @@ __all__ = [
     "disagreement",
     "expected_score",
     "expected_scores",
+    "is_panel_family",
     "is_panel_name",
+    "member_input",
+    "panel_family",
     "panel_kind_data",
     "panel_mean",
     "panel_means",
@@ -50,6 +59,7 @@ __all__ = [
 PANEL_PREFIX = "panel:"
 PANEL_PROMPT_FAMILY = "panel"
 PANEL_INPUT_KIND = "mean"
+MEMBER_INPUTS = ("mean", "probabilities", "score")
 _SEPARATOR = "+"
 
 
@@ -84,6 +94,30 @@ def panel_members(name: str) -> tuple[str, ...]:
     if panel_name(members) != name:
         raise ValueError(f"{name!r} is not a canonical panel name (members sorted, distinct, at least two)")
     return members
+
+
+def member_input(*, judge_score: int | None = None, probabilities: Sequence[float] | np.ndarray | None = None,
+                 mean: float | None = None) -> str:
+    """Which input a member's expected score comes from (the rule of :func:`expected_score`)."""
+    if mean is not None:
+        return "mean"
+    if probabilities is not None:
+        return "probabilities"
+    if judge_score is None:
+        raise ValueError("a member verdict needs mean_of_samples, probabilities or a judge score")
+    return "score"
+
+
+def panel_family(inputs: Sequence[str]) -> str:
+    """The prompt family of a panel cell: ``panel:`` + the members' inputs (sorted member order) joined by +."""
+    if len(inputs) < 2 or any(i not in MEMBER_INPUTS for i in inputs):
+        raise ValueError(f"member inputs must be two or more of {', '.join(MEMBER_INPUTS)}; got {list(inputs)}")
+    return PANEL_PREFIX + _SEPARATOR.join(inputs)
+
+
+def is_panel_family(family: str) -> bool:
+    """True for a panel cell's prompt family."""
+    return family == PANEL_PROMPT_FAMILY or family.startswith(PANEL_PREFIX)
 
 
 def expected_score(n_labels: int, *, judge_score: int | None = None, probabilities: Sequence[float] | None = None,

@@ -14,14 +14,17 @@ name from PANELS_FILE: the service asks every member concurrently, through the j
    live member whose call fails is reported with its ``error`` and left out; when no member answers, the
    first failure is the request's error (as for one judge).
 3. **Cell.** The members that answered form the served panel (:func:`calibration.panels.served_panel`): the
-   cell (``panel:<sorted members>``, ``panel``, criterion), input kind ``mean``, entry chosen by
-   :func:`calibration.serving.choose_entry` (level: the largest calibrated alpha <= the request's; method:
-   the request's or the default). Fewer than two members, or a sub-panel without thresholds ->
+   cell (``panel:<sorted members>``, the members' inputs as prompt family (``panel:probabilities+score``...,
+   :func:`calibration.panels.panel_family`: a member sending another input than the panel was fitted on gets
+   ``calibrated: false``, never thresholds fitted on other inputs), criterion), input kind ``mean``, entry
+   chosen by :func:`calibration.serving.choose_entry` (level: the largest calibrated alpha <= the request's;
+   method: the request's or the default). Fewer than two members, or a sub-panel without thresholds ->
    ``calibrated: false``, the full scale, ``escalate`` (never the full panel's thresholds).
 4. **Answer.** The usual ScoreResponse with ``judge`` = the served panel cell (or the full panel's name when
-   uncalibrated), ``prompt_family`` = ``panel``, ``judge_score`` = round_half_up(mean), plus ``panel``:
-   members, their verdicts and their disagreement (spread, std of the expected scores). A live panel's texts
-   are screened for prompt injection as for one judge.
+   uncalibrated), ``prompt_family`` = the members' inputs (``panel`` when fewer than two answered),
+   ``judge_score`` = round_half_up(mean), plus ``panel``: members, their verdicts and their disagreement
+   (spread, std of the expected scores). A live panel's texts are screened for prompt injection as for one
+   judge.
 
 PANELS_FILE is a JSON list ``[{"name": "jury", "judges": ["judge-a", "judge-b", ...]}]``: names unique, at
 least two distinct judges each, every judge configured in JUDGES_FILE (checked at start-up).
@@ -47,6 +50,8 @@ from calibration.panels import (
     PANEL_PROMPT_FAMILY,
     disagreement,
     expected_score,
+    member_input,
+    panel_family,
     panel_mean,
     panel_name,
     served_panel,
@@ -229,9 +234,17 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     alpha = request.alpha if request.alpha is not None else ctx.settings.default_alpha
     served: ServedEntry | None = None
     why = f"fewer than two panel members answered ({', '.join(v.judge for v in answered) or 'none'})"
+    family = PANEL_PROMPT_FAMILY
     if cell_name is not None:
-        cell = (cell_name, PANEL_PROMPT_FAMILY, request.criterion)
+        inputs = {v.judge: member_input(judge_score=v.judge_score, probabilities=v.probabilities,
+                                        mean=v.mean_of_samples) for v in answered}
+        family = panel_family([inputs[m] for m in sorted(inputs)])
+        cell = (cell_name, family, request.criterion)
         why = f"no calibration for the panel {cell_name!r}, criterion {request.criterion!r}"
+        fitted_on = [f for f in snapshot.prompt_families_for(cell_name, request.criterion) if f != family]
+        if fitted_on:
+            why = (f"the panel {cell_name!r} is calibrated for {request.criterion!r} on members' inputs "
+                   f"{' or '.join(fitted_on)} (sorted member order); this verdict carries {family}")
         if snapshot.cell_methods.get(cell):
             try:
                 found = choose_entry(snapshot.index, cell, (PANEL_INPUT_KIND,), alpha, request.method)
@@ -265,7 +278,7 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     ctx.metrics.count_decision(request.criterion, decision.decision, entry is not None)
     return ScoreResponse(
         criterion=request.criterion, judge=cell_name if entry is not None and cell_name else full_name,
-        prompt_family=PANEL_PROMPT_FAMILY, source="judge" if live else "caller",
+        prompt_family=family, source="judge" if live else "caller",
         judge_score=round_half_up(mean) if mean is not None else _fallback_score(verdicts, n_labels),
         probabilities=None, prediction_set=list(labels), set_size=len(labels), alpha=used_alpha,
         coverage_target=coverage_target(used_alpha),

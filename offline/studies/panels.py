@@ -7,6 +7,9 @@ at delta 0.05, default by cross-fitting, the served recipe checked on unseen doc
 
 * **Items.** A panel cell holds the items every member answered with a usable verdict (the intersection of the
   members' items for the criterion); groups are SummEval documents. Human label: the validity study's y*.
+  Each member's expected score comes from its richest recorded input (mean_of_samples for a mean judge, else
+  log-probs when every item has them, else the integer score), recorded in the cell's prompt family
+  (:func:`calibration.panels.panel_family`), which the service matches.
 * **Members' figures.** The best single member is taken from the members' own validity fits
   (:func:`offline.studies.validity.run_validity_study`, each judge on all of its items, every input kind it
   supports): a member's figure is the smaller of its kinds' served-recipe mean set sizes at the level (the
@@ -41,7 +44,14 @@ from calibration.conformal import fit_conformal, predict_sets
 from calibration.heldout import group_splits, pooled_group_coverage
 from calibration.kind_fit import KindFit, fit_kind
 from calibration.panel_model import fit_multinomial
-from calibration.panels import PANEL_INPUT_KIND, PANEL_PROMPT_FAMILY, expected_scores, panel_kind_data, panel_name
+from calibration.panels import (
+    PANEL_INPUT_KIND,
+    expected_scores,
+    is_panel_family,
+    panel_family,
+    panel_kind_data,
+    panel_name,
+)
 from offline.studies.conformal import JudgeCriterionData
 from offline.studies.validity import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, REPORT_ALPHAS, run_validity_study
 
@@ -78,11 +88,17 @@ class PanelCell:
     expected: np.ndarray
     labels: np.ndarray
     groups: np.ndarray
+    inputs: tuple[str, ...] = ()  # each member's input (calibration.panels.member_input), member order
     n_labels: int = 5
 
     @property
     def name(self) -> str:
         return panel_name(self.members)
+
+    @property
+    def family(self) -> str:
+        """The cell's prompt family: the members' inputs (calibration.panels.panel_family)."""
+        return panel_family(self.inputs)
 
 
 class PanelRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -90,6 +106,7 @@ class PanelRow(msgspec.Struct, frozen=True, kw_only=True):
 
     members: list[str]
     panel: str
+    prompt_family: str  # the members' inputs (calibration.panels.panel_family)
     criterion: str
     alpha: float
     method: str
@@ -148,7 +165,7 @@ RULES = {
 def _by_judge(datasets: Sequence[JudgeCriterionData], criterion: str) -> dict[str, JudgeCriterionData]:
     cells: dict[str, JudgeCriterionData] = {}
     for data in sorted(datasets, key=lambda d: (d.judge, d.prompt_family)):
-        if data.criterion == criterion and data.prompt_family != PANEL_PROMPT_FAMILY:
+        if data.criterion == criterion and not is_panel_family(data.prompt_family):
             cells.setdefault(data.judge, data)  # one family per judge: the first in name order
     return cells
 
@@ -179,8 +196,10 @@ def panel_cells(datasets: Sequence[JudgeCriterionData], members: Sequence[str], 
     groups = (np.asarray(first.groups)[index] if first.groups is not None
               else np.array([item.split("/", 1)[0] for item in common]))
     expected = np.column_stack([_member_expected(cells[m], common) for m in ordered])
+    inputs = tuple("mean" if cells[m].means is not None else "probabilities" if cells[m].probabilities is not None
+                   else "score" for m in ordered)
     return PanelCell(members=ordered, criterion=criterion, item_ids=tuple(common), expected=expected,
-                     labels=first.labels[index], groups=groups, n_labels=first.n_labels)
+                     labels=first.labels[index], groups=groups, inputs=inputs, n_labels=first.n_labels)
 
 
 def fit_panel(cell: PanelCell, *, alphas: Sequence[float], n_splits: int, seed: int,
@@ -196,7 +215,8 @@ def export_panel_fits(
     seed: int = 0, delta: float | None = DEFAULT_DELTA, alphas: Sequence[float] = ALPHA_GRID,
 ) -> dict[tuple[str, str, str, str], KindFit]:
     """Fits of ``members``' panel and every sub-panel of >= 2 of them, per criterion, keyed for the artifact
-    (panel name, ``panel``, criterion, ``mean``); empty when a member is not in the data."""
+    (panel name, the members' inputs as prompt family, criterion, ``mean``); empty when a member is not in the
+    data."""
     judges = {d.judge for d in datasets}
     if not set(members) <= judges:
         return {}
@@ -209,7 +229,7 @@ def export_panel_fits(
                 if cell is None or np.unique(cell.groups).size < 2:
                     continue
                 fit = fit_panel(cell, alphas=alphas, n_splits=n_splits, seed=seed, delta=delta)
-                fits[(cell.name, PANEL_PROMPT_FAMILY, criterion, PANEL_INPUT_KIND)] = fit
+                fits[(cell.name, cell.family, criterion, PANEL_INPUT_KIND)] = fit
     return fits
 
 
@@ -301,7 +321,7 @@ def run_panel_study(
     alphas = sorted({*STUDY_ALPHAS, alpha})
     _summary, member_fits = run_validity_study(datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas)
     members_best = _best_members(member_fits, alpha)
-    judges = sorted({d.judge for d in datasets if d.prompt_family != PANEL_PROMPT_FAMILY})
+    judges = sorted({d.judge for d in datasets if not is_panel_family(d.prompt_family)})
     criteria = sorted({d.criterion for d in datasets})
     tasks = [(subset, criterion) for size in range(2, min(max_size, len(judges)) + 1)
              for subset in itertools.combinations(judges, size) for criterion in criteria]
@@ -321,7 +341,8 @@ def run_panel_study(
                 continue
             default = h.method == fit.default.method
             rows.append(PanelRow(
-                members=list(subset), panel=cell.name, criterion=criterion, alpha=float(alpha), method=h.method,
+                members=list(subset), panel=cell.name, prompt_family=cell.family, criterion=criterion,
+                alpha=float(alpha), method=h.method,
                 is_default=default, n_items=fit.n_items, coverage=h.coverage, set_size=h.set_size,
                 min_label_coverage=h.min_label_coverage, accept_share=h.accept_share, review_share=h.review_share,
                 escalate_share=h.escalate_share, best_member=best, best_member_set_size=best_size,

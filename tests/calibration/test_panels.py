@@ -101,3 +101,19 @@ def test_served_panel_uses_the_present_members_only() -> None:
     assert served_panel(members, ["a", "x", "c"]) == "panel:a+c"  # a non-member never enters
     assert served_panel(members, ["c"]) is None
     assert served_panel(members, []) is None
+
+
+def test_member_inputs_name_the_panel_family() -> None:
+    from calibration.panels import is_panel_family, member_input, panel_family
+
+    assert member_input(judge_score=3, probabilities=[0.2] * 5, mean=2.5) == "mean"
+    assert member_input(judge_score=3, probabilities=[0.2] * 5) == "probabilities"
+    assert member_input(judge_score=3) == "score"
+    with pytest.raises(ValueError):
+        member_input()
+    assert panel_family(["probabilities", "score"]) == "panel:probabilities+score"
+    with pytest.raises(ValueError):
+        panel_family(["score"])
+    with pytest.raises(ValueError):
+        panel_family(["score", "logits"])
+    assert is_panel_family("panel:score+score") and is_panel_family("panel") and not is_panel_family("geval")

@@ -46,6 +46,7 @@ def test_panel_cell_holds_the_common_items_in_member_order(datasets: list[JudgeC
     cell = panel_cells(datasets, ["b-judge", "a-judge"], "coherence")
     assert cell is not None
     assert cell.members == ("a-judge", "b-judge")
+    assert cell.inputs == ("score", "probabilities") and cell.family == "panel:score+probabilities"
     assert len(cell.item_ids) == N_DOCS * PER_DOC - 1  # a-judge lacks one item
     b = datasets[0]
     index = [b.item_ids.index(i) for i in cell.item_ids]
@@ -86,8 +87,10 @@ def test_study_rows_defaults_ratio_and_leave_one_out(datasets: list[JudgeCriteri
 
 def test_export_keys_the_panel_and_its_sub_panels(datasets: list[JudgeCriterionData]) -> None:
     fits = export_panel_fits(datasets, members=("a-judge", "b-judge", "c-judge"), n_splits=3, alphas=(0.1, 0.2))
-    assert set(fits) == {(name, "panel", "coherence", "mean") for name in (
-        "panel:a-judge+b-judge", "panel:a-judge+c-judge", "panel:b-judge+c-judge", "panel:a-judge+b-judge+c-judge")}
+    assert set(fits) == {(name, family, "coherence", "mean") for name, family in (
+        ("panel:a-judge+b-judge", "panel:score+probabilities"), ("panel:a-judge+c-judge", "panel:score+score"),
+        ("panel:b-judge+c-judge", "panel:probabilities+score"),
+        ("panel:a-judge+b-judge+c-judge", "panel:score+probabilities+score"))}
     assert export_panel_fits(datasets, members=("a-judge", "z-judge"), n_splits=3) == {}
 
 

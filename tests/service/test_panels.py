@@ -18,7 +18,7 @@ import pytest
 from calibration.conformal import prediction_set
 from calibration.kind_artifact import kind_artifact
 from calibration.kind_fit import fit_kind
-from calibration.panels import expected_scores, panel_kind_data, panel_means
+from calibration.panels import expected_scores, panel_family, panel_kind_data, panel_means
 from calibration.serving import ServedEntry, choose_entry
 from calibration.thresholds import ThresholdIndex, save_artifact
 from calibration.verdicts import kind_inputs
@@ -60,7 +60,8 @@ def panel_artifact(recorded: dict[str, object], tmp_path_factory: pytest.TempPat
             expected_scores(5, probabilities=np.vstack([probability_row(r) for r in recorded["logprobs"][m]]))
             for m in members])
         data = panel_kind_data(expected, recorded["labels"], recorded["groups"])
-        fits[("panel:" + "+".join(members), "panel", "coherence", "mean")] = fit_kind(
+        key = ("panel:" + "+".join(members), panel_family(["probabilities"] * len(members)), "coherence", "mean")
+        fits[key] = fit_kind(
             data, alphas=(0.1, 0.2), delta=0.05, n_splits=3, selection_repeats=2, nested_repeats=1)
     artifact = kind_artifact(fits, created_at="2026-01-01T00:00:00+00:00", code_version="test",
                              data_hash="synthetic", source="tests/service/test_panels.py")
@@ -86,7 +87,8 @@ def test_callers_verdicts_equal_the_offline_path(panel_app: AppHarness, panel_ar
     from calibration.thresholds import load_artifact
 
     index = ThresholdIndex(load_artifact(panel_artifact))
-    served = choose_entry(index, (FULL, "panel", "coherence"), ("mean",), 0.1)
+    family = "panel:probabilities+probabilities+probabilities"
+    served = choose_entry(index, (FULL, family, "coherence"), ("mean",), 0.1)
     assert isinstance(served, ServedEntry)
     members = ("judge-a", "judge-b", "judge-c")
     for item in range(0, 320, 23):
@@ -109,13 +111,15 @@ def test_callers_verdicts_equal_the_offline_path(panel_app: AppHarness, panel_ar
         assert answer["panel"]["served_by"] == FULL
 
 
-def test_callers_mixed_verdicts_and_an_uncalibrated_panel(panel_app: AppHarness) -> None:
+def test_inputs_other_than_the_panels_are_not_served_and_an_uncalibrated_panel(panel_app: AppHarness) -> None:
     body = {"criterion": "coherence", "verdicts": [
         {"judge": "judge-a", "judge_score": 2}, {"judge": "judge-b", "mean_of_samples": 3.5}]}
     answer = panel_app.client.post("/v1/score", json=body).json()
-    assert answer["calibrated"] is True and answer["judge"] == PAIR
     assert [v["expected_score"] for v in answer["panel"]["verdicts"]] == [2.0, 3.5]
     assert answer["panel"]["mean"] == 2.75 and answer["judge_score"] == 3
+    assert answer["prompt_family"] == "panel:score+mean"
+    assert answer["calibrated"] is False and answer["set_size"] == 5  # fitted on both members' log-probs only
+    assert "panel:probabilities+probabilities" in answer["reason"]
     other = {"criterion": "coherence", "verdicts": [
         {"judge": "judge-a", "judge_score": 2}, {"judge": "judge-c", "judge_score": 4}]}
     answer = panel_app.client.post("/v1/score", json=other).json()
