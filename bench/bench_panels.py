@@ -28,7 +28,7 @@ from litestar.testing import TestClient
 from bench.table import BenchRow, print_table
 from calibration.kind_artifact import kind_artifact
 from calibration.kind_fit import fit_kind
-from calibration.panels import panel_kind_data, panel_name
+from calibration.panels import panel_family, panel_kind_data, panel_name
 from calibration.thresholds import save_artifact
 from service.app import create_app
 from service.settings import Settings
@@ -45,7 +45,8 @@ def _artifact(path: Path) -> None:
     expected = np.clip(labels[:, None] + rng.normal(0, 0.8, (400, len(LATENCIES))), 1, 5)
     data = panel_kind_data(expected, labels, np.repeat(np.arange(50), 8).astype(str))
     fit = fit_kind(data, alphas=(0.1,), delta=0.05, n_splits=3, selection_repeats=2, nested_repeats=1)
-    artifact = kind_artifact({(panel_name(LATENCIES), "panel", "coherence", "mean"): fit},
+    family = panel_family(["probabilities"] * len(LATENCIES))  # the stand-in answers with log-probs
+    artifact = kind_artifact({(panel_name(LATENCIES), family, "coherence", "mean"): fit},
                              created_at="2026-01-01T00:00:00+00:00", code_version="bench", data_hash="synthetic",
                              source="bench/bench_panels.py")
     save_artifact(artifact, path)
