@@ -250,3 +250,30 @@ def test_learned_single_item_scores_for_other_scales() -> None:
     assert prediction_set(fitted, probabilities=[0.0, 0.0, 1.0]) == (3,)  # scores .9 .8 .3
     assert prediction_set(fitted, probabilities=[0.5, 0.5, 0.0]) == (1, 2)  # scores .6 .6 .8
     assert prediction_set(fitted, judge_score=1) == (1,)  # one-hot: scores .4 .7 .9
+
+
+def test_logprobs_are_renormalised_row_by_row() -> None:
+    logprobs = np.log([[0.2, 0.2, 0.1, 1.0, 1.0], [0.05, 0.05, 0.1, 0.2, 0.1]])  # masses 0.5 in each row
+    logprobs[0, 3:] = -np.inf
+    np.testing.assert_allclose(
+        probabilities_from_logprobs(logprobs), [[0.4, 0.4, 0.2, 0.0, 0.0], [0.1, 0.1, 0.2, 0.4, 0.2]]
+    )
+    shifted = probabilities_from_logprobs([[800.0, 799.0], [-800.0, -801.0]])  # no overflow either way
+    np.testing.assert_allclose(shifted, [[1 / (1 + np.exp(-1))] * 1 + [np.exp(-1) / (1 + np.exp(-1))]] * 2)
+
+
+def test_repeated_splits_uses_each_splits_generator_for_fit_and_sets() -> None:
+    rng = np.random.default_rng(9)
+    labels = rng.integers(1, 6, 60)
+    probabilities = rng.dirichlet(np.ones(5), size=60)
+    study = repeated_splits("aps_randomized", 0.2, labels, probabilities=probabilities, n_splits=2, seed=4)
+    for i, split in enumerate(study.splits):
+        generator = np.random.default_rng([4, i])  # the documented rule: split i uses default_rng([seed, i])
+        order = generator.permutation(60)
+        cal, test = order[:30], order[30:]
+        fitted = fit_conformal("aps_randomized", 0.2, labels[cal], probabilities=probabilities[cal], rng=generator)
+        sets = predict_sets(fitted, probabilities=probabilities[test], rng=generator)
+        np.testing.assert_array_equal(split.test_index, test)
+        assert split.threshold == pytest.approx(fitted.threshold, rel=1e-12)  # inputs renormalised once more
+        np.testing.assert_array_equal(split.set_sizes, sets.sum(axis=1))
+    assert study.coverage_std == pytest.approx(np.std([s.coverage for s in study.splits], ddof=1))  # n_splits = 2
