@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,7 +28,9 @@ def test_a_running_chunk_beats_its_heartbeat_and_counts_items_and_retries(
     judges_file.write_bytes(msgspec.json.encode([judge_server.judge_config(name=STAND_IN, max_concurrency=2)]))
     judge_server.latency_s = 0.3  # 6 live items, 2 at a time: the chunk lasts about 0.9 s
     settings = jobs_settings({"judges_file": judges_file}, heartbeat_s=1, chunk_size=8, worker_concurrency=2)
-    lines = [json.dumps({"criterion": "coherence", "document": f"D{i}", "summary": f"S{i}"}).encode() for i in range(6)]
+    run = uuid.uuid4().hex  # texts of this run only: no answer comes from the Redis cache
+    lines = [json.dumps({"criterion": "coherence", "document": f"D{run}{i}", "summary": f"S{i}"}).encode()
+             for i in range(6)]  # fmt: skip
     lines += [b'{"criterion": "coherence", "judge": "stand-in", "judge_score": 4}', b"[1, 2"]
     beats: list[float] = []
 
