@@ -126,3 +126,26 @@ def test_learned_rows_cover_and_report_both_methods(datasets: list[JudgeCriterio
     study = PanelStudy(alpha=0.1, delta=0.05, n_splits=4, seed=0, judges=[], rules={}, rows=[], leave_one_out=[],
                        learned=rows)
     assert json.loads(msgspec.json.encode(study))["learned"][0]["method"] == "multinomial_lac"
+
+
+@pytest.fixture(scope="module")
+def recorded(data_dir: Path) -> list[JudgeCriterionData]:
+    from offline.validate import recorded_datasets
+
+    return recorded_datasets(data_dir)
+
+
+def test_the_issues_panel_keeps_coverage_on_unseen_documents(recorded: list[JudgeCriterionData]) -> None:
+    """Real SummEval: the panel {gpt-4o-mini, qwen2.5-72b, gpt-3.5, llama-2-70b} at alpha 0.10, served recipe on
+    unseen documents >= 1 - alpha - 0.01, and its default covers >= 1 - alpha - 0.05 within every human label."""
+    from offline.studies.panels import EXPORTED_PANEL, fit_panel
+
+    for criterion in ("coherence", "consistency", "fluency", "relevance"):
+        cell = panel_cells(recorded, EXPORTED_PANEL, criterion)
+        assert cell is not None and cell.family == "panel:score+probabilities+score+probabilities"
+        assert len(cell.item_ids) >= 1199 and np.unique(cell.groups).size == 100
+        fit = fit_panel(cell, alphas=(0.05, 0.1, 0.2), n_splits=20, seed=0, delta=0.05)
+        served = next(p for p in fit.procedure if abs(p.alpha - 0.1) < 1e-9)
+        assert served.mean_coverage >= 0.89, criterion
+        default = next(h for h in fit.heldout if h.method == fit.default.method and abs(h.alpha - 0.1) < 1e-9)
+        assert default.min_label_coverage >= 0.85, criterion
