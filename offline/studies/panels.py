@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import msgspec
@@ -53,7 +53,14 @@ from calibration.panels import (
     panel_name,
 )
 from offline.studies.conformal import JudgeCriterionData
-from offline.studies.validity import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, REPORT_ALPHAS, run_validity_study
+from offline.studies.validity import (
+    ALPHA_GRID,
+    DEFAULT_DELTA,
+    HEADLINE_ALPHA,
+    REPORT_ALPHAS,
+    kind_data,
+    run_validity_study,
+)
 
 __all__ = [
     "EXPORTED_PANEL",
@@ -137,6 +144,18 @@ class LeaveOneOut(msgspec.Struct, frozen=True, kw_only=True):
     gain: float  # set_size_without - set_size: > 0, the member adds information
 
 
+class MemberOnItems(msgspec.Struct, frozen=True, kw_only=True):
+    """A member's served recipe refitted on a panel's common items (its best input kind), at the study's alpha."""
+
+    panel: str
+    criterion: str
+    member: str
+    kind: str
+    n_items: int
+    served_coverage: float
+    served_set_size: float
+
+
 class PanelStudy(msgspec.Struct, frozen=True, kw_only=True):
     """The panel study: settings, rules, one row per (panel, criterion, method), leave-one-out rows."""
 
@@ -149,6 +168,8 @@ class PanelStudy(msgspec.Struct, frozen=True, kw_only=True):
     rows: list[PanelRow]
     leave_one_out: list[LeaveOneOut]
     learned: list[LearnedRow] = msgspec.field(default_factory=list)  # EXPORTED_PANEL only: study, not served
+    # EXPORTED_PANEL only: each member refitted on the panel's own items (same rules), per criterion
+    members_on_panel_items: list[MemberOnItems] = msgspec.field(default_factory=list)
 
 
 RULES = {
@@ -291,6 +312,35 @@ def learned_rows(cell: PanelCell, *, alpha: float, delta: float | None, n_splits
     return rows
 
 
+def members_on_items(datasets: Sequence[JudgeCriterionData], cell: PanelCell, *, alpha: float,
+                     delta: float | None, n_splits: int, seed: int) -> list[MemberOnItems]:
+    """Each member's validity fit redone on the panel's common items (every kind it supports; the kind with the
+    smaller served set size kept), so the panel and its members are compared on the same items."""
+    cells = _by_judge(datasets, cell.criterion)
+    alphas = sorted({*STUDY_ALPHAS, alpha})
+    result = []
+    for member in cell.members:
+        data = cells[member]
+        position = {item: k for k, item in enumerate(data.item_ids)}
+        index = np.array([position[i] for i in cell.item_ids], dtype=np.int64)
+        subset = replace(data, item_ids=cell.item_ids, labels=data.labels[index],
+                         judge_scores=data.judge_scores[index],
+                         probabilities=None if data.probabilities is None else data.probabilities[index],
+                         means=None if data.means is None else data.means[index],
+                         groups=tuple(cell.groups.tolist()), n_answered=len(index), n_excluded=0)
+        best: MemberOnItems | None = None
+        for kd in kind_data(subset, list(cell.groups)):
+            fit = fit_kind(kd, alphas=alphas, delta=delta, headline_alpha=HEADLINE_ALPHA,
+                           report_alphas=REPORT_ALPHAS, n_splits=n_splits, seed=seed)
+            coverage, size = _procedure(fit, alpha)
+            if best is None or size < best.served_set_size:
+                best = MemberOnItems(panel=cell.name, criterion=cell.criterion, member=member, kind=kd.kind,
+                                     n_items=fit.n_items, served_coverage=coverage, served_set_size=size)
+        assert best is not None
+        result.append(best)
+    return result
+
+
 def _procedure(fit: KindFit, alpha: float) -> tuple[float, float]:
     row = next(p for p in fit.procedure if abs(p.alpha - alpha) < 1e-9)
     return row.mean_coverage, row.mean_set_size
@@ -358,15 +408,18 @@ def run_panel_study(
         for (subset, criterion), size in served.items() if len(subset) >= 3
         for member in subset if (tuple(m for m in subset if m != member), criterion) in served
     ]
-    learned = []
+    learned, on_items = [], []
     for criterion in criteria:
         cell = panel_cells(datasets, EXPORTED_PANEL, criterion)
         if cell is not None and np.unique(cell.groups).size >= 4:
             best = min(members_best[(m, criterion)][1] for m in EXPORTED_PANEL)
             learned.extend(learned_rows(cell, alpha=alpha, delta=delta, n_splits=n_splits, seed=seed,
                                         best_member_set_size=best))
+            on_items.extend(members_on_items(datasets, cell, alpha=alpha, delta=delta, n_splits=n_splits,
+                                             seed=seed))
     return PanelStudy(alpha=float(alpha), delta=delta, n_splits=n_splits, seed=seed, judges=judges,
-                      rules=dict(RULES), rows=rows, leave_one_out=leave_one_out, learned=learned)
+                      rules=dict(RULES), rows=rows, leave_one_out=leave_one_out, learned=learned,
+                      members_on_panel_items=on_items)
 
 
 def defaults(study: PanelStudy) -> list[PanelRow]:
@@ -400,6 +453,17 @@ def markdown(study: PanelStudy) -> str:
         covered = all((r.served_coverage or 0) >= target - 0.01 for r in rows)
         lines += ["", f"Mean ratio over the criteria: **{mean_ratio:.3f}** (target <= 0.85); served coverage >= "
                   f"{target - 0.01:.2f} on every criterion: **{'yes' if covered else 'no'}**."]
+    if study.members_on_panel_items:
+        lines += ["", "### The same comparison on the panel's own items (each member refitted on them)", "",
+                  "| criterion | panel served size | best member on these items | its kind | its served size | "
+                  "its coverage | ratio |", "|---|---|---|---|---|---|---|"]
+        for row in rows:
+            found = [m for m in study.members_on_panel_items if m.criterion == row.criterion]
+            if found and row.served_set_size is not None:
+                top = min(found, key=lambda m: m.served_set_size)
+                lines.append(f"| {row.criterion} | {row.served_set_size:.2f} | {top.member} | {top.kind} | "
+                             f"{top.served_set_size:.2f} | {top.served_coverage:.3f} | "
+                             f"{row.served_set_size / top.served_set_size:.3f} |")
     if study.learned:
         lines += ["", "### A learned model of the human label (multinomial logistic regression on the members' "
                   "expected scores; study only, fixed methods)", "",

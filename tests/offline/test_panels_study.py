@@ -149,3 +149,14 @@ def test_the_issues_panel_keeps_coverage_on_unseen_documents(recorded: list[Judg
         assert served.mean_coverage >= 0.89, criterion
         default = next(h for h in fit.heldout if h.method == fit.default.method and abs(h.alpha - 0.1) < 1e-9)
         assert default.min_label_coverage >= 0.85, criterion
+
+
+def test_members_refitted_on_the_panels_items(datasets: list[JudgeCriterionData]) -> None:
+    from offline.studies.panels import members_on_items
+
+    cell = panel_cells(datasets, ["a-judge", "b-judge"], "coherence")
+    assert cell is not None
+    found = members_on_items(datasets, cell, alpha=0.1, delta=0.05, n_splits=3, seed=0)
+    assert [m.member for m in found] == ["a-judge", "b-judge"]
+    assert all(m.n_items == len(cell.item_ids) for m in found)  # b-judge's extra item is left out
+    assert found[0].kind == "score" and found[1].kind in ("score", "probabilities")
