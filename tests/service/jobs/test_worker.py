@@ -123,7 +123,11 @@ def wait_until_holding_a_chunk(group: Workers, index: int, queue: str, timeout_s
         while time.monotonic() < deadline:
             for task_id in client.lrange(f"saq:{queue}:active", 0, -1):
                 raw = client.get(task_id)
-                if raw and json.loads(raw).get("worker_id") == worker_id and json.loads(raw)["status"] == "active":
+                task = json.loads(raw) if raw else {}
+                if task.get("worker_id") != worker_id or task.get("status") != "active":
+                    continue
+                job_id, chunk = task["kwargs"]["job_id"], task["kwargs"]["chunk"]
+                if not client.hexists(f"cj:{queue}:job:{job_id}:out", str(chunk)):  # not written yet
                     return
             time.sleep(0.005)
     finally:
@@ -162,8 +166,15 @@ def kill_one_worker_mid_job(
             expected[key] = client.post("/v1/score", json=body).json()
         result = {**expected[key], "item_id": item["item_id"]}
         assert line == {"index": line["index"], "item_id": item["item_id"], "ok": True, "result": result}
-    # the dead worker's chunks in flight were run again by the survivor once its heartbeat was overdue
-    retried = [entry for entry in group.log_lines(1) if entry.get("event") == "job.chunk" and entry["attempt"] > 1]
+    # the dead worker's chunks in flight were run again by the survivor once its heartbeat was overdue (if one
+    # was written in the instant before the kill, its re-run comes after the job ended and writes nothing)
+    deadline = time.monotonic() + 30
+    while True:
+        lines_1 = group.log_lines(1)
+        retried = [entry for entry in lines_1 if entry.get("event") == "job.chunk" and entry["attempt"] > 1]
+        if retried or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
     assert retried, "no chunk was re-run after the SIGKILL"
     assert all(entry["job_id"] == job_id for entry in retried)
 
