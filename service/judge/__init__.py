@@ -21,7 +21,16 @@ from service.judge.errors import (
     JudgeReplyError,
     UnknownPromptError,
 )
-from service.judge.parse import RULES, ParsedScore, Preference, parse_preference, parse_rate, parse_score
+from service.judge.parse import (
+    RULES,
+    ParsedChoice,
+    ParsedScore,
+    Preference,
+    parse_choice,
+    parse_preference,
+    parse_rate,
+    parse_score,
+)
 from service.judge.prompts import CRITERIA, PROMPT_FAMILIES, ChatMessage, direct_prompt, pairwise_prompt
 
 __all__ = [
@@ -37,6 +46,7 @@ __all__ = [
     "JudgeReplyError",
     "NO_KEY_PLACEHOLDER",
     "PROMPT_FAMILIES",
+    "ParsedChoice",
     "ParsedScore",
     "Preference",
     "PreferenceVerdict",
@@ -47,6 +57,7 @@ __all__ = [
     "direct_prompt",
     "load_judge_configs",
     "pairwise_prompt",
+    "parse_choice",
     "parse_preference",
     "parse_rate",
     "parse_score",
