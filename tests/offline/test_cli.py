@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from calibration.conformal import METHODS
+from calibration.panels import is_panel_family
 from calibration.thresholds import load_artifact
 from offline.cli import main
 from offline.report.index import NO_LLM_FACTUALITY
@@ -68,11 +69,17 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     assert index.index("What the artifact serves") < index.index("Read first")
     validity = json.loads((out / "conformal" / "validity.json").read_text())
     assert len(validity["cells"]) == 24 + 8 and validity["delta"] == 0.05
-    summeval = [e for e in artifact.entries if e.criterion != "faithfulness" and e.prompt_family != "panel"]
+    summeval = [e for e in artifact.entries
+                if e.criterion != "faithfulness" and not is_panel_family(e.prompt_family)]
+    # the issue-14 panel and its 10 sub-panels, 4 criteria each, input-matched (offline.studies.panels)
+    panels = {(d.judge, d.prompt_family, d.criterion) for d in artifact.default_methods
+              if is_panel_family(d.prompt_family)}
+    assert len(panels) == 44 and {d.kind for d in artifact.default_methods if is_panel_family(d.prompt_family)} == {
+        "mean"}
     assert {e.input_kind for e in summeval} == {"score", "probabilities"}
     assert all(e.fitted.delta == 0.05 and e.heldout_coverage_p5 is not None for e in summeval)
     assert len([d for d in artifact.default_methods
-                if d.criterion != "faithfulness" and d.prompt_family != "panel"]) == 24 + 8
+                if d.criterion != "faithfulness" and not is_panel_family(d.prompt_family)]) == 24 + 8
     faithful = [e for e in artifact.entries if e.criterion == "faithfulness"]
     # direct/qa: uncalibrated until collected; the sentence-level cells under the validity rules (PAC, by article)
     assert {(e.prompt_family, e.input_kind) for e in faithful} == {("factuality_sentences", "score")}
