@@ -14,9 +14,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,offline]'
 	touch $(STAMP)
 
-## The whole test suite (needs ../shared/data or DATA_DIR, and Redis on 127.0.0.1:6379).
+## The whole test suite (needs ../shared/data or DATA_DIR, and Redis on 127.0.0.1:6379). One BLAS thread, as
+## `python -m offline` uses: the studies' small least-squares problems run slower with OpenBLAS threads.
 test: install
-	$(BIN)/python -m pytest -q
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BIN)/python -m pytest -q
 
 ## Run the offline studies on the shipped data, write reports/ and calibration/thresholds.json.
 ## With LABELS="a.jsonl b.jsonl" (and SCALE=K): calibrate your own labelled files instead, into reports/labels/
