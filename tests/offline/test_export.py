@@ -17,6 +17,7 @@ from offline.export import DEFAULT_THRESHOLDS, build_artifact, code_version, dat
 from offline.ingest import ingest_recorded
 from offline.store import AnswerStore
 from offline.studies.conformal import ALPHAS, SCORE_ONLY_METHODS, cell_data_from_store, run_conformal_study
+from offline.studies.validity import ALPHA_GRID
 
 SEED = 3
 
@@ -110,13 +111,23 @@ def test_build_is_deterministic_for_a_seed(datasets, exported) -> None:
 def test_shipped_artifact_loads_and_covers_every_cell() -> None:
     artifact = load_artifact(DEFAULT_THRESHOLDS)
     index = ThresholdIndex(artifact)
-    assert len(index.judges()) == 6
-    for judge in index.judges():
+    summeval = {"gpt-3.5-turbo-0301", "gpt-4o-mini-2024-07-18", "qwen2.5-72b-instruct", "llama-2-7b-chat",
+                "llama-2-13b-chat", "llama-2-70b-chat"}
+    assert summeval <= set(index.judges())
+    for judge in sorted(summeval):
         (family,) = index.prompt_families(judge)
         for criterion in ("coherence", "consistency", "fluency", "relevance"):
-            assert index.default_method(judge, family, criterion) is not None
-            methods = index.methods(judge, family, criterion)
-            assert {"residual", "mondrian_residual", "learned_lac"} <= set(methods)
-            for method in methods:
-                assert index.alphas(judge, family, criterion, method) == list(ALPHAS)
-    assert all(e.heldout_coverage is not None and e.n_splits == 20 for e in artifact.entries)
+            kinds = index.kinds(judge, family, criterion)
+            assert kinds == (["score", "probabilities"] if family == "geval" else ["score"]), (judge, criterion)
+            for kind in kinds:
+                default = index.default_method(judge, family, criterion, kind)
+                assert default is not None
+                assert index.alphas(judge, family, criterion, default, kind) == list(ALPHA_GRID)
+                assert {"residual", "mondrian_residual", "learned_lac"} <= set(index.methods(judge, family,
+                                                                                             criterion, kind))
+    for entry in artifact.entries:
+        assert entry.heldout_coverage is not None and entry.n_splits == 20 and entry.fitted.delta == 0.05
+        assert entry.input_kind is not None
+    # the sentence-level fact-checkers (8 LLMs) and the issue-14 panel with its sub-panels are shipped too
+    assert len({e.judge for e in artifact.entries if e.prompt_family == "factuality_sentences"}) == 8
+    assert len({e.judge for e in artifact.entries if e.judge.startswith("panel:")}) == 11
