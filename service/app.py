@@ -16,6 +16,7 @@ from litestar import Litestar, Router
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, Reference, SecurityScheme
+from litestar.routes import HTTPRoute
 
 from service.admission import Admission
 from service.api import Services, handle_exception
@@ -183,4 +184,23 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         state=None,
     )
     _refine_openapi(app)
+    _mend_options_allow(app)
     return app
+
+
+def _mend_options_allow(app: Litestar) -> None:
+    """Make each path's automatic OPTIONS answer list every method of the path.
+
+    Litestar 2.25 builds the automatic OPTIONS handler inside the first HTTPRoute made for a path and, when a second
+    handler on that path (``DELETE /v1/jobs/{id}`` beside ``GET``) makes it build the route again, keeps that handler,
+    whose closure still holds the first route: its ``Allow`` then names only the first handler's methods. The
+    handler's one closure cell is pointed at the final route (checked by a test for every route).
+    """
+    for route in app.routes:
+        if not isinstance(route, HTTPRoute) or "OPTIONS" not in route.route_handler_map:
+            continue
+        handler, _ = route.route_handler_map["OPTIONS"]
+        cells = getattr(handler.fn, "__closure__", None) or ()
+        for cell in cells:
+            if isinstance(cell.cell_contents, HTTPRoute) and cell.cell_contents is not route:
+                cell.cell_contents = route

@@ -194,3 +194,16 @@ def test_readyz_stays_ready_and_names_a_judge_whose_breaker_opened(
     assert f'cj_dependency_degraded{{dependency="judge:{STAND_IN}"}} 1.0' in harness.client.get("/metrics").text
     own = {"criterion": "relevance", "judge": STAND_IN, "judge_score": 3}
     assert harness.client.post("/v1/score", json=own).status_code == 200
+
+
+def test_options_names_every_method_of_every_path(app: AppHarness):
+    """OPTIONS answers the path's full Allow list, also where two handlers share a path (GET and DELETE)."""
+    from litestar.routes import HTTPRoute
+
+    for route in app.app.routes:
+        if not isinstance(route, HTTPRoute):
+            continue
+        path = route.path.replace("{job_id:str}", "abc")
+        reply = app.client.options(path)
+        assert reply.status_code == 204, path
+        assert sorted(m.strip() for m in reply.headers["allow"].split(",")) == sorted(route.methods), path
