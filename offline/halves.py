@@ -30,6 +30,7 @@ import msgspec
 import numpy as np
 
 from offline.export import build_artifact
+from offline.jsonfile import write_json
 from offline.studies.conformal import JudgeCriterionData
 from offline.studies.validity import DEFAULT_DELTA, run_validity_study
 from offline.validate import ValidationCell, validate_artifact_on
@@ -173,6 +174,6 @@ def write_halves(report: HalvesReport, out: Path) -> tuple[Path, Path]:
     folder = out / "conformal"
     folder.mkdir(parents=True, exist_ok=True)
     json_path, md_path = folder / "halves.json", folder / "halves.md"
-    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=1) + b"\n")
+    write_json(report, json_path)
     md_path.write_text(markdown(report))
     return json_path, md_path

@@ -29,6 +29,7 @@ from calibration.kind_fit import decision_shares
 from calibration.serving import ServedEntry, choose_entry
 from calibration.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.verdicts import verdict_inputs
+from offline.jsonfile import write_json
 from offline.studies.conformal import JudgeCriterionData
 
 __all__ = ["INPUTS", "ValidationCell", "ValidationReport", "clopper_pearson", "recorded_datasets", "serve_item",
@@ -252,7 +253,7 @@ def write_validation(report: ValidationReport, out: Path) -> tuple[Path, ...]:
     """Write ``validate.json``, ``validate.md`` and ``coverage.png`` under ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     json_path, md_path, png_path = out / "validate.json", out / "validate.md", out / "coverage.png"
-    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(report), indent=1) + b"\n")
+    write_json(report, json_path)
     md_path.write_text(markdown(report))
     _figure(report, png_path)
     return json_path, md_path, png_path

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 import msgspec
 
+from offline.jsonfile import write_json
 from offline.report import figures, tables
 from offline.report.index import IngestSummary, render_index
 from offline.report.sentences import confusion_figure, sentences_section
@@ -67,9 +68,7 @@ class ReportFiles:
 
 def write_summary(summary: msgspec.Struct, path: Path) -> Path:
     """Write a study summary as indented JSON (NaN-free: undefined statistics are null); return the path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(msgspec.json.format(msgspec.json.encode(summary), indent=1) + b"\n")
-    return path
+    return write_json(summary, path)
 
 
 def read_summary(path: Path, kind: type[T]) -> T | None:

@@ -20,6 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from calibration.kind_fit import HeldoutFigures, KindFit
+from offline.jsonfile import write_json
 from offline.report.tables import fmt, markdown_table
 
 __all__ = ["FULL_SCALE_SHARE", "TABLE_ALPHAS", "full_scale_flag", "write_labelled_report"]
@@ -136,7 +137,7 @@ def write_labelled_report(
          "n_labels": n_labels.get(key[:3], 5), **msgspec.to_builtins(msgspec.structs.replace(fit, fitted={}))}
         for key, fit in fits.items()
     ]
-    heldout.write_bytes(msgspec.json.format(msgspec.json.encode(stripped), indent=1) + b"\n")
+    write_json(stripped, heldout)
     figure = _coverage_figure(fits, n_labels, out / "pipeline" / "coverage.png")
     lines = ["# Calibration report — your labelled data", "",
              f"Labelled files: {', '.join(f'`{p}`' for p in files)}. Artifact (only these cells): `{thresholds}`; "

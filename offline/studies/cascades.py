@@ -39,6 +39,7 @@ from matplotlib.figure import Figure
 from calibration.conformal import fit_conformal, predict_sets
 from calibration.heldout import group_splits
 from calibration.verdicts import kind_inputs
+from offline.jsonfile import write_json
 from offline.studies.conformal import JudgeCriterionData
 from offline.studies.panels import panel_cells
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
@@ -246,8 +247,7 @@ def figure(study: CascadeStudy) -> Figure:
 def write_cascade_study(study: CascadeStudy, out: Path) -> tuple[Path, Path, Path]:
     """Write ``conformal/cascades.json``, ``conformal/cascades.md`` and the figure under ``out``."""
     json_path, md_path, png_path = out / JSON_FILE, out / MARKDOWN_FILE, out / FIGURE_FILE
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(study), indent=1) + b"\n")
+    write_json(study, json_path)
     md_path.write_text(markdown(study))
     fig = figure(study)
     FigureCanvasAgg(fig)

@@ -50,6 +50,7 @@ import numpy as np
 from calibration.kind_fit import KindFit
 from offline.data.finesure import FactCheckRow, RecordedFactCheck
 from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankDataError, FrankItem, baseline_scores
+from offline.jsonfile import write_json
 from offline.store import AnswerRecord, AnswerStore
 from offline.studies.factuality import CorrelationCell, align_scores, correlation_cell
 from offline.studies.factuality_llm import CRITERION, FactualityAnswer
@@ -514,8 +515,7 @@ def render_sentence_markdown(summary: SentenceStudySummary) -> str:
 def write_sentence_study(summary: SentenceStudySummary, report_dir: Path) -> tuple[Path, Path]:
     """Write ``<report_dir>/factuality/llm_sentences.json`` (NaN-free) and ``llm_sentences.md``; both paths."""
     json_path, md_path = Path(report_dir) / JSON_FILE, Path(report_dir) / MARKDOWN_FILE
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(summary), indent=1) + b"\n")
+    write_json(summary, json_path)
     md_path.write_text(render_sentence_markdown(summary), encoding="utf-8")
     return json_path, md_path
 
@@ -538,8 +538,7 @@ def sentence_validity(
 def write_sentence_validity(summary: ValiditySummary, report_dir: Path) -> tuple[Path, Path]:
     """Write ``factuality/llm_sentences_validity.{json,md}`` (the validity study's layout); both paths."""
     json_path, md_path = Path(report_dir) / VALIDITY_JSON_FILE, Path(report_dir) / VALIDITY_MARKDOWN_FILE
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(summary), indent=1) + b"\n")
+    write_json(summary, json_path)
     md_path.write_text(validity_markdown(summary).replace(
         "# Validity of the served artifact", "# FRANK sentence-level fact-checks: validity of the served artifact", 1),
         encoding="utf-8")

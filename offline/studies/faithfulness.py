@@ -51,6 +51,7 @@ from calibration.conformal import (
     predict_sets,
 )
 from offline.data.frank import FrankItem
+from offline.jsonfile import write_json
 from offline.studies.conformal import (
     ALPHAS,
     COVERAGE_SLACK,
@@ -268,6 +269,6 @@ def write_faithfulness_study(summary: FaithfulnessSummary, report_dir: Path) -> 
     json_path, md_path = Path(report_dir) / JSON_FILE, Path(report_dir) / MARKDOWN_FILE
     json_path.parent.mkdir(parents=True, exist_ok=True)
     # The report package imports the studies, so the summary is written here rather than by its write_summary.
-    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(summary), indent=1) + b"\n")
+    write_json(summary, json_path)
     md_path.write_text(render_faithfulness_markdown(summary), encoding="utf-8")
     return json_path, md_path

@@ -52,6 +52,7 @@ from calibration.panels import (
     panel_kind_data,
     panel_name,
 )
+from offline.jsonfile import write_json
 from offline.studies.conformal import JudgeCriterionData
 from offline.studies.validity import (
     ALPHA_GRID,
@@ -530,8 +531,7 @@ def figure(study: PanelStudy) -> Figure:
 def write_panel_study(study: PanelStudy, out: Path) -> tuple[Path, Path, Path]:
     """Write ``conformal/panels.json``, ``conformal/panels.md`` and the figure under ``out``."""
     json_path, md_path, png_path = out / JSON_FILE, out / MARKDOWN_FILE, out / FIGURE_FILE
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(study), indent=1) + b"\n")
+    write_json(study, json_path)
     md_path.write_text(markdown(study))
     fig = figure(study)
     FigureCanvasAgg(fig)

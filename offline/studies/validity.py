@@ -24,6 +24,7 @@ import msgspec
 from calibration.kind_artifact import DEFAULT_DELTA as KIND_ARTIFACT_DELTA
 from calibration.kind_fit import HeldoutFigures, KindData, KindFit, ProcedureFigures, cell_kind_data, fit_kind
 from calibration.selection import SELECTION_RULE, MethodEvidence
+from offline.jsonfile import write_json
 from offline.studies.conformal import JudgeCriterionData
 
 __all__ = [
@@ -193,7 +194,6 @@ def markdown(summary: ValiditySummary) -> str:
 def write_validity(summary: ValiditySummary, out: Path) -> tuple[Path, Path]:
     """Write ``conformal/validity.json`` and ``conformal/validity.md`` under ``out``."""
     json_path, md_path = out / JSON_FILE, out / MARKDOWN_FILE
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    json_path.write_bytes(msgspec.json.format(msgspec.json.encode(summary), indent=1) + b"\n")
+    write_json(summary, json_path)
     md_path.write_text(markdown(summary))
     return json_path, md_path

@@ -55,6 +55,7 @@ from offline.ingest import (
     ChoiceParseCounts,
     ingest_vicuna80,
 )
+from offline.jsonfile import write_json
 from offline.store import AnswerStore
 
 __all__ = [
@@ -442,8 +443,7 @@ def run_vicuna80_study(
 def write_vicuna80_study(summary: Vicuna80Summary, out: Path) -> Path:
     """``<out>/transitivity/vicuna80.json`` (indented; undefined statistics are null)."""
     path = out / JSON_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(msgspec.json.format(msgspec.json.encode(summary), indent=1) + b"\n")
+    write_json(summary, path)
     return path
 
 
