@@ -121,6 +121,21 @@ async def _store_body(request: Request, services: Services, jobs: JobQueue, job_
     return n_items, n_chunks, digest.hexdigest()
 
 
+async def _replay(
+    jobs: JobQueue, metrics: JobMetrics, key: str, earlier: tuple[str, str], digest: str
+) -> Response[JobAccepted]:
+    """The answer to a request whose Idempotency-Key is bound already: the earlier job, or 409 (other body)."""
+    earlier_job, earlier_digest = earlier
+    if earlier_digest != digest:
+        raise IdempotencyConflictError(
+            f"Idempotency-Key {key[:100]!r} was used for job {earlier_job} with another body; use a new key for a "
+            "new job"
+        )
+    metrics.submitted.inc("replayed")
+    record = await jobs.store.get(earlier_job)
+    return Response(_accepted(record), status_code=202, headers={"Idempotent-Replayed": "true"})
+
+
 @post(
     "/jobs",
     status_code=202,
@@ -136,6 +151,7 @@ async def submit_job(request: Request) -> Response[JobAccepted]:
     ``Idempotent-Replayed: true``); with another body, 409. Past MAX_QUEUED_ITEMS: 429 with Retry-After.
     """
     services = services_of(request)
+    settings = services.settings.jobs
     jobs, metrics = _jobs(services)
     job_id = uuid.uuid4().hex
     try:
@@ -144,22 +160,18 @@ async def submit_job(request: Request) -> Response[JobAccepted]:
         services.admission.check_queued(queued, 1)
         try:
             n_items, n_chunks, digest = await _store_body(request, services, jobs, job_id)
-            key = request.headers.get("idempotency-key")
-            if key:
-                earlier = await jobs.store.claim_idempotency_key(key, job_id, digest)
-                if earlier is not None:
-                    await jobs.store.discard_input(job_id)
-                    if earlier[1] != digest:
-                        raise IdempotencyConflictError(
-                            f"Idempotency-Key {key[:100]!r} was used for job {earlier[0]} with another body; "
-                            "use a new key for a new job"
-                        )
-                    metrics.submitted.inc("replayed")
-                    record = await jobs.store.get(earlier[0])
-                    return Response(_accepted(record), status_code=202, headers={"Idempotent-Replayed": "true"})
-            services.admission.check_queued(await jobs.store.queued_items(), n_items)
-            record = await jobs.store.create(job_id, n_items=n_items, chunk_size=services.settings.jobs.chunk_size,
-                                             digest=digest)  # fmt: skip
+            key = request.headers.get("idempotency-key") or None
+            earlier = await jobs.store.idempotency_binding(key) if key else None  # a replay skips admission
+            if earlier is None:
+                services.admission.check_queued(await jobs.store.queued_items(), n_items)
+                created = await jobs.store.create(job_id, n_items=n_items, chunk_size=settings.chunk_size,
+                                                  digest=digest, idempotency_key=key)  # fmt: skip
+                earlier = created if isinstance(created, tuple) else None  # another request won the key
+            if earlier is not None or not isinstance(created, JobRecord):
+                assert key is not None and earlier is not None
+                await jobs.store.discard_input(job_id)
+                return await _replay(jobs, metrics, key, earlier, digest)
+            record = created
             await jobs.enqueue_chunks(job_id, n_chunks)
         except BaseException:
             await jobs.store.discard_input(job_id)

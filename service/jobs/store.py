@@ -77,6 +77,25 @@ end
 return 1
 """
 
+# KEYS: meta (the new job's), open, idempotency key (or meta again when none). ARGV: job id, n_items, ttl,
+# digest, has key (0/1), meta-key prefix, then field, value, ... of the new job's hash.
+# Claim and creation are one step: of two requests with one key, the second finds the first's job, never
+# a binding whose job does not exist yet.
+_CREATE = """
+if ARGV[5] == '1' then
+  local bound = redis.call('GET', KEYS[3])
+  if bound then
+    local earlier = string.match(bound, '^(%S+) ')
+    if earlier and redis.call('EXISTS', ARGV[6] .. earlier) == 1 then return bound end
+  end
+  redis.call('SET', KEYS[3], ARGV[1] .. ' ' .. ARGV[4], 'EX', ARGV[3])
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 7))
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+return false
+"""
+
 # KEYS: meta, in, out, open. ARGV: now, ttl, job id
 _CANCEL = """
 local status = redis.call('HGET', KEYS[1], 'status')
@@ -151,6 +170,7 @@ class JobStore:
         self._start = redis.register_script(_START_CHUNK)
         self._finish = redis.register_script(_FINISH_CHUNK)
         self._cancel = redis.register_script(_CANCEL)
+        self._create = redis.register_script(_CREATE)
 
     def _meta(self, job_id: str) -> str:
         return f"{self.prefix}job:{job_id}"
@@ -178,8 +198,18 @@ class JobStore:
         """Drop the input of a job that was not created (refused or replayed after its body was read)."""
         await self.redis.delete(self._in(job_id))
 
-    async def create(self, job_id: str, *, n_items: int, chunk_size: int, digest: str) -> JobRecord:
-        """Write the job's metadata (status queued) and count its items as open; returns the record."""
+    def _idempotency(self, key: str) -> str:
+        return f"{self.prefix}idem:{hashlib.sha256(key.encode()).hexdigest()}"
+
+    async def create(
+        self, job_id: str, *, n_items: int, chunk_size: int, digest: str, idempotency_key: str | None = None
+    ) -> JobRecord | tuple[str, str]:
+        """Write the job's metadata (status queued) and count its items as open; returns the record.
+
+        With ``idempotency_key``: bound to (job_id, digest) in the same atomic step (one Lua script), unless
+        it is bound already to a job that still exists; then nothing is created and the earlier
+        ``(job id, digest)`` is returned. A binding whose job has expired is replaced.
+        """
         now = self._clock()
         n_chunks = -(-n_items // chunk_size)
         fields = {
@@ -194,32 +224,31 @@ class JobStore:
             "created_at": repr(now),
             "digest": digest,
         }
-        async with self.redis.pipeline(transaction=True) as pipe:
-            pipe.hset(self._meta(job_id), mapping=fields)
-            pipe.expire(self._meta(job_id), self.results_ttl_s)
-            pipe.hset(self._open, job_id, n_items)
-            await pipe.execute()
+        meta = self._meta(job_id)
+        idem = self._idempotency(idempotency_key) if idempotency_key else meta
+        flat = [part for pair in fields.items() for part in pair]
+        earlier = await self._create(
+            keys=[meta, self._open, idem],
+            args=[job_id, n_items, self.results_ttl_s, digest, 1 if idempotency_key else 0, f"{self.prefix}job:",
+                  *flat],
+        )  # fmt: skip
+        if earlier is not None:
+            earlier_job, earlier_digest = earlier.decode().split(" ", 1)
+            return earlier_job, earlier_digest
         return JobRecord(
             job_id=job_id, status="queued", n_items=n_items, n_chunks=n_chunks, chunk_size=chunk_size, n_done=0,
             n_failed=0, chunks_done=0, created_at=now, started_at=None, finished_at=None, digest=digest,
         )  # fmt: skip
 
-    async def claim_idempotency_key(self, key: str, job_id: str, digest: str) -> tuple[str, str] | None:
-        """Bind ``key`` to (job_id, digest) unless bound already: None when bound now, else the earlier pair.
-
-        An earlier binding whose job has expired is replaced.
-        """
-        name = f"{self.prefix}idem:{hashlib.sha256(key.encode()).hexdigest()}"
-        for _ in range(3):
-            if await self.redis.set(name, f"{job_id} {digest}", nx=True, ex=self.results_ttl_s):
-                return None
-            bound = await self.redis.get(name)
-            if bound is None:
-                continue
-            earlier_job, earlier_digest = bound.decode().split(" ", 1)
-            if await self.redis.exists(self._meta(earlier_job)):
-                return earlier_job, earlier_digest
-            await self.redis.delete(name)
+    async def idempotency_binding(self, key: str) -> tuple[str, str] | None:
+        """The (job id, digest) ``key`` is bound to when that job still exists, else None (a read only: the
+        binding itself is made by ``create``)."""
+        bound = await self.redis.get(self._idempotency(key))
+        if bound is None:
+            return None
+        earlier_job, earlier_digest = bound.decode().split(" ", 1)
+        if await self.redis.exists(self._meta(earlier_job)):
+            return earlier_job, earlier_digest
         return None
 
     async def queued_items(self) -> int:

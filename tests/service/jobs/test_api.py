@@ -7,12 +7,16 @@ expiry, 429 past MAX_QUEUED_ITEMS, 400/413/415 bodies, duplicate chunk runs and 
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
+import redis
 
 from service.settings import Settings
 from tests.service.conftest import STAND_IN, AppHarness
@@ -147,6 +151,44 @@ def test_idempotency_key_replays_the_same_job_and_refuses_another_body(
     assert other.status_code == 409 and other.json()["type"].endswith("idempotency-conflict")
     fresh = client.post("/v1/jobs", content=body, headers={**NDJSON, "Idempotency-Key": "another"})
     assert fresh.status_code == 202 and fresh.json()["job_id"] != first.json()["job_id"]
+
+
+def test_concurrent_requests_with_one_idempotency_key_make_one_job(
+    start_app: Callable[[Settings], AppHarness], jobs_settings: Callable[..., Settings]
+) -> None:
+    """Eight requests with one key sent at once (three rounds, a key each): one job per key, every answer names
+    it, the others are replays; its items are counted open once."""
+    harness = start_app(jobs_settings())
+    client = harness.client
+    body = ndjson([caller_item(i) for i in range(40)])
+    for round_ in range(3):
+        headers = {**NDJSON, "Idempotency-Key": f"race-{round_}-{time.time()}"}
+        barrier = threading.Barrier(8)
+
+        def submit(headers: dict[str, str], barrier: threading.Barrier) -> Any:
+            barrier.wait()
+            return client.post("/v1/jobs", content=body, headers=headers)
+
+        with ThreadPoolExecutor(8) as pool:
+            answers = list(pool.map(lambda _, h=headers, b=barrier: submit(h, b), range(8)))
+        assert [answer.status_code for answer in answers] == [202] * 8, [answer.text for answer in answers]
+        job_ids = {answer.json()["job_id"] for answer in answers}
+        assert len(job_ids) == 1, job_ids
+        replayed = [answer.headers.get("idempotent-replayed") == "true" for answer in answers]
+        assert sum(replayed) == 7
+    store_keys = redis.Redis.from_url(REDIS_URL).keys(f"cj:{harness.services.settings.jobs.queue}:job:*")
+    assert len([key for key in store_keys if key.count(b":") == 3]) == 3  # three jobs' metadata, no more
+    assert asyncio.run(_open_items(harness)) == 3 * 40
+
+
+async def _open_items(harness: AppHarness) -> int:
+    from service.jobs.queue import JobQueue
+
+    jobs = JobQueue.connect(REDIS_URL, harness.services.settings.jobs)
+    try:
+        return await jobs.store.queued_items()
+    finally:
+        await jobs.aclose()
 
 
 def test_cancel_stops_unstarted_chunks(
