@@ -78,6 +78,25 @@ def _delete_keys(queue: str) -> None:
     client.close()
 
 
+def _wait_for_workers(queue: str, n: int, timeout_s: float = 120.0) -> float:
+    """Wait until ``n`` workers of ``queue`` have registered with SAQ (a worker registers once its judges,
+    calibration and queue are up, right before it takes tasks); the seconds waited. Under load the imports
+    alone can take longer than a fixed sleep, which then counted start-up in the job's wall time and CPU."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    started = time.perf_counter()
+    try:
+        while client.zcount(f"saq:{queue}:stats", int(time.time() * 1000), "+inf") < n:
+            if time.perf_counter() - started > timeout_s:
+                raise RuntimeError(f"{n} workers did not start within {timeout_s} s")
+            time.sleep(0.1)
+    finally:
+        client.close()
+    time.sleep(0.5)  # the registration precedes the first dequeue by one event-loop turn
+    return time.perf_counter() - started
+
+
 @contextmanager
 def workers(env: dict[str, str], n: int) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``n`` worker processes with ``env``; SIGTERM (then kill) at the end."""
@@ -137,7 +156,7 @@ def bench_throughput(api: RunningServer, env: dict[str, str]) -> tuple[list[Benc
         batch_cpu = _cpu_seconds(api.pid) - api_cpu
         body = b"\n".join(msgspec.json.encode(item) for item in items)
         with workers(env, 2) as processes:
-            time.sleep(5)  # both workers up (import, calibration) before the clock starts, as the API is
+            _wait_for_workers(env["JOB_QUEUE"], 2)  # both workers up before the clock starts, as the API is
             cpu_before = [_cpu_seconds(process.pid) for process in processes]
             phases: dict[str, float] = {}
             job_s = _run_job(client, body, JOB_ITEMS, timeout_s=900, phases=phases)
@@ -162,7 +181,7 @@ def bench_live(api: RunningServer, env: dict[str, str]) -> tuple[list[BenchRow],
     tag = uuid.uuid4().hex[:8]  # fresh summaries: no answer comes from the cache
     body = b"\n".join(msgspec.json.encode(_live_item(i, tag)) for i in range(LIVE_ITEMS))
     with httpx.Client(base_url=f"http://127.0.0.1:{api.port}", timeout=120) as client, workers(env, 2) as processes:
-        time.sleep(5)  # let both workers start (import, calibration, clients) before the clock starts
+        _wait_for_workers(env["JOB_QUEUE"], 2)  # both workers up (import, calibration) before the clock starts
         cpu_before = [_cpu_seconds(process.pid) for process in processes]
         own_before = time.process_time()
         wall = _run_job(client, body, LIVE_ITEMS, timeout_s=300, phases={})

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import sys
 from typing import Any
 
@@ -122,6 +123,9 @@ async def run_worker(settings: Settings) -> None:
 
         start_http_server(settings.jobs.worker_metrics_port, addr=settings.host, registry=metrics.registry)
     await judges.start()
+    # As the API does after start-up (service.app): what was built so far (modules, the calibration, clients)
+    # lives as long as the process, so the collector need not walk it again in every full collection.
+    gc.freeze()
     stop_gauges = asyncio.Event()
     gauges = asyncio.create_task(_gauges(jobs, job_metrics, settings.jobs.sweep_s, logger, stop_gauges))
     logger.info(

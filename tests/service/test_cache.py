@@ -102,8 +102,7 @@ def test_cache_key_changes_with_model_and_messages() -> None:
     base = cache_key("m", MESSAGES, PARAMETERS)
     assert base != cache_key("m2", MESSAGES, PARAMETERS)
     assert base != cache_key("m", MESSAGES[:1], PARAMETERS)
-    assert base != cache_key("m", [MESSAGES[0], {**MESSAGES[1], "content": MESSAGES[1]["content"] + " "}],
-                             PARAMETERS)
+    assert base != cache_key("m", [MESSAGES[0], {**MESSAGES[1], "content": MESSAGES[1]["content"] + " "}], PARAMETERS)
     assert base != cache_key("m", [MESSAGES[1], MESSAGES[0]], PARAMETERS)
     # The three inputs are kept apart: moving a value between them changes the key.
     assert cache_key("m", [], {"model": "x"}) != cache_key("x", [], {})
@@ -164,8 +163,16 @@ def test_memory_cache_status_and_make_cache_without_redis() -> None:
     assert isinstance(cache, MemoryCache)
     status = asyncio.run(cache.check())
     assert status == CacheStatus(
-        backend="memory", redis_configured=False, redis_reachable=False, fallbacks=0, fallback_operations=0,
-        redis_errors=0, memory_entries=0, max_entries=7, retry_in_s=None, last_error=None,
+        backend="memory",
+        redis_configured=False,
+        redis_reachable=False,
+        fallbacks=0,
+        fallback_operations=0,
+        redis_errors=0,
+        memory_entries=0,
+        max_entries=7,
+        retry_in_s=None,
+        last_error=None,
     )
     with pytest.raises(ValueError):
         MemoryCache(max_entries=0)
@@ -182,8 +189,11 @@ def shared_redis() -> Iterator[redis.Redis]:
         client.ping()
     except redis.RedisError as exc:
         client.close()
-        pytest.fail(f"no Redis answers at {SHARED_REDIS_URL} ({exc}); start one: redis-server --port 6379 "
-                    f"(CI starts it in .ci/run)", pytrace=False)
+        pytest.fail(
+            f"no Redis answers at {SHARED_REDIS_URL} ({exc}); start one: redis-server --port 6379 "
+            f"(CI starts it in .ci/run)",
+            pytrace=False,
+        )
     yield client
     client.close()
 
@@ -216,6 +226,42 @@ def test_redis_cache_round_trip_and_ttl(shared_redis: redis.Redis, key_prefix: s
     assert shared_redis.get(key_prefix + "a") == b"\x00verdict\xff"
     assert 110 <= shared_redis.ttl(key_prefix + "a") <= 120
     assert shared_redis.ttl(key_prefix + "b") == -1
+
+
+def test_redis_cache_pipelines_concurrent_calls(shared_redis: redis.Redis, key_prefix: str) -> None:
+    """200 concurrent sets, then 200 concurrent gets: each answer is its own key's, in a handful of round trips
+    rather than 400; a command Redis refuses (GET of a hash) fails alone, its neighbours in the pipeline don't."""
+    shared_redis.hset(key_prefix + "a-hash", "field", "value")
+
+    async def scenario() -> tuple[list[bytes | None], int, int, BaseException | None]:
+        cache = RedisCache(SHARED_REDIS_URL)
+        round_trips = 0
+        pipeline = cache._client.pipeline
+
+        def counted(*args: object, **kwargs: object) -> object:
+            nonlocal round_trips
+            round_trips += 1
+            return pipeline(*args, **kwargs)
+
+        cache._client.pipeline = counted  # type: ignore[method-assign]
+        try:
+            await asyncio.gather(*(cache.set(f"{key_prefix}k{i}", f"v{i}".encode(), 60) for i in range(200)))
+            sets = round_trips
+            outcomes = await asyncio.gather(
+                *(cache.get(f"{key_prefix}k{i}") for i in range(200)), cache.get(key_prefix + "a-hash"),
+                return_exceptions=True,
+            )  # fmt: skip
+            values = [value for value in outcomes[:200] if not isinstance(value, BaseException)]
+            refused = outcomes[200] if isinstance(outcomes[200], BaseException) else None
+            return values, sets, round_trips - sets, refused
+        finally:
+            await cache.aclose()
+
+    values, set_trips, get_trips, refused = asyncio.run(scenario())
+    assert values == [f"v{i}".encode() for i in range(200)]
+    assert 1 <= set_trips <= 3 and 1 <= get_trips <= 3
+    assert isinstance(refused, redis.exceptions.ResponseError) and "WRONGTYPE" in str(refused)
+    assert shared_redis.get(key_prefix + "k199") == b"v199" and 50 <= shared_redis.ttl(key_prefix + "k199") <= 60
 
 
 def test_fallback_cache_uses_redis_when_healthy(shared_redis: redis.Redis, key_prefix: str) -> None:
@@ -261,11 +307,23 @@ class ThrowawayRedis:
     def start(self) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
-            pytest.fail("redis-server is not on PATH; the outage test needs it (apt-get install redis-server)",
-                        pytrace=False)
+            pytest.fail(
+                "redis-server is not on PATH; the outage test needs it (apt-get install redis-server)", pytrace=False
+            )
         self.process = subprocess.Popen(
-            [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)],
+            [
+                binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.workdir),
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
