@@ -6,15 +6,25 @@ writes its ``mutants/`` tree and a ``setup.cfg`` into the project it runs in, an
 work in this checkout at once.
 
     python tools/mutate.py [--targets conformal calibration policy] [--max-children 2] [--workdir DIR]
+                           [--modules calibration/serving.py ...] [--resume] [--survivors]
 
 Targets: ``conformal`` = calibration/conformal (module or package) against tests/calibration; ``calibration`` =
 the rest of calibration/ against tests/calibration; ``policy`` = service/policy.py and the method and level
-resolution in service/scoring.py against tests/service. mutmut is installed on first use (pinned below).
+resolution in service/scoring.py (the functions named in ``mutants`` below: criterion, judge, prompt family,
+level, named method, plan, calibrated entry; not the judge call, own-verdict parsing or the response assembly)
+against tests/service. mutmut is installed on first use (pinned below).
+
+A target too slow to finish in one sitting runs in parts: ``--modules`` runs only the mutants of those files
+(all of the target's mutants are made, the others stay "not checked" and are not counted); ``--resume`` keeps the
+scratch copy and its results, copies sources and tests afresh from the working tree (mutmut re-makes the mutants
+of changed functions) and runs the chosen mutants not yet checked; ``--resume --survivors`` re-runs the ones that
+survived (or had no tests) after tests were added.
 """
 
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import os
 import re
 import shutil
@@ -38,11 +48,18 @@ TARGETS = {
         "only": ["calibration/*.py"],
         "skip": ["calibration/conformal.py", "calibration/conformal/*"],
         "tests": ["tests/calibration"],
+        # these list a module's public names with vars(): mutmut's trampolines add names, so they always fail
+        "deselect": ["tests/calibration/test_ranking.py::test_all_lists_the_public_names",
+                     "tests/calibration/test_tournament.py::test_all_lists_the_public_names"],
     },
     "policy": {
         "source": "service",
         "only": ["service/policy.py", "service/scoring.py"],
-        "tests": ["tests/service/test_policy.py", "tests/service/test_score.py", "tests/service/test_scoring_memo.py"],
+        "tests": ["tests/service/test_policy.py", "tests/service/test_score.py", "tests/service/test_scoring_memo.py",
+                  "tests/service/test_scoring_resolution.py"],
+        "mutants": ["service.policy.*"] + [f"service.scoring.x_{name}__mutmut_*" for name in (
+            "_check_criterion", "_resolve_judge", "_resolve_prompt_family", "_resolve_alpha", "_check_named_method",
+            "_plan", "_calibrated_entry")],
     },
 }
 KILLED = {"killed", "timeout"}  # a mutant that hangs the tests is detected
@@ -73,7 +90,8 @@ def _scratch(workdir: Path, name: str, target: dict) -> Path:
         f"source_paths = {target['source']}",
         "only_mutate =\n    " + "\n    ".join(target["only"]),
         "pytest_add_cli_args_test_selection =\n    " + "\n    ".join(target["tests"]),
-        "pytest_add_cli_args =\n    -p\n    no:cacheprovider",
+        "pytest_add_cli_args =\n    -p\n    no:cacheprovider"
+        + "".join(f"\n    --deselect\n    {test}" for test in target.get("deselect", ())),
         "also_copy =\n    " + "\n    ".join(item for item in COPY if item != target["source"]),
     ]
     if target.get("skip"):
@@ -82,15 +100,59 @@ def _scratch(workdir: Path, name: str, target: dict) -> Path:
     return root
 
 
-def _statuses(root: Path) -> dict[str, Counter]:
+def _mutants(root: Path) -> dict[str, str]:
+    """Every mutant mutmut has made in ``root``, name -> status ("not checked" until run)."""
     shown = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=root,
                            capture_output=True, text=True, check=False)
-    per_module: dict[str, Counter] = {}
+    found = {}
     for line in shown.stdout.splitlines():
-        match = _RESULT.match(line)
+        name, sep, status = line.strip().rpartition(": ")
+        if sep and "__mutmut_" in name:
+            found[name] = status
+    return found
+
+
+def _statuses(root: Path, patterns: list[str] | None) -> dict[str, Counter]:
+    per_module: dict[str, Counter] = {}
+    for name, status in _mutants(root).items():
+        if patterns and not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+            continue
+        match = _RESULT.match(f"{name}: {status}")
         if match:
             per_module.setdefault(match.group("name"), Counter())[match.group("status")] += 1
     return per_module
+
+
+def _patterns(target: dict, modules: list[str] | None) -> list[str] | None:
+    """mutmut name patterns for the chosen files (``calibration/serving.py`` -> ``calibration.serving.*``)."""
+    if not modules:
+        return target.get("mutants")
+    chosen = []
+    for module in modules:
+        path = Path(module)
+        if path.suffix != ".py" or not any(fnmatch.fnmatchcase(module, only) for only in target["only"]) or any(
+                fnmatch.fnmatchcase(module, skip) for skip in target.get("skip", ())):
+            raise SystemExit(f"mutate: {module} is not a file of this target ({target['only']})")
+        chosen.append(".".join(path.with_suffix("").parts) + ".*")
+    return chosen
+
+
+def _refresh(root: Path) -> None:
+    """Copy the working tree's sources and tests over the scratch copy (mtimes kept). On its next run mutmut
+    re-makes the mutants of each function whose code changed (their results reset to "not checked"), keeps the
+    others' results, and collects coverage for tests it has not seen."""
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "mutants", ".hypothesis", "*.sqlite")
+    for item in COPY:
+        source = REPO / item
+        if source.is_dir():
+            shutil.copytree(source, root / item, ignore=ignore, dirs_exist_ok=True)
+        elif source.exists():
+            shutil.copy2(source, root / item)
+
+
+def _mutmut_run(root: Path, env: dict, max_children: int, names: list[str]) -> None:
+    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *names], cwd=root,
+                   env=env, check=False)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,17 +160,40 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", nargs="+", choices=sorted(TARGETS), default=["conformal", "calibration", "policy"])
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "conformal-judge-mutate")
+    parser.add_argument("--modules", nargs="+", metavar="FILE",
+                        help="only these files of the (single) target, e.g. calibration/serving.py")
+    parser.add_argument("--resume", action="store_true",
+                        help="keep the scratch copy and its results, refresh sources and tests, run the unrun")
+    parser.add_argument("--survivors", action="store_true",
+                        help="with --resume: re-run the chosen mutants that survived or had no tests")
     args = parser.parse_args(argv)
+    if args.modules and len(args.targets) != 1:
+        parser.error("--modules needs exactly one target")
+    if args.survivors and not args.resume:
+        parser.error("--survivors needs --resume")
     _ensure_mutmut()
     env = dict(os.environ)
     env.setdefault("DATA_DIR", str(REPO.parent / "shared" / "data"))
     rows = []
     for name in args.targets:
-        root = _scratch(args.workdir, name, TARGETS[name])
-        print(f"mutate: {name} in {root}", flush=True)
-        subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(args.max_children)], cwd=root,
-                       env=env, check=False)
-        for module, counts in sorted(_statuses(root).items()):
+        target = TARGETS[name]
+        patterns = _patterns(target, args.modules)
+        root = args.workdir / name
+        names = list(patterns or [])
+        resume = args.resume and (root / "mutants").is_dir()
+        if resume:
+            _refresh(root)
+            # mutmut re-makes changed functions' mutants and maps new tests, then stops: this name matches nothing
+            _mutmut_run(root, env, args.max_children, ["refresh-only.no-such-mutant"])
+            wanted = {"survived", "no tests"} if args.survivors else {"not checked"}
+            names = [mutant for mutant, status in _mutants(root).items() if status in wanted
+                     and (not patterns or any(fnmatch.fnmatchcase(mutant, pattern) for pattern in patterns))]
+        else:
+            root = _scratch(args.workdir, name, target)
+        print(f"mutate: {name} in {root}: {len(names) if resume else 'all chosen'} mutants to run", flush=True)
+        if names or not resume:
+            _mutmut_run(root, env, args.max_children, names)
+        for module, counts in sorted(_statuses(root, patterns).items()):
             counted = sum(n for status, n in counts.items() if status in COUNTED)
             killed = sum(n for status, n in counts.items() if status in KILLED)
             rows.append((module, killed, counted, counts))
