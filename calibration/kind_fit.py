@@ -39,7 +39,7 @@ import numpy as np
 
 from calibration.conformal import FittedConformal, calibration_scores, fit_from_scores
 from calibration.heldout import GroupSplit, SplitSets, evaluate_split, group_splits, pooled_group_coverage
-from calibration.selection import MethodChoice, MethodEvidence, choose_method
+from calibration.selection import QUALIFY_CHECKS, MethodChoice, MethodEvidence, choose_method
 from calibration.verdicts import kind_inputs, methods_for_kind
 
 __all__ = ["HeldoutFigures", "KindData", "KindFit", "ProcedureFigures", "cell_kind_data", "cross_fit_splits",
@@ -186,14 +186,15 @@ def _evaluate(method: str, data: KindData, splits: Sequence[GroupSplit], levels:
 
 def _choose(data: KindData, splits: Sequence[GroupSplit], seeds: Sequence[list[int]], methods: Sequence[str], *,
             alpha: float, also: Sequence[float], delta: float | None, min_group_items: int,
-            context: str) -> tuple[MethodChoice, list[MethodEvidence]]:
+            context: str, checks: Sequence[str] = QUALIFY_CHECKS) -> tuple[MethodChoice, list[MethodEvidence]]:
     """The selection rule at ``alpha``, a method also having to qualify at every level of ``also``."""
     levels = [alpha, *[a for a in also if abs(a - alpha) > 1e-9]]
     pooled = {m: _Pooled.of(_evaluate(m, data, splits, [(a, delta) for a in levels], seeds)) for m in methods}
     by_level = [[_evidence(m, a, position, pooled[m], data, min_group_items=min_group_items) for m in methods]
                 for position, a in enumerate(levels)]
     fallback = PAPER_METHOD if PAPER_METHOD in methods else methods[0]
-    choice = choose_method(by_level[0], fallback=fallback, context=context, other_levels=by_level[1:])
+    choice = choose_method(by_level[0], fallback=fallback, context=context, other_levels=by_level[1:],
+                           checks=checks)
     return choice, by_level[0]
 
 
@@ -219,9 +220,11 @@ def fit_kind(
     min_group_items: int = 20,
     methods: Sequence[str] | None = None,
     qualify_alphas: Sequence[float] = (),
+    qualify_checks: Sequence[str] = QUALIFY_CHECKS,
 ) -> KindFit:
     """Held-out figures, the default method, the served recipe's unseen-group figures, and the fitted predictors
-    of one (cell, input kind) (module rules)."""
+    of one (cell, input kind) (module rules). ``qualify_checks`` relaxes the selection rule's conditions
+    (:func:`calibration.selection.qualifies`) for studies that measure what each one costs; calibration keeps all."""
     data = KindData(kind=data.kind, labels=data.labels, judge_scores=data.judge_scores,
                     probabilities=data.probabilities, groups=np.unique(data.groups, return_inverse=True)[1],
                     n_labels=data.n_labels)  # integer group codes: the same splits, cheaper to compare
@@ -245,7 +248,7 @@ def fit_kind(
                                 also=qualify_alphas, delta=delta,
                                 min_group_items=min_group_items,
                                 context=f" (cross-fitting by document, {selection_repeats} x 2 folds, "
-                                        f"alpha={headline_alpha})")
+                                        f"alpha={headline_alpha})", checks=qualify_checks)
 
     procedure_rows: dict[float, tuple[list[float], list[float], list[str]]] = {
         float(a): ([], [], []) for a in report_alphas}
@@ -256,7 +259,7 @@ def fit_kind(
         inner_seeds = [[seed, 3, split.split, s.split // 2, s.split % 2] for s in inner]
         choice, _ = _choose(inner_data, inner, inner_seeds, usable, alpha=headline_alpha, also=qualify_alphas,
                             delta=delta,
-                            min_group_items=min_group_items, context="")
+                            min_group_items=min_group_items, context="", checks=qualify_checks)
         (result,) = _evaluate(choice.method, data, [split], report_levels, [[seed, 1, split.split]])
         for level, alpha in enumerate(report_alphas):
             coverage, size, chosen = procedure_rows[float(alpha)]

@@ -24,13 +24,14 @@ import msgspec
 
 from calibration.conformal import METHODS
 
-__all__ = ["BIN_SLACK", "COVERAGE_SLACK", "INTERVAL_MARGIN", "P5_SLACK", "SELECTION_RULE", "MethodEvidence",
-           "MethodChoice", "choose_method", "qualifies"]
+__all__ = ["BIN_SLACK", "COVERAGE_SLACK", "INTERVAL_MARGIN", "P5_SLACK", "QUALIFY_CHECKS", "SELECTION_RULE",
+           "MethodChoice", "MethodEvidence", "choose_method", "qualifies"]
 
 COVERAGE_SLACK = 0.01
 P5_SLACK = 0.02
 BIN_SLACK = 0.05
 INTERVAL_MARGIN = 0.05
+QUALIFY_CHECKS: tuple[str, ...] = ("mean", "p5", "label", "bin")  # rule 1's four conditions
 SELECTION_RULE = (
     f"qualifies when mean coverage >= 1-alpha-{COVERAGE_SLACK}, 5th-percentile coverage >= 1-alpha-{P5_SLACK}, "
     f"and min coverage within human labels and judge-score bins (small groups pooled with a neighbour) >= "
@@ -64,15 +65,20 @@ class MethodChoice(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-def qualifies(evidence: MethodEvidence) -> bool:
-    """Rule 1 of the module docstring."""
+def qualifies(evidence: MethodEvidence, checks: Sequence[str] = QUALIFY_CHECKS) -> bool:
+    """Rule 1 of the module docstring. ``checks`` names which of its four conditions apply (all of them unless a
+    study asks what one condition costs: ``mean``, ``p5``, ``label``, ``bin``)."""
+    unknown = set(checks) - set(QUALIFY_CHECKS)
+    if unknown:
+        raise ValueError(f"unknown qualification checks {sorted(unknown)}; known: {', '.join(QUALIFY_CHECKS)}")
     target = 1.0 - evidence.alpha
-    return (
-        evidence.mean_coverage >= target - COVERAGE_SLACK - 1e-12
-        and evidence.p5_coverage >= target - P5_SLACK - 1e-12
-        and evidence.min_label_coverage >= target - BIN_SLACK - 1e-12
-        and evidence.min_bin_coverage >= target - BIN_SLACK - 1e-12
-    )
+    conditions = {
+        "mean": evidence.mean_coverage >= target - COVERAGE_SLACK - 1e-12,
+        "p5": evidence.p5_coverage >= target - P5_SLACK - 1e-12,
+        "label": evidence.min_label_coverage >= target - BIN_SLACK - 1e-12,
+        "bin": evidence.min_bin_coverage >= target - BIN_SLACK - 1e-12,
+    }
+    return all(conditions[c] for c in checks)
 
 
 def _figures(e: MethodEvidence) -> str:
@@ -82,14 +88,16 @@ def _figures(e: MethodEvidence) -> str:
 
 
 def choose_method(evidence: Sequence[MethodEvidence], *, fallback: str, context: str = "",
-                  other_levels: Sequence[Sequence[MethodEvidence]] = ()) -> MethodChoice:
+                  other_levels: Sequence[Sequence[MethodEvidence]] = (),
+                  checks: Sequence[str] = QUALIFY_CHECKS) -> MethodChoice:
     """Apply the module's rule to one cell's evidence (one entry per method, same alpha). A method must also
-    qualify at every level of ``other_levels`` (evidence at further alphas) to qualify at all."""
+    qualify at every level of ``other_levels`` (evidence at further alphas) to qualify at all. ``checks``: rule 1's
+    conditions that apply (:func:`qualifies`; all of them unless a study relaxes the rule on purpose)."""
     by_method = {e.method: e for e in evidence}
     if fallback not in by_method:
         raise ValueError(f"fallback method {fallback!r} has no evidence")
-    failing = {e.method: e.alpha for level in other_levels for e in level if not qualifies(e)}
-    qualifying = [m for m in METHODS if m in by_method and qualifies(by_method[m]) and m not in failing]
+    failing = {e.method: e.alpha for level in other_levels for e in level if not qualifies(e, checks)}
+    qualifying = [m for m in METHODS if m in by_method and qualifies(by_method[m], checks) and m not in failing]
     where = f" over {by_method[fallback].n_evaluations} held-out evaluations{context}"
     if not qualifying:
         failed = min(evidence, key=lambda e: (round(e.mean_set_size, 9), METHODS.index(e.method)))

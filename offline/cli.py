@@ -180,7 +180,7 @@ def _cascades(args: argparse.Namespace, log: Any) -> int:
 def _panels(args: argparse.Namespace, log: Any) -> int:
     from tqdm import tqdm
 
-    from offline.studies.panels import headline, run_panel_study, write_panel_study
+    from offline.studies.panels import gap_table, headline, run_panel_study, write_panel_study
     from offline.validate import recorded_datasets
 
     if args.splits < 2 or not 0 < args.alpha < 1 or args.max_size < 2:
@@ -194,6 +194,10 @@ def _panels(args: argparse.Namespace, log: Any) -> int:
     for row in headline(study):
         print(f"{row.criterion:12s} served coverage {row.served_coverage:.3f}  set size {row.served_set_size:.2f}  "
               f"best member {row.best_member} {row.best_member_set_size:.2f}  ratio {row.ratio_to_best_member:.3f}")
+    if study.gap:
+        print("ratio to the best member (same items), one validity rule at a time:")
+        for line in gap_table(study):
+            print(line)
     for path in paths:
         print(f"written:     {path}")
     return 0

@@ -20,6 +20,9 @@ at delta 0.05, default by cross-fitting, the served recipe checked on unseen doc
   documents, fitted there, evaluated on unseen ones). Ratios compare served figures: panel / best member.
 * **Leave-one-out.** For a panel of >= 3 members and each member: the served set size of the panel without it
   (itself a panel of the study) minus the panel's: > 0 means the member adds information.
+* **Why the issue's target is missed** (the issue's panel only): :mod:`offline.studies.panel_gap` walks from the
+  issue's quick check to the full validity rules one rule at a time (``gap``) and screens a learned candidate
+  (``candidate``; not served).
 * **Export.** ``make calibrate`` exports the issue's panel (:data:`EXPORTED_PANEL`) and all its sub-panels of
   >= 2 members into the artifact (:func:`export_panel_fits`, the artifact's alpha grid); the full study is this
   module's command only (57 panels x 4 criteria cost about a minute of CPU).
@@ -42,7 +45,7 @@ from matplotlib.figure import Figure
 
 from calibration.conformal import fit_conformal, predict_sets
 from calibration.heldout import group_splits, pooled_group_coverage
-from calibration.kind_fit import KindFit, fit_kind
+from calibration.kind_fit import KindData, KindFit, fit_kind
 from calibration.panel_model import fit_multinomial
 from calibration.panels import (
     PANEL_INPUT_KIND,
@@ -54,6 +57,7 @@ from calibration.panels import (
 )
 from offline.jsonfile import write_json
 from offline.studies.conformal import JudgeCriterionData
+from offline.studies.panel_gap import CandidateRow, GapRow, candidate_rows, gap_rows
 from offline.studies.validity import (
     ALPHA_GRID,
     DEFAULT_DELTA,
@@ -73,6 +77,8 @@ __all__ = [
     "PanelRow",
     "PanelStudy",
     "export_panel_fits",
+    "gap_table",
+    "member_kind_data",
     "panel_cells",
     "run_panel_study",
     "write_panel_study",
@@ -171,6 +177,9 @@ class PanelStudy(msgspec.Struct, frozen=True, kw_only=True):
     learned: list[LearnedRow] = msgspec.field(default_factory=list)  # EXPORTED_PANEL only: study, not served
     # EXPORTED_PANEL only: each member refitted on the panel's own items (same rules), per criterion
     members_on_panel_items: list[MemberOnItems] = msgspec.field(default_factory=list)
+    # EXPORTED_PANEL only: the ratio to the best member one validity rule at a time (offline.studies.panel_gap)
+    gap: list[GapRow] = msgspec.field(default_factory=list)
+    candidate: list[CandidateRow] = msgspec.field(default_factory=list)  # EXPORTED_PANEL: screened, not served
 
 
 RULES = {
@@ -317,8 +326,26 @@ def members_on_items(datasets: Sequence[JudgeCriterionData], cell: PanelCell, *,
                      delta: float | None, n_splits: int, seed: int) -> list[MemberOnItems]:
     """Each member's validity fit redone on the panel's common items (every kind it supports; the kind with the
     smaller served set size kept), so the panel and its members are compared on the same items."""
-    cells = _by_judge(datasets, cell.criterion)
     alphas = sorted({*STUDY_ALPHAS, alpha})
+    result = []
+    for member, kinds in member_kind_data(datasets, cell):
+        best: MemberOnItems | None = None
+        for kd in kinds:
+            fit = fit_kind(kd, alphas=alphas, delta=delta, headline_alpha=HEADLINE_ALPHA,
+                           report_alphas=REPORT_ALPHAS, n_splits=n_splits, seed=seed)
+            coverage, size = _procedure(fit, alpha)
+            if best is None or size < best.served_set_size:
+                best = MemberOnItems(panel=cell.name, criterion=cell.criterion, member=member, kind=kd.kind,
+                                     n_items=fit.n_items, served_coverage=coverage, served_set_size=size)
+        assert best is not None
+        result.append(best)
+    return result
+
+
+def member_kind_data(datasets: Sequence[JudgeCriterionData], cell: PanelCell) -> list[tuple[str, list[KindData]]]:
+    """Each member's verdicts on the panel's common items (same order, same documents), as every input kind it
+    supports (:func:`offline.studies.validity.kind_data`)."""
+    cells = _by_judge(datasets, cell.criterion)
     result = []
     for member in cell.members:
         data = cells[member]
@@ -329,16 +356,7 @@ def members_on_items(datasets: Sequence[JudgeCriterionData], cell: PanelCell, *,
                          probabilities=None if data.probabilities is None else data.probabilities[index],
                          means=None if data.means is None else data.means[index],
                          groups=tuple(cell.groups.tolist()), n_answered=len(index), n_excluded=0)
-        best: MemberOnItems | None = None
-        for kd in kind_data(subset, list(cell.groups)):
-            fit = fit_kind(kd, alphas=alphas, delta=delta, headline_alpha=HEADLINE_ALPHA,
-                           report_alphas=REPORT_ALPHAS, n_splits=n_splits, seed=seed)
-            coverage, size = _procedure(fit, alpha)
-            if best is None or size < best.served_set_size:
-                best = MemberOnItems(panel=cell.name, criterion=cell.criterion, member=member, kind=kd.kind,
-                                     n_items=fit.n_items, served_coverage=coverage, served_set_size=size)
-        assert best is not None
-        result.append(best)
+        result.append((member, kind_data(subset, list(cell.groups))))
     return result
 
 
@@ -409,7 +427,7 @@ def run_panel_study(
         for (subset, criterion), size in served.items() if len(subset) >= 3
         for member in subset if (tuple(m for m in subset if m != member), criterion) in served
     ]
-    learned, on_items = [], []
+    learned, on_items, gap, candidate = [], [], [], []
     for criterion in criteria:
         cell = panel_cells(datasets, EXPORTED_PANEL, criterion)
         if cell is not None and np.unique(cell.groups).size >= 4:
@@ -418,9 +436,15 @@ def run_panel_study(
                                         best_member_set_size=best))
             on_items.extend(members_on_items(datasets, cell, alpha=alpha, delta=delta, n_splits=n_splits,
                                              seed=seed))
+            gap.extend(gap_rows(panel_kind_data(cell.expected, cell.labels, cell.groups, cell.n_labels),
+                                member_kind_data(datasets, cell), criterion, alpha=alpha, n_splits=n_splits,
+                                seed=seed))
+            candidate.extend(candidate_rows(cell.expected, cell.members, cell.labels, cell.groups, criterion,
+                                            alpha=alpha, delta=delta, n_splits=n_splits, seed=seed,
+                                            n_labels=cell.n_labels))
     return PanelStudy(alpha=float(alpha), delta=delta, n_splits=n_splits, seed=seed, judges=judges,
                       rules=dict(RULES), rows=rows, leave_one_out=leave_one_out, learned=learned,
-                      members_on_panel_items=on_items)
+                      members_on_panel_items=on_items, gap=gap, candidate=candidate)
 
 
 def defaults(study: PanelStudy) -> list[PanelRow]:
@@ -474,6 +498,7 @@ def markdown(study: PanelStudy) -> str:
         lines += [f"| {r.criterion} | {r.method} | {r.coverage:.3f} | {r.coverage_p5:.3f} | "
                   f"{r.min_label_coverage:.3f} | {r.set_size:.2f} | {r.ratio_to_best_member:.3f} |"
                   for r in study.learned]
+    lines += gap_markdown(study)
     lines += ["", "## Mean ratio to the best member by panel size (default method, served recipe)", "",
               "| panel size | panels | " + " | ".join(sorted({r.criterion for r in study.rows})) + " |",
               "|---|---|" + "---|" * len({r.criterion for r in study.rows})]
@@ -504,6 +529,51 @@ def markdown(study: PanelStudy) -> str:
                      f"{row.review_share:.0%} / {row.escalate_share:.0%} | {row.best_member} "
                      f"({row.best_member_set_size:.2f}) | {row.ratio_to_best_member:.3f} |")
     return "\n".join(lines) + "\n"
+
+
+def gap_table(study: PanelStudy) -> list[str]:
+    """The decomposition as plain lines: one per step, each criterion's ratio and their mean."""
+    criteria = sorted({r.criterion for r in study.gap})
+    lines = []
+    for key in dict.fromkeys(r.step for r in study.gap):
+        rows = {r.criterion: r for r in study.gap if r.step == key}
+        ratios = [rows[c].ratio for c in criteria if c in rows]
+        lines.append(f"{key:>2s} {next(iter(rows.values())).description:62s} "
+                     + "  ".join(f"{c[:4]} {rows[c].ratio:.2f}" for c in criteria if c in rows)
+                     + f"  mean {np.mean(ratios):.2f}")
+    return lines
+
+
+def gap_markdown(study: PanelStudy) -> list[str]:
+    """The decomposition and the screened candidate, as markdown lines (empty when the study has none)."""
+    if not study.gap:
+        return []
+    criteria = sorted({r.criterion for r in study.gap})
+    lines = ["", "### Where the target is lost: the ratio to the best member, one validity rule at a time", "",
+             "Served recipe on the panel's common items, members refitted on the same items under the same rules "
+             "(offline.studies.panel_gap). Cell: panel size / best member's size = ratio (panel method; best "
+             "member, its kind and method).", "",
+             "| step | " + " | ".join(criteria) + " | mean ratio |", "|---|" + "---|" * (len(criteria) + 1)]
+    for key in dict.fromkeys(r.step for r in study.gap):
+        rows = {r.criterion: r for r in study.gap if r.step == key}
+        cells = [f"{rows[c].panel_set_size:.2f} / {rows[c].best_member_set_size:.2f} = **{rows[c].ratio:.2f}** "
+                 f"({rows[c].panel_method}; {rows[c].best_member}, {rows[c].best_member_kind}, "
+                 f"{rows[c].best_member_method})" if c in rows else "n/a" for c in criteria]
+        mean = np.mean([rows[c].ratio for c in criteria if c in rows])
+        lines.append(f"| {key}: {next(iter(rows.values())).description} | " + " | ".join(cells) + f" | {mean:.2f} |")
+    if study.candidate:
+        lines += ["", "### A screened candidate (not served): balanced LAC on a multinomial model, Mondrian by pooled "
+                  "score bin", "", "Held-out figures of the fixed method (no nested selection); chosen by screening "
+                  "about 40 variants on these data, so optimistic by that search. Cell: set size, coverage, min "
+                  "label / min bin coverage, * = meets the selection rule.", "",
+                  "| who | " + " | ".join(criteria) + " |", "|---|" + "---|" * len(criteria)]
+        for who in dict.fromkeys(r.who for r in study.candidate):
+            rows = {r.criterion: r for r in study.candidate if r.who == who}
+            lines.append(f"| {who} | " + " | ".join(
+                f"{rows[c].set_size:.2f}, {rows[c].coverage:.3f}, {rows[c].min_label_coverage:.2f} / "
+                f"{rows[c].min_bin_coverage:.2f}{' *' if rows[c].qualifies else ''}" if c in rows else "n/a"
+                for c in criteria) + " |")
+    return lines
 
 
 def figure(study: PanelStudy) -> Figure:
