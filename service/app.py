@@ -119,6 +119,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
     logs = make_logs(
         settings.log_level, log_stream, access_log=settings.access_log, flush_interval_s=settings.log_flush_ms / 1000
     )
+    jobs = JobQueue.connect(settings.redis_url, settings.jobs) if settings.redis_url else None  # scoring, calibrations
     services = Services(
         settings=settings,
         metrics=metrics_,
@@ -143,9 +144,9 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             refused=job_metrics.refused,
         ),
         job_metrics=job_metrics,
-        jobs=JobQueue.connect(settings.redis_url, settings.jobs) if settings.redis_url else None,
+        jobs=jobs,
         calibrations=CalibrationJobs(
-            accept_max=settings.accept_max_set_size, escalate_min=settings.escalate_min_set_size
+            accept_max=settings.accept_max_set_size, escalate_min=settings.escalate_min_set_size, queue=jobs
         ),
     )
     v1 = Router(

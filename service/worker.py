@@ -2,7 +2,9 @@
 
 A worker takes chunk tasks from the SAQ queue JOB_QUEUE (WORKER_CHUNKS at a time, WORKER_CONCURRENCY items at
 once over all of them) and scores them with the same ``service.scoring.score_item`` as the API, on the same
-settings (THRESHOLDS_PATH, JUDGES_FILE, REDIS_URL for the shared judge-answer cache, ...).
+settings (THRESHOLDS_PATH, JUDGES_FILE, REDIS_URL for the shared judge-answer cache, ...). It also runs the
+calibration jobs of POST /v1/calibrations queued there (``service.calibrations.run_queued_calibration``: the
+fits run in a thread, one job per task slot).
 
 Lifecycle:
 
@@ -26,6 +28,8 @@ import gc
 import sys
 from typing import Any
 
+from service.calibrations import CALIBRATION_SPLITS, run_queued_calibration
+from service.jobs.calibration_records import CALIBRATION_TASK
 from service.jobs.errors import JobsUnavailableError
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import CHUNK_TASK, JobQueue
@@ -46,6 +50,17 @@ async def _score_chunk(ctx: dict[str, Any], *, job_id: str, chunk: int) -> str:
     job = ctx["job"]
     runner: ChunkRunner = ctx["runner"]
     return await runner.run_chunk(job_id, chunk, attempt=job.attempts, heartbeat=job.update)
+
+
+async def _run_calibration(ctx: dict[str, Any], *, calibration_id: str) -> str:
+    """The SAQ task of a calibration job (POST /v1/calibrations): fit it, refreshing the task's heartbeat."""
+    settings: Settings = ctx["settings"]
+    outcome = await run_queued_calibration(
+        ctx["jobs"], calibration_id, n_splits=CALIBRATION_SPLITS, accept_max=settings.accept_max_set_size,
+        escalate_min=settings.escalate_min_set_size, heartbeat=ctx["job"].update,
+    )  # fmt: skip
+    ctx["runner"].logger.info("calibration.job", calibration_id=calibration_id, outcome=outcome)
+    return outcome
 
 
 async def _gauges(jobs: JobQueue, metrics: JobMetrics, every_s: float, logger: Any, stop: asyncio.Event) -> None:
@@ -111,13 +126,15 @@ async def run_worker(settings: Settings) -> None:
     job_metrics = runner.metrics
     worker = Worker(
         jobs.queue,
-        functions=[(CHUNK_TASK, _score_chunk)],
+        functions=[(CHUNK_TASK, _score_chunk), (CALIBRATION_TASK, _run_calibration)],
         concurrency=settings.jobs.worker_chunks,
         timers={"sweep": settings.jobs.sweep_s, "abort": 1, "schedule": 1, "worker_info": settings.jobs.sweep_s},
         dequeue_timeout=1,
         shutdown_grace_period_s=settings.jobs.worker_shutdown_s,
     )
     worker.context["runner"] = runner
+    worker.context["jobs"] = jobs
+    worker.context["settings"] = settings
     if settings.jobs.worker_metrics_port:
         from prometheus_client import start_http_server
 

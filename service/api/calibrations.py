@@ -8,10 +8,12 @@ from typing import Annotated, Any
 from litestar import Request, Response, delete, get, post
 from litestar.openapi.spec import OpenAPIMediaType, RequestBody, Schema
 from litestar.params import Parameter, PathParameter
+from redis.exceptions import RedisError
 
 from service.api import problem_responses, require_admin_key, services_of
 from service.api.calibration import summarise
 from service.calibrations import CalibrationJob
+from service.jobs.errors import ENABLE_JOBS_HELP, JobsUnavailableError
 from service.problems import UnsupportedMediaTypeError
 from service.rubrics import MAX_LABELS
 from service.schemas import (
@@ -90,7 +92,10 @@ async def submit_calibration(
         )
     data = await request.body()  # bounded by MAX_BODY_BYTES (413)
     services = services_of(request)
-    job = services.calibrations.submit(data, scale=scale, name=name, snapshot=services.calibration.current)
+    try:
+        job = await services.calibrations.submit(data, scale=scale, name=name, snapshot=services.calibration.current)
+    except (RedisError, OSError) as error:  # the queue's Redis (REDIS_URL) does not answer
+        raise JobsUnavailableError(f"Redis does not answer ({type(error).__name__}); {ENABLE_JOBS_HELP}") from error
     services.logger.info("calibration.job_submitted", job=job.id, rows=job.n_rows, cells=len(job.cells_planned))
     return job_info(job)
 
@@ -103,7 +108,7 @@ async def submit_calibration(
 )
 async def calibration_job(request: Request, job_id: JobId) -> CalibrationJobInfo:
     """The job (404 when unknown)."""
-    return job_info(services_of(request).calibrations.get(job_id))
+    return job_info(await services_of(request).calibrations.get(job_id))
 
 
 @post(

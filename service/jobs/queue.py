@@ -8,6 +8,9 @@ call                                    effect
                                         the same Redis client
 ``await jobs.enqueue_chunks(id, n)``    one SAQ task ``score_chunk(job_id, chunk)`` per chunk, keyed
                                         ``<job id>:<chunk>`` (SAQ refuses a second task with a live key)
+``await jobs.enqueue_calibration(p, b)`` a calibration job's record and body (``jobs.calibrations``) and its
+                                        SAQ task ``run_calibration(calibration_id)``, keyed ``cal:<id>``
+``await jobs.calibration(id)``          that job as ``service.calibrations.CalibrationJob``, or None
 ``await jobs.depth()``                  chunk tasks queued and running (for metrics)
 ``await jobs.aclose()``                 closes the Redis connections
 ======================================= ===================================================================
@@ -22,13 +25,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from redis.exceptions import RedisError
 
+from service.jobs.calibration_records import CALIBRATION_TASK, CalibrationPlan, CalibrationRecords
 from service.jobs.errors import ENABLE_JOBS_HELP, JobsUnavailableError
 from service.jobs.settings import JobSettings
-from service.jobs.store import JobStore
+from service.jobs.store import JobStore, key_prefix
+
+if TYPE_CHECKING:
+    from service.calibrations import CalibrationJob
 
 __all__ = ["CHUNK_TASK", "JobQueue"]
 
@@ -43,6 +50,7 @@ class JobQueue:
         self.queue = queue
         self.store = store
         self.settings = settings
+        self.calibrations = CalibrationRecords(store.redis, key_prefix(settings.queue), ttl_s=settings.results_ttl_s)
 
     @classmethod
     def connect(cls, redis_url: str | None, settings: JobSettings) -> JobQueue:
@@ -70,6 +78,33 @@ class JobQueue:
             job_id=job_id,
             chunk=chunk,
         )
+
+    async def enqueue_calibration(self, plan: CalibrationPlan, body: bytes) -> None:
+        """Store a calibration job and queue its task (the same heartbeat and attempts as a chunk's)."""
+        await self.calibrations.put(plan, body)
+        await self.queue.enqueue(
+            CALIBRATION_TASK,
+            key=f"cal:{plan.id}",
+            timeout=0,
+            heartbeat=self.settings.heartbeat_s,
+            retries=self.settings.chunk_attempts,
+            ttl=_TASK_TTL_S,
+            calibration_id=plan.id,
+        )
+
+    async def calibration(self, job_id: str) -> CalibrationJob | None:
+        """The calibration job as its record says now, or None when there is none."""
+        from service.calibrations import CalibrationJob
+
+        found = await self.calibrations.load(job_id)
+        if found is None:
+            return None
+        plan, state = found
+        return CalibrationJob(
+            id=plan.id, name=plan.name, created_at=plan.created_at, n_rows=plan.n_rows,
+            cells_planned=[tuple(cell) for cell in plan.cells_planned],  # type: ignore[misc]
+            levels=tuple(plan.levels), warnings=list(plan.warnings), scale=plan.scale, **state,
+        )  # fmt: skip
 
     async def depth(self) -> dict[str, int]:
         """Chunk tasks by state: ``queued`` (waiting) and ``active`` (taken by a worker)."""
