@@ -176,8 +176,9 @@ def bench_throughput(api: RunningServer, env: dict[str, str]) -> tuple[list[Benc
     ]
 
 
-def bench_live(api: RunningServer, env: dict[str, str]) -> tuple[list[BenchRow], list[str]]:
-    """Row b: 10,000 live items, 2 workers x 32 judge calls at once, judge at 50 ms."""
+def bench_live(api: RunningServer, env: dict[str, str], judge: Any = None) -> tuple[list[BenchRow], list[str]]:
+    """Row b: 10,000 live items, 2 workers x 32 judge calls at once, judge at 50 ms (``judge``: the stand-in,
+    whose count of requests in flight at once shows whether both workers reached their 32)."""
     tag = uuid.uuid4().hex[:8]  # fresh summaries: no answer comes from the cache
     body = b"\n".join(msgspec.json.encode(_live_item(i, tag)) for i in range(LIVE_ITEMS))
     with httpx.Client(base_url=f"http://127.0.0.1:{api.port}", timeout=120) as client, workers(env, 2) as processes:
@@ -196,6 +197,7 @@ def bench_live(api: RunningServer, env: dict[str, str]) -> tuple[list[BenchRow],
         f"(b) wall {wall:.2f} s = {wall / LIVE_IDEAL_S:.2f} x ideal {LIVE_IDEAL_S:.2f} s; CPU per item: workers "
         f"{1e3 * worker_cpu / LIVE_ITEMS:.2f} ms, judge stand-in {1e3 * stand_in_cpu / LIVE_ITEMS:.2f} ms "
         f"(2 cores: the CPU floor is {(worker_cpu + stand_in_cpu) / 2:.1f} s); load average {os.getloadavg()[0]:.1f}"
+        + ("" if judge is None else f"; judge calls in flight at most {judge.max_in_flight} (2 x {LIVE_CONCURRENCY})")
     ]
 
 
@@ -257,7 +259,10 @@ def main() -> None:
             })  # fmt: skip
             try:
                 with uvicorn_server("service.app:create_app", env, probe_path="/healthz") as api:
-                    section_rows, section_notes = run(api, env) if name != "c" else run(api)  # type: ignore[call-arg]
+                    if name == "b":
+                        section_rows, section_notes = bench_live(api, env, judge)
+                    else:
+                        section_rows, section_notes = run(api, env) if name != "c" else run(api)  # type: ignore[call-arg]
             except Exception as error:  # one broken row must not hide the others
                 section_rows = [BenchRow(f"({name}) failed", float("nan"), "-", float("nan"), "", "-", False)]
                 section_notes = [f"({name}) failed: {error!r}"]
