@@ -8,7 +8,7 @@ import pytest
 
 from calibration.conformal import METHODS, fit_conformal, predict_sets
 from calibration.errors import EmptyCalibrationError
-from calibration.heldout import evaluate_split, group_splits, pooled_group_coverage
+from calibration.heldout import GroupSplit, evaluate_split, group_splits, pooled_group_coverage
 
 
 def _data(seed: int = 3, n_groups: int = 40, per_group: int = 8):
@@ -86,3 +86,62 @@ def test_pooling_never_drops_items():
     pooled = pooled_group_coverage(covered, keys, min_items=25)
     assert sum(n for _, n, _ in pooled) == 57
     assert all(n >= 25 for _, n, _ in pooled) or len(pooled) == 1
+
+
+def test_split_sizes_by_hand():
+    # floor(cal_fraction * G) groups calibrate, at least 1 and at most G - 1
+    for n_groups, fraction, n_cal in [(2, 0.5, 1), (3, 0.3, 1), (4, 0.75, 3), (5, 1.0, 4), (5, 0.0, 1), (10, 0.5, 5)]:
+        groups = np.repeat(np.arange(n_groups), 2)
+        (split,) = group_splits(groups, n_splits=1, seed=0, cal_fraction=fraction)
+        assert np.unique(groups[split.calibration]).size == n_cal, (n_groups, fraction)
+        assert np.unique(groups[split.test]).size == n_groups - n_cal
+    with pytest.raises(EmptyCalibrationError) as refused:
+        group_splits(np.array([7, 7, 7]), n_splits=1, seed=0)
+    assert str(refused.value) == "1 group(s): a split by group needs at least 2"
+
+
+def _lac_case():
+    # 9 calibration items of label 1 whose true-label probabilities are 0.9 .. 0.4: LAC scores 1 - p =
+    # 0.1 .. 0.6 (sorted), so the threshold is the 9th (alpha 0.1: ceil(0.9 * 10) = 9) = 0.6, or the 5th
+    # (alpha 0.5: ceil(0.5 * 10) = 5) = 0.4. K = 4 labels. A label joins when 1 - p <= threshold, i.e. p >= 0.4
+    # (alpha 0.1) or p >= 0.6 (alpha 0.5).
+    true_p = [0.9, 0.85, 0.8, 0.7, 0.6, 0.55, 0.5, 0.45, 0.4]
+    calibration = [[p, (1 - p) / 3, (1 - p) / 3, (1 - p) / 3] for p in true_p]
+    test = [[0.5, 0.0, 0.5, 0.0],      # alpha 0.1: {1, 3} (a hole: span 3)   alpha 0.5: {}
+            [0.25, 0.25, 0.25, 0.25],  # {} / {}
+            [0.1, 0.6, 0.15, 0.15],    # {2} / {2}
+            [0.0, 0.0, 0.5, 0.5]]      # {3, 4} / {}
+    probabilities = np.array(calibration + test)
+    labels = np.array([1] * 9 + [3, 1, 4, 4])
+    split = GroupSplit(split=0, calibration=np.arange(9), test=np.arange(9, 13))
+    return labels, probabilities, split
+
+
+def test_sets_sizes_spans_and_coverage_by_hand():
+    labels, probabilities, split = _lac_case()
+    rng = np.random.default_rng(5)
+    sets = evaluate_split("lac", labels, split, levels=[(0.1, None), (0.5, None)], judge_scores=None,
+                          probabilities=probabilities, n_labels=4, rng=rng)
+    assert sets.test_index.tolist() == [9, 10, 11, 12]
+    assert sets.set_sizes.tolist() == [[2, 0, 1, 2], [0, 0, 1, 0]]
+    assert sets.spans.tolist() == [[3, 0, 1, 2], [0, 0, 1, 0]]
+    assert sets.covered.tolist() == [[True, False, False, True], [False, False, False, False]]
+    # LAC draws nothing from the split's generator (only learned methods and aps_randomized do)
+    assert rng.uniform() == np.random.default_rng(5).uniform()
+
+
+def test_an_empty_judge_score_group_gives_the_full_scale_and_a_single_item_group_its_own_threshold():
+    # mondrian_residual on K = 3: judge score 1 has one calibration item (residual 1), score 2 has two
+    # (residuals 0 and 1), score 3 has none. At alpha 0.5 a group of n = 1 takes rank ceil(0.5 * 2) = 1 (its
+    # residual, 1) and n = 2 rank ceil(0.5 * 3) = 2 (1); score 3 has no threshold: the full scale.
+    labels = np.array([2, 2, 3, 1, 3, 2])
+    scores = np.array([1, 2, 2, 1, 3, 2])
+    split = GroupSplit(split=0, calibration=np.arange(3), test=np.arange(3, 6))
+    sets = evaluate_split("mondrian_residual", labels, split, levels=[(0.5, None)], judge_scores=scores,
+                          probabilities=None, n_labels=3, rng=np.random.default_rng(0))
+    # test: score 1 -> {1, 2}; score 3 -> {1, 2, 3}; score 2 -> {1, 2, 3}
+    assert sets.set_sizes.tolist() == [[2, 3, 3]]
+    assert sets.covered.tolist() == [[True, True, True]]
+    fitted = fit_conformal("mondrian_residual", 0.5, labels[:3], judge_scores=scores[:3], n_labels=3)
+    expected = predict_sets(fitted, judge_scores=scores[3:])
+    assert sets.set_sizes[0].tolist() == np.asarray(expected).sum(axis=1).tolist()

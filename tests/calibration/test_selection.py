@@ -128,3 +128,28 @@ def test_the_fallback_reason_states_the_fallback_the_smallest_sets_and_other_lev
 def test_a_fallback_without_evidence_is_refused():
     with pytest.raises(ValueError, match=r"^fallback method 'residual' has no evidence$"):
         choose_method([_evidence("lac", size=3.0)], fallback="residual")
+
+
+def test_unknown_checks_are_refused_naming_the_known_ones():
+    with pytest.raises(ValueError) as refused:
+        qualifies(_evidence("lac", size=3), ("mean", "width", "depth"))
+    assert str(refused.value) == "unknown qualification checks ['depth', 'width']; known: mean, p5, label, bin"
+
+
+def test_relaxed_checks_apply_at_the_other_levels_too():
+    # only the mean-coverage check: a method whose label coverage fails at another level still qualifies there
+    weak_label = MethodEvidence(method="lac", alpha=0.2, n_evaluations=10, mean_coverage=0.85, p5_coverage=0.8,
+                                min_label_coverage=0.1, min_bin_coverage=0.8, mean_set_size=2.0,
+                                non_interval_share=0.0, full_scale_share=0.0, empty_share=0.0)
+    good = [_evidence("residual", size=4.4), _evidence("lac", size=3.0)]
+    relaxed = choose_method(good, fallback="residual", other_levels=[[weak_label]], checks=("mean",))
+    assert (relaxed.method, relaxed.qualifying) == ("lac", ["residual", "lac"])
+    strict = choose_method(good, fallback="residual", other_levels=[[weak_label]])
+    assert (strict.method, strict.qualifying) == ("residual", ["residual"])
+
+
+def test_the_fallback_names_the_smallest_sets_to_the_hundredth():
+    # 3.4 and 3.1 both round to 3: the smaller (lac) is named although residual comes first in METHODS
+    choice = choose_method([_evidence("residual", size=3.4, label=0.5), _evidence("lac", size=3.1, label=0.5)],
+                           fallback="residual")
+    assert "; smallest sets: lac: size 3.10" in choice.reason

@@ -162,3 +162,39 @@ def test_an_entry_without_a_held_out_size_loses_to_one_with_it_and_says_n_a():
     assert isinstance(served, ServedEntry) and served.kind == "score"
     assert served.note == ("; served from score verdicts with residual (held-out mean set size n/a; "
                            "probabilities verdicts -> lac (n/a))")
+
+
+def _three_kinds_index(with_defaults: bool) -> ThresholdIndex:
+    mean_fit = fit_conformal("residual", 0.1, LABELS, judge_scores=LABELS)
+    entries = [_entry("residual", "score", 0.1, 3.0), _entry("lac", "probabilities", 0.1, 2.0),
+               _entry("residual", "probabilities", 0.1, 4.0),
+               ThresholdEntry(judge=CELL[0], prompt_family=CELL[1], criterion=CELL[2], method="residual", alpha=0.1,
+                              fitted=mean_fit, input_kind="mean", heldout_set_size=3.5)]
+    defaults = [DefaultMethod(judge=CELL[0], prompt_family=CELL[1], criterion=CELL[2], method="residual",
+                              input_kind="probabilities")] if with_defaults else []
+    return ThresholdIndex(ThresholdsArtifact(format_version=FORMAT_VERSION, created_at="t", code_version="v",
+                                             data_hash="h", label_scale=[1, 2, 3, 4, 5], entries=entries,
+                                             default_methods=defaults))
+
+
+def test_without_a_default_a_kind_offers_its_own_first_method():
+    # no default recorded: the kind's own first method (core order), not the cell's; here probabilities has only
+    # lac while the cell's first method is residual (score)
+    index = ThresholdIndex(msgspec.structs.replace(_three_kinds_index(False).artifact, entries=[
+        _entry("residual", "score", 0.1, 3.0), _entry("lac", "probabilities", 0.1, 2.0)]))
+    served = choose_entry(index, CELL, ("probabilities",), 0.1)
+    assert isinstance(served, ServedEntry) and (served.kind, served.method) == ("probabilities", "lac")
+    served = choose_entry(_three_kinds_index(False), CELL, ("probabilities",), 0.1)
+    assert isinstance(served, ServedEntry) and served.method == "residual"  # core order: residual before lac
+    served = choose_entry(_three_kinds_index(True), CELL, ("probabilities",), 0.1)
+    assert isinstance(served, ServedEntry) and served.method == "residual"
+
+
+def test_three_kinds_compared_and_a_level_note_together():
+    index = _three_kinds_index(False)
+    served = choose_entry(index, CELL, ("mean", "probabilities", "score"), 0.15)
+    assert isinstance(served, ServedEntry) and (served.kind, served.method, served.alpha) == ("score", "residual", 0.1)
+    assert served.note == (
+        "; alpha=0.15 is not a calibrated level, so the next smaller one (0.1) was used"
+        "; served from score verdicts with residual (held-out mean set size 3.00; mean verdicts -> residual (3.50), "
+        "probabilities verdicts -> residual (4.00))")

@@ -121,3 +121,9 @@ def test_methods_per_kind_in_core_order_and_the_refusals():
     with pytest.raises(ScoreOutOfRangeError, match=r"^mean_of_samples=inf lies outside the label scale 1\.\.4$"):
         two_point_probabilities(float("inf"), 4)
     assert [round_half_up(v) for v in (0.5, -0.5, 4.999, 1.0)] == [1, 0, 5, 1]
+
+
+def test_probabilities_come_back_as_floats_whatever_was_sent():
+    scores, probs = kind_inputs("probabilities", 5, probabilities=[[0, 0, 1, 0, 0], [1, 0, 0, 0, 0]])
+    assert probs is not None and probs.dtype == np.float64 and probs.tolist() == [[0, 0, 1, 0, 0], [1, 0, 0, 0, 0]]
+    assert scores.tolist() == [3, 1]
