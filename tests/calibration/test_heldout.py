@@ -145,3 +145,15 @@ def test_an_empty_judge_score_group_gives_the_full_scale_and_a_single_item_group
     fitted = fit_conformal("mondrian_residual", 0.5, labels[:3], judge_scores=scores[:3], n_labels=3)
     expected = predict_sets(fitted, judge_scores=scores[3:])
     assert sets.set_sizes[0].tolist() == np.asarray(expected).sum(axis=1).tolist()
+
+
+def test_pooling_counts_items_not_hits_and_a_group_of_exactly_min_items_stands_alone():
+    # label 1: 20 items, 2 covered (not pooled: 20 items, though only 2 hits); label 2: 25 items, all covered;
+    # label 3: 19 items -> joins label 2, its only neighbour
+    keys = np.array([1] * 20 + [2] * 25 + [3] * 19)
+    covered = np.array([1] * 2 + [0] * 18 + [1] * 25 + [1] * 19, dtype=bool)
+    assert pooled_group_coverage(covered, keys, min_items=20) == [((1,), 20, 0.1), ((2, 3), 44, 1.0)]
+    # the same keys as floats, or shifted to start at 3, pool the same way
+    assert pooled_group_coverage(covered, keys.astype(float), min_items=20) == [((1,), 20, 0.1), ((2, 3), 44, 1.0)]
+    assert pooled_group_coverage(covered, keys + 2, min_items=20) == [((3,), 20, 0.1), ((4, 5), 44, 1.0)]
+    assert pooled_group_coverage(np.array([], dtype=bool), np.array([], dtype=int), min_items=5) == []

@@ -317,3 +317,14 @@ def test_kendall_tau_b_statistic_equals_scipy_on_small_vectors_with_ties() -> No
     assert checked > 1500 and undefined > 0
     with pytest.raises(CalibrationError):
         kendall_tau_b_statistic([1.0, 2.0], [1.0])
+
+
+def test_each_correlation_names_its_method_and_counts_its_rows():
+    x = [1.0, 2.0, 3.0, 4.0, float("nan")]
+    y = [2.0, 1.0, 4.0, 3.0, 5.0]
+    assert (spearman(x, y).method, spearman(x, y).n) == ("spearman", 4)
+    assert (pearson(x, y).method, pearson(x, y).n) == ("pearson", 4)
+    assert (kendall_tau_b(x, y).method, kendall_tau_b(x, y).n) == ("kendall_tau_b", 4)
+    # by hand on the 4 complete rows: Spearman rho = 1 - 6 * 4 / (4 * 15) = 0.6; tau-b = (4 - 2) / 6 = 1/3
+    assert spearman(x, y).statistic == pytest.approx(0.6)
+    assert kendall_tau_b(x, y).statistic == pytest.approx(1 / 3)
