@@ -205,8 +205,8 @@ class JudgePool:
             )
         messages = direct_prompt(criterion, document, summary, prompt_family=config.prompt_family)
         key = cache_key(config.model, messages, self._parameters(name, "score"))
-        return await self._cached(
-            name, "score", key, lambda: client.score(criterion, document, summary), DirectVerdict
+        return await self._cached(  # the messages built once: for the key and the call (client.score builds them so)
+            name, "score", key, lambda: client.score_messages(messages, n_labels=5), DirectVerdict
         )
 
     async def faithfulness_direct(self, name: str, document: str, summary: str) -> Cached[Any]:
