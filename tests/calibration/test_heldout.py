@@ -157,3 +157,21 @@ def test_pooling_counts_items_not_hits_and_a_group_of_exactly_min_items_stands_a
     assert pooled_group_coverage(covered, keys.astype(float), min_items=20) == [((1,), 20, 0.1), ((2, 3), 44, 1.0)]
     assert pooled_group_coverage(covered, keys + 2, min_items=20) == [((3,), 20, 0.1), ((4, 5), 44, 1.0)]
     assert pooled_group_coverage(np.array([], dtype=bool), np.array([], dtype=int), min_items=5) == []
+
+
+def test_pooling_takes_the_smallest_group_first_and_its_smaller_neighbour():
+    # counts A=3, B=18, C=2, D=18, E=100 (min 20). Smallest first: C joins B (18 = 18: the lower index) -> BC 20;
+    # then A joins BC -> ABC 23; then D joins ABC (23 < 100) -> ABCD 41. Taking A first would end in AB, CD, E.
+    keys = np.repeat([1, 2, 3, 4, 5], [3, 18, 2, 18, 100])
+    covered = np.concatenate([np.zeros(3), np.ones(18), np.ones(2), np.r_[np.ones(10), np.zeros(8)],
+                              np.ones(100)]).astype(bool)
+    assert pooled_group_coverage(covered, keys, min_items=20) == [((1, 2, 3, 4), 41, 30 / 41), ((5,), 100, 1.0)]
+    # the smaller neighbour is the one after: B (5 items) joins C (50), not A (100)
+    keys = np.repeat([1, 2, 3], [100, 5, 50])
+    covered = np.ones(155, dtype=bool)
+    assert pooled_group_coverage(covered, keys, min_items=20) == [((1,), 100, 1.0), ((2, 3), 55, 1.0)]
+
+
+def test_pooled_groups_without_hits_or_with_one_item_are_kept():
+    assert pooled_group_coverage(np.array([False, False, True]), np.array([1, 1, 2]), min_items=1) == [
+        ((1,), 2, 0.0), ((2,), 1, 1.0)]

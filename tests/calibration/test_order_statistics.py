@@ -11,7 +11,7 @@ from scipy.stats import beta, binom
 
 from calibration.conformal import conformal_quantile, fit_conformal
 from calibration.errors import InvalidAlphaError
-from calibration.order_statistics import binomial_upper_tail, marginal_rank, pac_rank, threshold_rank
+from calibration.order_statistics import as_fraction, binomial_upper_tail, marginal_rank, pac_rank, threshold_rank
 
 
 @pytest.mark.parametrize("n", [1, 2, 5, 19, 20, 57, 100, 400, 1600])
@@ -88,3 +88,19 @@ def test_binomial_upper_tail_by_hand():
     assert binomial_upper_tail(2, Fraction(9, 10), 1) == Fraction(99, 100)
     assert isinstance(binomial_upper_tail(3, half, 0), Fraction)
     assert isinstance(binomial_upper_tail(3, half, 5), Fraction)
+
+
+def test_as_fraction_refusals_and_its_denominator_limit():
+    for value in (True, "0.1", None, float("inf"), float("nan")):
+        with pytest.raises(ValueError) as refused:
+            as_fraction(value, "alpha")  # type: ignore[arg-type]
+        assert str(refused.value) == f"alpha={value!r} must be a finite number strictly between 0 and 1"
+    for value in (0, 1, 1.5, -0.1):
+        with pytest.raises(ValueError) as refused:
+            as_fraction(value, "delta")
+        assert str(refused.value) == f"delta={value!r} must be strictly between 0 and 1"
+    assert as_fraction(0.1, "alpha") == Fraction(1, 10)
+    assert as_fraction(0.123456789, "alpha") == Fraction(123456789, 10**9)
+    # 1/1999999999 needs a denominator above 10**9: the nearest fraction within the limit is used instead
+    near = as_fraction(1 / 1999999999, "alpha")
+    assert near.denominator <= 10**9 and near == Fraction(1, 1999999999).limit_denominator(10**9)

@@ -328,3 +328,28 @@ def test_each_correlation_names_its_method_and_counts_its_rows():
     # by hand on the 4 complete rows: Spearman rho = 1 - 6 * 4 / (4 * 15) = 0.6; tau-b = (4 - 2) / 6 = 1/3
     assert spearman(x, y).statistic == pytest.approx(0.6)
     assert kendall_tau_b(x, y).statistic == pytest.approx(1 / 3)
+
+
+def test_covariate_refusals_word_for_word_and_float_labels():
+    x, y = [1.0, 2.0, 4.0, 3.0, 5.0, 7.0], [2.0, 1.0, 3.0, 5.0, 4.0, 6.0]
+    with pytest.raises(CalibrationError) as refused:
+        partial_correlation(x, y, "abcdef")  # type: ignore[arg-type]
+    assert str(refused.value) == "covariates must be a sequence of covariate columns, not a string"
+    with pytest.raises(CalibrationError) as refused:
+        partial_correlation(x, y, ["abcdef"])
+    assert str(refused.value) == ("covariates[0] is a string ('abcdef'); pass a list of columns, e.g. [model_names] "
+                                  "rather than model_names")
+    with pytest.raises(CalibrationError) as refused:
+        partial_correlation(x, y, [[0.5, 0.5, float("nan"), 1.5, 1.5, 1.5]])
+    assert str(refused.value) == "covariates[0] has a missing label (nan) at row 2"
+    # float labels are labels like any other: the same result as the equivalent string labels
+    as_floats = partial_correlation(x, y, [[0.5, 0.5, 0.5, 1.5, 1.5, 1.5]])
+    as_strings = partial_correlation(x, y, [["a", "a", "a", "b", "b", "b"]])
+    assert as_floats.statistic == pytest.approx(as_strings.statistic) and as_floats.n == 6
+
+
+def test_a_perfect_partial_correlation_has_p_value_zero():
+    result = partial_correlation([1.0, 2.0, 3.0, 4.0, 5.0], [2.0, 4.0, 6.0, 8.0, 10.0], [])
+    assert result.statistic == 1.0 and result.p_value == 0.0
+    negative = partial_correlation([1.0, 2.0, 3.0, 4.0, 5.0], [10.0, 8.0, 6.0, 4.0, 2.0], [])
+    assert negative.statistic == -1.0 and negative.p_value == 0.0
