@@ -11,7 +11,9 @@ within-label rule) reported sets 0.79-0.91x the best member's; under the validit
   documents, fitted there, evaluated on unseen documents; 20 splits by document, seed 0) at ``alpha``: mean set
   size and coverage. The best member is the member and input kind with the smallest served set size under the
   same step's rules. Ratio = panel / best member.
-* **Steps** (:data:`STEPS`), each changing one thing from the row above: (1) the issue's check: marginal
+* **Steps** (:data:`STEPS`), each changing one thing from the row above: (0) the issue's check with every member
+  held to its integer score (the paper's ``residual``), the panel on its members' richest inputs; (1) the issue's
+  check with each member's best input kind (log-probs where recorded): marginal
   thresholds, a fixed method (the panel's ``residual_expected``, i.e. |mean - y|; a member's ``residual_expected``
   on log-probs, ``residual`` on a bare score), no rule; (2) PAC thresholds (delta 0.05); (3) the method chosen by
   the selection rule (:mod:`calibration.selection`) with only its mean-coverage condition; (4) + its 5th-percentile
@@ -59,10 +61,14 @@ class GapStep(msgspec.Struct, frozen=True, kw_only=True):
     delta: float | None
     fixed_method: bool
     checks: tuple[str, ...]
+    member_kinds: tuple[str, ...] | None = None  # the members' input kinds compared (None: every kind they have)
 
 
 STEPS: tuple[GapStep, ...] = (
-    GapStep(key="1", description="the issue's check: marginal thresholds, fixed absolute residual, no rule",
+    GapStep(key="0", description="the issue's check (marginal, fixed absolute residual, mean coverage only), "
+            "members on their integer score",
+            delta=None, fixed_method=True, checks=("mean",), member_kinds=("score",)),
+    GapStep(key="1", description="the same, each member on its best input kind (log-probs where recorded)",
             delta=None, fixed_method=True, checks=("mean",)),
     GapStep(key="2", description="+ PAC thresholds (delta 0.05)", delta=0.05, fixed_method=True, checks=("mean",)),
     GapStep(key="3", description="+ method chosen by the selection rule, mean coverage only", delta=0.05,
@@ -114,6 +120,8 @@ def gap_rows(panel: KindData, members: Sequence[tuple[str, Sequence[KindData]]],
         best: tuple[float, float, str, str, str] | None = None
         for member, kinds in members:
             for data in kinds:
+                if step.member_kinds is not None and data.kind not in step.member_kinds:
+                    continue
                 m_size, m_coverage, m_method = _served(data, step, alpha=alpha, n_splits=n_splits, seed=seed)
                 if best is None or m_size < best[0]:
                     best = (m_size, m_coverage, m_method, member, data.kind)
