@@ -353,3 +353,39 @@ def test_a_perfect_partial_correlation_has_p_value_zero():
     assert result.statistic == 1.0 and result.p_value == 0.0
     negative = partial_correlation([1.0, 2.0, 3.0, 4.0, 5.0], [10.0, 8.0, 6.0, 4.0, 2.0], [])
     assert negative.statistic == -1.0 and negative.p_value == 0.0
+
+
+def test_input_refusals_name_the_variable():
+    ok = [1.0, 2.0, 3.0, 4.0]
+    for function in (pearson, spearman, kendall_tau_b, lambda a, b: partial_correlation(a, b, [])):
+        with pytest.raises(CalibrationError) as refused:
+            function([[1.0, 2.0], [3.0, 4.0]], ok)
+        assert str(refused.value) == "x must be one-dimensional; got shape (2, 2)"
+        with pytest.raises(CalibrationError) as refused:
+            function(ok, [1.0, float("-inf"), 2.0, 3.0])
+        assert str(refused.value) == "y holds an infinite value -inf at row 1"
+        with pytest.raises(CalibrationError) as refused:
+            function(ok, ["a", "b", "c", "d"])
+        assert str(refused.value) == "y must be a sequence of numbers; got ['a', 'b', 'c', 'd']"
+        with pytest.raises(CalibrationError) as refused:
+            function([1.0, float("inf"), 2.0, 3.0], ok)
+        assert str(refused.value) == "x holds an infinite value inf at row 1"
+
+
+def test_a_y_the_covariates_explain_is_refused_by_name_and_one_degree_of_freedom_suffices():
+    groups = [["a", "a", "b", "b", "c", "c"]]
+    x = [1.0, 2.0, 4.0, 3.0, 5.0, 7.0]
+    y = [1234567.891, 1234567.891, 2345678.912, 2345678.912, 3456789.123, 3456789.123]  # a function of the group
+    with pytest.raises(CalibrationError) as refused:
+        partial_correlation(x, y, groups)
+    assert str(refused.value) == ("y is fully explained by the covariates (all residuals are zero): partial "
+                                  "correlation undefined")
+    # n = 4, two levels: k = 1, df = 4 - 2 - 1 = 1, the least the t-test needs
+    result = partial_correlation([1.0, 2.0, 4.0, 3.0], [2.0, 1.0, 3.0, 5.0], [["a", "a", "b", "b"]])
+    assert result.n == 4 and -1.0 <= result.statistic <= 1.0 and 0.0 <= result.p_value <= 1.0
+
+
+def test_kendall_statistic_reads_unsigned_integers_as_numbers():
+    falling = np.array([3, 2, 1], dtype=np.uint8)  # differences computed on uint8 would wrap around
+    assert kendall_tau_b_statistic(falling, [1, 2, 3]) == -1.0
+    assert kendall_tau_b_statistic([1, 2, 3], falling) == -1.0
