@@ -50,6 +50,11 @@ class LoopCounter:
         """Add one to the count of this label tuple."""
         self.counts[labels] = self.counts.get(labels, 0) + 1
 
+    def add(self, amount: int, *labels: object) -> None:
+        """Add ``amount`` to the count of this label tuple (nothing for 0: no series appears for it)."""
+        if amount:
+            self.counts[labels] = self.counts.get(labels, 0) + amount
+
     def family(self) -> CounterMetricFamily:
         """The counter as a Prometheus metric family (label values as strings)."""
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labelnames)

@@ -315,14 +315,16 @@ class JobStore:
         return None if blob is None else blob.split(b"\n")
 
     async def finish_chunk(
-        self, job_id: str, chunk: int, lines: Sequence[bytes], n_failed: int, *, abandoned: bool = False
+        self, job_id: str, chunk: int, lines: Sequence[bytes] | bytes, n_failed: int, *, abandoned: bool = False
     ) -> bool:
-        """Write the chunk's result lines once, atomically with the counters; False when already written."""
+        """Write the chunk's result lines (a list, or already joined by newlines) once, atomically with the
+        counters; False when already written."""
+        blob = lines if isinstance(lines, bytes) else b"\n".join(lines)
+        n_lines = blob.count(b"\n") + 1 if isinstance(lines, bytes) else len(lines)
         written = await self._finish(
             keys=[self._meta(job_id), self._out(job_id), self._in(job_id), self._open],
             args=[
-                chunk, b"\n".join(lines), len(lines), n_failed, repr(self._clock()), self.results_ttl_s, job_id,
-                1 if abandoned else 0,
+                chunk, blob, n_lines, n_failed, repr(self._clock()), self.results_ttl_s, job_id, 1 if abandoned else 0,
             ],
         )  # fmt: skip
         return int(written) == 1
