@@ -14,7 +14,6 @@ from typing import IO
 
 from litestar import Litestar, Router
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import Components, Reference, SecurityScheme
 from litestar.routes import HTTPRoute
 
@@ -36,6 +35,7 @@ from service.api.jobs import cancel_job, document_jobs_openapi, job_results, job
 from service.api.judges import list_judges
 from service.api.score import score, score_batch
 from service.api.spec import refine_spec
+from service.api.spec_values import LiveSpecJson
 from service.calibrations import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
@@ -180,7 +180,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             create_examples=False,
             # The JSON document only, at /schema and /schema/openapi.json: Litestar's HTML viewers load their
             # scripts from a CDN and render blank offline, so the service serves none.
-            render_plugins=[JsonRenderPlugin()],
+            render_plugins=[LiveSpecJson()],  # with the deployment's current names and scales
         ),
         state=None,
     )

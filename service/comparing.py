@@ -9,7 +9,11 @@ Two kinds of request (exactly one; both or neither -> 422):
 * **Caller's preferences**: ``[{winner, loser}]`` (or ``tie: true``) becomes the verdict ``first=winner,
   second=loser, outcome="first"`` (or ``"tie"``); ``[{first, second, verdict}]`` is a verdict as shown to the
   judge (``verdict`` "first" | "second" | "tie"). One form per preference (422 otherwise). The candidates are the
-  ids in order of first appearance (3..MAX_CANDIDATES). ``position_consistency`` is computed when every
+  ids in order of first appearance (1..MAX_CANDIDATES; more is a 422). A self-comparison (a candidate against
+  itself) is no edge of a tournament: it is left out of every figure and listed in ``ignored_preferences`` with
+  its index and why, and the reason counts it (never dropped silently). With fewer than 3 candidates there is no
+  triple (no cycle can exist); with 1 there is no pair, and every ranking is that one candidate (scores null).
+  ``position_consistency`` is computed when every
   preference gives its presentation order, and is null otherwise (the order of a winner/loser verdict is
   unknown). ``criterion`` is optional here (echoed when given); a live comparison needs it.
 
@@ -52,6 +56,7 @@ from service.schemas import (
     CompareRequest,
     CompareResponse,
     FailedCall,
+    IgnoredPreference,
     PairResult,
     PositionConsistencyInfo,
     Preference,
@@ -127,9 +132,9 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _check_ids(ids: list[str], limit: int, what: str) -> None:
-    if len(ids) < 3:
-        raise InvalidRequestError(f"{what} name {len(ids)} distinct candidates; a comparison needs 3 or more")
+def _check_ids(ids: list[str], limit: int, what: str, minimum: int = 3) -> None:
+    if len(ids) < minimum:
+        raise InvalidRequestError(f"{what} name {len(ids)} distinct candidates; a comparison needs {minimum} or more")
     if len(ids) > limit:
         raise InvalidRequestError(f"{what} name {len(ids)} candidates; the limit is MAX_CANDIDATES={limit}")
 
@@ -149,13 +154,19 @@ def _preference_verdict(index: int, p: Preference) -> PairwiseVerdict:
 
 def _preference_verdicts(
     request: CompareRequest, settings: Settings
-) -> tuple[list[str], list[PairwiseVerdict], bool]:
-    """(candidate ids in order of first appearance, verdicts, whether every preference gave its order)."""
+) -> tuple[list[str], list[PairwiseVerdict], bool, list[IgnoredPreference]]:
+    """(candidate ids in order of first appearance, verdicts, whether every preference gave its order, the
+    self-comparisons left out)."""
     assert request.preferences is not None
-    verdicts = [_preference_verdict(i, p) for i, p in enumerate(request.preferences)]
-    ids = list(dict.fromkeys(name for v in verdicts for name in (v.first, v.second)))
-    _check_ids(ids, settings.max_candidates, "the preferences")
-    return ids, verdicts, all(p.verdict is not None for p in request.preferences)
+    given = [_preference_verdict(i, p) for i, p in enumerate(request.preferences)]
+    ids = list(dict.fromkeys(name for v in given for name in (v.first, v.second)))
+    _check_ids(ids, settings.max_candidates, "the preferences", minimum=1)
+    ignored = [
+        IgnoredPreference(index=i, reason=f"a self-comparison: candidate {v.first!r} against itself is no edge")
+        for i, v in enumerate(given) if v.first == v.second
+    ]
+    verdicts = [v for v in given if v.first != v.second]
+    return ids, verdicts, all(p.verdict is not None for p in request.preferences), ignored
 
 
 async def _live_verdicts(
@@ -271,15 +282,16 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         raise InvalidRequestError("a live comparison needs a criterion (the judge is asked about it)",
                                   allowed=list(CRITERIA))
     presented = False
+    ignored: list[IgnoredPreference] = []
     judge: str | None = request.judge
     failed: list[FailedCall] = []
     cached = 0
     if live:
+        judge = judge or ctx.judges.default_judge()
+        ctx.judges.client(judge or "")  # first: 503 without judges (whatever the body asks); 422 if not configured
+        assert judge is not None
         ids = _check_live(request, ctx.settings)
         _check_call_budget(len(ids), request, ctx.settings)
-        judge = judge or ctx.judges.default_judge()
-        ctx.judges.client(judge or "")  # 503 without judges, 422 for an unconfigured one
-        assert judge is not None
         family = ctx.judges.config(judge).prompt_family
         if request.prompt_family and request.prompt_family != family:
             raise InvalidRequestError(
@@ -289,7 +301,9 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
             )
         verdicts, failed, cached = await _live_verdicts(ctx, request, judge)
     else:
-        ids, verdicts, presented = _preference_verdicts(request, ctx.settings)
+        ids, verdicts, presented, ignored = _preference_verdicts(request, ctx.settings)
+        if len(ids) == 1:
+            return _lone_candidate(request, ids[0], ignored)
     both_orders = (live and request.swap) or presented
     limit_s = ctx.settings.limits.mfas_time_limit_s
     report = await anyio.to_thread.run_sync(
@@ -298,7 +312,7 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
     flagged = len(report.cycles) >= ctx.settings.flag_min_cycles
     calls = len(verdicts) + len(failed)
     rankings = report.rankings
-    reason = _reason(report, flagged, ctx.settings, len(failed), calls)
+    reason = _reason(report, flagged, ctx.settings, len(failed), calls) + _ignored_note(ignored)
     findings = _injection_findings(request) if live else []
     if findings:  # the judge read texts that try to steer it: the verdicts are not to be trusted as they stand
         flagged = True
@@ -333,6 +347,29 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         cached_calls=cached,
         exact=report.mfas_exact,
         flags=[INJECTION_FLAG] if findings else [],
+        ignored_preferences=ignored,
+    )
+
+
+def _ignored_note(ignored: list[IgnoredPreference]) -> str:
+    if not ignored:
+        return ""
+    return f"; {len(ignored)} self-comparison(s) left out (see ignored_preferences)"
+
+
+def _lone_candidate(request: CompareRequest, candidate: str, ignored: list[IgnoredPreference]) -> CompareResponse:
+    """Preferences naming one candidate only (every one a self-comparison): no pair, so nothing to rank."""
+    order = [candidate]
+    return CompareResponse(
+        criterion=request.criterion, judge=request.judge, source="caller", candidates=order, n_candidates=1,
+        n_triples=0, n_verdicts=0, cycles=[], n_cycles=0, violation_rate=0.0, flagged=False,
+        reason="1 candidate: no pair to compare, no triple (flagged never)" + _ignored_note(ignored),
+        position_consistency=None, pairs=[],
+        rankings=RankingOrders(win_rate=order, bradley_terry=order, schulze=order, mfas_ilp=order,
+                               mfas_copeland=order),
+        scores=RankingScores(win_rate={candidate: None}, bradley_terry={candidate: None}, schulze={candidate: None},
+                             mfas_ilp={candidate: None}, mfas_copeland={candidate: None}),
+        complete=True, failed_calls=[], cached_calls=0, ignored_preferences=ignored,
     )
 
 

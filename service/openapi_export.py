@@ -1,7 +1,9 @@
 """``python -m service.openapi_export [path]``: write the OpenAPI spec (default ``openapi/openapi.json``).
 
 The output is deterministic: keys sorted, two-space indent, a trailing newline, and built from default
-settings (no environment), so the committed file changes only when the wire types or routes change.
+settings (no environment: the shipped calibration, no judges, rubrics, panels or keys), so the committed file is
+what ``make serve`` serves and changes only when the wire types, routes or the shipped calibration's names,
+scales or levels change (service.api.spec_values).
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ import json
 import sys
 from pathlib import Path
 
+from service.api.spec_values import spec_document
 from service.app import create_app
-from service.settings import Settings
+from service.settings import Settings, default_thresholds_path
 
 __all__ = ["DEFAULT_PATH", "main", "render_openapi"]
 
@@ -20,8 +23,9 @@ DEFAULT_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.jso
 
 def render_openapi() -> str:
     """The app's OpenAPI document as canonical JSON text (sorted keys, indent 2, trailing newline)."""
-    app = create_app(Settings(thresholds_path=Path("thresholds.json")))
-    return json.dumps(app.openapi_schema.to_schema(), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    app = create_app(Settings(thresholds_path=default_thresholds_path()))
+    app.state.services.calibration.load_initial()  # what the lifespan does first
+    return json.dumps(spec_document(app), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

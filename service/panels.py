@@ -5,9 +5,11 @@ name from PANELS_FILE: the service asks every member concurrently, through the j
 
 1. **Shape.** ``verdicts`` and ``panel`` exclude each other and every single-judge field (``judge``,
    ``judge_score``, ``judge_logprobs``, ``mean_of_samples``, ``sentence_verdicts``, ``prompt_family``) -> 422.
-   Each caller's member needs at least one of ``judge_score``, ``judge_logprobs``, ``mean_of_samples``, and
-   a judge appears once (422). ``faithfulness`` is not scored by panels (422). An unknown panel name -> 422
-   with the configured names; ``panel`` needs ``document`` and ``summary`` (422).
+   Each caller's member needs at least one of ``judge_score``, ``judge_logprobs``, ``mean_of_samples`` (422).
+   A judge named twice in ``verdicts`` gets ``calibrated: false`` + escalate, the reason naming it (no panel
+   cell applies; JSON Schema cannot state unique member judges, so such a request is answered).
+   ``faithfulness`` is not scored by panels (422). An unknown panel name -> 422 with the configured names;
+   ``panel`` needs ``document`` and ``summary`` (422).
 2. **Members' verdicts.** A caller's ``judge_logprobs`` are renormalised over 1..K with a missing token read as
    ln(1e-5) (service.scoring's convention); a live member's come from its reply. Each member's expected score
    follows :func:`calibration.panels.expected_score` (mean_of_samples, else sum k p_k, else the score). A
@@ -47,6 +49,7 @@ import msgspec
 from calibration.conformal import METHODS, probabilities_from_logprobs
 from calibration.panels import (
     PANEL_INPUT_KIND,
+    PANEL_PREFIX,
     PANEL_PROMPT_FAMILY,
     disagreement,
     expected_score,
@@ -222,18 +225,22 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     else:
         assert request.verdicts is not None
         members = [v.judge for v in request.verdicts]
-        if len(set(members)) != len(members):
-            raise InvalidRequestError("each judge may appear once in verdicts")
         verdicts = [caller_member(v, n_labels) for v in request.verdicts]
+    # A judge named twice: no panel cell applies (a panel's members are distinct judges), so the answer is
+    # uncalibrated and says why; every verdict is still shown (never merged or dropped silently).
+    repeated = sorted({name for name in members if members.count(name) > 1})
     try:
-        full_name = panel_name(members)
+        full_name = panel_name(members) if not repeated else PANEL_PREFIX + "+".join(sorted(members))
     except ValueError as error:  # a judge name with "+" or a "panel:" name cannot be a member
         raise InvalidRequestError(str(error)) from None
     answered = [v for v in verdicts if v.expected_score is not None]
-    cell_name = served_panel(members, [v.judge for v in answered])
+    cell_name = served_panel(members, [v.judge for v in answered]) if not repeated else None
     alpha = request.alpha if request.alpha is not None else ctx.settings.default_alpha
     served: ServedEntry | None = None
     why = f"fewer than two panel members answered ({', '.join(v.judge for v in answered) or 'none'})"
+    if repeated:
+        why = (f"judge(s) {', '.join(map(repr, repeated))} appear more than once in verdicts: a panel's members are "
+               "distinct judges, so no panel cell applies")
     family = PANEL_PROMPT_FAMILY
     if cell_name is not None:
         inputs = {v.judge: member_input(judge_score=v.judge_score, probabilities=v.probabilities,
@@ -248,12 +255,13 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
         if snapshot.cell_methods.get(cell):
             try:
                 found = choose_entry(snapshot.index, cell, (PANEL_INPUT_KIND,), alpha, request.method)
-            except (LevelRefused, MethodRefused) as error:
-                raise InvalidRequestError(str(error), allowed=[str(value) for value in error.allowed]) from None
-            if isinstance(found, ServedEntry):
-                served = found
+            except (LevelRefused, MethodRefused) as error:  # no threshold for this: never an invented set
+                why = str(error)
             else:
-                why = found.reason
+                if isinstance(found, ServedEntry):
+                    served = found
+                else:
+                    why = found.reason
     expected = [float(v.expected_score) for v in answered if v.expected_score is not None]
     mean = panel_mean(expected, n_labels) if len(expected) >= 2 else None
     spread = disagreement(expected) if expected else None

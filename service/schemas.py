@@ -36,6 +36,7 @@ __all__ = [
     "Criterion",
     "DefaultMethodInfo",
     "FailedCall",
+    "IgnoredPreference",
     "HealthStatus",
     "JobAccepted",
     "JobItemResult",
@@ -402,6 +403,13 @@ class FailedCall(msgspec.Struct, **_RESPONSE):
     error: Problem
 
 
+class IgnoredPreference(msgspec.Struct, **_RESPONSE):
+    """A preference left out of the tournament (a self-comparison), by its index in ``preferences``."""
+
+    index: int
+    reason: str
+
+
 class CompareResponse(msgspec.Struct, **_RESPONSE):
     """Tournament diagnostics: 3-cycles, violation rate, position consistency, pairs and rankings."""
 
@@ -429,6 +437,8 @@ class CompareResponse(msgspec.Struct, **_RESPONSE):
     exact: bool = True
     # "possible_prompt_injection": the document or a candidate tries to steer the judge (service.injection)
     flags: list[str] = msgspec.field(default_factory=list)
+    # self-comparisons among the caller's preferences: left out of every figure, listed here (service.comparing)
+    ignored_preferences: list[IgnoredPreference] = msgspec.field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------- /v1/calibration

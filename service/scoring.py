@@ -4,7 +4,8 @@ Resolution rules, in order (each failure is a problem with the allowed values wh
 
 1. **Limits.** ``document`` <= MAX_DOCUMENT_CHARS and ``summary`` <= MAX_SUMMARY_CHARS characters (422).
 2. **Calibration.** No artifact loaded -> 503; nothing can be calibrated without one.
-3. **Judge.** ``judge`` or DEFAULT_JUDGE or the first configured judge. With the caller's own verdict it may
+3. **Judge** (before the criterion: without judges a live call is the 503 whatever it asks). ``judge`` or
+   DEFAULT_JUDGE or the first configured judge. With the caller's own verdict it may
    be any judge of the calibration or of JUDGES_FILE (422 otherwise). Without one the judge is called: no
    judge configured -> 503 with set-up help; a judge that is not configured -> 422; ``document`` and
    ``summary`` are required (422).
@@ -24,7 +25,10 @@ Resolution rules, in order (each failure is a problem with the allowed values wh
    score the caller sent, or the live judge's); only thresholds fitted on one of those kinds may serve it, else
    ``calibrated: false`` + escalate (never a threshold fitted on another kind). Among the kinds, the default
    method of each (or the named method) at the level, and the entry with the smaller held-out mean set wins.
-   A named method calibrated for none of the verdict's kinds -> 422 saying what to send.
+   A named method calibrated for none of the verdict's kinds, or a level below every one of the cell's, ->
+   ``calibrated: false`` + escalate, the reason saying what is calibrated and what to send (the spec cannot
+   name each cell's methods and levels, so such a schema-valid request is answered, never with an invented
+   set); for a live call a method the cell lacks is a 422 before the judge is paid for.
 7. **Set and decision.** ``calibration.conformal.prediction_set`` on the kind's inputs
    (``calibration.verdicts.verdict_inputs``; ``aps_randomized`` with the core's default generator, so equal
    inputs give equal sets), then the policy (an empty set escalates). The answer carries ``input_kind`` and
@@ -321,13 +325,13 @@ def _plan(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequ
     plan = snapshot.memo.get(key)
     if plan is not None:
         return plan  # type: ignore[return-value]
+    judge = _resolve_judge(ctx, snapshot, request, own)  # first: without judges a live call is the 503 whatever it asks
     _check_criterion(ctx, snapshot, request, own)
-    judge = _resolve_judge(ctx, snapshot, request, own)
     prompt_family = _resolve_prompt_family(ctx, snapshot, request, judge, own)
     alpha = _resolve_alpha(ctx, snapshot, request)
     cell = (judge, prompt_family or "", request.criterion)
     calibrated_cell = prompt_family is not None and bool(snapshot.cell_methods.get(cell))
-    if calibrated_cell and request.method is not None:
+    if calibrated_cell and request.method is not None and not own:
         _check_named_method(snapshot, cell, request.method)  # before paying for a judge call
     coverage = snapshot.coverage_targets.get(alpha) or coverage_target(alpha)
     plan = _Plan(judge, prompt_family, alpha, coverage, cell, calibrated_cell)
@@ -345,8 +349,8 @@ def _calibrated_entry(
         return found  # type: ignore[return-value]
     try:
         served = choose_entry(snapshot.index, plan.cell, verdict.kinds, plan.alpha, requested)
-    except (LevelRefused, MethodRefused) as error:
-        raise InvalidRequestError(str(error), allowed=[str(value) for value in error.allowed]) from None
+    except (LevelRefused, MethodRefused) as error:  # the cell has no threshold for this: never an invented set
+        served = Uncalibrated(reason=str(error))
     snapshot.remember(key, served)
     return served
 

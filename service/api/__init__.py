@@ -86,6 +86,8 @@ class Services:
     jobs: JobQueue | None = None  # durable jobs (service/jobs/); None without REDIS_URL
     # POST /v1/calibrations jobs (service/calibrations.py); in-process until they move to the job queue
     calibrations: CalibrationJobs = field(default_factory=lambda: CalibrationJobs(accept_max=2, escalate_min=5))
+    # the served OpenAPI document and the calibration snapshot it was derived for (service.api.spec_values)
+    spec_cache: dict[str, object] = field(default_factory=dict)
 
 
 def services_of(connection: ASGIConnection) -> Services:

@@ -13,6 +13,9 @@ replaces the one step Litestar delegates to the request class (``Request.json``)
   fails at its first token (422), and a value nested too deep inside a span the decoder skips (a batch item)
   is answered 400 ``bad-request`` by the decoder's recursion guard, never a 500;
 * duplicate object keys: the last occurrence wins, in every endpoint (msgspec's rule; documented in the README).
+* a number with a zero fraction is that integer: ``"judge_score": 4.0`` is 4, as JSON (and JSON Schema's
+  ``integer``) reads it; ``4.5`` where an integer belongs stays a 422 (``as_wire_type``, in every endpoint and
+  in batch and job items alike).
 
 The decoded Struct goes back to Litestar, whose ``msgspec.convert`` passes an instance of the target type
 through unchanged. Routes without ``opt["body_decoder"]`` keep Litestar's default behaviour.
@@ -27,7 +30,15 @@ from litestar import Request
 
 from service.problems import BadRequestError, UnsupportedMediaTypeError
 
-__all__ = ["BODY_DECODER", "BodyDecoder", "JSONRequest", "decode_json_body", "is_json_media_type"]
+__all__ = [
+    "BODY_DECODER",
+    "BodyDecoder",
+    "JSONRequest",
+    "as_wire_type",
+    "decode_json_body",
+    "decode_wire_json",
+    "is_json_media_type",
+]
 
 BODY_DECODER = "body_decoder"  # the key in a route's ``opt`` holding its BodyDecoder
 
@@ -58,10 +69,45 @@ def is_json_media_type(content_type: str | None) -> bool:
     return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
 
 
+def _integral_floats_as_ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {key: _integral_floats_as_ints(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_integral_floats_as_ints(item) for item in value]
+    return value
+
+
+def _float_for_int(error: msgspec.ValidationError) -> bool:
+    return str(error).startswith("Expected `int") and "got `float`" in str(error)
+
+
+def as_wire_type(raw: Any, type_: Any) -> Any:
+    """``raw`` (decoded JSON) converted strictly to ``type_``, an integral float read as its integer."""
+    try:
+        return msgspec.convert(raw, type_, strict=True)
+    except msgspec.ValidationError as error:
+        if not _float_for_int(error):
+            raise
+    return msgspec.convert(_integral_floats_as_ints(raw), type_, strict=True)
+
+
+def decode_wire_json(decoder: msgspec.json.Decoder[Any], body: bytes) -> Any:
+    """``decoder.decode(body)``; when only an integral float stood where an integer belongs, the same body with
+    that float read as its integer (the fast path is the typed decoder alone)."""
+    try:
+        return decoder.decode(body)
+    except msgspec.ValidationError as error:
+        if not _float_for_int(error):
+            raise
+    return msgspec.convert(_integral_floats_as_ints(msgspec.json.decode(body)), decoder.type, strict=True)
+
+
 def decode_json_body(decoder: msgspec.json.Decoder[Any], body: bytes) -> Any:
     """Decode ``body`` with ``decoder``: ValidationError (422) passes through; malformed or too deep -> 400."""
     try:
-        return decoder.decode(body)
+        return decode_wire_json(decoder, body)
     except msgspec.ValidationError:
         raise
     except msgspec.DecodeError as error:

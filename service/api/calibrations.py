@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import msgspec
 from litestar import Request, Response, delete, get, post
-from litestar.openapi.spec import OpenAPIMediaType, RequestBody, Schema
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
 from litestar.params import Parameter, PathParameter
 from redis.exceptions import RedisError
 
@@ -14,7 +15,7 @@ from service.api import problem_responses, require_admin_key, services_of
 from service.api.calibration import summarise
 from service.calibrations import CalibrationJob
 from service.jobs.errors import ENABLE_JOBS_HELP, JobsUnavailableError
-from service.problems import UnsupportedMediaTypeError
+from service.problems import BadRequestError, UnsupportedMediaTypeError
 from service.rubrics import MAX_LABELS
 from service.schemas import (
     ArtifactName,
@@ -90,7 +91,7 @@ async def submit_calibration(
         raise UnsupportedMediaTypeError(
             f"send labelled JSON Lines as one of {', '.join(LABELS_MEDIA_TYPES)}; got {content_type or 'none'!r}"
         )
-    data = await request.body()  # bounded by MAX_BODY_BYTES (413)
+    data = _rows_as_lines(await request.body(), content_type)  # bounded by MAX_BODY_BYTES (413)
     services = services_of(request)
     try:
         job = await services.calibrations.submit(data, scale=scale, name=name, snapshot=services.calibration.current)
@@ -98,6 +99,19 @@ async def submit_calibration(
         raise JobsUnavailableError(f"Redis does not answer ({type(error).__name__}); {ENABLE_JOBS_HELP}") from error
     services.logger.info("calibration.job_submitted", job=job.id, rows=job.n_rows, cells=len(job.cells_planned))
     return job_info(job)
+
+
+def _rows_as_lines(body: bytes, content_type: str) -> bytes:
+    """A JSON array of rows (``application/json`` starting with ``[``) as JSON Lines: row i is line i + 1."""
+    if content_type != "application/json" or not body.lstrip().startswith(b"["):
+        return body
+    try:
+        rows = msgspec.json.decode(body)
+    except msgspec.DecodeError as error:
+        raise BadRequestError(f"malformed JSON array of rows: {error}") from None
+    except RecursionError:
+        raise BadRequestError("the JSON is nested too deeply; a row nests at most a few levels") from None
+    return b"\n".join(msgspec.json.encode(row) for row in rows)
 
 
 @get(
@@ -160,6 +174,13 @@ def document_calibrations_openapi(schema_paths: Any) -> None:
                  "input/output (calibration/labels.py)")
     path.post.request_body = RequestBody(
         required=True, description="labelled JSON Lines, one row per (judge, criterion, item); also accepted as "
-        + ", ".join(LABELS_MEDIA_TYPES[1:]),
-        content={LABELS_MEDIA_TYPES[0]: OpenAPIMediaType(schema=row, example=_EXAMPLE)},
+        + ", ".join(LABELS_MEDIA_TYPES[1:]) + "; as application/json also a JSON array of rows (row i is line i + 1)",
+        content={
+            # the JSON Lines example sits in the description: a client without a JSON Lines encoder (schemathesis)
+            # would otherwise fail on an example it cannot send
+            LABELS_MEDIA_TYPES[0]: OpenAPIMediaType(schema=Schema(type=None, description=f"{row.description}; e.g. "
+                                                                  f"{_EXAMPLE.strip()}")),
+            "application/json": OpenAPIMediaType(schema=Schema(type=OpenAPIType.ARRAY, items=row, min_items=1),
+                                                 example=[msgspec.json.decode(_EXAMPLE)]),
+        },
     )

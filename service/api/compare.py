@@ -47,7 +47,7 @@ CompareBody = Annotated[
 @post(
     "/compare",
     status_code=200,
-    summary="Pairwise comparison of 3-20 candidates: 3-cycles, violation rate, position consistency, rankings",
+    summary="Pairwise comparison (live: 3-20 candidates; preferences: up to 20): 3-cycles, violation rate, rankings",
     responses=problem_responses(400, 401, 413, 415, 422, 502, 503),
     tags=["compare"],
     opt={BODY_DECODER: BodyDecoder(CompareRequest)},

@@ -256,7 +256,8 @@ def document_jobs_openapi(schema_paths: Any) -> None:
         content={
             "application/x-ndjson": OpenAPIMediaType(schema=item),
             "application/json": OpenAPIMediaType(
-                schema=Schema(type="object", required=["items"], properties={"items": Schema(type="array", items=item)})
+                schema=Schema(type="object", required=["items"], additional_properties=False,
+                              properties={"items": Schema(type="array", items=item, min_items=1)})
             ),
         },
     )

@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated
 
-import msgspec
 from litestar import Request, post
 from litestar.openapi.spec import Example
 from litestar.params import Body
 
 from service.api import Services, problem_responses, services_of
-from service.api.body import BODY_DECODER, BodyDecoder
+from service.api.body import BODY_DECODER, BodyDecoder, as_wire_type
 from service.problems import InvalidRequestError, problem_from_exception
 from service.schemas import BatchItemResult, Problem, ScoreBatchRequest, ScoreBatchResponse, ScoreRequest, ScoreResponse
 from service.scoring import ScoringContext, score_item
@@ -89,7 +88,7 @@ async def _batch_item(
     item_id = item_id if isinstance(item_id, str) else None
     async with window:
         try:
-            item = msgspec.convert(raw, ScoreRequest, strict=True)
+            item = as_wire_type(raw, ScoreRequest)  # as /v1/score decodes (service.api.body)
             result = await score_item(context, item)
         except Exception as error:  # every failure stays with its item; the problem mapping decides the status
             problem, _ = problem_from_exception(error, instance=f"{path}#/items/{index}")

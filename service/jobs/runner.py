@@ -28,6 +28,7 @@ from typing import Any
 
 import msgspec
 
+from service.api.body import decode_wire_json
 from service.jobs.errors import ChunkAbandonedError, JobCancelledError
 from service.jobs.metrics import JobMetrics
 from service.jobs.settings import JobSettings
@@ -171,7 +172,7 @@ class ChunkRunner:
     def _decode(line: bytes, index: int) -> tuple[str | None, ScoreRequest | Exception]:
         """(item_id, the item as ScoreRequest) or (item_id, the exception that makes it this item's error)."""
         try:
-            item = _LINE_DECODER.decode(line)  # /v1/score's strict decoding; item_id is a ScoreRequest field
+            item = decode_wire_json(_LINE_DECODER, line)  # /v1/score's decoding; item_id is a ScoreRequest field
             return item.item_id, item
         except msgspec.ValidationError as error:  # a bad item fails alone, still echoing a string item_id
             try:

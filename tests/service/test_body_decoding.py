@@ -53,7 +53,7 @@ def test_json_media_types():
     assert not is_json_media_type("text/json")
 
 
-@pytest.mark.parametrize(("field", "value"), [("judge_score", "4"), ("alpha", "0.1"), ("judge_score", 4.0)])
+@pytest.mark.parametrize(("field", "value"), [("judge_score", "4"), ("alpha", "0.1"), ("judge_score", 4.5)])
 def test_types_are_strict_and_identical_in_score_and_batch(app: AppHarness, field: str, value: object):
     body = {**VERDICT, field: value}
     single = app.client.post("/v1/score", json=body)
@@ -71,8 +71,25 @@ def test_duplicate_keys_last_wins_everywhere(app: AppHarness):
     assert batch["results"][0]["result"]["judge_score"] == 5
 
 
-def test_a_self_comparison_is_titled_as_bad_input(app: AppHarness):
+def test_a_self_comparison_is_no_longer_a_calibration_problem(app: AppHarness):
+    # was a 422 titled "Calibration rejected the input"; now the pair is left out and listed (service.comparing)
     prefs = [{"winner": "a", "loser": "a"}, {"winner": "a", "loser": "b"}, {"winner": "b", "loser": "c"}]
-    problem = app.client.post("/v1/compare", json={"criterion": "coherence", "preferences": prefs}).json()
-    assert problem["status"] == 422 and "itself" in problem["detail"]
-    assert problem["title"] == "The input cannot be analysed"  # was "Calibration rejected the input"
+    data = app.client.post("/v1/compare", json={"criterion": "coherence", "preferences": prefs}).json()
+    assert data["ignored_preferences"] == [
+        {"index": 0, "reason": "a self-comparison: candidate 'a' against itself is no edge"}
+    ]
+    assert data["n_verdicts"] == 2
+
+
+def test_an_integral_float_is_its_integer_everywhere(app: AppHarness):
+    # JSON (and JSON Schema's "integer") reads 4.0 as the integer 4; 4.5 where an integer belongs stays a 422
+    body = {"criterion": "relevance", "judge": STAND_IN, "judge_score": 4.0, "n_questions": 3.0}
+    single = app.client.post("/v1/score", json=body)
+    assert single.status_code == 200, single.text
+    batch = app.client.post("/v1/score/batch", json={"items": [body, {**body, "judge_score": 4.5}]}).json()
+    assert batch["results"][0]["result"] == single.json()
+    assert batch["results"][1]["error"]["status"] == 422
+    refused = app.client.post("/v1/score", json={**body, "judge_score": 4.5})
+    assert refused.status_code == 422 and "judge_score" in refused.json()["detail"]
+    compare = app.client.post("/v1/compare", json={"preferences": [{"winner": "a", "loser": "b"}], "repetitions": 2.0})
+    assert compare.status_code == 200, compare.text

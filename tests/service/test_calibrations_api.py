@@ -178,3 +178,21 @@ def test_a_mean_of_samples_judge_over_http(harness: AppHarness) -> None:
     scored = harness.client.post("/v1/score", json={"criterion": "tone", "judge": "sampler",
                                                     "mean_of_samples": 3.4}).json()
     assert scored["calibrated"] is True and scored["input_kind"] == "mean"
+
+
+def test_a_json_array_of_rows_is_the_same_upload_as_json_lines(harness: AppHarness, halves) -> None:
+    fit, _ = halves
+    lines = fit.read_bytes()
+    as_lines = harness.client.post("/v1/calibrations", headers=HEADERS, content=lines)
+    rows = [json.loads(line) for line in lines.splitlines()]
+    as_array = harness.client.post("/v1/calibrations", headers={**HEADERS, "Content-Type": "application/json"},
+                                   json=rows)
+    assert as_lines.status_code == as_array.status_code == 202, as_array.text
+    assert as_array.json()["n_rows"] == as_lines.json()["n_rows"] == len(rows)
+    bad = harness.client.post("/v1/calibrations", headers={**HEADERS, "Content-Type": "application/json"},
+                              json=[rows[0], {"criterion": "helpfulness"}])
+    assert bad.status_code == 422 and "body:2:" in bad.json()["detail"]  # row i is line i + 1
+    broken = harness.client.post("/v1/calibrations", headers={**HEADERS, "Content-Type": "application/json"},
+                                 content=b"[{")
+    assert broken.status_code == 400
+    assert _wait(harness, as_lines.json()["id"])["status"] == _wait(harness, as_array.json()["id"])["status"] == "done"

@@ -109,8 +109,10 @@ def test_judge_calls_per_request_are_capped(
         assert stand_in.call_count == 0
 
 
-def test_the_default_cap_refuses_the_red_team_request(app: AppHarness):
+def test_the_default_cap_refuses_the_red_team_request(judge_app: AppHarness, stand_in: JudgeServer):
+    # with a judge configured (without one every live call is the 503 judge-not-configured first)
     candidates = [{"id": f"c{i}", "text": f"Candidate {i}."} for i in range(20)]
     body = {"criterion": "coherence", "document": "Doc.", "candidates": candidates, "repetitions": 10}
-    reply = app.client.post("/v1/compare", json=body)  # 190 pairs x 10 x 2 = 3,800 calls
+    reply = judge_app.client.post("/v1/compare", json=body)  # 190 pairs x 10 x 2 = 3,800 calls
     assert reply.status_code == 422 and "3800" in reply.json()["detail"]
+    assert stand_in.call_count == 0

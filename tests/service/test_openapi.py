@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from service.limits import LimitSettings
 from service.openapi_export import DEFAULT_PATH, main, render_openapi
-from tests.service.conftest import AppHarness
+from service.settings import Settings, default_thresholds_path
+from tests.service.conftest import STAND_IN
 
 
 def test_committed_spec_is_fresh():
@@ -22,51 +24,33 @@ def test_export_is_deterministic_and_sorted(tmp_path: Path):
     assert text == json.dumps(json.loads(text), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def test_spec_matches_what_the_app_serves(app: AppHarness):
-    served = app.client.get("/schema/openapi.json").json()
-    assert served == json.loads(render_openapi())
+def test_spec_matches_what_make_serve_serves(start_app):
+    # make serve: the shipped calibration, no judges, rubrics, panels or keys
+    served = start_app(Settings(thresholds_path=default_thresholds_path())).client.get("/schema/openapi.json")
+    assert served.json() == json.loads(render_openapi())
 
 
-def test_spec_covers_every_endpoint_with_problem_responses():
-    spec = json.loads(render_openapi())
-    paths = spec["paths"]
-    expected = {
-        ("/v1/score", "post"),
-        ("/v1/score/batch", "post"),
-        ("/v1/compare", "post"),
-        ("/v1/calibration", "get"),
-        ("/v1/calibration/reload", "post"),
-        ("/v1/judges", "get"),
-        ("/v1/jobs", "post"),
-        ("/v1/jobs/{job_id}", "get"),
-        ("/v1/jobs/{job_id}", "delete"),
-        ("/v1/jobs/{job_id}/results", "get"),
-        ("/v1/calibrations", "post"),
-        ("/v1/calibrations/{job_id}", "get"),
-        ("/v1/calibrations/{job_id}", "delete"),
-        ("/v1/calibrations/{job_id}/activate", "post"),
-        ("/healthz", "get"),
-        ("/readyz", "get"),
-        ("/metrics", "get"),
-    }
-    assert {(path, method) for path, item in paths.items() for method in item} == expected
-    for path, method in expected - {("/healthz", "get"), ("/metrics", "get")}:
-        responses = paths[path][method]["responses"]
-        errors = [code for code in responses if code.startswith(("4", "5"))]
-        assert errors, path
-        for code in errors:
-            assert "application/problem+json" in responses[code]["content"], (path, code)
-    schemas = spec["components"]["schemas"]
-    assert schemas["ScoreRequest"]["additionalProperties"] is False
-    assert schemas["ScoreRequest"]["properties"]["alpha"]["exclusiveMinimum"] == 0
-    # Any JSON value is an item (an invalid one fails alone, in a 200), so no item shape is promised to be refused.
-    assert "ScoreRequest" in schemas["ScoreBatchRequest"]["properties"]["items"]["items"]["description"]
-    assert "type" not in schemas["ScoreBatchRequest"]["properties"]["items"]["items"]
-    # Either/or bodies (issue 13): live texts or the caller's verdict; live candidates or preferences.
-    assert {"document", "summary"} in [set(branch["required"]) for branch in schemas["ScoreRequest"]["anyOf"]]
-    assert {"judge", "judge_score"} in [set(branch["required"]) for branch in schemas["ScoreRequest"]["anyOf"]]
-    assert len(schemas["CompareRequest"]["oneOf"]) == 2
-    # Without API_KEYS (the committed spec's settings) a key is accepted but not needed.
-    assert paths["/v1/score"]["post"]["security"] == [{}, {"bearerAuth": []}]
-    assert schemas["ScoreBatchRequest"]["properties"]["items"]["maxItems"] == 1000
-    assert set(schemas["Problem"]["required"]) == {"type", "title", "status", "detail"}
+def test_the_served_spec_names_this_deployments_values_and_follows_a_reload(start_app, make_settings,
+                                                                             tmp_path: Path):
+    limits = LimitSettings(reload_dir=tmp_path, max_artifact_bytes=10_000_000)
+    harness = start_app(make_settings(admin_api_key="admin", limits=limits))
+    score = harness.client.get("/schema/openapi.json").json()["components"]["schemas"]["ScoreRequest"]
+    assert STAND_IN in score["properties"]["judge"]["enum"]  # the test artifact's judge, not the shipped ones
+    assert "gpt-4o-mini-2024-07-18" not in score["properties"]["judge"]["enum"]
+    assert score["properties"]["criterion"]["enum"] == ["coherence", "consistency", "faithfulness", "fluency",
+                                                        "relevance"]
+    assert score["properties"]["panel"]["enum"] == [None]  # no PANELS_FILE: no panel can be named
+    assert score["properties"]["judge_score"]["maximum"] == 5
+    # a reloaded calibration with another judge and criterion: the served spec follows it
+    text = harness.services.settings.thresholds_path.read_text(encoding="utf-8")
+    (tmp_path / "other.json").write_text(text.replace(f'"{STAND_IN}"', '"judge-b"').replace('"relevance"',
+                                                                                             '"helpfulness"'))
+    reload = harness.client.post("/v1/calibration/reload", json={"path": "other.json"},
+                                 headers={"Authorization": "Bearer admin"})
+    assert reload.status_code == 200, reload.text
+    score = harness.client.get("/schema/openapi.json").json()["components"]["schemas"]["ScoreRequest"]
+    assert "judge-b" in score["properties"]["judge"]["enum"] and STAND_IN not in score["properties"]["judge"]["enum"]
+    assert "helpfulness" in score["properties"]["criterion"]["enum"]
+    # a criterion only the calibration covers needs the caller's verdict (no live call can ask about it)
+    assert any(rule.get("anyOf", [{}])[0].get("not", {}).get("properties", {}).get("criterion", {}).get("enum")
+               == ["helpfulness"] for rule in score["allOf"])

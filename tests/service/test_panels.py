@@ -132,7 +132,6 @@ def test_inputs_other_than_the_panels_are_not_served_and_an_uncalibrated_panel(p
                                                              {"judge": "b", "judge_score": 2}]},
     {"criterion": "coherence", "judge": "judge-a", "verdicts": [{"judge": "a", "judge_score": 1},
                                                                 {"judge": "b", "judge_score": 2}]},
-    {"criterion": "coherence", "verdicts": [{"judge": "a", "judge_score": 1}, {"judge": "a", "judge_score": 2}]},
     {"criterion": "coherence", "verdicts": [{"judge": "a"}, {"judge": "b", "judge_score": 2}]},
     {"criterion": "coherence", "verdicts": [{"judge": "a", "judge_score": 1}]},
     {"criterion": "coherence", "panel": "nobody", "document": "d", "summary": "s"},
@@ -146,6 +145,17 @@ def test_bad_panel_requests_are_422_problems(panel_app: AppHarness, body: dict[s
     response = panel_app.client.post("/v1/score", json=body)
     assert response.status_code == 422, response.text
     assert response.headers["content-type"].startswith("application/problem+json")
+
+
+def test_a_judge_named_twice_is_answered_uncalibrated_saying_why(panel_app: AppHarness) -> None:
+    # was a 422; JSON Schema cannot state unique member judges, so the schema-valid request is answered
+    body = {"criterion": "coherence", "verdicts": [{"judge": "judge-a", "judge_score": 1},
+                                                   {"judge": "judge-a", "judge_score": 2},
+                                                   {"judge": "judge-b", "judge_score": 2}]}
+    data = panel_app.client.post("/v1/score", json=body).json()
+    assert (data["calibrated"], data["decision"], data["prediction_set"]) == (False, "escalate", [1, 2, 3, 4, 5])
+    assert "'judge-a' appear more than once" in data["reason"]
+    assert [v["judge_score"] for v in data["panel"]["verdicts"]] == [1, 2, 2]  # every verdict shown
 
 
 def test_live_panel_calls_every_member_concurrently(panel_app: AppHarness, stand_in: JudgeServer) -> None:

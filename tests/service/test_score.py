@@ -95,12 +95,15 @@ def test_score_alone_is_served_by_thresholds_fitted_on_scores_alone(app: AppHarn
     assert data["prediction_set"] == list(prediction_set(fitted, judge_score=2))
 
 
-def test_named_probability_method_without_probabilities_is_422_saying_what_to_send(app: AppHarness):
+def test_named_probability_method_without_probabilities_escalates_saying_what_to_send(app: AppHarness):
+    # schema-valid (the spec cannot name each cell's methods per input kind), so answered: uncalibrated, escalate
     reply = app.client.post(
         "/v1/score", json={"criterion": "coherence", "judge": STAND_IN, "judge_score": 2, "method": "aps"}
     )
-    assert reply.status_code == 422
-    assert "log-probs" in reply.json()["detail"] and "score verdicts" in reply.json()["detail"]
+    assert reply.status_code == 200, reply.text
+    data = reply.json()
+    assert (data["calibrated"], data["decision"], data["prediction_set"]) == (False, "escalate", [1, 2, 3, 4, 5])
+    assert "log-probs" in data["reason"] and "score verdicts" in data["reason"]
 
 
 def test_a_kind_the_cell_was_never_fitted_on_is_uncalibrated(app: AppHarness):
@@ -183,11 +186,13 @@ def test_unknown_alpha_method_judge_are_422_with_allowed_values(app: AppHarness,
         assert value in problem["detail"]
 
 
-def test_method_not_calibrated_for_the_cell_is_422(app: AppHarness):
+def test_method_not_calibrated_for_the_cell_escalates_naming_the_calibrated_ones(app: AppHarness):
     body = {"criterion": "relevance", "judge": STAND_IN, "judge_score": 3, "method": "lac"}
     reply = app.client.post("/v1/score", json=body)
-    assert reply.status_code == 422
-    assert reply.json()["allowed"] == ["residual", "mondrian_residual"]
+    assert reply.status_code == 200, reply.text
+    data = reply.json()
+    assert (data["calibrated"], data["decision"]) == (False, "escalate")
+    assert "; calibrated: residual, mondrian_residual" in data["reason"]
 
 
 def test_caller_verdict_needs_a_judge_name(app: AppHarness):

@@ -49,6 +49,7 @@ def _requests() -> list[ScoreRequest]:
             body["method"] = method
         bodies.append(body)
     bodies.append({"criterion": "relevance", "judge": STAND_IN, "judge_logprobs": {"1": -3.0, "2": -0.2}})
+    bodies.append({"criterion": "relevance", "judge": STAND_IN, "judge_score": 7})  # outside 1..5: a 422
     return [msgspec.convert(body, ScoreRequest) for body in bodies]
 
 
