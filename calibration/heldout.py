@@ -26,14 +26,10 @@ from functools import lru_cache
 
 import numpy as np
 
-from calibration.conformal import (
-    _GROUPING,
-    _TOLERANCE,
-    _check_alpha,
-    _check_delta,
-    calibration_scores,
-    label_scores,
-)
+from calibration.conformal.fit import GROUPING, calibration_scores
+from calibration.conformal.inputs import check_alpha, check_delta
+from calibration.conformal.scores import label_scores
+from calibration.conformal.sets import MEMBERSHIP_TOLERANCE
 from calibration.errors import EmptyCalibrationError
 from calibration.order_statistics import threshold_rank
 
@@ -89,7 +85,7 @@ def _thresholds(sorted_scores: np.ndarray, levels: tuple[tuple[float, float | No
 @lru_cache(maxsize=65536)
 def _ranks(n: int, levels: tuple[tuple[float, float | None], ...]) -> np.ndarray:
     """The threshold rank of every level among n scores, capped at n + 1 (levels read as exact fractions)."""
-    return np.array([min(threshold_rank(n, _check_alpha(alpha), _check_delta(delta)), n + 1)
+    return np.array([min(threshold_rank(n, check_alpha(alpha), check_delta(delta)), n + 1)
                      for alpha, delta in levels])
 
 
@@ -118,7 +114,7 @@ def evaluate_split(
     uniforms = rng.uniform(size=test.size) if method == "aps_randomized" else None
     matrix = label_scores(method, n_labels=n_labels, judge_scores=test_scores, probabilities=test_probs,
                           learned_matrix=prepared.learned_matrix, uniforms=uniforms)
-    grouping = _GROUPING.get(method)
+    grouping = GROUPING.get(method)
     if grouping is None:
         limits = _thresholds(np.sort(prepared.true_scores), exact)[:, None, None]
     else:
@@ -131,7 +127,7 @@ def evaluate_split(
         else:
             assert test_scores is not None
             limits = table[:, test_scores][:, :, None]
-    membership = matrix[None, :, :] <= limits + _TOLERANCE  # (levels, n_test, K)
+    membership = matrix[None, :, :] <= limits + MEMBERSHIP_TOLERANCE  # (levels, n_test, K)
     y = labels[test]
     covered = membership[:, np.arange(test.size), y - 1]
     sizes = membership.sum(axis=2)

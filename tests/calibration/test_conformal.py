@@ -22,6 +22,7 @@ from calibration.conformal import (
     probabilities_from_logprobs,
     repeated_splits,
 )
+from calibration.conformal.scores import label_scores_one
 from calibration.errors import (
     EmptyCalibrationError,
     InvalidAlphaError,
@@ -402,7 +403,7 @@ def test_learned_scores_of_one_item_are_the_plain_sums_exactly(n_labels, seed, w
     probs = rng.dirichlet(np.ones(n_labels)).tolist() if with_probabilities else None
     weights = probs if probs is not None else [1.0 if s == judge else 0.0 for s in range(1, n_labels + 1)]
     plain = [1.0 - sum(weights[s] * matrix[s][y] for s in range(n_labels)) for y in range(n_labels)]
-    assert conformal._label_scores_one(method, n_labels, judge, probs, matrix, 0.0) == plain  # same floats
+    assert label_scores_one(method, n_labels, judge, probs, matrix, 0.0) == plain  # same floats
     fitted = conformal.FittedConformal(
         method="learned_lac", alpha=0.1, n_labels=n_labels, n_cal=100, threshold=float(np.median(plain)),
         learned_matrix=matrix,

@@ -1,0 +1,183 @@
+"""Calibrating a conformal predictor: ``FittedConformal`` (everything needed to form sets) and the fit.
+
+A fit has a level-free part, ``calibration_scores`` (the learned model, if any, and the nonconformity scores of the
+true labels with their groups), and ``fit_from_scores``, the thresholds at one level (alpha; delta for PAC). One
+``CalibrationScores`` serves every level; ``fit_conformal`` does both steps. ``GROUPING`` names the methods with
+one threshold per group and what their groups are.
+
+Group fallback (``mondrian_residual``): a group (judge score) whose calibration count is too small for a
+finite threshold, or that never occurs in calibration, gets the full scale, which keeps the per-group guarantee;
+it is never silently given the pooled threshold. Likewise (``label_conditional``) a human label with too few
+calibration items for a finite threshold is always in the set.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+import numpy as np
+
+from calibration.conformal.inputs import as_labels, check_alpha, check_delta, check_method, judge_inputs
+from calibration.conformal.learned_model import fit_learned_matrix, judge_weights, learned_probabilities
+from calibration.conformal.quantile import conformal_quantile, group_quantiles
+from calibration.conformal.scores import LEARNED_METHODS, label_scores
+from calibration.errors import EmptyCalibrationError, ScoreOutOfRangeError
+
+__all__ = [
+    "GROUPING",
+    "CalibrationScores",
+    "FittedConformal",
+    "calibration_scores",
+    "fit_conformal",
+    "fit_from_scores",
+]
+
+# Methods with one threshold per group, and what the groups are.
+GROUPING = {"mondrian_residual": "judge_score", "label_conditional": "label"}
+
+
+class FittedConformal(msgspec.Struct, frozen=True, kw_only=True):
+    """A calibrated conformal predictor: everything needed to form sets, and nothing else.
+
+    ``threshold`` is ``None`` when the calibration set is too small for the level (every set is the full scale).
+    ``group_thresholds`` maps a group to its threshold (``None`` = full scale for a judge-score group, or an
+    always-included label); ``grouping`` says what the groups are: ``"judge_score"`` (``mondrian_residual``)
+    or ``"label"`` (``label_conditional``).
+    ``learned_matrix`` (``learned_lac``) is the K x K table ``M[s - 1][y - 1] = P(human = y | judge score s)``.
+    """
+
+    method: str
+    alpha: float
+    n_labels: int
+    n_cal: int
+    threshold: float | None
+    group_thresholds: dict[int, float | None] | None = None
+    group_sizes: dict[int, int] | None = None
+    learned_matrix: list[list[float]] | None = None
+    n_model_fit: int = 0
+    grouping: str | None = None
+    delta: float | None = None  # None: marginal threshold; else PAC (coverage >= 1-alpha w.p. >= 1-delta)
+
+
+@dataclass(frozen=True)
+class CalibrationScores:
+    """What a fit computes before any level is chosen: the true labels' nonconformity scores and their groups.
+
+    ``true_scores[i]`` is the score of ``labels[i]`` on threshold item i; ``group_keys`` holds what the method
+    groups by (judge score or human label; None for an ungrouped method); ``learned`` the fitted table of a
+    learned method. One ``CalibrationScores`` serves every alpha (and delta): see :func:`fit_from_scores`.
+    """
+
+    method: str
+    n_labels: int
+    true_scores: np.ndarray
+    group_keys: np.ndarray | None
+    learned_matrix: np.ndarray | None
+    n_model_fit: int
+
+
+def calibration_scores(
+    method: str,
+    labels: object,
+    *,
+    judge_scores: object | None = None,
+    probabilities: object | None = None,
+    n_labels: int = 5,
+    rng: np.random.Generator | None = None,
+    model_fraction: float = 0.5,
+) -> CalibrationScores:
+    """The level-free part of a fit (see fit_conformal): learned model (if any) and the true labels' scores."""
+    check_method(method)
+    if n_labels < 2:
+        raise ScoreOutOfRangeError(f"n_labels={n_labels} must be at least 2")
+    y = as_labels(labels, n_labels, "labels")
+    if y.size == 0:
+        raise EmptyCalibrationError("the calibration set is empty: fitting needs at least one labelled item")
+    scores, probs = judge_inputs(method, n_labels, judge_scores, probabilities, y.size)
+    generator = rng if rng is not None else np.random.default_rng(0)
+
+    learned = None
+    n_model = 0
+    threshold_scores = scores
+    if method in LEARNED_METHODS:
+        if y.size < 2:
+            raise EmptyCalibrationError(f"{method} needs at least 2 calibration items (model and threshold)")
+        order = generator.permutation(y.size)
+        n_model = min(max(1, int(round(model_fraction * y.size))), y.size - 1)
+        model_part, threshold_part = order[:n_model], order[n_model:]
+        weights = judge_weights(scores, probs, n_labels)
+        learned = fit_learned_matrix(weights[model_part], y[model_part], n_labels)
+        matrix_scores = 1.0 - learned_probabilities(weights[threshold_part], learned)
+        calibration_labels = y[threshold_part]
+        threshold_scores = None if scores is None else scores[threshold_part]
+    else:
+        uniforms = generator.uniform(size=y.size) if method == "aps_randomized" else None
+        matrix_scores = label_scores(
+            method, n_labels=n_labels, judge_scores=scores, probabilities=probs, uniforms=uniforms
+        )
+        calibration_labels = y
+    true_scores = matrix_scores[np.arange(calibration_labels.size), calibration_labels - 1]
+    grouping = GROUPING.get(method)
+    keys = None
+    if grouping is not None:
+        keys = calibration_labels if grouping == "label" else threshold_scores
+        assert keys is not None
+    return CalibrationScores(method=method, n_labels=n_labels, true_scores=true_scores, group_keys=keys,
+                             learned_matrix=learned, n_model_fit=int(n_model))
+
+
+def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | None = None) -> FittedConformal:
+    """Thresholds at level alpha (marginal, or PAC at ``delta``) from level-free calibration scores."""
+    check_alpha(alpha)
+    check_delta(delta)
+    grouping = GROUPING.get(prepared.method)
+    group_thresholds = group_sizes = None
+    if grouping is not None:
+        assert prepared.group_keys is not None
+        group_thresholds, group_sizes = group_quantiles(
+            prepared.true_scores, prepared.group_keys, prepared.n_labels, alpha, delta
+        )
+    learned: dict[str, object] = {}
+    if prepared.learned_matrix is not None:
+        learned = {"learned_matrix": prepared.learned_matrix.tolist(), "n_model_fit": prepared.n_model_fit}
+    return FittedConformal(
+        method=prepared.method,
+        alpha=float(alpha),
+        n_labels=prepared.n_labels,
+        n_cal=int(prepared.true_scores.size),
+        threshold=conformal_quantile(prepared.true_scores, alpha, delta),
+        group_thresholds=group_thresholds,
+        group_sizes=group_sizes,
+        grouping=grouping,
+        delta=None if delta is None else float(delta),
+        **learned,  # type: ignore[arg-type]
+    )
+
+
+def fit_conformal(
+    method: str,
+    alpha: float,
+    labels: object,
+    *,
+    judge_scores: object | None = None,
+    probabilities: object | None = None,
+    n_labels: int = 5,
+    rng: np.random.Generator | None = None,
+    model_fraction: float = 0.5,
+    delta: float | None = None,
+) -> FittedConformal:
+    """Calibrate one method at level alpha on labelled items (labels and judge scores in 1..n_labels).
+
+    ``delta`` None gives the marginal split-conformal threshold; a delta in (0, 1) the PAC threshold (coverage
+    >= 1 - alpha with probability >= 1 - delta over the calibration data), per group for grouped methods.
+    Raises InvalidAlphaError, EmptyCalibrationError, ScoreOutOfRangeError, InvalidProbabilitiesError,
+    UnknownMethodError. ``learned_lac`` fits its model on ``model_fraction`` of the items (drawn with ``rng``)
+    and its threshold on the rest.
+    """
+    check_method(method)
+    check_alpha(alpha)
+    check_delta(delta)
+    prepared = calibration_scores(method, labels, judge_scores=judge_scores, probabilities=probabilities,
+                                  n_labels=n_labels, rng=rng, model_fraction=model_fraction)
+    return fit_from_scores(prepared, alpha, delta)
