@@ -77,7 +77,7 @@ def job_info(job: CalibrationJob) -> CalibrationJobInfo:
     status_code=202,
     guards=[require_admin_key],
     summary="Calibrate your own judge: a labelled JSON Lines body (calibration/labels.py) runs as a background job",
-    responses=problem_responses(400, 401, 403, 413, 415, 422),
+    responses=problem_responses(400, 401, 403, 413, 415, 422, 503),  # 503: the job queue's Redis does not answer
     tags=["calibration"],
 )
 async def submit_calibration(
