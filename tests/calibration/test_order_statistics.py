@@ -104,3 +104,8 @@ def test_as_fraction_refusals_and_its_denominator_limit():
     # 1/1999999999 needs a denominator above 10**9: the nearest fraction within the limit is used instead
     near = as_fraction(1 / 1999999999, "alpha")
     assert near.denominator <= 10**9 and near == Fraction(1, 1999999999).limit_denominator(10**9)
+
+
+def test_no_calibration_scores_give_rank_one():
+    assert pac_rank(0, Fraction(1, 10), Fraction(1, 20)) == 1
+    assert threshold_rank(0, Fraction(1, 10), Fraction(1, 20)) == 1

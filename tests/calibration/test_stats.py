@@ -386,6 +386,13 @@ def test_a_y_the_covariates_explain_is_refused_by_name_and_one_degree_of_freedom
 
 
 def test_kendall_statistic_reads_unsigned_integers_as_numbers():
-    falling = np.array([3, 2, 1], dtype=np.uint8)  # differences computed on uint8 would wrap around
-    assert kendall_tau_b_statistic(falling, [1, 2, 3]) == -1.0
-    assert kendall_tau_b_statistic([1, 2, 3], falling) == -1.0
+    rising = np.array([1, 2, 3], dtype=np.uint8)  # differences computed on uint8 would wrap around (1 - 2 = 255)
+    assert kendall_tau_b_statistic(rising, [3, 2, 1]) == -1.0
+    assert kendall_tau_b_statistic([3, 2, 1], rising) == -1.0
+    # by hand: pairs (1,2) (1,3) concordant, (2,3) tied in y: (2 - 0) / sqrt(3 * 2)
+    assert kendall_tau_b_statistic(rising, [1.0, 2.0, 2.0]) == 2 / np.sqrt(3 * 2)
+    for x, y in (([1.0], [2.0]), ([1.0, 2.0], [1.0, 2.0, 3.0]), ([[1.0, 2.0]], [[2.0, 1.0]])):
+        with pytest.raises(CalibrationError) as refused:
+            kendall_tau_b_statistic(x, y)
+        assert str(refused.value) == (f"x and y must be 1-D of equal length >= 2, got shapes {np.shape(x)} and "
+                                      f"{np.shape(y)}")

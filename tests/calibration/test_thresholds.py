@@ -18,7 +18,9 @@ from calibration.thresholds import (
     ThresholdEntry,
     ThresholdIndex,
     ThresholdsArtifact,
+    artifact_id,
     decode_artifact,
+    derived_kind,
     encode_artifact,
     load_artifact,
     save_artifact,
@@ -303,3 +305,20 @@ def test_the_edges_of_each_rule_are_accepted():
     assert str(refused.value) == ("<artifact>: default method 'lac' for (j, geval, coherence, score verdicts) has no "
                                   "entry")
 
+
+
+def test_kinds_ids_and_level_rounding():
+    assert [derived_kind(m) for m in ("residual", "lac", "aps", "mondrian_residual", "ordinal")] == [
+        "score", "probabilities", "probabilities", "score", "probabilities"]
+    artifact = _artifact()
+    index = ThresholdIndex(artifact)
+    assert index.calibration_id == artifact_id(artifact)
+    other = msgspec.structs.replace(artifact, code_version="other")
+    assert artifact_id(other) != artifact_id(artifact) and len(artifact_id(other)) == 16
+    assert index.alphas("j", "geval", "coherence", "lac") == [0.1, 0.2]  # kind derived from the method
+    # levels match after rounding to 9 decimals: 0.1 + 3e-10 is 0.1, 0.1 + 6e-10 is not
+    assert index.lookup("j", "geval", "coherence", "lac", 0.1 + 3e-10) is not None
+    assert index.lookup("j", "geval", "coherence", "lac", 0.1 + 6e-10) is None
+    with pytest.raises(ArtifactError) as refused:
+        decode_artifact(b"{")
+    assert str(refused.value).startswith("<bytes>: malformed JSON: ")
