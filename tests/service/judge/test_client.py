@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import aiohttp
 import httpx
+import openai
 import pytest
 
 import service.judge as judge_pkg
@@ -278,9 +279,10 @@ def test_complete_returns_text_tokens_and_usage(judge_server: JudgeServer) -> No
 # -- transport ------------------------------------------------------------------------------------------------
 
 
-def test_default_transport_is_an_aiohttp_session(judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without a caller's http_client every call goes out through one aiohttp session (not the SDK's request
-    building), and aclose() closes that session."""
+def test_default_transport_is_the_sdks_aiohttp_client(
+    judge_server: JudgeServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a caller's http_client every call goes out through aiohttp, and aclose() closes that client."""
     sent: list[str] = []
     request = aiohttp.ClientSession.request
 
@@ -299,7 +301,7 @@ def test_default_transport_is_an_aiohttp_session(judge_server: JudgeServer, monk
         return [verdict.judge_score for verdict in verdicts], judge.http_client
 
     scores, http = asyncio.run(main())
-    assert isinstance(http, aiohttp.ClientSession) and http.closed
+    assert isinstance(http, openai.DefaultAioHttpClient) and http.is_closed
     assert scores == [4] * 5 and judge_server.call_count == 5
     assert sent == [f"POST {judge_server.base_url}/chat/completions"] * 5
 
