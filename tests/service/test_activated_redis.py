@@ -1,5 +1,8 @@
 """Activated artifacts kept in Redis (ARTIFACTS_REDIS_KEY with REDIS_URL): shared by a restarted (or another)
-replica, removed on DELETE, and a Redis that is down at start-up reported, not fatal. Needs Redis on 127.0.0.1."""
+replica, removed on DELETE, and a Redis that is down at start-up reported, not fatal. Needs Redis on 127.0.0.1.
+
+With REDIS_URL a calibration job waits on the job queue for a worker: the first test starts a real one
+(``python -m service.worker``) on a queue of its own."""
 
 from __future__ import annotations
 
@@ -11,10 +14,12 @@ from collections.abc import Callable, Iterator
 import pytest
 import redis
 
+from service.jobs.settings import JobSettings
 from service.settings import Settings
-from tests.service.conftest import AppHarness
+from tests.service.conftest import STAND_IN, AppHarness
+from tests.service.jobs.conftest import REDIS_URL, queue_name  # noqa: F401 - the fixture
+from tests.service.jobs.test_worker import Workers, workers  # noqa: F401 - the fixture
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
 ADMIN = "redis-admin"
 HEADERS = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/x-ndjson"}
 
@@ -48,10 +53,16 @@ def _job(harness: AppHarness) -> str:
 
 
 def test_activated_in_redis_reaches_another_replica_and_delete_removes_it(
-    start_app: Callable[[Settings], AppHarness], make_settings, key: str
+    start_app: Callable[[Settings], AppHarness],
+    make_settings,
+    key: str,
+    queue_name: str,  # noqa: F811 - the fixture
+    workers: Callable[..., Workers],  # noqa: F811 - the fixture
 ) -> None:
-    settings = make_settings(admin_api_key=ADMIN, redis_url=REDIS_URL, artifacts_redis_key=key)
+    settings = make_settings(admin_api_key=ADMIN, redis_url=REDIS_URL, artifacts_redis_key=key,
+                             jobs=JobSettings(queue=queue_name, heartbeat_s=5, sweep_s=1))
     first = start_app(settings)
+    workers(settings).start()  # the calibration job runs on a worker of this test's queue
     job_id = _job(first)
     assert first.client.post(f"/v1/calibrations/{job_id}/activate", headers=HEADERS).status_code == 200
     assert redis.Redis.from_url(REDIS_URL).hexists(key, f"cal-{job_id}")
@@ -73,7 +84,11 @@ def test_redis_down_at_start_up_is_reported_not_fatal(start_app: Callable[[Setti
                                       artifacts_redis_key="cj:unreachable"))
     assert harness.client.get("/v1/calibration").status_code == 200
     assert any("unreachable" in s for s in harness.services.calibration.skipped)
-    job_id = _job(harness)
-    refused = harness.client.post(f"/v1/calibrations/{job_id}/activate", headers=HEADERS)
-    assert refused.status_code == 503 and "Redis" in refused.json()["detail"]
+    # a calibration job needs the queue, which lives in that Redis: a 503 that says so, nothing half-created
+    refused = harness.client.post("/v1/calibrations", headers=HEADERS, content=_body())
+    assert refused.status_code == 503, refused.text
+    assert refused.headers["content-type"].startswith("application/problem+json")
+    assert "Redis" in refused.json()["detail"] or "redis" in refused.json()["detail"]
     assert [a["name"] for a in harness.client.get("/v1/calibration").json()["artifacts"]] == ["primary"]
+    scored = harness.client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 4})
+    assert scored.status_code == 200 and scored.json()["calibrated"] is True  # scoring never depends on Redis
