@@ -56,7 +56,7 @@ TARGETS = {
         "source": "service",
         "only": ["service/policy.py", "service/scoring.py"],
         "tests": ["tests/service/test_policy.py", "tests/service/test_score.py", "tests/service/test_scoring_memo.py",
-                  "tests/service/test_scoring_resolution.py"],
+                  "tests/service/test_scoring_resolution.py", "tests/service/test_rubrics.py"],
         "mutants": ["service.policy.*"] + [f"service.scoring.x_{name}__mutmut_*" for name in (
             "_check_criterion", "_resolve_judge", "_resolve_prompt_family", "_resolve_alpha", "_check_named_method",
             "_plan", "_calibrated_entry")],
@@ -164,6 +164,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="only these files of the (single) target, e.g. calibration/serving.py")
     parser.add_argument("--resume", action="store_true",
                         help="keep the scratch copy and its results, refresh sources and tests, run the unrun")
+    parser.add_argument("--tests", nargs="+", metavar="PATH",
+                        help="test files for a new scratch copy instead of the target's (a narrower selection for "
+                             "mutants whose reaching tests are too slow; its score is a lower bound)")
     parser.add_argument("--survivors", action="store_true",
                         help="with --resume: re-run the chosen mutants that survived or had no tests")
     args = parser.parse_args(argv)
@@ -189,7 +192,7 @@ def main(argv: list[str] | None = None) -> int:
             names = [mutant for mutant, status in _mutants(root).items() if status in wanted
                      and (not patterns or any(fnmatch.fnmatchcase(mutant, pattern) for pattern in patterns))]
         else:
-            root = _scratch(args.workdir, name, target)
+            root = _scratch(args.workdir, name, {**target, "tests": args.tests} if args.tests else target)
         print(f"mutate: {name} in {root}: {len(names) if resume else 'all chosen'} mutants to run", flush=True)
         if names or not resume:
             _mutmut_run(root, env, args.max_children, names)
