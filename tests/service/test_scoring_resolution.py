@@ -15,12 +15,14 @@ import msgspec
 import pytest
 
 from calibration.serving import ServedEntry
+from calibration.thresholds import save_artifact
 from service.api.score import scoring_context
 from service.schemas import ScoreRequest
 from service.scoring import _calibrated_entry, _own_verdict, _plan
 from service.settings import Settings
 from service.state import CalibrationSnapshot
 from tests.service.conftest import RECORDED, STAND_IN, AppHarness
+from tests.service.test_artifacts_merge import user_artifact
 
 CRITERIA = ["coherence", "consistency", "faithfulness", "fluency", "relevance"]
 JUDGES = [RECORDED, STAND_IN]
@@ -172,3 +174,22 @@ def test_plans_and_served_entries_are_remembered_on_the_snapshot(app: AppHarness
     served = _calibrated_entry(snapshot, plan, None, verdict)
     assert isinstance(served, ServedEntry) and (served.method, served.kind, served.alpha) == ("residual", "score", 0.1)
     assert _calibrated_entry(snapshot, plan, None, verdict) is served
+
+
+def test_a_criterion_only_the_calibration_covers(start_app: Callable[[Settings], AppHarness], judges_file, tmp_path):
+    # the loaded calibration covers "helpfulness" (judge acme, family custom), which no judge can be asked about
+    path = tmp_path / "mine.json"
+    save_artifact(user_artifact(), path)
+    harness = start_app(Settings(judges_file=judges_file, thresholds_path=path))
+    data = _answer(harness, {"criterion": "helpfulness", "judge": "acme", "judge_score": 3})
+    assert (data["criterion"], data["judge"], data["prompt_family"], data["calibrated"]) == (
+        "helpfulness", "acme", "custom", True)
+    # an own verdict may name any criterion the calibration covers: it is among the allowed ones
+    problem = _problem(harness, {"criterion": "tone", "judge": "acme", "judge_score": 3})
+    assert problem["allowed"] == sorted([*CRITERIA, "helpfulness"])
+    # a live call may not: only what the judge can be asked about
+    problem = _problem(harness, {"criterion": "helpfulness", "document": "D.", "summary": "S."})
+    assert problem["detail"] == (
+        "unknown criterion 'helpfulness' for a live judge call (a criterion only your calibration covers needs your "
+        f"judge_score) (allowed: {', '.join(CRITERIA)})")
+    assert problem["allowed"] == CRITERIA
