@@ -33,7 +33,9 @@ import re
 
 from service.policy import PolicyDecision
 
-__all__ = ["INJECTION_FLAG", "RULES", "escalate_for_injection", "injection_findings", "screen_texts"]
+__all__ = [
+    "INJECTION_FLAG", "RULES", "SCREEN_MEMO_LIMIT", "escalate_for_injection", "injection_findings", "screen_texts",
+]
 
 INJECTION_FLAG = "possible_prompt_injection"
 _I = re.IGNORECASE
@@ -89,6 +91,9 @@ RULES: dict[str, re.Pattern[str]] = {
 }
 
 
+SCREEN_MEMO_LIMIT = 64  # most texts one scoring context remembers (screen_texts)
+
+
 def injection_findings(text: str | None) -> list[str]:
     """The names of the rules (``RULES``, in table order) that ``text`` trips; [] for None or nothing found."""
     if not text:
@@ -96,9 +101,22 @@ def injection_findings(text: str | None) -> list[str]:
     return [name for name, pattern in RULES.items() if pattern.search(text)]
 
 
-def screen_texts(texts: dict[str, str | None]) -> list[str]:
-    """``["<field>: <rule>", ...]`` for every named text that trips a rule (field order kept)."""
-    return [f"{field}: {rule}" for field, text in texts.items() for rule in injection_findings(text)]
+def screen_texts(texts: dict[str, str | None], memo: dict[str, list[str]] | None = None) -> list[str]:
+    """``["<field>: <rule>", ...]`` for every named text that trips a rule (field order kept).
+
+    ``memo`` (text -> its rules), when given, is read before screening a text and keeps up to
+    SCREEN_MEMO_LIMIT texts: a scoring context passes its own, so items sharing a document screen it once."""
+    findings = []
+    for field, text in texts.items():
+        if not text:
+            continue
+        rules = memo.get(text) if memo is not None else None
+        if rules is None:
+            rules = injection_findings(text)
+            if memo is not None and len(memo) < SCREEN_MEMO_LIMIT:
+                memo[text] = rules
+        findings += [f"{field}: {rule}" for rule in rules]
+    return findings
 
 
 def escalate_for_injection(decision: PolicyDecision, findings: list[str]) -> PolicyDecision:

@@ -49,7 +49,7 @@ import msgspec
 from calibration.conformal import METHODS, probabilities_from_logprobs
 from calibration.serving import LevelRefused, MethodRefused, ServedEntry, Uncalibrated, choose_entry
 from calibration.verdicts import round_half_up, verdict_inputs
-from service.injection import INJECTION_FLAG, escalate_for_injection, injection_findings
+from service.injection import INJECTION_FLAG, escalate_for_injection, screen_texts
 from service.judge.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from service.judge.sentence_check import judge_score_from_share
 from service.judging import JudgePool
@@ -65,7 +65,6 @@ __all__ = ["FAITHFULNESS_PROMPT_FAMILIES", "MISSING_LOGPROB", "ScoringContext", 
 
 MISSING_LOGPROB = math.log(1e-5)
 _LEVEL_TOLERANCE = 1e-9
-SCREEN_MEMO_LIMIT = 64
 
 
 class ScoringContext(msgspec.Struct, frozen=True, kw_only=True):
@@ -82,7 +81,7 @@ class ScoringContext(msgspec.Struct, frozen=True, kw_only=True):
     policy: DecisionPolicy
     metrics: ServiceMetrics
     # Injection findings per judged text, for the context's life (one request, or one job chunk): items that
-    # share a document (many summaries of one article) screen it once. At most SCREEN_MEMO_LIMIT texts.
+    # share a document (many summaries of one article) screen it once (service.injection.screen_texts).
     screened: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
 
@@ -355,22 +354,6 @@ def _calibrated_entry(
     return served
 
 
-def _screen(ctx: ScoringContext, texts: dict[str, str | None]) -> list[str]:
-    """``screen_texts(texts)``, each text's findings remembered in the context (``ScoringContext.screened``)."""
-    memo = ctx.screened
-    findings = []
-    for field, text in texts.items():
-        if not text:
-            continue
-        rules = memo.get(text)
-        if rules is None:
-            rules = injection_findings(text)
-            if len(memo) < SCREEN_MEMO_LIMIT:
-                memo[text] = rules
-        findings += [f"{field}: {rule}" for rule in rules]
-    return findings
-
-
 async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
     """Verdict -> prediction set -> decision for one request (rules in the module docstring)."""
     _check_limits(ctx.settings, request)
@@ -438,7 +421,7 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         decision = ctx.policy.decide(labels, n_labels=n_labels, alpha=alpha)
         if note:
             decision = msgspec.structs.replace(decision, reason=decision.reason + note)
-    findings = [] if own else _screen(ctx, {"document": request.document, "summary": request.summary})
+    findings = [] if own else screen_texts({"document": request.document, "summary": request.summary}, ctx.screened)
     if findings:  # the judge read a text that tries to steer it (service.injection): never accept its verdict
         decision = escalate_for_injection(decision, findings)
     ctx.metrics.count_decision(request.criterion, decision.decision, entry is not None)
