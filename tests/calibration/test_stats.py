@@ -396,3 +396,29 @@ def test_kendall_statistic_reads_unsigned_integers_as_numbers():
             kendall_tau_b_statistic(x, y)
         assert str(refused.value) == (f"x and y must be 1-D of equal length >= 2, got shapes {np.shape(x)} and "
                                       f"{np.shape(y)}")
+
+
+def test_a_nearly_explained_y_far_from_zero_is_not_refused_and_a_shift_changes_nothing():
+    # y = 1000 + a group effect + e, e summing to 0 within each group (so e is the residual), |e| = 2e-8: far above
+    # the 1e-10 relative zero of y's spread around its mean (about 2.4), far below 1e-10 of |y| itself (about 2450)
+    groups = ["a", "a", "b", "b", "c", "c"]
+    e = np.array([1e-8, -1e-8, -1e-8, 1e-8, 1e-8, -1e-8])
+    effect = {"a": 0.0, "b": 1.5, "c": -1.0}
+    y = 1000.0 + np.array([effect[g] for g in groups]) + e
+    x = np.array([0.3, 1.2, 2.0, 5.5, -1.0, 0.1])
+    x_residuals = x - np.array([x[[i for i, h in enumerate(groups) if h == g]].mean() for g in groups])
+    expected = scipy_stats.pearsonr(x_residuals, e).statistic
+    result = partial_correlation(x, y, [groups])
+    assert result.statistic == pytest.approx(expected, abs=1e-6)
+    assert partial_correlation(x, y - 1000.0, [groups]).statistic == pytest.approx(expected, abs=1e-6)
+
+
+def test_residuals_equal_to_twelve_significant_digits_are_ranked_as_ties():
+    # no covariate: the residuals are x - mean(x); the first two differ by 8e-13 (the largest is about 4: twelve
+    # significant digits are 11 decimals, at which both round to 0), so spearman sees a tie there, as with exact zeros
+    x = np.array([0.0, 8e-13, 2.0, 3.0, -1.0, -4.0])
+    y = np.array([5.0, 1.0, 2.0, 3.0, 4.0, 6.0])
+    tied = scipy_stats.spearmanr([0.0, 0.0, 2.0, 3.0, -1.0, -4.0], y).statistic
+    untied = scipy_stats.spearmanr(x, y).statistic
+    assert tied != pytest.approx(untied)
+    assert partial_correlation(x, y, [], method="spearman").statistic == pytest.approx(tied, abs=1e-12)
