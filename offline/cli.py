@@ -18,6 +18,9 @@ command                                                           does
 ``       [--splits 20] [--max-size 6]``                           member (offline.studies.panels)
 ``cascades [--data-dir D] [--out reports] [--alpha 0.1]``         two-judge cascades: calls vs set size vs
                                                                   coverage (offline.studies.cascades)
+``panels-nested [--data-dir D] [--out reports] [--alpha 0.1]``    the issue's panel vs its members, each choosing
+``       [--seeds 0 1 2] [--splits 10] [--repeats 5]``            from the same menu inside the calibration
+                                                                  documents (offline.studies.panel_nested)
 ================================================================  ===============================================
 
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
@@ -146,6 +149,17 @@ def build_parser() -> argparse.ArgumentParser:
     pan.add_argument("--max-size", type=int, default=6, help="largest panel (default 6)")
     pan.add_argument("--no-progress", action="store_true")
 
+    nes = commands.add_parser("panels-nested", help="the issue's panel against its members, nested: every side "
+                              "chooses from the same menu inside the calibration documents (offline.studies."
+                              "panel_nested)")
+    nes.add_argument("--data-dir", type=Path, default=None)
+    nes.add_argument("--out", type=Path, default=Path("reports"))
+    nes.add_argument("--alpha", type=float, default=0.10)
+    nes.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="outer seeds (default 0 1 2)")
+    nes.add_argument("--splits", type=int, default=10, help="outer splits by document per seed (default 10)")
+    nes.add_argument("--repeats", type=int, default=5, help="2-fold cross-fitting repeats of the choice (default 5)")
+    nes.add_argument("--no-progress", action="store_true")
+
     cas = commands.add_parser("cascades", help="two-judge cascades: ask the second judge only when the first's set "
                               "is wide; calls vs set size vs coverage (offline.studies.cascades)")
     cas.add_argument("--data-dir", type=Path, default=None)
@@ -172,6 +186,32 @@ def _cascades(args: argparse.Namespace, log: Any) -> int:
     met = sum(bool(g["met"]) for g in study.goal)
     log.info("cascades finished", points=len(study.points), met=met, checked=len(study.goal))
     print(f"goal met:    {met} of {len(study.goal)} (pair, criterion)")
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def _panels_nested(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.studies.panel_nested import run_nested_study, write_nested_study
+    from offline.validate import recorded_datasets
+
+    if args.splits < 1 or args.repeats < 1 or not 0 < args.alpha < 1:
+        raise DataError(None, None, "--splits and --repeats must be >= 1 and --alpha in (0, 1)")
+    study = run_nested_study(recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha,
+                             outer_seeds=args.seeds, n_splits=args.splits, repeats=args.repeats,
+                             progress=None if args.no_progress else (lambda t: tqdm(t, desc="nested", leave=False)))
+    paths = write_nested_study(study, args.out)
+    log.info("panels-nested finished", rows=len(study.rows), out=str(args.out))
+    for row in study.rows:
+        p = row.panel
+        print(f"{row.menu:4s} {row.criterion:12s} panel {p.set_size:.2f} (coverage {p.coverage:.3f}, min label "
+              f"{p.min_label_coverage:.3f}, rule {'met' if p.meets_rule else 'not met'})  best member "
+              f"{row.best_member} {min(m.set_size for m in row.members):.2f}  ratio {row.ratio:.3f}")
+    for menu in dict.fromkeys(r.menu for r in study.rows):
+        ratios = [r.ratio for r in study.rows if r.menu == menu]
+        print(f"{menu:4s} mean ratio {sum(ratios) / len(ratios):.3f}")
     for path in paths:
         print(f"written:     {path}")
     return 0
@@ -409,7 +449,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     log = structlog.get_logger("offline")
     handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
-                "halves": _halves, "panels": _panels,
+                "halves": _halves, "panels": _panels, "panels-nested": _panels_nested,
                 "cascades": _cascades}
     try:
         return handlers[args.command](args, log)

@@ -1,0 +1,177 @@
+"""The issue's panel against its members, nested and on the same menu (``python -m offline panels-nested``).
+
+Rules of the estimate in :mod:`calibration.panel_nested`; this module builds the contenders from the recorded
+data and writes the result. Rules, stated once:
+
+* **Items.** The issue's panel (:data:`offline.studies.panels.EXPORTED_PANEL`) on its common items per criterion
+  (:func:`offline.studies.panels.panel_cells`); every member on the same items and documents, once per input
+  kind it supports (:func:`offline.studies.panels.member_kind_data`).
+* **Feature sets** of the learned recipes (each standardised by the model, :mod:`calibration.panel_model`):
+  ``expected``: the expected scores (panel: the members', n x 4; member: its own, n x 1);
+  ``disagreement`` (panel only): ``expected`` + the members' population std and spread (max - min);
+  ``full``: every member's full output: log(max(p, 1e-6)) of its five probabilities where the kind has them,
+  else the one-hot of its integer score (panel: 4 x 5 = 20 columns; member: 5).
+  ``full_ridge``: ``full`` with a stronger ridge. Ridge ``l2`` = 0.01 for ``expected`` and ``disagreement``,
+  0.1 for ``full``, 1.0 for ``full_ridge``.
+* **Ratio.** Panel's nested set size / the best member's: the smallest nested set size over members and kinds,
+  taken after the fact (favours the members, so the ratio is if anything too high), per criterion and the mean of
+  the four ratios. ``restricted`` repeats the estimate with core methods only on both sides (the service's menu).
+
+Writes ``conformal/panel_nested.json`` and ``conformal/panel_nested.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+import msgspec
+import numpy as np
+
+from calibration.kind_fit import KindData
+from calibration.panel_nested import Contender, NestedEstimate, menu_for, nested_estimate
+from calibration.panels import panel_kind_data
+from offline.jsonfile import write_json
+from offline.studies.conformal import JudgeCriterionData
+from offline.studies.panels import EXPORTED_PANEL, PanelCell, member_kind_data, panel_cells
+from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
+
+__all__ = ["JSON_FILE", "MARKDOWN_FILE", "NestedRow", "NestedStudy", "contenders", "markdown", "run_nested_study",
+           "write_nested_study"]
+
+JSON_FILE = "conformal/panel_nested.json"
+MARKDOWN_FILE = "conformal/panel_nested.md"
+L2 = {"expected": 0.01, "disagreement": 0.01, "full": 0.1, "full_ridge": 1.0}
+LOG_FLOOR = 1e-6
+
+
+class NestedRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One criterion: the panel's and every member-kind's nested estimate, and the ratio to the best member."""
+
+    criterion: str
+    menu: str  # "full" (core + learned recipes) or "core" (core methods only)
+    n_items: int
+    n_documents: int
+    panel: NestedEstimate
+    members: list[NestedEstimate]
+    best_member: str
+    ratio: float
+
+
+class NestedStudy(msgspec.Struct, frozen=True, kw_only=True):
+    alpha: float
+    delta: float | None
+    outer_seeds: list[int]
+    n_splits: int
+    repeats: int
+    members: list[str]
+    rows: list[NestedRow]
+
+
+def _full(kind: KindData) -> np.ndarray:
+    if kind.probabilities is not None:
+        return np.log(np.maximum(kind.probabilities, LOG_FLOOR))
+    onehot = np.zeros((kind.labels.size, kind.n_labels))
+    onehot[np.arange(kind.labels.size), kind.judge_scores - 1] = 1.0
+    return onehot
+
+
+def _expected(kind: KindData) -> np.ndarray:
+    if kind.probabilities is not None:
+        return kind.probabilities @ np.arange(1, kind.n_labels + 1, dtype=float)
+    return kind.judge_scores.astype(float)
+
+
+def contenders(cell: PanelCell, members: Sequence[tuple[str, Sequence[KindData]]]) -> list[Contender]:
+    """The panel (first) and every member in every kind, with the module's feature sets."""
+    richest = [max(kinds, key=lambda k: k.probabilities is not None) for _, kinds in members]
+    expected = np.asarray(cell.expected, dtype=float)
+    disagreement = np.column_stack([expected, expected.std(axis=1), expected.max(axis=1) - expected.min(axis=1)])
+    full = np.column_stack([_full(k) for k in richest])
+    panel = Contender(name="panel", data=panel_kind_data(expected, cell.labels, cell.groups, cell.n_labels),
+                      features={"expected": expected, "disagreement": disagreement, "full": full, "full_ridge": full},
+                      l2=L2)
+    result = [panel]
+    for member, kinds in members:
+        for kind in kinds:
+            result.append(Contender(name=f"{member}/{kind.kind}", data=kind,
+                                    features={"expected": _expected(kind)[:, None], "full": _full(kind),
+                                              "full_ridge": _full(kind)}, l2=L2))
+    return result
+
+
+def run_nested_study(datasets: Sequence[JudgeCriterionData], *, alpha: float = HEADLINE_ALPHA,
+                     delta: float | None = DEFAULT_DELTA, outer_seeds: Sequence[int] = (0, 1, 2), n_splits: int = 10,
+                     repeats: int = 5, menus: Sequence[str] = ("full", "core"), criteria: Sequence[str] | None = None,
+                     members: Sequence[str] = EXPORTED_PANEL,
+                     progress: Callable[[Iterable], Iterable] | None = None) -> NestedStudy:
+    """The nested estimate for the panel ``members`` (the issue's by default) and each member, per criterion and
+    menu (module rules)."""
+    found = sorted({d.criterion for d in datasets if d.judge in members})
+    tasks = [(c, m) for c in found if criteria is None or c in criteria for m in menus]
+    rows = []
+    for criterion, menu_name in progress(tasks) if progress is not None else tasks:
+        cell = panel_cells(datasets, members, criterion)
+        if cell is None:
+            continue
+        estimates = []
+        for contender in contenders(cell, member_kind_data(datasets, cell)):
+            menu = menu_for(contender)
+            if menu_name == "core":
+                menu = [r for r in menu if r.core is not None]
+            estimates.append(nested_estimate(contender, alpha=alpha, delta=delta, outer_seeds=outer_seeds,
+                                             n_splits=n_splits, repeats=repeats, menu=menu))
+        panel, others = estimates[0], estimates[1:]
+        best = min(others, key=lambda e: (e.set_size, e.contender))
+        rows.append(NestedRow(criterion=criterion, menu=menu_name, n_items=int(cell.labels.size),
+                              n_documents=int(np.unique(cell.groups).size), panel=panel, members=others,
+                              best_member=best.contender, ratio=panel.set_size / best.set_size))
+    return NestedStudy(alpha=float(alpha), delta=delta, outer_seeds=[int(s) for s in outer_seeds], n_splits=n_splits,
+                       repeats=repeats, members=sorted(members), rows=rows)
+
+
+def _top(chosen: Sequence[str]) -> str:
+    counts = {name: chosen.count(name) for name in sorted(set(chosen))}
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{name} x{n}" for name, n in ranked[:3])
+
+
+def markdown(study: NestedStudy) -> str:
+    """Per menu: each criterion's panel and best member, the conditions, the ratio, and the mean ratio."""
+    target = 1 - study.alpha
+    lines = [f"# The issue's panel against its members, nested (alpha = {study.alpha}, PAC delta = {study.delta}, "
+             f"outer seeds {study.outer_seeds} x {study.n_splits} splits by document, choice by {study.repeats} x 2 "
+             f"folds inside the calibration documents)", ""]
+    for menu in dict.fromkeys(r.menu for r in study.rows):
+        rows = [r for r in study.rows if r.menu == menu]
+        lines += [f"## Menu: {menu}", "",
+                  "| criterion | panel size | coverage | 5th pct | min label | min bin | meets rule | "
+                  "panel's choices | best member | its size | its coverage | its min label | ratio |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for r in rows:
+            best = next(m for m in r.members if m.contender == r.best_member)
+            p = r.panel
+            lines.append(f"| {r.criterion} | {p.set_size:.2f} | {p.coverage:.3f} | {p.coverage_p5:.3f} | "
+                         f"{p.min_label_coverage:.3f} | {p.min_bin_coverage:.3f} | {'yes' if p.meets_rule else 'no'} | "
+                         f"{_top(p.chosen)} | {r.best_member} | {best.set_size:.2f} | {best.coverage:.3f} | "
+                         f"{best.min_label_coverage:.3f} | {r.ratio:.3f} |")
+        mean = float(np.mean([r.ratio for r in rows]))
+        met = all(r.panel.coverage >= target - 0.01 and r.panel.min_label_coverage >= target - 0.05 for r in rows)
+        lines += ["", f"Mean ratio: **{mean:.3f}** (target <= 0.85); panel coverage >= {target - 0.01:.2f} and "
+                  f">= {target - 0.05:.2f} within every human label on every criterion: **{'yes' if met else 'no'}**.",
+                  "", "Every member and kind:", "", "| criterion | contender | size | coverage | min label | "
+                  "meets rule | choices |", "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            for m in r.members:
+                lines.append(f"| {r.criterion} | {m.contender} | {m.set_size:.2f} | {m.coverage:.3f} | "
+                             f"{m.min_label_coverage:.3f} | {'yes' if m.meets_rule else 'no'} | {_top(m.chosen)} |")
+        lines.append("")
+    return "\n".join(lines) + "\n"
+
+
+def write_nested_study(study: NestedStudy, out: Path) -> tuple[Path, Path]:
+    """Write ``conformal/panel_nested.json`` and ``conformal/panel_nested.md`` under ``out``."""
+    json_path, md_path = out / JSON_FILE, out / MARKDOWN_FILE
+    write_json(study, json_path)
+    md_path.write_text(markdown(study))
+    return json_path, md_path

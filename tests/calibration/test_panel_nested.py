@@ -1,0 +1,204 @@
+"""calibration.panel_nested: the menu, one evaluation of every recipe (checked against hand computations), the
+selection rule over recipes, and the nested estimate's use of documents (the choice never sees test documents)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from calibration.conformal import fit_conformal, predict_sets
+from calibration.heldout import group_splits, pooled_group_coverage
+from calibration.kind_fit import KindData
+from calibration.panel_model import fit_multinomial
+from calibration.panel_nested import (
+    FALLBACK,
+    Contender,
+    Recipe,
+    RecipeSets,
+    choose_recipe,
+    evaluate_recipes,
+    evidence_of,
+    menu_for,
+    nested_estimate,
+    pick_recipe,
+)
+from calibration.selection import MethodEvidence
+
+N_DOCS, PER_DOC, K = 40, 10, 5
+
+
+def _contender(seed: int = 0, *, kind: str = "probabilities", n_docs: int = N_DOCS) -> Contender:
+    rng = np.random.default_rng(seed)
+    n = n_docs * PER_DOC
+    labels = rng.choice(np.arange(1, K + 1), size=n, p=[0.05, 0.15, 0.3, 0.35, 0.15])
+    latent = labels + rng.normal(0, 0.9, n)
+    logits = -((np.arange(1, K + 1)[None, :] - latent[:, None]) ** 2)
+    probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
+    scores = np.clip(np.rint(latent), 1, K).astype(np.int64)
+    groups = np.repeat(np.arange(n_docs), PER_DOC)
+    data = KindData(kind=kind, labels=labels, judge_scores=scores,
+                    probabilities=probs if kind == "probabilities" else None, groups=groups, n_labels=K)
+    features = {"expected": (probs @ np.arange(1, K + 1))[:, None], "full": np.log(probs)}
+    return Contender(name="judge", data=data, features=features, l2={"expected": 0.01, "full": 0.1})
+
+
+def test_the_menu_is_the_kinds_core_methods_then_six_learned_recipes_per_feature_set() -> None:
+    menu = menu_for(_contender())
+    assert [r.name for r in menu[:9]] == ["residual", "residual_expected", "lac", "aps", "aps_randomized", "ordinal",
+                                          "mondrian_residual", "learned_lac", "label_conditional"]
+    learned = menu[9:]
+    assert len(learned) == 12
+    assert {(r.features, r.score, r.thresholds) for r in learned} == {
+        (f, s, t) for f in ("expected", "full") for s in ("lac", "balanced") for t in ("marginal", "bin", "label")}
+    assert all(r.name == f"{r.features}:{r.score}:{r.thresholds}" and r.core is None for r in learned)
+    score_menu = menu_for(_contender(kind="score"))  # no probabilities: only the score kind's methods
+    assert [r.name for r in score_menu if r.core] == ["residual", "mondrian_residual", "learned_lac",
+                                                      "label_conditional"]
+
+
+def test_a_core_recipe_gives_the_cores_sets() -> None:
+    contender = _contender()
+    data = contender.data
+    (split,) = group_splits(data.groups, n_splits=1, seed=3)
+    for method in ("residual", "lac", "mondrian_residual"):
+        found = evaluate_recipes(contender, [Recipe(name=method, core=method)], split.calibration, split.test,
+                                 alpha=0.1, delta=0.05, key=[0, 1])[method]
+        fitted = fit_conformal(method, 0.1, data.labels[split.calibration],
+                               judge_scores=data.judge_scores[split.calibration],
+                               probabilities=data.probabilities[split.calibration], n_labels=K, delta=0.05,
+                               rng=np.random.default_rng([0, 1]))
+        sets = predict_sets(fitted, judge_scores=data.judge_scores[split.test],
+                            probabilities=data.probabilities[split.test])
+        np.testing.assert_array_equal(found.sizes, sets.sum(axis=1))
+        np.testing.assert_array_equal(found.covered, sets[np.arange(split.test.size), data.labels[split.test] - 1])
+        np.testing.assert_array_equal(found.test_index, split.test)
+
+
+def _marginal_threshold(scores: np.ndarray, alpha: float) -> float:
+    """ceil((1 - alpha)(n + 1))-th smallest, by sorting (independent of calibration.conformal)."""
+    rank = math.ceil((1 - alpha) * (scores.size + 1) - 1e-9)
+    return float(np.sort(scores)[rank - 1]) if rank <= scores.size else math.inf
+
+
+def test_a_learned_recipe_fits_model_and_thresholds_on_disjoint_halves_of_the_fit_documents() -> None:
+    contender = _contender(1)
+    data = contender.data
+    (split,) = group_splits(data.groups, n_splits=1, seed=0)
+    key = [4, 2]
+    menu = [Recipe(name=n, features="full", score="lac", thresholds=t)
+            for n, t in (("m", "marginal"), ("l", "label"))]
+    found = evaluate_recipes(contender, menu, split.calibration, split.test, alpha=0.1, delta=None, key=key)
+    docs = np.unique(data.groups[split.calibration])
+    model_docs = np.random.default_rng([*key, 7]).permutation(docs)[: docs.size // 2]
+    model_items = split.calibration[np.isin(data.groups[split.calibration], model_docs)]
+    threshold_items = np.setdiff1d(split.calibration, model_items)
+    assert not set(data.groups[model_items]) & set(data.groups[threshold_items])
+    model = fit_multinomial(contender.features["full"][model_items], data.labels[model_items], K, l2=0.1)
+    probs = model.probabilities(contender.features["full"])
+    true = 1 - probs[threshold_items, data.labels[threshold_items] - 1]
+    limit = _marginal_threshold(true, 0.1)
+    membership = 1 - probs[split.test] <= limit + 1e-12
+    np.testing.assert_array_equal(found["m"].sizes, membership.sum(axis=1))
+    # label thresholds: one per human label among the threshold items
+    limits = [_marginal_threshold(true[data.labels[threshold_items] == y], 0.1) for y in range(1, K + 1)]
+    membership = 1 - probs[split.test] <= np.array(limits)[None, :] + 1e-12
+    np.testing.assert_array_equal(found["l"].sizes, membership.sum(axis=1))
+    np.testing.assert_array_equal(found["l"].covered, membership[np.arange(split.test.size),
+                                                                 data.labels[split.test] - 1])
+    spans = np.array([np.flatnonzero(row).max() - np.flatnonzero(row).min() + 1 if row.any() else 0
+                      for row in membership])
+    np.testing.assert_array_equal(found["l"].spans, spans)
+
+
+def test_label_thresholds_cover_every_label_where_balanced_bins_need_not() -> None:
+    contender = _contender(2, n_docs=200)
+    data = contender.data
+    (split,) = group_splits(data.groups, n_splits=1, seed=0)
+    menu = [Recipe(name="label", features="expected", score="lac", thresholds="label"),
+            Recipe(name="plain", features="expected", score="lac", thresholds="marginal")]
+    found = evaluate_recipes(contender, menu, split.calibration, split.test, alpha=0.1, delta=0.05, key=[0])
+    y = data.labels[split.test]
+    by_label = [found["label"].covered[y == label].mean() for label in range(1, K + 1)]
+    assert min(by_label) >= 0.85  # PAC per label at alpha 0.1, ~100 test items in the rarest label
+    plain = [found["plain"].covered[y == label].mean() for label in range(1, K + 1)]
+    assert min(plain) < min(by_label)  # plain LAC under-covers the rare extreme label
+
+
+def _evidence(name: str, size: float, *, label: float = 0.9, non_interval: float = 0.0) -> MethodEvidence:
+    return MethodEvidence(method=name, alpha=0.1, n_evaluations=4, mean_coverage=0.9, p5_coverage=0.89,
+                          min_label_coverage=label, min_bin_coverage=0.9, mean_set_size=size,
+                          non_interval_share=non_interval, full_scale_share=0.0, empty_share=0.0)
+
+
+def test_pick_recipe_applies_the_selection_rule_in_menu_order() -> None:
+    # the smallest fails the within-label condition (0.84 < 0.85): the next smallest wins
+    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0, label=0.84), _evidence("b", 2.5)]) == (
+        "b", True)
+    # within 0.05 of the smallest, fewer sets with a hole wins
+    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0, non_interval=0.3),
+                        _evidence("b", 2.04, non_interval=0.1)]) == ("b", True)
+    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0, non_interval=0.3),
+                        _evidence("b", 2.06, non_interval=0.1)]) == ("a", True)
+    # exact ties: menu order
+    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0), _evidence("b", 2.0)]) == ("a", True)
+    # none qualifies: the fallback, not qualified
+    assert pick_recipe([_evidence("residual", 3.0, label=0.5), _evidence("a", 2.0, label=0.8)]) == (FALLBACK, False)
+
+
+def test_evidence_pools_groups_as_the_selection_rule_does() -> None:
+    contender = _contender(3)
+    labels = contender.data.labels
+    runs = [RecipeSets(test_index=np.arange(0, 50), covered=np.arange(50) % 5 != 0, sizes=np.full(50, 3),
+                       spans=np.full(50, 3)),
+            RecipeSets(test_index=np.arange(50, 90), covered=np.ones(40, dtype=bool), sizes=np.full(40, 2),
+                       spans=np.array([2] * 30 + [3] * 10))]
+    found = evidence_of("x", runs, contender, alpha=0.1, min_group_items=5)
+    covered = np.concatenate([r.covered for r in runs])
+    assert found.mean_coverage == pytest.approx((0.8 + 1.0) / 2)
+    assert found.p5_coverage == pytest.approx(np.percentile([0.8, 1.0], 5))
+    assert found.mean_set_size == pytest.approx((50 * 3 + 40 * 2) / 90)
+    assert found.non_interval_share == pytest.approx(10 / 90)
+    pooled = pooled_group_coverage(covered, labels[:90], min_items=10)
+    assert found.min_label_coverage == pytest.approx(min(c for _, _, c in pooled))
+    bins = pooled_group_coverage(covered, contender.data.judge_scores[:90], min_items=10)
+    assert found.min_bin_coverage == pytest.approx(min(c for _, _, c in bins))
+
+
+def test_the_choice_never_reads_labels_outside_its_documents() -> None:
+    contender = _contender(4)
+    (split,) = group_splits(contender.data.groups, n_splits=1, seed=0)
+    menu = menu_for(contender)
+    first = choose_recipe(contender, menu, split.calibration, alpha=0.1, delta=0.05, repeats=1, seed=5, key=[0])
+    scrambled = contender.data.labels.copy()
+    scrambled[split.test] = 6 - scrambled[split.test]
+    other = Contender(name="judge", data=KindData(kind="probabilities", labels=scrambled,
+                                                  judge_scores=contender.data.judge_scores,
+                                                  probabilities=contender.data.probabilities,
+                                                  groups=contender.data.groups, n_labels=K),
+                      features=contender.features, l2=contender.l2)
+    second = choose_recipe(other, menu, split.calibration, alpha=0.1, delta=0.05, repeats=1, seed=5, key=[0])
+    assert first == second
+    assert [e.method for e in first.evidence] == [r.name for r in menu]
+
+
+def test_the_nested_estimate_scores_the_chosen_recipe_on_test_documents_only() -> None:
+    contender = _contender(5)
+    menu = [r for r in menu_for(contender) if r.name in ("residual", "lac", "expected:balanced:bin")]
+    estimate = nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[0, 1], n_splits=2, repeats=1,
+                               menu=menu)
+    assert estimate.n_evaluations == 4 and len(estimate.chosen) == 4
+    assert set(estimate.chosen) <= {r.name for r in menu}
+    assert estimate.coverage == pytest.approx(np.mean(estimate.split_coverage))
+    # split 0 of seed 1 by hand: the same choice inside its calibration documents, fitted there, tested on the rest
+    split = group_splits(contender.data.groups, n_splits=2, seed=1)[0]
+    choice = choose_recipe(contender, menu, split.calibration, alpha=0.1, delta=0.05, repeats=1, seed=1001,
+                           key=[1, 3, 0])
+    assert estimate.chosen[2] == choice.recipe
+    sets = evaluate_recipes(contender, [r for r in menu if r.name == choice.recipe], split.calibration, split.test,
+                            alpha=0.1, delta=0.05, key=[1, 1, 0])[choice.recipe]
+    assert estimate.split_set_size[2] == pytest.approx(sets.sizes.mean())
+    assert estimate.split_coverage[2] == pytest.approx(sets.covered.mean())
+    with pytest.raises(ValueError, match="fallback"):
+        nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[0], n_splits=1, menu=menu[1:])
