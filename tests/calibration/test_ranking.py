@@ -334,3 +334,44 @@ def test_all_lists_the_public_names() -> None:
     }
     assert public == set(ranking_module.__all__)
     assert ranking_module.__all__ == sorted(ranking_module.__all__)
+
+
+def test_refusals_read_exactly() -> None:
+    t = build_tournament(["A", "B"], [PairwiseVerdict(first="A", second="B", outcome="first")])
+    with pytest.raises(CalibrationError) as caught:
+        feedback_weight(t, ["A", "Z"])
+    assert str(caught.value) == "order ['A', 'Z'] is not a permutation of the candidates ['A', 'B']"
+    with pytest.raises(CalibrationError) as caught:
+        feedback_weight(t, ["A"])
+    assert str(caught.value) == "order ['A'] is not a permutation of the candidates ['A', 'B']"
+    with pytest.raises(CalibrationError) as caught:
+        rank_bradley_terry(t, l2=0)
+    assert str(caught.value) == "Bradley-Terry l2 must be a finite number > 0, got 0"
+    # the first Newton step from theta = 0, by hand: gradient (-0.5, 0.5), Hessian [[0.27, -0.25], [-0.25, 0.27]]
+    # (l2 = 0.01), so the step is (-a, a) with 0.52 a = 0.5: max-norm 0.9615...
+    with pytest.raises(ConvergenceError) as caught:
+        rank_bradley_terry(t, max_iter=1)
+    assert str(caught.value) == ("Bradley-Terry did not converge in max_iter=1 Newton steps: last step max-norm "
+                                 "0.962 >= tol=1e-10")
+    assert rank_bradley_terry(t, l2=1).scores["A"] > 0  # an int l2 is accepted
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_bradley_terry_solves_its_stated_objective_to_first_order(seed: int) -> None:
+    # the gradient of  -sum_ij w_ij log sigmoid(theta_i - theta_j) + l2 |theta|^2  vanishes at the returned theta
+    # (w_ij = wins + half the ties), written out here term by term
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(3, 8))
+    wins, ties = random_counts(rng, n, k=3, p_missing=0.2, p_tie=0.2)
+    t = tournament_from_counts([f"c{i}" for i in range(n)], wins, ties)
+    l2 = [0.01, 0.3][seed % 2]
+    theta = np.array([rank_bradley_terry(t, l2=l2).scores[f"c{i}"] for i in range(n)])
+    w = wins + 0.5 * (ties + ties.T)  # ties holds each pair once (i < j)
+    gradient = np.zeros(n)
+    for i in range(n):
+        for j in range(n):
+            if i != j:
+                gradient[i] -= w[i, j] / (1 + np.exp(theta[i] - theta[j]))
+                gradient[i] += w[j, i] / (1 + np.exp(theta[j] - theta[i]))
+        gradient[i] += 2 * l2 * theta[i]
+    assert np.max(np.abs(gradient)) < 1e-9
