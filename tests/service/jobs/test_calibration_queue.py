@@ -73,7 +73,12 @@ def test_a_calibration_job_runs_on_a_worker_and_matches_the_in_process_path(
     done = wait_done(client, job_id, timeout_s=120)
     assert done["status"] == "done" and done["progress"] == 1.0, done
     ran = [line for line in group.log_lines(0) if line.get("event") == "calibration.job"]
-    assert [(line["calibration_id"], line["outcome"]) for line in ran] == [(job_id, "done")]
+    outcomes = [(line["calibration_id"], line["outcome"]) for line in ran]
+    # Fitted exactly once. SAQ's sweep runs as a worker starts and can catch the task between its dequeue and
+    # its activation; it then queues the task again (seen once in a full-suite run). That second run finds the
+    # job finished and fits nothing: its outcome is "finished", never a second "done".
+    assert outcomes[:1] == [(job_id, "done")], outcomes
+    assert all(outcome == (job_id, "finished") for outcome in outcomes[1:]), outcomes
 
     other_api = start_app(settings(redis_url=REDIS_URL)).client  # another API process on the same Redis
     assert other_api.get(f"/v1/calibrations/{job_id}").json() == done
