@@ -10,10 +10,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from calibration.conformal import METHODS, coverage_by_group, fit_conformal, predict_sets, repeated_splits
-from offline.data.summeval import load_summeval
-from offline.ingest import ingest_recorded
 from offline.report import write_summary
-from offline.store import AnswerStore
 from offline.studies.conformal import (
     ALPHAS,
     BIN_SLACK,
@@ -22,7 +19,6 @@ from offline.studies.conformal import (
     MIN_BIN_ITEMS,
     PAPER_METHOD,
     SCORE_ONLY_METHODS,
-    cell_data_from_store,
     run_conformal_study,
 )
 
@@ -30,11 +26,10 @@ SEED = 0
 
 
 @pytest.fixture(scope="module")
-def datasets(data_dir: Path):
-    """Every (judge, criterion) of the shipped recorded judges, read back from an ingested answer store."""
-    with AnswerStore(":memory:") as store:
-        ingest_recorded(store, data_dir)
-        return cell_data_from_store(store, load_summeval(data_dir).items)
+def datasets(recorded_cells):
+    """Every (judge, criterion) of the shipped recorded judges, read back from an ingested answer store (once per
+    session: tests/offline/conftest.py)."""
+    return list(recorded_cells)
 
 
 @pytest.fixture(scope="module")

@@ -12,21 +12,17 @@ import pytest
 
 from calibration.conformal import METHODS, PROBABILITY_METHODS, predict_sets, prediction_set
 from calibration.thresholds import ThresholdIndex, load_artifact
-from offline.data.summeval import load_summeval
 from offline.export import DEFAULT_THRESHOLDS, build_artifact, code_version, data_files, data_hash, export_thresholds
-from offline.ingest import ingest_recorded
-from offline.store import AnswerStore
-from offline.studies.conformal import ALPHAS, SCORE_ONLY_METHODS, cell_data_from_store, run_conformal_study
+from offline.studies.conformal import ALPHAS, SCORE_ONLY_METHODS, run_conformal_study
 from offline.studies.validity import ALPHA_GRID
 
 SEED = 3
 
 
 @pytest.fixture(scope="module")
-def datasets(data_dir: Path):
-    with AnswerStore(":memory:") as store:
-        ingest_recorded(store, data_dir)
-        return cell_data_from_store(store, load_summeval(data_dir).items)
+def datasets(recorded_cells):
+    """The recorded judges' cells, ingested once per session (tests/offline/conftest.py)."""
+    return list(recorded_cells)
 
 
 @pytest.fixture(scope="module")

@@ -8,19 +8,15 @@ from pathlib import Path
 import pytest
 
 from offline.data.pairwise import load_pairwise
-from offline.ingest import ingest_recorded
-from offline.store import AnswerStore
-from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store, run_position_bias
+from offline.studies.position_bias import PairwiseAnswer, run_position_bias
 from service.judge.parse import parse_preference
 
 
 @pytest.fixture(scope="module")
-def summary(data_dir: Path):
-    """The study's way: ingest into the answer store, read back, calibration.tournament.position_consistency."""
-    with AnswerStore(":memory:") as store:
-        ingest_recorded(store, data_dir)
-        answers = pairwise_answers_from_store(store)
-    return run_position_bias(answers, source="shipped")
+def summary(recorded_pairwise):
+    """The study's way: ingest into the answer store, read back (tests/offline/conftest.py: one ingest per session),
+    calibration.tournament.position_consistency."""
+    return run_position_bias(list(recorded_pairwise), source="shipped")
 
 
 def _independent(data_dir: Path) -> dict[str, tuple[float, int, float]]:

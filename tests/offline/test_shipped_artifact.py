@@ -4,14 +4,12 @@ data (same recipe, same seed), so a code change that moves a threshold cannot sh
 from __future__ import annotations
 
 from importlib import metadata
-from pathlib import Path
 
 import pytest
 
 from calibration.thresholds import load_artifact
 from offline.export import DEFAULT_THRESHOLDS, build_artifact
 from offline.studies.validity import DEFAULT_DELTA, run_validity_study
-from offline.validate import recorded_datasets
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +17,8 @@ def shipped():
     return load_artifact(DEFAULT_THRESHOLDS)
 
 
-def test_shipped_summeval_cells_equal_a_fresh_fit(shipped, data_dir: Path):
-    datasets = recorded_datasets(data_dir)
+def test_shipped_summeval_cells_equal_a_fresh_fit(shipped, recorded_cells):
+    datasets = list(recorded_cells)  # recorded_datasets(data_dir), once per session (tests/offline/conftest.py)
     _, fits = run_validity_study(datasets, n_splits=20, seed=0, delta=DEFAULT_DELTA)
     fresh = build_artifact(datasets, None, seed=0, data_hash="x", code_version="x", created_at="x", fits=fits)
     judges = {d.judge for d in datasets}

@@ -12,23 +12,18 @@ import pytest
 from scipy import stats as scipy_stats
 
 from offline.data.summeval import load_summeval
-from offline.ingest import ingest_recorded
 from offline.report import tables, write_summary
 from offline.report.figures import violation_figure
-from offline.store import AnswerStore
-from offline.studies.conformal import cell_data_from_store
-from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store
+from offline.studies.position_bias import PairwiseAnswer
 from offline.studies.simulate import SIMULATED_LABEL, SimulationConfig, simulate_tournaments
 from offline.studies.transitivity import has_triangles, run_transitivity
 
 
 @pytest.fixture(scope="module")
-def recorded(data_dir: Path):
-    """(datasets, shipped pairwise answers, SummEval items) from an ingested in-memory store."""
-    summeval = load_summeval(data_dir)
-    with AnswerStore(":memory:") as store:
-        ingest_recorded(store, data_dir)
-        return cell_data_from_store(store, summeval.items), pairwise_answers_from_store(store), summeval.items
+def recorded(data_dir: Path, recorded_cells, recorded_pairwise):
+    """(datasets, shipped pairwise answers, SummEval items) from an ingested answer store (tests/offline/conftest.py:
+    one ingest per session)."""
+    return list(recorded_cells), list(recorded_pairwise), load_summeval(data_dir).items
 
 
 @pytest.fixture(scope="module")

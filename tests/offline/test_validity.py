@@ -15,7 +15,7 @@ from calibration.verdicts import methods_for_kind, verdict_inputs
 from offline.export import OTHER_METHOD_ALPHAS, build_artifact
 from offline.halves import SHARE_AT_TARGET, check_halves
 from offline.studies.validity import ALPHA_GRID, run_validity_study
-from offline.validate import INPUTS, recorded_datasets, serve_item, validate_artifact_on
+from offline.validate import INPUTS, serve_item, validate_artifact_on
 from service.app import create_app
 from service.settings import Settings
 
@@ -23,8 +23,9 @@ PICK = {("gpt-4o-mini-2024-07-18", "coherence"), ("llama-2-7b-chat", "fluency")}
 
 
 @pytest.fixture(scope="module")
-def datasets(data_dir: Path):
-    return recorded_datasets(data_dir)
+def datasets(recorded_cells):
+    """``recorded_datasets(data_dir)``, computed once per session (tests/offline/conftest.py)."""
+    return list(recorded_cells)
 
 
 @pytest.fixture(scope="module")
