@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from calibration.kind_fit import fit_kind
@@ -66,10 +64,9 @@ def test_candidate_rows_for_the_panel_and_each_member(datasets: list[JudgeCriter
 
 
 @pytest.fixture(scope="module")
-def recorded(data_dir: Path) -> list[JudgeCriterionData]:
-    from offline.validate import recorded_datasets
-
-    return recorded_datasets(data_dir)
+def recorded(recorded_cells: tuple[JudgeCriterionData, ...]) -> list[JudgeCriterionData]:
+    """``offline.validate.recorded_datasets(data_dir)``, once per session (tests/offline/conftest.py)."""
+    return list(recorded_cells)
 
 
 def test_on_summeval_the_candidate_meets_the_rule_and_pac_costs_the_issues_check(

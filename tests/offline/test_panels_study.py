@@ -129,10 +129,9 @@ def test_learned_rows_cover_and_report_both_methods(datasets: list[JudgeCriterio
 
 
 @pytest.fixture(scope="module")
-def recorded(data_dir: Path) -> list[JudgeCriterionData]:
-    from offline.validate import recorded_datasets
-
-    return recorded_datasets(data_dir)
+def recorded(recorded_cells: tuple[JudgeCriterionData, ...]) -> list[JudgeCriterionData]:
+    """``offline.validate.recorded_datasets(data_dir)``, once per session (tests/offline/conftest.py)."""
+    return list(recorded_cells)
 
 
 def test_the_issues_panel_keeps_coverage_on_unseen_documents(recorded: list[JudgeCriterionData]) -> None:
