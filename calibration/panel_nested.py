@@ -34,6 +34,10 @@ issue's panel and each member in each input kind. Rules, stated once:
   (key ``[s, 1, i]``) and evaluated on the test documents. Reported over all outer evaluations, with the same
   pooling: mean and 5th-percentile coverage, lowest coverage within a human label and within a score bin, mean
   set size, whether those figures meet the selection rule, and the recipe chosen in each split.
+* **Fixed recipes, after the fact** (:func:`fixed_recipes`): every recipe of the menu fitted on each outer split's
+  calibration documents (the same keys as the nested estimate's final fit) and evaluated on its test documents,
+  with the same figures. The smallest recipe meeting the rule here is chosen *on the test documents*: a bound no
+  honest choice from the menu can beat on average, not an estimate.
 """
 
 from __future__ import annotations
@@ -54,7 +58,7 @@ from calibration.verdicts import methods_for_kind
 
 __all__ = ["FALLBACK", "LEARNED_SCORES", "LEARNED_THRESHOLDS", "Contender", "NestedEstimate", "Recipe",
            "RecipeChoice", "RecipeSets", "choose_recipe", "evaluate_recipes", "evidence_of", "menu_for",
-           "nested_estimate", "pick_recipe"]
+           "fixed_recipes", "nested_estimate", "pick_recipe"]
 
 FALLBACK = "residual"
 LEARNED_SCORES: tuple[str, ...] = ("lac", "balanced")
@@ -279,3 +283,19 @@ def nested_estimate(contender: Contender, *, alpha: float, delta: float | None, 
         min_label_coverage=figures.min_label_coverage, min_bin_coverage=figures.min_bin_coverage,
         set_size=figures.mean_set_size, meets_rule=qualifies(figures), chosen=chosen,
         split_coverage=[float(r.covered.mean()) for r in runs], split_set_size=[float(r.sizes.mean()) for r in runs])
+
+
+def fixed_recipes(contender: Contender, *, alpha: float, delta: float | None, outer_seeds: Sequence[int],
+                  n_splits: int, menu: Sequence[Recipe] | None = None, min_group_items: int = 20) -> (
+        list[MethodEvidence]):
+    """Every recipe's held-out figures over the outer splits, each recipe fixed (module rules), in menu order."""
+    recipes = list(menu) if menu is not None else menu_for(contender)
+    runs: dict[str, list[RecipeSets]] = {r.name: [] for r in recipes}
+    for seed in outer_seeds:
+        for split in group_splits(contender.data.groups, n_splits=n_splits, seed=seed):
+            found = evaluate_recipes(contender, recipes, split.calibration, split.test, alpha=alpha, delta=delta,
+                                     key=[seed, 1, split.split])
+            for name, sets in found.items():
+                runs[name].append(sets)
+    return [evidence_of(r.name, runs[r.name], contender, alpha=alpha, min_group_items=min_group_items)
+            for r in recipes]

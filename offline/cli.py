@@ -210,8 +210,13 @@ def _panels_nested(args: argparse.Namespace, log: Any) -> int:
               f"{p.min_label_coverage:.3f}, rule {'met' if p.meets_rule else 'not met'})  best member "
               f"{row.best_member} {min(m.set_size for m in row.members):.2f}  ratio {row.ratio:.3f}")
     for menu in dict.fromkeys(r.menu for r in study.rows):
-        ratios = [r.ratio for r in study.rows if r.menu == menu]
-        print(f"{menu:4s} mean ratio {sum(ratios) / len(ratios):.3f}")
+        rows = [r for r in study.rows if r.menu == menu]
+        valid = [r.ratio_to_valid for r in rows if r.ratio_to_valid is not None]
+        bounds = [r.panel_bound_ratio for r in rows if r.panel_bound_ratio is not None]
+        print(f"{menu:4s} mean ratio {sum(r.ratio for r in rows) / len(rows):.3f}"
+              + (f"; vs members meeting the rule {sum(valid) / len(valid):.3f}" if len(valid) == len(rows) else "")
+              + (f"; panel's after-the-fact bound / best member {sum(bounds) / len(bounds):.3f}"
+                 if len(bounds) == len(rows) else ""))
     for path in paths:
         print(f"written:     {path}")
     return 0

@@ -20,6 +20,7 @@ from calibration.panel_nested import (
     choose_recipe,
     evaluate_recipes,
     evidence_of,
+    fixed_recipes,
     menu_for,
     nested_estimate,
     pick_recipe,
@@ -202,3 +203,19 @@ def test_the_nested_estimate_scores_the_chosen_recipe_on_test_documents_only() -
     assert estimate.split_coverage[2] == pytest.approx(sets.covered.mean())
     with pytest.raises(ValueError, match="fallback"):
         nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[0], n_splits=1, menu=menu[1:])
+
+
+def test_fixed_recipes_are_each_recipe_fitted_as_the_nested_estimates_final_fit() -> None:
+    contender = _contender(6)
+    menu = [r for r in menu_for(contender) if r.name in ("residual", "full:lac:label")]
+    found = fixed_recipes(contender, alpha=0.1, delta=0.05, outer_seeds=[2], n_splits=3, menu=menu)
+    assert [e.method for e in found] == ["residual", "full:lac:label"] and found[0].n_evaluations == 3
+    runs = [evaluate_recipes(contender, menu, s.calibration, s.test, alpha=0.1, delta=0.05, key=[2, 1, s.split])
+            for s in group_splits(contender.data.groups, n_splits=3, seed=2)]
+    for evidence in found:
+        assert evidence == evidence_of(evidence.method, [r[evidence.method] for r in runs], contender, alpha=0.1,
+                                       min_group_items=20)
+    # a one-recipe menu: the nested estimate serves that recipe, with the same figures
+    only = nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[2], n_splits=3, repeats=1, menu=menu[:1])
+    assert only.set_size == pytest.approx(found[0].mean_set_size)
+    assert only.min_label_coverage == pytest.approx(found[0].min_label_coverage)

@@ -54,6 +54,18 @@ def test_the_ratio_is_the_panels_nested_size_over_the_smallest_members(
         assert row.best_member == min(sizes, key=sizes.__getitem__)
         assert row.ratio == pytest.approx(row.panel.set_size / min(sizes.values()))
         assert row.panel.n_evaluations == 2 and row.n_items == 239 and row.n_documents == 30
+        valid = {m.contender: m.set_size for m in row.members if m.meets_rule}
+        if valid:
+            assert row.best_valid_member == min(valid, key=valid.__getitem__)
+            assert row.ratio_to_valid == pytest.approx(row.panel.set_size / min(valid.values()))
+        # the bound is chosen after the fact among fixed recipes: never larger than any rule-meeting fixed recipe
+        assert len(row.member_bounds) == 4 and row.panel_bound.contender == "panel"
+        if row.panel_bound.set_size is not None:
+            assert row.panel_bound.coverage >= 0.89 - 1e-12 and row.panel_bound.min_label_coverage >= 0.85 - 1e-12
+            assert row.panel_bound_ratio == pytest.approx(row.panel_bound.set_size / min(sizes.values()))
+            bounds = [b.set_size for b in row.member_bounds if b.set_size is not None]
+            if bounds:
+                assert row.bound_ratio == pytest.approx(row.panel_bound.set_size / min(bounds))
     core = next(r for r in study.rows if r.menu == "core")
     assert all(":" not in name for name in core.panel.chosen)  # core methods only
     json_path, md_path = write_nested_study(study, tmp_path)
