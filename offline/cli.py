@@ -21,6 +21,9 @@ command                                                           does
 ``panels-nested [--data-dir D] [--out reports] [--alpha 0.1]``    the issue's panel vs its members, each choosing
 ``       [--seeds 0 1 2] [--splits 10] [--repeats 5]``            from the same menu inside the calibration
                                                                   documents (offline.studies.panel_nested)
+``panels-cascades [--data-dir D] [--out reports] [--splits 10]``  two-judge cascades of the issue's panel members,
+                                                                  stage methods chosen by the validity rule
+                                                                  (offline.studies.panel_cascades)
 ================================================================  ===============================================
 
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
@@ -160,6 +163,16 @@ def build_parser() -> argparse.ArgumentParser:
     nes.add_argument("--repeats", type=int, default=5, help="2-fold cross-fitting repeats of the choice (default 5)")
     nes.add_argument("--no-progress", action="store_true")
 
+    pca = commands.add_parser("panels-cascades", help="two-judge cascades of the issue's panel members with each "
+                              "stage's method chosen by the validity rule (offline.studies.panel_cascades)")
+    pca.add_argument("--data-dir", type=Path, default=None)
+    pca.add_argument("--out", type=Path, default=Path("reports"))
+    pca.add_argument("--alpha", type=float, default=0.10)
+    pca.add_argument("--seed", type=int, default=0)
+    pca.add_argument("--splits", type=int, default=10)
+    pca.add_argument("--repeats", type=int, default=1, help="2-fold cross-fitting repeats of each stage's choice")
+    pca.add_argument("--no-progress", action="store_true")
+
     cas = commands.add_parser("cascades", help="two-judge cascades: ask the second judge only when the first's set "
                               "is wide; calls vs set size vs coverage (offline.studies.cascades)")
     cas.add_argument("--data-dir", type=Path, default=None)
@@ -217,6 +230,27 @@ def _panels_nested(args: argparse.Namespace, log: Any) -> int:
               + (f"; vs members meeting the rule {sum(valid) / len(valid):.3f}" if len(valid) == len(rows) else "")
               + (f"; panel's after-the-fact bound / best member {sum(bounds) / len(bounds):.3f}"
                  if len(bounds) == len(rows) else ""))
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def _panels_cascades(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.studies.panel_cascades import run_rule_cascades, write_rule_cascades
+    from offline.validate import recorded_datasets
+
+    if args.splits < 1 or args.repeats < 1 or not 0 < args.alpha < 1:
+        raise DataError(None, None, "--splits and --repeats must be >= 1 and --alpha in (0, 1)")
+    study = run_rule_cascades(recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha,
+                              n_splits=args.splits, seed=args.seed, repeats=args.repeats,
+                              progress=None if args.no_progress else (lambda t: tqdm(t, desc="cascades", leave=False)))
+    paths = write_rule_cascades(study, args.out)
+    met = sum(bool(g["met"]) for g in study.goal)
+    used = sum(bool(g["met"]) and bool(g["judge_2_used"]) for g in study.goal)
+    log.info("panels-cascades finished", points=len(study.points), met=met)
+    print(f"goal met:    {met} of {len(study.goal)} (pair, criterion); judge 2 asked in {used} of them")
     for path in paths:
         print(f"written:     {path}")
     return 0
@@ -455,6 +489,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = structlog.get_logger("offline")
     handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
                 "halves": _halves, "panels": _panels, "panels-nested": _panels_nested,
+                "panels-cascades": _panels_cascades,
                 "cascades": _cascades}
     try:
         return handlers[args.command](args, log)
