@@ -16,8 +16,10 @@ $(STAMP): pyproject.toml
 
 ## The whole test suite (needs ../shared/data or DATA_DIR, and Redis on 127.0.0.1:6379). One BLAS thread, as
 ## `python -m offline` uses: the studies' small least-squares problems run slower with OpenBLAS threads.
+## TEST_WORKERS pytest-xdist processes (default 2, one a core of the 2-core machine; 0 = one process), each test
+## file whole on one worker (--dist loadfile: a module's fixtures and its tests' order stay together).
 test: install
-	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BIN)/python -m pytest -q
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n $${TEST_WORKERS:-2} --dist loadfile
 
 ## Run the offline studies on the shipped data, write reports/ and calibration/thresholds.json.
 ## With LABELS="a.jsonl b.jsonl" (and SCALE=K): calibrate your own labelled files instead, into reports/labels/

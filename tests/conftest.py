@@ -18,6 +18,24 @@ def resolve_data_dir() -> Path:
     return Path(configured) if configured else REPO_ROOT.parent / "shared" / "data"
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """One node id per test: schemathesis' ``schema.parametrize()`` names each operation's item
+    ``test_x[GET /path]``, but pytest 9 builds a node id from the item's original name, so every operation of a
+    test shared one id. Node ids are how pytest-xdist hands tests to workers (``make test`` runs two) and how
+    ``-k``/``--lf``/node-id selection finds them; with one id for 17 items, xdist ran one of them. Each such item
+    gets the id of its own name, as pytest 8 gave it; the set of items collected does not change."""
+    by_id: dict[str, int] = {}
+    for item in items:
+        by_id[item.nodeid] = by_id.get(item.nodeid, 0) + 1
+    for item in items:
+        if by_id[item.nodeid] > 1 and item.parent is not None and item.name != getattr(item, "originalname", item.name):
+            item._id = item.parent.id.child(item.name)  # noqa: SLF001 - Node.__init__'s own default for an id
+    ids = [item.nodeid for item in items]
+    duplicated = sorted({i for i in ids if ids.count(i) > 1}) if len(set(ids)) != len(ids) else []
+    if duplicated:
+        raise pytest.UsageError(f"tests share a node id (xdist would run only one of each): {duplicated[:5]}")
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """The real data directory; the suite needs it (CI has ../shared/data beside the checkout)."""
