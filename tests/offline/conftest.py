@@ -1,11 +1,11 @@
 """Session-wide reads of the shipped recorded answers, shared by the offline tests that only read them.
 
 Ingesting the recorded judges (parsing ~19,000 free-text replies into an answer store) takes 4-6 s; eight test
-modules each did it for themselves with the same inputs and the same code, so it now runs once per session per
-kind of read. The results are made read-only (every numpy array non-writeable, tuples and frozen structs
-otherwise), so a test or a study that wrote into them would fail loudly instead of leaking into another module.
-What ingest does is tested on its own store in ``test_ingest.py``; ``make calibrate``'s own ingest in
-``test_cli.py``.
+modules each did it for themselves with the same inputs and the same code, so it now runs once per test process
+(each pytest-xdist worker of ``make test``) per kind of read. The results are made read-only (every numpy array
+non-writeable, tuples and frozen structs otherwise), so a test or a study that wrote into them would fail loudly
+instead of leaking into another module. What ingest does is tested on its own store in ``test_ingest.py``;
+``make calibrate``'s own ingest in ``test_cli.py``.
 """
 
 from __future__ import annotations
