@@ -17,8 +17,9 @@ stage's own fit items. Rules, stated once:
   scale.
 * **Reference.** The pair always asked, its method chosen by the same rule inside all calibration documents.
 * **Figures** on the test documents over the splits: calls per item (1 + share routed on), coverage, 5th
-  percentile, lowest coverage within a human label and within judge 1's score bin (pooled as the rule pools),
-  set size, and whether those meet the selection rule's four conditions.
+  percentile, lowest coverage within a human label and within a score bin (judge 1's score for a cascade, the
+  pair's rounded mean for the pair; pooled as the rule pools), set size, and whether those meet the selection
+  rule's four conditions.
 * **Goal** per (pair, criterion): among widths whose cascade meets the rule with < 1.6 calls, the smallest sets;
   met when they are <= the reference's + 0.05 and the reference meets the rule. The width is picked on the test
   documents (as in :mod:`offline.studies.cascades`), so a met goal is optimistic by that one choice.
@@ -147,10 +148,11 @@ def cascade_points(datasets: Sequence[JudgeCriterionData], first: str, second: s
             runs.setdefault(w, []).append((RecipeSets(test_index=test, covered=covered, sizes=sizes, spans=sizes),
                                            1.0 + float(go_test.mean())))
             methods.setdefault(w, []).append(f"{m1}/{m2}")
-    bins = Contender(name="bins", data=score1, features={}, l2={})  # pooled by judge 1's score and human label
+    bins = Contender(name="bins", data=score1, features={}, l2={})  # a cascade's bins: judge 1's score
     points = []
     for width, found in runs.items():
-        evidence = evidence_of("cascade", [r for r, _ in found], bins, alpha=alpha, min_group_items=20)
+        evidence = evidence_of("cascade", [r for r, _ in found], pair if width is None else bins, alpha=alpha,
+                               min_group_items=20)
         top = max(sorted(set(methods[width])), key=methods[width].count)
         points.append(RuleCascadePoint(
             first=first, second=second, criterion=criterion, kind="pair" if width is None else "cascade", width=width,

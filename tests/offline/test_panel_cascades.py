@@ -29,6 +29,11 @@ def test_points_calls_and_the_goal_follow_the_modules_rules(datasets: list[Judge
                         and p.min_label_coverage >= 0.85 - 1e-12 and p.min_bin_coverage >= 0.85 - 1e-12)
             assert p.meets_rule == expected
             assert 0 < p.set_size <= 5
+    # the pair reference is the same calibrated pair whichever judge comes first (its bins: the pair's own mean)
+    pairs = [p for p in study.points if p.kind == "pair"]
+    assert len(pairs) == 2
+    assert (pairs[0].coverage, pairs[0].min_bin_coverage, pairs[0].set_size, pairs[0].meets_rule) == (
+        pairs[1].coverage, pairs[1].min_bin_coverage, pairs[1].set_size, pairs[1].meets_rule)
     for g in study.goal:
         points = [p for p in study.points if (p.first, p.second, p.criterion) == (g["first"], g["second"],
                                                                                     g["criterion"])]
