@@ -3,6 +3,7 @@ by hand: every held-out figure is a distinct number, so each one is checked to l
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -168,3 +169,13 @@ def test_a_non_default_method_is_kept_at_each_listed_level(alpha):
     fit = _fit("residual", {"residual": [alpha], "learned_lac": [alpha]})
     entries, _ = kind_entries({("j", "f", "c", "score"): fit})
     assert [e.method for e in entries] == ["residual", "learned_lac"]
+
+
+def test_held_out_figures_are_keyed_by_level_rounded_to_nine_decimals():
+    # the figures carry the level 3e-10 off the fitted one: equal to 9 decimals (found), not to 10
+    fit = _fit("residual", {"residual": [0.1]})
+    (figures,) = fit.heldout
+    moved = msgspec.structs.replace(figures, alpha=0.1 + 3e-10)
+    drifted = msgspec.structs.replace(fit, heldout=[moved])
+    (entry,), _ = kind_entries({("j", "f", "c", "score"): drifted})
+    assert entry.alpha == 0.1 and entry.heldout_coverage == figures.coverage

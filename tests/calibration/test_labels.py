@@ -288,3 +288,21 @@ def test_min_items_by_hand(alpha: float, delta: float | None, need: int) -> None
     assert min_items_for(alpha, delta) == need
     if delta is not None:
         assert (1 - alpha) ** need <= delta < (1 - alpha) ** (need - 1)
+
+
+def test_the_smallest_default_scale_is_accepted_and_a_verdict_is_required_by_default() -> None:
+    [row] = parse_labels(_line(human=2, judge_score=1), source="s", default_scale=2)
+    assert row.n_labels == 2
+    with pytest.raises(LabelsError) as caught:
+        read_labels([("s", _line(judge_score=...))])
+    assert caught.value.field == "judge_score"
+    with pytest.raises(LabelsError):
+        read_labels([("s", _line(judge_score=...))], require_verdict=True)
+
+
+def test_min_items_pac_reads_delta_to_nine_digits() -> None:
+    # (1 - alpha)^7 = 0.01232 lies between delta = 0.0123 and 1/81 (0.012346, the nearest fraction with a
+    # denominator <= 90): 7 items are too few at delta = 0.0123, 8 suffice
+    alpha = 1 - 0.01232 ** (1 / 7)
+    assert min_items_for(alpha, 0.0123) == 8
+    assert min_items_for(alpha, 1 / 81) == 7

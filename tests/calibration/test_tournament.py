@@ -350,3 +350,14 @@ def test_rate_edges_and_summary_fields() -> None:
     assert (summary.mean, summary.share_with_cycle, summary.max, summary.median, summary.n_inputs) == (
         0.4375, 0.75, 1.0, 0.375, 4)
     assert summarize_violation_rates([0.0]).share_with_cycle == 0.0
+
+
+def test_position_consistency_counts_every_tie_and_every_second_shown_win() -> None:
+    verdicts = [verdict("A", "B", "second"), verdict("A", "B", "second"), verdict("A", "B", "first"),
+                verdict("B", "A", "first"), verdict("B", "A", "first"),
+                verdict("A", "C", "tie"), verdict("A", "C", "tie"), verdict("C", "A", "tie")]
+    result = position_consistency(verdicts)
+    # (A, B): B wins 2 of 3 shown second; (B, A): B wins shown first -> consistent; A-C: ties both ways -> consistent
+    assert (result.n_pairs, result.n_pairs_both_orders, result.n_consistent, result.rate) == (2, 2, 2, 1.0)
+    assert (result.n_verdicts, result.n_ties, result.tie_rate) == (8, 3, 3 / 8)
+    assert result.first_win_rate == 3 / 5
