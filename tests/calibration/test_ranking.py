@@ -375,3 +375,61 @@ def test_bradley_terry_solves_its_stated_objective_to_first_order(seed: int) -> 
                 gradient[i] += w[j, i] / (1 + np.exp(theta[j] - theta[i]))
         gradient[i] += 2 * l2 * theta[i]
     assert np.max(np.abs(gradient)) < 1e-9
+
+
+def test_win_rate_of_a_single_repetition_is_its_outcome() -> None:
+    t = build_tournament(["A", "B", "C"], [PairwiseVerdict(first="B", second="A", outcome="first")])
+    assert rank_win_rate(t).scores == {"A": 0.0, "B": 1.0, "C": 0.5}
+
+
+def test_bradley_terry_with_no_step_allowed_reports_an_infinite_last_step() -> None:
+    t = build_tournament(["A", "B"], [PairwiseVerdict(first="A", second="B", outcome="first")])
+    with pytest.raises(ConvergenceError) as caught:
+        rank_bradley_terry(t, max_iter=0)
+    assert str(caught.value) == ("Bradley-Terry did not converge in max_iter=0 Newton steps: last step max-norm "
+                                 "inf >= tol=1e-10")
+
+
+def test_bradley_terry_returns_the_newton_update_of_its_last_iterate() -> None:
+    # with a loose tol the loop stops early; the returned theta is the last iterate minus the (small) Newton step,
+    # which Newton's quadratic convergence puts within ~step^2 of the optimum
+    t = random_tournament(3, 5)
+    exact = rank_bradley_terry(t).scores
+    loose = rank_bradley_terry(t, tol=0.05).scores
+    assert max(abs(loose[c] - exact[c]) for c in exact) < 1e-4
+
+
+def test_schulze_strongest_paths_by_hand_with_an_even_split() -> None:
+    # A-B split 1:1 (no link either way), A beats C 2:0, C beats B 2:0: links A->C (2), C->B (2)
+    d = np.array([[0, 1, 2], [1, 0, 0], [0, 2, 0]])
+    np.testing.assert_array_equal(schulze_strongest_paths(d), [[0, 2, 2], [0, 0, 0], [0, 2, 0]])
+    names = ["A", "B", "C"]
+    t = tournament_from_counts(names, d)
+    ranking = rank_schulze(t)
+    assert ranking.scores == {"A": 2.0, "B": 0.0, "C": 1.0} and ranking.order == ("A", "C", "B")
+
+
+def test_a_transitive_majority_of_six_is_placed_slot_by_slot() -> None:
+    # acyclic: ordered without the solver; every candidate's slot is checked (the last two slots too)
+    names = ["c0", "c1", "c2", "c3", "c4", "c5"]
+    strength = [2, 5, 0, 4, 1, 3]
+    wins = np.array([[2 if strength[i] > strength[j] else 0 for j in range(6)] for i in range(6)])
+    ranking = rank_mfas_ilp(tournament_from_counts(names, wins))
+    assert ranking.order == ("c1", "c3", "c5", "c0", "c4", "c2")
+    assert ranking.scores == {"c0": 2.0, "c1": 5.0, "c2": 0.0, "c3": 4.0, "c4": 1.0, "c5": 3.0}
+
+
+@pytest.mark.parametrize(("status", "message"), [
+    (-1, "CBC reported the MFAS linear ordering problem infeasible"),
+    (0, "CBC did not solve the MFAS linear ordering problem: status 'Not Solved'"),
+    (-3, "CBC did not solve the MFAS linear ordering problem: status 'Undefined'"),
+])
+def test_a_solver_failure_is_reported(monkeypatch: pytest.MonkeyPatch, status: int, message: str) -> None:
+    # fault injection: the solver answers this status for the first (cyclic, so solver-bound) problem
+    import pulp
+
+    monkeypatch.setattr(pulp.LpProblem, "solve", lambda self, solver=None, **kwargs: status)
+    t = tournament_from_counts(["A", "B", "C"], np.array([[0, 1, 0], [0, 0, 1], [1, 0, 0]]))  # a 3-cycle
+    with pytest.raises(ConvergenceError) as caught:
+        rank_mfas_ilp(t)
+    assert str(caught.value) == message
