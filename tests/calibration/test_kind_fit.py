@@ -147,7 +147,8 @@ def _approx_struct(actual, expected):
 
 
 def _check_fit(fit, data, *, alphas, delta, seed, n_splits, repeats, nested, methods, headline=0.10,
-               report=(0.05, 0.10, 0.20), also=(), min_group_items=20, checks=QUALIFY_CHECKS):
+               report=(0.05, 0.10, 0.20), also=(), min_group_items=20, checks=QUALIFY_CHECKS, accept_max=2,
+               escalate_min=5):
     codes = np.unique(data.groups, return_inverse=True)[1]
     coded = KindData(kind=data.kind, labels=data.labels, judge_scores=data.judge_scores,
                      probabilities=data.probabilities, groups=codes, n_labels=data.n_labels)
@@ -160,7 +161,8 @@ def _check_fit(fit, data, *, alphas, delta, seed, n_splits, repeats, nested, met
     for method in methods:
         for alpha in alphas:
             row = next(rows)
-            ref = _reference(method, alpha, coded, outer, outer_seeds, delta, min_group_items)
+            ref = _reference(method, alpha, coded, outer, outer_seeds, delta, min_group_items, accept_max=accept_max,
+                             escalate_min=escalate_min)
             assert (row.method, row.alpha, row.n_splits) == (method, alpha, n_splits)
             assert [row.coverage, row.coverage_std, row.coverage_p5, row.set_size, row.empty_share,
                     row.full_scale_share, row.non_interval_share, row.accept_share, row.review_share,
@@ -286,3 +288,82 @@ def test_cell_kind_data_kinds_and_inputs():
     assert [d.kind for d in cell_kind_data(labels, scores, None, None, [1, 2, 3], 5)] == ["score"]
     (seven,) = cell_kind_data(labels, scores, None, None, [1, 2, 3], 7)
     assert seven.n_labels == 7 and seven.labels is labels
+
+
+def test_nested_choices_that_differ_by_split_marginal_are_the_reference():
+    # data and seed picked so that the recipe's nested choice differs between splits (residual, mondrian_residual,
+    # learned_lac): each split's own cross-fit, seeds and generator words matter
+    data = _data(n_groups=24, per_group=5, seed=13)
+    fit = fit_kind(data, alphas=[0.2], delta=None, headline_alpha=0.2, report_alphas=(0.2, 0.1), n_splits=4,
+                   selection_repeats=1, nested_repeats=1, seed=13, min_group_items=4)
+    assert len(set(fit.procedure[0].chosen)) >= 3 and "learned_lac" in fit.procedure[0].chosen
+    _check_fit(fit, data, alphas=[0.2], delta=None, seed=13, n_splits=4, repeats=1, nested=1,
+               methods=["residual", "mondrian_residual", "learned_lac", "label_conditional"], headline=0.2,
+               report=(0.2, 0.1), min_group_items=4)
+
+
+def test_nested_choices_under_pac_and_a_relaxed_rule_are_the_reference():
+    # PAC at delta = 0.1; the relaxed rule ("mean" only) chooses differently from the full rule in some split
+    data = _data(n_groups=30, per_group=5, seed=28)
+    kwargs = dict(alphas=[0.2], delta=0.1, headline_alpha=0.2, report_alphas=(0.2,), n_splits=4, selection_repeats=1,
+                  nested_repeats=1, seed=28, min_group_items=4)
+    relaxed = fit_kind(data, **kwargs, qualify_checks=("mean",))
+    assert relaxed.procedure[0].chosen != fit_kind(data, **kwargs).procedure[0].chosen
+    _check_fit(relaxed, data, alphas=[0.2], delta=0.1, seed=28, n_splits=4, repeats=1, nested=1,
+               methods=["residual", "mondrian_residual", "learned_lac", "label_conditional"], headline=0.2,
+               report=(0.2,), min_group_items=4, checks=("mean",))
+
+
+def _four_label_data(seed: int = 2) -> KindData:
+    rng = np.random.default_rng(seed)
+    groups = np.repeat(np.arange(20), 5)
+    labels = rng.integers(1, 5, size=groups.size)
+    scores = np.clip(labels + rng.integers(-1, 2, size=groups.size), 1, 4)
+    return KindData(kind="score", labels=labels, judge_scores=scores, probabilities=None, groups=groups, n_labels=4)
+
+
+@pytest.mark.parametrize("n_splits", [1, 2])
+def test_a_four_label_scale_with_one_or_two_splits_is_the_reference(n_splits: int):
+    # K = 4 reaches every fit (sets, shares, the full-scale count); one split has no spread (std 0.0), two have
+    # the sample std (ddof = 1)
+    data = _four_label_data()
+    fit = fit_kind(data, alphas=[0.1, 0.25], delta=None, n_splits=n_splits, selection_repeats=1, nested_repeats=1,
+                   seed=4, accept_max=1, escalate_min=3, min_group_items=20)
+    assert all(f.n_labels == 4 for by_alpha in fit.fitted.values() for f in by_alpha.values())
+    if n_splits == 1:
+        assert all(row.coverage_std == 0.0 for row in fit.heldout)
+    else:
+        assert any(row.coverage_std > 0 for row in fit.heldout)
+    methods = ["residual", "mondrian_residual", "learned_lac", "label_conditional"]
+    _check_fit(fit, data, alphas=[0.1, 0.25], delta=None, seed=4, n_splits=n_splits, repeats=1, nested=1,
+               methods=methods, min_group_items=20, report=(0.05, 0.10, 0.20), accept_max=1, escalate_min=3)
+    # (the shares above are checked under accept <= 1 label, escalate from min(3, 4) = 3 labels)
+
+
+def test_without_the_paper_method_the_first_method_is_the_fallback():
+    # nothing qualifies on this small, group-shifted data: the default is the fallback, the first method given
+    data = _data(n_groups=12, per_group=6, seed=7)
+    fit = fit_kind(data, alphas=[0.3], delta=None, headline_alpha=0.3, report_alphas=(0.3,), n_splits=2,
+                   selection_repeats=1, nested_repeats=1, seed=7, min_group_items=2,
+                   methods=["mondrian_residual", "learned_lac"])
+    assert not fit.default.qualified and fit.default.method == "mondrian_residual"
+    _check_fit(fit, data, alphas=[0.3], delta=None, seed=7, n_splits=2, repeats=1, nested=1,
+               methods=["mondrian_residual", "learned_lac"], headline=0.3, report=(0.3,), min_group_items=2)
+
+
+def test_the_defaults_are_the_documented_ones():
+    # 20 outer splits, 5 selection repeats, 2 nested repeats, seed 0, accept <= 2, escalate >= 5, 20 items per
+    # pooled group, headline 0.10, report levels 0.05 / 0.10 / 0.20; on a 1..7 scale, where escalate_min counts
+    data = _data(n_groups=16, per_group=4, seed=9)
+    seven = KindData(kind="score", labels=np.clip(data.labels + data.judge_scores - 3, 1, 7),
+                     judge_scores=np.clip(data.judge_scores * 2 - 2, 1, 7), probabilities=None, groups=data.groups,
+                     n_labels=7)
+    by_default = fit_kind(seven, alphas=[0.2], delta=0.1)
+    explicit = fit_kind(seven, alphas=[0.2], delta=0.1, n_splits=20, selection_repeats=5, nested_repeats=2, seed=0,
+                        accept_max=2, escalate_min=5, min_group_items=20, headline_alpha=0.10,
+                        report_alphas=(0.05, 0.10, 0.20))
+    assert by_default == explicit
+    # the defaults this data is sensitive to (a third nested repeat, or 21 items per pooled group, changes nothing
+    # here)
+    for changed in (dict(n_splits=21), dict(selection_repeats=6), dict(seed=1), dict(escalate_min=6)):
+        assert fit_kind(seven, alphas=[0.2], delta=0.1, **changed) != by_default, changed
