@@ -29,11 +29,12 @@ issue's panel and each member in each input kind. Rules, stated once:
   qualifies`; the smallest qualifying mean set size wins, a recipe with fewer non-interval sets preferred within
   0.05; remaining ties in menu order; none qualifies -> ``residual``).
 * **Nested estimate** (:func:`nested_estimate`): for each outer seed s and split i (:func:`calibration.heldout.
-  group_splits`, half the documents to calibration), the recipe is chosen inside the calibration documents
-  (cross-fitting seed ``1000 * s + 1 + i``, evaluation keys ``[s, 3, i, repeat, fold]``), fitted on all of them
-  (key ``[s, 1, i]``) and evaluated on the test documents. Reported over all outer evaluations, with the same
-  pooling: mean and 5th-percentile coverage, lowest coverage within a human label and within a score bin, mean
-  set size, whether those figures meet the selection rule, and the recipe chosen in each split.
+  group_splits`, ``cal_fraction`` of the documents to calibration, default half), the recipe is chosen inside the
+  calibration documents (cross-fitting seed ``1000 * s + 1 + i``, evaluation keys ``[s, 3, i, repeat, fold]``),
+  fitted on all of them (key ``[s, 1, i]``) and evaluated on the test documents. Reported over all outer
+  evaluations, with the same pooling: mean and 5th-percentile coverage, lowest coverage within a human label and
+  within a score bin, mean set size, whether those figures meet the selection rule, and the recipe chosen in each
+  split.
 * **Fixed recipes, after the fact** (:func:`fixed_recipes`): every recipe of the menu fitted on each outer split's
   calibration documents (the same keys as the nested estimate's final fit) and evaluated on its test documents,
   with the same figures. The smallest recipe meeting the rule here is chosen *on the test documents*: a bound no
@@ -259,7 +260,7 @@ def choose_recipe(contender: Contender, menu: Sequence[Recipe], items: np.ndarra
 
 def nested_estimate(contender: Contender, *, alpha: float, delta: float | None, outer_seeds: Sequence[int],
                     n_splits: int, repeats: int = 2, menu: Sequence[Recipe] | None = None,
-                    min_group_items: int = 20) -> NestedEstimate:
+                    min_group_items: int = 20, cal_fraction: float = 0.5) -> NestedEstimate:
     """The recipe as chosen (inside the calibration documents) and fitted, on unseen documents (module rules)."""
     recipes = list(menu) if menu is not None else menu_for(contender)
     if FALLBACK not in {r.name for r in recipes}:
@@ -268,7 +269,8 @@ def nested_estimate(contender: Contender, *, alpha: float, delta: float | None, 
     runs: list[RecipeSets] = []
     chosen: list[str] = []
     for seed in outer_seeds:
-        for split in group_splits(contender.data.groups, n_splits=n_splits, seed=seed):
+        for split in group_splits(contender.data.groups, n_splits=n_splits, seed=seed,
+                                  cal_fraction=cal_fraction):
             choice = choose_recipe(contender, recipes, split.calibration, alpha=alpha, delta=delta, repeats=repeats,
                                    seed=1000 * seed + 1 + split.split, key=[seed, 3, split.split],
                                    min_group_items=min_group_items)
@@ -286,13 +288,14 @@ def nested_estimate(contender: Contender, *, alpha: float, delta: float | None, 
 
 
 def fixed_recipes(contender: Contender, *, alpha: float, delta: float | None, outer_seeds: Sequence[int],
-                  n_splits: int, menu: Sequence[Recipe] | None = None, min_group_items: int = 20) -> (
-        list[MethodEvidence]):
+                  n_splits: int, menu: Sequence[Recipe] | None = None, min_group_items: int = 20,
+                  cal_fraction: float = 0.5) -> list[MethodEvidence]:
     """Every recipe's held-out figures over the outer splits, each recipe fixed (module rules), in menu order."""
     recipes = list(menu) if menu is not None else menu_for(contender)
     runs: dict[str, list[RecipeSets]] = {r.name: [] for r in recipes}
     for seed in outer_seeds:
-        for split in group_splits(contender.data.groups, n_splits=n_splits, seed=seed):
+        for split in group_splits(contender.data.groups, n_splits=n_splits, seed=seed,
+                                  cal_fraction=cal_fraction):
             found = evaluate_recipes(contender, recipes, split.calibration, split.test, alpha=alpha, delta=delta,
                                      key=[seed, 1, split.split])
             for name, sets in found.items():

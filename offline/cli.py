@@ -161,6 +161,8 @@ def build_parser() -> argparse.ArgumentParser:
     nes.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="outer seeds (default 0 1 2)")
     nes.add_argument("--splits", type=int, default=10, help="outer splits by document per seed (default 10)")
     nes.add_argument("--repeats", type=int, default=5, help="2-fold cross-fitting repeats of the choice (default 5)")
+    nes.add_argument("--cal-fraction", type=float, default=0.5, help="share of documents that calibrate in each "
+                     "outer split (default 0.5)")
     nes.add_argument("--no-progress", action="store_true")
 
     pca = commands.add_parser("panels-cascades", help="two-judge cascades of the issue's panel members with each "
@@ -210,10 +212,11 @@ def _panels_nested(args: argparse.Namespace, log: Any) -> int:
     from offline.studies.panel_nested import run_nested_study, write_nested_study
     from offline.validate import recorded_datasets
 
-    if args.splits < 1 or args.repeats < 1 or not 0 < args.alpha < 1:
-        raise DataError(None, None, "--splits and --repeats must be >= 1 and --alpha in (0, 1)")
+    if args.splits < 1 or args.repeats < 1 or not 0 < args.alpha < 1 or not 0 < args.cal_fraction < 1:
+        raise DataError(None, None, "--splits and --repeats must be >= 1, --alpha and --cal-fraction in (0, 1)")
     study = run_nested_study(recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha,
                              outer_seeds=args.seeds, n_splits=args.splits, repeats=args.repeats,
+                             cal_fraction=args.cal_fraction,
                              progress=None if args.no_progress else (lambda t: tqdm(t, desc="nested", leave=False)))
     paths = write_nested_study(study, args.out)
     log.info("panels-nested finished", rows=len(study.rows), out=str(args.out))

@@ -87,6 +87,7 @@ class NestedStudy(msgspec.Struct, frozen=True, kw_only=True):
     repeats: int
     members: list[str]
     rows: list[NestedRow]
+    cal_fraction: float = 0.5
 
 
 def _full(kind: KindData) -> np.ndarray:
@@ -124,7 +125,7 @@ def contenders(cell: PanelCell, members: Sequence[tuple[str, Sequence[KindData]]
 def run_nested_study(datasets: Sequence[JudgeCriterionData], *, alpha: float = HEADLINE_ALPHA,
                      delta: float | None = DEFAULT_DELTA, outer_seeds: Sequence[int] = (0, 1, 2), n_splits: int = 10,
                      repeats: int = 5, menus: Sequence[str] = ("full", "core"), criteria: Sequence[str] | None = None,
-                     members: Sequence[str] = EXPORTED_PANEL,
+                     members: Sequence[str] = EXPORTED_PANEL, cal_fraction: float = 0.5,
                      progress: Callable[[Iterable], Iterable] | None = None) -> NestedStudy:
     """The nested estimate for the panel ``members`` (the issue's by default) and each member, per criterion and
     menu (module rules)."""
@@ -141,10 +142,11 @@ def run_nested_study(datasets: Sequence[JudgeCriterionData], *, alpha: float = H
             if menu_name == "core":
                 menu = [r for r in menu if r.core is not None]
             estimates.append(nested_estimate(contender, alpha=alpha, delta=delta, outer_seeds=outer_seeds,
-                                             n_splits=n_splits, repeats=repeats, menu=menu))
+                                             n_splits=n_splits, repeats=repeats, menu=menu,
+                                             cal_fraction=cal_fraction))
             bounds.append(_bound(contender.name, fixed_recipes(contender, alpha=alpha, delta=delta,
                                                                outer_seeds=outer_seeds, n_splits=n_splits,
-                                                               menu=menu)))
+                                                               menu=menu, cal_fraction=cal_fraction)))
         panel, others = estimates[0], estimates[1:]
         best = min(others, key=lambda e: (e.set_size, e.contender))
         valid = [e for e in others if e.meets_rule]
@@ -160,7 +162,7 @@ def run_nested_study(datasets: Sequence[JudgeCriterionData], *, alpha: float = H
             bound_ratio=None if panel_bound is None or member_bound is None else panel_bound / member_bound,
             panel_bound_ratio=None if panel_bound is None else panel_bound / best.set_size))
     return NestedStudy(alpha=float(alpha), delta=delta, outer_seeds=[int(s) for s in outer_seeds], n_splits=n_splits,
-                       repeats=repeats, members=sorted(members), rows=rows)
+                       repeats=repeats, members=sorted(members), rows=rows, cal_fraction=cal_fraction)
 
 
 def _bound(name: str, evidence: Sequence[MethodEvidence]) -> FixedBest:
@@ -182,8 +184,8 @@ def markdown(study: NestedStudy) -> str:
     """Per menu: each criterion's panel and best member, the conditions, the ratio, and the mean ratio."""
     target = 1 - study.alpha
     lines = [f"# The issue's panel against its members, nested (alpha = {study.alpha}, PAC delta = {study.delta}, "
-             f"outer seeds {study.outer_seeds} x {study.n_splits} splits by document, choice by {study.repeats} x 2 "
-             f"folds inside the calibration documents)", ""]
+             f"outer seeds {study.outer_seeds} x {study.n_splits} splits by document ({study.cal_fraction:.0%} of "
+             f"the documents calibrate), choice by {study.repeats} x 2 folds inside the calibration documents)", ""]
     for menu in dict.fromkeys(r.menu for r in study.rows):
         rows = [r for r in study.rows if r.menu == menu]
         lines += [f"## Menu: {menu}", "",

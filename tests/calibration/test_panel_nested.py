@@ -219,3 +219,20 @@ def test_fixed_recipes_are_each_recipe_fitted_as_the_nested_estimates_final_fit(
     only = nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[2], n_splits=3, repeats=1, menu=menu[:1])
     assert only.set_size == pytest.approx(found[0].mean_set_size)
     assert only.min_label_coverage == pytest.approx(found[0].min_label_coverage)
+
+
+def test_cal_fraction_sets_the_share_of_calibration_documents_in_every_outer_split() -> None:
+    contender = _contender(7)
+    menu = [r for r in menu_for(contender) if r.name in ("residual", "mondrian_residual")]
+    estimate = nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[0], n_splits=1, repeats=1, menu=menu,
+                               cal_fraction=0.75)
+    (split,) = group_splits(contender.data.groups, n_splits=1, seed=0, cal_fraction=0.75)
+    assert np.unique(contender.data.groups[split.test]).size == 10  # 40 documents: 30 calibrate, 10 test
+    choice = choose_recipe(contender, menu, split.calibration, alpha=0.1, delta=0.05, repeats=1, seed=1, key=[0, 3, 0])
+    sets = evaluate_recipes(contender, [r for r in menu if r.name == choice.recipe], split.calibration, split.test,
+                            alpha=0.1, delta=0.05, key=[0, 1, 0])[choice.recipe]
+    assert estimate.chosen == [choice.recipe]
+    assert estimate.split_set_size[0] == pytest.approx(sets.sizes.mean())
+    bound = fixed_recipes(contender, alpha=0.1, delta=0.05, outer_seeds=[0], n_splits=1, menu=menu, cal_fraction=0.75)
+    chosen = next(e for e in bound if e.method == choice.recipe)
+    assert chosen.mean_set_size == pytest.approx(sets.sizes.mean())
