@@ -160,3 +160,19 @@ def test_candidate_helpers_edges() -> None:
     assert pooled_bins(np.array([4, 4, 5, 7, 7, 7]), 3) == {4: 4, 5: 4, 7: 7}
     matrix = np.array([[0.5 + 5e-13, 0.5 + 2e-12]])
     np.testing.assert_array_equal(candidate_sets(matrix, np.array([1]), {1: 0.5}), [[True, False]])
+
+
+def test_finite_rank_items_names_the_bad_level() -> None:
+    from calibration.panel_candidate import finite_rank_items
+
+    with pytest.raises(ValueError) as caught:
+        finite_rank_items(1.5, None)
+    assert str(caught.value) == "alpha=1.5 must be strictly between 0 and 1"
+    with pytest.raises(ValueError) as caught:
+        finite_rank_items(0.1, 2.0)
+    assert str(caught.value) == "delta=2.0 must be strictly between 0 and 1"
+
+
+def test_a_score_at_the_threshold_plus_the_tolerance_is_in_the_set() -> None:
+    matrix = np.array([[0.5 + 1e-12, 0.5 + 1e-12 + 1e-15, 0.5]])
+    np.testing.assert_array_equal(candidate_sets(matrix, np.array([1]), {1: 0.5}), [[True, False, True]])
