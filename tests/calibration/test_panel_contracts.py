@@ -176,3 +176,18 @@ def test_finite_rank_items_names_the_bad_level() -> None:
 def test_a_score_at_the_threshold_plus_the_tolerance_is_in_the_set() -> None:
     matrix = np.array([[0.5 + 1e-12, 0.5 + 1e-12 + 1e-15, 0.5]])
     np.testing.assert_array_equal(candidate_sets(matrix, np.array([1]), {1: 0.5}), [[True, False, True]])
+
+
+def test_one_bin_pools_with_itself() -> None:
+    assert pooled_bins(np.array([3]), 5) == {3: 3}
+
+
+def test_the_default_penalty_and_a_column_spread_below_one() -> None:
+    rng = np.random.default_rng(12)
+    labels = rng.integers(1, 4, 60)
+    features = np.column_stack([labels * 0.1 + rng.normal(0, 0.2, 60), rng.normal(0, 3.0, 60)])
+    model = fit_multinomial(features, labels, 3)
+    assert 0 < features[:, 0].std() < 1
+    np.testing.assert_allclose(model.scale, features.std(axis=0), rtol=1e-15)  # a spread below 1 is kept
+    np.testing.assert_array_equal(model.weights, fit_multinomial(features, labels, 3, l2=1e-2).weights)
+    assert not np.allclose(model.weights, fit_multinomial(features, labels, 3, l2=1.01).weights, atol=1e-3)
