@@ -367,3 +367,15 @@ def test_the_defaults_are_the_documented_ones():
     # here)
     for changed in (dict(n_splits=21), dict(selection_repeats=6), dict(seed=1), dict(escalate_min=6)):
         assert fit_kind(seven, alphas=[0.2], delta=0.1, **changed) != by_default, changed
+
+
+def test_two_nested_repeats_under_pac_are_the_reference():
+    # two nested repeats: four inner evaluations, each with its own generator words [seed, 3, split, repeat, fold];
+    # PAC at delta = 0.1 inside the nested selection too (data and seed picked so that learned_lac is chosen once)
+    data = _data(n_groups=30, per_group=5, seed=13)
+    fit = fit_kind(data, alphas=[0.2], delta=0.1, headline_alpha=0.2, report_alphas=(0.2,), n_splits=4,
+                   selection_repeats=1, nested_repeats=2, seed=13, min_group_items=4)
+    assert "learned_lac" in fit.procedure[0].chosen
+    _check_fit(fit, data, alphas=[0.2], delta=0.1, seed=13, n_splits=4, repeats=1, nested=2,
+               methods=["residual", "mondrian_residual", "learned_lac", "label_conditional"], headline=0.2,
+               report=(0.2,), min_group_items=4)
