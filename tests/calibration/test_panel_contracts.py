@@ -191,3 +191,12 @@ def test_the_default_penalty_and_a_column_spread_below_one() -> None:
     np.testing.assert_allclose(model.scale, features.std(axis=0), rtol=1e-15)  # a spread below 1 is kept
     np.testing.assert_array_equal(model.weights, fit_multinomial(features, labels, 3, l2=1e-2).weights)
     assert not np.allclose(model.weights, fit_multinomial(features, labels, 3, l2=1.01).weights, atol=1e-3)
+
+
+def test_labels_held_as_floats_are_read_as_integers() -> None:
+    np.testing.assert_array_equal(label_prior(np.array([1.0, 3.0, 3.0]), 3), label_prior(np.array([1, 3, 3]), 3))
+    rng = np.random.default_rng(5)
+    labels = rng.integers(1, 4, 30)
+    features = labels[:, None] + rng.normal(0, 1.0, (30, 2))
+    np.testing.assert_array_equal(fit_multinomial(features, labels.astype(float), 3).weights,
+                                  fit_multinomial(features, labels, 3).weights)
