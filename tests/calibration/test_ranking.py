@@ -433,3 +433,29 @@ def test_a_solver_failure_is_reported(monkeypatch: pytest.MonkeyPatch, status: i
     with pytest.raises(ConvergenceError) as caught:
         rank_mfas_ilp(t)
     assert str(caught.value) == message
+
+
+def _mfas_optimum_by_subsets(margins: np.ndarray) -> int:
+    """Exact minimum feedback weight by dynamic programming over the set of candidates placed first (O(2^n n)): placing
+    v below the set S reverses every majority v holds over a member of S."""
+    n = margins.shape[0]
+    best = [0] + [None] * ((1 << n) - 1)
+    for placed in range(1 << n):
+        if best[placed] is None:
+            continue
+        for v in range(n):
+            if not placed >> v & 1:
+                cost = best[placed] + sum(int(margins[v, u]) for u in range(n) if placed >> u & 1)
+                after = placed | 1 << v
+                if best[after] is None or cost < best[after]:
+                    best[after] = cost
+    return best[-1]
+
+
+def test_mfas_ilp_is_optimal_where_the_lp_relaxation_is_not() -> None:
+    # twelve candidates, one verdict per pair: an instance whose triangle-inequality LP relaxation rounds to a worse
+    # order (weight 22), checked against the exact optimum by dynamic programming over subsets (16)
+    t = random_tournament(6, 12, k=1)
+    optimum = _mfas_optimum_by_subsets(ranking_module._margins(t))
+    assert optimum == 16
+    assert feedback_weight(t, rank_mfas_ilp(t).order) == optimum
