@@ -459,3 +459,38 @@ def test_mfas_ilp_is_optimal_where_the_lp_relaxation_is_not() -> None:
     optimum = _mfas_optimum_by_subsets(ranking_module._margins(t))
     assert optimum == 16
     assert feedback_weight(t, rank_mfas_ilp(t).order) == optimum
+
+
+def test_bradley_terry_halves_a_step_that_would_raise_the_objective(monkeypatch: pytest.MonkeyPatch) -> None:
+    # an instance (7 candidates, up to 3,000 repetitions a pair, a few ties) where full Newton steps from theta = 0
+    # overshoot: some iterations evaluate the objective 2-3 times (step halved to 1/2, 1/4) before it does not rise;
+    # the result still zeroes the gradient of the stated objective
+    rng = np.random.default_rng(82)
+    n = int(rng.integers(2, 9))
+    scale = rng.choice([1, 10, 100, 1000], (n, n))
+    wins = (rng.integers(0, 4, (n, n)) * scale * (rng.random((n, n)) < 0.5)).astype(int)
+    np.fill_diagonal(wins, 0)
+    ties = np.triu((rng.integers(0, 3, (n, n)) * (rng.random((n, n)) < 0.3)).astype(int), 1)
+    l2 = float(rng.choice([1e-1, 1e-2, 1e-3]))
+    t = tournament_from_counts([f"c{i}" for i in range(n)], wins, ties)
+    calls = {"objective": 0, "iterations": 0}
+    objective, sigmoid = ranking_module._bt_objective, ranking_module._sigmoid
+
+    def counted_objective(*args):
+        calls["objective"] += 1
+        return objective(*args)
+
+    def counted_sigmoid(x):
+        calls["iterations"] += 1
+        return sigmoid(x)
+
+    monkeypatch.setattr(ranking_module, "_bt_objective", counted_objective)
+    monkeypatch.setattr(ranking_module, "_sigmoid", counted_sigmoid)
+    result = rank_bradley_terry(t, l2=l2)
+    # one evaluation at theta = 0, one per accepted step, one more per halving; the last iteration takes no step
+    assert calls["objective"] - 1 > calls["iterations"] - 1
+    theta = np.array([result.scores[f"c{i}"] for i in range(n)])
+    w = wins + 0.5 * (ties + ties.T)
+    p = 1 / (1 + np.exp(-(theta[:, None] - theta[None, :])))
+    gradient = -(w * (1 - p)).sum(axis=1) + (w.T * (1 - p.T)).sum(axis=1) + 2 * l2 * theta
+    assert np.max(np.abs(gradient)) < 1e-8
