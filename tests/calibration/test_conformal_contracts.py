@@ -277,3 +277,12 @@ def test_repeated_splits_uses_each_splits_generator_for_fit_and_sets() -> None:
         assert split.threshold == pytest.approx(fitted.threshold, rel=1e-12)  # inputs renormalised once more
         np.testing.assert_array_equal(split.set_sizes, sets.sum(axis=1))
     assert study.coverage_std == pytest.approx(np.std([s.coverage for s in study.splits], ddof=1))  # n_splits = 2
+
+
+def test_the_threshold_is_the_rank_th_smallest_score_on_a_large_calibration_set():
+    # 1,255 uniform scores (seed 237), alpha = 0.842: rank ceil(0.158 * 1256) = 199; checked against a full sort
+    # (a partition around rank - 2 would leave another score at position 199 on this draw)
+    from calibration.conformal import conformal_quantile
+
+    values = np.random.default_rng(237).random(1255)
+    assert conformal_quantile(values, 0.842) == np.sort(values)[198]
