@@ -286,3 +286,37 @@ def test_the_threshold_is_the_rank_th_smallest_score_on_a_large_calibration_set(
 
     values = np.random.default_rng(237).random(1255)
     assert conformal_quantile(values, 0.842) == np.sort(values)[198]
+
+
+def _ordinal_by_sets(p: list[float]) -> list[float]:
+    """The ordinal rule written with explicit sets: start at the most probable label (the lower on ties), then add
+    whichever neighbour of the current interval is more probable (the lower one on ties, the only one at an end);
+    a label's score is the interval's mass when it joins."""
+    k = len(p)
+    mode = min(range(k), key=lambda i: (-p[i], i))
+    members, mass, scores = {mode}, p[mode], [0.0] * k
+    scores[mode] = mass
+    while len(members) < k:
+        below, above = min(members) - 1, max(members) + 1
+        options = [i for i in (below, above) if 0 <= i < k]
+        joining = min(options, key=lambda i: (-p[i], i))
+        members.add(joining)
+        mass += p[joining]
+        scores[joining] = mass
+    return scores
+
+
+@pytest.mark.parametrize("k", [3, 4, 5, 7])
+def test_ordinal_scores_follow_the_rule_at_both_ends_of_the_scale(k):
+    # probabilities rounded to tenths: many ties, modes at either end, neighbours beyond the second label
+    from calibration.conformal.scores import label_scores_one
+
+    rng = np.random.default_rng(k)
+    rows = np.round(rng.dirichlet(np.full(k, 0.7), size=300), 1) + 1e-3
+    rows = rows / rows.sum(axis=1, keepdims=True)
+    matrix = label_scores("ordinal", n_labels=k, probabilities=rows)
+    for row, scores in zip(rows, matrix, strict=True):
+        expected = _ordinal_by_sets(row.tolist())
+        np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(label_scores_one("ordinal", k, None, row.tolist(), None, 0.0), expected,
+                                   rtol=0, atol=1e-12)
