@@ -254,7 +254,7 @@ def _lexicographic_topological_positions(edges: np.ndarray) -> np.ndarray:
     """Topological order minimising the position of candidate 0, then 1, ...: repeatedly place, at the
     *last* free slot, the highest-index candidate with no remaining successor (edges[i, j] = i above j)."""
     n = edges.shape[0]
-    positions = np.empty(n, dtype=np.int64)
+    positions = np.full(n, -1, dtype=np.int64)  # every slot is written below; -1 would show one that is not
     remaining = np.ones(n, dtype=bool)
     for slot in range(n - 1, -1, -1):
         outdegree = edges[:, remaining].sum(axis=1)
