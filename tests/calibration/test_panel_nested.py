@@ -10,7 +10,7 @@ import pytest
 
 from calibration.conformal import fit_conformal, predict_sets
 from calibration.heldout import group_splits, pooled_group_coverage
-from calibration.kind_fit import KindData
+from calibration.kind_fit import KindData, cross_fit_splits
 from calibration.panel_model import fit_multinomial
 from calibration.panel_nested import (
     FALLBACK,
@@ -236,3 +236,219 @@ def test_cal_fraction_sets_the_share_of_calibration_documents_in_every_outer_spl
     bound = fixed_recipes(contender, alpha=0.1, delta=0.05, outer_seeds=[0], n_splits=1, menu=menu, cal_fraction=0.75)
     chosen = next(e for e in bound if e.method == choice.recipe)
     assert chosen.mean_set_size == pytest.approx(sets.sizes.mean())
+
+
+# --- exact checks added by mutation testing (issue 16): each pins a rule of the module docstring by hand ---------
+
+def _pac_threshold(scores: np.ndarray, alpha: float, delta: float) -> float:
+    """The k-th smallest, k the smallest with P(Binomial(n, 1 - alpha) >= k) <= delta (scipy, not the module's
+    order statistics); inf when even k = n fails."""
+    from scipy.stats import binom
+
+    n = scores.size
+    rank = next((k for k in range(1, n + 1) if binom.sf(k - 1, n, 1 - alpha) <= delta), n + 1)
+    return float(np.sort(scores)[rank - 1]) if rank <= n else math.inf
+
+
+def test_spans_of_hand_made_sets() -> None:
+    from calibration.panel_nested import _spans
+
+    membership = np.array([[0, 0, 0, 0, 0], [1, 0, 1, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1],
+                           [0, 0, 1, 0, 0]], dtype=bool)
+    spans = _spans(membership)
+    np.testing.assert_array_equal(spans, [0, 3, 3, 5, 1, 1])
+    assert spans.dtype.kind == "i"
+
+
+def test_learned_thresholds_marginal_bin_and_label_by_hand() -> None:
+    from calibration.panel_nested import _learned_limits
+
+    rng = np.random.default_rng(11)
+    # threshold items: bin 1 has 15 items, bins 2 and 3 have 40 each; test items in bins 1..4 (4 never seen)
+    bins = np.repeat([1, 2, 3], [15, 40, 40])
+    labels = np.tile(np.arange(1, K + 1), 19)  # 95 items, 19 per label
+    scores = rng.permutation(np.arange(95 * K, dtype=float)).reshape(95, K) / (95 * K)
+    true = scores[np.arange(95), labels - 1]
+    test_bins = np.array([1, 2, 3, 4, 2])
+
+    def limits(thresholds: str, delta: float | None, rows: slice = slice(None)) -> np.ndarray:
+        recipe = Recipe(name="r", features="f", score="lac", thresholds=thresholds)
+        return _learned_limits(recipe, scores[rows], labels[rows], bins[rows], test_bins, alpha=0.1, delta=delta,
+                               n_labels=K)
+
+    # marginal, PAC at delta 0.05 (rank 91 of 95, not the marginal rank 87)
+    expected = _pac_threshold(true, 0.1, 0.05)
+    assert expected != _marginal_threshold(true, 0.1)
+    np.testing.assert_array_equal(limits("marginal", 0.05), np.full((5, 1), expected))
+    # marginal on 5 items: no finite rank, the full scale
+    np.testing.assert_array_equal(limits("marginal", 0.05, slice(0, 5)), np.full((5, 1), np.inf))
+    # bins, PAC at delta 0.05: the smallest n with a finite PAC rank is 29, so bin 1 (15 items) pools with bin 2;
+    # bin 3 stands alone; bin 4 has no threshold items: full scale
+    low = _pac_threshold(true[bins <= 2], 0.1, 0.05)
+    high = _pac_threshold(true[bins == 3], 0.1, 0.05)
+    assert math.isfinite(low) and math.isfinite(high) and low != high
+    assert _pac_threshold(true[bins == 1], 0.1, 0.05) == math.inf  # alone, bin 1 would be the full scale
+    assert _marginal_threshold(true[bins == 3], 0.1) != high
+    np.testing.assert_array_equal(limits("bin", 0.05), [[low], [low], [high], [np.inf], [low]])
+    # labels, marginal: one threshold per human label, every label (19 items each) finite
+    per_label = [_marginal_threshold(true[labels == y], 0.1) for y in range(1, K + 1)]
+    assert all(math.isfinite(v) for v in per_label)
+    np.testing.assert_array_equal(limits("label", None), np.tile(per_label, (5, 1)))
+    # a label missing among the threshold items always joins the set
+    rows = labels != 2
+    recipe = Recipe(name="r", features="f", score="lac", thresholds="label")
+    found = _learned_limits(recipe, scores[rows], labels[rows], bins[rows], test_bins, alpha=0.1, delta=None,
+                            n_labels=K)
+    np.testing.assert_array_equal(found[0], [per_label[0], np.inf, *per_label[2:]])
+
+
+def _discrete_contender(seed: int, n_labels: int = 3) -> Contender:
+    """A judge whose one feature is its integer score: scores tie, so thresholds equal some test items' scores."""
+    rng = np.random.default_rng(seed)
+    n_docs, per_doc = 30, 8
+    n = n_docs * per_doc
+    labels = rng.integers(1, n_labels + 1, n)
+    judged = np.clip(labels + rng.integers(-1, 2, n), 1, n_labels)
+    data = KindData(kind="score", labels=labels, judge_scores=judged, probabilities=None,
+                    groups=np.repeat(np.arange(n_docs), per_doc), n_labels=n_labels)
+    return Contender(name="tied", data=data, features={"score": judged[:, None].astype(float)}, l2={"score": 0.05})
+
+
+def test_learned_scores_lac_and_balanced_with_ties_by_hand() -> None:
+    contender = _discrete_contender(12)
+    data, k = contender.data, contender.data.n_labels
+    (split,) = group_splits(data.groups, n_splits=1, seed=1)
+    key = [3, 0]
+    menu = [Recipe(name="b", features="score", score="balanced", thresholds="marginal"),
+            Recipe(name="l", features="score", score="lac", thresholds="marginal")]
+    found = evaluate_recipes(contender, menu, split.calibration, split.test, alpha=0.2, delta=None, key=key)
+    docs = np.unique(data.groups[split.calibration])
+    model_docs = np.random.default_rng([*key, 7]).permutation(docs)[: docs.size // 2]
+    in_model = np.isin(data.groups[split.calibration], model_docs)
+    model_items, threshold_items = split.calibration[in_model], split.calibration[~in_model]
+    model = fit_multinomial(contender.features["score"][model_items], data.labels[model_items], k, l2=0.05)
+    probs = model.probabilities(contender.features["score"])
+    assert probs.shape == (data.labels.size, k)
+    counts = np.array([(data.labels[model_items] == y).sum() for y in range(1, k + 1)], dtype=float)
+    prior = (counts + 1) / (counts.sum() + k)
+    ratio = probs / prior
+    balanced = ratio / ratio.sum(axis=1, keepdims=True)
+    for name, score in (("b", 1 - balanced), ("l", 1 - probs)):
+        true = score[threshold_items, data.labels[threshold_items] - 1]
+        limit = _marginal_threshold(true, 0.2)
+        test_scores = score[split.test]
+        assert (test_scores == limit).any()  # ties at the threshold: they join the set
+        membership = test_scores <= limit + 1e-12
+        np.testing.assert_array_equal(found[name].sizes, membership.sum(axis=1))
+        np.testing.assert_array_equal(found[name].covered,
+                                      membership[np.arange(split.test.size), data.labels[split.test] - 1])
+    assert not np.array_equal(found["b"].sizes, found["l"].sizes)
+
+
+def test_evidence_counts_full_scale_and_empty_sets() -> None:
+    contender = _contender(8)
+    sizes = np.array([0, 5, 2, 5, 0, 0, 1, 5, 3, 4])
+    runs = [RecipeSets(test_index=np.arange(10), covered=sizes > 0, sizes=sizes, spans=sizes)]
+    found = evidence_of("x", runs, contender, alpha=0.1, min_group_items=1)
+    assert found.full_scale_share == 3 / 10 and found.empty_share == 3 / 10
+    assert found.mean_coverage == 0.7 and found.n_evaluations == 1 and found.method == "x"
+
+
+def test_pick_recipe_margin_and_rounding_edges() -> None:
+    from calibration.selection import INTERVAL_MARGIN
+
+    # exactly at smallest + margin + 1e-12: still near, so fewer holes wins
+    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0, non_interval=0.3),
+                        _evidence("b", 2.0 + INTERVAL_MARGIN + 1e-12, non_interval=0.1)]) == ("b", True)
+    # non-interval shares equal to 9 decimals: the smaller set wins, not the smaller share
+    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.03, non_interval=0.1),
+                        _evidence("b", 2.0, non_interval=0.1 + 3e-10)]) == ("b", True)
+    # set sizes equal to 9 decimals: menu order; unequal at 2 decimals: the smaller
+    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0 + 3e-10), _evidence("b", 2.0)]) == (
+        "a", True)
+    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.04), _evidence("b", 2.0)]) == ("b", True)
+
+
+def test_choose_recipe_by_hand_with_the_documented_keys() -> None:
+    contender = _contender(9)
+    (split,) = group_splits(contender.data.groups, n_splits=1, seed=2)
+    menu = [r for r in menu_for(contender) if r.name in ("residual", "aps_randomized", "full:lac:marginal",
+                                                         "expected:balanced:label")]
+    choice = choose_recipe(contender, menu, split.calibration, alpha=0.1, delta=0.05, repeats=2, seed=8, key=[5])
+    runs: dict[str, list[RecipeSets]] = {r.name: [] for r in menu}
+    for inner in cross_fit_splits(contender.data.groups[split.calibration], repeats=2, seed=8):
+        found = evaluate_recipes(contender, menu, split.calibration[inner.calibration],
+                                 split.calibration[inner.test], alpha=0.1, delta=0.05,
+                                 key=[5, inner.split // 2, inner.split % 2])
+        for name, sets in found.items():
+            runs[name].append(sets)
+    evidence = [evidence_of(r.name, runs[r.name], contender, alpha=0.1, min_group_items=20) for r in menu]
+    recipe, qualified = pick_recipe(evidence)
+    assert choice.evidence == evidence
+    assert choice.recipe == recipe and choice.qualified is qualified
+    assert [e.n_evaluations for e in evidence] == [4] * 4
+
+
+def test_the_defaults_and_keys_of_the_nested_estimate_and_fixed_recipes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import calibration.panel_nested as module
+    from calibration.panel_nested import NestedEstimate, RecipeChoice
+    from calibration.selection import qualifies
+
+    contender = _contender(10)
+    calls: list[tuple[str, dict]] = []
+    real_evaluate, real_evidence = module.evaluate_recipes, module.evidence_of
+
+    def choose_spy(who: Contender, menu: list[Recipe], items: np.ndarray, **kwargs: object) -> RecipeChoice:
+        calls.append(("choose", {"menu": [r.name for r in menu], "items": items, **kwargs}))
+        return RecipeChoice(recipe="residual", qualified=True, evidence=[])
+
+    def evaluate_spy(who: Contender, menu: list[Recipe], fit: np.ndarray, test: np.ndarray, **kwargs: object) -> (
+            dict[str, RecipeSets]):
+        calls.append(("evaluate", {"menu": [r.name for r in menu], "key": list(kwargs["key"])}))
+        return real_evaluate(who, menu, fit, test, **kwargs)
+
+    def evidence_spy(name: str, runs: list[RecipeSets], who: Contender, **kwargs: object) -> MethodEvidence:
+        calls.append(("evidence", {"name": name, "min_group_items": kwargs["min_group_items"]}))
+        return real_evidence(name, runs, who, **kwargs)
+
+    monkeypatch.setattr(module, "choose_recipe", choose_spy)
+    monkeypatch.setattr(module, "evaluate_recipes", evaluate_spy)
+    monkeypatch.setattr(module, "evidence_of", evidence_spy)
+    names = [r.name for r in menu_for(contender)]
+    # the nested estimate, defaults: the whole menu, 2 repeats, groups of 20; seeds 1000 s + 1 + i, keys [s, 3, i]
+    estimate = nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[0, 1], n_splits=2)
+    chooses = [c for kind, c in calls if kind == "choose"]
+    assert [(c["seed"], c["key"], c["repeats"], c["min_group_items"]) for c in chooses] == [
+        (1, [0, 3, 0], 2, 20), (2, [0, 3, 1], 2, 20), (1001, [1, 3, 0], 2, 20), (1002, [1, 3, 1], 2, 20)]
+    assert all(c["menu"] == names and c["alpha"] == 0.1 and c["delta"] == 0.05 for c in chooses)
+    splits = [s for seed in (0, 1) for s in group_splits(contender.data.groups, n_splits=2, seed=seed)]
+    for c, s in zip(chooses, splits, strict=True):
+        np.testing.assert_array_equal(c["items"], s.calibration)
+    assert [c for kind, c in calls if kind == "evaluate"] == [
+        {"menu": ["residual"], "key": [s, 1, i]} for s in (0, 1) for i in (0, 1)]
+    assert [c for kind, c in calls if kind == "evidence"] == [{"name": "served", "min_group_items": 20}]
+    runs = [real_evaluate(contender, [menu_for(contender)[0]], s.calibration, s.test, alpha=0.1, delta=0.05,
+                          key=[seed, 1, s.split])["residual"]
+            for seed in (0, 1) for s in group_splits(contender.data.groups, n_splits=2, seed=seed)]
+    figures = real_evidence("served", runs, contender, alpha=0.1, min_group_items=20)
+    assert estimate == NestedEstimate(
+        contender="judge", alpha=0.1, delta=0.05, outer_seeds=[0, 1], n_splits=2, n_evaluations=4,
+        coverage=figures.mean_coverage, coverage_p5=figures.p5_coverage,
+        min_label_coverage=figures.min_label_coverage, min_bin_coverage=figures.min_bin_coverage,
+        set_size=figures.mean_set_size, meets_rule=qualifies(figures), chosen=["residual"] * 4,
+        split_coverage=[float(r.covered.mean()) for r in runs], split_set_size=[float(r.sizes.mean()) for r in runs])
+    assert isinstance(estimate.meets_rule, bool) and estimate.coverage_p5 < estimate.coverage
+    # explicit repeats and group size are passed through
+    calls.clear()
+    nested_estimate(contender, alpha=0.2, delta=None, outer_seeds=[3], n_splits=1, repeats=1, min_group_items=7,
+                    menu=[Recipe(name="residual", core="residual")])
+    (choose,) = [c for kind, c in calls if kind == "choose"]
+    assert (choose["seed"], choose["key"], choose["repeats"], choose["min_group_items"], choose["menu"]) == (
+        3001, [3, 3, 0], 1, 7, ["residual"])
+    assert [c for kind, c in calls if kind == "evidence"] == [{"name": "served", "min_group_items": 7}]
+    # fixed recipes, defaults: the whole menu, keys [s, 1, i], groups of 20
+    calls.clear()
+    found = fixed_recipes(contender, alpha=0.1, delta=0.05, outer_seeds=[4], n_splits=1)
+    assert [e.method for e in found] == names
+    assert [c for kind, c in calls if kind == "evaluate"] == [{"menu": names, "key": [4, 1, 0]}]
+    assert [c for kind, c in calls if kind == "evidence"] == [{"name": n, "min_group_items": 20} for n in names]
