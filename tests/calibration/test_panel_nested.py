@@ -452,3 +452,22 @@ def test_the_defaults_and_keys_of_the_nested_estimate_and_fixed_recipes(monkeypa
     assert [e.method for e in found] == names
     assert [c for kind, c in calls if kind == "evaluate"] == [{"menu": names, "key": [4, 1, 0]}]
     assert [c for kind, c in calls if kind == "evidence"] == [{"name": n, "min_group_items": 20} for n in names]
+
+
+def test_choose_recipe_pools_groups_of_20_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    import calibration.panel_nested as module
+
+    contender = _contender(13)
+    seen: list[tuple[str, int]] = []
+    real_evidence = module.evidence_of
+
+    def evidence_spy(name: str, runs: list[RecipeSets], who: Contender, **kwargs: object) -> MethodEvidence:
+        seen.append((name, kwargs["min_group_items"]))
+        return real_evidence(name, runs, who, **kwargs)
+
+    monkeypatch.setattr(module, "evidence_of", evidence_spy)
+    menu = [Recipe(name="residual", core="residual"), Recipe(name="lac", core="lac")]
+    items = np.arange(contender.data.labels.size)
+    choose_recipe(contender, menu, items, alpha=0.1, delta=0.05, repeats=1, seed=0, key=[0])
+    choose_recipe(contender, menu, items, alpha=0.1, delta=0.05, repeats=1, seed=0, key=[0], min_group_items=3)
+    assert seen == [("residual", 20), ("lac", 20), ("residual", 3), ("lac", 3)]
