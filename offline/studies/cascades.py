@@ -44,7 +44,7 @@ from offline.studies.conformal import JudgeCriterionData
 from offline.studies.panels import panel_cells
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
 
-__all__ = ["HEADLINE_PAIR", "CascadePoint", "CascadeStudy", "run_cascade_study", "write_cascade_study"]
+__all__ = ["HEADLINE_PAIR", "CascadePoint", "CascadeStudy", "routing_split", "run_cascade_study", "write_cascade_study"]
 
 JSON_FILE = "conformal/cascades.json"
 MARKDOWN_FILE = "conformal/cascades.md"
@@ -110,6 +110,15 @@ def _label_floor(covered: np.ndarray, labels: np.ndarray, minimum: int = 20) -> 
     return float(min(values)) if values else float("nan")
 
 
+def routing_split(cal: np.ndarray, groups: np.ndarray, *, seed: int, split: int) -> tuple[np.ndarray, np.ndarray]:
+    """(routing items, fit items) of a split's calibration items ``cal``: half of their documents, drawn with
+    ``default_rng([seed, 7, split])``, fit the router; the other half's items fit the stages."""
+    docs = np.unique(groups[cal])
+    routing_docs = np.random.default_rng([seed, 7, split]).permutation(docs)[: docs.size // 2]
+    in_routing = np.isin(groups[cal], routing_docs)
+    return cal[in_routing], cal[~in_routing]
+
+
 def cascade_points(datasets: Sequence[JudgeCriterionData], first: str, second: str, criterion: str, *,
                    alpha: float, delta: float | None, n_splits: int, seed: int) -> list[CascadePoint]:
     """Every width's cascade and the two references for one ordered pair (module rules); [] without items."""
@@ -124,10 +133,7 @@ def cascade_points(datasets: Sequence[JudgeCriterionData], first: str, second: s
     rows: dict[tuple[str, int | None], list[tuple[np.ndarray, np.ndarray, float, np.ndarray]]] = {}
     for split in group_splits(cell.groups, n_splits=n_splits, seed=seed):
         cal, test = split.calibration, split.test
-        docs = np.unique(cell.groups[cal])
-        routing_docs = set(np.random.default_rng([seed, 7, split.split]).permutation(docs)[: docs.size // 2])
-        in_routing = np.array([g in routing_docs for g in cell.groups[cal]])
-        route_idx, fit_idx = cal[in_routing], cal[~in_routing]
+        route_idx, fit_idx = routing_split(cal, cell.groups, seed=seed, split=split.split)
         router = _fit("residual", alpha, labels[route_idx], s1[route_idx], None, delta)
         width_fit = _sets(router, s1[fit_idx], None).sum(axis=1)
         width_test = _sets(router, s1[test], None).sum(axis=1)

@@ -43,6 +43,7 @@ from calibration.panel_nested import Contender, RecipeSets, choose_recipe, evalu
 from calibration.panels import panel_kind_data
 from calibration.selection import qualifies
 from offline.jsonfile import write_json
+from offline.studies.cascades import MAX_CALLS, SIZE_MARGIN, routing_split
 from offline.studies.conformal import JudgeCriterionData
 from offline.studies.panels import EXPORTED_PANEL, member_kind_data, panel_cells
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
@@ -53,8 +54,6 @@ __all__ = ["JSON_FILE", "MARKDOWN_FILE", "RuleCascadePoint", "RuleCascadeStudy",
 JSON_FILE = "conformal/panel_cascades.json"
 MARKDOWN_FILE = "conformal/panel_cascades.md"
 WIDTHS = (1, 2, 3, 4)
-MAX_CALLS = 1.6
-SIZE_MARGIN = 0.05
 
 
 class RuleCascadePoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,10 +125,7 @@ def cascade_points(datasets: Sequence[JudgeCriterionData], first: str, second: s
     methods: dict[int | None, list[str]] = {}
     for split in group_splits(cell.groups, n_splits=n_splits, seed=seed):
         cal, test = split.calibration, split.test
-        docs = np.unique(cell.groups[cal])
-        routing_docs = np.random.default_rng([seed, 7, split.split]).permutation(docs)[: docs.size // 2]
-        in_routing = np.isin(cell.groups[cal], routing_docs)
-        route_idx, fit_idx = cal[in_routing], cal[~in_routing]
+        route_idx, fit_idx = routing_split(cal, cell.groups, seed=seed, split=split.split)
         widths = evaluate_recipes(router, residual, route_idx, np.concatenate([fit_idx, test]), alpha=alpha,
                                   delta=delta, key=[seed, 5, split.split])["residual"].sizes
         width_fit, width_test = widths[: fit_idx.size], widths[fit_idx.size:]
