@@ -54,7 +54,7 @@ from calibration.heldout import GroupSplit, evaluate_split, group_splits, pooled
 from calibration.kind_fit import KindData, cross_fit_splits
 from calibration.panel_candidate import balanced_probabilities, bin_thresholds, finite_rank_items, label_prior
 from calibration.panel_model import fit_multinomial
-from calibration.selection import INTERVAL_MARGIN, MethodEvidence, qualifies
+from calibration.selection import MethodEvidence, choose_method, qualifies
 from calibration.verdicts import methods_for_kind
 
 __all__ = ["FALLBACK", "LEARNED_SCORES", "LEARNED_THRESHOLDS", "Contender", "NestedEstimate", "Recipe",
@@ -231,15 +231,10 @@ def evidence_of(name: str, runs: Sequence[RecipeSets], contender: Contender, *, 
 
 
 def pick_recipe(evidence: Sequence[MethodEvidence]) -> tuple[str, bool]:
-    """Rule 2 and 3 of :mod:`calibration.selection` over evidence in menu order: (recipe, whether it qualified)."""
-    qualifying = [e for e in evidence if qualifies(e)]
-    if not qualifying:
-        return FALLBACK, False
-    smallest = min(e.mean_set_size for e in qualifying)
-    near = [e for e in qualifying if e.mean_set_size <= smallest + INTERVAL_MARGIN + 1e-12]
-    order = {e.method: position for position, e in enumerate(evidence)}
-    best = min(near, key=lambda e: (round(e.non_interval_share, 9), round(e.mean_set_size, 9), order[e.method]))
-    return best.method, True
+    """The rule of :mod:`calibration.selection` over evidence in menu order (ties go to the earlier recipe; the
+    evidence must hold the fallback): (recipe, whether it qualified)."""
+    choice = choose_method(evidence, fallback=FALLBACK, order=[e.method for e in evidence])
+    return choice.method, choice.qualified
 
 
 def choose_recipe(contender: Contender, menu: Sequence[Recipe], items: np.ndarray, *, alpha: float,

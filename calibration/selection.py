@@ -89,18 +89,19 @@ def _figures(e: MethodEvidence) -> str:
 
 def choose_method(evidence: Sequence[MethodEvidence], *, fallback: str, context: str = "",
                   other_levels: Sequence[Sequence[MethodEvidence]] = (),
-                  checks: Sequence[str] = QUALIFY_CHECKS) -> MethodChoice:
+                  checks: Sequence[str] = QUALIFY_CHECKS, order: Sequence[str] = METHODS) -> MethodChoice:
     """Apply the module's rule to one cell's evidence (one entry per method, same alpha). A method must also
     qualify at every level of ``other_levels`` (evidence at further alphas) to qualify at all. ``checks``: rule 1's
-    conditions that apply (:func:`qualifies`; all of them unless a study relaxes the rule on purpose)."""
+    conditions that apply (:func:`qualifies`; all of them unless a study relaxes the rule on purpose). ``order``:
+    the methods in preference order for the last tie rule (METHODS; a study's menu of recipes gives its own)."""
     by_method = {e.method: e for e in evidence}
     if fallback not in by_method:
         raise ValueError(f"fallback method {fallback!r} has no evidence")
     failing = {e.method: e.alpha for level in other_levels for e in level if not qualifies(e, checks)}
-    qualifying = [m for m in METHODS if m in by_method and qualifies(by_method[m], checks) and m not in failing]
+    qualifying = [m for m in order if m in by_method and qualifies(by_method[m], checks) and m not in failing]
     where = f" over {by_method[fallback].n_evaluations} held-out evaluations{context}"
     if not qualifying:
-        failed = min(evidence, key=lambda e: (round(e.mean_set_size, 9), METHODS.index(e.method)))
+        failed = min(evidence, key=lambda e: (round(e.mean_set_size, 9), order.index(e.method)))
         elsewhere = "".join(f"; {m} fails the rule at alpha={a}" for m, a in sorted(failing.items()))
         return MethodChoice(
             method=fallback, qualified=False, qualifying=[],
@@ -110,10 +111,10 @@ def choose_method(evidence: Sequence[MethodEvidence], *, fallback: str, context:
     smallest = min(by_method[m].mean_set_size for m in qualifying)
     near = [m for m in qualifying if by_method[m].mean_set_size <= smallest + INTERVAL_MARGIN + 1e-12]
     chosen = min(near, key=lambda m: (round(by_method[m].non_interval_share, 9),
-                                      round(by_method[m].mean_set_size, 9), METHODS.index(m)))
+                                      round(by_method[m].mean_set_size, 9), order.index(m)))
     reason = f"smallest qualifying sets among {len(qualifying)} of {len(by_method)} methods{where}: " \
              f"{_figures(by_method[chosen])}"
-    best = min(qualifying, key=lambda m: (round(by_method[m].mean_set_size, 9), METHODS.index(m)))
+    best = min(qualifying, key=lambda m: (round(by_method[m].mean_set_size, 9), order.index(m)))
     if best != chosen:
         reason += f"; preferred to {best} (size {by_method[best].mean_set_size:.2f}, non-interval " \
                   f"{by_method[best].non_interval_share:.1%}) for interval-valued sets"
