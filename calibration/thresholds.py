@@ -28,6 +28,7 @@ from pathlib import Path
 import msgspec
 
 from calibration.conformal import LEARNED_METHODS, METHODS, PROBABILITY_METHODS, FittedConformal
+from calibration.decision_rule import DecisionRule, validate_rule
 from calibration.errors import ArtifactError
 from calibration.verdicts import INPUT_KINDS, methods_for_kind
 
@@ -124,6 +125,8 @@ class ThresholdsArtifact(msgspec.Struct, frozen=True, kw_only=True):
     entries: list[ThresholdEntry]
     default_methods: list[DefaultMethod] = []
     source: str = ""
+    # Certified accept/escalate rules per (judge, prompt family, criterion, input kind): calibration.decision_rule
+    decision_rules: list[DecisionRule] = []
 
 
 def _alpha_key(alpha: float) -> float:
@@ -170,6 +173,17 @@ def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>
         if entry.key in seen:
             raise ArtifactError(f"{where}: duplicate entry")
         seen.add(entry.key)
+    rule_cells: set[tuple[str, str, str, str]] = set()
+    for position, rule in enumerate(artifact.decision_rules):
+        cell = (rule.judge, rule.prompt_family, rule.criterion, rule.input_kind)
+        where = f"{source}: decision_rules[{position}] ({', '.join(cell)})"
+        if cell in rule_cells:
+            raise ArtifactError(f"{where}: duplicate decision rule")
+        rule_cells.add(cell)
+        try:
+            validate_rule(rule)
+        except ValueError as error:
+            raise ArtifactError(f"{where}: {error}") from error
     cells = {(e.judge, e.prompt_family, e.criterion, e.kind, e.method) for e in artifact.entries}
     for default in artifact.default_methods:
         if (default.judge, default.prompt_family, default.criterion, default.kind, default.method) not in cells:

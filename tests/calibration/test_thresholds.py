@@ -176,7 +176,7 @@ def test_the_encoding_is_indented_by_one_space_and_ends_with_a_newline():
     assert encode_artifact(artifact) == (
         b'{\n "format_version": 2,\n "created_at": "2026-11-29T00:00:00Z",\n "code_version": "test",\n'
         b' "data_hash": "' + b"0" * 64 + b'",\n "label_scale": [\n  1,\n  2,\n  3,\n  4,\n  5\n ],\n'
-        b' "entries": [],\n "default_methods": [],\n "source": ""\n}\n')
+        b' "entries": [],\n "default_methods": [],\n "source": "",\n "decision_rules": []\n}\n')
     assert decode_artifact(encode_artifact(artifact)) == artifact
 
 

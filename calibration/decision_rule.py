@@ -1,0 +1,200 @@
+"""Certified decisions: the artifact's per-cell decision rule and the one function that applies it.
+
+A cell (judge x prompt family x criterion x input kind) carries a ``DecisionRule``: a scalar feature of the verdict
+(the judge's integer score, the expected score under its renormalised log-probs, or a mean of samples), bins over
+that feature, the calibrated point label of each bin (the most likely human label given the bin, fitted on
+calibration documents), and ``Certification`` rows, one per (tolerance, accept_alpha) of the offline grid: the bins
+whose verdicts may be accepted, with an upper confidence bound on the error rate among accepted verdicts
+
+    P(|human - point| >= tolerance | accepted) <= accept_alpha,  with probability >= 1 - delta over calibration
+    documents (documents, not items, are the exchangeable unit).
+
+``QualityGate`` rows certify a pass/fail reading instead: a verdict whose point is >= ``pass_threshold`` may be
+accepted as a pass only in ``pass_bins``, where P(human < pass_threshold | accepted pass) <= accept_alpha.
+
+Serving (``decide``) is a pure look-up: feature -> bin (``bisect_right`` over ``bin_edges``: bin k holds
+edges[k-1] <= x < edges[k]) -> point; the certification used is the one with the requested tolerance and the
+largest calibrated accept_alpha <= the requested one (the conservative side, as for the conformal level). No such
+row, or a row whose rule failed, gives ``accepted = False`` with the reason.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections.abc import Sequence
+
+import msgspec
+
+__all__ = [
+    "FEATURES",
+    "Certification",
+    "CertifiedDecision",
+    "DecisionRule",
+    "LabelRow",
+    "QualityGate",
+    "decide",
+    "feature_of",
+    "validate_rule",
+]
+
+# Which scalar of a verdict a rule bins: "score" (integer judge score), "expected_score" (sum_k k * p_k over the
+# renormalised probabilities of 1..K), "mean" (a mean of sampled scores).
+FEATURES: tuple[str, ...] = ("score", "expected_score", "mean")
+_LEVEL_TOLERANCE = 1e-9
+
+
+class Certification(msgspec.Struct, frozen=True, kw_only=True):
+    """One (tolerance, accept_alpha) of a rule: accepted bins and the certified bound on error among accepted."""
+
+    tolerance: int  # an error is |human - point| >= tolerance labels (1 = exact match required)
+    accept_alpha: float
+    delta: float  # the bound holds with probability >= 1 - delta over calibration documents
+    accepted_bins: list[int]  # bin indices whose verdicts are accepted
+    certified_error: float | None  # upper confidence bound on the error among accepted (None: nothing accepted)
+    rule_failed: bool = False  # the certification could not be made (too few documents, no bin certified...)
+    reason: str = ""
+    n_groups: int = 0  # calibration documents used for the bound
+    n_items: int = 0
+    accept_share: float | None = None  # share of calibration items in accepted bins
+
+
+class QualityGate(msgspec.Struct, frozen=True, kw_only=True):
+    """Pass/fail reading at ``pass_threshold``: bins where a pass is certified, bound on false passes."""
+
+    pass_threshold: int  # pass iff label >= pass_threshold
+    accept_alpha: float
+    delta: float
+    pass_bins: list[int]
+    certified_false_pass: float | None  # upper bound on P(human < pass_threshold | accepted pass)
+    rule_failed: bool = False
+    reason: str = ""
+    n_groups: int = 0
+    n_failing_items: int = 0  # calibration items humans would fail (the evidence the bound rests on)
+
+
+class LabelRow(msgspec.Struct, frozen=True, kw_only=True):
+    """Per-human-label evidence of a rule, never pooled: count, accept share and error among accepted."""
+
+    label: int
+    n_items: int
+    n_groups: int
+    tolerance: int
+    accept_alpha: float
+    accept_share: float | None
+    error_among_accepted: float | None
+    certifiable: bool  # False: too few items of this label to say anything (listed, never pooled away)
+
+
+class DecisionRule(msgspec.Struct, frozen=True, kw_only=True):
+    """The decision rule of one cell and input kind."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    input_kind: str  # score | probabilities | mean (calibration.verdicts)
+    feature: str  # one of FEATURES
+    n_labels: int
+    bin_edges: list[float]  # ascending cut points; len(points) == len(bin_edges) + 1
+    points: list[int]  # calibrated point label per bin
+    certifications: list[Certification] = []
+    quality_gates: list[QualityGate] = []
+    per_label: list[LabelRow] = []
+    signal: str = ""  # what orders the bins for the fixed-sequence test, in words
+
+
+class CertifiedDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``decide`` returns: the point, whether it is accepted, the certification used and why."""
+
+    point: int
+    bin_index: int
+    accepted: bool
+    certification: Certification | None
+    rule_failed: bool
+    reason: str
+
+
+def feature_of(feature: str, *, score: int | None, probabilities: Sequence[float] | None,
+               mean: float | None) -> float:
+    """The rule's scalar feature of a verdict; ValueError when the verdict lacks what the feature needs."""
+    if feature == "score":
+        if score is None:
+            raise ValueError("this rule needs the judge's integer score")
+        return float(score)
+    if feature == "expected_score":
+        if probabilities is None:
+            raise ValueError("this rule needs the judge's probabilities over the labels")
+        total = math.fsum(probabilities)
+        if not total > 0:
+            raise ValueError("the probabilities sum to zero")
+        return math.fsum((k + 1) * p for k, p in enumerate(probabilities)) / total
+    if feature == "mean":
+        if mean is None:
+            raise ValueError("this rule needs mean_of_samples")
+        return float(mean)
+    raise ValueError(f"unknown feature {feature!r}; known: {', '.join(FEATURES)}")
+
+
+def _certification(rule: DecisionRule, tolerance: int, accept_alpha: float) -> Certification | None:
+    rows = [c for c in rule.certifications
+            if c.tolerance == tolerance and c.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE]
+    return max(rows, key=lambda c: c.accept_alpha) if rows else None
+
+
+def decide(rule: DecisionRule, feature_value: float, *, tolerance: int, accept_alpha: float) -> CertifiedDecision:
+    """Bin the feature, read the point, accept iff the bin is certified at (tolerance, largest alpha <= asked)."""
+    index = bisect.bisect_right(rule.bin_edges, feature_value)
+    point = rule.points[index]
+    certification = _certification(rule, tolerance, accept_alpha)
+    if certification is None:
+        levels = sorted({c.accept_alpha for c in rule.certifications if c.tolerance == tolerance})
+        reason = (f"no certification at tolerance {tolerance} and accept_alpha <= {accept_alpha:g}"
+                  + (f" (calibrated: {', '.join(f'{a:g}' for a in levels)})" if levels else ""))
+        return CertifiedDecision(point=point, bin_index=index, accepted=False, certification=None,
+                                 rule_failed=False, reason=reason)
+    if certification.rule_failed:
+        return CertifiedDecision(point=point, bin_index=index, accepted=False, certification=certification,
+                                 rule_failed=True, reason=f"the certification failed: {certification.reason}")
+    accepted = index in certification.accepted_bins
+    bound = certification.certified_error
+    if accepted:
+        reason = (f"point {point} accepted: among accepted verdicts, |human - point| >= {tolerance} at most "
+                  f"{bound:.3f} (<= {certification.accept_alpha:g}) with confidence {1 - certification.delta:g}")
+    else:
+        reason = f"this verdict's bin is not certified at tolerance {tolerance}, accept_alpha " \
+                 f"{certification.accept_alpha:g}: escalate"
+    return CertifiedDecision(point=point, bin_index=index, accepted=accepted, certification=certification,
+                             rule_failed=False, reason=reason)
+
+
+def validate_rule(rule: DecisionRule) -> None:
+    """ValueError naming the first inconsistency of a rule (bins, points, certified rows)."""
+    if rule.feature not in FEATURES:
+        raise ValueError(f"feature {rule.feature!r} is not one of {', '.join(FEATURES)}")
+    if rule.n_labels < 2:
+        raise ValueError(f"n_labels {rule.n_labels} must be at least 2")
+    if len(rule.points) != len(rule.bin_edges) + 1:
+        raise ValueError(f"{len(rule.points)} points for {len(rule.bin_edges)} bin edges (need edges + 1)")
+    if any(not math.isfinite(e) for e in rule.bin_edges) or any(
+        b <= a for a, b in zip(rule.bin_edges, rule.bin_edges[1:], strict=False)
+    ):
+        raise ValueError("bin_edges must be finite and strictly ascending")
+    if any(not 1 <= p <= rule.n_labels for p in rule.points):
+        raise ValueError(f"points must lie in 1..{rule.n_labels}")
+    n_bins = len(rule.points)
+    for row in rule.certifications:
+        if not 0 < row.accept_alpha < 1 or not 0 < row.delta < 1 or row.tolerance < 1:
+            raise ValueError(f"certification {row.tolerance}/{row.accept_alpha}: tolerance >= 1, alpha, delta in (0,1)")
+        if any(not 0 <= b < n_bins for b in row.accepted_bins):
+            raise ValueError(f"certification {row.tolerance}/{row.accept_alpha}: accepted bin outside 0..{n_bins - 1}")
+        if row.accepted_bins and (row.rule_failed or row.certified_error is None
+                                  or row.certified_error > row.accept_alpha + _LEVEL_TOLERANCE):
+            raise ValueError(f"certification {row.tolerance}/{row.accept_alpha}: accepted bins need a certified "
+                             "error <= accept_alpha and a rule that did not fail")
+    for gate in rule.quality_gates:
+        if any(not 0 <= b < n_bins for b in gate.pass_bins):
+            raise ValueError(f"quality gate {gate.pass_threshold}: pass bin outside 0..{n_bins - 1}")
+        if gate.pass_bins and (gate.rule_failed or gate.certified_false_pass is None
+                               or gate.certified_false_pass > gate.accept_alpha + _LEVEL_TOLERANCE):
+            raise ValueError(f"quality gate {gate.pass_threshold}: pass bins need a certified false-pass rate "
+                             "<= accept_alpha and a rule that did not fail")
