@@ -1,4 +1,5 @@
-"""API keys: ``Authorization: Bearer <key>`` on /v1 (when API_KEYS is set) and the admin key on reload.
+"""API keys: ``Authorization: Bearer <key>`` on every non-public path (when API_KEYS is set) and the admin key on
+reload.
 
 Keys are compared with ``hmac.compare_digest`` against every configured key (no early exit), so the time
 taken does not tell which key, or which prefix of one, was close.
@@ -34,8 +35,9 @@ def _matches(token: str, keys: tuple[str, ...]) -> bool:
 def check_api_key(settings: Settings, authorization: str | None) -> None:
     """401 unless API_KEYS is unset or the bearer key is one of API_KEYS or ADMIN_API_KEY.
 
-    Called by the outermost ASGI layer (``service.api.edge``) for every /v1 request: a Litestar guard would
-    copy the route handler on every call, which costs more than the whole check.
+    Called by the outermost ASGI layer (``service.api.edge``) for every request but the public paths (health,
+    metrics, spec): a Litestar guard would copy the route handler on every call, which costs more than the
+    whole check.
     """
     if not settings.api_keys:
         return

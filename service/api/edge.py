@@ -4,13 +4,20 @@
 
 1. a ``RequestContext``: the caller's ``X-Request-ID`` (when plain, else a fresh id) and the start time, set
    in ``service.logging.current_request`` so every log line of the request carries the id;
-2. on ``/v1/...``: the API key (``check_api_key``); a missing or unknown key is answered here with a 401
-   problem+json, before routing, so an unauthenticated caller learns nothing about the routes;
+2. when API_KEYS is set, the API key (``check_api_key``) on every path except the few public ones
+   (``PUBLIC_PATHS``: health, metrics, the spec), and those only on their canonical spelling; a missing or
+   unknown key is answered here with a 401 problem+json, before routing, so an unauthenticated caller learns
+   nothing about the routes;
 3. the app itself; its response start gets the ``X-Request-ID`` header;
 4. afterwards: request count and latency (``cj_http_*`` metrics) and the access log line.
 
 One wrapper instead of a Litestar middleware plus a ``before_send`` hook: the pair cost about 19 us a request,
 two thirds of a bare Litestar echo endpoint (measured in-process, see ``bench/bench_service.py``).
+
+Deny by default, not "check /v1": the router collapses repeated slashes and drops a trailing one, and uvicorn
+decodes ``%2F``, so ``//v1/score`` or ``/%2Fv1/score`` reach ``/v1/score`` while not starting with ``/v1/``.
+A short allow-list matched exactly against both the decoded and the raw path cannot be spelled around: any
+other spelling of a public path merely needs a key too.
 """
 
 from __future__ import annotations
@@ -31,7 +38,10 @@ if TYPE_CHECKING:
 
     from service.api import Services
 
-__all__ = ["ConformalJudgeApp"]
+__all__ = ["PUBLIC_PATHS", "ConformalJudgeApp", "is_public_path"]
+
+# The paths answered without a key when API_KEYS is set (service/api/health.py and the spec's JSON document).
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/schema", "/schema/openapi.json"})
 
 _REQUEST_ID_BYTES = REQUEST_ID_HEADER.encode()
 _METHODS_WITHOUT_BODY = frozenset({"HEAD"})
@@ -46,6 +56,17 @@ def _request_headers(scope: Scope) -> tuple[str | None, str | None]:
         elif name == b"authorization":
             authorization = value.decode("latin-1")
     return request_id, authorization
+
+
+def is_public_path(scope: Scope) -> bool:
+    """True when the request names a public path exactly as written in ``PUBLIC_PATHS`` (raw and decoded)."""
+    path = scope["path"]
+    if path not in PUBLIC_PATHS:
+        return False
+    raw_path = scope.get("raw_path")
+    if raw_path is None:
+        return True
+    return bytes(raw_path).partition(b"?")[0] == path.encode("ascii")  # no %-escapes, no root_path prefix
 
 
 class ConformalJudgeApp(Litestar):
@@ -80,7 +101,7 @@ class ConformalJudgeApp(Litestar):
             await send(message)
 
         try:
-            if services.settings.api_keys and scope["path"].startswith("/v1/"):
+            if services.settings.api_keys and not is_public_path(scope):
                 try:
                     check_api_key(services.settings, authorization)
                 except UnauthorizedError as error:
