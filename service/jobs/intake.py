@@ -192,9 +192,7 @@ def json_items_chunks(body: bytes, limits: ChunkLimits) -> list[list[bytes]]:
     if not parsed.items:
         raise BadRequestError('"items" is empty: send at least one /v1/score body')
     if len(parsed.items) > limits.max_items:
-        raise JobTooLargeError(
-            f"the job has {len(parsed.items)} items; the limit is MAX_JOB_ITEMS={limits.max_items}"
-        )
+        raise JobTooLargeError(f"the job has {len(parsed.items)} items; the limit is MAX_JOB_ITEMS={limits.max_items}")
     chunker = _Chunker(limits)
     chunks: list[list[bytes]] = []
     for index, raw in enumerate(parsed.items):

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 import redis
 
-from service.jobs.intake import BodyDigest, ChunkLimits, json_items_chunks, ndjson_chunks
 from service.settings import Settings
 from tests.service.conftest import AppHarness
 from tests.service.jobs.conftest import REDIS_URL, run_chunks
@@ -138,6 +137,8 @@ def test_chunks_are_cut_by_bytes_and_results_page_across_them(
 
 def test_chunk_limits_in_units() -> None:
     """The chunker alone: a chunk closes at whichever bound comes first, and one line always fits."""
+    from service.jobs.intake import BodyDigest, ChunkLimits, json_items_chunks, ndjson_chunks  # (new names)
+
     limits = ChunkLimits(chunk_size=3, chunk_bytes=20, max_items=100, max_bytes=10_000, max_line_bytes=20)
 
     async def stream() -> Any:
