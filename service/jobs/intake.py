@@ -145,6 +145,8 @@ async def ndjson_chunks(
                 raise BadRequestError(
                     "the body is not JSON Lines: its first line is not JSON (send one /v1/score body per line)"
                 ) from None
+            except RecursionError:
+                raise BadRequestError("the first line is nested too deeply to be a /v1/score body") from None
             first_checked = True
         return chunker.add(line)
 
@@ -189,6 +191,8 @@ def json_items_chunks(body: bytes, limits: ChunkLimits) -> list[list[bytes]]:
         parsed: Any = _ITEMS_DECODER.decode(body)
     except msgspec.DecodeError as error:
         raise BadRequestError(f'the body is not {{"items": [...]}}: {error}') from None
+    except RecursionError:
+        raise BadRequestError('the body is nested too deeply to be {"items": [...]} of /v1/score bodies') from None
     if not parsed.items:
         raise BadRequestError('"items" is empty: send at least one /v1/score body')
     if len(parsed.items) > limits.max_items:

@@ -399,6 +399,7 @@ class JobStore:
         if first >= record.n_items or record.n_chunks == 0:
             return
         starts = record.chunk_starts()
+        ends = (*starts[1:], record.n_items)
         chunk = bisect.bisect_right(starts, first) - 1
         skip = first - starts[chunk]
         remaining = limit
@@ -406,7 +407,7 @@ class JobStore:
             numbers = [str(n) for n in range(chunk, min(chunk + window, record.n_chunks))]
             blobs = await self.redis.hmget(self._out(record.job_id), numbers)
             for blob in blobs:
-                _, length = record.chunk_bounds(chunk)
+                length = ends[chunk] - starts[chunk]
                 chunk += 1
                 if blob is None:
                     if record.status in ACTIVE_STATUSES:

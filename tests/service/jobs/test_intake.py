@@ -153,3 +153,17 @@ def test_chunk_limits_in_units() -> None:
     assert all(sum(len(line) + 1 for line in chunk) <= 20 for chunk in chunks)
     pretty = b'{\n "items": [\n  {\n   "a": "x\\ny"\n  },\r\n  2,\n  3,\n  4\n ]\n}'
     assert json_items_chunks(pretty, limits) == [[b'{"a":"x\\ny"}', b"2", b"3"], [b"4"]]
+
+
+def test_deeply_nested_bodies_are_400_not_500(
+    start_app: Callable[[Settings], AppHarness], jobs_settings: Callable[..., Settings]
+) -> None:
+    client = start_app(jobs_settings()).client
+    deep = b"[" * 5_000 + b"]" * 5_000
+    as_items = client.post(
+        "/v1/jobs", content=b'{"items": [' + deep + b"]}", headers={"content-type": "application/json"}
+    )
+    as_lines = client.post("/v1/jobs", content=deep + b"\n", headers=NDJSON)
+    for response in (as_items, as_lines):
+        assert response.status_code == 400, response.text
+        assert "nested too deeply" in response.json()["detail"]
