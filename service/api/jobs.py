@@ -154,6 +154,7 @@ async def _store_body(request: Request, services: Services, jobs: JobQueue, job_
 async def _check_store_bytes(services: Services, jobs: JobQueue, n_new: int) -> None:
     """Admission's byte budget (JOB_STORE_MAX_BYTES) for a job of about ``n_new`` bytes."""
     stored = await jobs.store.stored_bytes()
+    services.job_metrics.store_bytes.set(stored.total)
     expires_in = None if stored.earliest_expiry is None else stored.earliest_expiry - time.time()
     services.admission.check_store_bytes(
         stored.total, n_new, max_bytes=services.settings.jobs.max_store_bytes, earliest_expiry_in_s=expires_in

@@ -68,7 +68,9 @@ def test_the_byte_budget_refuses_with_503_and_follows_real_result_sizes(
     assert problem["type"].endswith("job-store-full") and "JOB_STORE_MAX_BYTES=30000" in problem["detail"]
     # nothing frees before the first job's keys expire (JOB_RESULTS_TTL_S from now): Retry-After says so
     assert int(refused.headers["retry-after"]) >= settings.jobs.results_ttl_s - 5
-    assert 'cj_admission_refused_total{route="/v1/jobs"} 1.0' in client.get("/metrics").text
+    metrics = client.get("/metrics").text
+    assert 'cj_admission_refused_total{route="/v1/jobs"} 1.0' in metrics
+    assert f"cj_job_store_bytes {float(reserved)}" in metrics  # read by the refused POST
 
     too_big = client.post("/v1/jobs", content=ndjson([caller_item(i) for i in range(25)]), headers=NDJSON)
     assert too_big.status_code == 413 and "JOB_STORE_MAX_BYTES=30000" in too_big.json()["detail"]
