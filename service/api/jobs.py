@@ -187,8 +187,10 @@ async def _replay(
 async def submit_job(request: Request) -> Response[JobAccepted]:
     """Store the items in chunks, queue one task per chunk, answer 202 with where to poll and read results.
 
-    ``Idempotency-Key``: the same key with the same body answers the first job again (header
-    ``Idempotent-Replayed: true``); with another body, 409. Past MAX_QUEUED_ITEMS: 429 with Retry-After.
+    ``Idempotency-Key`` (per API key): the same key with the same body answers the first job again (header
+    ``Idempotent-Replayed: true``); with another body, 409. Past MAX_QUEUED_ITEMS: 429 with Retry-After; past
+    the byte budget JOB_STORE_MAX_BYTES: 503 ``job-store-full`` with Retry-After (docs/jobs-sizing.md); an
+    item past MAX_JOB_LINE_BYTES: 413 naming its line.
     """
     services = services_of(request)
     settings = services.settings.jobs
