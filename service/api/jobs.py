@@ -198,10 +198,11 @@ async def submit_job(request: Request) -> Response[JobAccepted]:
     caller = _caller(request, services)
     job_id = uuid.uuid4().hex
     try:
+        # The byte count first: reading it forgets expired jobs, also from the waiting items counted next.
+        await _check_store_bytes(services, jobs, 1)  # a full budget refuses before the body is stored
         queued = await jobs.store.queued_items()
         metrics.queued_items.set(queued)
         services.admission.check_queued(queued, 1)
-        await _check_store_bytes(services, jobs, 1)  # a full budget refuses before the body is stored
         try:
             body = await _store_body(request, services, jobs, job_id)
             n_items, n_chunks, digest = body.n_items, len(body.starts), body.digest
