@@ -28,6 +28,7 @@ from service.api.auth import bearer_token
 from service.jobs.errors import (
     ENABLE_JOBS_HELP,
     IdempotencyConflictError,
+    JobNotFoundError,
     JobsUnavailableError,
     JobTooLargeError,
     StoreUnavailableError,
@@ -54,6 +55,14 @@ def _jobs(services: Services) -> tuple[JobQueue, JobMetrics]:
 
 def _redis_down(services: Services, error: Exception) -> StoreUnavailableError:
     return store_unavailable(error, services.settings.jobs.retry_after_s)
+
+
+def _issued(job_id: str) -> str:
+    """``job_id`` when it has the shape POST /v1/jobs issues (32 hex digits), else 404 without a Redis read: an
+    id such as ``<id>:in`` would otherwise name another key of the same job."""
+    if len(job_id) != 32 or any(c not in "0123456789abcdef" for c in job_id):
+        raise JobNotFoundError(f"no job {job_id[:64]!r}: job ids are the 32 hex digits POST /v1/jobs answered")
+    return job_id
 
 
 def _caller(request: Request, services: Services) -> JobCaller:
@@ -245,7 +254,7 @@ async def job_status(job_id: JobId, request: Request) -> JobStatus:
     jobs, _ = _jobs(services)
     caller = _caller(request, services)
     try:
-        record = await jobs.store.get(job_id, caller.scope)
+        record = await jobs.store.get(_issued(job_id), caller.scope)
     except (RedisError, OSError) as error:
         raise _redis_down(services, error) from error
     return _status(record, time.time())
@@ -273,7 +282,7 @@ async def job_results(
     jobs, _ = _jobs(services)
     caller = _caller(request, services)
     try:
-        record = await jobs.store.get(job_id, caller.scope)
+        record = await jobs.store.get(_issued(job_id), caller.scope)
         blocks = jobs.store.result_lines(record, after=after, limit=limit)
         first = await anext(blocks, None)  # read before answering, so a Redis failure is a 503, not a cut stream
     except (RedisError, OSError) as error:
@@ -296,8 +305,8 @@ async def cancel_job(job_id: JobId, request: Request) -> JobStatus:
     jobs, _ = _jobs(services)
     caller = _caller(request, services)
     try:
-        await jobs.store.cancel(job_id, caller.scope)
-        record = await jobs.store.get(job_id, caller.scope)
+        await jobs.store.cancel(_issued(job_id), caller.scope)
+        record = await jobs.store.get(_issued(job_id), caller.scope)
     except (RedisError, OSError) as error:
         raise _redis_down(services, error) from error
     services.logger.info("job.cancelled", job_id=job_id, status=record.status)

@@ -44,7 +44,7 @@ def test_every_job_route_answers_503_with_retry_after_on_a_dead_redis(
         client.post("/v1/jobs", content=ndjson([caller_item(1)]), headers={**NDJSON, "Idempotency-Key": "k"}), retry
     )
     for method, path in (("GET", ""), ("GET", "/results"), ("GET", "/results?after=3&limit=2"), ("DELETE", "")):
-        _assert_unavailable(client.request(method, f"/v1/jobs/0123456789abcdef{path}"), retry)
+        _assert_unavailable(client.request(method, f"/v1/jobs/0123456789abcdef0123456789abcdef{path}"), retry)
     metrics = client.get("/metrics").text
     assert 'status="500"' not in metrics
 

@@ -49,6 +49,9 @@ def test_a_job_is_invisible_to_another_key_and_visible_to_the_admin(
         unknown.json()["detail"].replace("0123456789abcdef0123456789abcdef", job_id)
         == client.get(f"/v1/jobs/{job_id}", headers=bearer(KEY_2)).json()["detail"]
     )  # the same answer as for a job that does not exist
+    for alias in (f"{job_id}:in", f"{job_id}:out", job_id.upper()):  # other keys of the job are no job
+        assert client.get(f"/v1/jobs/{alias}", headers=bearer(ADMIN)).status_code == 404
+        assert client.delete(f"/v1/jobs/{alias}", headers=bearer(ADMIN)).status_code == 404
     own = client.get(f"/v1/jobs/{job_id}", headers=bearer(KEY_1)).json()
     assert own["status"] == "running" and own["n_done"] == 2  # the other key's DELETE cancelled nothing
 
