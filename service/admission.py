@@ -5,13 +5,19 @@
   still admitted when nothing else is in flight, so a bound below MAX_BATCH_ITEMS cannot refuse everything.
 * ``/v1/jobs``: at most MAX_QUEUED_ITEMS items waiting in queued and running jobs (counted in Redis, so the
   bound holds across API processes); checked by the jobs route with ``check_queued``.
+* ``/v1/jobs``, bytes: the jobs kept in Redis (inputs, results, and the results reserved for items not yet
+  done) stay within JOB_STORE_MAX_BYTES: a job whose estimate would pass it is refused with 503 + Retry-After
+  (413 when it alone is larger than the budget); checked with ``check_store_bytes``. Results are kept for
+  JOB_RESULTS_TTL_S after a job ends, so finished jobs count until they expire (docs/jobs-sizing.md).
 
 Counted from the event loop's thread only, so no lock.
 """
 
 from __future__ import annotations
 
-from service.jobs.errors import OverloadedError
+import math
+
+from service.jobs.errors import JobStoreFullError, JobTooLargeError, OverloadedError
 from service.metrics import LoopCounter
 
 __all__ = ["Admission"]
@@ -52,4 +58,28 @@ class Admission:
                 f"{queued_items} job items are waiting; {n_new} more would pass MAX_QUEUED_ITEMS="
                 f"{self.max_queued_items}: retry after {self.retry_after_s} s",
                 retry_after_s=self.retry_after_s,
+            )
+
+    def check_store_bytes(
+        self, stored: int, n_new: int, *, max_bytes: int, earliest_expiry_in_s: float | None = None
+    ) -> None:
+        """Refuse a job estimated at ``n_new`` bytes when ``stored`` bytes are kept and the sum passes
+        ``max_bytes`` (JOB_STORE_MAX_BYTES): 413 when it alone does, else 503 with Retry-After = the seconds
+        until the earliest kept job expires (at least RETRY_AFTER_S)."""
+        if n_new > max_bytes:
+            self._refused.inc("/v1/jobs")
+            raise JobTooLargeError(
+                f"the job needs about {n_new} bytes of job storage (its input + JOB_RESULT_ITEM_BYTES per item); "
+                f"the whole budget is JOB_STORE_MAX_BYTES={max_bytes}: split it into smaller jobs"
+            )
+        if stored + n_new > max_bytes:
+            self._refused.inc("/v1/jobs")
+            wait = self.retry_after_s
+            if earliest_expiry_in_s is not None:
+                wait = max(wait, math.ceil(earliest_expiry_in_s))
+            raise JobStoreFullError(
+                f"the jobs kept hold {stored} bytes; this job's about {n_new} more would pass "
+                f"JOB_STORE_MAX_BYTES={max_bytes} (results are kept JOB_RESULTS_TTL_S after a job ends): retry "
+                f"after {wait} s, or read and let older results expire",
+                retry_after_s=wait,
             )

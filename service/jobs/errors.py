@@ -15,10 +15,13 @@ __all__ = [
     "IdempotencyConflictError",
     "JobCancelledError",
     "JobNotFoundError",
+    "JobStoreFullError",
     "JobTooLargeError",
     "JobsUnavailableError",
     "JudgeCircuitOpenError",
     "OverloadedError",
+    "StoreUnavailableError",
+    "store_unavailable",
 ]
 
 ENABLE_JOBS_HELP = (
@@ -34,6 +37,25 @@ class JobsUnavailableError(ServiceProblem):
     status = 503
     slug = "jobs-unavailable"
     title = "Durable jobs are not enabled"
+
+
+class StoreUnavailableError(JobsUnavailableError):
+    """REDIS_URL is set but Redis does not answer (connection refused, reset, timed out): 503 with Retry-After,
+    the same ``jobs-unavailable`` type, so a client retries later instead of seeing a 500."""
+
+    title = "Durable jobs are temporarily unavailable"
+
+    def __init__(self, detail: str, *, retry_after_s: int) -> None:
+        super().__init__(detail, headers={"Retry-After": str(max(1, int(retry_after_s)))})
+
+
+def store_unavailable(error: BaseException, retry_after_s: int) -> StoreUnavailableError:
+    """The 503 for a Redis-backed route whose Redis call failed with ``error`` (a ``RedisError``/``OSError``)."""
+    wait = max(1, int(retry_after_s))
+    return StoreUnavailableError(
+        f"Redis does not answer ({type(error).__name__}); retry after {wait} s. {ENABLE_JOBS_HELP}",
+        retry_after_s=wait,
+    )
 
 
 class JobNotFoundError(ServiceProblem):
@@ -66,6 +88,18 @@ class OverloadedError(ServiceProblem):
     status = 429
     slug = "overloaded"
     title = "Too many items in progress"
+
+    def __init__(self, detail: str, *, retry_after_s: int) -> None:
+        super().__init__(detail, headers={"Retry-After": str(int(retry_after_s))})
+
+
+class JobStoreFullError(ServiceProblem):
+    """Admission control: the jobs kept in Redis hold JOB_STORE_MAX_BYTES already (503 + Retry-After: when the
+    earliest kept job expires, at least RETRY_AFTER_S)."""
+
+    status = 503
+    slug = "job-store-full"
+    title = "Job storage budget reached"
 
     def __init__(self, detail: str, *, retry_after_s: int) -> None:
         super().__init__(detail, headers={"Retry-After": str(int(retry_after_s))})

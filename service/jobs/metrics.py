@@ -9,12 +9,13 @@ metric                              type      labels / meaning
 ``cj_worker_heartbeats_total``      counter   heartbeats this worker wrote for its running chunks
 ``cj_job_queue_chunks``             gauge     state (queued / active): chunk tasks in the queue
 ``cj_job_queued_items``             gauge     items of queued and running jobs not yet done
+``cj_job_store_bytes``              gauge     bytes the kept jobs hold or reserve in Redis (JOB_STORE_MAX_BYTES)
 ``cj_jobs_submitted_total``         counter   outcome (accepted / replayed / refused)
 ``cj_admission_refused_total``      counter   route: 429 answers of admission control
 =================================== ========= ==============================================================
 
-The gauges are refreshed by whoever reads the queue: a worker every JOB_SWEEP_S (both), the API on each POST
-(``cj_job_queued_items``).
+The gauges are refreshed by whoever reads the queue: a worker every JOB_SWEEP_S (the first two), the API on
+each POST (``cj_job_queued_items``, ``cj_job_store_bytes``).
 """
 
 from __future__ import annotations
@@ -48,6 +49,9 @@ class JobMetrics:
         )
         self.queued_items = Gauge(
             "cj_job_queued_items", "Items of queued and running jobs not yet done", registry=metrics.registry
+        )
+        self.store_bytes = Gauge(
+            "cj_job_store_bytes", "Bytes the kept jobs hold or reserve in Redis", registry=metrics.registry
         )
 
 

@@ -60,7 +60,11 @@ class JobQueue:
         from saq import Queue
 
         queue = Queue.from_url(redis_url, name=settings.queue)
-        return cls(queue, JobStore(queue.redis, settings.queue, results_ttl_s=settings.results_ttl_s), settings)
+        store = JobStore(
+            queue.redis, settings.queue, results_ttl_s=settings.results_ttl_s,
+            result_item_bytes=settings.result_item_bytes,
+        )  # fmt: skip
+        return cls(queue, store, settings)
 
     async def enqueue_chunks(self, job_id: str, n_chunks: int) -> None:
         """Queue one ``score_chunk`` task per chunk (SAQ bounds its own concurrent Redis operations)."""

@@ -75,7 +75,7 @@ class ChunkRunner:
         if lines is None:
             return self._skipped(job_id, chunk, attempt, "gone")
         record = await self.store.get(job_id)
-        first = chunk * record.chunk_size
+        first, _ = record.chunk_bounds(chunk)
         if attempt > 1:
             self.metrics.chunk_retries.inc()
         cancelled, done = asyncio.Event(), asyncio.Event()

@@ -10,12 +10,27 @@ Keys (``p`` = ``cj:<JOB_QUEUE>:``):
 key                   type   content
 ===================== ====== ===========================================================================
 ``p job:<id>``        hash   n_items, n_chunks, chunk_size, status, created_at, started_at, finished_at,
-                             n_done, n_failed, chunks_done, chunks_abandoned, digest
+                             n_done, n_failed, chunks_done, chunks_abandoned, digest, tenant, out_bytes,
+                             starts (only when chunks differ in length: msgpack list of first indices)
 ``p job:<id>:in``     hash   chunk number -> that chunk's input lines (JSON Lines), removed once written
 ``p job:<id>:out``    hash   chunk number -> that chunk's result lines (JSON Lines, one per item, in order)
 ``p open``            hash   job id -> items not yet done, for every queued or running job (admission)
-``p idem:<sha256>``   string ``<job id> <body sha256>`` for an Idempotency-Key
+``p idem:<sha256>``   string ``<job id> <body sha256>`` for an Idempotency-Key (hashed with the tenant)
+``p bytes``           hash   job id -> bytes the job holds or has reserved in Redis (admission's budget)
+``p expiry``          zset   job id -> Unix time its keys expire (entries of ``bytes``/``open`` pruned then)
 ===================== ====== ===========================================================================
+
+Chunks are cut by items and by bytes (``service.jobs.intake``), so they may differ in length; ``starts`` then
+maps chunk numbers to item indices (absent: chunk ``c`` starts at ``c * chunk_size``). An input line never holds
+a newline (the store refuses one), so a chunk splits back into exactly the lines it was given.
+
+Tenancy: ``tenant`` is a one-way digest of the API key that created the job (empty without API_KEYS); reads,
+results and cancel given a tenant see only that tenant's jobs (others get the same 404 as a missing job), and
+Idempotency-Keys are bound per tenant. ``tenant=None`` (the admin key, workers) sees every job.
+
+Byte accounting: creating a job reserves its input bytes + n_items x JOB_RESULT_ITEM_BYTES in ``bytes``; each
+chunk written replaces its share of that estimate with the real result size (and frees its input); a finished
+or cancelled job holds exactly its results' bytes until it expires.
 
 Status rule: ``queued`` until a worker starts a chunk, then ``running``; when every chunk has its results,
 ``succeeded`` (``failed`` when some chunk was abandoned after JOB_CHUNK_ATTEMPTS lost workers: its items carry
@@ -26,6 +41,7 @@ unfinished ones after the same time counted from submission (a job nobody works 
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -35,7 +51,7 @@ import msgspec
 
 from service.jobs.errors import JobNotFoundError
 
-__all__ = ["ACTIVE_STATUSES", "JobRecord", "JobStore", "key_prefix"]
+__all__ = ["ACTIVE_STATUSES", "JobRecord", "JobStore", "StoredBytes", "key_prefix"]
 
 ACTIVE_STATUSES = frozenset({"queued", "running"})
 
@@ -50,11 +66,15 @@ end
 return status
 """
 
-# KEYS: meta, out, in, open. ARGV: chunk, blob, n_lines, n_failed, now, ttl, job id, abandoned (0/1)
+# KEYS: meta, out, in, open, bytes, expiry. ARGV: chunk, blob, n_lines, n_failed, now, ttl, job id, abandoned
+# (0/1), reserved result bytes per item
 _FINISH_CHUNK = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
 if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
+local in_len = redis.call('HSTRLEN', KEYS[3], ARGV[1])
+local out_len = string.len(ARGV[2])
 redis.call('HDEL', KEYS[3], ARGV[1])
+local out_bytes = redis.call('HINCRBY', KEYS[1], 'out_bytes', out_len)
 redis.call('HINCRBY', KEYS[1], 'n_done', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'n_failed', ARGV[4])
 if ARGV[8] == '1' then redis.call('HINCRBY', KEYS[1], 'chunks_abandoned', 1) end
@@ -65,6 +85,9 @@ if status == 'queued' or status == 'running' then
   if redis.call('HEXISTS', KEYS[4], ARGV[7]) == 1 then
     redis.call('HINCRBY', KEYS[4], ARGV[7], -tonumber(ARGV[3]))
   end
+  if redis.call('HEXISTS', KEYS[5], ARGV[7]) == 1 then
+    redis.call('HINCRBY', KEYS[5], ARGV[7], out_len - in_len - tonumber(ARGV[3]) * tonumber(ARGV[9]))
+  end
   if done >= tonumber(redis.call('HGET', KEYS[1], 'n_chunks')) then
     local abandoned = tonumber(redis.call('HGET', KEYS[1], 'chunks_abandoned') or '0')
     redis.call('HSET', KEYS[1], 'status', abandoned > 0 and 'failed' or 'succeeded', 'finished_at', ARGV[5])
@@ -72,13 +95,18 @@ if status == 'queued' or status == 'running' then
     redis.call('DEL', KEYS[3])
     redis.call('EXPIRE', KEYS[1], ARGV[6])
     redis.call('EXPIRE', KEYS[2], ARGV[6])
+    redis.call('HSET', KEYS[5], ARGV[7], out_bytes)
+    redis.call('ZADD', KEYS[6], tonumber(ARGV[5]) + tonumber(ARGV[6]), ARGV[7])
   end
+elseif redis.call('HEXISTS', KEYS[5], ARGV[7]) == 1 then
+  redis.call('HINCRBY', KEYS[5], ARGV[7], out_len)  -- a chunk that ended after its job was cancelled
 end
 return 1
 """
 
-# KEYS: meta (the new job's), open, idempotency key (or meta again when none). ARGV: job id, n_items, ttl,
-# digest, has key (0/1), meta-key prefix, then field, value, ... of the new job's hash.
+# KEYS: meta (the new job's), open, idempotency key (or meta again when none), bytes, expiry. ARGV: job id,
+# n_items, ttl, digest, has key (0/1), meta-key prefix, reserved bytes, expiry time, then field, value, ... of
+# the new job's hash.
 # Claim and creation are one step: of two requests with one key, the second finds the first's job, never
 # a binding whose job does not exist yet.
 _CREATE = """
@@ -90,25 +118,45 @@ if ARGV[5] == '1' then
   end
   redis.call('SET', KEYS[3], ARGV[1] .. ' ' .. ARGV[4], 'EX', ARGV[3])
 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 7))
+redis.call('HSET', KEYS[1], unpack(ARGV, 9))
 redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[4], ARGV[1], ARGV[7])
+redis.call('ZADD', KEYS[5], ARGV[8], ARGV[1])
 return false
 """
 
-# KEYS: meta, in, out, open. ARGV: now, ttl, job id
+# KEYS: meta, in, out, open, bytes, expiry. ARGV: now, ttl, job id, tenant check (0/1), tenant
 _CANCEL = """
 local status = redis.call('HGET', KEYS[1], 'status')
 if not status then return false end
+if ARGV[4] == '1' and (redis.call('HGET', KEYS[1], 'tenant') or '') ~= ARGV[5] then return false end
 if status == 'queued' or status == 'running' then
   redis.call('HSET', KEYS[1], 'status', 'cancelled', 'finished_at', ARGV[1])
   redis.call('HDEL', KEYS[4], ARGV[3])
   redis.call('DEL', KEYS[2])
   redis.call('EXPIRE', KEYS[1], ARGV[2])
   redis.call('EXPIRE', KEYS[3], ARGV[2])
+  redis.call('HSET', KEYS[5], ARGV[3], redis.call('HGET', KEYS[1], 'out_bytes') or '0')
+  redis.call('ZADD', KEYS[6], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
   return 'cancelled'
 end
 return status
+"""
+
+# KEYS: bytes, expiry, open. ARGV: now. Forgets the jobs whose keys have expired (their bytes are gone from
+# Redis, and an unfinished job that expired is no longer open), then returns {total bytes, earliest expiry}.
+_STORED_BYTES = """
+local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
+for _, job in ipairs(gone) do
+  redis.call('HDEL', KEYS[1], job)
+  redis.call('HDEL', KEYS[3], job)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
+local total = 0
+for _, value in ipairs(redis.call('HVALS', KEYS[1])) do total = total + tonumber(value) end
+local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+return {tostring(total), first[2] or false}
 """
 
 
@@ -132,6 +180,28 @@ class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
     started_at: float | None
     finished_at: float | None
     digest: str
+    tenant: str = ""
+    starts: tuple[int, ...] | None = None  # first item index of each chunk, when chunks differ in length
+    out_bytes: int = 0
+
+    def chunk_starts(self) -> tuple[int, ...]:
+        """The first item index of every chunk (stored, or ``c * chunk_size`` for equal chunks)."""
+        if self.starts is not None:
+            return self.starts
+        return tuple(range(0, self.n_chunks * self.chunk_size, self.chunk_size))
+
+    def chunk_bounds(self, chunk: int) -> tuple[int, int]:
+        """(first item index, number of items) of chunk ``chunk``."""
+        starts = self.chunk_starts()
+        end = starts[chunk + 1] if chunk + 1 < len(starts) else self.n_items
+        return starts[chunk], end - starts[chunk]
+
+
+class StoredBytes(msgspec.Struct, frozen=True):
+    """What the jobs kept in Redis hold or have reserved, in bytes, and when the earliest of them expires."""
+
+    total: int
+    earliest_expiry: float | None
 
 
 def _record(job_id: str, raw: dict[bytes, bytes]) -> JobRecord:
@@ -156,21 +226,28 @@ def _record(job_id: str, raw: dict[bytes, bytes]) -> JobRecord:
         started_at=number("started_at"),
         finished_at=number("finished_at"),
         digest=text("digest") or "",
+        tenant=text("tenant") or "",
+        starts=None if b"starts" not in raw else tuple(msgspec.msgpack.decode(raw[b"starts"], type=list[int])),
+        out_bytes=int(number("out_bytes") or 0),
     )
 
 
 class JobStore:
     """Job records on one Redis client (``redis.asyncio.Redis``, bytes replies) under one queue's prefix."""
 
-    def __init__(self, redis: Any, queue: str, *, results_ttl_s: int, clock: Any = time.time) -> None:
+    def __init__(
+        self, redis: Any, queue: str, *, results_ttl_s: int, result_item_bytes: int = 1_000, clock: Any = time.time
+    ) -> None:
         self.redis = redis
         self.prefix = key_prefix(queue)
         self.results_ttl_s = results_ttl_s
+        self.result_item_bytes = result_item_bytes  # the per-item result estimate reserved at creation
         self._clock = clock
         self._start = redis.register_script(_START_CHUNK)
         self._finish = redis.register_script(_FINISH_CHUNK)
         self._cancel = redis.register_script(_CANCEL)
         self._create = redis.register_script(_CREATE)
+        self._stored_bytes = redis.register_script(_STORED_BYTES)
 
     def _meta(self, job_id: str) -> str:
         return f"{self.prefix}job:{job_id}"
@@ -185,34 +262,66 @@ class JobStore:
     def _open(self) -> str:
         return f"{self.prefix}open"
 
+    @property
+    def _bytes(self) -> str:
+        return f"{self.prefix}bytes"
+
+    @property
+    def _expiry(self) -> str:
+        return f"{self.prefix}expiry"
+
     # --- intake -----------------------------------------------------------------------------------------
-    async def put_chunk(self, job_id: str, chunk: int, lines: Sequence[bytes]) -> None:
-        """Store one chunk's input lines (the key expires with the job if it is never finished)."""
+    async def put_chunk(self, job_id: str, chunk: int, lines: Sequence[bytes]) -> int:
+        """Store one chunk's input lines (the key expires with the job if it is never finished); the bytes stored.
+
+        ``ValueError`` for a line holding a newline: lines are stored joined by newlines, so such a line would
+        come back as several items (the intake re-encodes items so that this cannot happen).
+        """
+        if any(b"\n" in line for line in lines):
+            raise ValueError("a job input line must not contain a newline")
         key = self._in(job_id)
+        blob = b"\n".join(lines)
         async with self.redis.pipeline(transaction=False) as pipe:
-            pipe.hset(key, str(chunk), b"\n".join(lines))
+            pipe.hset(key, str(chunk), blob)
             pipe.expire(key, self.results_ttl_s)
             await pipe.execute()
+        return len(blob)
 
     async def discard_input(self, job_id: str) -> None:
         """Drop the input of a job that was not created (refused or replayed after its body was read)."""
         await self.redis.delete(self._in(job_id))
 
-    def _idempotency(self, key: str) -> str:
-        return f"{self.prefix}idem:{hashlib.sha256(key.encode()).hexdigest()}"
+    def _idempotency(self, key: str, tenant: str) -> str:
+        # The tenant is part of the name: one client's key never finds (or blocks) another client's job.
+        name = hashlib.sha256(tenant.encode() + b"\x00" + key.encode()).hexdigest()
+        return f"{self.prefix}idem:{name}"
 
     async def create(
-        self, job_id: str, *, n_items: int, chunk_size: int, digest: str, idempotency_key: str | None = None
+        self,
+        job_id: str,
+        *,
+        n_items: int,
+        chunk_size: int,
+        digest: str,
+        idempotency_key: str | None = None,
+        tenant: str = "",
+        starts: Sequence[int] | None = None,
+        reserved_bytes: int = 0,
     ) -> JobRecord | tuple[str, str]:
-        """Write the job's metadata (status queued) and count its items as open; returns the record.
+        """Write the job's metadata (status queued), count its items as open and reserve ``reserved_bytes`` of
+        the byte budget; returns the record.
 
-        With ``idempotency_key``: bound to (job_id, digest) in the same atomic step (one Lua script), unless
-        it is bound already to a job that still exists; then nothing is created and the earlier
-        ``(job id, digest)`` is returned. A binding whose job has expired is replaced.
+        ``starts``: the first item index of each chunk (None: equal chunks of ``chunk_size``); kept only when
+        the chunks differ in length. ``tenant``: the creator's digest (``service.jobs.tenancy``).
+
+        With ``idempotency_key``: bound to (job_id, digest) for this tenant in the same atomic step (one Lua
+        script), unless it is bound already to a job that still exists; then nothing is created and the
+        earlier ``(job id, digest)`` is returned. A binding whose job has expired is replaced.
         """
         now = self._clock()
-        n_chunks = -(-n_items // chunk_size)
-        fields = {
+        n_chunks = len(starts) if starts is not None else -(-n_items // chunk_size)
+        regular = starts is None or list(starts) == list(range(0, n_chunks * chunk_size, chunk_size))
+        fields: dict[str, Any] = {
             "status": "queued",
             "n_items": n_items,
             "n_chunks": n_chunks,
@@ -223,14 +332,18 @@ class JobStore:
             "chunks_abandoned": 0,
             "created_at": repr(now),
             "digest": digest,
+            "tenant": tenant,
+            "out_bytes": 0,
         }
+        if not regular:
+            fields["starts"] = msgspec.msgpack.encode(list(starts or ()))
         meta = self._meta(job_id)
-        idem = self._idempotency(idempotency_key) if idempotency_key else meta
+        idem = self._idempotency(idempotency_key, tenant) if idempotency_key else meta
         flat = [part for pair in fields.items() for part in pair]
         earlier = await self._create(
-            keys=[meta, self._open, idem],
+            keys=[meta, self._open, idem, self._bytes, self._expiry],
             args=[job_id, n_items, self.results_ttl_s, digest, 1 if idempotency_key else 0, f"{self.prefix}job:",
-                  *flat],
+                  reserved_bytes, repr(now + self.results_ttl_s), *flat],
         )  # fmt: skip
         if earlier is not None:
             earlier_job, earlier_digest = earlier.decode().split(" ", 1)
@@ -238,12 +351,13 @@ class JobStore:
         return JobRecord(
             job_id=job_id, status="queued", n_items=n_items, n_chunks=n_chunks, chunk_size=chunk_size, n_done=0,
             n_failed=0, chunks_done=0, created_at=now, started_at=None, finished_at=None, digest=digest,
+            tenant=tenant, starts=None if regular else tuple(starts or ()),
         )  # fmt: skip
 
-    async def idempotency_binding(self, key: str) -> tuple[str, str] | None:
-        """The (job id, digest) ``key`` is bound to when that job still exists, else None (a read only: the
-        binding itself is made by ``create``)."""
-        bound = await self.redis.get(self._idempotency(key))
+    async def idempotency_binding(self, key: str, tenant: str = "") -> tuple[str, str] | None:
+        """The (job id, digest) ``key`` is bound to for ``tenant`` when that job still exists, else None (a read
+        only: the binding itself is made by ``create``)."""
+        bound = await self.redis.get(self._idempotency(key, tenant))
         if bound is None:
             return None
         earlier_job, earlier_digest = bound.decode().split(" ", 1)
@@ -255,11 +369,19 @@ class JobStore:
         """Items of queued and running jobs not yet done (the admission bound's measure)."""
         return sum(int(value) for value in await self.redis.hvals(self._open))
 
+    async def stored_bytes(self) -> StoredBytes:
+        """Bytes the unexpired jobs hold or have reserved (the byte budget's measure); forgets expired jobs."""
+        total, earliest = await self._stored_bytes(
+            keys=[self._bytes, self._expiry, self._open], args=[repr(self._clock())]
+        )
+        return StoredBytes(int(float(total)), None if earliest is None else float(earliest))
+
     # --- reads ------------------------------------------------------------------------------------------
-    async def get(self, job_id: str) -> JobRecord:
-        """The job's record; ``JobNotFoundError`` when it does not exist (or expired)."""
+    async def get(self, job_id: str, tenant: str | None = None) -> JobRecord:
+        """The job's record; ``JobNotFoundError`` when it does not exist (or expired), or when ``tenant`` is
+        given and the job is another tenant's (the same answer, so ids of other tenants' jobs tell nothing)."""
         raw = await self.redis.hgetall(self._meta(job_id))
-        if not raw:
+        if not raw or (tenant is not None and raw.get(b"tenant", b"").decode() != tenant):
             raise JobNotFoundError(f"no job {job_id!r}: it was never created, or its results expired")
         return _record(job_id, raw)
 
@@ -273,21 +395,26 @@ class JobStore:
         line received is a cursor to resume from); for a finished job, chunks without results (never run,
         because the job was cancelled) are skipped. Reads ``window`` chunks per round trip.
         """
-        size = record.chunk_size
-        chunk = (after + 1) // size
-        skip = (after + 1) - chunk * size
+        first = after + 1
+        if first >= record.n_items or record.n_chunks == 0:
+            return
+        starts = record.chunk_starts()
+        ends = (*starts[1:], record.n_items)
+        chunk = bisect.bisect_right(starts, first) - 1
+        skip = first - starts[chunk]
         remaining = limit
         while chunk < record.n_chunks and (remaining is None or remaining > 0):
             numbers = [str(n) for n in range(chunk, min(chunk + window, record.n_chunks))]
             blobs = await self.redis.hmget(self._out(record.job_id), numbers)
             for blob in blobs:
+                length = ends[chunk] - starts[chunk]
                 chunk += 1
                 if blob is None:
                     if record.status in ACTIVE_STATUSES:
                         return
                     skip = 0
                     continue
-                if skip == 0 and (remaining is None or remaining >= record.chunk_size):
+                if skip == 0 and (remaining is None or remaining >= length):
                     block = blob  # the whole chunk as stored: no split, one piece to send
                     if remaining is not None:
                         remaining -= blob.count(b"\n") + 1
@@ -322,18 +449,20 @@ class JobStore:
         blob = lines if isinstance(lines, bytes) else b"\n".join(lines)
         n_lines = blob.count(b"\n") + 1 if isinstance(lines, bytes) else len(lines)
         written = await self._finish(
-            keys=[self._meta(job_id), self._out(job_id), self._in(job_id), self._open],
+            keys=[self._meta(job_id), self._out(job_id), self._in(job_id), self._open, self._bytes, self._expiry],
             args=[
                 chunk, blob, n_lines, n_failed, repr(self._clock()), self.results_ttl_s, job_id, 1 if abandoned else 0,
+                self.result_item_bytes,
             ],
         )  # fmt: skip
         return int(written) == 1
 
-    async def cancel(self, job_id: str) -> str:
-        """Cancel a queued or running job (its unstarted chunks are never judged); the status afterwards."""
+    async def cancel(self, job_id: str, tenant: str | None = None) -> str:
+        """Cancel a queued or running job (its unstarted chunks are never judged); the status afterwards.
+        ``JobNotFoundError`` when there is no such job, or it is another tenant's (``tenant`` given)."""
         status = await self._cancel(
-            keys=[self._meta(job_id), self._in(job_id), self._out(job_id), self._open],
-            args=[repr(self._clock()), self.results_ttl_s, job_id],
+            keys=[self._meta(job_id), self._in(job_id), self._out(job_id), self._open, self._bytes, self._expiry],
+            args=[repr(self._clock()), self.results_ttl_s, job_id, 0 if tenant is None else 1, tenant or ""],
         )
         if status is None:
             raise JobNotFoundError(f"no job {job_id!r}: it was never created, or its results expired")

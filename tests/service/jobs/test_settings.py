@@ -27,3 +27,16 @@ def test_job_settings_are_read_from_the_environment() -> None:
 def test_a_bad_job_setting_is_refused_by_name(variable: str, value: str) -> None:
     with pytest.raises(SettingsError, match=variable):
         Settings.from_env({"THRESHOLDS_PATH": "t.json", variable: value})
+
+
+def test_byte_settings_are_read_and_a_chunk_must_hold_one_line() -> None:
+    settings = Settings.from_env(
+        {"THRESHOLDS_PATH": "t.json", "MAX_JOB_LINE_BYTES": "2000", "JOB_CHUNK_BYTES": "5000",
+         "JOB_STORE_MAX_BYTES": "123456", "JOB_RESULT_ITEM_BYTES": "900"}
+    )  # fmt: skip
+    jobs = settings.jobs
+    assert (jobs.max_job_line_bytes, jobs.chunk_bytes, jobs.max_store_bytes, jobs.result_item_bytes) == (
+        2000, 5000, 123456, 900
+    )  # fmt: skip
+    with pytest.raises(SettingsError, match="JOB_CHUNK_BYTES"):
+        Settings.from_env({"THRESHOLDS_PATH": "t.json", "MAX_JOB_LINE_BYTES": "6000", "JOB_CHUNK_BYTES": "5000"})
