@@ -3,14 +3,23 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+RUNTIME_STAMP := $(VENV)/.installed-runtime
 
-.PHONY: install test test-fast bench lint mutate calibrate serve worker openapi demo clean
+.PHONY: install install-runtime test test-fast bench lint mutate calibrate serve worker openapi demo clean
+
+## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
+## offline extras on top of them, in the same .venv.
+install-runtime: $(RUNTIME_STAMP)
+
+$(RUNTIME_STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(RUNTIME_STAMP)
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
+$(STAMP): $(RUNTIME_STAMP) pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,offline]'
 	touch $(STAMP)
 
@@ -29,12 +38,12 @@ calibrate: install
 
 ## Serve the API on 127.0.0.1:$${PORT:-8000} with the shipped thresholds; no Redis needed.
 ## WORKERS=N runs N server processes; HEADER_TIMEOUT_S, BODY_TIMEOUT_S, KEEPALIVE_TIMEOUT_S bound slow clients.
-serve: install
-	$(BIN)/python -m service
+serve: install-runtime
+	exec $(BIN)/python -m service
 
 ## A durable-jobs worker (needs REDIS_URL, e.g. redis://127.0.0.1:6379/0); start as many as you like.
-worker: install
-	$(BIN)/python -m service.worker
+worker: install-runtime
+	exec $(BIN)/python -m service.worker
 
 ## Regenerate the committed OpenAPI spec.
 openapi: install
