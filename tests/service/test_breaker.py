@@ -28,55 +28,60 @@ class FakeClock:
         return self.now
 
 
+def before_call(breaker: CircuitBreaker) -> None:
+    """Run the async ``before_call`` to its end (no probe in flight, so it never waits)."""
+    asyncio.run(breaker.before_call())
+
+
 def test_opens_after_consecutive_failures_and_a_success_resets_the_count() -> None:
     clock = FakeClock()
     breaker = CircuitBreaker("j", failures=3, cooldown_s=10, clock=clock)
     for _ in range(2):
-        breaker.before_call()
+        before_call(breaker)
         breaker.record_failure()
-    breaker.before_call()
+    before_call(breaker)
     breaker.record_success()  # the count starts again
     for _ in range(2):
-        breaker.before_call()
+        before_call(breaker)
         breaker.record_failure()
     assert breaker.state == "closed"
-    breaker.before_call()
+    before_call(breaker)
     breaker.record_failure()
     assert breaker.state == "open"
     with pytest.raises(JudgeCircuitOpenError) as raised:
-        breaker.before_call()
+        before_call(breaker)
     problem, headers = problem_from_exception(raised.value)
     assert problem.status == 503 and problem.type.endswith("judge-circuit-open") and headers["Retry-After"] == "10"
 
 
 def test_half_open_lets_one_probe_through_which_closes_or_reopens() -> None:
     clock = FakeClock()
-    breaker = CircuitBreaker("j", failures=1, cooldown_s=10, clock=clock)
+    breaker = CircuitBreaker("j", failures=1, cooldown_s=10, clock=clock, probe_wait_s=0.05)
     breaker.record_failure()
     clock.now += 9.9
     with pytest.raises(JudgeCircuitOpenError):
-        breaker.before_call()
+        before_call(breaker)
     clock.now += 0.1
     assert breaker.state == "half_open"
-    breaker.before_call()  # the probe
-    with pytest.raises(JudgeCircuitOpenError):
-        breaker.before_call()  # only one probe at a time
+    before_call(breaker)  # the probe
+    with pytest.raises(JudgeCircuitOpenError, match="BREAKER_PROBE_WAIT_S"):
+        before_call(breaker)  # only one probe at a time: the others wait for it, here longer than the bound
     breaker.record_failure()  # the probe failed: open for another cool-down
     assert breaker.state == "open"
     clock.now += 10
-    breaker.before_call()
+    before_call(breaker)
     breaker.abandon()  # a cancelled probe gives its slot back
-    breaker.before_call()
+    before_call(breaker)
     breaker.record_success()
     assert breaker.state == "closed"
-    breaker.before_call()
-    breaker.before_call()
+    before_call(breaker)
+    before_call(breaker)
 
 
 def test_breakers_are_per_judge() -> None:
     breakers = CircuitBreakers(failures=1, cooldown_s=5, clock=FakeClock())
     breakers.of("a").record_failure()
-    breakers.of("b").before_call()
+    before_call(breakers.of("b"))
     assert breakers.states() == {"a": "open", "b": "closed"}
 
 
