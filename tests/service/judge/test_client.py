@@ -221,6 +221,9 @@ def test_a_reply_over_the_cap_is_cut_while_it_streams_in(judge_server: JudgeServ
 
 
 def test_a_declared_length_over_the_cap_is_refused_and_the_cap_is_configurable(judge_server: JudgeServer) -> None:
+    judge_server.responder = lambda body: "4" + " " * 300_000  # Content-Length about 300 KB: over 256 KiB
+    with pytest.raises(JudgeReplyTooLarge, match="larger than 262144 bytes"):
+        score_once(judge_server.judge_config())
     judge_server.responder = lambda body: "4" + " " * 5_000  # Content-Length about 6 KB
     with pytest.raises(JudgeReplyTooLarge, match="larger than 4096 bytes"):
         run_with(
