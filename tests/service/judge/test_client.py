@@ -196,12 +196,16 @@ def test_a_retry_wait_beyond_the_deadline_fails_at_once(judge_server: JudgeServe
 
 
 def test_the_format_retry_shares_the_verdicts_deadline(judge_server: JudgeServer) -> None:
-    """The first ask takes most of timeout_s and is unreadable; the format retry gets only what is left."""
-    judge_server.inject("no_score")
-    judge_server.latency_s = 0.4
+    """The first ask takes 1.2 s of timeout_s 2 s and is unreadable; the format retry (which hangs) gets only
+    what is left, so the verdict fails at about 2 s, not 1.2 + 2 s."""
+    judge_server.responder = lambda body: NO_SCORE_REPLY
+    judge_server.inject("hang", hang_s=1.2)  # then the unreadable reply
+    judge_server.inject("hang", hang_s=10)  # the format retry
+    started = time.monotonic()
     with pytest.raises(JudgeCallError, match="timed out"):
-        score_once(judge_server.judge_config(timeout_s=0.6, max_retries=0))
-    assert judge_server.call_count == 2  # the retry was sent, and cut at the verdict's deadline
+        score_once(judge_server.judge_config(timeout_s=2.0, max_retries=0))
+    assert judge_server.call_count == 2  # the format retry was sent, and cut at the verdict's deadline
+    assert time.monotonic() - started < 3.0
 
 
 # -- oversized, dripping and unreadable replies -------------------------------------------------------------
