@@ -504,8 +504,13 @@ class JudgeClient:
                 delay = self._delay(attempt, exc, exc.status_code, deadline)
             except openai.APIConnectionError as exc:  # includes APITimeoutError
                 delay = self._delay(attempt, exc, None, deadline)
-            except openai.OpenAIError as exc:
-                raise self._call_error(f"unusable response: {exc}", None, attempt + 1) from exc
+            except openai.OpenAIError as exc:  # another unusable answer: the provider answered, unreadably
+                raise JudgeReplyError(
+                    f"judge {self.config.name!r}: unusable response: {exc}",
+                    judge=self.config.name,
+                    raw_reply="",
+                    reason="unusable_response",
+                ) from exc
             attempt += 1
             self._event("warning", "judge.retry", attempt=attempt, next_attempt=attempt + 1, delay_s=round(delay, 3))
             await asyncio.sleep(delay)

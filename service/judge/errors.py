@@ -9,7 +9,7 @@ exception                raised when
                          connection failure) and ``attempts``; ``provider_fault`` says whether it tells
                          of the provider's health (see there)
 ``JudgeReplyError``      the judge answered but no verdict could be read; carries ``raw_reply`` and
-                         ``reason`` (the parser's rule, or ``not_a_chat_completion``)
+                         ``reason`` (the parser's rule, ``not_a_chat_completion`` or ``unusable_response``)
 ``JudgeReplyTooLarge``   a JudgeReplyError: the reply's body passed the size cap, so it was not read on
                          (``reason`` ``reply_too_large``, ``max_bytes``)
 ``UnknownPromptError``   a criterion or prompt family that ``prompts`` does not know (also a ValueError)
