@@ -18,13 +18,14 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import msgspec
 import pytest
 
 from tests.fakes.judge_server import JudgeServer
-from tests.service.conftest import STAND_IN
+from tests.service.conftest import STAND_IN, AppHarness
 
 ROOT = Path(__file__).resolve().parents[2]
 # The issue asks for p99 < 100 ms on an idle machine; tests share 2 cores with other work, so the bound here
@@ -182,3 +183,21 @@ def test_judge_faults_keep_the_api_responsive_and_open_the_breaker_only_for_an_o
     assert len(poller.latencies) > 20
     assert poller.p99() < HEALTHZ_P99_BOUND_S, f"/healthz p99 {poller.p99():.3f} s over {len(poller.latencies)}"
     assert 'status="500"' not in metrics
+
+
+def test_an_oversized_reply_fails_its_own_batch_item_only(judge_app: AppHarness, stand_in: JudgeServer) -> None:
+    """The cap is per reply: the item whose reply is 400 KB is a 502 naming JUDGE_MAX_REPLY_BYTES; the others
+    are scored."""
+
+    def responder(body: dict[str, Any]) -> str:
+        prompt = "\n".join(str(message["content"]) for message in body["messages"])
+        return "4" + " " * 400_000 if "HUGE-REPLY" in prompt else "4"
+
+    stand_in.responder = responder
+    items = [{"criterion": "relevance", "document": f"Doc {tag}.", "summary": "S."} for tag in ("a", "HUGE-REPLY", "b")]
+    data = judge_app.client.post("/v1/score/batch", json={"items": items}).json()
+    first, huge, last = data["results"]
+    assert first["ok"] and last["ok"] and first["result"]["judge_score"] == 4
+    assert not huge["ok"] and huge["error"]["status"] == 502
+    assert huge["error"]["type"].endswith("judge-reply-unreadable")
+    assert "JUDGE_MAX_REPLY_BYTES" in huge["error"]["detail"]
