@@ -244,6 +244,16 @@ def test_a_reply_that_is_not_a_chat_completion_is_an_unreadable_reply(judge_serv
     assert judge_server.call_count == 1
 
 
+def test_a_dropped_connection_is_a_provider_fault_and_is_retried(judge_server: JudgeServer) -> None:
+    judge_server.inject("disconnect", times=2)
+    # The SDK's aiohttp transport reports a dropped connection as a connect timeout: either is a provider fault.
+    with pytest.raises(JudgeCallError, match="timed out|connection failed") as caught:
+        score_once(judge_server.judge_config(max_retries=1))
+    assert caught.value.status is None and caught.value.provider_fault and judge_server.call_count == 2
+    judge_server.inject("disconnect")
+    assert score_once(judge_server.judge_config(max_retries=1)).judge_score == 4
+
+
 def test_a_slow_drip_is_cut_at_the_deadline_and_its_slot_freed_within_the_drain_bound(
     judge_server: JudgeServer,
 ) -> None:
