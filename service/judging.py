@@ -20,6 +20,11 @@ call; the QA method keys on its generation prompt plus a hash of the article and
 call adds its repetition number, so ``repetitions: 3`` asks three times rather than reading one answer
 thrice. A hit answers with ``cached=True`` and no call. Concurrent identical calls run once (SingleFlight).
 Failed calls are not cached. The concurrency bound per judge is the client's own semaphore.
+
+Breaker rule: every live call passes its judge's circuit breaker (``service.breaker``); only provider faults
+(timeouts, connection failures, 408/429/5xx) count against it, and while a probe is in flight after the
+cool-down the other calls wait for its outcome (at most BREAKER_PROBE_WAIT_S). Replies are capped at
+JUDGE_MAX_REPLY_BYTES (``service.judge.client``).
 """
 
 from __future__ import annotations
@@ -52,7 +57,7 @@ NO_JUDGE_HELP = (
     "work without a judge."
 )
 # Fields of a judge's configuration that do not change its answers (kept out of the cache key).
-_NOT_IN_KEY = {"name", "api_key_env", "max_concurrency", "timeout_s", "max_retries", "base_url"}
+_NOT_IN_KEY = {"name", "api_key_env", "max_concurrency", "timeout_s", "attempt_timeout_s", "max_retries", "base_url"}
 
 
 @dataclass(frozen=True)
@@ -74,7 +79,11 @@ class JudgePool:
         self._clients: dict[str, Any] = {}
         self._flight = SingleFlight()
         self.cache: Any = None
-        self.breakers = CircuitBreakers(settings.jobs.breaker_failures, settings.jobs.breaker_cooldown_s)
+        self.breakers = CircuitBreakers(
+            settings.jobs.breaker_failures,
+            settings.jobs.breaker_cooldown_s,
+            probe_wait_s=settings.breaker_probe_wait_s,
+        )
         self.rubrics: dict[str, Rubric] = load_rubrics(settings.rubrics_file)  # RubricError stops start-up
         self.panels: dict[str, tuple[str, ...]] = load_panels(settings.panels_file)  # PanelConfigError: likewise
 
@@ -97,6 +106,7 @@ class JudgePool:
                     config,
                     logger=self._logger,  # JSON retry/failure events with the request id
                     on_format_retry=lambda kind, judge=name: self._metrics.format_retries.inc(judge, kind),
+                    max_reply_bytes=self._settings.judge_max_reply_bytes,
                 )
         check_panel_members(self.panels, list(self._configs))  # a panel of unconfigured judges stops start-up
         backend = "redis" if self._settings.redis_url else "memory"
@@ -169,12 +179,13 @@ class JudgePool:
 
         async def once() -> T:
             breaker = self.breakers.of(name)
-            breaker.before_call()  # an open breaker fails the item at once (service/breaker.py)
+            # An open breaker fails the item at once; a half-open one makes it wait for the probe's outcome.
+            await breaker.before_call()
             started = time.perf_counter()
             try:
                 result = await call()
             except Exception as error:
-                breaker.record_failure()
+                breaker.record_outcome(error)  # only provider faults count (service/breaker.py)
                 self._metrics.judge_calls.inc(name, kind, type(error).__name__)
                 raise
             except BaseException:

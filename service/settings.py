@@ -25,6 +25,8 @@ variable                    meaning                                             
 ``REDIS_URL``               Redis for the judge-answer cache                      unset: in-process LRU
 ``CACHE_TTL_S``             how long a judge answer stays cached, seconds         ``86400``
 ``CACHE_MAX_ENTRIES``       size of the in-process LRU                            ``10000``
+``JUDGE_MAX_REPLY_BYTES``   largest judge reply body read (502 above it, per item) ``262144``
+``BREAKER_PROBE_WAIT_S``    calls wait this long for a half-open breaker's probe  ``30``
 ``LOG_LEVEL``               structlog level (DEBUG, INFO, WARNING, ERROR)         ``INFO``
 ``ACCESS_LOG``              request log lines: all, errors (>= 400) or off        ``all``
 ``HOST`` / ``PORT``         where ``python -m service`` listens                   ``127.0.0.1`` / ``8000``
@@ -94,6 +96,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     redis_url: str | None = None
     cache_ttl_s: int = 86_400
     cache_max_entries: int = 10_000
+    judge_max_reply_bytes: int = 256 * 1024  # JUDGE_MAX_REPLY_BYTES: enforced while the reply streams in
+    breaker_probe_wait_s: float = 30.0  # BREAKER_PROBE_WAIT_S: bounded wait for a half-open breaker's probe
     log_level: str = "INFO"
     access_log: str = "errors"
     log_flush_ms: int = 100
@@ -129,6 +133,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         )
         _check(self.cache_ttl_s >= 1, "CACHE_TTL_S", self.cache_ttl_s, "must be >= 1")
         _check(self.cache_max_entries >= 1, "CACHE_MAX_ENTRIES", self.cache_max_entries, "must be >= 1")
+        _check(
+            self.judge_max_reply_bytes >= 1024, "JUDGE_MAX_REPLY_BYTES", self.judge_max_reply_bytes, "must be >= 1024"
+        )
+        _check(self.breaker_probe_wait_s > 0, "BREAKER_PROBE_WAIT_S", self.breaker_probe_wait_s, "must be > 0")
         _check(self.log_level in _LOG_LEVELS, "LOG_LEVEL", self.log_level, f"must be one of {_LOG_LEVELS}")
         _check(
             self.access_log in _ACCESS_LOG_MODES, "ACCESS_LOG", self.access_log, f"must be one of {_ACCESS_LOG_MODES}"
@@ -184,6 +192,8 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             redis_url=get("REDIS_URL", str, None),
             cache_ttl_s=get("CACHE_TTL_S", int, 86_400),
             cache_max_entries=get("CACHE_MAX_ENTRIES", int, 10_000),
+            judge_max_reply_bytes=get("JUDGE_MAX_REPLY_BYTES", int, 256 * 1024),
+            breaker_probe_wait_s=get("BREAKER_PROBE_WAIT_S", float, 30.0),
             log_level=get("LOG_LEVEL", str.upper, "INFO"),
             access_log=get("ACCESS_LOG", str.lower, "errors"),
             log_flush_ms=get("LOG_FLUSH_MS", int, 100),

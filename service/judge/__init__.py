@@ -4,6 +4,7 @@ Re-exports the public names of ``client``, ``distribution``, ``errors``, ``parse
 """
 
 from service.judge.client import (
+    DEFAULT_MAX_REPLY_BYTES,
     NO_KEY_PLACEHOLDER,
     TOP_LOGPROBS,
     Completion,
@@ -15,10 +16,12 @@ from service.judge.client import (
 )
 from service.judge.distribution import TokenLogprobs, score_distribution
 from service.judge.errors import (
+    PROVIDER_FAULT_STATUSES,
     JudgeCallError,
     JudgeConfigError,
     JudgeError,
     JudgeReplyError,
+    JudgeReplyTooLarge,
     UnknownPromptError,
 )
 from service.judge.parse import (
@@ -37,6 +40,7 @@ __all__ = [
     "CRITERIA",
     "ChatMessage",
     "Completion",
+    "DEFAULT_MAX_REPLY_BYTES",
     "DirectVerdict",
     "JudgeCallError",
     "JudgeClient",
@@ -44,8 +48,10 @@ __all__ = [
     "JudgeConfigError",
     "JudgeError",
     "JudgeReplyError",
+    "JudgeReplyTooLarge",
     "NO_KEY_PLACEHOLDER",
     "PROMPT_FAMILIES",
+    "PROVIDER_FAULT_STATUSES",
     "ParsedChoice",
     "ParsedScore",
     "Preference",

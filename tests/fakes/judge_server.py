@@ -22,11 +22,21 @@ call                                                    effect
 ``server.max_in_flight``                                the most requests that were being served at once
 ``server.connection_count``                             TCP connections accepted since start (keep-alive)
 ``server.usage = (120, 3)``                             fixed usage token counts (else counted from text)
+``server.inject("huge_reply", size_bytes=5_000_000)``   next reply: a chat completion scoring 4 padded to 5 MB,
+                                                        sent chunked (no Content-Length) as it is generated
+``server.inject("slow_drip", drip_s=0.05)``             next reply: a valid completion, one byte every 50 ms
+``server.bad_request_marker = "LONG-DOC"``              a prompt containing it gets 400 "context too long"
+``server.outage = "unavailable_503"``                   every request gets this fault until set to None
+``server.reply_bytes_sent``                             body bytes of huge / dripped replies actually written
 ======================================================  ====================================================
 
 Fault kinds (``FAULTS``): ``error_500``, ``unavailable_503`` and ``rate_limit_429`` (both with a
 ``Retry-After`` header when ``retry_after_s`` is given), ``bad_request_400``, ``refuse_logprobs`` (a 400 that
-names ``logprobs``), ``hang``, ``no_score``. Faults are used up in request arrival order, one per request.
+names ``logprobs``), ``hang``, ``no_score``, ``garbage_reply`` (a 200 whose body is HTML, not a chat
+completion), ``disconnect`` (the connection is closed without an answer), ``huge_reply`` and ``slow_drip``.
+Faults are used up in request arrival order, one per request; ``outage`` (any fault kind) applies to every
+request while set and takes precedence over injected faults, which stay queued. A huge reply's writer stops
+as soon as the client closes the connection, so ``reply_bytes_sent`` shows how much the client read.
 
 When a request asks for log-probs the reply carries ``choices[0].logprobs.content[i].top_logprobs``: the
 reply text is cut into tokens (a digit is a token of its own, with any leading space), and the first
@@ -71,8 +81,15 @@ FAULTS = (
     "refuse_logprobs",
     "hang",
     "no_score",
+    "garbage_reply",
+    "disconnect",
+    "huge_reply",
+    "slow_drip",
 )
 NO_SCORE_REPLY = "I am sorry, but I cannot rate this summary."
+GARBAGE_REPLY = b"<html><body><h1>502 Bad Gateway</h1>upstream sent an invalid response</body></html>"
+CONTEXT_TOO_LONG = "This model's maximum context length is 128000 tokens; your messages resulted in more tokens."
+_CHUNK = 64 * 1024
 _TOKEN = re.compile(r"\s*\d|\s*[^\W\d]+|\s*[^\w\s]|\s+")
 
 
@@ -121,6 +138,19 @@ class _Fault:
     kind: str
     retry_after_s: float | None = None
     hang_s: float = 30.0
+    size_bytes: int = 5_000_000
+    drip_s: float = 0.05
+
+
+@dataclass(frozen=True)
+class _Streamed:
+    """A body written as it is produced: ``chunks`` in order, ``pause_s`` between them, chunked encoding
+    (no Content-Length) unless ``length`` is given; ``counted`` bodies add to ``reply_bytes_sent``."""
+
+    chunks: Any  # an iterator of bytes
+    length: int | None = None
+    pause_s: float = 0.0
+    counted: bool = False
 
 
 def peaked_logprobs(score: int, *, n_labels: int = 5, sharpness: float = 1.5) -> dict[str, float]:
@@ -158,6 +188,7 @@ class _State:
     in_flight: int = 0
     max_in_flight: int = 0
     connections: int = 0
+    reply_bytes_sent: int = 0
     stopping: threading.Event = field(default_factory=threading.Event)
 
 
@@ -170,6 +201,8 @@ class JudgeServer:
         self.responder: Responder | None = None
         self.refuse_logprobs = False
         self.usage: tuple[int, int] | None = None
+        self.bad_request_marker: str | None = None  # a prompt containing it gets 400 "context too long"
+        self.outage: str | None = None  # a fault kind every request gets while set (outage, then recovery)
         self._state = _State()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -220,12 +253,23 @@ class JudgeServer:
         """Same as ``judge_config_for(self, **overrides)``."""
         return judge_config_for(self, **overrides)
 
-    def inject(self, kind: str, *, times: int = 1, retry_after_s: float | None = None, hang_s: float = 30.0) -> None:
+    def inject(
+        self,
+        kind: str,
+        *,
+        times: int = 1,
+        retry_after_s: float | None = None,
+        hang_s: float = 30.0,
+        size_bytes: int = 5_000_000,
+        drip_s: float = 0.05,
+    ) -> None:
         """Make the next ``times`` requests fail with fault ``kind`` (one of ``FAULTS``)."""
         if kind not in FAULTS:
             raise ValueError(f"unknown fault {kind!r}; known: {', '.join(FAULTS)}")
         with self._state.lock:
-            self._state.faults.extend(_Fault(kind, retry_after_s, hang_s) for _ in range(times))
+            self._state.faults.extend(
+                _Fault(kind, retry_after_s, hang_s, size_bytes, drip_s) for _ in range(times)
+            )
 
     # -- observation -----------------------------------------------------------------------------------
     @property
@@ -253,6 +297,13 @@ class JudgeServer:
             return self._state.connections
 
     @property
+    def reply_bytes_sent(self) -> int:
+        """Body bytes of ``huge_reply`` and ``slow_drip`` answers written to clients so far (a client that stops
+        reading early closes the connection, and the writer stops)."""
+        with self._state.lock:
+            return self._state.reply_bytes_sent
+
+    @property
     def pending_faults(self) -> int:
         """Injected faults not used yet."""
         with self._state.lock:
@@ -269,7 +320,11 @@ class JudgeServer:
     def _serve(self, path: str, body: dict[str, Any], headers: dict[str, str]) -> tuple[int, dict[str, str], Any]:
         state = self._state
         with state.lock:
-            fault = state.faults.popleft() if state.faults else None
+            outage = self.outage
+            if outage is not None:
+                fault: _Fault | None = _Fault(outage)
+            else:
+                fault = state.faults.popleft() if state.faults else None
             state.requests.append(RecordedRequest(path, body, headers, time.monotonic(), fault and fault.kind))
             state.in_flight += 1
             state.max_in_flight = max(state.max_in_flight, state.in_flight)
@@ -291,6 +346,20 @@ class JudgeServer:
             return status, headers, _error(f"stand-in fault {kind}", "server_error")
         if kind == "bad_request_400":
             return 400, {}, _error("stand-in fault: bad request", "invalid_request_error")
+        marker = self.bad_request_marker
+        if marker is not None and any(marker in str(m.get("content", "")) for m in body.get("messages", [])):
+            return 400, {}, _error(CONTEXT_TOO_LONG, "invalid_request_error", "messages")
+        if kind == "garbage_reply":
+            return 200, {"Content-Type": "text/html"}, _Streamed(iter([GARBAGE_REPLY]), len(GARBAGE_REPLY))
+        if kind == "disconnect":
+            return 0, {}, None
+        if kind == "huge_reply":
+            return 200, {}, _Streamed(_padded_completion(self._completion(body, self._scripted(body)),
+                                                         fault.size_bytes), counted=True)
+        if kind == "slow_drip":
+            data = json.dumps(self._completion(body, self._scripted(body))).encode()
+            pieces = (data[i : i + 1] for i in range(len(data)))
+            return 200, {}, _Streamed(pieces, len(data), pause_s=fault.drip_s, counted=True)
         if body.get("logprobs") and (kind == "refuse_logprobs" or self.refuse_logprobs):
             return 400, {}, _error("logprobs is not supported for this model", "invalid_request_error", "logprobs")
         reply = ScriptedReply(NO_SCORE_REPLY) if kind == "no_score" else self._scripted(body)
@@ -354,6 +423,22 @@ def _logprobs(tokens: list[str], reply: ScriptedReply, top_k: int) -> dict[str, 
     return {"content": content, "refusal": None}
 
 
+def _padded_completion(completion: dict[str, Any], size_bytes: int) -> Any:
+    """The completion's JSON with its reply text followed by spaces up to ``size_bytes`` in all, generated in
+    64 KiB pieces (a 200 MB reply is never held in memory); the text still parses as the scripted score."""
+    marker = "<<stand-in padding>>"
+    message = completion["choices"][0]["message"]
+    message["content"] += marker
+    head, tail = json.dumps(completion).encode().split(marker.encode(), 1)
+    yield head
+    padding = max(0, size_bytes - len(head) - len(tail))
+    while padding > 0:
+        piece = min(padding, _CHUNK)
+        yield b" " * piece
+        padding -= piece
+    yield tail
+
+
 def _error(message: str, kind: str, param: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": param, "code": None}}
 
@@ -415,6 +500,12 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, extra, payload)
 
     def _send(self, status: int, headers: dict[str, str], payload: Any) -> None:
+        if status == 0:  # the "disconnect" fault: no answer at all
+            self.close_connection = True
+            return
+        if isinstance(payload, _Streamed):
+            self._send_streamed(status, headers, payload)
+            return
         data = json.dumps(payload).encode()
         try:
             self.send_response(status)
@@ -425,4 +516,38 @@ class _Handler(BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(data)
         except OSError:  # the client went away (e.g. it timed out on a hang)
+            self.close_connection = True
+
+    def _send_streamed(self, status: int, headers: dict[str, str], body: _Streamed) -> None:
+        """Write ``body`` piece by piece (chunked unless its length is known); stop when the client goes away."""
+        owner = self.server_owner
+        stopping = owner._state.stopping
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", headers.pop("Content-Type", "application/json"))
+            if body.length is None:
+                self.send_header("Transfer-Encoding", "chunked")
+            else:
+                self.send_header("Content-Length", str(body.length))
+            for key, value in headers.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.flush()
+            for piece in body.chunks:
+                if stopping.is_set():
+                    break
+                self.wfile.write(piece if body.length is not None else b"%x\r\n%s\r\n" % (len(piece), piece))
+                self.wfile.flush()
+                if body.counted:
+                    with owner._state.lock:
+                        owner._state.reply_bytes_sent += len(piece)
+                if body.pause_s > 0:
+                    stopping.wait(body.pause_s)
+            else:
+                if body.length is None:
+                    self.wfile.write(b"0\r\n\r\n")
+                    self.wfile.flush()
+                return
+            self.close_connection = True  # stopped mid-body
+        except OSError:  # the client stopped reading and closed the connection
             self.close_connection = True

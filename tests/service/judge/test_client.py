@@ -21,7 +21,13 @@ import service.judge as judge_pkg
 from service.judge import client as client_module
 from service.judge.client import DirectVerdict, JudgeClient, JudgeConfig, load_judge_configs
 from service.judge.distribution import TokenLogprobs, score_distribution
-from service.judge.errors import JudgeCallError, JudgeConfigError, JudgeReplyError, UnknownPromptError
+from service.judge.errors import (
+    JudgeCallError,
+    JudgeConfigError,
+    JudgeReplyError,
+    JudgeReplyTooLarge,
+    UnknownPromptError,
+)
 from tests.fakes.judge_server import NO_SCORE_REPLY, JudgeServer, ScriptedReply, peaked_logprobs
 
 T = TypeVar("T")
@@ -160,15 +166,114 @@ def test_retry_after_beyond_the_limit_fails_at_once(judge_server: JudgeServer) -
     assert judge_server.call_count == 1 and time.monotonic() - started < 5
 
 
-def test_timeout_raises_call_error_after_retries(judge_server: JudgeServer) -> None:
-    judge_server.inject("hang", times=2, hang_s=10)
+def test_timeout_s_is_a_deadline_over_all_attempts_not_one_per_attempt(judge_server: JudgeServer) -> None:
+    """timeout_s bounds the verdict: a hang uses it up, so no retry starts after it (it used to be per attempt,
+    so max_retries=3 made a hung judge cost 4 x timeout_s plus backoff)."""
+    judge_server.inject("hang", times=4, hang_s=10)
     started = time.monotonic()
     with pytest.raises(JudgeCallError, match="timed out") as caught:
-        score_once(judge_server.judge_config(timeout_s=0.3, max_retries=1))
+        score_once(judge_server.judge_config(timeout_s=0.5, max_retries=3))
     elapsed = time.monotonic() - started
-    assert caught.value.status is None and caught.value.attempts == 2
-    assert judge_server.call_count == 2
-    assert 0.6 <= elapsed < 8
+    assert caught.value.status is None and caught.value.attempts == 1
+    assert judge_server.call_count == 1
+    assert 0.5 <= elapsed < 2.0  # the old policy took >= 4 x 0.5 s
+
+
+def test_attempt_timeout_lets_a_hung_attempt_be_retried_within_the_deadline(judge_server: JudgeServer) -> None:
+    judge_server.inject("hang", hang_s=10)
+    verdict = score_once(judge_server.judge_config(timeout_s=5.0, attempt_timeout_s=0.3, max_retries=2))
+    assert verdict.judge_score == 4 and judge_server.call_count == 2
+
+
+def test_a_retry_wait_beyond_the_deadline_fails_at_once(judge_server: JudgeServer) -> None:
+    """A Retry-After (or backoff) that ends past the deadline is not waited for: the verdict fails now."""
+    judge_server.inject("unavailable_503", retry_after_s=1.5)
+    started = time.monotonic()
+    with pytest.raises(JudgeCallError, match="no time left") as caught:
+        score_once(judge_server.judge_config(timeout_s=1.0, max_retries=3))
+    assert caught.value.status == 503 and caught.value.attempts == 1
+    assert judge_server.call_count == 1 and time.monotonic() - started < 1.0
+
+
+def test_the_format_retry_shares_the_verdicts_deadline(judge_server: JudgeServer) -> None:
+    """The first ask takes 1.2 s of timeout_s 2 s and is unreadable; the format retry (which hangs) gets only
+    what is left, so the verdict fails at about 2 s, not 1.2 + 2 s."""
+    judge_server.responder = lambda body: NO_SCORE_REPLY
+    judge_server.inject("hang", hang_s=1.2)  # then the unreadable reply
+    judge_server.inject("hang", hang_s=10)  # the format retry
+    started = time.monotonic()
+    with pytest.raises(JudgeCallError, match="timed out"):
+        score_once(judge_server.judge_config(timeout_s=2.0, max_retries=0))
+    assert judge_server.call_count == 2  # the format retry was sent, and cut at the verdict's deadline
+    assert time.monotonic() - started < 3.0
+
+
+# -- oversized, dripping and unreadable replies -------------------------------------------------------------
+
+
+def test_a_reply_over_the_cap_is_cut_while_it_streams_in(judge_server: JudgeServer) -> None:
+    """A chunked 16 MB reply (no Content-Length) that still reads as a score: refused, the read stopped at the
+    cap, not retried. It used to be read whole and accepted as a score."""
+    size = 16_000_000
+    judge_server.inject("huge_reply", size_bytes=size)
+    with pytest.raises(JudgeReplyTooLarge) as caught:
+        score_once(judge_server.judge_config(max_retries=3))
+    assert caught.value.reason == "reply_too_large" and caught.value.max_bytes == client_module.DEFAULT_MAX_REPLY_BYTES
+    assert judge_server.call_count == 1  # neither a retry nor a format retry
+    judge_server.stop()  # the writer ends, so its count is final
+    assert judge_server.reply_bytes_sent < size // 2  # the client closed the connection early (kernel buffers)
+
+
+def test_a_declared_length_over_the_cap_is_refused_and_the_cap_is_configurable(judge_server: JudgeServer) -> None:
+    judge_server.responder = lambda body: "4" + " " * 300_000  # Content-Length about 300 KB: over 256 KiB
+    with pytest.raises(JudgeReplyTooLarge, match="larger than 262144 bytes"):
+        score_once(judge_server.judge_config())
+    judge_server.responder = lambda body: "4" + " " * 5_000  # Content-Length about 6 KB
+    with pytest.raises(JudgeReplyTooLarge, match="larger than 4096 bytes"):
+        run_with(
+            judge_server.judge_config(), lambda judge: judge.score("coherence", DOCUMENT, SUMMARY), max_reply_bytes=4096
+        )
+    assert score_once(judge_server.judge_config()).judge_score == 4  # under the default cap
+
+
+def test_a_reply_that_is_not_a_chat_completion_is_an_unreadable_reply(judge_server: JudgeServer) -> None:
+    judge_server.inject("garbage_reply")
+    with pytest.raises(JudgeReplyError) as caught:
+        score_once(judge_server.judge_config(max_retries=3))
+    assert caught.value.reason == "not_a_chat_completion" and "502 Bad Gateway" in caught.value.raw_reply
+    assert judge_server.call_count == 1
+
+
+def test_a_dropped_connection_is_a_provider_fault_and_is_retried(judge_server: JudgeServer) -> None:
+    judge_server.inject("disconnect", times=2)
+    # The SDK's aiohttp transport reports a dropped connection as a connect timeout: either is a provider fault.
+    with pytest.raises(JudgeCallError, match="timed out|connection failed") as caught:
+        score_once(judge_server.judge_config(max_retries=1))
+    assert caught.value.status is None and caught.value.provider_fault and judge_server.call_count == 2
+    judge_server.inject("disconnect")
+    assert score_once(judge_server.judge_config(max_retries=1)).judge_score == 4
+
+
+def test_a_slow_drip_is_cut_at_the_deadline_and_its_slot_freed_within_the_drain_bound(
+    judge_server: JudgeServer,
+) -> None:
+    """A reply dripped one byte per 50 ms (about 30 s in all) never trips the transport's per-read timeout; the
+    attempt fails at the deadline and the request is cancelled at DRAIN_FACTOR x timeout_s, so the next call
+    gets the only slot long before the drip would end."""
+    judge_server.inject("slow_drip", drip_s=0.05)
+    config = judge_server.judge_config(timeout_s=0.3, max_retries=0, max_concurrency=1)
+
+    async def main() -> int:
+        async with JudgeClient(config) as judge:
+            with pytest.raises(JudgeCallError, match="timed out"):
+                await judge.score("coherence", DOCUMENT, SUMMARY)
+            verdict = await judge.score("coherence", DOCUMENT, SUMMARY + " again")  # waits for the slot
+            return verdict.judge_score
+
+    assert asyncio.run(main()) == 4
+    judge_server.stop()
+    full = len(json.dumps(judge_server.requests[0].body))  # the dripped reply is longer than the request's body
+    assert judge_server.reply_bytes_sent < min(full, 200)  # cut after about 1.2 s of 50 ms bytes
 
 
 def test_unreadable_reply_raises_reply_error_with_raw_text(judge_server: JudgeServer) -> None:
