@@ -36,6 +36,7 @@ __all__ = [
     "Criterion",
     "DefaultMethodInfo",
     "FailedCall",
+    "Guarantee",
     "IgnoredPreference",
     "HealthStatus",
     "JobAccepted",
@@ -72,7 +73,8 @@ Criterion = Annotated[
          "(SummEval's coherence, consistency, fluency, relevance; faithfulness; yours from RUBRICS_FILE or your "
          "calibration); an unknown one is a 422 with the allowed names"),
 ]
-Decision = Literal["accept", "review", "escalate"]
+# accept: use ``point`` as the label (certified); escalate: ask a human; second_opinion: ask the cascade's next judge
+Decision = Literal["accept", "escalate", "second_opinion"]
 Alpha = Annotated[float, Meta(gt=0, lt=1, description="miscoverage level; the target coverage is 1 - alpha")]
 Text = Annotated[str, Meta(min_length=1)]
 Name = Annotated[str, Meta(min_length=1, max_length=200)]
@@ -82,6 +84,14 @@ MeanOfSamples = Annotated[
 ]
 LogProb = Annotated[float, Meta(le=0, description="natural log-probability of this score token")]
 CandidateId = Annotated[str, Meta(min_length=1, max_length=200)]
+Tolerance = Annotated[
+    int, Meta(ge=1, le=10, description="an accepted point counts as wrong when |human - point| >= tolerance labels "
+              "(1: exact match required; default 2: within one label)")
+]
+PassThreshold = Annotated[
+    int, Meta(ge=2, le=10, description="quality-gate mode: pass iff label >= pass_threshold; accept only a certified "
+              "pass (false-pass rate among items humans would fail <= accept_alpha)")
+]
 ItemIdText = Annotated[
     str, Meta(min_length=1, max_length=200, description="the caller's own id for this item, echoed in the result")
 ]
@@ -204,6 +214,10 @@ class ScoreRequest(msgspec.Struct, **_REQUEST):
     # The caller's own sentence-level verdicts (faithfulness, factuality_method "sentences"; see service.scoring).
     sentence_verdicts: Annotated[list[SentenceVerdictItem], Meta(min_length=1, max_length=100)] | None = None
     item_id: ItemIdText | None = None
+    # The certified decision (service.policy): the error an accepted point may carry, and at what rate.
+    tolerance: Tolerance = 2
+    accept_alpha: Alpha | None = None  # default: the request's alpha (itself DEFAULT_ALPHA)
+    pass_threshold: PassThreshold | None = None
     # A judge panel (service.panels): the members' own verdicts, or the name of a panel of PANELS_FILE whose
     # members the service calls; either answers one set from the panel's calibrated cell.
     verdicts: Annotated[list[MemberVerdict], Meta(min_length=2, max_length=16)] | None = None
@@ -256,8 +270,25 @@ class PanelAnswer(msgspec.Struct, **_RESPONSE):
     verdicts: list[PanelMemberVerdict]
 
 
+class Guarantee(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One guarantee behind an answer (service.policy), valid over calibration documents with ``confidence``.
+
+    ``set_coverage``: P(human label in prediction_set) >= 1 - alpha (confidence null: on average over calibration
+    draws, the split-conformal guarantee). ``accept_error``: among accepted verdicts, P(|human - point| >=
+    tolerance) <= alpha, ``bound`` its certified upper bound. ``quality_gate``: among accepted passes,
+    P(human < pass_threshold) <= alpha, ``bound`` its certified upper bound.
+    """
+
+    kind: Literal["set_coverage", "accept_error", "quality_gate"]
+    alpha: float
+    confidence: float | None
+    tolerance: int | None = None
+    pass_threshold: int | None = None
+    bound: float | None = None
+
+
 class ScoreResponse(msgspec.Struct, **_RESPONSE):
-    """A verdict with its conformal prediction set and the decision the policy draws from it."""
+    """A verdict with its conformal prediction set, its calibrated point and the certified decision."""
 
     criterion: str
     judge: str
@@ -271,10 +302,12 @@ class ScoreResponse(msgspec.Struct, **_RESPONSE):
     coverage_target: float
     method: str | None
     calibrated: bool
-    confidence: float | None  # 1 - delta of PAC thresholds: P(coverage >= coverage_target) over calibration draws
     input_kind: Literal["score", "probabilities", "mean"] | None  # the kind of verdict the thresholds were fit on
-    decision: Decision
-    escalate: bool
+    decision: Decision  # accept only when the cell's certified rule accepts this verdict (service.policy)
+    escalate: bool  # decision == "escalate"
+    point: int  # the calibrated label (most likely human label given the verdict); the judge's score without a rule
+    guarantees: list[Guarantee]  # what holds for this answer; empty when nothing is certified
+    rule_failed: bool  # the cell's method-selection rule or certification failed: never accept, reason says which
     reason: str
     calibration_id: str | None
     n_cal: int | None
