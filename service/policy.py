@@ -168,7 +168,7 @@ class DecisionPolicy:
     def uncalibrated(self, why: str, *, point: int) -> PolicyDecision:
         """The decision for a verdict without calibration: always escalate, with the reason."""
         return _escalate(point, f"not calibrated: {why}; no prediction set can be trusted, so the full scale is "
-                                "returned; ask a human")
+                                "returned")
 
     def decide(
         self, *, rule: DecisionRule | None, judge_score: int, probabilities: Sequence[float] | None,
