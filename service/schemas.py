@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from calibration.decision_rule import DecisionRule
 from service.settings import HARD_MAX_BATCH_ITEMS, HARD_MAX_CANDIDATES
 
 __all__ = [
@@ -513,6 +514,8 @@ class DefaultMethodInfo(msgspec.Struct, **_RESPONSE):
     method: str
     reason: str
     input_kind: str = "score"  # the kind of verdict this default applies to
+    # no method met the selection rule (the default is its fallback): /v1/score escalates this cell with rule_failed
+    rule_failed: bool = False
 
 
 class CalibrationInfo(msgspec.Struct, **_RESPONSE):
@@ -536,6 +539,9 @@ class CalibrationInfo(msgspec.Struct, **_RESPONSE):
     entries: list[CalibrationEntryInfo]
     default_methods: list[DefaultMethodInfo]
     artifacts: list[ArtifactInfo] = []  # the artifacts merged into this calibration, each with the cells it owns
+    # The certified decision rules (calibration.decision_rule, as in the artifact): per cell and input kind, the
+    # bins, calibrated points, certifications per (tolerance, accept_alpha), quality gates and per-label rows
+    decision_rules: list[DecisionRule] = []
 
 
 class ArtifactCell(msgspec.Struct, **_RESPONSE):

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from calibration.conformal import prediction_set, probabilities_from_logprobs
-from calibration.decision_rule import Certification, DecisionRule, QualityGate
+from calibration.decision_rule import Certification, DecisionRule, LabelRow, QualityGate
 from calibration.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdIndex, ThresholdsArtifact, save_artifact
 from service.settings import Settings
 from tests.service.conftest import AppHarness, _entries
@@ -54,6 +54,12 @@ def _score_rule(criterion: str, *, accept_all: bool = False) -> DecisionRule:
                         n_groups=80, n_failing_items=240),
             QualityGate(pass_threshold=3, accept_alpha=0.1, delta=0.05, pass_bins=[], certified_false_pass=None,
                         rule_failed=True, reason="too few failing items to certify", n_groups=80, n_failing_items=6),
+        ],
+        per_label=[
+            LabelRow(label=1, n_items=9, n_groups=7, tolerance=2, accept_alpha=0.1, accept_share=None,
+                     error_among_accepted=None, certifiable=False),
+            LabelRow(label=3, n_items=120, n_groups=60, tolerance=2, accept_alpha=0.1, accept_share=0.7,
+                     error_among_accepted=0.05, certifiable=True),
         ],
         signal="the judge's integer score",
     )
@@ -286,3 +292,36 @@ def test_the_remembered_answer_depends_on_the_decision_parameters(certified: App
     second = _score(certified, judge_score=5, accept_alpha=0.2)
     third = _score(certified, judge_score=5)
     assert (first["decision"], second["decision"], third["decision"]) == ("escalate", "accept", "escalate")
+
+
+def test_calibration_evidence_lists_rules_per_label_and_failed_selections(certified: AppHarness):
+    info = certified.client.get("/v1/calibration").json()
+    rules = {(r["criterion"], r["input_kind"]): r for r in info["decision_rules"]}
+    assert set(rules) == {("coherence", "score"), ("coherence", "probabilities"), ("relevance", "score")}
+    score_rule = rules[("coherence", "score")]
+    assert score_rule["points"] == [1, 2, 3, 4, 4] and score_rule["feature"] == "score"
+    assert [(c["tolerance"], c["accept_alpha"], c["certified_error"]) for c in score_rule["certifications"]] == [
+        (2, 0.1, 0.08), (2, 0.2, 0.15), (1, 0.1, None)]
+    # a label with too few items is listed as such, never pooled away
+    assert [(r["label"], r["n_items"], r["certifiable"]) for r in score_rule["per_label"]] == [
+        (1, 9, False), (3, 120, True)]
+    gate = score_rule["quality_gates"][1]
+    assert (gate["pass_threshold"], gate["rule_failed"], gate["n_failing_items"]) == (3, True, 6)
+    failed = {(d["criterion"], d["input_kind"]): d["rule_failed"] for d in info["default_methods"]}
+    assert failed == {("coherence", "score"): False, ("coherence", "probabilities"): False,
+                      ("relevance", "score"): True, ("fluency", "score"): False}
+
+
+def test_merged_artifacts_keep_every_decision_rule(decision_artifact: ThresholdsArtifact):
+    # an activated artifact's rules must reach the merged view the service reads (service.registry)
+    import msgspec
+
+    from service.registry import PRIMARY, ArtifactSet, LoadedArtifact
+    from tests.service.conftest import build_artifact
+
+    primary = LoadedArtifact.of(PRIMARY, build_artifact(), path="p", loaded_at="t")
+    mine = LoadedArtifact.of("mine", decision_artifact, path="m", loaded_at="t")
+    merged = ArtifactSet().put(primary).put(mine).merged()
+    assert merged is not None and merged.decision_rules == decision_artifact.decision_rules
+    only = msgspec.structs.replace(decision_artifact, decision_rules=[])
+    assert ArtifactSet().put(LoadedArtifact.of("x", only, path="x", loaded_at="t")).merged().decision_rules == []
