@@ -197,7 +197,8 @@ class ScoreRequest(msgspec.Struct, **_REQUEST):
     (``score``, ``probabilities`` from ``judge_logprobs``, ``mean`` from ``mean_of_samples``; thresholds fitted
     on one kind never serve another). ``factuality_method`` and ``n_questions`` apply to ``criterion:
     "faithfulness"`` only (with the caller's own verdict, ``factuality_method`` only picks the default prompt
-    family; see service.scoring).
+    family; see service.scoring). ``tolerance`` (default 2), ``accept_alpha`` (default: ``alpha``) and
+    ``pass_threshold`` (quality-gate mode) set what the certified decision guarantees (service.policy).
     """
 
     criterion: Criterion

@@ -12,8 +12,8 @@ variable                    meaning                                             
 ``ARTIFACTS_REDIS_KEY``     ... and in this Redis hash, shared by replicas        unset: not in Redis
 ``DEFAULT_JUDGE``           judge used when a request names none                  first judge of JUDGES_FILE
 ``DEFAULT_ALPHA``           miscoverage level when a request names none           ``0.10``
-``ACCEPT_MAX_SET_SIZE``     accept when set_size <= this (paper section 6)        ``2``
-``ESCALATE_MIN_SET_SIZE``   escalate when set_size >= this (5 = the full scale)   ``5``
+``ACCEPT_MAX_SET_SIZE``     set-size shares in calibration jobs' held-out figures ``2``
+``ESCALATE_MIN_SET_SIZE``   (not /v1/score: it decides by the certified rule)     ``5``
 ``FLAG_MIN_CYCLES``         /v1/compare flags a tournament with >= this 3-cycles  ``1``
 ``API_KEYS``                comma-separated bearer keys for /v1/*                 unset: no auth
 ``ADMIN_API_KEY``           bearer key for POST /v1/calibration/reload            unset: reload refused
