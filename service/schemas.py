@@ -28,6 +28,8 @@ __all__ = [
     "CalibratedCell",
     "CalibrationJobInfo",
     "CalibrationSummary",
+    "CascadeAnswer",
+    "CascadeStage",
     "HeldoutLevel",
     "CalibrationEntryInfo",
     "CalibrationInfo",
@@ -224,6 +226,9 @@ class ScoreRequest(msgspec.Struct, **_REQUEST):
     # members the service calls; either answers one set from the panel's calibrated cell.
     verdicts: Annotated[list[MemberVerdict], Meta(min_length=2, max_length=16)] | None = None
     panel: Name | None = None
+    # A cascade of CASCADES_FILE (service.cascades): cheap judge -> stronger judge -> human, each stage certified
+    # on its own rule at accept_alpha / (number of judge stages).
+    cascade: Name | None = None
 
 
 class QAEvidenceItem(msgspec.Struct, tag="qa", tag_field="kind", **_RESPONSE):
@@ -289,6 +294,32 @@ class Guarantee(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     bound: float | None = None
 
 
+class CascadeStage(msgspec.Struct, **_RESPONSE):
+    """One stage of a cascade that was called (or whose verdict the caller sent), with its own decision."""
+
+    judge: str
+    prompt_family: str | None
+    source: Literal["judge", "caller"]
+    judge_score: int
+    probabilities: list[float] | None
+    point: int
+    decision: Decision  # this stage's: accept, or escalate (the next stage is asked)
+    rule_failed: bool
+    guarantees: list[Guarantee]  # this stage's, at the stage's share of accept_alpha
+    reason: str
+    cached: bool
+
+
+class CascadeAnswer(msgspec.Struct, **_RESPONSE):
+    """The cascade behind an answer: its stages in order, the ones called, and the split of accept_alpha."""
+
+    name: str
+    stages: list[str]  # the judge stages in order; a human follows the last
+    stage_alpha: float  # accept_alpha / len(stages): each stage is certified at this level (Bonferroni)
+    called: list[CascadeStage]
+    judge_calls: int  # judge calls the service made for this item (a caller's verdict costs none)
+
+
 class ScoreResponse(msgspec.Struct, **_RESPONSE):
     """A verdict with its conformal prediction set, its calibrated point and the certified decision."""
 
@@ -325,6 +356,7 @@ class ScoreResponse(msgspec.Struct, **_RESPONSE):
     # "possible_prompt_injection": a text the judge read tries to steer it (service.injection); decision escalate
     flags: list[str] = msgspec.field(default_factory=list)
     panel: PanelAnswer | None = None  # a panel request: members' verdicts and their disagreement
+    cascade: CascadeAnswer | None = None  # a cascade request: the stages called and their verdicts
 
 
 class ScoreBatchRequest(msgspec.Struct, **_REQUEST):

@@ -361,6 +361,10 @@ def _calibrated_entry(
 async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
     """Verdict -> prediction set -> decision for one request (rules in the module docstring)."""
     _check_limits(ctx.settings, request)
+    if request.cascade is not None:  # a cascade of judges: service.cascades, each stage scored by this function
+        from service.cascades import score_cascade
+
+        return await score_cascade(ctx, request, score_item)
     if request.verdicts is not None or request.panel is not None:  # a judge panel: service.panels
         from service.panels import score_panel
 

@@ -8,6 +8,7 @@ variable                    meaning                                             
 ``JUDGES_FILE``             JSON file of live judges (see judges.example.json)    unset: no live judge
 ``RUBRICS_FILE``            JSON file of your criteria (service/rubrics.py)       unset: SummEval's four
 ``PANELS_FILE``             JSON file of judge panels (service/panels.py)         unset: no named panel
+``CASCADES_FILE``           JSON file of judge cascades (service/cascades.py)     unset: no cascade
 ``ARTIFACTS_DIR``           activated calibrations persist here (one file each)   unset: until restart
 ``ARTIFACTS_REDIS_KEY``     ... and in this Redis hash, shared by replicas        unset: not in Redis
 ``DEFAULT_JUDGE``           judge used when a request names none                  first judge of JUDGES_FILE
@@ -77,6 +78,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     judges_file: Path | None = None
     rubrics_file: Path | None = None  # RUBRICS_FILE: your criteria (service/rubrics.py)
     panels_file: Path | None = None  # PANELS_FILE: named judge panels (service/panels.py)
+    cascades_file: Path | None = None  # CASCADES_FILE: named judge cascades (service/cascades.py)
     artifacts_dir: Path | None = None  # ARTIFACTS_DIR: activated artifacts persist here (service/activated.py)
     artifacts_redis_key: str | None = None  # ARTIFACTS_REDIS_KEY: ... and in this Redis hash (with REDIS_URL)
     default_judge: str | None = None
@@ -167,6 +169,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             judges_file=get("JUDGES_FILE", Path, None),
             rubrics_file=get("RUBRICS_FILE", Path, None),
             panels_file=get("PANELS_FILE", Path, None),
+            cascades_file=get("CASCADES_FILE", Path, None),
             artifacts_dir=get("ARTIFACTS_DIR", Path, None),
             artifacts_redis_key=get("ARTIFACTS_REDIS_KEY", str, None),
             default_judge=get("DEFAULT_JUDGE", str, None),
