@@ -531,7 +531,8 @@ class CalibrationEntryInfo(msgspec.Struct, **_RESPONSE):
     input_kind: str = "score"  # the kind of verdict the entry serves: score | probabilities | mean
     heldout_coverage_p5: float | None = None  # 5th percentile over the splits by document
     empty_share: float | None = None
-    # What a pipeline should expect on unseen documents (held out by document), under the default decision rule:
+    # What a pipeline should expect on unseen documents (held out by document), under the former set-size rule
+    # (ACCEPT_MAX_SET_SIZE / ESCALATE_MIN_SET_SIZE); /v1/score now decides by ``decision_rules`` (service.policy):
     accept_share: float | None = None
     review_share: float | None = None
     escalate_share: float | None = None

@@ -167,3 +167,12 @@ def test_cascades_file_is_checked(tmp_path: Path):
     check_cascade_stages({"t": ("a", "b")}, ["a", "b"])
     with pytest.raises(CascadeConfigError, match="not in JUDGES_FILE: z"):
         check_cascade_stages({"t": ("a", "z")}, ["a", "b"])
+
+
+def test_quality_gate_mode_through_a_cascade_without_gates_claims_nothing(cascade_app: AppHarness,
+                                                                         stand_in: JudgeServer):
+    _answer_with(stand_in, {"model-cheap": 5, "model-strong": 5})
+    data = _score(cascade_app, {"cascade": "thrifty", "pass_threshold": 4, **DOCUMENT})
+    assert data["decision"] == "escalate" and _models(stand_in) == ["model-cheap", "model-strong"]
+    assert [g["kind"] for g in data["guarantees"]] == ["set_coverage"]  # no stage has a gate: no overall bound
+    assert all("no quality gate certified at pass_threshold 4" in s["reason"] for s in data["cascade"]["called"])
