@@ -266,7 +266,12 @@ def test_bad_decision_parameters_are_422_naming_the_field(certified: AppHarness,
                                                      field: value})
     assert reply.status_code == 422, reply.text
     assert reply.headers["content-type"].startswith("application/problem+json")
-    assert field in reply.json()["detail"]
+    detail = reply.json()["detail"]
+    assert field in detail and "unknown field" not in detail  # a known field with a bad value
+    good = {"tolerance": 1, "accept_alpha": 0.3, "pass_threshold": 5}[field]
+    fine = certified.client.post("/v1/score", json={"criterion": "coherence", "judge": JUDGE, "judge_score": 3,
+                                                    field: good})
+    assert fine.status_code == 200, fine.text
 
 
 def test_batch_items_carry_their_own_decision_parameters(certified: AppHarness):
