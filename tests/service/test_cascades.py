@@ -176,3 +176,12 @@ def test_quality_gate_mode_through_a_cascade_without_gates_claims_nothing(cascad
     assert data["decision"] == "escalate" and _models(stand_in) == ["model-cheap", "model-strong"]
     assert [g["kind"] for g in data["guarantees"]] == ["set_coverage"]  # no stage has a gate: no overall bound
     assert all("no quality gate certified at pass_threshold 4" in s["reason"] for s in data["cascade"]["called"])
+
+
+def test_the_served_spec_names_the_cascades_and_bounds_the_decision_parameters(cascade_app: AppHarness):
+    spec = cascade_app.client.get("/schema/openapi.json").json()
+    score = spec["components"]["schemas"]["ScoreRequest"]["properties"]
+    assert score["cascade"]["enum"] == ["thrifty", None]
+    assert score["tolerance"]["maximum"] == 4  # K - 1: a larger tolerance is a 422 (service.policy.asked)
+    (integer,) = [branch for branch in score["pass_threshold"]["oneOf"] if branch.get("type") == "integer"]
+    assert integer["maximum"] == 5
