@@ -7,18 +7,20 @@ in a cascade, ``second_opinion`` (ask the next judge). The rule, in order (the f
 condition                                                       decision    guarantees listed
 =============================================================== =========== ==========================
 no thresholds serve the verdict (uncalibrated)                  escalate    none
-the cell's conformal method-selection rule failed (the default   escalate    none (``rule_failed``)
+the cell's conformal method-selection rule failed (the default  escalate    none (``rule_failed``)
 method is the fallback: no method met the rule)
-no certified decision rule for the cell and the verdict's kinds  escalate    set_coverage
-the rule cannot read the verdict (feature missing)               escalate    set_coverage
-the prediction set is empty (the verdict is atypical)           escalate    set_coverage (+ the rule's)
-quality-gate mode (``pass_threshold``): a certified pass        accept      set_coverage, quality_gate
-  no gate row at that threshold and level, a failed gate        escalate    set_coverage
-  (e.g. too few failing items), a fail reading, a pass bin
-  that is not certified
-the certification at (tolerance, accept_alpha) failed           escalate    set_coverage (``rule_failed``)
+no certified decision rule for the cell and the verdict's kinds escalate    set_coverage
+the rule cannot read the verdict (feature missing)              escalate    set_coverage
+quality-gate mode (``pass_threshold``): no gate row at that     escalate    set_coverage (``rule_failed``
+threshold and level, or a failed gate (e.g. too few failing                 for a failed gate)
+items)
+  an empty set, a fail reading, a pass in an uncertified bin    escalate    set_coverage, quality_gate
+  a pass in a certified bin                                     accept      set_coverage, quality_gate
+no certification at (tolerance, accept_alpha), or a failed one  escalate    set_coverage (``rule_failed``
+                                                                            for a failed one)
+the prediction set is empty (the verdict is atypical)           escalate    set_coverage, accept_error
+the verdict's bin is not certified                              escalate    set_coverage, accept_error
 the verdict's bin is certified (``decide`` accepted)            accept      set_coverage, accept_error
-otherwise                                                       escalate    set_coverage, accept_error
 =============================================================== =========== ==========================
 
 ``accept_error`` is listed whenever a (non-failed) certification row decided, accepted or not: it states the rate
