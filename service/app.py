@@ -125,9 +125,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         metrics=metrics_,
         logger=logs.logger,
         logs=logs,
-        policy=DecisionPolicy(
-            accept_max_set_size=settings.accept_max_set_size, escalate_min_set_size=settings.escalate_min_set_size
-        ),
+        policy=DecisionPolicy(),
         calibration=CalibrationHolder(
             settings.thresholds_path,
             reload_dir=settings.limits.reload_dir,

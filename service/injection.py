@@ -31,6 +31,8 @@ from __future__ import annotations
 
 import re
 
+import msgspec
+
 from service.policy import PolicyDecision
 
 __all__ = [
@@ -121,8 +123,7 @@ def screen_texts(texts: dict[str, str | None], memo: dict[str, list[str]] | None
 
 def escalate_for_injection(decision: PolicyDecision, findings: list[str]) -> PolicyDecision:
     """``decision`` turned into ``escalate``, its reason saying which texts tripped which rules."""
-    return PolicyDecision(
-        decision="escalate",
-        escalate=True,
+    return msgspec.structs.replace(
+        decision, decision="escalate", escalate=True,
         reason=f"{decision.reason}; escalated: possible prompt injection in the judged text ({', '.join(findings)})",
     )

@@ -39,6 +39,7 @@ import msgspec
 
 from service.breaker import CircuitBreakers
 from service.cache import SingleFlight, cache_key, make_cache
+from service.cascades import check_cascade_stages, load_cascades
 from service.metrics import ServiceMetrics
 from service.panels import check_panel_members, load_panels
 from service.problems import InvalidRequestError, JudgeNotConfiguredError
@@ -86,6 +87,7 @@ class JudgePool:
         )
         self.rubrics: dict[str, Rubric] = load_rubrics(settings.rubrics_file)  # RubricError stops start-up
         self.panels: dict[str, tuple[str, ...]] = load_panels(settings.panels_file)  # PanelConfigError: likewise
+        self.cascades: dict[str, tuple[str, ...]] = load_cascades(settings.cascades_file)  # CascadeConfigError: too
 
     async def start(self) -> None:
         """Read JUDGES_FILE (if set), open one client per judge, and build the cache (Redis or LRU).
@@ -109,6 +111,7 @@ class JudgePool:
                     max_reply_bytes=self._settings.judge_max_reply_bytes,
                 )
         check_panel_members(self.panels, list(self._configs))  # a panel of unconfigured judges stops start-up
+        check_cascade_stages(self.cascades, list(self._configs))  # likewise a cascade
         backend = "redis" if self._settings.redis_url else "memory"
         self._logger.info("judges.configured", judges=list(self._configs), cache=backend)
 

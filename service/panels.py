@@ -62,7 +62,7 @@ from calibration.panels import (
 from calibration.serving import LevelRefused, MethodRefused, ServedEntry, choose_entry
 from calibration.verdicts import round_half_up, verdict_inputs
 from service.injection import INJECTION_FLAG, escalate_for_injection, screen_texts
-from service.policy import full_scale
+from service.policy import asked, decide_for_cell, full_scale, interval_hull, set_note
 from service.problems import CalibrationUnavailableError, InvalidRequestError
 from service.schemas import CRITERIA as BUILTIN_CRITERIA
 from service.schemas import MemberVerdict, PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
@@ -209,6 +209,8 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
             "/v1/calibration/reload")
     rubric = ctx.judges.rubrics.get(request.criterion)
     n_labels = rubric.scale_max if rubric is not None else snapshot.criterion_labels.get(request.criterion, 5)
+    ask = asked(tolerance=request.tolerance, accept_alpha=request.accept_alpha, alpha=request.alpha,
+                default_alpha=ctx.settings.default_alpha, pass_threshold=request.pass_threshold, n_labels=n_labels)
     live = request.panel is not None
     if live:
         panels = ctx.judges.panels
@@ -266,20 +268,26 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     mean = panel_mean(expected, n_labels) if len(expected) >= 2 else None
     spread = disagreement(expected) if expected else None
     missing = [m for m in members if m not in {v.judge for v in answered}]
-    if served is None or mean is None:
+    judge_score = round_half_up(mean) if mean is not None else _fallback_score(verdicts, n_labels)
+    if served is None or mean is None or cell_name is None:
         labels = full_scale(n_labels)
-        decision = ctx.policy.uncalibrated(why)
+        decision = ctx.policy.uncalibrated(why, point=judge_score)
         method, kind, used_alpha, entry = request.method, None, alpha, None
     else:
         entry, method, kind, used_alpha = served.entry, served.method, served.kind, served.alpha
         score, probabilities = verdict_inputs(PANEL_INPUT_KIND, n_labels, mean=mean)
-        labels = snapshot.prediction_set(entry, score, probabilities)
-        decision = ctx.policy.decide(labels, n_labels=n_labels, alpha=used_alpha)
-        note = served.note
+        conformal = snapshot.prediction_set(entry, score, probabilities)
+        labels = interval_hull(conformal)
+        # the panel's verdict is its mean: a rule of the panel cell reads the "mean" feature (or the rounded score)
+        decision = decide_for_cell(
+            ctx.policy, snapshot, cell=(cell_name, family, request.criterion), kinds=(PANEL_INPUT_KIND,),
+            served_kind=kind, alpha=used_alpha, delta=entry.fitted.delta, judge_score=judge_score,
+            probabilities=None, mean=mean, prediction_set=labels, ask=ask,
+        )
+        note = set_note(conformal, labels, used_alpha) + served.note
         if missing:
             note += f"; served by the sub-panel {cell_name!r}: {', '.join(missing)} gave no verdict"
-        if note:
-            decision = msgspec.structs.replace(decision, reason=decision.reason + note)
+        decision = msgspec.structs.replace(decision, reason=decision.reason + note)
     findings = screen_texts({"document": request.document, "summary": request.summary}) if live else []
     if findings:
         decision = escalate_for_injection(decision, findings)
@@ -287,12 +295,12 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     return ScoreResponse(
         criterion=request.criterion, judge=cell_name if entry is not None and cell_name else full_name,
         prompt_family=family, source="judge" if live else "caller",
-        judge_score=round_half_up(mean) if mean is not None else _fallback_score(verdicts, n_labels),
+        judge_score=judge_score,
         probabilities=None, prediction_set=list(labels), set_size=len(labels), alpha=used_alpha,
         coverage_target=coverage_target(used_alpha),
-        confidence=None if entry is None or entry.fitted.delta is None else coverage_target(entry.fitted.delta),
         input_kind=kind, method=method, calibrated=entry is not None, decision=decision.decision,
-        escalate=decision.escalate, reason=decision.reason, calibration_id=snapshot.calibration_id,
+        escalate=decision.escalate, point=decision.point, guarantees=list(decision.guarantees),
+        rule_failed=decision.rule_failed, reason=decision.reason, calibration_id=snapshot.calibration_id,
         n_cal=None if entry is None else entry.fitted.n_cal,
         heldout_coverage=None if entry is None else entry.heldout_coverage,
         cached=bool(verdicts) and all(v.cached for v in answered) and live, raw_reply=None,

@@ -10,9 +10,9 @@ activated. Rules, stated once:
 * **Replacing** an artifact (the same name again) drops the cells it owned and takes the new ones, with the same
   conflict check against the others.
 * **Removing** drops its cells; the primary one stays unless removed explicitly.
-* **Merged view.** Entries and default methods are the union (primary first, then in activation order); the label
-  scale is the widest (each entry keeps its own ``fitted.n_labels``); with one artifact the merged view *is* that
-  artifact (so its ``calibration_id`` is unchanged).
+* **Merged view.** Entries, default methods and decision rules are the union (primary first, then in activation
+  order); the label scale is the widest (each entry keeps its own ``fitted.n_labels``); with one artifact the
+  merged view *is* that artifact (so its ``calibration_id`` is unchanged).
 
 Pure: no I/O, no framework; :mod:`service.state` holds the current set and builds the snapshot from it.
 """
@@ -116,5 +116,6 @@ class ArtifactSet:
             label_scale=list(range(1, widest + 1)),
             entries=[e for m in self.members for e in m.artifact.entries],
             default_methods=[d for m in self.members for d in m.artifact.default_methods],
+            decision_rules=[r for m in self.members for r in m.artifact.decision_rules],
             source="merged: " + "; ".join(f"{m.name} ({m.calibration_id})" for m in self.members),
         )

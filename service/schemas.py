@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 import msgspec
 from msgspec import Meta
 
+from calibration.decision_rule import DecisionRule
 from service.settings import HARD_MAX_BATCH_ITEMS, HARD_MAX_CANDIDATES
 
 __all__ = [
@@ -27,6 +28,8 @@ __all__ = [
     "CalibratedCell",
     "CalibrationJobInfo",
     "CalibrationSummary",
+    "CascadeAnswer",
+    "CascadeStage",
     "HeldoutLevel",
     "CalibrationEntryInfo",
     "CalibrationInfo",
@@ -36,6 +39,7 @@ __all__ = [
     "Criterion",
     "DefaultMethodInfo",
     "FailedCall",
+    "Guarantee",
     "IgnoredPreference",
     "HealthStatus",
     "JobAccepted",
@@ -72,7 +76,8 @@ Criterion = Annotated[
          "(SummEval's coherence, consistency, fluency, relevance; faithfulness; yours from RUBRICS_FILE or your "
          "calibration); an unknown one is a 422 with the allowed names"),
 ]
-Decision = Literal["accept", "review", "escalate"]
+# accept: use ``point`` as the label (certified); escalate: ask a human; second_opinion: ask the cascade's next judge
+Decision = Literal["accept", "escalate", "second_opinion"]
 Alpha = Annotated[float, Meta(gt=0, lt=1, description="miscoverage level; the target coverage is 1 - alpha")]
 Text = Annotated[str, Meta(min_length=1)]
 Name = Annotated[str, Meta(min_length=1, max_length=200)]
@@ -82,6 +87,14 @@ MeanOfSamples = Annotated[
 ]
 LogProb = Annotated[float, Meta(le=0, description="natural log-probability of this score token")]
 CandidateId = Annotated[str, Meta(min_length=1, max_length=200)]
+Tolerance = Annotated[
+    int, Meta(ge=1, le=10, description="an accepted point counts as wrong when |human - point| >= tolerance labels "
+              "(1: exact match required; default 2: within one label)")
+]
+PassThreshold = Annotated[
+    int, Meta(ge=2, le=10, description="quality-gate mode: pass iff label >= pass_threshold; accept only a certified "
+              "pass (false-pass rate among items humans would fail <= accept_alpha)")
+]
 ItemIdText = Annotated[
     str, Meta(min_length=1, max_length=200, description="the caller's own id for this item, echoed in the result")
 ]
@@ -186,7 +199,8 @@ class ScoreRequest(msgspec.Struct, **_REQUEST):
     (``score``, ``probabilities`` from ``judge_logprobs``, ``mean`` from ``mean_of_samples``; thresholds fitted
     on one kind never serve another). ``factuality_method`` and ``n_questions`` apply to ``criterion:
     "faithfulness"`` only (with the caller's own verdict, ``factuality_method`` only picks the default prompt
-    family; see service.scoring).
+    family; see service.scoring). ``tolerance`` (default 2), ``accept_alpha`` (default: ``alpha``) and
+    ``pass_threshold`` (quality-gate mode) set what the certified decision guarantees (service.policy).
     """
 
     criterion: Criterion
@@ -204,10 +218,17 @@ class ScoreRequest(msgspec.Struct, **_REQUEST):
     # The caller's own sentence-level verdicts (faithfulness, factuality_method "sentences"; see service.scoring).
     sentence_verdicts: Annotated[list[SentenceVerdictItem], Meta(min_length=1, max_length=100)] | None = None
     item_id: ItemIdText | None = None
+    # The certified decision (service.policy): the error an accepted point may carry, and at what rate.
+    tolerance: Tolerance = 2
+    accept_alpha: Alpha | None = None  # default: the request's alpha (itself DEFAULT_ALPHA)
+    pass_threshold: PassThreshold | None = None
     # A judge panel (service.panels): the members' own verdicts, or the name of a panel of PANELS_FILE whose
     # members the service calls; either answers one set from the panel's calibrated cell.
     verdicts: Annotated[list[MemberVerdict], Meta(min_length=2, max_length=16)] | None = None
     panel: Name | None = None
+    # A cascade of CASCADES_FILE (service.cascades): cheap judge -> stronger judge -> human, each stage certified
+    # on its own rule at accept_alpha / (number of judge stages).
+    cascade: Name | None = None
 
 
 class QAEvidenceItem(msgspec.Struct, tag="qa", tag_field="kind", **_RESPONSE):
@@ -256,8 +277,51 @@ class PanelAnswer(msgspec.Struct, **_RESPONSE):
     verdicts: list[PanelMemberVerdict]
 
 
+class Guarantee(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One guarantee behind an answer (service.policy), valid over calibration documents with ``confidence``.
+
+    ``set_coverage``: P(human label in prediction_set) >= 1 - alpha (confidence null: on average over calibration
+    draws, the split-conformal guarantee). ``accept_error``: among accepted verdicts, P(|human - point| >=
+    tolerance) <= alpha, ``bound`` its certified upper bound. ``quality_gate``: among accepted passes,
+    P(human < pass_threshold) <= alpha, ``bound`` its certified upper bound.
+    """
+
+    kind: Literal["set_coverage", "accept_error", "quality_gate"]
+    alpha: float
+    confidence: float | None
+    tolerance: int | None = None
+    pass_threshold: int | None = None
+    bound: float | None = None
+
+
+class CascadeStage(msgspec.Struct, **_RESPONSE):
+    """One stage of a cascade that was called (or whose verdict the caller sent), with its own decision."""
+
+    judge: str
+    prompt_family: str | None
+    source: Literal["judge", "caller"]
+    judge_score: int
+    probabilities: list[float] | None
+    point: int
+    decision: Decision  # this stage's: accept, or escalate (the next stage is asked)
+    rule_failed: bool
+    guarantees: list[Guarantee]  # this stage's, at the stage's share of accept_alpha
+    reason: str
+    cached: bool
+
+
+class CascadeAnswer(msgspec.Struct, **_RESPONSE):
+    """The cascade behind an answer: its stages in order, the ones called, and the split of accept_alpha."""
+
+    name: str
+    stages: list[str]  # the judge stages in order; a human follows the last
+    stage_alpha: float  # accept_alpha / len(stages): each stage is certified at this level (Bonferroni)
+    called: list[CascadeStage]
+    judge_calls: int  # judge calls the service made for this item (a caller's verdict costs none)
+
+
 class ScoreResponse(msgspec.Struct, **_RESPONSE):
-    """A verdict with its conformal prediction set and the decision the policy draws from it."""
+    """A verdict with its conformal prediction set, its calibrated point and the certified decision."""
 
     criterion: str
     judge: str
@@ -271,10 +335,12 @@ class ScoreResponse(msgspec.Struct, **_RESPONSE):
     coverage_target: float
     method: str | None
     calibrated: bool
-    confidence: float | None  # 1 - delta of PAC thresholds: P(coverage >= coverage_target) over calibration draws
     input_kind: Literal["score", "probabilities", "mean"] | None  # the kind of verdict the thresholds were fit on
-    decision: Decision
-    escalate: bool
+    decision: Decision  # accept only when the cell's certified rule accepts this verdict (service.policy)
+    escalate: bool  # decision == "escalate"
+    point: int  # the calibrated label (most likely human label given the verdict); the judge's score without a rule
+    guarantees: list[Guarantee]  # what holds for this answer; empty when nothing is certified
+    rule_failed: bool  # the cell's method-selection rule or certification failed: never accept, reason says which
     reason: str
     calibration_id: str | None
     n_cal: int | None
@@ -290,6 +356,7 @@ class ScoreResponse(msgspec.Struct, **_RESPONSE):
     # "possible_prompt_injection": a text the judge read tries to steer it (service.injection); decision escalate
     flags: list[str] = msgspec.field(default_factory=list)
     panel: PanelAnswer | None = None  # a panel request: members' verdicts and their disagreement
+    cascade: CascadeAnswer | None = None  # a cascade request: the stages called and their verdicts
 
 
 class ScoreBatchRequest(msgspec.Struct, **_REQUEST):
@@ -464,7 +531,8 @@ class CalibrationEntryInfo(msgspec.Struct, **_RESPONSE):
     input_kind: str = "score"  # the kind of verdict the entry serves: score | probabilities | mean
     heldout_coverage_p5: float | None = None  # 5th percentile over the splits by document
     empty_share: float | None = None
-    # What a pipeline should expect on unseen documents (held out by document), under the default decision rule:
+    # What a pipeline should expect on unseen documents (held out by document), under the former set-size rule
+    # (ACCEPT_MAX_SET_SIZE / ESCALATE_MIN_SET_SIZE); /v1/score now decides by ``decision_rules`` (service.policy):
     accept_share: float | None = None
     review_share: float | None = None
     escalate_share: float | None = None
@@ -480,6 +548,8 @@ class DefaultMethodInfo(msgspec.Struct, **_RESPONSE):
     method: str
     reason: str
     input_kind: str = "score"  # the kind of verdict this default applies to
+    # no method met the selection rule (the default is its fallback): /v1/score escalates this cell with rule_failed
+    rule_failed: bool = False
 
 
 class CalibrationInfo(msgspec.Struct, **_RESPONSE):
@@ -503,6 +573,9 @@ class CalibrationInfo(msgspec.Struct, **_RESPONSE):
     entries: list[CalibrationEntryInfo]
     default_methods: list[DefaultMethodInfo]
     artifacts: list[ArtifactInfo] = []  # the artifacts merged into this calibration, each with the cells it owns
+    # The certified decision rules (calibration.decision_rule, as in the artifact): per cell and input kind, the
+    # bins, calibrated points, certifications per (tolerance, accept_alpha), quality gates and per-label rows
+    decision_rules: list[DecisionRule] = []
 
 
 class ArtifactCell(msgspec.Struct, **_RESPONSE):

@@ -31,8 +31,12 @@ Resolution rules, in order (each failure is a problem with the allowed values wh
    set); for a live call a method the cell lacks is a 422 before the judge is paid for.
 7. **Set and decision.** ``calibration.conformal.prediction_set`` on the kind's inputs
    (``calibration.verdicts.verdict_inputs``; ``aps_randomized`` with the core's default generator, so equal
-   inputs give equal sets), then the policy (an empty set escalates). The answer carries ``input_kind`` and
-   ``confidence`` (1 - delta of PAC thresholds).
+   inputs give equal sets), served as its interval hull (a set with a hole, {2, 4}, becomes {2, 3, 4}; the
+   reason says so), then the certified decision (``service.policy``: the cell's decision rule at the request's
+   ``tolerance`` (default 2) and ``accept_alpha`` (default: the request's alpha), or its quality gate at
+   ``pass_threshold``; a failed selection rule, a missing rule or an empty set escalate). The answer carries
+   ``input_kind``, ``point`` (the calibrated label), ``guarantees`` and ``rule_failed``. ``tolerance`` >= K or
+   ``pass_threshold`` > K -> 422, checked before the judge is called.
 
 The caller's ``judge_logprobs`` are renormalised over 1..5 (a missing token counts ln(1e-5), the recorded
 data's convention); without ``judge_score`` the verdict's score is the most probable token (lower on ties).
@@ -54,7 +58,7 @@ from service.judge.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from service.judge.sentence_check import judge_score_from_share
 from service.judging import JudgePool
 from service.metrics import ServiceMetrics
-from service.policy import DecisionPolicy, full_scale
+from service.policy import DecisionPolicy, asked, decide_for_cell, full_scale, interval_hull, set_note
 from service.problems import CalibrationUnavailableError, InvalidRequestError
 from service.schemas import CRITERIA as BUILTIN_CRITERIA
 from service.schemas import QAEvidenceItem, ScoreRequest, ScoreResponse, SentenceEvidenceItem
@@ -357,6 +361,10 @@ def _calibrated_entry(
 async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
     """Verdict -> prediction set -> decision for one request (rules in the module docstring)."""
     _check_limits(ctx.settings, request)
+    if request.cascade is not None:  # a cascade of judges: service.cascades, each stage scored by this function
+        from service.cascades import score_cascade
+
+        return await score_cascade(ctx, request, score_item)
     if request.verdicts is not None or request.panel is not None:  # a judge panel: service.panels
         from service.panels import score_panel
 
@@ -375,7 +383,8 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
     # A bare judge score in a calibrated cell: the whole answer is a pure function of the plan, the named
     # method and the score, so it is remembered (at most K per plan and method; the response is frozen).
     answer_key = (
-        ("answer", plan, request.method, request.judge_score)
+        ("answer", plan, request.method, request.judge_score, request.tolerance, request.accept_alpha,
+         request.pass_threshold)
         if own and request.judge_score is not None and request.judge_logprobs is None
         and request.mean_of_samples is None and request.sentence_verdicts is None and plan.calibrated_cell
         else None
@@ -393,6 +402,8 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
     rubric = ctx.judges.rubrics.get(request.criterion)
     # K: the calibrated cell's own; for an uncalibrated rubric criterion the rubric's; else the criterion's
     n_labels = rubric.scale_max if rubric is not None and not plan.calibrated_cell else snapshot.n_labels_for(plan.cell)
+    ask = asked(tolerance=request.tolerance, accept_alpha=request.accept_alpha, alpha=request.alpha,
+                default_alpha=ctx.settings.default_alpha, pass_threshold=request.pass_threshold, n_labels=n_labels)
     if request.sentence_verdicts is not None:
         verdict = _own_sentence_verdict(request)
     else:
@@ -413,14 +424,19 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
             entry, method, note, kind, alpha = served.entry, served.method, served.note, served.kind, served.alpha
     if entry is None or kind is None:
         labels = full_scale(n_labels)
-        decision = ctx.policy.uncalibrated(why_uncalibrated)
+        decision = ctx.policy.uncalibrated(why_uncalibrated, point=verdict.judge_score)
     else:
         score, probabilities = verdict_inputs(kind, n_labels, judge_score=verdict.judge_score,
                                               probabilities=verdict.probabilities, mean=verdict.mean)
-        labels = snapshot.prediction_set(entry, score, probabilities)
-        decision = ctx.policy.decide(labels, n_labels=n_labels, alpha=alpha)
-        if note:
-            decision = msgspec.structs.replace(decision, reason=decision.reason + note)
+        conformal = snapshot.prediction_set(entry, score, probabilities)
+        labels = interval_hull(conformal)
+        decision = decide_for_cell(
+            ctx.policy, snapshot, cell=plan.cell, kinds=verdict.kinds, served_kind=kind, alpha=alpha,
+            delta=entry.fitted.delta, judge_score=verdict.judge_score, probabilities=verdict.probabilities,
+            mean=verdict.mean, prediction_set=labels, ask=ask,
+        )
+        note = set_note(conformal, labels, alpha) + note
+        decision = msgspec.structs.replace(decision, reason=decision.reason + note)
     findings = [] if own else screen_texts({"document": request.document, "summary": request.summary}, ctx.screened)
     if findings:  # the judge read a text that tries to steer it (service.injection): never accept its verdict
         decision = escalate_for_injection(decision, findings)
@@ -437,12 +453,14 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
         set_size=len(labels),
         alpha=alpha,
         coverage_target=plan.coverage_target if alpha == plan.alpha else coverage_target(alpha),
-        confidence=None if entry is None or entry.fitted.delta is None else coverage_target(entry.fitted.delta),
         input_kind=kind,
         method=method,
         calibrated=entry is not None,
         decision=decision.decision,
         escalate=decision.escalate,
+        point=decision.point,
+        guarantees=list(decision.guarantees),
+        rule_failed=decision.rule_failed,
         reason=decision.reason,
         calibration_id=snapshot.calibration_id,
         n_cal=None if entry is None else entry.fitted.n_cal,

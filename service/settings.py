@@ -8,12 +8,13 @@ variable                    meaning                                             
 ``JUDGES_FILE``             JSON file of live judges (see judges.example.json)    unset: no live judge
 ``RUBRICS_FILE``            JSON file of your criteria (service/rubrics.py)       unset: SummEval's four
 ``PANELS_FILE``             JSON file of judge panels (service/panels.py)         unset: no named panel
+``CASCADES_FILE``           JSON file of judge cascades (service/cascades.py)     unset: no cascade
 ``ARTIFACTS_DIR``           activated calibrations persist here (one file each)   unset: until restart
 ``ARTIFACTS_REDIS_KEY``     ... and in this Redis hash, shared by replicas        unset: not in Redis
 ``DEFAULT_JUDGE``           judge used when a request names none                  first judge of JUDGES_FILE
 ``DEFAULT_ALPHA``           miscoverage level when a request names none           ``0.10``
-``ACCEPT_MAX_SET_SIZE``     accept when set_size <= this (paper section 6)        ``2``
-``ESCALATE_MIN_SET_SIZE``   escalate when set_size >= this (5 = the full scale)   ``5``
+``ACCEPT_MAX_SET_SIZE``     set-size shares in calibration jobs' held-out figures ``2``
+``ESCALATE_MIN_SET_SIZE``   (not /v1/score: it decides by the certified rule)     ``5``
 ``FLAG_MIN_CYCLES``         /v1/compare flags a tournament with >= this 3-cycles  ``1``
 ``API_KEYS``                comma-separated bearer keys for /v1/*                 unset: no auth
 ``ADMIN_API_KEY``           bearer key for POST /v1/calibration/reload            unset: reload refused
@@ -79,6 +80,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     judges_file: Path | None = None
     rubrics_file: Path | None = None  # RUBRICS_FILE: your criteria (service/rubrics.py)
     panels_file: Path | None = None  # PANELS_FILE: named judge panels (service/panels.py)
+    cascades_file: Path | None = None  # CASCADES_FILE: named judge cascades (service/cascades.py)
     artifacts_dir: Path | None = None  # ARTIFACTS_DIR: activated artifacts persist here (service/activated.py)
     artifacts_redis_key: str | None = None  # ARTIFACTS_REDIS_KEY: ... and in this Redis hash (with REDIS_URL)
     default_judge: str | None = None
@@ -175,6 +177,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             judges_file=get("JUDGES_FILE", Path, None),
             rubrics_file=get("RUBRICS_FILE", Path, None),
             panels_file=get("PANELS_FILE", Path, None),
+            cascades_file=get("CASCADES_FILE", Path, None),
             artifacts_dir=get("ARTIFACTS_DIR", Path, None),
             artifacts_redis_key=get("ARTIFACTS_REDIS_KEY", str, None),
             default_judge=get("DEFAULT_JUDGE", str, None),

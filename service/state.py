@@ -16,6 +16,7 @@ from pathlib import Path
 import anyio.to_thread
 
 from calibration.conformal import METHODS, prediction_set
+from calibration.decision_rule import DecisionRule
 from calibration.errors import ArtifactError
 from calibration.thresholds import ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
 from service.activated import ActivatedStore
@@ -60,6 +61,11 @@ class CalibrationSnapshot:
     artifacts: ArtifactSet = field(default_factory=ArtifactSet)  # the set merged into ``artifact`` (registry)
     cell_labels: dict[Cell, int] = field(default_factory=dict)  # K of each calibrated cell
     criterion_labels: dict[str, int] = field(default_factory=dict)  # K of a criterion (its first cell's)
+    # Certified decision rules by (judge, prompt family, criterion, input kind) (service.policy)
+    decision_rules: dict[tuple[str, str, str, str], DecisionRule] = field(default_factory=dict)
+    # Why each default method was chosen, by (judge, prompt family, criterion, input kind): a failed selection
+    # ("fallback to ...") is served as a failed rule (service.policy.selection_failure)
+    default_reasons: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
 
     @classmethod
     def build(
@@ -92,6 +98,9 @@ class CalibrationSnapshot:
             cell_methods={cell: tuple(m for m in METHODS if m in found) for cell, found in methods.items()},
             cell_levels={cell: tuple(sorted(found)) for cell, found in levels.items()},
             coverage_targets={entry.alpha: coverage_target(entry.alpha) for entry in artifact.entries},
+            decision_rules={(r.judge, r.prompt_family, r.criterion, r.input_kind): r for r in artifact.decision_rules},
+            default_reasons={(d.judge, d.prompt_family, d.criterion, d.kind): d.reason
+                             for d in artifact.default_methods},
         )
 
     @property

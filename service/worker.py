@@ -90,9 +90,7 @@ def make_runner(settings: Settings, jobs: JobQueue, logger: Any) -> tuple[ChunkR
     if calibration.current is None:
         logger.error("calibration.unavailable", error=calibration.error)
     judges = JudgePool(settings, metrics, logger)
-    policy = DecisionPolicy(
-        accept_max_set_size=settings.accept_max_set_size, escalate_min_set_size=settings.escalate_min_set_size
-    )
+    policy = DecisionPolicy()
 
     def context() -> ScoringContext:
         return ScoringContext(

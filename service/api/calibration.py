@@ -7,6 +7,7 @@ from litestar.params import JSONBody
 
 from service.api import problem_responses, require_admin_key, services_of
 from service.api.body import BODY_DECODER, BodyDecoder
+from service.policy import selection_failure
 from service.problems import CalibrationUnavailableError
 from service.registry import PRIMARY
 from service.schemas import (
@@ -76,11 +77,12 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
         default_methods=[
             DefaultMethodInfo(
                 judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method, reason=d.reason,
-                input_kind=d.kind,
+                input_kind=d.kind, rule_failed=selection_failure(d.reason) is not None,
             )
             for d in artifact.default_methods
         ],
         artifacts=_artifact_infos(snapshot),
+        decision_rules=list(artifact.decision_rules),
     )
 
 

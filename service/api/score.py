@@ -66,7 +66,7 @@ def scoring_context(services: Services) -> ScoringContext:
     opt={BODY_DECODER: BodyDecoder(ScoreRequest)},
 )
 async def score(data: ScoreBody, request: Request) -> ScoreResponse:
-    """Verdict -> prediction set -> accept / review / escalate (rules: ``service.scoring``)."""
+    """Verdict -> prediction set -> certified accept / escalate (rules: ``service.scoring``, ``service.policy``)."""
     services = services_of(request)
     return await score_item(scoring_context(services), data)  # echoes data.item_id
 

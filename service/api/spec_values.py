@@ -10,10 +10,11 @@ one the service answers:
 * ``judge``: the calibration's judges and the configured ones; without a configured (default) judge the caller's
   verdict names its judge; with judges configured, a calibration-only judge needs the caller's own verdict. A
   (judge, criterion) calibrated under several prompt families needs ``prompt_family``.
-* ``panel``: the configured panels (none configured: only null).
+* ``panel``: the configured panels (none configured: only null); ``cascade`` likewise (CASCADES_FILE).
 * ``judge_score``, ``mean_of_samples`` (also in ``verdicts``) at most the largest K, log-prob tokens "1".."K";
   a criterion with a smaller K says so (``if criterion in [...] then maximum k``).
 * ``alpha`` at least the smallest calibrated level.
+* ``tolerance`` at most K - 1 and ``pass_threshold`` at most K (service.policy.asked), per criterion as above.
 
 The served document (/schema/openapi.json) is re-derived whenever the calibration snapshot changes (reload,
 activate, delete), so it follows the service; ``make openapi`` writes the one of the default settings (the
@@ -55,6 +56,7 @@ class SpecValues:
     judges: tuple[str, ...]
     configured: tuple[str, ...]
     panels: tuple[str, ...]
+    cascades: tuple[str, ...] = ()
     scales: dict[str, int] = field(default_factory=dict)  # K per criterion
     min_alpha: float | None = None
     several_families: tuple[tuple[str, str], ...] = ()  # (judge, criterion) needing prompt_family
@@ -87,6 +89,7 @@ def spec_values(services: Services) -> SpecValues:
         judges=tuple(sorted(known | set(judges.names()))),
         configured=tuple(sorted(judges.names())),
         panels=tuple(sorted(judges.panels)),
+        cascades=tuple(sorted(judges.cascades)),
         scales=scales,
         min_alpha=snapshot.all_levels[0] if snapshot is not None and snapshot.all_levels else None,
         several_families=tuple(several),
@@ -95,6 +98,13 @@ def spec_values(services: Services) -> SpecValues:
 
 def _own() -> Schema:
     return Schema(any_of=[present({"judge": "string", name: kind}) for name, kind in _OWN_FIELDS.items()])
+
+
+def _bound(schema: Any, maximum: int) -> None:
+    """Set ``maximum`` on the integer branch of a (possibly nullable) integer schema."""
+    for branch in getattr(schema, "one_of", None) or [schema]:
+        if getattr(branch, "type", None) == OpenAPIType.INTEGER:
+            branch.maximum = maximum
 
 
 def _names(schema: Any, names: tuple[str, ...], nullable: bool) -> None:
@@ -114,7 +124,8 @@ def _scale_rules(values: SpecValues, largest: int) -> list[Schema]:
             Schema(required=["criterion"], properties={"criterion": Schema(enum=criteria)}),
             Schema(properties={"judge_score": bounded, "mean_of_samples": bounded,
                                "judge_logprobs": Schema(properties=tokens),
-                               "verdicts": Schema(items=member)}),
+                               "verdicts": Schema(items=member), "tolerance": Schema(maximum=k - 1),
+                               "pass_threshold": bounded}),
             ))
     return rules
 
@@ -132,11 +143,17 @@ def apply_spec_values(spec: OpenAPI, values: SpecValues) -> None:
     _names(props["method"], tuple(METHODS), nullable=True)
     if "panel" in props:
         _names(props["panel"], values.panels, nullable=True)
+    if "cascade" in props:
+        _names(props["cascade"], values.cascades, nullable=True)
     if values.min_alpha is not None:
         props["alpha"].minimum = values.min_alpha
     largest = max(values.scales.values(), default=DEFAULT_SCALE)
     for name in ("judge_score", "mean_of_samples"):
         props[name].maximum = largest
+    if "tolerance" in props:  # an error is |human - point| >= tolerance: at most K - 1 can happen
+        props["tolerance"].maximum = largest - 1
+    if "pass_threshold" in props:  # a nullable integer: its schema is oneOf[integer, null]
+        _bound(props["pass_threshold"], largest)
     member = schemas.get("MemberVerdict")
     if member is not None and member.properties:
         for name in ("judge_score", "mean_of_samples"):

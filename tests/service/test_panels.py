@@ -224,3 +224,32 @@ def test_a_panel_of_unconfigured_judges_is_refused() -> None:
     check_panel_members({"jury": ("a", "b")}, ["a", "b", "c"])
     with pytest.raises(PanelConfigError, match="not in JUDGES_FILE: z"):
         check_panel_members({"jury": ("a", "z")}, ["a", "b"])
+
+
+def test_a_panel_cell_is_decided_by_its_own_certified_rule(
+    start_app: Callable[[Settings], AppHarness], panel_artifact: Path, tmp_path: Path
+) -> None:
+    from calibration.decision_rule import Certification, DecisionRule
+    from calibration.thresholds import load_artifact
+
+    family = "panel:probabilities+probabilities+probabilities"
+    rule = DecisionRule(judge=FULL, prompt_family=family, criterion="coherence", input_kind="mean", feature="mean",
+                        n_labels=5, bin_edges=[2.5, 3.5], points=[2, 3, 4],
+                        certifications=[Certification(tolerance=2, accept_alpha=0.1, delta=0.05, accepted_bins=[1],
+                                                      certified_error=0.06)])
+    path = tmp_path / "ruled.json"
+    save_artifact(msgspec.structs.replace(load_artifact(panel_artifact), decision_rules=[rule]), path)
+    harness = start_app(Settings(thresholds_path=path))
+    peaked = {"1": -6.0, "2": -3.0, "3": -0.1, "4": -3.0, "5": -6.0}  # each member's expected score is 3
+    body = {"criterion": "coherence", "verdicts": [{"judge": m, "judge_logprobs": peaked}
+                                                   for m in ("judge-a", "judge-b", "judge-c")]}
+    answer = harness.client.post("/v1/score", json=body).json()
+    assert answer["judge"] == FULL and answer["calibrated"] is True and answer["panel"]["mean"] == pytest.approx(3)
+    assert (answer["decision"], answer["point"], answer["rule_failed"]) == ("accept", 3, False)
+    assert answer["guarantees"][1] == {"kind": "accept_error", "alpha": 0.1, "confidence": 0.95, "tolerance": 2,
+                                       "bound": 0.06}
+    # the sub-panel (two members) has no rule of its own: never the full panel's certificate
+    answer = harness.client.post("/v1/score", json={**body, "verdicts": body["verdicts"][:2]}).json()
+    assert answer["judge"] == PAIR and answer["calibrated"] is True
+    assert (answer["decision"], answer["rule_failed"]) == ("escalate", False)
+    assert "no certified decision rule" in answer["reason"]

@@ -1,143 +1,159 @@
-"""The decision rule (paper 000, section 6): accept small sets, escalate the full scale, review the rest."""
+"""The decision step (service.policy): each row of its table, the failed-selection reading, hulls, parameters."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from service.policy import DecisionPolicy, PolicyDecision, full_scale
-from service.settings import Settings
-from tests.service.conftest import STAND_IN, AppHarness
+from calibration.decision_rule import Certification, DecisionRule, QualityGate
+from service.policy import (
+    DecisionPolicy,
+    asked,
+    find_rule,
+    full_scale,
+    interval_hull,
+    selection_failure,
+    set_guarantee,
+)
+from service.problems import InvalidRequestError
 
-ORDER = {"accept": 0, "review": 1, "escalate": 2}
+ROOT = Path(__file__).resolve().parents[2]
+COVER = set_guarantee(0.1, 0.05)
+RULE = DecisionRule(
+    judge="j", prompt_family="f", criterion="c", input_kind="probabilities", feature="expected_score", n_labels=5,
+    bin_edges=[2.5, 3.5], points=[2, 3, 4],
+    certifications=[Certification(tolerance=2, accept_alpha=0.1, delta=0.05, accepted_bins=[1], certified_error=0.09)],
+    quality_gates=[QualityGate(pass_threshold=3, accept_alpha=0.1, delta=0.1, pass_bins=[1, 2],
+                               certified_false_pass=0.08)],
+)
+UNIFORM = [0.2] * 5  # expected score 3: the certified middle bin
+
+
+def _decide(**overrides: object):
+    arguments = {"rule": RULE, "judge_score": 3, "probabilities": UNIFORM, "mean": None, "coverage": COVER,
+                 "prediction_set": (2, 3, 4), "selection_failed": None, "tolerance": 2, "accept_alpha": 0.1,
+                 "pass_threshold": None, "no_rule": "none here"}
+    return DecisionPolicy().decide(**{**arguments, **overrides})
+
+
+def test_a_certified_bin_accepts_with_the_certificate():
+    result = _decide()
+    assert (result.decision, result.escalate, result.point, result.rule_failed) == ("accept", False, 3, False)
+    assert [g.kind for g in result.guarantees] == ["set_coverage", "accept_error"]
+    assert (result.guarantees[1].bound, result.guarantees[1].confidence) == (0.09, 0.95)
+    assert result.guarantees[0].confidence == 0.95
 
 
 @pytest.mark.parametrize(
-    ("labels", "decision"),
+    ("overrides", "rule_failed", "kinds", "words"),
     [
-        ((3,), "accept"),
-        ((2, 3), "accept"),
-        ((2, 3, 4), "review"),
-        ((1, 2, 3, 4), "review"),
-        ((1, 2, 3, 4, 5), "escalate"),
+        ({"selection_failed": "no method met the selection rule"}, True, [], "the cell's conformal rule failed"),
+        ({"rule": None}, False, ["set_coverage"], "no certified decision rule: none here"),
+        ({"probabilities": None}, False, ["set_coverage"], "cannot read this verdict"),
+        ({"prediction_set": ()}, False, ["set_coverage", "accept_error"], "the prediction set is empty"),
+        ({"probabilities": [0.9, 0.1, 0, 0, 0]}, False, ["set_coverage", "accept_error"], "not certified"),
+        ({"tolerance": 1}, False, ["set_coverage"], "no certification at tolerance 1"),
+        ({"accept_alpha": 0.05}, False, ["set_coverage"], "accept_alpha <= 0.05 (calibrated: 0.1)"),
     ],
 )
-def test_default_table(labels: tuple[int, ...], decision: str):
-    result = DecisionPolicy().decide(labels, n_labels=5, alpha=0.1)
-    assert result.decision == decision
-    assert result.escalate is (decision == "escalate")
-    assert "{" + ", ".join(map(str, labels)) + "}" in result.reason and "90%" in result.reason
+def test_every_other_row_escalates_saying_why(overrides: dict, rule_failed: bool, kinds: list[str], words: str):
+    result = _decide(**overrides)
+    assert (result.decision, result.escalate, result.rule_failed) == ("escalate", True, rule_failed)
+    assert [g.kind for g in result.guarantees] == kinds
+    assert words in result.reason and result.reason.endswith("ask a human")
 
 
-def test_uncalibrated_always_escalates():
-    result = DecisionPolicy().uncalibrated("no entry")
-    assert (result.decision, result.escalate) == ("escalate", True) and "no entry" in result.reason
-    assert full_scale(5) == (1, 2, 3, 4, 5)
+def test_without_a_rule_the_point_is_the_judge_score_and_with_one_the_calibrated_label():
+    assert _decide(rule=None, judge_score=5).point == 5
+    assert _decide(judge_score=5, probabilities=[0, 0, 0, 0.1, 0.9]).point == 4  # expected 4.9 -> last bin
 
 
-@given(
-    size=st.integers(1, 5),
-    accept=st.integers(1, 3),
-    gap=st.integers(1, 3),
-)
-def test_decision_is_monotone_in_set_size(size: int, accept: int, gap: int):
-    policy = DecisionPolicy(accept_max_set_size=accept, escalate_min_set_size=accept + gap)
-    smaller = policy.decide(tuple(range(1, size + 1)), n_labels=5, alpha=0.1)
-    if size < 5:
-        larger = policy.decide(tuple(range(1, size + 2)), n_labels=5, alpha=0.1)
-        assert ORDER[smaller.decision] <= ORDER[larger.decision]
-    if size == 5:
-        assert smaller.decision == "escalate"  # the full scale never passes, whatever the thresholds
-    elif size <= accept:
-        assert smaller.decision == "accept"
+def test_a_failed_certification_row_is_a_failed_rule():
+    failed = Certification(tolerance=2, accept_alpha=0.1, delta=0.05, accepted_bins=[], certified_error=None,
+                           rule_failed=True, reason="3 documents")
+    rule = DecisionRule(**{**{f: getattr(RULE, f) for f in RULE.__struct_fields__}, "certifications": [failed]})
+    result = _decide(rule=rule)
+    assert (result.decision, result.rule_failed) == ("escalate", True) and "3 documents" in result.reason
 
 
-def test_remembered_decisions_equal_fresh_ones_and_the_memo_is_bounded():
-    labels = (1, 2, 3, 4, 5)
-    subsets = [tuple(y for i, y in enumerate(labels) if mask >> i & 1) for mask in range(1, 32)]
-    policy = DecisionPolicy(accept_max_set_size=1, escalate_min_set_size=4)
-    for alpha in (0.1, 0.05, 0.2):
-        for subset in subsets:
-            first = policy.decide(list(subset), n_labels=5, alpha=alpha)
-            again = policy.decide(subset, n_labels=5, alpha=alpha)
-            unused = DecisionPolicy(accept_max_set_size=1, escalate_min_set_size=4)
-            fresh = unused.decide(subset, n_labels=5, alpha=alpha)
-            assert first == again == fresh
-            assert again is first  # answered from the memo, not drawn again
-            assert f"{1 - alpha:.0%}" in again.reason
-    flooded = DecisionPolicy()
-    for k in range(5000):
-        flooded.decide((3,), n_labels=5, alpha=0.1 + k * 1e-12)
-    assert len(flooded._decisions) == 4096  # bounded, and still answering
-    assert flooded.decide((3,), n_labels=5, alpha=0.3).decision == "accept"
-
-
-def test_thresholds_come_from_settings(start_app: Callable[[Settings], AppHarness], make_settings):
-    strict = start_app(make_settings(accept_max_set_size=1, escalate_min_set_size=3))
-    data = strict.client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 3}).json()
-    assert data["set_size"] == 3 and data["decision"] == "escalate"
-    lenient = start_app(make_settings(accept_max_set_size=3))
-    data = lenient.client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 3}).json()
-    assert data["decision"] == "accept"
-
-
-def test_an_empty_set_is_never_accepted():
-    decision = DecisionPolicy().decide((), n_labels=5, alpha=0.2)
-    assert decision.decision == "escalate" and decision.escalate is True
-    assert "no label conforms" in decision.reason and "atypical" in decision.reason
-
-
-# The reason is logged as is by callers, so each branch's wording and figures are pinned exactly (written out by
-# hand from the table in service/policy.py), at two levels and on a scale shorter than the escalation threshold.
 @pytest.mark.parametrize(
-    ("labels", "n_labels", "alpha", "decision", "reason"),
+    ("probabilities", "threshold", "decision", "words"),
     [
-        ((), 5, 0.1, "escalate",
-         "the 90% prediction set is empty: no label conforms: the verdict is atypical for this calibration; "
-         "ask a human"),
-        ((1, 2, 3, 4, 5), 5, 0.1, "escalate",
-         "the 90% prediction set {1, 2, 3, 4, 5} has 5 of 5 labels (>= 5): the verdict carries no usable "
-         "information; ask a human"),
-        ((2, 3), 5, 0.2, "accept",
-         "the 80% prediction set {2, 3} has 2 label(s) (<= 2): the judge is reliable for this item"),
-        ((4,), 5, 0.05, "accept",
-         "the 95% prediction set {4} has 1 label(s) (<= 2): the judge is reliable for this item"),
-        ((1, 2, 3), 5, 0.1, "review",
-         "the 90% prediction set {1, 2, 3} has 3 labels (between 2 and 5): usable with care"),
-        # a 4-label scale: the full scale (4 labels) escalates although 4 < escalate_min_set_size = 5
-        ((1, 2, 3, 4), 4, 0.1, "escalate",
-         "the 90% prediction set {1, 2, 3, 4} has 4 of 4 labels (>= 4): the verdict carries no usable "
-         "information; ask a human"),
-        ((1, 2, 3), 4, 0.2, "review",
-         "the 80% prediction set {1, 2, 3} has 3 labels (between 2 and 4): usable with care"),
+        (UNIFORM, 3, "accept", "pass accepted (point 3 >= 3)"),
+        ([0, 0, 0, 0.1, 0.9], 3, "accept", "pass accepted (point 4 >= 3)"),
+        ([0.9, 0.1, 0, 0, 0], 3, "escalate", "a fail reading (point 2 < pass_threshold 3)"),
+        (UNIFORM, 4, "escalate", "no quality gate certified at pass_threshold 4"),
     ],
 )
-def test_each_branch_states_its_rule_exactly(labels, n_labels, alpha, decision, reason):
-    result = DecisionPolicy().decide(labels, n_labels=n_labels, alpha=alpha)
-    assert result.decision == decision
-    assert result.escalate is (decision == "escalate")
-    assert result.reason == reason
+def test_quality_gate_rows(probabilities: list[float], threshold: int, decision: str, words: str):
+    result = _decide(probabilities=probabilities, pass_threshold=threshold)
+    assert result.decision == decision and words in result.reason
+    if threshold == 3:
+        assert result.guarantees[1].kind == "quality_gate" and result.guarantees[1].pass_threshold == 3
+        assert (result.guarantees[1].bound, result.guarantees[1].confidence) == (0.08, 0.9)
 
 
-def test_custom_thresholds_appear_in_the_reason_and_the_repr():
-    policy = DecisionPolicy(accept_max_set_size=1, escalate_min_set_size=3)
-    assert repr(policy) == "DecisionPolicy(accept_max_set_size=1, escalate_min_set_size=3)"
-    assert repr(DecisionPolicy()) == "DecisionPolicy(accept_max_set_size=2, escalate_min_set_size=5)"
-    assert policy.decide((1, 2), n_labels=5, alpha=0.1).reason == (
-        "the 90% prediction set {1, 2} has 2 labels (between 1 and 3): usable with care")
-    assert policy.decide((1, 2, 3), n_labels=5, alpha=0.1).reason == (
-        "the 90% prediction set {1, 2, 3} has 3 of 5 labels (>= 3): the verdict carries no usable information; "
-        "ask a human")
-    assert policy.decide((5,), n_labels=5, alpha=0.1).decision == "accept"
+def test_uncalibrated_escalates_with_no_guarantee():
+    result = DecisionPolicy().uncalibrated("no threshold for the cell", point=4)
+    assert (result.decision, result.escalate, result.point, result.guarantees) == ("escalate", True, 4, ())
+    assert result.reason == ("not calibrated: no threshold for the cell; no prediction set can be trusted, so the "
+                             "full scale is returned")
+    assert full_scale(4) == (1, 2, 3, 4)
 
 
-def test_uncalibrated_reason_and_the_full_scale_exactly():
-    result = DecisionPolicy().uncalibrated("no threshold for the cell")
-    assert result == PolicyDecision(
-        decision="escalate", escalate=True,
-        reason="not calibrated: no threshold for the cell; no prediction set can be trusted, so the full scale is "
-               "returned")
-    assert full_scale(1) == (1,) and full_scale(3) == (1, 2, 3) and full_scale(0) == ()
+@given(st.sets(st.integers(1, 10), max_size=10))
+def test_the_hull_is_the_smallest_interval_holding_the_set(labels: set[int]):
+    hull = interval_hull(sorted(labels))
+    assert set(labels) <= set(hull)
+    if labels:
+        assert hull == tuple(range(min(labels), max(labels) + 1))
+    else:
+        assert hull == ()
+
+
+def test_the_shipped_fallback_reasons_name_the_failed_checks():
+    artifact = json.loads((ROOT / "calibration" / "thresholds.json").read_text())
+    fallbacks = [d for d in artifact["default_methods"] if d["reason"].startswith("fallback to")]
+    assert fallbacks, "the shipped artifact has fallback defaults"
+    for default in fallbacks:
+        failure = selection_failure(default["reason"])
+        assert failure is not None and "no method met the selection rule" in failure
+    qualified = [d for d in artifact["default_methods"] if not d["reason"].startswith("fallback to")]
+    assert all(selection_failure(d["reason"]) is None for d in qualified)
+
+
+def test_a_fallback_reason_is_read_against_the_rules_floors():
+    reason = ("fallback to residual: no method qualified over 10 held-out evaluations (alpha=0.2) (residual: size "
+              "3.36, coverage 0.795 (5th pct 0.761), min label 0.74, min score bin 0.76, non-interval 0.0%)")
+    failure = selection_failure(reason)
+    assert failure == ("no method met the selection rule at alpha=0.2; the fallback residual fails: 5th-percentile "
+                       "coverage 0.761 < 0.78; coverage within a human label 0.74 < 0.75")
+    other = "fallback to residual: no method had mean coverage >= 0.89 at alpha=0.1"  # the offline study's form
+    assert selection_failure(other) == f"no method met the selection rule ({other})"
+    assert selection_failure("smallest qualifying sets among 3 of 9 methods") is None
+
+
+def test_rules_are_found_in_the_verdicts_kind_order():
+    score_rule = DecisionRule(**{**{f: getattr(RULE, f) for f in RULE.__struct_fields__}, "input_kind": "score",
+                                 "feature": "score"})
+    rules = {("j", "f", "c", "probabilities"): RULE, ("j", "f", "c", "score"): score_rule}
+    assert find_rule(rules, ("j", "f", "c"), ("probabilities", "score")) is RULE
+    assert find_rule(rules, ("j", "f", "c"), ("score",)) is score_rule
+    assert find_rule(rules, ("j", "f", "c"), ("mean",)) is None
+
+
+def test_decision_parameters_default_and_are_checked_against_the_scale():
+    assert asked(tolerance=2, accept_alpha=None, alpha=None, default_alpha=0.1, pass_threshold=None,
+                 n_labels=5).accept_alpha == 0.1
+    assert asked(tolerance=2, accept_alpha=None, alpha=0.2, default_alpha=0.1, pass_threshold=None,
+                 n_labels=5).accept_alpha == 0.2
+    assert asked(tolerance=1, accept_alpha=0.05, alpha=0.2, default_alpha=0.1, pass_threshold=5,
+                 n_labels=5).accept_alpha == 0.05
+    with pytest.raises(InvalidRequestError, match="tolerance=5"):
+        asked(tolerance=5, accept_alpha=None, alpha=None, default_alpha=0.1, pass_threshold=None, n_labels=5)
+    with pytest.raises(InvalidRequestError, match="pass_threshold=6"):
+        asked(tolerance=2, accept_alpha=None, alpha=None, default_alpha=0.1, pass_threshold=6, n_labels=5)

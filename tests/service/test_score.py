@@ -11,7 +11,7 @@ import pytest
 from calibration.conformal import METHODS, PROBABILITY_METHODS, prediction_set, probabilities_from_logprobs
 from calibration.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.verdicts import verdict_inputs
-from service.policy import DecisionPolicy
+from service.policy import interval_hull
 from service.settings import Settings
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
 from tests.service.conftest import RECORDED, STAND_IN, AppHarness
@@ -37,8 +37,13 @@ def test_residual_sets_equal_the_core(app: AppHarness, artifact: ThresholdsArtif
     assert data["method"] == "residual" and data["calibrated"] is True
     assert data["coverage_target"] == pytest.approx(1 - alpha)
     assert data["n_cal"] == entry.fitted.n_cal
-    decision = DecisionPolicy().decide(expected, n_labels=5, alpha=alpha)
-    assert (data["decision"], data["escalate"]) == (decision.decision, decision.escalate)
+    assert expected == interval_hull(expected)  # residual sets are intervals: served as the core gives them
+    # the shipped-style artifact of conftest has no decision rules: escalate, the point is the judge's own score,
+    # and only the set's guarantee is stated
+    assert (data["decision"], data["escalate"], data["rule_failed"]) == ("escalate", True, False)
+    assert data["point"] == judge_score
+    assert data["guarantees"] == [{"kind": "set_coverage", "alpha": alpha, "confidence": None}]
+    assert data["reason"].startswith("no certified decision rule")
     assert data["source"] == "caller" and data["cached"] is False and data["raw_reply"] is None
 
 
@@ -135,7 +140,9 @@ def test_pac_entries_report_their_confidence(tmp_path, start_app):
     harness = start_app(Settings(thresholds_path=path))
     data = harness.client.post(
         "/v1/score", json={"criterion": "coherence", "judge": "pac-judge", "judge_score": 3}).json()
-    assert data["confidence"] == 0.95 and data["coverage_target"] == 0.9 and data["calibrated"] is True
+    assert data["coverage_target"] == 0.9 and data["calibrated"] is True
+    assert data["guarantees"] == [{"kind": "set_coverage", "alpha": 0.1, "confidence": 0.95}]
+    assert "confidence" not in data  # the top-level field is gone: the guarantee says what it is the confidence of
 
 
 def test_uncalibrated_criterion_escalates_with_the_full_scale(app: AppHarness):
@@ -144,6 +151,8 @@ def test_uncalibrated_criterion_escalates_with_the_full_scale(app: AppHarness):
     assert data["prediction_set"] == [1, 2, 3, 4, 5] and data["set_size"] == 5
     assert data["decision"] == "escalate" and data["escalate"] is True
     assert "not calibrated" in data["reason"] and "consistency" in data["reason"]
+    # nothing is certified: no guarantee is claimed, the point is the judge's own score, no rule failed
+    assert (data["guarantees"], data["point"], data["rule_failed"]) == ([], 4, False)
 
 
 def test_uncalibrated_prompt_family_escalates(app: AppHarness):
@@ -157,10 +166,13 @@ def test_calibrated_full_set_escalates(app: AppHarness):
     assert data["calibrated"] is True and data["set_size"] == 5 and data["decision"] == "escalate"
 
 
-def test_small_set_is_accepted(app: AppHarness, artifact: ThresholdsArtifact):
-    # judge score 1 with a residual threshold of 1 gives {1, 2}: size 2 -> accept
+def test_a_small_set_alone_is_not_accepted(app: AppHarness, artifact: ThresholdsArtifact):
+    # judge score 1 with a residual threshold of 1 gives {1, 2}: size 2 was "accept" under the set-size rule; a
+    # small set carries no guarantee on the point, so without a certified rule the verdict escalates
     data = app.client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 1}).json()
-    assert data["set_size"] <= 2 and data["decision"] == "accept" and data["escalate"] is False
+    assert data["set_size"] <= 2 and data["calibrated"] is True
+    assert (data["decision"], data["escalate"], data["rule_failed"]) == ("escalate", True, False)
+    assert "no certified decision rule" in data["reason"]
 
 
 def test_calibration_only_judge_takes_its_single_prompt_family(app: AppHarness):
