@@ -10,7 +10,8 @@ command                                                           does
 ``        [--store S]``
 ``report --out reports``                                          rebuild tables/figures/index from summaries
 ``validate --thresholds F [--data-dir D] [--out reports/validate]``  a fixed artifact on labelled data, served as
-                                                                  the service serves (offline.validate)
+``         [--labels FILE ...]``                                   the service serves (offline.validate); --labels:
+                                                                  your own held-out labelled files
 ``halves [--data-dir D] [--out reports] [--splits 20]``           fit on half the documents, validate on the
                                                                   other half, both ways (offline.halves); exit 1
                                                                   when a validity check fails
@@ -135,6 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--thresholds", type=Path, required=True, help="the artifact to validate")
     val.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: $DATA_DIR, else "
                      "../shared/data): its recorded SummEval judges")
+    val.add_argument("--labels", type=Path, action="append", default=None, metavar="FILE",
+                     help="your own held-out labelled JSON Lines file (repeatable; format: calibration/labels.py) "
+                     "instead of the recorded SummEval judges")
+    val.add_argument("--scale", type=int, default=5, metavar="K",
+                     help="with --labels: the scale 1..K of rows without a scale_max field (default 5)")
     val.add_argument("--out", type=Path, default=Path("reports/validate"))
 
     hal = commands.add_parser("halves", help="fit on half of the documents, validate on the other half, both ways; "
@@ -334,13 +340,19 @@ def _validate(args: argparse.Namespace, log: Any) -> int:
     from calibration.thresholds import load_artifact
     from offline.validate import recorded_datasets, validate_artifact_on, write_validation
 
-    data_dir = resolve_data_dir(args.data_dir)
     try:
         artifact = load_artifact(args.thresholds)
     except ArtifactError as error:
         raise DataError(args.thresholds, None, str(error)) from error
-    report = validate_artifact_on(artifact, recorded_datasets(data_dir), source=str(args.thresholds),
-                                  labels=f"recorded SummEval judges in {data_dir}")
+    if args.labels:
+        from offline.labelled import cell_data, load_label_files
+
+        datasets = cell_data(load_label_files(args.labels, scale=args.scale))
+        described = "labelled files " + ", ".join(str(p) for p in args.labels)
+    else:
+        data_dir = resolve_data_dir(args.data_dir)
+        datasets, described = recorded_datasets(data_dir), f"recorded SummEval judges in {data_dir}"
+    report = validate_artifact_on(artifact, datasets, source=str(args.thresholds), labels=described)
     paths = write_validation(report, args.out)
     log.info("validate finished", cells=len(report.cells), out=str(args.out))
     for path in paths:
