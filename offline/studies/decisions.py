@@ -43,6 +43,7 @@ Writes ``decisions/decisions.json``, ``decisions/decisions.md``, ``decisions/ope
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -295,7 +296,8 @@ def _record(tally: _Tally, rule: DecisionRule, test: DecisionData, *, tolerance:
     if failed:
         tally.failed += 1
     if failed or not accepted.any():
-        key = reason.split(":")[0] if failed else reason
+        # grouped by their words: the bound's value (a decimal) differs from split to split
+        key = re.sub(r"\d+\.\d+", "#", reason.split(":")[0] if failed else reason)
         tally.reasons[key] = tally.reasons.get(key, 0) + 1
     for label in range(1, test.n_labels + 1):
         mine = test.labels == label
