@@ -11,7 +11,8 @@ Rules, stated once:
   z_d = e_d - alpha * a_d. Each document gives x_d = z_d / M in [-alpha, 1 - alpha], where M bounds the number of
   items of a document. M is taken as the largest group size of the certification data: exact when group sizes
   are fixed by the design (SummEval: 16 summaries per document, 12 for the judges that saw 12 systems); with
-  free group sizes it assumes new documents are no larger than the largest one seen. Documents, in a seeded random order, feed a betting
+  free group sizes it assumes new documents are no larger than the largest one seen. Documents, in a seeded
+  random order, feed a betting
   capital K_t = prod_{s<=t} (1 - lambda_s x_s) with lambda_s predictable (computed from documents before s only:
   aGRAPA, lambda = -mean / (variance + mean^2) of the earlier x's with one pseudo-document at x = 0 and variance
   ``PRIOR_VARIANCE``), clipped to [0, BET_CAP / (1 - alpha)]. Under H0, E[1 - lambda_s x_s | past] <= 1, so K is a
