@@ -12,14 +12,14 @@ Rules, stated once:
   items of a document. M is taken as the largest group size of the certification data: exact when group sizes
   are fixed by the design (SummEval: 16 summaries per document, 12 for the judges that saw 12 systems); with
   free group sizes it assumes new documents are no larger than the largest one seen. Documents, in a seeded
-  random order, feed a betting
-  capital K_t = prod_{s<=t} (1 - lambda_s x_s) with lambda_s predictable (computed from documents before s only:
-  aGRAPA, lambda = -mean / (variance + mean^2) of the earlier x's with one pseudo-document at x = 0 and variance
-  ``PRIOR_VARIANCE``), clipped to [0, BET_CAP / (1 - alpha)]. Under H0, E[1 - lambda_s x_s | past] <= 1, so K is a
-  nonnegative supermartingale and by Ville's inequality P(sup_t K_t >= 1/delta) <= delta: rejecting H0 when the
-  capital reaches 1/delta is a valid level-delta test whatever the dependence inside a document (Waudby-Smith and
-  Ramdas 2024, "Estimating means of bounded random variables by betting"; the risk-control use is Bates et al.
-  2021 / Angelopoulos et al. 2021, "Learn then Test").
+  random order, feed a betting capital K_t = prod_{s<=t} (1 - lambda_s x_s) with lambda_s predictable
+  (computed from documents before s only: aGRAPA, lambda = -mean / (variance + mean^2) of the earlier x's with
+  one pseudo-document at x = 0 and variance ``PRIOR_VARIANCE``), clipped to [0, BET_CAP / (1 - alpha)]. Under
+  H0, E[1 - lambda_s x_s | past] <= 1, so K is a nonnegative supermartingale and by Ville's inequality
+  P(sup_t K_t >= 1/delta) <= delta: rejecting H0 when the capital reaches 1/delta is a valid level-delta test
+  whatever the dependence inside a document (Waudby-Smith and Ramdas 2024, "Estimating means of bounded random
+  variables by betting"; the risk-control use is Bates et al. 2021 / Angelopoulos et al. 2021, "Learn then
+  Test").
 * **The certified error reported** is the smallest level alpha' >= ``positivity floor`` at which the same capital
   (same lambdas) reaches 1/delta, found by bisection; the capital is increasing in alpha' for fixed lambdas, so
   this is an upper confidence bound at 1 - delta for the tested set. The floor is 1 - 1/lambda_max (below it a
