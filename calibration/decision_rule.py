@@ -57,6 +57,8 @@ class Certification(msgspec.Struct, frozen=True, kw_only=True):
     n_groups: int = 0  # calibration documents used for the bound
     n_items: int = 0
     accept_share: float | None = None  # share of calibration items in accepted bins
+    # which upper bound certified the row (calibration.risk_control.BOUNDS; "betting" is group-valid); "" unknown
+    bound: str = ""
 
 
 class QualityGate(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,6 +73,7 @@ class QualityGate(msgspec.Struct, frozen=True, kw_only=True):
     reason: str = ""
     n_groups: int = 0
     n_failing_items: int = 0  # calibration items humans would fail (the evidence the bound rests on)
+    bound: str = ""  # as Certification.bound
 
 
 class LabelRow(msgspec.Struct, frozen=True, kw_only=True):

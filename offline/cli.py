@@ -10,7 +10,8 @@ command                                                           does
 ``        [--store S]``
 ``report --out reports``                                          rebuild tables/figures/index from summaries
 ``validate --thresholds F [--data-dir D] [--out reports/validate]``  a fixed artifact on labelled data, served as
-                                                                  the service serves (offline.validate)
+``         [--labels FILE ...]``                                   the service serves (offline.validate); --labels:
+                                                                  your own held-out labelled files
 ``halves [--data-dir D] [--out reports] [--splits 20]``           fit on half the documents, validate on the
                                                                   other half, both ways (offline.halves); exit 1
                                                                   when a validity check fails
@@ -24,6 +25,9 @@ command                                                           does
 ``panels-cascades [--data-dir D] [--out reports] [--splits 10]``  two-judge cascades of the issue's panel members,
                                                                   stage methods chosen by the validity rule
                                                                   (offline.studies.panel_cascades)
+``decisions [--data-dir D] [--out reports] [--splits 20]``        certified accept/escalate on unseen documents
+``          [--write-rules ARTIFACT]``                             (offline.studies.decisions); --write-rules:
+                                                                  only the artifact's decision_rules, fitted on all
 ================================================================  ===============================================
 
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
@@ -132,6 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--thresholds", type=Path, required=True, help="the artifact to validate")
     val.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: $DATA_DIR, else "
                      "../shared/data): its recorded SummEval judges")
+    val.add_argument("--labels", type=Path, action="append", default=None, metavar="FILE",
+                     help="your own held-out labelled JSON Lines file (repeatable; format: calibration/labels.py) "
+                     "instead of the recorded SummEval judges")
+    val.add_argument("--scale", type=int, default=5, metavar="K",
+                     help="with --labels: the scale 1..K of rows without a scale_max field (default 5)")
     val.add_argument("--out", type=Path, default=Path("reports/validate"))
 
     hal = commands.add_parser("halves", help="fit on half of the documents, validate on the other half, both ways; "
@@ -183,7 +192,48 @@ def build_parser() -> argparse.ArgumentParser:
     cas.add_argument("--seed", type=int, default=0)
     cas.add_argument("--alpha", type=float, default=0.10)
     cas.add_argument("--no-progress", action="store_true")
+    dec = commands.add_parser("decisions", help="certified decisions: fit on calibration documents, serve unseen "
+                              "ones with decide(); accept share and error among accepted per cell (offline.studies."
+                              "decisions); --write-rules puts rules fitted on all data into an artifact")
+    dec.add_argument("--data-dir", type=Path, default=None)
+    dec.add_argument("--out", type=Path, default=Path("reports"))
+    dec.add_argument("--splits", type=int, default=20)
+    dec.add_argument("--seed", type=int, default=0)
+    dec.add_argument("--write-rules", type=Path, default=None, metavar="ARTIFACT",
+                     help="replace only the decision_rules of this artifact with rules fitted on all shipped data "
+                     "(no study is run)")
+    dec.add_argument("--no-progress", action="store_true")
     return parser
+
+
+def _decisions(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.studies.decisions import export_rules, run_decision_study, write_decision_study
+    from offline.validate import recorded_datasets
+
+    if args.splits < 1:
+        raise DataError(None, None, "--splits must be >= 1")
+    datasets = recorded_datasets(resolve_data_dir(args.data_dir))
+    bar = None if args.no_progress else (lambda t: tqdm(t, desc="decisions", leave=False))
+    if args.write_rules is not None:
+        from offline.export import replace_decision_rules
+
+        rules = replace_decision_rules(args.write_rules, export_rules(datasets, seed=args.seed, progress=bar))
+        log.info("decision rules written", artifact=str(args.write_rules), rules=rules)
+        print(f"written:     {args.write_rules} ({rules} decision rules)")
+        return 0
+    study = run_decision_study(datasets, n_splits=args.splits, seed=args.seed, progress=bar)
+    paths = write_decision_study(study, datasets, args.out)
+    log.info("decisions finished", rows=len(study.rows), out=str(args.out))
+    for h in study.headlines:
+        if h.cal_fraction == 0.5 and h.accept_alpha in (0.05, 0.1, 0.2):
+            print(f"{h.bound:22s} tol {h.tolerance} alpha {h.accept_alpha:.2f}: accept share log-prob "
+                  f"{h.logprob_mean_accept_share:.3f}, all {h.all_mean_accept_share:.3f}; mean error <= alpha in "
+                  f"{h.cells_mean_error_ok}/{h.n_cells}, share_ok >= 0.95 in {h.cells_share_ok}/{h.n_cells}")
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
 
 
 def _cascades(args: argparse.Namespace, log: Any) -> int:
@@ -290,13 +340,19 @@ def _validate(args: argparse.Namespace, log: Any) -> int:
     from calibration.thresholds import load_artifact
     from offline.validate import recorded_datasets, validate_artifact_on, write_validation
 
-    data_dir = resolve_data_dir(args.data_dir)
     try:
         artifact = load_artifact(args.thresholds)
     except ArtifactError as error:
         raise DataError(args.thresholds, None, str(error)) from error
-    report = validate_artifact_on(artifact, recorded_datasets(data_dir), source=str(args.thresholds),
-                                  labels=f"recorded SummEval judges in {data_dir}")
+    if args.labels:
+        from offline.labelled import cell_data, load_label_files
+
+        datasets = cell_data(load_label_files(args.labels, scale=args.scale))
+        described = "labelled files " + ", ".join(str(p) for p in args.labels)
+    else:
+        data_dir = resolve_data_dir(args.data_dir)
+        datasets, described = recorded_datasets(data_dir), f"recorded SummEval judges in {data_dir}"
+    report = validate_artifact_on(artifact, datasets, source=str(args.thresholds), labels=described)
     paths = write_validation(report, args.out)
     log.info("validate finished", cells=len(report.cells), out=str(args.out))
     for path in paths:
@@ -493,7 +549,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
                 "halves": _halves, "panels": _panels, "panels-nested": _panels_nested,
                 "panels-cascades": _panels_cascades,
-                "cascades": _cascades}
+                "cascades": _cascades, "decisions": _decisions}
     try:
         return handlers[args.command](args, log)
     except (DataError, FileNotFoundError) as error:

@@ -18,6 +18,11 @@ Rules, stated once:
   ``heldout_coverage_std`` null: one split has no spread); the default per cell is the faithfulness study's
   (the SummEval rule). Without such answers nothing is exported for faithfulness and the service answers
   faithfulness uncalibrated.
+* **Decision rules** (``decision_rules``): one certified accept/escalate rule per (judge, prompt family, criterion,
+  input kind) of the recorded SummEval judges, fitted on all their labelled items by
+  :func:`offline.studies.decisions.export_rules` (document-level bound, tolerances 1-2, accept_alpha 0.05 / 0.10 /
+  0.20, quality gates tau 3 and 4, delta 0.05). :func:`replace_decision_rules` swaps only that list in an existing
+  artifact (every other byte of the file is re-encoded unchanged: msgspec writes back the floats it read).
 * **Provenance.** ``created_at`` ISO-8601 UTC; ``code_version`` = package version, plus ``+g<git short hash>``
   when the checkout has a commit (``.dirty`` when tracked files changed); ``data_hash`` = sha256 over the data
   files the thresholds were fitted from (SummEval's when SummEval entries are exported, FRANK's ``items.jsonl``
@@ -35,9 +40,11 @@ from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from calibration.conformal import fit_conformal
+from calibration.decision_rule import DecisionRule
 from calibration.kind_artifact import OTHER_METHOD_ALPHAS, kind_entries  # shared with the service's jobs
 from calibration.kind_fit import KindFit
 from calibration.thresholds import (
@@ -45,6 +52,7 @@ from calibration.thresholds import (
     DefaultMethod,
     ThresholdEntry,
     ThresholdsArtifact,
+    load_artifact,
     save_artifact,
 )
 from offline.studies.conformal import ConformalSummary, JudgeCriterionData, methods_for
@@ -60,6 +68,7 @@ __all__ = [
     "export_thresholds",
     "faithfulness_entries",
     "kind_entries",
+    "replace_decision_rules",
 ]
 
 DEFAULT_THRESHOLDS = Path(__file__).resolve().parents[1] / "calibration" / "thresholds.json"
@@ -143,6 +152,7 @@ def build_artifact(
     source: str = "",
     faithfulness: FaithfulnessStudy | None = None,
     fits: dict[tuple[str, str, str, str], KindFit] | None = None,
+    decision_rules: Sequence[DecisionRule] = (),
 ) -> ThresholdsArtifact:
     """The artifact: with ``fits`` (the validity study's), its entries and defaults per input kind; else every
     (judge, family, criterion, method, alpha) of the item-level study fitted on all items (entries whose kind is
@@ -152,7 +162,8 @@ def build_artifact(
         entries, defaults = kind_entries(fits)
         scale = max((e.fitted.n_labels for e in entries), default=5)
         return _artifact(entries, defaults, faithfulness, scale=scale, data_hash=data_hash,
-                         code_version=code_version, created_at=created_at, source=source)
+                         code_version=code_version, created_at=created_at, source=source,
+                         decision_rules=decision_rules)
     entries = []
     for data in datasets if summary is not None else ():
         for method in methods_for(data):
@@ -177,12 +188,13 @@ def build_artifact(
         for d in (summary.default_methods if summary is not None else ())
     ]
     return _artifact(entries, defaults, faithfulness, scale=max((d.n_labels for d in datasets), default=5),
-                     data_hash=data_hash, code_version=code_version, created_at=created_at, source=source)
+                     data_hash=data_hash, code_version=code_version, created_at=created_at, source=source,
+                     decision_rules=decision_rules)
 
 
 def _artifact(entries: list[ThresholdEntry], defaults: list[DefaultMethod], faithfulness: FaithfulnessStudy | None,
               *, scale: int, data_hash: str, code_version: str, created_at: str | None,
-              source: str) -> ThresholdsArtifact:
+              source: str, decision_rules: Sequence[DecisionRule] = ()) -> ThresholdsArtifact:
     if faithfulness is not None:
         more_entries, more_defaults = faithfulness_entries(faithfulness)
         entries = entries + more_entries
@@ -196,6 +208,7 @@ def _artifact(entries: list[ThresholdEntry], defaults: list[DefaultMethod], fait
         entries=entries,
         default_methods=defaults,
         source=source,
+        decision_rules=list(decision_rules),
     )
 
 
@@ -235,6 +248,7 @@ def export_thresholds(
     store: Path | None = None,
     fits: dict[tuple[str, str, str, str], KindFit] | None = None,
     delta: float | None = None,
+    decision_rules: Sequence[DecisionRule] = (),
 ) -> ThresholdsArtifact:
     """Build the artifact (provenance from ``data_dir`` and the checkout) and save it atomically at ``path``.
 
@@ -246,8 +260,17 @@ def export_thresholds(
     artifact = build_artifact(
         datasets, summary, seed=seed, data_hash=data_hash(files, Path(data_dir)), code_version=code_version(),
         source=_source(summary, faithfulness, seed, store, fits, delta), faithfulness=faithfulness, fits=fits,
+        decision_rules=decision_rules,
     )
     save_artifact(artifact, path)
     # save_artifact writes through mkstemp (mode 0600); the shipped artifact must be readable by the service user.
     Path(path).chmod(0o644)
     return artifact
+
+
+def replace_decision_rules(path: Path, rules: Sequence[DecisionRule]) -> int:
+    """Load the artifact at ``path``, replace its ``decision_rules`` only, validate and save it; the rule count."""
+    artifact = load_artifact(path)
+    save_artifact(msgspec.structs.replace(artifact, decision_rules=list(rules)), path)
+    Path(path).chmod(0o644)
+    return len(rules)

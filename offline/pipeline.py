@@ -14,7 +14,8 @@ the LLM factuality tables (``factuality/llm.{json,md}``) and the faithfulness ca
 (``factuality/faithfulness.{json,md}``), otherwise nothing for them (a previous run's files are removed and
 ``index.md`` says how to collect); (7) the report; (8) the thresholds artifact (faithfulness entries only when
 (6) ran; the panel {gpt-3.5-turbo-0301, gpt-4o-mini-2024-07-18, llama-2-70b-chat, qwen2.5-72b-instruct} and
-its sub-panels as ``panel:<members>`` cells, ``offline.studies.panels``).
+its sub-panels as ``panel:<members>`` cells, ``offline.studies.panels``; one certified decision rule per recorded
+SummEval (judge, criterion, input kind), ``offline.studies.decisions.export_rules``).
 
 :func:`calibrate_factuality` runs the factuality part alone (FRANK baselines, (6), the report and an artifact
 with only the faithfulness entries), e.g. on a store of answers collected from a test stand-in, with ``label``
@@ -46,6 +47,7 @@ from offline.store import AnswerStore
 from offline.studies import factuality_sentences, faithfulness
 from offline.studies.conformal import cell_data_from_store as conformal_data
 from offline.studies.conformal import run_conformal_study
+from offline.studies.decisions import export_rules
 from offline.studies.factuality import baseline_tables, write_baselines_json, write_baselines_markdown
 from offline.studies.factuality_llm import (
     factuality_answers_from_store,
@@ -336,9 +338,12 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
     files = build_report(out)
     lap("report", figures=len(files.figures))
 
+    rules = export_rules(datasets, seed=seed)
+    lap("decision rules (certified accept/escalate, fitted on all items)", rules=len(rules))
+
     export_thresholds(datasets, conformal, data_dir=data_dir, path=thresholds_path, seed=seed,
                       faithfulness=without_prompt_family(llm.faithfulness), store=store_file,
-                      fits={**fits, **sentence_fits, **panel_fits}, delta=delta)
+                      fits={**fits, **sentence_fits, **panel_fits}, delta=delta, decision_rules=rules)
     lap("export", path=str(thresholds_path))
     return CalibrateResult(out_dir=out, store=store_file, thresholds=thresholds_path, index=files.index,
                            summaries=summaries, tables=files.tables, figures=files.figures,

@@ -1,7 +1,9 @@
 """Validate a fixed artifact on labelled data: every item scored exactly as the service scores it.
 
-``python -m offline validate --thresholds FILE [--data-dir D] [--out reports/validate]`` scores every labelled
-SummEval item of every judge the artifact calibrates, three ways per item (what a caller can send): the integer
+``python -m offline validate --thresholds FILE [--labels FILE ...] [--data-dir D] [--out reports/validate]``
+scores every labelled item (the user's own held-out labelled files with ``--labels``, format
+:mod:`calibration.labels`; else the recorded SummEval judges, which are in-sample for the shipped artifact) of
+every judge the artifact calibrates, three ways per item (what a caller can send): the integer
 score alone (``score``), the log-probs alone (``logprobs``) and both (``score+logprobs``). Each verdict is served
 by the service's own rule (:func:`calibration.serving.choose_entry`: input kind, next smaller calibrated level,
 the default method of the kind with the smaller held-out sets) and the set by
@@ -12,7 +14,16 @@ size >= min(5, K) -> escalate; size <= 2 -> accept; else review; :func:`calibrat
 Per (judge, prompt family, criterion, input, alpha): n, marginal coverage with its 95% Clopper-Pearson interval
 (scipy's beta quantiles), coverage per human label and per judge score, mean set size, empty sets, the shares of
 accept / review / escalate and the accuracy of accepted verdicts (human label in the set); uncalibrated items
-are counted apart. Writes ``validate.json``, ``validate.md`` and ``coverage.png``.
+are counted apart.
+
+**Certified decisions** (the artifact's ``decision_rules``): per (judge, prompt family, criterion, input kind) with a
+rule whose kind the items carry, every item is served by :func:`calibration.decision_rule.decide` on
+:func:`calibration.decision_rule.feature_of` of its verdict, at every (tolerance, accept_alpha) row of the rule:
+n, accept share, errors among accepted (|y - point| >= tolerance) with their exact 95% Clopper-Pearson interval
+(item-level: an honest interval only when the file's items are independent; several items per group widen the
+truth), the rule's certified bound and whether the observed error exceeds it; the same per human label (never
+pooled) and per quality gate (false passes among accepted passes). Writes ``validate.json``, ``validate.md`` and
+``coverage.png``.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ import msgspec
 import numpy as np
 
 from calibration.conformal import prediction_set
+from calibration.decision_rule import DecisionRule, decide, feature_of
 from calibration.kind_fit import decision_shares
 from calibration.serving import ServedEntry, choose_entry
 from calibration.thresholds import ThresholdIndex, ThresholdsArtifact
@@ -32,8 +44,8 @@ from calibration.verdicts import verdict_inputs
 from offline.jsonfile import write_json
 from offline.studies.conformal import JudgeCriterionData
 
-__all__ = ["INPUTS", "ValidationCell", "ValidationReport", "clopper_pearson", "recorded_datasets", "serve_item",
-           "validate_artifact_on", "write_validation"]
+__all__ = ["INPUTS", "DecisionCheck", "ValidationCell", "ValidationReport", "check_decisions", "clopper_pearson",
+           "recorded_datasets", "serve_item", "validate_artifact_on", "write_validation"]
 
 # What a caller sends -> the kinds its verdict carries (the service's rule in service.scoring).
 INPUTS: dict[str, tuple[str, ...]] = {
@@ -78,6 +90,37 @@ class ValidationCell(msgspec.Struct, frozen=True, kw_only=True):
     by_judge_score: list[GroupRow]
 
 
+class DecisionLabel(msgspec.Struct, frozen=True, kw_only=True):
+    """One human label of a decision check: items, accepted, errors among accepted."""
+
+    label: int
+    n: int
+    accepted: int
+    errors: int
+
+
+class DecisionCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """One certified-decision row of the artifact checked on labelled items (a certification or a quality gate)."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    input_kind: str
+    kind: str  # "accept" (tolerance row) | "gate" (quality gate row)
+    tolerance: int | None
+    pass_threshold: int | None
+    accept_alpha: float
+    rule_failed: bool
+    certified: float | None  # the artifact's certified error (or false-pass) bound
+    n: int
+    accept_share: float
+    error_among_accepted: float | None
+    ci_low: float | None
+    ci_high: float | None
+    above_alpha: bool  # observed error among accepted > accept_alpha
+    by_label: list[DecisionLabel]
+
+
 class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
     """Every validated cell, with where the artifact and the labels came from."""
 
@@ -85,6 +128,7 @@ class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
     calibration_id: str
     labels: str
     cells: list[ValidationCell]
+    decisions: list[DecisionCheck] = []
 
 
 def recorded_datasets(data_dir: Path) -> list[JudgeCriterionData]:
@@ -155,7 +199,66 @@ def validate_artifact_on(artifact: ThresholdsArtifact, datasets: Sequence[JudgeC
                 continue
             for alpha in alphas:
                 cells.append(_validate_cell(index, data, cell, name, kinds, float(alpha), accept_max, escalate_min))
-    return ValidationReport(artifact=source, calibration_id=index.calibration_id, labels=labels, cells=cells)
+    return ValidationReport(artifact=source, calibration_id=index.calibration_id, labels=labels, cells=cells,
+                            decisions=check_decisions(artifact, datasets))
+
+
+def _features(rule: DecisionRule, data: JudgeCriterionData) -> np.ndarray | None:
+    """The rule's feature of every item, as the service computes it; None when the items lack the rule's kind."""
+    if rule.input_kind == "probabilities" and data.probabilities is None:
+        return None
+    if rule.input_kind == "mean" and data.means is None:
+        return None
+    if rule.input_kind == "score" and data.means is not None:
+        return None
+    values = []
+    for position in range(data.labels.size):
+        probabilities = None if data.probabilities is None else [float(p) for p in data.probabilities[position]]
+        values.append(feature_of(rule.feature, score=int(data.judge_scores[position]), probabilities=probabilities,
+                                 mean=None if data.means is None else float(data.means[position])))
+    return np.asarray(values)
+
+
+def _check(base: dict, accepted: np.ndarray, bad: np.ndarray, labels: np.ndarray, n_labels: int, alpha: float,
+           **row: object) -> DecisionCheck:
+    taken = int(accepted.sum())
+    errors = int((bad & accepted).sum())
+    low, high = clopper_pearson(errors, taken) if taken else (None, None)
+    by_label = [DecisionLabel(label=k, n=int((labels == k).sum()), accepted=int((accepted & (labels == k)).sum()),
+                              errors=int((accepted & bad & (labels == k)).sum())) for k in range(1, n_labels + 1)]
+    error = errors / taken if taken else None
+    return DecisionCheck(**base, **row, accept_alpha=alpha, n=int(labels.size), accept_share=taken / labels.size,
+                         error_among_accepted=error, ci_low=low, ci_high=high,
+                         above_alpha=error is not None and error > alpha + 1e-12, by_label=by_label)
+
+
+def check_decisions(artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriterionData]) -> list[DecisionCheck]:
+    """Every decision rule of the artifact whose cell the labelled items hold, checked row by row (module rules)."""
+    by_cell = {(d.judge, d.prompt_family, d.criterion): d for d in datasets}
+    checks = []
+    for rule in artifact.decision_rules:
+        data = by_cell.get((rule.judge, rule.prompt_family, rule.criterion))
+        features = None if data is None or data.labels.size == 0 else _features(rule, data)
+        if data is None or features is None:
+            continue
+        labels = np.asarray(data.labels)
+        base = dict(judge=rule.judge, prompt_family=rule.prompt_family, criterion=rule.criterion,
+                    input_kind=rule.input_kind)
+        for row in rule.certifications:
+            outcomes = [decide(rule, float(x), tolerance=row.tolerance, accept_alpha=row.accept_alpha)
+                        for x in features]
+            accepted = np.array([o.accepted for o in outcomes])
+            bad = np.abs(labels - np.array([o.point for o in outcomes])) >= row.tolerance
+            checks.append(_check(base, accepted, bad, labels, rule.n_labels, row.accept_alpha, kind="accept",
+                                 tolerance=row.tolerance, pass_threshold=None, rule_failed=row.rule_failed,
+                                 certified=row.certified_error))
+        bins = np.searchsorted(rule.bin_edges, features, side="right")  # decide's binning (bisect_right)
+        for gate in rule.quality_gates:
+            accepted = np.isin(bins, gate.pass_bins)
+            checks.append(_check(base, accepted, labels < gate.pass_threshold, labels, rule.n_labels,
+                                 gate.accept_alpha, kind="gate", tolerance=None, pass_threshold=gate.pass_threshold,
+                                 rule_failed=gate.rule_failed, certified=gate.certified_false_pass))
+    return checks
 
 
 def _validate_cell(index: ThresholdIndex, data: JudgeCriterionData, cell: tuple[str, str, str], name: str,
@@ -221,6 +324,19 @@ def markdown(report: ValidationReport) -> str:
         lines.append(f"| {c.judge} | {c.criterion} | {c.input} | {c.alpha} | {served} | {c.n} | "
                      f"{_fmt(c.coverage)}{ci} | {_fmt(c.mean_set_size, '.2f')} | {c.empty_sets} | {shares} | "
                      f"{_fmt(c.accept_accuracy)} | {_fmt(min_label, '.2f')} |")
+    if report.decisions:
+        lines += ["", "## Certified decisions (the artifact's decision_rules served with decide())", "",
+                  "| judge | criterion | input kind | row | accept_alpha | rule failed | certified | n | "
+                  "accept share | error among accepted [95% CP, item-level] | above alpha | "
+                  "per label: accepted / n (errors) |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        for d in report.decisions:
+            row = f"tolerance {d.tolerance}" if d.kind == "accept" else f"gate tau {d.pass_threshold}"
+            ci = "" if d.ci_low is None else f" [{d.ci_low:.3f}, {d.ci_high:.3f}]"
+            labels = ", ".join(f"{b.label}: {b.accepted}/{b.n} ({b.errors})" for b in d.by_label)
+            lines.append(f"| {d.judge} | {d.criterion} | {d.input_kind} | {row} | {d.accept_alpha:g} | "
+                         f"{'yes' if d.rule_failed else 'no'} | {_fmt(d.certified)} | {d.n} | {d.accept_share:.3f} | "
+                         f"{_fmt(d.error_among_accepted)}{ci} | {'YES' if d.above_alpha else 'no'} | {labels} |")
     return "\n".join(lines) + "\n"
 
 
