@@ -24,6 +24,10 @@ command                                                           does
 ``panels-cascades [--data-dir D] [--out reports] [--splits 10]``  two-judge cascades of the issue's panel members,
                                                                   stage methods chosen by the validity rule
                                                                   (offline.studies.panel_cascades)
+``pairwise-decisions [--data-dir D] [--out reports]``             certified accept/abstain of pairwise verdicts
+``       [--splits 20] [--seed 0] [--delta 0.1] [--draws 300]``   on human votes (offline.studies.
+``       [--export FILE]``                                          pairwise_decisions); --export: the served
+                                                                  certificates (calibration.pairwise_artifact)
 ================================================================  ===============================================
 
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
@@ -183,7 +187,51 @@ def build_parser() -> argparse.ArgumentParser:
     cas.add_argument("--seed", type=int, default=0)
     cas.add_argument("--alpha", type=float, default=0.10)
     cas.add_argument("--no-progress", action="store_true")
+    pwd = commands.add_parser("pairwise-decisions", help="certified accept/abstain of pairwise verdicts on Vicuna80 "
+                              "and Arena PPR human votes (offline.studies.pairwise_decisions)")
+    pwd.add_argument("--data-dir", type=Path, default=None)
+    pwd.add_argument("--out", type=Path, default=Path("reports"))
+    pwd.add_argument("--splits", type=int, default=20, help="splits by question/battle (default 20)")
+    pwd.add_argument("--seed", type=int, default=0)
+    pwd.add_argument("--delta", type=float, default=0.10, help="1 - confidence of the certificate (default 0.10)")
+    pwd.add_argument("--draws", type=int, default=300, help="group-resampling draws of the validity check (0: skip)")
+    pwd.add_argument("--export", type=Path, default=None, metavar="FILE",
+                     help="also write the certificates fitted on all groups (e.g. calibration/pairwise_decisions.json)")
+    pwd.add_argument("--no-progress", action="store_true")
     return parser
+
+
+def _pairwise_decisions(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.studies.pairwise_decisions import (
+        export_pairwise_artifact,
+        load_tables,
+        print_lines,
+        run_pairwise_decisions,
+        write_pairwise_decisions,
+    )
+
+    if args.splits < 1 or args.draws < 0 or not 0 < args.delta < 1:
+        raise DataError(None, None, "--splits must be >= 1, --draws >= 0 and --delta in (0, 1)")
+    tables = load_tables(resolve_data_dir(args.data_dir))
+    study = run_pairwise_decisions(
+        tables, n_splits=args.splits, seed=args.seed, delta=args.delta,
+        n_draws=args.draws,
+        progress=(lambda t: t) if args.no_progress else (lambda t: tqdm(list(t), desc="pairwise", leave=False)))
+    paths = write_pairwise_decisions(study, args.out)
+    if args.export is not None:
+        from calibration.pairwise_artifact import encode_pairwise_artifact
+
+        args.export.parent.mkdir(parents=True, exist_ok=True)
+        args.export.write_bytes(encode_pairwise_artifact(export_pairwise_artifact(tables, delta=args.delta)))
+        paths.append(args.export)
+    log.info("pairwise-decisions finished", rows=len(study.rows), out=str(args.out))
+    for line in print_lines(study):
+        print(line)
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
 
 
 def _cascades(args: argparse.Namespace, log: Any) -> int:
@@ -492,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = structlog.get_logger("offline")
     handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
                 "halves": _halves, "panels": _panels, "panels-nested": _panels_nested,
-                "panels-cascades": _panels_cascades,
+                "panels-cascades": _panels_cascades, "pairwise-decisions": _pairwise_decisions,
                 "cascades": _cascades}
     try:
         return handlers[args.command](args, log)

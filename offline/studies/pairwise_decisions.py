@@ -39,6 +39,7 @@ import msgspec
 import numpy as np
 
 from calibration.heldout import group_splits
+from calibration.pairwise_artifact import FORMAT_VERSION, PairwiseArtifact, PairwiseEntry
 from calibration.pairwise_decision import (
     BOUNDS,
     DEFAULT_LEVELS,
@@ -49,9 +50,9 @@ from calibration.pairwise_decision import (
     human_majority,
     vote_signal,
 )
-from offline.data.arena_ppr import ArenaPPR
+from offline.data.arena_ppr import ArenaPPR, load_arena_ppr
 from offline.data.pairwise import pair_item_id, presented
-from offline.data.vicuna80 import Vicuna80
+from offline.data.vicuna80 import Vicuna80, load_vicuna80
 from offline.jsonfile import write_json
 
 __all__ = [
@@ -64,6 +65,9 @@ __all__ = [
     "PairwiseDecisionSummary",
     "SimulationRow",
     "arena_pairs",
+    "export_pairwise_artifact",
+    "load_tables",
+    "print_lines",
     "run_pairwise_decisions",
     "vicuna80_pairs",
     "write_pairwise_decisions",
@@ -88,6 +92,7 @@ class PairTable:
     human: np.ndarray  # +1 / -1 / 0 per pair, canonical order
     signals: dict[str, PairSignal]
     group_size_bound: int
+    verdicts_per_pair: dict[str, int]  # per judge: the median number of verdicts behind a pair's signal
 
 
 class DecisionRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -108,7 +113,8 @@ class DecisionRow(msgspec.Struct, frozen=True, kw_only=True):
     n_splits_error_above_alpha: int
     n_splits_nothing_accepted: int
     thresholds: dict[str, int]  # threshold ("none" = nothing certified) -> splits
-    all_decisive_accept_share: float  # uncertified reference: accept every pair with a preferred side
+    # Uncertified reference on the same held-out pairs: accept every pair with a preferred side.
+    all_decisive_accept_share: float
     all_decisive_agreement: float | None
     n_test_pairs_mean: float
 
@@ -212,11 +218,12 @@ def vicuna80_pairs(data: Vicuna80, parse_choice: Callable[[str | None], Any] | N
         matrices[judge] = _votes_matrix(per_pair)
     signals = {judge: vote_signal(m) for judge, m in matrices.items()}
     signals[PANEL] = _panel(list(matrices.values()))
+    per_pair_counts = {judge: int(np.median((~np.isnan(m)).sum(axis=1))) for judge, m in matrices.items()}
     _, groups = np.unique([p.rpartition("/")[0] for p in pair_ids], return_inverse=True)
     has_votes = counts.sum(axis=1) > 0
     human = np.where(has_votes, human_majority(counts[:, 0], counts[:, 1], counts[:, 2]), 0).astype(np.int8)
     return PairTable(dataset="vicuna80", groups=groups, human=human, signals=signals,
-                     group_size_bound=int(np.bincount(groups).max()))
+                     group_size_bound=int(np.bincount(groups).max()), verdicts_per_pair=per_pair_counts)
 
 
 def arena_pairs(data: ArenaPPR) -> PairTable:
@@ -226,7 +233,8 @@ def arena_pairs(data: ArenaPPR) -> PairTable:
     signals[PANEL] = _panel(list(matrices.values()))
     _, groups = np.unique(data.question_ids, return_inverse=True)
     return PairTable(dataset="arena_ppr", groups=groups, human=data.human.copy(), signals=signals,
-                     group_size_bound=int(np.bincount(groups).max()))
+                     group_size_bound=int(np.bincount(groups).max()),
+                     verdicts_per_pair=dict.fromkeys(data.judges, 1))
 
 
 def _sources(table: PairTable) -> list[str]:
@@ -259,15 +267,17 @@ def _decision_row(table: PairTable, source: str, ties: str, bound: str, alpha: f
             above += (k - agree) / k > alpha
         else:
             nothing += 1
-    ref = decisive & counted
+    ref_share = float(np.mean([decisive[s.test].mean() for s in splits]))
+    ref = np.concatenate([s.test for s in splits])
+    ref = ref[decisive[ref] & counted[ref]]
     return DecisionRow(
         dataset=table.dataset, source=source, ties=ties, bound=bound, alpha=alpha, delta=delta,
         n_splits=len(splits), accept_share=float(np.mean(shares)), accept_share_min=float(np.min(shares)),
         accept_share_max=float(np.max(shares)), agreement=n_agree / n_acc if n_acc else None,
         agreement_mean=float(np.mean(agreements)) if agreements else None, n_splits_error_above_alpha=int(above),
         n_splits_nothing_accepted=nothing, thresholds=dict(sorted(thresholds.items(), reverse=True)),
-        all_decisive_accept_share=float(decisive.mean()),
-        all_decisive_agreement=float((ref & ~errors).sum() / ref.sum()) if ref.any() else None,
+        all_decisive_accept_share=ref_share,
+        all_decisive_agreement=float((~errors[ref]).mean()) if ref.size else None,
         n_test_pairs_mean=float(np.mean([s.test.size for s in splits])),
     )
 
@@ -302,7 +312,8 @@ def _simulation_rows(table: PairTable, source: str, ties: str, alpha: float, del
         chosen = rng.integers(0, all_groups, size=n_groups)
         chosen = chosen[np.isin(chosen, present)]
         lengths = starts[chosen + 1] - starts[chosen]
-        index = np.concatenate([order[starts[g]:starts[g + 1]] for g in chosen]) if chosen.size else keep[:0]
+        offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        index = order[np.repeat(starts[chosen], lengths) + offsets]
         labels = np.repeat(np.arange(chosen.size), lengths)
         if index.size == 0:
             continue
@@ -414,3 +425,69 @@ def _figure(summary: PairwiseDecisionSummary, path: Path) -> Path:
 def write_pairwise_decisions(summary: PairwiseDecisionSummary, out: Path) -> list[Path]:
     """``<out>/pairwise_decisions/summary.json`` (indented) and the accept-vs-agreement PNG."""
     return [write_json(summary, out / JSON_FILE), _figure(summary, out / FIGURE_FILE)]
+
+
+def load_tables(data_dir: Path) -> list[PairTable]:
+    """Both datasets' pair tables from the data directory (DataError when a folder or file is missing or bad)."""
+    return [vicuna80_pairs(load_vicuna80(data_dir)), arena_pairs(load_arena_ppr(data_dir))]
+
+
+def _pct(value: float | None) -> str:
+    return "   -  " if value is None else f"{value:6.3f}"
+
+
+def print_lines(summary: PairwiseDecisionSummary) -> list[str]:
+    """The console table: accept share / agreement among accepted per dataset, source and alpha, both bounds
+    (ties excluded), then the validity simulation and the done-when check."""
+    lines = [f"held-out accept share / human agreement among accepted ({summary.n_splits} splits by group, "
+             f"delta {summary.delta}, human ties excluded)"]
+    header = "".join(f"   alpha {a:.2f} pair CP    alpha {a:.2f} group  " for a in summary.alphas)
+    for name, info in summary.datasets.items():
+        lines.append(f"{name:26s}{header}")
+        for source in info["sources"]:
+            cells = []
+            for alpha in summary.alphas:
+                for bound in BOUNDS[::-1]:
+                    r = next(r for r in summary.rows if r.dataset == name and r.source == source and r.alpha == alpha
+                             and r.bound == bound and r.ties == "exclude")
+                    cells.append(f" {r.accept_share:6.3f} / {_pct(r.agreement)}")
+            lines.append(f"{source:26s}" + "  ".join(cells))
+    for bound in BOUNDS:
+        sims = [r for r in summary.simulation if r.bound == bound]
+        if sims:
+            worst = max(sims, key=lambda r: r.failure_rate)
+            lines.append(f"validity ({bound}): {sum(r.within_delta for r in sims)} of {len(sims)} cells fail in <= "
+                         f"delta + 2 MC se of draws; worst {worst.failure_rate:.3f} ({worst.dataset} {worst.source} "
+                         f"{worst.ties} alpha {worst.alpha})")
+    if summary.done_when:
+        d = summary.done_when
+        lines.append(f"done-when (Vicuna80 panel, alpha 0.20, {d['bound']}): accept {d['accept_share']:.3f}, "
+                     f"agreement {_pct(d['agreement']).strip()} -> {'met' if d['met'] else 'not met'}")
+    return lines
+
+
+def export_pairwise_artifact(tables: Sequence[PairTable], *, delta: float = DELTA, alphas: Sequence[float] = ALPHAS,
+                             source: str = "") -> PairwiseArtifact:
+    """Each single judge's certificate per alpha fitted on every group of its dataset (headline bound and tie
+    rule); panels are left out (``/v1/compare`` asks one judge)."""
+    entries = []
+    for table in tables:
+        for judge in _sources(table):
+            if judge == PANEL:
+                continue
+            signal = table.signals[judge]
+            errors, counted = disagreements(signal.preferred, table.human, HEADLINE["ties"])  # type: ignore[arg-type]
+            for alpha in alphas:
+                cert = certify_threshold(signal.confidence[counted], signal.preferred[counted], errors[counted],
+                                         table.groups[counted], alpha=alpha, delta=delta,
+                                         bound=HEADLINE["bound"],  # type: ignore[arg-type]
+                                         group_size_bound=table.group_size_bound)
+                last = next((t for t in cert.tests if t.level == cert.threshold), None)
+                entries.append(PairwiseEntry(
+                    judge=judge, dataset=table.dataset, alpha=float(alpha), threshold=cert.threshold,
+                    n_pairs=cert.n_pairs, n_groups=cert.n_groups, n_accepted=last.n_accepted if last else 0,
+                    n_errors=last.n_errors if last else 0, verdicts_per_pair=table.verdicts_per_pair[judge]))
+    return PairwiseArtifact(
+        format_version=FORMAT_VERSION, delta=delta, bound=HEADLINE["bound"], ties=HEADLINE["ties"],
+        signal=RULES["signal"], source=source or "offline pairwise-decisions (Vicuna80, Arena PPR human votes)",
+        entries=entries)
