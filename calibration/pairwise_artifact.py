@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 import msgspec
 
@@ -33,6 +34,7 @@ from calibration.errors import ArtifactError
 from calibration.pairwise_decision import BOUNDS, LEVEL_TOLERANCE
 
 __all__ = [
+    "DEFAULT_PATH",
     "FORMAT_VERSION",
     "PairDecision",
     "PairwiseArtifact",
@@ -46,6 +48,8 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
+#: The shipped artifact (written by ``python -m offline pairwise-decisions --export``), beside thresholds.json.
+DEFAULT_PATH = Path(__file__).resolve().parent / "pairwise_decisions.json"
 
 
 class PairwiseEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,6 +76,7 @@ class PairwiseArtifact(msgspec.Struct, frozen=True, kw_only=True):
     signal: str
     source: str
     entries: list[PairwiseEntry]
+    starts: list[float] = []  # start levels of a multi-start fixed sequence (empty: one chain from the top)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,10 @@ Rules, stated once:
   when its p-value is <= delta; testing stops at the first level not certified (also one that accepts no
   calibration pair). The threshold is the last certified level (None: nothing certified, always abstain). With
   valid p-values this controls the family-wise error at delta, so P(risk(threshold) <= alpha) >= 1 - delta.
+  With ``starts`` (k fixed start levels; Learn-then-Test's fixed sequence with multiple starts) one such chain
+  runs from each start downwards at delta / k (Bonferroni over chains); the threshold is the lowest level any
+  chain certified. It helps a low-power bound when the most confident levels accept few pairs (a chain that
+  starts there stops at once).
 * **Bounds** (the p-value per level):
 
   - ``group_betting`` (default; valid with several pairs per group, e.g. the 10 pairs of a Vicuna80 question).
@@ -50,6 +54,7 @@ __all__ = [
     "BETS",
     "BOUNDS",
     "DEFAULT_LEVELS",
+    "GROUP_STARTS",
     "LEVEL_TOLERANCE",
     "Bound",
     "LevelTest",
@@ -73,6 +78,9 @@ BOUNDS: tuple[str, ...] = ("group_betting", "pair_binomial")
 DEFAULT_LEVELS: tuple[float, ...] = tuple(round(k / 20, 2) for k in range(20, 0, -1))
 #: Bet sizes as shares of the largest safe bet 1 / (1 - alpha); fixed, so the mixture is a valid test.
 BETS: tuple[float, ...] = (0.25, 0.5, 0.75, 0.95)
+#: Start levels of the multi-start fixed sequence used with ``group_betting``: unanimity, 4/5 and 3/5 of the
+#: vote share (fixed constants, not fitted; a group bound has too little power at the sparse top levels alone).
+GROUP_STARTS: tuple[float, ...] = (1.0, 0.8, 0.6)
 LEVEL_TOLERANCE = 1e-12
 
 
@@ -89,6 +97,7 @@ class LevelTest:
     """One tested level: accepted calibration pairs and groups, errors, p-value, certified or not."""
 
     level: float
+    chain: int  # index of the start the chain began at (0 without starts)
     n_accepted: int
     n_errors: int
     n_groups_accepting: int
@@ -108,6 +117,7 @@ class PairwiseCertificate:
     n_groups: int
     group_size_bound: int
     tests: tuple[LevelTest, ...]
+    starts: tuple[float, ...] = ()
 
 
 def _check_level(value: float, name: str) -> float:
@@ -211,10 +221,11 @@ def certify_threshold(
     bound: Bound = "group_betting",
     levels: tuple[float, ...] = DEFAULT_LEVELS,
     group_size_bound: int | None = None,
+    starts: tuple[float, ...] = (),
 ) -> PairwiseCertificate:
     """Fixed-sequence test over ``levels`` (module rules) on calibration pairs (arrays of one length; ``errors``
     per pair as if accepted; ``groups`` the exchangeable unit of each pair); ``group_size_bound`` defaults to the
-    largest group's pair count.
+    largest group's pair count; ``starts`` (each one of ``levels``) runs one chain per start at delta / k.
 
     Raises:
         InvalidAlphaError: alpha or delta outside (0, 1).
@@ -237,24 +248,39 @@ def certify_threshold(
     m = int(sizes.max()) if group_size_bound is None else int(group_size_bound)
     if m < sizes.max():
         raise CalibrationError(f"group_size_bound {m} is below the largest group's {int(sizes.max())} pairs")
+    first = [int(np.flatnonzero(np.isclose(lv, start, rtol=0.0, atol=LEVEL_TOLERANCE))[0])
+             if np.isclose(lv, start, rtol=0.0, atol=LEVEL_TOLERANCE).any() else -1 for start in starts] or [0]
+    if min(first) < 0 or len(set(first)) != len(first):
+        raise CalibrationError(f"starts {starts} must be distinct members of levels")
+    level_delta = delta / len(first)
+    memo: dict[int, tuple[int, int, int, float]] = {}
+
+    def test_level(i: int) -> tuple[int, int, int, float]:
+        if i not in memo:
+            acc = accepted(p, c, float(lv[i]))
+            group_acc = np.bincount(index, weights=acc, minlength=n_groups)
+            group_err = np.bincount(index, weights=acc & err, minlength=n_groups)
+            n_acc, n_err = int(acc.sum()), int((acc & err).sum())
+            if n_acc == 0:
+                p_value = 1.0
+            elif bound == "pair_binomial":
+                p_value = binomial_p_value(n_err, n_acc, alpha)
+            else:
+                p_value = group_betting_p_value(group_err, group_acc, alpha, m)
+            memo[i] = (n_acc, n_err, int((group_acc > 0).sum()), p_value)
+        return memo[i]
+
     tests: list[LevelTest] = []
     threshold: float | None = None
-    for level in lv:
-        acc = accepted(p, c, float(level))
-        group_acc = np.bincount(index, weights=acc, minlength=n_groups)
-        group_err = np.bincount(index, weights=acc & err, minlength=n_groups)
-        n_acc, n_err = int(acc.sum()), int((acc & err).sum())
-        if n_acc == 0:
-            p_value = 1.0
-        elif bound == "pair_binomial":
-            p_value = binomial_p_value(n_err, n_acc, alpha)
-        else:
-            p_value = group_betting_p_value(group_err, group_acc, alpha, m)
-        certified = p_value <= delta
-        tests.append(LevelTest(level=float(level), n_accepted=n_acc, n_errors=n_err,
-                               n_groups_accepting=int((group_acc > 0).sum()), p_value=p_value, certified=certified))
-        if not certified:
-            break
-        threshold = float(level)
+    for chain, start in enumerate(first):
+        for i in range(start, lv.size):
+            n_acc, n_err, n_grp, p_value = test_level(i)
+            certified = p_value <= level_delta
+            tests.append(LevelTest(level=float(lv[i]), chain=chain, n_accepted=n_acc, n_errors=n_err,
+                                   n_groups_accepting=n_grp, p_value=p_value, certified=certified))
+            if not certified:
+                break
+            threshold = float(lv[i]) if threshold is None else min(threshold, float(lv[i]))
     return PairwiseCertificate(alpha=alpha, delta=delta, bound=bound, threshold=threshold, n_pairs=int(c.size),
-                               n_groups=n_groups, group_size_bound=m, tests=tuple(tests))
+                               n_groups=n_groups, group_size_bound=m, tests=tuple(tests),
+                               starts=tuple(float(lv[i]) for i in first) if starts else ())

@@ -16,9 +16,11 @@ Rules, stated once (also written into the JSON):
 * **Groups.** The exchangeable unit is the question (Vicuna80: 10 pairs each) or the ``question_id`` (Arena:
   26,910 ids, 9 with two battles). Split i puts a seeded half of the groups in calibration
   (:func:`calibration.heldout.group_splits`, ``default_rng([seed, i])``), the rest is held out.
-* **Bounds.** ``group_betting`` (headline: valid with clustered pairs by construction) and ``pair_binomial``
-  (Trust-or-Escalate's Clopper-Pearson over pairs), both in a fixed-sequence test over levels 1.00, 0.95, ...,
-  0.05 at delta. Per (dataset, ties, bound, alpha, source): mean accept share over splits, agreement among
+* **Bounds.** ``group_betting`` (headline and served: valid with clustered pairs by construction; multi-start
+  fixed sequence from 1.0, 0.8 and 0.6 at delta / 3 each) and ``pair_binomial`` (Trust-or-Escalate's
+  Clopper-Pearson over pairs, one chain from 1.0 at delta; it counts the 10 pairs of a question as independent,
+  which the validity simulation shows it is not), over levels 1.00, 0.95, ..., 0.05. Per (dataset, ties,
+  bound, alpha, source): mean accept share over splits, agreement among
   accepted held-out pairs pooled over splits (and its mean over splits that accepted something), splits whose
   held-out error exceeds alpha.
 * **Validity simulation.** The full dataset is the population; each draw takes as many groups as a calibration
@@ -43,6 +45,7 @@ from calibration.pairwise_artifact import FORMAT_VERSION, PairwiseArtifact, Pair
 from calibration.pairwise_decision import (
     BOUNDS,
     DEFAULT_LEVELS,
+    GROUP_STARTS,
     PairSignal,
     accepted,
     certify_threshold,
@@ -79,7 +82,7 @@ PANEL = "panel"
 ALPHAS: tuple[float, ...] = (0.10, 0.20, 0.30)
 DELTA = 0.10
 TIES: tuple[str, ...] = ("exclude", "error")
-HEADLINE = {"bound": "pair_binomial", "ties": "exclude"}
+HEADLINE = {"bound": "group_betting", "ties": "exclude"}
 BOUNDARY_MARGIN = 0.01
 
 
@@ -164,7 +167,8 @@ RULES = {
     "held-out pairs)",
     "ties_error": "a human tie counts as a disagreement with any accepted preference",
     "groups": "Vicuna80: question (10 pairs); Arena: question_id; calibration and held-out groups are disjoint",
-    "fixed_sequence": "levels 1.00 to 0.05 by 0.05, most confident first; stop at the first level not certified",
+    "fixed_sequence": "levels 1.00 to 0.05 by 0.05, most confident first; stop at the first level not certified; "
+    "group_betting: one chain from each of 1.0, 0.8, 0.6 at delta / 3, threshold = lowest certified level",
     "group_betting": "p = 1 / mean over 4 fixed bets of prod_g (1 - nu (x_g - alpha)), x_g = alpha + (e_g - alpha "
     "a_g) / m; valid over independent groups",
     "pair_binomial": "exact binomial P(Bin(n_accepted, alpha) <= n_errors) over pairs (Trust-or-Escalate)",
@@ -237,6 +241,11 @@ def arena_pairs(data: ArenaPPR) -> PairTable:
                      verdicts_per_pair=dict.fromkeys(data.judges, 1))
 
 
+def _starts(bound: str) -> tuple[float, ...]:
+    """The group bound runs the multi-start fixed sequence; the pair binomial Trust-or-Escalate's single chain."""
+    return GROUP_STARTS if bound == "group_betting" else ()
+
+
 def _sources(table: PairTable) -> list[str]:
     return [*sorted(s for s in table.signals if s != PANEL), PANEL]
 
@@ -252,7 +261,7 @@ def _decision_row(table: PairTable, source: str, ties: str, bound: str, alpha: f
         cal = split.calibration[counted[split.calibration]]
         cert = certify_threshold(signal.confidence[cal], signal.preferred[cal], errors[cal], table.groups[cal],
                                  alpha=alpha, delta=delta, bound=bound,  # type: ignore[arg-type]
-                                 group_size_bound=table.group_size_bound)
+                                 group_size_bound=table.group_size_bound, starts=_starts(bound))
         thresholds["none" if cert.threshold is None else f"{cert.threshold:.2f}"] += 1
         test = split.test
         acc = accepted(signal.preferred[test], signal.confidence[test], cert.threshold)
@@ -320,7 +329,7 @@ def _simulation_rows(table: PairTable, source: str, ties: str, alpha: float, del
         for bound in BOUNDS:
             cert = certify_threshold(signal.confidence[index], signal.preferred[index], errors[index], labels,
                                      alpha=alpha, delta=delta, bound=bound,  # type: ignore[arg-type]
-                                     group_size_bound=table.group_size_bound)
+                                     group_size_bound=table.group_size_bound, starts=_starts(bound))
             if cert.threshold is not None and population[cert.threshold] > alpha:
                 fails[bound] += 1
             accepts[bound].append(float(accepted(signal.preferred[keep], signal.confidence[keep],
@@ -333,15 +342,17 @@ def _simulation_rows(table: PairTable, source: str, ties: str, alpha: float, del
 
 
 def _done_when(rows: Sequence[DecisionRow]) -> dict[str, Any]:
-    head = [r for r in rows if r.dataset == "vicuna80" and r.source == PANEL and r.alpha == 0.20
-            and r.bound == HEADLINE["bound"] and r.ties == HEADLINE["ties"]]
-    if not head:
-        return {}
-    r = head[0]
-    return {"check": "Vicuna80, alpha 0.20, held-out questions, 5-judge panel: accept share >= 0.60 and agreement "
-            "among accepted >= 0.80", "bound": r.bound, "ties": r.ties, "accept_share": r.accept_share,
-            "agreement": r.agreement,
-            "met": bool(r.accept_share >= 0.60 and r.agreement is not None and r.agreement >= 0.80)}
+    """The issue's check (Vicuna80 panel at alpha 0.20, held-out questions) under each bound, ties excluded."""
+    out: dict[str, Any] = {"check": "Vicuna80, alpha 0.20, held-out questions, 5-judge panel: accept share >= 0.60 "
+                           "and agreement among accepted >= 0.80", "headline_bound": HEADLINE["bound"]}
+    for bound in BOUNDS:
+        head = [r for r in rows if r.dataset == "vicuna80" and r.source == PANEL and r.alpha == 0.20
+                and r.bound == bound and r.ties == "exclude"]
+        if head:
+            r = head[0]
+            out[bound] = {"accept_share": r.accept_share, "agreement": r.agreement,
+                          "met": bool(r.accept_share >= 0.60 and r.agreement is not None and r.agreement >= 0.80)}
+    return out
 
 
 def run_pairwise_decisions(
@@ -459,10 +470,11 @@ def print_lines(summary: PairwiseDecisionSummary) -> list[str]:
             lines.append(f"validity ({bound}): {sum(r.within_delta for r in sims)} of {len(sims)} cells fail in <= "
                          f"delta + 2 MC se of draws; worst {worst.failure_rate:.3f} ({worst.dataset} {worst.source} "
                          f"{worst.ties} alpha {worst.alpha})")
-    if summary.done_when:
-        d = summary.done_when
-        lines.append(f"done-when (Vicuna80 panel, alpha 0.20, {d['bound']}): accept {d['accept_share']:.3f}, "
-                     f"agreement {_pct(d['agreement']).strip()} -> {'met' if d['met'] else 'not met'}")
+    for bound in BOUNDS:
+        d = summary.done_when.get(bound)
+        if d:
+            lines.append(f"done-when (Vicuna80 panel, alpha 0.20, {bound}): accept {d['accept_share']:.3f}, "
+                         f"agreement {_pct(d['agreement']).strip()} -> {'met' if d['met'] else 'not met'}")
     return lines
 
 
@@ -481,7 +493,7 @@ def export_pairwise_artifact(tables: Sequence[PairTable], *, delta: float = DELT
                 cert = certify_threshold(signal.confidence[counted], signal.preferred[counted], errors[counted],
                                          table.groups[counted], alpha=alpha, delta=delta,
                                          bound=HEADLINE["bound"],  # type: ignore[arg-type]
-                                         group_size_bound=table.group_size_bound)
+                                         group_size_bound=table.group_size_bound, starts=_starts(HEADLINE["bound"]))
                 last = next((t for t in cert.tests if t.level == cert.threshold), None)
                 entries.append(PairwiseEntry(
                     judge=judge, dataset=table.dataset, alpha=float(alpha), threshold=cert.threshold,
@@ -489,5 +501,6 @@ def export_pairwise_artifact(tables: Sequence[PairTable], *, delta: float = DELT
                     n_errors=last.n_errors if last else 0, verdicts_per_pair=table.verdicts_per_pair[judge]))
     return PairwiseArtifact(
         format_version=FORMAT_VERSION, delta=delta, bound=HEADLINE["bound"], ties=HEADLINE["ties"],
+        starts=list(_starts(HEADLINE["bound"])),
         signal=RULES["signal"], source=source or "offline pairwise-decisions (Vicuna80, Arena PPR human votes)",
         entries=entries)

@@ -16,6 +16,7 @@ from calibration.errors import CalibrationError, EmptyCalibrationError, InvalidA
 from calibration.pairwise_decision import (
     BETS,
     DEFAULT_LEVELS,
+    GROUP_STARTS,
     accepted,
     binomial_p_value,
     certify_threshold,
@@ -87,19 +88,21 @@ def test_binomial_p_value_matches_scipy_binomtest_and_brute_force(n, data, alpha
         assert upper == pytest.approx(two_sided.high, rel=1e-9)
 
 
-def _brute_threshold(conf, pref, err, alpha, delta, levels):
-    """Fixed-sequence test written as plain loops over pairs with the math.comb tail."""
-    threshold = None
-    for level in levels:
-        n = k = 0
-        for c, p, e in zip(conf, pref, err, strict=True):
-            if p != 0 and c >= level - 1e-12:
-                n += 1
-                k += int(e)
-        if n == 0 or _tail(k, n, alpha) > delta:
-            break
-        threshold = level
-    return threshold
+def _brute_threshold(conf, pref, err, alpha, delta, levels, starts=None):
+    """Fixed-sequence test written as plain loops over pairs with the math.comb tail; with starts, one chain per
+    start at delta / k and the lowest certified level of any chain."""
+    found = []
+    for start in starts or [levels[0]]:
+        for level in [x for x in levels if x <= start]:
+            n = k = 0
+            for c, p, e in zip(conf, pref, err, strict=True):
+                if p != 0 and c >= level - 1e-12:
+                    n += 1
+                    k += int(e)
+            if n == 0 or _tail(k, n, alpha) > delta / len(starts or [0]):
+                break
+            found.append(level)
+    return min(found) if found else None
 
 
 @settings(max_examples=120, deadline=None)
@@ -118,6 +121,10 @@ def test_fixed_sequence_matches_brute_force_on_small_cases(seed, n, alpha, delta
     assert all(t.certified for t in cert.tests[:-1])
     if cert.threshold is not None:
         assert cert.tests[[t.level for t in cert.tests].index(cert.threshold)].certified
+    multi = certify_threshold(conf, pref, err, groups, alpha=alpha, delta=delta, bound="pair_binomial",
+                              levels=levels, starts=(1.0, 0.5))
+    assert multi.threshold == _brute_threshold(conf, pref, err, alpha, delta, levels, starts=[1.0, 0.5])
+    assert multi.starts == (1.0, 0.5) and {t.chain for t in multi.tests} <= {0, 1}
     # A larger delta never certifies less (the p-values do not depend on delta).
     looser = certify_threshold(conf, pref, err, groups, alpha=alpha, delta=min(0.99, 2 * delta),
                                bound="pair_binomial", levels=levels)
@@ -172,15 +179,16 @@ def _true_risk(level):
     return float(np.mean([0.05 + 1.2 * (1 - c) for c in values]))
 
 
-@pytest.mark.parametrize(("bound", "per_group", "spread"), [("group_betting", 10, 0.05), ("pair_binomial", 1, 0.0)])
-def test_certified_error_holds_in_simulation_with_known_truth(bound, per_group, spread):
+@pytest.mark.parametrize(("bound", "per_group", "spread", "starts"), [
+    ("group_betting", 10, 0.05, ()), ("group_betting", 10, 0.05, GROUP_STARTS), ("pair_binomial", 1, 0.0, ())])
+def test_certified_error_holds_in_simulation_with_known_truth(bound, per_group, spread, starts):
     # alpha = 0.22: levels >= 0.8 have true risk <= 0.17 (false nulls), levels <= 0.7 risk >= 0.23 (true nulls).
     alpha, delta, draws = 0.22, 0.1, 300
     failures = accepted_any = 0
     for draw in range(draws):
         rng = np.random.default_rng([7, draw])
         conf, pref, err, groups = _clustered(rng, 3000 // per_group, per_group, spread)
-        cert = certify_threshold(conf, pref, err, groups, alpha=alpha, delta=delta, bound=bound)
+        cert = certify_threshold(conf, pref, err, groups, alpha=alpha, delta=delta, bound=bound, starts=starts)
         if cert.threshold is not None:
             accepted_any += 1
             failures += _true_risk(cert.threshold) > alpha
@@ -203,6 +211,8 @@ def test_accepted_and_input_checks():
         certify_threshold(**ok, alpha=0.1, delta=0.1, bound="nope")  # type: ignore[arg-type]
     with pytest.raises(CalibrationError):
         certify_threshold(conf, pref, np.zeros(3, bool), np.zeros(3), alpha=0.1, delta=0.1, group_size_bound=2)
+    with pytest.raises(CalibrationError):
+        certify_threshold(**ok, alpha=0.1, delta=0.1, starts=(0.33,))
 
 
 def test_nothing_accepted_at_the_top_level_stops_the_sequence():
