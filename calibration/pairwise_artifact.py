@@ -130,7 +130,7 @@ def decode_pairwise_artifact(data: bytes, *, source: str = "<bytes>") -> Pairwis
 def load_pairwise_artifact(path: str | os.PathLike[str]) -> PairwiseArtifact:
     """Read and validate the file; ArtifactError when it is missing, unreadable or invalid."""
     try:
-        data = open(path, "rb").read()  # noqa: SIM115 - one short read
+        data = Path(path).read_bytes()
     except OSError as error:
         raise ArtifactError(f"{os.fspath(path)}: cannot read the pairwise decisions artifact: {error}") from None
     return decode_pairwise_artifact(data, source=os.fspath(path))

@@ -42,6 +42,7 @@ Rules, stated once:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -66,6 +67,7 @@ __all__ = [
     "certify_threshold",
     "clopper_pearson_upper",
     "disagreements",
+    "distinct_starts",
     "group_betting_p_value",
     "human_majority",
     "vote_signal",
@@ -208,6 +210,21 @@ def group_betting_p_value(group_errors: np.ndarray, group_accepted: np.ndarray, 
     # Mean capital in log space (stable for long products), p = 1 / capital, at most 1.
     log_mean = float(np.logaddexp.reduce(log_capital) - np.log(len(BETS)))
     return float(np.exp(min(0.0, -log_mean)))
+
+
+def distinct_starts(starts: tuple[float, ...], verdicts_per_pair: int) -> tuple[float, ...]:
+    """``starts`` without those that accept the same pairs as a higher start when a pair's vote share is a
+    multiple of 1 / ``verdicts_per_pair`` (a design fact, not data): two starts s, t are one chain when
+    ceil(s k) = ceil(t k); the higher is kept. Keeps delta / k from being spent on duplicate chains."""
+    if verdicts_per_pair < 1:
+        raise CalibrationError(f"verdicts_per_pair must be >= 1, got {verdicts_per_pair}")
+    kept, seen = [], set()
+    for start in sorted(starts, reverse=True):
+        key = math.ceil(start * verdicts_per_pair - 1e-9)
+        if key not in seen:
+            seen.add(key)
+            kept.append(start)
+    return tuple(kept)
 
 
 def certify_threshold(

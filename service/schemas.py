@@ -368,9 +368,9 @@ class PairResult(msgspec.Struct, **_RESPONSE):
     n: int
     winner: str | None
     win_share: float
-    decision: Literal["accept", "abstain"] = "abstain"
-    preferred: str | None = None
-    reason: str = ""
+    decision: Literal["accept", "abstain"]
+    preferred: str | None
+    reason: str
 
 
 class PositionConsistencyInfo(msgspec.Struct, **_RESPONSE):

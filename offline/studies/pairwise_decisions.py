@@ -17,10 +17,11 @@ Rules, stated once (also written into the JSON):
   26,910 ids, 9 with two battles). Split i puts a seeded half of the groups in calibration
   (:func:`calibration.heldout.group_splits`, ``default_rng([seed, i])``), the rest is held out.
 * **Bounds.** ``group_betting`` (headline and served: valid with clustered pairs by construction; multi-start
-  fixed sequence from 1.0, 0.8 and 0.6 at delta / 3 each) and ``pair_binomial`` (Trust-or-Escalate's
-  Clopper-Pearson over pairs, one chain from 1.0 at delta; it counts the 10 pairs of a question as independent,
-  which the validity simulation shows it is not), over levels 1.00, 0.95, ..., 0.05. Per (dataset, ties,
-  bound, alpha, source): mean accept share over splits, agreement among
+  fixed sequence from 1.0, 0.8 and 0.6 at delta / k each, k = the starts left after merging those that the
+  source's verdict count makes equal: 1 for a single judge, 2 for the Arena panel, 3 for the Vicuna80 panel)
+  and ``pair_binomial`` (Trust-or-Escalate's Clopper-Pearson over pairs, one chain from 1.0 at delta; it counts
+  the 10 pairs of a question as independent, which the validity simulation shows it is not), over levels 1.00,
+  0.95, ..., 0.05. Per (dataset, ties, bound, alpha, source): mean accept share over splits, agreement among
   accepted held-out pairs pooled over splits (and its mean over splits that accepted something), splits whose
   held-out error exceeds alpha.
 * **Validity simulation.** The full dataset is the population; each draw takes as many groups as a calibration
@@ -50,6 +51,7 @@ from calibration.pairwise_decision import (
     accepted,
     certify_threshold,
     disagreements,
+    distinct_starts,
     human_majority,
     vote_signal,
 )
@@ -95,7 +97,7 @@ class PairTable:
     human: np.ndarray  # +1 / -1 / 0 per pair, canonical order
     signals: dict[str, PairSignal]
     group_size_bound: int
-    verdicts_per_pair: dict[str, int]  # per judge: the median number of verdicts behind a pair's signal
+    verdicts_per_pair: dict[str, int]  # per source: verdicts behind a pair's signal (median; panel: the sum)
 
 
 class DecisionRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -223,6 +225,7 @@ def vicuna80_pairs(data: Vicuna80, parse_choice: Callable[[str | None], Any] | N
     signals = {judge: vote_signal(m) for judge, m in matrices.items()}
     signals[PANEL] = _panel(list(matrices.values()))
     per_pair_counts = {judge: int(np.median((~np.isnan(m)).sum(axis=1))) for judge, m in matrices.items()}
+    per_pair_counts[PANEL] = sum(per_pair_counts.values())
     _, groups = np.unique([p.rpartition("/")[0] for p in pair_ids], return_inverse=True)
     has_votes = counts.sum(axis=1) > 0
     human = np.where(has_votes, human_majority(counts[:, 0], counts[:, 1], counts[:, 2]), 0).astype(np.int8)
@@ -238,12 +241,15 @@ def arena_pairs(data: ArenaPPR) -> PairTable:
     _, groups = np.unique(data.question_ids, return_inverse=True)
     return PairTable(dataset="arena_ppr", groups=groups, human=data.human.copy(), signals=signals,
                      group_size_bound=int(np.bincount(groups).max()),
-                     verdicts_per_pair=dict.fromkeys(data.judges, 1))
+                     verdicts_per_pair={**dict.fromkeys(data.judges, 1), PANEL: len(data.judges)})
 
 
-def _starts(bound: str) -> tuple[float, ...]:
-    """The group bound runs the multi-start fixed sequence; the pair binomial Trust-or-Escalate's single chain."""
-    return GROUP_STARTS if bound == "group_betting" else ()
+def _starts(bound: str, table: PairTable, source: str) -> tuple[float, ...]:
+    """The group bound runs the multi-start fixed sequence (starts that the source's verdict count makes equal
+    collapse into one chain); the pair binomial Trust-or-Escalate's single chain."""
+    if bound != "group_betting":
+        return ()
+    return distinct_starts(GROUP_STARTS, table.verdicts_per_pair[source])
 
 
 def _sources(table: PairTable) -> list[str]:
@@ -261,7 +267,7 @@ def _decision_row(table: PairTable, source: str, ties: str, bound: str, alpha: f
         cal = split.calibration[counted[split.calibration]]
         cert = certify_threshold(signal.confidence[cal], signal.preferred[cal], errors[cal], table.groups[cal],
                                  alpha=alpha, delta=delta, bound=bound,  # type: ignore[arg-type]
-                                 group_size_bound=table.group_size_bound, starts=_starts(bound))
+                                 group_size_bound=table.group_size_bound, starts=_starts(bound, table, source))
         thresholds["none" if cert.threshold is None else f"{cert.threshold:.2f}"] += 1
         test = split.test
         acc = accepted(signal.preferred[test], signal.confidence[test], cert.threshold)
@@ -329,7 +335,7 @@ def _simulation_rows(table: PairTable, source: str, ties: str, alpha: float, del
         for bound in BOUNDS:
             cert = certify_threshold(signal.confidence[index], signal.preferred[index], errors[index], labels,
                                      alpha=alpha, delta=delta, bound=bound,  # type: ignore[arg-type]
-                                     group_size_bound=table.group_size_bound, starts=_starts(bound))
+                                     group_size_bound=table.group_size_bound, starts=_starts(bound, table, source))
             if cert.threshold is not None and population[cert.threshold] > alpha:
                 fails[bound] += 1
             accepts[bound].append(float(accepted(signal.preferred[keep], signal.confidence[keep],
@@ -409,21 +415,25 @@ def _figure(summary: PairwiseDecisionSummary, path: Path) -> Path:
     figure = Figure(figsize=(5.2 * len(names), 4.4))
     for k, name in enumerate(names):
         ax = figure.add_subplot(1, len(names), k + 1)
-        for source in summary.datasets[name]["sources"]:
+        for k_source, source in enumerate(summary.datasets[name]["sources"]):
+            color = f"C{k_source}"
             for bound, marker in (("group_betting", "o"), ("pair_binomial", "x")):
                 pts = [r for r in summary.rows if r.dataset == name and r.source == source and r.bound == bound
                        and r.ties == "exclude" and r.agreement is not None]
                 if pts:
-                    ax.plot([r.accept_share for r in pts], [r.agreement for r in pts], marker=marker,
+                    ax.plot([r.accept_share for r in pts], [r.agreement for r in pts], marker=marker, color=color,
                             linestyle="-" if bound == "group_betting" else ":",
-                            label=f"{source} ({'group' if bound == 'group_betting' else 'pair CP'})")
+                            label=f"{source} ({'group bound' if bound == 'group_betting' else 'pair CP'})")
+                    for r in pts:
+                        ax.annotate(f"{r.alpha:g}", (r.accept_share, r.agreement), fontsize=6, color=color,
+                                    xytext=(3, 3), textcoords="offset points")
         for alpha in summary.alphas:
             ax.axhline(1 - alpha, color="grey", linewidth=0.6, linestyle="--")
         ax.set_xlim(0, 1)
         ax.set_ylim(0.5, 1.0)
         ax.set_xlabel("accept share (held-out)")
         ax.set_ylabel("human agreement among accepted")
-        ax.set_title(f"{name}: alpha {', '.join(f'{a:.2f}' for a in summary.alphas)} (dashed: 1 - alpha)",
+        ax.set_title(f"{name}: held-out, {summary.n_splits} splits; points labelled by alpha (dashed: 1 - alpha)",
                      fontsize=9)
         ax.legend(fontsize=6, loc="lower left")
     figure.tight_layout()
@@ -493,7 +503,8 @@ def export_pairwise_artifact(tables: Sequence[PairTable], *, delta: float = DELT
                 cert = certify_threshold(signal.confidence[counted], signal.preferred[counted], errors[counted],
                                          table.groups[counted], alpha=alpha, delta=delta,
                                          bound=HEADLINE["bound"],  # type: ignore[arg-type]
-                                         group_size_bound=table.group_size_bound, starts=_starts(HEADLINE["bound"]))
+                                         group_size_bound=table.group_size_bound,
+                                         starts=_starts(HEADLINE["bound"], table, judge))
                 last = next((t for t in cert.tests if t.level == cert.threshold), None)
                 entries.append(PairwiseEntry(
                     judge=judge, dataset=table.dataset, alpha=float(alpha), threshold=cert.threshold,
@@ -501,6 +512,6 @@ def export_pairwise_artifact(tables: Sequence[PairTable], *, delta: float = DELT
                     n_errors=last.n_errors if last else 0, verdicts_per_pair=table.verdicts_per_pair[judge]))
     return PairwiseArtifact(
         format_version=FORMAT_VERSION, delta=delta, bound=HEADLINE["bound"], ties=HEADLINE["ties"],
-        starts=list(_starts(HEADLINE["bound"])),
+        starts=list(GROUP_STARTS if HEADLINE["bound"] == "group_betting" else ()),
         signal=RULES["signal"], source=source or "offline pairwise-decisions (Vicuna80, Arena PPR human votes)",
         entries=entries)

@@ -22,6 +22,7 @@ from calibration.pairwise_decision import (
     certify_threshold,
     clopper_pearson_upper,
     disagreements,
+    distinct_starts,
     group_betting_p_value,
     human_majority,
     vote_signal,
@@ -219,3 +220,11 @@ def test_nothing_accepted_at_the_top_level_stops_the_sequence():
     conf, pref = np.array([0.5, 0.5]), np.array([1, 1])
     cert = certify_threshold(conf, pref, np.zeros(2, bool), np.arange(2), alpha=0.5, delta=0.5)
     assert cert.threshold is None and len(cert.tests) == 1 and cert.tests[0].level == DEFAULT_LEVELS[0]
+
+
+def test_distinct_starts_merge_starts_with_equal_accept_sets():
+    assert distinct_starts(GROUP_STARTS, 2) == (1.0,)  # shares 0, 0.5, 1: 0.8 and 0.6 accept what 1.0 does
+    assert distinct_starts(GROUP_STARTS, 3) == (1.0, 0.6)  # 0.8 -> 3/3, 0.6 -> 2/3
+    assert distinct_starts(GROUP_STARTS, 10) == (1.0, 0.8, 0.6)
+    with pytest.raises(CalibrationError):
+        distinct_starts(GROUP_STARTS, 0)

@@ -144,7 +144,9 @@ def test_live_judge_pairs_are_decided_from_both_orders(judge_app: AppHarness, st
     assert (pairs["s0", "s1"]["decision"], pairs["s0", "s1"]["preferred"]) == ("abstain", None)
 
 
-def test_vicuna80_verdicts_through_the_api_reproduce_the_shipped_certificate(app: AppHarness, data_dir: Path) -> None:
+@pytest.mark.parametrize("alpha", [0.2, 0.3])
+def test_vicuna80_verdicts_through_the_api_reproduce_the_shipped_certificate(app: AppHarness, data_dir: Path,
+                                                                             alpha: float) -> None:
     """gpt-4's Vicuna80 verdicts (both orders) posted question by question with judge gpt-4: the accepted pairs
     with a decisive human majority, and their disagreements, are exactly the artifact's calibration counts."""
     data, _, verdicts, _ = vicuna80_study(data_dir)
@@ -152,14 +154,14 @@ def test_vicuna80_verdicts_through_the_api_reproduce_the_shipped_certificate(app
     for v in data.human:
         side = "tie" if v.vote == "tie" else (v.first if v.vote == "first" else v.second)
         votes.setdefault((v.item_id, frozenset((v.first, v.second))), Counter())[side] += 1
-    entry = app.services.calibration.pairwise.entry("gpt-4", 0.2)
+    entry = app.services.calibration.pairwise.entry("gpt-4", alpha)
     assert entry is not None and entry.dataset == "vicuna80"
     accepted = wrong = 0
     mine = sorted((v for v in verdicts if v.source == "gpt-4"), key=lambda v: v.item_id)
     for item_id, group in itertools.groupby(mine, key=lambda v: v.item_id):
         preferences = [{"first": v.first, "second": v.second, "verdict": v.outcome} for v in group]
         body = app.client.post("/v1/compare", json={"preferences": preferences, "judge": "gpt-4",
-                                                    "accept_alpha": 0.2}).json()
+                                                    "accept_alpha": alpha}).json()
         for pair in body["pairs"]:
             count = votes[item_id, frozenset((pair["a"], pair["b"]))]
             top = max(count.values())
