@@ -228,3 +228,23 @@ def test_distinct_starts_merge_starts_with_equal_accept_sets():
     assert distinct_starts(GROUP_STARTS, 10) == (1.0, 0.8, 0.6)
     with pytest.raises(CalibrationError):
         distinct_starts(GROUP_STARTS, 0)
+
+
+def test_pair_binomial_breaks_when_a_question_shares_its_errors_and_the_group_bound_does_not():
+    # 60 questions x 10 pairs: 5 always right at confidence 1.0, 5 at 0.6 all wrong together with prob 0.46, so
+    # the risk of accepting >= 0.6 is 0.23 > alpha = 0.22 (a true null). Treating the 600 pairs as independent
+    # certifies it far more often than delta; the bound over questions does not (why the service serves it).
+    alpha, delta, draws = 0.22, 0.1, 400
+    failures = {"pair_binomial": 0, "group_betting": 0}
+    for draw in range(draws):
+        rng = np.random.default_rng([13, draw])
+        conf = np.tile([1.0] * 5 + [0.6] * 5, (60, 1))
+        err = np.where(conf < 1.0, rng.random((60, 1)) < 0.46, False)
+        groups = np.repeat(np.arange(60), 10)
+        for bound in failures:
+            cert = certify_threshold(conf.ravel(), np.ones(conf.size, int), err.ravel(), groups, alpha=alpha,
+                                     delta=delta, bound=bound)  # type: ignore[arg-type]
+            failures[bound] += cert.threshold is not None and cert.threshold <= 0.6
+    se = math.sqrt(delta * (1 - delta) / draws)
+    assert failures["pair_binomial"] / draws > delta + 2 * se
+    assert failures["group_betting"] / draws <= delta + 2 * se
