@@ -96,14 +96,14 @@ def validate_pairwise_artifact(artifact: PairwiseArtifact, *, source: str = "<ar
     if artifact.format_version != FORMAT_VERSION:
         raise bad(f"format_version {artifact.format_version} is not {FORMAT_VERSION}")
     if not 0 < artifact.delta < 1 or artifact.bound not in BOUNDS or artifact.ties not in ("exclude", "error"):
-        raise bad("delta must lie in (0, 1), bound in {BOUNDS}, ties 'exclude' or 'error'")
+        raise bad(f"delta must lie in (0, 1), bound in {BOUNDS}, ties 'exclude' or 'error'")
     seen = set()
     for i, e in enumerate(artifact.entries):
         if not e.judge or not 0 < e.alpha < 1 or not math.isfinite(e.alpha):
             raise bad(f"entries[{i}]: judge must be named and alpha lie in (0, 1)")
         if e.threshold is not None and not 0 < e.threshold <= 1:
             raise bad(f"entries[{i}]: threshold must be null or lie in (0, 1]")
-        if min(e.n_pairs, e.n_groups, e.n_accepted, e.n_errors) < 0 or e.n_errors > e.n_accepted > e.n_pairs:
+        if min(e.n_pairs, e.n_groups, e.n_accepted, e.n_errors) < 0 or not e.n_errors <= e.n_accepted <= e.n_pairs:
             raise bad(f"entries[{i}]: counts must satisfy 0 <= n_errors <= n_accepted <= n_pairs")
         key = (e.judge, e.dataset, e.alpha)
         if key in seen:
