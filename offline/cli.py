@@ -27,7 +27,11 @@ command                                                           does
                                                                   (offline.studies.panel_cascades)
 ``decisions [--data-dir D] [--out reports] [--splits 20]``        certified accept/escalate on unseen documents
 ``          [--write-rules ARTIFACT]``                             (offline.studies.decisions); --write-rules:
-                                                                  only the artifact's decision_rules, fitted on all
+                                                                  only the artifact's decision_rules, fitted on all data
+``pairwise-decisions [--data-dir D] [--out reports]``             certified accept/abstain of pairwise verdicts
+``       [--splits 20] [--seed 0] [--delta 0.1] [--draws 300]``   on human votes (offline.studies.
+``       [--export FILE]``                                          pairwise_decisions); --export: the served
+                                                                  certificates (calibration.pairwise_artifact)
 ================================================================  ===============================================
 
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
@@ -203,6 +207,17 @@ def build_parser() -> argparse.ArgumentParser:
                      help="replace only the decision_rules of this artifact with rules fitted on all shipped data "
                      "(no study is run)")
     dec.add_argument("--no-progress", action="store_true")
+    pwd = commands.add_parser("pairwise-decisions", help="certified accept/abstain of pairwise verdicts on Vicuna80 "
+                              "and Arena PPR human votes (offline.studies.pairwise_decisions)")
+    pwd.add_argument("--data-dir", type=Path, default=None)
+    pwd.add_argument("--out", type=Path, default=Path("reports"))
+    pwd.add_argument("--splits", type=int, default=20, help="splits by question/battle (default 20)")
+    pwd.add_argument("--seed", type=int, default=0)
+    pwd.add_argument("--delta", type=float, default=0.10, help="1 - confidence of the certificate (default 0.10)")
+    pwd.add_argument("--draws", type=int, default=300, help="group-resampling draws of the validity check (0: skip)")
+    pwd.add_argument("--export", type=Path, default=None, metavar="FILE",
+                     help="also write the certificates fitted on all groups (e.g. calibration/pairwise_decisions.json)")
+    pwd.add_argument("--no-progress", action="store_true")
     return parser
 
 
@@ -231,6 +246,39 @@ def _decisions(args: argparse.Namespace, log: Any) -> int:
             print(f"{h.bound:22s} tol {h.tolerance} alpha {h.accept_alpha:.2f}: accept share log-prob "
                   f"{h.logprob_mean_accept_share:.3f}, all {h.all_mean_accept_share:.3f}; mean error <= alpha in "
                   f"{h.cells_mean_error_ok}/{h.n_cells}, share_ok >= 0.95 in {h.cells_share_ok}/{h.n_cells}")
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def _pairwise_decisions(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.studies.pairwise_decisions import (
+        export_pairwise_artifact,
+        load_tables,
+        print_lines,
+        run_pairwise_decisions,
+        write_pairwise_decisions,
+    )
+
+    if args.splits < 1 or args.draws < 0 or not 0 < args.delta < 1:
+        raise DataError(None, None, "--splits must be >= 1, --draws >= 0 and --delta in (0, 1)")
+    tables = load_tables(resolve_data_dir(args.data_dir))
+    study = run_pairwise_decisions(
+        tables, n_splits=args.splits, seed=args.seed, delta=args.delta,
+        n_draws=args.draws,
+        progress=(lambda t: t) if args.no_progress else (lambda t: tqdm(list(t), desc="pairwise", leave=False)))
+    paths = write_pairwise_decisions(study, args.out)
+    if args.export is not None:
+        from calibration.pairwise_artifact import encode_pairwise_artifact
+
+        args.export.parent.mkdir(parents=True, exist_ok=True)
+        args.export.write_bytes(encode_pairwise_artifact(export_pairwise_artifact(tables, delta=args.delta)))
+        paths.append(args.export)
+    log.info("pairwise-decisions finished", rows=len(study.rows), out=str(args.out))
+    for line in print_lines(study):
+        print(line)
     for path in paths:
         print(f"written:     {path}")
     return 0
@@ -548,7 +596,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     log = structlog.get_logger("offline")
     handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
                 "halves": _halves, "panels": _panels, "panels-nested": _panels_nested,
-                "panels-cascades": _panels_cascades,
+                "panels-cascades": _panels_cascades, "pairwise-decisions": _pairwise_decisions,
                 "cascades": _cascades, "decisions": _decisions}
     try:
         return handlers[args.command](args, log)

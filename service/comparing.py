@@ -23,6 +23,15 @@ does not fail the request: that verdict is missing, the call is listed in ``fail
 no verdict left is a missing pair of the tournament (no edge). If every call fails there is nothing to
 report: 502 naming the first failed pair.
 
+Certified decision per pair (``pairs[].decision``; Trust-or-Escalate, :mod:`calibration.pairwise_decision`):
+``accept`` names the ``preferred`` candidate when the judge (the live judge, or ``judge`` given with the caller's
+preferences) holds a certificate at ``accept_alpha`` in the pairwise decisions artifact
+(:mod:`calibration.pairwise_artifact`: a threshold fitted on real human votes so that P(human disagrees |
+accepted) <= accept_alpha with confidence 1 - delta) and the pair's vote share (verdicts for the preferred side /
+all verdicts on the pair, both orders and every repetition, ties counted) reaches that threshold. Anything else
+abstains (``preferred`` null) and the pair's ``reason`` says why: no judge named, a judge or alpha never
+calibrated, nothing certified for it, no preferred side, a share below the threshold, or no artifact loaded.
+
 Flag rule: ``flagged`` when the tournament has at least FLAG_MIN_CYCLES (default 1) directed 3-cycles: any
 cycle means that no ranking can agree with every majority verdict of this input, so the rankings should not
 be trusted as they stand (Gupta et al., section 3).
@@ -37,8 +46,10 @@ from dataclasses import dataclass
 
 import anyio.to_thread
 
+from calibration.pairwise_artifact import PairwiseIndex, decide_pair
 from calibration.ranking import rank_bradley_terry, rank_mfas_copeland, rank_schulze, rank_win_rate
 from calibration.tournament import (
+    PairRecord,
     PairwiseVerdict,
     Tournament,
     build_tournament,
@@ -83,6 +94,7 @@ class CompareContext:
     settings: Settings
     judges: JudgePool
     logger: object
+    pairwise: PairwiseIndex | None = None  # the certified pairwise thresholds (None: every pair abstains)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -331,13 +343,7 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         flagged=flagged,
         reason=reason,
         position_consistency=report.position,
-        pairs=[
-            PairResult(
-                a=p.a, b=p.b, wins_a=p.wins_a, wins_b=p.wins_b, ties=p.ties, n=p.n, winner=p.winner,
-                win_share=p.win_share,
-            )
-            for p in report.tournament.pairs
-        ],
+        pairs=[_pair_result(p, ctx.pairwise, judge, request.accept_alpha) for p in report.tournament.pairs],
         rankings=RankingOrders(**{name: list(r.order) for name, r in rankings.items()}),  # type: ignore[attr-defined]
         scores=RankingScores(
             **{name: {k: _finite(v) for k, v in r.scores.items()} for name, r in rankings.items()}  # type: ignore[attr-defined]
@@ -349,6 +355,47 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         flags=[INJECTION_FLAG] if findings else [],
         ignored_preferences=ignored,
     )
+
+
+def _abstain_cause(index: PairwiseIndex | None, judge: str | None, alpha: float) -> str | None:
+    """Why no pair of this request can be accepted (None: the judge holds a certificate at alpha)."""
+    if index is None:
+        return "no pairwise decisions artifact is loaded"
+    if judge is None:
+        return "no judge named: only a calibrated judge's verdicts can be accepted"
+    entry = index.entry(judge, alpha)
+    if entry is None:
+        known = index.alphas(judge)
+        return (f"judge {judge!r} was never calibrated on human pairwise votes" if not known else
+                f"judge {judge!r} has no certificate at accept_alpha {alpha:g} (calibrated: "
+                f"{', '.join(f'{a:g}' for a in known)})")
+    if entry.threshold is None:
+        return (f"no confidence level of judge {judge!r} was certified at accept_alpha {alpha:g} on "
+                f"{entry.dataset} human votes")
+    return None
+
+
+def _pair_result(p: PairRecord, index: PairwiseIndex | None, judge: str | None, alpha: float) -> PairResult:
+    """One tournament pair with its certified decision (module rules)."""
+    entry = None if index is None else index.entry(judge, alpha)
+    decision = decide_pair(entry, p.wins_a, p.wins_b, p.n)
+    side = {1: p.a, -1: p.b}.get(decision.preferred)
+    cause = _abstain_cause(index, judge, alpha)
+    if cause is None and entry is not None and entry.threshold is not None:
+        delta = index.artifact.delta  # type: ignore[union-attr]
+        if decision.decision == "accept":
+            cause = (f"accepted: {decision.confidence:.3f} of the verdicts prefer {side!r} (certified threshold "
+                     f"{entry.threshold:.2f}); P(human disagrees | accepted) <= {alpha:g} with confidence "
+                     f"{1 - delta:g}, certified on {entry.dataset} human votes (human ties excluded)")
+        elif side is None:
+            cause = "no preferred side: the verdicts are tied or split evenly"
+        else:
+            cause = (f"{decision.confidence:.3f} of the verdicts prefer {side!r}, below the certified threshold "
+                     f"{entry.threshold:.2f} at accept_alpha {alpha:g}")
+    return PairResult(
+        a=p.a, b=p.b, wins_a=p.wins_a, wins_b=p.wins_b, ties=p.ties, n=p.n, winner=p.winner,
+        win_share=p.win_share, decision=decision.decision,  # type: ignore[arg-type]
+        preferred=side if decision.decision == "accept" else None, reason=cause or "")
 
 
 def _ignored_note(ignored: list[IgnoredPreference]) -> str:

@@ -418,10 +418,14 @@ class CompareRequest(msgspec.Struct, **_REQUEST):
     prompt_family: Name | None = None
     repetitions: Annotated[int, Meta(ge=1, le=10)] = 3
     swap: bool = True
+    # Level of each pair's certified decision: P(human disagrees | accepted) <= accept_alpha (service.comparing).
+    accept_alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.10
 
 
 class PairResult(msgspec.Struct, **_RESPONSE):
-    """One unordered pair: wins of each side, ties, the majority side and its share of the verdicts."""
+    """One unordered pair: wins of each side, ties, the majority side and its share of the verdicts, and the
+    certified decision: ``accept`` (``preferred`` names the candidate) or ``abstain`` (``preferred`` null), with
+    the reason (rules: ``service.comparing``)."""
 
     a: str
     b: str
@@ -431,6 +435,9 @@ class PairResult(msgspec.Struct, **_RESPONSE):
     n: int
     winner: str | None
     win_share: float
+    decision: Literal["accept", "abstain"]
+    preferred: str | None
+    reason: str
 
 
 class PositionConsistencyInfo(msgspec.Struct, **_RESPONSE):

@@ -18,6 +18,8 @@ import anyio.to_thread
 from calibration.conformal import METHODS, prediction_set
 from calibration.decision_rule import DecisionRule
 from calibration.errors import ArtifactError
+from calibration.pairwise_artifact import DEFAULT_PATH as DEFAULT_PAIRWISE_PATH
+from calibration.pairwise_artifact import PairwiseIndex, load_pairwise_artifact
 from calibration.thresholds import ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
 from service.activated import ActivatedStore
 from service.artifact_file import decode_artifact_bytes, read_artifact_file, resolve_reload_path
@@ -190,8 +192,13 @@ class CalibrationHolder:
     def __init__(
         self, path: str | Path, *, reload_dir: str | Path | None = None, max_artifact_bytes: int = 50_000_000,
         artifacts_dir: str | Path | None = None, redis_url: str | None = None, artifacts_redis_key: str | None = None,
+        pairwise_path: str | Path | None = None,
     ) -> None:
         self.path = Path(path)
+        # Certified pairwise decisions (calibration.pairwise_artifact): /v1/compare abstains on every pair without.
+        self.pairwise_path = Path(pairwise_path) if pairwise_path is not None else DEFAULT_PAIRWISE_PATH
+        self.pairwise: PairwiseIndex | None = None
+        self.pairwise_error: str | None = "not loaded yet"
         self.reload_dir = Path(reload_dir) if reload_dir is not None else self.path.parent
         self.max_artifact_bytes = max_artifact_bytes
         self.current: CalibrationSnapshot | None = None
@@ -208,6 +215,10 @@ class CalibrationHolder:
         and listed in ``skipped``."""
         loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         artifacts = ArtifactSet()
+        try:
+            self.pairwise, self.pairwise_error = PairwiseIndex(load_pairwise_artifact(self.pairwise_path)), None
+        except ArtifactError as error:
+            self.pairwise, self.pairwise_error = None, str(error)
         try:
             primary = load_snapshot(self.path)
             artifacts = artifacts.put(LoadedArtifact.of(PRIMARY, primary.artifact, path=str(self.path),

@@ -55,5 +55,6 @@ CompareBody = Annotated[
 async def compare(data: CompareBody, request: Request) -> CompareResponse:
     """Tournament diagnostics of live or caller-given pairwise verdicts (rules: ``service.comparing``)."""
     services = services_of(request)
-    context = CompareContext(settings=services.settings, judges=services.judges, logger=services.logger)
+    context = CompareContext(settings=services.settings, judges=services.judges, logger=services.logger,
+                             pairwise=services.calibration.pairwise)
     return await compare_candidates(context, data)

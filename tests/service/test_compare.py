@@ -216,7 +216,8 @@ def test_a_self_comparison_is_left_out_and_listed(app: AppHarness):
     assert "itself" in data["ignored_preferences"][0]["reason"]
     assert "2 self-comparison(s) left out" in data["reason"]
     assert data["pairs"] == [{"a": "b", "b": "c", "wins_a": 1, "wins_b": 0, "ties": 0, "n": 1, "winner": "b",
-                              "win_share": 1.0}]
+                              "win_share": 1.0, "decision": "abstain", "preferred": None,
+                              "reason": "no judge named: only a calibrated judge's verdicts can be accepted"}]
 
 
 def test_only_self_comparisons_give_one_unranked_candidate(app: AppHarness):

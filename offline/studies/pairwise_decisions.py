@@ -1,0 +1,517 @@
+"""Certified pairwise decisions on real human votes: accept share and human agreement among accepted pairs.
+
+Datasets: ``pairwise/vicuna80`` (80 questions x 10 pairs, 5 LLM judges in both orders, 1-3 human votes per pair)
+and ``pairwise/arena_ppr`` (26,919 Chatbot Arena battles, 3 LLM judges' hard verdicts, one human vote each).
+Rules, stated once (also written into the JSON):
+
+* **Sources.** Each judge alone, and ``panel`` (all judges; each member's verdicts weighted equally).
+  Signal and acceptance: :mod:`calibration.pairwise_decision` (vote share over both orders and repetitions; a
+  single Arena verdict gives confidence 1 when decisive, 0 on a tie).
+* **Verdicts.** Vicuna80: the parsed choice where the reply parses, else the recorded label
+  (``offline.ingest.vicuna80_records``, as the transitivity study reads them). Arena: the recorded winner.
+* **Human label.** Vicuna80: strict plurality of the pair's votes (a, b, tie), none = tie. Arena: the vote;
+  ``tie`` and ``tie (bothbad)`` are ties.
+* **Ties.** ``exclude`` (headline): pairs with a human tie are left out of calibration and of the agreement;
+  ``error``: a human tie counts as a disagreement. Accept share is over all held-out pairs either way.
+* **Groups.** The exchangeable unit is the question (Vicuna80: 10 pairs each) or the ``question_id`` (Arena:
+  26,910 ids, 9 with two battles). Split i puts a seeded half of the groups in calibration
+  (:func:`calibration.heldout.group_splits`, ``default_rng([seed, i])``), the rest is held out.
+* **Bounds.** ``group_betting`` (headline and served: valid with clustered pairs by construction; multi-start
+  fixed sequence from 1.0, 0.8 and 0.6 at delta / k each, k = the starts left after merging those that the
+  source's verdict count makes equal: 1 for a single judge, 2 for the Arena panel, 3 for the Vicuna80 panel)
+  and ``pair_binomial`` (Trust-or-Escalate's Clopper-Pearson over pairs, one chain from 1.0 at delta; it counts
+  the 10 pairs of a question as independent, which the validity simulation shows it is not), over levels 1.00,
+  0.95, ..., 0.05. Per (dataset, ties, bound, alpha, source): mean accept share over splits, agreement among
+  accepted held-out pairs pooled over splits (and its mean over splits that accepted something), splits whose
+  held-out error exceeds alpha.
+* **Validity simulation.** The full dataset is the population; each draw takes as many groups as a calibration
+  half, with replacement (``default_rng([seed, 1000 + draw])``), certifies, and fails when the population's error
+  among pairs accepted at the certified threshold exceeds alpha. Failure rate vs delta with its Monte-Carlo
+  standard error sqrt(delta (1 - delta) / draws).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from calibration.heldout import group_splits
+from calibration.pairwise_artifact import FORMAT_VERSION, PairwiseArtifact, PairwiseEntry
+from calibration.pairwise_decision import (
+    BOUNDS,
+    DEFAULT_LEVELS,
+    GROUP_STARTS,
+    PairSignal,
+    accepted,
+    certify_threshold,
+    disagreements,
+    distinct_starts,
+    human_majority,
+    vote_signal,
+)
+from offline.data.arena_ppr import ArenaPPR, load_arena_ppr
+from offline.data.pairwise import pair_item_id, presented
+from offline.data.vicuna80 import Vicuna80, load_vicuna80
+from offline.jsonfile import write_json
+
+__all__ = [
+    "ALPHAS",
+    "DELTA",
+    "JSON_FILE",
+    "PANEL",
+    "DecisionRow",
+    "PairTable",
+    "PairwiseDecisionSummary",
+    "SimulationRow",
+    "arena_pairs",
+    "export_pairwise_artifact",
+    "load_tables",
+    "print_lines",
+    "run_pairwise_decisions",
+    "vicuna80_pairs",
+    "write_pairwise_decisions",
+]
+
+JSON_FILE = "pairwise_decisions/summary.json"
+FIGURE_FILE = "pairwise_decisions/accept_vs_agreement.png"
+PANEL = "panel"
+ALPHAS: tuple[float, ...] = (0.10, 0.20, 0.30)
+DELTA = 0.10
+TIES: tuple[str, ...] = ("exclude", "error")
+HEADLINE = {"bound": "group_betting", "ties": "exclude"}
+BOUNDARY_MARGIN = 0.01
+
+
+@dataclass(frozen=True)
+class PairTable:
+    """One dataset's pairs: group code per pair, human label, and each source's signal (aligned arrays)."""
+
+    dataset: str
+    groups: np.ndarray  # int codes, one per pair
+    human: np.ndarray  # +1 / -1 / 0 per pair, canonical order
+    signals: dict[str, PairSignal]
+    group_size_bound: int
+    verdicts_per_pair: dict[str, int]  # per source: verdicts behind a pair's signal (median; panel: the sum)
+
+
+class DecisionRow(msgspec.Struct, frozen=True, kw_only=True):
+    """Held-out figures of one (dataset, ties, bound, alpha, source) over the splits."""
+
+    dataset: str
+    source: str
+    ties: str
+    bound: str
+    alpha: float
+    delta: float
+    n_splits: int
+    accept_share: float
+    accept_share_min: float
+    accept_share_max: float
+    agreement: float | None  # pooled over splits: agreeing / accepted held-out (counted) pairs
+    agreement_mean: float | None  # mean over splits that accepted a counted pair
+    n_splits_error_above_alpha: int
+    n_splits_nothing_accepted: int
+    thresholds: dict[str, int]  # threshold ("none" = nothing certified) -> splits
+    # Uncertified reference on the same held-out pairs: accept every pair with a preferred side.
+    all_decisive_accept_share: float
+    all_decisive_agreement: float | None
+    n_test_pairs_mean: float
+
+
+class SimulationRow(msgspec.Struct, frozen=True, kw_only=True):
+    """Group-resampling check of one bound: share of draws whose certified threshold breaks alpha."""
+
+    dataset: str
+    source: str
+    ties: str
+    bound: str
+    alpha: float
+    delta: float
+    n_draws: int
+    n_groups_per_draw: int
+    failures: int
+    failure_rate: float
+    mc_se: float
+    within_delta: bool  # failure_rate <= delta + 2 mc_se
+    accept_share_mean: float
+
+
+class PairwiseDecisionSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything the study reports; written as ``pairwise_decisions/summary.json``."""
+
+    rules: dict[str, str]
+    seed: int
+    split_seeds: list[list[int]]
+    n_splits: int
+    cal_fraction: float
+    delta: float
+    alphas: list[float]
+    levels: list[float]
+    datasets: dict[str, dict[str, Any]]
+    rows: list[DecisionRow]
+    simulation: list[SimulationRow]
+    done_when: dict[str, Any]
+
+
+RULES = {
+    "signal": "share of a source's verdicts (both orders, every repetition; panel: members weighted equally) naming "
+    "the preferred side; ties count in the denominator; equal shares never accept",
+    "vicuna80_verdict": "parsed choice where the reply parses, else the recorded label",
+    "human_label": "Vicuna80: strict plurality of the pair's human votes (a, b, tie), none = tie; Arena: the vote, "
+    "both tie kinds = tie",
+    "ties_exclude": "pairs with a human tie are left out of calibration and agreement (accept share still over all "
+    "held-out pairs)",
+    "ties_error": "a human tie counts as a disagreement with any accepted preference",
+    "groups": "Vicuna80: question (10 pairs); Arena: question_id; calibration and held-out groups are disjoint",
+    "fixed_sequence": "levels 1.00 to 0.05 by 0.05, most confident first; stop at the first level not certified; "
+    "group_betting: one chain from each of 1.0, 0.8, 0.6 at delta / 3, threshold = lowest certified level",
+    "group_betting": "p = 1 / mean over 4 fixed bets of prod_g (1 - nu (x_g - alpha)), x_g = alpha + (e_g - alpha "
+    "a_g) / m; valid over independent groups",
+    "pair_binomial": "exact binomial P(Bin(n_accepted, alpha) <= n_errors) over pairs (Trust-or-Escalate)",
+    "simulation": "population = the full dataset; draws of a calibration half's group count with replacement",
+}
+
+
+def _outcome_sign(outcome: str, shown_first_is_a: bool) -> float:
+    if outcome == "tie":
+        return 0.0
+    return 1.0 if (outcome == "first") == shown_first_is_a else -1.0
+
+
+def _votes_matrix(per_pair: list[list[float]]) -> np.ndarray:
+    width = max((len(v) for v in per_pair), default=1) or 1
+    out = np.full((len(per_pair), width), np.nan)
+    for i, votes in enumerate(per_pair):
+        out[i, : len(votes)] = votes
+    return out
+
+
+def _panel(matrices: Sequence[np.ndarray]) -> PairSignal:
+    """Members pooled, each member's present verdicts weighted 1 / (its verdict count on the pair)."""
+    votes = np.concatenate(matrices, axis=1)
+    weights = np.concatenate([np.broadcast_to(1.0 / np.maximum((~np.isnan(m)).sum(axis=1, keepdims=True), 1),
+                                              m.shape) for m in matrices], axis=1)
+    return vote_signal(votes, weights)
+
+
+def vicuna80_pairs(data: Vicuna80, parse_choice: Callable[[str | None], Any] | None = None) -> PairTable:
+    """Vicuna80's question pairs with human plurality labels and every judge's and the panel's signal."""
+    from offline.ingest import vicuna80_records
+
+    if parse_choice is None:
+        from service.judge.parse import parse_choice
+    pair_ids = sorted({pair_item_id(q, a, b) for q, item in data.items.items()
+                       for i, a in enumerate(sorted(item.answers)) for b in sorted(item.answers)[i + 1:]})
+    position = {p: i for i, p in enumerate(pair_ids)}
+    counts = np.zeros((len(pair_ids), 3), dtype=int)  # a, b, tie
+    for vote in data.human:
+        row = position[pair_item_id(vote.item_id, vote.first, vote.second)]
+        sign = _outcome_sign(vote.vote, vote.first < vote.second)
+        counts[row, 0 if sign > 0 else 1 if sign < 0 else 2] += 1
+    matrices = {}
+    for judge, verdicts in data.judges.items():
+        records, _ = vicuna80_records(judge, verdicts, parse_choice)
+        per_pair: list[list[float]] = [[] for _ in pair_ids]
+        for record in records:
+            _, first, second = presented(record.item_id, record.order)
+            per_pair[position[record.item_id]].append(_outcome_sign(record.outcome, first < second))
+        matrices[judge] = _votes_matrix(per_pair)
+    signals = {judge: vote_signal(m) for judge, m in matrices.items()}
+    signals[PANEL] = _panel(list(matrices.values()))
+    per_pair_counts = {judge: int(np.median((~np.isnan(m)).sum(axis=1))) for judge, m in matrices.items()}
+    per_pair_counts[PANEL] = sum(per_pair_counts.values())
+    _, groups = np.unique([p.rpartition("/")[0] for p in pair_ids], return_inverse=True)
+    has_votes = counts.sum(axis=1) > 0
+    human = np.where(has_votes, human_majority(counts[:, 0], counts[:, 1], counts[:, 2]), 0).astype(np.int8)
+    return PairTable(dataset="vicuna80", groups=groups, human=human, signals=signals,
+                     group_size_bound=int(np.bincount(groups).max()), verdicts_per_pair=per_pair_counts)
+
+
+def arena_pairs(data: ArenaPPR) -> PairTable:
+    """Arena battles (battle order = canonical order) with each judge's and the panel's signal."""
+    matrices = {judge: outcome.astype(float)[:, None] for judge, outcome in data.judges.items()}
+    signals = {judge: vote_signal(m) for judge, m in matrices.items()}
+    signals[PANEL] = _panel(list(matrices.values()))
+    _, groups = np.unique(data.question_ids, return_inverse=True)
+    return PairTable(dataset="arena_ppr", groups=groups, human=data.human.copy(), signals=signals,
+                     group_size_bound=int(np.bincount(groups).max()),
+                     verdicts_per_pair={**dict.fromkeys(data.judges, 1), PANEL: len(data.judges)})
+
+
+def _starts(bound: str, table: PairTable, source: str) -> tuple[float, ...]:
+    """The group bound runs the multi-start fixed sequence (starts that the source's verdict count makes equal
+    collapse into one chain); the pair binomial Trust-or-Escalate's single chain."""
+    if bound != "group_betting":
+        return ()
+    return distinct_starts(GROUP_STARTS, table.verdicts_per_pair[source])
+
+
+def _sources(table: PairTable) -> list[str]:
+    return [*sorted(s for s in table.signals if s != PANEL), PANEL]
+
+
+def _decision_row(table: PairTable, source: str, ties: str, bound: str, alpha: float, delta: float,
+                  splits: Sequence[Any]) -> DecisionRow:
+    signal = table.signals[source]
+    errors, counted = disagreements(signal.preferred, table.human, ties)  # type: ignore[arg-type]
+    shares, agreements, thresholds = [], [], Counter()
+    n_acc = n_agree = above = nothing = 0
+    decisive = signal.preferred != 0
+    for split in splits:
+        cal = split.calibration[counted[split.calibration]]
+        cert = certify_threshold(signal.confidence[cal], signal.preferred[cal], errors[cal], table.groups[cal],
+                                 alpha=alpha, delta=delta, bound=bound,  # type: ignore[arg-type]
+                                 group_size_bound=table.group_size_bound, starts=_starts(bound, table, source))
+        thresholds["none" if cert.threshold is None else f"{cert.threshold:.2f}"] += 1
+        test = split.test
+        acc = accepted(signal.preferred[test], signal.confidence[test], cert.threshold)
+        shares.append(float(acc.mean()))
+        scored = acc & counted[test]
+        k = int(scored.sum())
+        agree = int((scored & ~errors[test]).sum())
+        n_acc += k
+        n_agree += agree
+        if k:
+            agreements.append(agree / k)
+            above += (k - agree) / k > alpha
+        else:
+            nothing += 1
+    ref_share = float(np.mean([decisive[s.test].mean() for s in splits]))
+    ref = np.concatenate([s.test for s in splits])
+    ref = ref[decisive[ref] & counted[ref]]
+    return DecisionRow(
+        dataset=table.dataset, source=source, ties=ties, bound=bound, alpha=alpha, delta=delta,
+        n_splits=len(splits), accept_share=float(np.mean(shares)), accept_share_min=float(np.min(shares)),
+        accept_share_max=float(np.max(shares)), agreement=n_agree / n_acc if n_acc else None,
+        agreement_mean=float(np.mean(agreements)) if agreements else None, n_splits_error_above_alpha=int(above),
+        n_splits_nothing_accepted=nothing, thresholds=dict(sorted(thresholds.items(), reverse=True)),
+        all_decisive_accept_share=ref_share,
+        all_decisive_agreement=float((~errors[ref]).mean()) if ref.size else None,
+        n_test_pairs_mean=float(np.mean([s.test.size for s in splits])),
+    )
+
+
+def _population_risks(table: PairTable, source: str, ties: str) -> dict[float, float]:
+    """Error among accepted counted pairs of the whole dataset at every level (0 when nothing is accepted)."""
+    signal = table.signals[source]
+    errors, counted = disagreements(signal.preferred, table.human, ties)  # type: ignore[arg-type]
+    risks = {}
+    for level in DEFAULT_LEVELS:
+        acc = accepted(signal.preferred, signal.confidence, level) & counted
+        risks[level] = float((acc & errors).sum() / acc.sum()) if acc.any() else 0.0
+    return risks
+
+
+def _simulation_rows(table: PairTable, source: str, ties: str, alpha: float, delta: float, *, n_draws: int,
+                     n_groups: int, seed: int) -> list[SimulationRow]:
+    signal = table.signals[source]
+    errors, counted = disagreements(signal.preferred, table.human, ties)  # type: ignore[arg-type]
+    keep = np.flatnonzero(counted)
+    order = keep[np.argsort(table.groups[keep], kind="stable")]
+    codes = table.groups[order]
+    starts = np.searchsorted(codes, np.arange(table.groups.max() + 2))
+    present = np.flatnonzero(np.diff(starts) > 0)  # groups holding a counted pair
+    all_groups = table.groups.max() + 1
+    population = _population_risks(table, source, ties)
+    fails = dict.fromkeys(BOUNDS, 0)
+    accepts: dict[str, list[float]] = {b: [] for b in BOUNDS}
+    for draw in range(n_draws):
+        rng = np.random.default_rng([seed, 1000 + draw])
+        # Draw among all groups (a group of only human ties contributes no counted pair), as a calibration half.
+        chosen = rng.integers(0, all_groups, size=n_groups)
+        chosen = chosen[np.isin(chosen, present)]
+        lengths = starts[chosen + 1] - starts[chosen]
+        offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        index = order[np.repeat(starts[chosen], lengths) + offsets]
+        labels = np.repeat(np.arange(chosen.size), lengths)
+        if index.size == 0:
+            continue
+        for bound in BOUNDS:
+            cert = certify_threshold(signal.confidence[index], signal.preferred[index], errors[index], labels,
+                                     alpha=alpha, delta=delta, bound=bound,  # type: ignore[arg-type]
+                                     group_size_bound=table.group_size_bound, starts=_starts(bound, table, source))
+            if cert.threshold is not None and population[cert.threshold] > alpha:
+                fails[bound] += 1
+            accepts[bound].append(float(accepted(signal.preferred[keep], signal.confidence[keep],
+                                                 cert.threshold).mean()))
+    se = float(np.sqrt(delta * (1 - delta) / n_draws))
+    return [SimulationRow(dataset=table.dataset, source=source, ties=ties, bound=b, alpha=alpha, delta=delta,
+                          n_draws=n_draws, n_groups_per_draw=n_groups, failures=fails[b],
+                          failure_rate=fails[b] / n_draws, mc_se=se, within_delta=fails[b] / n_draws <= delta + 2 * se,
+                          accept_share_mean=float(np.mean(accepts[b])) if accepts[b] else 0.0) for b in BOUNDS]
+
+
+def _done_when(rows: Sequence[DecisionRow]) -> dict[str, Any]:
+    """The issue's check (Vicuna80 panel at alpha 0.20, held-out questions) under each bound, ties excluded."""
+    out: dict[str, Any] = {"check": "Vicuna80, alpha 0.20, held-out questions, 5-judge panel: accept share >= 0.60 "
+                           "and agreement among accepted >= 0.80", "headline_bound": HEADLINE["bound"]}
+    for bound in BOUNDS:
+        head = [r for r in rows if r.dataset == "vicuna80" and r.source == PANEL and r.alpha == 0.20
+                and r.bound == bound and r.ties == "exclude"]
+        if head:
+            r = head[0]
+            out[bound] = {"accept_share": r.accept_share, "agreement": r.agreement,
+                          "met": bool(r.accept_share >= 0.60 and r.agreement is not None and r.agreement >= 0.80)}
+    return out
+
+
+def run_pairwise_decisions(
+    tables: Sequence[PairTable],
+    *,
+    n_splits: int = 20,
+    seed: int = 0,
+    cal_fraction: float = 0.5,
+    delta: float = DELTA,
+    alphas: Sequence[float] = ALPHAS,
+    n_draws: int = 300,
+    progress: Callable[[Iterable], Iterable] = lambda it: it,
+) -> PairwiseDecisionSummary:
+    """Every table of the study (module rules) for the given datasets; ``n_draws = 0`` skips the simulation."""
+    rows: list[DecisionRow] = []
+    simulation: list[SimulationRow] = []
+    datasets: dict[str, dict[str, Any]] = {}
+    jobs = [(t, s, ties, alpha) for t in tables for s in _sources(t) for ties in TIES for alpha in alphas]
+    splits = {t.dataset: group_splits(t.groups, n_splits=n_splits, seed=seed, cal_fraction=cal_fraction)
+              for t in tables}
+    for table in tables:
+        datasets[table.dataset] = {
+            "n_pairs": int(table.groups.size), "n_groups": int(table.groups.max() + 1),
+            "group_size_bound": table.group_size_bound, "sources": _sources(table),
+            "human_a": int((table.human == 1).sum()), "human_b": int((table.human == -1).sum()),
+            "human_tie": int((table.human == 0).sum()),
+            "n_cal_groups": int(np.unique(table.groups[splits[table.dataset][0].calibration]).size)}
+    for table, source, ties, alpha in progress(jobs):
+        for bound in BOUNDS:
+            rows.append(_decision_row(table, source, ties, bound, alpha, delta, splits[table.dataset]))
+        if n_draws > 0:
+            simulation.extend(_simulation_rows(table, source, ties, alpha, delta, n_draws=n_draws,
+                                               n_groups=datasets[table.dataset]["n_cal_groups"], seed=seed))
+    if n_draws > 0:
+        # The hardest real case: alpha just below the population error of accepting every decisive pair, so
+        # the last levels are true nulls that a too-liberal bound would reject.
+        for table, source in progress([(t, s) for t in tables for s in _sources(t)]):
+            risk = _population_risks(table, source, "exclude")[DEFAULT_LEVELS[-1]]
+            if BOUNDARY_MARGIN < risk - BOUNDARY_MARGIN < 1:
+                simulation.extend(_simulation_rows(
+                    table, source, "exclude", round(risk - BOUNDARY_MARGIN, 4), delta, n_draws=n_draws,
+                    n_groups=datasets[table.dataset]["n_cal_groups"], seed=seed))
+    return PairwiseDecisionSummary(
+        rules=dict(RULES), seed=seed, split_seeds=[[seed, i] for i in range(n_splits)], n_splits=n_splits,
+        cal_fraction=cal_fraction, delta=delta, alphas=[float(a) for a in alphas], levels=list(DEFAULT_LEVELS),
+        datasets=datasets, rows=rows, simulation=simulation, done_when=_done_when(rows))
+
+
+def _figure(summary: PairwiseDecisionSummary, path: Path) -> Path:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    names = list(summary.datasets)
+    figure = Figure(figsize=(5.2 * len(names), 4.4))
+    for k, name in enumerate(names):
+        ax = figure.add_subplot(1, len(names), k + 1)
+        for k_source, source in enumerate(summary.datasets[name]["sources"]):
+            color = f"C{k_source}"
+            for bound, marker in (("group_betting", "o"), ("pair_binomial", "x")):
+                pts = [r for r in summary.rows if r.dataset == name and r.source == source and r.bound == bound
+                       and r.ties == "exclude" and r.agreement is not None]
+                if pts:
+                    ax.plot([r.accept_share for r in pts], [r.agreement for r in pts], marker=marker, color=color,
+                            linestyle="-" if bound == "group_betting" else ":",
+                            label=f"{source} ({'group bound' if bound == 'group_betting' else 'pair CP'})")
+                    for r in pts:
+                        ax.annotate(f"{r.alpha:g}", (r.accept_share, r.agreement), fontsize=6, color=color,
+                                    xytext=(3, 3), textcoords="offset points")
+        for alpha in summary.alphas:
+            ax.axhline(1 - alpha, color="grey", linewidth=0.6, linestyle="--")
+        ax.set_xlim(0, 1)
+        ax.set_ylim(0.5, 1.0)
+        ax.set_xlabel("accept share (held-out)")
+        ax.set_ylabel("human agreement among accepted")
+        ax.set_title(f"{name}: held-out, {summary.n_splits} splits; points labelled by alpha (dashed: 1 - alpha)",
+                     fontsize=9)
+        ax.legend(fontsize=6, loc="lower left")
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    FigureCanvasAgg(figure)
+    figure.savefig(path, dpi=110, format="png")
+    return path
+
+
+def write_pairwise_decisions(summary: PairwiseDecisionSummary, out: Path) -> list[Path]:
+    """``<out>/pairwise_decisions/summary.json`` (indented) and the accept-vs-agreement PNG."""
+    return [write_json(summary, out / JSON_FILE), _figure(summary, out / FIGURE_FILE)]
+
+
+def load_tables(data_dir: Path) -> list[PairTable]:
+    """Both datasets' pair tables from the data directory (DataError when a folder or file is missing or bad)."""
+    return [vicuna80_pairs(load_vicuna80(data_dir)), arena_pairs(load_arena_ppr(data_dir))]
+
+
+def _pct(value: float | None) -> str:
+    return "   -  " if value is None else f"{value:6.3f}"
+
+
+def print_lines(summary: PairwiseDecisionSummary) -> list[str]:
+    """The console table: accept share / agreement among accepted per dataset, source and alpha, both bounds
+    (ties excluded), then the validity simulation and the done-when check."""
+    lines = [f"held-out accept share / human agreement among accepted ({summary.n_splits} splits by group, "
+             f"delta {summary.delta}, human ties excluded)"]
+    header = "".join(f"   alpha {a:.2f} pair CP    alpha {a:.2f} group  " for a in summary.alphas)
+    for name, info in summary.datasets.items():
+        lines.append(f"{name:26s}{header}")
+        for source in info["sources"]:
+            cells = []
+            for alpha in summary.alphas:
+                for bound in BOUNDS[::-1]:
+                    r = next(r for r in summary.rows if r.dataset == name and r.source == source and r.alpha == alpha
+                             and r.bound == bound and r.ties == "exclude")
+                    cells.append(f" {r.accept_share:6.3f} / {_pct(r.agreement)}")
+            lines.append(f"{source:26s}" + "  ".join(cells))
+    for bound in BOUNDS:
+        sims = [r for r in summary.simulation if r.bound == bound]
+        if sims:
+            worst = max(sims, key=lambda r: r.failure_rate)
+            lines.append(f"validity ({bound}): {sum(r.within_delta for r in sims)} of {len(sims)} cells fail in <= "
+                         f"delta + 2 MC se of draws; worst {worst.failure_rate:.3f} ({worst.dataset} {worst.source} "
+                         f"{worst.ties} alpha {worst.alpha})")
+    for bound in BOUNDS:
+        d = summary.done_when.get(bound)
+        if d:
+            lines.append(f"done-when (Vicuna80 panel, alpha 0.20, {bound}): accept {d['accept_share']:.3f}, "
+                         f"agreement {_pct(d['agreement']).strip()} -> {'met' if d['met'] else 'not met'}")
+    return lines
+
+
+def export_pairwise_artifact(tables: Sequence[PairTable], *, delta: float = DELTA, alphas: Sequence[float] = ALPHAS,
+                             source: str = "") -> PairwiseArtifact:
+    """Each single judge's certificate per alpha fitted on every group of its dataset (headline bound and tie
+    rule); panels are left out (``/v1/compare`` asks one judge)."""
+    entries = []
+    for table in tables:
+        for judge in _sources(table):
+            if judge == PANEL:
+                continue
+            signal = table.signals[judge]
+            errors, counted = disagreements(signal.preferred, table.human, HEADLINE["ties"])  # type: ignore[arg-type]
+            for alpha in alphas:
+                cert = certify_threshold(signal.confidence[counted], signal.preferred[counted], errors[counted],
+                                         table.groups[counted], alpha=alpha, delta=delta,
+                                         bound=HEADLINE["bound"],  # type: ignore[arg-type]
+                                         group_size_bound=table.group_size_bound,
+                                         starts=_starts(HEADLINE["bound"], table, judge))
+                last = next((t for t in cert.tests if t.level == cert.threshold), None)
+                entries.append(PairwiseEntry(
+                    judge=judge, dataset=table.dataset, alpha=float(alpha), threshold=cert.threshold,
+                    n_pairs=cert.n_pairs, n_groups=cert.n_groups, n_accepted=last.n_accepted if last else 0,
+                    n_errors=last.n_errors if last else 0, verdicts_per_pair=table.verdicts_per_pair[judge]))
+    return PairwiseArtifact(
+        format_version=FORMAT_VERSION, delta=delta, bound=HEADLINE["bound"], ties=HEADLINE["ties"],
+        starts=list(GROUP_STARTS if HEADLINE["bound"] == "group_betting" else ()),
+        signal=RULES["signal"], source=source or "offline pairwise-decisions (Vicuna80, Arena PPR human votes)",
+        entries=entries)

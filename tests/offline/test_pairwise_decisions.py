@@ -1,0 +1,168 @@
+"""Certified pairwise decisions on the real human votes of Vicuna80 and Arena PPR (few splits, to stay fast)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from calibration.heldout import group_splits
+from calibration.pairwise_artifact import decode_pairwise_artifact, encode_pairwise_artifact
+from calibration.pairwise_decision import DEFAULT_LEVELS
+from offline.cli import main
+from offline.data.arena_ppr import load_arena_ppr
+from offline.data.errors import DataError
+from offline.data.vicuna80 import load_vicuna80
+from offline.studies.pairwise_decisions import (
+    PANEL,
+    arena_pairs,
+    export_pairwise_artifact,
+    run_pairwise_decisions,
+    vicuna80_pairs,
+)
+
+
+@pytest.fixture(scope="module")
+def vicuna(data_dir: Path):
+    return vicuna80_pairs(load_vicuna80(data_dir))
+
+
+@pytest.fixture(scope="module")
+def arena(data_dir: Path):
+    return arena_pairs(load_arena_ppr(data_dir))
+
+
+def test_arena_loader_reproduces_the_readme_counts_and_reference_agreement(data_dir: Path) -> None:
+    data = load_arena_ppr(data_dir)
+    assert Counter(data.human_winners) == {"model_a": 9516, "model_b": 9391, "tie": 2880, "tie (bothbad)": 5132}
+    reference = {"gpt-4-0125-preview": 0.833, "claude-3-opus-20240229": 0.723, "gpt-3.5-turbo": 0.570}
+    for judge, outcome in data.judges.items():
+        both = (outcome != 0) & (data.human != 0)
+        assert float((outcome[both] == data.human[both]).mean()) == pytest.approx(reference[judge], abs=0.0005)
+
+
+def test_arena_loader_refuses_a_misaligned_judge_file(tmp_path: Path) -> None:
+    folder = tmp_path / "pairwise" / "arena_ppr"
+    folder.mkdir(parents=True)
+    row = {"num": 0, "question_id": "q", "model_a": "x", "model_b": "y", "winner": "model_a"}
+    (folder / "human.jsonl").write_text(json.dumps(row) + "\n")
+    (folder / "judge.jsonl").write_text(json.dumps({**row, "model_b": "z"}) + "\n")
+    with pytest.raises(DataError, match="judge.jsonl:1"):
+        load_arena_ppr(tmp_path)
+
+
+def test_vicuna80_pairs_and_human_plurality_by_hand(vicuna, data_dir: Path) -> None:
+    assert vicuna.groups.size == 800 and np.bincount(vicuna.groups).tolist() == [10] * 80
+    # Independent plurality over the raw file (guanaco votes have no pair here).
+    votes: dict[tuple[str, str, str], Counter[str]] = {}
+    for line in (data_dir / "pairwise" / "vicuna80" / "human.jsonl").read_text().splitlines():
+        row = json.loads(line)
+        if "guanaco" in row["first"] or "guanaco" in row["second"]:
+            continue
+        a, b = sorted((row["first"], row["second"]))
+        side = "tie" if row["vote"] == "tie" else row[row["vote"]]
+        votes.setdefault((row["item_id"], a, b), Counter())[side] += 1
+    keys = sorted(votes, key=lambda k: (k[0], f"{k[1]}|{k[2]}"))
+    expected = []
+    for key in keys:
+        c = votes[key]
+        top = max(c.values())
+        winners = [s for s, n in c.items() if n == top]
+        expected.append(0 if len(winners) > 1 or winners[0] == "tie" else (1 if winners[0] == key[1] else -1))
+    assert sorted(Counter(expected).items()) == sorted(Counter(vicuna.human.tolist()).items())
+
+
+def test_vicuna80_judge_signal_matches_the_recorded_labels(vicuna, data_dir: Path) -> None:
+    # gpt-4 from its raw labels (both orders): the parsed choices may differ from a label in a few replies only.
+    rows = [json.loads(x) for x in (data_dir / "pairwise/vicuna80/judges/gpt-4.jsonl").read_text().splitlines()]
+    sides: dict[tuple[str, str, str], list[int]] = {}
+    for r in rows:
+        a, b = sorted((r["first"], r["second"]))
+        winner = None if r["label"] == "tie" else r[r["label"]]
+        sides.setdefault((r["item_id"], a, b), []).append(0 if winner is None else 1 if winner == a else -1)
+    keys = sorted(sides, key=lambda k: (k[0], f"{k[1]}|{k[2]}"))
+    preferred = np.array([np.sign(sum(sides[k])) for k in keys])
+    signal = vicuna.signals["gpt-4"]
+    assert set(np.round(signal.confidence, 6)) <= {0.0, 0.5, 1.0}
+    assert (preferred == signal.preferred).mean() >= 0.97
+
+
+def test_one_split_by_hand_with_scipy(vicuna) -> None:
+    # Vicuna80 gpt-4 at alpha 0.2, split 0: the fixed-sequence test redone with scipy's exact binomial test.
+    alpha, delta = 0.2, 0.1
+    summary = run_pairwise_decisions([vicuna], n_splits=1, n_draws=0, alphas=(alpha,))
+    row = next(r for r in summary.rows if r.source == "gpt-4" and r.bound == "pair_binomial" and r.ties == "exclude")
+    split = group_splits(vicuna.groups, n_splits=1, seed=0)[0]
+    s = vicuna.signals["gpt-4"]
+    counted = vicuna.human != 0
+    wrong = s.preferred != vicuna.human
+    cal = split.calibration[counted[split.calibration]]
+    threshold = None
+    for level in DEFAULT_LEVELS:
+        take = cal[(s.preferred[cal] != 0) & (s.confidence[cal] >= level)]
+        n, k = take.size, int(wrong[take].sum())
+        if n == 0 or stats.binomtest(k, n, alpha, alternative="less").pvalue > delta:
+            break
+        threshold = level
+    assert row.thresholds == {"none" if threshold is None else f"{threshold:.2f}": 1}
+    test = split.test
+    acc = test[(s.preferred[test] != 0) & (s.confidence[test] >= (threshold or 2.0))]
+    assert row.accept_share == pytest.approx(acc.size / test.size)
+    scored = acc[counted[acc]]
+    assert row.agreement == (pytest.approx(float((~wrong[scored]).mean())) if scored.size else None)
+
+
+def test_study_rows_on_both_datasets(vicuna, arena) -> None:
+    summary = run_pairwise_decisions([vicuna, arena], n_splits=3, n_draws=0)
+    assert summary.split_seeds == [[0, 0], [0, 1], [0, 2]]
+    for name, n_sources in (("vicuna80", 6), ("arena_ppr", 4)):
+        rows = [r for r in summary.rows if r.dataset == name]
+        assert len(rows) == n_sources * 3 * 2 * 2  # sources x alphas x tie rules x bounds
+        assert {r.source for r in rows} >= {PANEL}
+        for r in rows:
+            assert 0 <= r.accept_share <= r.all_decisive_accept_share + 1e-12
+            assert r.agreement is None or 0 <= r.agreement <= 1
+            assert sum(r.thresholds.values()) == 3
+        for source in {r.source for r in rows}:
+            shares = [next(r.accept_share for r in rows if r.source == source and r.alpha == a
+                           and r.bound == "pair_binomial" and r.ties == "exclude") for a in summary.alphas]
+            assert shares == sorted(shares)  # a larger alpha never certifies less with the binomial test
+    gpt4 = next(r for r in summary.rows if r.dataset == "arena_ppr" and r.source == "gpt-4-0125-preview"
+                and r.ties == "exclude" and r.alpha == 0.2 and r.bound == "pair_binomial")
+    assert gpt4.all_decisive_agreement == pytest.approx(0.833, abs=0.01)  # held-out halves of the README figure
+
+
+def test_validity_simulation_rows(vicuna) -> None:
+    summary = run_pairwise_decisions([vicuna], n_splits=2, n_draws=20, alphas=(0.2,))
+    sims = summary.simulation
+    assert {(r.bound, r.ties) for r in sims} >= {("pair_binomial", "exclude"), ("group_betting", "error")}
+    assert all(r.n_draws == 20 and 0 <= r.failures <= 20 and r.n_groups_per_draw == 40 for r in sims)
+
+
+def test_export_artifact_round_trips_and_leaves_panels_out(vicuna, arena) -> None:
+    artifact = export_pairwise_artifact([vicuna, arena])
+    again = decode_pairwise_artifact(encode_pairwise_artifact(artifact))
+    assert again == artifact
+    judges = {(e.dataset, e.judge) for e in artifact.entries}
+    assert len(judges) == 5 + 3 and all(j != PANEL for _, j in judges)
+    assert all(e.n_errors <= e.n_accepted <= e.n_pairs for e in artifact.entries)
+
+
+def test_cli_writes_json_figure_and_artifact(tmp_path: Path, data_dir: Path, capsys) -> None:
+    code = main(["pairwise-decisions", "--data-dir", str(data_dir), "--out", str(tmp_path), "--splits", "2",
+                 "--draws", "0", "--no-progress", "--export", str(tmp_path / "pd.json")])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "done-when" in out and "vicuna80" in out and "arena_ppr" in out
+    summary = json.loads((tmp_path / "pairwise_decisions" / "summary.json").read_text())
+    assert summary["n_splits"] == 2 and summary["rows"]
+    assert (tmp_path / "pairwise_decisions" / "accept_vs_agreement.png").read_bytes()[:4] == b"\x89PNG"
+    decode_pairwise_artifact((tmp_path / "pd.json").read_bytes())
+
+
+def test_cli_refuses_bad_arguments(tmp_path: Path, data_dir: Path) -> None:
+    assert main(["pairwise-decisions", "--data-dir", str(data_dir), "--out", str(tmp_path), "--delta", "1.5"]) == 2
