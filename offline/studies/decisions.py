@@ -55,7 +55,7 @@ import msgspec
 import numpy as np
 
 from calibration.decision_fit import DEFAULT_FIT_FRACTION, MIN_LABEL_ITEMS, DecisionData, fit_decision_rule
-from calibration.decision_rule import DecisionRule, decide, feature_of
+from calibration.decision_rule import DecisionRule, decide, decide_gate, feature_of
 from calibration.heldout import group_splits
 from offline.jsonfile import write_json
 from offline.studies.conformal import JudgeCriterionData
@@ -310,8 +310,8 @@ def _record(tally: _Tally, rule: DecisionRule, test: DecisionData, *, tolerance:
     else:
         gate_row = next(g for g in rule.quality_gates if g.pass_threshold == gate
                         and abs(g.accept_alpha - alpha) < 1e-9)
-        bins = np.searchsorted(rule.bin_edges, test.features, side="right")
-        accepted = np.isin(bins, gate_row.pass_bins)  # a pass in a certified pass bin (decide's binning rule)
+        accepted = np.array([decide_gate(rule, x, pass_threshold=gate, accept_alpha=alpha).passed
+                             for x in test.features.tolist()], dtype=bool)
         bad = test.labels < gate
         failed, reason, certified = gate_row.rule_failed, gate_row.reason, gate_row.certified_false_pass
     tally.shares.append(float(accepted.mean()))
