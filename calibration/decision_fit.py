@@ -150,7 +150,7 @@ def points_of(edges: Sequence[float], fit_values: np.ndarray, fit_labels: np.nda
     return points
 
 
-def _order(n_bins: int, bin_index: np.ndarray, bad: np.ndarray, candidates: Sequence[int], signal: str,
+def _order(bin_index: np.ndarray, bad: np.ndarray, candidates: Sequence[int], signal: str,
            signal_values: np.ndarray | None) -> list[int]:
     """Candidate bins, most confident first, from FIT items only (module rules)."""
     keys = {}
@@ -164,7 +164,6 @@ def _order(n_bins: int, bin_index: np.ndarray, bad: np.ndarray, candidates: Sequ
         else:  # margin: larger is more confident
             value = -float(signal_values[inside].mean())
         keys[b] = (value, -n, b)
-    del n_bins
     return sorted(candidates, key=lambda b: keys[b])
 
 
@@ -279,7 +278,7 @@ def fit_decision_rule(
     fit_distance = np.abs(fit_labels - point_of[fit_bins])
     certifications, per_label = [], []
     for tolerance in tolerances:
-        sequence = _order(n_bins, fit_bins, fit_distance >= tolerance, range(n_bins), signal, fit_signal)
+        sequence = _order(fit_bins, fit_distance >= tolerance, range(n_bins), signal, fit_signal)
         bad = distance >= tolerance
         for alpha in alphas:
             start = _start(sequence, fit_bins, fit_distance >= tolerance, float(alpha)) if bound == "betting" else 0
@@ -290,7 +289,7 @@ def fit_decision_rule(
     gate_rows = []
     for tau in gates:
         candidates = [b for b in range(n_bins) if points[b] >= tau]
-        sequence = _order(n_bins, fit_bins, fit_labels < tau, candidates, signal, fit_signal)
+        sequence = _order(fit_bins, fit_labels < tau, candidates, signal, fit_signal)
         for alpha in alphas:
             start = _start(sequence, fit_bins, fit_labels < tau, float(alpha)) if bound == "betting" else 0
             gate_rows.append(_gate(part, sequence, start, part.labels < tau, tau=tau, alpha=float(alpha),

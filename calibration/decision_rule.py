@@ -15,7 +15,8 @@ accepted as a pass only in ``pass_bins``, where P(human < pass_threshold | accep
 Serving (``decide``) is a pure look-up: feature -> bin (``bisect_right`` over ``bin_edges``: bin k holds
 edges[k-1] <= x < edges[k]) -> point; the certification used is the one with the requested tolerance and the
 largest calibrated accept_alpha <= the requested one (the conservative side, as for the conformal level). No such
-row, or a row whose rule failed, gives ``accepted = False`` with the reason.
+row, or a row whose rule failed, gives ``accepted = False`` with the reason. ``decide_gate`` is the same look-up for
+a quality gate (pass threshold, largest calibrated accept_alpha <= the requested one).
 """
 
 from __future__ import annotations
@@ -33,7 +34,9 @@ __all__ = [
     "DecisionRule",
     "LabelRow",
     "QualityGate",
+    "GateDecision",
     "decide",
+    "decide_gate",
     "feature_of",
     "validate_rule",
 ]
@@ -168,6 +171,43 @@ def decide(rule: DecisionRule, feature_value: float, *, tolerance: int, accept_a
                  f"{certification.accept_alpha:g}: escalate"
     return CertifiedDecision(point=point, bin_index=index, accepted=accepted, certification=certification,
                              rule_failed=False, reason=reason)
+
+
+class GateDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """What ``decide_gate`` returns: the point, whether a pass is certified, the gate row used and why."""
+
+    point: int
+    bin_index: int
+    passed: bool  # True: accept as a pass; False: escalate (a fail is never certified by a gate)
+    gate: QualityGate | None
+    rule_failed: bool
+    reason: str
+
+
+def decide_gate(rule: DecisionRule, feature_value: float, *, pass_threshold: int,
+                accept_alpha: float) -> GateDecision:
+    """Quality-gate look-up: pass iff the bin is a certified pass bin of the gate at ``pass_threshold`` with the
+    largest calibrated accept_alpha <= the requested one; no such gate, or a failed one, escalates with the reason."""
+    index = bisect.bisect_right(rule.bin_edges, feature_value)
+    point = rule.points[index]
+    rows = [g for g in rule.quality_gates
+            if g.pass_threshold == pass_threshold and g.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE]
+    gate = max(rows, key=lambda g: g.accept_alpha) if rows else None
+    if gate is None:
+        return GateDecision(point=point, bin_index=index, passed=False, gate=None, rule_failed=False,
+                            reason=f"no quality gate at pass threshold {pass_threshold} and accept_alpha <= "
+                            f"{accept_alpha:g}")
+    if gate.rule_failed:
+        return GateDecision(point=point, bin_index=index, passed=False, gate=gate, rule_failed=True,
+                            reason=f"the quality gate failed: {gate.reason}")
+    if index in gate.pass_bins:
+        return GateDecision(point=point, bin_index=index, passed=True, gate=gate, rule_failed=False,
+                            reason=f"pass (>= {pass_threshold}) accepted: among accepted passes, humans would fail "
+                            f"at most {gate.certified_false_pass:.3f} (<= {gate.accept_alpha:g}) with confidence "
+                            f"{1 - gate.delta:g}")
+    return GateDecision(point=point, bin_index=index, passed=False, gate=gate, rule_failed=False,
+                        reason=f"no certified pass at threshold {pass_threshold}, accept_alpha {gate.accept_alpha:g}: "
+                        "escalate")
 
 
 def validate_rule(rule: DecisionRule) -> None:

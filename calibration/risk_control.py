@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -165,6 +166,7 @@ def betting_upper_bound(errors: np.ndarray, accepted: np.ndarray, *, alpha: floa
     return high
 
 
+@lru_cache(maxsize=256)
 def min_groups_to_certify(*, alpha: float, delta: float, limit: int = 100_000) -> int:
     """The fewest documents with which the betting test can reject at (alpha, delta) at all: every document
     error-free with all of its items accepted (the best case; the first lambda is 0 by the plug-in's prior)."""

@@ -246,6 +246,10 @@ def _decisions(args: argparse.Namespace, log: Any) -> int:
             print(f"{h.bound:22s} tol {h.tolerance} alpha {h.accept_alpha:.2f}: accept share log-prob "
                   f"{h.logprob_mean_accept_share:.3f}, all {h.all_mean_accept_share:.3f}; mean error <= alpha in "
                   f"{h.cells_mean_error_ok}/{h.n_cells}, share_ok >= 0.95 in {h.cells_share_ok}/{h.n_cells}")
+    for bound in dict.fromkeys(r.bound for r in study.resampling):
+        rows = [r for r in study.resampling if r.bound == bound]
+        print(f"{bound:22s} document resampling: worst failure rate {max(r.failure_rate for r in rows):.3f} "
+              f"(limit {rows[0].mc_limit:.3f}) over {len(rows)} (cell, alpha)")
     for path in paths:
         print(f"written:     {path}")
     return 0

@@ -22,8 +22,8 @@ rule whose kind the items carry, every item is served by :func:`calibration.deci
 n, accept share, errors among accepted (|y - point| >= tolerance) with their exact 95% Clopper-Pearson interval
 (item-level: an honest interval only when the file's items are independent; several items per group widen the
 truth), the rule's certified bound and whether the observed error exceeds it; the same per human label (never
-pooled) and per quality gate (false passes among accepted passes). Writes ``validate.json``, ``validate.md`` and
-``coverage.png``.
+pooled) and per quality gate (:func:`calibration.decision_rule.decide_gate`; false passes among accepted
+passes). Writes ``validate.json``, ``validate.md`` and ``coverage.png``.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ import msgspec
 import numpy as np
 
 from calibration.conformal import prediction_set
-from calibration.decision_rule import DecisionRule, decide, feature_of
+from calibration.decision_rule import DecisionRule, decide, decide_gate, feature_of
 from calibration.kind_fit import decision_shares
 from calibration.serving import ServedEntry, choose_entry
 from calibration.thresholds import ThresholdIndex, ThresholdsArtifact
@@ -252,9 +252,9 @@ def check_decisions(artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriter
             checks.append(_check(base, accepted, bad, labels, rule.n_labels, row.accept_alpha, kind="accept",
                                  tolerance=row.tolerance, pass_threshold=None, rule_failed=row.rule_failed,
                                  certified=row.certified_error))
-        bins = np.searchsorted(rule.bin_edges, features, side="right")  # decide's binning (bisect_right)
         for gate in rule.quality_gates:
-            accepted = np.isin(bins, gate.pass_bins)
+            accepted = np.array([decide_gate(rule, float(x), pass_threshold=gate.pass_threshold,
+                                             accept_alpha=gate.accept_alpha).passed for x in features], dtype=bool)
             checks.append(_check(base, accepted, labels < gate.pass_threshold, labels, rule.n_labels,
                                  gate.accept_alpha, kind="gate", tolerance=None, pass_threshold=gate.pass_threshold,
                                  rule_failed=gate.rule_failed, certified=gate.certified_false_pass))

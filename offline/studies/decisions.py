@@ -33,6 +33,9 @@ Rules, stated once:
   average. Labels are never pooled.
 * **Quality gate** tau = 3: share of served items accepted as a pass, false passes (y* < 3) among them, the
   certified bound and the failed-rule reasons.
+* **Document resampling** (every headline cell): ``resampling_draws`` draws of 50 documents with replacement from
+  the cell's documents, the rule fitted on each; a draw fails when its accepted bins' error on all of the cell's
+  items exceeds accept_alpha. Both bounds, accept_alpha 0.10 and 0.20, tolerance 2.
 * **Signals** (log-prob cells): the bins' order by FIT error rate (``fit_error``, the default), by the mean spread
   of the judge's distribution (``spread``) and by the mean log-prob margin (``margin``).
 
@@ -52,7 +55,7 @@ import msgspec
 import numpy as np
 
 from calibration.decision_fit import DEFAULT_FIT_FRACTION, MIN_LABEL_ITEMS, DecisionData, fit_decision_rule
-from calibration.decision_rule import DecisionRule, decide, feature_of
+from calibration.decision_rule import DecisionRule, decide, decide_gate, feature_of
 from calibration.heldout import group_splits
 from offline.jsonfile import write_json
 from offline.studies.conformal import JudgeCriterionData
@@ -64,8 +67,10 @@ __all__ = [
     "EXPORT_TOLERANCES",
     "CellKind",
     "DecisionStudy",
+    "ResamplingRow",
     "cell_kinds",
     "export_rules",
+    "resampling_check",
     "run_decision_study",
     "write_decision_study",
 ]
@@ -95,6 +100,9 @@ RULES = {
     "bounds": "betting: document-level (valid when items share a document; exported); clopper_pearson_items: "
     "item-level exact binomial, NOT valid with documents (comparison only)",
     "labels": "every human label with its mean count per served part; certifiable iff >= 20 items per part",
+    "resampling": "per headline cell: draws of 50 documents with replacement from its 100 (a repeat is a new "
+    "document), the rule fitted on each draw; failure = the accepted bins' error on all of the cell's items > "
+    "accept_alpha; the check is failure rate <= delta + 2 sqrt(delta (1 - delta) / draws)",
 }
 
 
@@ -243,6 +251,23 @@ class Headline(msgspec.Struct, frozen=True, kw_only=True):
     n_cells: int
 
 
+class ResamplingRow(msgspec.Struct, frozen=True, kw_only=True):
+    """Document-resampling check of one (cell, kind, bound, tolerance, accept_alpha): how often the rule fitted on
+    ``n_docs`` documents drawn with replacement accepts bins whose error on the whole cell exceeds accept_alpha."""
+
+    judge: str
+    criterion: str
+    kind: str
+    bound: str
+    n_docs: int
+    tolerance: int
+    accept_alpha: float
+    draws: int
+    failure_rate: float
+    mc_limit: float  # delta + 2 x the Monte-Carlo standard error at delta
+    mean_accept_share: float
+
+
 class DecisionStudy(msgspec.Struct, frozen=True, kw_only=True):
     """The whole study: settings, rules, rows, per-label and gate tables, and the headline figures."""
 
@@ -254,6 +279,7 @@ class DecisionStudy(msgspec.Struct, frozen=True, kw_only=True):
     labels: list[LabelTableRow]
     gates: list[GateRow]
     headlines: list[Headline]
+    resampling: list[ResamplingRow] = []
 
 
 @dataclass
@@ -284,8 +310,8 @@ def _record(tally: _Tally, rule: DecisionRule, test: DecisionData, *, tolerance:
     else:
         gate_row = next(g for g in rule.quality_gates if g.pass_threshold == gate
                         and abs(g.accept_alpha - alpha) < 1e-9)
-        bins = np.searchsorted(rule.bin_edges, test.features, side="right")
-        accepted = np.isin(bins, gate_row.pass_bins)  # a pass in a certified pass bin (decide's binning rule)
+        accepted = np.array([decide_gate(rule, x, pass_threshold=gate, accept_alpha=alpha).passed
+                             for x in test.features.tolist()], dtype=bool)
         bad = test.labels < gate
         failed, reason, certified = gate_row.rule_failed, gate_row.reason, gate_row.certified_false_pass
     tally.shares.append(float(accepted.mean()))
@@ -352,9 +378,11 @@ def run_decision_study(
     *,
     n_splits: int = 20,
     seed: int = 0,
+    resampling_draws: int = 100,
     progress: Callable[[Iterable], Iterable] | None = None,
 ) -> DecisionStudy:
-    """Every (cell, kind) x plan (module rules) over ``n_splits`` splits by document."""
+    """Every (cell, kind) x plan (module rules) over ``n_splits`` splits by document, then the resampling check
+    of every headline cell (``resampling_draws`` draws; 0 skips it)."""
     tasks = [(cell, plan) for data in datasets for cell in cell_kinds(data) for plan in _plans(cell)]
     rows, label_rows, gate_rows = [], [], []
     for cell, plan in progress(tasks) if progress is not None else tasks:
@@ -388,8 +416,49 @@ def run_decision_study(
             if plan.signal == "fit_error" and plan.cal_fraction == 0.5 and alpha in TABLE_ALPHAS:
                 label_rows += _label_table(cell, tally, bound=plan.bound, tolerance=tolerance, alpha=alpha,
                                            n_splits=len(splits))
+    headline_cells = [cell for data in datasets for cell in cell_kinds(data) if cell.headline]
+    resampling = resampling_check(headline_cells, draws=resampling_draws, seed=seed,
+                                  progress=progress) if resampling_draws else []
     return DecisionStudy(seed=seed, n_splits=n_splits, delta=DELTA, rules=dict(RULES), rows=rows,
-                         labels=label_rows, gates=gate_rows, headlines=_headlines(rows))
+                         labels=label_rows, gates=gate_rows, headlines=_headlines(rows), resampling=resampling)
+
+
+def resampling_check(cells: Sequence[CellKind], *, n_docs: int = 50, draws: int = 100, seed: int = 0,
+                     alphas: Sequence[float] = (0.10, 0.20), tolerance: int = HEADLINE_TOLERANCE,
+                     bounds: Sequence[str] = BOUNDS,
+                     progress: Callable[[Iterable], Iterable] | None = None) -> list[ResamplingRow]:
+    """Document-resampling failure rate of each bound on each cell (module rules; draws seeded by ``seed``)."""
+    out = []
+    tasks = [(cell, bound) for cell in cells for bound in bounds]
+    for cell, bound in progress(tasks) if progress is not None else tasks:
+        population = cell.data
+        doc_ids = np.unique(population.groups)
+        members = [np.flatnonzero(population.groups == d) for d in doc_ids]
+        rng = np.random.default_rng([seed, 17])
+        failures = dict.fromkeys(alphas, 0)
+        shares: dict[float, list[float]] = {a: [] for a in alphas}
+        for draw in range(draws):
+            chosen = rng.integers(0, doc_ids.size, size=n_docs)
+            index = np.concatenate([members[c] for c in chosen])
+            sample = DecisionData(labels=population.labels[index], features=population.features[index],
+                                  groups=np.repeat(np.arange(n_docs), [members[c].size for c in chosen]),
+                                  n_labels=population.n_labels)
+            rule = _fit(cell, sample, bound=bound, signal="fit_error", seed=draw, alphas=alphas,
+                        tolerances=(tolerance,), gates=())
+            bins_all = np.searchsorted(rule.bin_edges, population.features, side="right")
+            wrong = np.abs(population.labels - np.asarray(rule.points)[bins_all]) >= tolerance
+            for row in rule.certifications:
+                accepted = np.isin(bins_all, row.accepted_bins)
+                shares[row.accept_alpha].append(float(accepted.mean()))
+                if accepted.any() and float(wrong[accepted].mean()) > row.accept_alpha + 1e-12:
+                    failures[row.accept_alpha] += 1
+        for alpha in alphas:
+            out.append(ResamplingRow(
+                judge=cell.judge, criterion=cell.criterion, kind=cell.kind, bound=bound, n_docs=n_docs,
+                tolerance=tolerance, accept_alpha=alpha, draws=draws, failure_rate=failures[alpha] / draws,
+                mc_limit=DELTA + 2 * math.sqrt(DELTA * (1 - DELTA) / draws),
+                mean_accept_share=float(np.mean(shares[alpha]))))
+    return out
 
 
 def _label_table(cell: CellKind, tally: _Tally, *, bound: str, tolerance: int, alpha: float,
@@ -467,6 +536,13 @@ def markdown(study: DecisionStudy) -> str:
     lines += [f"| {g.judge} | {g.criterion} | {g.kind} | {g.bound} | {g.accept_alpha:g} | {g.mean_pass_share:.3f} | "
               f"{_fmt(g.pooled_false_pass)} | {_fmt(g.mean_certified_false_pass)} | {g.failed_splits} | "
               f"{'; '.join(g.reasons)} |" for g in study.gates]
+    if study.resampling:
+        lines += ["", "## Document resampling on the real cells (50 documents per draw, tolerance 2)", "",
+                  "| judge | criterion | kind | bound | accept_alpha | draws | failure rate | limit (delta + MC) | "
+                  "mean accept share |", "|---|---|---|---|---|---|---|---|---|"]
+        lines += [f"| {r.judge} | {r.criterion} | {r.kind} | {r.bound} | {r.accept_alpha:g} | {r.draws} | "
+                  f"{r.failure_rate:.3f}{' **over**' if r.failure_rate > r.mc_limit else ''} | {r.mc_limit:.3f} | "
+                  f"{r.mean_accept_share:.3f} |" for r in study.resampling]
     lines += ["", "## Per human label (never pooled; tolerance 2, accept_alpha 0.1)", "",
               "| judge | criterion | kind | bound | label | items per served half | certifiable | accept share | "
               "error among accepted |", "|---|---|---|---|---|---|---|---|---|"]

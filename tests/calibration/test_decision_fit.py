@@ -175,3 +175,22 @@ def test_document_resampling_near_the_boundary_fails_at_most_delta_and_still_acc
     failure, share = _resampling_failure(population, n_docs=150, draws=draws, bound="betting")
     assert failure <= _mc_limit(draws)
     assert share > 0.2
+
+
+def test_decide_gate_passes_only_certified_pass_bins_and_escalates_failed_gates() -> None:
+    from calibration.decision_rule import decide_gate
+
+    data = _population(200, hard_share=0.0, seed=1, bin_error={1: 0.3, 2: 0.02, 3: 0.01, 4: 0.01, 5: 0.02})
+    rule = _fit(data, alphas=(0.1, 0.2), gates=(3, 4))
+    for gate in rule.quality_gates:
+        for value in (1.0, 2.0, 3.0, 4.0, 5.0):
+            outcome = decide_gate(rule, value, pass_threshold=gate.pass_threshold, accept_alpha=gate.accept_alpha)
+            assert outcome.gate == gate
+            assert outcome.passed == (not gate.rule_failed and outcome.bin_index in gate.pass_bins)
+            assert not outcome.passed or rule.points[outcome.bin_index] >= gate.pass_threshold
+    assert decide_gate(rule, 5.0, pass_threshold=4, accept_alpha=0.15).gate.accept_alpha == 0.1
+    missing = decide_gate(rule, 5.0, pass_threshold=4, accept_alpha=0.05)
+    assert not missing.passed and missing.gate is None and "no quality gate" in missing.reason
+    high = DecisionData(labels=np.maximum(data.labels, 3), features=data.features, groups=data.groups, n_labels=5)
+    failed = decide_gate(_fit(high, gates=(3,)), 5.0, pass_threshold=3, accept_alpha=0.1)
+    assert not failed.passed and failed.rule_failed and "humans would fail" in failed.reason

@@ -56,7 +56,7 @@ def test_served_is_decide_item_by_item(recorded_cells) -> None:
 
 def test_study_lists_every_label_including_rare_coherence_ones(recorded_cells) -> None:
     data = [_cell(recorded_cells, "qwen2.5-72b-instruct", "coherence")]
-    study = run_decision_study(data, n_splits=2, seed=0)
+    study = run_decision_study(data, n_splits=2, seed=0, resampling_draws=3)
     labels = [r for r in study.labels if r.kind == "probabilities" and r.bound == "betting" and r.tolerance == 2
               and r.accept_alpha == 0.1]
     assert [r.label for r in labels] == [1, 2, 3, 4, 5]
@@ -66,6 +66,8 @@ def test_study_lists_every_label_including_rare_coherence_ones(recorded_cells) -
     assert all(r.certifiable == (r.items_per_split >= 20) for r in labels)
     assert {g.pass_threshold for g in study.gates} == {3}
     assert any(h.bound == "betting" and h.tolerance == 2 and h.accept_alpha == 0.1 for h in study.headlines)
+    assert {(r.bound, r.accept_alpha, r.draws) for r in study.resampling} == {
+        (b, a, 3) for b in ("betting", "clopper_pearson_items") for a in (0.1, 0.2)}
 
 
 def test_exported_rules_cover_every_cell_and_kind_and_validate(recorded_cells, tmp_path: Path) -> None:
@@ -93,7 +95,8 @@ def test_exported_rules_cover_every_cell_and_kind_and_validate(recorded_cells, t
 def test_shipped_decision_rules_equal_a_fresh_fit(recorded_cells) -> None:
     shipped = load_artifact(DEFAULT_THRESHOLDS)
     fresh = export_rules(list(recorded_cells))
-    assert shipped.decision_rules == fresh, "run `python -m offline decisions --write-rules calibration/thresholds.json`"
+    assert shipped.decision_rules == fresh, \
+        "stale: run `python -m offline decisions --write-rules calibration/thresholds.json`"
 
 
 def test_document_resampling_on_real_data_fails_at_most_delta(recorded_cells) -> None:
