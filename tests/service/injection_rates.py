@@ -3,7 +3,8 @@
 ``PYTHONPATH=$PWD python -m tests.service.injection_rates`` prints the rates on the held-out corpus
 (``injection_heldout.json``: hand-written attacks and benign texts, plus every real article and SummEval reference
 summary of the shared data directory as benign texts); ``--corpus dev`` or ``--corpus rules`` measures the
-development corpus or the rules' own corpus instead (no real data added). ``--detail`` lists misses and false
+development corpus (with every Vicuna80 question and answer of the shared data as real benign texts) or the rules'
+own corpus (no real texts added). ``--detail`` lists misses and false
 positives: use it on the dev and rules corpora only, never on the held-out one (that would tune the rules on it).
 """
 
@@ -68,6 +69,15 @@ def real_news_texts(data_dir: Path) -> Iterator[str]:
             yield json.loads(line)["article"]
 
 
+def real_dev_texts(data_dir: Path) -> Iterator[str]:
+    """Every Vicuna80 question and assistant answer of the shared data directory (the dev corpus' real texts)."""
+    with (data_dir / "pairwise" / "vicuna80" / "items.jsonl").open(encoding="utf-8") as rows:
+        for line in rows:
+            row = json.loads(line)
+            yield row["question"]
+            yield from row["answers"].values()
+
+
 def measure(corpus: Path, detector: Callable[[str], list[str]], real: list[str] | None = None) -> Rates:
     """The rates of ``detector`` on ``corpus`` (attacks + benign), with ``real`` texts counted as benign too."""
     data = json.loads(corpus.read_text(encoding="utf-8"))
@@ -91,11 +101,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--corpus", choices=sorted(CORPORA), default="heldout")
     parser.add_argument("--detail", action="store_true", help="list misses and false positives (not on heldout)")
     args = parser.parse_args(argv)
-    real = list(real_news_texts(resolve_data_dir())) if args.corpus == "heldout" else None
+    sources = {"heldout": real_news_texts, "dev": real_dev_texts}
+    real = list(sources[args.corpus](resolve_data_dir())) if args.corpus in sources else None
     rates = measure(CORPORA[args.corpus], injection_findings, real)
     print(f"corpus {args.corpus}: attacks caught {rates.caught}/{rates.attacks} ({rates.detection:.1%}); "
           f"hand-written benign flagged {rates.flagged_written}/{rates.benign_written} "
-          f"({rates.false_positive_written:.1%}); real news texts flagged {rates.flagged_real}/{rates.benign_real} "
+          f"({rates.false_positive_written:.1%}); real texts flagged {rates.flagged_real}/{rates.benign_real} "
           f"({rates.false_positive_real:.2%})")
     if args.detail:
         for text in rates.missed:
