@@ -12,9 +12,9 @@ function                 contract
 ``escape_angles(text)``  every run of angle-bracket look-alikes pointing one way (``<`` ``‹`` ``«`` ``≪`` ``〈``
                          ``《`` ``⟨`` ``❮`` ``˂`` ``ᐸ`` ... optionally separated by whitespace) whose visual width
                          (``«`` and ``≪`` count 2, ``⋘`` 3) is 3 or more, with each bracket replaced by ``(`` or ``)``
-``skeleton(text)``       detection only: ``clean``, then common confusables folded to ASCII (Cyrillic, Greek,
-                         Armenian, Cherokee look-alikes, dotless i ...), accents dropped, and every angle look-alike
-                         written as as many ``<`` / ``>`` as its width
+``skeleton(text)``       detection only (``fold(clean(text))``): ``clean``, then common confusables folded to ASCII
+                         (Cyrillic, Greek, Armenian, Cherokee look-alikes, dotless i ...), accents dropped, and
+                         every angle look-alike written as as many ``<`` / ``>`` as its width
 ======================== ===========================================================================================
 
 Only ``clean`` and ``escape_angles`` change what a judge reads; folding confusables would garble legitimate
@@ -26,7 +26,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-__all__ = ["ANGLES", "clean", "escape_angles", "skeleton"]
+__all__ = ["ANGLES", "clean", "escape_angles", "fold", "skeleton"]
 
 # Format characters (Unicode category Cf, as of Unicode 15) and other invisible code points.
 _INVISIBLE = re.compile(
@@ -36,6 +36,7 @@ _INVISIBLE = re.compile(
     "\U000e0000-\U000e007f\U000e0100-\U000e01ef]"
 )
 _LINE_BREAKS = re.compile("\r\n|[\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_ASCII_SPECIAL = re.compile("[\x00-\x08\x0b-\x1f\x7f]")
 _CONTROLS = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f]")
 
 # Angle-bracket look-alikes: character -> (direction, visual width). NFKC already maps fullwidth/small/vertical
@@ -51,6 +52,7 @@ _ANY_ANGLE = "".join(re.escape(c) for c in ANGLES)
 # A candidate span: angles separated by non-word characters; _escape_span keeps to whitespace and marks between them.
 _ANGLE_SPAN = re.compile(rf"[{_ANY_ANGLE}](?:\W*?[{_ANY_ANGLE}])*")
 _ESCAPED = {"<": "(", ">": ")"}
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _FENCE_WIDTH = 3  # the fence markers use runs of three
 
 
@@ -79,6 +81,8 @@ _CONFUSABLES = str.maketrans({
 
 def clean(text: str) -> str:
     """``text`` as a judge is shown it: invisible and control characters removed, line breaks "\\n", NFKC."""
+    if text.isascii():  # NFKC and the invisible characters concern non-ASCII text only (a fast path)
+        return _CONTROLS.sub("", _LINE_BREAKS.sub("\n", text)) if _ASCII_SPECIAL.search(text) else text
     text = _LINE_BREAKS.sub("\n", text)
     return unicodedata.normalize("NFKC", _CONTROLS.sub("", _INVISIBLE.sub("", text)))
 
@@ -115,7 +119,18 @@ def escape_angles(text: str) -> str:
     return _ANGLE_SPAN.sub(_escape_span, text)
 
 
+def _drop_marks(run: re.Match[str]) -> str:
+    return "".join(c for c in unicodedata.normalize("NFD", run.group()) if not _is_mark(c))
+
+
+def fold(cleaned: str) -> str:
+    """``skeleton`` of a text that is already ``clean``: confusables folded, accents dropped, angles as ``<``/``>``."""
+    # Only non-ASCII runs can hold confusables or accents; ASCII text passes through untouched (and fast).
+    if cleaned.isascii():
+        return cleaned
+    return _NON_ASCII.sub(_drop_marks, cleaned).translate(_CONFUSABLES)
+
+
 def skeleton(text: str) -> str:
     """Detection view of ``text``: ``clean``, confusables folded to ASCII, accents dropped, angles as ``<``/``>``."""
-    folded = unicodedata.normalize("NFD", clean(text)).translate(_CONFUSABLES)
-    return "".join(c for c in folded if not _is_mark(c))
+    return fold(clean(text))
