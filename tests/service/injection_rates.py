@@ -4,8 +4,9 @@
 (``injection_heldout.json``: hand-written attacks and benign texts, plus every real article and SummEval reference
 summary of the shared data directory as benign texts); ``--corpus dev`` or ``--corpus rules`` measures the
 development corpus (with every Vicuna80 question and answer of the shared data as real benign texts) or the rules'
-own corpus (no real texts added). ``--detail`` lists misses and false
-positives: use it on the dev and rules corpora only, never on the held-out one (that would tune the rules on it).
+own corpus (no real texts added). ``--by-kind`` adds counts per kind
+(the corpora's ``kind`` field); ``--detail`` lists misses and false positives: use it on the dev and rules corpora
+only, never on the held-out one before its figures are recorded (that would tune the rules on it).
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--corpus", choices=sorted(CORPORA), default="heldout")
     parser.add_argument("--detail", action="store_true", help="list misses and false positives (not on heldout)")
+    parser.add_argument("--by-kind", action="store_true", help="count attacks caught and benign texts flagged per kind")
     args = parser.parse_args(argv)
     sources = {"heldout": real_news_texts, "dev": real_dev_texts}
     real = list(sources[args.corpus](resolve_data_dir())) if args.corpus in sources else None
@@ -108,6 +110,16 @@ def main(argv: list[str] | None = None) -> None:
           f"hand-written benign flagged {rates.flagged_written}/{rates.benign_written} "
           f"({rates.false_positive_written:.1%}); real texts flagged {rates.flagged_real}/{rates.benign_real} "
           f"({rates.false_positive_real:.2%})")
+    if args.by_kind:
+        data = json.loads(CORPORA[args.corpus].read_text(encoding="utf-8"))
+        for part, wanted in (("attacks", True), ("benign", False)):
+            counts: dict[str, list[int]] = {}
+            for entry in data[part]:
+                hit = bool(injection_findings(entry["text"]))
+                counts.setdefault(entry["kind"], [0, 0])[0] += hit
+                counts[entry["kind"]][1] += 1
+            label = "caught" if wanted else "flagged"
+            print(f"{part} {label} by kind: " + ", ".join(f"{k} {c}/{n}" for k, (c, n) in sorted(counts.items())))
     if args.detail:
         for text in rates.missed:
             print("MISSED  ", ascii(text)[:160])
