@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from service.judge.factuality_prompts import direct_faithfulness_messages, qa_answer_messages
+from service.judge.factuality_prompts import direct_faithfulness_messages, parse_qa_generation, qa_answer_messages
 from service.judge.prompts import PROMPT_FAMILIES, direct_prompt, pairwise_prompt
 from service.judge.untrusted import UNTRUSTED_NOTE, fence, neutralise
 
@@ -156,3 +156,10 @@ def test_cleaning_removes_invisible_characters_and_applies_nfkc():
     invisible = [chr(cp) for cp in range(sys.maxunicode + 1) if unicodedata.category(chr(cp)) == "Cf"]
     assert neutralise("a" + "".join(invisible) + "b") == "ab"
     assert neutralise("\u00ab Bonjour \u00bb, x << y, a >> b") == "\u00ab Bonjour \u00bb, x << y, a >> b"  # < 3 wide
+
+
+def test_a_qa_answer_copied_from_the_cleaned_summary_is_a_span_of_it():
+    summary = "The \ufb01nal vote was 7\u20132."  # "ﬁ" ligature: the judge is shown "final"
+    assert "final vote" in neutralise(summary)
+    parsed = parse_qa_generation("1. Answer: final vote | Question: Which vote?", summary=summary, n_questions=1)
+    assert [pair.answer for pair in parsed.pairs] == ["final vote"]
