@@ -2,7 +2,8 @@
 
 ``PYTHONPATH=$PWD python -m tests.service.injection_rates`` prints the rates on the held-out corpus
 (``injection_heldout.json``: hand-written attacks and benign texts, plus every real article and SummEval reference
-summary of the shared data directory as benign texts); ``--corpus dev`` or ``--corpus rules`` measures the
+summary of the shared data directory as benign texts); ``--corpus heldout2`` the second held-out corpus (with every
+distinct FRANK system and reference summary as real benign texts); ``--corpus dev`` or ``--corpus rules`` measures the
 development corpus (with every Vicuna80 question and answer of the shared data as real benign texts) or the rules'
 own corpus (no real texts added). ``--by-kind`` adds counts per kind
 (the corpora's ``kind`` field); ``--detail`` lists misses and false positives: use it on the dev and rules corpora
@@ -20,6 +21,7 @@ from pathlib import Path
 HERE = Path(__file__).parent
 CORPORA = {
     "heldout": HERE / "injection_heldout.json",
+    "heldout2": HERE / "injection_heldout2.json",
     "dev": HERE / "injection_dev.json",
     "rules": HERE / "injection_corpus.json",
 }
@@ -70,6 +72,18 @@ def real_news_texts(data_dir: Path) -> Iterator[str]:
             yield json.loads(line)["article"]
 
 
+def real_frank_summaries(data_dir: Path) -> Iterator[str]:
+    """Every distinct FRANK system summary and reference summary (frank/items.jsonl): the second held-out corpus'."""
+    seen: set[str] = set()
+    with (data_dir / "frank" / "items.jsonl").open(encoding="utf-8") as rows:
+        for line in rows:
+            row = json.loads(line)
+            for text in (row["summary"], row["reference"]):
+                if text not in seen:
+                    seen.add(text)
+                    yield text
+
+
 def real_dev_texts(data_dir: Path) -> Iterator[str]:
     """Every Vicuna80 question and assistant answer of the shared data directory (the dev corpus' real texts)."""
     with (data_dir / "pairwise" / "vicuna80" / "items.jsonl").open(encoding="utf-8") as rows:
@@ -103,7 +117,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--detail", action="store_true", help="list misses and false positives (not on heldout)")
     parser.add_argument("--by-kind", action="store_true", help="count attacks caught and benign texts flagged per kind")
     args = parser.parse_args(argv)
-    sources = {"heldout": real_news_texts, "dev": real_dev_texts}
+    sources = {"heldout": real_news_texts, "heldout2": real_frank_summaries, "dev": real_dev_texts}
     real = list(sources[args.corpus](resolve_data_dir())) if args.corpus in sources else None
     rates = measure(CORPORA[args.corpus], injection_findings, real)
     print(f"corpus {args.corpus}: attacks caught {rates.caught}/{rates.attacks} ({rates.detection:.1%}); "
