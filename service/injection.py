@@ -119,42 +119,48 @@ _ML_IGNORE_PHRASES = (
     "fais abstraction|negligez|ignoriere|ignorieren sie|vergiss|vergessen sie|missachte|missachten sie|uberspringe|"
     "ignora|ignore|ignorad|ignoren|olvida|olvide|olviden|olvidad|omite|omita|descarta|descarte|haz caso omiso|"
     "hagan caso omiso|dimentica|dimenticate|trascura|trascurate|non tenere conto|esqueca|esquece|desconsidere|"
-    "desconsidera|despreze|negeer|vergeet|zignoruj|ignoruj|zapomnij|pomin"
+    "desconsidera|despreze|negeer|vergeet|zignoruj|ignoruj|zapomnij|pomin|ignorera|glom|glem|ignorer|ohita|unohda|"
+    "ala valita|zapomen|zapomente|ignorujte|hagyd figyelmen kivul|felejtsd el|uita|bo qua|lupakan|abaikan|abaikanlah"
 )
 _ML_IGNORE = _alternation(_ML_IGNORE_PHRASES)
 _ML_QUALIFIER = (
     r"(?:precedentes?|anterieures?|ci-dessus|toutes|tous|vorherigen?|obigen?|bisherigen?|alle[ns]?|vorigen?|"
     r"anteriores?|previas?|todas?|todos|precedenti|sopra|tutte|tutti|acima|eerdere|bovenstaande|vorige|"
-    r"poprzednie|wszystkie|powyzsze|onceki|tum|yukaridaki)"
+    r"poprzednie|wszystkie|powyzsze|onceki|tum|yukaridaki|tidigare|tidligere|alla|aiemmat|aiempia|kaikki|"
+    r"predchozi|vsechny|korabbi|osszes|anterioare|toate|truoc|moi|sebelumnya|semua)"
 )
 _ML_RULES_NOUN = (
     r"(?:instructions?|consignes?|directives?|regles|criteres|anweisungen|anweisung|instruktionen|regeln|"
     r"vorgaben|richtlinien|kriterien|instrucciones|indicaciones|reglas|directrices|criterios|rubrica|istruzioni|"
     r"indicazioni|regole|direttive|criteri|instrucoes|orientacoes|regras|diretrizes|instructies|regels|"
-    r"aanwijzingen|richtlijnen|instrukcje|polecenia|zasady|talimatlar\w*|kurallar\w*|yonergeler\w*)"
+    r"aanwijzingen|richtlijnen|instrukcje|polecenia|zasady|talimatlar\w*|kurallar\w*|yonergeler\w*|"
+    r"instruktioner\w*|instruksjoner\w*|anvisningar|ohjeet|ohjeita|instrukce|pokyny|utasitasokat|utasitasait|"
+    r"instructiunile|instructiuni|chi dan|huong dan|instruksi|petunjuk|perintah|arahan)"
 )
 _ML_THIS_TEXT = (
     r"(?:ce (?:resume|texte)|cette reponse|diese[mnrs]? (?:text|zusammenfassung|antwort)|"
     r"(?:este|a este) (?:resumen|texto|resumo)|esta (?:respuesta|resposta)|(?:questo|a questo) (?:riassunto|testo)|"
     r"questa risposta|deze (?:samenvatting|tekst)|dit antwoord|(?:ten|temu) (?:tekst|streszczeni)\w*|"
-    r"bu (?:ozet|metin)\w*)"
+    r"bu (?:ozet|metin)\w*|(?:tento|tomuto) (?:text|textu|shrnuti)|denna sammanfattning|dette (?:resume|sammendrag)|"
+    r"talle tiivistelmalle|ezt a szoveget|acest rezumat|ban tom tat nay|ringkasan ini)"
 )
 _ML_GIVE_PHRASES = (
     "donne|donnez|donner|attribue|attribuez|attribuer|accorde|accordez|accorder|mettez|notez|evaluez|gib|"
     "geben sie|vergib|vergeben sie|bewerte|bewerten sie|dale|asigna|asignale|otorga|otorgue|ponle|califica|"
     "calificalo|puntua|dai|assegna|assegnate|attribuisci|valuta|atribua|coloque|avalie|geef|beoordeel|daj|"
-    "przyznaj|ocen"
+    "przyznaj|ocen|ge|giv|gi|anna|dej|dejte|adj|acorda|cho|beri|berikan|pongas|ponga|pon|noter"
 )
 _ML_GIVE = _alternation(_ML_GIVE_PHRASES)
 _ML_ANSWER_PHRASES = (
     "reponds|repondez|antworte|antworten sie|responde|responda|respondan|contesta|conteste|rispondi|rispondete|"
-    "antwoord|odpowiedz"
+    "antwoord|odpowiedz|svara|svar|vastaa|odpovez|valaszolj|raspunde|tra loi|jawab|jawablah"
 )
 _ML_ANSWER = _alternation(_ML_ANSWER_PHRASES)
 _ML_MAX = (
     r"(?:note maximale|meilleure note|note la plus haute|hochstnote|bestnote|puntuacion maxima|nota maxima|"
     r"calificacion maxima|punteggio massimo|voto massimo|pontuacao maxima|hoogste (?:cijfer|score)|"
-    r"maksymaln\w+ ocen\w*|tam puan|en yuksek puan)"
+    r"maksymaln\w+ ocen\w*|tam puan|en yuksek puan|volle punktzahl|maximale punktzahl|hochste punktzahl|"
+    r"maxima nota|nota mas alta|mejor nota|5 sur 5|hogsta betyg\w*|full pott)"
 )
 _ML_ADDRESS_WORDS = (
     "note|message|remarque|avis|hinweis|nachricht|notiz|anmerkung|nota|mensaje|aviso|messaggio|mensagem|bericht|"
@@ -176,6 +182,8 @@ _OTHER_OVERRIDE = (
     r"|(?:指示|命令|ルール|指令|プロンプト|規則|지시|지침|명령|규칙)[^。.\n]{0,15}?(?:無視|忘れ|무시|잊어)"
     r"|(?:تجاهل|تجاهلي|تجاهلوا|انس|أهمل|اهمل)[^.\n]{0,30}?(?:التعليمات|تعليمات|الأوامر|الاوامر|القواعد|الإرشادات)"
     r"|निर्देश[^।\n]{0,20}?(?:अनदेखा|नज़रअंदाज़|नजरअंदाज|भूल)"
+    r"|(?:αγνόησε|αγνοήστε|ξέχνα|ξεχάστε|παράβλεψε)[^.\n]{0,40}?(?:οδηγ|εντολ|κανόν)"
+    r"|(?:התעלם|התעלמי|התעלמו|שכח|שכחי|תשכח)[^.\n]{0,40}?(?:הוראות|ההוראות|הנחיות|ההנחיות|כללים)"
 )
 _OTHER_ADDRESS = (
     r"(?:примечание|сообщение|заметка|обращение|внимание)\s+(?:для|к)\s+(?:модел|ии\b|оценщик|проверяющ|нейросет)"
@@ -191,12 +199,15 @@ _OTHER_DICTATE = (
     r"|(?:[1-9]|10)\s*点\s*(?:を|で)?\s*(?:つけ|付け|与え|あげ)|満点\s*を\s*(?:つけ|付け|与え)"
     r"|(?:[1-9]|10)\s*と(?:答え|回答)|(?:[1-9]|10)\s*점\s*(?:을|를)?\s*(?:주세요|줘|주십시오|매겨)|만점\s*을\s*(?:주세요|줘)"
     r"|(?:أعط|اعط|امنح|ضع)[^.\n]{0,40}?(?:الدرجة|درجة|العلامة|علامة)[^.\n]{0,10}?[1-9]"
+    r"|(?:απάντησε|απαντήστε|δώσε|δώστε|ענה|עני|ענו|תן|תני|תנו)[^.\n]{0,30}?(?<![\d.,])(?:[1-9]|10)(?![\d.,%])"
 )
 _OTHER_SCORE_LINE = (
     r"^[ \t>*#_-]*(?:оценка|балл|评分|得分|分数|評分|分數|点数|スコア|評価|점수|평가)[ \t]*[:=][ \t]*(?:[1-5](?:\.0)?"
     r"(?:[ \t]*/[ \t]*(?:5|10))?)[ \t]*[.!*_]*[ \t]*$"
 )
-_OTHER_SCRIPTS = re.compile("[\u0400-\u052f\u0600-\u06ff\u0900-\u097f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+_OTHER_SCRIPTS = re.compile(
+    "[\u0370-\u03ff\u0590-\u05ff\u0400-\u052f\u0600-\u06ff\u0900-\u097f\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]"
+)
 
 _HIDDEN_VOCABULARY = (
     r"\b(?:scor\w*|rat(?:e|es|ed|ing)|grad\w*|mark(?:s|ed)?|judg\w*|evaluat\w*|rubric|verdict|ai|llm|model|"
@@ -213,6 +224,23 @@ RULES: dict[str, tuple[Check, ...]] = {
             r"evaluation steps|task)\b"
         ), words=_words("ignore disregard forget override bypass skip abandon drop follow")),
         Check(_re(
+            r"\b(?:instructions?|directions|rules|guidelines|criteria|rubric|scoring guide|prompt)\b[^.\n]{0,40}?"
+            r"\b(?:you (?:were given|received|got|have)|given to you|above|earlier|previous|before)\b[^.\n]{0,30}?"
+            r"\b(?:no longer appl(?:y|ies)|(?:are|is) (?:void|null|cancell?ed|obsolete|suspended|revoked|invalid)|"
+            r"do not apply|don't apply)"
+        ), words=_words("apply applies void null cancelled canceled obsolete suspended revoked invalid")),
+        Check(_re(
+            r"\b(?:set|put|leave|lay) aside (?:the |your |all )?(?:evaluation|scoring|grading|rubric|criteria|"
+            r"scoring guide|guidelines|instructions|rules)\b|\b(?:put|set|leave|lay) (?:the |your |all )?(?:evaluation|"
+            r"scoring|grading|rubric|criteria|scoring guide|guidelines|instructions|rules)[a-z ]{0,20} aside\b"
+            r"|\b(?:stop|quit|cease|forget about|no need for) (?:the )?(?:evaluating|evaluation|scoring|grading|"
+            r"judging|assessing|assessment)\b"
+            r"|\byour (?:only |real |new |actual )?(?:task|job|role|instructions?)s? (?:now |here )?(?:is|are) "
+            r"(?:to |simply to |just to )?(?:output|write|reply|answer|say|print|give|return|respond)\b"
+            r"|\bnew (?:task|instructions?)\s*:|\ball you (?:need|have) to do is (?:to )?(?:output|write|reply|"
+            r"answer|say|print|give|return|respond)\b"
+        ), words=_words("aside stop quit cease forget need task job role instructions instruction new all")),
+        Check(_re(
             rf"\b{_ML_IGNORE}\b[^.\n]{{0,40}}?(?:\b{_ML_QUALIFIER}\b[^.\n]{{0,30}}?\b{_ML_RULES_NOUN}\b"
             rf"|\b{_ML_RULES_NOUN}\b\s+(?:\w+\s+)?{_ML_QUALIFIER}\b)"
             rf"|\b{_ML_RULES_NOUN}\b[^.\n]{{0,20}}?\b(?:yok say|gormezden gel|unut)"
@@ -220,13 +248,15 @@ RULES: dict[str, tuple[Check, ...]] = {
         Check(_re(_OTHER_OVERRIDE, re.IGNORECASE), views="script"),
     ),
     "addresses_the_judge": (
-        Check(_re(r"\byou are (?:now |actually )?(?:an? |the )?(?:[a-z]+ )?" + _JUDGE + r"\b"), needs=("you are",)),
+        Check(_re(r"\byou are (?:now |actually |no longer |not )?(?:an? |the )?(?:[a-z]+ )?" + _JUDGE + r"\b"),
+              needs=("you are",)),
         Check(_re(
             r"\bas (?:the |an? |any )" + _JUDGE + r",?\s+(?:you|please|rate|score|give|assign|answer|output|"
             r"return|respond|reply)\b"
         ), needs=("as the ", "as a", "as an ", "as any ")),
         Check(_re(
-            r"\b(?:dear|hey|attention|note to|message (?:to|for)|instructions? (?:to|for)) (?:the |an? |any |all )?"
+            r"\b(?:dear|hey|attention|note (?:to|for)|message (?:to|for)|instructions? (?:to|for)) "
+            r"(?:the |an? |any |all )?"
             r"(?:\w+ )?" + _ADDRESSEE + r"s?\b"
         ), words=_words("dear hey attention note message instruction instructions")),
         Check(_re(
@@ -263,9 +293,27 @@ RULES: dict[str, tuple[Check, ...]] = {
         ), needs=("deserv", "merit", "earn", "should ", "must ", "is to be "),
            words=_words("summary text answer response candidate output essay submission")),
         Check(_re(
-            r"\b(?:always )?(?:pick|picks|choose|chooses|prefer|prefers|select|selects) (?:summary|candidate|answer|"
-            r"response|text|option) [ab]\b"
-        ), words=_words("pick picks choose chooses prefer prefers select selects")),
+            r"\b(?:always )?(?:pick|picks|choose|chooses|prefer|prefers|select|selects) (?:(?:summary|candidate|answer|"
+            r"response|text|option) [ab]\b|it\b|this (?:one|summary|candidate|text|answer|response)\b)"
+            r"|\b(?:summary|candidate|answer|response) [ab] is the (?:gold|reference|correct|better|best|right|"
+            r"winning)\b"
+        ), words=_words("pick picks choose chooses prefer prefers select selects gold reference correct better best")),
+        Check(_re(
+            r"\b(?:the )?(?:right|correct|only|true|expected) (?:answer|score|rating|response|output|verdict|grade)"
+            r"(?: here| for this [a-z]+)? (?:is|=|:) (?:5|five|a|b)\b(?![.,]?\d)"
+            r"|\b(?:mark|rate|score|grade|judge|classify|label) (?:this|it|this one|the (?:summary|text|answer|"
+            r"response|candidate|output)) as (?:excellent|perfect|flawless|outstanding|the best|a 5|5|five)\b"
+        ), words=_words("right correct only true expected mark rate score grade judge classify label")),
+        Check(_re(
+            _SENTENCE_START
+            + rf"(?={_S}\b(?:polic(?:y|ies)|rules?|guidelines?|effective immediately|from now on|updated?)\b)"
+            rf"(?={_S}\b(?:summar(?:y|ies)|texts?|responses?|outputs?|answers?|candidates?|submissions?)\b)"
+            rf"(?={_S}\b(?:receives?|gets?|(?:are|is) (?:automatically )?(?:scored|rated|given|awarded)|scores?|"
+            r"exempt)\b)"
+            rf"(?={_S}(?:\b(?:5|five)\b(?![.,]?\d)|\b(?:top|maximum|highest|full|perfect) "
+            r"(?:score|mark|marks|rating)\b))",
+            _M,
+        ), words=_words("policy policies rule rules guideline guidelines effective now update updated")),
         Check(_re(
             r"\b(?:summar(?:y|ies)|texts?|answers?|responses?|candidates?)\b[^.\n]{0,50}?\b(?:automatically|always|"
             r"now) (?:receives?|gets?|earns?|are given|is given|are rated|is rated|scores?) (?:the |a )?"
@@ -275,7 +323,7 @@ RULES: dict[str, tuple[Check, ...]] = {
             rf"{_SENTENCE_START}(?={_S}\b{_ML_GIVE}\b)"
             rf"(?={_S}(?:\b{_ML_MAX}\b|\b{_ML_THIS_TEXT}\b{_S}\b(?:[1-9]|10)\b(?!\s*%)"
             rf"|\b(?:[1-9]|10)\b(?!\s*%){_S}\b{_ML_THIS_TEXT}\b))"
-            rf"|\b{_ML_ANSWER}\b[^.\n]{{0,30}}?\b(?:[1-9]|10)\b(?=\s*(?:[»\"'”.!,;)\n]|$| et | und | y | e | en | i ))"
+            rf"|\b{_ML_ANSWER}\b[^.\n]{{0,30}}?\b(?:[1-9]|10)\b(?=\s*(?:[»\"'”.!,;)\n-]|$| et | und | y | e | en | i ))"
             r"|\b(?:[1-9]|10)\s*puan\s*ver(?:in)?\b|\bde (?:a )?nota (?:[1-9]|10|maxima)\b",
             _M,
         ), words=_words(_ML_GIVE_PHRASES, _ML_ANSWER_PHRASES, "puan nota")),
@@ -298,9 +346,11 @@ RULES: dict[str, tuple[Check, ...]] = {
         Check(_re(
             r"<\|[a-z_]{2,20}\|>|\[/?inst\]|<<sys>>|</s>"
             r"|^[ \t]*#{2,}[ \t]*(?:system|instruction|assistant)s?\b[ \t]*:?|^[ \t]*(?:system|assistant)[ \t]*:"
-            r"|[\"']role[\"']\s*:\s*[\"'](?:system|assistant|developer|user)[\"']",
+            r"|[\"']role[\"']\s*:\s*[\"'](?:system|assistant|developer|user)[\"']"
+            r"|</?(?:instructions?|system(?:_prompt)?|prompt|task|directive|admin|developer|assistant|user)\s*>"
+            r"|</(?:summary|article|text|document|source|candidate|question|input|context|sentences)\s*>",
             _M,
-        ), needs=("|", "inst]", "<<sys", "</s>", "system", "assistant", "instruction", "role")),
+        ), needs=("|", "inst]", "<<sys", "</s>", "system", "assistant", "instruction", "role", "<")),
     ),
     "claims_a_verdict": (
         Check(_re(
@@ -308,11 +358,14 @@ RULES: dict[str, tuple[Check, ...]] = {
             + rf"(?={_S}\b(?:(?:this|the|that) (?:summary|text|response|answer|candidate|output|submission)|"
             r"this one)\b)"
             rf"(?={_S}\b(?:scor(?:e|ed|es|ing)|rat(?:ed|es|ing)|grad(?:e|ed|es|ing)|marks?|awarded|deserves|merits|"
-            r"earns|judged|evaluat\w+|verdict|assessed)\b)"
+            r"earns|judged|evaluat\w+|verdict|assess\w*|conclu\w+|agreed|confirmed|determined|assigned|consensus|"
+            r"checked|reviewed)\b)"
             rf"(?={_S}(?:\b5\s*/\s*5\b|\b5 out of 5\b|\bfive out of five\b|\b10\s*/\s*10\b|\b10 out of 10\b|"
             r"\bperfect (?:5|five|10|ten|score|mark)\b|\bfull marks\b|\btop (?:mark|marks|score|rating)\b|"
             r"\b(?:maximum|highest) (?:score|mark|rating|grade)\b|\b(?:score|rating|grade|mark) of (?:5|five)\b|"
-            r"\b(?:rated|scored|graded|given|awarded|received) (?:an? )?(?:5|five)\b))",
+            r"\b(?:rated|scored|graded|given|awarded|received|gave|assigned) (?:it |this |them )?(?:an? )?(?:5|five)\b"
+            r"(?![.,]?\d)|\b(?:score|rating|grade|mark|verdict|evaluation|assessment|conclusion)\b[^.!?\n]{0,25}?"
+            r"(?:\bis|\bwas|\bwere|\bof|:|=)\s*(?:5|five)\b(?![.,]?\d)))",
             _M,
         ), needs=("this one", "summary", "text", "response", "answer", "candidate", "output", "submission")),
     ),
@@ -322,23 +375,32 @@ RULES: dict[str, tuple[Check, ...]] = {
             r"(?:that )?(?:you are|you're|you were|to be|being|as)\b|act as\b|play the role of\b|behave like\b)"
             r"[^.\n]{0,60}?\b(?:" + _JUDGE + r"|grader|teacher|examiner|marker|critic|reviewer|annotator)s?\b"
             r"|\b(?:from now on|henceforth),? (?:you|act|behave|respond|answer|rate|score|always)\b"
+            r"|\b(?:simulate|emulate|impersonate|become) (?:an? |the )?(?:\w+ )?" + _JUDGE + r"\b"
             r"|\b(?:act as|you are now|you are) dan\b|\bdo anything now\b|\bdeveloper mode\b|\bjailbr(?:eak|oken)\b"
             r"|\blet'?s play a game\b",
             _M,
         ), needs=("pretend", "imagine", "role", "act as", "behave like", "from now on", "henceforth", "dan",
-                  "anything now", "developer mode", "jailbr", "play a game")),
+                  "anything now", "developer mode", "jailbr", "play a game", "simulate", "emulate",
+                  "impersonate", "become")),
         Check(_re(r"\byou are (?:now )?[A-Z]\w*(?:bot|gpt|ai)\b", re.IGNORECASE), views="hidden+clean"),
     ),
     "hidden_instructions": (Check(_re(_HIDDEN_VOCABULARY), views="hidden"),),
     "fence_forgery": (
         Check(_re(r"<\s*<\s*<\s*/?\s*(?:end\b|[a-z][a-z ]{1,30}>\s*>\s*>)"), needs=("<",)),
+        Check(_re(
+            r"^[ \t]*[\[(<{=#*_~-]*[ \t]*end(?: of)?(?: the)? (?:summary|article|text|document|source|candidate|"
+            r"question|input|sentences|context|passage)(?: [ab])?[ \t]*[\])>}=#*_~-]*[ \t]*$",
+            _M,
+        ), words=_words("end")),
     ),
 }
 
 _WORD = re.compile(r"[a-z]+")
 _LEET_TOKEN = re.compile(r"\b(?:[a-z]+[013457@$]|[013457@$]+[a-z])[\w@$]*")
 _LEET = str.maketrans("013457@$", "oieastas")
-_SPACED = re.compile(r"\b(?:[a-z] ){3,}[a-z]\b")
+_SPACED = re.compile(r"\b(?:[a-z][^\w\n]{1,3}){3,}[a-z]\b")
+_NOT_LETTER = re.compile(r"[^a-z]")
+_REVERSE_HINT = re.compile(r"\b(?:revers\w*|backwards?|right to left)\b")
 _ROT13_HINT = re.compile(r"rot-? ?13|caesar|rotate")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
 _HEX = re.compile(r"\b(?:[0-9a-fA-F]{2}){8,}\b")
@@ -429,10 +491,10 @@ def text_views(text: str) -> TextViews:
     folded_cased = fold(shown)
     folded = folded_cased.lower()
     latin = [folded, _changed_lines(folded, _LEET_TOKEN, lambda m: m.group().translate(_LEET)),
-             _changed_lines(folded, _SPACED, lambda m: m.group().replace(" ", ""))]
+             _changed_lines(folded, _SPACED, lambda m: _NOT_LETTER.sub("", m.group()))]
     if _ROT13_HINT.search(folded):
         latin.append(codecs.encode(folded, "rot13"))
-    if _BIDI.search(text):
+    if _BIDI.search(text) or _REVERSE_HINT.search(folded):
         latin.append(folded[::-1])
     latin += [skeleton(piece).lower() for piece in _decoded_pieces(folded_cased)]
     hidden_raw = _hidden_pieces(text, shown)
