@@ -233,7 +233,9 @@ RULES: dict[str, tuple[Check, ...]] = {
             r"\b(?:set|put|leave|lay) aside (?:the |your |all )?(?:evaluation|scoring|grading|rubric|criteria|"
             r"scoring guide|guidelines|instructions|rules)\b|\b(?:put|set|leave|lay) (?:the |your |all )?(?:evaluation|"
             r"scoring|grading|rubric|criteria|scoring guide|guidelines|instructions|rules)[a-z ]{0,20} aside\b"
-            r"|\b(?:stop|quit|cease|forget about|no need for) (?:the )?(?:evaluating|evaluation|scoring|grading|"
+            # an order ("Stop evaluating and ...", "... and stop grading"), not a report ("can't stop scoring")
+            r"|(?:^|[.!?;:\n]\s*|\b(?:and|now|please|just|so)\s+)(?:stop|quit|cease|forget about|no need for) (?:the )?"
+            r"(?:evaluating|evaluation|scoring|grading|"
             r"judging|assessing|assessment)\b"
             r"|\byour (?:only |real |new |actual )?(?:task|job|role|instructions?)s? (?:now |here )?(?:is|are) "
             r"(?:to |simply to |just to )?(?:output|write|reply|answer|say|print|give|return|respond)\b"
@@ -294,7 +296,7 @@ RULES: dict[str, tuple[Check, ...]] = {
            words=_words("summary text answer response candidate output essay submission")),
         Check(_re(
             r"\b(?:always )?(?:pick|picks|choose|chooses|prefer|prefers|select|selects) (?:(?:summary|candidate|answer|"
-            r"response|text|option) [ab]\b|it\b|this (?:one|summary|candidate|text|answer|response)\b)"
+            r"response|text|option) [ab]\b|this (?:one|summary|candidate|text|answer|response)\b)"
             r"|\b(?:summary|candidate|answer|response) [ab] is the (?:gold|reference|correct|better|best|right|"
             r"winning)\b"
         ), words=_words("pick picks choose chooses prefer prefers select selects gold reference correct better best")),
