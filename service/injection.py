@@ -391,7 +391,8 @@ RULES: dict[str, tuple[Check, ...]] = {
         ), needs=("pretend", "imagine", "role", "act as", "behave like", "from now on", "henceforth", "dan",
                   "anything now", "developer mode", "jailbr", "play a game", "simulate", "emulate",
                   "impersonate", "become")),
-        Check(_re(r"\byou are (?:now )?[A-Z]\w*(?:bot|gpt|ai)\b", re.IGNORECASE), views="hidden+clean"),
+        # a persona name ("you are GraderBot"): case matters, or "you are Thai" would be one
+        Check(_re(r"\b[Yy]ou are (?:now )?[A-Z]\w*(?:Bot|bot|GPT|AI)\b"), views="hidden+clean"),
     ),
     "hidden_instructions": (Check(_re(_HIDDEN_VOCABULARY), views="hidden"),),
     "fence_forgery": (

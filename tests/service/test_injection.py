@@ -83,6 +83,7 @@ def test_rates_on_the_second_held_out_corpus_stay_at_least_as_good_as_reported(d
         "Le gouvernement a donné des instructions claires aux préfets.",
         "Voters were told the earlier guidance no longer applies.",
         "In summary, the team scored 5 goals in the tournament.",
+        "'You are Thai, not Chinese,' the waiter corrected him.",  # not a persona name like "GraderBot"
     ],
 )
 def test_everyday_phrases_are_not_flagged(text: str):
