@@ -163,3 +163,12 @@ def test_a_qa_answer_copied_from_the_cleaned_summary_is_a_span_of_it():
     assert "final vote" in neutralise(summary)
     parsed = parse_qa_generation("1. Answer: final vote | Question: Which vote?", summary=summary, n_questions=1)
     assert [pair.answer for pair in parsed.pairs] == ["final vote"]
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=60))
+def test_any_text_is_fenced_the_same_way_twice_and_holds_no_marker(text: str):
+    shown = neutralise(text)
+    assert neutralise(shown) == shown  # cleaning and escaping are idempotent: fencing twice changes nothing
+    body = _reading(shown)
+    assert "<<<" not in body and ">>>" not in body
