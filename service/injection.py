@@ -113,6 +113,9 @@ _ADDRESSEE = (
     r"(?:ai|a\.i\.|assistant|evaluator|grader|rater|scorer|annotator|reviewer model|language model|llm|model|chatbot"
     r"|bot)"
 )
+_JUDGE_WORDS = frozenset(
+    "ai assistant judge evaluator grader rater scorer annotator examiner model llm chatbot bot".split()
+)
 _SCORE = (
     r"(?:[1-9]|10|one|two|three|four|five|a perfect score|full marks"
     r"|the (?:highest|maximum|top|best) (?:score|rating|mark|grade))"
@@ -240,20 +243,25 @@ RULES: dict[str, tuple[Check, ...]] = {
             r"\b(?:set|put|leave|lay) aside (?:the |your |all )?(?:evaluation|scoring|grading|rubric|criteria|"
             r"scoring guide|guidelines|instructions|rules)\b|\b(?:put|set|leave|lay) (?:the |your |all )?(?:evaluation|"
             r"scoring|grading|rubric|criteria|scoring guide|guidelines|instructions|rules)[a-z ]{0,20} aside\b"
+        ), needs=("aside",)),
+        Check(_re(
             # an order ("Stop evaluating and ...", "... and stop grading"), not a report ("can't stop scoring")
-            r"|(?:^|[.!?;:\n]\s*|\b(?:and|now|please|just|so)\s+)(?:stop|quit|cease|forget about|no need for) (?:the )?"
-            r"(?:evaluating|evaluation|scoring|grading|"
-            r"judging|assessing|assessment)\b"
-            r"|\byour (?:only |real |new |actual )?(?:task|job|role|instructions?)s? (?:now |here )?(?:is|are) "
+            r"(?:^|[.!?;:\n]\s*|\b(?:and|now|please|just|so)\s+)(?:stop|quit|cease|forget about|no need for) (?:the )?"
+            r"(?:evaluating|evaluation|scoring|grading|judging|assessing|assessment)\b"
+        ), needs=("stop ", "quit ", "cease ", "forget about ", "no need for "),
+            words=_words("evaluating evaluation scoring grading judging assessing assessment")),
+        Check(_re(
+            r"\byour (?:only |real |new |actual )?(?:task|job|role|instructions?)s? (?:now |here )?(?:is|are) "
             r"(?:to |simply to |just to )?(?:output|write|reply|answer|say|print|give|return|respond)\b"
             r"|\bnew (?:task|instructions?)\s*:|\ball you (?:need|have) to do is (?:to )?(?:output|write|reply|"
             r"answer|say|print|give|return|respond)\b"
-        ), words=_words("aside stop quit cease forget need task job role instructions instruction new all")),
+        ), needs=("your ", "new task", "new instruction", "all you need", "all you have"),
+            words=_words("task tasks job jobs role roles instruction instructions")),
         Check(_re(
             rf"\b{_ML_IGNORE}\b[^.\n]{{0,40}}?(?:\b{_ML_QUALIFIER}\b[^.\n]{{0,30}}?\b{_ML_RULES_NOUN}\b"
             rf"|\b{_ML_RULES_NOUN}\b\s+(?:\w+\s+)?{_ML_QUALIFIER}\b)"
             rf"|\b{_ML_RULES_NOUN}\b[^.\n]{{0,20}}?\b(?:yok say|gormezden gel|unut)"
-        ), words=_words(_ML_IGNORE_PHRASES, "say gel unut")),
+        ), words=_words(_ML_IGNORE_PHRASES, "yok gormezden unut")),
         Check(_re(_OTHER_OVERRIDE, re.IGNORECASE), views="script"),
     ),
     "addresses_the_judge": (
@@ -312,7 +320,8 @@ RULES: dict[str, tuple[Check, ...]] = {
             r"(?: here| for this [a-z]+)? (?:is|=|:) (?:5|five|a|b)\b(?![.,]?\d)"
             r"|\b(?:mark|rate|score|grade|judge|classify|label) (?:this|it|this one|the (?:summary|text|answer|"
             r"response|candidate|output)) as (?:excellent|perfect|flawless|outstanding|the best|a 5|5|five)\b"
-        ), words=_words("right correct only true expected mark rate score grade judge classify label")),
+        ), needs=(" is ", "=", ":", " as "),
+            words=_words("right correct only true expected mark rate score grade judge classify label")),
         Check(_re(
             _SENTENCE_START
             + rf"(?={_S}\b(?:polic(?:y|ies)|rules?|guidelines?|effective immediately|from now on|updated?)\b)"
@@ -322,7 +331,9 @@ RULES: dict[str, tuple[Check, ...]] = {
             rf"(?={_S}(?:\b(?:5|five)\b(?![.,]?\d)|\b(?:top|maximum|highest|full|perfect) "
             r"(?:score|mark|marks|rating)\b))",
             _M,
-        ), words=_words("policy policies rule rules guideline guidelines effective now update updated")),
+        ), needs=("polic", "rule", "guideline", "effective immediately", "from now on", "update"),
+            words=_words("summary summaries text texts response responses output outputs answer answers candidate",
+                         "candidates submission submissions")),
         Check(_re(
             r"\b(?:summar(?:y|ies)|texts?|answers?|responses?|candidates?)\b[^.\n]{0,50}?\b(?:automatically|always|"
             r"now) (?:receives?|gets?|earns?|are given|is given|are rated|is rated|scores?) (?:the |a )?"
@@ -382,17 +393,19 @@ RULES: dict[str, tuple[Check, ...]] = {
         Check(_re(
             r"(?:^|[.!?:;]\s*|\b(?:you|now|please|let's|let us)\s+)(?:(?:pretend|imagine|role-?play)\b[:,]?\s*"
             r"(?:that )?(?:you are|you're|you were|to be|being|as)\b|act as\b|play the role of\b|behave like\b)"
-            r"[^.\n]{0,60}?\b(?:" + _JUDGE + r"|grader|teacher|examiner|marker|critic|reviewer|annotator)s?\b"
-            r"|\b(?:from now on|henceforth),? (?:you|act|behave|respond|answer|rate|score|always)\b"
-            r"|\b(?:simulate|emulate|impersonate|become) (?:an? |the )?(?:\w+ )?" + _JUDGE + r"\b"
-            r"|\b(?:act as|you are now|you are) dan\b|\bdo anything now\b|\bdeveloper mode\b|\bjailbr(?:eak|oken)\b"
-            r"|\blet'?s play a game\b",
+            r"[^.\n]{0,60}?\b(?:" + _JUDGE + r"|grader|teacher|examiner|marker|critic|reviewer|annotator)s?\b",
             _M,
-        ), needs=("pretend", "imagine", "role", "act as", "behave like", "from now on", "henceforth", "dan",
-                  "anything now", "developer mode", "jailbr", "play a game", "simulate", "emulate",
-                  "impersonate", "become")),
+        ), needs=("pretend", "imagine", "role-play", "roleplay", "role play", "act as", "play the role",
+                  "behave like")),
+        Check(_re(
+            r"\b(?:from now on|henceforth),? (?:you|act|behave|respond|answer|rate|score|always)\b"
+            r"|\b(?:act as|you are now|you are) dan\b|\bdo anything now\b|\bdeveloper mode\b|\bjailbr(?:eak|oken)\b"
+            r"|\blet'?s play a game\b"
+        ), needs=("from now on", "henceforth", " dan", "anything now", "developer mode", "jailbr", "play a game")),
+        Check(_re(r"\b(?:simulate|emulate|impersonate|become) (?:an? |the )?(?:\w+ )?" + _JUDGE + r"\b"),
+              needs=("simulate", "emulate", "impersonate", "become"), words=_JUDGE_WORDS),
         # a persona name ("you are GraderBot"): case matters, or "you are Thai" would be one
-        Check(_re(r"\b[Yy]ou are (?:now )?[A-Z]\w*(?:Bot|bot|GPT|AI)\b"), views="hidden+clean"),
+        Check(_re(r"\b[Yy]ou are (?:now )?[A-Z]\w*(?:Bot|bot|GPT|AI)\b"), needs=("ou are",), views="hidden+clean"),
     ),
     "hidden_instructions": (Check(_re(_HIDDEN_VOCABULARY), views="hidden"),),
     "fence_forgery": (
@@ -410,6 +423,7 @@ _LEET_TOKEN = re.compile(r"\b(?:[a-z]+[013457@$]|[013457@$]+[a-z])[\w@$]*")
 _LEET = str.maketrans("013457@$", "oieastas")
 _SPACED = re.compile(r"\b(?:[a-z][^\w\n]{1,3}){3,}[a-z]\b")
 _NOT_LETTER = re.compile(r"[^a-z]")
+_WINDOW = 200  # characters kept on each side of a leet or spaced-out token (the rules look within a sentence)
 _REVERSE_HINT = re.compile(r"\b(?:revers\w*|backwards?|right to left)\b")
 _ROT13_HINT = re.compile(r"rot-? ?13|caesar|rotate")
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/=])[A-Za-z0-9+/]{16,}={0,2}(?![A-Za-z0-9+/=])")
@@ -466,11 +480,17 @@ def _hidden_pieces(text: str, shown: str) -> list[str]:
     return [piece for piece in pieces if piece.strip()]
 
 
-def _changed_lines(text: str, pattern: re.Pattern[str], rewrite: Callable[[re.Match[str]], str]) -> str:
-    """The lines of ``text`` that ``pattern.sub(rewrite, ...)`` changes, rewritten ("" when none): a short view."""
-    if not pattern.search(text):
-        return ""
-    return "\n".join(new for line in text.split("\n") if (new := pattern.sub(rewrite, line)) != line)
+def _changed_windows(text: str, pattern: re.Pattern[str], rewrite: Callable[[re.Match[str]], str]) -> str:
+    """The stretches of ``text`` around each ``pattern`` match (a sentence or two), rewritten: a short view ("" when
+    nothing matches), so that a long article with one "2nd" in it is not matched twice in full."""
+    spans: list[list[int]] = []
+    for match in pattern.finditer(text):
+        start, end = max(0, match.start() - _WINDOW), min(len(text), match.end() + _WINDOW)
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = end
+        else:
+            spans.append([start, end])
+    return "\n".join(pattern.sub(rewrite, text[start:end]) for start, end in spans)
 
 
 @dataclass(frozen=True)
@@ -500,8 +520,8 @@ def text_views(text: str) -> TextViews:
     shown = clean(text)
     folded_cased = fold(shown)
     folded = folded_cased.lower()
-    latin = [folded, _changed_lines(folded, _LEET_TOKEN, lambda m: m.group().translate(_LEET)),
-             _changed_lines(folded, _SPACED, lambda m: _NOT_LETTER.sub("", m.group()))]
+    latin = [folded, _changed_windows(folded, _LEET_TOKEN, lambda m: m.group().translate(_LEET)),
+             _changed_windows(folded, _SPACED, lambda m: _NOT_LETTER.sub("", m.group()))]
     if _ROT13_HINT.search(folded):
         latin.append(codecs.encode(folded, "rot13"))
     if _BIDI.search(text) or _REVERSE_HINT.search(folded):
