@@ -20,9 +20,9 @@ Reading rules of ``parse_qa_generation`` (each skipped line or pair is named in 
    missing. A line holding only ``Answer:`` joined with a next line holding only ``Question:`` is one pair.
 2. A labelled or numbered line that does not yield one non-empty answer and one non-empty question is a
    broken pair and is skipped. Other text outside the format (a preamble) is skipped and counted.
-3. An answer that is not a span of the summary (comparing normalize_answer texts on token boundaries) is
-   dropped, since the method's premise is that answers are taken from the summary; so is an answer that
-   normalises to nothing.
+3. An answer that is not a span of the summary (comparing normalize_answer texts on token boundaries; the
+   summary as given or as the judge was shown it, ``service.judge.normalise.clean``) is dropped, since the
+   method's premise is that answers are taken from the summary; so is an answer that normalises to nothing.
 4. A question repeating an earlier kept question (after normalize_answer) is dropped.
 5. Of the pairs left, the first ``n_questions`` are kept; more is reported and truncated, fewer is reported.
 """
@@ -33,6 +33,7 @@ import re
 
 import msgspec
 
+from service.judge.normalise import clean
 from service.judge.qa_similarity import normalize_answer
 from service.judge.untrusted import UNTRUSTED_NOTE, fence
 
@@ -200,7 +201,8 @@ def parse_qa_generation(reply: str | None, *, summary: str, n_questions: int) ->
     pairs, problems = _read_pairs(reply or "")
     if reply is None or not reply.strip():
         problems.append("the generation reply is empty")
-    padded_summary = f" {normalize_answer(summary)} "
+    # The judge saw the summary cleaned (NFKC: "ﬁ" -> "fi"), so a span of either form counts as copied from it.
+    padded_summaries = (f" {normalize_answer(summary)} ", f" {normalize_answer(clean(summary))} ")
     kept: list[QAPair] = []
     seen_questions: set[str] = set()
     for pair in pairs:
@@ -208,7 +210,7 @@ def parse_qa_generation(reply: str | None, *, summary: str, n_questions: int) ->
         question_norm = normalize_answer(pair.question)
         if not answer_norm:
             problems.append(f"dropped pair: answer {pair.answer!r} is empty after normalisation")
-        elif f" {answer_norm} " not in padded_summary:
+        elif not any(f" {answer_norm} " in padded for padded in padded_summaries):
             problems.append(f"dropped pair: answer {pair.answer!r} is not a span of the summary")
         elif not question_norm:
             problems.append(f"dropped pair: question {pair.question!r} is empty after normalisation")

@@ -34,6 +34,7 @@ from offline.studies.conformal import ALPHAS, SCORE_ONLY_METHODS
 from offline.studies.factuality import faithfulness_target
 from service.app import create_app
 from service.judge.factuality import QAFactuality, judge_score_from_qa, normalize_answer
+from service.judge.untrusted import neutralise
 from service.settings import Settings
 from tests.conftest import REPO_ROOT
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
@@ -47,6 +48,11 @@ N_QUESTIONS = 4
 _QUESTION = re.compile(r"^Q(\d+) of summary ([0-9a-f]{8}): which word\?$")
 
 
+def _shown(text: str) -> str:
+    """``text`` as it appears inside a fence (service.judge.untrusted: cleaned, stripped)."""
+    return neutralise(text).strip()
+
+
 def _unfence(text: str) -> str:
     """The text inside a prompt's <<<NAME>>> ... <<<END NAME>>> fence (service.judge.untrusted)."""
     return text.split(">>>\n", 1)[1].rsplit("\n<<<END ", 1)[0]
@@ -57,8 +63,8 @@ class FrankResponder:
 
     def __init__(self, frank: Frank) -> None:
         shares: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for item in frank.items:
-            shares[(frank.articles[item.hash].article, item.summary)].append(item.factuality)
+        for item in frank.items:  # keyed by the texts as a judge is shown them (NFKC, invisible characters gone)
+            shares[(_shown(frank.articles[item.hash].article), _shown(item.summary))].append(item.factuality)
         self.factuality = {key: sum(values) / len(values) for key, values in shares.items()}
         self.by_summary: dict[str, float] = {summary: f for (_, summary), f in self.factuality.items()}
         self.questions: dict[str, tuple[list[str], float]] = {}
