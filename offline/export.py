@@ -45,8 +45,8 @@ from calibration.thresholds import (
     DefaultMethod,
     ThresholdEntry,
     ThresholdsArtifact,
-    save_artifact,
 )
+from offline.artifact_stability import save_unless_unmoved
 from offline.studies.conformal import ConformalSummary, JudgeCriterionData, methods_for
 from offline.studies.faithfulness import FaithfulnessStudy
 
@@ -236,7 +236,8 @@ def export_thresholds(
     fits: dict[tuple[str, str, str, str], KindFit] | None = None,
     delta: float | None = None,
 ) -> ThresholdsArtifact:
-    """Build the artifact (provenance from ``data_dir`` and the checkout) and save it atomically at ``path``.
+    """Build the artifact (provenance from ``data_dir`` and the checkout) and save it atomically at ``path``,
+    unless the file there already holds it within 1e-12 (``offline.artifact_stability``); returns what is there.
 
     ``summary`` None: SummEval is not exported (the factuality-only run); ``fits`` (the validity study's) give
     the SummEval entries per input kind; ``faithfulness`` adds its entries.
@@ -247,7 +248,10 @@ def export_thresholds(
         datasets, summary, seed=seed, data_hash=data_hash(files, Path(data_dir)), code_version=code_version(),
         source=_source(summary, faithfulness, seed, store, fits, delta), faithfulness=faithfulness, fits=fits,
     )
-    save_artifact(artifact, path)
-    # save_artifact writes through mkstemp (mode 0600); the shipped artifact must be readable by the service user.
-    Path(path).chmod(0o644)
+    # Re-running on the same data must not churn the tracked file: numbers that moved by <= 1e-12 (another
+    # machine kind's last bits) keep their written value, and a file where nothing moved is left as it is.
+    artifact, written = save_unless_unmoved(artifact, path)
+    if written:
+        # save_artifact writes through mkstemp (mode 0600); the shipped artifact must be readable by the service.
+        Path(path).chmod(0o644)
     return artifact
