@@ -1,5 +1,7 @@
 """``python -m service`` (issue 13, defect 8): header and body read deadlines close stalled connections, the
-keep-alive limit applies, and WORKERS starts several server processes on one socket."""
+keep-alive limit applies, and WORKERS starts several server processes on one socket. Issue 22: deadlines per
+request (pipelining), a body deadline that grows with the bytes received and answers 408, a send deadline for
+clients that do not read, and disconnects counted as 499."""
 
 from __future__ import annotations
 
