@@ -55,6 +55,7 @@ from calibration.thresholds import (
     load_artifact,
     save_artifact,
 )
+from offline.artifact_stability import save_unless_unmoved
 from offline.studies.conformal import ConformalSummary, JudgeCriterionData, methods_for
 from offline.studies.faithfulness import FaithfulnessStudy
 
@@ -250,7 +251,8 @@ def export_thresholds(
     delta: float | None = None,
     decision_rules: Sequence[DecisionRule] = (),
 ) -> ThresholdsArtifact:
-    """Build the artifact (provenance from ``data_dir`` and the checkout) and save it atomically at ``path``.
+    """Build the artifact (provenance from ``data_dir`` and the checkout) and save it atomically at ``path``,
+    unless the file there already holds it within 1e-12 (``offline.artifact_stability``); returns what is there.
 
     ``summary`` None: SummEval is not exported (the factuality-only run); ``fits`` (the validity study's) give
     the SummEval entries per input kind; ``faithfulness`` adds its entries.
@@ -262,9 +264,12 @@ def export_thresholds(
         source=_source(summary, faithfulness, seed, store, fits, delta), faithfulness=faithfulness, fits=fits,
         decision_rules=decision_rules,
     )
-    save_artifact(artifact, path)
-    # save_artifact writes through mkstemp (mode 0600); the shipped artifact must be readable by the service user.
-    Path(path).chmod(0o644)
+    # Re-running on the same data must not churn the tracked file: numbers that moved by <= 1e-12 (another
+    # machine kind's last bits) keep their written value, and a file where nothing moved is left as it is.
+    artifact, written = save_unless_unmoved(artifact, path)
+    if written:
+        # save_artifact writes through mkstemp (mode 0600); the shipped artifact must be readable by the service.
+        Path(path).chmod(0o644)
     return artifact
 
 

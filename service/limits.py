@@ -13,6 +13,10 @@ variable                    meaning                                             
 ``HEADER_TIMEOUT_S``        a request's headers must arrive within this              ``10``
 ``BODY_TIMEOUT_S``          a request's body must arrive within this after headers   ``30``
 ``KEEPALIVE_TIMEOUT_S``     an idle keep-alive connection is closed after this       ``5``
+``MIN_BODY_RATE``           bytes a second a body must average past BODY_TIMEOUT_S:  ``50000``
+                            its deadline is BODY_TIMEOUT_S + bytes received / this
+``SEND_TIMEOUT_S``          longest a response may wait for a client that does not   ``30``
+                            read (its send buffer full); past it the connection drops
 =========================== ========================================================= ===========================
 """
 
@@ -36,6 +40,8 @@ _VARIABLES = {
     "header_timeout_s": "HEADER_TIMEOUT_S",
     "body_timeout_s": "BODY_TIMEOUT_S",
     "keepalive_timeout_s": "KEEPALIVE_TIMEOUT_S",
+    "min_body_rate": "MIN_BODY_RATE",
+    "send_timeout_s": "SEND_TIMEOUT_S",
 }
 
 
@@ -50,6 +56,8 @@ class LimitSettings(msgspec.Struct, frozen=True, kw_only=True):
     header_timeout_s: float = 10.0
     body_timeout_s: float = 30.0
     keepalive_timeout_s: float = 5.0
+    min_body_rate: int = 50_000  # bytes/s (400 kbit/s): a 30 MB upload has ~10 min, a stalled one BODY_TIMEOUT_S
+    send_timeout_s: float = 30.0
 
     def __post_init__(self) -> None:
         for field, minimum in (
@@ -60,6 +68,8 @@ class LimitSettings(msgspec.Struct, frozen=True, kw_only=True):
             ("header_timeout_s", 0.01),
             ("body_timeout_s", 0.01),
             ("keepalive_timeout_s", 0.01),
+            ("min_body_rate", 1),
+            ("send_timeout_s", 0.01),
         ):
             value = getattr(self, field)
             if value < minimum:

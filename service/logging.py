@@ -91,6 +91,7 @@ class RequestContext(msgspec.Struct, kw_only=True):
     started: float
     scope: Any
     status: int | None = None
+    client_gone: bool = False  # the app was told ``http.disconnect`` (a client that left, or a cut upload)
 
     @property
     def route(self) -> str:

@@ -16,6 +16,10 @@ replaces the one step Litestar delegates to the request class (``Request.json``)
 * a number with a zero fraction is that integer: ``"judge_score": 4.0`` is 4, as JSON (and JSON Schema's
   ``integer``) reads it; ``4.5`` where an integer belongs stays a 422 (``as_wire_type``, in every endpoint and
   in batch and job items alike).
+* an empty body where the route needs one is a 400 that says so (Litestar would report the missing
+  ``data`` argument as "data: 'data'");
+* a client that leaves while its body is read is ``ClientClosedRequestError`` (499 "client closed request",
+  logged and counted as such, never a 500; nobody is there to read the answer).
 
 The decoded Struct goes back to Litestar, whose ``msgspec.convert`` passes an instance of the target type
 through unchanged. Routes without ``opt["body_decoder"]`` keep Litestar's default behaviour.
@@ -27,12 +31,19 @@ from typing import Any
 
 import msgspec
 from litestar import Request
+from litestar.exceptions import InternalServerException
 
-from service.problems import BadRequestError, UnsupportedMediaTypeError
+from service.logging import current_request
+from service.problems import BadRequestError, ServiceProblem, UnsupportedMediaTypeError
 
 __all__ = [
     "BODY_DECODER",
+    "BODY_TIMEOUT_DETAIL",
+    "CUT_STATUS_EXTENSION",
+    "EMPTY_BODY_DETAIL",
     "BodyDecoder",
+    "BodyTimeoutError",
+    "ClientClosedRequestError",
     "JSONRequest",
     "as_wire_type",
     "decode_json_body",
@@ -41,6 +52,33 @@ __all__ = [
 ]
 
 BODY_DECODER = "body_decoder"  # the key in a route's ``opt`` holding its BodyDecoder
+# The ASGI scope extension in which the server protocol (service.server) records that it answered a request
+# itself (408 for a body cut for lateness): the app only sees ``http.disconnect``, the edge counts this status.
+CUT_STATUS_EXTENSION = "conformal_judge.cut_status"
+BODY_TIMEOUT_DETAIL = (
+    "the request body did not arrive in time: it must start within BODY_TIMEOUT_S of the headers and then "
+    "keep up at least MIN_BODY_RATE bytes a second on average"
+)
+EMPTY_BODY_DETAIL = (
+    "the request body is empty: send a JSON object (Content-Type: application/json) with the fields this "
+    "operation takes (see /schema/openapi.json)"
+)
+
+
+class ClientClosedRequestError(ServiceProblem):
+    """The client disconnected before its request body arrived whole (499, nginx's "client closed request")."""
+
+    status = 499
+    slug = "client-closed-request"
+    title = "Client closed request"
+
+
+class BodyTimeoutError(ServiceProblem):
+    """The request body did not arrive in time (408); written by the server protocol (``service.server``)."""
+
+    status = 408
+    slug = "body-timeout"
+    title = "Request body timeout"
 
 
 class BodyDecoder:
@@ -51,6 +89,7 @@ class BodyDecoder:
 
     def __init__(self, type_: Any) -> None:
         self.decoder: msgspec.json.Decoder[Any] = msgspec.json.Decoder(type_)
+        self.body_optional = _accepts_null(self.decoder)  # ``ReloadRequest | None``: an empty body is allowed
 
     def __deepcopy__(self, memo: dict[int, Any]) -> BodyDecoder:
         return self
@@ -58,6 +97,14 @@ class BodyDecoder:
     def decode(self, body: bytes) -> Any:
         """``decode_json_body`` with this decoder."""
         return decode_json_body(self.decoder, body)
+
+
+def _accepts_null(decoder: msgspec.json.Decoder[Any]) -> bool:
+    try:
+        decoder.decode(b"null")
+    except msgspec.ValidationError:
+        return False
+    return True
 
 
 def is_json_media_type(content_type: str | None) -> bool:
@@ -125,6 +172,29 @@ def _content_type(scope: Any) -> str | None:
 
 class JSONRequest(Request):  # type: ignore[type-arg]
     """Litestar's Request whose ``json()`` enforces a JSON Content-Type and decodes strictly (module docstring)."""
+
+    async def stream(self) -> Any:
+        """Litestar's body stream; a client that disconnects meanwhile is ``ClientClosedRequestError`` (499)."""
+        try:
+            async for chunk in super().stream():
+                yield chunk
+        except InternalServerException:
+            context = current_request.get()
+            if context is None or not context.client_gone:  # set by service.api.edge on ``http.disconnect``
+                raise
+            if self.scope.get("extensions", {}).get(CUT_STATUS_EXTENSION) == BodyTimeoutError.status:
+                raise BodyTimeoutError(BODY_TIMEOUT_DETAIL) from None  # the server has answered 408 already
+            raise ClientClosedRequestError("the client disconnected before its request body arrived") from None
+
+    async def body(self) -> bytes:
+        """The whole body; 400 with a clear detail when it is empty on a route that needs a JSON body."""
+        body = await super().body()
+        if not body:
+            handler = self.scope.get("route_handler")
+            decoder = handler.opt.get(BODY_DECODER) if handler is not None else None
+            if decoder is not None and not decoder.body_optional:
+                raise BadRequestError(EMPTY_BODY_DETAIL)
+        return body
 
     async def json(self) -> Any:
         """The body decoded by the route's decoder; 415 for a non-JSON Content-Type, 400/422 for a bad body."""

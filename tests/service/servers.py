@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -24,7 +25,7 @@ from service.app import create_app
 from service.server import server_config
 from service.settings import Settings
 
-__all__ = ["STARTUP_BOUND_S", "free_port", "raw_request", "serve_in_thread", "wait_until_ready"]
+__all__ = ["STARTUP_BOUND_S", "ServedApp", "free_port", "raw_request", "serve_in_thread", "wait_until_ready"]
 
 STARTUP_BOUND_S = 180.0  # the longest a server may take to answer its readiness path before a test gives up
 
@@ -60,10 +61,28 @@ def wait_until_ready(
     return False
 
 
+@dataclass(frozen=True)
+class ServedApp:
+    """An app served by uvicorn in a thread: its port, the app and the ``uvicorn.Server`` (its connections)."""
+
+    port: int
+    app: Any
+    server: uvicorn.Server
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        return f"http://127.0.0.1:{self.port}"
+
+    def open_connections(self) -> int:
+        """How many connections the server holds open."""
+        return len(self.server.server_state.connections)
+
+
 @contextmanager
-def serve_in_thread(settings: Settings, *, logs: io.StringIO | None = None) -> Iterator[tuple[int, Any]]:
+def serve_in_thread(settings: Settings, *, logs: io.StringIO | None = None) -> Iterator[ServedApp]:
     """``create_app(settings)`` served by uvicorn with the service's own protocol and deadlines
-    (``service.server.server_config``) on a free port in a thread; yields (port, app)."""
+    (``service.server.server_config``) on a free port in a thread."""
     port = free_port()
     settings = msgspec.structs.replace(settings, host="127.0.0.1", port=port)
     app = create_app(settings, log_stream=logs if logs is not None else io.StringIO())
@@ -73,7 +92,7 @@ def serve_in_thread(settings: Settings, *, logs: io.StringIO | None = None) -> I
     try:
         if not wait_until_ready(f"http://127.0.0.1:{port}", alive=thread):
             raise AssertionError(f"uvicorn did not answer /healthz within {STARTUP_BOUND_S:.0f} s")
-        yield port, app
+        yield ServedApp(port, app, server)
     finally:
         server.should_exit = True
         thread.join(timeout=30)

@@ -93,3 +93,20 @@ def test_an_integral_float_is_its_integer_everywhere(app: AppHarness):
     assert refused.status_code == 422 and "judge_score" in refused.json()["detail"]
     compare = app.client.post("/v1/compare", json={"preferences": [{"winner": "a", "loser": "b"}], "repetitions": 2.0})
     assert compare.status_code == 200, compare.text
+
+
+@pytest.mark.parametrize("path", ["/v1/score", "/v1/score/batch", "/v1/compare"])
+@pytest.mark.parametrize("headers", [JSON, {}])
+def test_an_empty_body_is_a_400_that_says_so(app: AppHarness, path: str, headers: dict[str, str]):
+    """Issue 22, D21: not Litestar's "data: 'data'" (the missing handler argument)."""
+    reply = app.client.post(path, content=b"", headers=headers)
+    assert reply.status_code == 400, reply.text
+    problem = reply.json()
+    assert problem["detail"].startswith("the request body is empty: send a JSON object"), problem
+    assert "'data'" not in reply.text and problem["type"].endswith(":bad-request")
+
+
+def test_a_route_whose_body_is_optional_still_takes_an_empty_one(start_app, make_settings):
+    harness = start_app(make_settings(admin_api_key="admin-key"))
+    reply = harness.client.post("/v1/calibration/reload", content=b"", headers={"Authorization": "Bearer admin-key"})
+    assert reply.status_code == 200, reply.text

@@ -36,6 +36,7 @@ from service.app import create_app
 from service.openapi_export import DEFAULT_PATH
 from service.settings import Settings
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
+from tests.service.servers import STARTUP_BOUND_S
 
 ADMIN = "schemathesis-admin-key"
 _UPSTREAM_PROBLEMS = ("judge-reply-unreadable", "judge-call-failed")
@@ -123,7 +124,7 @@ def base_url(
     thread = threading.Thread(target=server.run, name="schemathesis-uvicorn", daemon=True)
     thread.start()
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + STARTUP_BOUND_S  # start-up on a loaded machine can take minutes
     while not server.started:
         if time.monotonic() > deadline or not thread.is_alive():
             raise RuntimeError("uvicorn did not start")

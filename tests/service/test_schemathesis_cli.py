@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from service.openapi_export import DEFAULT_PATH
+from tests.service.servers import STARTUP_BOUND_S
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 DOCUMENTED_503 = {
@@ -54,7 +55,7 @@ def _serve(extra: dict[str, str], log: IO[bytes]) -> tuple[subprocess.Popen[byte
     env.update({"PORT": str(port), "ACCESS_LOG": "errors", **extra})
     process = subprocess.Popen([sys.executable, "-m", "service"], env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + STARTUP_BOUND_S  # start-up on a loaded machine can take minutes
     while time.monotonic() < deadline and process.poll() is None:
         try:
             if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
