@@ -1,4 +1,4 @@
-"""The README's bring-your-own-judge walk-through, run as written in a copy of the repository.
+"""The bring-your-own-judge walk-through (docs/bring-your-own-judge.md), run as written in a copy of the repository.
 
 The block between ``<!-- walkthrough:start -->`` and ``<!-- walkthrough:end -->`` is executed by bash (``set -e``)
 in a fresh copy of the checkout's files (tracked and not ignored; the project's ``.venv`` linked in, as after
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def walkthrough() -> str:
-    """The shell block of the README walk-through."""
-    text = (ROOT / "README.md").read_text()
+    """The shell block of the bring-your-own-judge walk-through (docs/bring-your-own-judge.md)."""
+    text = (ROOT / "docs" / "bring-your-own-judge.md").read_text()
     block = text.split("<!-- walkthrough:start -->", 1)[1].split("<!-- walkthrough:end -->", 1)[0]
     return block.strip().removeprefix("```sh").removesuffix("```").strip()
 
