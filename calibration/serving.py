@@ -24,7 +24,7 @@ import msgspec
 
 from calibration.thresholds import ThresholdEntry, ThresholdIndex
 
-__all__ = ["LevelRefused", "MethodRefused", "ServedEntry", "Uncalibrated", "choose_entry"]
+__all__ = ["LevelRefused", "MethodRefused", "ServedEntry", "Uncalibrated", "choose_entry", "interval_hull"]
 
 _TOLERANCE = 1e-9
 _WHAT_TO_SEND = {"score": "integer score", "probabilities": "log-probs", "mean": "mean_of_samples"}
@@ -127,3 +127,12 @@ def choose_entry(
         note += (f"; served from {kind} verdicts with {name} (held-out mean set size "
                  f"{'n/a' if math.isinf(size) else f'{size:.2f}'}; {others})")
     return ServedEntry(entry=entry, kind=kind, method=name, alpha=level, note=note)
+
+
+def interval_hull(labels: Sequence[int]) -> tuple[int, ...]:
+    """The served set: the smallest interval of labels holding the conformal set ({2, 4} -> (2, 3, 4); () stays ()).
+
+    A superset of the conformal set, so its coverage is at least the set's; the service and ``offline validate``
+    both serve it, so a set never has a hole.
+    """
+    return tuple(range(min(labels), max(labels) + 1)) if labels else ()

@@ -38,7 +38,7 @@ import numpy as np
 from calibration.conformal import prediction_set
 from calibration.decision_rule import DecisionRule, decide, decide_gate, feature_of
 from calibration.kind_fit import decision_shares
-from calibration.serving import ServedEntry, choose_entry
+from calibration.serving import ServedEntry, choose_entry, interval_hull
 from calibration.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.verdicts import verdict_inputs
 from offline.jsonfile import write_json
@@ -174,7 +174,7 @@ def serve_item(index: ThresholdIndex, cell: tuple[str, str, str], kinds: tuple[s
         return ServedItem(labels=None, served=None)
     score, probs = verdict_inputs(served.kind, n_labels, judge_score=judge_score, probabilities=probabilities,
                                   mean=mean)
-    return ServedItem(labels=prediction_set(served.entry.fitted, judge_score=score, probabilities=probs),
+    return ServedItem(labels=interval_hull(prediction_set(served.entry.fitted, judge_score=score, probabilities=probs)),
                       served=served)
 
 

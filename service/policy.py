@@ -45,6 +45,7 @@ import msgspec
 
 from calibration.decision_rule import DecisionRule, QualityGate, decide, feature_of
 from calibration.selection import BIN_SLACK, COVERAGE_SLACK, P5_SLACK
+from calibration.serving import interval_hull
 from service.problems import InvalidRequestError
 from service.schemas import Guarantee
 from service.state import CalibrationSnapshot
@@ -80,11 +81,6 @@ _ALPHA = re.compile(r"alpha=(?P<alpha>0?\.\d+)")
 def full_scale(n_labels: int) -> tuple[int, ...]:
     """The whole label scale 1..n_labels: the set of an uncalibrated verdict."""
     return tuple(range(1, n_labels + 1))
-
-
-def interval_hull(labels: Sequence[int]) -> tuple[int, ...]:
-    """The smallest interval of labels holding ``labels`` ({2, 4} -> (2, 3, 4)); () for an empty set."""
-    return tuple(range(min(labels), max(labels) + 1)) if labels else ()
 
 
 def set_note(conformal: tuple[int, ...], served: tuple[int, ...], alpha: float) -> str:

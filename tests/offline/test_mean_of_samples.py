@@ -12,6 +12,7 @@ import pytest
 from litestar.testing import TestClient
 
 from calibration.conformal import prediction_set
+from calibration.serving import interval_hull
 from calibration.thresholds import ThresholdIndex, save_artifact
 from calibration.verdicts import two_point_probabilities
 from offline.data.errors import DataError
@@ -80,7 +81,8 @@ def test_mean_rows_flow_into_a_mean_kind_cell_and_are_served(mean_dir: Path, tmp
         answer = client.post("/v1/score", json=body).json()
         assert answer["calibrated"] is True and answer["input_kind"] == "mean" and answer["judge_score"] == 3
         entry = index.lookup("geval-mean", "unknown", "coherence", answer["method"], answer["alpha"], "mean")
-        expected = prediction_set(entry.fitted, judge_score=3, probabilities=two_point_probabilities(3.4, 5))
+        expected = interval_hull(prediction_set(entry.fitted, judge_score=3,
+                                                probabilities=two_point_probabilities(3.4, 5)))
         assert answer["prediction_set"] == list(expected)
         # a plain integer score was never calibrated for this judge: uncalibrated, never a borrowed threshold
         plain = client.post("/v1/score", json={**{k: v for k, v in body.items() if k != "mean_of_samples"},
