@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,11 +23,36 @@ from service.activated import ActivatedStore
 from service.artifact_file import decode_artifact_bytes, read_artifact_file, resolve_reload_path
 from service.registry import PRIMARY, ArtifactSet, LoadedArtifact, OwnershipConflictError
 
-__all__ = ["MEMO_LIMIT", "CalibrationHolder", "CalibrationSnapshot", "coverage_target", "load_snapshot"]
+__all__ = ["MEMO_LIMIT", "CalibrationHolder", "CalibrationSnapshot", "LruMemo", "coverage_target", "load_snapshot"]
 
 
 Cell = tuple[str, str, str]  # (judge, prompt_family, criterion)
 MEMO_LIMIT = 4096
+
+
+class LruMemo(OrderedDict[tuple[object, ...], object]):
+    """A bounded memo: at most ``limit`` entries; a hit makes an entry the most recent, and a new entry past the
+    bound evicts the least recently used one (as ``functools.lru_cache``), so a flood of one-off keys (distinct
+    alpha values) cannot crowd out the requests that recur."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def get(self, key: tuple[object, ...], default: object = None) -> object:  # type: ignore[override]
+        """The value under ``key`` (now the most recent), or ``default``."""
+        try:
+            self.move_to_end(key)
+        except KeyError:
+            return default
+        return self[key]
+
+    def put(self, key: tuple[object, ...], value: object) -> None:
+        """Keep ``value`` as the most recent entry, evicting the least recent beyond ``limit``."""
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
 
 
 def coverage_target(alpha: float) -> float:
@@ -43,7 +69,7 @@ class CalibrationSnapshot:
     that set is a pure function of (entry, score), so there are at most K per entry. ``memo`` holds what
     ``service.scoring`` resolved from a request's names (judge, family, level, method -> entry): it depends
     on this artifact and on the app's fixed settings only, so it lives and dies with the snapshot; it keeps
-    at most ``MEMO_LIMIT`` results and nothing that failed.
+    the ``MEMO_LIMIT`` most recently used results (``LruMemo``) and nothing that failed.
     """
 
     artifact: ThresholdsArtifact
@@ -56,7 +82,7 @@ class CalibrationSnapshot:
     cell_levels: dict[Cell, tuple[float, ...]] = field(default_factory=dict)
     coverage_targets: dict[float, float] = field(default_factory=dict)
     score_sets: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
-    memo: dict[tuple[object, ...], object] = field(default_factory=dict)
+    memo: LruMemo = field(default_factory=lambda: LruMemo(MEMO_LIMIT))
     artifacts: ArtifactSet = field(default_factory=ArtifactSet)  # the set merged into ``artifact`` (registry)
     cell_labels: dict[Cell, int] = field(default_factory=dict)  # K of each calibrated cell
     criterion_labels: dict[str, int] = field(default_factory=dict)  # K of a criterion (its first cell's)
@@ -110,9 +136,8 @@ class CalibrationSnapshot:
         return k if k is not None else self.criterion_labels.get(cell[2], 5)
 
     def remember(self, key: tuple[object, ...], value: object) -> None:
-        """Keep ``value`` in ``memo`` under ``key`` unless the memo is full."""
-        if len(self.memo) < MEMO_LIMIT:
-            self.memo[key] = value
+        """Keep ``value`` in ``memo`` under ``key`` (the least recently used entry goes when it is full)."""
+        self.memo.put(key, value)
 
     def prediction_set(
         self, entry: ThresholdEntry, judge_score: int, probabilities: list[float] | None
