@@ -15,9 +15,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
+import service.calibrations as calibrations
 from calibration.labels import labelled_cells, read_labels
 from calibration.thresholds import ThresholdsArtifact, save_artifact
-from service.calibrations import CalibrationJob, CalibrationJobs, fit_in_thread, run_calibration
+from service.calibrations import CalibrationJob, CalibrationJobs, run_calibration
 from service.limits import LimitSettings
 from service.openapi_export import DEFAULT_PATH
 from service.settings import Settings
@@ -152,7 +153,8 @@ def test_a_fit_that_fails_ends_failed_naming_the_cell() -> None:
     cells = labelled_cells(read_labels([("body", _rows(2, 3))], default_scale=5))
     job = CalibrationJob(id="j", name="cal-j", created_at="t", n_rows=6, cells_planned=[], levels=(0.1, 0.2),
                          warnings=[])
-    asyncio.run(run_calibration(job, cells, n_splits=4, accept_max=2, escalate_min=5, fitter=fit_in_thread))
+    asyncio.run(run_calibration(job, cells, n_splits=4, accept_max=2, escalate_min=5,
+                                fitter=calibrations.fit_in_thread))
     assert job.status == "failed" and job.error is not None
     assert "'my-judge' / " in job.error and "6 items in 2 group(s)" in job.error and "label more" in job.error
 
@@ -215,3 +217,29 @@ def test_activate_racing_delete_leaves_no_orphan_artifact(artifact_path: Path, t
     asyncio.run(main())
     assert holder.artifacts.names() == ["primary"]  # nothing live without a job to delete it by
     assert list((tmp_path / "activated").glob("*.json")) == []
+
+
+def test_validation_runs_off_the_event_loop_and_fits_outside_the_api_process(
+    harness: AppHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    on_loop: list[bool] = []
+    validate = calibrations.job_cells
+
+    def spy(body: bytes, scale: int) -> object:
+        try:
+            asyncio.get_running_loop()
+            on_loop.append(True)
+        except RuntimeError:  # no event loop runs in this thread
+            on_loop.append(False)
+        return validate(body, scale)
+
+    def no_fit_here(*args: object, **kwargs: object) -> object:
+        raise AssertionError("a fit ran inside the API process")
+
+    monkeypatch.setattr(calibrations, "job_cells", spy)
+    monkeypatch.setattr(calibrations, "fit_kind", no_fit_here)  # a child process imports its own, unpatched
+    reply = harness.client.post("/v1/calibrations", headers=LINES, content=_rows(4, 3))
+    assert reply.status_code == 202, reply.text
+    assert on_loop == [False]
+    job = _wait(harness, reply.json()["id"])
+    assert job["status"] == "done", job["error"]
