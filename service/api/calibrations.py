@@ -11,9 +11,10 @@ from litestar import Request, Response, delete, get, post
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
 from litestar.params import Parameter, PathParameter
 
+from calibration.labels import CRITERION_PATTERN
 from service.api import problem_responses, require_admin_key, services_of
 from service.api.calibration import swap_response
-from service.calibrations import CalibrationJob
+from service.calibrations import MIN_CELL_ITEMS, CalibrationJob
 from service.problems import BadRequestError, UnsupportedMediaTypeError
 from service.rubrics import MAX_LABELS
 from service.schemas import (
@@ -160,14 +161,47 @@ async def delete_calibration(request: Request, job_id: JobId) -> Response[None]:
     return Response(None, status_code=204)
 
 
+def _row_schema() -> Schema:
+    """One labelled row as ``calibration.labels`` decodes it (unknown fields refused); the rules between rows (distinct
+    item_ids, one scale per criterion, enough items and groups per cell, human within the scale) are 422s the schema
+    cannot state."""
+    text = Schema(type=OpenAPIType.STRING, min_length=1, pattern=r"\S")  # not blank
+    name = Schema(type=OpenAPIType.STRING, min_length=1, max_length=200, pattern=r"\S")
+    label = Schema(type=OpenAPIType.NUMBER, minimum=1, maximum=MAX_LABELS)
+    return Schema(
+        type=OpenAPIType.OBJECT, additional_properties=False, required=["item_id", "criterion", "human", "judge"],
+        description="one labelled row: item_id, criterion, human, judge, judge_score and/or judge_logprobs or "
+        "mean_of_samples; optional scale_max, prompt_family, group, document/summary or input/output "
+        "(calibration/labels.py)",
+        properties={
+            "item_id": text, "criterion": Schema(type=OpenAPIType.STRING, pattern=CRITERION_PATTERN.pattern),
+            "judge": name, "human": label,
+            "judge_score": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_LABELS),
+            "judge_logprobs": Schema(type=OpenAPIType.OBJECT, min_properties=1,
+                                     additional_properties=Schema(type=OpenAPIType.NUMBER, maximum=0)),
+            "mean_of_samples": label, "scale_max": Schema(type=OpenAPIType.INTEGER, minimum=2, maximum=MAX_LABELS),
+            "prompt_family": name, "group": text, "document": text, "summary": text, "input": text, "output": text,
+        },
+        any_of=[Schema(required=[name]) for name in ("judge_score", "judge_logprobs", "mean_of_samples")],
+    )
+
+
 def document_calibrations_openapi(schema_paths: Any) -> None:
-    """Give POST /v1/calibrations its request body in the spec (the handler reads the raw body)."""
-    path = (schema_paths or {}).get("/v1/calibrations")
+    """Give POST /v1/calibrations its request body in the spec (the handler reads the raw body), POST
+    /v1/calibration/reload its optional body, and the 204 of DELETE /v1/calibrations/{job_id} no content."""
+    paths = schema_paths or {}
+    reload = paths.get("/v1/calibration/reload")
+    if reload is not None and reload.post is not None and isinstance(reload.post.request_body, RequestBody):
+        reload.post.request_body.required = False  # no body: reload the current path (documented)
+    deleting = paths.get("/v1/calibrations/{job_id}")
+    if deleting is not None and deleting.delete is not None and deleting.delete.responses:
+        no_content = deleting.delete.responses.get("204")
+        if no_content is not None and hasattr(no_content, "content"):
+            no_content.content = None
+    path = paths.get("/v1/calibrations")
     if path is None or path.post is None:
         return
-    row = Schema(type=None, description="one labelled row: item_id, criterion, human, judge, judge_score and/or "
-                 "judge_logprobs or mean_of_samples; optional scale_max, prompt_family, group, document/summary or "
-                 "input/output (calibration/labels.py)")
+    row = _row_schema()
     path.post.request_body = RequestBody(
         required=True, description="labelled JSON Lines, one row per (judge, criterion, item); also accepted as "
         + ", ".join(LABELS_MEDIA_TYPES[1:]) + "; as application/json also a JSON array of rows (row i is line i + 1)",
@@ -176,7 +210,8 @@ def document_calibrations_openapi(schema_paths: Any) -> None:
             # would otherwise fail on an example it cannot send
             LABELS_MEDIA_TYPES[0]: OpenAPIMediaType(schema=Schema(type=None, description=f"{row.description}; e.g. "
                                                                   f"{_EXAMPLE.strip()}")),
-            "application/json": OpenAPIMediaType(schema=Schema(type=OpenAPIType.ARRAY, items=row, min_items=1),
+            "application/json": OpenAPIMediaType(schema=Schema(type=OpenAPIType.ARRAY, items=row,
+                                                               min_items=MIN_CELL_ITEMS),
                                                  example=_EXAMPLE_ROWS),
         },
     )

@@ -243,3 +243,18 @@ def test_validation_runs_off_the_event_loop_and_fits_outside_the_api_process(
     assert on_loop == [False]
     job = _wait(harness, reply.json()["id"])
     assert job["status"] == "done", job["error"]
+
+
+def test_the_spec_states_what_the_calibration_routes_answer(harness: AppHarness) -> None:
+    served = harness.client.get("/schema/openapi.json").json()
+    for spec in (msgspec.json.decode(Path(DEFAULT_PATH).read_bytes()), served):
+        paths = spec["paths"]
+        assert "content" not in paths["/v1/calibrations/{job_id}"]["delete"]["responses"]["204"]  # 204: no body
+        assert paths["/v1/calibration/reload"]["post"]["requestBody"].get("required") is False  # none: reload it
+        for method, path in (("get", "/v1/calibrations/{job_id}"), ("delete", "/v1/calibrations/{job_id}"),
+                             ("post", "/v1/calibrations/{job_id}/activate"), ("post", "/v1/calibrations")):
+            assert "503" in paths[path][method]["responses"], (method, path)
+    no_body = harness.client.post("/v1/calibration/reload", headers=AUTH)
+    assert no_body.status_code == 200, no_body.text
+    deleted = harness.client.delete("/v1/calibrations/0123456789abcdef", headers=AUTH)
+    assert deleted.status_code == 404  # and a 204 carries no body (checked by the spec above)
