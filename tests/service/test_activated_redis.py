@@ -72,7 +72,8 @@ def test_activated_in_redis_reaches_another_replica_and_delete_removes_it(
     item = {"criterion": "tone", "judge": "shared-judge", "judge_score": 3}
     accepted = first.client.post("/v1/jobs", json={"items": [item]})
     assert accepted.status_code == 202, accepted.text
-    scored_job = wait_for(first.client, accepted.json()["job_id"], lambda s: s["status"] not in ("queued", "running"), 60)
+    scored_job = wait_for(first.client, accepted.json()["job_id"], lambda s: s["status"] not in ("queued", "running"),
+                          60)
     assert scored_job["status"] == "succeeded", scored_job
     [line] = all_results(first.client, accepted.json()["job_id"])
     assert line["ok"] is True and line["result"] == first.client.post("/v1/score", json=item).json()
