@@ -136,6 +136,14 @@ def test_a_cell_too_small_to_fit_is_refused_up_front(harness: AppHarness, groups
     assert harness.services.calibrations.jobs == {}
 
 
+def test_a_cell_with_too_few_items_in_its_smallest_groups_is_refused(harness: AppHarness) -> None:
+    rows = [{"item_id": f"i{g}-{i}", "criterion": "tone", "judge": "my-judge", "human": 1 + i % 5,
+             "judge_score": 1 + (g + i) % 5, "group": f"d{g}"} for g, n in enumerate((1, 1, 3, 3)) for i in range(n)]
+    body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+    reply = harness.client.post("/v1/calibrations", headers=LINES, content=body)  # it would fail inside the fit
+    assert reply.status_code == 422 and "smallest quarter" in reply.json()["detail"], reply.text
+
+
 def test_the_smallest_accepted_cell_ends_done(harness: AppHarness) -> None:
     reply = harness.client.post("/v1/calibrations", headers=LINES, content=_rows(4, 2))
     assert reply.status_code == 202, reply.text
