@@ -272,7 +272,10 @@ class CalibrationHolder:
         primary = self.artifacts.get(PRIMARY)
         base = ArtifactSet() if primary is None else ArtifactSet().put(primary)
         skipped: list[str] = []
-        artifacts = self._with_activated(base, loaded_at, skipped)
+        try:
+            artifacts = self._with_activated(base, loaded_at, skipped)
+        except OSError:  # a file vanished or became unreadable mid-listing: keep serving, look again next time
+            return False
         if self.activated.unavailable:  # the store went away between the version and the read: try again later
             return False
         self._seen_version = version
