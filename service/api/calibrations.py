@@ -178,6 +178,7 @@ def _row_schema() -> Schema:
             "judge": name, "human": label,
             "judge_score": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_LABELS),
             "judge_logprobs": Schema(type=OpenAPIType.OBJECT, min_properties=1,
+                                     property_names=Schema(type=OpenAPIType.STRING, pattern="^[1-9][0-9]?$"),
                                      additional_properties=Schema(type=OpenAPIType.NUMBER, maximum=0)),
             "mean_of_samples": label, "scale_max": Schema(type=OpenAPIType.INTEGER, minimum=2, maximum=MAX_LABELS),
             "prompt_family": name, "group": text, "document": text, "summary": text, "input": text, "output": text,
