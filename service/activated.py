@@ -2,15 +2,22 @@
 Redis (a hash ``ARTIFACTS_REDIS_KEY``: name -> artifact JSON) when that and REDIS_URL are set, so replicas share them.
 
 Neither set: activation lasts for the process only. A name is 1-64 characters of letters, digits, ``_``, ``-`` and
-``.`` starting with a letter or digit, so it is always a plain file name inside the directory. Files are written
+``.`` starting with a letter or digit, without ``..`` and not ending in ``.json``, so it is always a plain file name
+inside the directory; a reserved name (``service.registry.RESERVED_NAMES``: ``primary``, any case) is refused, so a
+file or hash entry of that name is never loaded as an activated artifact. Files are written
 atomically (``calibration.thresholds.save_artifact``: temp file + rename). At start-up the directory's files and
 the Redis hash are loaded in name order (a name in both: Redis's copy); Redis unreachable then is reported, not
 fatal (the service works without Redis). A save writes Redis first, then the file (undoing Redis if the file
-fails); any failure is a :class:`PersistError` (503) and nothing is activated.
+fails); any failure is a :class:`PersistError` (503 with Retry-After) and nothing is activated.
+
+Every save and delete also increments ``<ARTIFACTS_REDIS_KEY>:version`` (in the same transaction as the hash);
+:meth:`ActivatedStore.version` is that counter and the directory's listing (name, mtime, size per file), so a
+process that only reads (a job worker) can tell cheaply whether anything changed (``CalibrationHolder.follow``).
 """
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -20,21 +27,31 @@ from redis.exceptions import RedisError
 from calibration.errors import ArtifactError
 from calibration.thresholds import ThresholdsArtifact, decode_artifact, encode_artifact, load_artifact, save_artifact
 from service.problems import CalibrationUnavailableError
+from service.registry import RESERVED_NAMES
 
-__all__ = ["NAME_PATTERN", "ActivatedStore", "PersistError", "check_name"]
+__all__ = ["NAME_PATTERN", "PERSIST_RETRY_AFTER_S", "ActivatedStore", "PersistError", "check_name"]
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
+PERSIST_RETRY_AFTER_S = 5  # Redis or the disk may be back by then; the caller retries the same request
 
 
 def check_name(name: str) -> str:
-    """The name itself when it may name an artifact (module rule); ValueError otherwise."""
-    if not NAME_PATTERN.match(name) or name.endswith(".json") or ".." in name:
-        raise ValueError(f"artifact name {name!r} must be 1-64 letters, digits, '_', '-' or '.' (no '..', no .json)")
+    """The name itself when it may name an activated artifact (module rule); ValueError otherwise."""
+    if not NAME_PATTERN.match(name) or name.lower().endswith(".json") or ".." in name:
+        raise ValueError(f"artifact name {name!r} must be 1-64 letters, digits, '_', '-' or '.' starting with a letter "
+                         "or digit (no '..', not ending in .json)")
+    if name.lower() in RESERVED_NAMES:
+        raise ValueError(f"artifact name {name!r} is reserved for the artifact loaded from THRESHOLDS_PATH; choose "
+                         "another name")
     return name
 
 
 class PersistError(CalibrationUnavailableError):
-    """ARTIFACTS_DIR cannot be written (503): the activation is refused and nothing changes."""
+    """ARTIFACTS_DIR or the Redis hash cannot be written (503 with Retry-After): the change is refused and nothing
+    changes."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__(detail, headers={"Retry-After": str(PERSIST_RETRY_AFTER_S)})
 
 
 class ActivatedStore:
@@ -69,6 +86,30 @@ class ActivatedStore:
                 found[name] = (source, ArtifactError(f"{source}: {error}"))
         return found
 
+    def _version_key(self) -> str:
+        return f"{self.redis_key}:version"
+
+    def version(self) -> tuple[object, ...] | None:
+        """A token that changes whenever an artifact is saved or deleted (module rules); None when the store cannot
+        be read now (Redis down), so the caller keeps what it has."""
+        parts: list[object] = []
+        if self._redis is not None and self.redis_key is not None:
+            try:
+                parts.append(self._redis.get(self._version_key()))
+            except RedisError:
+                return None
+        if self.directory is not None:
+            try:
+                with os.scandir(self.directory) as listing:
+                    files = [(e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in listing
+                             if e.name.endswith(".json") and e.is_file()]
+            except FileNotFoundError:
+                files = []
+            except OSError:
+                return None
+            parts.append(tuple(sorted(files)))
+        return tuple(parts)
+
     def path(self, name: str) -> Path | None:
         """Where artifact ``name`` is kept (None without a directory)."""
         return None if self.directory is None else self.directory / f"{check_name(name)}.json"
@@ -93,7 +134,10 @@ class ActivatedStore:
         caller publishes nothing (never half-activated)."""
         if self._redis is not None and self.redis_key is not None:
             try:
-                self._redis.hset(self.redis_key, check_name(name), encode_artifact(artifact))
+                with self._redis.pipeline(transaction=True) as pipe:
+                    pipe.hset(self.redis_key, check_name(name), encode_artifact(artifact))
+                    pipe.incr(self._version_key())
+                    pipe.execute()
             except RedisError as error:
                 raise PersistError(f"cannot keep the artifact in Redis ({self.redis_key}): {type(error).__name__}; "
                                    "nothing was activated") from None
@@ -114,7 +158,10 @@ class ActivatedStore:
         """Remove the persisted copies, if any; PersistError when Redis cannot be reached (nothing is removed)."""
         if self._redis is not None and self.redis_key is not None:
             try:
-                self._redis.hdel(self.redis_key, check_name(name))
+                with self._redis.pipeline(transaction=True) as pipe:
+                    pipe.hdel(self.redis_key, check_name(name))
+                    pipe.incr(self._version_key())
+                    pipe.execute()
             except RedisError as error:
                 raise PersistError(f"cannot remove the artifact from Redis ({self.redis_key}): "
                                    f"{type(error).__name__}") from None

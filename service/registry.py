@@ -10,6 +10,12 @@ activated. Rules, stated once:
 * **Replacing** an artifact (the same name again) drops the cells it owned and takes the new ones, with the same
   conflict check against the others.
 * **Removing** drops its cells; the primary one stays unless removed explicitly.
+* **Reserved names.** ``PRIMARY`` names the artifact loaded from THRESHOLDS_PATH (the shipped calibration by
+  default): an activated artifact may not take it (``RESERVED_NAMES``, compared case-insensitively), so an
+  activation can never replace, and a deletion never remove, the primary artifact.
+* **Printable names.** Every judge, prompt family and criterion of an artifact is non-empty printable text: no
+  control, bidi-override, zero-width or other format characters (``str.isprintable``), so a name shows as what
+  it is in the spec, the answers and the logs (:func:`unprintable_names`).
 * **Merged view.** Entries, default methods and decision rules are the union (primary first, then in activation
   order); the label scale is the widest (each entry keeps its own ``fitted.n_labels``); with one artifact the
   merged view *is* that artifact (so its ``calibration_id`` is unchanged).
@@ -23,9 +29,20 @@ from dataclasses import dataclass, field
 
 from calibration.thresholds import ThresholdsArtifact, artifact_id
 
-__all__ = ["PRIMARY", "ArtifactSet", "Cell", "LoadedArtifact", "OwnershipConflictError", "cells_of"]
+__all__ = [
+    "PRIMARY",
+    "RESERVED_NAMES",
+    "ArtifactSet",
+    "Cell",
+    "LoadedArtifact",
+    "OwnershipConflictError",
+    "cells_of",
+    "is_printable_name",
+    "unprintable_names",
+]
 
 PRIMARY = "primary"
+RESERVED_NAMES = frozenset({PRIMARY})  # lower case; an artifact name is compared with .lower()
 Cell = tuple[str, str, str]  # (judge, prompt_family, criterion)
 
 
@@ -44,6 +61,20 @@ class OwnershipConflictError(ValueError):
 def cells_of(artifact: ThresholdsArtifact) -> tuple[Cell, ...]:
     """The cells an artifact owns, in first-entry order."""
     return tuple(dict.fromkeys((e.judge, e.prompt_family, e.criterion) for e in artifact.entries))
+
+
+def is_printable_name(text: str) -> bool:
+    """True for non-empty text of printable characters only (``str.isprintable``: no Cc/Cf/Zl/Zp/Co/Cs/Cn
+    character, so no NUL, bidi override such as U+202E, or zero-width character such as U+200B)."""
+    return bool(text) and text.isprintable()
+
+
+def unprintable_names(artifact: ThresholdsArtifact) -> list[str]:
+    """The judge, prompt family and criterion names of ``artifact`` that are not printable (module rule), each once,
+    as ``repr`` (so the answer shows the hidden characters)."""
+    names = {name for e in artifact.entries for name in (e.judge, e.prompt_family, e.criterion)}
+    names |= {name for d in artifact.default_methods for name in (d.judge, d.prompt_family, d.criterion)}
+    return sorted(repr(name) for name in names if not is_printable_name(name))
 
 
 @dataclass(frozen=True, kw_only=True)

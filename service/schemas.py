@@ -654,13 +654,15 @@ class ReloadRequest(msgspec.Struct, **_REQUEST):
 
 
 class ReloadResponse(msgspec.Struct, **_RESPONSE):
-    """The swap that happened, in short: the previous id, the artifact loaded, its cells, what is loaded now."""
+    """The swap that happened, in short: the previous id, the artifact loaded, its cells (new, taken over from its
+    previous version, and dropped: its previous version's cells it no longer has), what is loaded now."""
 
     previous_calibration_id: str | None
     artifact: str
     cells_added: int
     cells_replaced: int
     calibration: CalibrationSummary
+    cells_removed: int = 0
 
 
 # ------------------------------------------------------------------------------------------ /v1/calibrations

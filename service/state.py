@@ -4,12 +4,21 @@ A request takes one ``CalibrationSnapshot`` (``holder.current``) at its start an
 so a reload in the middle of a request (or a batch) never mixes two artifacts. A reload loads and validates
 the new file completely (in a worker thread) before the one reference assignment that publishes it; a
 broken file raises ``ArtifactError`` and the old snapshot stays. Reloads are serialised by a lock.
+
+Names: an activated artifact's name follows ``service.activated.check_name`` (a reserved name such as ``primary``
+is refused: the primary artifact is replaced only by a reload without a name, and is never removed through the
+API); every judge, prompt family and criterion of any artifact is printable text (``service.registry``), checked
+before anything is published.
+
+A process that does not activate itself (a job worker) follows the activations and deletions made by the API
+through the shared store (``follow``: a cheap version check, reloading the activated set only when it changed).
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,15 +30,41 @@ from calibration.errors import ArtifactError
 from calibration.pairwise_artifact import DEFAULT_PATH as DEFAULT_PAIRWISE_PATH
 from calibration.pairwise_artifact import PairwiseIndex, load_pairwise_artifact
 from calibration.thresholds import ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
-from service.activated import ActivatedStore
+from service.activated import ActivatedStore, check_name
 from service.artifact_file import decode_artifact_bytes, read_artifact_file, resolve_reload_path
-from service.registry import PRIMARY, ArtifactSet, LoadedArtifact, OwnershipConflictError
+from service.problems import ConflictError, InvalidRequestError
+from service.registry import PRIMARY, ArtifactSet, LoadedArtifact, OwnershipConflictError, unprintable_names
 
-__all__ = ["MEMO_LIMIT", "CalibrationHolder", "CalibrationSnapshot", "coverage_target", "load_snapshot"]
+__all__ = ["MEMO_LIMIT", "CalibrationHolder", "CalibrationSnapshot", "LruMemo", "coverage_target", "load_snapshot"]
 
 
 Cell = tuple[str, str, str]  # (judge, prompt_family, criterion)
 MEMO_LIMIT = 4096
+
+
+class LruMemo(OrderedDict[tuple[object, ...], object]):
+    """A bounded memo: at most ``limit`` entries; a hit makes an entry the most recent, and a new entry past the
+    bound evicts the least recently used one (as ``functools.lru_cache``), so a flood of one-off keys (distinct
+    alpha values) cannot crowd out the requests that recur."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def get(self, key: tuple[object, ...], default: object = None) -> object:  # type: ignore[override]
+        """The value under ``key`` (now the most recent), or ``default``."""
+        try:
+            self.move_to_end(key)
+        except KeyError:
+            return default
+        return self[key]
+
+    def put(self, key: tuple[object, ...], value: object) -> None:
+        """Keep ``value`` as the most recent entry, evicting the least recent beyond ``limit``."""
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
 
 
 def coverage_target(alpha: float) -> float:
@@ -46,7 +81,7 @@ class CalibrationSnapshot:
     that set is a pure function of (entry, score), so there are at most K per entry. ``memo`` holds what
     ``service.scoring`` resolved from a request's names (judge, family, level, method -> entry): it depends
     on this artifact and on the app's fixed settings only, so it lives and dies with the snapshot; it keeps
-    at most ``MEMO_LIMIT`` results and nothing that failed.
+    the ``MEMO_LIMIT`` most recently used results (``LruMemo``) and nothing that failed.
     """
 
     artifact: ThresholdsArtifact
@@ -59,7 +94,7 @@ class CalibrationSnapshot:
     cell_levels: dict[Cell, tuple[float, ...]] = field(default_factory=dict)
     coverage_targets: dict[float, float] = field(default_factory=dict)
     score_sets: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
-    memo: dict[tuple[object, ...], object] = field(default_factory=dict)
+    memo: LruMemo = field(default_factory=lambda: LruMemo(MEMO_LIMIT))
     artifacts: ArtifactSet = field(default_factory=ArtifactSet)  # the set merged into ``artifact`` (registry)
     cell_labels: dict[Cell, int] = field(default_factory=dict)  # K of each calibrated cell
     criterion_labels: dict[str, int] = field(default_factory=dict)  # K of a criterion (its first cell's)
@@ -121,9 +156,8 @@ class CalibrationSnapshot:
         return k if k is not None else self.criterion_labels.get(cell[2], 5)
 
     def remember(self, key: tuple[object, ...], value: object) -> None:
-        """Keep ``value`` in ``memo`` under ``key`` unless the memo is full."""
-        if len(self.memo) < MEMO_LIMIT:
-            self.memo[key] = value
+        """Keep ``value`` in ``memo`` under ``key`` (the least recently used entry goes when it is full)."""
+        self.memo.put(key, value)
 
     def prediction_set(
         self, entry: ThresholdEntry, judge_score: int, probabilities: list[float] | None
@@ -208,6 +242,7 @@ class CalibrationHolder:
         self.activated = ActivatedStore(artifacts_dir, redis_url=redis_url, redis_key=artifacts_redis_key)
         self.artifacts = ArtifactSet()
         self.skipped: list[str] = []  # persisted artifacts refused at start-up, with the reason
+        self._seen_version: tuple[object, ...] | None = None  # the store's version at the last (re)load (follow)
 
     def load_initial(self) -> None:
         """Load THRESHOLDS_PATH and the persisted activated artifacts at start-up; on failure of the first keep
@@ -221,20 +256,52 @@ class CalibrationHolder:
             self.pairwise, self.pairwise_error = None, str(error)
         try:
             primary = load_snapshot(self.path)
+            _check_printable(primary.artifact, str(self.path))
             artifacts = artifacts.put(LoadedArtifact.of(PRIMARY, primary.artifact, path=str(self.path),
                                                         loaded_at=loaded_at))
             self.error = None
         except ArtifactError as error:
             self.error = str(error)
+        self._seen_version = self.activated.version()  # read before loading: a change meanwhile is seen next time
+        self._publish(self._with_activated(artifacts, loaded_at, self.skipped))
+
+    def _with_activated(self, artifacts: ArtifactSet, loaded_at: str, skipped: list[str]) -> ArtifactSet:
+        """``artifacts`` plus every persisted activated artifact that loads and fits (the others go to
+        ``skipped`` with the reason)."""
+        self.activated.unavailable.clear()
         for name, path, outcome in self.activated.load_all():
             try:
                 if isinstance(outcome, Exception):
                     raise outcome
+                _check_printable(outcome, str(path))
                 artifacts = artifacts.put(LoadedArtifact.of(name, outcome, path=str(path), loaded_at=loaded_at))
             except (ArtifactError, OwnershipConflictError) as error:
-                self.skipped.append(f"{path}: {error}")
-        self.skipped.extend(self.activated.unavailable)
+                skipped.append(f"{path}: {error}")
+        skipped.extend(self.activated.unavailable)
+        return artifacts
+
+    def follow(self) -> bool:
+        """Take in the activations and deletions made elsewhere (the API, another replica) since the last look:
+        when the store's version changed, rebuild the set from the primary artifact and the store's artifacts and
+        publish it; True when it did. Synchronous and cheap when nothing changed (one Redis GET and/or a directory
+        listing); a store that cannot be read keeps the current set."""
+        version = self.activated.version()
+        if version is None or version == self._seen_version:
+            return False
+        loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        primary = self.artifacts.get(PRIMARY)
+        base = ArtifactSet() if primary is None else ArtifactSet().put(primary)
+        skipped: list[str] = []
+        try:
+            artifacts = self._with_activated(base, loaded_at, skipped)
+        except OSError:  # a file vanished or became unreadable mid-listing: keep serving, look again next time
+            return False
+        if self.activated.unavailable:  # the store went away between the version and the read: try again later
+            return False
+        self._seen_version = version
+        self.skipped = skipped
         self._publish(artifacts)
+        return True
 
     def _publish(self, artifacts: ArtifactSet) -> CalibrationSnapshot | None:
         """Build the snapshot of ``artifacts`` and make it current (None for an empty set)."""
@@ -248,19 +315,28 @@ class CalibrationHolder:
         self.current = snapshot
         return snapshot
 
-    async def activate(self, name: str, artifact: ThresholdsArtifact, *, source: str) -> CalibrationSnapshot:
+    async def activate(self, name: str, artifact: ThresholdsArtifact, *, source: str
+                       ) -> tuple[CalibrationSnapshot | None, CalibrationSnapshot]:
         """Add or replace the artifact ``name`` (service.registry rules; OwnershipConflictError leaves all as it
-        was), persist it (ARTIFACTS_DIR), then publish the merged snapshot."""
+        was; a reserved or malformed name is a 422, unprintable cell names an ArtifactError), persist it
+        (ARTIFACTS_DIR), then publish the merged snapshot; returns (previous, new), read under the lock."""
+        _check_activation_name(name)
+        _check_printable(artifact, source)
         async with self._lock:
             loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+            previous = self.current
             artifacts = self.artifacts.put(LoadedArtifact.of(name, artifact, path=source, loaded_at=loaded_at))
             await anyio.to_thread.run_sync(self.activated.save, name, artifact)
             snapshot = self._publish(artifacts)
             assert snapshot is not None
-            return snapshot
+            return previous, snapshot
 
     async def remove(self, name: str) -> CalibrationSnapshot | None:
-        """Drop the artifact ``name`` and its persisted copy; KeyError when it is not loaded."""
+        """Drop the artifact ``name`` and its persisted copy; KeyError when it is not loaded; ConflictError (409)
+        for the primary artifact, which only a reload replaces."""
+        if name == PRIMARY:
+            raise ConflictError("the primary artifact (THRESHOLDS_PATH) cannot be removed through the API; reload "
+                                "another file in its place instead")
         async with self._lock:
             artifacts = self.artifacts.remove(name)
             await anyio.to_thread.run_sync(self.activated.delete, name)
@@ -272,8 +348,11 @@ class CalibrationHolder:
         """Load path (default: the current path) as the primary artifact, or as artifact ``name`` beside it (then
         persisted), and publish the merged snapshot; returns (previous, new). ArtifactError or
         OwnershipConflictError keeps everything as it was."""
+        if name is not None and name != PRIMARY:
+            _check_activation_name(name)
         async with self._lock:
             target, snapshot = await anyio.to_thread.run_sync(self._load_confined, path)
+            _check_printable(snapshot.artifact, str(path if path is not None else self.path))
             previous = self.current
             artifacts = self.artifacts.put(
                 LoadedArtifact.of(name or PRIMARY, snapshot.artifact, path=str(target), loaded_at=snapshot.loaded_at)
@@ -298,3 +377,19 @@ class CalibrationHolder:
         artifact = decode_artifact_bytes(data, source)
         loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         return target, CalibrationSnapshot.build(artifact, path=str(target), loaded_at=loaded_at)
+
+
+def _check_activation_name(name: str) -> None:
+    """InvalidRequestError (422) unless ``name`` may name an activated artifact (``service.activated.check_name``)."""
+    try:
+        check_name(name)
+    except ValueError as error:
+        raise InvalidRequestError(str(error)) from None
+
+
+def _check_printable(artifact: ThresholdsArtifact, source: str) -> None:
+    """ArtifactError (422) when a judge, prompt family or criterion name of ``artifact`` is not printable."""
+    bad = unprintable_names(artifact)
+    if bad:
+        raise ArtifactError(f"{source}: judge, prompt family and criterion names must be printable text (no control, "
+                            f"bidi or zero-width characters): {', '.join(bad[:5])}")

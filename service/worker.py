@@ -85,7 +85,10 @@ def make_runner(settings: Settings, jobs: JobQueue, logger: Any) -> tuple[ChunkR
     """A chunk runner on ``jobs`` scoring with the settings' calibration and judges (start the pool first)."""
     metrics = ServiceMetrics()
     job_metrics = JobMetrics(metrics)
-    calibration = CalibrationHolder(settings.thresholds_path)
+    # the API's artifacts: THRESHOLDS_PATH and the activated ones (ARTIFACTS_DIR / ARTIFACTS_REDIS_KEY), followed
+    # per chunk below so that an item is calibrated exactly as /v1/score would calibrate it
+    calibration = CalibrationHolder(settings.thresholds_path, artifacts_dir=settings.artifacts_dir,
+                                    redis_url=settings.redis_url, artifacts_redis_key=settings.artifacts_redis_key)
     calibration.load_initial()
     if calibration.current is None:
         logger.error("calibration.unavailable", error=calibration.error)
@@ -93,6 +96,7 @@ def make_runner(settings: Settings, jobs: JobQueue, logger: Any) -> tuple[ChunkR
     policy = DecisionPolicy()
 
     def context() -> ScoringContext:
+        calibration.follow()  # activations / deletions since the last chunk (a version check when none)
         return ScoringContext(
             settings=settings,
             snapshot=calibration.current,

@@ -23,7 +23,7 @@ from service.schemas import (
 )
 from service.state import CalibrationSnapshot, coverage_target
 
-__all__ = ["calibration_info", "describe", "reload_calibration"]
+__all__ = ["calibration_info", "describe", "reload_calibration", "swap_response"]
 
 
 def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
@@ -128,13 +128,21 @@ async def reload_calibration(request: Request, data: JSONBody[ReloadRequest | No
         previous=None if previous is None else previous.calibration_id,
         entries=len(snapshot.artifact.entries),
     )
+    return swap_response(previous, snapshot, name)
+
+
+def swap_response(previous: CalibrationSnapshot | None, snapshot: CalibrationSnapshot, name: str) -> ReloadResponse:
+    """What loading artifact ``name`` changed: cells it added, cells its previous version owned that it keeps
+    (replaced) and those it no longer has (removed), measured on the sets before and after."""
     loaded = snapshot.artifacts.get(name)
     before = {} if previous is None else previous.artifacts.owners
-    cells = () if loaded is None else loaded.cells
-    replaced = sum(before.get(cell) == name for cell in cells)
+    cells = set(() if loaded is None else loaded.cells)
+    owned_before = {cell for cell, owner in before.items() if owner == name}
+    replaced = len(cells & owned_before)
     return ReloadResponse(
         previous_calibration_id=None if previous is None else previous.calibration_id, artifact=name,
-        cells_added=len(cells) - replaced, cells_replaced=replaced, calibration=summarise(snapshot),
+        cells_added=len(cells) - replaced, cells_replaced=replaced, cells_removed=len(owned_before - cells),
+        calibration=summarise(snapshot),
     )
 
 

@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+import anyio.to_thread
 import msgspec
 from litestar import Request, Response, delete, get, post
 from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
 from litestar.params import Parameter, PathParameter
-from redis.exceptions import RedisError
 
+from calibration.labels import CRITERION_PATTERN
 from service.api import problem_responses, require_admin_key, services_of
-from service.api.calibration import summarise
-from service.calibrations import CalibrationJob
-from service.jobs.errors import ENABLE_JOBS_HELP, JobsUnavailableError
+from service.api.calibration import swap_response
+from service.calibrations import MIN_CELL_ITEMS, CalibrationJob
 from service.problems import BadRequestError, UnsupportedMediaTypeError
 from service.rubrics import MAX_LABELS
 from service.schemas import (
@@ -38,10 +38,15 @@ JobId = Annotated[str, PathParameter(description="the calibration job's id", max
 LABELS_MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines", "application/json")
 FULL_SCALE_SHARE = 0.5  # the report's flag rule (offline/report/labelled.py)
 SHOWN_ALPHAS = (0.05, 0.10, 0.15, 0.20)  # the levels a job shows (every level of the grid is in the artifact)
-_EXAMPLE = (
-    '{"item_id": "doc1/a", "criterion": "helpfulness", "judge": "my-judge", "human": 5.5, "judge_score": 6, '
-    '"scale_max": 7, "group": "doc1"}\n'
-)
+# The spec's example upload: the smallest one the service accepts (MIN_CELL_ITEMS rows in MIN_CELL_GROUPS groups),
+# so a client that sends it (schemathesis does) gets the documented 202 and a job that finishes done.
+_EXAMPLE_ROWS = [
+    {"item_id": f"doc{d}/{part}", "criterion": "helpfulness", "judge": "my-judge", "human": human,
+     "judge_score": score, "scale_max": 7, "group": f"doc{d}"}
+    for d, part, human, score in ((1, "a", 5.5, 6), (1, "b", 3, 3), (2, "a", 6, 7), (2, "b", 2, 3), (3, "a", 4, 4),
+                                  (3, "b", 7, 6), (4, "a", 1, 2), (4, "b", 5, 5))
+]
+_EXAMPLE = msgspec.json.encode(_EXAMPLE_ROWS[0]).decode() + "\n"
 
 
 def job_info(job: CalibrationJob) -> CalibrationJobInfo:
@@ -91,12 +96,11 @@ async def submit_calibration(
         raise UnsupportedMediaTypeError(
             f"send labelled JSON Lines as one of {', '.join(LABELS_MEDIA_TYPES)}; got {content_type or 'none'!r}"
         )
-    data = _rows_as_lines(await request.body(), content_type)  # bounded by MAX_BODY_BYTES (413)
+    body = await request.body()  # bounded by MAX_BODY_BYTES (413)
+    data = await anyio.to_thread.run_sync(_rows_as_lines, body, content_type)  # off the event loop, as validation
     services = services_of(request)
-    try:
-        job = await services.calibrations.submit(data, scale=scale, name=name, snapshot=services.calibration.current)
-    except (RedisError, OSError) as error:  # the queue's Redis (REDIS_URL) does not answer
-        raise JobsUnavailableError(f"Redis does not answer ({type(error).__name__}); {ENABLE_JOBS_HELP}") from error
+    job = await services.calibrations.submit(data, scale=scale, name=name, snapshot=services.calibration.current,
+                                             max_cell_rows=services.settings.limits.max_calibration_cell_rows)
     services.logger.info("calibration.job_submitted", job=job.id, rows=job.n_rows, cells=len(job.cells_planned))
     return job_info(job)
 
@@ -117,7 +121,7 @@ def _rows_as_lines(body: bytes, content_type: str) -> bytes:
 @get(
     "/calibrations/{job_id:str}",
     summary="A calibration job: progress; when done, the new cells with their held-out coverage and decision rates",
-    responses=problem_responses(400, 401, 404, 422),
+    responses=problem_responses(400, 401, 404, 422, 503),  # 503: the job records' Redis does not answer
     tags=["calibration"],
 )
 async def calibration_job(request: Request, job_id: JobId) -> CalibrationJobInfo:
@@ -137,16 +141,9 @@ async def activate_calibration(request: Request, job_id: JobId) -> ReloadRespons
     """Activate the job's artifact; answers like a reload (short summary)."""
     services = services_of(request)
     job, snapshot, previous = await services.calibrations.activate(job_id, services.calibration)
-    loaded = snapshot.artifacts.get(job.name)
-    before = {} if previous is None else previous.artifacts.owners
-    cells = () if loaded is None else loaded.cells
-    replaced = sum(before.get(cell) == job.name for cell in cells)
     services.metrics.calibration_entries.set(len(snapshot.artifact.entries))
     services.logger.info("calibration.activated", job=job.id, artifact=job.name, calibration_id=snapshot.calibration_id)
-    return ReloadResponse(
-        previous_calibration_id=None if previous is None else previous.calibration_id, artifact=job.name,
-        cells_added=len(cells) - replaced, cells_replaced=replaced, calibration=summarise(snapshot),
-    )
+    return swap_response(previous, snapshot, job.name)
 
 
 @delete(
@@ -154,7 +151,7 @@ async def activate_calibration(request: Request, job_id: JobId) -> ReloadRespons
     status_code=204,
     guards=[require_admin_key],
     summary="Delete a calibration job and, if it was activated, remove its artifact",
-    responses=problem_responses(400, 401, 403, 404, 422),
+    responses=problem_responses(400, 401, 403, 404, 409, 422, 503),
     tags=["calibration"],
 )
 async def delete_calibration(request: Request, job_id: JobId) -> Response[None]:
@@ -164,14 +161,48 @@ async def delete_calibration(request: Request, job_id: JobId) -> Response[None]:
     return Response(None, status_code=204)
 
 
+def _row_schema() -> Schema:
+    """One labelled row as ``calibration.labels`` decodes it (unknown fields refused); the rules between rows (distinct
+    item_ids, one scale per criterion, enough items and groups per cell, human within the scale) are 422s the schema
+    cannot state."""
+    text = Schema(type=OpenAPIType.STRING, min_length=1, pattern=r"\S")  # not blank
+    name = Schema(type=OpenAPIType.STRING, min_length=1, max_length=200, pattern=r"\S")
+    label = Schema(type=OpenAPIType.NUMBER, minimum=1, maximum=MAX_LABELS)
+    return Schema(
+        type=OpenAPIType.OBJECT, additional_properties=False, required=["item_id", "criterion", "human", "judge"],
+        description="one labelled row: item_id, criterion, human, judge, judge_score and/or judge_logprobs or "
+        "mean_of_samples; optional scale_max, prompt_family, group, document/summary or input/output "
+        "(calibration/labels.py)",
+        properties={
+            "item_id": text, "criterion": Schema(type=OpenAPIType.STRING, pattern=CRITERION_PATTERN.pattern),
+            "judge": name, "human": label,
+            "judge_score": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_LABELS),
+            "judge_logprobs": Schema(type=OpenAPIType.OBJECT, min_properties=1,
+                                     property_names=Schema(type=OpenAPIType.STRING, pattern="^[1-9][0-9]?$"),
+                                     additional_properties=Schema(type=OpenAPIType.NUMBER, maximum=0)),
+            "mean_of_samples": label, "scale_max": Schema(type=OpenAPIType.INTEGER, minimum=2, maximum=MAX_LABELS),
+            "prompt_family": name, "group": text, "document": text, "summary": text, "input": text, "output": text,
+        },
+        any_of=[Schema(required=[name]) for name in ("judge_score", "judge_logprobs", "mean_of_samples")],
+    )
+
+
 def document_calibrations_openapi(schema_paths: Any) -> None:
-    """Give POST /v1/calibrations its request body in the spec (the handler reads the raw body)."""
-    path = (schema_paths or {}).get("/v1/calibrations")
+    """Give POST /v1/calibrations its request body in the spec (the handler reads the raw body), POST
+    /v1/calibration/reload its optional body, and the 204 of DELETE /v1/calibrations/{job_id} no content."""
+    paths = schema_paths or {}
+    reload = paths.get("/v1/calibration/reload")
+    if reload is not None and reload.post is not None and isinstance(reload.post.request_body, RequestBody):
+        reload.post.request_body.required = False  # no body: reload the current path (documented)
+    deleting = paths.get("/v1/calibrations/{job_id}")
+    if deleting is not None and deleting.delete is not None and deleting.delete.responses:
+        no_content = deleting.delete.responses.get("204")
+        if no_content is not None and hasattr(no_content, "content"):
+            no_content.content = None
+    path = paths.get("/v1/calibrations")
     if path is None or path.post is None:
         return
-    row = Schema(type=None, description="one labelled row: item_id, criterion, human, judge, judge_score and/or "
-                 "judge_logprobs or mean_of_samples; optional scale_max, prompt_family, group, document/summary or "
-                 "input/output (calibration/labels.py)")
+    row = _row_schema()
     path.post.request_body = RequestBody(
         required=True, description="labelled JSON Lines, one row per (judge, criterion, item); also accepted as "
         + ", ".join(LABELS_MEDIA_TYPES[1:]) + "; as application/json also a JSON array of rows (row i is line i + 1)",
@@ -180,7 +211,8 @@ def document_calibrations_openapi(schema_paths: Any) -> None:
             # would otherwise fail on an example it cannot send
             LABELS_MEDIA_TYPES[0]: OpenAPIMediaType(schema=Schema(type=None, description=f"{row.description}; e.g. "
                                                                   f"{_EXAMPLE.strip()}")),
-            "application/json": OpenAPIMediaType(schema=Schema(type=OpenAPIType.ARRAY, items=row, min_items=1),
-                                                 example=[msgspec.json.decode(_EXAMPLE)]),
+            "application/json": OpenAPIMediaType(schema=Schema(type=OpenAPIType.ARRAY, items=row,
+                                                               min_items=MIN_CELL_ITEMS),
+                                                 example=_EXAMPLE_ROWS),
         },
     )

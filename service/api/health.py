@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import hmac
+
 from litestar import Request, Response, get
 
 from service.api import problem_responses, services_of
+from service.api.auth import bearer_token
 from service.metrics import CONTENT_TYPE
 from service.problems import PROBLEM_MEDIA_TYPE
 from service.schemas import HealthStatus, Problem, ReadinessCheck
 
 __all__ = ["healthz", "metrics", "readyz"]
+
+_ADMIN_DETAIL = "paths and addresses are shown with the admin key"
 
 
 @get("/healthz", summary="Liveness: the process answers", tags=["health"])
@@ -26,6 +31,7 @@ async def healthz() -> HealthStatus:
 )
 async def readyz(request: Request) -> Response[HealthStatus]:
     """Ready when an artifact is loaded; soft dependencies (Redis, judges) only fill ``degraded`` and metrics.
+    File paths, load errors and Redis errors (host:port) appear only for a request with the admin key.
 
     Redis is optional (the cache falls back to memory) and a judge serves only live calls (callers' verdicts
     need none), so neither may take a replica out of a load balancer: when a shared dependency fails, every
@@ -33,17 +39,14 @@ async def readyz(request: Request) -> Response[HealthStatus]:
     """
     services = services_of(request)
     snapshot = services.calibration.current
-    checks = [
-        ReadinessCheck(
-            name="calibration",
-            ok=snapshot is not None,
-            detail=(
-                f"{snapshot.calibration_id} from {snapshot.path} ({len(snapshot.artifact.entries)} entries)"
-                if snapshot is not None
-                else f"not loaded: {services.calibration.error}"
-            ),
-        )
-    ]
+    admin = _is_admin(request)  # where files and servers are is for the operator: unauthenticated probes see none
+    if snapshot is not None:
+        where = f" from {snapshot.path}" if admin else ""
+        calibration_detail = f"{snapshot.calibration_id}{where} ({len(snapshot.artifact.entries)} entries)"
+    else:
+        calibration_detail = ("not loaded: " + (services.calibration.error or "unknown error") if admin
+                              else f"not loaded ({_ADMIN_DETAIL})")
+    checks = [ReadinessCheck(name="calibration", ok=snapshot is not None, detail=calibration_detail)]
     degraded: list[str] = []
     cache = services.judges.cache
     if services.settings.redis_url:
@@ -54,8 +57,8 @@ async def readyz(request: Request) -> Response[HealthStatus]:
                 name="redis",
                 ok=reachable,
                 detail="reachable" if reachable else (
-                    f"unreachable (answers cached in memory meanwhile): "
-                    f"{status.last_error if status else 'not started'}"
+                    "unreachable (answers cached in memory meanwhile)" + (
+                        f": {status.last_error if status else 'not started'}" if admin else f"; {_ADMIN_DETAIL}")
                 ),
             )
         )
@@ -85,6 +88,13 @@ async def readyz(request: Request) -> Response[HealthStatus]:
     )
     services.metrics.count_problem(503, "not-ready")
     return Response(problem, status_code=503, media_type=PROBLEM_MEDIA_TYPE)  # type: ignore[arg-type]
+
+
+def _is_admin(request: Request) -> bool:
+    """True when the request carries the admin key (ADMIN_API_KEY set and sent as a bearer key)."""
+    key = services_of(request).settings.admin_api_key
+    token = bearer_token(request.headers.get("authorization"))
+    return bool(key) and token is not None and hmac.compare_digest(token.encode(), key.encode())  # type: ignore[union-attr]
 
 
 @get("/metrics", summary="Prometheus metrics of this app", media_type=CONTENT_TYPE, tags=["health"])

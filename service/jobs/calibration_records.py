@@ -136,9 +136,9 @@ class CalibrationRecords:
             await self.redis.delete(self._key(job_id) + ":body")
         return int(written) == 1
 
-    async def mark_activated(self, job_id: str) -> None:
-        """Record that the API activated the job's artifact."""
-        await self._update(keys=[self._key(job_id)], args=["activated", 1])
+    async def mark_activated(self, job_id: str) -> bool:
+        """Record that the API activated the job's artifact; False when the job is gone (deleted meanwhile)."""
+        return int(await self._update(keys=[self._key(job_id)], args=["activated", 1])) == 1
 
     async def delete(self, job_id: str) -> bool:
         """Remove the job's record and body; False when there was none."""

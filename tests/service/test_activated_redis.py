@@ -18,7 +18,7 @@ from service.jobs.settings import JobSettings
 from service.settings import Settings
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.jobs.conftest import REDIS_URL, queue_name  # noqa: F401 - the fixture
-from tests.service.jobs.test_worker import Workers, workers  # noqa: F401 - the fixture
+from tests.service.jobs.test_worker import Workers, all_results, wait_for, workers  # noqa: F401 - the fixture
 
 ADMIN = "redis-admin"
 HEADERS = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/x-ndjson"}
@@ -33,7 +33,7 @@ def key() -> Iterator[str]:
     except redis.RedisError:
         pytest.fail("these tests need Redis on 127.0.0.1:6379 (make test documents it)")
     yield name
-    client.delete(name)
+    client.delete(name, f"{name}:version")  # the hash and its change counter (service.activated)
     client.close()
 
 
@@ -62,10 +62,21 @@ def test_activated_in_redis_reaches_another_replica_and_delete_removes_it(
     settings = make_settings(admin_api_key=ADMIN, redis_url=REDIS_URL, artifacts_redis_key=key,
                              jobs=JobSettings(queue=queue_name, heartbeat_s=5, sweep_s=1))
     first = start_app(settings)
-    workers(settings).start()  # the calibration job runs on a worker of this test's queue
+    # the calibration job runs on a worker of this test's queue, which serves the API's artifacts (the same key)
+    workers(settings).start(ARTIFACTS_REDIS_KEY=key)
     job_id = _job(first)
     assert first.client.post(f"/v1/calibrations/{job_id}/activate", headers=HEADERS).status_code == 200
     assert redis.Redis.from_url(REDIS_URL).hexists(key, f"cal-{job_id}")
+
+    # a job item on the running worker is calibrated as /v1/score calibrates it (issue 22, D4: it was a 422)
+    item = {"criterion": "tone", "judge": "shared-judge", "judge_score": 3}
+    accepted = first.client.post("/v1/jobs", json={"items": [item]})
+    assert accepted.status_code == 202, accepted.text
+    scored_job = wait_for(first.client, accepted.json()["job_id"], lambda s: s["status"] not in ("queued", "running"),
+                          60)
+    assert scored_job["status"] == "succeeded", scored_job
+    [line] = all_results(first.client, accepted.json()["job_id"])
+    assert line["ok"] is True and line["result"] == first.client.post("/v1/score", json=item).json()
 
     replica = start_app(settings)  # no ARTIFACTS_DIR: the artifact comes from Redis
     artifacts = {a["name"]: a for a in replica.client.get("/v1/calibration").json()["artifacts"]}

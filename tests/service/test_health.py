@@ -38,15 +38,32 @@ def test_readyz_when_ready(app: AppHarness):
 
 
 def test_readyz_without_calibration_is_503_problem(start_app: Callable[[Settings], AppHarness], tmp_path: Path):
-    harness = start_app(Settings(thresholds_path=tmp_path / "absent.json"))
+    harness = start_app(Settings(thresholds_path=tmp_path / "absent.json", admin_api_key="health-admin"))
     reply = harness.client.get("/readyz")
     assert reply.status_code == 503
     assert reply.headers["content-type"].startswith("application/problem+json")
     problem = reply.json()
     assert problem["status"] == 503 and "calibration" in problem["detail"]
     check = next(c for c in problem["checks"] if c["name"] == "calibration")
-    assert check["ok"] is False and "absent.json" in check["detail"]
+    assert check["ok"] is False and "absent.json" not in check["detail"] and str(tmp_path) not in reply.text
+    admin = harness.client.get("/readyz", headers={"Authorization": "Bearer health-admin"}).json()
+    check = next(c for c in admin["checks"] if c["name"] == "calibration")
+    assert "absent.json" in check["detail"]  # the operator sees why
     assert harness.client.get("/healthz").status_code == 200
+
+
+def test_readyz_shows_paths_and_redis_addresses_only_with_the_admin_key(
+    start_app: Callable[[Settings], AppHarness], make_settings, artifact_path: Path
+):
+    port = _free_port()
+    harness = start_app(make_settings(redis_url=f"redis://127.0.0.1:{port}/0", admin_api_key="health-admin",
+                                      api_keys=("client",)))
+    for headers in ({}, {"Authorization": "Bearer client"}, {"Authorization": "Bearer wrong"}):
+        reply = harness.client.get("/readyz", headers=headers)
+        assert reply.status_code == 200
+        assert str(artifact_path.parent) not in reply.text and str(port) not in reply.text, reply.text
+    admin = harness.client.get("/readyz", headers={"Authorization": "Bearer health-admin"}).text
+    assert str(artifact_path) in admin
 
 
 def test_readyz_with_unreachable_redis_is_ready_and_degraded(

@@ -15,7 +15,7 @@ from service.api.score import scoring_context
 from service.problems import InvalidRequestError
 from service.schemas import ScoreRequest
 from service.scoring import score_item
-from service.state import MEMO_LIMIT, CalibrationSnapshot
+from service.state import MEMO_LIMIT, CalibrationSnapshot, LruMemo
 from tests.service.conftest import STAND_IN, AppHarness
 
 
@@ -95,3 +95,31 @@ def test_failures_are_not_remembered_and_the_memo_is_bounded(app: AppHarness):
 async def _answers_raising(app: AppHarness, snapshot: CalibrationSnapshot, request: ScoreRequest) -> object:
     context = msgspec.structs.replace(scoring_context(app.services), snapshot=snapshot)
     return await score_item(context, request)
+
+
+def test_after_a_flood_the_memo_keeps_remembering_recent_requests(app: AppHarness):
+    snapshot = _fresh_snapshot(app.services.calibration.current)
+    flood = [msgspec.convert({"criterion": "relevance", "judge": STAND_IN, "judge_score": 3, "prompt_family": f"f{k}"},
+                             ScoreRequest) for k in range(MEMO_LIMIT + 10)]
+    asyncio.run(_answers(app, snapshot, flood))
+    before = set(snapshot.memo)
+    legit = msgspec.convert({"criterion": "relevance", "judge": STAND_IN, "judge_score": 4, "alpha": 0.2},
+                            ScoreRequest)
+    first = asyncio.run(_answers(app, snapshot, [legit]))
+    added = set(snapshot.memo) - before
+    assert added and len(snapshot.memo) == MEMO_LIMIT  # remembered, and the oldest one-off keys made room
+    asyncio.run(_answers(app, snapshot, flood[: MEMO_LIMIT // 2]))  # some recur: the legit keys must survive them
+    assert added <= set(snapshot.memo)
+    assert asyncio.run(_answers(app, snapshot, [legit])) == first
+
+
+def test_lru_memo_evicts_the_least_recently_used():
+    memo = LruMemo(3)
+    for key in ("a", "b", "c"):
+        memo.put((key,), key)
+    assert memo.get(("a",)) == "a"  # a is now the most recent
+    memo.put(("d",), "d")
+    assert list(memo) == [("c",), ("a",), ("d",)] and memo.get(("b",)) is None
+    memo.put(("c",), "c2")
+    memo.put(("e",), "e")
+    assert list(memo) == [("d",), ("c",), ("e",)]
