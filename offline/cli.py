@@ -183,7 +183,38 @@ def build_parser() -> argparse.ArgumentParser:
     cas.add_argument("--seed", type=int, default=0)
     cas.add_argument("--alpha", type=float, default=0.10)
     cas.add_argument("--no-progress", action="store_true")
+
+    est = commands.add_parser("estimates", help="system means and rank sets with valid intervals from a few human "
+                              "labels plus judge verdicts: SummEval and Arena PPR (offline.studies.estimates)")
+    est.add_argument("--data-dir", type=Path, default=None)
+    est.add_argument("--out", type=Path, default=Path("reports"))
+    est.add_argument("--part", choices=("all", "summeval", "arena"), default="all")
+    est.add_argument("--resamples", type=int, default=1000, help="SummEval resamples per (system, n) (default 1000)")
+    est.add_argument("--betting-resamples", type=int, default=200,
+                     help="resamples on which the (slow) betting interval is reported (default 200)")
+    est.add_argument("--iterations", type=int, default=1000, help="Arena iterations per n (default 1000)")
+    est.add_argument("--seed", type=int, default=0)
+    est.add_argument("--no-progress", action="store_true")
     return parser
+
+
+def _estimates(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.studies.estimates import run_estimates_study, write_estimates_study
+
+    if min(args.resamples, args.iterations) < 1 or args.betting_resamples < 0:
+        raise DataError(None, None, "--resamples and --iterations must be >= 1, --betting-resamples >= 0")
+    parts = ("summeval", "arena") if args.part == "all" else (args.part,)
+    study = run_estimates_study(resolve_data_dir(args.data_dir), parts=parts, resamples=args.resamples,
+                                betting_resamples=args.betting_resamples, iterations=args.iterations, seed=args.seed,
+                                progress=None if args.no_progress else
+                                (lambda desc: (lambda t: tqdm(t, desc=desc, leave=False))))
+    paths = write_estimates_study(study, args.out)
+    log.info("estimates finished", summeval_rows=len(study.summeval), arena_rows=len(study.arena))
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
 
 
 def _cascades(args: argparse.Namespace, log: Any) -> int:
@@ -493,7 +524,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
                 "halves": _halves, "panels": _panels, "panels-nested": _panels_nested,
                 "panels-cascades": _panels_cascades,
-                "cascades": _cascades}
+                "cascades": _cascades, "estimates": _estimates}
     try:
         return handlers[args.command](args, log)
     except (DataError, FileNotFoundError) as error:
