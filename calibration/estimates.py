@@ -84,6 +84,7 @@ __all__ = [
     "estimate_mean",
     "estimate_pass_rate",
     "estimate_win_rate",
+    "fisher_z_interval",
     "judge_mean_bounds",
     "label_budget",
     "ppi_intervals",
@@ -510,3 +511,14 @@ def estimate_difference(a: EstimateAnswer, b: EstimateAnswer) -> EstimateAnswer:
         human_only_interval=human, human_only_method=f"{a.human_only_method} - {b.human_only_method}",
         effective_sample_gain=min(gains) if len(gains) == 2 else None, n_labelled=a.n_labelled + b.n_labelled,
         n_unlabelled=a.n_unlabelled + b.n_unlabelled, lam=float("nan"), label_budget=None)
+
+
+def fisher_z_interval(r: float, n: int, k: int, alpha: float) -> tuple[float, float] | None:
+    """(1 - alpha) interval of a (partial) correlation ``r`` from ``n`` rows controlling ``k`` covariate columns:
+    Fisher z, ``tanh(atanh(r) -+ z_{1-alpha/2} / sqrt(n - k - 3))`` (the partial correlation's df ``n - 2 - k``
+    minus one, as for the ordinary correlation where k = 0); None when ``n - k - 3 < 1`` or ``|r| = 1``."""
+    _check_alpha(alpha)
+    if n - k - 3 < 1 or not math.isfinite(r) or abs(r) >= 1:
+        return None
+    centre, half = math.atanh(r), _z(alpha) / math.sqrt(n - k - 3)
+    return math.tanh(centre - half), math.tanh(centre + half)

@@ -26,6 +26,7 @@ from calibration.estimates import (
     estimate_mean,
     estimate_pass_rate,
     estimate_win_rate,
+    fisher_z_interval,
     judge_mean_bounds,
     label_budget,
     ppi_intervals,
@@ -249,3 +250,21 @@ def test_bad_input_is_refused() -> None:
         estimate_mean(Sample(human=[1.0, 2.0], judge=[1.0], judge_unlabelled=[1.0, 2.0]), 0.05)
     with pytest.raises(CalibrationError, match="finite"):
         ppi_intervals([1.0, float("nan")], [1.0, 2.0], [1.0, 2.0], 0.05)
+
+
+def test_fisher_z_interval_matches_scipy_without_covariates_and_widens_with_them() -> None:
+    rng = np.random.default_rng(16)
+    x = rng.normal(size=50)
+    y = 0.5 * x + rng.normal(size=50)
+    result = stats.pearsonr(x, y)
+    expected = result.confidence_interval(confidence_level=0.95)
+    np.testing.assert_allclose(fisher_z_interval(result.statistic, 50, 0, 0.05), (expected.low, expected.high),
+                               rtol=1e-10)
+    low0, high0 = fisher_z_interval(0.4, 200, 0, 0.05)
+    low9, high9 = fisher_z_interval(0.4, 200, 9, 0.05)  # k = 9 controlled columns: df 189 instead of 198
+    assert low9 < low0 and high9 > high0
+    assert high9 - low9 == pytest.approx(
+        math.tanh(math.atanh(0.4) + 1.959963984540054 / math.sqrt(188))
+        - math.tanh(math.atanh(0.4) - 1.959963984540054 / math.sqrt(188)), rel=1e-9)
+    assert fisher_z_interval(1.0, 200, 0, 0.05) is None
+    assert fisher_z_interval(0.3, 5, 2, 0.05) is None

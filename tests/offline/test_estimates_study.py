@@ -91,3 +91,43 @@ def test_markdown_figures_and_cli(tmp_path: Path, data_dir: Path, cells: list[Me
     args = build_parser().parse_args(["estimates", "--part", "arena", "--iterations", "1"])
     assert (args.part, args.iterations, args.resamples) == ("arena", 1, 1000)
     assert main(["estimates", "--resamples", "0"]) == 2
+
+
+def _partial_pearson(x: np.ndarray, y: np.ndarray, systems: list[str]) -> float:
+    names = sorted(set(systems))
+    design = np.column_stack([np.ones(len(systems))] + [np.array([s == name for s in systems], dtype=float)
+                                                        for name in names[1:]])
+    rx = x - design @ np.linalg.lstsq(design, x, rcond=None)[0]
+    ry = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
+    return float(np.corrcoef(rx, ry)[0, 1])
+
+
+def test_frank_sentence_rows_gain_fisher_intervals_and_the_recorders_figure(data_dir: Path) -> None:
+    """Item 5: every overall row carries 95% Fisher-z intervals (df n - 2 - k) and the partial correlation on the
+    recorder's own pred_error, checked by an independent least squares; the issue's figures for gpt-4o."""
+    from offline.data.finesure import load_finesure
+    from offline.data.frank import load_frank
+    from offline.studies.factuality_sentences import run_sentence_study
+
+    frank = load_frank(data_dir)
+    checks = load_finesure(data_dir, frank)
+    summary = run_sentence_study(frank, checks)
+    items = {item.item_id: item for item in frank.items}
+    overall = {r.judge: r for r in summary.rows if r.dataset == "all"}
+    for check in checks:
+        row = overall[check.judge]
+        low, high = row.partial_pearson_ci
+        assert low < row.partial_pearson < high
+        assert row.partial_spearman_ci[0] < row.partial_spearman < row.partial_spearman_ci[1]
+        read = [r for r in check.rows if r.pred_error and len(r.pred_error) == len(r.sentences)]
+        x = np.array([1 - sum(r.pred_error) / len(r.pred_error) for r in read])
+        chosen = [items[r.item_id] for r in read]
+        y = np.array([item.factuality for item in chosen])
+        assert row.recorded_n == len(read)
+        assert row.recorded_partial_pearson == pytest.approx(
+            _partial_pearson(x, y, [item.model_name for item in chosen]), abs=1e-6)
+    gpt4o = overall["gpt-4o-2024-05-13"]
+    assert gpt4o.recorded_partial_pearson == pytest.approx(0.447, abs=0.0015)
+    assert gpt4o.partial_pearson == pytest.approx(0.496, abs=0.0015)
+    nano = overall["gpt-4.1-nano-2025-04-14"]
+    assert (nano.recorded_partial_pearson, nano.partial_pearson) == pytest.approx((0.421, 0.357), abs=0.0015)
