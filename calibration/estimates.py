@@ -36,8 +36,11 @@ Rules (stated once, used everywhere):
   ``Z_t - m`` in ``[lo - m - lambda_t (hi - mu), hi - m + lambda_t (mu - lo)]``. ``mu`` is unknown: a betting
   interval at level ``alpha_judge = alpha / 10`` from the unlabelled verdicts gives ``[mu_lo, mu_hi]``; the test of
   ``theta = m`` bets with ``mu_lo`` on the upside and ``mu_hi`` on the downside, which lower-bounds the capital of
-  every ``mu`` in the interval (each factor is monotone in ``mu``). ``m`` is rejected when the running maximum of
-  the hedged capital reaches ``1 / (alpha - alpha_judge)`` (Ville's inequality), so the interval covers with
+  every ``mu`` in the interval (each factor is monotone in ``mu``). The capital is the equal mixture of this
+  judge-assisted hedged capital and the human-only one (``lambda = 0``; a mean of test martingales is one), so a
+  useless judge costs at most a factor 2 in the threshold. Plug-in bets use a prior pseudo-observation at the
+  scale's midpoint with variance ``(hi - lo)^2 / 4``. ``m`` is rejected when the running maximum of the capital
+  reaches ``1 / (alpha - alpha_judge)`` (Ville's inequality), so the interval covers with
   probability >= 1 - alpha at every n (union bound). The bounds are found by bisection from the centre (the
   rejected set lies outside an interval; tests check the hull against a fine grid) and reported on the outer
   (rejected) side of the last bracket, so rounding only widens them. ``lo, hi`` default to the scale ``1..K``
