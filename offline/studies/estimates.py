@@ -477,8 +477,8 @@ def _figures(study: EstimatesStudy, out: Path) -> list[Path]:
         figure = Figure(figsize=(12, 4.5))
         size_ax, cov_ax = figure.subplots(1, 2)
         alpha = 0.05 if 0.05 in alphas else alphas[0]
-        size_ax.plot(ns, [by_key[("-", "human only", "ellipsoid", n, alpha)].mean_set_size for n in ns], marker="o",
-                     color="black", label="human only")
+        size_ax.plot(ns, [by_key[("-", "human only", "ellipsoid", n, alpha)].mean_set_size for n in ns], marker="s",
+                     color="black", linestyle="--", zorder=5, label="human only")
         for judge in judges:
             size_ax.plot(ns, [by_key[(judge, "ppr", "ellipsoid", n, alpha)].mean_set_size for n in ns], marker="o",
                          label=f"PPR {judge}")
@@ -486,8 +486,8 @@ def _figures(study: EstimatesStudy, out: Path) -> list[Path]:
         size_ax.legend(fontsize=8)
         n_mid = 1000 if 1000 in ns else ns[len(ns) // 2]
         cov_ax.plot(alphas, [1 - a for a in alphas], color="grey", linestyle=":", label="1 - alpha")
-        cov_ax.plot(alphas, [by_key[("-", "human only", "ellipsoid", n_mid, a)].coverage for a in alphas], marker="o",
-                    color="black", label="human only")
+        cov_ax.plot(alphas, [by_key[("-", "human only", "ellipsoid", n_mid, a)].coverage for a in alphas], marker="s",
+                    color="black", linestyle="--", zorder=5, label="human only")
         for judge in judges:
             cov_ax.plot(alphas, [by_key[(judge, "ppr", "ellipsoid", n_mid, a)].coverage for a in alphas],
                         marker="o", label=f"PPR {judge}")
