@@ -32,6 +32,9 @@ command                                                           does
 ``       [--splits 20] [--seed 0] [--delta 0.1] [--draws 300]``   on human votes (offline.studies.
 ``       [--export FILE]``                                          pairwise_decisions); --export: the served
                                                                   certificates (calibration.pairwise_artifact)
+``estimates [--data-dir D] [--out reports] [--part all]``         system means and rank sets with valid intervals
+                                                                  from few human labels + judge verdicts
+                                                                  (offline.studies.estimates)
 ================================================================  ===============================================
 
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
@@ -218,6 +221,18 @@ def build_parser() -> argparse.ArgumentParser:
     pwd.add_argument("--export", type=Path, default=None, metavar="FILE",
                      help="also write the certificates fitted on all groups (e.g. calibration/pairwise_decisions.json)")
     pwd.add_argument("--no-progress", action="store_true")
+
+    est = commands.add_parser("estimates", help="system means and rank sets with valid intervals from a few human "
+                              "labels plus judge verdicts: SummEval and Arena PPR (offline.studies.estimates)")
+    est.add_argument("--data-dir", type=Path, default=None)
+    est.add_argument("--out", type=Path, default=Path("reports"))
+    est.add_argument("--part", choices=("all", "summeval", "arena"), default="all")
+    est.add_argument("--resamples", type=int, default=1000, help="SummEval resamples per (system, n) (default 1000)")
+    est.add_argument("--betting-resamples", type=int, default=200,
+                     help="resamples on which the (slow) betting interval is reported (default 200)")
+    est.add_argument("--iterations", type=int, default=1000, help="Arena iterations per n (default 1000)")
+    est.add_argument("--seed", type=int, default=0)
+    est.add_argument("--no-progress", action="store_true")
     return parser
 
 
@@ -283,6 +298,27 @@ def _pairwise_decisions(args: argparse.Namespace, log: Any) -> int:
     log.info("pairwise-decisions finished", rows=len(study.rows), out=str(args.out))
     for line in print_lines(study):
         print(line)
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+
+
+def _estimates(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.studies.estimates import run_estimates_study, write_estimates_study
+
+    if min(args.resamples, args.iterations) < 1 or args.betting_resamples < 0:
+        raise DataError(None, None, "--resamples and --iterations must be >= 1, --betting-resamples >= 0")
+    parts = ("summeval", "arena") if args.part == "all" else (args.part,)
+    study = run_estimates_study(resolve_data_dir(args.data_dir), parts=parts, resamples=args.resamples,
+                                betting_resamples=args.betting_resamples, iterations=args.iterations, seed=args.seed,
+                                progress=None if args.no_progress else
+                                (lambda desc: (lambda t: tqdm(t, desc=desc, leave=False))))
+    paths = write_estimates_study(study, args.out)
+    log.info("estimates finished", summeval_rows=len(study.summeval), arena_rows=len(study.arena))
     for path in paths:
         print(f"written:     {path}")
     return 0
@@ -601,7 +637,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
                 "halves": _halves, "panels": _panels, "panels-nested": _panels_nested,
                 "panels-cascades": _panels_cascades, "pairwise-decisions": _pairwise_decisions,
-                "cascades": _cascades, "decisions": _decisions}
+                "cascades": _cascades, "decisions": _decisions, "estimates": _estimates}
     try:
         return handlers[args.command](args, log)
     except (DataError, FileNotFoundError) as error:

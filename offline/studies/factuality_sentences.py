@@ -47,6 +47,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from calibration.estimates import fisher_z_interval
 from calibration.kind_fit import KindFit
 from offline.data.finesure import FactCheckRow, RecordedFactCheck
 from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankDataError, FrankItem, baseline_scores
@@ -113,7 +114,9 @@ RULES = {
     "and counted (n_wrong_count), never padded",
     "item_score": "share of the summary's sentences judged 'no error'",
     "correlation": "partial Pearson / Spearman with FRANK Factuality controlling for the system (one-hot "
-    "model_name, least squares), t-test p-value with n - 2 - k df, on each judge's included items",
+    "model_name, least squares), t-test p-value with n - 2 - k df, on each judge's included items; 95% Fisher-z "
+    "interval tanh(atanh(r) -+ 1.96/sqrt(n - k - 3)), k = systems present - 1; recorded_partial_*: the same on "
+    "the recorder's pred_error (share of sentences without an error; rows with one flag per sentence)",
     "ablation": "delta = partial correlation with Factuality - with Flip_<category> (positive: depends on it)",
     "sentence_agreement": "human label = majority of annotators (>= 2 of 3 marked an error); precision, recall, "
     "F1 of the judge's 'has an error', pooled over included rows",
@@ -152,6 +155,13 @@ class CorrelationRow(msgspec.Struct, frozen=True, kw_only=True):
     p_value: float | None  # of the partial Pearson
     spearman_p_value: float | None
     problem: str | None = None
+    # 95% Fisher-z intervals (calibration.estimates.fisher_z_interval, df n - 2 - k) and the same partial
+    # correlations computed on the recorder's own reading of the replies (pred_error), beside ours
+    partial_pearson_ci: tuple[float, float] | None = None
+    partial_spearman_ci: tuple[float, float] | None = None
+    recorded_partial_pearson: float | None = None
+    recorded_partial_spearman: float | None = None
+    recorded_n: int | None = None
 
 
 class BaselineRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -337,12 +347,34 @@ def _stat(cell: CorrelationCell, which: str) -> tuple[float | None, float | None
     return (None, None) if result is None else (result.statistic, result.p_value)
 
 
-def _correlation_row(judge: str, cell: CorrelationCell) -> CorrelationRow:
+def _n_controls(items: Sequence[FrankItem], scores: np.ndarray, dataset: str | None) -> int:
+    """k: independent one-hot system columns among the rows used (systems present - 1)."""
+    return len({item.model_name for item, score in zip(items, scores, strict=True)
+                if not np.isnan(score) and (dataset is None or item.dataset == dataset)}) - 1
+
+
+def _recorded_score(row: FactCheckRow) -> float | None:
+    """Item score from the recorder's own ``pred_error`` (share of sentences without an error); None unless it
+    gives one flag per sentence (the rule our parser's rows follow too)."""
+    if not row.pred_error or len(row.pred_error) != len(row.sentences):
+        return None
+    return 1 - sum(row.pred_error) / len(row.pred_error)
+
+
+def _correlation_row(judge: str, cell: CorrelationCell, k: int = 0,
+                     recorded: CorrelationCell | None = None) -> CorrelationRow:
     pearson, p_pearson = _stat(cell, "pearson")
     spearman, p_spearman = _stat(cell, "spearman")
+    rec_pearson, _ = _stat(recorded, "pearson") if recorded is not None else (None, None)
+    rec_spearman, _ = _stat(recorded, "spearman") if recorded is not None else (None, None)
     return CorrelationRow(judge=judge, dataset=cell.subset, n=cell.n, partial_pearson=pearson,
                           partial_spearman=spearman, p_value=p_pearson, spearman_p_value=p_spearman,
-                          problem=cell.problem)
+                          problem=cell.problem,
+                          partial_pearson_ci=None if pearson is None else fisher_z_interval(pearson, cell.n, k, 0.05),
+                          partial_spearman_ci=None if spearman is None else fisher_z_interval(spearman, cell.n, k,
+                                                                                               0.05),
+                          recorded_partial_pearson=rec_pearson, recorded_partial_spearman=rec_spearman,
+                          recorded_n=None if recorded is None else recorded.n)
 
 
 def _ratio(numerator: int, denominator: int) -> float | None:
@@ -411,8 +443,12 @@ def run_sentence_study(
         included = [(row, p) for row, p in zip(check.rows, parsed, strict=True) if p.ok]
         scores = align_scores(frank.items, {(r.hash, r.model_name): item_score(p) for r, p in included})
         overall = correlation_cell(frank.items, scores)
-        rows.append(_correlation_row(check.judge, overall))
-        rows += [_correlation_row(check.judge, correlation_cell(frank.items, scores, dataset=ds))
+        recorded = align_scores(frank.items, {(r.hash, r.model_name): _recorded_score(r) for r in check.rows})
+        rows.append(_correlation_row(check.judge, overall, _n_controls(frank.items, scores, None),
+                                     correlation_cell(frank.items, recorded)))
+        rows += [_correlation_row(check.judge, correlation_cell(frank.items, scores, dataset=ds),
+                                  _n_controls(frank.items, scores, ds),
+                                  correlation_cell(frank.items, recorded, dataset=ds))
                  for ds in FRANK_DATASETS]
         for category in CATEGORY_COLUMNS:
             flipped = correlation_cell(frank.items, scores, target=f"Flip_{category}")
@@ -479,13 +515,24 @@ def render_sentence_markdown(summary: SentenceStudySummary) -> str:
     base = {(b.judge, b.metric): b for b in summary.baselines}
     by = {(r.judge, r.dataset): r for r in summary.rows}
     lines += ["", "## Partial correlation with FRANK Factuality (controlling for the system)", "",
-              "Pearson / Spearman; p of the Pearson; n items. Baselines on exactly the same items as the judge.", ""]
+              "Pearson / Spearman; p of the Pearson; n items. Baselines on exactly the same items as the judge. "
+              "95% CI: Fisher z, tanh(atanh(r) -+ 1.96 / sqrt(n - k - 3)) with k = systems - 1 (the partial "
+              "correlation's df n - 2 - k, minus one); the same for Spearman (an approximation). The recorder's "
+              "pred_error column: the same partial correlations on the recorder's own reading of the replies "
+              "(its item score = share of sentences with pred_error 0), on rows where it gives one flag per "
+              "sentence.", ""]
     metrics = [m for m in BASELINES if any(b.metric == m for b in summary.baselines)]
-    header = ["Judge (ranked)", "Pearson", "p", "Spearman", "n", "CNN/DM P / S (n)", "BBC P / S (n)",
-              *(f"{m} P / S" for m in metrics)]
+    header = ["Judge (ranked)", "Pearson", "95% CI", "p", "Spearman", "95% CI", "n",
+              "recorder's pred_error P / S (n)", "CNN/DM P / S (n)", "BBC P / S (n)", *(f"{m} P / S" for m in metrics)]
     table_rows = []
+
+    def ci(interval: tuple[float, float] | None) -> str:
+        return "n/a" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
+
     for r in ranking(summary):
-        cells = [r.judge, _f(r.partial_pearson), _p(r.p_value), _f(r.partial_spearman), str(r.n)]
+        cells = [r.judge, _f(r.partial_pearson), ci(r.partial_pearson_ci), _p(r.p_value), _f(r.partial_spearman),
+                 ci(r.partial_spearman_ci), str(r.n),
+                 f"{_f(r.recorded_partial_pearson)} / {_f(r.recorded_partial_spearman)} ({r.recorded_n})"]
         for ds in FRANK_DATASETS:
             d = by[(r.judge, ds)]
             cells.append(f"{_f(d.partial_pearson)} / {_f(d.partial_spearman)} ({d.n})")
