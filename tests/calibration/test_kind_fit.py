@@ -402,3 +402,15 @@ def test_two_nested_repeats_under_pac_are_the_reference():
     _check_fit(fit, data, alphas=[0.2], delta=0.1, seed=13, n_splits=4, repeats=1, nested=2,
                methods=["residual", "mondrian_residual", "learned_lac", "label_conditional"], headline=0.2,
                report=(0.2,), min_group_items=4, group_pac=False)
+
+
+def test_one_item_per_group_keeps_the_item_rank_which_is_exact_there():
+    base = _data(n_groups=60, per_group=4, seed=6)
+    singletons = KindData(kind="score", labels=base.labels, judge_scores=base.judge_scores, probabilities=None,
+                          groups=np.arange(base.labels.size))
+    options = dict(alphas=[0.1], delta=0.05, n_splits=2, selection_repeats=1, nested_repeats=1, seed=1,
+                   methods=["residual"])
+    fit = fit_kind(singletons, **options)
+    assert fit == fit_kind(singletons, **options, group_pac=False)
+    assert fit.fitted["residual"][0.1].pac_unit is msgspec.UNSET
+    assert fit_kind(base, **options).fitted["residual"][0.1].pac_unit == "group"
