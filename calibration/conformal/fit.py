@@ -10,7 +10,8 @@ rule of :mod:`calibration.conformal.group_pac` (documents i.i.d., items inside o
 predictor records ``pac_unit = "group"``; without ``groups`` they are the item-level PAC rank (``pac_unit`` unset:
 items are the unit, as in artifacts written before the field existed). With groups, ``learned_lac`` and
 ``label_conditional`` fit their model on whole documents (``model_fraction`` of the documents), so that no
-document lends items to both the model and the threshold.
+document lends items to both the model and the threshold (with a single document, by item as without groups: one
+document can never certify a PAC threshold, so its sets are the full scale either way).
 
 Group fallback (``mondrian_residual``): a group (judge score) whose calibration count is too small for a
 finite threshold, or that never occurs in calibration, gets the full scale, which keeps the per-group guarantee;
@@ -127,7 +128,7 @@ def calibration_scores(
     if method in LEARNED_METHODS:
         if y.size < 2:
             raise EmptyCalibrationError(f"{method} needs at least 2 calibration items (model and threshold)")
-        if codes is None:
+        if codes is None or int(codes.max()) < 1:  # one document: nothing to split by (no PAC threshold anyway)
             order = generator.permutation(y.size)
             n_model = min(max(1, int(round(model_fraction * y.size))), y.size - 1)
             model_part, threshold_part = order[:n_model], order[n_model:]
@@ -162,8 +163,6 @@ def _document_halves(codes: np.ndarray, model_fraction: float,
     """Item indices of the model part (``model_fraction`` of the documents, at least 1, at most all but 1,
     drawn by a permutation of the sorted document ids) and of the threshold part."""
     n_documents = int(codes.max()) + 1
-    if n_documents < 2:
-        raise EmptyCalibrationError("a learned method with groups needs at least 2 documents (model and threshold)")
     order = generator.permutation(n_documents)
     n_model = min(max(1, int(round(model_fraction * n_documents))), n_documents - 1)
     in_model = np.zeros(n_documents, dtype=bool)

@@ -225,3 +225,9 @@ def test_resampled_documents_item_rule_fails_more_than_delta_plus_three_mc_error
                                  alpha=ALPHA, delta=DELTA, rule="item", n_draws=DRAWS, n_documents=DOCUMENTS,
                                  seed=1)
     assert result.failure_rate > DELTA + 3 * mc_error(DELTA, DRAWS), result
+
+
+def test_a_learned_method_on_one_document_splits_by_item_and_certifies_nothing():
+    labels = np.array([1, 2, 3, 4, 5, 3, 2, 4])
+    fitted = fit_conformal("learned_lac", 0.2, labels, judge_scores=labels, delta=0.1, groups=["d"] * 8)
+    assert fitted.n_model_fit == 4 and fitted.n_cal == 4 and fitted.threshold is None
