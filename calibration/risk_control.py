@@ -8,15 +8,18 @@ SummEval summaries share an article), documents are: every group-valid bound her
 Rules, stated once:
 
 * **Group-level bound (``betting``, the default and the one offered).** H0: R(A) > alpha  <=>  E[z_d] > 0 with
-  z_d = e_d - alpha * a_d. Each document gives x_d = z_d / M in [-alpha, 1 - alpha] (M = the largest group size,
-  so the bound holds for any document of at most M items). Documents, in a seeded random order, feed a betting
-  capital K_t = prod_{s<=t} (1 - lambda_s x_s) with lambda_s predictable (computed from documents before s only:
-  aGRAPA, lambda = -mean / (variance + mean^2) of the earlier x's with one pseudo-document at x = 0 and variance
-  ``PRIOR_VARIANCE``), clipped to [0, BET_CAP / (1 - alpha)]. Under H0, E[1 - lambda_s x_s | past] <= 1, so K is a
-  nonnegative supermartingale and by Ville's inequality P(sup_t K_t >= 1/delta) <= delta: rejecting H0 when the
-  capital reaches 1/delta is a valid level-delta test whatever the dependence inside a document (Waudby-Smith and
-  Ramdas 2024, "Estimating means of bounded random variables by betting"; the risk-control use is Bates et al.
-  2021 / Angelopoulos et al. 2021, "Learn then Test").
+  z_d = e_d - alpha * a_d. Each document gives x_d = z_d / M in [-alpha, 1 - alpha], where M bounds the number of
+  items of a document. M is taken as the largest group size of the certification data: exact when group sizes
+  are fixed by the design (SummEval: 16 summaries per document, 12 for the judges that saw 12 systems); with
+  free group sizes it assumes new documents are no larger than the largest one seen. Documents, in a seeded
+  random order, feed a betting capital K_t = prod_{s<=t} (1 - lambda_s x_s) with lambda_s predictable
+  (computed from documents before s only: aGRAPA, lambda = -mean / (variance + mean^2) of the earlier x's with
+  one pseudo-document at x = 0 and variance ``PRIOR_VARIANCE``), clipped to [0, BET_CAP / (1 - alpha)]. Under
+  H0, E[1 - lambda_s x_s | past] <= 1, so K is a nonnegative supermartingale and by Ville's inequality
+  P(sup_t K_t >= 1/delta) <= delta: rejecting H0 when the capital reaches 1/delta is a valid level-delta test
+  whatever the dependence inside a document (Waudby-Smith and Ramdas 2024, "Estimating means of bounded random
+  variables by betting"; the risk-control use is Bates et al. 2021 / Angelopoulos et al. 2021, "Learn then
+  Test").
 * **The certified error reported** is the smallest level alpha' >= ``positivity floor`` at which the same capital
   (same lambdas) reaches 1/delta, found by bisection; the capital is increasing in alpha' for fixed lambdas, so
   this is an upper confidence bound at 1 - delta for the tested set. The floor is 1 - 1/lambda_max (below it a
@@ -38,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -162,6 +166,7 @@ def betting_upper_bound(errors: np.ndarray, accepted: np.ndarray, *, alpha: floa
     return high
 
 
+@lru_cache(maxsize=256)
 def min_groups_to_certify(*, alpha: float, delta: float, limit: int = 100_000) -> int:
     """The fewest documents with which the betting test can reject at (alpha, delta) at all: every document
     error-free with all of its items accepted (the best case; the first lambda is 0 by the plug-in's prior)."""
