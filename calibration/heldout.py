@@ -14,6 +14,9 @@ Rules, stated once:
   :mod:`calibration.order_statistics` among the sorted calibration scores (per group for grouped methods), and
   a label joins a set when its score is <= threshold + 1e-12: exactly what :func:`calibration.conformal.
   fit_conformal` and :func:`calibration.conformal.predict_sets` give for the same generator (a test checks it).
+* **PAC unit.** With ``groups`` given to :func:`evaluate_split`, PAC levels use the document-level rule of
+  :mod:`calibration.conformal.group_pac` on the calibration part (per key for grouped methods) and the learned
+  methods split their model part by document: again exactly what ``fit_conformal(..., groups=...)`` gives.
 * **Randomness.** The split's generator is ``numpy.random.default_rng([seed, i])`` after the permutation; it draws
   the learned methods' model half, then ``aps_randomized``'s calibration and test uniforms, in that order.
 """
@@ -27,6 +30,7 @@ from functools import lru_cache
 import numpy as np
 
 from calibration.conformal.fit import GROUPING, calibration_scores
+from calibration.conformal.group_pac import group_pac_thresholds
 from calibration.conformal.inputs import check_alpha, check_delta
 from calibration.conformal.scores import label_scores
 from calibration.conformal.sets import MEMBERSHIP_TOLERANCE
@@ -82,6 +86,20 @@ def _thresholds(sorted_scores: np.ndarray, levels: tuple[tuple[float, float | No
     return padded[_ranks(n, levels) - 1]
 
 
+def _level_thresholds(scores: np.ndarray, documents: np.ndarray | None,
+                      levels: tuple[tuple[float, float | None], ...]) -> np.ndarray:
+    """Threshold per level (+inf = full scale): the item rank, or the document-level PAC rule for PAC levels
+    when ``documents`` is given."""
+    result = _thresholds(np.sort(scores), levels)
+    if documents is None or scores.size == 0:
+        return result
+    pac = [i for i, (_, delta) in enumerate(levels) if delta is not None]
+    if pac:
+        values = group_pac_thresholds(scores, documents, [levels[i] for i in pac])  # type: ignore[misc]
+        result[pac] = [np.inf if v is None else v for v in values]
+    return result
+
+
 @lru_cache(maxsize=65536)
 def _ranks(n: int, levels: tuple[tuple[float, float | None], ...]) -> np.ndarray:
     """The threshold rank of every level among n scores, capped at n + 1 (levels read as exact fractions)."""
@@ -99,16 +117,19 @@ def evaluate_split(
     probabilities: np.ndarray | None,
     n_labels: int,
     rng: np.random.Generator,
+    groups: np.ndarray | None = None,
 ) -> SplitSets:
-    """Fit ``method`` on the split's calibration items and form the test items' sets at every (alpha, delta)."""
+    """Fit ``method`` on the split's calibration items and form the test items' sets at every (alpha, delta);
+    with ``groups`` PAC levels count calibration documents, not items (module rules)."""
     exact = tuple(levels)
     cal, test = split.calibration, split.test
     prepared = calibration_scores(
         method, labels[cal],
         judge_scores=None if judge_scores is None else judge_scores[cal],
         probabilities=None if probabilities is None else probabilities[cal],
-        n_labels=n_labels, rng=rng,
+        n_labels=n_labels, rng=rng, groups=None if groups is None else groups[cal],
     )
+    documents = prepared.documents
     test_scores = None if judge_scores is None else judge_scores[test]
     test_probs = None if probabilities is None else probabilities[test]
     uniforms = rng.uniform(size=test.size) if method == "aps_randomized" else None
@@ -116,12 +137,14 @@ def evaluate_split(
                           learned_matrix=prepared.learned_matrix, uniforms=uniforms)
     grouping = GROUPING.get(method)
     if grouping is None:
-        limits = _thresholds(np.sort(prepared.true_scores), exact)[:, None, None]
+        limits = _level_thresholds(prepared.true_scores, documents, exact)[:, None, None]
     else:
         assert prepared.group_keys is not None
         table = np.full((len(levels), n_labels + 1), np.inf)
         for group in range(1, n_labels + 1):
-            table[:, group] = _thresholds(np.sort(prepared.true_scores[prepared.group_keys == group]), exact)
+            members = prepared.group_keys == group
+            table[:, group] = _level_thresholds(prepared.true_scores[members],
+                                                None if documents is None else documents[members], exact)
         if grouping == "label":
             limits = table[:, None, 1:]
         else:

@@ -23,6 +23,11 @@ Pure: arrays in (:class:`KindData`), typed results out (:class:`KindFit`). Offli
   (``nested_repeats`` repeats), then that method is fitted on the calibration groups and evaluated on the test
   groups at every ``report_alphas`` level. This is the coverage a user gets from the whole recipe (selection
   included) on documents it never saw.
+* **PAC unit.** With ``group_pac`` (the default) and a ``delta``, and when some group holds more than one item,
+  every fit here (held-out, selection, nested, final) uses the document-level PAC rule
+  (:mod:`calibration.conformal.group_pac`: coverage >= 1 - alpha with probability >= 1 - delta over calibration
+  documents) and the predictors record ``pac_unit = "group"``; otherwise the item-level PAC rank (exact when every
+  group is one item).
 * **Fit.** Every (method, alpha) is fitted on all items with ``numpy.random.default_rng(seed)``.
 * **Randomness.** An evaluation's generator is ``default_rng([seed, 1, split])`` (outer), ``default_rng([seed,
   2, repeat, fold])`` (selection), ``default_rng([seed, 3, split, repeat, fold])`` (nested selection), each used
@@ -43,7 +48,7 @@ from calibration.selection import QUALIFY_CHECKS, MethodChoice, MethodEvidence, 
 from calibration.verdicts import kind_inputs, methods_for_kind
 
 __all__ = ["HeldoutFigures", "KindData", "KindFit", "ProcedureFigures", "cell_kind_data", "cross_fit_splits",
-           "decision_shares", "fit_kind"]
+           "decision_shares", "fit_kind", "uses_group_pac"]
 
 PAPER_METHOD = "residual"
 
@@ -176,20 +181,28 @@ def _evidence(method: str, alpha: float, level: int, pooled: _Pooled, data: Kind
 
 
 def _evaluate(method: str, data: KindData, splits: Sequence[GroupSplit], levels: list[tuple[float, float | None]],
-              seeds: Sequence[list[int]]) -> list[SplitSets]:
+              seeds: Sequence[list[int]], pac_groups: bool) -> list[SplitSets]:
     return [
         evaluate_split(method, data.labels, split, levels=levels, judge_scores=data.judge_scores,
-                       probabilities=data.probabilities, n_labels=data.n_labels, rng=np.random.default_rng(s))
+                       probabilities=data.probabilities, n_labels=data.n_labels, rng=np.random.default_rng(s),
+                       groups=data.groups if pac_groups else None)
         for split, s in zip(splits, seeds, strict=True)
     ]
 
 
+def uses_group_pac(groups: np.ndarray, delta: float | None, group_pac: bool) -> bool:
+    """Whether fits count documents (module rules): asked for, PAC, and some group holds more than one item."""
+    return group_pac and delta is not None and groups.size > np.unique(groups).size
+
+
 def _choose(data: KindData, splits: Sequence[GroupSplit], seeds: Sequence[list[int]], methods: Sequence[str], *,
             alpha: float, also: Sequence[float], delta: float | None, min_group_items: int,
-            context: str, checks: Sequence[str] = QUALIFY_CHECKS) -> tuple[MethodChoice, list[MethodEvidence]]:
+            context: str, checks: Sequence[str] = QUALIFY_CHECKS,
+            pac_groups: bool = False) -> tuple[MethodChoice, list[MethodEvidence]]:
     """The selection rule at ``alpha``, a method also having to qualify at every level of ``also``."""
     levels = [alpha, *[a for a in also if abs(a - alpha) > 1e-9]]
-    pooled = {m: _Pooled.of(_evaluate(m, data, splits, [(a, delta) for a in levels], seeds)) for m in methods}
+    pooled = {m: _Pooled.of(_evaluate(m, data, splits, [(a, delta) for a in levels], seeds, pac_groups))
+              for m in methods}
     by_level = [[_evidence(m, a, position, pooled[m], data, min_group_items=min_group_items) for m in methods]
                 for position, a in enumerate(levels)]
     fallback = PAPER_METHOD if PAPER_METHOD in methods else methods[0]
@@ -221,10 +234,12 @@ def fit_kind(
     methods: Sequence[str] | None = None,
     qualify_alphas: Sequence[float] = (),
     qualify_checks: Sequence[str] = QUALIFY_CHECKS,
+    group_pac: bool = True,
 ) -> KindFit:
     """Held-out figures, the default method, the served recipe's unseen-group figures, and the fitted predictors
     of one (cell, input kind) (module rules). ``qualify_checks`` relaxes the selection rule's conditions
-    (:func:`calibration.selection.qualifies`) for studies that measure what each one costs; calibration keeps all."""
+    (:func:`calibration.selection.qualifies`) for studies that measure what each one costs; calibration keeps all.
+    ``group_pac`` False keeps the item-level PAC rank even when groups hold several items (module rules)."""
     data = KindData(kind=data.kind, labels=data.labels, judge_scores=data.judge_scores,
                     probabilities=data.probabilities, groups=np.unique(data.groups, return_inverse=True)[1],
                     n_labels=data.n_labels)  # integer group codes: the same splits, cheaper to compare
@@ -234,10 +249,11 @@ def fit_kind(
     levels = [(float(a), delta) for a in alphas]
     outer = group_splits(data.groups, n_splits=n_splits, seed=seed)
     outer_seeds = [[seed, 1, s.split] for s in outer]
+    pac_groups = uses_group_pac(data.groups, delta, group_pac)
 
     heldout = []
     for method in usable:
-        pooled = _Pooled.of(_evaluate(method, data, outer, levels, outer_seeds))
+        pooled = _Pooled.of(_evaluate(method, data, outer, levels, outer_seeds, pac_groups))
         for level, alpha in enumerate(alphas):
             heldout.append(_figures(method, float(alpha), level, pooled, data, accept_max=accept_max,
                                     escalate_min=escalate_min, min_group_items=min_group_items))
@@ -248,7 +264,7 @@ def fit_kind(
                                 also=qualify_alphas, delta=delta,
                                 min_group_items=min_group_items,
                                 context=f" (cross-fitting by document, {selection_repeats} x 2 folds, "
-                                        f"alpha={headline_alpha})", checks=qualify_checks)
+                                        f"alpha={headline_alpha})", checks=qualify_checks, pac_groups=pac_groups)
 
     procedure_rows: dict[float, tuple[list[float], list[float], list[str]]] = {
         float(a): ([], [], []) for a in report_alphas}
@@ -259,8 +275,9 @@ def fit_kind(
         inner_seeds = [[seed, 3, split.split, s.split // 2, s.split % 2] for s in inner]
         choice, _ = _choose(inner_data, inner, inner_seeds, usable, alpha=headline_alpha, also=qualify_alphas,
                             delta=delta,
-                            min_group_items=min_group_items, context="", checks=qualify_checks)
-        (result,) = _evaluate(choice.method, data, [split], report_levels, [[seed, 1, split.split]])
+                            min_group_items=min_group_items, context="", checks=qualify_checks,
+                            pac_groups=pac_groups)
+        (result,) = _evaluate(choice.method, data, [split], report_levels, [[seed, 1, split.split]], pac_groups)
         for level, alpha in enumerate(report_alphas):
             coverage, size, chosen = procedure_rows[float(alpha)]
             coverage.append(float(result.covered[level].mean()))
@@ -276,7 +293,7 @@ def fit_kind(
     for method in usable:
         prepared = calibration_scores(method, data.labels, judge_scores=data.judge_scores,
                                       probabilities=data.probabilities, n_labels=data.n_labels,
-                                      rng=np.random.default_rng(seed))
+                                      rng=np.random.default_rng(seed), groups=data.groups if pac_groups else None)
         fitted[method] = {float(a): fit_from_scores(prepared, float(a), delta) for a in alphas}
     return KindFit(kind=data.kind, n_items=int(data.labels.size), n_groups=int(np.unique(data.groups).size),
                    delta=delta, fitted=fitted, heldout=heldout, default=default, selection_evidence=evidence,

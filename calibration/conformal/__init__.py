@@ -17,7 +17,10 @@ fit_conformal``), and each rule is stated once, in the module that applies it:
 ``quantile``          the threshold: an order statistic of the calibration scores, overall and per group; the
                       quantile rule (the ranks themselves, marginal and PAC, are :mod:`calibration.order_statistics`)
 ``fit``               ``FittedConformal`` and the fit: level-free calibration scores, then thresholds per level;
-                      the group fallback
+                      the group fallback; the PAC unit (items, or documents when ``groups`` are given)
+``group_pac``         the PAC threshold with documents as the unit: a fixed-sequence walk down the calibration
+                      scores, each step a document-level betting test (:mod:`calibration.risk_control`)
+``resampling``        document resampling: how often a PAC fit's population coverage falls below 1 - alpha
 ``sets``              prediction sets from a fitted predictor, vectorised and for one item; the comparison rule
 ``evaluate``          coverage and set size of sets, per group; repeated seeded splits and their seed rule
 ===================== ==========================================================================================

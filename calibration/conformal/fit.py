@@ -5,6 +5,14 @@ true labels with their groups), and ``fit_from_scores``, the thresholds at one l
 ``CalibrationScores`` serves every level; ``fit_conformal`` does both steps. ``GROUPING`` names the methods with
 one threshold per group and what their groups are.
 
+PAC unit. With ``groups`` (one document id per item) and a ``delta``, the thresholds are the document-level PAC
+rule of :mod:`calibration.conformal.group_pac` (documents i.i.d., items inside one arbitrarily dependent) and the
+predictor records ``pac_unit = "group"``; without ``groups`` they are the item-level PAC rank (``pac_unit`` unset:
+items are the unit, as in artifacts written before the field existed). With groups, ``learned_lac`` and
+``label_conditional`` fit their model on whole documents (``model_fraction`` of the documents), so that no
+document lends items to both the model and the threshold (with a single document, by item as without groups: one
+document can never certify a PAC threshold, so its sets are the full scale either way).
+
 Group fallback (``mondrian_residual``): a group (judge score) whose calibration count is too small for a
 finite threshold, or that never occurs in calibration, gets the full scale, which keeps the per-group guarantee;
 it is never silently given the pooled threshold. Likewise (``label_conditional``) a human label with too few
@@ -18,6 +26,12 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
+from calibration.conformal.group_pac import (
+    PAC_UNIT_GROUP,
+    document_codes,
+    group_pac_threshold,
+    keyed_group_pac_thresholds,
+)
 from calibration.conformal.inputs import as_labels, check_alpha, check_delta, check_method, judge_inputs
 from calibration.conformal.learned_model import fit_learned_matrix, judge_weights, learned_probabilities
 from calibration.conformal.quantile import conformal_quantile, group_quantiles
@@ -58,6 +72,9 @@ class FittedConformal(msgspec.Struct, frozen=True, kw_only=True):
     n_model_fit: int = 0
     grouping: str | None = None
     delta: float | None = None  # None: marginal threshold; else PAC (coverage >= 1-alpha w.p. >= 1-delta)
+    # "group": the PAC probability is over calibration documents (calibration.conformal.group_pac); unset: over
+    # items. UNSET (not None) so that an item-level predictor encodes byte for byte as before the field existed.
+    pac_unit: str | msgspec.UnsetType = msgspec.UNSET
 
 
 @dataclass(frozen=True)
@@ -75,6 +92,7 @@ class CalibrationScores:
     group_keys: np.ndarray | None
     learned_matrix: np.ndarray | None
     n_model_fit: int
+    documents: np.ndarray | None = None  # document code per threshold item (None: items are the PAC unit)
 
 
 def calibration_scores(
@@ -86,8 +104,10 @@ def calibration_scores(
     n_labels: int = 5,
     rng: np.random.Generator | None = None,
     model_fraction: float = 0.5,
+    groups: object | None = None,
 ) -> CalibrationScores:
-    """The level-free part of a fit (see fit_conformal): learned model (if any) and the true labels' scores."""
+    """The level-free part of a fit (see fit_conformal): learned model (if any) and the true labels' scores;
+    with ``groups`` (a document id per item) the document of every threshold item, for the group PAC rule."""
     check_method(method)
     if n_labels < 2:
         raise ScoreOutOfRangeError(f"n_labels={n_labels} must be at least 2")
@@ -96,6 +116,11 @@ def calibration_scores(
         raise EmptyCalibrationError("the calibration set is empty: fitting needs at least one labelled item")
     scores, probs = judge_inputs(method, n_labels, judge_scores, probabilities, y.size)
     generator = rng if rng is not None else np.random.default_rng(0)
+    codes = None
+    if groups is not None:
+        codes = document_codes(groups)
+        if codes.size != y.size:
+            raise EmptyCalibrationError(f"{codes.size} group ids for {y.size} labelled items")
 
     learned = None
     n_model = 0
@@ -103,14 +128,20 @@ def calibration_scores(
     if method in LEARNED_METHODS:
         if y.size < 2:
             raise EmptyCalibrationError(f"{method} needs at least 2 calibration items (model and threshold)")
-        order = generator.permutation(y.size)
-        n_model = min(max(1, int(round(model_fraction * y.size))), y.size - 1)
-        model_part, threshold_part = order[:n_model], order[n_model:]
+        if codes is None or int(codes.max()) < 1:  # one document: nothing to split by (no PAC threshold anyway)
+            order = generator.permutation(y.size)
+            n_model = min(max(1, int(round(model_fraction * y.size))), y.size - 1)
+            model_part, threshold_part = order[:n_model], order[n_model:]
+        else:
+            model_part, threshold_part = _document_halves(codes, model_fraction, generator)
+            n_model = model_part.size
         weights = judge_weights(scores, probs, n_labels)
         learned = fit_learned_matrix(weights[model_part], y[model_part], n_labels)
         matrix_scores = 1.0 - learned_probabilities(weights[threshold_part], learned)
         calibration_labels = y[threshold_part]
         threshold_scores = None if scores is None else scores[threshold_part]
+        if codes is not None:
+            codes = codes[threshold_part]
     else:
         uniforms = generator.uniform(size=y.size) if method == "aps_randomized" else None
         matrix_scores = label_scores(
@@ -124,7 +155,20 @@ def calibration_scores(
         keys = calibration_labels if grouping == "label" else threshold_scores
         assert keys is not None
     return CalibrationScores(method=method, n_labels=n_labels, true_scores=true_scores, group_keys=keys,
-                             learned_matrix=learned, n_model_fit=int(n_model))
+                             learned_matrix=learned, n_model_fit=int(n_model), documents=codes)
+
+
+def _document_halves(codes: np.ndarray, model_fraction: float,
+                     generator: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Item indices of the model part (``model_fraction`` of the documents, at least 1, at most all but 1,
+    drawn by a permutation of the sorted document ids) and of the threshold part."""
+    n_documents = int(codes.max()) + 1
+    order = generator.permutation(n_documents)
+    n_model = min(max(1, int(round(model_fraction * n_documents))), n_documents - 1)
+    in_model = np.zeros(n_documents, dtype=bool)
+    in_model[order[:n_model]] = True
+    member = in_model[codes]
+    return np.flatnonzero(member), np.flatnonzero(~member)
 
 
 def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | None = None) -> FittedConformal:
@@ -132,12 +176,25 @@ def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | No
     check_alpha(alpha)
     check_delta(delta)
     grouping = GROUPING.get(prepared.method)
+    by_documents = delta is not None and prepared.documents is not None
     group_thresholds = group_sizes = None
     if grouping is not None:
         assert prepared.group_keys is not None
-        group_thresholds, group_sizes = group_quantiles(
-            prepared.true_scores, prepared.group_keys, prepared.n_labels, alpha, delta
-        )
+        if by_documents:
+            assert delta is not None and prepared.documents is not None
+            group_thresholds, group_sizes = keyed_group_pac_thresholds(
+                prepared.true_scores, prepared.group_keys, prepared.documents, prepared.n_labels, alpha, delta)
+        else:
+            group_thresholds, group_sizes = group_quantiles(
+                prepared.true_scores, prepared.group_keys, prepared.n_labels, alpha, delta
+            )
+    if by_documents:
+        assert delta is not None
+        if prepared.true_scores.size == 0:
+            raise EmptyCalibrationError("the calibration set is empty: a threshold needs at least one score")
+        threshold = group_pac_threshold(prepared.true_scores, prepared.documents, alpha, delta)
+    else:
+        threshold = conformal_quantile(prepared.true_scores, alpha, delta)
     learned: dict[str, object] = {}
     if prepared.learned_matrix is not None:
         learned = {"learned_matrix": prepared.learned_matrix.tolist(), "n_model_fit": prepared.n_model_fit}
@@ -146,11 +203,12 @@ def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | No
         alpha=float(alpha),
         n_labels=prepared.n_labels,
         n_cal=int(prepared.true_scores.size),
-        threshold=conformal_quantile(prepared.true_scores, alpha, delta),
+        threshold=threshold,
         group_thresholds=group_thresholds,
         group_sizes=group_sizes,
         grouping=grouping,
         delta=None if delta is None else float(delta),
+        pac_unit=PAC_UNIT_GROUP if by_documents else msgspec.UNSET,
         **learned,  # type: ignore[arg-type]
     )
 
@@ -166,6 +224,7 @@ def fit_conformal(
     rng: np.random.Generator | None = None,
     model_fraction: float = 0.5,
     delta: float | None = None,
+    groups: object | None = None,
 ) -> FittedConformal:
     """Calibrate one method at level alpha on labelled items (labels and judge scores in 1..n_labels).
 
@@ -173,11 +232,13 @@ def fit_conformal(
     >= 1 - alpha with probability >= 1 - delta over the calibration data), per group for grouped methods.
     Raises InvalidAlphaError, EmptyCalibrationError, ScoreOutOfRangeError, InvalidProbabilitiesError,
     UnknownMethodError. ``learned_lac`` fits its model on ``model_fraction`` of the items (drawn with ``rng``)
-    and its threshold on the rest.
+    and its threshold on the rest. ``groups`` (a document id per item) makes the PAC rule count documents, not
+    items (module rules); it changes nothing when ``delta`` is None except the learned methods' split by document.
     """
     check_method(method)
     check_alpha(alpha)
     check_delta(delta)
     prepared = calibration_scores(method, labels, judge_scores=judge_scores, probabilities=probabilities,
-                                  n_labels=n_labels, rng=rng, model_fraction=model_fraction)
+                                  n_labels=n_labels, rng=rng, model_fraction=model_fraction,
+                                  groups=groups)
     return fit_from_scores(prepared, alpha, delta)

@@ -11,7 +11,7 @@ import pytest
 import calibration
 from calibration import conformal as package
 
-MODULES = ("evaluate", "fit", "inputs", "learned_model", "quantile", "scores", "sets")
+MODULES = ("evaluate", "fit", "group_pac", "inputs", "learned_model", "quantile", "resampling", "scores", "sets")
 # The names `calibration/conformal.py` offered before it became a package; every importer relies on them.
 SINGLE_MODULE_API = {
     "CalibrationScores", "FittedConformal", "GroupCoverage", "LEARNED_METHODS", "METHODS", "PROBABILITY_METHODS",

@@ -34,8 +34,20 @@ def test_every_method_of_the_kind_is_fitted_on_all_items_at_every_level(fitted):
     for method, by_alpha in fitted.fitted.items():
         for alpha, predictor in by_alpha.items():
             expected = fit_conformal(method, alpha, data.labels, judge_scores=data.judge_scores,
-                                     rng=np.random.default_rng(3), delta=0.05)
+                                     rng=np.random.default_rng(3), delta=0.05, groups=data.groups)
             assert predictor == expected
+            assert predictor.pac_unit == "group"
+
+
+def test_group_pac_false_keeps_the_item_level_pac_rank():
+    data = _data(n_groups=30, per_group=6, seed=2)
+    fit = fit_kind(data, alphas=[0.1, 0.2], delta=0.05, n_splits=2, selection_repeats=1, nested_repeats=1, seed=3,
+                   group_pac=False)
+    for method, by_alpha in fit.fitted.items():
+        for alpha, predictor in by_alpha.items():
+            assert predictor == fit_conformal(method, alpha, data.labels, judge_scores=data.judge_scores,
+                                              rng=np.random.default_rng(3), delta=0.05)
+            assert predictor.pac_unit is msgspec.UNSET
 
 
 def test_pac_figures_cover_on_unseen_groups_and_the_recipe_keeps_its_promise(fitted):
@@ -75,13 +87,13 @@ def test_decision_shares_escalate_empty_sets():
 # fit_conformal and its sets formed with predict_sets (the served path, not evaluate_split's vectorised one), the
 # splits drawn with group_splits, and the shares, percentiles and pooled minima computed here.
 
-def _sets_of(method, alpha, data, split, seed_words, delta):
+def _sets_of(method, alpha, data, split, seed_words, delta, by_groups=True):
     rng = np.random.default_rng(seed_words)  # one generator: calibration draws first, then the test uniforms
     cal, test = split.calibration, split.test
     probs = data.probabilities
     fitted = fit_conformal(method, alpha, data.labels[cal], judge_scores=data.judge_scores[cal],
                            probabilities=None if probs is None else probs[cal], n_labels=data.n_labels, rng=rng,
-                           delta=delta)
+                           delta=delta, groups=data.groups[cal] if by_groups and delta is not None else None)
     sets = predict_sets(fitted, judge_scores=data.judge_scores[test],
                         probabilities=None if probs is None else probs[test], rng=rng)
     labels = np.arange(1, data.n_labels + 1)
@@ -90,8 +102,9 @@ def _sets_of(method, alpha, data, split, seed_words, delta):
     return sets[np.arange(test.size), data.labels[test] - 1], sizes, spans, test
 
 
-def _reference(method, alpha, data, splits, seeds, delta, min_group_items, accept_max=2, escalate_min=5):
-    runs = [_sets_of(method, alpha, data, split, s, delta) for split, s in zip(splits, seeds, strict=True)]
+def _reference(method, alpha, data, splits, seeds, delta, min_group_items, accept_max=2, escalate_min=5,
+               by_groups=True):
+    runs = [_sets_of(method, alpha, data, split, s, delta, by_groups) for split, s in zip(splits, seeds, strict=True)]
     per_split = np.array([covered.mean() for covered, _, _, _ in runs])
     covered = np.concatenate([r[0] for r in runs])
     sizes = np.concatenate([r[1] for r in runs])
@@ -129,11 +142,12 @@ def _halves(groups, repeats, seed):
 
 
 def _reference_choice(data, methods, alpha, also, repeats, seed, seed_words, delta, min_group_items, context,
-                      checks=QUALIFY_CHECKS):
+                      checks=QUALIFY_CHECKS, by_groups=True):
     splits = _halves(data.groups, repeats, seed)
     seeds = [[*seed_words, r, f] for r in range(repeats) for f in (0, 1)]
     levels = [alpha, *[a for a in also if abs(a - alpha) > 1e-9]]
-    by_level = [[_evidence_of(m, a, _reference(m, a, data, splits, seeds, delta, min_group_items)) for m in methods]
+    by_level = [[_evidence_of(m, a, _reference(m, a, data, splits, seeds, delta, min_group_items,
+                                               by_groups=by_groups)) for m in methods]
                 for a in levels]
     fallback = "residual" if "residual" in methods else methods[0]
     return choose_method(by_level[0], fallback=fallback, context=context, other_levels=by_level[1:],
@@ -148,7 +162,8 @@ def _approx_struct(actual, expected):
 
 def _check_fit(fit, data, *, alphas, delta, seed, n_splits, repeats, nested, methods, headline=0.10,
                report=(0.05, 0.10, 0.20), also=(), min_group_items=20, checks=QUALIFY_CHECKS, accept_max=2,
-               escalate_min=5):
+               escalate_min=5, group_pac=True):
+    by_groups = group_pac and delta is not None
     codes = np.unique(data.groups, return_inverse=True)[1]
     coded = KindData(kind=data.kind, labels=data.labels, judge_scores=data.judge_scores,
                      probabilities=data.probabilities, groups=codes, n_labels=data.n_labels)
@@ -162,7 +177,7 @@ def _check_fit(fit, data, *, alphas, delta, seed, n_splits, repeats, nested, met
         for alpha in alphas:
             row = next(rows)
             ref = _reference(method, alpha, coded, outer, outer_seeds, delta, min_group_items, accept_max=accept_max,
-                             escalate_min=escalate_min)
+                             escalate_min=escalate_min, by_groups=by_groups)
             assert (row.method, row.alpha, row.n_splits) == (method, alpha, n_splits)
             assert [row.coverage, row.coverage_std, row.coverage_p5, row.set_size, row.empty_share,
                     row.full_scale_share, row.non_interval_share, row.accept_share, row.review_share,
@@ -177,7 +192,7 @@ def _check_fit(fit, data, *, alphas, delta, seed, n_splits, repeats, nested, met
 
     context = f" (cross-fitting by document, {repeats} x 2 folds, alpha={headline})"
     choice, evidence = _reference_choice(coded, methods, headline, also, repeats, seed, [seed, 2], delta,
-                                         min_group_items, context, checks)
+                                         min_group_items, context, checks, by_groups)
     assert fit.default == choice
     assert len(fit.selection_evidence) == len(evidence)
     for actual, expected in zip(fit.selection_evidence, evidence, strict=True):
@@ -190,9 +205,10 @@ def _check_fit(fit, data, *, alphas, delta, seed, n_splits, repeats, nested, met
                          probabilities=None if coded.probabilities is None else coded.probabilities[split.calibration],
                          groups=coded.groups[split.calibration], n_labels=coded.n_labels)
         chosen, _ = _reference_choice(inner, methods, headline, also, nested, seed + 1 + i, [seed, 3, i], delta,
-                                      min_group_items, "", checks)
+                                      min_group_items, "", checks, by_groups)
         for p, alpha in zip(fit.procedure, report, strict=True):
-            ref = _reference(chosen.method, alpha, coded, [split], [[seed, 1, i]], delta, min_group_items)
+            ref = _reference(chosen.method, alpha, coded, [split], [[seed, 1, i]], delta, min_group_items,
+                             by_groups=by_groups)
             assert p.chosen[i] == chosen.method
             assert p.coverage[i] == pytest.approx(ref["coverage"], rel=1e-12)
             assert p.set_size[i] == pytest.approx(ref["size"], rel=1e-12)
@@ -207,7 +223,8 @@ def _check_fit(fit, data, *, alphas, delta, seed, n_splits, repeats, nested, met
         for alpha in alphas:
             assert fit.fitted[method][alpha] == fit_conformal(
                 method, alpha, data.labels, judge_scores=data.judge_scores, probabilities=data.probabilities,
-                n_labels=data.n_labels, rng=np.random.default_rng(seed), delta=delta)
+                n_labels=data.n_labels, rng=np.random.default_rng(seed), delta=delta,
+                groups=data.groups if by_groups else None)
 
 
 def _string_groups(data: KindData) -> KindData:
@@ -303,15 +320,16 @@ def test_nested_choices_that_differ_by_split_marginal_are_the_reference():
 
 
 def test_nested_choices_under_pac_and_a_relaxed_rule_are_the_reference():
-    # PAC at delta = 0.1; the relaxed rule ("mean" only) chooses differently from the full rule in some split
+    # item-level PAC at delta = 0.1; the relaxed rule ("mean" only) chooses differently from the full rule in some
+    # split
     data = _data(n_groups=30, per_group=5, seed=28)
     kwargs = dict(alphas=[0.2], delta=0.1, headline_alpha=0.2, report_alphas=(0.2,), n_splits=4, selection_repeats=1,
-                  nested_repeats=1, seed=28, min_group_items=4)
+                  nested_repeats=1, seed=28, min_group_items=4, group_pac=False)
     relaxed = fit_kind(data, **kwargs, qualify_checks=("mean",))
     assert relaxed.procedure[0].chosen != fit_kind(data, **kwargs).procedure[0].chosen
     _check_fit(relaxed, data, alphas=[0.2], delta=0.1, seed=28, n_splits=4, repeats=1, nested=1,
                methods=["residual", "mondrian_residual", "learned_lac", "label_conditional"], headline=0.2,
-               report=(0.2,), min_group_items=4, checks=("mean",))
+               report=(0.2,), min_group_items=4, checks=("mean",), group_pac=False)
 
 
 def _four_label_data(seed: int = 2) -> KindData:
@@ -358,24 +376,41 @@ def test_the_defaults_are_the_documented_ones():
     seven = KindData(kind="score", labels=np.clip(data.labels + data.judge_scores - 3, 1, 7),
                      judge_scores=np.clip(data.judge_scores * 2 - 2, 1, 7), probabilities=None, groups=data.groups,
                      n_labels=7)
-    by_default = fit_kind(seven, alphas=[0.2], delta=0.1)
+    # (the item-level PAC rank: 16 documents are too few for the document-level rule to certify anything here,
+    # which would hide the other defaults; group_pac=True is the default, checked last)
+    by_default = fit_kind(seven, alphas=[0.2], delta=0.1, group_pac=False)
     explicit = fit_kind(seven, alphas=[0.2], delta=0.1, n_splits=20, selection_repeats=5, nested_repeats=2, seed=0,
                         accept_max=2, escalate_min=5, min_group_items=20, headline_alpha=0.10,
-                        report_alphas=(0.05, 0.10, 0.20))
+                        report_alphas=(0.05, 0.10, 0.20), group_pac=False)
     assert by_default == explicit
     # the defaults this data is sensitive to (a third nested repeat, or 21 items per pooled group, changes nothing
     # here)
     for changed in (dict(n_splits=21), dict(selection_repeats=6), dict(seed=1), dict(escalate_min=6)):
-        assert fit_kind(seven, alphas=[0.2], delta=0.1, **changed) != by_default, changed
+        assert fit_kind(seven, alphas=[0.2], delta=0.1, group_pac=False, **changed) != by_default, changed
+    assert fit_kind(seven, alphas=[0.2], delta=0.1) == fit_kind(seven, alphas=[0.2], delta=0.1, group_pac=True)
+    assert fit_kind(seven, alphas=[0.2], delta=0.1) != by_default
 
 
 def test_two_nested_repeats_under_pac_are_the_reference():
     # two nested repeats: four inner evaluations, each with its own generator words [seed, 3, split, repeat, fold];
-    # PAC at delta = 0.1 inside the nested selection too (data and seed picked so that learned_lac is chosen once)
+    # item-level PAC at delta = 0.1 inside the nested selection too (data and seed picked so that learned_lac is
+    # chosen once)
     data = _data(n_groups=30, per_group=5, seed=13)
     fit = fit_kind(data, alphas=[0.2], delta=0.1, headline_alpha=0.2, report_alphas=(0.2,), n_splits=4,
-                   selection_repeats=1, nested_repeats=2, seed=13, min_group_items=4)
+                   selection_repeats=1, nested_repeats=2, seed=13, min_group_items=4, group_pac=False)
     assert "learned_lac" in fit.procedure[0].chosen
     _check_fit(fit, data, alphas=[0.2], delta=0.1, seed=13, n_splits=4, repeats=1, nested=2,
                methods=["residual", "mondrian_residual", "learned_lac", "label_conditional"], headline=0.2,
-               report=(0.2,), min_group_items=4)
+               report=(0.2,), min_group_items=4, group_pac=False)
+
+
+def test_one_item_per_group_keeps_the_item_rank_which_is_exact_there():
+    base = _data(n_groups=60, per_group=4, seed=6)
+    singletons = KindData(kind="score", labels=base.labels, judge_scores=base.judge_scores, probabilities=None,
+                          groups=np.arange(base.labels.size))
+    options = dict(alphas=[0.1], delta=0.05, n_splits=2, selection_repeats=1, nested_repeats=1, seed=1,
+                   methods=["residual"])
+    fit = fit_kind(singletons, **options)
+    assert fit == fit_kind(singletons, **options, group_pac=False)
+    assert fit.fitted["residual"][0.1].pac_unit is msgspec.UNSET
+    assert fit_kind(base, **options).fitted["residual"][0.1].pac_unit == "group"
