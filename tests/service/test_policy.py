@@ -117,8 +117,10 @@ def test_the_hull_is_the_smallest_interval_holding_the_set(labels: set[int]):
 
 def test_the_shipped_fallback_reasons_name_the_failed_checks():
     artifact = json.loads((ROOT / "calibration" / "thresholds.json").read_text())
+    assert artifact["default_methods"], "the shipped artifact has default methods"
+    # With document-level PAC every shipped cell has a qualifying method (wide sets qualify), so there may be no
+    # fallback here; reading a fallback reason is checked on a written one below.
     fallbacks = [d for d in artifact["default_methods"] if d["reason"].startswith("fallback to")]
-    assert fallbacks, "the shipped artifact has fallback defaults"
     for default in fallbacks:
         failure = selection_failure(default["reason"])
         assert failure is not None and "no method met the selection rule" in failure
