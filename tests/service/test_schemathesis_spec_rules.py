@@ -1,8 +1,9 @@
-"""The labelled row of POST /v1/calibrations in the committed spec states the row's own rules, so schemathesis's
-positive-data check does not send rows the service must refuse: a row's ``scale_max`` bounds its values and
-log-prob keys, and ``document``/``input`` and ``summary``/``output`` are either/or. Each row the spec refuses is one
-``calibration.labels`` refuses, and the spec's own example rows pass both (validated with jsonschema_rs, the
-validator schemathesis uses)."""
+"""The committed spec states the single-value rules schemathesis's positive-data check (ST202) found refused:
+the labelled row of POST /v1/calibrations (a row's ``scale_max`` bounds its values and log-prob keys;
+``document``/``input`` and ``summary``/``output`` are either/or) and the artifact names of reload and of the
+calibration upload (``..``, ``.json``, the reserved ``primary``). Each value the spec refuses is one the service
+refuses, and each one it accepts the service accepts (validated with jsonschema_rs, the validator schemathesis
+uses)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 
 from calibration.errors import LabelsError
 from calibration.labels import parse_labels
+from service.activated import check_name
 from service.openapi_export import DEFAULT_PATH
 
 BASE = {"item_id": "a", "criterion": "helpfulness", "human": 3, "judge": "j", "judge_score": 3}
@@ -62,3 +64,27 @@ def test_the_spec_example_rows_are_valid_rows():
     media = spec["paths"]["/v1/calibrations"]["post"]["requestBody"]["content"]["application/json"]
     validator = _row_validator()
     assert all(validator.is_valid(row) for row in media["example"])
+
+
+def _name_validators() -> list[jsonschema_rs.Validator]:
+    spec = json.loads(DEFAULT_PATH.read_text())
+    reload = spec["components"]["schemas"]["ReloadRequest"]["properties"]["name"]
+    (query,) = [p for p in spec["paths"]["/v1/calibrations"]["post"]["parameters"] if p["name"] == "name"]
+    return [jsonschema_rs.validator_for(reload), jsonschema_rs.validator_for(query["schema"])]
+
+
+@pytest.mark.parametrize("name", ["x.json", "a..b", "X.JSON", "primary", "Primary", "pRIMARY", "-x", "a b", "x" * 65])
+def test_an_artifact_name_the_service_refuses_is_invalid_in_the_spec(name: str):
+    with pytest.raises(ValueError):
+        check_name(name)
+    assert not any(validator.is_valid(name) for validator in _name_validators())
+
+
+@pytest.mark.parametrize("name", ["my-judge.v2", "primary2", "json", "a.jsonl", "x" * 64])
+def test_an_artifact_name_the_service_accepts_is_valid_in_the_spec(name: str):
+    assert check_name(name) == name
+    assert all(validator.is_valid(name) for validator in _name_validators())
+
+
+def test_the_upload_s_empty_name_means_the_default_name_and_is_valid():
+    assert _name_validators()[1].is_valid("")
