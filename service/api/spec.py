@@ -15,7 +15,8 @@ and the request rules the service enforces that JSON Schema can state.
   (service.scoring); a panel request excludes every single-judge field and faithfulness, and ``verdicts``
   excludes ``panel`` (service.panels); a member verdict carries a score, log-probs or a mean, and its judge has
   no "+" and is no ``panel:`` name; log-probs hold at
-  least one token; a ``{first, second, verdict}`` preference has no ``tie: true``; texts are not blank.
+  least one token; a ``{first, second, verdict}`` preference has no ``tie: true``; texts are not blank; compare's
+  candidates are unique items (their ids must be: the part JSON Schema can state).
 * **Artifact names** (``ReloadRequest.name``, the ``name`` query of POST /v1/calibrations): service.activated's
   check_name (1-64 letters, digits, ``_ - .`` starting with a letter or digit, no ``..``, not ending in ``.json``,
   not the reserved ``primary`` in any case); the query's empty ``name`` means the default name.
@@ -119,6 +120,10 @@ def _compare_rules(schemas: dict[str, Any]) -> None:
         ]
         if "document" in compare.properties:
             compare.properties["document"].pattern = _NOT_BLANK
+        if "candidates" in compare.properties:
+            # service.comparing: candidate ids are unique. JSON Schema cannot say "unique by id"; uniqueItems states
+            # the part it can (two equal candidates share their id), the rest is the documented 422.
+            compare.properties["candidates"].unique_items = True
     candidate = schemas.get("Candidate")
     if candidate is not None and candidate.properties and "text" in candidate.properties:
         candidate.properties["text"].pattern = _NOT_BLANK

@@ -86,3 +86,13 @@ def test_an_artifact_name_the_service_accepts_is_valid_in_the_spec(name: str):
 
 def test_the_upload_s_empty_name_means_the_default_name_and_is_valid():
     assert _name_validators()[1].is_valid("")
+
+
+def test_compare_candidates_are_unique_items_in_the_spec():
+    """service.comparing refuses repeated candidate ids; two equal candidates repeat theirs, and the spec says so."""
+    spec = json.loads(DEFAULT_PATH.read_text())
+    candidates = spec["components"]["schemas"]["CompareRequest"]["properties"]["candidates"]
+    validator = jsonschema_rs.validator_for({**candidates, "components": spec["components"]})
+    same = [{"id": "0", "text": "0"}] * 3
+    assert not validator.is_valid(same)
+    assert validator.is_valid([{"id": str(n), "text": "0"} for n in range(3)])
