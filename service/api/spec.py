@@ -15,17 +15,24 @@ and the request rules the service enforces that JSON Schema can state.
   (service.scoring); a panel request excludes every single-judge field and faithfulness, and ``verdicts``
   excludes ``panel`` (service.panels); a member verdict carries a score, log-probs or a mean, and its judge has
   no "+" and is no ``panel:`` name; log-probs hold at
-  least one token; a ``{first, second, verdict}`` preference has no ``tie: true``; texts are not blank.
+  least one token; a ``{first, second, verdict}`` preference has no ``tie: true``; texts are not blank; compare's
+  candidates are unique items (their ids must be: the part JSON Schema can state).
+* **Artifact names** (``ReloadRequest.name``, the ``name`` query of POST /v1/calibrations): service.activated's
+  check_name (1-64 letters, digits, ``_ - .`` starting with a letter or digit, no ``..``, not ending in ``.json``,
+  not the reserved ``primary`` in any case); the query's empty ``name`` means the default name.
 * **Deployment values** (names and scales that depend on the loaded calibration, JUDGES_FILE, RUBRICS_FILE and
   PANELS_FILE) are ``service.api.spec_values``'s.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from litestar.openapi.spec import OpenAPI, OpenAPIType, Reference, Schema
 
+from service.activated import NAME_PATTERN
+from service.registry import RESERVED_NAMES
 from service.settings import Settings
 
 __all__ = ["absent", "implies", "present", "refine_spec", "score_branches"]
@@ -113,6 +120,10 @@ def _compare_rules(schemas: dict[str, Any]) -> None:
         ]
         if "document" in compare.properties:
             compare.properties["document"].pattern = _NOT_BLANK
+        if "candidates" in compare.properties:
+            # service.comparing: candidate ids are unique. JSON Schema cannot say "unique by id"; uniqueItems states
+            # the part it can (two equal candidates share their id), the rest is the documented 422.
+            compare.properties["candidates"].unique_items = True
     candidate = schemas.get("Candidate")
     if candidate is not None and candidate.properties and "text" in candidate.properties:
         candidate.properties["text"].pattern = _NOT_BLANK
@@ -188,8 +199,29 @@ def _job_items(spec: OpenAPI, settings: Settings) -> None:
         media.schema.properties["items"].max_items = settings.jobs.max_job_items  # type: ignore[union-attr]
 
 
+def _any_case(word: str) -> str:
+    return "".join(f"[{c.lower()}{c.upper()}]" if c.isalpha() else re.escape(c) for c in word)
+
+
+def _artifact_names(spec: OpenAPI) -> None:
+    """service.activated.check_name's rules on the two artifact names a caller gives (module rules)."""
+    reserved = "|".join(f"^{_any_case(name)}$" for name in sorted(RESERVED_NAMES))
+    refused = Schema(type=OpenAPIType.STRING, pattern=rf"\.\.|\.{_any_case('json')}$|{reserved}")
+    schemas = (spec.components.schemas if spec.components else None) or {}
+    reload = schemas.get("ReloadRequest")
+    if reload is not None and reload.properties and "name" in reload.properties:
+        reload.properties["name"].schema_not = refused  # type: ignore[union-attr]
+    item = (spec.paths or {}).get("/v1/calibrations")
+    for parameter in (item.post.parameters or []) if item is not None and item.post is not None else []:
+        if not isinstance(parameter, Reference) and parameter.name == "name" and isinstance(parameter.schema, Schema):
+            # empty: the default name cal-<id> (the handler reads "" as not given)
+            parameter.schema.pattern = f"^({NAME_PATTERN.pattern.strip('^$')})?$"
+            parameter.schema.schema_not = refused
+
+
 def refine_spec(spec: OpenAPI, settings: Settings) -> None:
     """Apply the module's rules to ``spec`` in place."""
     _either_or((spec.components.schemas if spec.components else None) or {})
+    _artifact_names(spec)
     _security(spec, settings)
     _job_items(spec, settings)
