@@ -50,6 +50,7 @@ import numpy as np
 from scipy import stats
 
 from calibration.errors import CalibrationError, EmptyCalibrationError, InvalidAlphaError
+from calibration.risk_control import clopper_pearson_upper
 
 __all__ = [
     "BETS",
@@ -186,13 +187,6 @@ def binomial_p_value(n_errors: int, n_accepted: int, alpha: float) -> float:
     if n_accepted <= 0:
         return 1.0
     return float(stats.binom.cdf(n_errors, n_accepted, alpha))
-
-
-def clopper_pearson_upper(n_errors: int, n_accepted: int, delta: float) -> float:
-    """One-sided Clopper-Pearson upper bound at level 1 - delta of an error rate (1 when n_accepted = 0)."""
-    if n_accepted <= 0 or n_errors >= n_accepted:
-        return 1.0
-    return float(stats.beta.ppf(1.0 - delta, n_errors + 1, n_accepted - n_errors))
 
 
 def group_betting_p_value(group_errors: np.ndarray, group_accepted: np.ndarray, alpha: float,
