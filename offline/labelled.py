@@ -28,6 +28,7 @@ from offline.data.errors import DataError
 from offline.export import build_artifact, code_version
 from offline.report.labelled import write_labelled_report
 from offline.studies.conformal import JudgeCriterionData
+from offline.studies.decisions import export_rules
 from offline.studies.validity import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, run_validity_study, write_validity
 
 __all__ = ["LabelledRun", "calibrate_labels", "cell_data", "labels_hash", "load_label_files", "size_warnings"]
@@ -144,6 +145,7 @@ def calibrate_labels(
     names = ", ".join(Path(p).name for p in paths)
     artifact = build_artifact(
         datasets, None, seed=seed, data_hash=labels_hash(paths), code_version=code_version(), fits=fits,
+        decision_rules=export_rules(datasets, seed=seed),
         source=f"offline calibrate --labels {names}: y* = human rounded to the nearest integer (halves up); per "
         f"(cell, input kind) calibration.kind_fit.fit_kind: thresholds at delta={delta} fitted on all labelled "
         f"items with seed {seed}, held-out figures from {n_splits} seeded splits by group, default method by "
