@@ -19,8 +19,9 @@ $(RUNTIME_STAMP): pyproject.toml
 
 install: $(STAMP)
 
-$(STAMP): $(RUNTIME_STAMP) pyproject.toml
+$(STAMP): $(RUNTIME_STAMP) pyproject.toml client/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,offline]'
+	$(BIN)/python -m pip install --quiet -e ./client
 	touch $(STAMP)
 
 ## The whole test suite (needs ../shared/data or DATA_DIR, and Redis on 127.0.0.1:6379). One BLAS thread, as
