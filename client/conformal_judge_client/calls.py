@@ -28,7 +28,7 @@ from .results import (
 from .retry import RetryPolicy, parse_retry_after, send
 from .transport import HttpRequest, Plan, Sleep
 
-__all__ = ["PollPolicy", "Session"]
+__all__ = ["PollPolicy", "Operations"]
 
 Item = Mapping[str, Any]
 
@@ -54,7 +54,7 @@ def _json(response: httpx.Response, ok: tuple[int, ...] = (200,)) -> Any:
 
 
 @dataclass(frozen=True)
-class Session:
+class Operations:
     """The plans of every API operation under one retry policy and poll policy (no connection state)."""
 
     retry: RetryPolicy = RetryPolicy()

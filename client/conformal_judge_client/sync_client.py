@@ -1,4 +1,4 @@
-"""The blocking client: every method runs the shared plan of ``calls.Session`` on an ``httpx.Client``."""
+"""The blocking client: every method runs the shared plan of ``calls.Operations`` on an ``httpx.Client``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from .calls import PollPolicy, Session
+from .calls import Operations, PollPolicy
 from .results import (
     Activation,
     BatchItem,
@@ -47,7 +47,7 @@ class Client:
         poll: PollPolicy | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
-        self._session = Session(retry=retry or RetryPolicy(), poll=poll or PollPolicy())
+        self._operations = Operations(retry=retry or RetryPolicy(), poll=poll or PollPolicy())
         self._http = httpx.Client(base_url=base_url, headers=client_headers(api_key), timeout=timeout,
                                   transport=transport)
 
@@ -66,76 +66,76 @@ class Client:
 
     def score(self, item: Item) -> ScoreResult:
         """Score one verdict (``POST /v1/score``), e.g. ``{"criterion": ..., "judge": ..., "judge_score": 4}``."""
-        return self._run(self._session.score(item))
+        return self._run(self._operations.score(item))
 
     def score_batch(self, items: Iterable[Item]) -> BatchResult:
         """Score up to 1,000 items at once (``POST /v1/score/batch``); a bad item fails alone, in its result."""
-        return self._run(self._session.score_batch(items))
+        return self._run(self._operations.score_batch(items))
 
     def compare(self, body: Item) -> CompareResult:
         """Rank candidates from pairwise verdicts (``POST /v1/compare``): ``preferences`` or ``candidates``."""
-        return self._run(self._session.compare(body))
+        return self._run(self._operations.compare(body))
 
     def submit_job(self, items: Iterable[Item], *, idempotency_key: str | None = None) -> JobAccepted:
         """Submit a durable job (``POST /v1/jobs``); a fresh Idempotency-Key is used unless one is given."""
-        return self._run(self._session.submit_job(items, idempotency_key))
+        return self._run(self._operations.submit_job(items, idempotency_key))
 
     def job_status(self, job_id: str) -> JobStatus:
         """A job's status and progress."""
-        return self._run(self._session.job_status(job_id))
+        return self._run(self._operations.job_status(job_id))
 
     def job_results(self, job_id: str, *, after: int = -1, limit: int | None = None) -> list[BatchItem]:
         """A job's result lines after index ``after``, in input order."""
-        return self._run(self._session.job_results(job_id, after, limit))
+        return self._run(self._operations.job_results(job_id, after, limit))
 
     def cancel_job(self, job_id: str) -> JobStatus:
         """Cancel a job: items not yet started are not judged."""
-        return self._run(self._session.cancel_job(job_id))
+        return self._run(self._operations.cancel_job(job_id))
 
     def follow_job(self, job_id: str, *, timeout_s: float | None = None) -> JobOutcome:
         """Poll a job until it ends, collecting its result lines; ``JobTimeout`` past ``timeout_s``."""
-        return self._run(self._session.follow_job(job_id, timeout_s))
+        return self._run(self._operations.follow_job(job_id, timeout_s))
 
     def run_job(
         self, items: Iterable[Item], *, idempotency_key: str | None = None, timeout_s: float | None = None
     ) -> JobOutcome:
         """Submit a job and follow it to its end."""
-        return self._run(self._session.run_job(items, idempotency_key, timeout_s))
+        return self._run(self._operations.run_job(items, idempotency_key, timeout_s))
 
     def submit_calibration(
         self, rows: Iterable[Item], *, scale: int | None = None, name: str | None = None
     ) -> CalibrationJob:
         """Upload labelled rows to calibrate your own judge (``POST /v1/calibrations``, admin key)."""
-        return self._run(self._session.submit_calibration(rows, scale, name))
+        return self._run(self._operations.submit_calibration(rows, scale, name))
 
     def calibration_job(self, job_id: str) -> CalibrationJob:
         """A calibration job's progress and, when done, its cells."""
-        return self._run(self._session.calibration_job(job_id))
+        return self._run(self._operations.calibration_job(job_id))
 
     def wait_for_calibration(self, job_id: str, *, timeout_s: float | None = None) -> CalibrationJob:
         """Poll a calibration job until it is done or failed."""
-        return self._run(self._session.wait_for_calibration(job_id, timeout_s))
+        return self._run(self._operations.wait_for_calibration(job_id, timeout_s))
 
     def activate_calibration(self, job_id: str) -> Activation:
         """Make a finished calibration live beside the other artifacts (admin key)."""
-        return self._run(self._session.activate_calibration(job_id))
+        return self._run(self._operations.activate_calibration(job_id))
 
     def delete_calibration(self, job_id: str) -> None:
         """Delete a calibration job and, if it was activated, its artifact (admin key)."""
-        return self._run(self._session.delete_calibration(job_id))
+        return self._run(self._operations.delete_calibration(job_id))
 
     def calibration_info(self) -> dict[str, Any]:
         """What calibration is loaded (``GET /v1/calibration``), as JSON."""
-        return self._run(self._session.calibration_info())
+        return self._run(self._operations.calibration_info())
 
     def judges(self) -> dict[str, Any]:
         """The configured judges (``GET /v1/judges``), as JSON."""
-        return self._run(self._session.judges())
+        return self._run(self._operations.judges())
 
     def health(self) -> Health:
         """Liveness (``GET /healthz``)."""
-        return self._run(self._session.health())
+        return self._run(self._operations.health())
 
     def readiness(self) -> Health:
         """Readiness (``GET /readyz``): ``ready`` False with the failed checks when the service answers 503."""
-        return self._run(self._session.readiness())
+        return self._run(self._operations.readiness())
