@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from calibration.thresholds import save_artifact
-from service.jobs.settings import JobSettings
-from service.settings import Settings
+from artifact.thresholds import save_artifact
+from service.config.jobs import JobSettings
+from service.config.settings import Settings
 from tests.service.conftest import build_artifact
 from tests.service.jobs.conftest import delete_queue_keys
 from tests.service.servers import serve_in_thread
