@@ -1,6 +1,7 @@
 # Conformal Judge API image: `docker build -t conformal-judge .` then
 # `docker run -p 8000:8000 -e REDIS_URL=redis://redis:6379/0 conformal-judge`.
-# Same entry point as `make serve` (python -m service); settings come from the environment (service/settings.py).
+# Same entry point as `make serve` (python -m service); settings come from the environment (docs/operations.md).
+# The same image runs the job workers (`python -m service.worker`): compose.yaml runs the API, two workers and Redis.
 
 # Build stage: `pip install .` (no extras) into a virtualenv, so the runtime image carries no build tooling, no
 # sources, and neither the offline module nor its extras (matplotlib, tqdm): it serves, it does not calibrate.
@@ -32,6 +33,9 @@ ENV PATH="/opt/venv/bin:${PATH}" \
 # A fixed, unprivileged uid/gid so mounted files (JUDGES_FILE, THRESHOLDS_PATH) can be permissioned for it.
 RUN groupadd --system --gid 10001 app \
     && useradd --system --uid 10001 --gid app --home-dir /home/app --create-home --shell /usr/sbin/nologin app
+# The mount point of activated artifacts (ARTIFACTS_DIR in compose.yaml), owned by the app user: a named volume
+# mounted there starts with this directory's owner, so the service can write to it.
+RUN install -d -o app -g app /var/lib/conformal-judge/artifacts
 COPY --from=build /opt/venv /opt/venv
 # Run from an empty directory so `python -m service` imports the installed package, not a stray checkout.
 WORKDIR /home/app
