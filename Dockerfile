@@ -11,10 +11,13 @@ ENV PIP_NO_CACHE_DIR=1 \
     PYTHONDONTWRITEBYTECODE=1
 RUN python -m venv /opt/venv
 WORKDIR /src
-# Metadata first, then the packages the service needs (calibration*, service*; thresholds.json and
-# judges.example.json come along as package data). offline/ is not copied, so setuptools finds no offline*.
+# Metadata first, then the packages the service needs (artifact*, calibration*, judges*, service*: every package
+# of pyproject.toml but offline*; the artifact JSON files and judges.example.json come along as package data).
+# offline/ is not copied, so setuptools finds no offline* (tests/deploy/test_compose.py checks the list).
 COPY pyproject.toml README.md ./
+COPY artifact ./artifact
 COPY calibration ./calibration
+COPY judges ./judges
 COPY service ./service
 RUN /opt/venv/bin/pip install . \
     && ! /opt/venv/bin/python -c "import matplotlib" 2>/dev/null \

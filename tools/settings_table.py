@@ -49,9 +49,9 @@ __all__ = ["Setting", "render_table", "settings", "settings_modules", "settings_
 def settings_modules() -> tuple[ModuleType, ModuleType, ModuleType]:
     """The modules of the settings object, its request limits and its jobs settings (the one import site)."""
     return (
-        importlib.import_module("service.settings"),
-        importlib.import_module("service.limits"),
-        importlib.import_module("service.jobs.settings"),
+        importlib.import_module("service.config.settings"),
+        importlib.import_module("service.config.limits"),
+        importlib.import_module("service.config.jobs"),
     )
 
 

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -162,5 +163,7 @@ def test_image_installs_the_runtime_only() -> None:
     assert installs == ["."], "one `pip install .`: no extras ([dev], [offline]) and no requirements files"
     copied = re.findall(r"^COPY (?!--from)(.+) \S+$", dockerfile, flags=re.MULTILINE)
     sources = {source for line in copied for source in line.split()}
-    assert sources == {"pyproject.toml", "README.md", "calibration", "service"}, sources
+    packages = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    runtime = {pattern.rstrip("*") for pattern in packages["include"]} - {"offline"}
+    assert sources == {"pyproject.toml", "README.md", *runtime}, "every runtime package copied, offline/ not"
     assert re.search(r'^CMD \["python", "-m", "service"\]$', dockerfile, flags=re.MULTILINE)
