@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 
-.PHONY: install install-runtime test test-fast bench lint mutate calibrate serve worker openapi demo clean
+.PHONY: install install-runtime test test-fast bench lint mutate calibrate serve worker openapi settings-table demo clean
 
 ## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
 ## offline extras on top of them, in the same .venv.
@@ -49,6 +49,10 @@ worker: install-runtime
 ## Regenerate the committed OpenAPI spec.
 openapi: install
 	$(BIN)/python -m service.openapi_export
+
+## Regenerate the settings table in docs/operations.md from the settings code (a test checks it is current).
+settings-table: install-runtime
+	$(BIN)/python tools/settings_table.py
 
 ## Benchmarks: side-by-side tables against baselines (not part of the tests).
 bench: install
