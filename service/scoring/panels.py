@@ -11,7 +11,7 @@ name from PANELS_FILE: the service asks every member concurrently, through the j
    ``faithfulness`` is not scored by panels (422). An unknown panel name -> 422 with the configured names;
    ``panel`` needs ``document`` and ``summary`` (422).
 2. **Members' verdicts.** A caller's ``judge_logprobs`` are renormalised over 1..K with a missing token read as
-   ln(1e-5) (service.scoring.score's convention); a live member's come from its reply. Each member's expected score
+   ln(1e-5) (service.scoring.verdict's convention); a live member's come from its reply. Each member's expected score
    follows :func:`calibration.panels.expected_score` (mean_of_samples, else sum k p_k, else the score). A
    live member whose call fails is reported with its ``error`` and left out; when no member answers, the
    first failure is the request's error (as for one judge).
