@@ -418,6 +418,11 @@ def switch_reason(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[floa
             f"{bound:.1f} (g1 = {g1:.3f})")
 
 
+def _label_count(value: float) -> int | None:
+    """ceil(value), at least MIN_N_CLT; None when it is not a finite count (a width too small to represent)."""
+    return max(MIN_N_CLT, math.ceil(value)) if math.isfinite(value) else None
+
+
 def label_budget(y: Sequence[float], f: Sequence[float], f_unlabelled: Sequence[float], alpha: float,
                  target_half_width: float | None = None) -> LabelBudget:
     """Labels needed for ``target_half_width`` under PPI++ (default: half today's PPI++ half-width)."""
@@ -432,8 +437,8 @@ def label_budget(y: Sequence[float], f: Sequence[float], f_unlabelled: Sequence[
                            labels_needed_human_only=None)
     var_rect = float((y_arr - lam * f_arr).var())
     room = width ** 2 - z ** 2 * lam ** 2 * float(f_unl.var()) / f_unl.size
-    needed = None if room <= 0 else max(MIN_N_CLT, math.ceil(z ** 2 * var_rect / room))
-    human = max(MIN_N_CLT, math.ceil(z ** 2 * float(y_arr.var()) / width ** 2))
+    needed = None if room <= 0 else _label_count(z ** 2 * var_rect / room)
+    human = None if width ** 2 <= 0 else _label_count(z ** 2 * float(y_arr.var()) / width ** 2)
     return LabelBudget(target_half_width=float(width), labels_needed=needed,
                        more_labels=None if needed is None else max(0, needed - y_arr.size),
                        labels_needed_human_only=human)

@@ -44,8 +44,10 @@ _RESPONSE = {"frozen": True, "kw_only": True}
 
 Metric = Literal["mean", "pass_rate", "win_rate", "difference"]
 BaseMetric = Literal["mean", "pass_rate", "win_rate"]
-Alpha = Annotated[float, Meta(gt=0, lt=1, description="miscoverage level: the interval covers with probability "
-                                                      ">= 1 - alpha")]
+# at least 1e-6: below it the normal quantiles and the betting thresholds leave floating point (and no study
+# could check such a level anyway)
+Alpha = Annotated[float, Meta(ge=1e-6, lt=1, description="miscoverage level in [1e-6, 1): the interval covers with "
+                                                         "probability >= 1 - alpha")]
 Value = Annotated[float, Meta(ge=0, le=10, description="a score on the scale scale_min..scale_max (mean, pass_rate), "
                                                        "or a pairwise outcome 1 / 0.5 / 0 (win_rate)")]
 Labels = Annotated[list[Value], Meta(min_length=2, max_length=HARD_MAX_SAMPLE_VALUES)]
@@ -71,7 +73,7 @@ class _Options(msgspec.Struct, **_REQUEST):
     scale_max: Annotated[int, Meta(ge=1, le=10, description="highest score K of the scale 1..K")] = 5
     threshold: Annotated[float, Meta(ge=0, le=10, description="pass_rate: an item passes when its score is "
                                                               ">= threshold")] | None = None
-    target_half_width: Annotated[float, Meta(gt=0, le=10, description="the label budget's target half-width W "
+    target_half_width: Annotated[float, Meta(ge=1e-6, le=10, description="the label budget's target half-width W "
                                              "(default: half of today's PPI++ half-width)")] | None = None
 
 

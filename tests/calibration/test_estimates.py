@@ -304,3 +304,13 @@ def test_answers_carry_the_switch_reason() -> None:
     assert small.method == "betting" and small.switch_reason == "betting: n = 20 < 50 labelled items"
     both = estimate_difference(big, small)
     assert big.switch_reason in both.switch_reason and small.switch_reason in both.switch_reason
+
+
+def test_label_budget_of_a_vanishing_width_is_none_not_an_error() -> None:
+    rng = np.random.default_rng(13)
+    human, judge = _population(rng, 300)
+    for width in (5e-324, 1e-170):  # width^2 is 0 or the count overflows a float
+        budget = label_budget(human[:60], judge[:60], judge[60:], 0.05, width)
+        assert budget.labels_needed is None and budget.labels_needed_human_only is None
+    tiny = label_budget(human[:60], judge[:60], judge[60:], 0.05, 1e-6)
+    assert tiny.labels_needed_human_only is not None and tiny.labels_needed_human_only > 10 ** 9

@@ -178,6 +178,7 @@ def _valid() -> dict[str, Any]:
         ({"human": []}, "human"),  # empty sample
         ({"judge_unlabelled": [3]}, "judge_unlabelled"),
         ({"alpha": 0}, "alpha"),
+        ({"alpha": 5e-324}, "alpha"),
         ({"alpha": 1}, "alpha"),
         ({"alpha": -0.1}, "alpha"),
         ({"alpha": 1.5}, "alpha"),

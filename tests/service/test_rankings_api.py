@@ -114,6 +114,7 @@ _GOOD = _battles(("x", "y", "a", "a"), ("y", "z", "b", "tie"), ("x", "z", "a", N
         ({"battles": _GOOD[:1]}, "battles"),
         ({"battles": []}, "battles"),
         ({"battles": _GOOD, "alpha": 0}, "alpha"),
+        ({"battles": _GOOD, "alpha": 1e-7}, "alpha"),
         ({"battles": _GOOD, "alpha": 1}, "alpha"),
         ({"battles": _GOOD, "construction": "box"}, "construction"),
         ({"battles": _GOOD, "ties": "third"}, "ties"),

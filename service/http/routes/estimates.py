@@ -100,7 +100,7 @@ async def rankings(data: RankingBody, request: Request) -> RankingResponse:
 
 
 def document_estimates_openapi(schemas: dict[str, Any]) -> None:
-    """Spec details Litestar drops: closed request objects, the values' bounds in the lists, zero-valued bounds."""
+    """Spec details Litestar drops: closed request objects, the values' bounds in the lists, a zero bound."""
     for name in ("EstimateRequest", "EstimateBatchRequest", "SystemSample", "VersusSample", "Battle", "RankingRequest"):
         if name in schemas:
             schemas[name].additional_properties = False
@@ -113,4 +113,3 @@ def document_estimates_openapi(schemas: dict[str, Any]) -> None:
         properties = schemas[name].properties if name in schemas else None
         if properties:
             properties["threshold"].minimum = 0.0
-            properties["target_half_width"].exclusive_minimum = 0.0
