@@ -251,6 +251,9 @@ def _download_once(url: str, part: Path, size: int, sha256: str, timeout: float,
             str(response.headers.get("Content-Range", "")).startswith(f"bytes {offset}-")
         with part.open("ab" if resumed else "wb") as fh:
             _copy(response, fh, size, bar)
+    received = part.stat().st_size
+    if received < size:  # http.client's read(n) ends quietly at a premature close: a transient failure
+        raise ConnectionError(f"the transfer stopped after {received} of {size} bytes")
     got = _digest(part)
     if got != (size, sha256):
         part.unlink()
@@ -273,6 +276,7 @@ def _download(url: str, part: Path, label: str, size: int, sha256: str, *, retri
                 raise DataError(label, None, f"refused the download from {url}: {exc}") from None
             last = f"resumed download refused ({exc}); starting over"
         except urllib.error.HTTPError as exc:
+            exc.close()  # it holds the response's socket
             if exc.code not in TRANSIENT_STATUS:
                 raise DataError(label, None, f"HTTP {exc.code} {exc.reason} from {url}") from None
             last = f"HTTP {exc.code} {exc.reason}"
