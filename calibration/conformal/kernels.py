@@ -59,6 +59,10 @@ class Ops(Protocol[C, Ix]):
         """A column of zeros."""
         ...
 
+    def to_float(self, index: Ix) -> C:
+        """An index column as floats."""
+        ...
+
     def lookup(self, table: Sequence[float], index: Ix) -> C:
         """``table[index]`` per item (a threshold per group, read at each item's group)."""
         ...
@@ -95,6 +99,10 @@ class _ScalarOps:
     def zeros(self) -> float:
         """0.0."""
         return 0.0
+
+    def to_float(self, index: int) -> float:
+        """The index as a float."""
+        return float(index)
 
     def lookup(self, table: Sequence[float], index: int) -> float:
         """``table[index]``."""
@@ -141,6 +149,10 @@ class ArrayOps:
         """A column of zeros."""
         return np.zeros(self.n_items)
 
+    def to_float(self, index: IndexArray) -> FloatArray:
+        """An index column as floats."""
+        return index.astype(float)
+
     def lookup(self, table: Sequence[float], index: IndexArray) -> FloatArray:
         """``table[index]`` per item."""
         return np.asarray(table, dtype=float)[index]
@@ -156,7 +168,7 @@ class ArrayOps:
 
     def first_max(self, columns: Sequence[FloatArray]) -> IndexArray:
         """Index of the largest column per item (``argmax`` returns the first maximum)."""
-        return np.column_stack(columns).argmax(axis=1)
+        return np.asarray(np.column_stack(columns).argmax(axis=1), dtype=np.int64)
 
 
 class ItemColumns(NamedTuple, Generic[C, Ix]):
@@ -176,10 +188,9 @@ class ItemColumns(NamedTuple, Generic[C, Ix]):
 
 def residual(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
     """``|s - y|`` on the judge's integer score s."""
-    judge = x.judge
-    assert judge is not None
-    zero = ops.zeros()  # a float column, also where the judge's index is an int
-    return [abs(judge - y) + zero for y in range(x.n_labels)]
+    assert x.judge is not None
+    judge = ops.to_float(x.judge)
+    return [abs(judge - y) for y in range(x.n_labels)]
 
 
 def residual_expected(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
