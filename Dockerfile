@@ -1,6 +1,6 @@
 # Conformal Judge API image: `docker build -t conformal-judge .` then
 # `docker run -p 8000:8000 -e REDIS_URL=redis://redis:6379/0 conformal-judge`.
-# Same entry point as `make serve` (python -m service); settings come from the environment (service/settings.py).
+# Same entry point as `make serve` (python -m service); settings come from the environment (service/config/settings.py).
 
 # Build stage: `pip install .` (no extras) into a virtualenv, so the runtime image carries no build tooling, no
 # sources, and neither the offline module nor its extras (matplotlib, tqdm): it serves, it does not calibrate.

@@ -30,7 +30,7 @@ $(STAMP): $(RUNTIME_STAMP) pyproject.toml
 test: install
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n $${TEST_WORKERS:-2} --dist loadfile
 
-## Run the offline studies on the shipped data, write reports/ and calibration/thresholds.json.
+## Run the offline studies on the shipped data, write reports/ and artifact/thresholds.json.
 ## With LABELS="a.jsonl b.jsonl" (and SCALE=K): calibrate your own labelled files instead, into reports/labels/
 ## (report + an artifact holding only your cells; the shipped calibration is not touched).
 calibrate: install

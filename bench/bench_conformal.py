@@ -7,9 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bench.table import BenchRow, median_seconds, print_table
-from calibration.conformal import fit_conformal, predict_sets, prediction_set
-from calibration.thresholds import (
+from artifact.thresholds import (
     FORMAT_VERSION,
     ThresholdEntry,
     ThresholdIndex,
@@ -17,6 +15,8 @@ from calibration.thresholds import (
     load_artifact,
     save_artifact,
 )
+from bench.table import BenchRow, median_seconds, print_table
+from calibration.conformal import fit_conformal, predict_sets, prediction_set
 
 TARGET_SECONDS = 5e-6
 

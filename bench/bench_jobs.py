@@ -281,7 +281,7 @@ def main() -> None:
                 "JOB_CHUNK_SIZE": "250" if name == "b" else "1000", "CACHE_TTL_S": "600", "LOG_LEVEL": "WARNING",
             })  # fmt: skip
             try:
-                with uvicorn_server("service.app:create_app", env, probe_path="/healthz") as api:
+                with uvicorn_server("service.http.app:create_app", env, probe_path="/healthz") as api:
                     if name == "b":
                         section_rows, section_notes = bench_live(api, env, judge)
                     else:

@@ -25,13 +25,13 @@ import msgspec
 import numpy as np
 from litestar.testing import TestClient
 
+from artifact.kinds import kind_artifact
+from artifact.thresholds import save_artifact
 from bench.table import BenchRow, print_table
-from calibration.kind_artifact import kind_artifact
 from calibration.kind_fit import fit_kind
 from calibration.panels import panel_family, panel_kind_data, panel_name
-from calibration.thresholds import save_artifact
-from service.app import create_app
-from service.settings import Settings
+from service.config.settings import Settings
+from service.http.app import create_app
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, judge_config_for, peaked_logprobs
 
 LATENCIES = {"bench-a": 0.05, "bench-b": 0.08, "bench-c": 0.10, "bench-d": 0.15}
@@ -103,7 +103,7 @@ def bench_panel() -> tuple[list[BenchRow], list[str]]:
 def main() -> None:
     """Print the panel table."""
     rows, notes = bench_panel()
-    print_table("Judge panels (service.panels)", rows)
+    print_table("Judge panels (service.scoring.panels)", rows)
     for note in notes:
         print(f"- {note}")
 

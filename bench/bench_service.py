@@ -233,14 +233,14 @@ def _median_result(results: list[LoadResult]) -> LoadResult:
 
 def _write_artifact(path: Path) -> None:
     """A thresholds artifact for the bench judge (residual and lac at alpha 0.1), fitted on synthetic scores."""
-    from calibration.conformal import fit_conformal
-    from calibration.thresholds import (
+    from artifact.thresholds import (
         FORMAT_VERSION,
         DefaultMethod,
         ThresholdEntry,
         ThresholdsArtifact,
         save_artifact,
     )
+    from calibration.conformal import fit_conformal
 
     rng = np.random.default_rng(0)
     labels = rng.integers(1, 6, 1000)
@@ -501,8 +501,8 @@ def main() -> None:
                                 "DEFAULT_JUDGE": JUDGE_NAME})
         logged_env = {**ours_env, "ACCESS_LOG": "all"}
         with (
-            uvicorn_server("service.app:create_app", ours_env, probe_path="/healthz") as ours,
-            uvicorn_server("service.app:create_app", logged_env, probe_path="/healthz") as logged,
+            uvicorn_server("service.http.app:create_app", ours_env, probe_path="/healthz") as ours,
+            uvicorn_server("service.http.app:create_app", logged_env, probe_path="/healthz") as logged,
             uvicorn_server("bench.bench_service:baseline_app", _server_env({}), probe_path="/") as baseline,
         ):
             sections = (

@@ -8,7 +8,7 @@ Run: ``.venv/bin/python -m bench.bench_tournament``.
 * Exact MFAS (``rank_mfas_ilp``: CBC linear-ordering ILP plus the deterministic tie-break) beside brute force
   over every permutation in pure Python, which is only feasible up to n = 8 (10! = 3.6 million orders);
   target <= 1 s at n = 10.
-* The service's MFAS under its time limit (``service.mfas_limit.rank_mfas_within``, 2 s: a killable worker
+* The service's MFAS under its time limit (``service.comparing.mfas_limit.rank_mfas_within``, 2 s: a killable worker
   process, the heuristic past the limit) on random 20-candidate tournaments (one fair verdict per pair, the
   red-team case), beside the uncapped exact solve of the same tournaments; target: the limit plus 0.5 s.
 """
@@ -155,7 +155,7 @@ def mfas_limit_rows(limit_s: float = 2.0, seeds: tuple[int, ...] = (0, 1, 2)) ->
     """rank_mfas_within(limit) vs the uncapped exact solve on random n = 20 tournaments: worst wall time."""
     import time
 
-    from service.mfas_limit import rank_mfas_within
+    from service.comparing.mfas_limit import rank_mfas_within
 
     capped, uncapped, exact, extra = [], [], 0, []
     for seed in seeds:

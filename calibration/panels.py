@@ -1,7 +1,7 @@
 """Judge panels: several judges' verdicts on one item combined into one ``mean`` verdict, calibrated like a judge.
 
 Pure (numbers in, numbers out); the offline study (:mod:`offline.studies.panels`) and the service
-(:mod:`service.panels`) call the same functions, so a panel verdict is combined the same way where it is
+(:mod:`service.scoring.panels`) call the same functions, so a panel verdict is combined the same way where it is
 calibrated and where it is served. Rules, stated once:
 
 * **Name.** A panel is identified by its members: ``panel:<m1>+<m2>+...`` with the member names sorted

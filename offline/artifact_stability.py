@@ -21,8 +21,8 @@ from typing import Any
 
 import msgspec
 
+from artifact.thresholds import ThresholdsArtifact, load_artifact, save_artifact
 from calibration.errors import ArtifactError
-from calibration.thresholds import ThresholdsArtifact, load_artifact, save_artifact
 
 __all__ = ["FLOAT_TOLERANCE", "same_within", "save_unless_unmoved", "settle"]
 

@@ -31,7 +31,7 @@ command                                                           does
 ``pairwise-decisions [--data-dir D] [--out reports]``             certified accept/abstain of pairwise verdicts
 ``       [--splits 20] [--seed 0] [--delta 0.1] [--draws 300]``   on human votes (offline.studies.
 ``       [--export FILE]``                                          pairwise_decisions); --export: the served
-                                                                  certificates (calibration.pairwise_artifact)
+                                                                  certificates (artifact.pairwise)
 ``estimates [--data-dir D] [--out reports] [--part all]``         system means and rank sets with valid intervals
                                                                   from few human labels + judge verdicts
                                                                   (offline.studies.estimates)
@@ -99,10 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
     cal.add_argument("--out", type=Path, default=None,
                      help="report folder (default: reports/; with --labels: reports/labels/)")
     cal.add_argument("--thresholds", type=Path, default=None,
-                     help="thresholds artifact to write (default: calibration/thresholds.json; with --labels: "
+                     help="thresholds artifact to write (default: artifact/thresholds.json; with --labels: "
                      "<out>/thresholds.json, holding only the labelled cells)")
     cal.add_argument("--labels", type=Path, action="append", default=None, metavar="FILE",
-                     help="your own labelled JSON Lines file (repeatable; format: calibration/labels.py): calibrate "
+                     help="your own labelled JSON Lines file (repeatable; format: artifact/labels.py): calibrate "
                      "these judges' cells only, instead of the shipped data")
     cal.add_argument("--scale", type=int, default=5, metavar="K",
                      help="with --labels: the scale 1..K of rows without a scale_max field (default 5)")
@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     val.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: $DATA_DIR, else "
                      "../shared/data): its recorded SummEval judges")
     val.add_argument("--labels", type=Path, action="append", default=None, metavar="FILE",
-                     help="your own held-out labelled JSON Lines file (repeatable; format: calibration/labels.py) "
+                     help="your own held-out labelled JSON Lines file (repeatable; format: artifact/labels.py) "
                      "instead of the recorded SummEval judges")
     val.add_argument("--scale", type=int, default=5, metavar="K",
                      help="with --labels: the scale 1..K of rows without a scale_max field (default 5)")
@@ -219,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
     pwd.add_argument("--delta", type=float, default=0.10, help="1 - confidence of the certificate (default 0.10)")
     pwd.add_argument("--draws", type=int, default=300, help="group-resampling draws of the validity check (0: skip)")
     pwd.add_argument("--export", type=Path, default=None, metavar="FILE",
-                     help="also write the certificates fitted on all groups (e.g. calibration/pairwise_decisions.json)")
+                     help="also write the certificates fitted on all groups (e.g. artifact/pairwise_decisions.json)")
     pwd.add_argument("--no-progress", action="store_true")
 
     est = commands.add_parser("estimates", help="system means and rank sets with valid intervals from a few human "
@@ -290,7 +290,7 @@ def _pairwise_decisions(args: argparse.Namespace, log: Any) -> int:
         progress=(lambda t: t) if args.no_progress else (lambda t: tqdm(list(t), desc="pairwise", leave=False)))
     paths = write_pairwise_decisions(study, args.out)
     if args.export is not None:
-        from calibration.pairwise_artifact import encode_pairwise_artifact
+        from artifact.pairwise import encode_pairwise_artifact
 
         args.export.parent.mkdir(parents=True, exist_ok=True)
         args.export.write_bytes(encode_pairwise_artifact(export_pairwise_artifact(tables, delta=args.delta)))
@@ -424,8 +424,8 @@ def _panels(args: argparse.Namespace, log: Any) -> int:
 
 
 def _validate(args: argparse.Namespace, log: Any) -> int:
+    from artifact.thresholds import load_artifact
     from calibration.errors import ArtifactError
-    from calibration.thresholds import load_artifact
     from offline.validate import recorded_datasets, validate_artifact_on, write_validation
 
     try:
@@ -553,9 +553,9 @@ def _collect_items(args: argparse.Namespace, data_dir: Path) -> tuple[list[Any],
 def _collect_labels(args: argparse.Namespace, log: Any) -> int:
     import json
 
+    from judges.client import JudgeClient, load_judge_configs
+    from judges.rubric_prompt import RubricError, decode_rubrics
     from offline.collect_labels import collect_labels, default_out, read_unjudged
-    from service.judge.client import JudgeClient, load_judge_configs
-    from service.judge.rubric_prompt import RubricError, decode_rubrics
 
     configs = load_judge_configs(args.judges_file)
     if args.judge not in configs:
@@ -586,9 +586,9 @@ def _collect_labels(args: argparse.Namespace, log: Any) -> int:
 
 
 def _collect(args: argparse.Namespace, log: Any) -> int:
+    from judges.client import JudgeClient, load_judge_configs
     from offline.collect import collect
     from offline.store import AnswerStore
-    from service.judge.client import JudgeClient, load_judge_configs
 
     if args.labels is not None:
         return _collect_labels(args, log)

@@ -1,6 +1,6 @@
 """Run a live OpenAI-compatible judge over a dataset and keep every answer in the answer store.
 
-Protocols (the paper's, Gupta & Kumar 2026, sections 3-4 and appendix A; the prompts are ``service.judge``'s):
+Protocols (the paper's, Gupta & Kumar 2026, sections 3-4 and appendix A; the prompts are ``judges``'s):
 
 - ``task="direct"``: one 1-5 score per (item, criterion, repetition) via ``JudgeClient.score``.
 - ``task="pairwise"``: within each document, every pair of its systems (``C(n, 2)`` pairs) per (criterion,
@@ -8,13 +8,13 @@ Protocols (the paper's, Gupta & Kumar 2026, sections 3-4 and appendix A; the pro
   first is Summary A), and also in the swapped order ("ba") with ``both_orders=True``. Keys use
   ``offline.data.pairwise.pair_item_id``; ``outcome`` is relative to the order shown.
 - ``task="factuality_direct"`` / ``"factuality_qa"``: one call of ``item_judge(client, document, summary)``
-  per (item, repetition), by default ``service.judge.factuality.judge_faithfulness_direct`` / ``_qa``. These
+  per (item, repetition), by default ``judges.factuality.judge_faithfulness_direct`` / ``_qa``. These
   prompts are the factuality module's own, so the answers are stored under ``prompt_family`` = the task name
   (``FAITHFULNESS_PROMPT_FAMILIES``, whatever family the judge is configured with) and criterion
   ``"faithfulness"``; on FRANK the ``item_id`` is ``"<hash>/<model_name>"`` (:func:`frank_targets`). A QA
   verdict is stored with its 1-5 ``judge_score`` and its whole ``QAFactuality`` JSON (aggregate ``score``,
   ``exact_match``, evidence per question) as ``raw_reply``; a direct verdict with its score log-probs.
-  ``"factuality_sentences"`` (``service.judge.sentence_check``): the raw JSON-list reply as ``raw_reply`` and
+  ``"factuality_sentences"`` (``judges.sentence_check``): the raw JSON-list reply as ``raw_reply`` and
   ``judge_score`` = 1 + round_half_up(4 x share of sentences judged error-free), read back by
   ``offline.studies.factuality_sentences.sentence_answers_from_store``.
 - Any other protocol: pass ``run_one(key) -> AnswerRecord`` and the keys to :func:`run_keys`.
@@ -63,12 +63,12 @@ import msgspec
 import numpy as np
 from tqdm import tqdm
 
+from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES, judge_faithfulness_direct, judge_faithfulness_qa
+from judges.sentence_check import judge_faithfulness_sentences
 from offline.data.frank import FRANK_SPLITS, Frank
 from offline.data.pairwise import pair_item_id, presented
 from offline.data.summeval import Article, SummEval, SummEvalItem
 from offline.store import TASKS, AnswerKey, AnswerRecord, AnswerStore, Order, Task
-from service.judge.factuality import FAITHFULNESS_PROMPT_FAMILIES, judge_faithfulness_direct, judge_faithfulness_qa
-from service.judge.sentence_check import judge_faithfulness_sentences
 
 __all__ = [
     "FACTUALITY_CRITERION",
@@ -444,10 +444,10 @@ async def collect(
 ) -> CollectReport:
     """Collect a live judge's answers for ``task`` over ``items`` x ``criteria`` x ``repetitions`` (module rules).
 
-    ``judge_client`` is a ``service.judge.client.JudgeClient`` (its ``config`` gives judge name, prompt family
+    ``judge_client`` is a ``judges.client.JudgeClient`` (its ``config`` gives judge name, prompt family
     and model unless ``judge``/``prompt_family``/``model`` are passed). SummEval items need ``articles``
     (``summeval.articles``). Factuality tasks call ``item_judge(client, document, summary)`` (default: the
-    task's ``service.judge.factuality`` method) and store under prompt family = task, criterion faithfulness.
+    task's ``judges.factuality`` method) and store under prompt family = task, criterion faithfulness.
 
     Raises:
         ValueError: unknown task, repetitions < 1, a missing article, an unnamed judge, or a factuality task

@@ -3,13 +3,13 @@ verdict, and write a labelled file ready for ``calibrate --labels``.
 
 Rules, stated once:
 
-* **Input.** The labelled format (:mod:`calibration.labels`) with ``require_verdict=False``: a row without a verdict
+* **Input.** The labelled format (:mod:`artifact.labels`) with ``require_verdict=False``: a row without a verdict
   (and possibly without ``judge``) needs ``document``/``input`` and ``summary``/``output``; otherwise the run stops
   with the file and line named. Rows that already carry a verdict are copied through unchanged.
 * **Prompt.** A criterion of RUBRICS_FILE (``--rubrics``) is asked with the rubric's prompt on its scale 1..K under
-  the rubric's prompt family (:mod:`service.judge.rubric_prompt`, the prompt the service sends); SummEval's four
+  the rubric's prompt family (:mod:`judges.rubric_prompt`, the prompt the service sends); SummEval's four
   criteria with the judge's configured prompt family on 1..5 (a row of those on another scale is refused: write a
-  rubric for it). The same judge client as the service (:class:`service.judge.client.JudgeClient`).
+  rubric for it). The same judge client as the service (:class:`judges.client.JudgeClient`).
 * **Output** (``--out``; default ``<FILE stem>.<judge>.jsonl`` beside FILE): one row per input row, in input order;
   a judged row gets ``judge`` = NAME, ``judge_score``, ``judge_logprobs`` (when the judge returned them; tokens
   outside its top-k are omitted), ``prompt_family``, ``scale_max``. A failed call or an unreadable reply never loses
@@ -27,11 +27,11 @@ from typing import Any
 
 from tqdm import tqdm
 
+from artifact.labels import LabelRow, read_labels
 from calibration.errors import LabelsError
-from calibration.labels import LabelRow, read_labels
+from judges.prompts import CRITERIA
+from judges.rubric_prompt import Rubric, rubric_messages
 from offline.data.errors import DataError
-from service.judge.prompts import CRITERIA
-from service.judge.rubric_prompt import Rubric, rubric_messages
 
 __all__ = ["CollectLabelsReport", "collect_labels", "default_out", "read_unjudged"]
 

@@ -1,4 +1,4 @@
-"""Studies -> the thresholds artifact the service loads (``calibration/thresholds.json`` by default).
+"""Studies -> the thresholds artifact the service loads (``artifact/thresholds.json`` by default).
 
 Rules, stated once:
 
@@ -43,11 +43,8 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from calibration.conformal import fit_conformal
-from calibration.decision_rule import DecisionRule
-from calibration.kind_artifact import OTHER_METHOD_ALPHAS, kind_entries  # shared with the service's jobs
-from calibration.kind_fit import KindFit
-from calibration.thresholds import (
+from artifact.kinds import OTHER_METHOD_ALPHAS, kind_entries  # shared with the service's jobs
+from artifact.thresholds import (
     FORMAT_VERSION,
     DefaultMethod,
     ThresholdEntry,
@@ -55,6 +52,9 @@ from calibration.thresholds import (
     load_artifact,
     save_artifact,
 )
+from calibration.conformal import fit_conformal
+from calibration.decision_rule import DecisionRule
+from calibration.kind_fit import KindFit
 from offline.artifact_stability import save_unless_unmoved
 from offline.studies.conformal import ConformalSummary, JudgeCriterionData, methods_for
 from offline.studies.faithfulness import FaithfulnessStudy
@@ -72,7 +72,7 @@ __all__ = [
     "replace_decision_rules",
 ]
 
-DEFAULT_THRESHOLDS = Path(__file__).resolve().parents[1] / "calibration" / "thresholds.json"
+DEFAULT_THRESHOLDS = Path(__file__).resolve().parents[1] / "artifact" / "thresholds.json"
 PACKAGE = "conformal-judge"
 
 

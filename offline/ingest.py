@@ -4,16 +4,16 @@ Rules:
 
 - Direct answers (``judges/summeval/*.jsonl``): key (judge, prompt family from ``judges.json`` or "unknown",
   ``"direct"``, criterion, item_id, repetition 0, order ""). A recorded ``score`` is kept as is (parse rule
-  ``"recorded"``); a row with only a ``response`` is read by ``service.judge.parse.parse_score`` (its rule is
+  ``"recorded"``); a row with only a ``response`` is read by ``judges.parse.parse_score`` (its rule is
   stored; ``judge_score`` None when no score can be read); a row with neither is stored with rule ``"missing"``.
   Log-probs and the raw reply are stored whenever present. No row is dropped.
 - Pairwise verdicts (``pairwise/summeval/*.jsonl``): key (judge, family, ``"pairwise"``, criterion,
   ``pair_item_id(doc, first, second)``, repetition 0, order ``"ab"`` when ``first`` sorts before ``second`` in
   plain string order, else ``"ba"``); ``outcome`` ("first"/"second"/"tie", relative to the order shown) by
-  ``service.judge.parse.parse_preference`` (rule ``"preference"``, or ``"no_preference"`` when unreadable).
+  ``judges.parse.parse_preference`` (rule ``"preference"``, or ``"no_preference"`` when unreadable).
 - Vicuna80 verdicts (``pairwise/vicuna80/judges/*.jsonl``, :func:`ingest_vicuna80`): key (judge = file name,
   ``"prd"``, ``"pairwise"``, ``"overall"``, ``pair_item_id(question, first, second)``, repetition, order as
-  above); ``outcome`` by ``service.judge.parse.parse_choice`` where the reply parses, else the recorded label
+  above); ``outcome`` by ``judges.parse.parse_choice`` where the reply parses, else the recorded label
   (rule ``"recorded_label:<reason>"``).
 - Idempotent: one ``put_many`` transaction; re-ingesting unchanged data inserts and updates nothing.
 
@@ -57,7 +57,7 @@ MAX_EXAMPLES = 5
 
 
 class ParsedLike(Protocol):
-    """What a score parser returns (``service.judge.parse.ParsedScore``): a score or None, and the rule."""
+    """What a score parser returns (``judges.parse.ParsedScore``): a score or None, and the rule."""
 
     @property
     def score(self) -> int | None: ...
@@ -108,7 +108,7 @@ class IngestReport(msgspec.Struct, frozen=True, kw_only=True):
 
 def _default_parsers() -> tuple[ScoreParser, PreferenceParser]:
     # Imported here so the data loaders stay usable (and testable) without the service package.
-    from service.judge.parse import parse_preference, parse_score
+    from judges.parse import parse_preference, parse_score
 
     return parse_score, parse_preference
 
@@ -226,7 +226,7 @@ def ingest_recorded(
 ) -> IngestReport:
     """Load, validate and upsert every recorded direct and pairwise answer under ``data_dir`` (module rules).
 
-    The parsers default to ``service.judge.parse``'s. Raises DataError (from the loaders) for bad files; the
+    The parsers default to ``judges.parse``'s. Raises DataError (from the loaders) for bad files; the
     store is left unchanged then, since nothing is written before every file has loaded.
     """
     started = time.perf_counter()
@@ -343,7 +343,7 @@ def ingest_vicuna80(store: AnswerStore, data: Vicuna80, *, parse_choice: Callabl
                     ) -> Vicuna80Ingest:
     """Upsert every Vicuna80 judge verdict (``vicuna80_records``) in one transaction; idempotent."""
     if parse_choice is None:
-        from service.judge.parse import parse_choice
+        from judges.parse import parse_choice
     records: list[AnswerRecord] = []
     counts = []
     for judge, verdicts in data.judges.items():

@@ -1,6 +1,6 @@
 """``calibrate --labels``: a user's labelled JSON Lines files -> the validity study -> report + artifact.
 
-The format is :mod:`calibration.labels` (one reader for the CLI and the service). Steps: read and check every file
+The format is :mod:`artifact.labels` (one reader for the CLI and the service). Steps: read and check every file
 together (a problem stops the run with ``file:line: field: problem``); one cell per (judge, prompt family,
 criterion) with its own scale 1..K and the rows' groups; the validity study (:func:`offline.studies.validity.
 run_validity_study`: per cell and input kind :func:`calibration.kind_fit.fit_kind`, PAC thresholds at delta = 0.05,
@@ -9,7 +9,7 @@ the shipped judges and as ``POST /v1/calibrations`` does; the report under ``--o
 plus ``conformal/validity.{json,md}``); the artifact holding only these cells
 (:func:`offline.export.build_artifact` with the fits), whose ``data_hash`` is over the labelled files.
 
-A cell whose items are too few for a finite threshold at some alpha (:func:`calibration.labels.min_items_for`; PAC
+A cell whose items are too few for a finite threshold at some alpha (:func:`artifact.labels.min_items_for`; PAC
 at delta = 0.05 needs 59 items at alpha 0.05, 29 at 0.10) is reported in ``warnings`` with the number needed; its
 entries at those levels give the full scale (``threshold`` null), which the service answers ``escalate``.
 """
@@ -21,9 +21,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from artifact.labels import DEFAULT_SCALE, LabelRow, labelled_cells, min_items_for, read_labels
+from artifact.thresholds import save_artifact
 from calibration.errors import LabelsError
-from calibration.labels import DEFAULT_SCALE, LabelRow, labelled_cells, min_items_for, read_labels
-from calibration.thresholds import save_artifact
 from offline.data.errors import DataError
 from offline.export import build_artifact, code_version
 from offline.report.labelled import write_labelled_report
@@ -50,7 +50,7 @@ class LabelledRun:
 
 
 def load_label_files(paths: Sequence[Path], *, scale: int = DEFAULT_SCALE) -> list[LabelRow]:
-    """Read and check the files together (calibration.labels rules); DataError names file, line and field."""
+    """Read and check the files together (artifact.labels rules); DataError names file, line and field."""
     chunks = []
     for path in paths:
         try:

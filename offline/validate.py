@@ -2,13 +2,13 @@
 
 ``python -m offline validate --thresholds FILE [--labels FILE ...] [--data-dir D] [--out reports/validate]``
 scores every labelled item (the user's own held-out labelled files with ``--labels``, format
-:mod:`calibration.labels`; else the recorded SummEval judges, which are in-sample for the shipped artifact) of
+:mod:`artifact.labels`; else the recorded SummEval judges, which are in-sample for the shipped artifact) of
 every judge the artifact calibrates, three ways per item (what a caller can send): the integer
 score alone (``score``), the log-probs alone (``logprobs``) and both (``score+logprobs``). Each verdict is served
-by the service's own rule (:func:`calibration.serving.choose_entry`: input kind, next smaller calibrated level,
+by the service's own rule (:func:`artifact.serving.choose_entry`: input kind, next smaller calibrated level,
 the default method of the kind with the smaller held-out sets) and the set by
 :func:`calibration.conformal.prediction_set` on the kind's inputs (:func:`calibration.verdicts.verdict_inputs`),
-the same pure functions ``service.scoring`` calls; the decision is the service's default rule (empty set or
+the same pure functions ``service.scoring.score`` calls; the decision is the service's default rule (empty set or
 size >= min(5, K) -> escalate; size <= 2 -> accept; else review; :func:`calibration.kind_fit.decision_shares`).
 
 Per (judge, prompt family, criterion, input, alpha): n, marginal coverage with its 95% Clopper-Pearson interval
@@ -35,11 +35,11 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from artifact.serving import ServedEntry, choose_entry, interval_hull
+from artifact.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.conformal import prediction_set
 from calibration.decision_rule import DecisionRule, decide, decide_gate, feature_of
 from calibration.kind_fit import decision_shares
-from calibration.serving import ServedEntry, choose_entry, interval_hull
-from calibration.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.verdicts import verdict_inputs
 from offline.jsonfile import write_json
 from offline.studies.conformal import JudgeCriterionData
@@ -47,7 +47,7 @@ from offline.studies.conformal import JudgeCriterionData
 __all__ = ["INPUTS", "DecisionCheck", "ValidationCell", "ValidationReport", "check_decisions", "clopper_pearson",
            "recorded_datasets", "serve_item", "validate_artifact_on", "write_validation"]
 
-# What a caller sends -> the kinds its verdict carries (the service's rule in service.scoring).
+# What a caller sends -> the kinds its verdict carries (the service's rule in service.scoring.score).
 INPUTS: dict[str, tuple[str, ...]] = {
     "score": ("score",),
     "logprobs": ("probabilities",),

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import sys
 
-from service.app import create_app
-from service.server import serve
-from service.settings import Settings, SettingsError
+from service.config.settings import Settings, SettingsError
+from service.http.app import create_app
+from service.http.server import serve
 
 __all__ = ["curl_example", "main"]
 
@@ -40,7 +40,7 @@ def main() -> int:
     print("Try:")
     print(f"  {curl_example(settings)}")
     sys.stdout.flush()
-    serve(settings, app)  # header/body read timeouts, keep-alive limit, WORKERS (service/server.py)
+    serve(settings, app)  # header/body read timeouts, keep-alive limit, WORKERS (service/http/server.py)
     return 0
 
 

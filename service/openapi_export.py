@@ -3,7 +3,7 @@
 The output is deterministic: keys sorted, two-space indent, a trailing newline, and built from default
 settings (no environment: the shipped calibration, no judges, rubrics, panels or keys), so the committed file is
 what ``make serve`` serves and changes only when the wire types, routes or the shipped calibration's names,
-scales or levels change (service.api.spec_values).
+scales or levels change (service.http.spec_values).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import json
 import sys
 from pathlib import Path
 
-from service.api.spec_values import spec_document
-from service.app import create_app
-from service.settings import Settings, default_thresholds_path
+from service.config.settings import Settings, default_thresholds_path
+from service.http.app import create_app
+from service.http.spec_values import spec_document
 
 __all__ = ["DEFAULT_PATH", "main", "render_openapi"]
 

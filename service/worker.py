@@ -1,9 +1,9 @@
 """``python -m service.worker`` (``make worker``): a job worker on REDIS_URL; run any number, on any machines.
 
 A worker takes chunk tasks from the SAQ queue JOB_QUEUE (WORKER_CHUNKS at a time, WORKER_CONCURRENCY items at
-once over all of them) and scores them with the same ``service.scoring.score_item`` as the API, on the same
+once over all of them) and scores them with the same ``service.scoring.score.score_item`` as the API, on the same
 settings (THRESHOLDS_PATH, JUDGES_FILE, REDIS_URL for the shared judge-answer cache, ...). It also runs the
-calibration jobs of POST /v1/calibrations queued there (``service.calibrations.run_queued_calibration``: the
+calibration jobs of POST /v1/calibrations queued there (``service.calibrations.management.run_queued_calibration``: the
 fits run in a thread, one job per task slot).
 
 Lifecycle:
@@ -28,19 +28,19 @@ import gc
 import sys
 from typing import Any
 
-from service.calibrations import CALIBRATION_SPLITS, run_queued_calibration
+from service.calibrations.management import CALIBRATION_SPLITS, run_queued_calibration
+from service.calibrations.state import CalibrationHolder
+from service.config.settings import Settings, SettingsError
 from service.jobs.calibration_records import CALIBRATION_TASK
 from service.jobs.errors import JobsUnavailableError
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import CHUNK_TASK, JobQueue
 from service.jobs.runner import ChunkRunner
-from service.judging import JudgePool
-from service.logging import make_logs
-from service.metrics import ServiceMetrics
-from service.policy import DecisionPolicy
-from service.scoring import ScoringContext
-from service.settings import Settings, SettingsError
-from service.state import CalibrationHolder
+from service.judging.pool import JudgePool
+from service.observability.logging import make_logs
+from service.observability.metrics import ServiceMetrics
+from service.scoring.context import ScoringContext
+from service.scoring.policy import DecisionPolicy
 
 __all__ = ["main", "make_runner", "run_worker"]
 
@@ -142,7 +142,7 @@ async def run_worker(settings: Settings) -> None:
 
         start_http_server(settings.jobs.worker_metrics_port, addr=settings.host, registry=metrics.registry)
     await judges.start()
-    # As the API does after start-up (service.app): what was built so far (modules, the calibration, clients)
+    # As the API does after start-up (service.http.app): what was built so far (modules, the calibration, clients)
     # lives as long as the process, so the collector need not walk it again in every full collection.
     gc.freeze()
     stop_gauges = asyncio.Event()

@@ -6,11 +6,11 @@ writes its ``mutants/`` tree and a ``setup.cfg`` into the project it runs in, an
 work in this checkout at once.
 
     python tools/mutate.py [--targets conformal calibration policy] [--max-children 2] [--workdir DIR]
-                           [--modules calibration/serving.py ...] [--resume] [--survivors]
+                           [--modules artifact/serving.py ...] [--resume] [--survivors]
 
 Targets: ``conformal`` = calibration/conformal (module or package) against tests/calibration; ``calibration`` =
-the rest of calibration/ against tests/calibration; ``policy`` = service/policy.py and the method and level
-resolution in service/scoring.py (the functions named in ``mutants`` below: criterion, judge, prompt family,
+the rest of calibration/ against tests/calibration; ``policy`` = service/scoring/policy.py and the method and level
+resolution in service/scoring/score.py (the functions named in ``mutants`` below: criterion, judge, prompt family,
 level, named method, plan, calibrated entry; not the judge call, own-verdict parsing or the response assembly)
 against tests/service. mutmut is installed on first use (pinned below).
 
@@ -54,10 +54,10 @@ TARGETS = {
     },
     "policy": {
         "source": "service",
-        "only": ["service/policy.py", "service/scoring.py"],
+        "only": ["service/scoring/policy.py", "service/scoring/score.py"],
         "tests": ["tests/service/test_policy.py", "tests/service/test_score.py", "tests/service/test_scoring_memo.py",
                   "tests/service/test_scoring_resolution.py", "tests/service/test_rubrics.py"],
-        "mutants": ["service.policy.*"] + [f"service.scoring.x_{name}__mutmut_*" for name in (
+        "mutants": ["service.scoring.policy.*"] + [f"service.scoring.score.x_{name}__mutmut_*" for name in (
             "_check_criterion", "_resolve_judge", "_resolve_prompt_family", "_resolve_alpha", "_check_named_method",
             "_plan", "_calibrated_entry")],
     },
@@ -124,7 +124,7 @@ def _statuses(root: Path, patterns: list[str] | None) -> dict[str, Counter]:
 
 
 def _patterns(target: dict, modules: list[str] | None) -> list[str] | None:
-    """mutmut name patterns for the chosen files (``calibration/serving.py`` -> ``calibration.serving.*``)."""
+    """mutmut name patterns for the chosen files (``artifact/serving.py`` -> ``artifact.serving.*``)."""
     if not modules:
         return target.get("mutants")
     chosen = []
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "conformal-judge-mutate")
     parser.add_argument("--modules", nargs="+", metavar="FILE",
-                        help="only these files of the (single) target, e.g. calibration/serving.py")
+                        help="only these files of the (single) target, e.g. artifact/serving.py")
     parser.add_argument("--resume", action="store_true",
                         help="keep the scratch copy and its results, refresh sources and tests, run the unrun")
     parser.add_argument("--tests", nargs="+", metavar="PATH",

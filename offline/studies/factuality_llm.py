@@ -12,7 +12,7 @@ call                                                      result
 Rules, stated once (also written into ``llm.json`` under ``rules``):
 
 * **Answers.** The answer store's rows of task ``factuality_direct`` / ``factuality_qa`` stored under the prompt
-  family of the same name (``service.judge.factuality.FAITHFULNESS_PROMPT_FAMILIES``), criterion
+  family of the same name (``judges.factuality.FAITHFULNESS_PROMPT_FAMILIES``), criterion
   ``faithfulness``, repetition 0, ``item_id`` = ``"<hash>/<model_name>"``; an id naming no FRANK item is an
   error (a misaligned store must not pass silently).
 * **Score.** direct: the judge's 1-5 ``judge_score``; qa: the QA score in [0, 1] (mean token F1), read from the
@@ -37,6 +37,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from offline.data.frank import Frank, FrankDataError, FrankItem, baseline_scores
 from offline.store import AnswerStore
 from offline.studies.factuality import (
@@ -48,7 +49,6 @@ from offline.studies.factuality import (
     llm_tables,
     render_tables_markdown,
 )
-from service.judge.factuality import FAITHFULNESS_PROMPT_FAMILIES
 
 __all__ = [
     "CRITERION",

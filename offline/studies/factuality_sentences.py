@@ -15,7 +15,7 @@ call                                                       result
 
 Rules, stated once (also written into ``llm_sentences.json`` under ``rules``):
 
-* **Parse.** Each raw ``response`` is read by ``service.judge.sentence_parse.parse_sentence_verdicts`` with the
+* **Parse.** Each raw ``response`` is read by ``judges.sentence_parse.parse_sentence_verdicts`` with the
   row's sentence count. ``parse_rate`` = share of rows whose reply gives a list of well-formed verdicts (any
   length); a list whose length differs from the sentence count is excluded and counted (``n_wrong_count``),
   never padded or cut. Agreement with the recorder's ``pred_error`` / ``pred_error_type``: share of rows read
@@ -49,6 +49,8 @@ import numpy as np
 
 from calibration.estimates import fisher_z_interval
 from calibration.kind_fit import KindFit
+from judges.sentence_check import judge_score_from_share
+from judges.sentence_parse import CATEGORY_CODES, ParsedSentences, parse_sentence_verdicts
 from offline.data.finesure import FactCheckRow, RecordedFactCheck
 from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankDataError, FrankItem, baseline_scores
 from offline.jsonfile import write_json
@@ -58,8 +60,6 @@ from offline.studies.factuality_llm import CRITERION, FactualityAnswer
 from offline.studies.faithfulness import FaithfulnessStudy, faithfulness_data
 from offline.studies.validity import ValiditySummary, run_validity_study
 from offline.studies.validity import markdown as validity_markdown
-from service.judge.sentence_check import judge_score_from_share
-from service.judge.sentence_parse import CATEGORY_CODES, ParsedSentences, parse_sentence_verdicts
 
 __all__ = [
     "BASELINES",
@@ -109,7 +109,7 @@ SOURCE_NOTE = ("Recorded with the FineSurE fact-checking prompt (Song et al., AC
                "wjkim9653/FineSurE-ACL24): real LLM judges on FRANK, not the prompts or models of paper 001.")
 RULES = {
     "source": SOURCE_NOTE,
-    "parse": "service.judge.sentence_parse.parse_sentence_verdicts with the row's sentence count; parse_rate = "
+    "parse": "judges.sentence_parse.parse_sentence_verdicts with the row's sentence count; parse_rate = "
     "rows giving a list of well-formed verdicts; a list whose length differs from the sentence count is excluded "
     "and counted (n_wrong_count), never padded",
     "item_score": "share of the summary's sentences judged 'no error'",
@@ -249,7 +249,7 @@ def item_score(parsed: ParsedSentences) -> float | None:
 
 def judge_score_of(score: float) -> int:
     """The 1-5 verdict of an item score in [0, 1]: ``1 + round_half_up(4 x score)``, the service's rule
-    (``service.judge.sentence_check.judge_score_from_share``), so offline and live verdicts agree."""
+    (``judges.sentence_check.judge_score_from_share``), so offline and live verdicts agree."""
     return judge_score_from_share(score)
 
 

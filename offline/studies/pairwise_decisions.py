@@ -41,8 +41,8 @@ from typing import Any
 import msgspec
 import numpy as np
 
+from artifact.pairwise import FORMAT_VERSION, PairwiseArtifact, PairwiseEntry
 from calibration.heldout import group_splits
-from calibration.pairwise_artifact import FORMAT_VERSION, PairwiseArtifact, PairwiseEntry
 from calibration.pairwise_decision import (
     BOUNDS,
     DEFAULT_LEVELS,
@@ -205,7 +205,7 @@ def vicuna80_pairs(data: Vicuna80, parse_choice: Callable[[str | None], Any] | N
     from offline.ingest import vicuna80_records
 
     if parse_choice is None:
-        from service.judge.parse import parse_choice
+        from judges.parse import parse_choice
     pair_ids = sorted({pair_item_id(q, a, b) for q, item in data.items.items()
                        for i, a in enumerate(sorted(item.answers)) for b in sorted(item.answers)[i + 1:]})
     position = {p: i for i, p in enumerate(pair_ids)}

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import msgspec
 
-from calibration.kind_artifact import DEFAULT_DELTA as KIND_ARTIFACT_DELTA
+from artifact.kinds import DEFAULT_DELTA as KIND_ARTIFACT_DELTA
 from calibration.kind_fit import HeldoutFigures, KindData, KindFit, ProcedureFigures, cell_kind_data, fit_kind
 from calibration.selection import SELECTION_RULE, MethodEvidence
 from offline.jsonfile import write_json

@@ -9,10 +9,10 @@ module                   role
 ``tenancy``              the tenant of a request: a one-way digest of its API key (admin sees all)
 ``store``                job metadata, input chunks and result chunks in Redis (Lua scripts)
 ``queue``                the SAQ queue: one task per chunk
-``runner``               one chunk scored with ``service.scoring.score_item``
+``runner``               one chunk scored with ``service.scoring.score.score_item``
 ``metrics``              job counters and gauges
 ======================== ===========================================================================
 
-The HTTP routes are ``service.api.jobs``; the worker process is ``service.worker``. Nothing is imported here,
+The HTTP routes are ``service.http.routes.jobs``; the worker process is ``service.worker``. Nothing is imported here,
 so reading the settings does not load the queue library.
 """

@@ -2,7 +2,8 @@
 
 With Redis configured a calibration runs on the same SAQ queue as scoring chunks: the API validates the body,
 stores it and the job's record here, and queues one ``run_calibration`` task; any worker
-(``python -m service.worker``) runs it with :func:`service.calibrations.run_calibration`, the same code as the
+(``python -m service.worker``) runs it with :func:`service.calibrations.management.run_calibration`, the same code as
+the
 in-process path, writing its progress and finally its artifact here; the API reads the record on every GET.
 
 Keys (``p`` = ``cj:<JOB_QUEUE>:``), both expiring JOB_RESULTS_TTL_S after submission:
@@ -29,9 +30,9 @@ from typing import Any
 
 import msgspec
 
-from calibration.kind_artifact import FitKey
+from artifact.kinds import FitKey
+from artifact.thresholds import ThresholdsArtifact
 from calibration.kind_fit import KindFit
-from calibration.thresholds import ThresholdsArtifact
 
 __all__ = ["CALIBRATION_TASK", "CalibrationPlan", "CalibrationRecords", "beating"]
 

@@ -1,13 +1,13 @@
 """The problems the job endpoints, admission control and the judges' circuit breakers answer with.
 
-All are ``ServiceProblem`` subclasses, so ``service.problems.problem_from_exception`` maps them (status, slug,
+All are ``ServiceProblem`` subclasses, so ``service.http.problems.problem_from_exception`` maps them (status, slug,
 headers such as ``Retry-After``) like every other problem; a per-item error in job results or a batch carries
 the same problem object.
 """
 
 from __future__ import annotations
 
-from service.problems import ServiceProblem
+from service.http.problems import ServiceProblem
 
 __all__ = [
     "ENABLE_JOBS_HELP",

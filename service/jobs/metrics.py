@@ -26,7 +26,7 @@ from prometheus_client import Gauge
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from service.metrics import LoopCounter, ServiceMetrics
+from service.observability.metrics import LoopCounter, ServiceMetrics
 
 __all__ = ["JobMetrics"]
 

@@ -10,7 +10,7 @@ call                                    effect
                                         ``<job id>:<chunk>`` (SAQ refuses a second task with a live key)
 ``await jobs.enqueue_calibration(p, b)`` a calibration job's record and body (``jobs.calibrations``) and its
                                         SAQ task ``run_calibration(calibration_id)``, keyed ``cal:<id>``
-``await jobs.calibration(id)``          that job as ``service.calibrations.CalibrationJob``, or None
+``await jobs.calibration_record(id)``   that job's stored record (plan, state), or None
 ``await jobs.depth()``                  chunk tasks queued and running (for metrics)
 ``await jobs.aclose()``                 closes the Redis connections
 ======================================= ===================================================================
@@ -25,17 +25,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from redis.exceptions import RedisError
 
+from service.config.jobs import JobSettings
 from service.jobs.calibration_records import CALIBRATION_TASK, CalibrationPlan, CalibrationRecords
 from service.jobs.errors import ENABLE_JOBS_HELP, JobsUnavailableError
-from service.jobs.settings import JobSettings
 from service.jobs.store import JobStore, key_prefix
-
-if TYPE_CHECKING:
-    from service.calibrations import CalibrationJob
 
 __all__ = ["CHUNK_TASK", "JobQueue"]
 
@@ -96,19 +93,10 @@ class JobQueue:
             calibration_id=plan.id,
         )
 
-    async def calibration(self, job_id: str) -> CalibrationJob | None:
-        """The calibration job as its record says now, or None when there is none."""
-        from service.calibrations import CalibrationJob
-
-        found = await self.calibrations.load(job_id)
-        if found is None:
-            return None
-        plan, state = found
-        return CalibrationJob(
-            id=plan.id, name=plan.name, created_at=plan.created_at, n_rows=plan.n_rows,
-            cells_planned=[tuple(cell) for cell in plan.cells_planned],  # type: ignore[misc]
-            levels=tuple(plan.levels), warnings=list(plan.warnings), scale=plan.scale, **state,
-        )  # fmt: skip
+    async def calibration_record(self, job_id: str) -> tuple[CalibrationPlan, dict[str, Any]] | None:
+        """The calibration job's stored record now (its plan and its state fields), or None when there is none;
+        the calibrations domain maps it to its job object."""
+        return await self.calibrations.load(job_id)
 
     async def depth(self) -> dict[str, int]:
         """Chunk tasks by state: ``queued`` (waiting) and ``active`` (taken by a worker)."""

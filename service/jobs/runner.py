@@ -28,14 +28,15 @@ from typing import Any
 
 import msgspec
 
-from service.api.body import decode_wire_json
+from service.config.jobs import JobSettings
+from service.http.body import decode_wire_json
+from service.http.problems import BadRequestError, problem_from_exception
 from service.jobs.errors import ChunkAbandonedError, JobCancelledError
 from service.jobs.metrics import JobMetrics
-from service.jobs.settings import JobSettings
 from service.jobs.store import JobStore
-from service.problems import BadRequestError, problem_from_exception
-from service.schemas import JobItemResult, ScoreRequest
-from service.scoring import ScoringContext, score_item
+from service.scoring.context import ScoringContext
+from service.scoring.score import score_item
+from service.wire.schemas import JobItemResult, ScoreRequest
 
 __all__ = ["ChunkRunner", "item_id_of"]
 

@@ -1,4 +1,4 @@
-"""Fits -> artifact entries and defaults, and a labelled cell -> its kinds (calibration.kind_artifact), on fits built
+"""Fits -> artifact entries and defaults, and a labelled cell -> its kinds (artifact.kinds), on fits built
 by hand: every held-out figure is a distinct number, so each one is checked to land in its own entry field."""
 
 from __future__ import annotations
@@ -7,8 +7,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from calibration.conformal import FittedConformal
-from calibration.kind_artifact import (
+from artifact.kinds import (
     DEFAULT_DELTA,
     OTHER_METHOD_ALPHAS,
     fit_keys,
@@ -16,10 +15,11 @@ from calibration.kind_artifact import (
     kind_entries,
     labelled_kind_data,
 )
+from artifact.labels import LabelledCell
+from artifact.thresholds import FORMAT_VERSION, DefaultMethod
+from calibration.conformal import FittedConformal
 from calibration.kind_fit import HeldoutFigures, KindFit
-from calibration.labels import LabelledCell
 from calibration.selection import MethodChoice
-from calibration.thresholds import FORMAT_VERSION, DefaultMethod
 
 FIELDS = ("coverage", "coverage_std", "coverage_p5", "set_size", "min_bin_coverage", "min_label_coverage",
           "empty_share", "non_interval_share", "accept_share", "review_share", "escalate_share", "accept_accuracy")

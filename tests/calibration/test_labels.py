@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
+from artifact.labels import labelled_cells, min_items_for, parse_labels, read_labels
 from calibration.errors import LabelsError
-from calibration.labels import labelled_cells, min_items_for, parse_labels, read_labels
 
 
 def _line(**fields: object) -> bytes:

@@ -7,8 +7,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from calibration.errors import ArtifactError
-from calibration.pairwise_artifact import (
+from artifact.pairwise import (
     DEFAULT_PATH,
     FORMAT_VERSION,
     PairwiseArtifact,
@@ -19,6 +18,7 @@ from calibration.pairwise_artifact import (
     encode_pairwise_artifact,
     load_pairwise_artifact,
 )
+from calibration.errors import ArtifactError
 
 
 def _entry(**changes: object) -> PairwiseEntry:

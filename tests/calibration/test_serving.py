@@ -6,9 +6,9 @@ import msgspec
 import numpy as np
 import pytest
 
+from artifact.serving import LevelRefused, MethodRefused, ServedEntry, Uncalibrated, choose_entry
+from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdEntry, ThresholdIndex, ThresholdsArtifact
 from calibration.conformal import fit_conformal
-from calibration.serving import LevelRefused, MethodRefused, ServedEntry, Uncalibrated, choose_entry
-from calibration.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdEntry, ThresholdIndex, ThresholdsArtifact
 
 CELL = ("judge", "paper", "coherence")
 LABELS = np.tile(np.arange(1, 6), 30)
@@ -70,7 +70,7 @@ def test_a_named_method_of_another_kind_is_refused_with_what_to_send():
     assert isinstance(served, ServedEntry) and served.kind == "score" and "probabilities verdicts" in served.note
 
 
-# Every message below was written out by hand from the rules in calibration/serving.py; the service returns them
+# Every message below was written out by hand from the rules in artifact/serving.py; the service returns them
 # as the problem detail or the answer's note, so the wording and the figures in it are part of the contract.
 def test_uncalibrated_reasons_name_the_cell_what_it_was_fitted_on_and_what_the_verdict_carries():
     index = _index()

@@ -10,9 +10,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from calibration.conformal import METHODS, PROBABILITY_METHODS, fit_conformal, predict_sets
-from calibration.errors import ArtifactError
-from calibration.thresholds import (
+from artifact.thresholds import (
     FORMAT_VERSION,
     DefaultMethod,
     ThresholdEntry,
@@ -26,6 +24,8 @@ from calibration.thresholds import (
     save_artifact,
     validate_artifact,
 )
+from calibration.conformal import METHODS, PROBABILITY_METHODS, fit_conformal, predict_sets
+from calibration.errors import ArtifactError
 
 
 def _artifact(entries=None, defaults=None, **overrides) -> ThresholdsArtifact:

@@ -61,7 +61,7 @@ from typing import Any
 
 import msgspec
 
-from service.judge.client import JudgeConfig
+from judges.client import JudgeConfig
 
 __all__ = [
     "FAULTS",

@@ -10,7 +10,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from calibration.thresholds import ThresholdsArtifact, load_artifact, save_artifact
+from artifact.thresholds import ThresholdsArtifact, load_artifact, save_artifact
 from offline.artifact_stability import same_within, save_unless_unmoved, settle
 from offline.export import DEFAULT_THRESHOLDS
 

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS
 from calibration.panels import is_panel_family
-from calibration.thresholds import load_artifact
 from offline.cli import main
 from offline.report.index import NO_LLM_FACTUALITY
 from offline.studies.conformal import SCORE_ONLY_METHODS

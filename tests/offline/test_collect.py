@@ -17,6 +17,8 @@ from typing import Any
 import msgspec
 import pytest
 
+from judges.client import JudgeClient
+from judges.errors import JudgeCallError, JudgeReplyError
 from offline.collect import (
     PAPER_SYSTEMS,
     TargetItem,
@@ -31,8 +33,6 @@ from offline.data.frank import load_frank
 from offline.data.pairwise import presented
 from offline.data.summeval import SummEval, load_summeval
 from offline.store import AnswerKey, AnswerRecord, AnswerStore
-from service.judge.client import JudgeClient
-from service.judge.errors import JudgeCallError, JudgeReplyError
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from artifact.thresholds import encode_artifact, load_artifact
 from calibration.decision_fit import DecisionData, fit_decision_rule
 from calibration.decision_rule import decide, feature_of
-from calibration.thresholds import encode_artifact, load_artifact
 from offline.export import DEFAULT_THRESHOLDS, replace_decision_rules
 from offline.studies.decisions import (
     EXPORT_ALPHAS,
@@ -96,7 +96,7 @@ def test_shipped_decision_rules_equal_a_fresh_fit(recorded_cells) -> None:
     shipped = load_artifact(DEFAULT_THRESHOLDS)
     fresh = export_rules(list(recorded_cells))
     assert shipped.decision_rules == fresh, \
-        "stale: run `python -m offline decisions --write-rules calibration/thresholds.json`"
+        "stale: run `python -m offline decisions --write-rules artifact/thresholds.json`"
 
 
 def test_document_resampling_on_real_data_fails_at_most_delta(recorded_cells) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from artifact.thresholds import ThresholdIndex, load_artifact
 from calibration.conformal import METHODS, PROBABILITY_METHODS, predict_sets, prediction_set
-from calibration.thresholds import ThresholdIndex, load_artifact
 from offline.export import DEFAULT_THRESHOLDS, build_artifact, code_version, data_files, data_hash, export_thresholds
 from offline.studies.conformal import ALPHAS, SCORE_ONLY_METHODS, run_conformal_study
 from offline.studies.validity import ALPHA_GRID

@@ -10,7 +10,7 @@ import msgspec
 import pytest
 
 import offline.export as export
-from calibration.thresholds import ThresholdsArtifact, load_artifact, save_artifact
+from artifact.thresholds import ThresholdsArtifact, load_artifact, save_artifact
 
 
 def _with_floats(artifact: ThresholdsArtifact, change) -> ThresholdsArtifact:

@@ -23,8 +23,10 @@ import msgspec
 import pytest
 from litestar.testing import TestClient
 
+from artifact.thresholds import ThresholdIndex, ThresholdsArtifact, load_artifact
 from calibration.conformal import METHODS, prediction_set
-from calibration.thresholds import ThresholdIndex, ThresholdsArtifact, load_artifact
+from judges.factuality import QAFactuality, judge_score_from_qa, normalize_answer
+from judges.untrusted import neutralise
 from offline.cli import main
 from offline.collect import frank_targets
 from offline.data.frank import CATEGORY_COLUMNS, Frank, load_frank
@@ -32,10 +34,8 @@ from offline.pipeline import FactualityResult, calibrate_factuality
 from offline.store import AnswerStore
 from offline.studies.conformal import ALPHAS, SCORE_ONLY_METHODS
 from offline.studies.factuality import faithfulness_target
-from service.app import create_app
-from service.judge.factuality import QAFactuality, judge_score_from_qa, normalize_answer
-from service.judge.untrusted import neutralise
-from service.settings import Settings
+from service.config.settings import Settings
+from service.http.app import create_app
 from tests.conftest import REPO_ROOT
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
 
@@ -49,12 +49,12 @@ _QUESTION = re.compile(r"^Q(\d+) of summary ([0-9a-f]{8}): which word\?$")
 
 
 def _shown(text: str) -> str:
-    """``text`` as it appears inside a fence (service.judge.untrusted: cleaned, stripped)."""
+    """``text`` as it appears inside a fence (judges.untrusted: cleaned, stripped)."""
     return neutralise(text).strip()
 
 
 def _unfence(text: str) -> str:
-    """The text inside a prompt's <<<NAME>>> ... <<<END NAME>>> fence (service.judge.untrusted)."""
+    """The text inside a prompt's <<<NAME>>> ... <<<END NAME>>> fence (judges.untrusted)."""
     return text.split(">>>\n", 1)[1].rsplit("\n<<<END ", 1)[0]
 
 

@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
+from judges.client import JudgeClient
+from judges.sentence_check import split_sentences
+from judges.sentence_parse import parse_sentence_verdicts
 from offline.collect import collect, frank_targets
 from offline.data.errors import DataError
 from offline.data.finesure import FINESURE_DIR, RecordedFactCheck, load_finesure
@@ -33,9 +36,6 @@ from offline.studies.factuality_sentences import (
     write_sentence_validity,
 )
 from offline.studies.faithfulness import faithfulness_data, run_faithfulness_study
-from service.judge.client import JudgeClient
-from service.judge.sentence_check import split_sentences
-from service.judge.sentence_parse import parse_sentence_verdicts
 from tests.fakes.judge_server import JudgeServer
 
 JUDGES = 8

@@ -10,8 +10,8 @@ import msgspec
 import numpy as np
 import pytest
 
+from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS, evaluate_sets, predict_sets
-from calibration.thresholds import load_artifact
 from offline.data.frank import Frank, FrankDataError, load_frank
 from offline.pipeline import calibrate_factuality
 from offline.report.index import NO_LLM_FACTUALITY

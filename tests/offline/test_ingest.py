@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from judges import parse
 from offline.data.summeval import CRITERIA
 from offline.ingest import IngestReport, format_report, ingest_recorded
 from offline.store import AnswerStore, aligned_direct
-from service.judge import parse
 
 TEXT_JUDGES = ("gpt-3.5-turbo-0301", "llama-2-7b-chat", "llama-2-13b-chat", "llama-2-70b-chat")
 LOGPROB_JUDGES = ("gpt-4o-mini-2024-07-18", "qwen2.5-72b-instruct")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from calibration.labels import min_items_for
-from calibration.thresholds import load_artifact
+from artifact.labels import min_items_for
+from artifact.thresholds import load_artifact
 from offline.cli import main
 from tests.labelled_data import write_labelled_file
 

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from litestar.testing import TestClient
 
+from artifact.serving import interval_hull
+from artifact.thresholds import ThresholdIndex, save_artifact
 from calibration.conformal import prediction_set
-from calibration.serving import interval_hull
-from calibration.thresholds import ThresholdIndex, save_artifact
 from calibration.verdicts import two_point_probabilities
 from offline.data.errors import DataError
 from offline.data.judges import load_judges
@@ -25,8 +25,8 @@ from offline.report.index import unusable_judges
 from offline.store import AnswerStore
 from offline.studies.conformal import cell_data_from_store
 from offline.studies.validity import kind_data, run_validity_study
-from service.app import create_app
-from service.settings import Settings
+from service.config.settings import Settings
+from service.http.app import create_app
 
 SOURCE = "gpt-4o-mini-2024-07-18"
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from artifact.pairwise import decode_pairwise_artifact, encode_pairwise_artifact
 from calibration.heldout import group_splits
-from calibration.pairwise_artifact import decode_pairwise_artifact, encode_pairwise_artifact
 from calibration.pairwise_decision import DEFAULT_LEVELS
 from offline.cli import main
 from offline.data.arena_ppr import load_arena_ppr

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from judges.parse import parse_preference
 from offline.data.pairwise import load_pairwise
 from offline.studies.position_bias import PairwiseAnswer, run_position_bias
-from service.judge.parse import parse_preference
 
 
 @pytest.fixture(scope="module")

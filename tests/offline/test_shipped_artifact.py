@@ -14,7 +14,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from calibration.thresholds import load_artifact
+from artifact.thresholds import load_artifact
 from offline.export import DEFAULT_THRESHOLDS, build_artifact
 from offline.studies.validity import DEFAULT_DELTA, run_validity_study
 

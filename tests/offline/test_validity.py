@@ -9,15 +9,15 @@ import numpy as np
 import pytest
 from litestar.testing import TestClient
 
+from artifact.thresholds import ThresholdIndex, load_artifact, save_artifact
 from calibration.conformal import PROBABILITY_METHODS, prediction_set
-from calibration.thresholds import ThresholdIndex, load_artifact, save_artifact
 from calibration.verdicts import methods_for_kind, verdict_inputs
 from offline.export import OTHER_METHOD_ALPHAS, build_artifact
 from offline.halves import SHARE_AT_TARGET, check_halves
 from offline.studies.validity import ALPHA_GRID, run_validity_study
 from offline.validate import INPUTS, serve_item, validate_artifact_on
-from service.app import create_app
-from service.settings import Settings
+from service.config.settings import Settings
+from service.http.app import create_app
 
 PICK = {("gpt-4o-mini-2024-07-18", "coherence"), ("llama-2-7b-chat", "fluency")}
 

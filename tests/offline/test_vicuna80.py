@@ -12,6 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from judges.parse import parse_choice
 from offline.data.errors import DataError
 from offline.data.vicuna80 import load_vicuna80
 from offline.ingest import ingest_vicuna80
@@ -27,7 +28,6 @@ from offline.studies.vicuna80 import (
     verdicts_from_store,
     write_vicuna80_study,
 )
-from service.judge.parse import parse_choice
 from tests.vicuna80_study import vicuna80_study
 
 JUDGES = ("bard", "claude-v1", "gpt-3.5-turbo", "gpt-4", "vicuna-13b")

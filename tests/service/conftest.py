@@ -26,16 +26,16 @@ import pytest
 from litestar import Litestar
 from litestar.testing import TestClient
 
-from calibration.conformal import METHODS, PROBABILITY_METHODS, fit_conformal
-from calibration.thresholds import (
+from artifact.thresholds import (
     FORMAT_VERSION,
     DefaultMethod,
     ThresholdEntry,
     ThresholdsArtifact,
     save_artifact,
 )
-from service.app import create_app
-from service.settings import Settings
+from calibration.conformal import METHODS, PROBABILITY_METHODS, fit_conformal
+from service.config.settings import Settings
+from service.http.app import create_app
 from tests.fakes.judge_server import JudgeServer
 
 ALPHAS = (0.1, 0.2)

@@ -21,9 +21,9 @@ import httpx
 import msgspec
 import uvicorn
 
-from service.app import create_app
-from service.server import server_config
-from service.settings import Settings
+from service.config.settings import Settings
+from service.http.app import create_app
+from service.http.server import server_config
 
 __all__ = ["STARTUP_BOUND_S", "ServedApp", "free_port", "raw_request", "serve_in_thread", "wait_until_ready"]
 
@@ -82,7 +82,7 @@ class ServedApp:
 @contextmanager
 def serve_in_thread(settings: Settings, *, logs: io.StringIO | None = None) -> Iterator[ServedApp]:
     """``create_app(settings)`` served by uvicorn with the service's own protocol and deadlines
-    (``service.server.server_config``) on a free port in a thread."""
+    (``service.http.server.server_config``) on a free port in a thread."""
     port = free_port()
     settings = msgspec.structs.replace(settings, host="127.0.0.1", port=port)
     app = create_app(settings, log_stream=logs if logs is not None else io.StringIO())

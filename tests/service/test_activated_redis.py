@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterator
 import pytest
 import redis
 
-from service.jobs.settings import JobSettings
-from service.settings import Settings
+from service.config.jobs import JobSettings
+from service.config.settings import Settings
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.jobs.conftest import REDIS_URL, queue_name  # noqa: F401 - the fixture
 from tests.service.jobs.test_worker import Workers, all_results, wait_for, workers  # noqa: F401 - the fixture
@@ -33,7 +33,7 @@ def key() -> Iterator[str]:
     except redis.RedisError:
         pytest.fail("these tests need Redis on 127.0.0.1:6379 (make test documents it)")
     yield name
-    client.delete(name, f"{name}:version")  # the hash and its change counter (service.activated)
+    client.delete(name, f"{name}:version")  # the hash and its change counter (service.calibrations.activated)
     client.close()
 
 

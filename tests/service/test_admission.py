@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
-from service.admission import Admission
+from service.config.jobs import JobSettings
+from service.config.settings import Settings
 from service.jobs.errors import OverloadedError
-from service.jobs.settings import JobSettings
-from service.metrics import LoopCounter
-from service.settings import Settings
+from service.judging.admission import Admission
+from service.observability.metrics import LoopCounter
 from tests.service.conftest import RECORDED, AppHarness
 
 

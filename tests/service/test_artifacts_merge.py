@@ -9,13 +9,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.kind_artifact import kind_artifact, labelled_kind_data
+from artifact.kinds import kind_artifact, labelled_kind_data
+from artifact.labels import LabelledCell
+from artifact.thresholds import ThresholdsArtifact, save_artifact
 from calibration.kind_fit import fit_kind
-from calibration.labels import LabelledCell
-from calibration.thresholds import ThresholdsArtifact, save_artifact
-from service.limits import LimitSettings
-from service.registry import ArtifactSet, LoadedArtifact, OwnershipConflictError
-from service.settings import Settings
+from service.calibrations.registry import ArtifactSet, LoadedArtifact, OwnershipConflictError
+from service.config.limits import LimitSettings
+from service.config.settings import Settings
 from tests.service.conftest import STAND_IN, AppHarness, build_artifact
 
 ADMIN = "merge-admin"

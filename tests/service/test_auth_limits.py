@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from service.__main__ import curl_example
-from service.settings import HARD_MAX_BATCH_ITEMS, Settings, SettingsError, default_thresholds_path
+from service.config.settings import HARD_MAX_BATCH_ITEMS, Settings, SettingsError, default_thresholds_path
 from tests.service.conftest import STAND_IN, AppHarness
 
 VERDICT = {"criterion": "relevance", "judge": STAND_IN, "judge_score": 3}

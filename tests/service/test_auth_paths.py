@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from service.settings import Settings
+from service.config.settings import Settings
 from tests.service.servers import raw_request, serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,7 +23,7 @@ KEY = "k1"
 ADMIN = "admin-key"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 SAMPLE_ID = "0" * 32
-# answered without a key (service/api/health.py and the spec document), on exactly this spelling
+# answered without a key (service/http/routes/health.py and the spec document), on exactly this spelling
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/schema", "/schema/openapi.json"})
 _PARAMETER = re.compile(r"\{[^}]*\}")
 

@@ -6,11 +6,11 @@ import asyncio
 import gc
 from collections.abc import Callable
 
-import service.api.score as score_api
+import service.http.routes.score as score_api
+from artifact.thresholds import ThresholdIndex
 from calibration.conformal import prediction_set
-from calibration.thresholds import ThresholdIndex
-from service.api.score import batch_width
-from service.settings import Settings
+from service.config.settings import Settings
+from service.http.routes.score import batch_width
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
 from tests.service.conftest import STAND_IN, AppHarness
 

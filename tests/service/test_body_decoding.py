@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from service.api.body import is_json_media_type
+from service.http.body import is_json_media_type
 from tests.service.conftest import STAND_IN, AppHarness
 
 VERDICT = {"criterion": "relevance", "judge": STAND_IN, "judge_score": 3}
@@ -72,7 +72,7 @@ def test_duplicate_keys_last_wins_everywhere(app: AppHarness):
 
 
 def test_a_self_comparison_is_no_longer_a_calibration_problem(app: AppHarness):
-    # was a 422 titled "Calibration rejected the input"; now the pair is left out and listed (service.comparing)
+    # was a 422 titled "Calibration rejected the input"; now the pair is left out and listed (service.comparing.compare)
     prefs = [{"winner": "a", "loser": "a"}, {"winner": "a", "loser": "b"}, {"winner": "b", "loser": "c"}]
     data = app.client.post("/v1/compare", json={"criterion": "coherence", "preferences": prefs}).json()
     assert data["ignored_preferences"] == [

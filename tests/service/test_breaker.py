@@ -9,15 +9,15 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from service.breaker import CircuitBreaker, CircuitBreakers, is_provider_fault
+from judges.errors import JudgeCallError, JudgeReplyError, JudgeReplyTooLarge
+from service.config.jobs import JobSettings
+from service.config.settings import Settings
+from service.http.problems import problem_from_exception
 from service.jobs.errors import JudgeCircuitOpenError
-from service.jobs.settings import JobSettings
-from service.judge.errors import JudgeCallError, JudgeReplyError, JudgeReplyTooLarge
-from service.judging import JudgePool
-from service.logging import make_logs
-from service.metrics import ServiceMetrics
-from service.problems import problem_from_exception
-from service.settings import Settings
+from service.judging.breaker import CircuitBreaker, CircuitBreakers, is_provider_fault
+from service.judging.pool import JudgePool
+from service.observability.logging import make_logs
+from service.observability.metrics import ServiceMetrics
 from tests.fakes.judge_server import JudgeServer
 
 

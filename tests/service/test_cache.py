@@ -1,4 +1,4 @@
-"""service.cache: key stability, LRU/TTL, real Redis, a real Redis outage and recovery, single-flight.
+"""service.judging.cache: key stability, LRU/TTL, real Redis, a real Redis outage and recovery, single-flight.
 
 Redis is never mocked: the shared server at 127.0.0.1:6379 (db 15, keys under a unique prefix, removed
 afterwards) and, for the outage, a throwaway ``redis-server`` on a free port that the test kills and restarts.
@@ -23,7 +23,7 @@ import redis
 import structlog
 from structlog.testing import LogCapture
 
-from service.cache import (
+from service.judging.cache import (
     KEY_PREFIX,
     CacheStatus,
     FallbackCache,

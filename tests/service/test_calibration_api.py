@@ -11,10 +11,10 @@ import msgspec
 import pytest
 from litestar.testing import AsyncTestClient
 
-from calibration.thresholds import FORMAT_VERSION, ThresholdIndex, ThresholdsArtifact, save_artifact
-from service.app import create_app
-from service.limits import LimitSettings
-from service.settings import Settings
+from artifact.thresholds import FORMAT_VERSION, ThresholdIndex, ThresholdsArtifact, save_artifact
+from service.config.limits import LimitSettings
+from service.config.settings import Settings
+from service.http.app import create_app
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import RECORDED, STAND_IN, AppHarness, build_artifact
 

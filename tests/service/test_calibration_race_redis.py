@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from calibration.thresholds import ThresholdsArtifact
-from service.calibrations import CalibrationJobs
+from artifact.thresholds import ThresholdsArtifact
+from service.calibrations.management import CalibrationJobs
+from service.calibrations.state import CalibrationHolder
+from service.config.jobs import JobSettings
+from service.http.problems import NotFoundError
 from service.jobs.calibration_records import CalibrationPlan
 from service.jobs.queue import JobQueue
-from service.jobs.settings import JobSettings
-from service.problems import NotFoundError
-from service.state import CalibrationHolder
 from tests.service.jobs.conftest import REDIS_URL, queue_name  # noqa: F401 - the fixture
 from tests.service.test_artifacts_merge import user_artifact
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from offline.cli import main as offline_main
-from service.limits import LimitSettings
-from service.settings import Settings, default_thresholds_path
+from service.config.limits import LimitSettings
+from service.config.settings import Settings, default_thresholds_path
 from tests.labelled_data import write_labelled_file
 from tests.service.conftest import AppHarness
 

@@ -15,14 +15,14 @@ from pathlib import Path
 import msgspec
 import pytest
 
-import service.calibrations as calibrations
-from calibration.labels import labelled_cells, read_labels
-from calibration.thresholds import ThresholdsArtifact, save_artifact
-from service.calibrations import CalibrationJob, CalibrationJobs, run_calibration
-from service.limits import LimitSettings
+import service.calibrations.management as calibrations
+from artifact.labels import labelled_cells, read_labels
+from artifact.thresholds import ThresholdsArtifact, save_artifact
+from service.calibrations.management import CalibrationJob, CalibrationJobs, run_calibration
+from service.calibrations.state import CalibrationHolder
+from service.config.limits import LimitSettings
+from service.config.settings import Settings
 from service.openapi_export import DEFAULT_PATH
-from service.settings import Settings
-from service.state import CalibrationHolder
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.test_artifacts_merge import user_artifact
 

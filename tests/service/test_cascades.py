@@ -1,4 +1,4 @@
-"""Cascades through the HTTP API (service.cascades) with the judge stand-in playing a cheap and a strong judge.
+"""Cascades through the HTTP API (service.scoring.cascades) with the judge stand-in playing a cheap and a strong judge.
 
 Artifact: ``cheap`` and ``strong`` (prompt family ``paper``), coherence, residual thresholds on scores, and a score
 rule each (points = the score). ``cheap`` is certified at tolerance 2 for 0.05 on bin 5 only (bound 0.04) and for
@@ -15,10 +15,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdsArtifact, save_artifact
 from calibration.decision_rule import Certification, DecisionRule
-from calibration.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdsArtifact, save_artifact
-from service.cascades import CascadeConfigError, check_cascade_stages, load_cascades
-from service.settings import Settings
+from service.config.settings import Settings
+from service.judging.groups import CascadeConfigError, check_cascade_stages, load_cascades
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
 from tests.service.conftest import AppHarness, _entries
 
@@ -182,6 +182,6 @@ def test_the_served_spec_names_the_cascades_and_bounds_the_decision_parameters(c
     spec = cascade_app.client.get("/schema/openapi.json").json()
     score = spec["components"]["schemas"]["ScoreRequest"]["properties"]
     assert score["cascade"]["enum"] == ["thrifty", None]
-    assert score["tolerance"]["maximum"] == 4  # K - 1: a larger tolerance is a 422 (service.policy.asked)
+    assert score["tolerance"]["maximum"] == 4  # K - 1: a larger tolerance is a 422 (service.scoring.policy.asked)
     (integer,) = [branch for branch in score["pass_threshold"]["oneOf"] if branch.get("type") == "integer"]
     assert integer["maximum"] == 5

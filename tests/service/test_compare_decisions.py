@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from calibration.pairwise_artifact import (
+from artifact.pairwise import (
     DEFAULT_PATH,
     FORMAT_VERSION,
     PairwiseArtifact,

@@ -12,9 +12,9 @@ from collections.abc import Callable
 import pytest
 
 from calibration.ranking import feedback_weight, rank_mfas_ilp
-from service.limits import LimitSettings
-from service.mfas_limit import rank_mfas_within
-from service.settings import Settings
+from service.comparing.mfas_limit import rank_mfas_within
+from service.config.limits import LimitSettings
+from service.config.settings import Settings
 from tests.calibration.test_mfas_heuristic import random_tournament
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import AppHarness

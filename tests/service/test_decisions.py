@@ -1,5 +1,5 @@
 """Certified decisions through the HTTP API: point, decision, guarantees, rule_failed, tolerance / accept_alpha /
-pass_threshold, failed rules, sets without holes (service.policy).
+pass_threshold, failed rules, sets without holes (service.scoring.policy).
 
 The artifact below carries hand-written ``DecisionRule`` rows (calibration.decision_rule) beside thresholds fitted
 as in tests/service/conftest.py, so every row of the policy's table can be reached:
@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdIndex, ThresholdsArtifact, save_artifact
 from calibration.conformal import prediction_set, probabilities_from_logprobs
 from calibration.decision_rule import Certification, DecisionRule, LabelRow, QualityGate
-from calibration.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdIndex, ThresholdsArtifact, save_artifact
-from service.settings import Settings
+from service.config.settings import Settings
 from tests.service.conftest import AppHarness, _entries
 
 JUDGE = "cert-judge"
@@ -318,10 +318,10 @@ def test_calibration_evidence_lists_rules_per_label_and_failed_selections(certif
 
 
 def test_merged_artifacts_keep_every_decision_rule(decision_artifact: ThresholdsArtifact):
-    # an activated artifact's rules must reach the merged view the service reads (service.registry)
+    # an activated artifact's rules must reach the merged view the service reads (service.calibrations.registry)
     import msgspec
 
-    from service.registry import PRIMARY, ArtifactSet, LoadedArtifact
+    from service.calibrations.registry import PRIMARY, ArtifactSet, LoadedArtifact
     from tests.service.conftest import build_artifact
 
     primary = LoadedArtifact.of(PRIMARY, build_artifact(), path="p", loaded_at="t")

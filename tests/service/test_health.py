@@ -11,10 +11,10 @@ import pytest
 from litestar.testing import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
-from service.app import create_app
-from service.jobs.settings import JobSettings
-from service.judge.errors import JudgeConfigError
-from service.settings import Settings, SettingsError
+from judges.errors import JudgeConfigError
+from service.config.jobs import JobSettings
+from service.config.settings import Settings, SettingsError
+from service.http.app import create_app
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import STAND_IN, AppHarness
 

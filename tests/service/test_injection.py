@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from service.injection import INJECTION_FLAG, RULES, injection_findings
+from service.judging.injection import INJECTION_FLAG, RULES, injection_findings
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import AppHarness
 from tests.service.injection_rates import CORPORA, measure, real_dev_texts, real_frank_summaries, real_news_texts

@@ -201,3 +201,17 @@ def test_an_oversized_reply_fails_its_own_batch_item_only(judge_app: AppHarness,
     assert not huge["ok"] and huge["error"]["status"] == 502
     assert huge["error"]["type"].endswith("judge-reply-unreadable")
     assert "JUDGE_MAX_REPLY_BYTES" in huge["error"]["detail"]
+
+
+SLOTS_DOCUMENT = "Rain closed the harbour road on Monday; ferries ran late and two shops flooded."
+SLOTS_SUMMARY = "Heavy rain shut the harbour road and flooded two shops."
+
+
+def test_a_502_problem_names_the_judge_never_its_url(judge_app, stand_in: JudgeServer, tmp_path: Path) -> None:
+    stand_in.inject("error_500", times=5)
+    reply = judge_app.client.post(
+        "/v1/score", json={"criterion": "relevance", "document": SLOTS_DOCUMENT, "summary": SLOTS_SUMMARY}
+    )
+    assert reply.status_code == 502
+    detail = reply.json()["detail"]
+    assert "stand-in" in detail and stand_in.base_url not in detail and "127.0.0.1" not in detail

@@ -9,11 +9,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from service.judge.errors import JudgeReplyTooLarge
-from service.judging import JudgePool
-from service.logging import make_logs
-from service.metrics import ServiceMetrics
-from service.settings import Settings, SettingsError
+from judges.errors import JudgeReplyTooLarge
+from service.config.settings import Settings, SettingsError
+from service.judging.pool import JudgePool
+from service.observability.logging import make_logs
+from service.observability.metrics import ServiceMetrics
 from tests.fakes.judge_server import JudgeServer
 
 

@@ -11,8 +11,15 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
-from service.logging import JsonLineSink, RequestContext, RequestIds, current_request, make_logs, request_id_from
-from service.settings import Settings, SettingsError
+from service.config.settings import Settings, SettingsError
+from service.observability.logging import (
+    JsonLineSink,
+    RequestContext,
+    RequestIds,
+    current_request,
+    make_logs,
+    request_id_from,
+)
 from tests.service.conftest import AppHarness
 
 ISO_UTC = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")

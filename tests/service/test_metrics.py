@@ -6,7 +6,7 @@ import random
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from service.metrics import _LATENCY_BUCKETS, ServiceMetrics
+from service.observability.metrics import _LATENCY_BUCKETS, ServiceMetrics
 
 
 def _samples(text: bytes) -> dict[tuple[str, str], float]:

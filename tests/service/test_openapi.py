@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from service.limits import LimitSettings
+from service.config.limits import LimitSettings
+from service.config.settings import Settings, default_thresholds_path
 from service.openapi_export import DEFAULT_PATH, main, render_openapi
-from service.settings import Settings, default_thresholds_path
 from tests.service.conftest import STAND_IN
 
 

@@ -1,7 +1,8 @@
-"""Judge panels in /v1/score (service.panels): the caller's verdicts and ``panel: NAME`` against the judge stand-in.
+"""Judge panels in /v1/score (service.scoring.panels): the caller's verdicts and ``panel: NAME`` against the judge
+stand-in.
 
 The artifact holds panel cells fitted by the offline path (calibration.panels.panel_kind_data ->
-calibration.kind_fit.fit_kind -> calibration.kind_artifact.kind_entries) on seeded synthetic members, so the
+calibration.kind_fit.fit_kind -> artifact.kinds.kind_entries) on seeded synthetic members, so the
 service's sets can be compared with the offline prediction on the same entries.
 """
 
@@ -15,16 +16,16 @@ import msgspec
 import numpy as np
 import pytest
 
+from artifact.kinds import kind_artifact
+from artifact.serving import ServedEntry, choose_entry
+from artifact.thresholds import ThresholdIndex, save_artifact
 from calibration.conformal import prediction_set
-from calibration.kind_artifact import kind_artifact
 from calibration.kind_fit import fit_kind
 from calibration.panels import expected_scores, panel_family, panel_kind_data, panel_means
-from calibration.serving import ServedEntry, choose_entry
-from calibration.thresholds import ThresholdIndex, save_artifact
 from calibration.verdicts import kind_inputs
 from offline.studies.conformal import probability_row
-from service.panels import PanelConfigError, load_panels
-from service.settings import Settings
+from service.config.settings import Settings
+from service.judging.groups import PanelConfigError, load_panels
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
 from tests.service.conftest import AppHarness
 
@@ -84,7 +85,7 @@ def panel_app(start_app: Callable[[Settings], AppHarness], panel_artifact: Path,
 
 def test_callers_verdicts_equal_the_offline_path(panel_app: AppHarness, panel_artifact: Path,
                                                  recorded: dict[str, object]) -> None:
-    from calibration.thresholds import load_artifact
+    from artifact.thresholds import load_artifact
 
     index = ThresholdIndex(load_artifact(panel_artifact))
     family = "panel:probabilities+probabilities+probabilities"
@@ -219,7 +220,7 @@ def test_panels_file_is_checked(tmp_path: Path) -> None:
 
 
 def test_a_panel_of_unconfigured_judges_is_refused() -> None:
-    from service.panels import check_panel_members
+    from service.judging.groups import check_panel_members
 
     check_panel_members({"jury": ("a", "b")}, ["a", "b", "c"])
     with pytest.raises(PanelConfigError, match="not in JUDGES_FILE: z"):
@@ -229,8 +230,8 @@ def test_a_panel_of_unconfigured_judges_is_refused() -> None:
 def test_a_panel_cell_is_decided_by_its_own_certified_rule(
     start_app: Callable[[Settings], AppHarness], panel_artifact: Path, tmp_path: Path
 ) -> None:
+    from artifact.thresholds import load_artifact
     from calibration.decision_rule import Certification, DecisionRule
-    from calibration.thresholds import load_artifact
 
     family = "panel:probabilities+probabilities+probabilities"
     rule = DecisionRule(judge=FULL, prompt_family=family, criterion="coherence", input_kind="mean", feature="mean",

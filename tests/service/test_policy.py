@@ -1,4 +1,5 @@
-"""The decision step (service.policy): each row of its table, the failed-selection reading, hulls, parameters."""
+"""The decision step (service.scoring.policy): each row of its table, the failed-selection reading, hulls,
+parameters."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from calibration.decision_rule import Certification, DecisionRule, QualityGate
-from service.policy import (
+from service.http.problems import InvalidRequestError
+from service.scoring.policy import (
     DecisionPolicy,
     asked,
     find_rule,
@@ -19,7 +21,6 @@ from service.policy import (
     selection_failure,
     set_guarantee,
 )
-from service.problems import InvalidRequestError
 
 ROOT = Path(__file__).resolve().parents[2]
 COVER = set_guarantee(0.1, 0.05)
@@ -116,7 +117,7 @@ def test_the_hull_is_the_smallest_interval_holding_the_set(labels: set[int]):
 
 
 def test_the_shipped_fallback_reasons_name_the_failed_checks():
-    artifact = json.loads((ROOT / "calibration" / "thresholds.json").read_text())
+    artifact = json.loads((ROOT / "artifact" / "thresholds.json").read_text())
     assert artifact["default_methods"], "the shipped artifact has default methods"
     # With document-level PAC every shipped cell has a qualifying method (wide sets qualify), so there may be no
     # fallback here; reading a fallback reason is checked on a written one below.

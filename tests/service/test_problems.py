@@ -1,4 +1,4 @@
-"""Every error is RFC 9457 problem+json; the exception -> problem table of ``service.problems``."""
+"""Every error is RFC 9457 problem+json; the exception -> problem table of ``service.http.problems``."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from litestar.exceptions import MethodNotAllowedException, NotFoundException, Va
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from calibration.errors import ArtifactError, InvalidAlphaError, UnknownCandidateError
-from service.judge.errors import JudgeCallError, JudgeReplyError, UnknownPromptError
-from service.problems import (
+from judges.errors import JudgeCallError, JudgeReplyError, UnknownPromptError
+from service.http.problems import (
     CalibrationUnavailableError,
     ForbiddenError,
     InvalidRequestError,
@@ -18,7 +18,7 @@ from service.problems import (
     problem_from_exception,
     shorten,
 )
-from service.schemas import ScoreRequest
+from service.wire.schemas import ScoreRequest
 from tests.service.conftest import AppHarness
 
 PROBLEM_KEYS = {"type", "title", "status", "detail"}
@@ -127,7 +127,7 @@ def test_internal_error_in_a_route_is_a_logged_500_problem(app: AppHarness, monk
     def boom(*args, **kwargs):
         raise RuntimeError("unexpected internals")
 
-    monkeypatch.setattr("service.state.prediction_set", boom)
+    monkeypatch.setattr("service.calibrations.state.prediction_set", boom)
     body = {"criterion": "relevance", "judge": "stand-in", "judge_score": 3}
     problem = _assert_problem(app.client.post("/v1/score", json=body), 500)
     assert "unexpected internals" not in problem["detail"]

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from calibration.thresholds import save_artifact
-from service.limits import LimitSettings
-from service.settings import Settings
+from artifact.thresholds import save_artifact
+from service.config.limits import LimitSettings
+from service.config.settings import Settings
 from tests.service.conftest import AppHarness, build_artifact
 
 ADMIN = "reload-admin"

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from calibration.thresholds import save_artifact
-from service.limits import LimitSettings
-from service.rubrics import RubricError, decode_rubrics, rubric_messages
-from service.settings import Settings
+from artifact.thresholds import save_artifact
+from service.config.limits import LimitSettings
+from service.config.settings import Settings
+from service.judging.rubrics import RubricError, decode_rubrics, rubric_messages
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.test_artifacts_merge import user_artifact
@@ -72,7 +72,7 @@ def test_unknown_criterion_for_a_live_call(rubric_app: AppHarness) -> None:
 
 
 def test_a_broken_rubrics_file_stops_start_up(make_settings, tmp_path: Path) -> None:
-    from service.app import create_app
+    from service.http.app import create_app
 
     bad = tmp_path / "bad.json"
     bad.write_text("[{}]")

@@ -32,9 +32,9 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from service.app import create_app
+from service.config.settings import Settings
+from service.http.app import create_app
 from service.openapi_export import DEFAULT_PATH
-from service.settings import Settings
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
 from tests.service.servers import STARTUP_BOUND_S
 

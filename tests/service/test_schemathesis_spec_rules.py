@@ -3,7 +3,7 @@ the labelled row of POST /v1/calibrations (a row's ``scale_max`` bounds its valu
 artifact names of reload and of the calibration upload (``..``, ``.json``, the reserved ``primary``). Each value
 the spec refuses is one the service refuses, and each one it accepts the service accepts (validated with
 jsonschema_rs, the validator schemathesis uses). The row's document/input either/or stays in its description
-(service.api.calibrations explains why)."""
+(service.http.routes.calibrations explains why)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import jsonschema_rs
 import msgspec
 import pytest
 
+from artifact.labels import parse_labels
 from calibration.errors import LabelsError
-from calibration.labels import parse_labels
-from service.activated import check_name
+from service.calibrations.activated import check_name
 from service.openapi_export import DEFAULT_PATH
 
 BASE = {"item_id": "a", "criterion": "helpfulness", "human": 3, "judge": "j", "judge_score": 3}
@@ -89,7 +89,8 @@ def test_the_upload_s_empty_name_means_the_default_name_and_is_valid():
 
 
 def test_compare_candidates_are_unique_items_in_the_spec():
-    """service.comparing refuses repeated candidate ids; two equal candidates repeat theirs, and the spec says so."""
+    """service.comparing.compare refuses repeated candidate ids; two equal candidates repeat theirs, and the spec
+    says so."""
     spec = json.loads(DEFAULT_PATH.read_text())
     candidates = spec["components"]["schemas"]["CompareRequest"]["properties"]["candidates"]
     validator = jsonschema_rs.validator_for({**candidates, "components": spec["components"]})

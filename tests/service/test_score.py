@@ -8,11 +8,11 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from artifact.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.conformal import METHODS, PROBABILITY_METHODS, prediction_set, probabilities_from_logprobs
-from calibration.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.verdicts import verdict_inputs
-from service.policy import interval_hull
-from service.settings import Settings
+from service.config.settings import Settings
+from service.scoring.policy import interval_hull
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
 from tests.service.conftest import RECORDED, STAND_IN, AppHarness
 
@@ -126,8 +126,8 @@ def test_level_between_calibrated_ones_uses_the_next_smaller_and_says_so(app: Ap
 
 
 def test_pac_entries_report_their_confidence(tmp_path, start_app):
+    from artifact.thresholds import FORMAT_VERSION, ThresholdEntry, ThresholdsArtifact, save_artifact
     from calibration.conformal import fit_conformal
-    from calibration.thresholds import FORMAT_VERSION, ThresholdEntry, ThresholdsArtifact, save_artifact
 
     labels = np.array([1, 2, 3, 4, 5] * 40)
     fitted = fit_conformal("residual", 0.1, labels, judge_scores=labels, delta=0.05)
@@ -401,8 +401,8 @@ def test_real_verdicts_through_the_batch_equal_the_core(
     ``predict_sets`` of the core for the same fitted predictors (lac with log-probs, residual with scores)."""
     import numpy as np
 
+    from artifact.thresholds import FORMAT_VERSION, ThresholdEntry, ThresholdsArtifact, save_artifact
     from calibration.conformal import fit_conformal, predict_sets
-    from calibration.thresholds import FORMAT_VERSION, ThresholdEntry, ThresholdsArtifact, save_artifact
 
     labels, scores, logprobs = _recorded_coherence(data_dir)
     matrix = np.array([[row[str(k)] for k in range(1, 6)] for row in logprobs])

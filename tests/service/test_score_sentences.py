@@ -10,9 +10,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from artifact.thresholds import ThresholdIndex, ThresholdsArtifact, save_artifact
 from calibration.conformal import prediction_set
-from calibration.thresholds import ThresholdIndex, ThresholdsArtifact, save_artifact
-from service.settings import Settings
+from service.config.settings import Settings
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import STAND_IN, AppHarness
 

@@ -8,14 +8,14 @@ import itertools
 import msgspec
 import pytest
 
+from artifact.thresholds import ThresholdsArtifact
 from calibration.conformal import PROBABILITY_METHODS, prediction_set
 from calibration.errors import CalibrationError
-from calibration.thresholds import ThresholdsArtifact
-from service.api.score import scoring_context
-from service.problems import InvalidRequestError
-from service.schemas import ScoreRequest
-from service.scoring import score_item
-from service.state import MEMO_LIMIT, CalibrationSnapshot, LruMemo
+from service.calibrations.state import MEMO_LIMIT, CalibrationSnapshot, LruMemo
+from service.http.problems import InvalidRequestError
+from service.http.routes.score import scoring_context
+from service.scoring.score import score_item
+from service.wire.schemas import ScoreRequest
 from tests.service.conftest import STAND_IN, AppHarness
 
 

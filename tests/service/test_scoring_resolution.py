@@ -1,4 +1,4 @@
-"""Scoring's resolution rules 3-6 (service/scoring.py): criterion, judge, prompt family, level and named method.
+"""Scoring's resolution rules 3-6 (service/scoring/score.py): criterion, judge, prompt family, level and named method.
 
 Each refusal is pinned word for word with its allowed values (the problem detail is logged and shown to callers;
 the renderer appends " (allowed: ...)" unless the detail already lists them), and each resolved value is checked
@@ -14,13 +14,13 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
-from calibration.serving import ServedEntry
-from calibration.thresholds import save_artifact
-from service.api.score import scoring_context
-from service.schemas import ScoreRequest
-from service.scoring import _calibrated_entry, _own_verdict, _plan
-from service.settings import Settings
-from service.state import CalibrationSnapshot
+from artifact.serving import ServedEntry
+from artifact.thresholds import save_artifact
+from service.calibrations.state import CalibrationSnapshot
+from service.config.settings import Settings
+from service.http.routes.score import scoring_context
+from service.scoring.score import _calibrated_entry, _own_verdict, _plan
+from service.wire.schemas import ScoreRequest
 from tests.service.conftest import RECORDED, STAND_IN, AppHarness
 from tests.service.test_artifacts_merge import user_artifact
 

@@ -1,4 +1,5 @@
-"""The injection screen of live items, remembered per scoring context (``service.injection.screen_texts`` with the
+"""The injection screen of live items, remembered per scoring context (``service.judging.injection.screen_texts``
+with the
 context's memo): the same findings as without a memo for every text of the corpus, each text screened once, bounded."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-import service.injection as injection
-from service.injection import SCREEN_MEMO_LIMIT, injection_findings, screen_texts
+import service.judging.injection as injection
+from service.judging.injection import SCREEN_MEMO_LIMIT, injection_findings, screen_texts
 
 CORPUS = json.loads((Path(__file__).parent / "injection_corpus.json").read_text())
 

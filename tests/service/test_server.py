@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from service.limits import LimitSettings
+from service.config.limits import LimitSettings
 from tests.service.conftest import STAND_IN
 from tests.service.servers import STARTUP_BOUND_S, free_port, serve_in_thread, wait_until_ready
 
@@ -149,7 +149,7 @@ def test_workers_start_several_processes(artifact_path: Path):
 def test_the_runtime_needs_neither_the_offline_module_nor_its_extras():
     """The image installs the runtime only: the service must import and build its app without them."""
     blocked = "import sys\nfor name in ('offline', 'matplotlib', 'tqdm'):\n    sys.modules[name] = None\n"
-    code = blocked + "from service.app import create_app\nfrom service.__main__ import main\ncreate_app()\n"
+    code = blocked + "from service.http.app import create_app\nfrom service.__main__ import main\ncreate_app()\n"
     environment = {k: v for k, v in os.environ.items() if k not in ("JUDGES_FILE", "REDIS_URL", "API_KEYS")}
     completed = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=environment, capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr[-2000:]

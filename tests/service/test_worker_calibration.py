@@ -13,15 +13,15 @@ import msgspec
 import pytest
 import redis
 
-from calibration.thresholds import ThresholdsArtifact, save_artifact
+from artifact.thresholds import ThresholdsArtifact, save_artifact
+from service.config.jobs import JobSettings
+from service.config.limits import LimitSettings
+from service.config.settings import Settings
+from service.http.problems import InvalidRequestError
 from service.jobs.queue import JobQueue
-from service.jobs.settings import JobSettings
-from service.limits import LimitSettings
-from service.logging import make_logs
-from service.problems import InvalidRequestError
-from service.schemas import ScoreRequest
-from service.scoring import score_item
-from service.settings import Settings
+from service.observability.logging import make_logs
+from service.scoring.score import score_item
+from service.wire.schemas import ScoreRequest
 from service.worker import make_runner
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.jobs.conftest import REDIS_URL, queue_name  # noqa: F401 - the fixture

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 import redis
 
+from service.config.jobs import JobSettings
+from service.config.settings import Settings
 from service.jobs.queue import JobQueue
-from service.jobs.settings import JobSettings
-from service.logging import make_logs
-from service.settings import Settings
+from service.observability.logging import make_logs
 from service.worker import make_runner
 
 REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")

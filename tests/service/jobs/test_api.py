@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import redis
 
-from service.settings import Settings
+from service.config.settings import Settings
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.jobs.conftest import REDIS_URL, delete_queue_keys, run_chunks
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from service.limits import LimitSettings
-from service.settings import Settings, default_thresholds_path
+from service.config.limits import LimitSettings
+from service.config.settings import Settings, default_thresholds_path
 from tests.labelled_data import write_labelled_file
 from tests.service.conftest import AppHarness
 from tests.service.jobs.conftest import REDIS_URL
@@ -51,7 +51,7 @@ def test_a_calibration_job_runs_on_a_worker_and_matches_the_in_process_path(
     body = labelled.read_bytes()
 
     def settings(**overrides: Any) -> Settings:
-        from service.jobs.settings import JobSettings
+        from service.config.jobs import JobSettings
 
         fields: dict[str, Any] = {"artifacts_dir": tmp_path / "activated", **overrides}
         return Settings(thresholds_path=default_thresholds_path(), admin_api_key=ADMIN,

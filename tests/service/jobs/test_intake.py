@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import redis
 
-from service.settings import Settings
+from service.config.settings import Settings
 from tests.service.conftest import AppHarness
 from tests.service.jobs.conftest import REDIS_URL, run_chunks
 from tests.service.jobs.test_api import NDJSON, caller_item, results

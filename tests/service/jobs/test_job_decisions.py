@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from calibration.thresholds import save_artifact
+from artifact.thresholds import save_artifact
+from service.config.jobs import JobSettings
+from service.config.settings import Settings
 from service.jobs.queue import JobQueue
-from service.jobs.settings import JobSettings
-from service.logging import make_logs
-from service.settings import Settings
+from service.observability.logging import make_logs
 from service.worker import make_runner
 from tests.service.jobs.conftest import REDIS_URL
 from tests.service.test_decisions import JUDGE, build_decision_artifact

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from service.settings import Settings
+from service.config.settings import Settings
 from tests.service.conftest import AppHarness
 from tests.service.jobs.test_api import NDJSON, caller_item, ndjson
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from service.config.settings import Settings
 from service.jobs.queue import JobQueue
-from service.logging import make_logs
-from service.settings import Settings
+from service.observability.logging import make_logs
 from service.worker import make_runner
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import STAND_IN

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from service.jobs.settings import JobSettings
-from service.settings import Settings, SettingsError
+from service.config.jobs import JobSettings
+from service.config.settings import Settings, SettingsError
 
 
 def test_job_settings_are_read_from_the_environment() -> None:

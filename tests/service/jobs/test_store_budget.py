@@ -15,10 +15,10 @@ from collections.abc import Callable
 import pytest
 import redis
 
-from service.admission import Admission
+from service.config.settings import Settings
 from service.jobs.queue import JobQueue
-from service.metrics import LoopCounter
-from service.settings import Settings
+from service.judging.admission import Admission
+from service.observability.metrics import LoopCounter
 from tests.service.conftest import AppHarness
 from tests.service.jobs.conftest import REDIS_URL, run_chunks
 from tests.service.jobs.test_api import NDJSON, caller_item, ndjson

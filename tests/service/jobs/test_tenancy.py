@@ -13,9 +13,9 @@ from collections.abc import Callable
 import pytest
 import redis
 
+from service.config.settings import Settings
+from service.http.problems import UnauthorizedError
 from service.jobs.tenancy import JobCaller, job_caller, tenant_digest
-from service.problems import UnauthorizedError
-from service.settings import Settings
 from tests.service.conftest import AppHarness
 from tests.service.jobs.conftest import REDIS_URL, run_chunks
 from tests.service.jobs.test_api import NDJSON, caller_item, ndjson

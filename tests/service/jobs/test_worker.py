@@ -23,7 +23,7 @@ import msgspec
 import pytest
 import redis
 
-from service.settings import Settings
+from service.config.settings import Settings
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.jobs.conftest import REDIS_URL

@@ -1,0 +1,83 @@
+"""Fits per (cell, input kind) -> artifact entries and defaults; a user's labelled cell -> its kinds.
+
+Pure, shared by ``offline`` (``make calibrate``, ``calibrate --labels``: :mod:`offline.export`) and the service's
+calibration jobs (:mod:`service.calibrations.management`), so both write the same entries from the same fits
+(:func:`calibration.kind_fit.fit_kind`). Rules, stated once:
+
+* **Entries.** One per (judge, prompt family, criterion, input kind, method, alpha) fitted on every item, with
+  its held-out figures by document. The default method of a (cell, kind) is exported at every level of the grid;
+  the other methods at ``OTHER_METHOD_ALPHAS`` only (a request between levels is served at the next smaller one),
+  which keeps the artifact small. One default per (cell, kind).
+* **Kinds of a labelled cell** (:func:`labelled_kind_data`, the rule of ``offline.studies.validity.kind_data``):
+  ``mean`` only when every row has ``mean_of_samples`` (a mean-of-samples judge); else ``score`` (the integer
+  verdict of every row) and ``probabilities`` when every row has ``judge_logprobs`` (core inputs by
+  :func:`calibration.verdicts.kind_inputs`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from artifact.labels import LabelledCell
+from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdEntry, ThresholdsArtifact
+from calibration.kind_fit import KindData, KindFit, cell_kind_data
+
+__all__ = [
+    "DEFAULT_DELTA",
+    "OTHER_METHOD_ALPHAS",
+    "FitKey",
+    "fit_keys",
+    "kind_artifact",
+    "kind_entries",
+    "labelled_kind_data",
+]
+
+OTHER_METHOD_ALPHAS = frozenset({0.05, 0.1, 0.15, 0.2})
+DEFAULT_DELTA = 0.05
+FitKey = tuple[str, str, str, str]  # (judge, prompt_family, criterion, input kind)
+
+
+def kind_entries(fits: dict[FitKey, KindFit]) -> tuple[list[ThresholdEntry], list[DefaultMethod]]:
+    """Entries and defaults of the fits (module rules)."""
+    entries: list[ThresholdEntry] = []
+    defaults: list[DefaultMethod] = []
+    for (judge, family, criterion, kind), fit in fits.items():
+        figures = {(h.method, round(h.alpha, 9)): h for h in fit.heldout}
+        for method, by_alpha in fit.fitted.items():
+            for alpha, fitted in by_alpha.items():
+                if method != fit.default.method and round(alpha, 9) not in OTHER_METHOD_ALPHAS:
+                    continue
+                h = figures[(method, round(alpha, 9))]
+                entries.append(ThresholdEntry(
+                    judge=judge, prompt_family=family, criterion=criterion, method=method, alpha=float(alpha),
+                    fitted=fitted, input_kind=kind, heldout_coverage=h.coverage, heldout_coverage_std=h.coverage_std,
+                    heldout_coverage_p5=h.coverage_p5, heldout_set_size=h.set_size, n_splits=h.n_splits,
+                    min_bin_coverage=h.min_bin_coverage, min_label_coverage=h.min_label_coverage,
+                    empty_share=h.empty_share, non_interval_share=h.non_interval_share, accept_share=h.accept_share,
+                    review_share=h.review_share, escalate_share=h.escalate_share, accept_accuracy=h.accept_accuracy,
+                ))
+        defaults.append(DefaultMethod(judge=judge, prompt_family=family, criterion=criterion,
+                                      method=fit.default.method, reason=fit.default.reason, input_kind=kind))
+    return entries, defaults
+
+
+def kind_artifact(
+    fits: dict[FitKey, KindFit], *, created_at: str, code_version: str, data_hash: str, source: str
+) -> ThresholdsArtifact:
+    """An artifact holding exactly these fits (label_scale 1..K of the widest cell)."""
+    entries, defaults = kind_entries(fits)
+    scale = max((e.fitted.n_labels for e in entries), default=5)
+    return ThresholdsArtifact(
+        format_version=FORMAT_VERSION, created_at=created_at, code_version=code_version, data_hash=data_hash,
+        label_scale=list(range(1, scale + 1)), entries=entries, default_methods=defaults, source=source,
+    )
+
+
+def labelled_kind_data(cell: LabelledCell) -> list[KindData]:
+    """The cell's items as verdicts of every kind it supports (module rules), groups as given."""
+    return cell_kind_data(cell.labels, cell.judge_scores, cell.probabilities, cell.means, cell.groups, cell.n_labels)
+
+
+def fit_keys(cells: Sequence[LabelledCell]) -> list[tuple[LabelledCell, KindData]]:
+    """Every (cell, kind data) of the cells, in cell order."""
+    return [(cell, data) for cell in cells for data in labelled_kind_data(cell)]

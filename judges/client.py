@@ -1,0 +1,695 @@
+"""The outbound judge client: one ``JudgeClient`` per configured judge, over any OpenAI-compatible endpoint.
+
+=================================================================  ==========================================
+call                                                               result
+=================================================================  ==========================================
+``load_judge_configs("judges.json")``                              ``{"gpt-4o-mini": JudgeConfig(...), ...}``
+``async with JudgeClient(config) as judge: ...``                   one ``openai.AsyncOpenAI`` per judge
+``judge.http_client``                                              ``DefaultAioHttpClient`` or the caller's
+``await judge.score("coherence", document, summary)``              ``DirectVerdict`` (score + distribution)
+``await judge.prefer("coherence", document, first, second)``       ``PreferenceVerdict`` (first/second/tie)
+``await judge.complete(messages, max_tokens=64, logprobs=True)``   ``Completion`` (text + token log-probs)
+=================================================================  ==========================================
+
+Call policy (ours, not the SDK's: the ``AsyncOpenAI`` object gets ``max_retries=0``):
+
+* at most ``max_concurrency`` requests of one client are in flight (an ``asyncio.Semaphore`` per client,
+  released while waiting to retry);
+* ``timeout_s`` is a deadline over one verdict, not one request: it starts when the verdict's first attempt
+  gets its concurrency slot and bounds every attempt, every wait before a retry and the format retry below;
+  each attempt gets what is left of it (at most ``attempt_timeout_s`` when that is set, so that a hung attempt
+  can be retried within the deadline). Retries never multiply it;
+* timeouts, connection errors and HTTP 408/409/429/5xx are retried up to ``max_retries`` times while the
+  deadline leaves time for the wait and another attempt; the wait is the server's ``Retry-After`` (seconds or
+  an HTTP date; or ``retry-after-ms``) when given —
+  a wait beyond ``max_retry_after_s`` (or beyond the deadline) is not waited for, the call fails — and
+  otherwise jittered exponential backoff: half of ``min(backoff_max_s, backoff_base_s * 2**attempt)`` plus a
+  uniform draw of up to the other half;
+* a reply body (of any status) larger than ``max_reply_bytes`` (the service's ``JUDGE_MAX_REPLY_BYTES``) is
+  not read: a declared ``Content-Length`` above it is refused at once, any other body is counted while it
+  streams in and the read stops (the connection is closed) as soon as the count passes the cap. That raises
+  ``JudgeReplyTooLarge`` (a ``JudgeReplyError``; not retried): a judge that should answer a few tokens never
+  makes the service buffer, decode or parse megabytes on its event loop. The cap is enforced on the SDK's
+  aiohttp client (the service's); a caller's own ``http_client`` is used as given;
+* a 400 whose message mentions ``logprobs`` while log-probs were requested makes the client retry once
+  without them and never ask this endpoint for them again (the fallback is not counted as a retry);
+* other HTTP errors fail at once. Failures raise ``JudgeCallError`` (with ``status``); a reply with no
+  readable verdict, or a 2xx body that is not a chat completion, raises ``JudgeReplyError`` (with
+  ``raw_reply``);
+* an attempt that passes its time fails (and may be retried) at once, but its concurrency slot stays taken
+  until the provider really answers or ``DRAIN_FACTOR`` x ``timeout_s`` have passed since it was sent (then
+  the request is cancelled and its connection closed, however slowly the provider keeps dripping bytes):
+  the provider never has more than ``max_concurrency`` of our requests in flight;
+  a caller that is cancelled cancels its request (the connection closes) and frees the slot when that is done;
+* a reply with no readable score (``score``) or verdict (``prefer``) is asked again once, in the same
+  conversation, with a stricter format reminder (``FORMAT_REMINDERS``); this retry is not one of
+  ``max_retries`` and is reported through ``on_format_retry`` (the service counts it apart);
+* retries, refusals and failures are logged as JSON events (``judge.retry``, ``judge.format_retry``,
+  ``judge.failed``, ``judge.logprobs_refused``) with the judge's name and the attempt, through the ``logger``
+  given (the service's structlog logger, which adds the request id), else the standard ``logging`` module;
+  an error's message names the judge, never its URL.
+
+The API key is read from the environment variable named by ``api_key_env`` and is never logged; without
+``api_key_env`` (local endpoints) the placeholder ``"not-needed"`` is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import httpx
+import httpx2
+import msgspec
+import openai
+
+from judges.distribution import TokenLogprobs, score_distribution
+from judges.errors import (
+    JudgeCallError,
+    JudgeConfigError,
+    JudgeReplyError,
+    JudgeReplyTooLarge,
+    UnknownPromptError,
+)
+from judges.parse import Preference, parse_preference, parse_score
+from judges.prompts import PROMPT_FAMILIES, ChatMessage, direct_prompt, pairwise_prompt
+
+__all__ = [
+    "Completion",
+    "DEFAULT_MAX_REPLY_BYTES",
+    "DirectVerdict",
+    "JudgeClient",
+    "JudgeConfig",
+    "NO_KEY_PLACEHOLDER",
+    "PreferenceVerdict",
+    "TOP_LOGPROBS",
+    "load_judge_configs",
+]
+
+_log = logging.getLogger(__name__)
+
+NO_KEY_PLACEHOLDER = "not-needed"
+TOP_LOGPROBS = 20  # how many alternatives per token to ask for (the OpenAI maximum)
+_RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+DRAIN_FACTOR = 4  # a timed-out request keeps its slot until the provider answers, at most this x timeout_s
+# A judge answers a few tokens (a score, a letter; with top-20 log-probs a few KB per token): 256 KiB is far
+# above any honest reply and far below what stalls an event loop.
+DEFAULT_MAX_REPLY_BYTES = 256 * 1024
+FORMAT_REMINDERS = {
+    "score": (
+        "Your reply did not contain a score I could read. Answer again with the score only: "
+        "one whole number from 1 to {n_labels}, and nothing else."
+    ),
+    "prefer": "Your reply did not contain a verdict I could read. Answer again with one letter only: A, B or C.",
+}
+_LEVELS = {"info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
+
+
+class JudgeConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """How to reach and call one judge; ``name`` is the judge's name in the artifact and the API."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+    model: Annotated[str, msgspec.Meta(min_length=1)]
+    base_url: Annotated[str, msgspec.Meta(min_length=1)]
+    api_key_env: str | None = None
+    prompt_family: str = "paper"
+    temperature: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] = 0.0
+    logprobs: bool = True
+    max_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 8
+    timeout_s: Annotated[float, msgspec.Meta(gt=0.0)] = 30.0  # the deadline of one verdict, all attempts included
+    attempt_timeout_s: Annotated[float, msgspec.Meta(gt=0.0)] | None = None  # None: what is left of timeout_s
+    max_retries: Annotated[int, msgspec.Meta(ge=0)] = 3
+    max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 256
+    backoff_base_s: Annotated[float, msgspec.Meta(ge=0.0)] = 0.5
+    backoff_max_s: Annotated[float, msgspec.Meta(ge=0.0)] = 8.0
+    max_retry_after_s: Annotated[float, msgspec.Meta(ge=0.0)] = 60.0
+
+
+class DirectVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    """A judge's 1..5 score of one summary, with its score distribution when log-probs came back."""
+
+    judge_score: int
+    probabilities: list[float] | None  # K floats summing to 1 over labels 1..K, or None
+    logprobs: dict[str, float | None] | None  # "1".."K" -> log-prob at the score token (None: not in top-k)
+    raw_reply: str
+    parse_rule: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class PreferenceVerdict(msgspec.Struct, frozen=True, kw_only=True):
+    """A judge's pairwise verdict: "first" / "second" = the summary shown as A / B won, "tie" = equal."""
+
+    outcome: Preference
+    raw_reply: str
+    prompt_tokens: int
+    completion_tokens: int
+
+
+class Completion(msgspec.Struct, frozen=True, kw_only=True):
+    """A raw chat completion: text, per-token log-probs (None unless requested and given) and usage."""
+
+    text: str
+    tokens: list[TokenLogprobs] | None
+    finish_reason: str | None
+    prompt_tokens: int
+    completion_tokens: int
+
+
+_CONFIG_DECODER = msgspec.json.Decoder(list[JudgeConfig] | dict[str, dict[str, Any]])
+
+
+def load_judge_configs(path: str | os.PathLike[str]) -> dict[str, JudgeConfig]:
+    """Read judge configs from one JSON file (a list, or an object keyed by name) -> {name: config}.
+
+    Raises ``JudgeConfigError`` naming the file and the problem (unreadable, invalid field, unknown
+    prompt family, duplicate or mismatched name).
+    """
+    file = Path(path)
+    try:
+        data = _CONFIG_DECODER.decode(file.read_bytes())
+    except OSError as exc:
+        raise JudgeConfigError(f"{file}: cannot read judge configs: {exc.strerror or exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise JudgeConfigError(f"{file}: invalid judge configs: {exc}") from exc
+    if isinstance(data, dict):
+        configs = []
+        for key, entry in data.items():
+            if entry.get("name", key) != key:
+                raise JudgeConfigError(f"{file}: entry {key!r} has a different name {entry['name']!r}")
+            try:
+                configs.append(msgspec.convert({**entry, "name": key}, JudgeConfig))
+            except msgspec.ValidationError as exc:
+                raise JudgeConfigError(f"{file}: judge {key!r}: {exc}") from exc
+    else:
+        configs = data
+    result: dict[str, JudgeConfig] = {}
+    for config in configs:
+        if config.name in result:
+            raise JudgeConfigError(f"{file}: judge {config.name!r} is configured twice")
+        if config.prompt_family not in PROMPT_FAMILIES:
+            raise JudgeConfigError(
+                f"{file}: judge {config.name!r}: unknown prompt_family {config.prompt_family!r}; "
+                f"known: {', '.join(PROMPT_FAMILIES)}"
+            )
+        result[config.name] = config
+    return result
+
+
+class JudgeClient:
+    """Calls one judge by its ``JudgeConfig``; use ``async with`` or ``await aclose()``.
+
+    Raises ``JudgeConfigError`` when ``api_key_env`` names an unset variable and ``UnknownPromptError``
+    for an unknown ``prompt_family``. ``http_client`` (caller-owned, not closed here) replaces the
+    transport, which is otherwise the SDK's aiohttp client (``openai.DefaultAioHttpClient``, owned and
+    closed here, with the reply cap ``max_reply_bytes``); ``seed`` fixes the backoff jitter.
+    """
+
+    def __init__(
+        self,
+        config: JudgeConfig,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        seed: int | None = None,
+        logger: Any = None,
+        on_format_retry: Callable[[str], None] | None = None,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    ) -> None:
+        if config.prompt_family not in PROMPT_FAMILIES:
+            raise UnknownPromptError(
+                f"judge {config.name!r}: unknown prompt_family {config.prompt_family!r}; "
+                f"known: {', '.join(PROMPT_FAMILIES)}"
+            )
+        api_key = NO_KEY_PLACEHOLDER
+        if config.api_key_env is not None:
+            api_key = os.environ.get(config.api_key_env, "")
+            if not api_key:
+                raise JudgeConfigError(f"judge {config.name!r}: environment variable {config.api_key_env} is not set")
+        self.config = config
+        self._max_reply_bytes = max_reply_bytes
+        self._owns_http = http_client is None
+        if http_client is None:
+            # The SDK's aiohttp transport (C HTTP parser; keeps every idle connection up to its 1,000-connection
+            # limit, so all max_concurrency of them stay warm) costs the event loop about a third less CPU per
+            # call than the default pure-Python h11/httpcore stack; on a busy loop that CPU is every call's delay.
+            # The response hook runs once the headers are in, before the SDK reads the body: it caps the body.
+            http_client = openai.DefaultAioHttpClient(
+                timeout=config.timeout_s, event_hooks={"response": [self._cap_reply]}
+            )
+        self._http = http_client
+        self._openai = openai.AsyncOpenAI(
+            api_key=api_key,
+            base_url=config.base_url,
+            timeout=config.timeout_s,
+            max_retries=0,
+            http_client=http_client,
+        )
+        self._semaphore = asyncio.Semaphore(config.max_concurrency)
+        self._rng = random.Random(seed)
+        self._logprobs_refused = False
+        self._logger = logger
+        self._on_format_retry = on_format_retry
+        self._draining: set[asyncio.Future[Any]] = set()  # timed-out requests still holding their slot
+
+    @property
+    def http_client(self) -> httpx.AsyncClient | openai.DefaultAioHttpClient:
+        """The HTTP client carrying this judge's calls: the caller's, else the SDK's aiohttp client."""
+        return self._http
+
+    @property
+    def logprobs_available(self) -> bool:
+        """False once the endpoint refused log-probs (or when the config does not ask for them)."""
+        return self.config.logprobs and not self._logprobs_refused
+
+    async def __aenter__(self) -> JudgeClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the underlying HTTP client unless the caller supplied (and so owns) it."""
+        if self._owns_http:
+            await self._openai.close()
+
+    async def score(self, criterion: str, document: str, summary: str) -> DirectVerdict:
+        """Ask for a 1..5 ``criterion`` score of ``summary``; the distribution comes from the score token."""
+        messages = direct_prompt(criterion, document, summary, prompt_family=self.config.prompt_family)
+        return await self.score_messages(messages, n_labels=5)
+
+    async def score_messages(self, messages: Sequence[ChatMessage], *, n_labels: int) -> DirectVerdict:
+        """Ask with ready-made messages (e.g. a configured rubric's) for a 1..n_labels score, as ``score`` does."""
+        deadline = _Deadline(self.config.timeout_s)  # one verdict: both asks share it
+        completion = await self._complete(
+            messages, max_tokens=self.config.max_tokens, logprobs=self.config.logprobs, deadline=deadline
+        )
+        parsed = parse_score(completion.text, n_labels=n_labels)
+        if parsed.score is None:  # once more, with the reply and a stricter reminder in the conversation
+            completion = await self._ask_again(
+                "score", messages, completion.text, parsed.rule, deadline, n_labels=n_labels
+            )
+            parsed = parse_score(completion.text, n_labels=n_labels)
+        if parsed.score is None:
+            raise JudgeReplyError(
+                f"judge {self.config.name!r}: no score in reply ({parsed.rule})",
+                judge=self.config.name,
+                raw_reply=completion.text,
+                reason=parsed.rule,
+            )
+        probabilities, logprobs = score_distribution(completion.tokens, completion.text, parsed.position,
+                                                     n_labels=n_labels)
+        return DirectVerdict(
+            judge_score=parsed.score,
+            probabilities=probabilities,
+            logprobs=logprobs,
+            raw_reply=completion.text,
+            parse_rule=parsed.rule,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
+
+    async def prefer(self, criterion: str, document: str, first_text: str, second_text: str) -> PreferenceVerdict:
+        """Ask which of ``first_text`` (shown as A) and ``second_text`` (shown as B) is better on ``criterion``."""
+        messages = pairwise_prompt(
+            criterion, document, first_text, second_text, prompt_family=self.config.prompt_family
+        )
+        deadline = _Deadline(self.config.timeout_s)  # one verdict: both asks share it
+        completion = await self._complete(messages, max_tokens=self.config.max_tokens, deadline=deadline)
+        outcome = parse_preference(completion.text)
+        if outcome is None:  # once more, with the reply and a stricter reminder in the conversation
+            completion = await self._ask_again("prefer", messages, completion.text, "no_preference", deadline)
+            outcome = parse_preference(completion.text)
+        if outcome is None:
+            raise JudgeReplyError(
+                f"judge {self.config.name!r}: no A/B/C verdict in reply",
+                judge=self.config.name,
+                raw_reply=completion.text,
+                reason="no_preference",
+            )
+        return PreferenceVerdict(
+            outcome=outcome,
+            raw_reply=completion.text,
+            prompt_tokens=completion.prompt_tokens,
+            completion_tokens=completion.completion_tokens,
+        )
+
+    async def _ask_again(
+        self,
+        kind: str,
+        messages: Sequence[ChatMessage],
+        reply: str,
+        reason: str,
+        deadline: _Deadline,
+        *,
+        n_labels: int = 5,
+    ) -> Completion:
+        """The format retry: the conversation plus the unreadable reply and the reminder for ``kind``."""
+        self._event("warning", "judge.format_retry", kind=kind, reason=reason)
+        if self._on_format_retry is not None:
+            self._on_format_retry(kind)
+        again: list[ChatMessage] = [
+            *messages,
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": FORMAT_REMINDERS[kind].format(n_labels=n_labels)},
+        ]
+        logprobs = kind == "score" and self.config.logprobs
+        return await self._complete(again, max_tokens=self.config.max_tokens, logprobs=logprobs, deadline=deadline)
+
+    def _event(self, level: str, event: str, **fields: Any) -> None:
+        """A JSON log event with the judge's name: through the given logger, else the logging module."""
+        if self._logger is not None:
+            getattr(self._logger, level)(event, judge=self.config.name, **fields)
+        else:
+            record = {"event": event, "judge": self.config.name, **fields}
+            _log.log(_LEVELS[level], msgspec.json.encode(record).decode())
+
+    async def _cap_reply(self, response: httpx2.Response) -> None:
+        """Response hook (headers in, body unread): refuse a declared body over the cap, count any other."""
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self._max_reply_bytes:
+            raise _ReplyTooLarge(self._max_reply_bytes)
+        response.stream = _CappedStream(response.stream, self._max_reply_bytes)
+
+    async def _post_holding_slot(self, body: bytes, deadline: _Deadline) -> Any:
+        """POST under the concurrency slot; past the attempt's time (what is left of the deadline, at most
+        ``attempt_timeout_s``) raise APITimeoutError but keep the slot until the request really ends (answered,
+        or cancelled DRAIN_FACTOR x timeout_s after it was sent)."""
+        await self._semaphore.acquire()
+        deadline.start()
+        allowed = deadline.left()
+        if self.config.attempt_timeout_s is not None:
+            allowed = min(allowed, self.config.attempt_timeout_s)
+        if allowed <= 0:  # the slot came after the deadline: no attempt
+            self._semaphore.release()
+            raise openai.APITimeoutError(request=self._request_for_errors())
+        request = asyncio.ensure_future(
+            # The SDK's transport, auth, base URL and errors, without its per-call rebuilding of typed request
+            # and response models: the body is encoded, and the reply decoded, by msgspec. The outer wait_for
+            # is the drain bound: the transport's own timeouts are per read, and a provider dripping one byte
+            # at a time never trips them.
+            asyncio.wait_for(
+                self._openai.post(
+                    "/chat/completions",
+                    cast_to=httpx.Response,
+                    content=body,
+                    options={
+                        "timeout": self.config.timeout_s * DRAIN_FACTOR,
+                        "headers": {"Content-Type": "application/json"},
+                    },
+                ),
+                self.config.timeout_s * DRAIN_FACTOR,
+            )
+        )
+        request.add_done_callback(self._release_slot)
+        try:
+            return await asyncio.wait_for(asyncio.shield(request), allowed)
+        except TimeoutError:
+            self._draining.add(request)
+            request.add_done_callback(self._draining.discard)
+            raise openai.APITimeoutError(request=self._request_for_errors()) from None
+        except asyncio.CancelledError:
+            request.cancel()  # our caller is gone: close the connection (the provider sees it) and free the slot
+            raise
+
+    def _request_for_errors(self) -> httpx.Request:
+        return httpx.Request("POST", f"{self.config.base_url.rstrip('/')}/chat/completions")
+
+    def _release_slot(self, request: asyncio.Future[Any]) -> None:
+        self._semaphore.release()
+        if not request.cancelled():
+            request.exception()  # retrieved, so a drained request's late failure is not reported as unhandled
+
+    async def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int, logprobs: bool = False) -> Completion:
+        """One chat completion under the call policy (its own ``timeout_s`` deadline); log-probs (top 20 per token)
+        only if asked and allowed."""
+        return await self._complete(messages, max_tokens=max_tokens, logprobs=logprobs, deadline=None)
+
+    async def _complete(
+        self,
+        messages: Sequence[ChatMessage],
+        *,
+        max_tokens: int,
+        logprobs: bool = False,
+        deadline: _Deadline | None,
+    ) -> Completion:
+        if deadline is None:
+            deadline = _Deadline(self.config.timeout_s)
+        response = await self._create(list(messages), max_tokens=max_tokens, logprobs=logprobs, deadline=deadline)
+        if not response.choices:
+            raise JudgeReplyError(
+                f"judge {self.config.name!r}: reply without choices",
+                judge=self.config.name,
+                raw_reply="",
+                reason="no_choices",
+            )
+        choice = response.choices[0]
+        usage = response.usage
+        return Completion(
+            text=choice.message.content or "",
+            tokens=_tokens(choice.logprobs),
+            finish_reason=choice.finish_reason,
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+        )
+
+    async def _create(
+        self, messages: list[ChatMessage], *, max_tokens: int, logprobs: bool, deadline: _Deadline
+    ) -> _ChatCompletion:
+        want_logprobs = logprobs and not self._logprobs_refused
+        attempt = 0
+        while True:
+            extra: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if want_logprobs else {}
+            try:
+                body = _REQUEST_ENCODER.encode(
+                    {
+                        "model": self.config.model,
+                        "messages": messages,
+                        "temperature": self.config.temperature,
+                        "max_tokens": max_tokens,
+                        **extra,
+                    }
+                )
+                raw = await self._post_holding_slot(body, deadline)
+                return _decode_chat(raw.content)
+            except _ReplyTooLarge as exc:
+                self._event("warning", "judge.reply_too_large", attempt=attempt + 1, max_bytes=exc.max_bytes)
+                raise JudgeReplyTooLarge(
+                    f"judge {self.config.name!r}: reply larger than {exc.max_bytes} bytes (JUDGE_MAX_REPLY_BYTES); "
+                    "not read",
+                    judge=self.config.name,
+                    max_bytes=exc.max_bytes,
+                ) from None
+            except _UnusableReply as exc:
+                raise JudgeReplyError(
+                    f"judge {self.config.name!r}: reply is not a chat completion",
+                    judge=self.config.name,
+                    raw_reply=exc.raw_reply,
+                    reason="not_a_chat_completion",
+                ) from exc
+            except openai.APIStatusError as exc:
+                if want_logprobs and exc.status_code == 400 and "logprobs" in str(exc).lower():
+                    self._event("info", "judge.logprobs_refused", attempt=attempt + 1)
+                    self._logprobs_refused = True
+                    want_logprobs = False
+                    continue
+                if exc.status_code not in _RETRYABLE_STATUS:
+                    raise self._call_error(f"HTTP {exc.status_code}", exc.status_code, attempt + 1) from exc
+                delay = self._delay(attempt, exc, exc.status_code, deadline)
+            except openai.APIConnectionError as exc:  # includes APITimeoutError
+                delay = self._delay(attempt, exc, None, deadline)
+            except openai.OpenAIError as exc:  # another unusable answer: the provider answered, unreadably
+                raise JudgeReplyError(
+                    f"judge {self.config.name!r}: unusable response: {exc}",
+                    judge=self.config.name,
+                    raw_reply="",
+                    reason="unusable_response",
+                ) from exc
+            attempt += 1
+            self._event("warning", "judge.retry", attempt=attempt, next_attempt=attempt + 1, delay_s=round(delay, 3))
+            await asyncio.sleep(delay)
+
+    def _delay(self, attempt: int, exc: openai.APIError, status: int | None, deadline: _Deadline) -> float:
+        """Seconds to wait before the next attempt; raises JudgeCallError when the policy (or the deadline)
+        says stop."""
+        what = (
+            "timed out"
+            if isinstance(exc, openai.APITimeoutError)
+            else (f"HTTP {status}" if status is not None else "connection failed")
+        )
+        if attempt >= self.config.max_retries:
+            raise self._call_error(what, status, attempt + 1) from exc
+        response = getattr(exc, "response", None)
+        retry_after = _retry_after_s(response.headers) if response is not None else None
+        if retry_after is not None:
+            if retry_after > self.config.max_retry_after_s:
+                raise self._call_error(
+                    f"{what}; Retry-After {retry_after:g} s exceeds {self.config.max_retry_after_s:g} s",
+                    status,
+                    attempt + 1,
+                ) from exc
+        else:
+            cap = min(self.config.backoff_max_s, self.config.backoff_base_s * 2**attempt)
+            retry_after = cap / 2 + self._rng.uniform(0.0, cap / 2)
+        if retry_after >= deadline.left():  # no time for the wait and another attempt: fail now, not later
+            raise self._call_error(
+                f"{what}; no time left for another attempt within timeout_s {self.config.timeout_s:g} s",
+                status,
+                attempt + 1,
+            ) from exc
+        return retry_after
+
+    def _call_error(self, what: str, status: int | None, attempts: int) -> JudgeCallError:
+        # Named by the judge only: its base URL is internal deployment detail and never reaches a caller.
+        self._event("warning", "judge.failed", attempt=attempts, status=status, error=what)
+        return JudgeCallError(
+            f"judge {self.config.name!r}: {what} after {attempts} attempt(s)",
+            judge=self.config.name,
+            status=status,
+            attempts=attempts,
+        )
+
+
+def _retry_after_s(headers: Any) -> float | None:
+    """The server's requested wait in seconds: ``retry-after-ms``, else ``Retry-After`` (seconds or HTTP date)."""
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return max(0.0, float(millis) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+class _TopLogprob(msgspec.Struct):
+    token: str
+    logprob: float
+
+
+class _TokenLogprob(msgspec.Struct):
+    token: str
+    logprob: float
+    top_logprobs: list[_TopLogprob] | None = None
+
+
+class _ChoiceLogprobs(msgspec.Struct):
+    content: list[_TokenLogprob] | None = None
+
+
+class _Message(msgspec.Struct):
+    content: str | None = None
+
+
+class _Choice(msgspec.Struct):
+    message: _Message
+    finish_reason: str | None = None
+    logprobs: _ChoiceLogprobs | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class _ChatCompletion(msgspec.Struct):
+    """The part of an OpenAI chat-completions reply that the judge reads; unknown fields are ignored."""
+
+    choices: list[_Choice]
+    usage: _Usage | None = None
+
+
+_REQUEST_ENCODER = msgspec.json.Encoder()
+_CHAT_DECODER = msgspec.json.Decoder(_ChatCompletion)
+
+
+def _decode_chat(content: bytes) -> _ChatCompletion:
+    """Decode a chat-completions body; an unusable body raises _UnusableReply (a JudgeReplyError for callers)."""
+    try:
+        return _CHAT_DECODER.decode(content)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise _UnusableReply(f"not a chat-completions reply: {exc}", content) from exc
+
+
+class _UnusableReply(openai.OpenAIError):
+    """A 2xx reply whose body is not a chat completion; keeps the body's start as ``raw_reply``."""
+
+    def __init__(self, message: str, content: bytes) -> None:
+        super().__init__(message)
+        self.raw_reply = content[:1000].decode("utf-8", errors="replace")
+
+
+class _ReplyTooLarge(openai.OpenAIError):
+    """A reply body passed the cap. An OpenAIError, so the SDK passes it on as it is (neither wrapped as a
+    connection error nor retried)."""
+
+    def __init__(self, max_bytes: int) -> None:
+        super().__init__(f"reply body larger than {max_bytes} bytes")
+        self.max_bytes = max_bytes
+
+
+class _CappedStream(httpx2.AsyncByteStream):
+    """A response body that raises _ReplyTooLarge as soon as more than ``max_bytes`` have come in; the client
+    then closes the response, and with it the connection, without reading the rest."""
+
+    def __init__(self, inner: httpx2.AsyncByteStream, max_bytes: int) -> None:
+        self._inner = inner
+        self._max_bytes = max_bytes
+
+    async def __aiter__(self) -> Any:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._max_bytes:
+                raise _ReplyTooLarge(self._max_bytes)
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _Deadline:
+    """The time budget of one verdict: ``budget_s`` from the moment its first attempt is sent."""
+
+    def __init__(self, budget_s: float) -> None:
+        self._budget_s = budget_s
+        self._ends_at: float | None = None
+
+    def start(self) -> None:
+        """Start the clock (once; later calls keep the first start)."""
+        if self._ends_at is None:
+            self._ends_at = time.monotonic() + self._budget_s
+
+    def left(self) -> float:
+        """Seconds left (the whole budget before the start; may be negative after the end)."""
+        return self._budget_s if self._ends_at is None else self._ends_at - time.monotonic()
+
+
+def _tokens(logprobs: _ChoiceLogprobs | None) -> list[TokenLogprobs] | None:
+    content = logprobs.content if logprobs is not None else None
+    if not content:
+        return None
+    return [
+        TokenLogprobs(
+            token=item.token,
+            logprob=item.logprob,
+            top_logprobs={alt.token: alt.logprob for alt in (item.top_logprobs or [])},
+        )
+        for item in content
+    ]

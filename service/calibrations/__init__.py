@@ -1,0 +1,1 @@
+"""calibrations: see docs/architecture.md."""

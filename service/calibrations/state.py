@@ -1,0 +1,405 @@
+"""The loaded calibration, held for the app and swapped atomically.
+
+A request takes one ``CalibrationSnapshot`` (``holder.current``) at its start and uses only that snapshot,
+so a reload in the middle of a request (or a batch) never mixes two artifacts. A reload loads and validates
+the new file completely (in a worker thread) before the one reference assignment that publishes it; a
+broken file raises ``ArtifactError`` and the old snapshot stays. Reloads are serialised by a lock.
+
+Names: an activated artifact's name follows ``service.calibrations.activated.check_name`` (a reserved name such as
+``primary``
+is refused: the primary artifact is replaced only by a reload without a name, and is never removed through the
+API); every judge, prompt family and criterion of any artifact is printable text (``service.calibrations.registry``),
+checked
+before anything is published.
+
+A process that does not activate itself (a job worker) follows the activations and deletions made by the API
+through the shared store (``follow``: a cheap version check, reloading the activated set only when it changed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio.to_thread
+
+from artifact.pairwise import DEFAULT_PATH as DEFAULT_PAIRWISE_PATH
+from artifact.pairwise import PairwiseIndex, load_pairwise_artifact
+from artifact.thresholds import ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
+from calibration.conformal import METHODS, prediction_set
+from calibration.decision_rule import DecisionRule
+from calibration.errors import ArtifactError
+from service.calibrations.activated import ActivatedStore, check_name
+from service.calibrations.artifact_file import decode_artifact_bytes, read_artifact_file, resolve_reload_path
+from service.calibrations.registry import (
+    PRIMARY,
+    ArtifactSet,
+    LoadedArtifact,
+    OwnershipConflictError,
+    unprintable_names,
+)
+from service.http.problems import ConflictError, InvalidRequestError
+
+__all__ = ["MEMO_LIMIT", "CalibrationHolder", "CalibrationSnapshot", "LruMemo", "coverage_target", "load_snapshot"]
+
+
+Cell = tuple[str, str, str]  # (judge, prompt_family, criterion)
+MEMO_LIMIT = 4096
+
+
+class LruMemo(OrderedDict[tuple[object, ...], object]):
+    """A bounded memo: at most ``limit`` entries; a hit makes an entry the most recent, and a new entry past the
+    bound evicts the least recently used one (as ``functools.lru_cache``), so a flood of one-off keys (distinct
+    alpha values) cannot crowd out the requests that recur."""
+
+    def __init__(self, limit: int = 4096) -> None:
+        super().__init__()
+        self.limit = limit
+
+    def get(self, key: tuple[object, ...], default: object = None) -> object:  # type: ignore[override]
+        """The value under ``key`` (now the most recent), or ``default``."""
+        try:
+            self.move_to_end(key)
+        except KeyError:
+            return default
+        return self[key]
+
+    def put(self, key: tuple[object, ...], value: object) -> None:
+        """Keep ``value`` as the most recent entry, evicting the least recent beyond ``limit``."""
+        self[key] = value
+        self.move_to_end(key)
+        while len(self) > self.limit:
+            self.popitem(last=False)
+
+
+def coverage_target(alpha: float) -> float:
+    """1 - alpha, rounded to 12 decimals so that 1 - 0.35 reads 0.65."""
+    return round(1.0 - alpha, 12)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CalibrationSnapshot:
+    """One loaded artifact with its index, where it came from and when it was loaded.
+
+    The look-up tables below are built once per load (``load_snapshot``), so a request never scans the
+    artifact's entries. ``score_sets`` memoises the prediction set of a verdict that is a judge score alone:
+    that set is a pure function of (entry, score), so there are at most K per entry. ``memo`` holds what
+    ``service.scoring.score`` resolved from a request's names (judge, family, level, method -> entry): it depends
+    on this artifact and on the app's fixed settings only, so it lives and dies with the snapshot; it keeps
+    the ``MEMO_LIMIT`` most recently used results (``LruMemo``) and nothing that failed.
+    """
+
+    artifact: ThresholdsArtifact
+    index: ThresholdIndex
+    path: str
+    loaded_at: str
+    all_levels: tuple[float, ...] = ()
+    judge_names: frozenset[str] = frozenset()
+    cell_methods: dict[Cell, tuple[str, ...]] = field(default_factory=dict)
+    cell_levels: dict[Cell, tuple[float, ...]] = field(default_factory=dict)
+    coverage_targets: dict[float, float] = field(default_factory=dict)
+    score_sets: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
+    memo: LruMemo = field(default_factory=lambda: LruMemo(MEMO_LIMIT))
+    artifacts: ArtifactSet = field(default_factory=ArtifactSet)  # the set merged into ``artifact`` (registry)
+    cell_labels: dict[Cell, int] = field(default_factory=dict)  # K of each calibrated cell
+    criterion_labels: dict[str, int] = field(default_factory=dict)  # K of a criterion (its first cell's)
+    # Certified decision rules by (judge, prompt family, criterion, input kind) (service.scoring.policy)
+    decision_rules: dict[tuple[str, str, str, str], DecisionRule] = field(default_factory=dict)
+    # Why each default method was chosen, by (judge, prompt family, criterion, input kind): a failed selection
+    # ("fallback to ...") is served as a failed rule (service.scoring.policy.selection_failure)
+    default_reasons: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+
+    @classmethod
+    def build(
+        cls, artifact: ThresholdsArtifact, *, path: str, loaded_at: str, artifacts: ArtifactSet | None = None
+    ) -> CalibrationSnapshot:
+        """Index an artifact (the merged view of ``artifacts`` when given) for the service."""
+        methods: dict[Cell, set[str]] = {}
+        levels: dict[Cell, set[float]] = {}
+        cell_labels: dict[Cell, int] = {}
+        for entry in artifact.entries:
+            cell = (entry.judge, entry.prompt_family, entry.criterion)
+            methods.setdefault(cell, set()).add(entry.method)
+            levels.setdefault(cell, set()).add(entry.alpha)
+            cell_labels.setdefault(cell, entry.fitted.n_labels)
+        criterion_labels: dict[str, int] = {}
+        for (_, _, criterion), k in cell_labels.items():
+            criterion_labels.setdefault(criterion, k)
+        if artifacts is None:
+            artifacts = ArtifactSet().put(LoadedArtifact.of(PRIMARY, artifact, path=path, loaded_at=loaded_at))
+        return cls(
+            artifacts=artifacts,
+            cell_labels=cell_labels,
+            criterion_labels=criterion_labels,
+            artifact=artifact,
+            index=ThresholdIndex(artifact),
+            path=path,
+            loaded_at=loaded_at,
+            all_levels=tuple(sorted({entry.alpha for entry in artifact.entries})),
+            judge_names=frozenset(entry.judge for entry in artifact.entries),
+            cell_methods={cell: tuple(m for m in METHODS if m in found) for cell, found in methods.items()},
+            cell_levels={cell: tuple(sorted(found)) for cell, found in levels.items()},
+            coverage_targets={entry.alpha: coverage_target(entry.alpha) for entry in artifact.entries},
+            decision_rules={(r.judge, r.prompt_family, r.criterion, r.input_kind): r for r in artifact.decision_rules},
+            default_reasons={(d.judge, d.prompt_family, d.criterion, d.kind): d.reason
+                             for d in artifact.default_methods},
+        )
+
+    @property
+    def calibration_id(self) -> str:
+        """The artifact's content hash (16 hex digits)."""
+        return self.index.calibration_id
+
+    @property
+    def n_labels(self) -> int:
+        """K, the size of the widest label scale."""
+        return len(self.artifact.label_scale)
+
+    def n_labels_for(self, cell: Cell) -> int:
+        """K of a cell: its own; for an uncalibrated cell its criterion's, else 5 (the shipped SummEval scale)."""
+        k = self.cell_labels.get(cell)
+        return k if k is not None else self.criterion_labels.get(cell[2], 5)
+
+    def remember(self, key: tuple[object, ...], value: object) -> None:
+        """Keep ``value`` in ``memo`` under ``key`` (the least recently used entry goes when it is full)."""
+        self.memo.put(key, value)
+
+    def prediction_set(
+        self, entry: ThresholdEntry, judge_score: int, probabilities: list[float] | None
+    ) -> tuple[int, ...]:
+        """``calibration.conformal.prediction_set`` for an entry of this snapshot (memoised without probabilities)."""
+        if probabilities is not None:
+            return prediction_set(entry.fitted, judge_score=judge_score, probabilities=probabilities)
+        key = (id(entry), judge_score)  # the entry lives as long as this snapshot, so its id is stable
+        labels = self.score_sets.get(key)
+        if labels is None:
+            labels = self.score_sets[key] = prediction_set(entry.fitted, judge_score=judge_score)
+        return labels
+
+    def levels(self) -> list[float]:
+        """Every calibrated alpha in the artifact, ascending."""
+        return list(self.all_levels)
+
+    def methods(self, judge: str, prompt_family: str, criterion: str) -> list[str]:
+        """Methods calibrated for a cell, in the core's order ([] when the cell is not calibrated)."""
+        return list(self.cell_methods.get((judge, prompt_family, criterion), ()))
+
+    def levels_for(self, judge: str, prompt_family: str, criterion: str) -> list[float]:
+        """Alphas calibrated for one (judge, prompt family, criterion), any method, ascending."""
+        return list(self.cell_levels.get((judge, prompt_family, criterion), ()))
+
+    def judges(self) -> list[str]:
+        """Judges with at least one entry, sorted."""
+        return sorted(self.judge_names)
+
+    def cells(self, judge: str) -> list[tuple[str, str]]:
+        """(prompt_family, criterion) pairs calibrated for a judge, sorted."""
+        return sorted((family, criterion) for j, family, criterion in self.cell_methods if j == judge)
+
+    def prompt_families_for(self, judge: str, criterion: str) -> list[str]:
+        """Prompt families calibrated for (judge, criterion), sorted."""
+        return sorted(family for j, family, c in self.cell_methods if j == judge and c == criterion)
+
+    def methods_in_order(self) -> list[str]:
+        """The methods present in the artifact, in the core's order."""
+        present = {method for found in self.cell_methods.values() for method in found}
+        return [method for method in METHODS if method in present]
+
+
+def load_snapshot(path: str | Path) -> CalibrationSnapshot:
+    """Load, validate and index the artifact at path; ArtifactError names the file and the problem."""
+    location = Path(path)
+    try:
+        is_directory = location.is_dir()
+    except OSError as error:  # e.g. a name too long for the file system
+        raise ArtifactError(f"{location}: cannot read thresholds file: {error.strerror or error}") from error
+    if is_directory:
+        raise ArtifactError(f"{location}: is a directory, not a thresholds file")
+    artifact = load_artifact(location)
+    return CalibrationSnapshot.build(
+        artifact, path=str(location), loaded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    )
+
+
+class CalibrationHolder:
+    """The current snapshot (or None with the load error), replaced atomically by ``reload``.
+
+    A reload reads only regular files inside ``reload_dir`` (default: the start-up file's directory) of at most
+    ``max_artifact_bytes`` (rules: ``service.calibrations.artifact_file``).
+    """
+
+    def __init__(
+        self, path: str | Path, *, reload_dir: str | Path | None = None, max_artifact_bytes: int = 50_000_000,
+        artifacts_dir: str | Path | None = None, redis_url: str | None = None, artifacts_redis_key: str | None = None,
+        pairwise_path: str | Path | None = None,
+    ) -> None:
+        self.path = Path(path)
+        # Certified pairwise decisions (artifact.pairwise): /v1/compare abstains on every pair without.
+        self.pairwise_path = Path(pairwise_path) if pairwise_path is not None else DEFAULT_PAIRWISE_PATH
+        self.pairwise: PairwiseIndex | None = None
+        self.pairwise_error: str | None = "not loaded yet"
+        self.reload_dir = Path(reload_dir) if reload_dir is not None else self.path.parent
+        self.max_artifact_bytes = max_artifact_bytes
+        self.current: CalibrationSnapshot | None = None
+        self.error: str | None = "not loaded yet"
+        self._lock = asyncio.Lock()
+        # Activated artifacts persist here (ARTIFACTS_DIR, ARTIFACTS_REDIS_KEY; service.calibrations.activated).
+        self.activated = ActivatedStore(artifacts_dir, redis_url=redis_url, redis_key=artifacts_redis_key)
+        self.artifacts = ArtifactSet()
+        self.skipped: list[str] = []  # persisted artifacts refused at start-up, with the reason
+        self._seen_version: tuple[object, ...] | None = None  # the store's version at the last (re)load (follow)
+
+    def load_initial(self) -> None:
+        """Load THRESHOLDS_PATH and the persisted activated artifacts at start-up; on failure of the first keep
+        None and remember the error (readyz reports it); a persisted artifact that fails or conflicts is skipped
+        and listed in ``skipped``."""
+        loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        artifacts = ArtifactSet()
+        try:
+            self.pairwise, self.pairwise_error = PairwiseIndex(load_pairwise_artifact(self.pairwise_path)), None
+        except ArtifactError as error:
+            self.pairwise, self.pairwise_error = None, str(error)
+        try:
+            primary = load_snapshot(self.path)
+            _check_printable(primary.artifact, str(self.path))
+            artifacts = artifacts.put(LoadedArtifact.of(PRIMARY, primary.artifact, path=str(self.path),
+                                                        loaded_at=loaded_at))
+            self.error = None
+        except ArtifactError as error:
+            self.error = str(error)
+        self._seen_version = self.activated.version()  # read before loading: a change meanwhile is seen next time
+        self._publish(self._with_activated(artifacts, loaded_at, self.skipped))
+
+    def _with_activated(self, artifacts: ArtifactSet, loaded_at: str, skipped: list[str]) -> ArtifactSet:
+        """``artifacts`` plus every persisted activated artifact that loads and fits (the others go to
+        ``skipped`` with the reason)."""
+        self.activated.unavailable.clear()
+        for name, path, outcome in self.activated.load_all():
+            try:
+                if isinstance(outcome, Exception):
+                    raise outcome
+                _check_printable(outcome, str(path))
+                artifacts = artifacts.put(LoadedArtifact.of(name, outcome, path=str(path), loaded_at=loaded_at))
+            except (ArtifactError, OwnershipConflictError) as error:
+                skipped.append(f"{path}: {error}")
+        skipped.extend(self.activated.unavailable)
+        return artifacts
+
+    def follow(self) -> bool:
+        """Take in the activations and deletions made elsewhere (the API, another replica) since the last look:
+        when the store's version changed, rebuild the set from the primary artifact and the store's artifacts and
+        publish it; True when it did. Synchronous and cheap when nothing changed (one Redis GET and/or a directory
+        listing); a store that cannot be read keeps the current set."""
+        version = self.activated.version()
+        if version is None or version == self._seen_version:
+            return False
+        loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        primary = self.artifacts.get(PRIMARY)
+        base = ArtifactSet() if primary is None else ArtifactSet().put(primary)
+        skipped: list[str] = []
+        try:
+            artifacts = self._with_activated(base, loaded_at, skipped)
+        except OSError:  # a file vanished or became unreadable mid-listing: keep serving, look again next time
+            return False
+        if self.activated.unavailable:  # the store went away between the version and the read: try again later
+            return False
+        self._seen_version = version
+        self.skipped = skipped
+        self._publish(artifacts)
+        return True
+
+    def _publish(self, artifacts: ArtifactSet) -> CalibrationSnapshot | None:
+        """Build the snapshot of ``artifacts`` and make it current (None for an empty set)."""
+        merged = artifacts.merged()
+        primary = artifacts.get(PRIMARY)
+        snapshot = None if merged is None else CalibrationSnapshot.build(
+            merged, path=primary.path if primary is not None else artifacts.members[0].path,
+            loaded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), artifacts=artifacts,
+        )
+        self.artifacts = artifacts
+        self.current = snapshot
+        return snapshot
+
+    async def activate(self, name: str, artifact: ThresholdsArtifact, *, source: str
+                       ) -> tuple[CalibrationSnapshot | None, CalibrationSnapshot]:
+        """Add or replace the artifact ``name`` (service.calibrations.registry rules; OwnershipConflictError leaves
+        all as it
+        was; a reserved or malformed name is a 422, unprintable cell names an ArtifactError), persist it
+        (ARTIFACTS_DIR), then publish the merged snapshot; returns (previous, new), read under the lock."""
+        _check_activation_name(name)
+        _check_printable(artifact, source)
+        async with self._lock:
+            loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+            previous = self.current
+            artifacts = self.artifacts.put(LoadedArtifact.of(name, artifact, path=source, loaded_at=loaded_at))
+            await anyio.to_thread.run_sync(self.activated.save, name, artifact)
+            snapshot = self._publish(artifacts)
+            assert snapshot is not None
+            return previous, snapshot
+
+    async def remove(self, name: str) -> CalibrationSnapshot | None:
+        """Drop the artifact ``name`` and its persisted copy; KeyError when it is not loaded; ConflictError (409)
+        for the primary artifact, which only a reload replaces."""
+        if name == PRIMARY:
+            raise ConflictError("the primary artifact (THRESHOLDS_PATH) cannot be removed through the API; reload "
+                                "another file in its place instead")
+        async with self._lock:
+            artifacts = self.artifacts.remove(name)
+            await anyio.to_thread.run_sync(self.activated.delete, name)
+            return self._publish(artifacts)
+
+    async def reload(
+        self, path: str | Path | None = None, *, name: str | None = None
+    ) -> tuple[CalibrationSnapshot | None, CalibrationSnapshot]:
+        """Load path (default: the current path) as the primary artifact, or as artifact ``name`` beside it (then
+        persisted), and publish the merged snapshot; returns (previous, new). ArtifactError or
+        OwnershipConflictError keeps everything as it was."""
+        if name is not None and name != PRIMARY:
+            _check_activation_name(name)
+        async with self._lock:
+            target, snapshot = await anyio.to_thread.run_sync(self._load_confined, path)
+            _check_printable(snapshot.artifact, str(path if path is not None else self.path))
+            previous = self.current
+            artifacts = self.artifacts.put(
+                LoadedArtifact.of(name or PRIMARY, snapshot.artifact, path=str(target), loaded_at=snapshot.loaded_at)
+            )
+            if name is not None and name != PRIMARY:
+                await anyio.to_thread.run_sync(self.activated.save, name, snapshot.artifact)
+            else:
+                self.path = target
+            published = self._publish(artifacts)
+            assert published is not None
+            self.error = None
+            return previous, published
+
+    def _load_confined(self, requested: str | Path | None) -> tuple[Path, CalibrationSnapshot]:
+        """(real path, snapshot) of a reload request's file; ReloadPathError / ArtifactError as the module says."""
+        if requested is None:  # the file loaded now: the operator's own THRESHOLDS_PATH, bounded but not confined
+            target, allowed, source = self.path, self.path.parent, str(self.path)
+        else:
+            allowed, source = self.reload_dir, str(requested)
+            target = resolve_reload_path(str(requested), allowed, self.max_artifact_bytes)
+        data = read_artifact_file(target, allowed, self.max_artifact_bytes)
+        artifact = decode_artifact_bytes(data, source)
+        loaded_at = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        return target, CalibrationSnapshot.build(artifact, path=str(target), loaded_at=loaded_at)
+
+
+def _check_activation_name(name: str) -> None:
+    """InvalidRequestError (422) unless ``name`` may name an activated artifact
+    (``service.calibrations.activated.check_name``)."""
+    try:
+        check_name(name)
+    except ValueError as error:
+        raise InvalidRequestError(str(error)) from None
+
+
+def _check_printable(artifact: ThresholdsArtifact, source: str) -> None:
+    """ArtifactError (422) when a judge, prompt family or criterion name of ``artifact`` is not printable."""
+    bad = unprintable_names(artifact)
+    if bad:
+        raise ArtifactError(f"{source}: judge, prompt family and criterion names must be printable text (no control, "
+                            f"bidi or zero-width characters): {', '.join(bad[:5])}")

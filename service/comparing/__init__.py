@@ -1,0 +1,1 @@
+"""comparing: see docs/architecture.md."""

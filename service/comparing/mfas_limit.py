@@ -1,0 +1,87 @@
+"""The exact MFAS ranking under a wall-clock limit, in a worker process that is killed when the limit passes.
+
+``rank_mfas_within(t, limit_s) -> (Ranking, exact)``:
+
+* an acyclic majority graph needs no solver (``rank_mfas_ilp`` orders it directly): answered in-process, exact;
+* otherwise ``rank_mfas_ilp`` runs in a fresh process (multiprocessing ``forkserver`` context, the ranking
+  module preloaded in the server) that first makes itself a process-group leader, so the CBC solver it starts
+  is in the same group; the caller waits at most ``limit_s`` seconds for the answer and then kills the whole
+  group with SIGKILL (the solver included: no orphaned CBC keeps a core busy);
+* past the limit, or if the worker fails, the answer is ``calibration.mfas_heuristic.rank_mfas_local_search``
+  (Copeland order improved by single-candidate moves) with ``exact = False``.
+
+Blocking (it waits on a pipe): call it from a worker thread, as ``service.comparing.compare`` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import multiprocessing
+import os
+import signal
+import time
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from calibration.mfas_heuristic import rank_mfas_local_search
+from calibration.ranking import Ranking, rank_mfas_ilp
+from calibration.tournament import Tournament
+
+__all__ = ["rank_mfas_within"]
+
+_PRELOAD = ["calibration.ranking"]
+
+
+def _acyclic(t: Tournament) -> bool:
+    edges = t.adjacency()
+    remaining = np.ones(t.n_candidates, dtype=bool)
+    while remaining.any():
+        sources = remaining & (edges[:, remaining].sum(axis=1) == 0)  # no remaining successor
+        if not sources.any():
+            return False
+        remaining &= ~sources
+    return True
+
+
+def _solve(t: Tournament, connection: Connection) -> None:
+    """Worker body: lead a new process group (the solver joins it), solve, send the ranking or the error."""
+    os.setpgrp()
+    try:
+        connection.send(("ok", rank_mfas_ilp(t)))
+    except Exception as error:  # noqa: BLE001 - any failure is reported to the parent, which falls back
+        connection.send(("error", f"{type(error).__name__}: {error}"))
+    finally:
+        connection.close()
+
+
+def _kill_group(process: Any) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    with contextlib.suppress(ProcessLookupError):
+        process.kill()
+    process.join(5)
+
+
+def rank_mfas_within(t: Tournament, limit_s: float) -> tuple[Ranking, bool]:
+    """(ranking, exact): the exact MFAS order if found within ``limit_s`` seconds, else the heuristic's."""
+    deadline = time.monotonic() + limit_s  # the worker's start-up counts against the limit too
+    if _acyclic(t):
+        return rank_mfas_ilp(t), True
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(_PRELOAD)
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=_solve, args=(t, sender), name="mfas-ilp")
+    try:
+        process.start()
+        sender.close()
+        answer = receiver.recv() if receiver.poll(max(0.0, deadline - time.monotonic())) else None
+    except (EOFError, OSError):  # the worker died before answering
+        answer = None
+    finally:
+        _kill_group(process)
+        receiver.close()
+    if answer is not None and answer[0] == "ok":
+        return answer[1], True
+    return rank_mfas_local_search(t), False

@@ -1,0 +1,1 @@
+"""routes: see docs/architecture.md."""

@@ -1,0 +1,335 @@
+"""POST /v1/jobs, GET /v1/jobs/{id}, GET /v1/jobs/{id}/results, DELETE /v1/jobs/{id} (durable jobs).
+
+Without REDIS_URL every route answers 503 ``jobs-unavailable`` saying how to enable jobs; a Redis that does
+not answer is the same 503 with Retry-After (never a 500). The body of POST is streamed into Redis chunk by
+chunk (``service.jobs.intake``), so its size is bounded by MAX_JOB_BODY_BYTES, not by MAX_BODY_BYTES (a JSON
+``{"items": [...]}`` body, parsed whole, keeps MAX_BODY_BYTES).
+
+Jobs belong to the API key that created them (``service.jobs.tenancy``): another key gets 404 for them, their
+Idempotency-Keys are its own, and the admin key sees every job.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from typing import Annotated, Any
+
+from litestar import Request, Response, delete, get, post
+from litestar.openapi.spec import OpenAPIMediaType, RequestBody, Schema
+from litestar.params import Parameter
+from litestar.response import Stream
+from redis.exceptions import RedisError
+
+from service.http.auth import bearer_token
+from service.http.services import Services, problem_responses, services_of
+from service.jobs.errors import (
+    ENABLE_JOBS_HELP,
+    IdempotencyConflictError,
+    JobNotFoundError,
+    JobsUnavailableError,
+    JobTooLargeError,
+    StoreUnavailableError,
+    store_unavailable,
+)
+from service.jobs.intake import BodyDigest, ChunkLimits, json_items_chunks, media_kind, ndjson_chunks
+from service.jobs.metrics import JobMetrics
+from service.jobs.queue import JobQueue
+from service.jobs.store import ACTIVE_STATUSES, JobRecord
+from service.jobs.tenancy import JobCaller, job_caller
+from service.wire.schemas import JobAccepted, JobStatus
+
+__all__ = ["cancel_job", "document_jobs_openapi", "job_results", "job_status", "submit_job"]
+
+JobId = Annotated[str, Parameter(max_length=64, description="the job_id POST /v1/jobs answered")]
+
+
+def _jobs(services: Services) -> tuple[JobQueue, JobMetrics]:
+    jobs = services.jobs
+    if jobs is None:
+        raise JobsUnavailableError(f"REDIS_URL is not set: {ENABLE_JOBS_HELP}")
+    return jobs, services.job_metrics
+
+
+def _redis_down(services: Services, error: Exception) -> StoreUnavailableError:
+    return store_unavailable(error, services.settings.jobs.retry_after_s)
+
+
+def _issued(job_id: str) -> str:
+    """``job_id`` when it has the shape POST /v1/jobs issues (32 hex digits), else 404 without a Redis read: an
+    id such as ``<id>:in`` would otherwise name another key of the same job."""
+    if len(job_id) != 32 or any(c not in "0123456789abcdef" for c in job_id):
+        raise JobNotFoundError(f"no job {job_id[:64]!r}: job ids are the 32 hex digits POST /v1/jobs answered")
+    return job_id
+
+
+def _caller(request: Request, services: Services) -> JobCaller:
+    settings = services.settings
+    return job_caller(settings.api_keys, settings.admin_api_key, bearer_token(request.headers.get("authorization")))
+
+
+def _iso(seconds: float | None) -> str | None:
+    if seconds is None:
+        return None
+    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _status(record: JobRecord, now: float) -> JobStatus:
+    rate = eta = None
+    if record.started_at is not None:
+        elapsed = (record.finished_at or now) - record.started_at
+        if elapsed > 0 and record.n_done > 0:
+            rate = record.n_done / elapsed
+    if record.status in ACTIVE_STATUSES and rate:
+        eta = (record.n_items - record.n_done) / rate
+    elif record.status in ("succeeded", "failed"):
+        eta = 0.0
+    return JobStatus(
+        job_id=record.job_id,
+        status=record.status,  # type: ignore[arg-type]
+        n_items=record.n_items,
+        n_done=record.n_done,
+        n_failed=record.n_failed,
+        created_at=_iso(record.created_at) or "",
+        started_at=_iso(record.started_at),
+        finished_at=_iso(record.finished_at),
+        items_per_second=None if rate is None else round(rate, 3),
+        eta_s=None if eta is None else round(eta, 3),
+        status_url=f"/v1/jobs/{record.job_id}",
+        results_url=f"/v1/jobs/{record.job_id}/results",
+    )
+
+
+def _accepted(record: JobRecord) -> JobAccepted:
+    return JobAccepted(
+        job_id=record.job_id,
+        status=record.status,  # type: ignore[arg-type]
+        n_items=record.n_items,
+        status_url=f"/v1/jobs/{record.job_id}",
+        results_url=f"/v1/jobs/{record.job_id}/results",
+    )
+
+
+async def _read_json_body(request: Request, limit: int) -> bytes:
+    body = bytearray()
+    async for piece in request.stream():
+        body += piece
+        if len(body) > limit:
+            raise JobTooLargeError(
+                f'a JSON {{"items": [...]}} body is limited to MAX_BODY_BYTES={limit}; send larger jobs as '
+                "JSON Lines (application/x-ndjson), which is streamed"
+            )
+    return bytes(body)
+
+
+class _StoredBody:
+    """What ``_store_body`` wrote: the chunks' first item indices, the items, the input bytes, the digest."""
+
+    def __init__(self) -> None:
+        self.starts: list[int] = []
+        self.n_items = 0
+        self.n_bytes = 0
+        self.digest = ""
+
+    async def put(self, jobs: JobQueue, job_id: str, lines: list[bytes]) -> None:
+        self.n_bytes += await jobs.store.put_chunk(job_id, len(self.starts), lines)
+        self.starts.append(self.n_items)
+        self.n_items += len(lines)
+
+
+async def _store_body(request: Request, services: Services, jobs: JobQueue, job_id: str) -> _StoredBody:
+    """Stream the body into the job's input chunks (cut by items and bytes, ``service.jobs.intake``)."""
+    settings = services.settings.jobs
+    limits = ChunkLimits(
+        chunk_size=settings.chunk_size, chunk_bytes=settings.chunk_bytes, max_items=settings.max_job_items,
+        max_bytes=settings.max_job_body_bytes, max_line_bytes=settings.max_job_line_bytes,
+    )  # fmt: skip
+    digest = BodyDigest()
+    stored = _StoredBody()
+    if media_kind(request.headers.get("content-type")) == "ndjson":
+        async for lines in ndjson_chunks(request.stream(), digest, limits):
+            await stored.put(jobs, job_id, lines)
+    else:
+        body = await _read_json_body(request, services.settings.max_body_bytes)
+        digest.update(body)
+        for lines in json_items_chunks(body, limits):
+            await stored.put(jobs, job_id, lines)
+    stored.digest = digest.hexdigest()
+    return stored
+
+
+async def _check_store_bytes(services: Services, jobs: JobQueue, n_new: int) -> None:
+    """Admission's byte budget (JOB_STORE_MAX_BYTES) for a job of about ``n_new`` bytes."""
+    stored = await jobs.store.stored_bytes()
+    services.job_metrics.store_bytes.set(stored.total)
+    expires_in = None if stored.earliest_expiry is None else stored.earliest_expiry - time.time()
+    services.admission.check_store_bytes(
+        stored.total, n_new, max_bytes=services.settings.jobs.max_store_bytes, earliest_expiry_in_s=expires_in
+    )
+
+
+async def _replay(
+    jobs: JobQueue, metrics: JobMetrics, key: str, earlier: tuple[str, str], digest: str
+) -> Response[JobAccepted]:
+    """The answer to a request whose Idempotency-Key is bound already: the earlier job, or 409 (other body)."""
+    earlier_job, earlier_digest = earlier
+    if earlier_digest != digest:
+        raise IdempotencyConflictError(
+            f"Idempotency-Key {key[:100]!r} was used for job {earlier_job} with another body; use a new key for a "
+            "new job"
+        )
+    metrics.submitted.inc("replayed")
+    record = await jobs.store.get(earlier_job)
+    return Response(_accepted(record), status_code=202, headers={"Idempotent-Replayed": "true"})
+
+
+@post(
+    "/jobs",
+    status_code=202,
+    summary="Submit a durable scoring job: JSON Lines (one /v1/score body per line, optional item_id) or items",
+    responses=problem_responses(400, 401, 409, 413, 415, 422, 429, 503),
+    tags=["jobs"],
+    request_max_body_size=None,  # streamed; MAX_JOB_BODY_BYTES is enforced while reading
+)
+async def submit_job(request: Request) -> Response[JobAccepted]:
+    """Store the items in chunks, queue one task per chunk, answer 202 with where to poll and read results.
+
+    ``Idempotency-Key`` (per API key): the same key with the same body answers the first job again (header
+    ``Idempotent-Replayed: true``); with another body, 409. Past MAX_QUEUED_ITEMS: 429 with Retry-After; past
+    the byte budget JOB_STORE_MAX_BYTES: 503 ``job-store-full`` with Retry-After (docs/jobs-sizing.md); an
+    item past MAX_JOB_LINE_BYTES: 413 naming its line.
+    """
+    services = services_of(request)
+    settings = services.settings.jobs
+    jobs, metrics = _jobs(services)
+    caller = _caller(request, services)
+    job_id = uuid.uuid4().hex
+    try:
+        # The byte count first: reading it forgets expired jobs, also from the waiting items counted next.
+        await _check_store_bytes(services, jobs, 1)  # a full budget refuses before the body is stored
+        queued = await jobs.store.queued_items()
+        metrics.queued_items.set(queued)
+        services.admission.check_queued(queued, 1)
+        try:
+            body = await _store_body(request, services, jobs, job_id)
+            n_items, n_chunks, digest = body.n_items, len(body.starts), body.digest
+            key = request.headers.get("idempotency-key") or None
+            earlier = await jobs.store.idempotency_binding(key, caller.tenant) if key else None  # replays skip
+            if earlier is None:  # admission
+                services.admission.check_queued(await jobs.store.queued_items(), n_items)
+                reserved = body.n_bytes + n_items * settings.result_item_bytes
+                await _check_store_bytes(services, jobs, reserved)
+                created = await jobs.store.create(
+                    job_id, n_items=n_items, chunk_size=settings.chunk_size, digest=digest, idempotency_key=key,
+                    tenant=caller.tenant, starts=body.starts, reserved_bytes=reserved,
+                )  # fmt: skip
+                earlier = created if isinstance(created, tuple) else None  # another request won the key
+            if earlier is not None or not isinstance(created, JobRecord):
+                assert key is not None and earlier is not None
+                await jobs.store.discard_input(job_id)
+                return await _replay(jobs, metrics, key, earlier, digest)
+            record = created
+            await jobs.enqueue_chunks(job_id, n_chunks)
+        except BaseException:
+            await jobs.store.discard_input(job_id)
+            raise
+    except (RedisError, OSError) as error:
+        metrics.submitted.inc("refused")
+        raise _redis_down(services, error) from error
+    except Exception:
+        metrics.submitted.inc("refused")
+        raise
+    metrics.submitted.inc("accepted")
+    services.logger.info("job.submitted", job_id=job_id, n_items=n_items, n_chunks=n_chunks)
+    return Response(_accepted(record), status_code=202)
+
+
+@get("/jobs/{job_id:str}", summary="A job's status and progress", responses=problem_responses(400, 401, 404, 422, 503),
+     tags=["jobs"])  # fmt: skip
+async def job_status(job_id: JobId, request: Request) -> JobStatus:
+    """status (queued | running | succeeded | failed | cancelled), counts, times, items per second, ETA."""
+    services = services_of(request)
+    jobs, _ = _jobs(services)
+    caller = _caller(request, services)
+    try:
+        record = await jobs.store.get(_issued(job_id), caller.scope)
+    except (RedisError, OSError) as error:
+        raise _redis_down(services, error) from error
+    return _status(record, time.time())
+
+
+@get(
+    "/jobs/{job_id:str}/results",
+    summary="A job's result lines in input order (JSON Lines); ?after=INDEX&limit=N reads on from a cursor",
+    responses=problem_responses(400, 401, 404, 422, 503),
+    tags=["jobs"],
+    media_type="application/x-ndjson",
+)
+async def job_results(
+    job_id: JobId,
+    request: Request,
+    after: Annotated[int, Parameter(ge=-1, description="return items after this index (-1: from the first)")] = -1,
+    limit: Annotated[int | None, Parameter(ge=1, description="at most this many lines")] = None,
+) -> Stream:
+    """One line per item ``{"index", "item_id", "ok", "result" | "error"}``, as /v1/score/batch shapes items.
+
+    While the job runs the lines stop before the first item without a result, so the last index received is a
+    cursor: ask again with ``after`` set to it. Header ``X-Job-Status`` tells whether more lines will come.
+    """
+    services = services_of(request)
+    jobs, _ = _jobs(services)
+    caller = _caller(request, services)
+    try:
+        record = await jobs.store.get(_issued(job_id), caller.scope)
+        blocks = jobs.store.result_lines(record, after=after, limit=limit)
+        first = await anext(blocks, None)  # read before answering, so a Redis failure is a 503, not a cut stream
+    except (RedisError, OSError) as error:
+        raise _redis_down(services, error) from error
+
+    async def body() -> AsyncIterator[bytes]:
+        if first is not None:
+            yield first
+            async for block in blocks:
+                yield block
+
+    return Stream(body(), media_type="application/x-ndjson", headers={"X-Job-Status": record.status})
+
+
+@delete("/jobs/{job_id:str}", status_code=200, summary="Cancel a job: items not yet started are not judged",
+        responses=problem_responses(400, 401, 404, 422, 503), tags=["jobs"])  # fmt: skip
+async def cancel_job(job_id: JobId, request: Request) -> JobStatus:
+    """Cancel a queued or running job (a finished one is left as it is); its status afterwards."""
+    services = services_of(request)
+    jobs, _ = _jobs(services)
+    caller = _caller(request, services)
+    try:
+        await jobs.store.cancel(_issued(job_id), caller.scope)
+        record = await jobs.store.get(_issued(job_id), caller.scope)
+    except (RedisError, OSError) as error:
+        raise _redis_down(services, error) from error
+    services.logger.info("job.cancelled", job_id=job_id, status=record.status)
+    return _status(record, time.time())
+
+
+def document_jobs_openapi(schema_paths: Any) -> None:
+    """Give POST /v1/jobs its request body in the spec (the handler streams the body, so Litestar cannot)."""
+    item = Schema(
+        type=None,
+        description="a /v1/score body (ScoreRequest; its item_id is echoed in the result line)",
+    )
+    path = (schema_paths or {}).get("/v1/jobs")
+    if path is None or path.post is None:
+        return
+    path.post.request_body = RequestBody(
+        required=True,
+        description='JSON Lines, one item per line, or {"items": [...]} as JSON',
+        content={
+            "application/x-ndjson": OpenAPIMediaType(schema=item),
+            "application/json": OpenAPIMediaType(
+                schema=Schema(type="object", required=["items"], additional_properties=False,
+                              properties={"items": Schema(type="array", items=item, min_items=1)})
+            ),
+        },
+    )

@@ -1,0 +1,1 @@
+"""judging: see docs/architecture.md."""

@@ -1,0 +1,274 @@
+"""Judge panels in ``/v1/score``: several judges' verdicts -> one calibrated set (combination: calibration.panels).
+
+A request is a panel request when it carries ``verdicts`` (the caller's members' verdicts) or ``panel`` (a
+name from PANELS_FILE: the service asks every member concurrently, through the judge-answer cache). Rules:
+
+1. **Shape.** ``verdicts`` and ``panel`` exclude each other and every single-judge field (``judge``,
+   ``judge_score``, ``judge_logprobs``, ``mean_of_samples``, ``sentence_verdicts``, ``prompt_family``) -> 422.
+   Each caller's member needs at least one of ``judge_score``, ``judge_logprobs``, ``mean_of_samples`` (422).
+   A judge named twice in ``verdicts`` gets ``calibrated: false`` + escalate, the reason naming it (no panel
+   cell applies; JSON Schema cannot state unique member judges, so such a request is answered).
+   ``faithfulness`` is not scored by panels (422). An unknown panel name -> 422 with the configured names;
+   ``panel`` needs ``document`` and ``summary`` (422).
+2. **Members' verdicts.** A caller's ``judge_logprobs`` are renormalised over 1..K with a missing token read as
+   ln(1e-5) (service.scoring.score's convention); a live member's come from its reply. Each member's expected score
+   follows :func:`calibration.panels.expected_score` (mean_of_samples, else sum k p_k, else the score). A
+   live member whose call fails is reported with its ``error`` and left out; when no member answers, the
+   first failure is the request's error (as for one judge).
+3. **Cell.** The members that answered form the served panel (:func:`calibration.panels.served_panel`): the
+   cell (``panel:<sorted members>``, the members' inputs as prompt family (``panel:probabilities+score``...,
+   :func:`calibration.panels.panel_family`: a member sending another input than the panel was fitted on gets
+   ``calibrated: false``, never thresholds fitted on other inputs), criterion), input kind ``mean``, entry
+   chosen by :func:`artifact.serving.choose_entry` (level: the largest calibrated alpha <= the request's;
+   method: the request's or the default). Fewer than two members, or a sub-panel without thresholds ->
+   ``calibrated: false``, the full scale, ``escalate`` (never the full panel's thresholds).
+4. **Answer.** The usual ScoreResponse with ``judge`` = the served panel cell (or the full panel's name when
+   uncalibrated), ``prompt_family`` = the members' inputs (``panel`` when fewer than two answered),
+   ``judge_score`` = round_half_up(mean), plus ``panel``: members, their verdicts and their disagreement
+   (spread, std of the expected scores). A live panel's texts are screened for prompt injection as for one
+   judge.
+
+PANELS_FILE is a JSON list ``[{"name": "jury", "judges": ["judge-a", "judge-b", ...]}]``: names unique, at
+least two distinct judges each, every judge configured in JUDGES_FILE (checked at start-up).
+
+Limitation: a panel cell is fitted on its members' recorded prompt families; the service does not check that
+live members are configured with the same families.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from artifact.serving import LevelRefused, MethodRefused, ServedEntry, choose_entry
+from calibration.conformal import METHODS, probabilities_from_logprobs
+from calibration.panels import (
+    PANEL_INPUT_KIND,
+    PANEL_PREFIX,
+    PANEL_PROMPT_FAMILY,
+    disagreement,
+    expected_score,
+    member_input,
+    panel_family,
+    panel_mean,
+    panel_name,
+    served_panel,
+)
+from calibration.verdicts import round_half_up, verdict_inputs
+from service.calibrations.state import coverage_target
+from service.http.problems import CalibrationUnavailableError, InvalidRequestError
+from service.judging.injection import INJECTION_FLAG, escalate_for_injection, screen_texts
+from service.scoring.policy import asked, decide_for_cell, full_scale, interval_hull, set_note
+from service.wire.schemas import CRITERIA as BUILTIN_CRITERIA
+from service.wire.schemas import MemberVerdict, PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
+
+if TYPE_CHECKING:
+    from service.scoring.context import ScoringContext
+
+__all__ = ["is_panel_request", "score_panel"]
+
+MISSING_LOGPROB = math.log(1e-5)
+
+
+def is_panel_request(request: ScoreRequest) -> bool:
+    """True when the request carries ``verdicts`` or ``panel``."""
+    return request.verdicts is not None or request.panel is not None
+
+
+def _check_shape(request: ScoreRequest) -> None:
+    if request.verdicts is not None and request.panel is not None:
+        raise InvalidRequestError("send either verdicts (your members' verdicts) or panel (a configured panel)")
+    single = [name for name, value in (("judge", request.judge), ("judge_score", request.judge_score),
+                                       ("judge_logprobs", request.judge_logprobs),
+                                       ("mean_of_samples", request.mean_of_samples),
+                                       ("sentence_verdicts", request.sentence_verdicts),
+                                       ("prompt_family", request.prompt_family)) if value is not None]
+    if single:
+        raise InvalidRequestError(f"a panel request names its judges in verdicts or panel; remove {', '.join(single)}")
+    if request.criterion == "faithfulness":
+        raise InvalidRequestError("panels score the SummEval criteria and configured rubrics, not faithfulness")
+    if request.method is not None and request.method not in METHODS:
+        raise InvalidRequestError(f"unknown method {request.method!r}", allowed=list(METHODS))
+
+
+def caller_member(verdict: MemberVerdict, n_labels: int) -> PanelMemberVerdict:
+    """A caller's member verdict with its expected score (rule 2); 422 when it carries nothing usable."""
+    if verdict.judge_score is None and verdict.judge_logprobs is None and verdict.mean_of_samples is None:
+        raise InvalidRequestError(f"verdict of judge {verdict.judge!r} needs judge_score, judge_logprobs or "
+                                  "mean_of_samples")
+    if verdict.judge_score is not None and verdict.judge_score > n_labels:
+        raise InvalidRequestError(f"judge_score={verdict.judge_score} of judge {verdict.judge!r} is outside "
+                                  f"1..{n_labels}")
+    if verdict.mean_of_samples is not None and verdict.mean_of_samples > n_labels:
+        raise InvalidRequestError(f"mean_of_samples={verdict.mean_of_samples} of judge {verdict.judge!r} is outside "
+                                  f"1..{n_labels}")
+    probabilities = None
+    if verdict.judge_logprobs is not None:
+        if verdict.judge_logprobs.highest_token() > n_labels:
+            raise InvalidRequestError(f"judge_logprobs of judge {verdict.judge!r} has a token above {n_labels}")
+        values = verdict.judge_logprobs.values(n_labels)
+        if all(value is None for value in values):
+            raise InvalidRequestError(f"judge_logprobs of judge {verdict.judge!r} holds no token")
+        filled = [MISSING_LOGPROB if value is None else value for value in values]
+        probabilities = [float(p) for p in probabilities_from_logprobs(filled)]
+    expected = expected_score(n_labels, judge_score=verdict.judge_score, probabilities=probabilities,
+                              mean=verdict.mean_of_samples)
+    return PanelMemberVerdict(judge=verdict.judge, source="caller", judge_score=verdict.judge_score,
+                              probabilities=probabilities, mean_of_samples=verdict.mean_of_samples,
+                              expected_score=expected)
+
+
+async def _live_members(ctx: ScoringContext, request: ScoreRequest, members: Sequence[str],
+                        n_labels: int) -> list[PanelMemberVerdict]:
+    document, summary = request.document or "", request.summary or ""
+    for member in members:
+        ctx.judges.client(member)  # 503 without judges, 422 for one that is not configured
+    answers = await asyncio.gather(*(ctx.judges.direct(m, request.criterion, document, summary) for m in members),
+                                   return_exceptions=True)
+    failures = [a for a in answers if isinstance(a, BaseException)]
+    if len(failures) == len(answers):
+        raise failures[0]
+    rubric = ctx.judges.rubrics.get(request.criterion)
+    result = []
+    for member, answer in zip(members, answers, strict=True):
+        config = ctx.judges.config(member)
+        family = rubric.family if rubric is not None else (config.prompt_family if config is not None else None)
+        if isinstance(answer, BaseException):
+            if not isinstance(answer, Exception):
+                raise answer
+            result.append(PanelMemberVerdict(judge=member, source="judge", prompt_family=family,
+                                             error=f"{type(answer).__name__}: {answer}"))
+            continue
+        verdict = answer.value
+        probabilities = None if verdict.probabilities is None else [float(p) for p in verdict.probabilities]
+        result.append(PanelMemberVerdict(
+            judge=member, source="judge", prompt_family=family, judge_score=verdict.judge_score,
+            probabilities=probabilities, cached=answer.cached,
+            expected_score=expected_score(n_labels, judge_score=verdict.judge_score, probabilities=probabilities),
+        ))
+    return result
+
+
+async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
+    """One panel request -> the combined set, the members' verdicts and their disagreement (module rules)."""
+    _check_shape(request)
+    snapshot = ctx.snapshot
+    if snapshot is None:
+        raise CalibrationUnavailableError(
+            f"no thresholds artifact is loaded ({ctx.calibration_error}); fix THRESHOLDS_PATH or POST "
+            "/v1/calibration/reload")
+    rubric = ctx.judges.rubrics.get(request.criterion)
+    n_labels = rubric.scale_max if rubric is not None else snapshot.criterion_labels.get(request.criterion, 5)
+    ask = asked(tolerance=request.tolerance, accept_alpha=request.accept_alpha, alpha=request.alpha,
+                default_alpha=ctx.settings.default_alpha, pass_threshold=request.pass_threshold, n_labels=n_labels)
+    live = request.panel is not None
+    if live:
+        panels = ctx.judges.panels
+        if request.panel not in panels:
+            raise InvalidRequestError(f"unknown panel {request.panel!r} (PANELS_FILE)", allowed=sorted(panels))
+        if request.document is None or request.summary is None:
+            raise InvalidRequestError("document and summary are required when the service calls a panel")
+        members = list(panels[request.panel])  # type: ignore[index]
+        askable = set(BUILTIN_CRITERIA) | set(ctx.judges.rubric_names())
+        if request.criterion not in askable:
+            raise InvalidRequestError(f"unknown criterion {request.criterion!r} for a live panel call",
+                                      allowed=sorted(askable))
+        verdicts = await _live_members(ctx, request, members, n_labels)
+    else:
+        assert request.verdicts is not None
+        members = [v.judge for v in request.verdicts]
+        verdicts = [caller_member(v, n_labels) for v in request.verdicts]
+    # A judge named twice: no panel cell applies (a panel's members are distinct judges), so the answer is
+    # uncalibrated and says why; every verdict is still shown (never merged or dropped silently).
+    repeated = sorted({name for name in members if members.count(name) > 1})
+    try:
+        full_name = panel_name(members) if not repeated else PANEL_PREFIX + "+".join(sorted(members))
+    except ValueError as error:  # a judge name with "+" or a "panel:" name cannot be a member
+        raise InvalidRequestError(str(error)) from None
+    answered = [v for v in verdicts if v.expected_score is not None]
+    cell_name = served_panel(members, [v.judge for v in answered]) if not repeated else None
+    alpha = request.alpha if request.alpha is not None else ctx.settings.default_alpha
+    served: ServedEntry | None = None
+    why = f"fewer than two panel members answered ({', '.join(v.judge for v in answered) or 'none'})"
+    if repeated:
+        why = (f"judge(s) {', '.join(map(repr, repeated))} appear more than once in verdicts: a panel's members are "
+               "distinct judges, so no panel cell applies")
+    family = PANEL_PROMPT_FAMILY
+    if cell_name is not None:
+        inputs = {v.judge: member_input(judge_score=v.judge_score, probabilities=v.probabilities,
+                                        mean=v.mean_of_samples) for v in answered}
+        family = panel_family([inputs[m] for m in sorted(inputs)])
+        cell = (cell_name, family, request.criterion)
+        why = f"no calibration for the panel {cell_name!r}, criterion {request.criterion!r}"
+        fitted_on = [f for f in snapshot.prompt_families_for(cell_name, request.criterion) if f != family]
+        if fitted_on:
+            why = (f"the panel {cell_name!r} is calibrated for {request.criterion!r} on members' inputs "
+                   f"{' or '.join(fitted_on)} (sorted member order); this verdict carries {family}")
+        if snapshot.cell_methods.get(cell):
+            try:
+                found = choose_entry(snapshot.index, cell, (PANEL_INPUT_KIND,), alpha, request.method)
+            except (LevelRefused, MethodRefused) as error:  # no threshold for this: never an invented set
+                why = str(error)
+            else:
+                if isinstance(found, ServedEntry):
+                    served = found
+                else:
+                    why = found.reason
+    expected = [float(v.expected_score) for v in answered if v.expected_score is not None]
+    mean = panel_mean(expected, n_labels) if len(expected) >= 2 else None
+    spread = disagreement(expected) if expected else None
+    missing = [m for m in members if m not in {v.judge for v in answered}]
+    judge_score = round_half_up(mean) if mean is not None else _fallback_score(verdicts, n_labels)
+    if served is None or mean is None or cell_name is None:
+        labels = full_scale(n_labels)
+        decision = ctx.policy.uncalibrated(why, point=judge_score)
+        method, kind, used_alpha, entry = request.method, None, alpha, None
+    else:
+        entry, method, kind, used_alpha = served.entry, served.method, served.kind, served.alpha
+        score, probabilities = verdict_inputs(PANEL_INPUT_KIND, n_labels, mean=mean)
+        conformal = snapshot.prediction_set(entry, score, probabilities)
+        labels = interval_hull(conformal)
+        # the panel's verdict is its mean: a rule of the panel cell reads the "mean" feature (or the rounded score)
+        decision = decide_for_cell(
+            ctx.policy, snapshot, cell=(cell_name, family, request.criterion), kinds=(PANEL_INPUT_KIND,),
+            served_kind=kind, alpha=used_alpha, delta=entry.fitted.delta, judge_score=judge_score,
+            probabilities=None, mean=mean, prediction_set=labels, ask=ask,
+        )
+        note = set_note(conformal, labels, used_alpha) + served.note
+        if missing:
+            note += f"; served by the sub-panel {cell_name!r}: {', '.join(missing)} gave no verdict"
+        decision = msgspec.structs.replace(decision, reason=decision.reason + note)
+    findings = screen_texts({"document": request.document, "summary": request.summary}) if live else []
+    if findings:
+        decision = escalate_for_injection(decision, findings)
+    ctx.metrics.count_decision(request.criterion, decision.decision, entry is not None)
+    return ScoreResponse(
+        criterion=request.criterion, judge=cell_name if entry is not None and cell_name else full_name,
+        prompt_family=family, source="judge" if live else "caller",
+        judge_score=judge_score,
+        probabilities=None, prediction_set=list(labels), set_size=len(labels), alpha=used_alpha,
+        coverage_target=coverage_target(used_alpha),
+        input_kind=kind, method=method, calibrated=entry is not None, decision=decision.decision,
+        escalate=decision.escalate, point=decision.point, guarantees=list(decision.guarantees),
+        rule_failed=decision.rule_failed, reason=decision.reason, calibration_id=snapshot.calibration_id,
+        n_cal=None if entry is None else entry.fitted.n_cal,
+        heldout_coverage=None if entry is None else entry.heldout_coverage,
+        cached=bool(verdicts) and all(v.cached for v in answered) and live, raw_reply=None,
+        flags=[INJECTION_FLAG] if findings else [],
+        panel=PanelAnswer(name=request.panel, members=sorted(members), served_by=cell_name if entry else None,
+                          mean=mean, spread=None if spread is None else spread.spread,
+                          std=None if spread is None else spread.std, verdicts=verdicts),
+    )
+
+
+def _fallback_score(verdicts: Sequence[PanelMemberVerdict], n_labels: int) -> int:
+    """The score field when no panel mean exists: the one answering member's rounded expected score, else the
+    scale's middle (the set is the full scale and the decision escalate either way)."""
+    for verdict in verdicts:
+        if verdict.expected_score is not None:
+            return min(max(round_half_up(verdict.expected_score), 1), n_labels)
+    return (n_labels + 1) // 2

@@ -1,0 +1,295 @@
+"""The decision: what a pipeline does with a verdict, from the cell's certified rule (calibration.decision_rule).
+
+Every outcome has one documented action: ``accept`` (use ``point`` as the label), ``escalate`` (ask a human) or,
+in a cascade, ``second_opinion`` (ask the next judge). The rule, in order (the first that fires decides):
+
+=============================================================== =========== ==========================
+condition                                                       decision    guarantees listed
+=============================================================== =========== ==========================
+no thresholds serve the verdict (uncalibrated)                  escalate    none
+the cell's conformal method-selection rule failed (the default  escalate    none (``rule_failed``)
+method is the fallback: no method met the rule)
+no certified decision rule for the cell and the verdict's kinds escalate    set_coverage
+the rule cannot read the verdict (feature missing)              escalate    set_coverage
+quality-gate mode (``pass_threshold``): no gate row at that     escalate    set_coverage (``rule_failed``
+threshold and level, or a failed gate (e.g. too few failing                 for a failed gate)
+items)
+  an empty set, a fail reading, a pass in an uncertified bin    escalate    set_coverage, quality_gate
+  a pass in a certified bin                                     accept      set_coverage, quality_gate
+no certification at (tolerance, accept_alpha), or a failed one  escalate    set_coverage (``rule_failed``
+                                                                            for a failed one)
+the prediction set is empty (the verdict is atypical)           escalate    set_coverage, accept_error
+the verdict's bin is not certified                              escalate    set_coverage, accept_error
+the verdict's bin is certified (``decide`` accepted)            accept      set_coverage, accept_error
+=============================================================== =========== ==========================
+
+``accept_error`` is listed whenever a (non-failed) certification row decided, accepted or not: it states the rate
+among accepted verdicts that the decision was drawn under. A rule for a cell is looked up by the verdict's input
+kinds in the verdict's own preference order (``probabilities`` before ``score``): a fixed order, never chosen by
+the data, so each served rule keeps its own certificate. ``point`` is the rule's calibrated label; without a rule
+it is the judge's own score (and the decision escalates). A prompt-injection flag escalates afterwards
+(service.judging.injection).
+
+Sets without holes: a conformal set with a hole ({2, 4}) is served as its interval hull ({2, 3, 4}): a superset, so
+the coverage guarantee still holds, and on an ordinal scale a label between two plausible ones is plausible too.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+import msgspec
+
+from artifact.serving import interval_hull
+from calibration.decision_rule import DecisionRule, QualityGate, decide, feature_of
+from calibration.selection import BIN_SLACK, COVERAGE_SLACK, P5_SLACK
+from service.calibrations.state import CalibrationSnapshot
+from service.http.problems import InvalidRequestError
+from service.wire.schemas import Guarantee
+
+__all__ = [
+    "Decision",
+    "DecisionAsk",
+    "DecisionPolicy",
+    "PolicyDecision",
+    "RuleKey",
+    "asked",
+    "decide_for_cell",
+    "find_rule",
+    "full_scale",
+    "interval_hull",
+    "selection_failure",
+    "set_guarantee",
+    "set_note",
+]
+
+Decision = Literal["accept", "escalate", "second_opinion"]
+RuleKey = tuple[str, str, str, str]  # judge, prompt family, criterion, input kind
+_LEVEL_TOLERANCE = 1e-9
+# The prefix calibration.selection (and the offline study) gives a default method chosen because none qualified.
+_FALLBACK = "fallback to "
+_FIGURES = re.compile(
+    r"\((?P<method>[A-Za-z_]+): size [\d.]+, coverage (?P<mean>[\d.]+) \(5th pct (?P<p5>[\d.]+)\), "
+    r"min label (?P<label>[\d.]+), min score bin (?P<bin>[\d.]+)"
+)
+_ALPHA = re.compile(r"alpha=(?P<alpha>0?\.\d+)")
+
+
+def full_scale(n_labels: int) -> tuple[int, ...]:
+    """The whole label scale 1..n_labels: the set of an uncalibrated verdict."""
+    return tuple(range(1, n_labels + 1))
+
+
+def set_note(conformal: tuple[int, ...], served: tuple[int, ...], alpha: float) -> str:
+    """The reason's words on the set: the served set, and the conformal set when its hull was served instead."""
+    shown = "{" + ", ".join(map(str, served)) + "}"
+    note = f"; the {1 - alpha:.0%} prediction set is {shown}"
+    if conformal != served:
+        holed = "{" + ", ".join(map(str, conformal)) + "}"
+        note += f" (the interval hull of the conformal set {holed}, which has a hole; a superset, so still covered)"
+    return note
+
+
+def selection_failure(reason: str) -> str | None:
+    """None when a default method qualified; else which checks of calibration.selection's rule failed, in words.
+
+    The artifact records a failed selection only in the default's reason (``fallback to <method>: no method
+    qualified ... (<method>: size, coverage (5th pct), min label, min score bin ...)``); the figures, printed to 2-3
+    decimals, are checked against the rule's floors. Figures that cannot be read leave the reason itself.
+    """
+    if not reason.startswith(_FALLBACK):
+        return None
+    figures, level = _FIGURES.search(reason), _ALPHA.search(reason)
+    if figures is None or level is None:
+        return f"no method met the selection rule ({reason})"
+    target = 1.0 - float(level["alpha"])
+    floors = (("mean", "mean coverage", COVERAGE_SLACK), ("p5", "5th-percentile coverage", P5_SLACK),
+              ("label", "coverage within a human label", BIN_SLACK), ("bin", "coverage within a judge-score bin",
+                                                                      BIN_SLACK))
+    failed = [f"{name} {float(figures[key]):g} < {target - slack:.2f}" for key, name, slack in floors
+              if float(figures[key]) < target - slack - 1e-12]
+    what = "; ".join(failed) if failed else "no check could be named from the recorded figures"
+    return (f"no method met the selection rule at alpha={float(level['alpha']):g}; the fallback "
+            f"{figures['method']} fails: {what}")
+
+
+def set_guarantee(alpha: float, delta: float | None) -> Guarantee:
+    """The set-coverage guarantee of a served entry: level alpha, confidence 1 - delta for PAC thresholds."""
+    return Guarantee(kind="set_coverage", alpha=alpha, confidence=None if delta is None else round(1.0 - delta, 12))
+
+
+def find_rule(rules: Mapping[RuleKey, DecisionRule], cell: tuple[str, str, str],
+              kinds: Sequence[str]) -> DecisionRule | None:
+    """The cell's rule for the first of the verdict's kinds (its preference order) that has one, or None."""
+    for kind in kinds:
+        rule = rules.get((*cell, kind))
+        if rule is not None:
+            return rule
+    return None
+
+
+class PolicyDecision(msgspec.Struct, frozen=True, kw_only=True):
+    """The decision, the point, what is guaranteed, whether a rule failed, and why."""
+
+    decision: Decision
+    escalate: bool
+    point: int
+    guarantees: tuple[Guarantee, ...]
+    rule_failed: bool
+    reason: str
+
+
+def _escalate(point: int, reason: str, guarantees: tuple[Guarantee, ...] = (), *,
+              rule_failed: bool = False) -> PolicyDecision:
+    return PolicyDecision(decision="escalate", escalate=True, point=point, guarantees=guarantees,
+                          rule_failed=rule_failed, reason=reason)
+
+
+def _gate(rule: DecisionRule, pass_threshold: int, accept_alpha: float) -> QualityGate | None:
+    """The gate at pass_threshold with the largest calibrated alpha <= the asked one (the conservative side)."""
+    rows = [g for g in rule.quality_gates
+            if g.pass_threshold == pass_threshold and g.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE]
+    return max(rows, key=lambda g: g.accept_alpha) if rows else None
+
+
+class DecisionPolicy:
+    """The service step over calibration.decision_rule.decide (module table); stateless, one per app."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DecisionPolicy()"
+
+    def uncalibrated(self, why: str, *, point: int) -> PolicyDecision:
+        """The decision for a verdict without calibration: always escalate, with the reason."""
+        return _escalate(point, f"not calibrated: {why}; no prediction set can be trusted, so the full scale is "
+                                "returned")
+
+    def decide(
+        self, *, rule: DecisionRule | None, judge_score: int, probabilities: Sequence[float] | None,
+        mean: float | None, coverage: Guarantee, prediction_set: Sequence[int], selection_failed: str | None,
+        tolerance: int, accept_alpha: float, pass_threshold: int | None, no_rule: str,
+    ) -> PolicyDecision:
+        """Apply the module table to a calibrated verdict (the set already served from the cell's entry)."""
+        point, decided, unreadable = judge_score, None, ""
+        if rule is not None:
+            try:
+                value = feature_of(rule.feature, score=judge_score, probabilities=probabilities, mean=mean)
+            except ValueError as error:
+                unreadable = str(error)
+            else:
+                if math.isfinite(value):
+                    decided = decide(rule, value, tolerance=tolerance, accept_alpha=accept_alpha)
+                    point = decided.point
+                else:
+                    unreadable = f"the verdict's {rule.feature} is not finite"
+        if selection_failed is not None:
+            return _escalate(point, f"the cell's conformal rule failed: {selection_failed}; the set is shown but not "
+                                    "guaranteed; ask a human", rule_failed=True)
+        covered = (coverage,)
+        if rule is None:
+            return _escalate(point, f"no certified decision rule: {no_rule}; the point is the judge's own score; ask "
+                                    "a human", covered)
+        if decided is None:
+            return _escalate(point, f"the cell's decision rule cannot read this verdict: {unreadable}; ask a human",
+                             covered)
+        if pass_threshold is not None:
+            return self._quality_gate(rule, decided.point, decided.bin_index, covered, prediction_set,
+                                      pass_threshold, accept_alpha)
+        certification = decided.certification
+        if certification is None or decided.rule_failed:
+            return _escalate(point, decided.reason + "; ask a human", covered, rule_failed=decided.rule_failed)
+        guarantees = (*covered, Guarantee(
+            kind="accept_error", alpha=certification.accept_alpha, confidence=round(1.0 - certification.delta, 12),
+            tolerance=certification.tolerance, bound=certification.certified_error,
+        ))
+        if not prediction_set:
+            return _escalate(point, "the prediction set is empty: no label conforms, the verdict is atypical for "
+                                    "this calibration; ask a human", guarantees)
+        if not decided.accepted:
+            return _escalate(point, decided.reason.removesuffix(": escalate") + "; ask a human", guarantees)
+        return PolicyDecision(decision="accept", escalate=False, point=point, guarantees=guarantees,
+                              rule_failed=False, reason=decided.reason)
+
+    def _quality_gate(self, rule: DecisionRule, point: int, bin_index: int, covered: tuple[Guarantee, ...],
+                      prediction_set: Sequence[int], pass_threshold: int, accept_alpha: float) -> PolicyDecision:
+        """Quality-gate mode: accept only a pass the gate certifies; everything else escalates, saying why."""
+        gate = _gate(rule, pass_threshold, accept_alpha)
+        if gate is None:
+            levels = sorted({g.accept_alpha for g in rule.quality_gates if g.pass_threshold == pass_threshold})
+            thresholds = sorted({g.pass_threshold for g in rule.quality_gates})
+            known = (f" (calibrated at accept_alpha {', '.join(f'{a:g}' for a in levels)})" if levels else
+                     f" (calibrated pass thresholds: {', '.join(map(str, thresholds)) or 'none'})")
+            return _escalate(point, f"no quality gate certified at pass_threshold {pass_threshold} and accept_alpha "
+                                    f"<= {accept_alpha:g}{known}; ask a human", covered)
+        if gate.rule_failed:
+            return _escalate(point, f"the quality gate at pass_threshold {pass_threshold} could not be certified: "
+                                    f"{gate.reason or 'no reason recorded'} ({gate.n_failing_items} failing items in "
+                                    f"{gate.n_groups} documents); ask a human", covered, rule_failed=True)
+        guarantees = (*covered, Guarantee(
+            kind="quality_gate", alpha=gate.accept_alpha, confidence=round(1.0 - gate.delta, 12),
+            pass_threshold=pass_threshold, bound=gate.certified_false_pass,
+        ))
+        if not prediction_set:
+            return _escalate(point, "the prediction set is empty: no label conforms, the verdict is atypical for "
+                                    "this calibration; ask a human", guarantees)
+        if point < pass_threshold:
+            return _escalate(point, f"a fail reading (point {point} < pass_threshold {pass_threshold}): the gate "
+                                    "certifies passes only; ask a human", guarantees)
+        if bin_index not in gate.pass_bins:
+            return _escalate(point, f"a pass reading (point {point} >= {pass_threshold}) in a bin the gate does not "
+                                    f"certify at accept_alpha {gate.accept_alpha:g}; ask a human", guarantees)
+        bound = gate.certified_false_pass
+        return PolicyDecision(
+            decision="accept", escalate=False, point=point, guarantees=guarantees, rule_failed=False,
+            reason=(f"pass accepted (point {point} >= {pass_threshold}): among accepted passes, humans would fail at "
+                    f"most {bound:.3f} (<= {gate.accept_alpha:g}) with confidence {1 - gate.delta:g}"),
+        )
+
+
+class DecisionAsk(msgspec.Struct, frozen=True):
+    """What a request asks of the decision: tolerance, accept_alpha (its alpha by default) and a pass threshold."""
+
+    tolerance: int
+    accept_alpha: float
+    pass_threshold: int | None
+
+
+def asked(*, tolerance: int, accept_alpha: float | None, alpha: float | None, default_alpha: float,
+          pass_threshold: int | None, n_labels: int) -> DecisionAsk:
+    """The request's decision parameters; InvalidRequestError naming the field when one does not fit 1..n_labels."""
+    if tolerance >= n_labels:
+        raise InvalidRequestError(f"tolerance={tolerance} must be below this cell's scale size {n_labels} (an error "
+                                  f"is |human - point| >= tolerance; 1..{n_labels - 1} can happen)")
+    if pass_threshold is not None and pass_threshold > n_labels:
+        raise InvalidRequestError(f"pass_threshold={pass_threshold} is outside this cell's scale 2..{n_labels}")
+    level = accept_alpha if accept_alpha is not None else alpha if alpha is not None else default_alpha
+    return DecisionAsk(tolerance, level, pass_threshold)
+
+
+_UNSET = object()
+
+
+def decide_for_cell(
+    policy: DecisionPolicy, snapshot: CalibrationSnapshot, *, cell: tuple[str, str, str], kinds: Sequence[str],
+    served_kind: str, alpha: float, delta: float | None, judge_score: int, probabilities: Sequence[float] | None,
+    mean: float | None, prediction_set: Sequence[int], ask: DecisionAsk,
+) -> PolicyDecision:
+    """The module table for a verdict served by the cell's entry of ``served_kind`` at level ``alpha``."""
+    key = ("selection", cell, served_kind)
+    failed = snapshot.memo.get(key, _UNSET)
+    if failed is _UNSET:
+        failed = selection_failure(snapshot.default_reasons.get((*cell, served_kind), ""))
+        snapshot.remember(key, failed)
+    rule = find_rule(snapshot.decision_rules, cell, kinds)
+    no_rule = (f"the calibration has none for judge={cell[0]!r}, prompt_family={cell[1]!r}, criterion={cell[2]!r} "
+               f"and {' or '.join(kinds)} verdicts")
+    return policy.decide(
+        rule=rule, judge_score=judge_score, probabilities=probabilities, mean=mean,
+        coverage=set_guarantee(alpha, delta), prediction_set=prediction_set,
+        selection_failed=failed,  # type: ignore[arg-type]
+        tolerance=ask.tolerance, accept_alpha=ask.accept_alpha, pass_threshold=ask.pass_threshold, no_rule=no_rule,
+    )
