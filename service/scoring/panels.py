@@ -40,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import msgspec
 
@@ -60,14 +59,12 @@ from calibration.panels import (
 )
 from calibration.verdicts import round_half_up, verdict_inputs
 from service.calibrations.state import coverage_target
-from service.http.problems import CalibrationUnavailableError, InvalidRequestError
-from service.judging.injection import INJECTION_FLAG, escalate_for_injection, screen_texts
-from service.scoring.policy import asked, decide_for_cell, full_scale, interval_hull, set_note
+from service.errors import CalibrationUnavailableError, InvalidRequestError
+from service.judging.injection import INJECTION_FLAG, screen_texts
+from service.scoring.context import ScoringContext
+from service.scoring.policy import asked, decide_for_cell, escalate_for_injection, full_scale, interval_hull, set_note
 from service.wire.schemas import CRITERIA as BUILTIN_CRITERIA
 from service.wire.schemas import MemberVerdict, PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
-
-if TYPE_CHECKING:
-    from service.scoring.context import ScoringContext
 
 __all__ = ["is_panel_request", "score_panel"]
 

@@ -57,10 +57,12 @@ from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from judges.sentence_check import judge_score_from_share
 from service.calibrations.state import CalibrationSnapshot, coverage_target
 from service.config.settings import Settings
-from service.http.problems import CalibrationUnavailableError, InvalidRequestError
-from service.judging.injection import INJECTION_FLAG, escalate_for_injection, screen_texts
+from service.errors import CalibrationUnavailableError, InvalidRequestError
+from service.judging.injection import INJECTION_FLAG, screen_texts
+from service.scoring.cascades import score_cascade
 from service.scoring.context import ScoringContext
-from service.scoring.policy import asked, decide_for_cell, full_scale, interval_hull, set_note
+from service.scoring.panels import score_panel
+from service.scoring.policy import asked, decide_for_cell, escalate_for_injection, full_scale, interval_hull, set_note
 from service.wire.schemas import CRITERIA as BUILTIN_CRITERIA
 from service.wire.schemas import QAEvidenceItem, ScoreRequest, ScoreResponse, SentenceEvidenceItem
 
@@ -343,12 +345,8 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
     """Verdict -> prediction set -> decision for one request (rules in the module docstring)."""
     _check_limits(ctx.settings, request)
     if request.cascade is not None:  # a cascade of judges: service.scoring.cascades, each stage scored by this function
-        from service.scoring.cascades import score_cascade
-
         return await score_cascade(ctx, request, score_item)
     if request.verdicts is not None or request.panel is not None:  # a judge panel: service.scoring.panels
-        from service.scoring.panels import score_panel
-
         return await score_panel(ctx, request)
     snapshot = ctx.snapshot
     if snapshot is None:

@@ -9,15 +9,15 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from calibration.errors import ArtifactError, InvalidAlphaError, UnknownCandidateError
 from judges.errors import JudgeCallError, JudgeReplyError, UnknownPromptError
-from service.http.problems import (
+from service.errors import (
     CalibrationUnavailableError,
     ForbiddenError,
     InvalidRequestError,
     JudgeNotConfiguredError,
     UnauthorizedError,
-    problem_from_exception,
     shorten,
 )
+from service.http.problems import problem_from_exception
 from service.wire.schemas import ScoreRequest
 from tests.service.conftest import AppHarness
 

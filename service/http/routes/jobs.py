@@ -23,9 +23,7 @@ from litestar.params import Parameter
 from litestar.response import Stream
 from redis.exceptions import RedisError
 
-from service.http.auth import bearer_token
-from service.http.services import Services, problem_responses, services_of
-from service.jobs.errors import (
+from service.errors import (
     ENABLE_JOBS_HELP,
     IdempotencyConflictError,
     JobNotFoundError,
@@ -34,6 +32,8 @@ from service.jobs.errors import (
     StoreUnavailableError,
     store_unavailable,
 )
+from service.http.auth import bearer_token
+from service.http.services import Services, problem_responses, services_of
 from service.jobs.intake import BodyDigest, ChunkLimits, json_items_chunks, media_kind, ndjson_chunks
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
