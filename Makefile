@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 
-.PHONY: install install-runtime test test-fast bench lint mutate calibrate serve worker openapi demo clean
+.PHONY: install install-runtime test test-fast bench lint mutate calibrate serve worker openapi settings-table demo clean
 
 ## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
 ## offline extras on top of them, in the same .venv.
@@ -19,8 +19,9 @@ $(RUNTIME_STAMP): pyproject.toml
 
 install: $(STAMP)
 
-$(STAMP): $(RUNTIME_STAMP) pyproject.toml
+$(STAMP): $(RUNTIME_STAMP) pyproject.toml client/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,offline]'
+	$(BIN)/python -m pip install --quiet -e ./client
 	touch $(STAMP)
 
 ## The whole test suite (needs ../shared/data or DATA_DIR, and Redis on 127.0.0.1:6379). One BLAS thread, as
@@ -48,6 +49,10 @@ worker: install-runtime
 ## Regenerate the committed OpenAPI spec.
 openapi: install
 	$(BIN)/python -m service.openapi_export
+
+## Regenerate the settings table in docs/operations.md from the settings code (a test checks it is current).
+settings-table: install-runtime
+	$(BIN)/python tools/settings_table.py
 
 ## Benchmarks: side-by-side tables against baselines (not part of the tests).
 bench: install

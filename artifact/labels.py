@@ -159,42 +159,21 @@ def _probabilities(logprobs: dict[str, float], n_labels: int, source: str, line:
 
 
 def _check_row(row: _Row, source: str, line: int, default_scale: int, require_verdict: bool) -> LabelRow:
+    """One decoded row checked field by field (module rules) -> its LabelRow; LabelsError on the first problem."""
     if not row.item_id.strip():
         raise LabelsError(source, line, "item_id", "is empty")
     if not CRITERION_PATTERN.match(row.criterion):
         raise LabelsError(source, line, "criterion", f"{row.criterion!r} is not a name (a letter, then letters, "
                           "digits, '_' or '-', at most 64)")
-    if row.judge is None and require_verdict:
-        raise LabelsError(source, line, "judge", "Object missing required field `judge`")
-    judge = row.judge or ""
-    if (row.judge is not None and not row.judge.strip()) or len(judge) > 200:
-        raise LabelsError(source, line, "judge", "must be a non-empty name of at most 200 characters")
-    family = DEFAULT_PROMPT_FAMILY if row.prompt_family is None else row.prompt_family
-    if not family.strip() or len(family) > 200:
-        raise LabelsError(source, line, "prompt_family", "must be a non-empty name of at most 200 characters")
+    judge, family = _judge_and_family(row, source, line, require_verdict)
     k = default_scale if row.scale_max is None else row.scale_max
     if not 2 <= k <= MAX_LABELS:
         raise LabelsError(source, line, "scale_max", f"{k} must lie in 2..{MAX_LABELS}")
     if not (math.isfinite(row.human) and 1 <= row.human <= k):
         raise LabelsError(source, line, "human", f"{row.human!r} is outside the scale 1..{k}")
-    unjudged = row.judge_score is None and row.judge_logprobs is None and row.mean_of_samples is None
-    if unjudged and require_verdict:
-        raise LabelsError(source, line, "judge_score", "a verdict is required: judge_score, judge_logprobs or "
-                          "mean_of_samples")
-    if row.judge_score is not None and not 1 <= row.judge_score <= k:
-        raise LabelsError(source, line, "judge_score", f"{row.judge_score!r} is outside the scale 1..{k}")
-    if row.mean_of_samples is not None and not (math.isfinite(row.mean_of_samples) and 1 <= row.mean_of_samples <= k):
-        raise LabelsError(source, line, "mean_of_samples", f"{row.mean_of_samples!r} is outside the scale 1..{k}")
+    _check_verdict(row, k, source, line, require_verdict)
     probabilities = None if row.judge_logprobs is None else _probabilities(row.judge_logprobs, k, source, line)
-    score: int | None
-    if row.judge_score is not None:
-        score = row.judge_score
-    elif probabilities is not None:
-        score = max(range(k), key=lambda i: (probabilities[i], -i)) + 1
-    elif row.mean_of_samples is not None:
-        score = min(k, round_half_up(row.mean_of_samples))
-    else:
-        score = None
+    score = _verdict_score(row, probabilities, k)
     document = _text(row, "document", "input", source, line)
     summary = _text(row, "summary", "output", source, line)
     if row.group is not None and not row.group.strip():
@@ -206,6 +185,42 @@ def _check_row(row: _Row, source: str, line: int, default_scale: int, require_ve
         judge_score=score, probabilities=probabilities, mean_of_samples=row.mean_of_samples, group=group,
         document=document, summary=summary,
     )
+
+
+def _judge_and_family(row: _Row, source: str, line: int, require_verdict: bool) -> tuple[str, str]:
+    """The row's judge ("" when absent and not required) and prompt family (DEFAULT_PROMPT_FAMILY when absent)."""
+    if row.judge is None and require_verdict:
+        raise LabelsError(source, line, "judge", "Object missing required field `judge`")
+    judge = row.judge or ""
+    if (row.judge is not None and not row.judge.strip()) or len(judge) > 200:
+        raise LabelsError(source, line, "judge", "must be a non-empty name of at most 200 characters")
+    family = DEFAULT_PROMPT_FAMILY if row.prompt_family is None else row.prompt_family
+    if not family.strip() or len(family) > 200:
+        raise LabelsError(source, line, "prompt_family", "must be a non-empty name of at most 200 characters")
+    return judge, family
+
+
+def _check_verdict(row: _Row, k: int, source: str, line: int, require_verdict: bool) -> None:
+    """A verdict present when required; ``judge_score`` and ``mean_of_samples`` on the scale 1..k."""
+    unjudged = row.judge_score is None and row.judge_logprobs is None and row.mean_of_samples is None
+    if unjudged and require_verdict:
+        raise LabelsError(source, line, "judge_score", "a verdict is required: judge_score, judge_logprobs or "
+                          "mean_of_samples")
+    if row.judge_score is not None and not 1 <= row.judge_score <= k:
+        raise LabelsError(source, line, "judge_score", f"{row.judge_score!r} is outside the scale 1..{k}")
+    if row.mean_of_samples is not None and not (math.isfinite(row.mean_of_samples) and 1 <= row.mean_of_samples <= k):
+        raise LabelsError(source, line, "mean_of_samples", f"{row.mean_of_samples!r} is outside the scale 1..{k}")
+
+
+def _verdict_score(row: _Row, probabilities: tuple[float, ...] | None, k: int) -> int | None:
+    """The verdict's score: ``judge_score``, else the most probable label (lower on ties), else the rounded mean."""
+    if row.judge_score is not None:
+        return row.judge_score
+    if probabilities is not None:
+        return max(range(k), key=lambda i: (probabilities[i], -i)) + 1
+    if row.mean_of_samples is not None:
+        return min(k, round_half_up(row.mean_of_samples))
+    return None
 
 
 def parse_labels(

@@ -148,31 +148,42 @@ def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>
     for position, entry in enumerate(artifact.entries):
         where = f"{source}: entries[{position}] ({entry.judge}, {entry.prompt_family}, {entry.criterion}, " \
                 f"{entry.method}, alpha={entry.alpha})"
-        if entry.method not in METHODS:
-            raise ArtifactError(f"{where}: unknown method {entry.method!r}")
-        if entry.kind not in INPUT_KINDS or entry.method not in methods_for_kind(entry.kind):
-            raise ArtifactError(f"{where}: method {entry.method!r} cannot be fitted on input kind {entry.kind!r}")
-        if entry.fitted.method != entry.method:
-            raise ArtifactError(f"{where}: fitted.method {entry.fitted.method!r} differs from the entry's method")
-        if not 0.0 < entry.alpha < 1.0 or _alpha_key(entry.fitted.alpha) != _alpha_key(entry.alpha):
-            raise ArtifactError(f"{where}: alpha must lie in (0, 1) and equal fitted.alpha ({entry.fitted.alpha})")
-        k = entry.fitted.n_labels  # each cell carries its own scale 1..k; label_scale is the widest
-        if not 2 <= k <= len(scale):
-            raise ArtifactError(f"{where}: fitted.n_labels {k} must lie in 2..{len(scale)} (the label scale)")
-        if entry.fitted.n_cal < 1:
-            raise ArtifactError(f"{where}: calibration size {entry.fitted.n_cal} must be at least 1")
-        threshold = entry.fitted.threshold
-        if threshold is not None and not math.isfinite(threshold):
-            raise ArtifactError(f"{where}: threshold {threshold} is not finite (use null for the full scale)")
-        if entry.method in ("mondrian_residual", "label_conditional") and entry.fitted.group_thresholds is None:
-            raise ArtifactError(f"{where}: {entry.method} needs group_thresholds")
-        if entry.method in LEARNED_METHODS:
-            matrix = entry.fitted.learned_matrix
-            if matrix is None or len(matrix) != k or any(len(row) != k for row in matrix):
-                raise ArtifactError(f"{where}: {entry.method} needs a {k}x{k} learned_matrix")
+        _check_entry(entry, where, len(scale))
         if entry.key in seen:
             raise ArtifactError(f"{where}: duplicate entry")
         seen.add(entry.key)
+    _check_decision_rules(artifact, source)
+    _check_default_methods(artifact, source)
+
+
+def _check_entry(entry: ThresholdEntry, where: str, widest: int) -> None:
+    """One entry on its own: method, input kind, level, scale 2..widest, size and the method's fitted parts."""
+    if entry.method not in METHODS:
+        raise ArtifactError(f"{where}: unknown method {entry.method!r}")
+    if entry.kind not in INPUT_KINDS or entry.method not in methods_for_kind(entry.kind):
+        raise ArtifactError(f"{where}: method {entry.method!r} cannot be fitted on input kind {entry.kind!r}")
+    if entry.fitted.method != entry.method:
+        raise ArtifactError(f"{where}: fitted.method {entry.fitted.method!r} differs from the entry's method")
+    if not 0.0 < entry.alpha < 1.0 or _alpha_key(entry.fitted.alpha) != _alpha_key(entry.alpha):
+        raise ArtifactError(f"{where}: alpha must lie in (0, 1) and equal fitted.alpha ({entry.fitted.alpha})")
+    k = entry.fitted.n_labels  # each cell carries its own scale 1..k; label_scale is the widest
+    if not 2 <= k <= widest:
+        raise ArtifactError(f"{where}: fitted.n_labels {k} must lie in 2..{widest} (the label scale)")
+    if entry.fitted.n_cal < 1:
+        raise ArtifactError(f"{where}: calibration size {entry.fitted.n_cal} must be at least 1")
+    threshold = entry.fitted.threshold
+    if threshold is not None and not math.isfinite(threshold):
+        raise ArtifactError(f"{where}: threshold {threshold} is not finite (use null for the full scale)")
+    if entry.method in ("mondrian_residual", "label_conditional") and entry.fitted.group_thresholds is None:
+        raise ArtifactError(f"{where}: {entry.method} needs group_thresholds")
+    if entry.method in LEARNED_METHODS:
+        matrix = entry.fitted.learned_matrix
+        if matrix is None or len(matrix) != k or any(len(row) != k for row in matrix):
+            raise ArtifactError(f"{where}: {entry.method} needs a {k}x{k} learned_matrix")
+
+
+def _check_decision_rules(artifact: ThresholdsArtifact, source: str) -> None:
+    """Each decision rule valid (calibration.decision_rule.validate_rule), at most one per cell and input kind."""
     rule_cells: set[tuple[str, str, str, str]] = set()
     for position, rule in enumerate(artifact.decision_rules):
         cell = (rule.judge, rule.prompt_family, rule.criterion, rule.input_kind)
@@ -184,6 +195,10 @@ def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>
             validate_rule(rule)
         except ValueError as error:
             raise ArtifactError(f"{where}: {error}") from error
+
+
+def _check_default_methods(artifact: ThresholdsArtifact, source: str) -> None:
+    """Each default method names an entry of its cell and input kind."""
     cells = {(e.judge, e.prompt_family, e.criterion, e.kind, e.method) for e in artifact.entries}
     for default in artifact.default_methods:
         if (default.judge, default.prompt_family, default.criterion, default.kind, default.method) not in cells:

@@ -224,8 +224,13 @@ def validate_rule(rule: DecisionRule) -> None:
         raise ValueError("bin_edges must be finite and strictly ascending")
     if any(not 1 <= p <= rule.n_labels for p in rule.points):
         raise ValueError(f"points must lie in 1..{rule.n_labels}")
-    n_bins = len(rule.points)
-    for row in rule.certifications:
+    _check_certifications(rule.certifications, len(rule.points))
+    _check_quality_gates(rule.quality_gates, len(rule.points))
+
+
+def _check_certifications(certifications: Sequence[Certification], n_bins: int) -> None:
+    """ValueError for a certified row with a level outside (0, 1), a bin outside 0..n_bins-1 or uncertified bins."""
+    for row in certifications:
         if not 0 < row.accept_alpha < 1 or not 0 < row.delta < 1 or row.tolerance < 1:
             raise ValueError(f"certification {row.tolerance}/{row.accept_alpha}: tolerance >= 1, alpha, delta in (0,1)")
         if any(not 0 <= b < n_bins for b in row.accepted_bins):
@@ -234,7 +239,11 @@ def validate_rule(rule: DecisionRule) -> None:
                                   or row.certified_error > row.accept_alpha + _LEVEL_TOLERANCE):
             raise ValueError(f"certification {row.tolerance}/{row.accept_alpha}: accepted bins need a certified "
                              "error <= accept_alpha and a rule that did not fail")
-    for gate in rule.quality_gates:
+
+
+def _check_quality_gates(gates: Sequence[QualityGate], n_bins: int) -> None:
+    """ValueError for a quality gate with a bin outside 0..n_bins-1 or pass bins without a certified rate."""
+    for gate in gates:
         if any(not 0 <= b < n_bins for b in gate.pass_bins):
             raise ValueError(f"quality gate {gate.pass_threshold}: pass bin outside 0..{n_bins - 1}")
         if gate.pass_bins and (gate.rule_failed or gate.certified_false_pass is None

@@ -93,6 +93,7 @@ __all__ = [
     "ppi_intervals",
     "ppi_lambda",
     "served_uses_clt",
+    "switch_reason",
 ]
 
 MIN_N_CLT = 50
@@ -153,6 +154,7 @@ class EstimateAnswer(msgspec.Struct, frozen=True, kw_only=True):
     lam: float
     label_budget: LabelBudget | None
     switch_rule: str = SWITCH_RULE
+    switch_reason: str | None = None  # why this method: the rule's parts with this sample's numbers
     ppi_interval: tuple[float, float] | None = None
     betting_interval: tuple[float, float] | None = None
     classical_interval: tuple[float, float] | None = None
@@ -377,17 +379,48 @@ def betting_intervals(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[
                      lam=lam[:, -1])
 
 
-def served_uses_clt(y: np.ndarray, f: np.ndarray, lam: np.ndarray) -> np.ndarray:
-    """The switching rule per row: True where PPI++'s CLT interval is served (see ``SWITCH_RULE``)."""
+def _switch_parts(y: np.ndarray, f: np.ndarray, lam: np.ndarray) -> tuple[int, np.ndarray, np.ndarray,
+                                                                               np.ndarray, np.ndarray]:
+    """The switching rule's parts per row: n, labels vary, rectifier varies, skewness g1, n >= SKEW_CONSTANT g1^2."""
     y, f = _rows(y, "human"), _rows(f, "judge")
     n = y.shape[1]
-    rect = y - lam[:, None] * f
+    rect = y - np.asarray(lam, dtype=float).reshape(-1)[:, None] * f
     sd = rect.std(axis=1)
-    varies = (y.std(axis=1) > 1e-12) & (sd > 1e-12)
+    labels_vary, rect_varies = y.std(axis=1) > 1e-12, sd > 1e-12
+    varies = labels_vary & rect_varies
     with np.errstate(divide="ignore", invalid="ignore"):
         skew = ((rect - rect.mean(axis=1, keepdims=True)) ** 3).mean(axis=1) / sd ** 3
     skew_ok = np.where(varies, n >= SKEW_CONSTANT * np.nan_to_num(skew, nan=np.inf) ** 2, False)
-    return varies & skew_ok & (n >= MIN_N_CLT)
+    return n, labels_vary, rect_varies, np.where(varies, skew, np.nan), skew_ok
+
+
+def served_uses_clt(y: np.ndarray, f: np.ndarray, lam: np.ndarray) -> np.ndarray:
+    """The switching rule per row: True where PPI++'s CLT interval is served (see ``SWITCH_RULE``)."""
+    n, labels_vary, rect_varies, _, skew_ok = _switch_parts(y, f, lam)
+    return labels_vary & rect_varies & skew_ok & (n >= MIN_N_CLT)
+
+
+def switch_reason(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[float], lam: float) -> str:
+    """Why the switching rule serves PPI++ or betting for one labelled sample, with its numbers."""
+    n, labels_vary, rect_varies, skew, skew_ok = _switch_parts(np.asarray(y, dtype=float),
+                                                               np.asarray(f, dtype=float), np.asarray([lam]))
+    if n < MIN_N_CLT:
+        return f"betting: n = {n} < {MIN_N_CLT} labelled items"
+    if not labels_vary[0]:
+        return "betting: every human label in the labelled sample is the same"
+    if not rect_varies[0]:
+        return "betting: the rectifier Y - lambda f does not vary in the labelled sample"
+    g1 = float(skew[0])
+    bound = SKEW_CONSTANT * g1 ** 2
+    if not skew_ok[0]:
+        return f"betting: n = {n} < {SKEW_CONSTANT} g1^2 = {bound:.1f} (the rectifier's skewness g1 = {g1:.3f})"
+    return (f"ppi++: n = {n} >= {MIN_N_CLT}, the labels and the rectifier vary, and n >= {SKEW_CONSTANT} g1^2 = "
+            f"{bound:.1f} (g1 = {g1:.3f})")
+
+
+def _label_count(value: float) -> int | None:
+    """ceil(value), at least MIN_N_CLT; None when it is not a finite count (a width too small to represent)."""
+    return max(MIN_N_CLT, math.ceil(value)) if math.isfinite(value) else None
 
 
 def label_budget(y: Sequence[float], f: Sequence[float], f_unlabelled: Sequence[float], alpha: float,
@@ -404,8 +437,8 @@ def label_budget(y: Sequence[float], f: Sequence[float], f_unlabelled: Sequence[
                            labels_needed_human_only=None)
     var_rect = float((y_arr - lam * f_arr).var())
     room = width ** 2 - z ** 2 * lam ** 2 * float(f_unl.var()) / f_unl.size
-    needed = None if room <= 0 else max(MIN_N_CLT, math.ceil(z ** 2 * var_rect / room))
-    human = max(MIN_N_CLT, math.ceil(z ** 2 * float(y_arr.var()) / width ** 2))
+    needed = None if room <= 0 else _label_count(z ** 2 * var_rect / room)
+    human = None if width ** 2 <= 0 else _label_count(z ** 2 * float(y_arr.var()) / width ** 2)
     return LabelBudget(target_half_width=float(width), labels_needed=needed,
                        more_labels=None if needed is None else max(0, needed - y_arr.size),
                        labels_needed_human_only=human)
@@ -445,7 +478,8 @@ def _answer(metric: str, y: np.ndarray, f: np.ndarray, f_unl: np.ndarray, lo: fl
         label_budget=label_budget(y, f, f_unl, alpha, target_half_width),
         ppi_interval=(float(ppi.low[0]), float(ppi.high[0])), betting_interval=(float(bet.low[0]),
                                                                                   float(bet.high[0])),
-        classical_interval=(float(classical.low[0]), float(classical.high[0])))
+        classical_interval=(float(classical.low[0]), float(classical.high[0])),
+        switch_reason=switch_reason(y, f, float(ppi.lam[0])))
 
 
 def _vector(values: Sequence[float], name: str) -> np.ndarray:
@@ -513,7 +547,8 @@ def estimate_difference(a: EstimateAnswer, b: EstimateAnswer) -> EstimateAnswer:
         metric="difference", alpha=alpha, estimate=a.estimate - b.estimate, interval=interval, method=method,
         human_only_interval=human, human_only_method=f"{a.human_only_method} - {b.human_only_method}",
         effective_sample_gain=min(gains) if len(gains) == 2 else None, n_labelled=a.n_labelled + b.n_labelled,
-        n_unlabelled=a.n_unlabelled + b.n_unlabelled, lam=float("nan"), label_budget=None)
+        n_unlabelled=a.n_unlabelled + b.n_unlabelled, lam=float("nan"), label_budget=None,
+        switch_reason=f"first system: {a.switch_reason}; second system: {b.switch_reason}")
 
 
 def fisher_z_interval(r: float, n: int, k: int, alpha: float) -> tuple[float, float] | None:

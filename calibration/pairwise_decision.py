@@ -221,6 +221,24 @@ def distinct_starts(starts: tuple[float, ...], verdicts_per_pair: int) -> tuple[
     return tuple(kept)
 
 
+def _checked_levels(levels: tuple[float, ...]) -> np.ndarray:
+    """The levels as an array; CalibrationError unless non-empty and strictly decreasing within (0, 1]."""
+    lv = np.asarray(levels, dtype=float)
+    if lv.size == 0 or np.any(np.diff(lv) >= 0) or lv[0] > 1.0 or lv[-1] <= 0.0:
+        raise CalibrationError("levels must be strictly decreasing within (0, 1]")
+    return lv
+
+
+def _start_indices(lv: np.ndarray, starts: tuple[float, ...]) -> list[int]:
+    """The index in ``lv`` of each start (within LEVEL_TOLERANCE), [0] without starts; CalibrationError unless the
+    starts are distinct members of the levels."""
+    first = [int(np.flatnonzero(np.isclose(lv, start, rtol=0.0, atol=LEVEL_TOLERANCE))[0])
+             if np.isclose(lv, start, rtol=0.0, atol=LEVEL_TOLERANCE).any() else -1 for start in starts] or [0]
+    if min(first) < 0 or len(set(first)) != len(first):
+        raise CalibrationError(f"starts {starts} must be distinct members of levels")
+    return first
+
+
 def certify_threshold(
     confidence: np.ndarray,
     preferred: np.ndarray,
@@ -246,9 +264,7 @@ def certify_threshold(
     alpha, delta = _check_level(alpha, "alpha"), _check_level(delta, "delta")
     if bound not in BOUNDS:
         raise CalibrationError(f"bound must be one of {BOUNDS}, got {bound!r}")
-    lv = np.asarray(levels, dtype=float)
-    if lv.size == 0 or np.any(np.diff(lv) >= 0) or lv[0] > 1.0 or lv[-1] <= 0.0:
-        raise CalibrationError("levels must be strictly decreasing within (0, 1]")
+    lv = _checked_levels(levels)
     c, p = np.asarray(confidence, dtype=float), np.asarray(preferred)
     err, g = np.asarray(errors, dtype=bool), np.asarray(groups)
     if c.size == 0 or not (c.shape == p.shape == err.shape == g.shape) or c.ndim != 1:
@@ -259,10 +275,7 @@ def certify_threshold(
     m = int(sizes.max()) if group_size_bound is None else int(group_size_bound)
     if m < sizes.max():
         raise CalibrationError(f"group_size_bound {m} is below the largest group's {int(sizes.max())} pairs")
-    first = [int(np.flatnonzero(np.isclose(lv, start, rtol=0.0, atol=LEVEL_TOLERANCE))[0])
-             if np.isclose(lv, start, rtol=0.0, atol=LEVEL_TOLERANCE).any() else -1 for start in starts] or [0]
-    if min(first) < 0 or len(set(first)) != len(first):
-        raise CalibrationError(f"starts {starts} must be distinct members of levels")
+    first = _start_indices(lv, starts)
     level_delta = delta / len(first)
     memo: dict[int, tuple[int, int, int, float]] = {}
 

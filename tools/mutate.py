@@ -10,8 +10,9 @@ work in this checkout at once.
 
 Targets: ``conformal`` = calibration/conformal (module or package) against tests/calibration; ``calibration`` =
 the rest of calibration/ against tests/calibration; ``policy`` = service/scoring/policy.py and the method and level
-resolution in service/scoring/score.py (the functions named in ``mutants`` below: criterion, judge, prompt family,
-level, named method, plan, calibrated entry; not the judge call, own-verdict parsing or the response assembly)
+resolution in service/scoring/resolve.py and sets.py (the functions named in ``mutants`` below: criterion, judge,
+prompt family, level, named method, plan, calibrated entry; not the judge call, own-verdict parsing or the response
+assembly)
 against tests/service. mutmut is installed on first use (pinned below).
 
 A target too slow to finish in one sitting runs in parts: ``--modules`` runs only the mutants of those files
@@ -54,12 +55,13 @@ TARGETS = {
     },
     "policy": {
         "source": "service",
-        "only": ["service/scoring/policy.py", "service/scoring/score.py"],
+        "only": ["service/scoring/policy.py", "service/scoring/resolve.py", "service/scoring/sets.py"],
         "tests": ["tests/service/test_policy.py", "tests/service/test_score.py", "tests/service/test_scoring_memo.py",
                   "tests/service/test_scoring_resolution.py", "tests/service/test_rubrics.py"],
-        "mutants": ["service.scoring.policy.*"] + [f"service.scoring.score.x_{name}__mutmut_*" for name in (
-            "_check_criterion", "_resolve_judge", "_resolve_prompt_family", "_resolve_alpha", "_check_named_method",
-            "_plan", "_calibrated_entry")],
+        "mutants": ["service.scoring.policy.*", "service.scoring.sets.x_calibrated_entry__mutmut_*"] + [
+            f"service.scoring.resolve.x_{name}__mutmut_*" for name in (
+                "_check_criterion", "_resolve_judge", "_live_prompt_family", "_resolve_prompt_family", "_resolve_alpha",
+                "_check_named_method", "resolve")],
     },
 }
 KILLED = {"killed", "timeout"}  # a mutant that hangs the tests is detected

@@ -78,6 +78,34 @@ def read_summary(path: Path, kind: type[T]) -> T | None:
     return msgspec.json.decode(path.read_bytes(), type=kind)
 
 
+def _index_links(out: Path, written_tables: list[Path]) -> dict[str, str]:
+    """The index's links: the tables just written and every study file present under ``out``."""
+    links = {p.relative_to(out).as_posix(): p.relative_to(out).as_posix() for p in written_tables}
+    factuality_files = ("factuality/baselines.md", "factuality/baselines.json", factuality_llm.MARKDOWN_FILE,
+                        factuality_llm.JSON_FILE, faithfulness.MARKDOWN_FILE, faithfulness.JSON_FILE,
+                        factuality_sentences.MARKDOWN_FILE, factuality_sentences.JSON_FILE,
+                        factuality_sentences.VALIDITY_MARKDOWN_FILE, factuality_sentences.VALIDITY_JSON_FILE)
+    for name in (VALIDITY_MARKDOWN, VALIDITY_JSON, "conformal/halves.md", *factuality_files,
+                 *SUMMARY_FILES.values(), VICUNA80_JSON):
+        if (out / name).exists():
+            links[name] = name
+    return links
+
+
+def _with_sections(text: str, validity: ValiditySummary | None, halves: dict | None, vicuna80: Vicuna80Summary | None,
+                   sentences: SentenceStudySummary | None) -> str:
+    """The rendered index with the sections of the studies present: validity first (what is served comes before
+    the paper's reproduction), the Vicuna80 tournaments and the sentence-level study last."""
+    if validity is not None:
+        title, rest = text.split("\n", 1)
+        text = title + "\n\n" + validity_section(validity, halves) + rest
+    if vicuna80 is not None:
+        text = text.rstrip("\n") + "\n\n" + vicuna80_section(vicuna80)
+    if sentences is not None:
+        text = text.rstrip("\n") + "\n\n" + sentences_section(sentences)
+    return text
+
+
 def build_report(out_dir: Path | str) -> ReportFiles:
     """Rebuild every table, figure and ``index.md`` under ``out_dir`` from the summary JSONs found there.
 
@@ -145,27 +173,12 @@ def build_report(out_dir: Path | str) -> ReportFiles:
     if sentences is not None:
         written_figures.append(("FRANK — error types: human majority type vs LLM category (FineSurE recordings)",
                                 confusion_figure(sentences, out / factuality_sentences.FIGURE_FILE)))
-    links = {p.relative_to(out).as_posix(): p.relative_to(out).as_posix() for p in written_tables}
-    factuality_files = ("factuality/baselines.md", "factuality/baselines.json", factuality_llm.MARKDOWN_FILE,
-                        factuality_llm.JSON_FILE, faithfulness.MARKDOWN_FILE, faithfulness.JSON_FILE,
-                        factuality_sentences.MARKDOWN_FILE, factuality_sentences.JSON_FILE,
-                        factuality_sentences.VALIDITY_MARKDOWN_FILE, factuality_sentences.VALIDITY_JSON_FILE)
-    for name in (VALIDITY_MARKDOWN, VALIDITY_JSON, "conformal/halves.md", *factuality_files,
-                 *SUMMARY_FILES.values(), VICUNA80_JSON):
-        if (out / name).exists():
-            links[name] = name
     index = out / "index.md"
     text = render_index(
-        conformal=conformal, transitivity=transitivity, position_bias=position_bias, ingest=ingest, links=links,
+        conformal=conformal, transitivity=transitivity, position_bias=position_bias, ingest=ingest,
+        links=_index_links(out, written_tables),
         figures=[(title, p.relative_to(out).as_posix()) for title, p in written_figures],
         llm=llm, faithfulness=faithful,
     )
-    if validity is not None:  # first: what is served comes before the paper's reproduction
-        title, rest = text.split("\n", 1)
-        text = title + "\n\n" + validity_section(validity, halves) + rest
-    if vicuna80 is not None:
-        text = text.rstrip("\n") + "\n\n" + vicuna80_section(vicuna80)
-    if sentences is not None:
-        text = text.rstrip("\n") + "\n\n" + sentences_section(sentences)
-    index.write_text(text, encoding="utf-8")
+    index.write_text(_with_sections(text, validity, halves, vicuna80, sentences), encoding="utf-8")
     return ReportFiles(index=index, tables=tuple(written_tables), figures=tuple(p for _, p in written_figures))

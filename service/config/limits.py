@@ -19,6 +19,10 @@ variable                      meaning                                           
                               its deadline is BODY_TIMEOUT_S + bytes received / this
 ``SEND_TIMEOUT_S``            longest a response may wait for a client that does not   ``30``
                               read (its send buffer full); past it the connection drops
+``MAX_ESTIMATE_VALUES``       most numbers (human labels + judge verdicts, every        ``200000``
+                              system) one POST /v1/estimates[/batch] reads (422 above)
+``MAX_RANKING_BATTLES``       most battles one POST /v1/rankings reads (422 above it)  ``200000``
+``MAX_RANKING_MODELS``        most distinct models one POST /v1/rankings ranks         ``100``
 ============================= ========================================================= ===========================
 """
 
@@ -47,6 +51,9 @@ _VARIABLES = {
     "min_body_rate": "MIN_BODY_RATE",
     "send_timeout_s": "SEND_TIMEOUT_S",
     "max_calibration_cell_rows": "MAX_CALIBRATION_CELL_ROWS",
+    "max_estimate_values": "MAX_ESTIMATE_VALUES",
+    "max_ranking_battles": "MAX_RANKING_BATTLES",
+    "max_ranking_models": "MAX_RANKING_MODELS",
 }
 
 
@@ -64,6 +71,10 @@ class LimitSettings(msgspec.Struct, frozen=True, kw_only=True):
     min_body_rate: int = 50_000  # bytes/s (400 kbit/s): a 30 MB upload has ~10 min, a stalled one BODY_TIMEOUT_S
     send_timeout_s: float = 30.0
     max_calibration_cell_rows: int = 20_000  # a fit's memory grows with its cell (about 14 kB a row, measured)
+    # the finite-sample interval bisects over every value: about 10 us a value (measured), so ~2 s at the default
+    max_estimate_values: int = 200_000
+    max_ranking_battles: int = 200_000  # win rates are bincounts: linear and cheap
+    max_ranking_models: int = 100  # k x k covariance and separability matrices
 
     def __post_init__(self) -> None:
         for field, minimum in (
@@ -77,6 +88,9 @@ class LimitSettings(msgspec.Struct, frozen=True, kw_only=True):
             ("min_body_rate", 1),
             ("send_timeout_s", 0.01),
             ("max_calibration_cell_rows", 8),
+            ("max_estimate_values", 8),
+            ("max_ranking_battles", 2),
+            ("max_ranking_models", 2),
         ):
             value = getattr(self, field)
             if value < minimum:

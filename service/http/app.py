@@ -30,6 +30,7 @@ from service.http.routes.calibrations import (
     submit_calibration,
 )
 from service.http.routes.compare import compare
+from service.http.routes.estimates import document_estimates_openapi, estimates, estimates_batch, rankings
 from service.http.routes.health import healthz, metrics, readyz
 from service.http.routes.jobs import cancel_job, document_jobs_openapi, job_results, job_status, submit_job
 from service.http.routes.judges import list_judges
@@ -92,6 +93,7 @@ def _refine_openapi(app: Litestar) -> None:
     schemas = app.openapi_schema.components.schemas or {}
     document_jobs_openapi(app.openapi_schema.paths)
     document_calibrations_openapi(app.openapi_schema.paths)
+    document_estimates_openapi(schemas)
     for request_type in _REQUEST_TYPES:
         schema = schemas.get(request_type.__name__)
         if schema is not None:
@@ -153,6 +155,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             score, score_batch, compare, calibration_info, reload_calibration, list_judges,
             submit_job, job_status, job_results, cancel_job,
             submit_calibration, calibration_job, activate_calibration, delete_calibration,
+            estimates, estimates_batch, rankings,
         ],  # fmt: skip
         security=[{"bearerAuth": []}],
     )

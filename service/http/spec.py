@@ -82,7 +82,7 @@ def _score_rules(score: Schema) -> None:
     score.any_of = score_branches(score, judge_required=True)
     panel = "verdicts" in score.properties and "panel" in score.properties
     rules = [
-        implies(  # service.scoring.score._own_sentence_verdict
+        implies(  # service.scoring.verdict.own_sentence_verdict
             present({"sentence_verdicts": "array"}),
             Schema(
                 all_of=[absent("judge_score", "judge_logprobs", "mean_of_samples")],

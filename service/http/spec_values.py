@@ -145,6 +145,16 @@ def apply_spec_values(spec: OpenAPI, values: SpecValues) -> None:
     if values.min_alpha is not None:
         props["alpha"].minimum = values.min_alpha
     largest = max(values.scales.values(), default=DEFAULT_SCALE)
+    _bound_scales(schemas, largest)
+    rules = _deployment_rules(values, largest)
+    for rule in rules:
+        rule.description = _DEPLOYMENT
+    score.all_of = [rule for rule in score.all_of or [] if getattr(rule, "description", None) != _DEPLOYMENT] + rules
+
+
+def _bound_scales(schemas: dict[str, Any], largest: int) -> None:
+    """Bound scores, means, tolerance, pass threshold and log-prob tokens by the largest scale K (in place)."""
+    props = schemas["ScoreRequest"].properties
     for name in ("judge_score", "mean_of_samples"):
         props[name].maximum = largest
     if "tolerance" in props:  # an error is |human - point| >= tolerance: at most K - 1 can happen
@@ -159,8 +169,13 @@ def apply_spec_values(spec: OpenAPI, values: SpecValues) -> None:
     if logprobs is not None and logprobs.properties:
         logprobs.properties = {token: schema for token, schema in logprobs.properties.items() if int(token) <= largest}
         logprobs.any_of = [present({token: "number"}) for token in logprobs.properties]
+
+
+def _deployment_rules(values: SpecValues, largest: int) -> list[Schema]:
+    """The ``if ... then`` rules of this deployment: smaller scales, a named judge, calibration-only criteria and
+    judges, and the judge-criterion pairs that need a prompt family."""
     rules = _scale_rules(values, largest)
-    if not values.configured:  # no default judge: the caller's verdict names its judge (service.scoring.score)
+    if not values.configured:  # no default judge: the caller's verdict names its judge (service.scoring.resolve)
         rules.append(implies(Schema(any_of=[present({name: kind}) for name, kind in _OWN_FIELDS.items()]),
                              present({"judge": "string"})))
     calibration_only = sorted(set(values.criteria) - set(values.askable))
@@ -176,9 +191,7 @@ def apply_spec_values(spec: OpenAPI, values: SpecValues) -> None:
                    properties={"judge": Schema(const=judge), "criterion": Schema(const=criterion)}),
             present({"prompt_family": "string"}),
         ))
-    for rule in rules:
-        rule.description = _DEPLOYMENT
-    score.all_of = [rule for rule in score.all_of or [] if getattr(rule, "description", None) != _DEPLOYMENT] + rules
+    return rules
 
 
 def spec_document(app: Litestar) -> dict[str, Any]:

@@ -11,7 +11,7 @@ name from PANELS_FILE: the service asks every member concurrently, through the j
    ``faithfulness`` is not scored by panels (422). An unknown panel name -> 422 with the configured names;
    ``panel`` needs ``document`` and ``summary`` (422).
 2. **Members' verdicts.** A caller's ``judge_logprobs`` are renormalised over 1..K with a missing token read as
-   ln(1e-5) (service.scoring.score's convention); a live member's come from its reply. Each member's expected score
+   ln(1e-5) (service.scoring.verdict's convention); a live member's come from its reply. Each member's expected score
    follows :func:`calibration.panels.expected_score` (mean_of_samples, else sum k p_k, else the score). A
    live member whose call fails is reported with its ``error`` and left out; when no member answers, the
    first failure is the request's error (as for one judge).
@@ -38,13 +38,12 @@ live members are configured with the same families.
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import Sequence
 
 import msgspec
 
 from artifact.serving import LevelRefused, MethodRefused, ServedEntry, choose_entry
-from calibration.conformal import METHODS, probabilities_from_logprobs
+from calibration.conformal import probabilities_from_logprobs
 from calibration.panels import (
     PANEL_INPUT_KIND,
     PANEL_PREFIX,
@@ -58,17 +57,26 @@ from calibration.panels import (
     served_panel,
 )
 from calibration.verdicts import round_half_up, verdict_inputs
-from service.calibrations.state import coverage_target
-from service.errors import CalibrationUnavailableError, InvalidRequestError
+from service.calibrations.state import CalibrationSnapshot, coverage_target
+from service.errors import InvalidRequestError
 from service.judging.injection import INJECTION_FLAG, screen_texts
 from service.scoring.context import ScoringContext
-from service.scoring.policy import asked, decide_for_cell, escalate_for_injection, full_scale, interval_hull, set_note
+from service.scoring.policy import (
+    DecisionAsk,
+    PolicyDecision,
+    asked,
+    decide_for_cell,
+    escalate_for_injection,
+    full_scale,
+    interval_hull,
+    set_note,
+)
+from service.scoring.resolve import check_method_name, loaded_snapshot
+from service.scoring.verdict import MISSING_LOGPROB
 from service.wire.schemas import CRITERIA as BUILTIN_CRITERIA
 from service.wire.schemas import MemberVerdict, PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
 
 __all__ = ["is_panel_request", "score_panel"]
-
-MISSING_LOGPROB = math.log(1e-5)
 
 
 def is_panel_request(request: ScoreRequest) -> bool:
@@ -88,8 +96,7 @@ def _check_shape(request: ScoreRequest) -> None:
         raise InvalidRequestError(f"a panel request names its judges in verdicts or panel; remove {', '.join(single)}")
     if request.criterion == "faithfulness":
         raise InvalidRequestError("panels score the SummEval criteria and configured rubrics, not faithfulness")
-    if request.method is not None and request.method not in METHODS:
-        raise InvalidRequestError(f"unknown method {request.method!r}", allowed=list(METHODS))
+    check_method_name(request.method)
 
 
 def caller_member(verdict: MemberVerdict, n_labels: int) -> PanelMemberVerdict:
@@ -153,72 +160,26 @@ async def _live_members(ctx: ScoringContext, request: ScoreRequest, members: Seq
 async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
     """One panel request -> the combined set, the members' verdicts and their disagreement (module rules)."""
     _check_shape(request)
-    snapshot = ctx.snapshot
-    if snapshot is None:
-        raise CalibrationUnavailableError(
-            f"no thresholds artifact is loaded ({ctx.calibration_error}); fix THRESHOLDS_PATH or POST "
-            "/v1/calibration/reload")
+    snapshot = loaded_snapshot(ctx)
     rubric = ctx.judges.rubrics.get(request.criterion)
     n_labels = rubric.scale_max if rubric is not None else snapshot.criterion_labels.get(request.criterion, 5)
     ask = asked(tolerance=request.tolerance, accept_alpha=request.accept_alpha, alpha=request.alpha,
                 default_alpha=ctx.settings.default_alpha, pass_threshold=request.pass_threshold, n_labels=n_labels)
     live = request.panel is not None
     if live:
-        panels = ctx.judges.panels
-        if request.panel not in panels:
-            raise InvalidRequestError(f"unknown panel {request.panel!r} (PANELS_FILE)", allowed=sorted(panels))
-        if request.document is None or request.summary is None:
-            raise InvalidRequestError("document and summary are required when the service calls a panel")
-        members = list(panels[request.panel])  # type: ignore[index]
-        askable = set(BUILTIN_CRITERIA) | set(ctx.judges.rubric_names())
-        if request.criterion not in askable:
-            raise InvalidRequestError(f"unknown criterion {request.criterion!r} for a live panel call",
-                                      allowed=sorted(askable))
+        members = _live_panel_members(ctx, request)
         verdicts = await _live_members(ctx, request, members, n_labels)
     else:
         assert request.verdicts is not None
         members = [v.judge for v in request.verdicts]
         verdicts = [caller_member(v, n_labels) for v in request.verdicts]
-    # A judge named twice: no panel cell applies (a panel's members are distinct judges), so the answer is
-    # uncalibrated and says why; every verdict is still shown (never merged or dropped silently).
-    repeated = sorted({name for name in members if members.count(name) > 1})
-    try:
-        full_name = panel_name(members) if not repeated else PANEL_PREFIX + "+".join(sorted(members))
-    except ValueError as error:  # a judge name with "+" or a "panel:" name cannot be a member
-        raise InvalidRequestError(str(error)) from None
     answered = [v for v in verdicts if v.expected_score is not None]
-    cell_name = served_panel(members, [v.judge for v in answered]) if not repeated else None
+    full_name, cell_name, why = _panel_names(members, answered)
     alpha = request.alpha if request.alpha is not None else ctx.settings.default_alpha
-    served: ServedEntry | None = None
-    why = f"fewer than two panel members answered ({', '.join(v.judge for v in answered) or 'none'})"
-    if repeated:
-        why = (f"judge(s) {', '.join(map(repr, repeated))} appear more than once in verdicts: a panel's members are "
-               "distinct judges, so no panel cell applies")
-    family = PANEL_PROMPT_FAMILY
-    if cell_name is not None:
-        inputs = {v.judge: member_input(judge_score=v.judge_score, probabilities=v.probabilities,
-                                        mean=v.mean_of_samples) for v in answered}
-        family = panel_family([inputs[m] for m in sorted(inputs)])
-        cell = (cell_name, family, request.criterion)
-        why = f"no calibration for the panel {cell_name!r}, criterion {request.criterion!r}"
-        fitted_on = [f for f in snapshot.prompt_families_for(cell_name, request.criterion) if f != family]
-        if fitted_on:
-            why = (f"the panel {cell_name!r} is calibrated for {request.criterion!r} on members' inputs "
-                   f"{' or '.join(fitted_on)} (sorted member order); this verdict carries {family}")
-        if snapshot.cell_methods.get(cell):
-            try:
-                found = choose_entry(snapshot.index, cell, (PANEL_INPUT_KIND,), alpha, request.method)
-            except (LevelRefused, MethodRefused) as error:  # no threshold for this: never an invented set
-                why = str(error)
-            else:
-                if isinstance(found, ServedEntry):
-                    served = found
-                else:
-                    why = found.reason
+    family, served, why = _panel_entry(snapshot, request, cell_name, answered, alpha, why)
     expected = [float(v.expected_score) for v in answered if v.expected_score is not None]
     mean = panel_mean(expected, n_labels) if len(expected) >= 2 else None
     spread = disagreement(expected) if expected else None
-    missing = [m for m in members if m not in {v.judge for v in answered}]
     judge_score = round_half_up(mean) if mean is not None else _fallback_score(verdicts, n_labels)
     if served is None or mean is None or cell_name is None:
         labels = full_scale(n_labels)
@@ -226,19 +187,9 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
         method, kind, used_alpha, entry = request.method, None, alpha, None
     else:
         entry, method, kind, used_alpha = served.entry, served.method, served.kind, served.alpha
-        score, probabilities = verdict_inputs(PANEL_INPUT_KIND, n_labels, mean=mean)
-        conformal = snapshot.prediction_set(entry, score, probabilities)
-        labels = interval_hull(conformal)
-        # the panel's verdict is its mean: a rule of the panel cell reads the "mean" feature (or the rounded score)
-        decision = decide_for_cell(
-            ctx.policy, snapshot, cell=(cell_name, family, request.criterion), kinds=(PANEL_INPUT_KIND,),
-            served_kind=kind, alpha=used_alpha, delta=entry.fitted.delta, judge_score=judge_score,
-            probabilities=None, mean=mean, prediction_set=labels, ask=ask,
-        )
-        note = set_note(conformal, labels, used_alpha) + served.note
-        if missing:
-            note += f"; served by the sub-panel {cell_name!r}: {', '.join(missing)} gave no verdict"
-        decision = msgspec.structs.replace(decision, reason=decision.reason + note)
+        missing = [m for m in members if m not in {v.judge for v in answered}]
+        labels, decision = _panel_decision(ctx, snapshot, (cell_name, family, request.criterion), served, mean,
+                                           n_labels, judge_score, ask, missing)
     findings = screen_texts({"document": request.document, "summary": request.summary}) if live else []
     if findings:
         decision = escalate_for_injection(decision, findings)
@@ -260,6 +211,85 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
                           mean=mean, spread=None if spread is None else spread.spread,
                           std=None if spread is None else spread.std, verdicts=verdicts),
     )
+
+
+def _live_panel_members(ctx: ScoringContext, request: ScoreRequest) -> list[str]:
+    """The members of the configured panel ``request.panel`` (422: unknown panel, missing texts, a criterion the
+    judges cannot be asked about)."""
+    panels = ctx.judges.panels
+    if request.panel not in panels:
+        raise InvalidRequestError(f"unknown panel {request.panel!r} (PANELS_FILE)", allowed=sorted(panels))
+    if request.document is None or request.summary is None:
+        raise InvalidRequestError("document and summary are required when the service calls a panel")
+    members = list(panels[request.panel])  # type: ignore[index]
+    askable = set(BUILTIN_CRITERIA) | set(ctx.judges.rubric_names())
+    if request.criterion not in askable:
+        raise InvalidRequestError(f"unknown criterion {request.criterion!r} for a live panel call",
+                                  allowed=sorted(askable))
+    return members
+
+
+def _panel_names(members: Sequence[str], answered: Sequence[PanelMemberVerdict]) -> tuple[str, str | None, str]:
+    """The full panel's name, the served sub-panel's cell name (None when a judge is named twice) and why the
+    answer would be uncalibrated (rule 1's repeated judge, rule 3's fewer than two members)."""
+    # A judge named twice: no panel cell applies (a panel's members are distinct judges), so the answer is
+    # uncalibrated and says why; every verdict is still shown (never merged or dropped silently).
+    repeated = sorted({name for name in members if members.count(name) > 1})
+    try:
+        full_name = panel_name(members) if not repeated else PANEL_PREFIX + "+".join(sorted(members))
+    except ValueError as error:  # a judge name with "+" or a "panel:" name cannot be a member
+        raise InvalidRequestError(str(error)) from None
+    if repeated:
+        return full_name, None, (f"judge(s) {', '.join(map(repr, repeated))} appear more than once in verdicts: a "
+                                 "panel's members are distinct judges, so no panel cell applies")
+    cell_name = served_panel(members, [v.judge for v in answered])
+    names = ", ".join(v.judge for v in answered) or "none"
+    return full_name, cell_name, f"fewer than two panel members answered ({names})"
+
+
+def _panel_entry(snapshot: CalibrationSnapshot, request: ScoreRequest, cell_name: str | None,
+                 answered: Sequence[PanelMemberVerdict], alpha: float, why: str) -> tuple[str, ServedEntry | None, str]:
+    """Rule 3: the members' inputs as prompt family, the entry serving the panel cell (None when none does) and
+    why none does."""
+    if cell_name is None:
+        return PANEL_PROMPT_FAMILY, None, why
+    inputs = {v.judge: member_input(judge_score=v.judge_score, probabilities=v.probabilities,
+                                    mean=v.mean_of_samples) for v in answered}
+    family = panel_family([inputs[m] for m in sorted(inputs)])
+    cell = (cell_name, family, request.criterion)
+    why = f"no calibration for the panel {cell_name!r}, criterion {request.criterion!r}"
+    fitted_on = [f for f in snapshot.prompt_families_for(cell_name, request.criterion) if f != family]
+    if fitted_on:
+        why = (f"the panel {cell_name!r} is calibrated for {request.criterion!r} on members' inputs "
+               f"{' or '.join(fitted_on)} (sorted member order); this verdict carries {family}")
+    if not snapshot.cell_methods.get(cell):
+        return family, None, why
+    try:
+        found = choose_entry(snapshot.index, cell, (PANEL_INPUT_KIND,), alpha, request.method)
+    except (LevelRefused, MethodRefused) as error:  # no threshold for this: never an invented set
+        return family, None, str(error)
+    if isinstance(found, ServedEntry):
+        return family, found, why
+    return family, None, found.reason
+
+
+def _panel_decision(ctx: ScoringContext, snapshot: CalibrationSnapshot, cell: tuple[str, str, str],
+                    served: ServedEntry, mean: float, n_labels: int, judge_score: int, ask: DecisionAsk,
+                    missing: Sequence[str]) -> tuple[tuple[int, ...], PolicyDecision]:
+    """The panel mean's set from the served entry and the cell's certified decision on it (rules 3-4)."""
+    score, probabilities = verdict_inputs(PANEL_INPUT_KIND, n_labels, mean=mean)
+    conformal = snapshot.prediction_set(served.entry, score, probabilities)
+    labels = interval_hull(conformal)
+    # the panel's verdict is its mean: a rule of the panel cell reads the "mean" feature (or the rounded score)
+    decision = decide_for_cell(
+        ctx.policy, snapshot, cell=cell, kinds=(PANEL_INPUT_KIND,), served_kind=served.kind, alpha=served.alpha,
+        delta=served.entry.fitted.delta, judge_score=judge_score, probabilities=None, mean=mean,
+        prediction_set=labels, ask=ask,
+    )
+    note = set_note(conformal, labels, served.alpha) + served.note
+    if missing:
+        note += f"; served by the sub-panel {cell[0]!r}: {', '.join(missing)} gave no verdict"
+    return labels, msgspec.structs.replace(decision, reason=decision.reason + note)
 
 
 def _fallback_score(verdicts: Sequence[PanelMemberVerdict], n_labels: int) -> int:

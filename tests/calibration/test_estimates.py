@@ -31,6 +31,7 @@ from calibration.estimates import (
     label_budget,
     ppi_intervals,
     served_uses_clt,
+    switch_reason,
 )
 
 
@@ -268,3 +269,48 @@ def test_fisher_z_interval_matches_scipy_without_covariates_and_widens_with_them
         - math.tanh(math.atanh(0.4) - 1.959963984540054 / math.sqrt(188)), rel=1e-9)
     assert fisher_z_interval(1.0, 200, 0, 0.05) is None
     assert fisher_z_interval(0.3, 5, 2, 0.05) is None
+
+
+def test_switch_reason_names_the_served_method_and_its_numbers() -> None:
+    """The reason agrees with served_uses_clt on every resample and states the branch that decided it."""
+    rng = np.random.default_rng(21)
+    human, judge = _population(rng, 3000, skewed=True)
+    for n in (10, 49, 50, 120, 400):
+        index = rng.integers(0, human.size, size=(40, n))
+        y, f = human[index], judge[index]
+        lam = ppi_intervals(y, f, judge, 0.05).lam
+        clt = served_uses_clt(y, f, lam)
+        for row in range(y.shape[0]):
+            reason = switch_reason(y[row], f[row], float(lam[row]))
+            assert reason.startswith("ppi++:" if clt[row] else "betting:"), reason
+            if n < MIN_N_CLT:
+                assert f"n = {n} < {MIN_N_CLT}" in reason
+    flat = np.full(60, 3.0)
+    assert "every human label" in switch_reason(flat, np.linspace(1, 5, 60), 0.5)
+    # labels vary but the rectifier Y - f is constant (the judge is the label plus one)
+    y = np.tile([2.0, 3.0, 4.0], 20)
+    assert "rectifier" in switch_reason(y, y + 1, 1.0)
+    skewed = np.r_[np.full(59, 5.0), 1.0]  # g1 about -7.6: 50 g1^2 far above n = 60
+    assert "g1^2" in switch_reason(skewed, np.full(60, 4.0), 0.0)
+    assert switch_reason(skewed, np.full(60, 4.0), 0.0).startswith("betting:")
+
+
+def test_answers_carry_the_switch_reason() -> None:
+    rng = np.random.default_rng(12)
+    human, judge = _population(rng, 600)
+    big = estimate_mean(Sample(human=human[:200], judge=judge[:200], judge_unlabelled=judge[200:]), 0.05)
+    small = estimate_mean(Sample(human=human[:20], judge=judge[:20], judge_unlabelled=judge[200:]), 0.05)
+    assert big.method == "ppi++" and big.switch_reason.startswith("ppi++:")
+    assert small.method == "betting" and small.switch_reason == "betting: n = 20 < 50 labelled items"
+    both = estimate_difference(big, small)
+    assert big.switch_reason in both.switch_reason and small.switch_reason in both.switch_reason
+
+
+def test_label_budget_of_a_vanishing_width_is_none_not_an_error() -> None:
+    rng = np.random.default_rng(13)
+    human, judge = _population(rng, 300)
+    for width in (5e-324, 1e-170):  # width^2 is 0 or the count overflows a float
+        budget = label_budget(human[:60], judge[:60], judge[60:], 0.05, width)
+        assert budget.labels_needed is None and budget.labels_needed_human_only is None
+    tiny = label_budget(human[:60], judge[:60], judge[60:], 0.05, 1e-6)
+    assert tiny.labels_needed_human_only is not None and tiny.labels_needed_human_only > 10 ** 9

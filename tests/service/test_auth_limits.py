@@ -133,7 +133,7 @@ def test_settings_from_the_environment(tmp_path: Path):
 def test_settings_defaults_on_a_fresh_machine():
     settings = Settings.from_env({})
     assert settings.thresholds_path == default_thresholds_path()
-    assert settings.thresholds_path.parts[-2:] == ("calibration", "thresholds.json")
+    assert settings.thresholds_path.parts[-2:] == ("artifact", "thresholds.json")
     assert settings.judges_file is None and settings.api_keys == () and settings.admin_api_key is None
     assert (settings.default_alpha, settings.accept_max_set_size, settings.escalate_min_set_size) == (0.10, 2, 5)
     assert settings.max_batch_items == HARD_MAX_BATCH_ITEMS and (settings.host, settings.port) == ("127.0.0.1", 8000)

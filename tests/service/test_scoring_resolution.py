@@ -1,4 +1,5 @@
-"""Scoring's resolution rules 3-6 (service/scoring/score.py): criterion, judge, prompt family, level and named method.
+"""Scoring's resolution rules 3-6 (service/scoring/resolve.py and sets.py): criterion, judge, prompt family, level
+and named method.
 
 Each refusal is pinned word for word with its allowed values (the problem detail is logged and shown to callers;
 the renderer appends " (allowed: ...)" unless the detail already lists them), and each resolved value is checked
@@ -19,7 +20,9 @@ from artifact.thresholds import save_artifact
 from service.calibrations.state import CalibrationSnapshot
 from service.config.settings import Settings
 from service.http.routes.score import scoring_context
-from service.scoring.score import _calibrated_entry, _own_verdict, _plan
+from service.scoring.resolve import resolve
+from service.scoring.sets import calibrated_entry
+from service.scoring.verdict import own_verdict
 from service.wire.schemas import ScoreRequest
 from tests.service.conftest import RECORDED, STAND_IN, AppHarness
 from tests.service.test_artifacts_merge import user_artifact
@@ -40,7 +43,7 @@ def _answer(harness: AppHarness, body: dict) -> dict:
     return reply.json()
 
 
-def test_unknown_criterion_with_an_own_verdict(app: AppHarness):
+def test_unknown_criterion_with_anown_verdict(app: AppHarness):
     problem = _problem(app, {"criterion": "tone", "judge": STAND_IN, "judge_score": 3})
     assert problem["detail"] == f"unknown criterion 'tone' (allowed: {', '.join(CRITERIA)})"
     assert problem["allowed"] == CRITERIA
@@ -166,15 +169,15 @@ def test_plans_and_served_entries_are_remembered_on_the_snapshot(app: AppHarness
     snapshot = CalibrationSnapshot.build(context.snapshot.artifact, path="memory", loaded_at="now")
     request = msgspec.convert({"criterion": "coherence", "judge": STAND_IN, "judge_score": 3, "alpha": 0.15},
                               ScoreRequest)
-    plan = _plan(context, snapshot, request, True)
+    plan = resolve(context, snapshot, request, True)
     assert (plan.judge, plan.prompt_family, plan.alpha, plan.cell, plan.calibrated_cell) == (
         STAND_IN, "paper", 0.15, (STAND_IN, "paper", "coherence"), True)
     assert plan.coverage_target == pytest.approx(0.85)
-    assert _plan(context, snapshot, request, True) is plan
-    verdict = _own_verdict(request)
-    served = _calibrated_entry(snapshot, plan, None, verdict)
+    assert resolve(context, snapshot, request, True) is plan
+    verdict = own_verdict(request)
+    served = calibrated_entry(snapshot, plan, None, verdict)
     assert isinstance(served, ServedEntry) and (served.method, served.kind, served.alpha) == ("residual", "score", 0.1)
-    assert _calibrated_entry(snapshot, plan, None, verdict) is served
+    assert calibrated_entry(snapshot, plan, None, verdict) is served
 
 
 def test_a_criterion_only_the_calibration_covers(start_app: Callable[[Settings], AppHarness], judges_file, tmp_path):

@@ -1,0 +1,48 @@
+"""A typed client, synchronous (``Client``) and asynchronous (``AsyncClient``), for the Conformal Judge REST API."""
+
+from .async_client import AsyncClient
+from .calls import PollPolicy
+from .errors import ApiError, ConformalJudgeError, JobTimeout, TransportError
+from .results import (
+    Activation,
+    BatchItem,
+    BatchResult,
+    CalibrationJob,
+    CompareResult,
+    Guarantee,
+    Health,
+    HealthCheck,
+    JobAccepted,
+    JobOutcome,
+    JobStatus,
+    PairResult,
+    Problem,
+    ScoreResult,
+)
+from .retry import RetryPolicy
+from .sync_client import Client
+
+__all__ = [
+    "Activation",
+    "ApiError",
+    "AsyncClient",
+    "BatchItem",
+    "BatchResult",
+    "CalibrationJob",
+    "Client",
+    "CompareResult",
+    "ConformalJudgeError",
+    "Guarantee",
+    "Health",
+    "HealthCheck",
+    "JobAccepted",
+    "JobOutcome",
+    "JobStatus",
+    "JobTimeout",
+    "PairResult",
+    "PollPolicy",
+    "Problem",
+    "RetryPolicy",
+    "ScoreResult",
+    "TransportError",
+]

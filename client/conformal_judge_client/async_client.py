@@ -1,0 +1,143 @@
+"""The asyncio client: every method runs the shared plan of ``calls.Operations`` on an ``httpx.AsyncClient``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+
+from .calls import Operations, PollPolicy
+from .results import (
+    Activation,
+    BatchItem,
+    BatchResult,
+    CalibrationJob,
+    CompareResult,
+    Health,
+    JobAccepted,
+    JobOutcome,
+    JobStatus,
+    ScoreResult,
+)
+from .retry import RetryPolicy
+from .transport import Plan, client_headers, drive_async
+
+__all__ = ["AsyncClient"]
+
+T = TypeVar("T")
+Item = Mapping[str, Any]
+
+
+class AsyncClient:
+    """A Conformal Judge client over one ``httpx.AsyncClient``; use it as an async context manager.
+
+    ``api_key`` is sent as ``Authorization: Bearer <key>``; ``timeout`` bounds each HTTP request (seconds);
+    ``retry`` and ``poll`` set the retry and job-polling policies; ``transport`` is passed to httpx.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        retry: RetryPolicy | None = None,
+        poll: PollPolicy | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._operations = Operations(retry=retry or RetryPolicy(), poll=poll or PollPolicy())
+        self._http = httpx.AsyncClient(base_url=base_url, headers=client_headers(api_key), timeout=timeout,
+                                  transport=transport)
+
+    async def _run(self, plan: Plan[T]) -> T:
+        return await drive_async(self._http, plan)
+
+    async def aclose(self) -> None:
+        """Close the connection pool."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    async def score(self, item: Item) -> ScoreResult:
+        """Score one verdict (``POST /v1/score``), e.g. ``{"criterion": ..., "judge": ..., "judge_score": 4}``."""
+        return await self._run(self._operations.score(item))
+
+    async def score_batch(self, items: Iterable[Item]) -> BatchResult:
+        """Score up to 1,000 items at once (``POST /v1/score/batch``); a bad item fails alone, in its result."""
+        return await self._run(self._operations.score_batch(items))
+
+    async def compare(self, body: Item) -> CompareResult:
+        """Rank candidates from pairwise verdicts (``POST /v1/compare``): ``preferences`` or ``candidates``."""
+        return await self._run(self._operations.compare(body))
+
+    async def submit_job(self, items: Iterable[Item], *, idempotency_key: str | None = None) -> JobAccepted:
+        """Submit a durable job (``POST /v1/jobs``); a fresh Idempotency-Key is used unless one is given."""
+        return await self._run(self._operations.submit_job(items, idempotency_key))
+
+    async def job_status(self, job_id: str) -> JobStatus:
+        """A job's status and progress."""
+        return await self._run(self._operations.job_status(job_id))
+
+    async def job_results(self, job_id: str, *, after: int = -1, limit: int | None = None) -> list[BatchItem]:
+        """A job's result lines after index ``after``, in input order."""
+        return await self._run(self._operations.job_results(job_id, after, limit))
+
+    async def cancel_job(self, job_id: str) -> JobStatus:
+        """Cancel a job: items not yet started are not judged."""
+        return await self._run(self._operations.cancel_job(job_id))
+
+    async def follow_job(self, job_id: str, *, timeout_s: float | None = None) -> JobOutcome:
+        """Poll a job until it ends, collecting its result lines; ``JobTimeout`` past ``timeout_s``."""
+        return await self._run(self._operations.follow_job(job_id, timeout_s))
+
+    async def run_job(
+        self, items: Iterable[Item], *, idempotency_key: str | None = None, timeout_s: float | None = None
+    ) -> JobOutcome:
+        """Submit a job and follow it to its end."""
+        return await self._run(self._operations.run_job(items, idempotency_key, timeout_s))
+
+    async def submit_calibration(
+        self, rows: Iterable[Item], *, scale: int | None = None, name: str | None = None
+    ) -> CalibrationJob:
+        """Upload labelled rows to calibrate your own judge (``POST /v1/calibrations``, admin key)."""
+        return await self._run(self._operations.submit_calibration(rows, scale, name))
+
+    async def calibration_job(self, job_id: str) -> CalibrationJob:
+        """A calibration job's progress and, when done, its cells."""
+        return await self._run(self._operations.calibration_job(job_id))
+
+    async def wait_for_calibration(self, job_id: str, *, timeout_s: float | None = None) -> CalibrationJob:
+        """Poll a calibration job until it is done or failed."""
+        return await self._run(self._operations.wait_for_calibration(job_id, timeout_s))
+
+    async def activate_calibration(self, job_id: str) -> Activation:
+        """Make a finished calibration live beside the other artifacts (admin key)."""
+        return await self._run(self._operations.activate_calibration(job_id))
+
+    async def delete_calibration(self, job_id: str) -> None:
+        """Delete a calibration job and, if it was activated, its artifact (admin key)."""
+        return await self._run(self._operations.delete_calibration(job_id))
+
+    async def calibration_info(self) -> dict[str, Any]:
+        """What calibration is loaded (``GET /v1/calibration``), as JSON."""
+        return await self._run(self._operations.calibration_info())
+
+    async def judges(self) -> dict[str, Any]:
+        """The configured judges (``GET /v1/judges``), as JSON."""
+        return await self._run(self._operations.judges())
+
+    async def health(self) -> Health:
+        """Liveness (``GET /healthz``)."""
+        return await self._run(self._operations.health())
+
+    async def readiness(self) -> Health:
+        """Readiness (``GET /readyz``): ``ready`` False with the failed checks when the service answers 503."""
+        return await self._run(self._operations.readiness())

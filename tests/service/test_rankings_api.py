@@ -1,0 +1,150 @@
+"""POST /v1/rankings over the HTTP test client: the answer is calibration.rank_sets' on the same battles, the rank
+sets cover the population's ranking in a seeded simulation, and bad input is a 422 problem."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from calibration.rank_sets import Battles, ppr_win_rates, rank_sets, true_ranks, win_rates
+from service.config.limits import LimitSettings
+
+MODELS = ("m0", "m1", "m2", "m3")
+STRENGTH = np.array([0.0, 0.3, 0.9, 1.6])
+VERDICT = np.array(["a", "b", "tie"])
+
+
+def battle_population(rng: np.random.Generator, size: int) -> dict[str, np.ndarray]:
+    """Random pairs of the four models; the human's outcome by strength (10% ties); a judge that agrees 75%."""
+    a = rng.integers(0, 4, size)
+    b = (a + rng.integers(1, 4, size)) % 4
+    p_a = 1 / (1 + np.exp(STRENGTH[b] - STRENGTH[a]))
+    tie = rng.random(size) < 0.1
+    human = np.where(tie, 2, np.where(rng.random(size) < p_a, 0, 1))
+    judge = np.where(rng.random(size) < 0.75, human, rng.integers(0, 3, size))
+    return {"a": a, "b": b, "human": human, "judge": judge}
+
+
+def request_of(pop: dict[str, np.ndarray], labelled: np.ndarray, unlabelled: np.ndarray,
+               **options: Any) -> dict[str, Any]:
+    """A /v1/rankings body: labelled battles carry the human verdict too."""
+    battles = [{"model_a": MODELS[pop["a"][i]], "model_b": MODELS[pop["b"][i]], "judge": VERDICT[pop["judge"][i]],
+                "human": VERDICT[pop["human"][i]]} for i in labelled]
+    battles += [{"model_a": MODELS[pop["a"][i]], "model_b": MODELS[pop["b"][i]], "judge": VERDICT[pop["judge"][i]]}
+                for i in unlabelled]
+    return {"battles": battles, **options}
+
+
+def as_battles(pop: dict[str, np.ndarray], index: np.ndarray, who: str, tie: float) -> Battles:
+    """The calibration Battles of ``index`` with ``who``'s outcomes (model numbers = MODELS' order)."""
+    verdict = pop[who][index]
+    win_a = np.where(verdict == 0, 1.0, np.where(verdict == 2, tie, 0.0))
+    win_b = np.where(verdict == 1, 1.0, np.where(verdict == 2, tie, 0.0))
+    return Battles(model_a=pop["a"][index], model_b=pop["b"][index], win_a=win_a, win_b=win_b)
+
+
+@pytest.mark.parametrize(("ties", "tie", "construction"), [("zero", 0.0, "ellipsoid"), ("half", 0.5, "bonferroni")])
+def test_the_answer_is_rank_sets_on_the_same_battles(app, ties: str, tie: float, construction: str) -> None:
+    rng = np.random.default_rng(5)
+    pop = battle_population(rng, 3000)
+    # the first battles name the models in MODELS' order, so the service numbers them as MODELS does
+    order = np.r_[[np.flatnonzero((pop["a"] == m) & (pop["b"] == (m + 1) % 4))[0] for m in range(4)]]
+    rest = np.setdiff1d(np.arange(3000), order)
+    labelled, unlabelled = np.r_[order, rest[:296]], rest[296:]
+    reply = app.client.post("/v1/rankings", json=request_of(pop, labelled, unlabelled, alpha=0.1, ties=ties,
+                                                            construction=construction))
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    estimate = ppr_win_rates(as_battles(pop, labelled, "human", tie), as_battles(pop, labelled, "judge", tie),
+                             as_battles(pop, unlabelled, "judge", tie), 4)
+    human_only = win_rates(as_battles(pop, labelled, "human", tie), 4)
+    sets, human_sets = rank_sets(estimate, 0.1, construction), rank_sets(human_only, 0.1, construction)
+    low, high = estimate.intervals(0.1)
+    assert (answer["lam"], answer["n_labelled"], answer["n_unlabelled"]) == (estimate.lam, 300, 2700)
+    by_name = {m["model"]: m for m in answer["models"]}
+    for i, name in enumerate(MODELS):
+        model = by_name[name]
+        assert model["win_rate"] == estimate.theta[i] and model["interval"] == [low[i], high[i]]
+        assert model["rank_set"] == [sets.low[i], sets.high[i]]
+        assert model["human_only_win_rate"] == human_only.theta[i]
+        assert model["human_only_rank_set"] == [human_sets.low[i], human_sets.high[i]]
+        assert model["battles_labelled"] == estimate.counts[i]
+    rates = [m["win_rate"] for m in answer["models"]]
+    assert rates == sorted(rates, reverse=True)  # best first
+    separable = {(p["better"], p["worse"]) for p in answer["separable"]}
+    assert separable == {(MODELS[j], MODELS[i]) for i in range(4) for j in range(4) if sets.above[i, j]}
+    assert separable  # the strengths are far enough apart for the judge-assisted sets to separate something
+
+
+def test_rank_sets_cover_the_population_ranking_in_a_seeded_simulation(app) -> None:
+    """40 resamples of 200 labelled + 2,000 unlabelled battles at alpha = 0.1; the truth is the population's
+    human win rates (ties count zero)."""
+    rng = np.random.default_rng(11)
+    pop = battle_population(rng, 20_000)
+    truth = true_ranks(win_rates(as_battles(pop, np.arange(20_000), "human", 0.0), 4).theta)
+    assert sorted(truth.tolist()) == [1, 2, 3, 4]
+    covered, sizes = [], []
+    for _ in range(40):
+        labelled, unlabelled = rng.integers(0, 20_000, 200), rng.integers(0, 20_000, 2000)
+        reply = app.client.post("/v1/rankings", json=request_of(pop, labelled, unlabelled, alpha=0.1))
+        assert reply.status_code == 200, reply.text
+        ranks = {m["model"]: m["rank_set"] for m in reply.json()["models"]}
+        covered.append(all(ranks[name][0] <= truth[i] <= ranks[name][1] for i, name in enumerate(MODELS)))
+        sizes.append(np.mean([high - low + 1 for low, high in ranks.values()]))
+    assert np.mean(covered) >= 0.9 - 3 * math.sqrt(0.9 * 0.1 / 40)
+    assert np.mean(sizes) < 4  # informative: not every set is the full range
+
+
+def _battles(*rows: tuple[str, str, str, str | None]) -> list[dict[str, Any]]:
+    return [{"model_a": a, "model_b": b, "judge": j, **({} if h is None else {"human": h})} for a, b, j, h in rows]
+
+
+_GOOD = _battles(("x", "y", "a", "a"), ("y", "z", "b", "tie"), ("x", "z", "a", None), ("y", "x", "tie", None))
+
+
+@pytest.mark.parametrize(
+    ("payload", "detail"),
+    [
+        ({"battles": [*_GOOD, *_battles(("x", "x", "a", None))]}, "two different models"),
+        ({"battles": _battles(("x", "y", "a", "a"), ("y", "x", "a", "b"))}, "judge's verdict only"),
+        ({"battles": _battles(("x", "y", "a", None), ("y", "x", "a", None))}, "human verdict"),
+        ({"battles": _GOOD[:1]}, "battles"),
+        ({"battles": []}, "battles"),
+        ({"battles": _GOOD, "alpha": 0}, "alpha"),
+        ({"battles": _GOOD, "alpha": 1e-7}, "alpha"),
+        ({"battles": _GOOD, "alpha": 1}, "alpha"),
+        ({"battles": _GOOD, "construction": "box"}, "construction"),
+        ({"battles": _GOOD, "ties": "third"}, "ties"),
+        ({"battles": [{**_GOOD[0], "judge": "c"}, *_GOOD[1:]]}, "judge"),
+        ({"battles": [{**_GOOD[0], "model_a": ""}, *_GOOD[1:]]}, "model_a"),
+        ({"battles": [{**_GOOD[0], "winner": "a"}, *_GOOD[1:]]}, "winner"),
+    ],
+)
+def test_bad_input_is_a_422_problem(app, payload: dict[str, Any], detail: str) -> None:
+    reply = app.client.post("/v1/rankings", json=payload)
+    assert reply.status_code == 422, reply.text
+    assert reply.headers["content-type"].startswith("application/problem+json")
+    problem = reply.json()
+    assert detail in problem["detail"] + str(problem.get("errors", ""))
+
+
+def test_the_battle_and_model_caps(start_app, make_settings, app) -> None:
+    assert app.client.post("/v1/rankings", json={"battles": _GOOD}).status_code == 200
+    harness = start_app(make_settings(limits=LimitSettings(max_ranking_battles=4, max_ranking_models=3)))
+    assert harness.client.post("/v1/rankings", json={"battles": _GOOD}).status_code == 200  # 4 battles, 3 models
+    reply = harness.client.post("/v1/rankings", json={"battles": [*_GOOD, _GOOD[2]]})
+    assert reply.status_code == 422 and "MAX_RANKING_BATTLES=4" in reply.json()["detail"]
+    reply = harness.client.post("/v1/rankings", json={"battles": [*_GOOD[:3], *_battles(("x", "w", "a", None))]})
+    assert reply.status_code == 422 and "MAX_RANKING_MODELS=3" in reply.json()["detail"]
+
+
+def test_a_model_never_labelled_gets_no_estimate_and_the_full_rank_range(app) -> None:
+    battles = [*_GOOD, *_battles(("w", "x", "a", None))]  # w has unlabelled battles only
+    reply = app.client.post("/v1/rankings", json={"battles": battles})
+    assert reply.status_code == 200, reply.text
+    last = reply.json()["models"][-1]
+    assert last["model"] == "w" and last["win_rate"] is None and last["interval"] is None
+    assert last["rank_set"] == [1, 4] and (last["battles_labelled"], last["battles_unlabelled"]) == (0, 1)
