@@ -69,6 +69,7 @@ bench: install
 
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 ## Mutation testing (mutmut, on a scratch copy) of calibration/ and the service's decision rules; prints the score
 ## per module. Slow (about 10-15 min for calibration/conformal on 2 cores); not part of make test.
