@@ -20,11 +20,14 @@ are printed to 3 decimals, shares as percentages to 1 decimal.
 
 from __future__ import annotations
 
+import io
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 import numpy as np
+from PIL import Image
 
 from offline.data.errors import DataError
 from offline.jsonfile import write_json
@@ -130,12 +133,12 @@ def region(curve: Curve) -> str:
         "![Operating curve: accept share and error among accepted vs accept_alpha, tolerance 1 and 2]"
         f"({CURVE_PNG})",
         "",
-        f"Rules fitted on 50 SummEval documents and served on the other 50 ({curve.n_splits} random splits by "
+        _wrap(f"Rules fitted on 50 SummEval documents and served on the other 50 ({curve.n_splits} random splits by "
         f"document, seed {curve.seed}; document-level bound, delta {curve.delta:g}), over the {n_all} judge x "
         f"criterion cells ({n_logprob} of them with log-probs, served on the expected score; the others on the "
         "integer score). *Accept share*: mean over the cells. *Error among accepted*: share of accepted verdicts "
         "with |human - point| >= tolerance on the served documents, pooled over the splits per cell; mean over the "
-        "cells that accept anything, and the worst cell. *Certified bound*: the rule's own bound, mean over cells.",
+        "cells that accept anything, and the worst cell. *Certified bound*: the rule's own bound, mean over cells."),
         "",
         "| tolerance | accept_alpha | accept share, all cells | accept share, log-prob cells | error among "
         "accepted, mean | error among accepted, worst cell | certified bound, mean |",
@@ -149,6 +152,11 @@ def region(curve: Curve) -> str:
                      f"{_pct(logprob.accept_share) if logprob else 'n/a'} | {_num(every.error_mean)} | "
                      f"{_num(every.error_worst)} | {_num(every.certified_mean)} |")
     return "\n".join([*lines, "", END])
+
+
+def _wrap(text: str) -> str:
+    """A paragraph wrapped at 120 characters, like the hand-written ones (words never broken)."""
+    return textwrap.fill(text, width=120, break_long_words=False, break_on_hyphens=False)
 
 
 def replace_region(page: str, generated: str) -> str:
@@ -186,8 +194,10 @@ def _figure(curve: Curve, path: Path, *, dpi: int = 100) -> None:
                                 color="gray", linestyle="--", label="certified bound (mean)")
         limit = max((p.accept_alpha for p in curve.points), default=0.3)
         error_axis.plot([0, limit], [0, limit], color="red", linewidth=1.0, label="error = accept_alpha")
-        share_axis.set_title(f"tolerance {tolerance}: share of verdicts accepted")
-        error_axis.set_title(f"tolerance {tolerance}: error among accepted (|human - point| >= {tolerance})")
+        share_axis.set_title(f"tolerance {tolerance}: accept share")
+        error_axis.set_title(f"tolerance {tolerance}: error among accepted")
+        share_axis.set_ylabel("accepted / all verdicts")
+        error_axis.set_ylabel(f"|human - point| >= {tolerance}, among accepted")
         share_axis.set_ylim(0, 1)
         error_axis.set_ylim(0, limit * 1.1)
         error_axis.set_xlabel("accept_alpha")
@@ -197,8 +207,12 @@ def _figure(curve: Curve, path: Path, *, dpi: int = 100) -> None:
             axis.legend(fontsize=8, loc="upper left")
     fig.suptitle(f"Certified decisions on unseen documents (calibrate on 50 documents, {curve.n_splits} splits)")
     fig.tight_layout()
-    fig.savefig(path, dpi=dpi)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=dpi, format="png")
     plt.close(fig)
+    # a committed figure: 128 colours (a line plot needs no more) keep it a few tens of KB
+    with Image.open(buffer) as image:
+        image.convert("RGB").quantize(colors=128).save(path, optimize=True)
 
 
 def write_docs(out: Path, docs: Path) -> tuple[Path, Path, Path]:
