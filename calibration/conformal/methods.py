@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 MEMBERSHIP_TOLERANCE = 1e-12
+PRECOMPUTED_SCALE = 10  # the largest K whose score-only rows NonconformityScore holds ready
 
 
 class Needs(enum.Enum):
@@ -91,9 +92,16 @@ class NonconformityScore:
     requires_score: bool = field(init=False, repr=False, compare=False)
     requires_probabilities: bool = field(init=False, repr=False, compare=False)
     requires_either: bool = field(init=False, repr=False, compare=False)
+    # A score of the judge's integer score alone has one row per (K, score index): the kernel's rows, run once here
+    # for the scales up to PRECOMPUTED_SCALE (empty for every other score); one() reads them instead of rerunning it.
+    rows: MappingProxyType[tuple[int, int], tuple[float, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        """Derive the input flags from ``needs``."""
+        """Derive the input flags from ``needs``, and the rows of a score of the judge's integer score alone."""
+        fixed = self.needs is Needs.SCORE and not self.learned and not self.randomised
+        object.__setattr__(self, "rows", MappingProxyType({
+            (n_labels, judge): tuple(self.kernel(ItemColumns(n_labels, judge, None, None, None), SCALAR))
+            for n_labels in range(2, PRECOMPUTED_SCALE + 1) for judge in range(n_labels)} if fixed else {}))
         object.__setattr__(self, "reads_probabilities", self.needs is not Needs.SCORE)
         object.__setattr__(self, "requires_score", self.needs is Needs.SCORE)
         object.__setattr__(self, "requires_probabilities", self.needs is Needs.PROBABILITIES)
@@ -120,6 +128,10 @@ class NonconformityScore:
             learned_matrix: Sequence[Sequence[float]] | None, uniform: float | None) -> list[float]:
         """One item's K scores, by the same kernel as :meth:`matrix` (pure Python: the service's fast path)."""
         judge = None if judge_score is None else int(judge_score) - 1
+        if self.rows:
+            row = self.rows.get((n_labels, judge))  # type: ignore[arg-type]
+            if row is not None:
+                return list(row)
         columns: ItemColumns[float, int] = ItemColumns(n_labels, judge, probabilities, uniform, learned_matrix)
         return self.kernel(columns, SCALAR)
 

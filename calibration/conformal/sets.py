@@ -14,8 +14,8 @@ and on floats respectively; the single-item set is the corresponding row of the 
 from __future__ import annotations
 
 import math
-from itertools import compress
 from collections.abc import Sequence
+from itertools import compress
 
 import numpy as np
 from numpy.typing import NDArray
