@@ -30,7 +30,7 @@ import msgspec
 
 from calibration.errors import ArtifactError, CalibrationError
 from judges.errors import JudgeCallError, JudgeReplyError, UnknownPromptError
-from service.wire.schemas import Problem, ProblemError
+from service.wire.common import Problem, ProblemError
 
 __all__ = [
     "ENABLE_JOBS_HELP",

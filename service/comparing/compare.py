@@ -63,8 +63,8 @@ from service.config.settings import Settings
 from service.errors import InvalidRequestError, ServiceProblem, problem_from_exception
 from service.judging.injection import INJECTION_FLAG, screen_texts
 from service.judging.pool import JudgePool
-from service.wire.schemas import (
-    CRITERIA,
+from service.wire.common import CRITERIA
+from service.wire.compare import (
     CompareRequest,
     CompareResponse,
     FailedCall,

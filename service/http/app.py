@@ -51,7 +51,9 @@ from service.judging.pool import JudgePool
 from service.observability.logging import make_logs
 from service.observability.metrics import ServiceMetrics
 from service.scoring.policy import DecisionPolicy
-from service.wire.schemas import CompareRequest, ReloadRequest, ScoreBatchRequest, ScoreRequest
+from service.wire.calibration import ReloadRequest
+from service.wire.compare import CompareRequest
+from service.wire.score import ScoreBatchRequest, ScoreRequest
 
 __all__ = ["API_VERSION", "create_app"]
 

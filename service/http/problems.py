@@ -23,7 +23,7 @@ from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
 from service.errors import make_problem, with_instance
 from service.errors import problem_from_exception as service_problem_from_exception
-from service.wire.schemas import Problem, ProblemError
+from service.wire.common import Problem, ProblemError
 
 __all__ = ["PROBLEM_MEDIA_TYPE", "problem_from_exception"]
 

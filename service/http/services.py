@@ -43,7 +43,7 @@ from service.judging.pool import JudgePool
 from service.observability.logging import AppLogs
 from service.observability.metrics import ServiceMetrics
 from service.scoring.policy import DecisionPolicy
-from service.wire.schemas import Problem
+from service.wire.common import Problem
 
 __all__ = [
     "Services",

@@ -34,7 +34,7 @@ from calibration.conformal import METHODS
 from service.calibrations.state import CalibrationSnapshot
 from service.http.services import Services
 from service.http.spec import implies, present, score_branches
-from service.wire.schemas import CRITERIA
+from service.wire.common import CRITERIA
 
 __all__ = ["LiveSpecJson", "SpecValues", "apply_spec_values", "spec_document", "spec_values"]
 

@@ -35,7 +35,8 @@ from service.jobs.store import JobStore
 from service.scoring.context import ScoringContext
 from service.scoring.score import score_item
 from service.wire.decoding import decode_wire_json
-from service.wire.schemas import JobItemResult, ScoreRequest
+from service.wire.jobs import JobItemResult
+from service.wire.score import ScoreRequest
 
 __all__ = ["ChunkRunner", "item_id_of"]
 

@@ -36,7 +36,7 @@ from service.calibrations.state import CalibrationSnapshot
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.injection import INJECTION_FLAG
 from service.scoring.context import ScoringContext
-from service.wire.schemas import CascadeAnswer, CascadeStage, Guarantee, ScoreRequest, ScoreResponse
+from service.wire.score import CascadeAnswer, CascadeStage, Guarantee, ScoreRequest, ScoreResponse
 
 __all__ = ["score_cascade"]
 

@@ -73,8 +73,8 @@ from service.scoring.policy import (
 )
 from service.scoring.resolve import check_method_name, loaded_snapshot
 from service.scoring.verdict import MISSING_LOGPROB
-from service.wire.schemas import CRITERIA as BUILTIN_CRITERIA
-from service.wire.schemas import MemberVerdict, PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
+from service.wire.common import CRITERIA as BUILTIN_CRITERIA
+from service.wire.score import MemberVerdict, PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
 
 __all__ = ["is_panel_request", "score_panel"]
 

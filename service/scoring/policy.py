@@ -48,7 +48,7 @@ from calibration.decision_rule import DecisionRule, QualityGate, decide, feature
 from calibration.selection import BIN_SLACK, COVERAGE_SLACK, P5_SLACK
 from service.calibrations.state import CalibrationSnapshot
 from service.errors import InvalidRequestError
-from service.wire.schemas import Guarantee
+from service.wire.score import Guarantee
 
 __all__ = [
     "Decision",

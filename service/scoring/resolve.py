@@ -16,8 +16,8 @@ from service.config.settings import Settings
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.scoring.context import ScoringContext
 from service.scoring.policy import DecisionAsk, asked
-from service.wire.schemas import CRITERIA as BUILTIN_CRITERIA
-from service.wire.schemas import ScoreRequest
+from service.wire.common import CRITERIA as BUILTIN_CRITERIA
+from service.wire.score import ScoreRequest
 
 __all__ = ["Plan", "Scale", "carries_own_verdict", "check_limits", "check_method_name", "loaded_snapshot", "resolve",
            "resolve_scale"]

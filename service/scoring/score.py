@@ -61,7 +61,7 @@ from service.scoring.policy import DecisionAsk, PolicyDecision, decide_for_cell,
 from service.scoring.resolve import Plan, carries_own_verdict, check_limits, loaded_snapshot, resolve, resolve_scale
 from service.scoring.sets import ServedSet, served_set
 from service.scoring.verdict import Verdict, verdict_for
-from service.wire.schemas import ScoreRequest, ScoreResponse
+from service.wire.score import ScoreRequest, ScoreResponse
 
 __all__ = ["score_item"]
 

@@ -18,7 +18,7 @@ from calibration.verdicts import round_half_up
 from judges.sentence_check import judge_score_from_share
 from service.errors import InvalidRequestError
 from service.scoring.context import ScoringContext
-from service.wire.schemas import QAEvidenceItem, ScoreRequest, SentenceEvidenceItem
+from service.wire.score import QAEvidenceItem, ScoreRequest, SentenceEvidenceItem
 
 __all__ = ["MISSING_LOGPROB", "Verdict", "judge_verdict", "own_sentence_verdict", "own_verdict", "verdict_for"]
 

@@ -21,7 +21,7 @@ from service.errors import (
     shorten,
 )
 from service.http.problems import problem_from_exception
-from service.wire.schemas import ScoreRequest
+from service.wire.score import ScoreRequest
 from tests.service.conftest import AppHarness
 
 PROBLEM_KEYS = {"type", "title", "status", "detail"}

@@ -15,7 +15,7 @@ from service.calibrations.state import MEMO_LIMIT, CalibrationSnapshot, LruMemo
 from service.errors import InvalidRequestError
 from service.http.routes.score import scoring_context
 from service.scoring.score import score_item
-from service.wire.schemas import ScoreRequest
+from service.wire.score import ScoreRequest
 from tests.service.conftest import STAND_IN, AppHarness
 
 

@@ -23,7 +23,7 @@ from service.http.routes.score import scoring_context
 from service.scoring.resolve import resolve
 from service.scoring.sets import calibrated_entry
 from service.scoring.verdict import own_verdict
-from service.wire.schemas import ScoreRequest
+from service.wire.score import ScoreRequest
 from tests.service.conftest import RECORDED, STAND_IN, AppHarness
 from tests.service.test_artifacts_merge import user_artifact
 

@@ -21,7 +21,7 @@ from service.errors import InvalidRequestError
 from service.jobs.queue import JobQueue
 from service.observability.logging import make_logs
 from service.scoring.score import score_item
-from service.wire.schemas import ScoreRequest
+from service.wire.score import ScoreRequest
 from service.worker import make_runner
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.jobs.conftest import REDIS_URL, queue_name  # noqa: F401 - the fixture

@@ -11,7 +11,7 @@ from service.errors import CalibrationUnavailableError
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.services import problem_responses, require_admin_key, services_of
 from service.scoring.policy import selection_failure
-from service.wire.schemas import (
+from service.wire.calibration import (
     ArtifactCell,
     ArtifactInfo,
     ArtifactSummary,

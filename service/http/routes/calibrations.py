@@ -20,13 +20,7 @@ from service.http.services import problem_responses, require_admin_key, services
 from service.http.spec import implies
 from service.jobs.calibrations import MIN_CELL_ITEMS, CalibrationJob
 from service.judging.rubrics import MAX_LABELS
-from service.wire.schemas import (
-    ArtifactName,
-    CalibratedCell,
-    CalibrationJobInfo,
-    HeldoutLevel,
-    ReloadResponse,
-)
+from service.wire.calibration import ArtifactName, CalibratedCell, CalibrationJobInfo, HeldoutLevel, ReloadResponse
 
 __all__ = [
     "activate_calibration",

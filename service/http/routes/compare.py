@@ -11,7 +11,7 @@ from litestar.params import Body
 from service.comparing.compare import CompareContext, compare_candidates
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.services import problem_responses, services_of
-from service.wire.schemas import CompareRequest, CompareResponse
+from service.wire.compare import CompareRequest, CompareResponse
 
 __all__ = ["compare"]
 

@@ -10,7 +10,8 @@ from service.http.auth import bearer_token
 from service.http.problems import PROBLEM_MEDIA_TYPE
 from service.http.services import Services, problem_responses, services_of
 from service.observability.metrics import CONTENT_TYPE
-from service.wire.schemas import HealthStatus, Problem, ReadinessCheck
+from service.wire.common import Problem, ReadinessCheck
+from service.wire.health import HealthStatus
 
 __all__ = ["healthz", "metrics", "readyz"]
 

@@ -37,7 +37,7 @@ from service.jobs.store import ACTIVE_STATUSES, JobRecord
 from service.jobs.submit import JobIntake, Upload
 from service.jobs.submit import submit_job as submit
 from service.jobs.tenancy import JobCaller, job_caller
-from service.wire.schemas import JobAccepted, JobStatus
+from service.wire.jobs import JobAccepted, JobStatus
 
 __all__ = ["cancel_job", "document_jobs_openapi", "job_results", "job_status", "submit_job"]
 

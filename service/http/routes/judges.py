@@ -5,7 +5,7 @@ from __future__ import annotations
 from litestar import Request, get
 
 from service.http.services import problem_responses, services_of
-from service.wire.schemas import JudgeCalibration, JudgeInfo, JudgesResponse
+from service.wire.judges import JudgeCalibration, JudgeInfo, JudgesResponse
 
 __all__ = ["list_judges"]
 

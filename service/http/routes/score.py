@@ -15,15 +15,9 @@ from service.http.problems import problem_from_exception
 from service.http.services import Services, problem_responses, services_of
 from service.scoring.context import ScoringContext
 from service.scoring.score import score_item
+from service.wire.common import Problem
 from service.wire.decoding import as_wire_type
-from service.wire.schemas import (
-    BatchItemResult,
-    Problem,
-    ScoreBatchRequest,
-    ScoreBatchResponse,
-    ScoreRequest,
-    ScoreResponse,
-)
+from service.wire.score import BatchItemResult, ScoreBatchRequest, ScoreBatchResponse, ScoreRequest, ScoreResponse
 
 __all__ = ["score", "score_batch", "scoring_context"]
 

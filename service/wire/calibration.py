@@ -1,0 +1,229 @@
+"""GET /v1/calibration, reload, and the calibration jobs (/v1/calibrations): evidence and artifacts."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from calibration.decision_rule import DecisionRule
+from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT
+
+__all__ = [
+    "ArtifactCell",
+    "ArtifactInfo",
+    "ArtifactName",
+    "ArtifactSummary",
+    "CalibratedCell",
+    "CalibrationEntryInfo",
+    "CalibrationInfo",
+    "CalibrationJobInfo",
+    "CalibrationSummary",
+    "DefaultMethodInfo",
+    "HeldoutLevel",
+    "ReloadRequest",
+    "ReloadResponse",
+]
+
+
+# ---------------------------------------------------------------------------------------- /v1/calibration
+
+
+class CalibrationEntryInfo(msgspec.Struct, **RESPONSE_STRUCT):
+    """One calibrated cell and level, with the offline study's held-out figures."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    method: str
+    alpha: float
+    coverage_target: float
+    n_cal: int
+    heldout_coverage: float | None
+    heldout_coverage_std: float | None
+    heldout_set_size: float | None
+    n_splits: int
+    is_default: bool
+    artifact: str = "primary"  # the artifact that owns this cell
+    n_labels: int = 5  # K of the cell's scale 1..K
+    input_kind: str = "score"  # the kind of verdict the entry serves: score | probabilities | mean
+    heldout_coverage_p5: float | None = None  # 5th percentile over the splits by document
+    empty_share: float | None = None
+    # What a pipeline should expect on unseen documents (held out by document), under the former set-size rule
+    # (ACCEPT_MAX_SET_SIZE / ESCALATE_MIN_SET_SIZE); /v1/score now decides by ``decision_rules``
+    # (service.scoring.policy):
+    accept_share: float | None = None
+    review_share: float | None = None
+    escalate_share: float | None = None
+    accept_accuracy: float | None = None  # share of accepted verdicts whose human label is in the set
+
+
+class DefaultMethodInfo(msgspec.Struct, **RESPONSE_STRUCT):
+    """The method used for a (judge, prompt family, criterion) when a request names none."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    method: str
+    reason: str
+    input_kind: str = "score"  # the kind of verdict this default applies to
+    # no method met the selection rule (the default is its fallback): /v1/score escalates this cell with rule_failed
+    rule_failed: bool = False
+
+
+class CalibrationInfo(msgspec.Struct, **RESPONSE_STRUCT):
+    """What calibration is loaded: coverage, provenance and every entry."""
+
+    calibration_id: str
+    path: str
+    loaded_at: str
+    format_version: int
+    created_at: str
+    code_version: str
+    data_hash: str
+    source: str
+    label_scale: list[int]
+    judges: list[str]
+    prompt_families: list[str]
+    criteria: list[str]
+    methods: list[str]
+    levels: list[float]
+    n_entries: int
+    entries: list[CalibrationEntryInfo]
+    default_methods: list[DefaultMethodInfo]
+    artifacts: list[ArtifactInfo] = []  # the artifacts merged into this calibration, each with the cells it owns
+    # The certified decision rules (calibration.decision_rule, as in the artifact): per cell and input kind, the
+    # bins, calibrated points, certifications per (tolerance, accept_alpha), quality gates and per-label rows
+    decision_rules: list[DecisionRule] = []
+
+
+class ArtifactCell(msgspec.Struct, **RESPONSE_STRUCT):
+    """A cell (judge, prompt family, criterion) an artifact owns, with its scale, methods and levels."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    n_labels: int
+    methods: list[str]
+    levels: list[float]
+    default_method: str | None  # for score-only verdicts (see default_methods for every input kind)
+    default_methods: dict[str, str] = {}  # input kind -> default method
+
+
+class ArtifactInfo(msgspec.Struct, **RESPONSE_STRUCT):
+    """One loaded artifact: its name, content id, provenance and the cells it owns."""
+
+    name: str
+    calibration_id: str
+    path: str
+    loaded_at: str
+    created_at: str
+    code_version: str
+    data_hash: str
+    source: str
+    label_scale: list[int]
+    n_entries: int
+    cells: list[ArtifactCell]
+
+
+class ArtifactSummary(msgspec.Struct, **RESPONSE_STRUCT):
+    """One loaded artifact in a short summary: name, id, where it came from, how many cells and entries."""
+
+    name: str
+    calibration_id: str
+    path: str
+    n_cells: int
+    n_entries: int
+
+
+class CalibrationSummary(msgspec.Struct, **RESPONSE_STRUCT):
+    """What is loaded, in short (GET /v1/calibration has every entry)."""
+
+    calibration_id: str
+    path: str
+    loaded_at: str
+    created_at: str
+    code_version: str
+    data_hash: str
+    source: str
+    label_scale: list[int]
+    n_entries: int
+    artifacts: list[ArtifactSummary]
+
+
+ArtifactName = Annotated[
+    str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="artifact name: letters, digits, _ - .")
+]
+
+
+class ReloadRequest(msgspec.Struct, **REQUEST_STRUCT):
+    """Reload the primary artifact from ``path`` (default: the path currently loaded, i.e. THRESHOLDS_PATH), or,
+    with ``name``, load ``path`` as the artifact of that name beside the others (it adds or replaces the cells it
+    owns; a cell another artifact owns is a 409)."""
+
+    path: Annotated[str, Meta(min_length=1, max_length=4096)] | None = None
+    name: ArtifactName | None = None
+
+
+class ReloadResponse(msgspec.Struct, **RESPONSE_STRUCT):
+    """The swap that happened, in short: the previous id, the artifact loaded, its cells (new, taken over from its
+    previous version, and dropped: its previous version's cells it no longer has), what is loaded now."""
+
+    previous_calibration_id: str | None
+    artifact: str
+    cells_added: int
+    cells_replaced: int
+    calibration: CalibrationSummary
+    cells_removed: int = 0
+
+
+# ------------------------------------------------------------------------------------------ /v1/calibrations
+
+
+class HeldoutLevel(msgspec.Struct, **RESPONSE_STRUCT):
+    """A new cell's default method at one alpha, held out by group: what a pipeline should expect."""
+
+    alpha: float
+    coverage_target: float
+    coverage: float
+    coverage_p5: float  # 5th percentile over the splits by group
+    set_size: float
+    share_accept: float
+    share_review: float
+    share_escalate: float
+    accept_accuracy: float | None  # share of accepted items whose human label lies in the set
+    share_full_scale: float
+
+
+class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
+    """One (cell, input kind) a calibration job fitted: scale, size, default method, its held-out figures per alpha."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    input_kind: str  # the kind of verdict these thresholds serve: score | probabilities | mean
+    n_labels: int
+    n_items: int
+    n_groups: int
+    default_method: str
+    reason: str
+    heldout: list[HeldoutLevel]
+    full_scale_flag: bool  # at the default level the sets are (almost) always the whole scale
+
+
+class CalibrationJobInfo(msgspec.Struct, **RESPONSE_STRUCT):
+    """A calibration job: progress, and when done the new cells with their held-out coverage."""
+
+    id: str
+    status: Literal["queued", "running", "done", "failed"]
+    artifact_name: str
+    created_at: str
+    finished_at: str | None
+    n_rows: int
+    progress: float  # 0..1
+    levels: list[float]
+    warnings: list[str]
+    error: str | None
+    activated: bool
+    cells: list[CalibratedCell]

@@ -1,0 +1,157 @@
+"""POST /v1/compare: candidates, preferences, pairs with their certified decisions, rankings."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+from service.config.settings import HARD_MAX_CANDIDATES
+from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, CandidateId, Criterion, Name, Problem, Text
+
+__all__ = [
+    "Candidate",
+    "CompareRequest",
+    "CompareResponse",
+    "FailedCall",
+    "IgnoredPreference",
+    "PairResult",
+    "PositionConsistencyInfo",
+    "Preference",
+    "RankingOrders",
+    "RankingScores",
+]
+
+
+# -------------------------------------------------------------------------------------------- /v1/compare
+
+
+class Candidate(msgspec.Struct, **REQUEST_STRUCT):
+    """One candidate text to be compared pairwise."""
+
+    id: CandidateId
+    text: Text
+
+
+class Preference(msgspec.Struct, **REQUEST_STRUCT):
+    """The caller's own verdict on one pair, in one of two forms: ``winner`` beat ``loser`` (with ``tie: true``
+    neither), or as it was shown to a judge: ``first`` and ``second`` with ``verdict`` "first" | "second" | "tie"
+    (then position consistency is computed when every preference gives its order)."""
+
+    winner: CandidateId | None = None
+    loser: CandidateId | None = None
+    tie: bool = False
+    first: CandidateId | None = None
+    second: CandidateId | None = None
+    verdict: Literal["first", "second", "tie"] | None = None
+
+
+class CompareRequest(msgspec.Struct, **REQUEST_STRUCT):
+    """Either ``document`` + ``candidates`` (judged live; ``criterion`` required) or ``preferences`` (the caller's
+    verdicts; ``criterion`` optional, echoed)."""
+
+    criterion: Criterion | None = None
+    document: Text | None = None
+    candidates: Annotated[list[Candidate], Meta(min_length=3, max_length=HARD_MAX_CANDIDATES)] | None = None
+    preferences: Annotated[list[Preference], Meta(min_length=1, max_length=20_000)] | None = None
+    judge: Name | None = None
+    prompt_family: Name | None = None
+    repetitions: Annotated[int, Meta(ge=1, le=10)] = 3
+    swap: bool = True
+    # Level of each pair's certified decision: P(human disagrees | accepted) <= accept_alpha
+    # (service.comparing.compare).
+    accept_alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.10
+
+
+class PairResult(msgspec.Struct, **RESPONSE_STRUCT):
+    """One unordered pair: wins of each side, ties, the majority side and its share of the verdicts, and the
+    certified decision: ``accept`` (``preferred`` names the candidate) or ``abstain`` (``preferred`` null), with
+    the reason (rules: ``service.comparing.compare``)."""
+
+    a: str
+    b: str
+    wins_a: int
+    wins_b: int
+    ties: int
+    n: int
+    winner: str | None
+    win_share: float
+    decision: Literal["accept", "abstain"]
+    preferred: str | None
+    reason: str
+
+
+class PositionConsistencyInfo(msgspec.Struct, **RESPONSE_STRUCT):
+    """How often a verdict survives swapping the presentation order."""
+
+    rate: float | None
+    n_pairs_both_orders: int
+    n_consistent: int
+
+
+class RankingOrders(msgspec.Struct, **RESPONSE_STRUCT):
+    """Candidate ids, best first, by each ranking method."""
+
+    win_rate: list[str]
+    bradley_terry: list[str]
+    schulze: list[str]
+    mfas_ilp: list[str]
+    mfas_copeland: list[str]
+
+
+class RankingScores(msgspec.Struct, **RESPONSE_STRUCT):
+    """Each method's score per candidate id (null where a method gives no finite score)."""
+
+    win_rate: dict[str, float | None]
+    bradley_terry: dict[str, float | None]
+    schulze: dict[str, float | None]
+    mfas_ilp: dict[str, float | None]
+    mfas_copeland: dict[str, float | None]
+
+
+class FailedCall(msgspec.Struct, **RESPONSE_STRUCT):
+    """A pairwise judge call that failed after the client's retries; its verdict is missing."""
+
+    first: str
+    second: str
+    repetition: int
+    error: Problem
+
+
+class IgnoredPreference(msgspec.Struct, **RESPONSE_STRUCT):
+    """A preference left out of the tournament (a self-comparison), by its index in ``preferences``."""
+
+    index: int
+    reason: str
+
+
+class CompareResponse(msgspec.Struct, **RESPONSE_STRUCT):
+    """Tournament diagnostics: 3-cycles, violation rate, position consistency, pairs and rankings."""
+
+    criterion: str | None
+    judge: str | None
+    source: Literal["judge", "caller"]
+    candidates: list[str]
+    n_candidates: int
+    n_triples: int
+    n_verdicts: int
+    cycles: list[list[str]]
+    n_cycles: int
+    violation_rate: float
+    flagged: bool
+    reason: str
+    position_consistency: PositionConsistencyInfo | None
+    pairs: list[PairResult]
+    rankings: RankingOrders
+    scores: RankingScores
+    complete: bool
+    failed_calls: list[FailedCall]
+    cached_calls: int
+    # False when the exact MFAS ranking hit MFAS_TIME_LIMIT_S: rankings.mfas_ilp then holds the heuristic order
+    # (Copeland improved by single-candidate moves); every other figure is exact.
+    exact: bool = True
+    # "possible_prompt_injection": the document or a candidate tries to steer the judge (service.judging.injection)
+    flags: list[str] = msgspec.field(default_factory=list)
+    # self-comparisons among the caller's preferences: left out of every figure, listed here (service.comparing.compare)
+    ignored_preferences: list[IgnoredPreference] = msgspec.field(default_factory=list)

@@ -1,0 +1,304 @@
+"""POST /v1/score and /v1/score/batch: requests, answers, evidence, guarantees, panels, cascades."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+import msgspec
+from msgspec import Meta
+
+from service.config.settings import HARD_MAX_BATCH_ITEMS
+from service.wire.common import (
+    REQUEST_STRUCT,
+    RESPONSE_STRUCT,
+    Alpha,
+    Criterion,
+    Decision,
+    ItemIdText,
+    JudgeScore,
+    LogProb,
+    MeanOfSamples,
+    Name,
+    PassThreshold,
+    Problem,
+    Text,
+    Tolerance,
+)
+
+__all__ = [
+    "BatchItemResult",
+    "CascadeAnswer",
+    "CascadeStage",
+    "Guarantee",
+    "JudgeLogprobs",
+    "MemberVerdict",
+    "PanelAnswer",
+    "PanelMemberVerdict",
+    "QAEvidenceItem",
+    "ScoreBatchRequest",
+    "ScoreBatchResponse",
+    "ScoreRequest",
+    "ScoreResponse",
+    "SentenceCategory",
+    "SentenceEvidenceItem",
+    "SentenceVerdictItem",
+]
+
+
+# ---------------------------------------------------------------------------------------------- /v1/score
+
+
+class JudgeLogprobs(msgspec.Struct, **REQUEST_STRUCT):
+    """Log-probabilities of the score tokens "1".."K" (K <= 10, the cell's scale; a token above K is a 422); a missing
+    token is read as ln(1e-5) (-11.5129).
+
+    That fill is the convention of the recorded calibration data (tokens outside the judge's top-k).
+    """
+
+    p1: LogProb | None = msgspec.field(default=None, name="1")
+    p2: LogProb | None = msgspec.field(default=None, name="2")
+    p3: LogProb | None = msgspec.field(default=None, name="3")
+    p4: LogProb | None = msgspec.field(default=None, name="4")
+    p5: LogProb | None = msgspec.field(default=None, name="5")
+    p6: LogProb | None = msgspec.field(default=None, name="6")
+    p7: LogProb | None = msgspec.field(default=None, name="7")
+    p8: LogProb | None = msgspec.field(default=None, name="8")
+    p9: LogProb | None = msgspec.field(default=None, name="9")
+    p10: LogProb | None = msgspec.field(default=None, name="10")
+
+    def values(self, n_labels: int = 5) -> list[float | None]:
+        """The log-probabilities of "1".."n_labels" in score order, None where the caller gave none."""
+        every = [self.p1, self.p2, self.p3, self.p4, self.p5, self.p6, self.p7, self.p8, self.p9, self.p10]
+        return every[:n_labels]
+
+    def highest_token(self) -> int:
+        """The highest score token given (0 when none)."""
+        every = [self.p1, self.p2, self.p3, self.p4, self.p5, self.p6, self.p7, self.p8, self.p9, self.p10]
+        return max((k for k, value in enumerate(every, start=1) if value is not None), default=0)
+
+
+SentenceCategory = Literal[
+    "no error",
+    "predicate error",
+    "entity error",
+    "circumstantial error",
+    "coreference error",
+    "linking error",
+    "out-of-context error",
+    "grammatical error",
+    "other error",
+]  # FRANK's error types written out (judges.sentence_parse.CATEGORIES)
+
+
+class SentenceVerdictItem(msgspec.Struct, **REQUEST_STRUCT):
+    """One summary sentence's fact-check verdict that the caller got from its own judge (in sentence order)."""
+
+    sentence: Annotated[str, Meta(min_length=1, max_length=5000)]
+    category: SentenceCategory
+    reason: Annotated[str, Meta(max_length=2000)] = ""
+
+
+class MemberVerdict(msgspec.Struct, **REQUEST_STRUCT):
+    """One panel member's verdict, sent by the caller: ``judge`` and at least one of ``judge_score``,
+    ``judge_logprobs``, ``mean_of_samples`` (its expected score: calibration.panels)."""
+
+    judge: Name
+    judge_score: JudgeScore | None = None
+    judge_logprobs: JudgeLogprobs | None = None
+    mean_of_samples: MeanOfSamples | None = None
+
+
+class ScoreRequest(msgspec.Struct, **REQUEST_STRUCT):
+    """Score one summary, or calibrate the caller's own verdict (``judge_score`` / ``judge_logprobs``).
+
+    With none of ``judge_score``, ``judge_logprobs``, ``mean_of_samples`` the service calls ``judge`` (default
+    DEFAULT_JUDGE) and needs ``document`` and ``summary``. ``alpha`` defaults to DEFAULT_ALPHA (0.10); a level
+    between calibrated ones is served at the next smaller one (said in ``reason``); ``method`` defaults to the
+    artifact's default for the (judge, prompt family, criterion) and the input kind the verdict carries
+    (``score``, ``probabilities`` from ``judge_logprobs``, ``mean`` from ``mean_of_samples``; thresholds fitted
+    on one kind never serve another). ``factuality_method`` and ``n_questions`` apply to ``criterion:
+    "faithfulness"`` only (with the caller's own verdict, ``factuality_method`` only picks the default prompt
+    family; see service.scoring.score). ``tolerance`` (default 2), ``accept_alpha`` (default: ``alpha``) and
+    ``pass_threshold`` (quality-gate mode) set what the certified decision guarantees (service.scoring.policy).
+    """
+
+    criterion: Criterion
+    document: Text | None = None
+    summary: Text | None = None
+    judge: Name | None = None
+    prompt_family: Name | None = None
+    alpha: Alpha | None = None
+    method: Name | None = None
+    judge_score: JudgeScore | None = None
+    judge_logprobs: JudgeLogprobs | None = None
+    mean_of_samples: MeanOfSamples | None = None
+    factuality_method: Literal["direct", "qa", "sentences"] = "direct"
+    n_questions: Annotated[int, Meta(ge=1, le=20)] = 5
+    # The caller's own sentence-level verdicts (faithfulness, factuality_method "sentences"; see service.scoring.score).
+    sentence_verdicts: Annotated[list[SentenceVerdictItem], Meta(min_length=1, max_length=100)] | None = None
+    item_id: ItemIdText | None = None
+    # The certified decision (service.scoring.policy): the error an accepted point may carry, and at what rate.
+    tolerance: Tolerance = 2
+    accept_alpha: Alpha | None = None  # default: the request's alpha (itself DEFAULT_ALPHA)
+    pass_threshold: PassThreshold | None = None
+    # A judge panel (service.scoring.panels): the members' own verdicts, or the name of a panel of PANELS_FILE whose
+    # members the service calls; either answers one set from the panel's calibrated cell.
+    verdicts: Annotated[list[MemberVerdict], Meta(min_length=2, max_length=16)] | None = None
+    panel: Name | None = None
+    # A cascade of CASCADES_FILE (service.scoring.cascades): cheap judge -> stronger judge -> human, each stage
+    # certified
+    # on its own rule at accept_alpha / (number of judge stages).
+    cascade: Name | None = None
+
+
+class QAEvidenceItem(msgspec.Struct, tag="qa", tag_field="kind", **RESPONSE_STRUCT):
+    """One question of the QA factuality check, with both answers and their token-F1 similarity."""
+
+    question: str
+    summary_answer: str
+    article_answer: str | None
+    similarity: float
+    exact_match: float
+
+
+class SentenceEvidenceItem(msgspec.Struct, tag="sentence", tag_field="kind", **RESPONSE_STRUCT):
+    """One summary sentence of the sentence-level fact-check: error or not, its FRANK category, the reason."""
+
+    sentence: str
+    error: bool
+    category: SentenceCategory
+    reason: str
+
+
+class PanelMemberVerdict(msgspec.Struct, **RESPONSE_STRUCT):
+    """One member's verdict in a panel answer; ``error`` says why a live member gave none (it is then left out)."""
+
+    judge: str
+    source: Literal["judge", "caller"]
+    prompt_family: str | None = None
+    judge_score: int | None = None
+    probabilities: list[float] | None = None
+    mean_of_samples: float | None = None
+    expected_score: float | None = None  # the member's expected score (calibration.panels rule)
+    cached: bool = False
+    error: str | None = None
+
+
+class PanelAnswer(msgspec.Struct, **RESPONSE_STRUCT):
+    """The panel behind a set: its members, the cell that served (a sub-panel when members are missing), the
+    members' verdicts and how far they disagree (spread = max - min of expected scores; std, population)."""
+
+    name: str | None  # the configured panel's name (``panel``), None for the caller's verdicts
+    members: list[str]
+    served_by: str | None  # the calibrated panel cell used, None when no cell could serve
+    mean: float | None  # the panel's verdict: mean of the answering members' expected scores
+    spread: float | None
+    std: float | None
+    verdicts: list[PanelMemberVerdict]
+
+
+class Guarantee(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One guarantee behind an answer (service.scoring.policy), valid over calibration documents with ``confidence``.
+
+    ``set_coverage``: P(human label in prediction_set) >= 1 - alpha (confidence null: on average over calibration
+    draws, the split-conformal guarantee). ``accept_error``: among accepted verdicts, P(|human - point| >=
+    tolerance) <= alpha, ``bound`` its certified upper bound. ``quality_gate``: among accepted passes,
+    P(human < pass_threshold) <= alpha, ``bound`` its certified upper bound.
+    """
+
+    kind: Literal["set_coverage", "accept_error", "quality_gate"]
+    alpha: float
+    confidence: float | None
+    tolerance: int | None = None
+    pass_threshold: int | None = None
+    bound: float | None = None
+
+
+class CascadeStage(msgspec.Struct, **RESPONSE_STRUCT):
+    """One stage of a cascade that was called (or whose verdict the caller sent), with its own decision."""
+
+    judge: str
+    prompt_family: str | None
+    source: Literal["judge", "caller"]
+    judge_score: int
+    probabilities: list[float] | None
+    point: int
+    decision: Decision  # this stage's: accept, or escalate (the next stage is asked)
+    rule_failed: bool
+    guarantees: list[Guarantee]  # this stage's, at the stage's share of accept_alpha
+    reason: str
+    cached: bool
+
+
+class CascadeAnswer(msgspec.Struct, **RESPONSE_STRUCT):
+    """The cascade behind an answer: its stages in order, the ones called, and the split of accept_alpha."""
+
+    name: str
+    stages: list[str]  # the judge stages in order; a human follows the last
+    stage_alpha: float  # accept_alpha / len(stages): each stage is certified at this level (Bonferroni)
+    called: list[CascadeStage]
+    judge_calls: int  # judge calls the service made for this item (a caller's verdict costs none)
+
+
+class ScoreResponse(msgspec.Struct, **RESPONSE_STRUCT):
+    """A verdict with its conformal prediction set, its calibrated point and the certified decision."""
+
+    criterion: str
+    judge: str
+    prompt_family: str | None
+    source: Literal["judge", "caller"]
+    judge_score: int
+    probabilities: list[float] | None
+    prediction_set: list[int]
+    set_size: int
+    alpha: float
+    coverage_target: float
+    method: str | None
+    calibrated: bool
+    input_kind: Literal["score", "probabilities", "mean"] | None  # the kind of verdict the thresholds were fit on
+    decision: Decision  # accept only when the cell's certified rule accepts this verdict (service.scoring.policy)
+    escalate: bool  # decision == "escalate"
+    point: int  # the calibrated label (most likely human label given the verdict); the judge's score without a rule
+    guarantees: list[Guarantee]  # what holds for this answer; empty when nothing is certified
+    rule_failed: bool  # the cell's method-selection rule or certification failed: never accept, reason says which
+    reason: str
+    calibration_id: str | None
+    n_cal: int | None
+    heldout_coverage: float | None
+    cached: bool
+    raw_reply: str | None
+    factuality_method: Literal["direct", "qa", "sentences"] | None = None
+    qa_score: float | None = None
+    qa_exact_match: float | None = None
+    sentence_score: float | None = None  # share of sentences judged "no error" (factuality_method "sentences")
+    evidence: list[QAEvidenceItem | SentenceEvidenceItem] | None = None  # "kind" tells which
+    item_id: str | None = None  # the request's item_id, echoed
+    # "possible_prompt_injection": a text the judge read tries to steer it (service.judging.injection); decision
+    # escalate
+    flags: list[str] = msgspec.field(default_factory=list)
+    panel: PanelAnswer | None = None  # a panel request: members' verdicts and their disagreement
+    cascade: CascadeAnswer | None = None  # a cascade request: the stages called and their verdicts
+
+
+class ScoreBatchRequest(msgspec.Struct, **REQUEST_STRUCT):
+    """Up to 1,000 /v1/score bodies; each item is validated on its own, so one bad item fails alone."""
+
+    items: Annotated[list[Any], Meta(max_length=HARD_MAX_BATCH_ITEMS)]
+
+
+class BatchItemResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One batch item: ``{index, ok: true, result}`` or ``{index, ok: false, error}`` (+ the item's ``item_id``)."""
+
+    index: int
+    item_id: str | None = None  # the item's own item_id, echoed (also on a failed item when it was a string)
+    ok: bool
+    result: ScoreResponse | None = None
+    error: Problem | None = None
+
+
+class ScoreBatchResponse(msgspec.Struct, **RESPONSE_STRUCT):
+    """Per-item outcomes in input order."""
+
+    results: list[BatchItemResult]
+    n_ok: int
+    n_failed: int
