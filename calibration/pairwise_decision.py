@@ -76,7 +76,7 @@ __all__ = [
 
 Bound = Literal["group_betting", "pair_binomial"]
 Ties = Literal["exclude", "error"]
-BOUNDS: tuple[str, ...] = ("group_betting", "pair_binomial")
+BOUNDS: tuple[Bound, ...] = ("group_betting", "pair_binomial")
 #: Candidate thresholds, most confident first (fixed before any data: 1.00, 0.95, ..., 0.05).
 DEFAULT_LEVELS: tuple[float, ...] = tuple(round(k / 20, 2) for k in range(20, 0, -1))
 #: Bet sizes as shares of the largest safe bet 1 / (1 - alpha); fixed, so the mixture is a valid test.

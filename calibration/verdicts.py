@@ -25,6 +25,7 @@ the log-probs alone: a caller who sends log-probs with or without a score gets t
 from __future__ import annotations
 
 import math
+from typing import Literal, overload
 
 import numpy as np
 
@@ -77,6 +78,28 @@ def two_point_probabilities(mean: float, n_labels: int) -> list[float]:
 
 def _most_probable(probabilities: np.ndarray) -> np.ndarray:
     return np.argmax(probabilities, axis=1).astype(np.int64) + 1  # first maximum: lower label on ties
+
+
+@overload
+def kind_inputs(
+    kind: Literal["probabilities", "mean"],
+    n_labels: int,
+    *,
+    judge_scores: np.ndarray | None = None,
+    probabilities: np.ndarray | None = None,
+    means: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def kind_inputs(
+    kind: str,
+    n_labels: int,
+    *,
+    judge_scores: np.ndarray | None = None,
+    probabilities: np.ndarray | None = None,
+    means: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]: ...
 
 
 def kind_inputs(
