@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats
 
 from calibration.errors import CalibrationError, EmptyCalibrationError, InvalidAlphaError
@@ -178,7 +179,8 @@ def accepted(signal_preferred: np.ndarray, confidence: np.ndarray, threshold: fl
     c = np.asarray(confidence, dtype=float)
     if threshold is None:
         return np.zeros(c.shape, dtype=bool)
-    return (np.asarray(signal_preferred) != 0) & (c >= threshold - LEVEL_TOLERANCE)
+    accepted: NDArray[np.bool_] = (np.asarray(signal_preferred) != 0) & (c >= threshold - LEVEL_TOLERANCE)
+    return accepted
 
 
 def binomial_p_value(n_errors: int, n_accepted: int, alpha: float) -> float:

@@ -28,6 +28,7 @@ import math
 from typing import Literal, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration.conformal import METHODS, PROBABILITY_METHODS
 from calibration.errors import ScoreOutOfRangeError
@@ -77,7 +78,9 @@ def two_point_probabilities(mean: float, n_labels: int) -> list[float]:
 
 
 def _most_probable(probabilities: np.ndarray) -> np.ndarray:
-    return np.argmax(probabilities, axis=1).astype(np.int64) + 1  # first maximum: lower label on ties
+    # np.argmax takes the first maximum: the lower label on ties.
+    labels: NDArray[np.int64] = np.argmax(probabilities, axis=1).astype(np.int64) + 1
+    return labels
 
 
 @overload
