@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 
-.PHONY: install install-runtime test test-fast bench lint mutate calibrate serve worker openapi settings-table demo clean
+.PHONY: install install-runtime data test test-fast bench lint mutate calibrate serve worker openapi settings-table demo clean
 
 ## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
 ## offline extras on top of them, in the same .venv.
@@ -24,14 +24,23 @@ $(STAMP): $(RUNTIME_STAMP) pyproject.toml client/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ./client
 	touch $(STAMP)
 
-## The whole test suite (needs ../shared/data or DATA_DIR, and Redis on 127.0.0.1:6379). One BLAS thread, as
+## The data directory the tests and studies read: $(DATA_DIR), else ../shared/data, used as is when it exists
+## (nothing downloaded); otherwise built from the pinned public sources in offline/data/sources.json, checked
+## against their sha256. Files without a public source come only from a mirror: DATA_MIRROR_URL=<base URL of a
+## copy of the data directory>. Rerunning resumes an interrupted run. See docs/offline.md, "Getting the data".
+data: install
+	DATA_DIR="$(DATA_DIR)" DATA_MIRROR_URL="$(DATA_MIRROR_URL)" $(BIN)/python -m offline data
+
+## The whole test suite (needs ../shared/data or DATA_DIR: a fresh clone without them runs `make data` first;
+## and Redis on 127.0.0.1:6379). One BLAS thread, as
 ## `python -m offline` uses: the studies' small least-squares problems run slower with OpenBLAS threads.
 ## TEST_WORKERS pytest-xdist processes (default 2, one a core of the 2-core machine; 0 = one process), each test
 ## file whole on one worker (--dist loadfile: a module's fixtures and its tests' order stay together).
 test: install
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n $${TEST_WORKERS:-2} --dist loadfile
 
-## Run the offline studies on the shipped data, write reports/ and artifact/thresholds.json.
+## Run the offline studies on the shipped data, write reports/ and artifact/thresholds.json (needs ../shared/data or
+## DATA_DIR: a fresh clone without them runs `make data` first).
 ## With LABELS="a.jsonl b.jsonl" (and SCALE=K): calibrate your own labelled files instead, into reports/labels/
 ## (report + an artifact holding only your cells; the shipped calibration is not touched).
 calibrate: install

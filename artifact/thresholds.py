@@ -27,7 +27,8 @@ from pathlib import Path
 
 import msgspec
 
-from calibration.conformal import LEARNED_METHODS, METHODS, PROBABILITY_METHODS, FittedConformal
+from calibration.conformal import METHODS, PROBABILITY_METHODS, FittedConformal
+from calibration.conformal.methods import conformal_method
 from calibration.decision_rule import DecisionRule, validate_rule
 from calibration.errors import ArtifactError
 from calibration.verdicts import INPUT_KINDS, methods_for_kind
@@ -174,9 +175,10 @@ def _check_entry(entry: ThresholdEntry, where: str, widest: int) -> None:
     threshold = entry.fitted.threshold
     if threshold is not None and not math.isfinite(threshold):
         raise ArtifactError(f"{where}: threshold {threshold} is not finite (use null for the full scale)")
-    if entry.method in ("mondrian_residual", "label_conditional") and entry.fitted.group_thresholds is None:
+    method = conformal_method(entry.method)
+    if method.grouping.name is not None and entry.fitted.group_thresholds is None:
         raise ArtifactError(f"{where}: {entry.method} needs group_thresholds")
-    if entry.method in LEARNED_METHODS:
+    if method.score.learned:
         matrix = entry.fitted.learned_matrix
         if matrix is None or len(matrix) != k or any(len(row) != k for row in matrix):
             raise ArtifactError(f"{where}: {entry.method} needs a {k}x{k} learned_matrix")

@@ -30,11 +30,11 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
-from calibration.conformal.fit import GROUPING, calibration_scores
+from calibration.conformal.fit import calibration_scores
 from calibration.conformal.group_pac import group_pac_thresholds
 from calibration.conformal.inputs import check_alpha, check_delta
-from calibration.conformal.scores import label_scores
-from calibration.conformal.sets import MEMBERSHIP_TOLERANCE
+from calibration.conformal.kernels import ArrayOps
+from calibration.conformal.methods import conformal_method
 from calibration.errors import EmptyCalibrationError
 from calibration.order_statistics import threshold_rank
 
@@ -135,25 +135,25 @@ def evaluate_split(
     documents = prepared.documents
     test_scores = None if judge_scores is None else judge_scores[test]
     test_probs = None if probabilities is None else probabilities[test]
-    uniforms = rng.uniform(size=test.size) if method == "aps_randomized" else None
-    matrix = label_scores(method, n_labels=n_labels, judge_scores=test_scores, probabilities=test_probs,
-                          learned_matrix=prepared.learned_matrix, uniforms=uniforms)
-    grouping = GROUPING.get(method)
-    if grouping is None:
-        limits = _level_thresholds(prepared.true_scores, documents, exact)[:, None, None]
-    else:
-        assert prepared.group_keys is not None
+    spec = conformal_method(method)
+    uniforms = rng.uniform(size=test.size) if spec.score.randomised else None
+    matrix = spec.score.matrix(n_labels=n_labels, judge_scores=test_scores, probabilities=test_probs,
+                               learned_matrix=prepared.learned_matrix, uniforms=uniforms)
+    if prepared.group_keys is None:  # one threshold per level (the grouping's table of one entry)
+        table = _level_thresholds(prepared.true_scores, documents, exact)[:, None]
+    else:  # per level, thresholds by group 1..K (index 0 unused), as calibration.conformal.mondrian tables them
         table = np.full((len(levels), n_labels + 1), np.inf)
         for group in range(1, n_labels + 1):
             members = prepared.group_keys == group
             table[:, group] = _level_thresholds(prepared.true_scores[members],
                                                 None if documents is None else documents[members], exact)
-        if grouping == "label":
-            limits = table[:, None, 1:]
-        else:
-            assert test_scores is not None
-            limits = table[:, test_scores][:, :, None]
-    membership = matrix[None, :, :] <= limits + MEMBERSHIP_TOLERANCE  # (levels, n_test, K)
+    columns = [matrix[:, k] for k in range(n_labels)]
+    judge = None if test_scores is None else test_scores - 1
+    ops = ArrayOps(test.size)
+    membership = np.stack([  # (levels, n_test, K): the method's set rule at each level's thresholds
+        np.column_stack([np.broadcast_to(member, (test.size,)) for member in spec.members(
+            columns, spec.grouping.limits(row.tolist(), judge, n_labels, ops))])
+        for row in table])
     y = labels[test]
     covered = membership[:, np.arange(test.size), y - 1]
     sizes = membership.sum(axis=2)

@@ -30,7 +30,7 @@ from typing import Literal, overload
 import numpy as np
 from numpy.typing import NDArray
 
-from calibration.conformal import METHODS, PROBABILITY_METHODS
+from calibration.conformal.methods import CONFORMAL_METHODS, Needs
 from calibration.errors import ScoreOutOfRangeError
 
 __all__ = [
@@ -43,17 +43,16 @@ __all__ = [
 ]
 
 INPUT_KINDS: tuple[str, ...] = ("score", "probabilities", "mean")
-_MEAN_METHODS = ("residual", "residual_expected", "mondrian_residual", "learned_lac", "label_conditional")
 
 
 def methods_for_kind(kind: str) -> tuple[str, ...]:
     """The methods whose thresholds can be fitted on (and applied to) verdicts of this kind, in METHODS order."""
     if kind == "score":
-        return tuple(m for m in METHODS if m not in PROBABILITY_METHODS)
+        return tuple(name for name, m in CONFORMAL_METHODS.items() if m.needs is not Needs.PROBABILITIES)
     if kind == "probabilities":
-        return METHODS
+        return tuple(CONFORMAL_METHODS)
     if kind == "mean":
-        return tuple(m for m in METHODS if m in _MEAN_METHODS)
+        return tuple(name for name, m in CONFORMAL_METHODS.items() if m.score.accepts_mean)
     raise ValueError(f"input kind {kind!r} is not one of {', '.join(INPUT_KINDS)}")
 
 

@@ -35,6 +35,9 @@ command                                                           does
 ``estimates [--data-dir D] [--out reports] [--part all]``         system means and rank sets with valid intervals
                                                                   from few human labels + judge verdicts
                                                                   (offline.studies.estimates)
+``data [--out D] [--mirror URL] [--no-progress]``                 build the data directory from its pinned public
+                                                                  sources (offline.data.fetch, sources.json);
+                                                                  the default one is used as is when it exists
 ================================================================  ===============================================
 
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
@@ -233,7 +236,37 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--iterations", type=int, default=1000, help="Arena iterations per n (default 1000)")
     est.add_argument("--seed", type=int, default=0)
     est.add_argument("--no-progress", action="store_true")
+
+    dat = commands.add_parser("data", help="build the data directory from its pinned public sources or a mirror "
+                              "(offline.data.fetch); an existing $DATA_DIR or ../shared/data is used as is")
+    dat.add_argument("--out", type=Path, default=None, help="directory to build or complete (default: $DATA_DIR, "
+                     "else ../shared/data, used as is when it exists)")
+    dat.add_argument("--mirror", default=None, metavar="URL",
+                     help="base URL of a copy of the data directory (default: $DATA_MIRROR_URL)")
+    dat.add_argument("--manifest", type=Path, default=None, help="the file list (default: offline/data/sources.json)")
+    dat.add_argument("--retries", type=int, default=4, help="attempts per file on transient errors (default 4)")
+    dat.add_argument("--no-progress", action="store_true")
     return parser
+
+
+def _data(args: argparse.Namespace, log: Any) -> int:
+    from tqdm import tqdm
+
+    from offline.data.fetch import MANIFEST, build_data_dir, mirror_url
+
+    if args.retries < 1:
+        raise DataError(None, None, "--retries must be >= 1")
+    report = build_data_dir(
+        args.out, mirror=mirror_url(args.mirror), manifest=args.manifest or MANIFEST, retries=args.retries,
+        progress=None if args.no_progress else
+        (lambda total: tqdm(total=total, unit="B", unit_scale=True, desc="data", file=sys.stderr)))
+    log.info("data ready", target=str(report.target), fetched=len(report.fetched), present=len(report.present),
+             used_as_is=report.used_as_is)
+    if report.used_as_is:
+        print(f"data:        {report.target} exists; used as is, nothing downloaded")
+        return 0
+    print(f"data:        {report.target} ({len(report.fetched)} fetched, {len(report.present)} already present)")
+    return 0
 
 
 def _decisions(args: argparse.Namespace, log: Any) -> int:
@@ -637,7 +670,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     handlers = {"calibrate": _calibrate, "collect": _collect, "report": _report, "validate": _validate,
                 "halves": _halves, "panels": _panels, "panels-nested": _panels_nested,
                 "panels-cascades": _panels_cascades, "pairwise-decisions": _pairwise_decisions,
-                "cascades": _cascades, "decisions": _decisions, "estimates": _estimates}
+                "cascades": _cascades, "decisions": _decisions, "estimates": _estimates, "data": _data}
     try:
         return handlers[args.command](args, log)
     except (DataError, FileNotFoundError) as error:

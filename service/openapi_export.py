@@ -24,8 +24,8 @@ DEFAULT_PATH = Path(__file__).resolve().parent.parent / "openapi" / "openapi.jso
 def render_openapi() -> str:
     """The app's OpenAPI document as canonical JSON text (sorted keys, indent 2, trailing newline)."""
     app = create_app(Settings(thresholds_path=default_thresholds_path()))
-    app.state.services.calibration.load_initial()  # what the lifespan does first
-    return json.dumps(spec_document(app), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    app.services.calibration.load_initial()  # what the lifespan does first
+    return json.dumps(spec_document(app.inner), indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,16 +1,20 @@
 """Split conformal prediction sets over an ordinal label scale 1..K (K = 5 for Likert judges).
 
-Every method is one function that gives, for each item, the nonconformity score of every candidate label
-(an (n, K) matrix). Calibration takes the score of the true label; the prediction set of a new item is
-``{y : score(y) <= q_hat}``. This one shape serves all methods, so that calibration and prediction can never
-disagree about a score.
+Every method is one registered object whose score gives, for each item, the nonconformity score of every
+candidate label (an (n, K) matrix; one item's row by the same rule). Calibration takes the score of the true
+label; the prediction set of a new item is ``{y : score(y) <= q_hat}``. This one shape serves all methods, so
+that calibration and prediction can never disagree about a score.
 
 The package, one concept per module; its public API is re-exported here (``from calibration.conformal import
 fit_conformal``), and each rule is stated once, in the module that applies it:
 
 ===================== ==========================================================================================
-``scores``            the methods (``METHODS``) and their nonconformity scores, (n, K) and for one item; the
+``methods``           the registry of methods (``METHODS``): each a nonconformity score with a Mondrian
+                      grouping and the set rule, looked up by name (no other module branches on a name)
+``kernels``           each score's rule written once, run on one item (floats) and on n items (arrays); the
                       label-tie rule
+``mondrian``          the groupings: marginal, by judge score, by human label
+``scores``            the nonconformity scores by method name, (n, K) and for one item
 ``learned_model``     the learned methods' model of the human label given the judge's output
 ``inputs``            alpha, delta, method, labels, judge scores and probabilities: checks and refusals;
                       log-probabilities -> probabilities

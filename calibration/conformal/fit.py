@@ -2,8 +2,8 @@
 
 A fit has a level-free part, ``calibration_scores`` (the learned model, if any, and the nonconformity scores of the
 true labels with their groups), and ``fit_from_scores``, the thresholds at one level (alpha; delta for PAC). One
-``CalibrationScores`` serves every level; ``fit_conformal`` does both steps. ``GROUPING`` names the methods with
-one threshold per group and what their groups are.
+``CalibrationScores`` serves every level; ``fit_conformal`` does both steps. The method's registered score and
+Mondrian grouping (:mod:`calibration.conformal.methods`) decide the scores and what shares a threshold.
 
 PAC unit. With ``groups`` (one document id per item) and a ``delta``, the thresholds are the document-level PAC
 rule of :mod:`calibration.conformal.group_pac` (documents i.i.d., items inside one arbitrarily dependent) and the
@@ -33,23 +33,18 @@ from calibration.conformal.group_pac import (
     keyed_group_pac_thresholds,
 )
 from calibration.conformal.inputs import as_labels, check_alpha, check_delta, check_method, judge_inputs
-from calibration.conformal.learned_model import fit_learned_matrix, judge_weights, learned_probabilities
+from calibration.conformal.learned_model import fit_learned_matrix, judge_weights
+from calibration.conformal.methods import conformal_method
 from calibration.conformal.quantile import conformal_quantile, group_quantiles
-from calibration.conformal.scores import LEARNED_METHODS, label_scores
 from calibration.errors import EmptyCalibrationError, ScoreOutOfRangeError
 
 __all__ = [
-    "GROUPING",
     "CalibrationScores",
     "FittedConformal",
     "calibration_scores",
     "fit_conformal",
     "fit_from_scores",
 ]
-
-# Methods with one threshold per group, and what the groups are.
-GROUPING = {"mondrian_residual": "judge_score", "label_conditional": "label"}
-
 
 class FittedConformal(msgspec.Struct, frozen=True, kw_only=True):
     """A calibrated conformal predictor: everything needed to form sets, and nothing else.
@@ -108,7 +103,7 @@ def calibration_scores(
 ) -> CalibrationScores:
     """The level-free part of a fit (see fit_conformal): learned model (if any) and the true labels' scores;
     with ``groups`` (a document id per item) the document of every threshold item, for the group PAC rule."""
-    check_method(method)
+    spec = conformal_method(method)
     if n_labels < 2:
         raise ScoreOutOfRangeError(f"n_labels={n_labels} must be at least 2")
     y = as_labels(labels, n_labels, "labels")
@@ -125,7 +120,7 @@ def calibration_scores(
     learned = None
     n_model = 0
     threshold_scores = scores
-    if method in LEARNED_METHODS:
+    if spec.score.learned:
         if y.size < 2:
             raise EmptyCalibrationError(f"{method} needs at least 2 calibration items (model and threshold)")
         if codes is None or int(codes.max()) < 1:  # one document: nothing to split by (no PAC threshold anyway)
@@ -137,23 +132,20 @@ def calibration_scores(
             n_model = model_part.size
         weights = judge_weights(scores, probs, n_labels)
         learned = fit_learned_matrix(weights[model_part], y[model_part], n_labels)
-        matrix_scores = 1.0 - learned_probabilities(weights[threshold_part], learned)
         calibration_labels = y[threshold_part]
         threshold_scores = None if scores is None else scores[threshold_part]
+        matrix_scores = spec.score.matrix(n_labels=n_labels, judge_scores=threshold_scores,
+                                          probabilities=None if probs is None else probs[threshold_part],
+                                          learned_matrix=learned)
         if codes is not None:
             codes = codes[threshold_part]
     else:
-        uniforms = generator.uniform(size=y.size) if method == "aps_randomized" else None
-        matrix_scores = label_scores(
-            method, n_labels=n_labels, judge_scores=scores, probabilities=probs, uniforms=uniforms
-        )
+        uniforms = generator.uniform(size=y.size) if spec.score.randomised else None
+        matrix_scores = spec.score.matrix(n_labels=n_labels, judge_scores=scores, probabilities=probs,
+                                          uniforms=uniforms)
         calibration_labels = y
     true_scores = matrix_scores[np.arange(calibration_labels.size), calibration_labels - 1]
-    grouping = GROUPING.get(method)
-    keys = None
-    if grouping is not None:
-        keys = calibration_labels if grouping == "label" else threshold_scores
-        assert keys is not None
+    keys = spec.grouping.keys(calibration_labels, threshold_scores)
     return CalibrationScores(method=method, n_labels=n_labels, true_scores=true_scores, group_keys=keys,
                              learned_matrix=learned, n_model_fit=int(n_model), documents=codes)
 
@@ -175,11 +167,10 @@ def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | No
     """Thresholds at level alpha (marginal, or PAC at ``delta``) from level-free calibration scores."""
     check_alpha(alpha)
     check_delta(delta)
-    grouping = GROUPING.get(prepared.method)
+    grouping = conformal_method(prepared.method).grouping.name
     by_documents = delta is not None and prepared.documents is not None
     group_thresholds = group_sizes = None
-    if grouping is not None:
-        assert prepared.group_keys is not None
+    if prepared.group_keys is not None:
         if by_documents:
             assert delta is not None and prepared.documents is not None
             group_thresholds, group_sizes = keyed_group_pac_thresholds(

@@ -45,6 +45,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from calibration.conformal.inputs import check_alpha, check_delta
+from calibration.conformal.methods import MEMBERSHIP_TOLERANCE
 from calibration.errors import EmptyCalibrationError, InvalidProbabilitiesError
 from calibration.risk_control import BET_CAP, PRIOR_VARIANCE, betting_test
 
@@ -60,7 +61,7 @@ __all__ = [
 
 ORDER_SEED = 0
 PAC_UNIT_GROUP = "group"
-_TOLERANCE = 1e-12  # calibration.conformal.sets.MEMBERSHIP_TOLERANCE (a label joins when score <= q + 1e-12)
+_TOLERANCE = MEMBERSHIP_TOLERANCE  # a label joins when score <= q + 1e-12 (the set rule)
 _CHUNK = 32
 
 

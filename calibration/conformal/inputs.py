@@ -4,7 +4,7 @@ Alpha and delta are read as exact fractions, the nearest with denominator <= 10*
 strictly between 0 and 1 (InvalidAlphaError). Labels and judge scores are integers on the scale 1..K
 (ScoreOutOfRangeError); a probability matrix is (n, K), finite and non-negative, its rows renormalised to sum 1
 (InvalidProbabilitiesError). ``judge_inputs`` checks that a method gets the judge output it needs
-(:mod:`calibration.conformal.scores`); ``probabilities_from_logprobs`` turns the judge's log-probabilities of the
+(:mod:`calibration.conformal.methods`); ``probabilities_from_logprobs`` turns the judge's log-probabilities of the
 K score tokens into probabilities.
 """
 
@@ -15,13 +15,12 @@ from fractions import Fraction
 
 import numpy as np
 
-from calibration.conformal.scores import LEARNED_METHODS, METHODS, PROBABILITY_METHODS, SCORE_METHODS
+from calibration.conformal.methods import conformal_method
 from calibration.errors import (
     EmptyCalibrationError,
     InvalidAlphaError,
     InvalidProbabilitiesError,
     ScoreOutOfRangeError,
-    UnknownMethodError,
 )
 from calibration.order_statistics import as_fraction
 
@@ -55,8 +54,8 @@ def check_delta(delta: float | None) -> Fraction | None:
 
 
 def check_method(method: str) -> None:
-    if method not in METHODS:
-        raise UnknownMethodError(f"method={method!r} is not one of {', '.join(METHODS)}")
+    """UnknownMethodError unless ``method`` is a registered method (:mod:`calibration.conformal.methods`)."""
+    conformal_method(method)
 
 
 def as_labels(values: object, n_labels: int, name: str) -> np.ndarray:
@@ -110,12 +109,7 @@ def judge_inputs(
     """Validate the judge inputs a method needs; return them as arrays (None where not given)."""
     scores = None if judge_scores is None else as_labels(judge_scores, n_labels, "judge_scores")
     probs = None if probabilities is None else _as_probabilities(probabilities, n_items, n_labels)
-    if method in PROBABILITY_METHODS and probs is None:
-        raise InvalidProbabilitiesError(f"method={method!r} needs the judge's probabilities (log-probs); none given")
-    if method in SCORE_METHODS and scores is None:
-        raise ScoreOutOfRangeError(f"method={method!r} needs the judge's integer score; none given")
-    if method in LEARNED_METHODS and scores is None and probs is None:
-        raise ScoreOutOfRangeError(f"method={method!r} needs the judge's score or its probabilities; none given")
+    conformal_method(method).check_inputs(scores is not None, probs is not None)
     if scores is not None and n_items is not None and scores.size != n_items:
         raise EmptyCalibrationError(f"judge_scores has {scores.size} items but labels has {n_items}")
     if scores is not None and probs is not None and scores.size != probs.shape[0]:

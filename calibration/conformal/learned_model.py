@@ -3,7 +3,8 @@
 ``P(y | judge) = sum_s w_s M[s, y]``: ``w`` is the judge's distribution over its own scores (its probabilities, or
 a one-hot of its integer score when there are none) and ``M`` a Laplace-smoothed table of human labels per judge
 score (add-one counts, the judge's weights as soft counts). Which calibration items fit ``M`` is drawn by the fit
-(:func:`calibration.conformal.fit.calibration_scores`); the threshold uses the others.
+(:func:`calibration.conformal.fit.calibration_scores`); the threshold uses the others. The score on the model,
+``1 - P(y | judge)``, is the ``learned_lac`` kernel (:mod:`calibration.conformal.kernels`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import numpy as np
 __all__ = [
     "fit_learned_matrix",
     "judge_weights",
-    "learned_probabilities",
 ]
 
 
@@ -25,10 +25,6 @@ def judge_weights(judge_scores: np.ndarray | None, probabilities: np.ndarray | N
     weights = np.zeros((judge_scores.size, n_labels))
     weights[np.arange(judge_scores.size), judge_scores - 1] = 1.0
     return weights
-
-
-def learned_probabilities(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    return weights @ matrix
 
 
 def fit_learned_matrix(weights: np.ndarray, labels: np.ndarray, n_labels: int) -> np.ndarray:

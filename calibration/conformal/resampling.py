@@ -24,8 +24,9 @@ import math
 import msgspec
 import numpy as np
 
-from calibration.conformal.fit import GROUPING, fit_conformal
+from calibration.conformal.fit import fit_conformal
 from calibration.conformal.group_pac import document_codes
+from calibration.conformal.methods import conformal_method
 from calibration.conformal.sets import predict_sets
 
 __all__ = ["RULES", "ResamplingResult", "document_resampling", "mc_error"]
@@ -77,11 +78,7 @@ def document_resampling(
         raise ValueError(f"rule {rule!r} is not one of {', '.join(RULES)}")
     codes = document_codes(groups)
     members = [np.flatnonzero(codes == d) for d in range(int(codes.max()) + 1)]
-    grouping = GROUPING.get(method)
-    keys = None
-    if grouping is not None:
-        keys = labels if grouping == "label" else judge_scores
-        assert keys is not None
+    keys = conformal_method(method).grouping.keys(labels, judge_scores)
     key_values = [] if keys is None else [int(k) for k in np.unique(keys)]
     fails = 0
     key_fails = dict.fromkeys(key_values, 0)

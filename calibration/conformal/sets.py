@@ -1,23 +1,28 @@
 """Prediction sets from a fitted predictor: ``predict_sets`` (boolean (n, K) membership of labels 1..K) and
-``prediction_set`` (one item's sorted set; the service's fast path, pure Python for the common methods).
+``prediction_set`` (one item's sorted set; the service's fast path, pure Python).
 
-- **Comparison.** A label is in the set when its score is <= ``q_hat`` + 1e-12 (``MEMBERSHIP_TOLERANCE``); the
-  tolerance only absorbs the rounding difference between the vectorised and the single-item paths (it can only
-  add a label whose score ties the threshold to 12 digits).
+Both read the method's registered score, grouping and set rule (:mod:`calibration.conformal.methods`), on arrays
+and on floats respectively; the single-item set is the corresponding row of the vectorised sets.
+
+- **Comparison.** A label is in the set when its score is <= its threshold + 1e-12 (``MEMBERSHIP_TOLERANCE``).
 - **Full scale.** A ``None`` threshold (too few calibration items) puts every label in the set; with a threshold
-  per human label, a label whose threshold is ``None`` is always in the set (:mod:`calibration.conformal.fit`).
+  per group, a group whose threshold is ``None`` (or that calibration never saw) has every label, and a human label
+  whose threshold is ``None`` is always in the set (:mod:`calibration.conformal.fit`).
 - ``aps_randomized`` draws one uniform per item from ``rng`` (``None``: ``numpy.random.default_rng(0)``).
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration.conformal.fit import FittedConformal
 from calibration.conformal.inputs import judge_inputs
-from calibration.conformal.scores import LEARNED_METHODS, PROBABILITY_METHODS, label_scores, label_scores_one
+from calibration.conformal.kernels import SCALAR, ArrayOps
+from calibration.conformal.methods import MEMBERSHIP_TOLERANCE, Needs, conformal_method
 from calibration.errors import InvalidProbabilitiesError, ScoreOutOfRangeError
 
 __all__ = [
@@ -26,29 +31,6 @@ __all__ = [
     "prediction_set",
 ]
 
-MEMBERSHIP_TOLERANCE = 1e-12
-
-
-def _group_table(fitted: FittedConformal) -> np.ndarray:
-    """Thresholds indexed by group value 1..K (index 0 unused), +inf for a missing or too-small group."""
-    assert fitted.group_thresholds is not None
-    table = np.full(fitted.n_labels + 1, np.inf)
-    for group, threshold in fitted.group_thresholds.items():
-        if threshold is not None:
-            table[int(group)] = threshold
-    return table
-
-
-def _threshold_matrix(fitted: FittedConformal, judge_scores: np.ndarray | None, n_items: int) -> np.ndarray:
-    """The (n, K) threshold that each candidate label's score is compared with; +inf means always included."""
-    if fitted.grouping == "judge_score":
-        assert judge_scores is not None
-        return np.repeat(_group_table(fitted)[judge_scores][:, None], fitted.n_labels, axis=1)
-    if fitted.grouping == "label":
-        return np.repeat(_group_table(fitted)[None, 1:], n_items, axis=0)
-    value = np.inf if fitted.threshold is None else fitted.threshold
-    return np.full((n_items, fitted.n_labels), value)
-
 
 def predict_sets(
     fitted: FittedConformal,
@@ -56,22 +38,21 @@ def predict_sets(
     judge_scores: object | None = None,
     probabilities: object | None = None,
     rng: np.random.Generator | None = None,
-) -> np.ndarray:
+) -> NDArray[np.bool_]:
     """Boolean (n, K) membership of labels 1..K in each item's prediction set."""
     scores, probs = judge_inputs(fitted.method, fitted.n_labels, judge_scores, probabilities, None)
+    method = conformal_method(fitted.method)
     n_items = scores.size if scores is not None else probs.shape[0]  # type: ignore[union-attr]
     generator = rng if rng is not None else np.random.default_rng(0)
-    uniforms = generator.uniform(size=n_items) if fitted.method == "aps_randomized" else None
-    learned = None if fitted.learned_matrix is None else np.asarray(fitted.learned_matrix, dtype=float)
-    matrix_scores = label_scores(
-        fitted.method,
-        n_labels=fitted.n_labels,
-        judge_scores=scores,
-        probabilities=probs,
-        learned_matrix=learned,
-        uniforms=uniforms,
-    )
-    return matrix_scores <= _threshold_matrix(fitted, scores, n_items) + MEMBERSHIP_TOLERANCE
+    uniforms = generator.uniform(size=n_items) if method.score.randomised else None
+    matrix = method.score.matrix(n_labels=fitted.n_labels, judge_scores=scores, probabilities=probs,
+                                 learned_matrix=fitted.learned_matrix, uniforms=uniforms)
+    table = method.grouping.table(fitted.threshold, fitted.group_thresholds, fitted.n_labels)
+    judge = None if scores is None else scores - 1
+    limits = method.grouping.limits(table, judge, fitted.n_labels, ArrayOps(n_items))
+    columns = [matrix[:, k] for k in range(fitted.n_labels)]
+    members = method.members(columns, limits)
+    return np.column_stack([np.broadcast_to(member, (n_items,)) for member in members])
 
 
 def prediction_set(
@@ -81,51 +62,32 @@ def prediction_set(
     probabilities: list[float] | tuple[float, ...] | None = None,
     rng: np.random.Generator | None = None,
 ) -> tuple[int, ...]:
-    """The sorted prediction set of one item; the service's fast path (pure Python for the common methods)."""
-    method = fitted.method
+    """The sorted prediction set of one item; the service's fast path (pure Python)."""
+    method = conformal_method(fitted.method)
     n_labels = fitted.n_labels
     if judge_score is not None:
         if isinstance(judge_score, bool) or not isinstance(judge_score, (int, np.integer)):
             raise ScoreOutOfRangeError(f"judge_score={judge_score!r} must be an integer on the scale 1..{n_labels}")
         if not 1 <= judge_score <= n_labels:
             raise ScoreOutOfRangeError(f"judge_score={judge_score} lies outside the label scale 1..{n_labels}")
-    if method in ("residual", "mondrian_residual"):
-        if judge_score is None:
-            raise ScoreOutOfRangeError(f"method={method!r} needs the judge's integer score; none given")
-        if method == "mondrian_residual":
-            assert fitted.group_thresholds is not None
-            threshold = fitted.group_thresholds.get(int(judge_score))
-        else:
-            threshold = fitted.threshold
-        if threshold is None:
-            return tuple(range(1, n_labels + 1))
-        limit = threshold + MEMBERSHIP_TOLERANCE
-        return tuple(y for y in range(1, n_labels + 1) if abs(judge_score - y) <= limit)
-    probs = _one_probability_row(probabilities, n_labels)
-    if method in PROBABILITY_METHODS and probs is None:
-        raise InvalidProbabilitiesError(f"method={method!r} needs the judge's probabilities (log-probs); none given")
-    if method in LEARNED_METHODS and probs is None and judge_score is None:
-        raise ScoreOutOfRangeError(f"method={method!r} needs the judge's score or its probabilities; none given")
+    # A score-only method never reads the probabilities, so it does not check them either.
+    probs = None if method.score.needs is Needs.SCORE else _one_probability_row(probabilities, n_labels)
+    method.check_inputs(judge_score is not None, probs is not None)
     uniform = 0.0
-    if method == "aps_randomized":
+    if method.score.randomised:
         uniform = float((rng if rng is not None else np.random.default_rng(0)).uniform())
-    scores = label_scores_one(method, n_labels, judge_score, probs, fitted.learned_matrix, uniform)
-    if fitted.grouping == "label":
-        assert fitted.group_thresholds is not None
-        limits = [fitted.group_thresholds.get(y + 1) for y in range(n_labels)]
-        return tuple(y + 1 for y in range(n_labels)
-                     if limits[y] is None or scores[y] <= limits[y] + MEMBERSHIP_TOLERANCE)
-    if fitted.threshold is None:
-        return tuple(range(1, n_labels + 1))
-    limit = fitted.threshold + MEMBERSHIP_TOLERANCE
-    return tuple(y + 1 for y in range(n_labels) if scores[y] <= limit)
+    judge = None if judge_score is None else int(judge_score)
+    scores = method.score.one(n_labels, judge, probs, fitted.learned_matrix, uniform)
+    table = method.grouping.table(fitted.threshold, fitted.group_thresholds, n_labels)
+    limits = method.grouping.limits(table, None if judge is None else judge - 1, n_labels, SCALAR)
+    return tuple([y for y, member in enumerate(method.members(scores, limits), start=1) if member])
 
 
-def _one_probability_row(probabilities: object | None, n_labels: int) -> list[float] | None:
+def _one_probability_row(probabilities: Sequence[float] | None, n_labels: int) -> list[float] | None:
     """Validate and renormalise one probability vector in pure Python (the single-item fast path)."""
     if probabilities is None:
         return None
-    row = [float(p) for p in probabilities]  # type: ignore[union-attr]
+    row = [float(p) for p in probabilities]
     if len(row) != n_labels:
         raise InvalidProbabilitiesError(f"probabilities must have {n_labels} entries, got {len(row)}")
     if not all(math.isfinite(p) and p >= 0 for p in row):

@@ -120,7 +120,7 @@ def cascade_points(datasets: Sequence[JudgeCriterionData], first: str, second: s
     pair = Contender(name="pair", data=panel_kind_data(cell.expected, cell.labels, cell.groups, cell.n_labels),
                      features={}, l2={})
     router = Contender(name="router", data=score1, features={}, l2={})
-    residual = [r for r in _core(router) if r.name == "residual"]
+    residual = [{r.name: r for r in _core(router)}["residual"]]
     runs: dict[int | None, list[tuple[RecipeSets, float]]] = {}
     methods: dict[int | None, list[str]] = {}
     for split in group_splits(cell.groups, n_splits=n_splits, seed=seed):

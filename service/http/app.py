@@ -1,8 +1,13 @@
-"""``create_app(settings=None) -> Litestar``: wiring only.
+"""``create_app(settings=None) -> Edge``: wiring only.
 
 Settings are read here (``Settings.from_env()`` unless given). Per-app services (metrics registry, logger,
-policy, calibration holder, judge pool) are built here and kept on ``app.state.services``; the lifespan
-loads the calibration, opens the judge clients and the cache, and closes them in ``finally``.
+policy, calibration holder, judge pool) are built here, kept on the Litestar app's ``state.services`` for the
+handlers and on the returned ``Edge`` (``service.http.edge``, the ASGI application served, which wraps the
+Litestar app as ``edge.inner``); the lifespan loads the calibration, opens the judge clients and the cache, and
+closes them in ``finally``.
+
+Routes: ``V1_HANDLERS`` (under ``/v1``, behind the API key) and ``PUBLIC_HANDLERS`` (health, metrics); a new
+endpoint is one more entry there (and, when it is public, in ``service.http.edge.PUBLIC_PATHS``).
 """
 
 from __future__ import annotations
@@ -13,15 +18,15 @@ from contextlib import asynccontextmanager
 from typing import IO
 
 from litestar import Litestar, Router
+from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, Reference, SecurityScheme
-from litestar.routes import HTTPRoute
 
 from service.calibrations.management import CalibrationJobs
 from service.calibrations.state import CalibrationHolder
 from service.config.settings import Settings
 from service.http.body import JSONRequest
-from service.http.edge import ConformalJudgeApp
+from service.http.edge import Edge
 from service.http.routes.calibration import calibration_info, reload_calibration
 from service.http.routes.calibrations import (
     activate_calibration,
@@ -51,6 +56,14 @@ from service.wire.schemas import CompareRequest, ReloadRequest, ScoreBatchReques
 __all__ = ["API_VERSION", "create_app"]
 
 API_VERSION = "1.0.0"
+# The /v1 route handlers (behind the API key, in the spec's bearerAuth security) and the public ones.
+V1_HANDLERS = (
+    score, score_batch, compare, calibration_info, reload_calibration, list_judges,
+    submit_job, job_status, job_results, cancel_job,
+    submit_calibration, calibration_job, activate_calibration, delete_calibration,
+    estimates, estimates_batch, rankings,
+)  # fmt: skip
+PUBLIC_HANDLERS = (healthz, readyz, metrics)
 _REQUEST_TYPES = (ScoreRequest, ScoreBatchRequest, CompareRequest, ReloadRequest)
 _DESCRIPTION = (
     "LLM-judge verdicts wrapped with split-conformal prediction sets (accept / review / escalate), "
@@ -88,7 +101,7 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
         services.logs.flush()
 
 
-def _refine_openapi(app: Litestar) -> None:
+def _refine_openapi(app: Litestar, settings: Settings) -> None:
     """Spec details the generator cannot infer: closed request objects, batch items typed as ScoreRequest."""
     schemas = app.openapi_schema.components.schemas or {}
     document_jobs_openapi(app.openapi_schema.paths)
@@ -110,11 +123,11 @@ def _refine_openapi(app: Litestar) -> None:
     batch, single = schemas.get("ScoreBatchRequest"), schemas.get("ScoreRequest")
     if batch is not None and single is not None and batch.properties:
         batch.properties["items"].items = Reference(ref="#/components/schemas/ScoreRequest")  # type: ignore[union-attr]
-    refine_spec(app.openapi_schema, app.services.settings)  # type: ignore[attr-defined]  # service/http/spec.py
+    refine_spec(app.openapi_schema, settings)  # service/http/spec.py
 
 
-def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None = None) -> Litestar:
-    """The Litestar app for ``settings`` (default: from the environment); logs go to ``log_stream`` (stderr)."""
+def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None = None) -> Edge:
+    """The ASGI app for ``settings`` (default: from the environment); logs go to ``log_stream`` (stderr)."""
     settings = settings if settings is not None else Settings.from_env()
     metrics_ = ServiceMetrics()
     job_metrics = JobMetrics(metrics_)
@@ -149,19 +162,9 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             accept_max=settings.accept_max_set_size, escalate_min=settings.escalate_min_set_size, queue=jobs
         ),
     )
-    v1 = Router(
-        path="/v1",
-        route_handlers=[
-            score, score_batch, compare, calibration_info, reload_calibration, list_judges,
-            submit_job, job_status, job_results, cancel_job,
-            submit_calibration, calibration_job, activate_calibration, delete_calibration,
-            estimates, estimates_batch, rankings,
-        ],  # fmt: skip
-        security=[{"bearerAuth": []}],
-    )
-    app = ConformalJudgeApp(
-        services=services,
-        route_handlers=[v1, healthz, readyz, metrics],
+    v1 = Router(path="/v1", route_handlers=list(V1_HANDLERS), security=[{"bearerAuth": []}])
+    app = Litestar(
+        route_handlers=[v1, *PUBLIC_HANDLERS],
         exception_handlers={Exception: handle_exception},
         lifespan=[_lifespan],
         request_max_body_size=settings.max_body_bytes,
@@ -183,26 +186,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             # scripts from a CDN and render blank offline, so the service serves none.
             render_plugins=[LiveSpecJson()],  # with the deployment's current names and scales
         ),
-        state=None,
+        state=State({"services": services}),
     )
-    _refine_openapi(app)
-    _mend_options_allow(app)
-    return app
-
-
-def _mend_options_allow(app: Litestar) -> None:
-    """Make each path's automatic OPTIONS answer list every method of the path.
-
-    Litestar 2.25 builds the automatic OPTIONS handler inside the first HTTPRoute made for a path and, when a second
-    handler on that path (``DELETE /v1/jobs/{id}`` beside ``GET``) makes it build the route again, keeps that handler,
-    whose closure still holds the first route: its ``Allow`` then names only the first handler's methods. The
-    handler's one closure cell is pointed at the final route (checked by a test for every route).
-    """
-    for route in app.routes:
-        if not isinstance(route, HTTPRoute) or "OPTIONS" not in route.route_handler_map:
-            continue
-        handler, _ = route.route_handler_map["OPTIONS"]
-        cells = getattr(handler.fn, "__closure__", None) or ()
-        for cell in cells:
-            if isinstance(cell.cell_contents, HTTPRoute) and cell.cell_contents is not route:
-                cell.cell_contents = route
+    _refine_openapi(app, settings)
+    return Edge(inner=app, services=services)

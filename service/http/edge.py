@@ -1,6 +1,7 @@
 """The outermost HTTP layer: what every request gets, whatever route it reaches (404s included).
 
-``ConformalJudgeApp`` is the Litestar app with one wrapper around each HTTP call, in this order:
+``Edge`` is a plain ASGI application composed around the Litestar app (``Edge(inner=litestar_app, ...)``).
+Lifespan and websocket calls go straight to ``inner``; each HTTP call gets, in this order:
 
 1. a ``RequestContext``: the caller's ``X-Request-ID`` (when plain, else a fresh id) and the start time, set
    in ``service.observability.logging.current_request`` so every log line of the request carries the id;
@@ -8,7 +9,8 @@
    (``PUBLIC_PATHS``: health, metrics, the spec), and those only on their canonical spelling; a missing or
    unknown key is answered here with a 401 problem+json, before routing, so an unauthenticated caller learns
    nothing about the routes;
-3. the app itself; its response start gets the ``X-Request-ID`` header;
+3. the inner app; its response start gets the ``X-Request-ID`` header, and an automatic OPTIONS answer gets the
+   ``Allow`` list of its route from the route table (``allow_table``);
 4. afterwards: request count and latency (``cj_http_*`` metrics) and the access log line. A request whose client
    left before any answer is counted with status 499 ("client closed request"), not 500; one whose body the
    server cut for lateness (``service.http.server``, which answered 408 itself) with 408.
@@ -20,15 +22,23 @@ Deny by default, not "check /v1": the router collapses repeated slashes and drop
 decodes ``%2F``, so ``//v1/score`` or ``/%2Fv1/score`` reach ``/v1/score`` while not starting with ``/v1/``.
 A short allow-list matched exactly against both the decoded and the raw path cannot be spelled around: any
 other spelling of a public path merely needs a key too.
+
+OPTIONS: Litestar answers OPTIONS on every route with 204 and an ``Allow`` header, but where two handlers share a
+path (``GET`` and ``DELETE /v1/jobs/{job_id}``) the answering handler is the one built with the path's first
+handler, and its ``Allow`` names only that handler's methods. The router has matched the request by then (every
+spelling of the path included) and left the route's template in the scope (``path_template``), so the edge sets
+``Allow`` from the final route table (``Litestar.routes``, each route's ``methods``) on the way out.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 from litestar import Litestar
+from litestar.routes import HTTPRoute
 
 from service.http.auth import check_api_key
 from service.http.body import CUT_STATUS_EXTENSION, ClientClosedRequestError
@@ -43,11 +53,11 @@ from service.observability.logging import (
 )
 
 if TYPE_CHECKING:
-    from litestar.types import Message, Scope, Send
+    from litestar.types import HTTPScope, Message, ReceiveMessage, Scope, Send
 
     from service.http.services import Services
 
-__all__ = ["PUBLIC_PATHS", "ConformalJudgeApp", "is_public_path"]
+__all__ = ["PUBLIC_PATHS", "Edge", "allow_table", "is_public_path"]
 
 # The paths answered without a key when API_KEYS is set (service/http/routes/health.py and the spec's JSON document).
 PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/schema", "/schema/openapi.json"})
@@ -86,23 +96,36 @@ def is_public_path(scope: Scope) -> bool:
     return bytes(raw_path).partition(b"?")[0] == path.encode("ascii")  # no %-escapes, no root_path prefix
 
 
-class ConformalJudgeApp(Litestar):
-    """Litestar with the request-id, API-key, metrics and access-log wrapper around every HTTP call.
+def allow_table(app: Litestar) -> dict[str, bytes]:
+    """Each HTTP route's path template (as the router writes it in ``scope["path_template"]``) -> its Allow value."""
+    return {
+        route.path_format: ", ".join(sorted(route.methods)).encode("latin-1")
+        for route in app.routes
+        if isinstance(route, HTTPRoute)
+    }
 
-    ``services`` (also kept on ``app.state.services``) is held as an attribute too: the wrapper reads it on
-    every request, and ``State`` attribute access goes through a Python-level ``__getattr__``.
+
+def _with_allow(headers: Any, allow: bytes) -> list[tuple[bytes, bytes]]:
+    """``headers`` (ASGI pairs) with their ``allow`` header replaced by ``allow``."""
+    return [*((name, value) for name, value in headers if name.lower() != b"allow"), (b"allow", allow)]
+
+
+class Edge:
+    """The ASGI application served: request id, API key, metrics and access log around the Litestar app ``inner``.
+
+    ``services`` is the app's ``Services`` (the inner app keeps them on ``inner.state.services`` for the handlers).
     """
 
-    def __init__(self, *, services: Services, **litestar_options: Any) -> None:
-        super().__init__(**litestar_options)
+    def __init__(self, *, inner: Litestar, services: Services) -> None:
+        self.inner = inner
         self.services = services
-        self.state.services = services
         self._request_ids = RequestIds()
+        self._allow: Mapping[str, bytes] = allow_table(inner)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        """ASGI entry point: lifespan and websockets go straight to Litestar; HTTP calls are wrapped."""
+        """ASGI entry point: lifespan and websockets go straight to the inner app; HTTP calls are wrapped."""
         if scope["type"] != "http":
-            await super().__call__(scope, receive, send)
+            await self.inner(scope, receive, send)
             return
         raw_id, authorization = _request_headers(scope)
         request_id = request_id_from(raw_id, self._request_ids)
@@ -110,8 +133,9 @@ class ConformalJudgeApp(Litestar):
         token = current_request.set(context)
         services = self.services
         request_id_header = (b"x-request-id", context.request_id.encode("latin-1"))
+        allow = self._allow if scope["method"] == "OPTIONS" else None
 
-        async def receive_watching() -> Message:
+        async def receive_watching() -> ReceiveMessage:
             message = await receive()
             if message["type"] == "http.disconnect":
                 context.client_gone = True
@@ -120,7 +144,10 @@ class ConformalJudgeApp(Litestar):
         async def send_with_request_id(message: Message) -> None:
             if message["type"] == "http.response.start":
                 context.status = message["status"]
-                message["headers"] = [*message.get("headers", ()), request_id_header]
+                headers = message.get("headers", ())
+                if allow is not None and context.status == 204 and scope.get("path_template") in allow:
+                    headers = _with_allow(headers, allow[scope["path_template"]])
+                message["headers"] = [*headers, request_id_header]
             await send(message)
 
         try:
@@ -128,9 +155,9 @@ class ConformalJudgeApp(Litestar):
                 try:
                     check_api_key(services.settings, authorization)
                 except UnauthorizedError as error:
-                    await self._refuse(services, scope, error, send_with_request_id)
+                    await _refuse(services, scope, error, send_with_request_id)
                     return
-            await super().__call__(scope, receive_watching, send_with_request_id)
+            await self.inner(scope, receive_watching, send_with_request_id)
         finally:
             status = context.status if context.status is not None else _unanswered_status(context)
             elapsed = time.perf_counter() - context.started
@@ -139,21 +166,21 @@ class ConformalJudgeApp(Litestar):
             services.logs.access.record(context, method, status, elapsed)
             current_request.reset(token)
 
-    @staticmethod
-    async def _refuse(services: Services, scope: Scope, error: UnauthorizedError, send: Send) -> None:
-        """Answer 401 problem+json without routing (the request never reaches a handler)."""
-        problem, headers = problem_from_exception(error, instance=scope["path"])
-        body = msgspec.json.encode(problem)
-        record_problem(services, problem, error)
-        start: Message = {
-            "type": "http.response.start",
-            "status": problem.status,
-            "headers": [
-                (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
-                (b"content-length", str(len(body)).encode()),
-                *((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()),
-            ],
-        }
-        await send(start)
-        no_body = scope["method"] in _METHODS_WITHOUT_BODY
-        await send({"type": "http.response.body", "body": b"" if no_body else body, "more_body": False})
+
+async def _refuse(services: Services, scope: HTTPScope, error: UnauthorizedError, send: Send) -> None:
+    """Answer 401 problem+json without routing (the request never reaches a handler)."""
+    problem, headers = problem_from_exception(error, instance=scope["path"])
+    body = msgspec.json.encode(problem)
+    record_problem(services, problem, error)
+    start: Message = {
+        "type": "http.response.start",
+        "status": problem.status,
+        "headers": [
+            (b"content-type", PROBLEM_MEDIA_TYPE.encode()),
+            (b"content-length", str(len(body)).encode()),
+            *((name.lower().encode("latin-1"), value.encode("latin-1")) for name, value in headers.items()),
+        ],
+    }
+    await send(start)
+    no_body = scope["method"] in _METHODS_WITHOUT_BODY
+    await send({"type": "http.response.body", "body": b"" if no_body else body, "more_body": False})

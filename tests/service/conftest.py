@@ -23,7 +23,6 @@ from typing import Any
 import msgspec
 import numpy as np
 import pytest
-from litestar import Litestar
 from litestar.testing import TestClient
 
 from artifact.thresholds import (
@@ -36,6 +35,7 @@ from artifact.thresholds import (
 from calibration.conformal import METHODS, PROBABILITY_METHODS, fit_conformal
 from service.config.settings import Settings
 from service.http.app import create_app
+from service.http.edge import Edge
 from tests.fakes.judge_server import JudgeServer
 
 ALPHAS = (0.1, 0.2)
@@ -141,7 +141,7 @@ def make_settings(artifact_path: Path) -> Callable[..., Settings]:
 class AppHarness:
     """A running app (lifespan entered) with its TestClient and captured JSON log lines."""
 
-    def __init__(self, app: Litestar, client: TestClient, logs: io.StringIO) -> None:
+    def __init__(self, app: Edge, client: TestClient, logs: io.StringIO) -> None:
         self.app = app
         self.client = client
         self._logs = logs
@@ -149,7 +149,7 @@ class AppHarness:
     @property
     def services(self) -> Any:
         """The app's Services."""
-        return self.app.state.services
+        return self.app.services
 
     def log_lines(self, *, flush: bool = True) -> list[dict[str, Any]]:
         """Every JSON log line written so far (after flushing the app's log buffer, unless ``flush=False``)."""

@@ -71,7 +71,7 @@ def keyed_server(artifact_path: Path) -> Iterator[tuple[int, set[str]]]:
     """A uvicorn server (the service's protocol) with API_KEYS=k1 and an admin key; yields (port, route paths)."""
     settings = Settings(thresholds_path=artifact_path, api_keys=(KEY,), admin_api_key=ADMIN)
     with serve_in_thread(settings) as served:
-        yield served.port, _route_paths(served.app) | _spec_paths()
+        yield served.port, _route_paths(served.app.inner) | _spec_paths()
 
 
 def test_the_spec_and_the_route_table_agree_on_what_is_public(keyed_server):

@@ -217,7 +217,7 @@ def test_options_names_every_method_of_every_path(app: AppHarness):
     """OPTIONS answers the path's full Allow list, also where two handlers share a path (GET and DELETE)."""
     from litestar.routes import HTTPRoute
 
-    for route in app.app.routes:
+    for route in app.app.inner.routes:
         if not isinstance(route, HTTPRoute):
             continue
         path = route.path.replace("{job_id:str}", "abc")

@@ -301,7 +301,7 @@ def test_a_client_that_leaves_mid_body_is_counted_499_not_500(make_settings):
             served.url, "/v1/score"
         )
         assert 500 not in _metric_statuses(served.url, "/v1/score")
-        served.app.state.services.logs.flush()
+        served.app.services.logs.flush()
     lines = [json.loads(line) for line in logs.getvalue().splitlines() if line.startswith("{")]
     assert not [line for line in lines if line.get("level") == "error"], lines
     requests = [line for line in lines if line.get("event") == "request" and line.get("route") == "/v1/score"]

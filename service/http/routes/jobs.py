@@ -12,7 +12,6 @@ Idempotency-Keys are its own, and the admin key sees every job.
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Annotated, Any
@@ -27,17 +26,16 @@ from service.http.auth import bearer_token
 from service.http.services import Services, problem_responses, services_of
 from service.jobs.errors import (
     ENABLE_JOBS_HELP,
-    IdempotencyConflictError,
     JobNotFoundError,
     JobsUnavailableError,
-    JobTooLargeError,
     StoreUnavailableError,
     store_unavailable,
 )
-from service.jobs.intake import BodyDigest, ChunkLimits, json_items_chunks, media_kind, ndjson_chunks
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.jobs.store import ACTIVE_STATUSES, JobRecord
+from service.jobs.submit import JobIntake, Upload
+from service.jobs.submit import submit_job as submit
 from service.jobs.tenancy import JobCaller, job_caller
 from service.wire.schemas import JobAccepted, JobStatus
 
@@ -112,77 +110,11 @@ def _accepted(record: JobRecord) -> JobAccepted:
     )
 
 
-async def _read_json_body(request: Request, limit: int) -> bytes:
-    body = bytearray()
-    async for piece in request.stream():
-        body += piece
-        if len(body) > limit:
-            raise JobTooLargeError(
-                f'a JSON {{"items": [...]}} body is limited to MAX_BODY_BYTES={limit}; send larger jobs as '
-                "JSON Lines (application/x-ndjson), which is streamed"
-            )
-    return bytes(body)
-
-
-class _StoredBody:
-    """What ``_store_body`` wrote: the chunks' first item indices, the items, the input bytes, the digest."""
-
-    def __init__(self) -> None:
-        self.starts: list[int] = []
-        self.n_items = 0
-        self.n_bytes = 0
-        self.digest = ""
-
-    async def put(self, jobs: JobQueue, job_id: str, lines: list[bytes]) -> None:
-        self.n_bytes += await jobs.store.put_chunk(job_id, len(self.starts), lines)
-        self.starts.append(self.n_items)
-        self.n_items += len(lines)
-
-
-async def _store_body(request: Request, services: Services, jobs: JobQueue, job_id: str) -> _StoredBody:
-    """Stream the body into the job's input chunks (cut by items and bytes, ``service.jobs.intake``)."""
-    settings = services.settings.jobs
-    limits = ChunkLimits(
-        chunk_size=settings.chunk_size, chunk_bytes=settings.chunk_bytes, max_items=settings.max_job_items,
-        max_bytes=settings.max_job_body_bytes, max_line_bytes=settings.max_job_line_bytes,
+def _intake(services: Services, jobs: JobQueue) -> JobIntake:
+    return JobIntake(
+        jobs=jobs, settings=services.settings.jobs, admission=services.admission, metrics=services.job_metrics,
+        max_json_body_bytes=services.settings.max_body_bytes, logger=services.logger,
     )  # fmt: skip
-    digest = BodyDigest()
-    stored = _StoredBody()
-    if media_kind(request.headers.get("content-type")) == "ndjson":
-        async for lines in ndjson_chunks(request.stream(), digest, limits):
-            await stored.put(jobs, job_id, lines)
-    else:
-        body = await _read_json_body(request, services.settings.max_body_bytes)
-        digest.update(body)
-        for lines in json_items_chunks(body, limits):
-            await stored.put(jobs, job_id, lines)
-    stored.digest = digest.hexdigest()
-    return stored
-
-
-async def _check_store_bytes(services: Services, jobs: JobQueue, n_new: int) -> None:
-    """Admission's byte budget (JOB_STORE_MAX_BYTES) for a job of about ``n_new`` bytes."""
-    stored = await jobs.store.stored_bytes()
-    services.job_metrics.store_bytes.set(stored.total)
-    expires_in = None if stored.earliest_expiry is None else stored.earliest_expiry - time.time()
-    services.admission.check_store_bytes(
-        stored.total, n_new, max_bytes=services.settings.jobs.max_store_bytes, earliest_expiry_in_s=expires_in
-    )
-
-
-async def _replay(
-    jobs: JobQueue, metrics: JobMetrics, key: str, earlier: tuple[str, str], digest: str
-) -> Response[JobAccepted]:
-    """The answer to a request whose Idempotency-Key is bound already: the earlier job, or 409 (other body)."""
-    earlier_job, earlier_digest = earlier
-    if earlier_digest != digest:
-        raise IdempotencyConflictError(
-            f"Idempotency-Key {key[:100]!r} was used for job {earlier_job} with another body; use a new key for a "
-            "new job"
-        )
-    metrics.submitted.inc("replayed")
-    record = await jobs.store.get(earlier_job)
-    return Response(_accepted(record), status_code=202, headers={"Idempotent-Replayed": "true"})
 
 
 @post(
@@ -202,48 +134,16 @@ async def submit_job(request: Request) -> Response[JobAccepted]:
     item past MAX_JOB_LINE_BYTES: 413 naming its line.
     """
     services = services_of(request)
-    settings = services.settings.jobs
-    jobs, metrics = _jobs(services)
-    caller = _caller(request, services)
-    job_id = uuid.uuid4().hex
-    try:
-        # The byte count first: reading it forgets expired jobs, also from the waiting items counted next.
-        await _check_store_bytes(services, jobs, 1)  # a full budget refuses before the body is stored
-        queued = await jobs.store.queued_items()
-        metrics.queued_items.set(queued)
-        services.admission.check_queued(queued, 1)
-        try:
-            body = await _store_body(request, services, jobs, job_id)
-            n_items, n_chunks, digest = body.n_items, len(body.starts), body.digest
-            key = request.headers.get("idempotency-key") or None
-            earlier = await jobs.store.idempotency_binding(key, caller.tenant) if key else None  # replays skip
-            if earlier is None:  # admission
-                services.admission.check_queued(await jobs.store.queued_items(), n_items)
-                reserved = body.n_bytes + n_items * settings.result_item_bytes
-                await _check_store_bytes(services, jobs, reserved)
-                created = await jobs.store.create(
-                    job_id, n_items=n_items, chunk_size=settings.chunk_size, digest=digest, idempotency_key=key,
-                    tenant=caller.tenant, starts=body.starts, reserved_bytes=reserved,
-                )  # fmt: skip
-                earlier = created if isinstance(created, tuple) else None  # another request won the key
-            if earlier is not None or not isinstance(created, JobRecord):
-                assert key is not None and earlier is not None
-                await jobs.store.discard_input(job_id)
-                return await _replay(jobs, metrics, key, earlier, digest)
-            record = created
-            await jobs.enqueue_chunks(job_id, n_chunks)
-        except BaseException:
-            await jobs.store.discard_input(job_id)
-            raise
-    except (RedisError, OSError) as error:
-        metrics.submitted.inc("refused")
-        raise _redis_down(services, error) from error
-    except Exception:
-        metrics.submitted.inc("refused")
-        raise
-    metrics.submitted.inc("accepted")
-    services.logger.info("job.submitted", job_id=job_id, n_items=n_items, n_chunks=n_chunks)
-    return Response(_accepted(record), status_code=202)
+    jobs, _ = _jobs(services)
+    upload = Upload(
+        body=request.stream(),
+        content_type=request.headers.get("content-type"),
+        idempotency_key=request.headers.get("idempotency-key") or None,
+        tenant=_caller(request, services).tenant,
+    )
+    submitted = await submit(upload, _intake(services, jobs))
+    headers = {"Idempotent-Replayed": "true"} if submitted.replayed else None
+    return Response(_accepted(submitted.record), status_code=202, headers=headers)
 
 
 @get("/jobs/{job_id:str}", summary="A job's status and progress", responses=problem_responses(400, 401, 404, 422, 503),
