@@ -35,6 +35,7 @@ from calibration.errors import ScoreOutOfRangeError
 
 __all__ = [
     "INPUT_KINDS",
+    "InputKind",
     "kind_inputs",
     "methods_for_kind",
     "round_half_up",
@@ -43,6 +44,7 @@ __all__ = [
 ]
 
 INPUT_KINDS: tuple[str, ...] = ("score", "probabilities", "mean")
+InputKind = Literal["score", "probabilities", "mean"]  # one of INPUT_KINDS
 
 
 def methods_for_kind(kind: str) -> tuple[str, ...]:

@@ -39,8 +39,8 @@ HARD_MAX_SAMPLE_VALUES = 1_000_000  # one list of one system
 HARD_MAX_ESTIMATE_SYSTEMS = 100
 HARD_MAX_RANKING_BATTLES = 1_000_000
 
-_REQUEST = {"frozen": True, "kw_only": True, "forbid_unknown_fields": True}
-_RESPONSE = {"frozen": True, "kw_only": True}
+# Requests: frozen, keyword-only, unknown fields refused; responses: frozen, keyword-only. Spelled out on each
+# class (not as **options) so that type checkers see keyword-only fields.
 
 Metric = Literal["mean", "pass_rate", "win_rate", "difference"]
 BaseMetric = Literal["mean", "pass_rate", "win_rate"]
@@ -55,7 +55,7 @@ SystemName = Annotated[str, Meta(min_length=1, max_length=200)]
 Bounds = tuple[float, float]
 
 
-class VersusSample(msgspec.Struct, **_REQUEST):
+class VersusSample(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The second system of a ``difference``: its labelled and unlabelled samples."""
 
     human: Labels
@@ -63,7 +63,7 @@ class VersusSample(msgspec.Struct, **_REQUEST):
     judge_unlabelled: Labels
 
 
-class _Options(msgspec.Struct, **_REQUEST):
+class _Options(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What to estimate and at which level; shared by the single and the batch form."""
 
     metric: Metric
@@ -77,7 +77,7 @@ class _Options(msgspec.Struct, **_REQUEST):
                                              "(default: half of today's PPI++ half-width)")] | None = None
 
 
-class EstimateRequest(_Options, **_REQUEST):
+class EstimateRequest(_Options, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One system: human labels and judge verdicts of the same labelled items (aligned lists), the judge's verdicts
     on the unlabelled items, and for ``difference`` the other system as ``versus``."""
 
@@ -88,7 +88,7 @@ class EstimateRequest(_Options, **_REQUEST):
     versus: VersusSample | None = None
 
 
-class SystemSample(msgspec.Struct, **_REQUEST):
+class SystemSample(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One system of a batch: as ``EstimateRequest``'s samples."""
 
     name: SystemName | None = None
@@ -98,13 +98,13 @@ class SystemSample(msgspec.Struct, **_REQUEST):
     versus: VersusSample | None = None
 
 
-class EstimateBatchRequest(_Options, **_REQUEST):
+class EstimateBatchRequest(_Options, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Many systems estimated with the same options; each is answered or fails on its own."""
 
     systems: Annotated[list[SystemSample], Meta(min_length=1, max_length=HARD_MAX_ESTIMATE_SYSTEMS)]
 
 
-class LabelBudgetAnswer(msgspec.Struct, **_RESPONSE):
+class LabelBudgetAnswer(msgspec.Struct, frozen=True, kw_only=True):
     """Labels needed for a half-width W under PPI++ (and with humans only), and how many more than today."""
 
     target_half_width: float
@@ -113,7 +113,7 @@ class LabelBudgetAnswer(msgspec.Struct, **_RESPONSE):
     labels_needed_human_only: int | None
 
 
-class EstimateResult(msgspec.Struct, **_RESPONSE):
+class EstimateResult(msgspec.Struct, frozen=True, kw_only=True):
     """A system's estimate, its interval valid at the n given, and what the judge was worth."""
 
     name: str | None
@@ -147,7 +147,7 @@ class EstimateBatchItem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
     error: Problem | None = None
 
 
-class EstimateBatchResponse(msgspec.Struct, **_RESPONSE):
+class EstimateBatchResponse(msgspec.Struct, frozen=True, kw_only=True):
     """Per-system outcomes in input order."""
 
     results: list[EstimateBatchItem]
@@ -161,7 +161,7 @@ Outcome = Literal["a", "b", "tie"]
 ModelName = Annotated[str, Meta(min_length=1, max_length=200)]
 
 
-class Battle(msgspec.Struct, **_REQUEST):
+class Battle(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One battle judged by the judge; ``human`` is the human verdict when this battle was labelled."""
 
     model_a: ModelName
@@ -170,7 +170,7 @@ class Battle(msgspec.Struct, **_REQUEST):
     human: Outcome | None = None
 
 
-class RankingRequest(msgspec.Struct, **_REQUEST):
+class RankingRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Battles with the judge's verdict, a uniform random subset of them also with a human verdict."""
 
     battles: Annotated[list[Battle], Meta(min_length=2, max_length=HARD_MAX_RANKING_BATTLES)]
@@ -179,7 +179,7 @@ class RankingRequest(msgspec.Struct, **_REQUEST):
     ties: Literal["zero", "half"] = "zero"  # a tie counts 0 for both sides (the paper's convention) or 1/2
 
 
-class ModelRanking(msgspec.Struct, **_RESPONSE):
+class ModelRanking(msgspec.Struct, frozen=True, kw_only=True):
     """One model: win rate with its marginal (1 - alpha) interval and its rank set (1 = best)."""
 
     model: str
@@ -193,14 +193,14 @@ class ModelRanking(msgspec.Struct, **_RESPONSE):
     battles_unlabelled: int
 
 
-class SeparablePair(msgspec.Struct, **_RESPONSE):
+class SeparablePair(msgspec.Struct, frozen=True, kw_only=True):
     """``better`` is ranked above ``worse`` in every ranking the joint region allows."""
 
     better: str
     worse: str
 
 
-class RankingResponse(msgspec.Struct, **_RESPONSE):
+class RankingResponse(msgspec.Struct, frozen=True, kw_only=True):
     """Per-model win rates and rank sets (jointly covering the human ranking with probability >= 1 - alpha)."""
 
     alpha: float
