@@ -67,9 +67,11 @@ settings-table: install-runtime
 bench: install
 	$(BIN)/python -m bench
 
-## Lint and type checks: ruff, then mypy (strict on calibration/ and artifact/; configuration in pyproject.toml).
+## Lint, layers and type checks: ruff, the import-linter contracts, then mypy (strict on calibration/ and
+## artifact/; configuration in pyproject.toml).
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/mypy
 
 ## Mutation testing (mutmut, on a scratch copy) of calibration/ and the service's decision rules; prints the score

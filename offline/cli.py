@@ -26,8 +26,11 @@ command                                                           does
                                                                   stage methods chosen by the validity rule
                                                                   (offline.studies.panel_cascades)
 ``decisions [--data-dir D] [--out reports] [--splits 20]``        certified accept/escalate on unseen documents
-``          [--write-rules ARTIFACT]``                             (offline.studies.decisions); --write-rules:
-                                                                  only the artifact's decision_rules, fitted on all data
+``          [--write-rules ARTIFACT] [--docs [DOCS]]``             (offline.studies.decisions); --write-rules:
+                                                                  only the artifact's decision_rules, fitted on all
+                                                                  data; --docs: the operating curve (figure, table) from
+                                                                  <out>/decisions/decisions.json into DOCS (default
+                                                                  docs/; offline.studies.decisions_docs)
 ``pairwise-decisions [--data-dir D] [--out reports]``             certified accept/abstain of pairwise verdicts
 ``       [--splits 20] [--seed 0] [--delta 0.1] [--draws 300]``   on human votes (offline.studies.
 ``       [--export FILE]``                                          pairwise_decisions); --export: the served
@@ -212,6 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
     dec.add_argument("--write-rules", type=Path, default=None, metavar="ARTIFACT",
                      help="replace only the decision_rules of this artifact with rules fitted on all shipped data "
                      "(no study is run)")
+    dec.add_argument("--docs", type=Path, nargs="?", const=Path("docs"), default=None, metavar="DOCS",
+                     help="write the operating curve (figure, table) from <out>/decisions/decisions.json into the "
+                     "docs folder DOCS (default docs/): figures/ and the generated region of certified-decisions.md "
+                     "(no study is run)")
     dec.add_argument("--no-progress", action="store_true")
     pwd = commands.add_parser("pairwise-decisions", help="certified accept/abstain of pairwise verdicts on Vicuna80 "
                               "and Arena PPR human votes (offline.studies.pairwise_decisions)")
@@ -277,6 +284,12 @@ def _decisions(args: argparse.Namespace, log: Any) -> int:
 
     if args.splits < 1:
         raise DataError(None, None, "--splits must be >= 1")
+    if args.docs is not None:
+        from offline.studies.decisions_docs import write_docs
+
+        for path in write_docs(args.out, args.docs):
+            print(f"written:     {path}")
+        return 0
     datasets = recorded_datasets(resolve_data_dir(args.data_dir))
     bar = None if args.no_progress else (lambda t: tqdm(t, desc="decisions", leave=False))
     if args.write_rules is not None:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import accumulate, repeat
+from operator import mul, sub
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
 import numpy as np
@@ -67,12 +69,20 @@ class Ops(Protocol[C, Ix]):
         """``table[index]`` per item (a threshold per group, read at each item's group)."""
         ...
 
-    def one_hot(self, judge: Ix, n_labels: int) -> list[C]:
-        """K columns: 1.0 in the column of the judge's score index, 0.0 elsewhere."""
+    def row(self, table: Sequence[Sequence[float]], index: Ix) -> Sequence[C]:
+        """K columns: ``table[index][k]`` per item (a learned table's row, read at each item's judge score)."""
         ...
 
     def order(self, columns: Sequence[C]) -> list[Ix]:
         """Label indices per item, most probable first; equal probabilities put the lower label first."""
+        ...
+
+    def gather(self, columns: Sequence[C], indices: Sequence[Ix]) -> list[C]:
+        """Per item, the columns read in the order ``indices`` gives (``columns[indices[r]]`` for r = 0..K-1)."""
+        ...
+
+    def scatter(self, indices: Sequence[Ix], values: Sequence[C]) -> list[C]:
+        """K columns holding ``values[r]`` at ``indices[r]`` per item (``indices`` a permutation of 0..K-1)."""
         ...
 
     def first_max(self, columns: Sequence[C]) -> Ix:
@@ -108,17 +118,29 @@ class _ScalarOps:
         """``table[index]``."""
         return table[index]
 
-    def one_hot(self, judge: int, n_labels: int) -> list[float]:
-        """1.0 at the judge's score index, 0.0 elsewhere."""
-        return [1.0 if k == judge else 0.0 for k in range(n_labels)]
+    def row(self, table: Sequence[Sequence[float]], index: int) -> Sequence[float]:
+        """``table[index]`` (read only: the kernels build new lists from it)."""
+        return table[index]
 
     def order(self, columns: Sequence[float]) -> list[int]:
-        """Label indices, most probable first (lower label first among equals)."""
-        return sorted(range(len(columns)), key=lambda k: (-columns[k], k))
+        """Label indices, most probable first (``sorted`` is stable with ``reverse`` too: lower label first among
+        equals)."""
+        return sorted(range(len(columns)), key=columns.__getitem__, reverse=True)
+
+    def gather(self, columns: Sequence[float], indices: Sequence[int]) -> list[float]:
+        """The values in the order ``indices`` gives."""
+        return [columns[index] for index in indices]
+
+    def scatter(self, indices: Sequence[int], values: Sequence[float]) -> list[float]:
+        """``values[r]`` placed at ``indices[r]``."""
+        placed = [0.0] * len(indices)
+        for index, value in zip(indices, values, strict=True):
+            placed[index] = value
+        return placed
 
     def first_max(self, columns: Sequence[float]) -> int:
-        """Index of the largest value, the lowest among equals."""
-        return max(range(len(columns)), key=lambda k: (columns[k], -k))
+        """Index of the largest value (``max`` returns the first maximum: the lowest among equals)."""
+        return max(range(len(columns)), key=columns.__getitem__)
 
 
 SCALAR = _ScalarOps()
@@ -157,14 +179,26 @@ class ArrayOps:
         """``table[index]`` per item."""
         return np.asarray(table, dtype=float)[index]
 
-    def one_hot(self, judge: IndexArray, n_labels: int) -> list[FloatArray]:
-        """K columns: 1.0 in the column of the judge's score index, 0.0 elsewhere."""
-        return [(judge == k).astype(float) for k in range(n_labels)]
+    def row(self, table: Sequence[Sequence[float]], index: IndexArray) -> list[FloatArray]:
+        """K columns: ``table[index][k]`` per item."""
+        picked = np.asarray(table, dtype=float)[index]
+        return [picked[:, k] for k in range(picked.shape[1])]
 
     def order(self, columns: Sequence[FloatArray]) -> list[IndexArray]:
         """Label indices per item, most probable first; a stable sort keeps the lower label first among equals."""
         ranked = np.argsort(-np.column_stack(columns), axis=1, kind="stable")
         return [ranked[:, r] for r in range(len(columns))]
+
+    def gather(self, columns: Sequence[FloatArray], indices: Sequence[IndexArray]) -> list[FloatArray]:
+        """Per item, the columns read in the order ``indices`` gives."""
+        picked = np.take_along_axis(np.column_stack(columns), np.column_stack(indices), axis=1)
+        return [picked[:, r] for r in range(len(indices))]
+
+    def scatter(self, indices: Sequence[IndexArray], values: Sequence[FloatArray]) -> list[FloatArray]:
+        """K columns holding ``values[r]`` at ``indices[r]`` per item."""
+        placed = np.empty((self.n_items, len(indices)))
+        np.put_along_axis(placed, np.column_stack(indices), np.column_stack(values), axis=1)
+        return [placed[:, k] for k in range(len(indices))]
 
     def first_max(self, columns: Sequence[FloatArray]) -> IndexArray:
         """Index of the largest column per item (``argmax`` returns the first maximum)."""
@@ -175,47 +209,45 @@ class ItemColumns(NamedTuple, Generic[C, Ix]):
     """The judge's output for one item (floats) or n items (arrays), as the kernels read it.
 
     ``judge`` is the judge's score index (score - 1), ``probabilities`` the K columns of its renormalised
-    distribution, ``uniform`` the tie-breaking draw of a randomised score (zeros otherwise), ``learned`` the
+    distribution, ``uniform`` the tie-breaking draw of a randomised score (None otherwise), ``learned`` the
     learned table ``M[s][y]`` of the learned scores.
     """
 
     n_labels: int
     judge: Ix | None
     probabilities: Sequence[C] | None
-    uniform: C
+    uniform: C | None
     learned: Sequence[Sequence[float]] | None
 
 
 def residual(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
     """``|s - y|`` on the judge's integer score s."""
     assert x.judge is not None
-    judge = ops.to_float(x.judge)
-    return [abs(judge - y) for y in range(x.n_labels)]
+    # map rather than a comprehension: C speed on one item (floats), the same arithmetic on arrays
+    return list(map(abs, map(sub, repeat(ops.to_float(x.judge)), range(x.n_labels))))
 
 
 def residual_expected(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
     """``|E_p[score] - y|``: the expected score under the judge's distribution, summed in label order."""
     assert x.probabilities is not None
-    expected = ops.zeros()
-    for k, p in enumerate(x.probabilities):
-        expected = expected + p * (k + 1)
-    return [abs(expected - (y + 1)) for y in range(x.n_labels)]
+    expected = sum(map(mul, x.probabilities, range(1, x.n_labels + 1)), ops.zeros())
+    return list(map(abs, map(sub, repeat(expected), range(1, x.n_labels + 1))))
 
 
 def lac(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
     """``1 - p(y)`` (least ambiguous set-valued classifier)."""
     assert x.probabilities is not None
-    return [1.0 - p for p in x.probabilities]
+    return list(map(sub, repeat(1.0), x.probabilities))
 
 
 def aps(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
-    """Mass of the labels at least as probable as y, y included, minus ``uniform * p(y)`` (0 unless randomised)."""
+    """Mass of the labels at least as probable as y, y included (summed most probable first), minus
+    ``uniform * p(y)`` when randomised."""
     assert x.probabilities is not None
-    scores = [ops.zeros() for _ in range(x.n_labels)]
-    mass = ops.zeros()
-    for index in ops.order(x.probabilities):
-        mass = mass + ops.take(x.probabilities, index, 0.0)
-        scores = ops.put(scores, index, mass)
+    order = ops.order(x.probabilities)
+    scores = ops.scatter(order, list(accumulate(ops.gather(x.probabilities, order))))
+    if x.uniform is None:
+        return scores
     return [score - x.uniform * p for score, p in zip(scores, x.probabilities, strict=True)]
 
 
@@ -226,7 +258,7 @@ def ordinal(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
     assert probabilities is not None
     low = high = ops.first_max(probabilities)
     mass = ops.take(probabilities, low, 0.0)
-    scores = ops.put([ops.zeros() for _ in range(x.n_labels)], low, mass)
+    scores = ops.put([ops.zeros()] * x.n_labels, low, mass)
     for _ in range(x.n_labels - 1):
         go_left = ops.take(probabilities, low - 1, -1.0) >= ops.take(probabilities, high + 1, -1.0)
         joining = ops.choose(go_left, low - 1, high + 1)
@@ -238,18 +270,12 @@ def ordinal(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
 
 
 def learned_lac(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
-    """``1 - P(y | judge)`` with ``P(y | judge) = sum_s w_s M[s][y]`` summed in s order; ``w`` the judge's
-    distribution, or a one-hot of its score when there is none."""
+    """``1 - P(y | judge)`` with ``P(y | judge) = sum_s w_s M[s][y]`` summed in s order, ``w`` the judge's
+    distribution; with no distribution, ``P(y | judge) = M[s][y]`` at the judge's score s (the same sum with
+    one-hot weights, whose zero terms add nothing)."""
     assert x.learned is not None
-    if x.probabilities is not None:
-        weights = list(x.probabilities)
-    else:
+    if x.probabilities is None:
         assert x.judge is not None
-        weights = ops.one_hot(x.judge, x.n_labels)
-    scores = []
-    for y in range(x.n_labels):
-        total = weights[0] * x.learned[0][y]
-        for s in range(1, x.n_labels):
-            total = total + weights[s] * x.learned[s][y]
-        scores.append(1.0 - total)
-    return scores
+        return [1.0 - value for value in ops.row(x.learned, x.judge)]
+    weights = x.probabilities
+    return [1.0 - sum(map(mul, weights, column)) for column in zip(*x.learned, strict=True)]

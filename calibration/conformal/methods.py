@@ -27,8 +27,10 @@ method             score                 grouping              the score of cand
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import repeat
+from operator import add, le
 from types import MappingProxyType
 from typing import Protocol
 
@@ -55,6 +57,7 @@ __all__ = [
 ]
 
 MEMBERSHIP_TOLERANCE = 1e-12
+PRECOMPUTED_SCALE = 10  # the largest K whose score-only rows NonconformityScore holds ready
 
 
 class Needs(enum.Enum):
@@ -84,6 +87,25 @@ class NonconformityScore:
     randomised: bool = False  # reads one uniform draw per item (tie-breaking)
     learned: bool = False  # reads a table fitted on part of the calibration data
     accepts_mean: bool = True  # meaningful on a mean of sampled scores read as a two-point law (calibration.verdicts)
+    # What ``needs`` asks of an item, as flags read once here (the single-item path checks them on every call).
+    reads_probabilities: bool = field(init=False, repr=False, compare=False)
+    requires_score: bool = field(init=False, repr=False, compare=False)
+    requires_probabilities: bool = field(init=False, repr=False, compare=False)
+    requires_either: bool = field(init=False, repr=False, compare=False)
+    # A score of the judge's integer score alone has one row per (K, score index): the kernel's rows, run once here
+    # for the scales up to PRECOMPUTED_SCALE (empty for every other score); one() reads them instead of rerunning it.
+    rows: MappingProxyType[tuple[int, int], tuple[float, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        """Derive the input flags from ``needs``, and the rows of a score of the judge's integer score alone."""
+        fixed = self.needs is Needs.SCORE and not self.learned and not self.randomised
+        object.__setattr__(self, "rows", MappingProxyType({
+            (n_labels, judge): tuple(self.kernel(ItemColumns(n_labels, judge, None, None, None), SCALAR))
+            for n_labels in range(2, PRECOMPUTED_SCALE + 1) for judge in range(n_labels)} if fixed else {}))
+        object.__setattr__(self, "reads_probabilities", self.needs is not Needs.SCORE)
+        object.__setattr__(self, "requires_score", self.needs is Needs.SCORE)
+        object.__setattr__(self, "requires_probabilities", self.needs is Needs.PROBABILITIES)
+        object.__setattr__(self, "requires_either", self.needs is Needs.SCORE_OR_PROBABILITIES)
 
     def matrix(self, *, n_labels: int, judge_scores: NDArray[np.int64] | None = None,
                probabilities: NDArray[np.float64] | None = None,
@@ -96,18 +118,21 @@ class NonconformityScore:
             n_labels=n_labels,
             judge=None if judge_scores is None else judge_scores.astype(np.int64) - 1,
             probabilities=None if probabilities is None else [probabilities[:, k] for k in range(n_labels)],
-            uniform=np.zeros(n_items) if uniforms is None else np.asarray(uniforms, dtype=float),
+            uniform=None if uniforms is None else np.asarray(uniforms, dtype=float),
             learned=None if learned_matrix is None else np.asarray(learned_matrix, dtype=float).tolist(),
         )
         scores = self.kernel(columns, ArrayOps(n_items))
         return np.column_stack(scores).astype(float, copy=False)
 
     def one(self, n_labels: int, judge_score: int | None, probabilities: Sequence[float] | None,
-            learned_matrix: Sequence[Sequence[float]] | None, uniform: float) -> list[float]:
+            learned_matrix: Sequence[Sequence[float]] | None, uniform: float | None) -> list[float]:
         """One item's K scores, by the same kernel as :meth:`matrix` (pure Python: the service's fast path)."""
-        columns: ItemColumns[float, int] = ItemColumns(
-            n_labels=n_labels, judge=None if judge_score is None else int(judge_score) - 1,
-            probabilities=probabilities, uniform=uniform, learned=learned_matrix)
+        judge = None if judge_score is None else int(judge_score) - 1
+        if self.rows:
+            row = self.rows.get((n_labels, judge))  # type: ignore[arg-type]
+            if row is not None:
+                return list(row)
+        columns: ItemColumns[float, int] = ItemColumns(n_labels, judge, probabilities, uniform, learned_matrix)
         return self.kernel(columns, SCALAR)
 
 
@@ -126,7 +151,11 @@ class ConformalMethod:
 
     def check_inputs(self, has_score: bool, has_probabilities: bool) -> None:
         """Refuse inputs without what the method needs (InvalidProbabilitiesError or ScoreOutOfRangeError)."""
-        needs = self.score.needs
+        score = self.score
+        if ((has_score or not score.requires_score) and (has_probabilities or not score.requires_probabilities)
+                and (has_score or has_probabilities or not score.requires_either)):
+            return
+        needs = score.needs
         if needs is Needs.PROBABILITIES and not has_probabilities:
             raise InvalidProbabilitiesError(f"method={self.name!r} needs {needs.value}; none given")
         if needs is Needs.SCORE and not has_score:
@@ -134,9 +163,10 @@ class ConformalMethod:
         if needs is Needs.SCORE_OR_PROBABILITIES and not (has_score or has_probabilities):
             raise ScoreOutOfRangeError(f"method={self.name!r} needs {needs.value}; none given")
 
-    def members(self, scores: Sequence[C], limits: Sequence[C | float]) -> list[Condition]:
-        """The set rule, per label: in the set when the score is at most its threshold + MEMBERSHIP_TOLERANCE."""
-        return [score <= limit + MEMBERSHIP_TOLERANCE for score, limit in zip(scores, limits, strict=True)]
+    def members(self, scores: Iterable[C], limits: Iterable[C | float]) -> Iterator[Condition]:
+        """The set rule, per label (read once, in label order): in the set when the score is at most its
+        threshold + MEMBERSHIP_TOLERANCE."""
+        return map(le, scores, map(add, limits, repeat(MEMBERSHIP_TOLERANCE)))  # map: C speed on one item
 
 
 _RESIDUAL = NonconformityScore("residual", Needs.SCORE, kernels.residual)

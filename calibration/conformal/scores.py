@@ -52,7 +52,7 @@ def label_scores_one(
     judge_score: int | None,
     probs: Sequence[float] | None,
     learned_matrix: Sequence[Sequence[float]] | None,
-    uniform: float,
+    uniform: float | None,
 ) -> list[float]:
     """One item's K nonconformity scores: the same kernel as label_scores, on floats."""
     return conformal_method(method).score.one(n_labels, judge_score, probs, learned_matrix, uniform)

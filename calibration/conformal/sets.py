@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from itertools import compress
 
 import numpy as np
 from numpy.typing import NDArray
@@ -22,7 +23,7 @@ from numpy.typing import NDArray
 from calibration.conformal.fit import FittedConformal
 from calibration.conformal.inputs import judge_inputs
 from calibration.conformal.kernels import SCALAR, ArrayOps
-from calibration.conformal.methods import MEMBERSHIP_TOLERANCE, Needs, conformal_method
+from calibration.conformal.methods import MEMBERSHIP_TOLERANCE, conformal_method
 from calibration.errors import InvalidProbabilitiesError, ScoreOutOfRangeError
 
 __all__ = [
@@ -64,23 +65,24 @@ def prediction_set(
 ) -> tuple[int, ...]:
     """The sorted prediction set of one item; the service's fast path (pure Python)."""
     method = conformal_method(fitted.method)
+    score = method.score
     n_labels = fitted.n_labels
+    judge = None
     if judge_score is not None:
         if isinstance(judge_score, bool) or not isinstance(judge_score, (int, np.integer)):
             raise ScoreOutOfRangeError(f"judge_score={judge_score!r} must be an integer on the scale 1..{n_labels}")
         if not 1 <= judge_score <= n_labels:
             raise ScoreOutOfRangeError(f"judge_score={judge_score} lies outside the label scale 1..{n_labels}")
+        judge = int(judge_score)
     # A score-only method never reads the probabilities, so it does not check them either.
-    probs = None if method.score.needs is Needs.SCORE else _one_probability_row(probabilities, n_labels)
-    method.check_inputs(judge_score is not None, probs is not None)
-    uniform = 0.0
-    if method.score.randomised:
-        uniform = float((rng if rng is not None else np.random.default_rng(0)).uniform())
-    judge = None if judge_score is None else int(judge_score)
-    scores = method.score.one(n_labels, judge, probs, fitted.learned_matrix, uniform)
-    table = method.grouping.table(fitted.threshold, fitted.group_thresholds, n_labels)
-    limits = method.grouping.limits(table, None if judge is None else judge - 1, n_labels, SCALAR)
-    return tuple([y for y, member in enumerate(method.members(scores, limits), start=1) if member])
+    probs = _one_probability_row(probabilities, n_labels) if score.reads_probabilities else None
+    method.check_inputs(judge is not None, probs is not None)
+    uniform = float((rng if rng is not None else np.random.default_rng(0)).uniform()) if score.randomised else None
+    scores = score.one(n_labels, judge, probs, fitted.learned_matrix, uniform)
+    grouping = method.grouping
+    table = grouping.table(fitted.threshold, fitted.group_thresholds, n_labels)
+    limits = grouping.limits(table, None if judge is None else judge - 1, n_labels, SCALAR)
+    return tuple(compress(range(1, n_labels + 1), method.members(scores, limits)))
 
 
 def _one_probability_row(probabilities: Sequence[float] | None, n_labels: int) -> list[float] | None:

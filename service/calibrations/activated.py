@@ -29,7 +29,7 @@ from redis.exceptions import RedisError
 from artifact.thresholds import ThresholdsArtifact, decode_artifact, encode_artifact, load_artifact, save_artifact
 from calibration.errors import ArtifactError
 from service.calibrations.registry import RESERVED_NAMES
-from service.http.problems import CalibrationUnavailableError
+from service.errors import CalibrationUnavailableError
 
 __all__ = ["NAME_PATTERN", "PERSIST_RETRY_AFTER_S", "ActivatedStore", "PersistError", "check_name"]
 

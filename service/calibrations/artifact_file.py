@@ -22,7 +22,7 @@ from pathlib import Path
 
 from artifact.thresholds import ThresholdsArtifact, decode_artifact
 from calibration.errors import ArtifactError
-from service.http.problems import ServiceProblem
+from service.errors import ServiceProblem
 
 __all__ = ["ReloadPathError", "decode_artifact_bytes", "read_artifact_file", "resolve_reload_path"]
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from artifact.thresholds import ThresholdsArtifact, artifact_id
+from service.errors import OwnershipConflictError  # raised here; a 409 ``cell-owned`` problem
 
 __all__ = [
     "PRIMARY",
@@ -44,18 +45,6 @@ __all__ = [
 PRIMARY = "primary"
 RESERVED_NAMES = frozenset({PRIMARY})  # lower case; an artifact name is compared with .lower()
 Cell = tuple[str, str, str]  # (judge, prompt_family, criterion)
-
-
-class OwnershipConflictError(ValueError):
-    """An artifact claims a cell another artifact owns; the message names the cell and both artifacts."""
-
-    def __init__(self, cell: Cell, owner: str, newcomer: str) -> None:
-        self.cell, self.owner, self.newcomer = cell, owner, newcomer
-        super().__init__(
-            f"cell (judge={cell[0]!r}, prompt_family={cell[1]!r}, criterion={cell[2]!r}) is owned by artifact "
-            f"{owner!r}; artifact {newcomer!r} may not take it (remove {owner!r} first, or calibrate under "
-            "another judge name or prompt family)"
-        )
 
 
 def cells_of(artifact: ThresholdsArtifact) -> tuple[Cell, ...]:

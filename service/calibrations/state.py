@@ -41,7 +41,7 @@ from service.calibrations.registry import (
     OwnershipConflictError,
     unprintable_names,
 )
-from service.http.problems import ConflictError, InvalidRequestError
+from service.errors import ConflictError, InvalidRequestError
 
 __all__ = ["MEMO_LIMIT", "CalibrationHolder", "CalibrationSnapshot", "LruMemo", "coverage_target", "load_snapshot"]
 

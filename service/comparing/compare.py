@@ -60,7 +60,7 @@ from calibration.tournament import (
 from judges.errors import JudgeError
 from service.comparing.mfas_limit import rank_mfas_within
 from service.config.settings import Settings
-from service.http.problems import InvalidRequestError, ServiceProblem, problem_from_exception
+from service.errors import InvalidRequestError, ServiceProblem, problem_from_exception
 from service.judging.injection import INJECTION_FLAG, screen_texts
 from service.judging.pool import JudgePool
 from service.wire.schemas import (

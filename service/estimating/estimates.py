@@ -36,7 +36,7 @@ from calibration.estimates import (
     estimate_win_rate,
 )
 from service.config.limits import LimitSettings
-from service.http.problems import InvalidRequestError, problem_from_exception
+from service.errors import InvalidRequestError, problem_from_exception
 from service.wire.estimates import (
     EstimateBatchItem,
     EstimateBatchRequest,

@@ -17,7 +17,7 @@ import numpy as np
 
 from calibration.rank_sets import Battles, RankSets, WinRateEstimate, ppr_win_rates, rank_sets, win_rates
 from service.config.limits import LimitSettings
-from service.http.problems import InvalidRequestError
+from service.errors import InvalidRequestError
 from service.wire.estimates import ModelRanking, RankingRequest, RankingResponse, SeparablePair
 
 __all__ = ["rank_models"]

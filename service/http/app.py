@@ -22,7 +22,6 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, Reference, SecurityScheme
 
-from service.calibrations.management import CalibrationJobs
 from service.calibrations.state import CalibrationHolder
 from service.config.settings import Settings
 from service.http.body import JSONRequest
@@ -44,6 +43,7 @@ from service.http.routes.score import score, score_batch
 from service.http.services import Services, handle_exception
 from service.http.spec import refine_spec
 from service.http.spec_values import LiveSpecJson
+from service.jobs.calibrations import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging.admission import Admission

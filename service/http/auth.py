@@ -13,7 +13,7 @@ from litestar.connection import ASGIConnection
 from litestar.handlers import BaseRouteHandler
 
 from service.config.settings import Settings
-from service.http.problems import ForbiddenError, UnauthorizedError
+from service.errors import ForbiddenError, UnauthorizedError
 
 __all__ = ["bearer_token", "check_api_key", "require_admin_key"]
 

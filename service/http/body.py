@@ -14,7 +14,7 @@ replaces the one step Litestar delegates to the request class (``Request.json``)
   is answered 400 ``bad-request`` by the decoder's recursion guard, never a 500;
 * duplicate object keys: the last occurrence wins, in every endpoint (msgspec's rule; documented in the README).
 * a number with a zero fraction is that integer: ``"judge_score": 4.0`` is 4, as JSON (and JSON Schema's
-  ``integer``) reads it; ``4.5`` where an integer belongs stays a 422 (``as_wire_type``, in every endpoint and
+  ``integer``) reads it; ``4.5`` where an integer belongs stays a 422 (``service.wire.decoding``, in every endpoint and
   in batch and job items alike).
 * an empty body where the route needs one is a 400 that says so (Litestar would report the missing
   ``data`` argument as "data: 'data'");
@@ -33,8 +33,9 @@ import msgspec
 from litestar import Request
 from litestar.exceptions import InternalServerException
 
-from service.http.problems import BadRequestError, ServiceProblem, UnsupportedMediaTypeError
+from service.errors import BadRequestError, ServiceProblem, UnsupportedMediaTypeError
 from service.observability.logging import current_request
+from service.wire.decoding import decode_wire_json
 
 __all__ = [
     "BODY_DECODER",
@@ -45,9 +46,7 @@ __all__ = [
     "BodyTimeoutError",
     "ClientClosedRequestError",
     "JSONRequest",
-    "as_wire_type",
     "decode_json_body",
-    "decode_wire_json",
     "is_json_media_type",
 ]
 
@@ -114,41 +113,6 @@ def is_json_media_type(content_type: str | None) -> bool:
     media = content_type.partition(";")[0].strip().lower()
     kind, _, subtype = media.partition("/")
     return kind == "application" and (subtype == "json" or subtype.endswith("+json"))
-
-
-def _integral_floats_as_ints(value: Any) -> Any:
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    if isinstance(value, dict):
-        return {key: _integral_floats_as_ints(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_integral_floats_as_ints(item) for item in value]
-    return value
-
-
-def _float_for_int(error: msgspec.ValidationError) -> bool:
-    return str(error).startswith("Expected `int") and "got `float`" in str(error)
-
-
-def as_wire_type(raw: Any, type_: Any) -> Any:
-    """``raw`` (decoded JSON) converted strictly to ``type_``, an integral float read as its integer."""
-    try:
-        return msgspec.convert(raw, type_, strict=True)
-    except msgspec.ValidationError as error:
-        if not _float_for_int(error):
-            raise
-    return msgspec.convert(_integral_floats_as_ints(raw), type_, strict=True)
-
-
-def decode_wire_json(decoder: msgspec.json.Decoder[Any], body: bytes) -> Any:
-    """``decoder.decode(body)``; when only an integral float stood where an integer belongs, the same body with
-    that float read as its integer (the fast path is the typed decoder alone)."""
-    try:
-        return decoder.decode(body)
-    except msgspec.ValidationError as error:
-        if not _float_for_int(error):
-            raise
-    return msgspec.convert(_integral_floats_as_ints(msgspec.json.decode(body)), decoder.type, strict=True)
 
 
 def decode_json_body(decoder: msgspec.json.Decoder[Any], body: bytes) -> Any:

@@ -34,16 +34,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 from litestar import Litestar
 from litestar.routes import HTTPRoute
+from litestar.types import HTTPScope, Message, ReceiveMessage, Scope, Send
 
+from service.errors import UnauthorizedError
 from service.http.auth import check_api_key
 from service.http.body import CUT_STATUS_EXTENSION, ClientClosedRequestError
-from service.http.problems import PROBLEM_MEDIA_TYPE, UnauthorizedError, problem_from_exception
-from service.http.services import record_problem
+from service.http.problems import PROBLEM_MEDIA_TYPE, problem_from_exception
+from service.http.services import Services, record_problem
 from service.observability.logging import (
     REQUEST_ID_HEADER,
     RequestContext,
@@ -51,11 +53,6 @@ from service.observability.logging import (
     current_request,
     request_id_from,
 )
-
-if TYPE_CHECKING:
-    from litestar.types import HTTPScope, Message, ReceiveMessage, Scope, Send
-
-    from service.http.services import Services
 
 __all__ = ["PUBLIC_PATHS", "Edge", "allow_table", "is_public_path"]
 

@@ -31,11 +31,11 @@ from litestar import Request, Response
 from litestar.connection import ASGIConnection
 from litestar.openapi.datastructures import ResponseSpec
 
-from service.calibrations.management import CalibrationJobs
 from service.calibrations.state import CalibrationHolder
 from service.config.settings import Settings
 from service.http.auth import check_api_key, require_admin_key
 from service.http.problems import PROBLEM_MEDIA_TYPE, problem_from_exception
+from service.jobs.calibrations import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging.admission import Admission
@@ -84,7 +84,7 @@ class Services:
     admission: Admission  # 429 bounds (service/judging/admission.py)
     job_metrics: JobMetrics
     jobs: JobQueue | None = None  # durable jobs (service/jobs/); None without REDIS_URL
-    # POST /v1/calibrations jobs (service/calibrations/management.py); in-process until they move to the job queue
+    # POST /v1/calibrations jobs (service/jobs/calibrations.py); in-process until they move to the job queue
     calibrations: CalibrationJobs = field(default_factory=lambda: CalibrationJobs(accept_max=2, escalate_min=5))
     # the served OpenAPI document and the calibration snapshot it was derived for (service.http.spec_values)
     spec_cache: dict[str, object] = field(default_factory=dict)

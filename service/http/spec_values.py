@@ -24,20 +24,17 @@ shipped calibration, no judges, rubrics, panels or keys), which is what ``make s
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from litestar import Litestar, Request
 from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import OpenAPI, OpenAPIType, Reference, Schema
 
 from calibration.conformal import METHODS
+from service.calibrations.state import CalibrationSnapshot
+from service.http.services import Services
 from service.http.spec import implies, present, score_branches
 from service.wire.schemas import CRITERIA
-
-if TYPE_CHECKING:
-    from litestar import Litestar, Request
-
-    from service.calibrations.state import CalibrationSnapshot
-    from service.http.services import Services
 
 __all__ = ["LiveSpecJson", "SpecValues", "apply_spec_values", "spec_document", "spec_values"]
 

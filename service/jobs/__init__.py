@@ -4,13 +4,14 @@
 module                   role
 ======================== ===========================================================================
 ``settings``             ``JobSettings``: the jobs', workers' and admission settings (``Settings.jobs``)
-``errors``               the problems of jobs, admission control and judge circuit breakers
 ``intake``               a POST body -> chunks of item lines (cut by items and bytes), streamed
 ``tenancy``              the tenant of a request: a one-way digest of its API key (admin sees all)
 ``store``                job metadata, input chunks and result chunks in Redis (Lua scripts)
 ``queue``                the SAQ queue: one task per chunk
 ``runner``               one chunk scored with ``service.scoring.score.score_item``
 ``metrics``              job counters and gauges
+``calibration_records``  calibration jobs' records in Redis and their SAQ task name
+``calibrations``         calibration jobs (POST /v1/calibrations): submit, run, activate, delete
 ======================== ===========================================================================
 
 The HTTP routes are ``service.http.routes.jobs``; the worker process is ``service.worker``. Nothing is imported here,

@@ -24,8 +24,7 @@ from typing import Any
 
 import msgspec
 
-from service.http.problems import BadRequestError, UnsupportedMediaTypeError
-from service.jobs.errors import JobTooLargeError
+from service.errors import BadRequestError, JobTooLargeError, UnsupportedMediaTypeError
 
 __all__ = ["NDJSON_TYPES", "BodyDigest", "ChunkLimits", "json_items_chunks", "media_kind", "ndjson_chunks"]
 

@@ -30,8 +30,8 @@ from typing import Any
 from redis.exceptions import RedisError
 
 from service.config.jobs import JobSettings
+from service.errors import ENABLE_JOBS_HELP, JobsUnavailableError
 from service.jobs.calibration_records import CALIBRATION_TASK, CalibrationPlan, CalibrationRecords
-from service.jobs.errors import ENABLE_JOBS_HELP, JobsUnavailableError
 from service.jobs.store import JobStore, key_prefix
 
 __all__ = ["CHUNK_TASK", "JobQueue"]

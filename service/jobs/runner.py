@@ -29,13 +29,12 @@ from typing import Any
 import msgspec
 
 from service.config.jobs import JobSettings
-from service.http.body import decode_wire_json
-from service.http.problems import BadRequestError, problem_from_exception
-from service.jobs.errors import ChunkAbandonedError, JobCancelledError
+from service.errors import BadRequestError, ChunkAbandonedError, JobCancelledError, problem_from_exception
 from service.jobs.metrics import JobMetrics
 from service.jobs.store import JobStore
 from service.scoring.context import ScoringContext
 from service.scoring.score import score_item
+from service.wire.decoding import decode_wire_json
 from service.wire.schemas import JobItemResult, ScoreRequest
 
 __all__ = ["ChunkRunner", "item_id_of"]

@@ -49,7 +49,7 @@ from typing import Any
 
 import msgspec
 
-from service.jobs.errors import JobNotFoundError
+from service.errors import JobNotFoundError
 
 __all__ = ["ACTIVE_STATUSES", "JobRecord", "JobStore", "StoredBytes", "key_prefix"]
 

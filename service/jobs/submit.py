@@ -29,7 +29,7 @@ import msgspec
 from redis.exceptions import RedisError
 
 from service.config.jobs import JobSettings
-from service.jobs.errors import IdempotencyConflictError, JobTooLargeError, store_unavailable
+from service.errors import IdempotencyConflictError, JobTooLargeError, store_unavailable
 from service.jobs.intake import BodyDigest, ChunkLimits, json_items_chunks, media_kind, ndjson_chunks
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue

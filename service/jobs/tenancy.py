@@ -19,7 +19,7 @@ import hmac
 
 import msgspec
 
-from service.http.problems import UnauthorizedError
+from service.errors import UnauthorizedError
 
 __all__ = ["JobCaller", "job_caller", "tenant_digest"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 
-from service.jobs.errors import JobStoreFullError, JobTooLargeError, OverloadedError
+from service.errors import JobStoreFullError, JobTooLargeError, OverloadedError
 from service.observability.metrics import LoopCounter
 
 __all__ = ["Admission"]

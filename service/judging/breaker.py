@@ -30,7 +30,7 @@ from collections.abc import Callable
 from typing import Literal
 
 from judges.errors import JudgeCallError, JudgeError
-from service.jobs.errors import JudgeCircuitOpenError
+from service.errors import JudgeCircuitOpenError
 
 __all__ = ["CircuitBreaker", "CircuitBreakers", "is_provider_fault"]
 

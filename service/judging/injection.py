@@ -65,14 +65,10 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import msgspec
-
 from judges.normalise import clean, fold, skeleton
-from service.scoring.policy import PolicyDecision
 
 __all__ = [
-    "INJECTION_FLAG", "RULES", "SCREEN_MEMO_LIMIT", "escalate_for_injection", "injection_findings", "screen_texts",
-    "text_views",
+    "INJECTION_FLAG", "RULES", "SCREEN_MEMO_LIMIT", "injection_findings", "screen_texts", "text_views",
 ]
 
 INJECTION_FLAG = "possible_prompt_injection"
@@ -578,11 +574,3 @@ def screen_texts(texts: dict[str, str | None], memo: dict[str, list[str]] | None
                 memo[text] = rules
         findings += [f"{field}: {rule}" for rule in rules]
     return findings
-
-
-def escalate_for_injection(decision: PolicyDecision, findings: list[str]) -> PolicyDecision:
-    """``decision`` turned into ``escalate``, its reason saying which texts tripped which rules."""
-    return msgspec.structs.replace(
-        decision, decision="escalate", escalate=True,
-        reason=f"{decision.reason}; escalated: possible prompt injection in the judged text ({', '.join(findings)})",
-    )

@@ -38,7 +38,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from service.config.settings import Settings
-from service.http.problems import InvalidRequestError, JudgeNotConfiguredError
+from service.errors import InvalidRequestError, JudgeNotConfiguredError
 from service.judging.breaker import CircuitBreakers
 from service.judging.cache import SingleFlight, cache_key, make_cache
 from service.judging.groups import check_cascade_stages, check_panel_members, load_cascades, load_panels

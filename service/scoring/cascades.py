@@ -29,17 +29,14 @@ last judge. A request names one with ``cascade``. Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
 
 import msgspec
 
-from service.http.problems import CalibrationUnavailableError, InvalidRequestError
+from service.calibrations.state import CalibrationSnapshot
+from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.injection import INJECTION_FLAG
+from service.scoring.context import ScoringContext
 from service.wire.schemas import CascadeAnswer, CascadeStage, Guarantee, ScoreRequest, ScoreResponse
-
-if TYPE_CHECKING:
-    from service.calibrations.state import CalibrationSnapshot
-    from service.scoring.context import ScoringContext
 
 __all__ = ["score_cascade"]
 

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, cast
+from typing import cast
 
 import msgspec
 
@@ -59,13 +59,15 @@ from calibration.panels import (
 )
 from calibration.verdicts import InputKind, round_half_up, verdict_inputs
 from service.calibrations.state import CalibrationSnapshot, coverage_target
-from service.http.problems import InvalidRequestError
-from service.judging.injection import INJECTION_FLAG, escalate_for_injection, screen_texts
+from service.errors import InvalidRequestError
+from service.judging.injection import INJECTION_FLAG, screen_texts
+from service.scoring.context import ScoringContext
 from service.scoring.policy import (
     DecisionAsk,
     PolicyDecision,
     asked,
     decide_for_cell,
+    escalate_for_injection,
     full_scale,
     interval_hull,
     set_note,
@@ -74,9 +76,6 @@ from service.scoring.resolve import check_method_name, loaded_snapshot
 from service.scoring.verdict import MISSING_LOGPROB
 from service.wire.schemas import CRITERIA as BUILTIN_CRITERIA
 from service.wire.schemas import MemberVerdict, PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
-
-if TYPE_CHECKING:
-    from service.scoring.context import ScoringContext
 
 __all__ = ["is_panel_request", "score_panel"]
 

@@ -47,7 +47,7 @@ from artifact.serving import interval_hull
 from calibration.decision_rule import DecisionRule, QualityGate, decide, feature_of
 from calibration.selection import BIN_SLACK, COVERAGE_SLACK, P5_SLACK
 from service.calibrations.state import CalibrationSnapshot
-from service.http.problems import InvalidRequestError
+from service.errors import InvalidRequestError
 from service.wire.schemas import Guarantee
 
 __all__ = [
@@ -58,6 +58,7 @@ __all__ = [
     "RuleKey",
     "asked",
     "decide_for_cell",
+    "escalate_for_injection",
     "find_rule",
     "full_scale",
     "interval_hull",
@@ -292,4 +293,13 @@ def decide_for_cell(
         coverage=set_guarantee(alpha, delta), prediction_set=prediction_set,
         selection_failed=failed,  # type: ignore[arg-type]
         tolerance=ask.tolerance, accept_alpha=ask.accept_alpha, pass_threshold=ask.pass_threshold, no_rule=no_rule,
+    )
+
+
+def escalate_for_injection(decision: PolicyDecision, findings: list[str]) -> PolicyDecision:
+    """``decision`` turned into ``escalate``, its reason saying which texts tripped which rules
+    (``service.judging.injection.screen_texts`` findings)."""
+    return msgspec.structs.replace(
+        decision, decision="escalate", escalate=True,
+        reason=f"{decision.reason}; escalated: possible prompt injection in the judged text ({', '.join(findings)})",
     )

@@ -13,7 +13,7 @@ from calibration.conformal import METHODS
 from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from service.calibrations.state import CalibrationSnapshot, coverage_target
 from service.config.settings import Settings
-from service.http.problems import CalibrationUnavailableError, InvalidRequestError
+from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.scoring.context import ScoringContext
 from service.scoring.policy import DecisionAsk, asked
 from service.wire.schemas import CRITERIA as BUILTIN_CRITERIA

@@ -16,7 +16,7 @@ import msgspec
 from calibration.conformal import probabilities_from_logprobs
 from calibration.verdicts import round_half_up
 from judges.sentence_check import judge_score_from_share
-from service.http.problems import InvalidRequestError
+from service.errors import InvalidRequestError
 from service.scoring.context import ScoringContext
 from service.wire.schemas import QAEvidenceItem, ScoreRequest, SentenceEvidenceItem
 

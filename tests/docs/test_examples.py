@@ -59,6 +59,8 @@ ALLOWED = {
                         "tests/service/test_schemathesis_cli.py",
     "docker compose": "no Docker engine in the tests; compose.yaml is checked by tests/deploy/test_compose.py",
     "export": "sets the environment of the block's other commands",
+    "pip install ./client": "installs the client package; `make install` installs it editable and tests/client "
+                            "runs it against the service (tests/client/test_service.py)",
 }
 # Single examples (document, a fragment of the command) not run here, each with where it is exercised.
 ALLOWED_EXAMPLES = {

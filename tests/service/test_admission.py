@@ -8,7 +8,7 @@ import pytest
 
 from service.config.jobs import JobSettings
 from service.config.settings import Settings
-from service.jobs.errors import OverloadedError
+from service.errors import OverloadedError
 from service.judging.admission import Admission
 from service.observability.metrics import LoopCounter
 from tests.service.conftest import RECORDED, AppHarness

@@ -12,8 +12,8 @@ import pytest
 from judges.errors import JudgeCallError, JudgeReplyError, JudgeReplyTooLarge
 from service.config.jobs import JobSettings
 from service.config.settings import Settings
+from service.errors import JudgeCircuitOpenError
 from service.http.problems import problem_from_exception
-from service.jobs.errors import JudgeCircuitOpenError
 from service.judging.breaker import CircuitBreaker, CircuitBreakers, is_provider_fault
 from service.judging.pool import JudgePool
 from service.observability.logging import make_logs

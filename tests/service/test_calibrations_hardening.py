@@ -15,13 +15,13 @@ from pathlib import Path
 import msgspec
 import pytest
 
-import service.calibrations.management as calibrations
+import service.jobs.calibrations as calibrations
 from artifact.labels import labelled_cells, read_labels
 from artifact.thresholds import ThresholdsArtifact, save_artifact
-from service.calibrations.management import CalibrationJob, CalibrationJobs, run_calibration
 from service.calibrations.state import CalibrationHolder
 from service.config.limits import LimitSettings
 from service.config.settings import Settings
+from service.jobs.calibrations import CalibrationJob, CalibrationJobs, run_calibration
 from service.openapi_export import DEFAULT_PATH
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.test_artifacts_merge import user_artifact

@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from calibration.decision_rule import Certification, DecisionRule, QualityGate
-from service.http.problems import InvalidRequestError
+from service.errors import InvalidRequestError
 from service.scoring.policy import (
     DecisionPolicy,
     asked,

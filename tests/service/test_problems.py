@@ -1,4 +1,5 @@
-"""Every error is RFC 9457 problem+json; the exception -> problem table of ``service.http.problems``."""
+"""Every error is RFC 9457 problem+json; the exception -> problem tables of ``service.errors`` (the domains' and
+the worker's) and ``service.http.problems`` (Litestar's exceptions on top)."""
 
 from __future__ import annotations
 
@@ -7,17 +8,19 @@ import pytest
 from litestar.exceptions import MethodNotAllowedException, NotFoundException, ValidationException
 from litestar.exceptions.http_exceptions import RequestEntityTooLarge
 
+import service.errors
 from calibration.errors import ArtifactError, InvalidAlphaError, UnknownCandidateError
 from judges.errors import JudgeCallError, JudgeReplyError, UnknownPromptError
-from service.http.problems import (
+from service.errors import (
     CalibrationUnavailableError,
     ForbiddenError,
     InvalidRequestError,
     JudgeNotConfiguredError,
+    OwnershipConflictError,
     UnauthorizedError,
-    problem_from_exception,
     shorten,
 )
+from service.http.problems import problem_from_exception
 from service.wire.schemas import ScoreRequest
 from tests.service.conftest import AppHarness
 
@@ -79,6 +82,7 @@ def test_unknown_route_and_method(app: AppHarness):
         (CalibrationUnavailableError("none"), 503, "calibration-unavailable"),
         (UnauthorizedError("who"), 401, "unauthorized"),
         (ForbiddenError("no"), 403, "forbidden"),
+        (OwnershipConflictError(("j", "p", "c"), "mine", "other"), 409, "cell-owned"),
         (ArtifactError("/x.json: broken"), 422, "invalid-artifact"),
         (InvalidAlphaError("alpha=2"), 422, "calibration-error"),
         (UnknownCandidateError("who is z"), 422, "calibration-error"),
@@ -98,6 +102,37 @@ def test_exception_table(exception: Exception, status: int, slug: str):
     assert (problem.status, problem.type) == (status, f"urn:conformal-judge:problem:{slug}")
     assert problem.instance == "/here"
     assert "secret internals" not in problem.detail
+
+
+LITESTAR_EXCEPTIONS = (ValidationException, RequestEntityTooLarge, NotFoundException, MethodNotAllowedException)
+
+
+@pytest.mark.parametrize(
+    "exception",
+    [
+        InvalidRequestError("bad", allowed=["a"]),
+        UnauthorizedError("who"),
+        OwnershipConflictError(("j", "p", "c"), "mine", "other"),
+        ArtifactError("/x.json: broken"),
+        JudgeReplyError("unreadable", judge="j", raw_reply="x" * 1000, reason="none"),
+        RuntimeError("secret internals"),
+        ValidationException(detail="bad"),
+        NotFoundException(),
+    ],
+)
+def test_the_http_table_is_the_service_table_plus_litestar(exception: Exception):
+    http_problem, http_headers = problem_from_exception(exception, instance="/here")
+    problem, headers = service.errors.problem_from_exception(exception, instance="/here")
+    if isinstance(exception, LITESTAR_EXCEPTIONS):  # the worker has no Litestar: these are internal errors there
+        assert problem.status == 500 and http_problem.status != 500
+    else:
+        assert msgspec.json.encode(problem) == msgspec.json.encode(http_problem) and headers == http_headers
+
+
+def test_a_cell_owned_problem_names_the_cell_and_both_artifacts():
+    problem, _ = problem_from_exception(OwnershipConflictError(("j", "p", "c"), "mine", "other"))
+    assert problem.title == "Cell owned by another artifact"
+    assert "judge='j'" in problem.detail and "'mine'" in problem.detail and "'other'" in problem.detail
 
 
 def test_item_validation_error_maps_to_422():

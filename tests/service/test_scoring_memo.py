@@ -12,7 +12,7 @@ from artifact.thresholds import ThresholdsArtifact
 from calibration.conformal import PROBABILITY_METHODS, prediction_set
 from calibration.errors import CalibrationError
 from service.calibrations.state import MEMO_LIMIT, CalibrationSnapshot, LruMemo
-from service.http.problems import InvalidRequestError
+from service.errors import InvalidRequestError
 from service.http.routes.score import scoring_context
 from service.scoring.score import score_item
 from service.wire.schemas import ScoreRequest

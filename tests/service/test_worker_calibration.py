@@ -17,7 +17,7 @@ from artifact.thresholds import ThresholdsArtifact, save_artifact
 from service.config.jobs import JobSettings
 from service.config.limits import LimitSettings
 from service.config.settings import Settings
-from service.http.problems import InvalidRequestError
+from service.errors import InvalidRequestError
 from service.jobs.queue import JobQueue
 from service.observability.logging import make_logs
 from service.scoring.score import score_item

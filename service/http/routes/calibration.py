@@ -7,8 +7,8 @@ from litestar.params import JSONBody
 
 from service.calibrations.registry import PRIMARY
 from service.calibrations.state import CalibrationSnapshot, coverage_target
+from service.errors import CalibrationUnavailableError
 from service.http.body import BODY_DECODER, BodyDecoder
-from service.http.problems import CalibrationUnavailableError
 from service.http.services import problem_responses, require_admin_key, services_of
 from service.scoring.policy import selection_failure
 from service.wire.schemas import (

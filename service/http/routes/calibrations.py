@@ -1,6 +1,6 @@
 """POST /v1/calibrations (admin), GET /v1/calibrations/{id}, POST /v1/calibrations/{id}/activate (admin),
 DELETE /v1/calibrations/{id} (admin): calibrate your own judge over HTTP (rules:
-``service.calibrations.management``)."""
+``service.jobs.calibrations``)."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Sc
 from litestar.params import Parameter, PathParameter
 
 from artifact.labels import CRITERION_PATTERN
-from service.calibrations.management import MIN_CELL_ITEMS, CalibrationJob
 from service.calibrations.state import coverage_target
-from service.http.problems import BadRequestError, UnsupportedMediaTypeError
+from service.errors import BadRequestError, UnsupportedMediaTypeError
 from service.http.routes.calibration import swap_response
 from service.http.services import problem_responses, require_admin_key, services_of
 from service.http.spec import implies
+from service.jobs.calibrations import MIN_CELL_ITEMS, CalibrationJob
 from service.judging.rubrics import MAX_LABELS
 from service.wire.schemas import (
     ArtifactName,

@@ -22,15 +22,15 @@ from litestar.params import Parameter
 from litestar.response import Stream
 from redis.exceptions import RedisError
 
-from service.http.auth import bearer_token
-from service.http.services import Services, problem_responses, services_of
-from service.jobs.errors import (
+from service.errors import (
     ENABLE_JOBS_HELP,
     JobNotFoundError,
     JobsUnavailableError,
     StoreUnavailableError,
     store_unavailable,
 )
+from service.http.auth import bearer_token
+from service.http.services import Services, problem_responses, services_of
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.jobs.store import ACTIVE_STATUSES, JobRecord

@@ -9,11 +9,13 @@ from litestar import Request, post
 from litestar.openapi.spec import Example
 from litestar.params import Body
 
-from service.http.body import BODY_DECODER, BodyDecoder, as_wire_type
-from service.http.problems import InvalidRequestError, problem_from_exception
+from service.errors import InvalidRequestError
+from service.http.body import BODY_DECODER, BodyDecoder
+from service.http.problems import problem_from_exception
 from service.http.services import Services, problem_responses, services_of
 from service.scoring.context import ScoringContext
 from service.scoring.score import score_item
+from service.wire.decoding import as_wire_type
 from service.wire.schemas import (
     BatchItemResult,
     Problem,
@@ -97,7 +99,7 @@ async def _batch_item(
     item_id = item_id if isinstance(item_id, str) else None
     async with window:
         try:
-            item = as_wire_type(raw, ScoreRequest)  # as /v1/score decodes (service.http.body)
+            item = as_wire_type(raw, ScoreRequest)  # as /v1/score decodes (service.wire.decoding)
             result = await score_item(context, item)
         except Exception as error:  # every failure stays with its item; the problem mapping decides the status
             problem, _ = problem_from_exception(error, instance=f"{path}#/items/{index}")

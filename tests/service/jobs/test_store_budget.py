@@ -109,7 +109,7 @@ def test_expired_jobs_leave_the_budget_and_the_open_items(
 
 
 def test_check_store_bytes_rules() -> None:
-    from service.jobs.errors import JobStoreFullError, JobTooLargeError  # (new names)
+    from service.errors import JobStoreFullError, JobTooLargeError  # (new names
 
     refused = LoopCounter("r", "r", ("route",))
     admission = Admission(max_inflight_items=10, max_queued_items=5, retry_after_s=3, refused=refused)

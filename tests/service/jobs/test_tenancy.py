@@ -14,7 +14,7 @@ import pytest
 import redis
 
 from service.config.settings import Settings
-from service.http.problems import UnauthorizedError
+from service.errors import UnauthorizedError
 from service.jobs.tenancy import JobCaller, job_caller, tenant_digest
 from tests.service.conftest import AppHarness
 from tests.service.jobs.conftest import REDIS_URL, run_chunks

@@ -54,7 +54,6 @@ import datetime as dt
 import uuid
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import anyio.to_process
 import anyio.to_thread
@@ -68,12 +67,9 @@ from calibration.kind_fit import KindData, KindFit, fit_kind
 from service.calibrations.activated import check_name
 from service.calibrations.registry import is_printable_name
 from service.calibrations.state import CalibrationHolder, CalibrationSnapshot
-from service.http.problems import ConflictError, InvalidRequestError, NotFoundError
+from service.errors import ENABLE_JOBS_HELP, ConflictError, InvalidRequestError, JobsUnavailableError, NotFoundError
 from service.jobs.calibration_records import CalibrationPlan, beating
-from service.jobs.errors import ENABLE_JOBS_HELP, JobsUnavailableError
-
-if TYPE_CHECKING:
-    from service.jobs.queue import JobQueue
+from service.jobs.queue import JobQueue
 
 __all__ = [
     "CALIBRATION_SPLITS",
