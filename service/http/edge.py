@@ -143,6 +143,7 @@ class Edge:
         services = self.services
         request_id_header = (b"x-request-id", context.request_id.encode("latin-1"))
         allow = self._allow if scope["method"] == "OPTIONS" else None
+        traced = self._traced is not None
 
         async def receive_watching() -> ReceiveMessage:
             message = await receive()
@@ -157,6 +158,8 @@ class Edge:
                 if allow is not None and context.status == 204 and scope.get("path_template") in allow:
                     headers = _with_allow(headers, allow[scope["path_template"]])
                 message["headers"] = [*headers, request_id_header]
+                if traced:  # named now: the server span ends with the response body
+                    self._tracing.name_request(scope["method"], context.route)
             await send(message)
 
         try:
@@ -173,8 +176,6 @@ class Edge:
             method = scope["method"]
             services.metrics.observe_request(method, context.route, status, elapsed)
             services.logs.access.record(context, method, status, elapsed)
-            if self._traced is not None:
-                self._tracing.name_request(method, context.route)
             current_request.reset(token)
 
 
