@@ -232,6 +232,9 @@ class ReloadResponse(msgspec.Struct, **RESPONSE_STRUCT):
     cells_replaced: int
     calibration: CalibrationSummary
     cells_removed: int = 0
+    # e.g. an artifact activated while neither ARTIFACTS_DIR nor the Redis artifacts hash is set: kept for this
+    # process only
+    warnings: list[str] = []
 
 
 # ------------------------------------------------------------------------------------------ /v1/calibrations

@@ -161,6 +161,24 @@ def test_calibration_lists_decision_shares_per_cell_kind_and_level(harness: AppH
     assert cell["default_methods"] == {"score": job["cells"][0]["default_method"]}
 
 
+def test_activation_without_artifacts_dir_warns_it_lasts_for_the_process(
+    start_app: Callable[[Settings], AppHarness], harness: AppHarness, halves
+) -> None:
+    fit, _ = halves
+    transient = start_app(Settings(thresholds_path=default_thresholds_path(), admin_api_key=ADMIN))
+    for app, expect_warning in ((harness, False), (transient, True)):
+        job = _wait(app, app.client.post("/v1/calibrations", headers=HEADERS, content=fit.read_bytes()).json()["id"])
+        reply = app.client.post(f"/v1/calibrations/{job['id']}/activate", headers=HEADERS)
+        assert reply.status_code == 200, reply.text
+        warnings = reply.json()["warnings"]
+        logged = [line for line in app.log_lines() if line["event"] == "calibration.not_persisted"]
+        if expect_warning:
+            assert len(warnings) == 1 and "this process only" in warnings[0] and job["artifact_name"] in warnings[0]
+            assert [(line["level"], line["artifact"]) for line in logged] == [("warning", job["artifact_name"])]
+        else:
+            assert warnings == [] and logged == []
+
+
 def test_a_mean_of_samples_judge_over_http(harness: AppHarness) -> None:
     import numpy as np
 

@@ -146,12 +146,16 @@ async def reload_calibration(request: Request, data: JSONBody[ReloadRequest | No
         previous=None if previous is None else previous.calibration_id,
         entries=len(snapshot.artifact.entries),
     )
-    return swap_response(previous, snapshot, name)
+    warnings = [] if name == PRIMARY else services.calibration.activated.not_kept(name)
+    if warnings:
+        services.logger.warning("calibration.not_persisted", artifact=name, calibration_id=snapshot.calibration_id)
+    return swap_response(previous, snapshot, name, warnings)
 
 
-def swap_response(previous: CalibrationSnapshot | None, snapshot: CalibrationSnapshot, name: str) -> ReloadResponse:
+def swap_response(previous: CalibrationSnapshot | None, snapshot: CalibrationSnapshot, name: str,
+                  warnings: list[str] | None = None) -> ReloadResponse:
     """What loading artifact ``name`` changed: cells it added, cells its previous version owned that it keeps
-    (replaced) and those it no longer has (removed), measured on the sets before and after."""
+    (replaced) and those it no longer has (removed), measured on the sets before and after; ``warnings`` as given."""
     loaded = snapshot.artifacts.get(name)
     before = {} if previous is None else previous.artifacts.owners
     cells = set(() if loaded is None else loaded.cells)
@@ -160,7 +164,7 @@ def swap_response(previous: CalibrationSnapshot | None, snapshot: CalibrationSna
     return ReloadResponse(
         previous_calibration_id=None if previous is None else previous.calibration_id, artifact=name,
         cells_added=len(cells) - replaced, cells_replaced=replaced, cells_removed=len(owned_before - cells),
-        calibration=summarise(snapshot),
+        calibration=summarise(snapshot), warnings=list(warnings or ()),
     )
 
 

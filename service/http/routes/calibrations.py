@@ -139,7 +139,11 @@ async def activate_calibration(request: Request, job_id: JobId) -> ReloadRespons
     job, snapshot, previous = await services.calibrations.activate(job_id, services.calibration)
     services.metrics.calibration_entries.set(len(snapshot.artifact.entries))
     services.logger.info("calibration.activated", job=job.id, artifact=job.name, calibration_id=snapshot.calibration_id)
-    return swap_response(previous, snapshot, job.name)
+    warnings = services.calibration.activated.not_kept(job.name)
+    if warnings:  # neither ARTIFACTS_DIR nor the Redis hash: a restart forgets it
+        services.logger.warning("calibration.not_persisted", job=job.id, artifact=job.name,
+                                calibration_id=snapshot.calibration_id)
+    return swap_response(previous, snapshot, job.name, warnings)
 
 
 @delete(
