@@ -96,7 +96,8 @@ async def submit_calibration(
     data = await anyio.to_thread.run_sync(_rows_as_lines, body, content_type)  # off the event loop, as validation
     services = services_of(request)
     job = await services.calibrations.submit(data, scale=scale, name=name, snapshot=services.calibration.current,
-                                             max_cell_rows=services.settings.limits.max_calibration_cell_rows)
+                                             max_cell_rows=services.settings.limits.max_calibration_cell_rows,
+                                             judges=services.judges)
     services.logger.info("calibration.job_submitted", job=job.id, rows=job.n_rows, cells=len(job.cells_planned))
     return job_info(job)
 
