@@ -67,9 +67,12 @@ settings-table: install-runtime
 bench: install
 	$(BIN)/python -m bench
 
+## Lint, layers and type checks: ruff, the import-linter contracts, then mypy (strict on calibration/ and
+## artifact/; configuration in pyproject.toml).
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports
+	$(BIN)/mypy
 
 ## Mutation testing (mutmut, on a scratch copy) of calibration/ and the service's decision rules; prints the score
 ## per module. Slow (about 10-15 min for calibration/conformal on 2 cores); not part of make test.

@@ -145,7 +145,8 @@ def _field_of(message: str) -> str | None:
 
 
 def _text(row: _Row, first: str, second: str, source: str, line: int) -> str | None:
-    a, b = getattr(row, first), getattr(row, second)
+    a: str | None = getattr(row, first)
+    b: str | None = getattr(row, second)
     if a is not None and b is not None:
         raise LabelsError(source, line, second, f"give {first} or {second}, not both")
     value = a if a is not None else b

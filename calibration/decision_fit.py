@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypedDict
 
 import numpy as np
 
@@ -303,10 +304,28 @@ def fit_decision_rule(
     )
 
 
+class _CertificationBase(TypedDict):
+    tolerance: int
+    accept_alpha: float
+    delta: float
+    n_groups: int
+    n_items: int
+    bound: str
+
+
+class _GateBase(TypedDict):
+    pass_threshold: int
+    accept_alpha: float
+    delta: float
+    n_groups: int
+    n_failing_items: int
+    bound: str
+
+
 def _certification(part: _Certify, sequence: list[int], start: int, bad: np.ndarray, *, tolerance: int, alpha: float,
                    delta: float, bound: str) -> Certification:
-    base = dict(tolerance=tolerance, accept_alpha=alpha, delta=delta, n_groups=part.n_groups,
-                n_items=int(part.bins.size), bound=bound)
+    base = _CertificationBase(tolerance=tolerance, accept_alpha=alpha, delta=delta, n_groups=part.n_groups,
+                              n_items=int(part.bins.size), bound=bound)
     failed = _data_check(part, alpha=alpha, delta=delta, bound=bound)
     if failed:
         return Certification(**base, accepted_bins=[], certified_error=None, rule_failed=True, reason=failed,
@@ -323,8 +342,8 @@ def _certification(part: _Certify, sequence: list[int], start: int, bad: np.ndar
 
 def _gate(part: _Certify, sequence: list[int], start: int, failing: np.ndarray, *, tau: int, alpha: float, delta: float,
           bound: str) -> QualityGate:
-    base = dict(pass_threshold=tau, accept_alpha=alpha, delta=delta, n_groups=part.n_groups,
-                n_failing_items=int(failing.sum()), bound=bound)
+    base = _GateBase(pass_threshold=tau, accept_alpha=alpha, delta=delta, n_groups=part.n_groups,
+                     n_failing_items=int(failing.sum()), bound=bound)
     failed = _data_check(part, alpha=alpha, delta=delta, bound=bound)
     if not failed and int(failing.sum()) < MIN_FAILING_ITEMS:
         failed = (f"only {int(failing.sum())} certification items humans would fail (label < {tau}); at least "

@@ -67,6 +67,7 @@ from collections.abc import Sequence
 
 import msgspec
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats
 
 from calibration.errors import CalibrationError, EmptyCalibrationError, InvalidAlphaError
@@ -122,7 +123,8 @@ class Intervals(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def width(self) -> np.ndarray:
         """high - low per row."""
-        return self.high - self.low
+        widths: NDArray[np.float64] = self.high - self.low
+        return widths
 
     def covers(self, truth: float) -> np.ndarray:
         """Boolean per row: low <= truth <= high."""
@@ -173,7 +175,8 @@ def _check_alpha(alpha: float) -> None:
         raise InvalidAlphaError(f"alpha must be a number strictly between 0 and 1, got {alpha!r}")
 
 
-def _rows(values: np.ndarray | Sequence[float], name: str) -> np.ndarray:
+def _rows(values: np.ndarray | Sequence[float] | None, name: str) -> np.ndarray:
+    """``values`` as finite rows (B, n); None (no values) raises EmptyCalibrationError like an empty row."""
     array = np.asarray(values, dtype=float)
     if array.ndim == 1:
         array = array[None, :]
@@ -295,7 +298,8 @@ def _rejects(m: np.ndarray, y: np.ndarray, f: np.ndarray, lam: np.ndarray, bets:
         zeros = np.zeros_like(lam)
         parts += list(_log_capitals(m, y, f, zeros, human_bets, mu_lo, mu_hi, lo, hi))
     log_mixture = np.logaddexp.reduce(np.stack(parts), axis=0) - math.log(len(parts))
-    return log_mixture.max(axis=1) >= log_threshold
+    rejected: NDArray[np.bool_] = log_mixture.max(axis=1) >= log_threshold
+    return rejected
 
 
 def judge_mean_bounds(f_unlabelled: np.ndarray | Sequence[float], lo: float, hi: float,
@@ -397,7 +401,8 @@ def _switch_parts(y: np.ndarray, f: np.ndarray, lam: np.ndarray) -> tuple[int, n
 def served_uses_clt(y: np.ndarray, f: np.ndarray, lam: np.ndarray) -> np.ndarray:
     """The switching rule per row: True where PPI++'s CLT interval is served (see ``SWITCH_RULE``)."""
     n, labels_vary, rect_varies, _, skew_ok = _switch_parts(y, f, lam)
-    return labels_vary & rect_varies & skew_ok & (n >= MIN_N_CLT)
+    clt: NDArray[np.bool_] = labels_vary & rect_varies & skew_ok & (n >= MIN_N_CLT)
+    return clt
 
 
 def switch_reason(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[float], lam: float) -> str:
@@ -423,7 +428,8 @@ def _label_count(value: float) -> int | None:
     return max(MIN_N_CLT, math.ceil(value)) if math.isfinite(value) else None
 
 
-def label_budget(y: Sequence[float], f: Sequence[float], f_unlabelled: Sequence[float], alpha: float,
+def label_budget(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[float],
+                 f_unlabelled: np.ndarray | Sequence[float], alpha: float,
                  target_half_width: float | None = None) -> LabelBudget:
     """Labels needed for ``target_half_width`` under PPI++ (default: half today's PPI++ half-width)."""
     ppi = ppi_intervals(y, f, f_unlabelled, alpha)
@@ -483,7 +489,8 @@ def _answer(metric: str, y: np.ndarray, f: np.ndarray, f_unl: np.ndarray, lo: fl
 
 
 def _vector(values: Sequence[float], name: str) -> np.ndarray:
-    return _rows(values, name)[0]
+    vector: NDArray[np.float64] = _rows(values, name)[0]
+    return vector
 
 
 def estimate_mean(sample: Sample, alpha: float, *, scale_max: int = 5, scale_min: int = 1,
@@ -510,7 +517,8 @@ def estimate_win_rate(sample: Sample, alpha: float, *, target_half_width: float 
     for array, name in zip(arrays, ("human", "judge", "judge_unlabelled"), strict=True):
         if not np.all(np.isin(array, (0.0, 0.5, 1.0))):
             raise CalibrationError(f"{name}: win_rate values must be 0, 0.5 or 1")
-    return _answer("win_rate", *arrays, 0.0, 1.0, alpha, True, target_half_width)
+    y, f, f_unl = arrays
+    return _answer("win_rate", y, f, f_unl, 0.0, 1.0, alpha, True, target_half_width)
 
 
 def estimate_difference(a: EstimateAnswer, b: EstimateAnswer) -> EstimateAnswer:

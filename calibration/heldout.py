@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration.conformal.fit import calibration_scores
 from calibration.conformal.group_pac import group_pac_thresholds
@@ -83,7 +84,8 @@ def _thresholds(sorted_scores: np.ndarray, levels: tuple[tuple[float, float | No
     if n == 0:
         return np.full(len(levels), np.inf)
     padded = np.append(sorted_scores, np.inf)  # rank n + 1 (no finite threshold) reads +inf
-    return padded[_ranks(n, levels) - 1]
+    thresholds: NDArray[np.float64] = padded[_ranks(n, levels) - 1]
+    return thresholds
 
 
 def _level_thresholds(scores: np.ndarray, documents: np.ndarray | None,
@@ -95,7 +97,8 @@ def _level_thresholds(scores: np.ndarray, documents: np.ndarray | None,
         return result
     pac = [i for i, (_, delta) in enumerate(levels) if delta is not None]
     if pac:
-        values = group_pac_thresholds(scores, documents, [levels[i] for i in pac])  # type: ignore[misc]
+        pac_levels = [(alpha, delta) for alpha, delta in levels if delta is not None]  # the levels at pac, in order
+        values = group_pac_thresholds(scores, documents, pac_levels)
         result[pac] = [np.inf if v is None else v for v in values]
     return result
 
@@ -175,7 +178,9 @@ def pooled_group_coverage(
     offset = int(values.min()) if values.size else 0
     counts = np.bincount(values - offset)
     sums = np.bincount(values - offset, weights=hits)
-    groups = [[(key + offset,), int(counts[key]), float(sums[key])] for key in np.flatnonzero(counts)]
+    # (label keys, items, covered items) per group, in key order
+    groups: list[tuple[tuple[int, ...], int, float]] = [
+        ((int(key) + offset,), int(counts[key]), float(sums[key])) for key in np.flatnonzero(counts)]
     while len(groups) > 1:
         small = [i for i, g in enumerate(groups) if g[1] < min_items]
         if not small:
@@ -184,6 +189,6 @@ def pooled_group_coverage(
         neighbours = [j for j in (i - 1, i + 1) if 0 <= j < len(groups)]
         j = min(neighbours, key=lambda m: (groups[m][1], m))
         low, high = sorted((i, j))
-        merged = [groups[low][0] + groups[high][0], groups[low][1] + groups[high][1], groups[low][2] + groups[high][2]]
+        merged = (groups[low][0] + groups[high][0], groups[low][1] + groups[high][1], groups[low][2] + groups[high][2])
         groups[low:high + 1] = [merged]
     return [(tuple(g[0]), int(g[1]), g[2] / g[1]) for g in groups if g[1] > 0]

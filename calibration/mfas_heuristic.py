@@ -12,6 +12,7 @@ optimal under single moves (not necessarily optimal: the problem is NP-hard).
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration.ranking import Ranking, rank_mfas_copeland
 from calibration.tournament import Tournament
@@ -21,7 +22,8 @@ __all__ = ["rank_mfas_local_search"]
 
 def _margins(t: Tournament) -> np.ndarray:
     wins = t.wins_matrix()
-    return np.maximum(wins - wins.T, 0.0).round().astype(np.int64)
+    margins: NDArray[np.int64] = np.maximum(wins - wins.T, 0.0).round().astype(np.int64)
+    return margins
 
 
 def rank_mfas_local_search(t: Tournament) -> Ranking:

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats
 
 from calibration.errors import CalibrationError, EmptyCalibrationError, InvalidAlphaError
@@ -76,7 +77,7 @@ __all__ = [
 
 Bound = Literal["group_betting", "pair_binomial"]
 Ties = Literal["exclude", "error"]
-BOUNDS: tuple[str, ...] = ("group_betting", "pair_binomial")
+BOUNDS: tuple[Bound, ...] = ("group_betting", "pair_binomial")
 #: Candidate thresholds, most confident first (fixed before any data: 1.00, 0.95, ..., 0.05).
 DEFAULT_LEVELS: tuple[float, ...] = tuple(round(k / 20, 2) for k in range(20, 0, -1))
 #: Bet sizes as shares of the largest safe bet 1 / (1 - alpha); fixed, so the mixture is a valid test.
@@ -178,7 +179,8 @@ def accepted(signal_preferred: np.ndarray, confidence: np.ndarray, threshold: fl
     c = np.asarray(confidence, dtype=float)
     if threshold is None:
         return np.zeros(c.shape, dtype=bool)
-    return (np.asarray(signal_preferred) != 0) & (c >= threshold - LEVEL_TOLERANCE)
+    accepted: NDArray[np.bool_] = (np.asarray(signal_preferred) != 0) & (c >= threshold - LEVEL_TOLERANCE)
+    return accepted
 
 
 def binomial_p_value(n_errors: int, n_accepted: int, alpha: float) -> float:

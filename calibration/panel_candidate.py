@@ -26,6 +26,7 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration.conformal import conformal_quantile
 from calibration.heldout import pooled_group_coverage
@@ -41,7 +42,8 @@ def label_prior(labels: np.ndarray, n_labels: int) -> np.ndarray:
     if y.size and (y.min() < 1 or y.max() > n_labels):
         raise ValueError(f"labels must lie in 1..{n_labels}")
     counts = np.bincount(y, minlength=n_labels + 1)[1:].astype(float)
-    return (counts + 1.0) / (counts.sum() + n_labels)
+    prior: NDArray[np.float64] = (counts + 1.0) / (counts.sum() + n_labels)
+    return prior
 
 
 def balanced_probabilities(probabilities: np.ndarray, prior: np.ndarray) -> np.ndarray:
@@ -51,7 +53,8 @@ def balanced_probabilities(probabilities: np.ndarray, prior: np.ndarray) -> np.n
     if probs.ndim != 2 or probs.shape[1] != weights.size or (weights <= 0).any():
         raise ValueError("probabilities must be (n, K) and the prior K positive numbers")
     ratio = probs / weights[None, :]
-    return ratio / ratio.sum(axis=1, keepdims=True)
+    reweighted: NDArray[np.float64] = ratio / ratio.sum(axis=1, keepdims=True)
+    return reweighted
 
 
 def finite_rank_items(alpha: float, delta: float | None) -> int:

@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import NDArray
 from scipy.optimize import minimize
 from scipy.special import log_softmax, softmax
 
@@ -37,7 +38,8 @@ class MultinomialModel:
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         """(n, K) P(human label = k | features)."""
-        return softmax(self.design(features) @ self.weights, axis=1)
+        probabilities: NDArray[np.float64] = softmax(self.design(features) @ self.weights, axis=1)
+        return probabilities
 
 
 def _objective(flat: np.ndarray, x: np.ndarray, onehot: np.ndarray, l2: float) -> tuple[float, np.ndarray]:

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration.kind_fit import KindData
 from calibration.verdicts import kind_inputs
@@ -143,7 +144,8 @@ def expected_scores(n_labels: int, *, judge_scores: np.ndarray | None = None,
         probs = np.asarray(probabilities, dtype=float)
         if probs.ndim != 2 or probs.shape[1] != n_labels:
             raise ValueError(f"probabilities must be (n, {n_labels})")
-        return probs @ np.arange(1, n_labels + 1, dtype=float)
+        expected: NDArray[np.float64] = probs @ np.arange(1, n_labels + 1, dtype=float)
+        return expected
     if judge_scores is None:
         raise ValueError("member verdicts need means, probabilities or judge scores")
     return np.asarray(judge_scores, dtype=float)
@@ -161,7 +163,8 @@ def panel_means(expected: np.ndarray, n_labels: int) -> np.ndarray:
     matrix = np.asarray(expected, dtype=float)
     if matrix.ndim != 2 or matrix.shape[1] < 2:
         raise ValueError("expected scores must be an (n_items, n_members >= 2) matrix")
-    return np.clip(matrix.mean(axis=1), 1.0, float(n_labels))
+    means: NDArray[np.float64] = np.clip(matrix.mean(axis=1), 1.0, float(n_labels))
+    return means
 
 
 def disagreement(expected: Sequence[float]) -> Disagreement:

@@ -44,6 +44,7 @@ from typing import Literal
 
 import msgspec
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats
 
 from calibration.errors import CalibrationError, EmptyCalibrationError, InvalidAlphaError
@@ -106,7 +107,8 @@ class RankSets(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def size(self) -> np.ndarray:
         """Number of ranks in each model's set."""
-        return self.high - self.low + 1
+        sizes: NDArray[np.int64] = self.high - self.low + 1
+        return sizes
 
     def covers(self, ranks: np.ndarray) -> np.ndarray:
         """Per model: low <= rank <= high."""
@@ -237,4 +239,5 @@ def rank_sets_grid(estimate: WinRateEstimate, alphas: Sequence[float],
 def true_ranks(theta: np.ndarray) -> np.ndarray:
     """Rank of each model by ``theta`` (1 = best): 1 + the number of models with a strictly larger value."""
     theta = np.asarray(theta, dtype=float)
-    return 1 + (theta[None, :] > theta[:, None]).sum(axis=1)
+    ranks: NDArray[np.int64] = 1 + (theta[None, :] > theta[:, None]).sum(axis=1)
+    return ranks

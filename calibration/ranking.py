@@ -27,6 +27,7 @@ from collections.abc import Sequence
 import msgspec
 import numpy as np
 import pulp
+from numpy.typing import NDArray
 
 from calibration.errors import CalibrationError, ConvergenceError
 from calibration.tournament import Tournament
@@ -182,7 +183,8 @@ def rank_mfas_copeland(t: Tournament) -> Ranking:
 def _margins(t: Tournament) -> np.ndarray:
     """(n, n) int: m[i, j] = wins_i - wins_j when i holds the majority over j, else 0."""
     wins = t.wins_matrix()
-    return np.maximum(wins - wins.T, 0.0).round().astype(np.int64)
+    margins: NDArray[np.int64] = np.maximum(wins - wins.T, 0.0).round().astype(np.int64)
+    return margins
 
 
 def feedback_weight(t: Tournament, order: Sequence[str]) -> float:

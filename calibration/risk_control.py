@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = [
     "BET_CAP",
@@ -108,7 +109,8 @@ def _lambdas(x: np.ndarray, alpha: float) -> np.ndarray:
     variance = (PRIOR_VARIANCE + before_sq - counts * mean * mean) / counts
     variance = np.maximum(variance, 1e-12)
     raw = -mean / (variance + mean * mean)
-    return np.clip(raw, 0.0, _lambda_max(alpha))
+    lam: NDArray[np.float64] = np.clip(raw, 0.0, _lambda_max(alpha))
+    return lam
 
 
 def _log_capital(x: np.ndarray, lambdas: np.ndarray) -> float:

@@ -48,6 +48,7 @@ from typing import Literal
 
 import msgspec
 import numpy as np
+from numpy.typing import NDArray
 from scipy import stats as _scipy_stats
 
 from calibration.errors import CalibrationError, EmptyCalibrationError, UnknownMethodError
@@ -92,7 +93,8 @@ def _as_vector(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
     return array
 
 
-def _paired(x, y) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _paired(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate two vectors; return them without NaN rows, and the mask of kept rows."""
     xs, ys = _as_vector(x, "x"), _as_vector(y, "y")
     if xs.shape != ys.shape:
@@ -138,7 +140,7 @@ def _one_hot_design(covariates: Sequence[Sequence[Hashable]], n_rows: int) -> np
     """Intercept plus one indicator column per level of every covariate (no level dropped)."""
     if isinstance(covariates, str | bytes):
         raise CalibrationError("covariates must be a sequence of covariate columns, not a string")
-    columns = [np.ones(n_rows)]
+    columns: list[NDArray[np.float64]] = [np.ones(n_rows)]
     for index, covariate in enumerate(covariates):
         if isinstance(covariate, str | bytes):
             raise CalibrationError(
@@ -161,7 +163,7 @@ def _one_hot_design(covariates: Sequence[Sequence[Hashable]], n_rows: int) -> np
 
 def _residualise(values: np.ndarray, design: np.ndarray, name: str) -> np.ndarray:
     coefficients, *_ = np.linalg.lstsq(design, values, rcond=None)
-    residuals = values - design @ coefficients
+    residuals: NDArray[np.float64] = values - design @ coefficients
     spread = np.linalg.norm(values - values.mean())
     if np.linalg.norm(residuals) <= _RELATIVE_ZERO * spread:
         raise CalibrationError(

@@ -25,14 +25,17 @@ the log-probs alone: a caller who sends log-probs with or without a score gets t
 from __future__ import annotations
 
 import math
+from typing import Literal, overload
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration.conformal.methods import CONFORMAL_METHODS, Needs
 from calibration.errors import ScoreOutOfRangeError
 
 __all__ = [
     "INPUT_KINDS",
+    "InputKind",
     "kind_inputs",
     "methods_for_kind",
     "round_half_up",
@@ -41,6 +44,7 @@ __all__ = [
 ]
 
 INPUT_KINDS: tuple[str, ...] = ("score", "probabilities", "mean")
+InputKind = Literal["score", "probabilities", "mean"]  # one of INPUT_KINDS
 
 
 def methods_for_kind(kind: str) -> tuple[str, ...]:
@@ -75,7 +79,31 @@ def two_point_probabilities(mean: float, n_labels: int) -> list[float]:
 
 
 def _most_probable(probabilities: np.ndarray) -> np.ndarray:
-    return np.argmax(probabilities, axis=1).astype(np.int64) + 1  # first maximum: lower label on ties
+    # np.argmax takes the first maximum: the lower label on ties.
+    labels: NDArray[np.int64] = np.argmax(probabilities, axis=1).astype(np.int64) + 1
+    return labels
+
+
+@overload
+def kind_inputs(
+    kind: Literal["probabilities", "mean"],
+    n_labels: int,
+    *,
+    judge_scores: np.ndarray | None = None,
+    probabilities: np.ndarray | None = None,
+    means: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray]: ...
+
+
+@overload
+def kind_inputs(
+    kind: str,
+    n_labels: int,
+    *,
+    judge_scores: np.ndarray | None = None,
+    probabilities: np.ndarray | None = None,
+    means: np.ndarray | None = None,
+) -> tuple[np.ndarray, np.ndarray | None]: ...
 
 
 def kind_inputs(

@@ -63,7 +63,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import httpx
 import httpx2
@@ -216,7 +216,7 @@ class JudgeClient:
         self,
         config: JudgeConfig,
         *,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: httpx.AsyncClient | httpx2.AsyncClient | None = None,
         seed: int | None = None,
         logger: Any = None,
         on_format_retry: Callable[[str], None] | None = None,
@@ -243,13 +243,15 @@ class JudgeClient:
             http_client = openai.DefaultAioHttpClient(
                 timeout=config.timeout_s, event_hooks={"response": [self._cap_reply]}
             )
-        self._http = http_client
+        self._http: httpx.AsyncClient | httpx2.AsyncClient = http_client
         self._openai = openai.AsyncOpenAI(
             api_key=api_key,
             base_url=config.base_url,
             timeout=config.timeout_s,
             max_retries=0,
-            http_client=http_client,
+            # The SDK takes a legacy httpx client too (openai._httpx2.is_legacy_httpx_async_client); its
+            # annotation names httpx2 only.
+            http_client=cast(httpx2.AsyncClient, http_client),
         )
         self._semaphore = asyncio.Semaphore(config.max_concurrency)
         self._rng = random.Random(seed)
@@ -259,7 +261,7 @@ class JudgeClient:
         self._draining: set[asyncio.Future[Any]] = set()  # timed-out requests still holding their slot
 
     @property
-    def http_client(self) -> httpx.AsyncClient | openai.DefaultAioHttpClient:
+    def http_client(self) -> httpx.AsyncClient | httpx2.AsyncClient:
         """The HTTP client carrying this judge's calls: the caller's, else the SDK's aiohttp client."""
         return self._http
 
@@ -375,7 +377,8 @@ class JudgeClient:
         declared = response.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > self._max_reply_bytes:
             raise _ReplyTooLarge(self._max_reply_bytes)
-        response.stream = _CappedStream(response.stream, self._max_reply_bytes)
+        # An async client's response: its stream is the async one.
+        response.stream = _CappedStream(cast(httpx2.AsyncByteStream, response.stream), self._max_reply_bytes)
 
     async def _post_holding_slot(self, body: bytes, deadline: _Deadline) -> Any:
         """POST under the concurrency slot; past the attempt's time (what is left of the deadline, at most
@@ -418,8 +421,8 @@ class JudgeClient:
             request.cancel()  # our caller is gone: close the connection (the provider sees it) and free the slot
             raise
 
-    def _request_for_errors(self) -> httpx.Request:
-        return httpx.Request("POST", f"{self.config.base_url.rstrip('/')}/chat/completions")
+    def _request_for_errors(self) -> httpx2.Request:
+        return httpx2.Request("POST", f"{self.config.base_url.rstrip('/')}/chat/completions")
 
     def _release_slot(self, request: asyncio.Future[Any]) -> None:
         self._semaphore.release()

@@ -170,7 +170,7 @@ def default_subset(
     doc_ids = list(blocks)[:n_documents]
     if len(doc_ids) < n_documents:
         raise ValueError(f"asked for {n_documents} documents, the data has {len(doc_ids)}")
-    subset = []
+    subset: list[SummEvalItem] = []
     for doc_id in doc_ids:
         block = blocks[doc_id]
         if max(positions) >= len(block):

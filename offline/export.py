@@ -166,23 +166,24 @@ def build_artifact(
                          code_version=code_version, created_at=created_at, source=source,
                          decision_rules=decision_rules)
     entries = []
-    for data in datasets if summary is not None else ():
-        for method in methods_for(data):
-            for alpha in summary.alphas:
-                cell = summary.cell(data.judge, data.criterion, method, alpha)
-                if cell is None:
-                    continue
-                fitted = fit_conformal(method, alpha, data.labels, judge_scores=data.judge_scores,
-                                       probabilities=data.probabilities, rng=np.random.default_rng(seed),
-                                       n_labels=data.n_labels)
-                entries.append(
-                    ThresholdEntry(
-                        judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion, method=method,
-                        alpha=float(alpha), fitted=fitted, heldout_coverage=cell.coverage,
-                        heldout_coverage_std=cell.coverage_std, heldout_set_size=cell.set_size,
-                        n_splits=cell.n_splits, min_bin_coverage=cell.min_bin_coverage,
+    if summary is not None:
+        for data in datasets:
+            for method in methods_for(data):
+                for alpha in summary.alphas:
+                    cell = summary.cell(data.judge, data.criterion, method, alpha)
+                    if cell is None:
+                        continue
+                    fitted = fit_conformal(method, alpha, data.labels, judge_scores=data.judge_scores,
+                                           probabilities=data.probabilities, rng=np.random.default_rng(seed),
+                                           n_labels=data.n_labels)
+                    entries.append(
+                        ThresholdEntry(
+                            judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion, method=method,
+                            alpha=float(alpha), fitted=fitted, heldout_coverage=cell.coverage,
+                            heldout_coverage_std=cell.coverage_std, heldout_set_size=cell.set_size,
+                            n_splits=cell.n_splits, min_bin_coverage=cell.min_bin_coverage,
+                        )
                     )
-                )
     defaults = [
         DefaultMethod(judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method,
                       reason=d.reason)

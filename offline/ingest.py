@@ -316,7 +316,8 @@ def vicuna80_records(judge: str, verdicts: Iterable[JudgeVerdict], parse_choice:
     """Store records of one Vicuna80 judge: key (judge, "prd", "pairwise", "overall", pair item id, repetition,
     order); ``outcome`` = the parsed choice where the reply parses, else the recorded label (rule
     ``recorded_label:<why the parser refused>``)."""
-    records, rules = [], Counter()
+    records: list[AnswerRecord] = []
+    rules: Counter[str] = Counter()
     parsed = agree = rows = 0
     for verdict in verdicts:
         rows += 1
@@ -343,7 +344,8 @@ def ingest_vicuna80(store: AnswerStore, data: Vicuna80, *, parse_choice: Callabl
                     ) -> Vicuna80Ingest:
     """Upsert every Vicuna80 judge verdict (``vicuna80_records``) in one transaction; idempotent."""
     if parse_choice is None:
-        from judges.parse import parse_choice
+        from judges.parse import parse_choice as default_parse_choice
+        parse_choice = default_parse_choice
     records: list[AnswerRecord] = []
     counts = []
     for judge, verdicts in data.judges.items():

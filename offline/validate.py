@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -220,7 +221,7 @@ def _features(rule: DecisionRule, data: JudgeCriterionData) -> np.ndarray | None
 
 
 def _check(base: dict, accepted: np.ndarray, bad: np.ndarray, labels: np.ndarray, n_labels: int, alpha: float,
-           **row: object) -> DecisionCheck:
+           **row: Any) -> DecisionCheck:
     taken = int(accepted.sum())
     errors = int((bad & accepted).sum())
     low, high = clopper_pearson(errors, taken) if taken else (None, None)
@@ -276,8 +277,8 @@ def _validate_cell(index: ThresholdIndex, data: JudgeCriterionData, cell: tuple[
             used.append(position)
             served_by = item.served
     n_uncalibrated = int(data.labels.size) - len(used)
-    base = dict(judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion, input=name, alpha=alpha,
-                n=len(used), n_uncalibrated=n_uncalibrated)
+    base: dict[str, Any] = dict(judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion,
+                                input=name, alpha=alpha, n=len(used), n_uncalibrated=n_uncalibrated)
     if not used:
         return ValidationCell(**base, alpha_served=None, kind=None, method=None, coverage=None, ci_low=None,
                               ci_high=None, mean_set_size=None, empty_sets=0, accept_share=None, review_share=None,
@@ -340,6 +341,14 @@ def markdown(report: ValidationReport) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _bar(cell: ValidationCell) -> tuple[float, float, float]:
+    """A covered cell's coverage and the distances from it down and up to its interval's ends."""
+    coverage, low, high = cell.coverage, cell.ci_low, cell.ci_high
+    if coverage is None or low is None or high is None:
+        raise ValueError(f"cell {cell.judge}/{cell.criterion} has no coverage interval")
+    return coverage, coverage - low, high - coverage
+
+
 def _figure(report: ValidationReport, path: Path) -> None:
     import matplotlib
 
@@ -352,8 +361,8 @@ def _figure(report: ValidationReport, path: Path) -> None:
     for axis, alpha in zip(axes[0], alphas, strict=False):
         chosen = [c for c in cells if c.alpha == alpha]
         y = np.arange(len(chosen))
-        values = np.array([c.coverage for c in chosen])
-        errors = np.array([[c.coverage - c.ci_low, c.ci_high - c.coverage] for c in chosen]).T
+        values = np.array([_bar(c)[0] for c in chosen])
+        errors = np.array([_bar(c)[1:] for c in chosen]).T
         axis.errorbar(values, y, xerr=errors, fmt="o", ms=3)
         axis.axvline(1 - alpha, color="red", linestyle="--", label=f"1 - alpha = {1 - alpha:.2f}")
         axis.set_yticks(y, [f"{c.judge[:18]} {c.criterion[:4]}" for c in chosen], fontsize=6)

@@ -126,7 +126,7 @@ async def run_worker(settings: Settings) -> None:
     logger = logs.logger
     runner, judges, metrics = make_runner(settings, jobs, logger)
     job_metrics = runner.metrics
-    worker = Worker(
+    worker: Worker[Any] = Worker(
         jobs.queue,
         functions=[(CHUNK_TASK, _score_chunk), (CALIBRATION_TASK, _run_calibration)],
         concurrency=settings.jobs.worker_chunks,

@@ -186,9 +186,8 @@ def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | No
         threshold = group_pac_threshold(prepared.true_scores, prepared.documents, alpha, delta)
     else:
         threshold = conformal_quantile(prepared.true_scores, alpha, delta)
-    learned: dict[str, object] = {}
-    if prepared.learned_matrix is not None:
-        learned = {"learned_matrix": prepared.learned_matrix.tolist(), "n_model_fit": prepared.n_model_fit}
+    # the learned table and its fit size when the method learns one, else the struct's defaults (None, 0)
+    learned = prepared.learned_matrix
     return FittedConformal(
         method=prepared.method,
         alpha=float(alpha),
@@ -200,7 +199,8 @@ def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | No
         grouping=grouping,
         delta=None if delta is None else float(delta),
         pac_unit=PAC_UNIT_GROUP if by_documents else msgspec.UNSET,
-        **learned,  # type: ignore[arg-type]
+        learned_matrix=None if learned is None else learned.tolist(),
+        n_model_fit=0 if learned is None else prepared.n_model_fit,
     )
 
 

@@ -43,6 +43,7 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration.conformal.inputs import check_alpha, check_delta
 from calibration.conformal.methods import MEMBERSHIP_TOLERANCE
@@ -103,7 +104,8 @@ def _log_capitals(x: np.ndarray, alpha: float) -> np.ndarray:
     with np.errstate(divide="ignore"):
         logs = np.where(factors > 0, np.log(np.where(factors > 0, factors, 1.0)), -np.inf)
     paths = np.cumsum(logs, axis=1)
-    return np.maximum(0.0, paths.max(axis=1))
+    wealth: NDArray[np.float64] = np.maximum(0.0, paths.max(axis=1))
+    return wealth
 
 
 class _Counts:

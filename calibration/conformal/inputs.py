@@ -14,6 +14,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+from numpy.typing import NDArray
 
 from calibration.conformal.methods import conformal_method
 from calibration.errors import (
@@ -96,7 +97,8 @@ def _as_probabilities(values: object, n_items: int | None, n_labels: int) -> np.
     if (totals <= 0).any():
         index = int(np.argmax(totals <= 0))
         raise InvalidProbabilitiesError(f"probabilities row {index} sums to 0; it cannot be renormalised")
-    return array / totals[:, None]
+    renormalised: NDArray[np.float64] = array / totals[:, None]
+    return renormalised
 
 
 def judge_inputs(
@@ -135,5 +137,5 @@ def probabilities_from_logprobs(logprobs: object) -> np.ndarray:
         index = int(np.argmax(np.isneginf(row_max)))
         raise InvalidProbabilitiesError(f"log-probabilities row {index} is all -inf: no score token has mass")
     weights = np.exp(matrix - row_max[:, None])
-    probabilities = weights / weights.sum(axis=1, keepdims=True)
+    probabilities: NDArray[np.float64] = weights / weights.sum(axis=1, keepdims=True)
     return probabilities[0] if single else probabilities

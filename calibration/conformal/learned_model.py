@@ -10,6 +10,7 @@ score (add-one counts, the judge's weights as soft counts). Which calibration it
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 __all__ = [
     "fit_learned_matrix",
@@ -33,4 +34,5 @@ def fit_learned_matrix(weights: np.ndarray, labels: np.ndarray, n_labels: int) -
     one_hot = np.zeros((labels.size, n_labels))
     one_hot[np.arange(labels.size), labels - 1] = 1.0
     counts += weights.T @ one_hot
-    return counts / counts.sum(axis=1, keepdims=True)
+    model: NDArray[np.float64] = counts / counts.sum(axis=1, keepdims=True)
+    return model

@@ -26,7 +26,7 @@ import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Protocol
+from typing import Any, BinaryIO, Protocol, TypedDict
 
 from offline.data.errors import DataError
 from offline.data.paths import DATA_DIR_ENV, default_data_dir
@@ -287,12 +287,19 @@ def _download(url: str, part: Path, label: str, size: int, sha256: str, *, retri
     raise DataError(label, None, f"could not download {url} after {retries} attempts: {last}")
 
 
+class _DownloadOptions(TypedDict):
+    retries: int
+    backoff: float
+    timeout: float
+    bar: Progress
+
+
 def _fetch_one(entry: DataFile, out: Path, mirror: str | None, *, retries: int, backoff: float, timeout: float,
                bar: Progress) -> None:
     dest = out / entry.path
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
-    common = {"retries": retries, "backoff": backoff, "timeout": timeout, "bar": bar}
+    common = _DownloadOptions(retries=retries, backoff=backoff, timeout=timeout, bar=bar)
     url = urllib.parse.urljoin(mirror, urllib.parse.quote(entry.path)) if mirror is not None else entry.url
     if url is not None:
         _download(url, part, entry.path, entry.size, entry.sha256, **common)

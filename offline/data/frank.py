@@ -308,9 +308,9 @@ def load_frank(data_dir: Path) -> Frank:
         if item.key in seen:
             raise at.error(f"duplicate (hash, model_name) {item.key}")
         seen.add(item.key)
-        article = articles.get(item.hash)
-        if article is None:
+        if item.hash not in articles:
             raise at.error(f"hash {item.hash!r} has no article in {articles_path}")
+        article = articles[item.hash]
         if (article.dataset, article.split) != (item.dataset, item.split):
             raise at.error(
                 f"dataset/split {(item.dataset, item.split)} disagree with the article's "

@@ -16,6 +16,7 @@ call                                   result
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
@@ -123,7 +124,7 @@ class _ItemRow(msgspec.Struct):
     expert_scores: list[dict[str, int]] | None = None
 
 
-def _check_criteria(keys: dict[str, object], path: Path, line: int, what: str) -> None:
+def _check_criteria(keys: Mapping[str, object], path: Path, line: int, what: str) -> None:
     unknown = sorted(set(keys) - set(CRITERIA))
     if unknown:
         raise DataError(path, line, f"unknown criterion {unknown[0]!r} in {what} (known: {', '.join(CRITERIA)})")

@@ -146,8 +146,8 @@ def _ingest_lines(ingest: IngestSummary | None, s: ConformalSummary | None) -> l
         text = [r for r in ingest.judges if r.task == "direct" and r.parse_rate is not None]
         if text:
             lines.append("- **Parse rate per text judge** (free-text replies read by the parser): " + ", ".join(
-                f"{r.judge} {100 * r.parse_rate:.2f}% ({r.unparsed} unparsed of {r.parsed + r.unparsed})"
-                for r in text) + ".")
+                f"{r.judge} {100 * rate:.2f}% ({r.unparsed} unparsed of {r.parsed + r.unparsed})"
+                for r in text if (rate := r.parse_rate) is not None) + ".")
         pairwise = [r for r in ingest.judges if r.task == "pairwise"]
         for r in pairwise:
             lines.append(f"- Pairwise replies of {r.judge}: {r.parsed} read, {r.unparsed} unparsed, "

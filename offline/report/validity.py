@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from offline.studies.validity import ValiditySummary
+from offline.studies.validity import KindCell, ValiditySummary
 
 __all__ = ["FIGURE_FILE", "HeadlineRatio", "headline_ratios", "validity_figure", "validity_section"]
 
@@ -36,7 +36,7 @@ class HeadlineRatio:
         self.n_judges = n_judges
 
 
-def _procedure_size(cell, alpha: float) -> float:  # type: ignore[no-untyped-def]
+def _procedure_size(cell: KindCell, alpha: float) -> float:
     return next(p.mean_set_size for p in cell.procedure if abs(p.alpha - alpha) < 1e-9)
 
 

@@ -5,7 +5,9 @@ Everything is drawn from the saved ``transitivity/vicuna80.json``; nothing here 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -80,11 +82,11 @@ def vicuna80_tables(s: Vicuna80Summary) -> str:
                                                                   for j in judges)] for m in RANKING_METHODS]))
     best = s.best_method
     out.append("Best method (mean per-question τ over the five judges): " + "; ".join(
-        f"human by {ref.replace('_', ' ')}: `{info['method']}`" for ref, info in best.items()  # type: ignore[index]
+        f"human by {ref.replace('_', ' ')}: `{info['method']}`" for ref, info in best.items()
     ) + ".\n")
-    versus = s.mfas_vs_copeland.get("same_method", {})
+    versus: Mapping[str, Any] = s.mfas_vs_copeland.get("same_method", {})
     out.append("Exact MFAS vs Copeland (per-question mean τ, human by the same method): ILP better for "
-               f"{versus.get('ilp_better') or 'none'}, Copeland better for {versus.get('copeland_better') or 'none'}"  # type: ignore[union-attr]
+               f"{versus.get('ilp_better') or 'none'}, Copeland better for {versus.get('copeland_better') or 'none'}"
                ".\n")
     out.append("## Position bias (both orders, per judge)\n")
     out.append(markdown_table(
@@ -176,13 +178,13 @@ def vicuna80_section(s: Vicuna80Summary) -> str:
     if human is not None:
         lines.append(f"- **Human votes** (majority per pair): ρ̄ {human.mean:.3f}, {_pct(human.share_with_cycle)} of "
                      "questions with ≥1 cycle.")
-    best = s.best_method.get("same_method", {})
+    best: Mapping[str, Any] = s.best_method.get("same_method", {})
     means = best.get("mean_tau_over_judges", {}) if isinstance(best, dict) else {}
     lines.append("- **Rankings vs humans** (per question, mean τ-b over judges): " + ", ".join(
         f"{m} {fmt(v, 3, signed=True)}" for m, v in means.items()) + f"; best: `{best.get('method')}`.")
-    versus = s.mfas_vs_copeland.get("same_method", {})
-    lines.append(f"- **Exact MFAS vs Copeland**: ILP better for {len(versus.get('ilp_better', []))}, Copeland better "  # type: ignore[union-attr,arg-type]
-                 f"for {len(versus.get('copeland_better', []))} of {len(versus.get('ilp_minus_copeland', {}))} "  # type: ignore[union-attr,arg-type]
+    versus: Mapping[str, Any] = s.mfas_vs_copeland.get("same_method", {})
+    lines.append(f"- **Exact MFAS vs Copeland**: ILP better for {len(versus.get('ilp_better', []))}, Copeland better "
+                 f"for {len(versus.get('copeland_better', []))} of {len(versus.get('ilp_minus_copeland', {}))} "
                  "sources (judges and panel).")
     lines.append("- **Position bias**: " + ", ".join(
         f"{p.judge} consistency {fmt(p.consistency)}, first-shown wins {fmt(p.first_win_rate)}"

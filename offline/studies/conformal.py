@@ -182,7 +182,8 @@ def build_cell_data(answers: Iterable[DirectAnswer], items: Sequence[SummEvalIte
             continue
         mean_judge = all(a.mean_of_samples is not None for a in used)
         rows = [None if a.logprobs is None else probability_row(a.logprobs) for a in used]
-        probabilities = None if any(r is None for r in rows) else np.vstack(rows)  # type: ignore[arg-type]
+        present = [r for r in rows if r is not None]
+        probabilities = np.vstack(present) if len(present) == len(rows) else None
         result.append(
             JudgeCriterionData(
                 judge=judge,
@@ -190,8 +191,9 @@ def build_cell_data(answers: Iterable[DirectAnswer], items: Sequence[SummEvalIte
                 criterion=criterion,
                 item_ids=tuple(a.item_id for a in used),
                 labels=np.array([human_target(by_id[a.item_id].expert_mean[criterion]) for a in used]),
-                judge_scores=np.array([round_half_up(a.mean_of_samples) if a.judge_score is None else a.judge_score
-                                       for a in used], dtype=np.int64),  # type: ignore[arg-type]
+                # used: every answer has a judge score or a mean of samples
+                judge_scores=np.array([round_half_up(a.mean_of_samples) if a.judge_score is None else a.judge_score  # type: ignore[arg-type]
+                                       for a in used], dtype=np.int64),
                 means=np.array([a.mean_of_samples for a in used], dtype=float) if mean_judge else None,
                 probabilities=probabilities,
                 n_answered=len(group),

@@ -134,8 +134,7 @@ def _signals(probabilities: np.ndarray) -> dict[str, np.ndarray]:
 def cell_kinds(data: JudgeCriterionData) -> list[CellKind]:
     """The cell's kinds as decision inputs, features computed with ``feature_of`` exactly as the service does."""
     groups = np.asarray(data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids])
-    base = dict(judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion,
-                judge_scores=np.asarray(data.judge_scores))
+    judge_scores = np.asarray(data.judge_scores)
     kinds: list[tuple[str, str, np.ndarray, dict[str, np.ndarray] | None]] = []
     if data.means is not None:
         kinds.append(("mean", "mean", np.array([feature_of("mean", score=None, probabilities=None, mean=float(m))
@@ -148,7 +147,8 @@ def cell_kinds(data: JudgeCriterionData) -> list[CellKind]:
                                           mean=None) for row in data.probabilities])
             kinds.append(("probabilities", "expected_score", values, _signals(np.asarray(data.probabilities))))
     headline = kinds[-1][0]
-    return [CellKind(**base, kind=kind, feature=feature, headline=kind == headline,
+    return [CellKind(judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion,
+                     judge_scores=judge_scores, kind=kind, feature=feature, headline=kind == headline,
                      data=DecisionData(labels=np.asarray(data.labels), features=values, groups=groups,
                                        n_labels=data.n_labels, signals=signals))
             for kind, feature, values, signals in kinds]

@@ -44,7 +44,7 @@ from calibration.estimates import (
     ppi_intervals,
     served_uses_clt,
 )
-from calibration.rank_sets import Battles, ppr_win_rates, rank_sets_grid, true_ranks, win_rates
+from calibration.rank_sets import Battles, Construction, ppr_win_rates, rank_sets_grid, true_ranks, win_rates
 from offline.data.errors import DataError
 from offline.jsonfile import write_json
 
@@ -307,7 +307,7 @@ def run_arena_study(data: ArenaData, *, ns: Sequence[int] = ARENA_NS, alphas: Se
     truth = win_rates(data.human, k).theta
     ranks = true_ranks(truth)
     total = len(data.human)
-    constructions = ("ellipsoid", "bonferroni")
+    constructions: tuple[Construction, ...] = ("ellipsoid", "bonferroni")
     hits: dict[tuple[str, str, int, float], list[float]] = {}
     sizes: dict[tuple[str, str, int, float], list[float]] = {}
     marginal: dict[tuple[str, int], list[tuple[float, float, float, float, float, float]]] = {}

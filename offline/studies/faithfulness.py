@@ -164,7 +164,8 @@ def faithfulness_data(
         by_id = {answer.item_id: answer for answer in group}
         used = [item for item in ordered if item.item_id in by_id and by_id[item.item_id].judge_score is not None]
         rows = [None if (lp := by_id[i.item_id].logprobs) is None else probability_row(lp) for i in used]
-        probabilities = None if not used or any(r is None for r in rows) else np.vstack(rows)  # type: ignore[arg-type]
+        present = [r for r in rows if r is not None]
+        probabilities = np.vstack(present) if used and len(present) == len(rows) else None
         data = JudgeCriterionData(
             judge=judge, prompt_family=group[0].prompt_family, criterion=CRITERION,
             item_ids=tuple(item.item_id for item in used),

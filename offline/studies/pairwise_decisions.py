@@ -36,7 +36,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import msgspec
 import numpy as np
@@ -47,7 +47,9 @@ from calibration.pairwise_decision import (
     BOUNDS,
     DEFAULT_LEVELS,
     GROUP_STARTS,
+    Bound,
     PairSignal,
+    Ties,
     accepted,
     certify_threshold,
     disagreements,
@@ -83,8 +85,15 @@ FIGURE_FILE = "pairwise_decisions/accept_vs_agreement.png"
 PANEL = "panel"
 ALPHAS: tuple[float, ...] = (0.10, 0.20, 0.30)
 DELTA = 0.10
-TIES: tuple[str, ...] = ("exclude", "error")
-HEADLINE = {"bound": "group_betting", "ties": "exclude"}
+TIES: tuple[Ties, ...] = ("exclude", "error")
+
+
+class _Headline(TypedDict):
+    bound: Bound
+    ties: Ties
+
+
+HEADLINE: _Headline = {"bound": "group_betting", "ties": "exclude"}
 BOUNDARY_MARGIN = 0.01
 
 
@@ -178,7 +187,7 @@ RULES = {
 }
 
 
-def _outcome_sign(outcome: str, shown_first_is_a: bool) -> float:
+def _outcome_sign(outcome: str | None, shown_first_is_a: bool) -> float:
     if outcome == "tie":
         return 0.0
     return 1.0 if (outcome == "first") == shown_first_is_a else -1.0
@@ -205,7 +214,8 @@ def vicuna80_pairs(data: Vicuna80, parse_choice: Callable[[str | None], Any] | N
     from offline.ingest import vicuna80_records
 
     if parse_choice is None:
-        from judges.parse import parse_choice
+        from judges.parse import parse_choice as default_parse_choice
+        parse_choice = default_parse_choice
     pair_ids = sorted({pair_item_id(q, a, b) for q, item in data.items.items()
                        for i, a in enumerate(sorted(item.answers)) for b in sorted(item.answers)[i + 1:]})
     position = {p: i for i, p in enumerate(pair_ids)}
@@ -244,7 +254,7 @@ def arena_pairs(data: ArenaPPR) -> PairTable:
                      verdicts_per_pair={**dict.fromkeys(data.judges, 1), PANEL: len(data.judges)})
 
 
-def _starts(bound: str, table: PairTable, source: str) -> tuple[float, ...]:
+def _starts(bound: Bound, table: PairTable, source: str) -> tuple[float, ...]:
     """The group bound runs the multi-start fixed sequence (starts that the source's verdict count makes equal
     collapse into one chain); the pair binomial Trust-or-Escalate's single chain."""
     if bound != "group_betting":
@@ -256,17 +266,18 @@ def _sources(table: PairTable) -> list[str]:
     return [*sorted(s for s in table.signals if s != PANEL), PANEL]
 
 
-def _decision_row(table: PairTable, source: str, ties: str, bound: str, alpha: float, delta: float,
+def _decision_row(table: PairTable, source: str, ties: Ties, bound: Bound, alpha: float, delta: float,
                   splits: Sequence[Any]) -> DecisionRow:
     signal = table.signals[source]
-    errors, counted = disagreements(signal.preferred, table.human, ties)  # type: ignore[arg-type]
-    shares, agreements, thresholds = [], [], Counter()
+    errors, counted = disagreements(signal.preferred, table.human, ties)
+    shares, agreements = [], []
+    thresholds: Counter[str] = Counter()
     n_acc = n_agree = above = nothing = 0
     decisive = signal.preferred != 0
     for split in splits:
         cal = split.calibration[counted[split.calibration]]
         cert = certify_threshold(signal.confidence[cal], signal.preferred[cal], errors[cal], table.groups[cal],
-                                 alpha=alpha, delta=delta, bound=bound,  # type: ignore[arg-type]
+                                 alpha=alpha, delta=delta, bound=bound,
                                  group_size_bound=table.group_size_bound, starts=_starts(bound, table, source))
         thresholds["none" if cert.threshold is None else f"{cert.threshold:.2f}"] += 1
         test = split.test
@@ -297,10 +308,10 @@ def _decision_row(table: PairTable, source: str, ties: str, bound: str, alpha: f
     )
 
 
-def _population_risks(table: PairTable, source: str, ties: str) -> dict[float, float]:
+def _population_risks(table: PairTable, source: str, ties: Ties) -> dict[float, float]:
     """Error among accepted counted pairs of the whole dataset at every level (0 when nothing is accepted)."""
     signal = table.signals[source]
-    errors, counted = disagreements(signal.preferred, table.human, ties)  # type: ignore[arg-type]
+    errors, counted = disagreements(signal.preferred, table.human, ties)
     risks = {}
     for level in DEFAULT_LEVELS:
         acc = accepted(signal.preferred, signal.confidence, level) & counted
@@ -308,10 +319,10 @@ def _population_risks(table: PairTable, source: str, ties: str) -> dict[float, f
     return risks
 
 
-def _simulation_rows(table: PairTable, source: str, ties: str, alpha: float, delta: float, *, n_draws: int,
+def _simulation_rows(table: PairTable, source: str, ties: Ties, alpha: float, delta: float, *, n_draws: int,
                      n_groups: int, seed: int) -> list[SimulationRow]:
     signal = table.signals[source]
-    errors, counted = disagreements(signal.preferred, table.human, ties)  # type: ignore[arg-type]
+    errors, counted = disagreements(signal.preferred, table.human, ties)
     keep = np.flatnonzero(counted)
     order = keep[np.argsort(table.groups[keep], kind="stable")]
     codes = table.groups[order]
@@ -334,7 +345,7 @@ def _simulation_rows(table: PairTable, source: str, ties: str, alpha: float, del
             continue
         for bound in BOUNDS:
             cert = certify_threshold(signal.confidence[index], signal.preferred[index], errors[index], labels,
-                                     alpha=alpha, delta=delta, bound=bound,  # type: ignore[arg-type]
+                                     alpha=alpha, delta=delta, bound=bound,
                                      group_size_bound=table.group_size_bound, starts=_starts(bound, table, source))
             if cert.threshold is not None and population[cert.threshold] > alpha:
                 fails[bound] += 1
@@ -421,7 +432,8 @@ def _figure(summary: PairwiseDecisionSummary, path: Path) -> Path:
                 pts = [r for r in summary.rows if r.dataset == name and r.source == source and r.bound == bound
                        and r.ties == "exclude" and r.agreement is not None]
                 if pts:
-                    ax.plot([r.accept_share for r in pts], [r.agreement for r in pts], marker=marker, color=color,
+                    agreement = [r.agreement for r in pts if r.agreement is not None]  # pts hold no None
+                    ax.plot([r.accept_share for r in pts], agreement, marker=marker, color=color,
                             linestyle="-" if bound == "group_betting" else ":",
                             label=f"{source} ({'group bound' if bound == 'group_betting' else 'pair CP'})")
                     for r in pts:
@@ -498,11 +510,11 @@ def export_pairwise_artifact(tables: Sequence[PairTable], *, delta: float = DELT
             if judge == PANEL:
                 continue
             signal = table.signals[judge]
-            errors, counted = disagreements(signal.preferred, table.human, HEADLINE["ties"])  # type: ignore[arg-type]
+            errors, counted = disagreements(signal.preferred, table.human, HEADLINE["ties"])
             for alpha in alphas:
                 cert = certify_threshold(signal.confidence[counted], signal.preferred[counted], errors[counted],
                                          table.groups[counted], alpha=alpha, delta=delta,
-                                         bound=HEADLINE["bound"],  # type: ignore[arg-type]
+                                         bound=HEADLINE["bound"],
                                          group_size_bound=table.group_size_bound,
                                          starts=_starts(HEADLINE["bound"], table, judge))
                 last = next((t for t in cert.tests if t.level == cert.threshold), None)

@@ -32,6 +32,7 @@ within-label rule) reported sets 0.79-0.91x the best member's; under the validit
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -194,7 +195,7 @@ def candidate_rows(expected: np.ndarray, members: Sequence[str], labels: np.ndar
     member alone (its expected score, bins = its rounded expected score)."""
     groups = np.asarray(groups)
     labels = np.asarray(labels, dtype=np.int64)
-    options = dict(alpha=alpha, delta=delta, n_splits=n_splits, seed=seed, n_labels=n_labels,
+    options: dict[str, Any] = dict(alpha=alpha, delta=delta, n_splits=n_splits, seed=seed, n_labels=n_labels,
                    min_group_items=min_group_items, criterion=criterion)
     rounded = np.array([round_half_up(m) for m in panel_means(expected, n_labels)], dtype=np.int64)
     rows = [_candidate(np.asarray(expected, dtype=float), rounded, labels, groups, who="panel", **options)]

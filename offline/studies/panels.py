@@ -568,10 +568,10 @@ def gap_markdown(study: PanelStudy) -> list[str]:
                   "label / min bin coverage, * = meets the selection rule.", "",
                   "| who | " + " | ".join(criteria) + " |", "|---|" + "---|" * len(criteria)]
         for who in dict.fromkeys(r.who for r in study.candidate):
-            rows = {r.criterion: r for r in study.candidate if r.who == who}
+            row_of = {r.criterion: r for r in study.candidate if r.who == who}
             lines.append(f"| {who} | " + " | ".join(
-                f"{rows[c].set_size:.2f}, {rows[c].coverage:.3f}, {rows[c].min_label_coverage:.2f} / "
-                f"{rows[c].min_bin_coverage:.2f}{' *' if rows[c].qualifies else ''}" if c in rows else "n/a"
+                f"{row_of[c].set_size:.2f}, {row_of[c].coverage:.3f}, {row_of[c].min_label_coverage:.2f} / "
+                f"{row_of[c].min_bin_coverage:.2f}{' *' if row_of[c].qualifies else ''}" if c in row_of else "n/a"
                 for c in criteria) + " |")
     return lines
 

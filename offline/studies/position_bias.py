@@ -19,7 +19,7 @@ from collections.abc import Iterable, Sequence
 
 import msgspec
 
-from calibration.tournament import PairwiseVerdict, position_consistency
+from calibration.tournament import Outcome, PairwiseVerdict, position_consistency
 from offline.data.pairwise import presented
 from offline.data.summeval import CRITERIA
 from offline.ingest import VICUNA80_CRITERION, VICUNA80_PROMPT_FAMILY
@@ -43,7 +43,7 @@ class PairwiseAnswer(msgspec.Struct, frozen=True, kw_only=True):
     doc_id: str
     first: str
     second: str
-    outcome: str | None
+    outcome: Outcome | None
     repetition: int = 0
 
 

@@ -24,10 +24,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from itertools import combinations
+from typing import cast
 
 import msgspec
 import numpy as np
 
+from calibration.tournament import Outcome
 from offline.collect import PAPER_N_DOCUMENTS, PAPER_SYSTEMS
 from offline.data.pairwise import canonical_pair
 from offline.data.summeval import CRITERIA, SummEvalItem
@@ -123,7 +125,8 @@ def simulate_tournaments(
     by_judge: dict[tuple[str, str], dict[str, JudgeCriterionData]] = {}
     for data in datasets:
         by_judge.setdefault((data.judge, data.prompt_family), {})[data.criterion] = data
-    described, answers = [], []
+    described: list[SimulatedJudge] = []
+    answers: list[PairwiseAnswer] = []
     for (judge, family), per_criterion in sorted(by_judge.items()):
         if judges is not None and judge not in judges:
             continue
@@ -156,7 +159,7 @@ def simulate_tournaments(
                 outcomes = np.where(s_first > s_second, "first", np.where(s_first < s_second, "second", "tie"))
                 answers.extend(
                     PairwiseAnswer(judge=judge, prompt_family=family, criterion=criterion, doc_id=doc, first=f,
-                                   second=s, outcome=str(out), repetition=plan[k][3])
+                                   second=s, outcome=cast(Outcome, str(out)), repetition=plan[k][3])
                     for k, (f, s, out) in enumerate(zip(first, second, outcomes, strict=True))
                 )
         described.append(SimulatedJudge(judge=judge, prompt_family=family, distribution_source=source,

@@ -134,11 +134,11 @@ def has_triangles(answers: Iterable[PairwiseAnswer]) -> bool:
 
 
 def _verdicts(group: Sequence[PairwiseAnswer]) -> list[PairwiseVerdict]:
-    return [PairwiseVerdict(first=a.first, second=a.second, outcome=a.outcome) for a in group]  # type: ignore[arg-type]
+    return [PairwiseVerdict(first=a.first, second=a.second, outcome=a.outcome) for a in group if a.outcome is not None]
 
 
 def _human_means(items: Sequence[SummEvalItem], criterion: str, docs: set[str], systems: Sequence[str]) -> np.ndarray:
-    totals = {s: [] for s in systems}
+    totals: dict[str, list[float]] = {s: [] for s in systems}
     for item in items:
         if item.doc_id in docs and item.system_id in totals:
             totals[item.system_id].append(item.expert_mean[criterion])
@@ -157,6 +157,8 @@ def _rankings(judge: str, family: str, criterion: str, groups: dict, items: Sequ
     result = []
     for method, ranking in rank_all(tournament).items():
         position = {s: k for k, s in enumerate(ranking.order)}
+        statistic: float | None
+        p_value: float | None
         try:
             tau = kendall_tau_b([-position[s] for s in systems], human)
             statistic, p_value = tau.statistic, tau.p_value

@@ -175,16 +175,16 @@ def markdown(summary: ValiditySummary) -> str:
               "empty | non-interval | accept / review / escalate | accept accuracy |",
               "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for cell in summary.cells:
-        for row in cell.heldout:
-            if abs(row.alpha - summary.headline_alpha) > 1e-9:
+        for held in cell.heldout:
+            if abs(held.alpha - summary.headline_alpha) > 1e-9:
                 continue
-            mark = " **(default)**" if row.method == cell.default_method else ""
+            mark = " **(default)**" if held.method == cell.default_method else ""
             lines.append(
-                f"| {cell.judge} | {cell.criterion} | {cell.kind} | {row.method}{mark} | {row.coverage:.3f} | "
-                f"{row.coverage_p5:.3f} | {row.set_size:.2f} | {row.min_label_coverage:.2f} | "
-                f"{row.min_bin_coverage:.2f} | {row.empty_share:.1%} | {row.non_interval_share:.1%} | "
-                f"{row.accept_share:.0%} / {row.review_share:.0%} / {row.escalate_share:.0%} | "
-                f"{_pct(row.accept_accuracy)} |")
+                f"| {cell.judge} | {cell.criterion} | {cell.kind} | {held.method}{mark} | {held.coverage:.3f} | "
+                f"{held.coverage_p5:.3f} | {held.set_size:.2f} | {held.min_label_coverage:.2f} | "
+                f"{held.min_bin_coverage:.2f} | {held.empty_share:.1%} | {held.non_interval_share:.1%} | "
+                f"{held.accept_share:.0%} / {held.review_share:.0%} / {held.escalate_share:.0%} | "
+                f"{_pct(held.accept_accuracy)} |")
     lines += ["", "## Why each default", ""]
     lines += [f"- {c.judge} / {c.criterion} / {c.kind}: **{c.default_method}** — {c.default_reason}"
               for c in summary.cells]

@@ -29,6 +29,7 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
+from typing import TypedDict
 
 import msgspec
 import numpy as np
@@ -154,6 +155,30 @@ class QuestionRankings(msgspec.Struct, frozen=True, kw_only=True):
     orders: dict[str, list[str]]
 
 
+class BestMethod(TypedDict):
+    """Per human reference: the ranking method with the highest mean per-question tau over the judges."""
+
+    method: str | None
+    mean_tau_over_judges: dict[str, float | None]
+
+
+class MfasVersusCopeland(TypedDict):
+    """Per human reference: exact MFAS minus Copeland mean tau per source, and who is better."""
+
+    ilp_minus_copeland: dict[str, float]
+    ilp_better: list[str]
+    copeland_better: list[str]
+    equal: list[str]
+
+
+class _Spread(TypedDict):
+    mean_tau: float | None
+    std_tau: float | None
+    q25: float | None
+    median_tau: float | None
+    q75: float | None
+
+
 class Vicuna80RankingRow(msgspec.Struct, frozen=True, kw_only=True):
     """Kendall tau-b of one source's ranking method against the human reference (per question or pooled)."""
 
@@ -213,8 +238,8 @@ class Vicuna80Summary(msgspec.Struct, frozen=True, kw_only=True):
     rankings: list[Vicuna80RankingRow]
     position_bias: list[Vicuna80PositionRow]
     parse: list[Vicuna80ParseRow]
-    best_method: dict[str, object]
-    mfas_vs_copeland: dict[str, object]
+    best_method: dict[str, BestMethod]
+    mfas_vs_copeland: dict[str, MfasVersusCopeland]
     inputs: list[Vicuna80Input]
     question_rankings: list[QuestionRankings]
 
@@ -223,7 +248,8 @@ def verdicts_from_store(store: AnswerStore, judges: Iterable[str] | None = None
                         ) -> tuple[list[Vicuna80Verdict], dict[str, Counter[str]]]:
     """The stored Vicuna80 verdicts as shown (store key order) and, per judge, the count of each parse rule;
     with ``judges``, only theirs (a judge whose file left the data directory keeps its rows in a persistent store)."""
-    verdicts, rules = [], {}
+    verdicts: list[Vicuna80Verdict] = []
+    rules: dict[str, Counter[str]] = {}
     wanted = None if judges is None else set(judges)
     for record in store.iter_answers(prompt_family=VICUNA80_PROMPT_FAMILY, task="pairwise",
                                      criterion=VICUNA80_CRITERION):
@@ -261,7 +287,7 @@ def _tau(scores: dict[str, float], reference: dict[str, float], candidates: Sequ
     return kendall_tau_b_statistic([scores[c] for c in candidates], [reference[c] for c in candidates])
 
 
-def _spread(values: list[float | None]) -> dict[str, float | None]:
+def _spread(values: list[float | None]) -> _Spread:
     defined = [v for v in values if v is not None]
     if not defined:
         return {"mean_tau": None, "std_tau": None, "q25": None, "median_tau": None, "q75": None}
@@ -284,7 +310,7 @@ def _ranking_rows(source: str, per_question: dict[str, dict[str, Ranking]], huma
                          candidates[q]) for q in sorted(per_question) if q in human]
             rows.append(Vicuna80RankingRow(judge=source, method=method, reference=reference, scope="per_question",
                                            n_questions=len(taus), n_undefined=sum(t is None for t in taus),
-                                           **_spread(taus)))  # type: ignore[arg-type]
+                                           **_spread(taus)))
     return rows
 
 
@@ -302,21 +328,22 @@ def _pooled_rows(source: str, pooled: dict[str, Ranking], human: dict[str, Ranki
     return rows
 
 
-def _conclusions(rows: list[Vicuna80RankingRow], judges: Sequence[str]) -> tuple[dict[str, object], dict[str, object]]:
+def _conclusions(rows: list[Vicuna80RankingRow], judges: Sequence[str]
+                 ) -> tuple[dict[str, BestMethod], dict[str, MfasVersusCopeland]]:
     per_question = {(r.judge, r.method, r.reference): r for r in rows if r.scope == "per_question"}
-    best: dict[str, object] = {}
+    best: dict[str, BestMethod] = {}
     for reference in REFERENCES:
-        means = {}
+        means: dict[str, float | None] = {}
         for method in RANKING_METHODS:
-            values = [per_question[j, method, reference].mean_tau for j in judges if (j, method, reference) in
-                      per_question and per_question[j, method, reference].mean_tau is not None]
-            means[method] = statistics.fmean(values) if values else None  # type: ignore[arg-type]
+            values = [tau for j in judges if (j, method, reference) in per_question
+                      and (tau := per_question[j, method, reference].mean_tau) is not None]
+            means[method] = statistics.fmean(values) if values else None
         defined = {m: v for m, v in means.items() if v is not None}
         best[reference] = {"method": max(defined, key=lambda m: defined[m]) if defined else None,
                            "mean_tau_over_judges": means}
-    versus: dict[str, object] = {}
+    versus: dict[str, MfasVersusCopeland] = {}
     for reference in REFERENCES:
-        diffs = {}
+        diffs: dict[str, float] = {}
         for judge in (*judges, PANEL):
             ilp = per_question.get((judge, "mfas_ilp", reference))
             cop = per_question.get((judge, "mfas_copeland", reference))

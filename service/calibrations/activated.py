@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import cast
 
 import redis
 from redis.exceptions import RedisError
@@ -82,7 +83,8 @@ class ActivatedStore:
         if self._redis is None or self.redis_key is None:
             return {}
         try:
-            stored = self._redis.hgetall(self.redis_key)
+            # a client without decode_responses answers bytes
+            stored = cast(dict[bytes, bytes], self._redis.hgetall(self.redis_key))
         except RedisError as error:
             self.unavailable.append(f"Redis {self.redis_key}: unreachable ({type(error).__name__}); the artifacts "
                                     "activated there were not loaded")

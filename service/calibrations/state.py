@@ -59,7 +59,7 @@ class LruMemo(OrderedDict[tuple[object, ...], object]):
         super().__init__()
         self.limit = limit
 
-    def get(self, key: tuple[object, ...], default: object = None) -> object:  # type: ignore[override]
+    def get(self, key: tuple[object, ...], default: object = None) -> object:
         """The value under ``key`` (now the most recent), or ``default``."""
         try:
             self.move_to_end(key)

@@ -184,7 +184,9 @@ def _preference_verdicts(
 async def _live_verdicts(
     ctx: CompareContext, request: CompareRequest, judge: str
 ) -> tuple[list[PairwiseVerdict], list[FailedCall], int]:
-    assert request.candidates is not None and request.document is not None
+    # compare_candidates checked them: a live comparison has candidates, a document and a criterion
+    assert request.candidates is not None and request.document is not None and request.criterion is not None
+    criterion = request.criterion
     texts = {candidate.id: candidate.text for candidate in request.candidates}
     ids = [candidate.id for candidate in request.candidates]
     calls = [
@@ -197,7 +199,7 @@ async def _live_verdicts(
     async def one(first: str, second: str, repetition: int) -> tuple[PairwiseVerdict | None, FailedCall | None, bool]:
         try:
             answer = await ctx.judges.prefer(
-                judge, request.criterion, request.document or "", texts[first], texts[second], repetition
+                judge, criterion, request.document or "", texts[first], texts[second], repetition
             )
         except JudgeError as error:
             problem, _ = problem_from_exception(error)
@@ -304,7 +306,9 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         assert judge is not None
         ids = _check_live(request, ctx.settings)
         _check_call_budget(len(ids), request, ctx.settings)
-        family = ctx.judges.config(judge).prompt_family
+        config = ctx.judges.config(judge)
+        assert config is not None  # client() above refused an unconfigured judge
+        family = config.prompt_family
         if request.prompt_family and request.prompt_family != family:
             raise InvalidRequestError(
                 f"judge {judge!r} is asked with prompt family {family!r}; prompt_family {request.prompt_family!r} "

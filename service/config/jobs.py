@@ -34,7 +34,7 @@ variable                    meaning                                             
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -126,8 +126,8 @@ class JobSettings(msgspec.Struct, frozen=True, kw_only=True):
             "breaker_failures": "BREAKER_FAILURES",
             "breaker_cooldown_s": "BREAKER_COOLDOWN_S",
         }
-        values = {}
+        values: dict[str, Any] = {}
         for field, variable in names.items():
             default = getattr(defaults, field)
-            values[field] = get(variable, type(default), default)  # type: ignore[arg-type]
+            values[field] = get(variable, type(default), default)
         return cls(**values)

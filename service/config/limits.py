@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -100,9 +100,9 @@ class LimitSettings(msgspec.Struct, frozen=True, kw_only=True):
     def from_env(cls, get: Callable[[str, Callable[[str], T], T], T]) -> LimitSettings:
         """Read the variables through ``Settings.from_env``'s ``get(name, parse, default)``."""
         defaults = cls()
-        values: dict[str, object] = {
-            field: get(variable, type(getattr(defaults, field)), getattr(defaults, field))  # type: ignore[arg-type]
+        values: dict[str, Any] = {
+            field: get(variable, type(getattr(defaults, field)), getattr(defaults, field))
             for field, variable in _VARIABLES.items()
         }
         values["reload_dir"] = get("RELOAD_DIR", Path, None)  # type: ignore[arg-type]
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**values)

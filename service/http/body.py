@@ -134,7 +134,7 @@ def _content_type(scope: Any) -> str | None:
     return None
 
 
-class JSONRequest(Request):  # type: ignore[type-arg]
+class JSONRequest(Request):
     """Litestar's Request whose ``json()`` enforces a JSON Content-Type and decodes strictly (module docstring)."""
 
     async def stream(self) -> Any:
@@ -146,7 +146,7 @@ class JSONRequest(Request):  # type: ignore[type-arg]
             context = current_request.get()
             if context is None or not context.client_gone:  # set by service.http.edge on ``http.disconnect``
                 raise
-            if self.scope.get("extensions", {}).get(CUT_STATUS_EXTENSION) == BodyTimeoutError.status:
+            if (self.scope.get("extensions") or {}).get(CUT_STATUS_EXTENSION) == BodyTimeoutError.status:
                 raise BodyTimeoutError(BODY_TIMEOUT_DETAIL) from None  # the server has answered 408 already
             raise ClientClosedRequestError("the client disconnected before its request body arrived") from None
 

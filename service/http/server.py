@@ -29,7 +29,7 @@ processes on one socket, each building its app with ``create_app()`` from the sa
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, cast
 
 import h11
 import msgspec
@@ -201,7 +201,9 @@ class TimedH11Protocol(H11Protocol):
         except h11.LocalProtocolError:
             self.transport.close()
             return
-        cycle.scope.setdefault("extensions", {})[extension] = 408
+        # our own extension key holds the status (service.http.body reads it); uvicorn types values as dicts
+        extensions = cast(dict[str, object], cycle.scope.setdefault("extensions", {}))
+        extensions[extension] = 408
         cycle.disconnected = True  # the app's receive answers http.disconnect; what it sends is dropped
         cycle.message_event.set()
         self._answered_408 = True

@@ -92,7 +92,7 @@ class Services:
 
 def services_of(connection: ASGIConnection) -> Services:
     """The Services of the app answering ``connection`` (a request)."""
-    return connection.app.state.services  # type: ignore[no-any-return]  # set by service.http.app.create_app
+    return connection.app.state.services  # set by service.http.app.create_app
 
 
 def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:

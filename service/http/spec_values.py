@@ -28,7 +28,7 @@ from typing import Any
 
 from litestar import Litestar, Request
 from litestar.openapi.plugins import JsonRenderPlugin
-from litestar.openapi.spec import OpenAPI, OpenAPIType, Schema
+from litestar.openapi.spec import OpenAPI, OpenAPIType, Reference, Schema
 
 from calibration.conformal import METHODS
 from service.calibrations.state import CalibrationSnapshot
@@ -114,7 +114,8 @@ def _scale_rules(values: SpecValues, largest: int) -> list[Schema]:
     for k in sorted(set(values.scales.values()) - {largest}):
         criteria = [name for name, scale in values.scales.items() if scale == k]
         bounded = Schema(maximum=k)
-        tokens = {str(token): Schema(type=OpenAPIType.NULL) for token in range(k + 1, largest + 1)}
+        tokens: dict[str, Schema | Reference] = {
+            str(token): Schema(type=OpenAPIType.NULL) for token in range(k + 1, largest + 1)}
         member = Schema(properties={"judge_score": bounded, "mean_of_samples": bounded,
                                     "judge_logprobs": Schema(properties=tokens)})
         rules.append(implies(
@@ -203,7 +204,9 @@ def spec_document(app: Litestar) -> dict[str, Any]:
         apply_spec_values(app.openapi_schema, spec_values(services))
         cache["snapshot"] = snapshot
         cache["document"] = app.openapi_schema.to_schema()
-    return cache["document"]  # type: ignore[no-any-return]
+    document = cache["document"]
+    assert isinstance(document, dict)  # the to_schema() stored above
+    return document
 
 
 class LiveSpecJson(JsonRenderPlugin):

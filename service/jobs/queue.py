@@ -55,8 +55,10 @@ class JobQueue:
         if not redis_url:
             raise JobsUnavailableError(ENABLE_JOBS_HELP)
         from saq import Queue
+        from saq.queue.redis import RedisQueue
 
         queue = Queue.from_url(redis_url, name=settings.queue)
+        assert isinstance(queue, RedisQueue)  # what from_url makes of any URL but postgres:// and http://
         store = JobStore(
             queue.redis, settings.queue, results_ttl_s=settings.results_ttl_s,
             result_item_bytes=settings.result_item_bytes,

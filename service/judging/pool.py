@@ -103,10 +103,14 @@ class JudgePool:
         if self._settings.judges_file is not None:
             self._configs = dict(load_judge_configs(self._settings.judges_file))
             for name, config in self._configs.items():  # one at a time, so aclose() closes those already open
+
+                def count_format_retry(kind: str, judge: str = name) -> None:
+                    self._metrics.format_retries.inc(judge, kind)
+
                 self._clients[name] = JudgeClient(
                     config,
                     logger=self._logger,  # JSON retry/failure events with the request id
-                    on_format_retry=lambda kind, judge=name: self._metrics.format_retries.inc(judge, kind),
+                    on_format_retry=count_format_retry,
                     max_reply_bytes=self._settings.judge_max_reply_bytes,
                 )
         check_panel_members(self.panels, list(self._configs))  # a panel of unconfigured judges stops start-up

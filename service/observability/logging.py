@@ -40,6 +40,7 @@ from typing import IO, Any
 
 import msgspec
 import structlog
+from structlog.typing import EventDict
 
 __all__ = [
     "ACCESS_LOG_MODES",
@@ -255,23 +256,23 @@ def make_logs(
     encoder = msgspec.json.Encoder(enc_hook=repr, order="sorted")
     sink = JsonLineSink(stream, flush_interval_s=flush_interval_s)
 
-    def drop_below(_: Any, method_name: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    def drop_below(_: Any, method_name: str, event_dict: EventDict) -> EventDict:
         if _LEVELS.get(method_name.upper(), 20) < threshold:
             raise structlog.DropEvent
         return event_dict
 
-    def add_request(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    def add_request(_: Any, __: str, event_dict: EventDict) -> EventDict:
         context = current_request.get()
         if context is not None:
             event_dict.setdefault("request_id", context.request_id)
             event_dict.setdefault("route", context.route)
         return event_dict
 
-    def add_timestamp(_: Any, __: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    def add_timestamp(_: Any, __: str, event_dict: EventDict) -> EventDict:
         event_dict["timestamp"] = clock.now()
         return event_dict
 
-    def render(_: Any, __: str, event_dict: dict[str, Any]) -> str:
+    def render(_: Any, __: str, event_dict: EventDict) -> str:
         return encoder.encode(event_dict).decode()
 
     logger = structlog.wrap_logger(

@@ -57,7 +57,7 @@ def _stages(ctx: ScoringContext, request: ScoreRequest) -> tuple[tuple[str, ...]
     cascades = ctx.judges.cascades
     if request.cascade not in cascades:
         raise InvalidRequestError(f"unknown cascade {request.cascade!r} (CASCADES_FILE)", allowed=sorted(cascades))
-    stages = cascades[request.cascade]  # type: ignore[index]
+    stages = cascades[request.cascade]
     if _own(request):
         judge = request.judge or stages[0]
         if judge not in stages:

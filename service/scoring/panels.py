@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import cast
 
 import msgspec
 
@@ -56,7 +57,7 @@ from calibration.panels import (
     panel_name,
     served_panel,
 )
-from calibration.verdicts import round_half_up, verdict_inputs
+from calibration.verdicts import InputKind, round_half_up, verdict_inputs
 from service.calibrations.state import CalibrationSnapshot, coverage_target
 from service.errors import InvalidRequestError
 from service.judging.injection import INJECTION_FLAG, screen_texts
@@ -200,7 +201,8 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
         judge_score=judge_score,
         probabilities=None, prediction_set=list(labels), set_size=len(labels), alpha=used_alpha,
         coverage_target=coverage_target(used_alpha),
-        input_kind=kind, method=method, calibrated=entry is not None, decision=decision.decision,
+        input_kind=cast("InputKind | None", kind),  # one of INPUT_KINDS (artifact.thresholds checks entries)
+        method=method, calibrated=entry is not None, decision=decision.decision,
         escalate=decision.escalate, point=decision.point, guarantees=list(decision.guarantees),
         rule_failed=decision.rule_failed, reason=decision.reason, calibration_id=snapshot.calibration_id,
         n_cal=None if entry is None else entry.fitted.n_cal,
@@ -221,7 +223,7 @@ def _live_panel_members(ctx: ScoringContext, request: ScoreRequest) -> list[str]
         raise InvalidRequestError(f"unknown panel {request.panel!r} (PANELS_FILE)", allowed=sorted(panels))
     if request.document is None or request.summary is None:
         raise InvalidRequestError("document and summary are required when the service calls a panel")
-    members = list(panels[request.panel])  # type: ignore[index]
+    members = list(panels[request.panel])
     askable = set(BUILTIN_CRITERIA) | set(ctx.judges.rubric_names())
     if request.criterion not in askable:
         raise InvalidRequestError(f"unknown criterion {request.criterion!r} for a live panel call",

@@ -117,7 +117,9 @@ def _live_prompt_family(ctx: ScoringContext, request: ScoreRequest, judge: str) 
     elif rubric is not None:
         actual = rubric.family  # the user's rubric prompt: only thresholds fitted under it apply
     else:
-        actual = ctx.judges.config(judge).prompt_family
+        config = ctx.judges.config(judge)
+        assert config is not None  # a live judge is a configured one (_resolve_judge)
+        actual = config.prompt_family
     if request.prompt_family and request.prompt_family != actual:
         raise InvalidRequestError(
             f"judge {judge!r} is asked with prompt family {actual!r} for this request; prompt_family "

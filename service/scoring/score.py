@@ -50,8 +50,11 @@ caller's or the judge's) -> **set** (``service.scoring.sets``: rules 6-7, the en
 
 from __future__ import annotations
 
+from typing import cast
+
 import msgspec
 
+from calibration.verdicts import InputKind
 from service.calibrations.state import CalibrationSnapshot, coverage_target
 from service.judging.injection import INJECTION_FLAG, screen_texts
 from service.scoring.cascades import score_cascade
@@ -110,12 +113,12 @@ def _remembered_answer(ctx: ScoringContext, snapshot: CalibrationSnapshot, reque
     if answer_key is None:
         return None
     remembered = snapshot.memo.get(answer_key)
-    if remembered is None:
+    if not isinstance(remembered, ScoreResponse):  # None: not remembered (answer keys hold only answers)
         return None
-    ctx.metrics.count_decision(request.criterion, remembered.decision, True)  # type: ignore[attr-defined]
+    ctx.metrics.count_decision(request.criterion, remembered.decision, True)
     if request.item_id is None:
-        return remembered  # type: ignore[return-value]
-    return msgspec.structs.replace(remembered, item_id=request.item_id)  # type: ignore[type-var]
+        return remembered
+    return msgspec.structs.replace(remembered, item_id=request.item_id)
 
 
 def _decide(ctx: ScoringContext, snapshot: CalibrationSnapshot, plan: Plan, verdict: Verdict, served: ServedSet,
@@ -151,7 +154,7 @@ def _respond(snapshot: CalibrationSnapshot, request: ScoreRequest, plan: Plan, v
         set_size=len(served.labels),
         alpha=alpha,
         coverage_target=plan.coverage_target if alpha == plan.alpha else coverage_target(alpha),
-        input_kind=served.kind,
+        input_kind=cast(InputKind, served.kind),  # one of INPUT_KINDS (artifact.thresholds checks entries)
         method=served.method,
         calibrated=entry is not None,
         decision=decision.decision,

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, Problem
+from service.wire.common import Problem
 
 __all__ = [
     "HARD_MAX_ESTIMATE_SYSTEMS",
@@ -39,6 +39,8 @@ HARD_MAX_SAMPLE_VALUES = 1_000_000  # one list of one system
 HARD_MAX_ESTIMATE_SYSTEMS = 100
 HARD_MAX_RANKING_BATTLES = 1_000_000
 
+# Requests: frozen, keyword-only, unknown fields refused; responses: frozen, keyword-only. Spelled out on each
+# class (not as **options) so that type checkers see keyword-only fields.
 
 Metric = Literal["mean", "pass_rate", "win_rate", "difference"]
 BaseMetric = Literal["mean", "pass_rate", "win_rate"]
@@ -53,7 +55,7 @@ SystemName = Annotated[str, Meta(min_length=1, max_length=200)]
 Bounds = tuple[float, float]
 
 
-class VersusSample(msgspec.Struct, **REQUEST_STRUCT):
+class VersusSample(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """The second system of a ``difference``: its labelled and unlabelled samples."""
 
     human: Labels
@@ -61,7 +63,7 @@ class VersusSample(msgspec.Struct, **REQUEST_STRUCT):
     judge_unlabelled: Labels
 
 
-class _Options(msgspec.Struct, **REQUEST_STRUCT):
+class _Options(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """What to estimate and at which level; shared by the single and the batch form."""
 
     metric: Metric
@@ -75,7 +77,7 @@ class _Options(msgspec.Struct, **REQUEST_STRUCT):
                                              "(default: half of today's PPI++ half-width)")] | None = None
 
 
-class EstimateRequest(_Options, **REQUEST_STRUCT):
+class EstimateRequest(_Options, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One system: human labels and judge verdicts of the same labelled items (aligned lists), the judge's verdicts
     on the unlabelled items, and for ``difference`` the other system as ``versus``."""
 
@@ -86,7 +88,7 @@ class EstimateRequest(_Options, **REQUEST_STRUCT):
     versus: VersusSample | None = None
 
 
-class SystemSample(msgspec.Struct, **REQUEST_STRUCT):
+class SystemSample(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One system of a batch: as ``EstimateRequest``'s samples."""
 
     name: SystemName | None = None
@@ -96,13 +98,13 @@ class SystemSample(msgspec.Struct, **REQUEST_STRUCT):
     versus: VersusSample | None = None
 
 
-class EstimateBatchRequest(_Options, **REQUEST_STRUCT):
+class EstimateBatchRequest(_Options, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Many systems estimated with the same options; each is answered or fails on its own."""
 
     systems: Annotated[list[SystemSample], Meta(min_length=1, max_length=HARD_MAX_ESTIMATE_SYSTEMS)]
 
 
-class LabelBudgetAnswer(msgspec.Struct, **RESPONSE_STRUCT):
+class LabelBudgetAnswer(msgspec.Struct, frozen=True, kw_only=True):
     """Labels needed for a half-width W under PPI++ (and with humans only), and how many more than today."""
 
     target_half_width: float
@@ -111,7 +113,7 @@ class LabelBudgetAnswer(msgspec.Struct, **RESPONSE_STRUCT):
     labels_needed_human_only: int | None
 
 
-class EstimateResult(msgspec.Struct, **RESPONSE_STRUCT):
+class EstimateResult(msgspec.Struct, frozen=True, kw_only=True):
     """A system's estimate, its interval valid at the n given, and what the judge was worth."""
 
     name: str | None
@@ -145,7 +147,7 @@ class EstimateBatchItem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults
     error: Problem | None = None
 
 
-class EstimateBatchResponse(msgspec.Struct, **RESPONSE_STRUCT):
+class EstimateBatchResponse(msgspec.Struct, frozen=True, kw_only=True):
     """Per-system outcomes in input order."""
 
     results: list[EstimateBatchItem]
@@ -159,7 +161,7 @@ Outcome = Literal["a", "b", "tie"]
 ModelName = Annotated[str, Meta(min_length=1, max_length=200)]
 
 
-class Battle(msgspec.Struct, **REQUEST_STRUCT):
+class Battle(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """One battle judged by the judge; ``human`` is the human verdict when this battle was labelled."""
 
     model_a: ModelName
@@ -168,7 +170,7 @@ class Battle(msgspec.Struct, **REQUEST_STRUCT):
     human: Outcome | None = None
 
 
-class RankingRequest(msgspec.Struct, **REQUEST_STRUCT):
+class RankingRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Battles with the judge's verdict, a uniform random subset of them also with a human verdict."""
 
     battles: Annotated[list[Battle], Meta(min_length=2, max_length=HARD_MAX_RANKING_BATTLES)]
@@ -177,7 +179,7 @@ class RankingRequest(msgspec.Struct, **REQUEST_STRUCT):
     ties: Literal["zero", "half"] = "zero"  # a tie counts 0 for both sides (the paper's convention) or 1/2
 
 
-class ModelRanking(msgspec.Struct, **RESPONSE_STRUCT):
+class ModelRanking(msgspec.Struct, frozen=True, kw_only=True):
     """One model: win rate with its marginal (1 - alpha) interval and its rank set (1 = best)."""
 
     model: str
@@ -191,14 +193,14 @@ class ModelRanking(msgspec.Struct, **RESPONSE_STRUCT):
     battles_unlabelled: int
 
 
-class SeparablePair(msgspec.Struct, **RESPONSE_STRUCT):
+class SeparablePair(msgspec.Struct, frozen=True, kw_only=True):
     """``better`` is ranked above ``worse`` in every ranking the joint region allows."""
 
     better: str
     worse: str
 
 
-class RankingResponse(msgspec.Struct, **RESPONSE_STRUCT):
+class RankingResponse(msgspec.Struct, frozen=True, kw_only=True):
     """Per-model win rates and rank sets (jointly covering the human ranking with probability >= 1 - alpha)."""
 
     alpha: float

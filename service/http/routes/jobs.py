@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any
 
 from litestar import Request, Response, delete, get, post
-from litestar.openapi.spec import OpenAPIMediaType, RequestBody, Schema
+from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
 from litestar.params import Parameter
 from litestar.response import Stream
 from redis.exceptions import RedisError
@@ -228,8 +228,8 @@ def document_jobs_openapi(schema_paths: Any) -> None:
         content={
             "application/x-ndjson": OpenAPIMediaType(schema=item),
             "application/json": OpenAPIMediaType(
-                schema=Schema(type="object", required=["items"], additional_properties=False,
-                              properties={"items": Schema(type="array", items=item, min_items=1)})
+                schema=Schema(type=OpenAPIType.OBJECT, required=["items"], additional_properties=False,
+                              properties={"items": Schema(type=OpenAPIType.ARRAY, items=item, min_items=1)})
             ),
         },
     )
