@@ -26,6 +26,7 @@ from litestar.openapi.spec import Components, Reference, SecurityScheme
 from service.calibrations.state import CalibrationHolder
 from service.config.settings import Settings
 from service.http.body import JSONRequest
+from service.http.docs_page import OfflineRedoc
 from service.http.edge import Edge
 from service.http.routes.calibration import calibration_info, reload_calibration
 from service.http.routes.calibrations import (
@@ -189,9 +190,10 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
                 }
             ),
             create_examples=False,
-            # The JSON document only, at /schema and /schema/openapi.json: Litestar's HTML viewers load their
-            # scripts from a CDN and render blank offline, so the service serves none.
-            render_plugins=[LiveSpecJson()],  # with the deployment's current names and scales
+            # The JSON document at /schema and /schema/openapi.json, with the deployment's current names and scales;
+            # an HTML page at /schema/redoc with a vendored Redoc (Litestar's own viewers load their scripts from a
+            # CDN and render blank offline).
+            render_plugins=[LiveSpecJson(), OfflineRedoc()],
         ),
         state=State({"services": services}),
     )
