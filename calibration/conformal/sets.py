@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import compress
+from itertools import compress, repeat
+from operator import truediv
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,7 +27,7 @@ from calibration.conformal.fit import FittedConformal
 from calibration.conformal.inputs import judge_inputs
 from calibration.conformal.kernels import SCALAR, ArrayOps, ItemColumns
 from calibration.conformal.methods import MEMBERSHIP_TOLERANCE, ConformalMethod, Needs, conformal_method
-from calibration.errors import InvalidProbabilitiesError, ScoreOutOfRangeError
+from calibration.errors import CalibrationError, InvalidProbabilitiesError, ScoreOutOfRangeError
 
 __all__ = [
     "MEMBERSHIP_TOLERANCE",
@@ -96,6 +97,7 @@ class SetRule:
     learned: tuple[tuple[float, ...], ...] | None
     bounds: tuple[tuple[float, ...], ...]  # [judge score - 1][label - 1]
     free_bounds: tuple[float, ...] | None  # the bounds of an item without a judge score (None: the grouping reads it)
+    accepts: tuple[bool, ...]  # [2 * has judge score + has probabilities]: the method's check_inputs, read once
     judge_sets: tuple[tuple[int, ...], ...] | None = None  # [judge score - 1]: the set when no probabilities count
 
     def prediction_set(
@@ -116,7 +118,8 @@ class SetRule:
             if judge is not None and self.judge_sets is not None:
                 return self.judge_sets[judge]
             probs = None
-        method.check_inputs(judge is not None, probs is not None)
+        if not self.accepts[2 * (judge is not None) + (probs is not None)]:
+            method.check_inputs(judge is not None, probs is not None)  # raises the method's refusal
         uniform = _uniform(rng) if score.randomised else None
         scores = score.kernel(ItemColumns(n_labels, judge, probs, uniform, self.learned), SCALAR)
         bounds = self.free_bounds if judge is None else self.bounds[judge]
@@ -140,12 +143,23 @@ def compile_rule(fitted: FittedConformal) -> SetRule:
         learned=None if learned is None else tuple(tuple(row) for row in learned),
         bounds=tuple(bounds(judge) for judge in range(n_labels)),
         free_bounds=None if grouping.reads_judge else bounds(None),
+        accepts=tuple(_accepts(method, has_score, has_probabilities)
+                      for has_score in (False, True) for has_probabilities in (False, True)),
     )
     if method.score.randomised or method.needs is Needs.PROBABILITIES:
         return rule
     # The judge's score alone decides the set (a score-only method, or no probabilities given): hold them ready.
     judge_sets = tuple(rule.prediction_set(judge_score=score) for score in rule.labels)
     return replace(rule, judge_sets=judge_sets)
+
+
+def _accepts(method: ConformalMethod, has_score: bool, has_probabilities: bool) -> bool:
+    """Whether ``method.check_inputs`` lets an item with these inputs through."""
+    try:
+        method.check_inputs(has_score, has_probabilities)
+    except CalibrationError:
+        return False
+    return True
 
 
 def _judge_index(judge_score: int | None, n_labels: int) -> int | None:
@@ -168,12 +182,12 @@ def _one_probability_row(probabilities: Sequence[float] | None, n_labels: int) -
     """Validate and renormalise one probability vector in pure Python (the single-item fast path)."""
     if probabilities is None:
         return None
-    row = [float(p) for p in probabilities]
+    row = list(map(float, probabilities))  # map: C speed on the fixed per-call work
     if len(row) != n_labels:
         raise InvalidProbabilitiesError(f"probabilities must have {n_labels} entries, got {len(row)}")
-    if not all(math.isfinite(p) and p >= 0 for p in row):
+    if not all(map(math.isfinite, row)) or min(row) < 0:  # finite first: min() is then well defined
         raise InvalidProbabilitiesError(f"probabilities must be finite and non-negative: {row}")
     total = math.fsum(row)
     if total <= 0:
         raise InvalidProbabilitiesError(f"probabilities {row} sum to 0; they cannot be renormalised")
-    return [p / total for p in row]
+    return list(map(truediv, row, repeat(total)))
