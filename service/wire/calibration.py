@@ -16,6 +16,7 @@ __all__ = [
     "ArtifactName",
     "ArtifactSummary",
     "CalibratedCell",
+    "CellCertification",
     "CalibrationEntryInfo",
     "CalibrationInfo",
     "CalibrationJobInfo",
@@ -196,8 +197,23 @@ class HeldoutLevel(msgspec.Struct, **RESPONSE_STRUCT):
     share_full_scale: float
 
 
+class CellCertification(msgspec.Struct, **RESPONSE_STRUCT):
+    """The cell's certified decision rule at one (tolerance, accept_alpha) of the grid, on its calibration data:
+    whether /v1/score can accept any of its verdicts, and why not when it cannot."""
+
+    tolerance: int  # an error is |human - point| >= tolerance
+    accept_alpha: float
+    certified: bool  # some verdicts are accepted (their bin is certified): /v1/score answers accept for them
+    accept_share: float | None  # share of the certification items whose verdict is accepted
+    certified_error: float | None  # upper bound on the error among accepted (<= accept_alpha), confidence 1 - delta
+    rule_failed: bool  # the data cannot certify at this level at all (too few documents or items): reason says which
+    reason: str
+    n_groups: int  # documents that certified (the bound's unit)
+
+
 class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
-    """One (cell, input kind) a calibration job fitted: scale, size, default method, its held-out figures per alpha."""
+    """One (cell, input kind) a calibration job fitted: scale, size, default method, its held-out figures per alpha,
+    and its certified decision rule."""
 
     judge: str
     prompt_family: str
@@ -210,6 +226,11 @@ class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
     reason: str
     heldout: list[HeldoutLevel]
     full_scale_flag: bool  # at the default level the sets are (almost) always the whole scale
+    # The decision rule /v1/score applies (the artifact's decision_rules, calibration.cell_rules): one row per
+    # (tolerance, accept_alpha) of the grid, and in words at tolerance 2, accept_alpha 0.1 (the defaults); empty
+    # until the job is done
+    certifications: list[CellCertification] = []
+    decision_summary: str = ""
 
 
 class CalibrationJobInfo(msgspec.Struct, **RESPONSE_STRUCT):
