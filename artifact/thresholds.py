@@ -14,7 +14,7 @@ Usage:
 ``ThresholdIndex(artifact)``             O(1) look-ups for the service
 ``index.lookup(j, pf, c, m, alpha)``     the entry or ``None``
 ``index.default_method(j, pf, c)``       the recommended method or ``None``
-``index.rule(entry)``                    the entry's compiled set rule (``SetRule``), compiled once per index
+``index.rule(entry)``                    the entry's compiled set rule (``SetRule``), compiled once
 ======================================== =====================================================
 """
 
@@ -28,8 +28,9 @@ from pathlib import Path
 
 import msgspec
 
-from calibration.conformal import METHODS, PROBABILITY_METHODS, FittedConformal, SetRule, compile_rule
+from calibration.conformal import METHODS, PROBABILITY_METHODS, FittedConformal
 from calibration.conformal.methods import conformal_method
+from calibration.conformal.sets import SetRule, compile_rule
 from calibration.decision_rule import DecisionRule, validate_rule
 from calibration.errors import ArtifactError
 from calibration.verdicts import INPUT_KINDS, methods_for_kind
@@ -322,7 +323,7 @@ class ThresholdIndex:
         return self._entries.get((judge, prompt_family, criterion, resolved, method, _alpha_key(alpha)))
 
     def rule(self, entry: ThresholdEntry) -> SetRule:
-        """The compiled set rule of ``entry`` (``calibration.conformal.compile_rule``): compiled on first use and
+        """The compiled set rule of ``entry`` (``calibration.conformal.sets.compile_rule``): compiled on first use and
         kept for this artifact's entries; an entry of another artifact is compiled every time."""
         found = self._rules.get(id(entry))
         if found is not None:

@@ -4,10 +4,10 @@ Two worker processes, one per tree (``PYTHONPATH`` = the tree), each import that
 The baseline worker fits every method on one seeded data set; both workers decode the same fitted predictors (the
 artifact's JSON) and time one set on the same inputs, two ways: ``prediction_set(fitted, ...)`` and the path the
 service takes, ``compile_rule(fitted).prediction_set(...)`` with the rule compiled once (the service compiles each
-entry's rule when it loads the artifact; a tree without ``compile_rule`` serves ``prediction_set``, so its compiled
-timing is that). Rounds alternate the order (ABBA), so drift and other load on the machine fall on both sides; the
-result per case and path is the median over rounds of the per-round ratio candidate/baseline. Both trees, and both
-paths, must give the same sets (checked before timing).
+entry's rule on first use and keeps it; a tree without ``calibration.conformal.sets.compile_rule`` serves
+``prediction_set``, so its compiled timing is that). Rounds alternate the order (ABBA), so drift and other load
+on the machine fall on both sides; the result per case and path is the median over rounds of the per-round ratio
+candidate/baseline. Both trees, and both paths, must give the same sets (checked before timing).
 
 Run: ``python bench/bench_registry_paired.py --baseline-tree /path/to/older/checkout`` (``--candidate-tree``
 defaults to the tree holding this file). Under ``make bench`` it runs only when ``BENCH_BASELINE_TREE`` names a
@@ -87,7 +87,7 @@ class _Worker:
         """Decode the fitted predictors into this tree's FittedConformal (as loading an artifact does)."""
         kind = self.conformal.FittedConformal
         self.fitted = {method: self.msgspec.json.decode(text, type=kind) for method, text in encoded.items()}
-        compile_rule = getattr(self.conformal, "compile_rule", None)
+        compile_rule = getattr(importlib.import_module("calibration.conformal.sets"), "compile_rule", None)
         if compile_rule is not None:
             self.rules = {method: compile_rule(fitted) for method, fitted in self.fitted.items()}
 

@@ -57,7 +57,7 @@ from calibration.conformal.fit import (
 from calibration.conformal.inputs import probabilities_from_logprobs
 from calibration.conformal.quantile import conformal_quantile
 from calibration.conformal.scores import LEARNED_METHODS, METHODS, PROBABILITY_METHODS, SCORE_METHODS, label_scores
-from calibration.conformal.sets import SetRule, compile_rule, predict_sets, prediction_set
+from calibration.conformal.sets import predict_sets, prediction_set
 
 __all__ = [
     "LEARNED_METHODS",
@@ -68,11 +68,9 @@ __all__ = [
     "FittedConformal",
     "GroupCoverage",
     "SetEvaluation",
-    "SetRule",
     "SplitResult",
     "SplitStudy",
     "calibration_scores",
-    "compile_rule",
     "conformal_quantile",
     "coverage_by_group",
     "evaluate_sets",

@@ -16,8 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from artifact.thresholds import FORMAT_VERSION, ThresholdEntry, ThresholdsArtifact, validate_artifact
-from calibration.conformal import METHODS, FittedConformal, compile_rule, fit_conformal, predict_sets, prediction_set
+from calibration.conformal import METHODS, FittedConformal, fit_conformal, predict_sets, prediction_set
 from calibration.conformal.methods import CONFORMAL_METHODS, Needs, conformal_method
+from calibration.conformal.sets import compile_rule
 from calibration.errors import ArtifactError, CalibrationError, UnknownMethodError
 
 ROOT = Path(__file__).resolve().parents[2]
