@@ -72,8 +72,8 @@ class _Options(msgspec.Struct, frozen=True, kw_only=True):
     target_half_width: float | None
 
     @property
-    def base(self) -> str:
-        """The metric each sample is estimated on (a difference's ``of``, default mean)."""
+    def base(self) -> str | None:
+        """The metric each sample is estimated on (a difference's ``of``, default mean; None without a metric)."""
         return (self.of or "mean") if self.metric == "difference" else self.metric
 
 
@@ -158,11 +158,12 @@ def _check_options(options: _Options, form: str, where: str) -> None:
 
 def _sample(samples: SystemSamples, options: _Options, where: str) -> Sample:
     """The calibration Sample of ``{labelled, unlabelled}`` after checking every value against the metric."""
-    human = np.fromiter((item.human for item in samples.labelled), dtype=float, count=len(samples.labelled))
-    judge = np.fromiter((item.judge for item in samples.labelled), dtype=float, count=len(samples.labelled))
-    judge_unlabelled = np.fromiter((item.judge for item in samples.unlabelled), dtype=float,
-                                   count=len(samples.unlabelled))
-    for field, values in (("labelled", human), ("labelled", judge), ("unlabelled", judge_unlabelled)):
+    human = [item.human for item in samples.labelled]
+    judge = [item.judge for item in samples.labelled]
+    judge_unlabelled = [item.judge for item in samples.unlabelled]
+    for field, key, listed in (("labelled", "human", human), ("labelled", "judge", judge),
+                               ("unlabelled", "judge", judge_unlabelled)):
+        values = np.asarray(listed, dtype=float)
         if options.base == "win_rate":
             bad = ~np.isin(values, _WIN_VALUES)
             rule = "must be 1 (win), 0.5 (tie) or 0 (loss)"
@@ -171,7 +172,6 @@ def _sample(samples: SystemSamples, options: _Options, where: str) -> Sample:
             rule = f"must lie on the scale {options.scale_min}..{options.scale_max}"
         if bad.any():
             index = int(np.flatnonzero(bad)[0])
-            key = "human" if values is human else "judge"
             raise InvalidRequestError(f"{where}{field}[{index}].{key} = {values[index]:g}: values {rule}")
     return Sample(human=human, judge=judge, judge_unlabelled=judge_unlabelled)
 
