@@ -47,7 +47,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from calibration.estimates import fisher_z_interval
+from calibration.intervals import fisher_z_interval
 from calibration.kind_fit import KindFit
 from judges.sentence_check import judge_score_from_share
 from judges.sentence_parse import CATEGORY_CODES, ParsedSentences, parse_sentence_verdicts
@@ -155,7 +155,7 @@ class CorrelationRow(msgspec.Struct, frozen=True, kw_only=True):
     p_value: float | None  # of the partial Pearson
     spearman_p_value: float | None
     problem: str | None = None
-    # 95% Fisher-z intervals (calibration.estimates.fisher_z_interval, df n - 2 - k) and the same partial
+    # 95% Fisher-z intervals (calibration.intervals.fisher_z_interval, df n - 2 - k) and the same partial
     # correlations computed on the recorder's own reading of the replies (pred_error), beside ours
     partial_pearson_ci: tuple[float, float] | None = None
     partial_spearman_ci: tuple[float, float] | None = None

@@ -77,6 +77,8 @@ from service.calibrations.state import CalibrationHolder, CalibrationSnapshot
 from service.errors import ENABLE_JOBS_HELP, ConflictError, InvalidRequestError, JobsUnavailableError, NotFoundError
 from service.jobs.calibration_records import CalibrationPlan, beating
 from service.jobs.queue import JobQueue
+from service.judging.families import live_family_warnings
+from service.judging.pool import JudgePool
 
 __all__ = [
     "CALIBRATION_SPLITS",
@@ -306,9 +308,10 @@ class CalibrationJobs:
         self._changing = asyncio.Lock()  # activate / delete, one at a time (module rules)
 
     async def submit(self, body: bytes, *, scale: int, name: str | None, snapshot: CalibrationSnapshot | None,
-                     max_cell_rows: int | None = None) -> CalibrationJob:
+                     max_cell_rows: int | None = None, judges: JudgePool | None = None) -> CalibrationJob:
         """Validate the labelled body off the event loop and start its job; LabelsError (422) names the line and
-        field, InvalidRequestError (422) a cell that cannot be fitted (module rules); 503 when Redis is down."""
+        field, InvalidRequestError (422) a cell that cannot be fitted (module rules); 503 when Redis is down.
+        With ``judges``, a cell of a configured judge under a family its live calls never use is a warning."""
         n_rows, cells = await anyio.to_thread.run_sync(job_cells, body, scale)
         check_cells(cells, max_cell_rows=max_cell_rows)
         job_id = uuid.uuid4().hex[:16]
@@ -321,7 +324,8 @@ class CalibrationJobs:
             id=job_id, name=artifact_name, created_at=_now(), n_rows=n_rows,
             levels=levels, scale=scale,
             cells_planned=[(c.judge, c.prompt_family, c.criterion, c.n_labels, len(c.item_ids)) for c in cells],
-            warnings=_warnings(cells, levels),
+            warnings=_warnings(cells, levels) + ([] if judges is None else live_family_warnings(
+                judges, [(c.judge, c.prompt_family, c.criterion) for c in cells])),
         )
         if self.queue is not None:
             with _redis_answers():

@@ -139,7 +139,8 @@ async def submit_calibration(
     data = await anyio.to_thread.run_sync(_rows_as_lines, body, content_type)  # off the event loop, as validation
     services = services_of(request)
     job = await services.calibrations.submit(data, scale=scale, name=name, snapshot=services.calibration.current,
-                                             max_cell_rows=services.settings.limits.max_calibration_cell_rows)
+                                             max_cell_rows=services.settings.limits.max_calibration_cell_rows,
+                                             judges=services.judges)
     services.logger.info("calibration.job_submitted", job=job.id, rows=job.n_rows, cells=len(job.cells_planned))
     return job_info(job)
 
@@ -182,7 +183,11 @@ async def activate_calibration(request: Request, job_id: JobId) -> ReloadRespons
     job, snapshot, previous = await services.calibrations.activate(job_id, services.calibration)
     services.metrics.calibration_entries.set(len(snapshot.artifact.entries))
     services.logger.info("calibration.activated", job=job.id, artifact=job.name, calibration_id=snapshot.calibration_id)
-    return swap_response(previous, snapshot, job.name)
+    warnings = services.calibration.activated.not_kept(job.name)
+    if warnings:  # neither ARTIFACTS_DIR nor the Redis hash: a restart forgets it
+        services.logger.warning("calibration.not_persisted", job=job.id, artifact=job.name,
+                                calibration_id=snapshot.calibration_id)
+    return swap_response(previous, snapshot, job.name, warnings)
 
 
 @delete(
