@@ -34,7 +34,7 @@ from offline.report.validity import FIGURE_FILE as VALIDITY_FIGURE
 from offline.report.validity import validity_figure, validity_section
 from offline.report.vicuna80 import vicuna80_figures, vicuna80_section, vicuna80_tables
 from offline.studies import factuality_llm, factuality_sentences, faithfulness
-from offline.studies.conformal import ConformalSummary
+from offline.studies.conformal_results import ConformalSummary
 from offline.studies.factuality_llm import LLMFactualitySummary
 from offline.studies.factuality_sentences import SentenceStudySummary
 from offline.studies.faithfulness import FaithfulnessSummary

@@ -58,7 +58,7 @@ from calibration.decision_fit import DEFAULT_FIT_FRACTION, MIN_LABEL_ITEMS, Deci
 from calibration.decision_rule import DecisionRule, decide, decide_gate, feature_of
 from calibration.heldout import group_splits
 from offline.jsonfile import write_json
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 
 __all__ = [
     "CURVE_ALPHAS",

@@ -56,7 +56,7 @@ from calibration.panels import (
     panel_name,
 )
 from offline.jsonfile import write_json
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panel_gap import CandidateRow, GapRow, candidate_rows, gap_rows
 from offline.studies.validity import (
     ALPHA_GRID,

@@ -33,7 +33,7 @@ from calibration.tournament import Outcome
 from offline.collect import PAPER_N_DOCUMENTS, PAPER_SYSTEMS
 from offline.data.pairwise import canonical_pair
 from offline.data.summeval import CRITERIA, SummEvalItem
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.position_bias import PairwiseAnswer
 
 __all__ = [

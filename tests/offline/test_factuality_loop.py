@@ -32,7 +32,8 @@ from offline.collect import frank_targets
 from offline.data.frank import CATEGORY_COLUMNS, Frank, load_frank
 from offline.pipeline import FactualityResult, calibrate_factuality
 from offline.store import AnswerStore
-from offline.studies.conformal import ALPHAS, SCORE_ONLY_METHODS
+from offline.studies.cell_data import SCORE_ONLY_METHODS
+from offline.studies.conformal_rules import ALPHAS
 from offline.studies.factuality import faithfulness_target
 from service.config.settings import Settings
 from service.http.app import create_app

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from calibration.panels import expected_scores
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panels import export_panel_fits, panel_cells, run_panel_study, write_panel_study
 
 N_DOCS, PER_DOC = 30, 8
