@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offline.cli import build_parser, main
+from offline.cli import main
+from offline.commands.parser import build_parser
 from offline.studies.estimates import (
     ARENA_MODELS,
     EstimatesStudy,
