@@ -23,7 +23,8 @@ def run_panels(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline panels``: every panel of 2-6 recorded judges against its best member."""
     from tqdm import tqdm
 
-    from offline.studies.panels import gap_table, headline, run_panel_study, write_panel_study
+    from offline.studies.panels import headline, run_panel_study
+    from offline.studies.panels_report import gap_table, write_panel_study
     from offline.validate import recorded_datasets
 
     if args.splits < 2 or not 0 < args.alpha < 1 or args.max_size < 2:
@@ -126,7 +127,8 @@ def run_decisions(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline decisions``: the certified-decisions study, its decision rules or its docs."""
     from tqdm import tqdm
 
-    from offline.studies.decisions import export_rules, run_decision_study, write_decision_study
+    from offline.studies.decisions import export_rules, run_decision_study
+    from offline.studies.decisions_report import write_decision_study
     from offline.validate import recorded_datasets
 
     if args.splits < 1:
