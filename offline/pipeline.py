@@ -61,9 +61,9 @@ from offline.studies.factuality_sentences import (
     sentence_answers_from_store,
     sentence_validity,
     without_prompt_family,
-    write_sentence_study,
     write_sentence_validity,
 )
+from offline.studies.factuality_sentences_report import write_sentence_study
 from offline.studies.faithfulness import (
     FaithfulnessStudy,
     faithfulness_data,

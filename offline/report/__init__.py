@@ -36,7 +36,7 @@ from offline.report.vicuna80 import vicuna80_figures, vicuna80_section, vicuna80
 from offline.studies import factuality_llm, factuality_sentences, faithfulness
 from offline.studies.conformal_results import ConformalSummary
 from offline.studies.factuality_llm import LLMFactualitySummary
-from offline.studies.factuality_sentences import SentenceStudySummary
+from offline.studies.factuality_sentences_results import SentenceStudySummary
 from offline.studies.faithfulness import FaithfulnessSummary
 from offline.studies.position_bias import PositionBiasSummary
 from offline.studies.transitivity import TransitivitySummary

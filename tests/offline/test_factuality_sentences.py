@@ -24,7 +24,6 @@ from offline.store import AnswerRecord, AnswerStore
 from offline.studies.factuality_sentences import (
     JSON_FILE,
     MARKDOWN_FILE,
-    SentenceStudySummary,
     ingest_sentences,
     item_score,
     judge_score_of,
@@ -32,9 +31,10 @@ from offline.studies.factuality_sentences import (
     sentence_answers_from_store,
     sentence_validity,
     without_prompt_family,
-    write_sentence_study,
     write_sentence_validity,
 )
+from offline.studies.factuality_sentences_report import write_sentence_study
+from offline.studies.factuality_sentences_results import SentenceStudySummary
 from offline.studies.faithfulness import faithfulness_data, run_faithfulness_study
 from tests.fakes.judge_server import JudgeServer
 
