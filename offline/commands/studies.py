@@ -203,7 +203,8 @@ def run_estimates(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline estimates``: system means and rank sets with valid intervals."""
     from tqdm import tqdm
 
-    from offline.studies.estimates import run_estimates_study, write_estimates_study
+    from offline.studies.estimates import run_estimates_study
+    from offline.studies.estimates_report import write_estimates_study
 
     if min(args.resamples, args.iterations) < 1 or args.betting_resamples < 0:
         raise DataError(None, None, "--resamples and --iterations must be >= 1, --betting-resamples >= 0")

@@ -16,13 +16,11 @@ from offline.studies.estimates import (
     EstimatesStudy,
     MeanCell,
     load_arena,
-    markdown,
     run_arena_study,
     run_summeval_study,
     summeval_cells,
-    summeval_gains,
-    write_estimates_study,
 )
+from offline.studies.estimates_report import markdown, summeval_gains, write_estimates_study
 
 
 @pytest.fixture(scope="module")
