@@ -44,7 +44,7 @@ from offline.studies.validity import JSON_FILE as VALIDITY_JSON
 from offline.studies.validity import MARKDOWN_FILE as VALIDITY_MARKDOWN
 from offline.studies.validity import ValiditySummary
 from offline.studies.vicuna80 import JSON_FILE as VICUNA80_JSON
-from offline.studies.vicuna80 import Vicuna80Summary
+from offline.studies.vicuna80_results import Vicuna80Summary
 
 __all__ = ["SUMMARY_FILES", "ReportFiles", "build_report", "read_summary", "write_summary"]
 
