@@ -46,7 +46,7 @@ command                                                           does
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
 ``factuality_direct``/``factuality_qa`` on FRANK items of ``--split valid|test|all`` (default all) with
 their articles (``frank/articles.jsonl``), ``--limit N`` = a seeded sample of N of them
-(``offline.collect.frank_targets``: the first N of ``numpy.random.default_rng(--seed).permutation``, in file
+(``offline.collect_targets.frank_targets``: the first N of ``numpy.random.default_rng(--seed).permutation``, in file
 order; a larger N with the same seed extends a smaller one). ``--repetitions`` defaults to 3 for
 direct/pairwise and 1 for the factuality tasks (one verdict per summary, as in the paper; the studies read
 repetition 0).

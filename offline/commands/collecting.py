@@ -37,7 +37,8 @@ def run_data(args: argparse.Namespace, log: Any) -> int:
 
 def _collect_items(args: argparse.Namespace, data_dir: Path) -> tuple[list[Any], dict[str, Any] | None, list[str]]:
     """The items, articles and criteria of a collection task (SummEval subset, or a FRANK sample)."""
-    from offline.collect import FACTUALITY_CRITERION, FACTUALITY_TASKS, default_subset, frank_targets
+    from offline.collect import FACTUALITY_CRITERION, FACTUALITY_TASKS
+    from offline.collect_targets import default_subset, frank_targets
     from offline.data.summeval import CRITERIA, load_summeval
 
     if args.limit is not None and args.limit < 1:

@@ -19,16 +19,8 @@ import pytest
 
 from judges.client import JudgeClient
 from judges.errors import JudgeCallError, JudgeReplyError
-from offline.collect import (
-    PAPER_SYSTEMS,
-    TargetItem,
-    collect,
-    default_subset,
-    frank_targets,
-    run_keys,
-    targets,
-    verdict_record,
-)
+from offline.collect import collect, run_keys, verdict_record
+from offline.collect_targets import PAPER_SYSTEMS, TargetItem, default_subset, frank_targets, targets
 from offline.data.frank import load_frank
 from offline.data.pairwise import presented
 from offline.data.summeval import SummEval, load_summeval

@@ -28,7 +28,7 @@ from calibration.conformal import METHODS, prediction_set
 from judges.factuality import QAFactuality, judge_score_from_qa, normalize_answer
 from judges.untrusted import neutralise
 from offline.cli import main
-from offline.collect import frank_targets
+from offline.collect_targets import frank_targets
 from offline.data.frank import CATEGORY_COLUMNS, Frank, load_frank
 from offline.pipeline import FactualityResult, calibrate_factuality
 from offline.store import AnswerStore

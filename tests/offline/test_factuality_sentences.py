@@ -15,7 +15,8 @@ from scipy import stats as scipy_stats
 from judges.client import JudgeClient
 from judges.sentence_check import split_sentences
 from judges.sentence_parse import parse_sentence_verdicts
-from offline.collect import collect, frank_targets
+from offline.collect import collect
+from offline.collect_targets import frank_targets
 from offline.data.errors import DataError
 from offline.data.finesure import FINESURE_DIR, RecordedFactCheck, load_finesure
 from offline.data.frank import Frank, load_frank
