@@ -52,10 +52,11 @@ from tqdm import tqdm
 
 from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES, judge_faithfulness_direct, judge_faithfulness_qa
 from judges.sentence_check import judge_faithfulness_sentences
+from offline.answer_records import TASKS, AnswerKey, AnswerRecord
 from offline.collect_targets import TargetItem, direct_keys, pairwise_keys, targets
 from offline.data.pairwise import presented
 from offline.data.summeval import Article, SummEvalItem
-from offline.store import TASKS, AnswerKey, AnswerRecord, AnswerStore
+from offline.store import AnswerStore
 
 __all__ = [
     "FACTUALITY_CRITERION",

@@ -24,10 +24,10 @@ from typing import cast
 import msgspec
 import numpy as np
 
+from offline.answer_records import AnswerKey, Order, Task
 from offline.data.frank import FRANK_SPLITS, Frank
 from offline.data.pairwise import pair_item_id
 from offline.data.summeval import Article, SummEval, SummEvalItem
-from offline.store import AnswerKey, Order, Task
 
 __all__ = [
     "PAPER_N_DOCUMENTS",

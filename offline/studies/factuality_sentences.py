@@ -54,10 +54,11 @@ from calibration.estimates import fisher_z_interval
 from calibration.kind_fit import KindFit
 from judges.sentence_check import judge_score_from_share
 from judges.sentence_parse import CATEGORY_CODES, ParsedSentences, parse_sentence_verdicts
+from offline.answer_records import AnswerRecord
 from offline.data.finesure import FactCheckRow, RecordedFactCheck
 from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankDataError, FrankItem, baseline_scores
 from offline.jsonfile import write_json
-from offline.store import AnswerRecord, AnswerStore
+from offline.store import AnswerStore
 from offline.studies.factuality import CorrelationCell, align_scores, correlation_cell
 from offline.studies.factuality_llm import CRITERION, FactualityAnswer
 from offline.studies.factuality_sentences_results import (

@@ -15,13 +15,14 @@ from scipy import stats as scipy_stats
 from judges.client import JudgeClient
 from judges.sentence_check import split_sentences
 from judges.sentence_parse import parse_sentence_verdicts
+from offline.answer_records import AnswerRecord
 from offline.collect import collect
 from offline.collect_targets import frank_targets
 from offline.data.errors import DataError
 from offline.data.finesure import FINESURE_DIR, RecordedFactCheck, load_finesure
 from offline.data.frank import Frank, load_frank
 from offline.report import build_report
-from offline.store import AnswerRecord, AnswerStore
+from offline.store import AnswerStore
 from offline.studies.factuality_sentences import (
     JSON_FILE,
     MARKDOWN_FILE,

@@ -13,12 +13,13 @@ import msgspec
 import pytest
 
 from judges.parse import parse_choice
+from offline.answer_records import AnswerRecord
 from offline.data.errors import DataError
 from offline.data.vicuna80 import load_vicuna80
 from offline.ingest import ingest_vicuna80
 from offline.report import build_report, write_summary
 from offline.report.vicuna80 import vicuna80_section, vicuna80_tables
-from offline.store import AnswerRecord, AnswerStore
+from offline.store import AnswerStore
 from offline.studies.position_bias import PositionBiasSummary, pairwise_answers_from_store
 from offline.studies.vicuna80 import AGGREGATIONS, HUMAN, JSON_FILE, PANEL, verdicts_from_store, write_vicuna80_study
 from tests.vicuna80_study import vicuna80_study
