@@ -20,7 +20,7 @@ $(RUNTIME_STAMP): pyproject.toml
 install: $(STAMP)
 
 $(STAMP): $(RUNTIME_STAMP) pyproject.toml client/pyproject.toml
-	$(BIN)/python -m pip install --quiet -e '.[dev,offline]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,offline,otel]'
 	$(BIN)/python -m pip install --quiet -e ./client
 	touch $(STAMP)
 

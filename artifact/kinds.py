@@ -12,6 +12,9 @@ calibration jobs (:mod:`service.jobs.calibrations`), so both write the same entr
   ``mean`` only when every row has ``mean_of_samples`` (a mean-of-samples judge); else ``score`` (the integer
   verdict of every row) and ``probabilities`` when every row has ``judge_logprobs`` (core inputs by
   :func:`calibration.verdicts.kind_inputs`).
+* **Decision rules of a labelled cell** (:func:`labelled_rules`): one certified rule per input kind over the
+  shipped artifact's grid (:func:`calibration.cell_rules.fit_cell_rules` with ``ARTIFACT_GRID``, seed 0), the
+  cell's groups (documents) the unit of the bound: what ``offline`` exports for the shipped cells.
 """
 
 from __future__ import annotations
@@ -20,6 +23,8 @@ from collections.abc import Sequence
 
 from artifact.labels import LabelledCell
 from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdEntry, ThresholdsArtifact
+from calibration.cell_rules import ARTIFACT_GRID, fit_cell_rules
+from calibration.decision_rule import DecisionRule
 from calibration.kind_fit import KindData, KindFit, cell_kind_data
 
 __all__ = [
@@ -30,6 +35,7 @@ __all__ = [
     "kind_artifact",
     "kind_entries",
     "labelled_kind_data",
+    "labelled_rules",
 ]
 
 OTHER_METHOD_ALPHAS = frozenset({0.05, 0.1, 0.15, 0.2})
@@ -62,14 +68,16 @@ def kind_entries(fits: dict[FitKey, KindFit]) -> tuple[list[ThresholdEntry], lis
 
 
 def kind_artifact(
-    fits: dict[FitKey, KindFit], *, created_at: str, code_version: str, data_hash: str, source: str
+    fits: dict[FitKey, KindFit], *, created_at: str, code_version: str, data_hash: str, source: str,
+    decision_rules: Sequence[DecisionRule] = (),
 ) -> ThresholdsArtifact:
-    """An artifact holding exactly these fits (label_scale 1..K of the widest cell)."""
+    """An artifact holding exactly these fits and decision rules (label_scale 1..K of the widest cell)."""
     entries, defaults = kind_entries(fits)
     scale = max((e.fitted.n_labels for e in entries), default=5)
     return ThresholdsArtifact(
         format_version=FORMAT_VERSION, created_at=created_at, code_version=code_version, data_hash=data_hash,
         label_scale=list(range(1, scale + 1)), entries=entries, default_methods=defaults, source=source,
+        decision_rules=list(decision_rules),
     )
 
 
@@ -81,3 +89,10 @@ def labelled_kind_data(cell: LabelledCell) -> list[KindData]:
 def fit_keys(cells: Sequence[LabelledCell]) -> list[tuple[LabelledCell, KindData]]:
     """Every (cell, kind data) of the cells, in cell order."""
     return [(cell, data) for cell in cells for data in labelled_kind_data(cell)]
+
+
+def labelled_rules(cell: LabelledCell) -> list[DecisionRule]:
+    """The cell's certified decision rules, one per input kind (module rules)."""
+    return fit_cell_rules(judge=cell.judge, prompt_family=cell.prompt_family, criterion=cell.criterion,
+                          labels=cell.labels, judge_scores=cell.judge_scores, probabilities=cell.probabilities,
+                          means=cell.means, groups=cell.groups, n_labels=cell.n_labels, grid=ARTIFACT_GRID, seed=0)

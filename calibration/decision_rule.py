@@ -34,6 +34,7 @@ __all__ = [
     "DecisionRule",
     "LabelRow",
     "QualityGate",
+    "certification_at",
     "GateDecision",
     "decide",
     "decide_gate",
@@ -141,7 +142,8 @@ def feature_of(feature: str, *, score: int | None, probabilities: Sequence[float
     raise ValueError(f"unknown feature {feature!r}; known: {', '.join(FEATURES)}")
 
 
-def _certification(rule: DecisionRule, tolerance: int, accept_alpha: float) -> Certification | None:
+def certification_at(rule: DecisionRule, tolerance: int, accept_alpha: float) -> Certification | None:
+    """The row ``decide`` uses: at ``tolerance``, the largest calibrated accept_alpha <= the asked one; else None."""
     rows = [c for c in rule.certifications
             if c.tolerance == tolerance and c.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE]
     return max(rows, key=lambda c: c.accept_alpha) if rows else None
@@ -151,7 +153,7 @@ def decide(rule: DecisionRule, feature_value: float, *, tolerance: int, accept_a
     """Bin the feature, read the point, accept iff the bin is certified at (tolerance, largest alpha <= asked)."""
     index = bisect.bisect_right(rule.bin_edges, feature_value)
     point = rule.points[index]
-    certification = _certification(rule, tolerance, accept_alpha)
+    certification = certification_at(rule, tolerance, accept_alpha)
     if certification is None:
         levels = sorted({c.accept_alpha for c in rule.certifications if c.tolerance == tolerance})
         reason = (f"no certification at tolerance {tolerance} and accept_alpha <= {accept_alpha:g}"

@@ -26,14 +26,13 @@ from judges.errors import (
 )
 from judges.parse import (
     RULES,
-    ParsedChoice,
     ParsedScore,
     Preference,
-    parse_choice,
     parse_preference,
     parse_rate,
     parse_score,
 )
+from judges.parse_choice import ParsedChoice, parse_choice
 from judges.prompts import CRITERIA, PROMPT_FAMILIES, ChatMessage, direct_prompt, pairwise_prompt
 
 __all__ = [

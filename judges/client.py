@@ -44,6 +44,10 @@ Call policy (ours, not the SDK's: the ``AsyncOpenAI`` object gets ``max_retries=
 * a reply with no readable score (``score``) or verdict (``prefer``) is asked again once, in the same
   conversation, with a stricter format reminder (``FORMAT_REMINDERS``); this retry is not one of
   ``max_retries`` and is reported through ``on_format_retry`` (the service counts it apart);
+* every verdict carries its token usage (``prompt_tokens`` / ``completion_tokens``, read from the replies'
+  ``usage``, a format retry's tokens added) and the ``model`` the reply reported (``reply_model``): the
+  service counts them and compares the model with the configured one; ``JudgeConfig.cost_usd`` prices tokens
+  when the judge's ``price_in_per_mtok`` / ``price_out_per_mtok`` are set (both or neither);
 * retries, refusals and failures are logged as JSON events (``judge.retry``, ``judge.format_retry``,
   ``judge.failed``, ``judge.logprobs_refused``) with the judge's name and the attempt, through the ``logger``
   given (the service's structlog logger, which adds the request id), else the standard ``logging`` module;
@@ -130,6 +134,15 @@ class JudgeConfig(msgspec.Struct, frozen=True, kw_only=True):
     backoff_base_s: Annotated[float, msgspec.Meta(ge=0.0)] = 0.5
     backoff_max_s: Annotated[float, msgspec.Meta(ge=0.0)] = 8.0
     max_retry_after_s: Annotated[float, msgspec.Meta(ge=0.0)] = 60.0
+    # US dollars per million prompt / completion tokens, for the service's cost counter (both or neither).
+    price_in_per_mtok: Annotated[float, msgspec.Meta(ge=0.0)] | None = None
+    price_out_per_mtok: Annotated[float, msgspec.Meta(ge=0.0)] | None = None
+
+    def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """The price of these tokens in US dollars, or None when the judge has no prices."""
+        if self.price_in_per_mtok is None or self.price_out_per_mtok is None:
+            return None
+        return (prompt_tokens * self.price_in_per_mtok + completion_tokens * self.price_out_per_mtok) / 1e6
 
 
 class DirectVerdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -140,8 +153,9 @@ class DirectVerdict(msgspec.Struct, frozen=True, kw_only=True):
     logprobs: dict[str, float | None] | None  # "1".."K" -> log-prob at the score token (None: not in top-k)
     raw_reply: str
     parse_rule: str
-    prompt_tokens: int
+    prompt_tokens: int  # every completion of the verdict (a format retry included), from the replies' usage
     completion_tokens: int
+    reply_model: str | None = None  # the ``model`` the reply reported (None: it reported none)
 
 
 class PreferenceVerdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -149,8 +163,9 @@ class PreferenceVerdict(msgspec.Struct, frozen=True, kw_only=True):
 
     outcome: Preference
     raw_reply: str
-    prompt_tokens: int
+    prompt_tokens: int  # every completion of the verdict (a format retry included), from the replies' usage
     completion_tokens: int
+    reply_model: str | None = None  # the ``model`` the reply reported (None: it reported none)
 
 
 class Completion(msgspec.Struct, frozen=True, kw_only=True):
@@ -161,6 +176,7 @@ class Completion(msgspec.Struct, frozen=True, kw_only=True):
     finish_reason: str | None
     prompt_tokens: int
     completion_tokens: int
+    model: str | None = None  # the model the reply says answered (the provider's name, maybe a dated snapshot)
 
 
 _CONFIG_DECODER = msgspec.json.Decoder(list[JudgeConfig] | dict[str, dict[str, Any]])
@@ -194,6 +210,10 @@ def load_judge_configs(path: str | os.PathLike[str]) -> dict[str, JudgeConfig]:
     for config in configs:
         if config.name in result:
             raise JudgeConfigError(f"{file}: judge {config.name!r} is configured twice")
+        if (config.price_in_per_mtok is None) != (config.price_out_per_mtok is None):
+            raise JudgeConfigError(
+                f"{file}: judge {config.name!r}: give both price_in_per_mtok and price_out_per_mtok, or neither"
+            )
         if config.prompt_family not in PROMPT_FAMILIES:
             raise JudgeConfigError(
                 f"{file}: judge {config.name!r}: unknown prompt_family {config.prompt_family!r}; "
@@ -293,11 +313,13 @@ class JudgeClient:
             messages, max_tokens=self.config.max_tokens, logprobs=self.config.logprobs, deadline=deadline
         )
         parsed = parse_score(completion.text, n_labels=n_labels)
+        first = completion
         if parsed.score is None:  # once more, with the reply and a stricter reminder in the conversation
             completion = await self._ask_again(
                 "score", messages, completion.text, parsed.rule, deadline, n_labels=n_labels
             )
             parsed = parse_score(completion.text, n_labels=n_labels)
+        prompt_tokens, completion_tokens = _usage(first, completion)
         if parsed.score is None:
             raise JudgeReplyError(
                 f"judge {self.config.name!r}: no score in reply ({parsed.rule})",
@@ -313,8 +335,9 @@ class JudgeClient:
             logprobs=logprobs,
             raw_reply=completion.text,
             parse_rule=parsed.rule,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            reply_model=completion.model,
         )
 
     async def prefer(self, criterion: str, document: str, first_text: str, second_text: str) -> PreferenceVerdict:
@@ -325,9 +348,11 @@ class JudgeClient:
         deadline = _Deadline(self.config.timeout_s)  # one verdict: both asks share it
         completion = await self._complete(messages, max_tokens=self.config.max_tokens, deadline=deadline)
         outcome = parse_preference(completion.text)
+        first = completion
         if outcome is None:  # once more, with the reply and a stricter reminder in the conversation
             completion = await self._ask_again("prefer", messages, completion.text, "no_preference", deadline)
             outcome = parse_preference(completion.text)
+        prompt_tokens, completion_tokens = _usage(first, completion)
         if outcome is None:
             raise JudgeReplyError(
                 f"judge {self.config.name!r}: no A/B/C verdict in reply",
@@ -338,8 +363,9 @@ class JudgeClient:
         return PreferenceVerdict(
             outcome=outcome,
             raw_reply=completion.text,
-            prompt_tokens=completion.prompt_tokens,
-            completion_tokens=completion.completion_tokens,
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            reply_model=completion.model,
         )
 
     async def _ask_again(
@@ -460,6 +486,7 @@ class JudgeClient:
             finish_reason=choice.finish_reason,
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
+            model=response.model or None,
         )
 
     async def _create(
@@ -559,6 +586,13 @@ class JudgeClient:
         )
 
 
+def _usage(first: Completion, last: Completion) -> tuple[int, int]:
+    """(prompt, completion) tokens of a verdict: its one completion, or both when a format retry asked again."""
+    if first is last:
+        return first.prompt_tokens, first.completion_tokens
+    return first.prompt_tokens + last.prompt_tokens, first.completion_tokens + last.completion_tokens
+
+
 def _retry_after_s(headers: Any) -> float | None:
     """The server's requested wait in seconds: ``retry-after-ms``, else ``Retry-After`` (seconds or HTTP date)."""
     millis = headers.get("retry-after-ms")
@@ -616,6 +650,7 @@ class _ChatCompletion(msgspec.Struct):
 
     choices: list[_Choice]
     usage: _Usage | None = None
+    model: str | None = None
 
 
 _REQUEST_ENCODER = msgspec.json.Encoder()

@@ -87,6 +87,8 @@ class CompletionLike(Protocol):
     def prompt_tokens(self) -> int: ...
     @property
     def completion_tokens(self) -> int: ...
+    @property
+    def model(self) -> str | None: ...
 
 
 class JudgeConfigLike(Protocol):
@@ -135,6 +137,7 @@ class QAFactuality(msgspec.Struct, frozen=True, kw_only=True):
     calls: int
     prompt_tokens: int
     completion_tokens: int
+    reply_model: str | None = None  # the model the question-generation reply reported
 
 
 def judge_score_from_qa(score: float) -> int:
@@ -234,6 +237,7 @@ async def judge_faithfulness_qa(
         calls=len(calls),
         prompt_tokens=sum(call.prompt_tokens for call in calls),
         completion_tokens=sum(call.completion_tokens for call in calls),
+        reply_model=generation.model,
     )
 
 
@@ -272,4 +276,5 @@ async def judge_faithfulness_direct(
         parse_rule=parsed.rule,
         prompt_tokens=completion.prompt_tokens,
         completion_tokens=completion.completion_tokens,
+        reply_model=completion.model,
     )

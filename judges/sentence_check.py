@@ -91,6 +91,7 @@ class SentenceFactuality(msgspec.Struct, frozen=True, kw_only=True):
     escapes_repaired: bool
     prompt_tokens: int
     completion_tokens: int
+    reply_model: str | None = None  # the model the reply reported
 
 
 def split_sentences(summary: str) -> list[str]:
@@ -162,6 +163,6 @@ async def judge_faithfulness_sentences(
     return SentenceFactuality(
         sentences=chosen, verdicts=parsed.verdicts, score=score, judge_score=judge_score, raw_reply=text,
         escapes_repaired=parsed.escapes_repaired, prompt_tokens=completion.prompt_tokens,
-        completion_tokens=completion.completion_tokens,
+        completion_tokens=completion.completion_tokens, reply_model=completion.model,
     )
 

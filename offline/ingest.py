@@ -13,7 +13,7 @@ Rules:
   ``judges.parse.parse_preference`` (rule ``"preference"``, or ``"no_preference"`` when unreadable).
 - Vicuna80 verdicts (``pairwise/vicuna80/judges/*.jsonl``, :func:`ingest_vicuna80`): key (judge = file name,
   ``"prd"``, ``"pairwise"``, ``"overall"``, ``pair_item_id(question, first, second)``, repetition, order as
-  above); ``outcome`` by ``judges.parse.parse_choice`` where the reply parses, else the recorded label
+  above); ``outcome`` by ``judges.parse_choice.parse_choice`` where the reply parses, else the recorded label
   (rule ``"recorded_label:<reason>"``).
 - Idempotent: one ``put_many`` transaction; re-ingesting unchanged data inserts and updates nothing.
 
@@ -345,7 +345,7 @@ def ingest_vicuna80(store: AnswerStore, data: Vicuna80, *, parse_choice: Callabl
                     ) -> Vicuna80Ingest:
     """Upsert every Vicuna80 judge verdict (``vicuna80_records``) in one transaction; idempotent."""
     if parse_choice is None:
-        from judges.parse import parse_choice as default_parse_choice
+        from judges.parse_choice import parse_choice as default_parse_choice
         parse_choice = default_parse_choice
     records: list[AnswerRecord] = []
     counts = []

@@ -52,8 +52,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibration.decision_fit import DEFAULT_FIT_FRACTION, MIN_LABEL_ITEMS, DecisionData, fit_decision_rule
-from calibration.decision_rule import DecisionRule, decide, decide_gate, feature_of
+from calibration.cell_rules import ARTIFACT_GRID, DecisionKind, RuleGrid, decision_kinds, fit_cell_rules, fit_kind_rule
+from calibration.decision_fit import MIN_LABEL_ITEMS, DecisionData
+from calibration.decision_rule import DecisionRule, decide, decide_gate
 from calibration.heldout import group_splits
 from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.decisions_results import DecisionStudy, GateRow, Headline, LabelTableRow, ResamplingRow, Row
@@ -78,10 +79,10 @@ GATE = 3
 OK_SLACK = 0.02  # a split is "ok" when its error among accepted is <= accept_alpha + 0.02 (0.12 at 0.10)
 BOUNDS: tuple[str, ...] = ("betting", "clopper_pearson_items")
 SIGNAL_ALTERNATIVES: tuple[str, ...] = ("spread", "margin")
-EXPORT_TOLERANCES: tuple[int, ...] = (1, 2)
-EXPORT_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.20)
-EXPORT_GATES: tuple[int, ...] = (3, 4)
-DELTA = 0.05
+EXPORT_TOLERANCES: tuple[int, ...] = ARTIFACT_GRID.tolerances  # the artifact's grid: calibration.cell_rules
+EXPORT_ALPHAS: tuple[float, ...] = ARTIFACT_GRID.alphas
+EXPORT_GATES: tuple[int, ...] = ARTIFACT_GRID.gates
+DELTA = ARTIFACT_GRID.delta
 DIRECTORY = "decisions"
 
 RULES = {
@@ -115,38 +116,15 @@ class CellKind:
     headline: bool
 
 
-def _signals(probabilities: np.ndarray) -> dict[str, np.ndarray]:
-    normalised = probabilities / probabilities.sum(axis=1, keepdims=True)
-    labels = np.arange(1, normalised.shape[1] + 1)
-    mean = normalised @ labels
-    spread = np.sqrt(np.maximum(normalised @ labels**2 - mean**2, 0.0))
-    top = np.sort(normalised, axis=1)
-    with np.errstate(divide="ignore"):
-        margin = np.log(top[:, -1]) - np.log(np.maximum(top[:, -2], 1e-300))
-    return {"spread": spread, "margin": margin}
-
-
 def cell_kinds(data: JudgeCriterionData) -> list[CellKind]:
-    """The cell's kinds as decision inputs, features computed with ``feature_of`` exactly as the service does."""
+    """The cell's kinds as decision inputs (:func:`calibration.cell_rules.decision_kinds`: features computed with
+    ``feature_of`` exactly as the service does); the headline kind is the last."""
     groups = np.asarray(data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids])
-    judge_scores = np.asarray(data.judge_scores)
-    kinds: list[tuple[str, str, np.ndarray, dict[str, np.ndarray] | None]] = []
-    if data.means is not None:
-        kinds.append(("mean", "mean", np.array([feature_of("mean", score=None, probabilities=None, mean=float(m))
-                                                for m in data.means]), None))
-    else:
-        kinds.append(("score", "score", np.array([feature_of("score", score=int(s), probabilities=None, mean=None)
-                                                  for s in data.judge_scores]), None))
-        if data.probabilities is not None:
-            values = np.array([feature_of("expected_score", score=None, probabilities=[float(p) for p in row],
-                                          mean=None) for row in data.probabilities])
-            kinds.append(("probabilities", "expected_score", values, _signals(np.asarray(data.probabilities))))
-    headline = kinds[-1][0]
-    return [CellKind(judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion,
-                     judge_scores=judge_scores, kind=kind, feature=feature, headline=kind == headline,
-                     data=DecisionData(labels=np.asarray(data.labels), features=values, groups=groups,
-                                       n_labels=data.n_labels, signals=signals))
-            for kind, feature, values, signals in kinds]
+    kinds = decision_kinds(data.labels, data.judge_scores, data.probabilities, data.means, groups, data.n_labels)
+    return [CellKind(judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion, kind=k.kind,
+                     feature=k.feature, data=k.data, judge_scores=np.asarray(data.judge_scores),
+                     headline=k is kinds[-1])
+            for k in kinds]
 
 
 def _subset(data: DecisionData, index: np.ndarray) -> DecisionData:
@@ -157,10 +135,10 @@ def _subset(data: DecisionData, index: np.ndarray) -> DecisionData:
 
 def _fit(cell: CellKind, data: DecisionData, *, bound: str, signal: str, seed: int, alphas: Sequence[float],
          tolerances: Sequence[int], gates: Sequence[int]) -> DecisionRule:
-    return fit_decision_rule(data, judge=cell.judge, prompt_family=cell.prompt_family, criterion=cell.criterion,
-                             input_kind=cell.kind, feature=cell.feature, tolerances=tolerances, alphas=alphas,
-                             gates=gates, delta=DELTA, fit_fraction=DEFAULT_FIT_FRACTION, signal=signal,
-                             bound=bound, seed=seed)
+    grid = RuleGrid(tolerances=tuple(tolerances), alphas=tuple(alphas), gates=tuple(gates), delta=DELTA,
+                    fit_fraction=ARTIFACT_GRID.fit_fraction, signal=signal, bound=bound)
+    return fit_kind_rule(DecisionKind(kind=cell.kind, feature=cell.feature, data=cell.data), data, judge=cell.judge,
+                         prompt_family=cell.prompt_family, criterion=cell.criterion, grid=grid, seed=seed)
 
 
 def served(rule: DecisionRule, features: np.ndarray, *, tolerance: int, alpha: float) -> tuple[np.ndarray,
@@ -386,11 +364,15 @@ def _headlines(rows: Sequence[Row]) -> list[Headline]:
 
 def export_rules(datasets: Sequence[JudgeCriterionData], *, seed: int = 0,
                  progress: Callable[[Iterable], Iterable] | None = None) -> list[DecisionRule]:
-    """Rules fitted on ALL items of every (cell, kind) over the export grid (tolerances x alphas, gates), with
-    the document-level bound: what the artifact's ``decision_rules`` carry."""
-    cells = [cell for data in datasets for cell in cell_kinds(data)]
-    return [_fit(cell, cell.data, bound="betting", signal="fit_error", seed=seed, alphas=EXPORT_ALPHAS,
-                 tolerances=EXPORT_TOLERANCES, gates=EXPORT_GATES)
-            for cell in (progress(cells) if progress is not None else cells)]
+    """Rules fitted on ALL items of every (cell, kind) over the artifact's grid (tolerances x alphas, gates) with
+    the document-level bound (:func:`calibration.cell_rules.fit_cell_rules`, as the service's calibration jobs):
+    what the artifact's ``decision_rules`` carry. Cells without groups use the item id's prefix before ``/``."""
+    rules: list[DecisionRule] = []
+    for data in progress(datasets) if progress is not None else datasets:
+        groups = data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids]
+        rules += fit_cell_rules(judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion,
+                                labels=data.labels, judge_scores=data.judge_scores, probabilities=data.probabilities,
+                                means=data.means, groups=groups, n_labels=data.n_labels, grid=ARTIFACT_GRID, seed=seed)
+    return rules
 
 

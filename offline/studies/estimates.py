@@ -35,16 +35,10 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from calibration.betting import ALPHA_JUDGE_SHARE, betting_intervals, judge_mean_bounds
 from calibration.conformal.inputs import probabilities_from_logprobs
-from calibration.estimates import (
-    ALPHA_JUDGE_SHARE,
-    SWITCH_RULE,
-    betting_intervals,
-    classical_intervals,
-    judge_mean_bounds,
-    ppi_intervals,
-    served_uses_clt,
-)
+from calibration.estimates import SWITCH_RULE, served_uses_clt
+from calibration.intervals import classical_intervals, ppi_intervals
 from calibration.rank_sets import Battles, Construction, ppr_win_rates, rank_sets_grid, true_ranks, win_rates
 from offline.data.errors import DataError
 

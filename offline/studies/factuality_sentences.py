@@ -50,7 +50,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from calibration.estimates import fisher_z_interval
+from calibration.intervals import fisher_z_interval
 from calibration.kind_fit import KindFit
 from judges.sentence_check import judge_score_from_share
 from judges.sentence_parse import CATEGORY_CODES, ParsedSentences, parse_sentence_verdicts

@@ -46,7 +46,7 @@ class CorrelationRow(msgspec.Struct, frozen=True, kw_only=True):
     p_value: float | None  # of the partial Pearson
     spearman_p_value: float | None
     problem: str | None = None
-    # 95% Fisher-z intervals (calibration.estimates.fisher_z_interval, df n - 2 - k) and the same partial
+    # 95% Fisher-z intervals (calibration.intervals.fisher_z_interval, df n - 2 - k) and the same partial
     # correlations computed on the recorder's own reading of the replies (pred_error), beside ours
     partial_pearson_ci: tuple[float, float] | None = None
     partial_spearman_ci: tuple[float, float] | None = None

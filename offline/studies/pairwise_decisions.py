@@ -149,7 +149,7 @@ def vicuna80_pairs(data: Vicuna80, parse_choice: Callable[[str | None], Any] | N
     from offline.ingest import vicuna80_records
 
     if parse_choice is None:
-        from judges.parse import parse_choice as default_parse_choice
+        from judges.parse_choice import parse_choice as default_parse_choice
         parse_choice = default_parse_choice
     pair_ids = sorted({pair_item_id(q, a, b) for q, item in data.items.items()
                        for i, a in enumerate(sorted(item.answers)) for b in sorted(item.answers)[i + 1:]})

@@ -94,7 +94,7 @@ REFERENCES: tuple[str, ...] = ("same_method", "win_rate")
 RULES = {
     "input": "one (question, source); source = a judge, 'panel' (the five judges pooled) or 'human'; candidates = "
     "the question's 5 assistants sorted by name",
-    "verdict": "the parsed choice (judges.parse.parse_choice) where the reply parses, else the recorded label",
+    "verdict": "the parsed choice (judges.parse_choice.parse_choice) where the reply parses, else the recorded label",
     "both_orders": "net votes per pair over both orders and all repetitions; zero net or only ties = tied pair, no "
     "edge",
     "order_a": "only verdicts whose first-shown assistant sorts before the second (plain string order)",

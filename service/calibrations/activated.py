@@ -67,6 +67,18 @@ class ActivatedStore:
                        if self.redis_key is not None and redis_url else None)
         self.unavailable: list[str] = []  # what load_all could not reach
 
+    @property
+    def persistent(self) -> bool:
+        """True when an activated artifact is kept beyond this process (ARTIFACTS_DIR, or the Redis hash)."""
+        return self.directory is not None or self._redis is not None
+
+    def not_kept(self, name: str) -> list[str]:
+        """The warning an activation of ``name`` answers with when nothing keeps it (module rule); else none."""
+        if self.persistent:
+            return []
+        return [f"artifact {name!r} is active in this process only: neither ARTIFACTS_DIR nor ARTIFACTS_REDIS_KEY "
+                "(with REDIS_URL) is set, so a restart forgets it and other replicas never see it"]
+
     def _from_redis(self) -> dict[str, tuple[str, ThresholdsArtifact | ArtifactError]]:
         if self._redis is None or self.redis_key is None:
             return {}

@@ -35,6 +35,10 @@ calibrated, nothing certified for it, no preferred side, a share below the thres
 Flag rule: ``flagged`` when the tournament has at least FLAG_MIN_CYCLES (default 1) directed 3-cycles: any
 cycle means that no ranking can agree with every majority verdict of this input, so the rankings should not
 be trusted as they stand (Gupta et al., section 3).
+
+Accounting: ``cached_calls`` counts verdicts answered from the judge-answer cache, ``judge_calls`` the live calls
+that answered (0 with the caller's preferences); ``flags`` holds ``judge_model_mismatch`` when a verdict's reply
+named another model than the judge's configured one (``service.judging.model_check``).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ import asyncio
 import itertools
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import anyio.to_thread
 
@@ -62,6 +67,7 @@ from service.comparing.mfas_limit import rank_mfas_within
 from service.config.settings import Settings
 from service.errors import InvalidRequestError, ServiceProblem, problem_from_exception
 from service.judging.injection import INJECTION_FLAG, screen_texts
+from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.judging.pool import JudgePool
 from service.wire.common import CRITERIA
 from service.wire.compare import (
@@ -76,7 +82,9 @@ from service.wire.compare import (
     RankingScores,
 )
 
-__all__ = ["CompareContext", "JudgeUnavailableError", "TournamentReport", "analyse", "compare_candidates"]
+__all__ = [
+    "CompareContext", "JudgeUnavailableError", "LiveVerdicts", "TournamentReport", "analyse", "compare_candidates",
+]
 
 
 class JudgeUnavailableError(ServiceProblem):
@@ -95,6 +103,18 @@ class CompareContext:
     judges: JudgePool
     logger: object
     pairwise: PairwiseIndex | None = None  # the certified pairwise thresholds (None: every pair abstains)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveVerdicts:
+    """A live comparison's verdicts, its failed calls, how many answers came from the cache, how many live calls
+    answered and whether any reply named another model than the judge's configured one."""
+
+    verdicts: list[PairwiseVerdict]
+    failed: list[FailedCall]
+    cached: int
+    judge_calls: int
+    model_mismatch: bool
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -181,9 +201,7 @@ def _preference_verdicts(
     return ids, verdicts, all(p.verdict is not None for p in request.preferences), ignored
 
 
-async def _live_verdicts(
-    ctx: CompareContext, request: CompareRequest, judge: str
-) -> tuple[list[PairwiseVerdict], list[FailedCall], int]:
+async def _live_verdicts(ctx: CompareContext, request: CompareRequest, judge: str) -> LiveVerdicts:
     # compare_candidates checked them: a live comparison has candidates, a document and a criterion
     assert request.candidates is not None and request.document is not None and request.criterion is not None
     criterion = request.criterion
@@ -196,21 +214,22 @@ async def _live_verdicts(
         for first, second in (((a, b), (b, a)) if request.swap else ((a, b),))
     ]
 
-    async def one(first: str, second: str, repetition: int) -> tuple[PairwiseVerdict | None, FailedCall | None, bool]:
+    async def one(first: str, second: str, repetition: int) -> tuple[PairwiseVerdict | None, FailedCall | None, Any]:
         try:
             answer = await ctx.judges.prefer(
                 judge, criterion, request.document or "", texts[first], texts[second], repetition
             )
         except JudgeError as error:
             problem, _ = problem_from_exception(error)
-            return None, FailedCall(first=first, second=second, repetition=repetition, error=problem), False
+            return None, FailedCall(first=first, second=second, repetition=repetition, error=problem), None
         verdict = PairwiseVerdict(first=first, second=second, outcome=answer.value.outcome)
-        return verdict, None, answer.cached
+        return verdict, None, answer
 
     outcomes = await asyncio.gather(*(one(*call) for call in calls))
     verdicts = [verdict for verdict, _, _ in outcomes if verdict is not None]
     failed = [failure for _, failure, _ in outcomes if failure is not None]
-    cached = sum(1 for verdict, _, hit in outcomes if verdict is not None and hit)
+    answers = [answer for _, _, answer in outcomes if answer is not None]
+    cached = sum(1 for answer in answers if answer.cached)
     if not verdicts:
         first = failed[0]
         raise JudgeUnavailableError(
@@ -219,7 +238,9 @@ async def _live_verdicts(
         )
     if failed:
         ctx.logger.warning("compare.judge_calls_failed", judge=judge, failed=len(failed), calls=len(calls))  # type: ignore[attr-defined]
-    return verdicts, failed, cached
+    return LiveVerdicts(verdicts=verdicts, failed=failed, cached=cached,
+                        judge_calls=sum(answer.calls for answer in answers),
+                        model_mismatch=any(answer.model_mismatch for answer in answers))
 
 
 def _check_live(request: CompareRequest, settings: Settings) -> list[str]:
@@ -299,7 +320,8 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
     ignored: list[IgnoredPreference] = []
     judge: str | None = request.judge
     failed: list[FailedCall] = []
-    cached = 0
+    cached = judge_calls = 0
+    mismatch = False
     if live:
         judge = judge or ctx.judges.default_judge()
         ctx.judges.client(judge or "")  # first: 503 without judges (whatever the body asks); 422 if not configured
@@ -315,7 +337,9 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
                 "does not match",
                 allowed=[family],
             )
-        verdicts, failed, cached = await _live_verdicts(ctx, request, judge)
+        asked = await _live_verdicts(ctx, request, judge)
+        verdicts, failed, cached = asked.verdicts, asked.failed, asked.cached
+        judge_calls, mismatch = asked.judge_calls, asked.model_mismatch
     else:
         ids, verdicts, presented, ignored = _preference_verdicts(request, ctx.settings)
         if len(ids) == 1:
@@ -355,8 +379,9 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         complete=not failed,
         failed_calls=failed,
         cached_calls=cached,
+        judge_calls=judge_calls,
         exact=report.mfas_exact,
-        flags=[INJECTION_FLAG] if findings else [],
+        flags=[*([INJECTION_FLAG] if findings else []), *([MODEL_MISMATCH_FLAG] if mismatch else [])],
         ignored_preferences=ignored,
     )
 
@@ -420,7 +445,7 @@ def _lone_candidate(request: CompareRequest, candidate: str, ignored: list[Ignor
                                mfas_copeland=order),
         scores=RankingScores(win_rate={candidate: None}, bradley_terry={candidate: None}, schulze={candidate: None},
                              mfas_ilp={candidate: None}, mfas_copeland={candidate: None}),
-        complete=True, failed_calls=[], cached_calls=0, ignored_preferences=ignored,
+        complete=True, failed_calls=[], cached_calls=0, judge_calls=0, ignored_preferences=ignored,
     )
 
 

@@ -4,7 +4,8 @@ Settings are read here (``Settings.from_env()`` unless given). Per-app services 
 policy, calibration holder, judge pool) are built here, kept on the Litestar app's ``state.services`` for the
 handlers and on the returned ``Edge`` (``service.http.edge``, the ASGI application served, which wraps the
 Litestar app as ``edge.inner``); the lifespan loads the calibration, opens the judge clients and the cache, and
-closes them in ``finally``.
+closes them in ``finally``. With OTEL_EXPORTER_OTLP_ENDPOINT set the edge runs inside a server span per request
+(``service.observability.tracing``; without it OpenTelemetry is never imported).
 
 Routes: ``V1_HANDLERS`` (under ``/v1``, behind the API key) and ``PUBLIC_HANDLERS`` (health, metrics); a new
 endpoint is one more entry there (and, when it is public, in ``service.http.edge.PUBLIC_PATHS``).
@@ -25,6 +26,7 @@ from litestar.openapi.spec import Components, Reference, SecurityScheme
 from service.calibrations.state import CalibrationHolder
 from service.config.settings import Settings
 from service.http.body import JSONRequest
+from service.http.docs_page import OfflineRedoc
 from service.http.edge import Edge
 from service.http.routes.calibration import calibration_info, reload_calibration
 from service.http.routes.calibrations import (
@@ -50,6 +52,7 @@ from service.judging.admission import Admission
 from service.judging.pool import JudgePool
 from service.observability.logging import make_logs
 from service.observability.metrics import ServiceMetrics
+from service.observability.traces import make_tracing
 from service.scoring.policy import DecisionPolicy
 from service.wire.calibration import ReloadRequest
 from service.wire.compare import CompareRequest
@@ -100,6 +103,7 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
         await services.judges.aclose()
         if services.jobs is not None:
             await services.jobs.aclose()
+        services.tracing.shutdown()  # exports the spans still buffered
         services.logs.flush()
 
 
@@ -131,6 +135,7 @@ def _refine_openapi(app: Litestar, settings: Settings) -> None:
 def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None = None) -> Edge:
     """The ASGI app for ``settings`` (default: from the environment); logs go to ``log_stream`` (stderr)."""
     settings = settings if settings is not None else Settings.from_env()
+    tracing = make_tracing(settings)  # SettingsError: the endpoint is set but the otel extra is not installed
     metrics_ = ServiceMetrics()
     job_metrics = JobMetrics(metrics_)
     logs = make_logs(
@@ -151,7 +156,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             redis_url=settings.redis_url,
             artifacts_redis_key=settings.artifacts_redis_key,
         ),
-        judges=JudgePool(settings, metrics_, logs.logger),
+        judges=JudgePool(settings, metrics_, logs.logger, tracing),
         admission=Admission(
             max_inflight_items=settings.jobs.max_inflight_items,
             max_queued_items=settings.jobs.max_queued_items,
@@ -163,6 +168,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         calibrations=CalibrationJobs(
             accept_max=settings.accept_max_set_size, escalate_min=settings.escalate_min_set_size, queue=jobs
         ),
+        tracing=tracing,
     )
     v1 = Router(path="/v1", route_handlers=list(V1_HANDLERS), security=[{"bearerAuth": []}])
     app = Litestar(
@@ -184,9 +190,10 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
                 }
             ),
             create_examples=False,
-            # The JSON document only, at /schema and /schema/openapi.json: Litestar's HTML viewers load their
-            # scripts from a CDN and render blank offline, so the service serves none.
-            render_plugins=[LiveSpecJson()],  # with the deployment's current names and scales
+            # The JSON document at /schema and /schema/openapi.json, with the deployment's current names and scales;
+            # an HTML page at /schema/redoc with a vendored Redoc (Litestar's own viewers load their scripts from a
+            # CDN and render blank offline).
+            render_plugins=[LiveSpecJson(), OfflineRedoc()],
         ),
         state=State({"services": services}),
     )

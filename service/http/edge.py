@@ -15,6 +15,9 @@ Lifespan and websocket calls go straight to ``inner``; each HTTP call gets, in t
    left before any answer is counted with status 499 ("client closed request"), not 500; one whose body the
    server cut for lateness (``service.http.server``, which answered 408 itself) with 408.
 
+With tracing on (``service.observability.tracing``) the whole of it runs inside OpenTelemetry's ASGI middleware,
+so every request, refused and unrouted ones included, gets one server span, named by its route afterwards.
+
 One wrapper instead of a Litestar middleware plus a ``before_send`` hook: the pair cost about 19 us a request,
 two thirds of a bare Litestar echo endpoint (measured in-process, see ``bench/bench_service.py``).
 
@@ -56,8 +59,10 @@ from service.observability.logging import (
 
 __all__ = ["PUBLIC_PATHS", "Edge", "allow_table", "is_public_path"]
 
-# The paths answered without a key when API_KEYS is set (service/http/routes/health.py and the spec's JSON document).
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/schema", "/schema/openapi.json"})
+# The paths answered without a key when API_KEYS is set (service/http/routes/health.py, the spec's JSON document,
+# and its offline HTML page with the page's script: service/http/docs_page.py).
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/schema", "/schema/openapi.json", "/schema/redoc",
+                          "/schema/redoc.standalone.js"})
 
 _REQUEST_ID_BYTES = REQUEST_ID_HEADER.encode()
 _METHODS_WITHOUT_BODY = frozenset({"HEAD"})
@@ -118,12 +123,21 @@ class Edge:
         self.services = services
         self._request_ids = RequestIds()
         self._allow: Mapping[str, bytes] = allow_table(inner)
+        self._tracing = services.tracing
+        self._traced = services.tracing.wrap(self._serve) if services.tracing.enabled else None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """ASGI entry point: lifespan and websockets go straight to the inner app; HTTP calls are wrapped."""
         if scope["type"] != "http":
             await self.inner(scope, receive, send)
             return
+        if self._traced is not None:
+            await self._traced(scope, receive, send)
+            return
+        await self._serve(scope, receive, send)
+
+    async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
+        """One HTTP call: request id, API key, the inner app, then metrics and the access log."""
         raw_id, authorization = _request_headers(scope)
         request_id = request_id_from(raw_id, self._request_ids)
         context = RequestContext(request_id=request_id, started=time.perf_counter(), scope=scope)
@@ -131,6 +145,7 @@ class Edge:
         services = self.services
         request_id_header = (b"x-request-id", context.request_id.encode("latin-1"))
         allow = self._allow if scope["method"] == "OPTIONS" else None
+        traced = self._traced is not None
 
         async def receive_watching() -> ReceiveMessage:
             message = await receive()
@@ -145,6 +160,8 @@ class Edge:
                 if allow is not None and context.status == 204 and scope.get("path_template") in allow:
                     headers = _with_allow(headers, allow[scope["path_template"]])
                 message["headers"] = [*headers, request_id_header]
+                if traced:  # named now: the server span ends with the response body
+                    self._tracing.name_request(scope["method"], context.route)
             await send(message)
 
         try:

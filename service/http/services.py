@@ -42,6 +42,7 @@ from service.judging.admission import Admission
 from service.judging.pool import JudgePool
 from service.observability.logging import AppLogs
 from service.observability.metrics import ServiceMetrics
+from service.observability.tracing import Tracing
 from service.scoring.policy import DecisionPolicy
 from service.wire.common import Problem
 
@@ -88,6 +89,7 @@ class Services:
     calibrations: CalibrationJobs = field(default_factory=lambda: CalibrationJobs(accept_max=2, escalate_min=5))
     # the served OpenAPI document and the calibration snapshot it was derived for (service.http.spec_values)
     spec_cache: dict[str, object] = field(default_factory=dict)
+    tracing: Tracing = field(default_factory=Tracing)  # no-op unless OTEL_EXPORTER_OTLP_ENDPOINT is set
 
 
 def services_of(connection: ASGIConnection) -> Services:

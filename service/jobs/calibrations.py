@@ -22,8 +22,14 @@ Rules, stated once:
   thresholds at delta = 0.05, splits by group, the default chosen by cross-fitting), and the artifact is written by
   :func:`artifact.kinds.kind_artifact` (pure functions: the service never imports ``offline``). The
   levels are the primary artifact's (so DEFAULT_ALPHA and every level a request may name work for the new cells
-  too), seed 0, ``CALIBRATION_SPLITS`` = 20 splits by group. A fit that fails anyway ends the job ``failed`` with
-  an error naming the cell, its items and groups and the reason (never an unexplained internal error).
+  too), seed 0, ``CALIBRATION_SPLITS`` = 20 splits by group. After those fits each cell's certified decision
+  rules are fitted (:func:`artifact.kinds.labelled_rules`: one per input kind over the shipped artifact's grid,
+  tolerances 1-2 x accept_alpha 0.05 / 0.10 / 0.20, gates 3 and 4, the document-level bound at delta 0.05, the
+  rows' groups the unit; the function ``offline`` exports the shipped rules with) and go into the artifact's
+  ``decision_rules``, so /v1/score can accept an activated cell's verdicts; a cell too small to certify gets a
+  rule whose certifications fail with the reason (its verdicts escalate saying so). A fit that fails anyway ends
+  the job ``failed`` with an error naming the cell, its items and groups and the reason (never an unexplained
+  internal error).
 * **Where jobs run.** With REDIS_URL (durable jobs configured) a job is a task on the same SAQ queue as scoring
   chunks, run by any ``python -m service.worker``; its record lives in Redis for JOB_RESULTS_TTL_S
   (:mod:`service.jobs.calibration_records`), so it survives an API restart and every API process sees it, and a
@@ -59,9 +65,10 @@ import anyio.to_process
 import anyio.to_thread
 from redis.exceptions import RedisError
 
-from artifact.kinds import DEFAULT_DELTA, FitKey, fit_keys, kind_artifact
+from artifact.kinds import DEFAULT_DELTA, FitKey, fit_keys, kind_artifact, labelled_rules
 from artifact.labels import LabelledCell, LabelRow, labelled_cells, min_items_for, read_labels
 from artifact.thresholds import ThresholdsArtifact
+from calibration.decision_rule import DecisionRule
 from calibration.errors import CalibrationError
 from calibration.kind_fit import KindData, KindFit, fit_kind
 from service.calibrations.activated import check_name
@@ -70,6 +77,8 @@ from service.calibrations.state import CalibrationHolder, CalibrationSnapshot
 from service.errors import ENABLE_JOBS_HELP, ConflictError, InvalidRequestError, JobsUnavailableError, NotFoundError
 from service.jobs.calibration_records import CalibrationPlan, beating
 from service.jobs.queue import JobQueue
+from service.judging.families import live_family_warnings
+from service.judging.pool import JudgePool
 
 __all__ = [
     "CALIBRATION_SPLITS",
@@ -83,6 +92,8 @@ __all__ = [
     "check_cells",
     "fit_in_process",
     "fit_in_thread",
+    "rules_in_process",
+    "rules_in_thread",
     "run_calibration",
     "run_queued_calibration",
 ]
@@ -95,6 +106,7 @@ MIN_CELL_ITEMS = 8  # learned_lac splits each calibration half again (model and 
 REDIS_RETRY_AFTER_S = 5
 
 Fitter = Callable[[KindData, tuple[float, ...], int, int, int], Awaitable[KindFit]]
+RuleFitter = Callable[[LabelledCell], Awaitable[list[DecisionRule]]]
 
 
 @dataclass(kw_only=True)
@@ -193,6 +205,16 @@ async def fit_in_process(data: KindData, levels: tuple[float, ...], n_splits: in
                                            cancellable=True)
 
 
+async def rules_in_thread(cell: LabelledCell) -> list[DecisionRule]:
+    """The cell's decision rules fitted in a thread of this process (a job worker)."""
+    return await anyio.to_thread.run_sync(labelled_rules, cell)
+
+
+async def rules_in_process(cell: LabelledCell) -> list[DecisionRule]:
+    """The cell's decision rules fitted in a child process (the API without workers, as ``fit_in_process``)."""
+    return await anyio.to_process.run_sync(labelled_rules, cell, cancellable=True)
+
+
 def _fit_failure(cell: LabelledCell, data: KindData, error: Exception) -> str:
     where = f"cell {_cell_name(cell)} ({data.kind}): {len(cell.item_ids)} items in {len(set(cell.groups))} group(s)"
     if isinstance(error, CalibrationError):
@@ -203,13 +225,14 @@ def _fit_failure(cell: LabelledCell, data: KindData, error: Exception) -> str:
 async def run_calibration(
     job: CalibrationJob, cells: list[LabelledCell], *, n_splits: int, accept_max: int, escalate_min: int,
     progress: Callable[[CalibrationJob], Awaitable[object]] | None = None, fitter: Fitter = fit_in_thread,
+    rule_fitter: RuleFitter = rules_in_thread,
 ) -> None:
-    """Fit every (cell, input kind) of ``job`` with ``fitter`` (a thread, or a child process), then build its
-    artifact; ``job`` is updated in place (status, done, results, artifact or an error naming the cell) and
-    ``progress(job)`` awaited after each step."""
+    """Fit every (cell, input kind) of ``job`` with ``fitter`` (a thread, or a child process), then each cell's
+    decision rules with ``rule_fitter``, then build its artifact; ``job`` is updated in place (status, done,
+    results, artifact or an error naming the cell) and ``progress(job)`` awaited after each step."""
     job.status = "running"
     tasks = fit_keys(cells)
-    job.total = len(tasks)
+    job.total = len(tasks) + len(cells)
     if progress is not None:
         await progress(job)
 
@@ -223,13 +246,24 @@ async def run_calibration(
             job.done += 1
             if progress is not None and job.done < job.total:
                 await progress(job)
+        rules: list[DecisionRule] = []
+        for cell in cells:
+            try:
+                rules += await rule_fitter(cell)
+            except Exception as error:  # noqa: BLE001 - named with its cell below
+                raise _CellFailedError(f"cell {_cell_name(cell)}: fitting its decision rules failed "
+                                       f"({type(error).__name__}: {error})") from error
+            job.done += 1
+            if progress is not None and job.done < job.total:
+                await progress(job)
         job.artifact = kind_artifact(
             {key: fit for key, _, fit in job.results}, created_at=_now(),
-            code_version="service POST /v1/calibrations", data_hash=f"job {job.id}",
+            code_version="service POST /v1/calibrations", data_hash=f"job {job.id}", decision_rules=rules,
             source=f"POST /v1/calibrations job {job.id}: {job.n_rows} labelled rows, y* = human rounded to the "
             f"nearest integer (halves up); per (cell, input kind) calibration.kind_fit.fit_kind: PAC thresholds "
             f"at delta={DEFAULT_DELTA} fitted on all items with seed 0, held-out figures from {n_splits} "
-            "seeded splits by group, default method by cross-fitting by group",
+            "seeded splits by group, default method by cross-fitting by group; decision rules by "
+            "calibration.cell_rules.fit_cell_rules over the shipped grid (document-level bound, delta 0.05, seed 0)",
         )
         job.status = "done"
     except _CellFailedError as error:
@@ -274,9 +308,10 @@ class CalibrationJobs:
         self._changing = asyncio.Lock()  # activate / delete, one at a time (module rules)
 
     async def submit(self, body: bytes, *, scale: int, name: str | None, snapshot: CalibrationSnapshot | None,
-                     max_cell_rows: int | None = None) -> CalibrationJob:
+                     max_cell_rows: int | None = None, judges: JudgePool | None = None) -> CalibrationJob:
         """Validate the labelled body off the event loop and start its job; LabelsError (422) names the line and
-        field, InvalidRequestError (422) a cell that cannot be fitted (module rules); 503 when Redis is down."""
+        field, InvalidRequestError (422) a cell that cannot be fitted (module rules); 503 when Redis is down.
+        With ``judges``, a cell of a configured judge under a family its live calls never use is a warning."""
         n_rows, cells = await anyio.to_thread.run_sync(job_cells, body, scale)
         check_cells(cells, max_cell_rows=max_cell_rows)
         job_id = uuid.uuid4().hex[:16]
@@ -289,7 +324,8 @@ class CalibrationJobs:
             id=job_id, name=artifact_name, created_at=_now(), n_rows=n_rows,
             levels=levels, scale=scale,
             cells_planned=[(c.judge, c.prompt_family, c.criterion, c.n_labels, len(c.item_ids)) for c in cells],
-            warnings=_warnings(cells, levels),
+            warnings=_warnings(cells, levels) + ([] if judges is None else live_family_warnings(
+                judges, [(c.judge, c.prompt_family, c.criterion) for c in cells])),
         )
         if self.queue is not None:
             with _redis_answers():
@@ -309,7 +345,8 @@ class CalibrationJobs:
 
     async def _run(self, job: CalibrationJob, cells: list[LabelledCell]) -> None:
         await run_calibration(job, cells, n_splits=self.n_splits, accept_max=self.accept_max,
-                              escalate_min=self.escalate_min, fitter=fit_in_process)  # fmt: skip
+                              escalate_min=self.escalate_min, fitter=fit_in_process,
+                              rule_fitter=rules_in_process)  # fmt: skip
 
     async def get(self, job_id: str) -> CalibrationJob:
         """The job (from the queue's records when jobs run there), or NotFoundError (404); 503 when Redis is down."""

@@ -2,7 +2,8 @@
 
 The queue library (SAQ, ``service.jobs.queue``) moves chunk *tasks* between workers; this module holds the
 *data* those tasks read and write, so that a chunk's results are written once, atomically, whatever the queue
-does (a chunk re-run after its worker was lost finds its results already there and writes nothing).
+does (a chunk re-run after its worker was lost finds its results already there and writes nothing). The Lua
+scripts are in ``service.jobs.store_scripts``, the record type in ``service.jobs.job_record``.
 
 Keys (``p`` = ``cj:<JOB_QUEUE>:``):
 
@@ -50,186 +51,15 @@ from typing import Any
 import msgspec
 
 from service.errors import JobNotFoundError
+from service.jobs import store_scripts
+from service.jobs.job_record import ACTIVE_STATUSES, JobRecord, StoredBytes, record_from_hash
 
-__all__ = ["ACTIVE_STATUSES", "JobRecord", "JobStore", "StoredBytes", "key_prefix"]
-
-ACTIVE_STATUSES = frozenset({"queued", "running"})
-
-_START_CHUNK = """
-if redis.call('HEXISTS', KEYS[2], ARGV[1]) == 1 then return 'chunk_done' end
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return 'missing' end
-if status == 'queued' then
-  redis.call('HSET', KEYS[1], 'status', 'running', 'started_at', ARGV[2])
-  return 'running'
-end
-return status
-"""
-
-# KEYS: meta, out, in, open, bytes, expiry. ARGV: chunk, blob, n_lines, n_failed, now, ttl, job id, abandoned
-# (0/1), reserved result bytes per item
-_FINISH_CHUNK = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-if redis.call('HSETNX', KEYS[2], ARGV[1], ARGV[2]) == 0 then return 0 end
-local in_len = redis.call('HSTRLEN', KEYS[3], ARGV[1])
-local out_len = string.len(ARGV[2])
-redis.call('HDEL', KEYS[3], ARGV[1])
-local out_bytes = redis.call('HINCRBY', KEYS[1], 'out_bytes', out_len)
-redis.call('HINCRBY', KEYS[1], 'n_done', ARGV[3])
-redis.call('HINCRBY', KEYS[1], 'n_failed', ARGV[4])
-if ARGV[8] == '1' then redis.call('HINCRBY', KEYS[1], 'chunks_abandoned', 1) end
-local done = redis.call('HINCRBY', KEYS[1], 'chunks_done', 1)
-redis.call('EXPIRE', KEYS[2], redis.call('TTL', KEYS[1]))
-local status = redis.call('HGET', KEYS[1], 'status')
-if status == 'queued' or status == 'running' then
-  if redis.call('HEXISTS', KEYS[4], ARGV[7]) == 1 then
-    redis.call('HINCRBY', KEYS[4], ARGV[7], -tonumber(ARGV[3]))
-  end
-  if redis.call('HEXISTS', KEYS[5], ARGV[7]) == 1 then
-    redis.call('HINCRBY', KEYS[5], ARGV[7], out_len - in_len - tonumber(ARGV[3]) * tonumber(ARGV[9]))
-  end
-  if done >= tonumber(redis.call('HGET', KEYS[1], 'n_chunks')) then
-    local abandoned = tonumber(redis.call('HGET', KEYS[1], 'chunks_abandoned') or '0')
-    redis.call('HSET', KEYS[1], 'status', abandoned > 0 and 'failed' or 'succeeded', 'finished_at', ARGV[5])
-    redis.call('HDEL', KEYS[4], ARGV[7])
-    redis.call('DEL', KEYS[3])
-    redis.call('EXPIRE', KEYS[1], ARGV[6])
-    redis.call('EXPIRE', KEYS[2], ARGV[6])
-    redis.call('HSET', KEYS[5], ARGV[7], out_bytes)
-    redis.call('ZADD', KEYS[6], tonumber(ARGV[5]) + tonumber(ARGV[6]), ARGV[7])
-  end
-elseif redis.call('HEXISTS', KEYS[5], ARGV[7]) == 1 then
-  redis.call('HINCRBY', KEYS[5], ARGV[7], out_len)  -- a chunk that ended after its job was cancelled
-end
-return 1
-"""
-
-# KEYS: meta (the new job's), open, idempotency key (or meta again when none), bytes, expiry. ARGV: job id,
-# n_items, ttl, digest, has key (0/1), meta-key prefix, reserved bytes, expiry time, then field, value, ... of
-# the new job's hash.
-# Claim and creation are one step: of two requests with one key, the second finds the first's job, never
-# a binding whose job does not exist yet.
-_CREATE = """
-if ARGV[5] == '1' then
-  local bound = redis.call('GET', KEYS[3])
-  if bound then
-    local earlier = string.match(bound, '^(%S+) ')
-    if earlier and redis.call('EXISTS', ARGV[6] .. earlier) == 1 then return bound end
-  end
-  redis.call('SET', KEYS[3], ARGV[1] .. ' ' .. ARGV[4], 'EX', ARGV[3])
-end
-redis.call('HSET', KEYS[1], unpack(ARGV, 9))
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-redis.call('HSET', KEYS[4], ARGV[1], ARGV[7])
-redis.call('ZADD', KEYS[5], ARGV[8], ARGV[1])
-return false
-"""
-
-# KEYS: meta, in, out, open, bytes, expiry. ARGV: now, ttl, job id, tenant check (0/1), tenant
-_CANCEL = """
-local status = redis.call('HGET', KEYS[1], 'status')
-if not status then return false end
-if ARGV[4] == '1' and (redis.call('HGET', KEYS[1], 'tenant') or '') ~= ARGV[5] then return false end
-if status == 'queued' or status == 'running' then
-  redis.call('HSET', KEYS[1], 'status', 'cancelled', 'finished_at', ARGV[1])
-  redis.call('HDEL', KEYS[4], ARGV[3])
-  redis.call('DEL', KEYS[2])
-  redis.call('EXPIRE', KEYS[1], ARGV[2])
-  redis.call('EXPIRE', KEYS[3], ARGV[2])
-  redis.call('HSET', KEYS[5], ARGV[3], redis.call('HGET', KEYS[1], 'out_bytes') or '0')
-  redis.call('ZADD', KEYS[6], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
-  return 'cancelled'
-end
-return status
-"""
-
-# KEYS: bytes, expiry, open. ARGV: now. Forgets the jobs whose keys have expired (their bytes are gone from
-# Redis, and an unfinished job that expired is no longer open), then returns {total bytes, earliest expiry}.
-_STORED_BYTES = """
-local gone = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
-for _, job in ipairs(gone) do
-  redis.call('HDEL', KEYS[1], job)
-  redis.call('HDEL', KEYS[3], job)
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', ARGV[1])
-local total = 0
-for _, value in ipairs(redis.call('HVALS', KEYS[1])) do total = total + tonumber(value) end
-local first = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-return {tostring(total), first[2] or false}
-"""
+__all__ = ["JobStore", "key_prefix"]
 
 
 def key_prefix(queue: str) -> str:
     """The prefix of every key of the jobs on queue ``queue``."""
     return f"cj:{queue}:"
-
-
-class JobRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """One job's metadata as stored (times are Unix seconds; None before they happen)."""
-
-    job_id: str
-    status: str
-    n_items: int
-    n_chunks: int
-    chunk_size: int
-    n_done: int
-    n_failed: int
-    chunks_done: int
-    created_at: float
-    started_at: float | None
-    finished_at: float | None
-    digest: str
-    tenant: str = ""
-    starts: tuple[int, ...] | None = None  # first item index of each chunk, when chunks differ in length
-    out_bytes: int = 0
-
-    def chunk_starts(self) -> tuple[int, ...]:
-        """The first item index of every chunk (stored, or ``c * chunk_size`` for equal chunks)."""
-        if self.starts is not None:
-            return self.starts
-        return tuple(range(0, self.n_chunks * self.chunk_size, self.chunk_size))
-
-    def chunk_bounds(self, chunk: int) -> tuple[int, int]:
-        """(first item index, number of items) of chunk ``chunk``."""
-        starts = self.chunk_starts()
-        end = starts[chunk + 1] if chunk + 1 < len(starts) else self.n_items
-        return starts[chunk], end - starts[chunk]
-
-
-class StoredBytes(msgspec.Struct, frozen=True):
-    """What the jobs kept in Redis hold or have reserved, in bytes, and when the earliest of them expires."""
-
-    total: int
-    earliest_expiry: float | None
-
-
-def _record(job_id: str, raw: dict[bytes, bytes]) -> JobRecord:
-    def text(name: str) -> str | None:
-        value = raw.get(name.encode())
-        return None if value is None else value.decode()
-
-    def number(name: str) -> float | None:
-        value = text(name)
-        return None if value is None or value == "" else float(value)
-
-    return JobRecord(
-        job_id=job_id,
-        status=text("status") or "queued",
-        n_items=int(number("n_items") or 0),
-        n_chunks=int(number("n_chunks") or 0),
-        chunk_size=int(number("chunk_size") or 1),
-        n_done=int(number("n_done") or 0),
-        n_failed=int(number("n_failed") or 0),
-        chunks_done=int(number("chunks_done") or 0),
-        created_at=number("created_at") or 0.0,
-        started_at=number("started_at"),
-        finished_at=number("finished_at"),
-        digest=text("digest") or "",
-        tenant=text("tenant") or "",
-        starts=None if b"starts" not in raw else tuple(msgspec.msgpack.decode(raw[b"starts"], type=list[int])),
-        out_bytes=int(number("out_bytes") or 0),
-    )
 
 
 class JobStore:
@@ -243,11 +73,11 @@ class JobStore:
         self.results_ttl_s = results_ttl_s
         self.result_item_bytes = result_item_bytes  # the per-item result estimate reserved at creation
         self._clock = clock
-        self._start = redis.register_script(_START_CHUNK)
-        self._finish = redis.register_script(_FINISH_CHUNK)
-        self._cancel = redis.register_script(_CANCEL)
-        self._create = redis.register_script(_CREATE)
-        self._stored_bytes = redis.register_script(_STORED_BYTES)
+        self._start = redis.register_script(store_scripts.START_CHUNK)
+        self._finish = redis.register_script(store_scripts.FINISH_CHUNK)
+        self._cancel = redis.register_script(store_scripts.CANCEL)
+        self._create = redis.register_script(store_scripts.CREATE)
+        self._stored_bytes = redis.register_script(store_scripts.STORED_BYTES)
 
     def _meta(self, job_id: str) -> str:
         return f"{self.prefix}job:{job_id}"
@@ -383,7 +213,7 @@ class JobStore:
         raw = await self.redis.hgetall(self._meta(job_id))
         if not raw or (tenant is not None and raw.get(b"tenant", b"").decode() != tenant):
             raise JobNotFoundError(f"no job {job_id!r}: it was never created, or its results expired")
-        return _record(job_id, raw)
+        return record_from_hash(job_id, raw)
 
     async def result_lines(
         self, record: JobRecord, *, after: int, limit: int | None, window: int = 8

@@ -31,9 +31,9 @@ from redis.exceptions import RedisError
 from service.config.jobs import JobSettings
 from service.errors import IdempotencyConflictError, JobTooLargeError, store_unavailable
 from service.jobs.intake import BodyDigest, ChunkLimits, json_items_chunks, media_kind, ndjson_chunks
+from service.jobs.job_record import JobRecord
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
-from service.jobs.store import JobRecord
 from service.judging.admission import Admission
 
 __all__ = ["JobIntake", "Submitted", "Upload", "submit_job"]

@@ -3,10 +3,10 @@
 ======================================================== ===============================================
 call                                                     result
 ======================================================== ===============================================
-``pool = JudgePool(settings, metrics, logger)``          empty; ``await pool.start()`` in the lifespan
+``pool = JudgePool(settings, metrics, logger, tracing)``  empty; ``await pool.start()`` in the lifespan
 ``await pool.start()``                                   reads JUDGES_FILE, opens clients and the cache
 ``pool.names()``                                         configured judges in JUDGES_FILE order
-``await pool.direct(judge, criterion, doc, summary)``    ``Cached(value=DirectVerdict, cached=bool)``
+``await pool.direct(judge, criterion, doc, summary)``    ``Cached(value=DirectVerdict, cached, calls, ...)``
 ``await pool.faithfulness_direct(judge, doc, summary)``  ``Cached(DirectVerdict)``
 ``await pool.faithfulness_qa(judge, doc, summary, n)``   ``Cached(QAFactuality)``
 ``await pool.faithfulness_sentences(judge, doc, summ)``  ``Cached(SentenceFactuality)``
@@ -20,6 +20,15 @@ call; the QA method keys on its generation prompt plus a hash of the article and
 call adds its repetition number, so ``repetitions: 3`` asks three times rather than reading one answer
 thrice. A hit answers with ``cached=True`` and no call. Concurrent identical calls run once (SingleFlight).
 Failed calls are not cached. The concurrency bound per judge is the client's own semaphore.
+
+Accounting rule: a live call (the caller that started it; callers merged into it or answered from the cache
+get ``calls=0``) is counted per judge and kind in ``cj_judge_calls_total`` (outcome), its tokens (the replies'
+``usage``) in ``cj_judge_input_tokens_total`` / ``cj_judge_output_tokens_total`` and, when the judge has prices in
+JUDGES_FILE (``price_in_per_mtok`` / ``price_out_per_mtok``, US dollars per million tokens), its cost in
+``cj_judge_cost_usd_total``; it runs inside a judge-call span (``service.observability.tracing``). Every answer,
+cached or not, says whether the reply's model differs from the judge's configured ``model``
+(``service.judging.model_check``: ``model_mismatch``); the first such reply per judge and model is logged as a
+warning (``judge.model_mismatch``), and each live one counted in ``cj_judge_model_mismatch_total``.
 
 Breaker rule: every live call passes its judge's circuit breaker (``service.judging.breaker``); only provider faults
 (timeouts, connection failures, 408/429/5xx) count against it, and while a probe is in flight after the
@@ -42,8 +51,10 @@ from service.errors import InvalidRequestError, JudgeNotConfiguredError
 from service.judging.breaker import CircuitBreakers
 from service.judging.cache import SingleFlight, cache_key, make_cache
 from service.judging.groups import check_cascade_stages, check_panel_members, load_cascades, load_panels
+from service.judging.model_check import is_model_mismatch
 from service.judging.rubrics import Rubric, load_rubrics, rubric_messages
 from service.observability.metrics import ServiceMetrics
+from service.observability.tracing import Tracing
 
 __all__ = ["NO_JUDGE_HELP", "Cached", "JudgePool"]
 
@@ -57,24 +68,34 @@ NO_JUDGE_HELP = (
     "work without a judge."
 )
 # Fields of a judge's configuration that do not change its answers (kept out of the cache key).
-_NOT_IN_KEY = {"name", "api_key_env", "max_concurrency", "timeout_s", "attempt_timeout_s", "max_retries", "base_url"}
+_NOT_IN_KEY = {
+    "name", "api_key_env", "max_concurrency", "timeout_s", "attempt_timeout_s", "max_retries", "base_url",
+    "price_in_per_mtok", "price_out_per_mtok",
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
 class Cached(Generic[T]):
-    """A judge answer and whether it came from the cache."""
+    """A judge answer, whether it came from the cache, the live calls it cost this caller (0 or 1) and whether
+    the reply named another model than the judge's configured one."""
 
     value: T
     cached: bool
+    calls: int = 0
+    model_mismatch: bool = False
 
 
 class JudgePool:
     """The configured judges' clients, the answer cache and the single-flight table of one app."""
 
-    def __init__(self, settings: Settings, metrics: ServiceMetrics, logger: Any) -> None:
+    def __init__(
+        self, settings: Settings, metrics: ServiceMetrics, logger: Any, tracing: Tracing | None = None
+    ) -> None:
         self._settings = settings
         self._metrics = metrics
         self._logger = logger
+        self._tracing = tracing if tracing is not None else Tracing()
+        self._mismatches_logged: set[tuple[str, str]] = set()  # (judge, reply model) already warned about
         self._configs: dict[str, Any] = {}
         self._clients: dict[str, Any] = {}
         self._flight = SingleFlight()
@@ -180,31 +201,74 @@ class JudgePool:
                 value = None  # an entry from an older layout: treat as a miss and overwrite it
             if value is not None:
                 self._metrics.cache.inc("hit")
-                return Cached(value, True)
+                return Cached(value, True, model_mismatch=self._model_mismatch(name, value))
         self._metrics.cache.inc("miss")
+        started_here = False  # this caller started the call (rather than joining one in flight)
 
         async def once() -> T:
             breaker = self.breakers.of(name)
             # An open breaker fails the item at once; a half-open one makes it wait for the probe's outcome.
             await breaker.before_call()
-            started = time.perf_counter()
-            try:
-                result = await call()
-            except Exception as error:
-                breaker.record_outcome(error)  # only provider faults count (service/judging/breaker.py)
-                self._metrics.judge_calls.inc(name, kind, type(error).__name__)
-                raise
-            except BaseException:
-                breaker.abandon()
-                raise
-            finally:
-                self._metrics.judge_latency.observe(time.perf_counter() - started, name, kind)
-            breaker.record_success()
-            self._metrics.judge_calls.inc(name, kind, "ok")
+            with self._tracing.judge_call(name, self._configs[name].model, kind) as span:
+                started = time.perf_counter()
+                try:
+                    result = await call()
+                except Exception as error:
+                    breaker.record_outcome(error)  # only provider faults count (service/judging/breaker.py)
+                    self._metrics.judge_calls.inc(name, kind, type(error).__name__)
+                    span.finish(type(error).__name__)
+                    raise
+                except BaseException:
+                    breaker.abandon()
+                    span.finish("cancelled")
+                    raise
+                finally:
+                    self._metrics.judge_latency.observe(time.perf_counter() - started, name, kind)
+                breaker.record_success()
+                self._metrics.judge_calls.inc(name, kind, "ok")
+                self._count_usage(name, kind, result)
+                span.finish("ok", prompt_tokens=getattr(result, "prompt_tokens", None),
+                            completion_tokens=getattr(result, "completion_tokens", None),
+                            reply_model=getattr(result, "reply_model", None))
             await self.cache.set(key, msgspec.msgpack.encode(result), self._settings.cache_ttl_s)
             return result
 
-        return Cached(await self._flight.run(key, once), False)
+        def start() -> Awaitable[T]:
+            nonlocal started_here
+            started_here = True
+            return once()
+
+        value = await self._flight.run(key, start)
+        return Cached(value, False, calls=1 if started_here else 0, model_mismatch=self._model_mismatch(name, value))
+
+    def _count_usage(self, name: str, kind: str, result: Any) -> None:
+        """Tokens (the replies' usage), cost (when the judge has prices) and a model mismatch of one live call."""
+        config = self._configs[name]
+        prompt_tokens = int(getattr(result, "prompt_tokens", 0) or 0)
+        completion_tokens = int(getattr(result, "completion_tokens", 0) or 0)
+        self._metrics.judge_input_tokens.add(prompt_tokens, name, kind)
+        self._metrics.judge_output_tokens.add(completion_tokens, name, kind)
+        cost = config.cost_usd(prompt_tokens, completion_tokens)
+        if cost is not None:
+            self._metrics.judge_cost.add(cost, name, kind)
+        reply_model = getattr(result, "reply_model", None)
+        if is_model_mismatch(config.model, reply_model):
+            self._metrics.model_mismatches.inc(name, reply_model)
+
+    def _model_mismatch(self, name: str, value: Any) -> bool:
+        """Whether ``value``'s reply named another model than the judge's (warned once per judge and model)."""
+        config = self._configs.get(name)
+        reply_model = getattr(value, "reply_model", None)
+        if config is None or not isinstance(reply_model, str) or not is_model_mismatch(config.model, reply_model):
+            return False
+        if (name, reply_model) not in self._mismatches_logged:
+            self._mismatches_logged.add((name, reply_model))
+            self._logger.warning(
+                "judge.model_mismatch", judge=name, configured_model=config.model, reply_model=reply_model,
+                detail="the judge's calibration was fitted on the configured model; answers from this one are "
+                "flagged judge_model_mismatch",
+            )
+        return True
 
     async def direct(self, name: str, criterion: str, document: str, summary: str) -> Cached[Any]:
         """The judge's 1..5 verdict on the summary for a criterion (the judge's prompt family)."""

@@ -8,6 +8,10 @@ metric                                     type      labels
 ``cj_http_errors_total``                   counter   status, type (problem slug)
 ``cj_judge_calls_total``                   counter   judge, kind (score/prefer/faithfulness_*), outcome
 ``cj_judge_call_duration_seconds``         histogram judge, kind
+``cj_judge_input_tokens_total``            counter   judge, kind (prompt tokens from the replies' ``usage``)
+``cj_judge_output_tokens_total``           counter   judge, kind (completion tokens, likewise)
+``cj_judge_cost_usd_total``                counter   judge, kind (only judges with prices in JUDGES_FILE)
+``cj_judge_model_mismatch_total``          counter   judge, model (verdicts whose reply named another model)
 ``cj_cache_requests_total``                counter   result (hit/miss)
 ``cj_decisions_total``                     counter   criterion, decision, calibrated
 ``cj_calibration_reloads_total``           counter   outcome (ok/refused)
@@ -44,13 +48,13 @@ class LoopCounter:
         self.name = name
         self.documentation = documentation
         self.labelnames = labelnames
-        self.counts: dict[tuple[object, ...], int] = {}
+        self.counts: dict[tuple[object, ...], float] = {}
 
     def inc(self, *labels: object) -> None:
         """Add one to the count of this label tuple."""
         self.counts[labels] = self.counts.get(labels, 0) + 1
 
-    def add(self, amount: int, *labels: object) -> None:
+    def add(self, amount: float, *labels: object) -> None:
         """Add ``amount`` to the count of this label tuple (nothing for 0: no series appears for it)."""
         if amount:
             self.counts[labels] = self.counts.get(labels, 0) + amount
@@ -153,6 +157,22 @@ class ServiceMetrics:
         self.judge_latency = LoopHistogram(
             "cj_judge_call_duration_seconds", "Judge call latency", ("judge", "kind"), _LATENCY_BUCKETS
         )
+        self.judge_input_tokens = LoopCounter(
+            "cj_judge_input_tokens", "Prompt tokens of live judge calls (the replies' usage)", ("judge", "kind")
+        )
+        self.judge_output_tokens = LoopCounter(
+            "cj_judge_output_tokens", "Completion tokens of live judge calls (the replies' usage)", ("judge", "kind")
+        )
+        self.judge_cost = LoopCounter(
+            "cj_judge_cost_usd",
+            "Estimated cost of live judge calls in US dollars (judges with price_in/out_per_mtok only)",
+            ("judge", "kind"),
+        )
+        self.model_mismatches = LoopCounter(
+            "cj_judge_model_mismatch",
+            "Judge verdicts whose reply named another model than the judge's configured one",
+            ("judge", "model"),
+        )
         self.cache = LoopCounter("cj_cache_requests", "Judge-answer cache look-ups", ("result",))
         self.format_retries = LoopCounter(
             "cj_judge_format_retries",
@@ -168,11 +188,15 @@ class ServiceMetrics:
                     self.errors,
                     self.judge_calls,
                     self.judge_latency,
+                    self.judge_input_tokens,
+                    self.judge_output_tokens,
+                    self.judge_cost,
+                    self.model_mismatches,
                     self.cache,
                     self.format_retries,
                     self.decisions,
                     self.reloads,
-                )
+                ),
             )
         )
         self.calibration_entries = Gauge(

@@ -23,7 +23,9 @@ last judge. A request names one with ``cascade``. Rules:
    holds for false passes with the stages' gates.
 4. **Answer.** The last stage's answer (its set, point, judge) with the cascade's decision and guarantees, and
    ``cascade``: the stages, the per-stage level, each stage called (or sent) with its verdict and decision, and the
-   number of judge calls made.
+   number of live judge calls made (a cached stage verdict or the caller's own costs none; ``judge_calls`` on the
+   answer holds the same number), and ``flags`` with ``judge_model_mismatch`` when any stage's reply named another
+   model than its judge's.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import msgspec
 from service.calibrations.state import CalibrationSnapshot
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.injection import INJECTION_FLAG
+from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.context import ScoringContext
 from service.wire.score import CascadeAnswer, CascadeStage, Guarantee, ScoreRequest, ScoreResponse
 
@@ -137,6 +140,7 @@ async def score_cascade(ctx: ScoringContext, request: ScoreRequest, score_one: S
     stage_alpha = accept_alpha / len(stages)
     has_texts = request.document is not None and request.summary is not None
     called: list[CascadeStage] = []
+    calls, mismatch = 0, False
     answer: ScoreResponse | None = None
     decision, why = "escalate", ""
     for position in range(start, len(stages)):
@@ -147,6 +151,8 @@ async def score_cascade(ctx: ScoringContext, request: ScoreRequest, score_one: S
                                                     mean_of_samples=None, sentence_verdicts=None)
         answer = await score_one(ctx, stage_request)
         called.append(_stage(answer))
+        calls += answer.judge_calls
+        mismatch = mismatch or MODEL_MISMATCH_FLAG in answer.flags
         if answer.decision == "accept":
             decision, why = "accept", f"stage {position + 1} ({stages[position]}) accepted"
             break
@@ -165,12 +171,12 @@ async def score_cascade(ctx: ScoringContext, request: ScoreRequest, score_one: S
     families = {stage.judge: stage.prompt_family for stage in called}
     overall = _overall(ctx, snapshot, request, stages, families, accept_alpha, stage_alpha)
     guarantees = [g for g in answer.guarantees if g.kind == "set_coverage"] + ([overall] if overall else [])
-    calls = sum(1 for stage in called if stage.source == "judge")
     reason = (f"cascade {request.cascade!r} ({' -> '.join(stages)} -> human; each stage certified at accept_alpha "
               f"{accept_alpha:g} / {len(stages)} = {stage_alpha:g}): {why}; last stage: {answer.reason}")
     return msgspec.structs.replace(
         answer, decision=decision, escalate=decision == "escalate", guarantees=guarantees, reason=reason,
-        item_id=request.item_id,
+        item_id=request.item_id, judge_calls=calls,
+        flags=[*(f for f in answer.flags if f != MODEL_MISMATCH_FLAG), *([MODEL_MISMATCH_FLAG] if mismatch else [])],
         cascade=CascadeAnswer(name=request.cascade or "", stages=list(stages), stage_alpha=stage_alpha,
                               called=called, judge_calls=calls),
     )

@@ -61,6 +61,7 @@ from calibration.verdicts import InputKind, round_half_up, verdict_inputs
 from service.calibrations.state import CalibrationSnapshot, coverage_target
 from service.errors import InvalidRequestError
 from service.judging.injection import INJECTION_FLAG, screen_texts
+from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.context import ScoringContext
 from service.scoring.policy import (
     DecisionAsk,
@@ -127,8 +128,16 @@ def caller_member(verdict: MemberVerdict, n_labels: int) -> PanelMemberVerdict:
                               expected_score=expected)
 
 
+class _LiveMembers(msgspec.Struct, frozen=True, kw_only=True):
+    """The live members' verdicts, the judge calls they cost and whether any reply named another model."""
+
+    verdicts: list[PanelMemberVerdict]
+    judge_calls: int
+    model_mismatch: bool
+
+
 async def _live_members(ctx: ScoringContext, request: ScoreRequest, members: Sequence[str],
-                        n_labels: int) -> list[PanelMemberVerdict]:
+                        n_labels: int) -> _LiveMembers:
     document, summary = request.document or "", request.summary or ""
     for member in members:
         ctx.judges.client(member)  # 503 without judges, 422 for one that is not configured
@@ -139,6 +148,7 @@ async def _live_members(ctx: ScoringContext, request: ScoreRequest, members: Seq
         raise failures[0]
     rubric = ctx.judges.rubrics.get(request.criterion)
     result = []
+    calls, mismatch = 0, False
     for member, answer in zip(members, answers, strict=True):
         config = ctx.judges.config(member)
         family = rubric.family if rubric is not None else (config.prompt_family if config is not None else None)
@@ -149,13 +159,15 @@ async def _live_members(ctx: ScoringContext, request: ScoreRequest, members: Seq
                                              error=f"{type(answer).__name__}: {answer}"))
             continue
         verdict = answer.value
+        calls += answer.calls
+        mismatch = mismatch or answer.model_mismatch
         probabilities = None if verdict.probabilities is None else [float(p) for p in verdict.probabilities]
         result.append(PanelMemberVerdict(
             judge=member, source="judge", prompt_family=family, judge_score=verdict.judge_score,
             probabilities=probabilities, cached=answer.cached,
             expected_score=expected_score(n_labels, judge_score=verdict.judge_score, probabilities=probabilities),
         ))
-    return result
+    return _LiveMembers(verdicts=result, judge_calls=calls, model_mismatch=mismatch)
 
 
 async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
@@ -167,9 +179,11 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     ask = asked(tolerance=request.tolerance, accept_alpha=request.accept_alpha, alpha=request.alpha,
                 default_alpha=ctx.settings.default_alpha, pass_threshold=request.pass_threshold, n_labels=n_labels)
     live = request.panel is not None
+    calls, mismatch = 0, False
     if live:
         members = _live_panel_members(ctx, request)
-        verdicts = await _live_members(ctx, request, members, n_labels)
+        asked_members = await _live_members(ctx, request, members, n_labels)
+        verdicts, calls, mismatch = asked_members.verdicts, asked_members.judge_calls, asked_members.model_mismatch
     else:
         assert request.verdicts is not None
         members = [v.judge for v in request.verdicts]
@@ -207,8 +221,8 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
         rule_failed=decision.rule_failed, reason=decision.reason, calibration_id=snapshot.calibration_id,
         n_cal=None if entry is None else entry.fitted.n_cal,
         heldout_coverage=None if entry is None else entry.heldout_coverage,
-        cached=bool(verdicts) and all(v.cached for v in answered) and live, raw_reply=None,
-        flags=[INJECTION_FLAG] if findings else [],
+        cached=bool(verdicts) and all(v.cached for v in answered) and live, judge_calls=calls, raw_reply=None,
+        flags=[*([INJECTION_FLAG] if findings else []), *([MODEL_MISMATCH_FLAG] if mismatch else [])],
         panel=PanelAnswer(name=request.panel, members=sorted(members), served_by=cell_name if entry else None,
                           mean=mean, spread=None if spread is None else spread.spread,
                           std=None if spread is None else spread.std, verdicts=verdicts),

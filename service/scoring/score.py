@@ -57,6 +57,7 @@ import msgspec
 from calibration.verdicts import InputKind
 from service.calibrations.state import CalibrationSnapshot, coverage_target
 from service.judging.injection import INJECTION_FLAG, screen_texts
+from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.cascades import score_cascade
 from service.scoring.context import ScoringContext
 from service.scoring.panels import is_panel_request, score_panel
@@ -167,6 +168,7 @@ def _respond(snapshot: CalibrationSnapshot, request: ScoreRequest, plan: Plan, v
         n_cal=None if entry is None else entry.fitted.n_cal,
         heldout_coverage=None if entry is None else entry.heldout_coverage,
         cached=verdict.cached,
+        judge_calls=verdict.judge_calls,
         raw_reply=verdict.raw_reply,
         factuality_method=(request.factuality_method if not own or verdict.sentence_score is not None else None)
         if faithfulness else None,
@@ -174,6 +176,6 @@ def _respond(snapshot: CalibrationSnapshot, request: ScoreRequest, plan: Plan, v
         qa_exact_match=verdict.qa_exact_match,
         sentence_score=verdict.sentence_score,
         evidence=verdict.evidence,
-        flags=[INJECTION_FLAG] if flagged else [],
+        flags=[*([INJECTION_FLAG] if flagged else []), *([MODEL_MISMATCH_FLAG] if verdict.model_mismatch else [])],
         item_id=request.item_id,  # the caller's id, echoed (never remembered: the memo is shared)
     )

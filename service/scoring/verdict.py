@@ -39,6 +39,8 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     sentence_score: float | None = None  # share of sentences judged "no error" (factuality_method "sentences")
     kinds: tuple[str, ...] = ("score",)  # input kinds the verdict carries (calibration.verdicts), preferred first
     mean: float | None = None  # mean_of_samples, for the ``mean`` kind
+    judge_calls: int = 0  # live judge calls this verdict cost (service.judging.pool.Cached.calls)
+    model_mismatch: bool = False  # the judge's reply named another model than its configured one
 
 
 async def verdict_for(ctx: ScoringContext, request: ScoreRequest, judge: str, own: bool, n_labels: int) -> Verdict:
@@ -110,7 +112,7 @@ async def _sentences_verdict(ctx: ScoringContext, judge: str, document: str, sum
     checked = answer.value
     return Verdict(judge_score=checked.judge_score, probabilities=None, source="judge", cached=answer.cached,
                    raw_reply=checked.raw_reply, evidence=_sentence_evidence(checked.verdicts),
-                   sentence_score=checked.score)
+                   sentence_score=checked.score, judge_calls=answer.calls, model_mismatch=answer.model_mismatch)
 
 
 async def _qa_verdict(ctx: ScoringContext, judge: str, document: str, summary: str, n_questions: int) -> Verdict:
@@ -122,6 +124,8 @@ async def _qa_verdict(ctx: ScoringContext, judge: str, document: str, summary: s
         probabilities=None,
         source="judge",
         cached=answer.cached,
+        judge_calls=answer.calls,
+        model_mismatch=answer.model_mismatch,
         raw_reply=qa.generation_raw,
         qa_score=qa.score,
         qa_exact_match=qa.exact_match,
@@ -155,6 +159,8 @@ async def judge_verdict(ctx: ScoringContext, request: ScoreRequest, judge: str) 
         probabilities=None if verdict.probabilities is None else [float(p) for p in verdict.probabilities],
         source="judge",
         cached=answer.cached,
+        judge_calls=answer.calls,
+        model_mismatch=answer.model_mismatch,
         raw_reply=verdict.raw_reply,
         kinds=("score",) if verdict.probabilities is None else ("probabilities", "score"),
     )

@@ -16,14 +16,18 @@ __all__ = [
     "ArtifactName",
     "ArtifactSummary",
     "CalibratedCell",
+    "CellCertification",
     "CalibrationEntryInfo",
     "CalibrationInfo",
     "CalibrationJobInfo",
+    "CalibrationOverview",
     "CalibrationSummary",
+    "CellOverview",
     "DefaultMethodInfo",
     "HeldoutLevel",
     "ReloadRequest",
     "ReloadResponse",
+    "ServedLevels",
 ]
 
 
@@ -152,6 +156,59 @@ class CalibrationSummary(msgspec.Struct, **RESPONSE_STRUCT):
     artifacts: list[ArtifactSummary]
 
 
+class ServedLevels(msgspec.Struct, **RESPONSE_STRUCT):
+    """The method a score request is served with (artifact.serving) at these calibrated levels."""
+
+    method: str
+    alphas: list[float]
+
+
+class CellOverview(msgspec.Struct, **RESPONSE_STRUCT):
+    """One calibrated cell and input kind in short: what serves it, its set size at the default alpha, and what its
+    certified decision rule accepts at the default tolerance and accept_alpha."""
+
+    judge: str
+    prompt_family: str
+    criterion: str
+    input_kind: str  # score | probabilities | mean
+    artifact: str  # the artifact that owns the cell
+    n_labels: int
+    served: list[ServedLevels]  # per calibrated level, the method serving it (one row per method)
+    # the default method's selection rule failed (its fallback serves; /v1/score escalates with rule_failed)
+    selection_failed: bool
+    set_size: float | None  # held-out mean set size of the entry served at the default alpha (None: below every level)
+    coverage: float | None  # held-out coverage of that entry
+    decision_rule: bool  # the artifact has a certified decision rule for this cell and input kind
+    # the certification row used at (tolerance, the largest calibrated accept_alpha <= the default); None: no rule/row
+    accept_alpha: float | None
+    accept_share: float | None  # share of calibration items the row accepts (None: no row, or it failed)
+    certified_error: float | None  # upper bound on the error among accepted (None: nothing accepted)
+    certification_failed: bool  # the row exists but its certification failed: every verdict escalates
+
+
+class CalibrationOverview(msgspec.Struct, **RESPONSE_STRUCT):
+    """GET /v1/calibration?view=summary: provenance, the defaults the figures are read at, one line per cell."""
+
+    view: Literal["summary"]
+    calibration_id: str
+    path: str
+    loaded_at: str
+    format_version: int
+    created_at: str
+    code_version: str
+    data_hash: str
+    source: str
+    label_scale: list[int]
+    n_entries: int
+    levels: list[float]
+    default_alpha: float  # DEFAULT_ALPHA: the level of set_size, and the default accept_alpha
+    tolerance: int  # /v1/score's default tolerance
+    accept_alpha: float  # /v1/score's default accept_alpha (DEFAULT_ALPHA)
+    artifacts: list[ArtifactSummary]
+    n_cells: int
+    cells: list[CellOverview]
+
+
 ArtifactName = Annotated[
     str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="artifact name: letters, digits, _ - .")
 ]
@@ -176,6 +233,9 @@ class ReloadResponse(msgspec.Struct, **RESPONSE_STRUCT):
     cells_replaced: int
     calibration: CalibrationSummary
     cells_removed: int = 0
+    # e.g. an artifact activated while neither ARTIFACTS_DIR nor the Redis artifacts hash is set: kept for this
+    # process only
+    warnings: list[str] = []
 
 
 # ------------------------------------------------------------------------------------------ /v1/calibrations
@@ -196,8 +256,23 @@ class HeldoutLevel(msgspec.Struct, **RESPONSE_STRUCT):
     share_full_scale: float
 
 
+class CellCertification(msgspec.Struct, **RESPONSE_STRUCT):
+    """The cell's certified decision rule at one (tolerance, accept_alpha) of the grid, on its calibration data:
+    whether /v1/score can accept any of its verdicts, and why not when it cannot."""
+
+    tolerance: int  # an error is |human - point| >= tolerance
+    accept_alpha: float
+    certified: bool  # some verdicts are accepted (their bin is certified): /v1/score answers accept for them
+    accept_share: float | None  # share of the certification items whose verdict is accepted
+    certified_error: float | None  # upper bound on the error among accepted (<= accept_alpha), confidence 1 - delta
+    rule_failed: bool  # the data cannot certify at this level at all (too few documents or items): reason says which
+    reason: str
+    n_groups: int  # documents that certified (the bound's unit)
+
+
 class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
-    """One (cell, input kind) a calibration job fitted: scale, size, default method, its held-out figures per alpha."""
+    """One (cell, input kind) a calibration job fitted: scale, size, default method, its held-out figures per alpha,
+    and its certified decision rule."""
 
     judge: str
     prompt_family: str
@@ -210,6 +285,11 @@ class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
     reason: str
     heldout: list[HeldoutLevel]
     full_scale_flag: bool  # at the default level the sets are (almost) always the whole scale
+    # The decision rule /v1/score applies (the artifact's decision_rules, calibration.cell_rules): one row per
+    # (tolerance, accept_alpha) of the grid, and in words at tolerance 2, accept_alpha 0.1 (the defaults); empty
+    # until the job is done
+    certifications: list[CellCertification] = []
+    decision_summary: str = ""
 
 
 class CalibrationJobInfo(msgspec.Struct, **RESPONSE_STRUCT):

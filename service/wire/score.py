@@ -237,7 +237,7 @@ class CascadeAnswer(msgspec.Struct, **RESPONSE_STRUCT):
     stages: list[str]  # the judge stages in order; a human follows the last
     stage_alpha: float  # accept_alpha / len(stages): each stage is certified at this level (Bonferroni)
     called: list[CascadeStage]
-    judge_calls: int  # judge calls the service made for this item (a caller's verdict costs none)
+    judge_calls: int  # live judge calls made for this item, every stage's (a caller's verdict or a cached one: 0)
 
 
 class ScoreResponse(msgspec.Struct, **RESPONSE_STRUCT):
@@ -266,6 +266,9 @@ class ScoreResponse(msgspec.Struct, **RESPONSE_STRUCT):
     n_cal: int | None
     heldout_coverage: float | None
     cached: bool
+    # Live judge calls this answer cost: 0 for the caller's own verdict and for a cached (or merged) one; a panel's or
+    # cascade's counts every member or stage called.
+    judge_calls: int
     raw_reply: str | None
     factuality_method: Literal["direct", "qa", "sentences"] | None = None
     qa_score: float | None = None
@@ -274,7 +277,8 @@ class ScoreResponse(msgspec.Struct, **RESPONSE_STRUCT):
     evidence: list[QAEvidenceItem | SentenceEvidenceItem] | None = None  # "kind" tells which
     item_id: str | None = None  # the request's item_id, echoed
     # "possible_prompt_injection": a text the judge read tries to steer it (service.judging.injection); decision
-    # escalate
+    # escalate. "judge_model_mismatch": the judge's reply named another model than the one its calibration was
+    # fitted on (service.judging.model_check); the answer stands, the operator should look.
     flags: list[str] = msgspec.field(default_factory=list)
     panel: PanelAnswer | None = None  # a panel request: members' verdicts and their disagreement
     cascade: CascadeAnswer | None = None  # a cascade request: the stages called and their verdicts

@@ -10,29 +10,28 @@ import pytest
 from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 from scipy import stats
 
-from calibration.errors import CalibrationError, EmptyCalibrationError, InvalidAlphaError
-from calibration.estimates import (
+from calibration.betting import (
     ALPHA_JUDGE_SHARE,
-    MIN_N_CLT,
-    Sample,
     _bets,
     _betting_core,
     _predictable_lambda,
     _rejects,
     betting_intervals,
-    classical_intervals,
-    clopper_pearson,
+    judge_mean_bounds,
+)
+from calibration.errors import CalibrationError, EmptyCalibrationError, InvalidAlphaError
+from calibration.estimates import (
+    MIN_N_CLT,
+    Sample,
     estimate_difference,
     estimate_mean,
     estimate_pass_rate,
     estimate_win_rate,
-    fisher_z_interval,
-    judge_mean_bounds,
     label_budget,
-    ppi_intervals,
     served_uses_clt,
     switch_reason,
 )
+from calibration.intervals import classical_intervals, clopper_pearson, fisher_z_interval, ppi_intervals
 
 
 def _population(rng: np.random.Generator, size: int, *, skewed: bool = False) -> tuple[np.ndarray, np.ndarray]:

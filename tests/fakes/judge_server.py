@@ -22,6 +22,7 @@ call                                                    effect
 ``server.max_in_flight``                                the most requests that were being served at once
 ``server.connection_count``                             TCP connections accepted since start (keep-alive)
 ``server.usage = (120, 3)``                             fixed usage token counts (else counted from text)
+``server.reply_model = "other-model"``                  the ``model`` every reply reports (else the request's)
 ``server.inject("huge_reply", size_bytes=5_000_000)``   next reply: a chat completion scoring 4 padded to 5 MB,
                                                         sent chunked (no Content-Length) as it is generated
 ``server.inject("slow_drip", drip_s=0.05)``             next reply: a valid completion, one byte every 50 ms
@@ -200,7 +201,8 @@ class JudgeServer:
         self.latency_s = latency_s
         self.responder: Responder | None = None
         self.refuse_logprobs = False
-        self.usage: tuple[int, int] | None = None
+        self.usage: tuple[int, int] | None = None  # (prompt, completion) tokens of every reply's ``usage``
+        self.reply_model: str | None = None  # the ``model`` replies report; None: the one the request named
         self.bad_request_marker: str | None = None  # a prompt containing it gets 400 "context too long"
         self.outage: str | None = None  # a fault kind every request gets while set (outage, then recovery)
         self._state = _State()
@@ -388,7 +390,7 @@ class JudgeServer:
             "id": f"chatcmpl-stand-in-{self.call_count}",
             "object": "chat.completion",
             "created": int(time.time()),
-            "model": body.get("model", "stand-in-judge"),
+            "model": self.reply_model or body.get("model", "stand-in-judge"),
             "choices": [choice],
             "usage": {
                 "prompt_tokens": prompt_tokens,

@@ -87,6 +87,7 @@ class FakeCompletion:
     prompt_tokens: int
     completion_tokens: int
     tokens: None = None
+    model: str | None = "fake-judge"
 
 
 @dataclass

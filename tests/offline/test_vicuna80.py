@@ -12,7 +12,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from judges.parse import parse_choice
+from judges.parse_choice import parse_choice
 from offline.answer_records import AnswerRecord
 from offline.data.errors import DataError
 from offline.data.vicuna80 import load_vicuna80

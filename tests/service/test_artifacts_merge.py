@@ -89,6 +89,23 @@ def test_a_named_artifact_adds_its_cells_and_the_primary_stays(harness: AppHarne
     assert (tmp_path / "activated" / "acme-v1.json").exists()
 
 
+def test_a_named_artifact_without_artifacts_dir_is_kept_for_the_process_only(
+    start_app: Callable[[Settings], AppHarness], make_settings, harness: AppHarness, tmp_path: Path
+) -> None:
+    kept = harness.client.post("/v1/calibration/reload", headers=HEADERS, json={"path": "acme.json", "name": "a"})
+    assert kept.status_code == 200 and kept.json()["warnings"] == []
+    transient = start_app(make_settings(admin_api_key=ADMIN, limits=LimitSettings(reload_dir=tmp_path)))
+    reply = transient.client.post("/v1/calibration/reload", headers=HEADERS, json={"path": "acme.json", "name": "b"})
+    assert reply.status_code == 200, reply.text
+    [warning] = reply.json()["warnings"]
+    assert "'b'" in warning and "ARTIFACTS_DIR" in warning and "restart" in warning
+    logged = [line for line in transient.log_lines() if line["event"] == "calibration.not_persisted"]
+    assert [(line["level"], line["artifact"]) for line in logged] == [("warning", "b")]
+    primary = transient.client.post("/v1/calibration/reload", headers=HEADERS)  # THRESHOLDS_PATH: nothing to keep
+    assert primary.status_code == 200 and primary.json()["warnings"] == []
+    assert [a["name"] for a in transient.client.get("/v1/calibration").json()["artifacts"]] == ["primary", "b"]
+
+
 def test_a_cell_owned_by_another_artifact_is_a_409_naming_both(harness: AppHarness) -> None:
     before = harness.client.get("/v1/calibration").json()["calibration_id"]
     reply = harness.client.post("/v1/calibration/reload", headers=HEADERS, json={"path": "taken.json", "name": "x"})

@@ -24,7 +24,8 @@ ADMIN = "admin-key"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 SAMPLE_ID = "0" * 32
 # answered without a key (service/http/routes/health.py and the spec document), on exactly this spelling
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/schema", "/schema/openapi.json"})
+PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/schema", "/schema/openapi.json", "/schema/redoc",
+                          "/schema/redoc.standalone.js"})
 _PARAMETER = re.compile(r"\{[^}]*\}")
 
 

@@ -1,4 +1,5 @@
-"""service.judging.cache: key stability, LRU/TTL, real Redis, a real Redis outage and recovery, single-flight.
+"""The judge-answer cache (service.judging.cache and its backends): key stability, LRU/TTL, real Redis, a real
+Redis outage and recovery, single-flight.
 
 Redis is never mocked: the shared server at 127.0.0.1:6379 (db 15, keys under a unique prefix, removed
 afterwards) and, for the outage, a throwaway ``redis-server`` on a free port that the test kills and restarts.
@@ -23,16 +24,11 @@ import redis
 import structlog
 from structlog.testing import LogCapture
 
-from service.judging.cache import (
-    KEY_PREFIX,
-    CacheStatus,
-    FallbackCache,
-    MemoryCache,
-    RedisCache,
-    SingleFlight,
-    cache_key,
-    make_cache,
-)
+from service.judging.cache import KEY_PREFIX, SingleFlight, cache_key, make_cache
+from service.judging.cache_contract import CacheStatus
+from service.judging.fallback_cache import FallbackCache
+from service.judging.memory_cache import MemoryCache
+from service.judging.redis_cache import RedisCache
 
 SHARED_REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
 

@@ -222,3 +222,96 @@ def test_concurrent_requests_see_whole_artifacts_only(make_settings, second_arti
     second = ThresholdIndex(build_artifact(code_version="second")).calibration_id
     assert statuses == {200}
     assert ids <= {first, second}
+
+
+# ------------------------------------------------------------------------------ GET /v1/calibration?view=summary
+
+SHIPPED = Path(__file__).resolve().parents[2] / "artifact" / "thresholds.json"
+
+
+@pytest.fixture
+def shipped_app(start_app: Callable[[Settings], AppHarness]) -> AppHarness:
+    """An app on the shipped artifact (84 cells and input kinds, 32 decision rules), keys required."""
+    return start_app(Settings(thresholds_path=SHIPPED, api_keys=("k1",), admin_api_key=ADMIN))
+
+
+def _expected_line(full: dict, cell: tuple[str, str, str, str], alpha: float, tolerance: int) -> dict:
+    """A summary line recomputed from the full view alone (its entries, defaults and decision rules)."""
+    entries = [e for e in full["entries"] if (e["judge"], e["prompt_family"], e["criterion"], e["input_kind"]) == cell]
+    defaults = [d for d in full["default_methods"]
+                if (d["judge"], d["prompt_family"], d["criterion"], d["input_kind"]) == cell]
+    method = defaults[0]["method"] if defaults else entries[0]["method"]
+    served = sorted((e for e in entries if e["method"] == method), key=lambda e: e["alpha"])
+    at_default = [e for e in served if e["alpha"] <= alpha + 1e-9]
+    rules = [r for r in full["decision_rules"]
+             if (r["judge"], r["prompt_family"], r["criterion"], r["input_kind"]) == cell]
+    rows = [c for r in rules for c in r["certifications"]
+            if c["tolerance"] == tolerance and c["accept_alpha"] <= alpha + 1e-9]
+    row = max(rows, key=lambda c: c["accept_alpha"]) if rows else None
+    usable = row is not None and not row["rule_failed"]
+    return {
+        "served": [{"method": method, "alphas": [e["alpha"] for e in served]}],
+        "selection_failed": bool(defaults) and defaults[0]["rule_failed"],
+        "set_size": at_default[-1]["heldout_set_size"] if at_default else None,
+        "coverage": at_default[-1]["heldout_coverage"] if at_default else None,
+        "decision_rule": bool(rules),
+        "accept_alpha": None if row is None else row["accept_alpha"],
+        "accept_share": row["accept_share"] if usable else None,
+        "certified_error": row["certified_error"] if usable else None,
+        "certification_failed": row is not None and row["rule_failed"],
+        "n_labels": entries[0]["n_labels"],
+        "artifact": entries[0]["artifact"],
+    }
+
+
+def test_summary_is_small_and_agrees_with_the_full_view(shipped_app: AppHarness):
+    headers = {"Authorization": "Bearer k1"}
+    full_reply = shipped_app.client.get("/v1/calibration", headers=headers)
+    reply = shipped_app.client.get("/v1/calibration", params={"view": "summary"}, headers=headers)
+    assert full_reply.status_code == reply.status_code == 200
+    assert len(reply.content) < 64 * 1024 < len(full_reply.content)
+    full, summary = full_reply.json(), reply.json()
+    assert summary["view"] == "summary"
+    for key in ("calibration_id", "path", "loaded_at", "created_at", "code_version", "data_hash", "source",
+                "label_scale", "n_entries", "levels"):
+        assert summary[key] == full[key], key
+    assert (summary["default_alpha"], summary["tolerance"], summary["accept_alpha"]) == (0.1, 2, 0.1)
+    cells = sorted({(e["judge"], e["prompt_family"], e["criterion"], e["input_kind"]) for e in full["entries"]})
+    assert [(c["judge"], c["prompt_family"], c["criterion"], c["input_kind"]) for c in summary["cells"]] == cells
+    assert summary["n_cells"] == len(cells)
+    for line in summary["cells"]:
+        cell = (line["judge"], line["prompt_family"], line["criterion"], line["input_kind"])
+        expected = _expected_line(full, cell, summary["default_alpha"], summary["tolerance"])
+        assert {k: line[k] for k in expected} == expected, cell
+    # the shipped artifact exercises both sides: cells with an accepting rule, and cells with none
+    assert any(c["accept_share"] for c in summary["cells"]) and not all(c["decision_rule"] for c in summary["cells"])
+    assert [a["name"] for a in summary["artifacts"]] == [a["name"] for a in full["artifacts"]]
+
+
+def test_summary_needs_a_key_like_the_full_view(shipped_app: AppHarness):
+    for params in ({}, {"view": "summary"}, {"view": "full"}):
+        assert shipped_app.client.get("/v1/calibration", params=params).status_code == 401
+        wrong = shipped_app.client.get("/v1/calibration", params=params, headers={"Authorization": "Bearer no"})
+        assert wrong.status_code == 401
+
+
+@pytest.mark.parametrize("view", ["bogus", "", "SUMMARY", "summary "])
+def test_unknown_view_is_a_422_listing_the_views(app: AppHarness, view: str):
+    reply = app.client.get("/v1/calibration", params={"view": view})
+    assert reply.status_code == 422
+    assert reply.headers["content-type"].startswith("application/problem+json")
+    problem = reply.json()
+    assert problem["allowed"] == ["full", "summary"] and "summary" in problem["detail"]
+
+
+def test_summary_of_the_test_artifact_reads_the_defaults(app: AppHarness, artifact: ThresholdsArtifact):
+    summary = app.client.get("/v1/calibration?view=summary").json()
+    lines = {(c["judge"], c["prompt_family"], c["criterion"], c["input_kind"]): c for c in summary["cells"]}
+    coherence = lines[STAND_IN, "paper", "coherence", "probabilities"]
+    assert coherence["served"] == [{"method": "lac", "alphas": [0.1, 0.2]}]
+    assert coherence["set_size"] == 2.5 and coherence["decision_rule"] is False and coherence["accept_share"] is None
+    # no default for score verdicts of this cell: the first calibrated score method serves (artifact.serving)
+    score_methods = [e.method for e in artifact.entries
+                     if (e.judge, e.prompt_family, e.criterion, e.kind) == (STAND_IN, "paper", "coherence", "score")]
+    assert lines[STAND_IN, "paper", "coherence", "score"]["served"][0]["method"] == score_methods[0]
+    assert app.client.get("/v1/calibration?view=full").json()["n_entries"] == len(artifact.entries)

@@ -101,8 +101,10 @@ def test_live_judge_with_swap_and_repetitions(judge_app: AppHarness, stand_in: J
     assert data["rankings"]["win_rate"] == ["s1", "s3", "s0", "s2"]
     assert data["position_consistency"] == {"rate": 1.0, "n_pairs_both_orders": 6, "n_consistent": 6}
     assert data["flagged"] is False and data["complete"] is True
+    assert data["judge_calls"] == 24 and data["cached_calls"] == 0  # every verdict a live call
     again = judge_app.client.post("/v1/compare", json=body).json()
     assert again["cached_calls"] == 24 and stand_in.call_count == 24
+    assert again["judge_calls"] == 0  # every verdict from the cache: no call paid for
 
 
 def test_live_results_equal_the_core_on_the_same_verdicts(judge_app: AppHarness, stand_in: JudgeServer):

@@ -54,3 +54,28 @@ def test_the_served_spec_names_this_deployments_values_and_follows_a_reload(star
     # a criterion only the calibration covers needs the caller's verdict (no live call can ask about it)
     assert any(rule.get("anyOf", [{}])[0].get("not", {}).get("properties", {}).get("criterion", {}).get("enum")
                == ["helpfulness"] for rule in score["allOf"])
+
+
+def test_the_offline_reference_page_and_its_script_load_without_any_external_url(start_app, make_settings):
+    import re
+
+    from service.http.docs_page import REDOC_BUNDLE
+
+    harness = start_app(make_settings(api_keys=("k1",)))  # public like the JSON document: no key sent
+    page = harness.client.get("/schema/redoc")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert not re.search(r"(?i)(https?:)?//[a-z0-9.-]+\.[a-z]", html.split("Redoc.init(")[0]), "external URL in <head>"
+    sources = re.findall(r"<(?:script|link|img)[^>]*(?:src|href)=\"([^\"]*)\"", html)
+    assert sources == ["redoc.standalone.js"]  # relative: /schema/redoc -> /schema/redoc.standalone.js
+    assert "fonts.googleapis" not in html and "cdn." not in html and "jsdelivr" not in html
+    # the document inlined is the live one served at /schema/openapi.json, safe inside <script>
+    inlined = html.split("Redoc.init(", 1)[1].rsplit(",{},document.getElementById", 1)[0]
+    assert "</" not in inlined
+    assert json.loads(inlined) == harness.client.get("/schema/openapi.json").json()
+    script = harness.client.get("/schema/redoc.standalone.js")
+    assert script.status_code == 200 and script.headers["content-type"].startswith("text/javascript")
+    assert script.content == REDOC_BUNDLE.read_bytes() and len(script.content) < 2_000_000
+    assert b"e.Redoc=" in script.content[:2000]  # the UMD header sets the global Redoc the page calls
+    licence = REDOC_BUNDLE.parent / "LICENSE"
+    assert "MIT License" in licence.read_text()

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from litestar import Request, get, post
-from litestar.params import JSONBody
+from typing import Annotated
 
+from litestar import Request, get, post
+from litestar.params import JSONBody, Parameter
+
+from service.calibrations.overview import overview
 from service.calibrations.registry import PRIMARY
 from service.calibrations.state import CalibrationSnapshot, coverage_target
-from service.errors import CalibrationUnavailableError
+from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.services import problem_responses, require_admin_key, services_of
 from service.scoring.policy import selection_failure
@@ -17,13 +20,14 @@ from service.wire.calibration import (
     ArtifactSummary,
     CalibrationEntryInfo,
     CalibrationInfo,
+    CalibrationOverview,
     CalibrationSummary,
     DefaultMethodInfo,
     ReloadRequest,
     ReloadResponse,
 )
 
-__all__ = ["calibration_info", "describe", "reload_calibration", "swap_response"]
+__all__ = ["VIEWS", "calibration_info", "describe", "reload_calibration", "swap_response"]
 
 
 def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
@@ -86,18 +90,32 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
     )
 
 
+VIEWS = ("full", "summary")
+View = Annotated[str, Parameter(
+    description="full: every entry with its evidence and every decision rule (megabytes for the shipped artifact); "
+                "summary: one line per cell and input kind (served method per level, set size at DEFAULT_ALPHA, the "
+                "decision rule's accept share at the default tolerance and accept_alpha), tens of kilobytes",
+    schema_extra={"enum": list(VIEWS)},
+)]
+
+
 @get(
     "/calibration",
-    summary="The loaded calibration: judges, criteria, methods, levels, sizes, held-out coverage, provenance",
-    responses=problem_responses(401, 503),
+    summary="The loaded calibration: judges, criteria, methods, levels, sizes, held-out coverage, provenance "
+            "(view=summary: one line per cell)",
+    responses=problem_responses(401, 422, 503),
     tags=["calibration"],
 )
-async def calibration_info(request: Request) -> CalibrationInfo:
-    """Describe the artifact in use; 503 when none is loaded (the load error is in the detail)."""
+async def calibration_info(request: Request, view: View = "full") -> CalibrationInfo | CalibrationOverview:
+    """Describe the artifact in use (``view``); 503 when none is loaded (the load error is in the detail)."""
+    if view not in VIEWS:
+        raise InvalidRequestError(f"unknown view {view!r}", allowed=list(VIEWS))
     services = services_of(request)
     snapshot = services.calibration.current
     if snapshot is None:
         raise CalibrationUnavailableError(f"no thresholds artifact is loaded: {services.calibration.error}")
+    if view == "summary":
+        return overview(snapshot, default_alpha=services.settings.default_alpha, failure=selection_failure)
     return describe(snapshot)
 
 
@@ -128,12 +146,16 @@ async def reload_calibration(request: Request, data: JSONBody[ReloadRequest | No
         previous=None if previous is None else previous.calibration_id,
         entries=len(snapshot.artifact.entries),
     )
-    return swap_response(previous, snapshot, name)
+    warnings = [] if name == PRIMARY else services.calibration.activated.not_kept(name)
+    if warnings:
+        services.logger.warning("calibration.not_persisted", artifact=name, calibration_id=snapshot.calibration_id)
+    return swap_response(previous, snapshot, name, warnings)
 
 
-def swap_response(previous: CalibrationSnapshot | None, snapshot: CalibrationSnapshot, name: str) -> ReloadResponse:
+def swap_response(previous: CalibrationSnapshot | None, snapshot: CalibrationSnapshot, name: str,
+                  warnings: list[str] | None = None) -> ReloadResponse:
     """What loading artifact ``name`` changed: cells it added, cells its previous version owned that it keeps
-    (replaced) and those it no longer has (removed), measured on the sets before and after."""
+    (replaced) and those it no longer has (removed), measured on the sets before and after; ``warnings`` as given."""
     loaded = snapshot.artifacts.get(name)
     before = {} if previous is None else previous.artifacts.owners
     cells = set(() if loaded is None else loaded.cells)
@@ -142,7 +164,7 @@ def swap_response(previous: CalibrationSnapshot | None, snapshot: CalibrationSna
     return ReloadResponse(
         previous_calibration_id=None if previous is None else previous.calibration_id, artifact=name,
         cells_added=len(cells) - replaced, cells_replaced=replaced, cells_removed=len(owned_before - cells),
-        calibration=summarise(snapshot),
+        calibration=summarise(snapshot), warnings=list(warnings or ()),
     )
 
 

@@ -13,6 +13,7 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Sc
 from litestar.params import Parameter, PathParameter
 
 from artifact.labels import CRITERION_PATTERN
+from calibration.decision_rule import DecisionRule
 from service.calibrations.state import coverage_target
 from service.errors import BadRequestError, UnsupportedMediaTypeError
 from service.http.routes.calibration import swap_response
@@ -20,7 +21,14 @@ from service.http.services import problem_responses, require_admin_key, services
 from service.http.spec import implies
 from service.jobs.calibrations import MIN_CELL_ITEMS, CalibrationJob
 from service.judging.rubrics import MAX_LABELS
-from service.wire.calibration import ArtifactName, CalibratedCell, CalibrationJobInfo, HeldoutLevel, ReloadResponse
+from service.wire.calibration import (
+    ArtifactName,
+    CalibratedCell,
+    CalibrationJobInfo,
+    CellCertification,
+    HeldoutLevel,
+    ReloadResponse,
+)
 
 __all__ = [
     "activate_calibration",
@@ -34,6 +42,7 @@ JobId = Annotated[str, PathParameter(description="the calibration job's id", max
 LABELS_MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines", "application/json")
 FULL_SCALE_SHARE = 0.5  # the report's flag rule (offline/report/labelled.py)
 SHOWN_ALPHAS = (0.05, 0.10, 0.15, 0.20)  # the levels a job shows (every level of the grid is in the artifact)
+SUMMARY_TOLERANCE, SUMMARY_ACCEPT_ALPHA = 2, 0.10  # a cell's decision rule in words: /v1/score's defaults
 # The spec's example upload: the smallest one the service accepts (MIN_CELL_ITEMS rows in MIN_CELL_GROUPS groups),
 # so a client that sends it (schemathesis does) gets the documented 202 and a job that finishes done.
 _EXAMPLE_ROWS = [
@@ -45,9 +54,38 @@ _EXAMPLE_ROWS = [
 _EXAMPLE = msgspec.json.encode(_EXAMPLE_ROWS[0]).decode() + "\n"
 
 
+def _certifications(rule: DecisionRule) -> list[CellCertification]:
+    return [CellCertification(tolerance=c.tolerance, accept_alpha=c.accept_alpha, certified=bool(c.accepted_bins),
+                              accept_share=c.accept_share, certified_error=c.certified_error,
+                              rule_failed=c.rule_failed, reason=c.reason, n_groups=c.n_groups)
+            for c in rule.certifications]
+
+
+def decision_summary(rule: DecisionRule | None) -> tuple[str, bool]:
+    """(the rule at SUMMARY_TOLERANCE / SUMMARY_ACCEPT_ALPHA in words, whether the data cannot certify there)."""
+    if rule is None:
+        return "", False
+    where = f"tolerance {SUMMARY_TOLERANCE}, accept_alpha {SUMMARY_ACCEPT_ALPHA:g}"
+    row = next((c for c in rule.certifications if c.tolerance == SUMMARY_TOLERANCE
+                and abs(c.accept_alpha - SUMMARY_ACCEPT_ALPHA) < 1e-9), None)
+    if row is None:
+        return f"no certification at {where}: /v1/score escalates at these defaults", False
+    if row.rule_failed:
+        return (f"not certifiable at {where}: {row.reason}; /v1/score escalates every verdict of this cell there "
+                "(label more documents)"), True
+    if not row.accepted_bins:
+        return (f"nothing certified at {where}: {row.reason}; /v1/score escalates every verdict there (see "
+                "certifications for other levels)"), False
+    return (f"certified at {where}: {row.accept_share:.0%} of the calibration verdicts accepted, error among accepted "
+            f"<= {row.certified_error:.3f} with confidence {1 - row.delta:g} over {row.n_groups} documents"), False
+
+
 def job_info(job: CalibrationJob) -> CalibrationJobInfo:
-    """The job as the API shows it: progress, and per finished cell its default method's held-out figures."""
-    cells = []
+    """The job as the API shows it: progress, and per finished cell its default method's held-out figures and its
+    certified decision rule (a cell that cannot certify is also named in ``warnings``)."""
+    rules = {(r.judge, r.prompt_family, r.criterion, r.input_kind): r
+             for r in (job.artifact.decision_rules if job.artifact is not None else [])}
+    cells, warnings = [], list(job.warnings)
     for (judge, family, criterion, kind), n_labels, fit in job.results:
         figures = sorted((f for f in fit.heldout if f.method == fit.default.method
                           and any(abs(f.alpha - a) < 1e-9 for a in SHOWN_ALPHAS)), key=lambda f: f.alpha)
@@ -59,17 +97,22 @@ def job_info(job: CalibrationJob) -> CalibrationJobInfo:
             for f in figures
         ]
         headline = min(levels, key=lambda h: (abs(h.alpha - 0.10), h.alpha), default=None)
+        rule = rules.get((judge, family, criterion, kind))
+        summary, uncertifiable = decision_summary(rule)
+        if uncertifiable:
+            warnings.append(f"{judge} / {family} / {criterion} ({kind} verdicts): decision rule {summary}")
         cells.append(CalibratedCell(
             judge=judge, prompt_family=family, criterion=criterion, input_kind=kind, n_labels=n_labels,
             n_items=fit.n_items, n_groups=fit.n_groups, default_method=fit.default.method, reason=fit.default.reason,
             heldout=levels,
             full_scale_flag=headline is not None and (headline.share_full_scale >= FULL_SCALE_SHARE
                                                       or headline.set_size >= n_labels - 0.5),
+            certifications=_certifications(rule) if rule is not None else [], decision_summary=summary,
         ))
     return CalibrationJobInfo(
         id=job.id, status=job.status, artifact_name=job.name, created_at=job.created_at,  # type: ignore[arg-type]
         finished_at=job.finished_at, n_rows=job.n_rows, progress=job.done / job.total if job.total else 0.0,
-        levels=list(job.levels), warnings=list(job.warnings), error=job.error, activated=job.activated, cells=cells,
+        levels=list(job.levels), warnings=warnings, error=job.error, activated=job.activated, cells=cells,
     )
 
 
@@ -96,7 +139,8 @@ async def submit_calibration(
     data = await anyio.to_thread.run_sync(_rows_as_lines, body, content_type)  # off the event loop, as validation
     services = services_of(request)
     job = await services.calibrations.submit(data, scale=scale, name=name, snapshot=services.calibration.current,
-                                             max_cell_rows=services.settings.limits.max_calibration_cell_rows)
+                                             max_cell_rows=services.settings.limits.max_calibration_cell_rows,
+                                             judges=services.judges)
     services.logger.info("calibration.job_submitted", job=job.id, rows=job.n_rows, cells=len(job.cells_planned))
     return job_info(job)
 
@@ -139,7 +183,11 @@ async def activate_calibration(request: Request, job_id: JobId) -> ReloadRespons
     job, snapshot, previous = await services.calibrations.activate(job_id, services.calibration)
     services.metrics.calibration_entries.set(len(snapshot.artifact.entries))
     services.logger.info("calibration.activated", job=job.id, artifact=job.name, calibration_id=snapshot.calibration_id)
-    return swap_response(previous, snapshot, job.name)
+    warnings = services.calibration.activated.not_kept(job.name)
+    if warnings:  # neither ARTIFACTS_DIR nor the Redis hash: a restart forgets it
+        services.logger.warning("calibration.not_persisted", job=job.id, artifact=job.name,
+                                calibration_id=snapshot.calibration_id)
+    return swap_response(previous, snapshot, job.name, warnings)
 
 
 @delete(

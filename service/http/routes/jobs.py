@@ -31,9 +31,9 @@ from service.errors import (
 )
 from service.http.auth import bearer_token
 from service.http.services import Services, problem_responses, services_of
+from service.jobs.job_record import ACTIVE_STATUSES, JobRecord
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
-from service.jobs.store import ACTIVE_STATUSES, JobRecord
 from service.jobs.submit import JobIntake, Upload
 from service.jobs.submit import submit_job as submit
 from service.jobs.tenancy import JobCaller, job_caller

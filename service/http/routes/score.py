@@ -13,6 +13,7 @@ from service.errors import InvalidRequestError
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.problems import problem_from_exception
 from service.http.services import Services, problem_responses, services_of
+from service.observability.tracing import Tracing
 from service.scoring.context import ScoringContext
 from service.scoring.score import score_item
 from service.wire.common import Problem
@@ -73,7 +74,17 @@ async def score(data: ScoreBody, request: Request) -> ScoreResponse:
     """Verdict -> prediction set -> certified accept / escalate (rules: ``service.scoring.score``,
     ``service.scoring.policy``)."""
     services = services_of(request)
-    return await score_item(scoring_context(services), data)  # echoes data.item_id
+    answer = await score_item(scoring_context(services), data)  # echoes data.item_id
+    if services.tracing.enabled:
+        trace_evaluation(services.tracing, answer)
+    return answer
+
+
+def trace_evaluation(tracing: Tracing, answer: ScoreResponse) -> None:
+    """The answer's ``gen_ai.evaluation.result`` span event (service.observability.otel)."""
+    tracing.evaluation(criterion=answer.criterion, judge=answer.judge, point=answer.point,
+                       prediction_set=answer.prediction_set, decision=answer.decision, alpha=answer.alpha,
+                       calibrated=answer.calibrated)
 
 
 def batch_width(services: Services) -> int:
@@ -87,7 +98,8 @@ def batch_width(services: Services) -> int:
 
 
 async def _batch_item(
-    context: ScoringContext, logger: object, index: int, raw: object, path: str, window: asyncio.Semaphore
+    context: ScoringContext, logger: object, index: int, raw: object, path: str, window: asyncio.Semaphore,
+    tracing: Tracing,
 ) -> BatchItemResult:
     item_id = raw.get("item_id") if isinstance(raw, dict) else None
     item_id = item_id if isinstance(item_id, str) else None
@@ -100,6 +112,8 @@ async def _batch_item(
             context.metrics.count_problem(problem.status, problem.type)
             _log_failed_item(logger, index, item_id, problem, error)
             return BatchItemResult(index=index, item_id=item_id, ok=False, error=problem)
+    if tracing.enabled:
+        trace_evaluation(tracing, result)
     return BatchItemResult(index=index, item_id=item_id, ok=True, result=result)
 
 
@@ -134,7 +148,7 @@ async def score_batch(data: BatchBody, request: Request) -> ScoreBatchResponse:
     try:
         results = await asyncio.gather(
             *(
-                _batch_item(context, services.logger, index, raw, "/v1/score/batch", window)
+                _batch_item(context, services.logger, index, raw, "/v1/score/batch", window, services.tracing)
                 for index, raw in enumerate(data.items)
             )
         )

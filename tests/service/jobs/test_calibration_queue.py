@@ -90,6 +90,8 @@ def test_a_calibration_job_runs_on_a_worker_and_matches_the_in_process_path(
     assert local_done["status"] == "done"
     for field in ("cells", "n_rows", "levels", "warnings"):
         assert done[field] == local_done[field], field
+    # the worker fitted the decision rules too (the same ones: compared with the cells above)
+    assert all(len(cell["certifications"]) == 6 and cell["decision_summary"] for cell in done["cells"])
 
     activated = client.post(f"/v1/calibrations/{job_id}/activate", headers=HEADERS)
     assert activated.status_code == 200, activated.text
@@ -97,6 +99,7 @@ def test_a_calibration_job_runs_on_a_worker_and_matches_the_in_process_path(
     assert client.get(f"/v1/calibrations/{job_id}").json()["activated"] is True
     scored = client.post("/v1/score", json={"criterion": "helpfulness", "judge": "acme-judge-v1", "judge_score": 5})
     assert scored.status_code == 200 and scored.json()["calibrated"] is True
+    assert "no certified decision rule" not in scored.json()["reason"]  # the worker's artifact has its rules
 
     assert client.delete(f"/v1/calibrations/{job_id}", headers=HEADERS).status_code == 204
     assert client.get(f"/v1/calibrations/{job_id}").status_code == 404

@@ -1,0 +1,96 @@
+"""The loaded calibration in short (GET /v1/calibration?view=summary): one line per cell and input kind.
+
+A line says what serves the cell (``artifact.serving.choose_entry`` at each calibrated level, for a verdict of that
+input kind alone, grouped by method), the held-out mean set size and coverage of the entry served at the default
+alpha, whether the default method's selection rule failed, and what the cell's certified decision rule
+(``calibration.decision_rule``) accepts at /v1/score's defaults: ``tolerance`` 2 and ``accept_alpha`` = the default
+alpha, read as ``decide`` reads it (the row with the largest calibrated accept_alpha <= the asked one). Everything is
+read from the artifact; nothing is re-estimated. The full view (``describe``) has every entry and rule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import msgspec
+
+from artifact.serving import LevelRefused, ServedEntry, choose_entry
+from calibration.decision_rule import certification_at
+from service.calibrations.registry import PRIMARY
+from service.calibrations.state import CalibrationSnapshot
+from service.wire.calibration import ArtifactSummary, CalibrationOverview, CellOverview, ServedLevels
+from service.wire.score import ScoreRequest
+
+__all__ = ["DEFAULT_TOLERANCE", "overview"]
+
+# /v1/score's default tolerance (ScoreRequest.tolerance), read from the wire type so the two cannot drift.
+DEFAULT_TOLERANCE: int = next(f.default for f in msgspec.structs.fields(ScoreRequest) if f.name == "tolerance")
+
+SelectionFailure = Callable[[str], "str | None"]  # a default's reason -> why its selection failed, or None
+
+
+def _served(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], kind: str, alpha: float) -> ServedEntry | None:
+    """The entry serving a verdict of ``kind`` alone at ``alpha``, or None when alpha is below every level."""
+    try:
+        served = choose_entry(snapshot.index, cell, [kind], alpha)
+    except LevelRefused:
+        return None
+    return served if isinstance(served, ServedEntry) else None
+
+
+def _cell(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], kind: str, levels: list[float], *,
+          alpha: float, tolerance: int, failure: SelectionFailure) -> CellOverview:
+    by_method: dict[str, list[float]] = {}
+    for level in levels:
+        served = _served(snapshot, cell, kind, level)
+        if served is not None:
+            by_method.setdefault(served.method, []).append(served.alpha)
+    at_default = _served(snapshot, cell, kind, alpha)
+    rule = snapshot.decision_rules.get((*cell, kind))
+    row = None if rule is None else certification_at(rule, tolerance, alpha)
+    usable = row is not None and not row.rule_failed
+    return CellOverview(
+        judge=cell[0], prompt_family=cell[1], criterion=cell[2], input_kind=kind,
+        artifact=snapshot.artifacts.owners.get(cell, PRIMARY), n_labels=snapshot.n_labels_for(cell),
+        served=[ServedLevels(method=method, alphas=alphas) for method, alphas in by_method.items()],
+        selection_failed=failure(snapshot.default_reasons.get((*cell, kind), "")) is not None,
+        set_size=None if at_default is None else at_default.entry.heldout_set_size,
+        coverage=None if at_default is None else at_default.entry.heldout_coverage,
+        decision_rule=rule is not None,
+        accept_alpha=None if row is None else row.accept_alpha,
+        accept_share=row.accept_share if usable and row is not None else None,
+        certified_error=row.certified_error if usable and row is not None else None,
+        certification_failed=row is not None and row.rule_failed,
+    )
+
+
+def overview(snapshot: CalibrationSnapshot, *, default_alpha: float, failure: SelectionFailure,
+             tolerance: int = DEFAULT_TOLERANCE) -> CalibrationOverview:
+    """The summary of ``snapshot`` read at ``default_alpha`` and ``tolerance``; ``failure`` reads a default's reason
+    (service.scoring.policy.selection_failure, passed in: that module sits above this one)."""
+    key = ("overview", default_alpha, tolerance)
+    known = snapshot.memo.get(key)
+    if isinstance(known, CalibrationOverview):
+        return known
+    artifact = snapshot.artifact
+    levels: dict[tuple[str, str, str, str], set[float]] = {}
+    for e in artifact.entries:
+        levels.setdefault((e.judge, e.prompt_family, e.criterion, e.kind), set()).add(e.alpha)
+    lines = [_cell(snapshot, (judge, family, criterion), kind, sorted(levels[judge, family, criterion, kind]),
+                   alpha=default_alpha, tolerance=tolerance, failure=failure)
+             for judge, family, criterion, kind in sorted(levels)]
+    summary = CalibrationOverview(
+        view="summary", calibration_id=snapshot.calibration_id, path=snapshot.path, loaded_at=snapshot.loaded_at,
+        format_version=artifact.format_version, created_at=artifact.created_at, code_version=artifact.code_version,
+        data_hash=artifact.data_hash, source=artifact.source, label_scale=list(artifact.label_scale),
+        n_entries=len(artifact.entries), levels=snapshot.levels(), default_alpha=default_alpha, tolerance=tolerance,
+        accept_alpha=default_alpha,
+        artifacts=[
+            ArtifactSummary(name=m.name, calibration_id=m.calibration_id, path=m.path, n_cells=len(m.cells),
+                            n_entries=len(m.artifact.entries))
+            for m in snapshot.artifacts.members
+        ],
+        n_cells=len(lines), cells=lines,
+    )
+    snapshot.remember(key, summary)
+    return summary

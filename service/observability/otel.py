@@ -1,0 +1,140 @@
+"""OpenTelemetry traces over OTLP/HTTP (the ``otel`` extra); imported only when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+
+One ``TracerProvider`` per app (never the global one), batching spans to ``<endpoint>/v1/traces``; the exporter
+reads the standard OTEL_EXPORTER_OTLP_HEADERS / _TIMEOUT variables itself. What a trace holds:
+
+* **server span** per HTTP request: OpenTelemetry's ASGI middleware (``opentelemetry-instrumentation-asgi``, the
+  middleware Litestar's own OpenTelemetry plugin wraps) around the whole edge (``service.http.edge``), so refused
+  and unrouted requests get one too; no per-message receive/send spans. Named ``METHOD /route/{template}`` once
+  routed, with ``http.route``. The middleware is used directly rather than through ``litestar.plugins``: this
+  module is reached from the judge pool, which the worker process shares, and the worker never imports Litestar.
+* **judge-call span** (client) per live judge call (``service.judging.pool``; cache hits make none), named
+  ``chat <model>``: ``cj.judge``, ``cj.judge_call.kind``, ``cj.judge_call.outcome`` (``ok`` or the error's
+  type), ``gen_ai.operation.name`` ``chat``, ``gen_ai.request.model``, ``gen_ai.response.model`` (the reply's),
+  ``gen_ai.usage.input_tokens`` / ``output_tokens``; a failed call has status ERROR.
+* **event** ``gen_ai.evaluation.result`` on the server span per verdict of /v1/score (each batch item too):
+  ``gen_ai.evaluation.name`` (the criterion), ``gen_ai.evaluation.score.value`` (the calibrated point),
+  ``gen_ai.evaluation.score.label`` (the decision), ``cj.prediction_set``, ``cj.alpha``, ``cj.judge``,
+  ``cj.calibrated``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from opentelemetry import trace
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.instrumentation.asgi import OpenTelemetryMiddleware
+from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.trace import SpanKind, Status, StatusCode
+
+from service.observability.tracing import JudgeCallRecord, Tracing
+
+__all__ = ["EVALUATION_EVENT", "OtelTracing"]
+
+EVALUATION_EVENT = "gen_ai.evaluation.result"
+
+
+class _SpanRecord(JudgeCallRecord):
+    """Writes one judge call's outcome onto its span."""
+
+    def __init__(self, span: trace.Span) -> None:
+        self._span = span
+
+    def finish(
+        self,
+        outcome: str,
+        *,
+        prompt_tokens: int | None = None,
+        completion_tokens: int | None = None,
+        reply_model: str | None = None,
+    ) -> None:
+        """Outcome, tokens and the reply's model as attributes; an outcome other than ``ok`` sets status ERROR."""
+        attributes: dict[str, Any] = {"cj.judge_call.outcome": outcome}
+        if prompt_tokens is not None:
+            attributes["gen_ai.usage.input_tokens"] = prompt_tokens
+        if completion_tokens is not None:
+            attributes["gen_ai.usage.output_tokens"] = completion_tokens
+        if reply_model is not None:
+            attributes["gen_ai.response.model"] = reply_model
+        self._span.set_attributes(attributes)
+        if outcome != "ok":
+            self._span.set_status(Status(StatusCode.ERROR, outcome))
+
+
+class OtelTracing(Tracing):
+    """Traces exported over OTLP/HTTP to ``endpoint`` (the module docstring lists what they hold)."""
+
+    enabled = True
+
+    def __init__(self, *, endpoint: str, service_name: str) -> None:
+        self.provider = TracerProvider(resource=Resource.create({"service.name": service_name}))
+        self.provider.add_span_processor(
+            BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces"))
+        )
+        self._tracer = self.provider.get_tracer("conformal_judge")
+
+    def wrap(self, app: Any) -> Any:
+        """``app`` (HTTP calls only) inside OpenTelemetry's ASGI middleware: one server span per request, no
+        receive/send spans, no OpenTelemetry metrics (the service's are Prometheus')."""
+        return OpenTelemetryMiddleware(
+            app, tracer_provider=self.provider, meter_provider=NoOpMeterProvider(), exclude_spans=["receive", "send"]
+        )
+
+    def name_request(self, method: str, route: str) -> None:
+        """Name the current server span by its route template (set once the router has matched)."""
+        span = trace.get_current_span()
+        if route.startswith("/"):
+            span.update_name(f"{method} {route}")
+            span.set_attribute("http.route", route)
+        else:
+            span.update_name(method)
+
+    @contextmanager
+    def judge_call(self, judge: str, model: str, kind: str) -> Iterator[JudgeCallRecord]:
+        """A client span around one live judge call (current while it runs)."""
+        attributes = {
+            "cj.judge": judge,
+            "cj.judge_call.kind": kind,
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": model,
+        }
+        with self._tracer.start_as_current_span(
+            f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes, record_exception=False,
+            set_status_on_exception=False,
+        ) as span:
+            yield _SpanRecord(span)
+
+    def evaluation(
+        self,
+        *,
+        criterion: str,
+        judge: str,
+        point: int,
+        prediction_set: Sequence[int],
+        decision: str,
+        alpha: float,
+        calibrated: bool,
+    ) -> None:
+        """One ``gen_ai.evaluation.result`` event on the current (server) span."""
+        trace.get_current_span().add_event(
+            EVALUATION_EVENT,
+            {
+                "gen_ai.evaluation.name": criterion,
+                "gen_ai.evaluation.score.value": float(point),
+                "gen_ai.evaluation.score.label": decision,
+                "cj.prediction_set": list(prediction_set),
+                "cj.alpha": alpha,
+                "cj.judge": judge,
+                "cj.calibrated": calibrated,
+            },
+        )
+
+    def shutdown(self) -> None:
+        """Export what is buffered and stop the exporter."""
+        self.provider.shutdown()
