@@ -14,6 +14,7 @@ Usage:
 ``ThresholdIndex(artifact)``             O(1) look-ups for the service
 ``index.lookup(j, pf, c, m, alpha)``     the entry or ``None``
 ``index.default_method(j, pf, c)``       the recommended method or ``None``
+``index.rule(entry)``                    the entry's compiled set rule (``SetRule``), compiled once
 ======================================== =====================================================
 """
 
@@ -29,6 +30,7 @@ import msgspec
 
 from calibration.conformal import METHODS, PROBABILITY_METHODS, FittedConformal
 from calibration.conformal.methods import conformal_method
+from calibration.conformal.sets import SetRule, compile_rule
 from calibration.decision_rule import DecisionRule, validate_rule
 from calibration.errors import ArtifactError
 from calibration.verdicts import INPUT_KINDS, methods_for_kind
@@ -300,6 +302,10 @@ class ThresholdIndex:
                 kinds.append(entry.kind)
         for levels in self._levels.values():
             levels.sort()
+        # Each entry's compiled set rule, by the entry's id, compiled when first asked: at most one per entry of
+        # this artifact (the index holds the artifact, so those ids stay theirs); any other entry is not kept.
+        self._entry_ids = frozenset(id(entry) for entry in artifact.entries)
+        self._rules: dict[int, SetRule] = {}
         for kinds in self._kinds.values():
             kinds.sort(key=INPUT_KINDS.index)
 
@@ -315,6 +321,17 @@ class ThresholdIndex:
         if found is not None:
             return found
         return self._entries.get((judge, prompt_family, criterion, resolved, method, _alpha_key(alpha)))
+
+    def rule(self, entry: ThresholdEntry) -> SetRule:
+        """The compiled set rule of ``entry`` (``calibration.conformal.sets.compile_rule``): compiled on first use and
+        kept for this artifact's entries; an entry of another artifact is compiled every time."""
+        found = self._rules.get(id(entry))
+        if found is not None:
+            return found
+        compiled = compile_rule(entry.fitted)
+        if id(entry) in self._entry_ids:
+            self._rules[id(entry)] = compiled
+        return compiled
 
     def default_method(self, judge: str, prompt_family: str, criterion: str, kind: str | None = None) -> str | None:
         """The recommended method for a (judge, prompt family, criterion) and input kind, or None.

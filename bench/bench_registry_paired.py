@@ -2,9 +2,12 @@
 
 Two worker processes, one per tree (``PYTHONPATH`` = the tree), each import that tree's ``calibration.conformal``.
 The baseline worker fits every method on one seeded data set; both workers decode the same fitted predictors (the
-artifact's JSON) and time ``prediction_set`` on the same inputs. Rounds alternate which tree goes first (ABBA), so
-drift and other load on the machine fall on both sides; the result per case is the median over rounds of the
-per-round ratio candidate/baseline. Both trees must give the same sets (checked before timing).
+artifact's JSON) and time one set on the same inputs, two ways: ``prediction_set(fitted, ...)`` and the path the
+service takes, ``compile_rule(fitted).prediction_set(...)`` with the rule compiled once (the service compiles each
+entry's rule on first use and keeps it; a tree without ``calibration.conformal.sets.compile_rule`` serves
+``prediction_set``, so its compiled timing is that). Rounds alternate the order (ABBA), so drift and other load
+on the machine fall on both sides; the result per case and path is the median over rounds of the per-round ratio
+candidate/baseline. Both trees, and both paths, must give the same sets (checked before timing).
 
 Run: ``python bench/bench_registry_paired.py --baseline-tree /path/to/older/checkout`` (``--candidate-tree``
 defaults to the tree holding this file). Under ``make bench`` it runs only when ``BENCH_BASELINE_TREE`` names a
@@ -67,6 +70,7 @@ class _Worker:
         self.conformal = importlib.import_module("calibration.conformal")
         self.msgspec = importlib.import_module("msgspec")
         self.fitted: dict[str, Any] = {}
+        self.rules: dict[str, Any] = {}
 
     def fit(self) -> dict[str, str]:
         """Every method fitted on one seeded data set, as the artifact's JSON."""
@@ -83,12 +87,24 @@ class _Worker:
         """Decode the fitted predictors into this tree's FittedConformal (as loading an artifact does)."""
         kind = self.conformal.FittedConformal
         self.fitted = {method: self.msgspec.json.decode(text, type=kind) for method, text in encoded.items()}
+        compile_rule = getattr(importlib.import_module("calibration.conformal.sets"), "compile_rule", None)
+        if compile_rule is not None:
+            self.rules = {method: compile_rule(fitted) for method, fitted in self.fitted.items()}
 
-    def call(self, case: Case) -> Callable[[], tuple[int, ...]]:
-        """The timed call of one case."""
+    def call(self, case: Case, compiled: bool) -> Callable[[], tuple[int, ...]]:
+        """The timed call of one case: ``prediction_set(fitted, ...)``, or the compiled rule's (the service's path;
+        ``prediction_set`` on a tree without compiled rules)."""
+        judge_score, probabilities = case.judge_score, case.probabilities
+        if compiled and self.rules:
+            rule_set = self.rules[case.method].prediction_set
+
+            def compiled_one() -> tuple[int, ...]:
+                result: tuple[int, ...] = rule_set(judge_score=judge_score, probabilities=probabilities)
+                return result
+
+            return compiled_one
         prediction_set = self.conformal.prediction_set
         fitted = self.fitted[case.method]
-        judge_score, probabilities = case.judge_score, case.probabilities
 
         def one() -> tuple[int, ...]:
             result: tuple[int, ...] = prediction_set(fitted, judge_score=judge_score, probabilities=probabilities)
@@ -96,13 +112,13 @@ class _Worker:
 
         return one
 
-    def sets(self) -> dict[str, list[int]]:
-        """Each case's prediction set."""
-        return {case.name: list(self.call(case)()) for case in CASES}
+    def sets(self) -> dict[str, list[list[int]]]:
+        """Each case's prediction set, by both paths."""
+        return {case.name: [list(self.call(case, compiled)()) for compiled in (False, True)] for case in CASES}
 
-    def time(self, name: str, inner: int, repeat: int) -> float:
+    def time(self, name: str, compiled: bool, inner: int, repeat: int) -> float:
         """Seconds per call: the best of ``repeat`` timings of ``inner`` calls (garbage collection off)."""
-        call = self.call(next(case for case in CASES if case.name == name))
+        call = self.call(next(case for case in CASES if case.name == name), compiled)
         best = float("inf")
         gc.disable()
         try:
@@ -132,7 +148,7 @@ def serve() -> None:
         elif command == "where":
             answer = str(Path(str(worker.conformal.__file__)).resolve().parents[2])
         else:
-            answer = worker.time(request["case"], request["inner"], request["repeat"])
+            answer = worker.time(request["case"], request["compiled"], request["inner"], request["repeat"])
         sys.stdout.write(json.dumps({"answer": answer}) + "\n")
         sys.stdout.flush()
 
@@ -164,9 +180,12 @@ class _Tree:
         self.process.wait(timeout=30)
 
 
-def paired_ratios(baseline_tree: Path, candidate_tree: Path, rounds: int, inner: int,
-                  repeat: int) -> list[tuple[str, float, float, float, float, float]]:
-    """Per case: median baseline µs, median candidate µs, median ratio, lowest and highest per-round ratio."""
+Row = tuple[str, float, float, float, float, float, float, float]
+
+
+def paired_ratios(baseline_tree: Path, candidate_tree: Path, rounds: int, inner: int, repeat: int) -> list[Row]:
+    """Per case: median baseline µs; median candidate µs, median ratio and its highest per-round value, for
+    ``prediction_set(fitted, ...)`` and for the compiled rule."""
     baseline, candidate = _Tree(baseline_tree), _Tree(candidate_tree)
     try:
         for tree, worker in ((baseline_tree, baseline), (candidate_tree, candidate)):
@@ -179,21 +198,27 @@ def paired_ratios(baseline_tree: Path, candidate_tree: Path, rounds: int, inner:
         old_sets, new_sets = baseline.ask(command="sets"), candidate.ask(command="sets")
         if old_sets != new_sets:
             raise RuntimeError(f"the trees give different sets: baseline {old_sets}, candidate {new_sets}")
-        timings: dict[str, tuple[list[float], list[float]]] = {case.name: ([], []) for case in CASES}
+        # (worker, compiled): the baseline's service path, the candidate's plain and compiled paths
+        sides = ((baseline, True), (candidate, False), (candidate, True))
+        timings: dict[str, list[list[float]]] = {case.name: [[], [], []] for case in CASES}
         for round_index in range(rounds):
             for case in CASES:
-                order = (baseline, candidate) if round_index % 2 == 0 else (candidate, baseline)
-                for worker in order:
-                    seconds = worker.ask(command="time", case=case.name, inner=inner, repeat=repeat)
-                    timings[case.name][0 if worker is baseline else 1].append(seconds)
+                order = range(3) if round_index % 2 == 0 else range(2, -1, -1)
+                for side in order:
+                    worker, compiled = sides[side]
+                    seconds = worker.ask(command="time", case=case.name, compiled=compiled, inner=inner,
+                                         repeat=repeat)
+                    timings[case.name][side].append(seconds)
     finally:
         baseline.close()
         candidate.close()
     rows = []
-    for name, (old, new) in timings.items():
-        ratios = [n / o for o, n in zip(old, new, strict=True)]
-        rows.append((name, statistics.median(old) * 1e6, statistics.median(new) * 1e6, statistics.median(ratios),
-                     min(ratios), max(ratios)))
+    for name, (old, plain, compiled) in timings.items():
+        plain_ratios = [n / o for o, n in zip(old, plain, strict=True)]
+        compiled_ratios = [n / o for o, n in zip(old, compiled, strict=True)]
+        rows.append((name, statistics.median(old) * 1e6,
+                     statistics.median(plain) * 1e6, statistics.median(plain_ratios), max(plain_ratios),
+                     statistics.median(compiled) * 1e6, statistics.median(compiled_ratios), max(compiled_ratios)))
     return rows
 
 
@@ -211,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     if arguments.serve:
         serve()
         return
-    print("\n### Conformal registry: prediction_set, candidate vs baseline tree (paired, interleaved)\n")
+    print("\n### Conformal registry: one prediction set, candidate vs baseline tree (paired, interleaved)\n")
     if arguments.baseline_tree is None:
         print("skipped: pass --baseline-tree PATH (or set BENCH_BASELINE_TREE) to name an older checkout")
         return
@@ -219,10 +244,11 @@ def main(argv: Sequence[str] | None = None) -> None:
                          arguments.repeat)
     print(f"baseline {arguments.baseline_tree}, candidate {arguments.candidate_tree}; {arguments.rounds} rounds "
           f"(ABBA), each the best of {arguments.repeat} x {arguments.inner} calls\n")
-    print("| case | baseline µs | candidate µs | ratio candidate/baseline (median) | min | max |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for name, old, new, ratio, low, high in rows:
-        print(f"| {name} | {old:.2f} | {new:.2f} | {ratio:.2f} | {low:.2f} | {high:.2f} |")
+    print("| case | baseline µs | prediction_set µs | ratio (median) | max | compiled rule µs | ratio (median) | max |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, old, plain, plain_ratio, plain_high, compiled, compiled_ratio, compiled_high in rows:
+        print(f"| {name} | {old:.2f} | {plain:.2f} | {plain_ratio:.2f} | {plain_high:.2f} | {compiled:.2f} "
+              f"| {compiled_ratio:.2f} | {compiled_high:.2f} |")
 
 
 if __name__ == "__main__":

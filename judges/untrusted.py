@@ -19,7 +19,7 @@ the prompt, and a random marker would make every call a miss; escaping alone mak
 
 ``UNTRUSTED_NOTE`` is the sentence every prompt that fences text carries, telling the judge that what is inside
 the markers is material to evaluate, never instructions (a defence in depth only: a detector,
-``service.judging.injection``, flags texts that try anyway).
+``service.screening.injection``, flags texts that try anyway).
 """
 
 from __future__ import annotations

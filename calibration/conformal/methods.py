@@ -166,7 +166,17 @@ class ConformalMethod:
     def members(self, scores: Iterable[C], limits: Iterable[C | float]) -> Iterator[Condition]:
         """The set rule, per label (read once, in label order): in the set when the score is at most its
         threshold + MEMBERSHIP_TOLERANCE."""
-        return map(le, scores, map(add, limits, repeat(MEMBERSHIP_TOLERANCE)))  # map: C speed on one item
+        return self.within(scores, self.bounds(limits))
+
+    @staticmethod
+    def bounds(limits: Iterable[C | float]) -> Iterator[C | float]:
+        """Each label's bound: its threshold + MEMBERSHIP_TOLERANCE (a compiled rule holds them ready)."""
+        return map(add, limits, repeat(MEMBERSHIP_TOLERANCE))  # map: C speed on one item
+
+    @staticmethod
+    def within(scores: Iterable[C], bounds: Iterable[C | float]) -> Iterator[Condition]:
+        """Per label, whether its score is at most its bound (:meth:`bounds`)."""
+        return map(le, scores, bounds)
 
 
 _RESIDUAL = NonconformityScore("residual", Needs.SCORE, kernels.residual)

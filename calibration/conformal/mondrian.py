@@ -50,6 +50,7 @@ class Grouping:
     """The marginal grouping: one threshold for all items. Subclasses group by judge score or by human label."""
 
     name: str | None = None  # recorded in FittedConformal.grouping
+    reads_judge: bool = False  # an item's limits depend on its judge score
 
     def keys(self, labels: NDArray[np.int64], judge_scores: NDArray[np.int64] | None) -> NDArray[np.int64] | None:
         """The group of each calibration item (None: no groups)."""
@@ -70,6 +71,7 @@ class _ByJudgeScore(Grouping):
     """One threshold per judge score; an item meets the threshold of its judge's score."""
 
     name: str | None = "judge_score"
+    reads_judge: bool = True
 
     def keys(self, labels: NDArray[np.int64], judge_scores: NDArray[np.int64] | None) -> NDArray[np.int64] | None:
         """The judge's score of each calibration item."""

@@ -29,7 +29,7 @@ import anyio.to_thread
 from artifact.pairwise import DEFAULT_PATH as DEFAULT_PAIRWISE_PATH
 from artifact.pairwise import PairwiseIndex, load_pairwise_artifact
 from artifact.thresholds import ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
-from calibration.conformal import METHODS, prediction_set
+from calibration.conformal import METHODS
 from calibration.decision_rule import DecisionRule
 from calibration.errors import ArtifactError
 from service.calibrations.activated import ActivatedStore, check_name
@@ -85,8 +85,8 @@ class CalibrationSnapshot:
     """One loaded artifact with its index, where it came from and when it was loaded.
 
     The look-up tables below are built once per load (``load_snapshot``), so a request never scans the
-    artifact's entries. ``score_sets`` memoises the prediction set of a verdict that is a judge score alone:
-    that set is a pure function of (entry, score), so there are at most K per entry. ``memo`` holds what
+    artifact's entries; each entry's set rule is compiled once, on first use (``ThresholdIndex.rule``), and holds
+    the sets of a verdict that is a judge score alone ready (at most K per entry). ``memo`` holds what
     ``service.scoring.score`` resolved from a request's names (judge, family, level, method -> entry): it depends
     on this artifact and on the app's fixed settings only, so it lives and dies with the snapshot; it keeps
     the ``MEMO_LIMIT`` most recently used results (``LruMemo``) and nothing that failed.
@@ -101,7 +101,6 @@ class CalibrationSnapshot:
     cell_methods: dict[Cell, tuple[str, ...]] = field(default_factory=dict)
     cell_levels: dict[Cell, tuple[float, ...]] = field(default_factory=dict)
     coverage_targets: dict[float, float] = field(default_factory=dict)
-    score_sets: dict[tuple[int, int], tuple[int, ...]] = field(default_factory=dict)
     memo: LruMemo = field(default_factory=lambda: LruMemo(MEMO_LIMIT))
     artifacts: ArtifactSet = field(default_factory=ArtifactSet)  # the set merged into ``artifact`` (registry)
     cell_labels: dict[Cell, int] = field(default_factory=dict)  # K of each calibrated cell
@@ -170,14 +169,8 @@ class CalibrationSnapshot:
     def prediction_set(
         self, entry: ThresholdEntry, judge_score: int, probabilities: list[float] | None
     ) -> tuple[int, ...]:
-        """``calibration.conformal.prediction_set`` for an entry of this snapshot (memoised without probabilities)."""
-        if probabilities is not None:
-            return prediction_set(entry.fitted, judge_score=judge_score, probabilities=probabilities)
-        key = (id(entry), judge_score)  # the entry lives as long as this snapshot, so its id is stable
-        labels = self.score_sets.get(key)
-        if labels is None:
-            labels = self.score_sets[key] = prediction_set(entry.fitted, judge_score=judge_score)
-        return labels
+        """``calibration.conformal.prediction_set`` for an entry of this snapshot, by the entry's compiled rule."""
+        return self.index.rule(entry).prediction_set(judge_score=judge_score, probabilities=probabilities)
 
     def levels(self) -> list[float]:
         """Every calibrated alpha in the artifact, ascending."""

@@ -66,9 +66,9 @@ from judges.errors import JudgeError
 from service.comparing.mfas_limit import rank_mfas_within
 from service.config.settings import Settings
 from service.errors import InvalidRequestError, ServiceProblem, problem_from_exception
-from service.judging.injection import INJECTION_FLAG, screen_texts
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.judging.pool import JudgePool
+from service.screening.injection import INJECTION_FLAG, screen_texts
 from service.wire.common import CRITERIA
 from service.wire.compare import (
     CompareRequest,
@@ -450,7 +450,7 @@ def _lone_candidate(request: CompareRequest, candidate: str, ignored: list[Ignor
 
 
 def _injection_findings(request: CompareRequest) -> list[str]:
-    """``service.judging.injection`` findings in the document and every candidate text of a live comparison."""
+    """``service.screening.injection`` findings in the document and every candidate text of a live comparison."""
     texts: dict[str, str | None] = {"document": request.document}
     texts.update({f"candidate {candidate.id}": candidate.text for candidate in request.candidates or []})
     return screen_texts(texts)

@@ -1,4 +1,4 @@
-"""``POST /v1/estimates`` and ``/v1/estimates/batch``: request checks, then ``calibration.estimates`` as it is.
+"""``POST /v1/estimates``: the form of the request, its checks, then ``calibration.estimates`` as it is.
 
 =========================== ==================================================================================
 metric                      what is estimated (``calibration.estimates``)
@@ -6,22 +6,26 @@ metric                      what is estimated (``calibration.estimates``)
 ``mean``                    mean human score on ``scale_min..scale_max`` (``estimate_mean``)
 ``pass_rate``               share of items whose human score is >= ``threshold`` (``estimate_pass_rate``)
 ``win_rate``                mean pairwise outcome, each value 1 (win), 0.5 (tie) or 0 (loss) (``estimate_win_rate``)
-``difference``              this system minus ``versus`` on the metric ``of`` (default ``mean``): each system at
+``difference``              system ``a`` minus system ``b`` on the metric ``of`` (default ``mean``): each system at
                             alpha / 2, combined by ``estimate_difference`` (union bound)
 =========================== ==================================================================================
 
-Refused with a 422 ``invalid-request`` naming the field: a human list and a judge list of different lengths, a
-value off the scale (or not 0 / 0.5 / 1 for ``win_rate``), a missing or off-scale ``threshold``, ``threshold`` or
-``of`` or ``versus`` where the metric does not use them, ``scale_min >= scale_max``, and more values in the request
-than ``MAX_ESTIMATE_VALUES`` (checked before any work). The statistics' own refusals (``CalibrationError``) are 422
-``calibration-error``. In the batch form each system's refusal is its own result; the request-level ones (options,
-the total size) refuse the whole batch.
+One body, three forms, exactly one per request: ``labelled`` + ``unlabelled`` (one system), ``a`` + ``b`` (a
+difference) or ``systems`` (a batch: name -> a single or difference body; an option a system leaves out takes the
+top-level value). Refused with a 422 ``invalid-request`` naming the field: fields of two forms or of none, a form's
+field without its partner, ``a``/``b`` without metric ``difference`` (or a difference without them), a value off
+the scale (or not 0 / 0.5 / 1 for ``win_rate``), a missing or off-scale ``threshold``, ``threshold`` or ``of``
+where the metric does not use them, ``scale_min >= scale_max``, and more values in the request than
+``MAX_ESTIMATE_VALUES`` (a labelled item counts two, an unlabelled one; every system; checked before any work).
+The statistics' own refusals (``CalibrationError``) are 422 ``calibration-error``. In the batch form each system's
+refusal (its data or its own options) is its answer ``{"error": problem}``; a body that mixes forms or holds too
+many values refuses the whole request.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -38,66 +42,129 @@ from calibration.estimates import (
 from service.config.limits import LimitSettings
 from service.errors import InvalidRequestError, problem_from_exception
 from service.wire.estimates import (
-    EstimateBatchItem,
-    EstimateBatchRequest,
     EstimateBatchResponse,
     EstimateRequest,
     EstimateResult,
     LabelBudgetAnswer,
-    SystemSample,
-    VersusSample,
+    SystemEstimate,
+    SystemEstimateRequest,
+    SystemFailure,
+    SystemSamples,
 )
 
-__all__ = ["estimate", "estimate_batch", "estimate_system"]
+__all__ = ["estimate", "estimate_system", "request_form"]
 
-Options = EstimateRequest | EstimateBatchRequest
-Samples = EstimateRequest | SystemSample | VersusSample
 _WIN_VALUES = (0.0, 0.5, 1.0)
+_OPTIONS = ("metric", "of", "alpha", "scale_min", "scale_max", "threshold", "target_half_width")
+_FORMS = "one system (labelled and unlabelled), a difference (a and b) or a batch (systems)"
+_SYSTEM_FORMS = "one system (labelled and unlabelled) or a difference (a and b)"
 
 
-def _value_count(sample: Samples) -> int:
-    count = len(sample.human) + len(sample.judge) + len(sample.judge_unlabelled)
-    versus = getattr(sample, "versus", None)
-    return count + (_value_count(versus) if versus is not None else 0)
+class _Options(msgspec.Struct, frozen=True, kw_only=True):
+    """The options one system is answered with (a batch system's own, else the request's)."""
+
+    metric: str | None  # None: given neither by the system nor by the request (refused by _check_options)
+    of: str | None
+    alpha: float
+    scale_min: int
+    scale_max: int
+    threshold: float | None
+    target_half_width: float | None
+
+    @property
+    def base(self) -> str | None:
+        """The metric each sample is estimated on (a difference's ``of``, default mean; None without a metric)."""
+        return (self.of or "mean") if self.metric == "difference" else self.metric
 
 
-def _check_size(samples: Sequence[Samples], limits: LimitSettings) -> None:
-    total = sum(_value_count(sample) for sample in samples)
+def _present(body: EstimateRequest | SystemEstimateRequest, fields: Iterable[str]) -> list[str]:
+    return [field for field in fields if getattr(body, field) is not None]
+
+
+def request_form(body: EstimateRequest | SystemEstimateRequest, where: str = "") -> str:
+    """``single``, ``difference`` or ``batch``: the one form the body's fields give (422 naming them otherwise)."""
+    sample_fields = _present(body, ("labelled", "unlabelled"))
+    pair_fields = _present(body, ("a", "b"))
+    batch_fields = _present(body, ("systems",)) if isinstance(body, EstimateRequest) else []
+    groups = [group for group in (sample_fields, pair_fields, batch_fields) if group]
+    forms = _FORMS if isinstance(body, EstimateRequest) else _SYSTEM_FORMS
+    if len(groups) > 1:
+        given = ", ".join(field for group in groups for field in group)
+        raise InvalidRequestError(f"{where}give exactly one form: {forms}; got {given}")
+    if not groups:
+        raise InvalidRequestError(f"{where}give the data as {forms}")
+    if sample_fields and len(sample_fields) < 2:
+        missing = "unlabelled" if sample_fields == ["labelled"] else "labelled"
+        raise InvalidRequestError(f"{where}'{sample_fields[0]}' needs '{missing}' (one system: the labelled items "
+                                  "and the unlabelled ones)")
+    if pair_fields and len(pair_fields) < 2:
+        missing = "b" if pair_fields == ["a"] else "a"
+        raise InvalidRequestError(f"{where}'{pair_fields[0]}' needs '{missing}' (a difference: system a minus "
+                                  "system b)")
+    return "single" if sample_fields else ("difference" if pair_fields else "batch")
+
+
+def _value_count(body: EstimateRequest | SystemEstimateRequest | SystemSamples) -> int:
+    labelled, unlabelled = body.labelled or (), body.unlabelled or ()
+    count = 2 * len(labelled) + len(unlabelled)
+    if not isinstance(body, SystemSamples):
+        count += sum(_value_count(pair) for pair in (body.a, body.b) if pair is not None)
+    if isinstance(body, EstimateRequest) and body.systems is not None:
+        count += sum(_value_count(system) for system in body.systems.values())
+    return count
+
+
+def _check_size(request: EstimateRequest, limits: LimitSettings) -> None:
+    total = _value_count(request)
     if total > limits.max_estimate_values:
         raise InvalidRequestError(f"the request holds {total} values (human labels and judge verdicts, every "
                                   f"system); the limit is MAX_ESTIMATE_VALUES={limits.max_estimate_values}")
 
 
-def _check_options(options: Options) -> str:
-    """The base metric after checking the options that do not depend on a system's data."""
-    base = _base(options)
+def _options(request: EstimateRequest, system: SystemEstimateRequest | None) -> _Options:
+    """The options of one system: its own where it gives them, else the request's."""
+    values = {field: getattr(request, field) for field in _OPTIONS}
+    if system is not None:
+        values.update({field: getattr(system, field) for field in _present(system, _OPTIONS)})
+    return _Options(**values)
+
+
+def _check_options(options: _Options, form: str, where: str) -> None:
+    """The rules between options, and between the metric and the form."""
+    if options.metric is None:
+        raise InvalidRequestError(f"{where}'metric' is required: mean, pass_rate, win_rate or difference")
+    if options.metric == "difference" and form != "difference":
+        raise InvalidRequestError(f"{where}metric 'difference' needs 'a' and 'b' (the two systems' labelled and "
+                                  "unlabelled items) instead of 'labelled' and 'unlabelled'")
+    if options.metric != "difference" and form == "difference":
+        raise InvalidRequestError(f"{where}'a' and 'b' are the two systems of a difference; metric "
+                                  f"{options.metric!r} takes 'labelled' and 'unlabelled'")
     if options.metric != "difference" and options.of is not None:
-        raise InvalidRequestError(f"'of' names the metric of a difference; metric {options.metric!r} takes none")
+        raise InvalidRequestError(f"{where}'of' names the metric of a difference; metric {options.metric!r} takes "
+                                  "none")
     if options.scale_min >= options.scale_max:
-        raise InvalidRequestError(f"scale_min ({options.scale_min}) must be below scale_max ({options.scale_max})")
-    if base == "pass_rate":
+        raise InvalidRequestError(f"{where}scale_min ({options.scale_min}) must be below scale_max "
+                                  f"({options.scale_max})")
+    if options.base == "pass_rate":
         if options.threshold is None:
-            raise InvalidRequestError("pass_rate needs 'threshold' (an item passes when its score is >= threshold)")
+            raise InvalidRequestError(f"{where}pass_rate needs 'threshold' (an item passes when its score is >= "
+                                      "threshold)")
         if not options.scale_min < options.threshold <= options.scale_max:
-            raise InvalidRequestError(f"threshold {options.threshold} must lie in ({options.scale_min}, "
+            raise InvalidRequestError(f"{where}threshold {options.threshold} must lie in ({options.scale_min}, "
                                       f"{options.scale_max}]: otherwise every item passes or none does")
     elif options.threshold is not None:
-        raise InvalidRequestError(f"'threshold' belongs to pass_rate; metric {base!r} takes none")
-    return base
+        raise InvalidRequestError(f"{where}'threshold' belongs to pass_rate; metric {options.base!r} takes none")
 
 
-def _base(options: Options) -> str:
-    """The metric each system's samples are estimated on (a difference's ``of``, default mean)."""
-    return (options.of or "mean") if options.metric == "difference" else options.metric
-
-
-def _check_sample(sample: Samples, base: str, options: Options, where: str) -> Sample:
-    if len(sample.human) != len(sample.judge):
-        raise InvalidRequestError(f"{where}human and {where}judge must be aligned (one judge verdict per human "
-                                  f"label), got {len(sample.human)} and {len(sample.judge)} values")
-    for field in ("human", "judge", "judge_unlabelled"):
-        values = np.asarray(getattr(sample, field), dtype=float)
-        if base == "win_rate":
+def _sample(samples: SystemSamples, options: _Options, where: str) -> Sample:
+    """The calibration Sample of ``{labelled, unlabelled}`` after checking every value against the metric."""
+    human = [item.human for item in samples.labelled]
+    judge = [item.judge for item in samples.labelled]
+    judge_unlabelled = [item.judge for item in samples.unlabelled]
+    for field, key, listed in (("labelled", "human", human), ("labelled", "judge", judge),
+                               ("unlabelled", "judge", judge_unlabelled)):
+        values = np.asarray(listed, dtype=float)
+        if options.base == "win_rate":
             bad = ~np.isin(values, _WIN_VALUES)
             rule = "must be 1 (win), 0.5 (tie) or 0 (loss)"
         else:
@@ -105,16 +172,16 @@ def _check_sample(sample: Samples, base: str, options: Options, where: str) -> S
             rule = f"must lie on the scale {options.scale_min}..{options.scale_max}"
         if bad.any():
             index = int(np.flatnonzero(bad)[0])
-            raise InvalidRequestError(f"{where}{field}[{index}] = {values[index]:g}: values {rule}")
-    return Sample(human=sample.human, judge=sample.judge, judge_unlabelled=sample.judge_unlabelled)
+            raise InvalidRequestError(f"{where}{field}[{index}].{key} = {values[index]:g}: values {rule}")
+    return Sample(human=human, judge=judge, judge_unlabelled=judge_unlabelled)
 
 
-def _answer(base: str, sample: Sample, options: Options, alpha: float) -> EstimateAnswer:
+def _answer(sample: Sample, options: _Options, alpha: float) -> EstimateAnswer:
     width = options.target_half_width
-    if base == "mean":
+    if options.base == "mean":
         return estimate_mean(sample, alpha, scale_min=options.scale_min, scale_max=options.scale_max,
                              target_half_width=width)
-    if base == "pass_rate":
+    if options.base == "pass_rate":
         assert options.threshold is not None  # _check_options
         return estimate_pass_rate(sample, alpha, options.threshold, target_half_width=width)
     return estimate_win_rate(sample, alpha, target_half_width=width)
@@ -124,58 +191,61 @@ def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def _result(answer: EstimateAnswer, name: str | None, of: str | None) -> EstimateResult:
+def _result(answer: EstimateAnswer, of: str | None, kind: type[EstimateResult]) -> EstimateResult:
     budget = answer.label_budget
-    return EstimateResult(
-        name=name, metric=answer.metric, of=of, alpha=answer.alpha, estimate=answer.estimate,
-        interval=answer.interval, method=answer.method, switch_reason=answer.switch_reason,
-        switch_rule=answer.switch_rule, human_only_interval=answer.human_only_interval,
-        human_only_method=answer.human_only_method, gain=_finite(answer.effective_sample_gain),
-        n_labelled=answer.n_labelled, n_unlabelled=answer.n_unlabelled, lam=_finite(answer.lam),
+    return kind(
+        estimate=answer.estimate, interval=answer.interval, method=answer.method,
+        human_only_interval=answer.human_only_interval,
+        effective_sample_gain=_finite(answer.effective_sample_gain), n_labelled=answer.n_labelled,
+        n_unlabelled=answer.n_unlabelled, metric=answer.metric, of=of, alpha=answer.alpha,
+        switch_reason=answer.switch_reason, switch_rule=answer.switch_rule,
+        human_only_method=answer.human_only_method, lam=_finite(answer.lam),
         label_budget=None if budget is None else LabelBudgetAnswer(**msgspec.structs.asdict(budget)),
         ppi_interval=answer.ppi_interval, betting_interval=answer.betting_interval,
         classical_interval=answer.classical_interval,
     )
 
 
-def estimate_system(options: Options, system: EstimateRequest | SystemSample) -> EstimateResult:
-    """One system's answer under ``options`` (the options already checked by ``_check_options``)."""
-    base = _base(options)
-    if options.metric != "difference":
-        if system.versus is not None:
-            raise InvalidRequestError(f"'versus' is the second system of a difference; metric {options.metric!r} "
-                                      "takes none")
-        answer = _answer(base, _check_sample(system, base, options, ""), options, options.alpha)
-        return _result(answer, system.name, None)
-    if system.versus is None:
-        raise InvalidRequestError("metric 'difference' needs 'versus': the samples of the system to subtract")
-    first = _answer(base, _check_sample(system, base, options, ""), options, options.alpha / 2)
-    second = _answer(base, _check_sample(system.versus, base, options, "versus."), options, options.alpha / 2)
-    return _result(estimate_difference(first, second), system.name, base)
+def estimate_system(body: EstimateRequest | SystemEstimateRequest, options: _Options, where: str = "", *,
+                    kind: type[EstimateResult] = EstimateResult) -> EstimateResult:
+    """One system's (or one difference's) answer under ``options`` as ``kind`` (422 problem on bad input)."""
+    form = request_form(body, where)
+    _check_options(options, form, where)
+    if form == "single":
+        assert body.labelled is not None and body.unlabelled is not None  # request_form
+        samples = SystemSamples(labelled=body.labelled, unlabelled=body.unlabelled)
+        return _result(_answer(_sample(samples, options, where), options, options.alpha), None, kind)
+    assert body.a is not None and body.b is not None  # request_form
+    first = _answer(_sample(body.a, options, f"{where}a."), options, options.alpha / 2)
+    second = _answer(_sample(body.b, options, f"{where}b."), options, options.alpha / 2)
+    return _result(estimate_difference(first, second), options.base, kind)
 
 
-def estimate(request: EstimateRequest, limits: LimitSettings) -> EstimateResult:
-    """The answer of ``POST /v1/estimates``: one system (422 problem on bad input)."""
-    _check_size([request], limits)
-    _check_options(request)
-    return estimate_system(request, request)
+def _pointer(name: str) -> str:
+    """``name`` as a JSON Pointer reference token (RFC 6901: ``~`` -> ``~0``, ``/`` -> ``~1``)."""
+    return name.replace("~", "~0").replace("/", "~1")
 
 
-def estimate_batch(request: EstimateBatchRequest, limits: LimitSettings, *, path: str = "/v1/estimates/batch",
-                   logger: Any = None) -> EstimateBatchResponse:
-    """The answer of ``POST /v1/estimates/batch``: every system answered or refused on its own, in input order."""
-    _check_size(request.systems, limits)
-    _check_options(request)
-    results = []
-    for index, system in enumerate(request.systems):
+def _batch(request: EstimateRequest, path: str, logger: Any) -> EstimateBatchResponse:
+    assert request.systems is not None  # request_form
+    answers: dict[str, SystemEstimate | SystemFailure] = {}
+    for name, system in request.systems.items():
         try:
-            result = estimate_system(request, system)
+            answer = estimate_system(system, _options(request, system), kind=SystemEstimate)
+            assert isinstance(answer, SystemEstimate)
+            answers[name] = answer
         except Exception as error:  # each system's failure stays with it; the problem mapping decides the status
-            problem, _ = problem_from_exception(error, instance=f"{path}#/systems/{index}")
+            problem, _ = problem_from_exception(error, instance=f"{path}#/systems/{_pointer(name)}")
             if problem.status >= 500 and logger is not None:
-                logger.error("estimates.system_failed", exc_info=error, index=index, problem=problem.type)
-            results.append(EstimateBatchItem(index=index, name=system.name, ok=False, error=problem))
-        else:
-            results.append(EstimateBatchItem(index=index, name=system.name, ok=True, result=result))
-    n_ok = sum(1 for item in results if item.ok)
-    return EstimateBatchResponse(results=results, n_ok=n_ok, n_failed=len(results) - n_ok)
+                logger.error("estimates.system_failed", exc_info=error, system=name, problem=problem.type)
+            answers[name] = SystemFailure(error=problem)
+    return EstimateBatchResponse(systems=answers)
+
+
+def estimate(request: EstimateRequest, limits: LimitSettings, *, path: str = "/v1/estimates",
+             logger: Any = None) -> EstimateResult | EstimateBatchResponse:
+    """The answer of ``POST /v1/estimates``: one system's, one difference's, or one per system of a batch."""
+    _check_size(request, limits)
+    if request_form(request) == "batch":
+        return _batch(request, path, logger)
+    return estimate_system(request, _options(request, None))

@@ -37,7 +37,7 @@ from service.http.routes.calibrations import (
     submit_calibration,
 )
 from service.http.routes.compare import compare
-from service.http.routes.estimates import document_estimates_openapi, estimates, estimates_batch, rankings
+from service.http.routes.estimates import document_estimates_openapi, estimates, rankings
 from service.http.routes.health import healthz, metrics, readyz
 from service.http.routes.jobs import cancel_job, document_jobs_openapi, job_results, job_status, submit_job
 from service.http.routes.judges import list_judges
@@ -66,7 +66,7 @@ V1_HANDLERS = (
     score, score_batch, compare, calibration_info, reload_calibration, list_judges,
     submit_job, job_status, job_results, cancel_job,
     submit_calibration, calibration_job, activate_calibration, delete_calibration,
-    estimates, estimates_batch, rankings,
+    estimates, rankings,
 )  # fmt: skip
 PUBLIC_HANDLERS = (healthz, readyz, metrics)
 _REQUEST_TYPES = (ScoreRequest, ScoreBatchRequest, CompareRequest, ReloadRequest)

@@ -14,7 +14,7 @@ call                                                     result
 ``await pool.aclose()``                                  closes clients and the cache (lifespan finally)
 ======================================================== ===============================================
 
-Caching rule: the key is ``service.judging.cache.cache_key(model, messages, parameters)`` where ``messages`` are the
+Caching rule: the key is ``service.caching.cache.cache_key(model, messages, parameters)`` where ``messages`` are the
 exact chat messages of the (first) call and ``parameters`` the judge's sampling settings plus the kind of
 call; the QA method keys on its generation prompt plus a hash of the article and ``n_questions``; a pairwise
 call adds its repetition number, so ``repetitions: 3`` asks three times rather than reading one answer
@@ -46,10 +46,10 @@ from typing import Any, Generic, TypeVar
 
 import msgspec
 
+from service.caching.cache import SingleFlight, cache_key, make_cache
 from service.config.settings import Settings
 from service.errors import InvalidRequestError, JudgeNotConfiguredError
 from service.judging.breaker import CircuitBreakers
-from service.judging.cache import SingleFlight, cache_key, make_cache
 from service.judging.groups import check_cascade_stages, check_panel_members, load_cascades, load_panels
 from service.judging.model_check import is_model_mismatch
 from service.judging.rubrics import Rubric, load_rubrics, rubric_messages

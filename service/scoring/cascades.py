@@ -36,9 +36,9 @@ import msgspec
 
 from service.calibrations.state import CalibrationSnapshot
 from service.errors import CalibrationUnavailableError, InvalidRequestError
-from service.judging.injection import INJECTION_FLAG
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.context import ScoringContext
+from service.screening.injection import INJECTION_FLAG
 from service.wire.score import CascadeAnswer, CascadeStage, Guarantee, ScoreRequest, ScoreResponse
 
 __all__ = ["score_cascade"]

@@ -27,5 +27,5 @@ class ScoringContext(msgspec.Struct, frozen=True, kw_only=True):
     policy: DecisionPolicy
     metrics: ServiceMetrics
     # Injection findings per judged text, for the context's life (one request, or one job chunk): items that
-    # share a document (many summaries of one article) screen it once (service.judging.injection.screen_texts).
+    # share a document (many summaries of one article) screen it once (service.screening.injection.screen_texts).
     screened: dict[str, list[str]] = msgspec.field(default_factory=dict)

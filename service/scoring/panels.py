@@ -60,7 +60,6 @@ from calibration.panels import (
 from calibration.verdicts import InputKind, round_half_up, verdict_inputs
 from service.calibrations.state import CalibrationSnapshot, coverage_target
 from service.errors import InvalidRequestError
-from service.judging.injection import INJECTION_FLAG, screen_texts
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.context import ScoringContext
 from service.scoring.policy import (
@@ -75,6 +74,7 @@ from service.scoring.policy import (
 )
 from service.scoring.resolve import check_method_name, loaded_snapshot
 from service.scoring.verdict import MISSING_LOGPROB
+from service.screening.injection import INJECTION_FLAG, screen_texts
 from service.wire.common import CRITERIA as BUILTIN_CRITERIA
 from service.wire.score import MemberVerdict, PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
 

@@ -28,7 +28,7 @@ among accepted verdicts that the decision was drawn under. A rule for a cell is 
 kinds in the verdict's own preference order (``probabilities`` before ``score``): a fixed order, never chosen by
 the data, so each served rule keeps its own certificate. ``point`` is the rule's calibrated label; without a rule
 it is the judge's own score (and the decision escalates). A prompt-injection flag escalates afterwards
-(service.judging.injection).
+(service.screening.injection).
 
 Sets without holes: a conformal set with a hole ({2, 4}) is served as its interval hull ({2, 3, 4}): a superset, so
 the coverage guarantee still holds, and on an ordinal scale a label between two plausible ones is plausible too.
@@ -298,7 +298,7 @@ def decide_for_cell(
 
 def escalate_for_injection(decision: PolicyDecision, findings: list[str]) -> PolicyDecision:
     """``decision`` turned into ``escalate``, its reason saying which texts tripped which rules
-    (``service.judging.injection.screen_texts`` findings)."""
+    (``service.screening.injection.screen_texts`` findings)."""
     return msgspec.structs.replace(
         decision, decision="escalate", escalate=True,
         reason=f"{decision.reason}; escalated: possible prompt injection in the judged text ({', '.join(findings)})",

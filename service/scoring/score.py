@@ -56,7 +56,6 @@ import msgspec
 
 from calibration.verdicts import InputKind
 from service.calibrations.state import CalibrationSnapshot, coverage_target
-from service.judging.injection import INJECTION_FLAG, screen_texts
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.cascades import score_cascade
 from service.scoring.context import ScoringContext
@@ -65,6 +64,7 @@ from service.scoring.policy import DecisionAsk, PolicyDecision, decide_for_cell,
 from service.scoring.resolve import Plan, carries_own_verdict, check_limits, loaded_snapshot, resolve, resolve_scale
 from service.scoring.sets import ServedSet, served_set
 from service.scoring.verdict import Verdict, verdict_for
+from service.screening.injection import INJECTION_FLAG, screen_texts
 from service.wire.score import ScoreRequest, ScoreResponse
 
 __all__ = ["score_item"]
@@ -134,7 +134,7 @@ def _decide(ctx: ScoringContext, snapshot: CalibrationSnapshot, plan: Plan, verd
             mean=verdict.mean, prediction_set=served.labels, ask=ask,
         )
         decision = msgspec.structs.replace(decision, reason=decision.reason + served.note)
-    if findings:  # the judge read a text that tries to steer it (service.judging.injection): never accept its verdict
+    if findings:  # the judge read a text that tries to steer it (service.screening.injection): never accept its verdict
         decision = escalate_for_injection(decision, findings)
     return decision
 

@@ -1,7 +1,8 @@
 """Scoring step 3, set: the artifact's entry for the verdict (rule 6) and the conformal prediction set (rule 7).
 
 A calibrated cell serves the verdict with the entry ``artifact.serving.choose_entry`` picks (input kind, level,
-method); the set is ``calibration.conformal.prediction_set`` on the kind's inputs, served as its interval hull.
+method); the set is the entry's compiled set rule (``ThresholdIndex.rule``, the same set as
+``calibration.conformal.prediction_set``) on the kind's inputs, served as its interval hull.
 An uncalibrated cell, or one with no entry for this verdict, gets the full scale and says why (never an
 invented set).
 """

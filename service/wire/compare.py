@@ -152,7 +152,7 @@ class CompareResponse(msgspec.Struct, **RESPONSE_STRUCT):
     # False when the exact MFAS ranking hit MFAS_TIME_LIMIT_S: rankings.mfas_ilp then holds the heuristic order
     # (Copeland improved by single-candidate moves); every other figure is exact.
     exact: bool = True
-    # "possible_prompt_injection": the document or a candidate tries to steer the judge (service.judging.injection);
+    # "possible_prompt_injection": the document or a candidate tries to steer the judge (service.screening.injection);
     # "judge_model_mismatch": a reply named another model than the judge's configured one (service.judging.model_check)
     flags: list[str] = msgspec.field(default_factory=list)
     # self-comparisons among the caller's preferences: left out of every figure, listed here (service.comparing.compare)

@@ -1,10 +1,15 @@
-"""Wire types of ``POST /v1/estimates``, ``POST /v1/estimates/batch`` and ``POST /v1/rankings``.
+"""Wire types of ``POST /v1/estimates`` and ``POST /v1/rankings``.
 
 Frozen, keyword-only msgspec Structs with their constraints in the types (request types forbid unknown fields).
 Every number a request carries is finite and bounded by its type (JSON has no NaN; a value out of range, such as
 ``1e999``, is a 422). The hard list lengths below bound what one body may hold; the settings ``MAX_ESTIMATE_VALUES``,
 ``MAX_RANKING_BATTLES`` and ``MAX_RANKING_MODELS`` (``service/config/limits.py``) are lower and checked by the
 domain functions (``service.estimating``).
+
+``POST /v1/estimates`` has one body type with three forms (msgspec cannot decode an untagged union of Structs, so
+the form is told by which fields are present and checked in ``service.estimating.estimates``): one system
+(``labelled`` and ``unlabelled``), a difference (``a`` and ``b``, each ``{labelled, unlabelled}``), or a batch
+(``systems``: name -> one system's body, the top-level options its defaults).
 """
 
 from __future__ import annotations
@@ -21,18 +26,20 @@ __all__ = [
     "HARD_MAX_RANKING_BATTLES",
     "HARD_MAX_SAMPLE_VALUES",
     "Battle",
-    "EstimateBatchItem",
-    "EstimateBatchRequest",
     "EstimateBatchResponse",
     "EstimateRequest",
     "EstimateResult",
     "LabelBudgetAnswer",
+    "LabelledItem",
     "ModelRanking",
     "RankingRequest",
     "RankingResponse",
     "SeparablePair",
-    "SystemSample",
-    "VersusSample",
+    "SystemEstimate",
+    "SystemEstimateRequest",
+    "SystemFailure",
+    "SystemSamples",
+    "UnlabelledItem",
 ]
 
 HARD_MAX_SAMPLE_VALUES = 1_000_000  # one list of one system
@@ -48,60 +55,75 @@ BaseMetric = Literal["mean", "pass_rate", "win_rate"]
 # could check such a level anyway)
 Alpha = Annotated[float, Meta(ge=1e-6, lt=1, description="miscoverage level in [1e-6, 1): the interval covers with "
                                                          "probability >= 1 - alpha")]
-Value = Annotated[float, Meta(ge=0, le=10, description="a score on the scale scale_min..scale_max (mean, pass_rate), "
-                                                       "or a pairwise outcome 1 / 0.5 / 0 (win_rate)")]
-Labels = Annotated[list[Value], Meta(min_length=2, max_length=HARD_MAX_SAMPLE_VALUES)]
+Value = Annotated[float, Meta(ge=0, le=10, description="a score on the scale scale_min..scale_max (the judge's score "
+                                                       "or expected score; mean, pass_rate), or a pairwise outcome "
+                                                       "1 / 0.5 / 0 (win_rate)")]
 SystemName = Annotated[str, Meta(min_length=1, max_length=200)]
+ScaleMin = Annotated[int, Meta(ge=0, le=9, description="lowest score of the scale (mean, pass_rate)")]
+ScaleMax = Annotated[int, Meta(ge=1, le=10, description="highest score K of the scale 1..K")]
+Threshold = Annotated[float, Meta(ge=0, le=10, description="pass_rate: an item passes when its score is >= threshold")]
+HalfWidth = Annotated[float, Meta(ge=1e-6, le=10, description="the label budget's target half-width W (default: half "
+                                                              "of today's PPI++ half-width)")]
 Bounds = tuple[float, float]
 
 
-class VersusSample(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """The second system of a ``difference``: its labelled and unlabelled samples."""
+class LabelledItem(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """A labelled item: the human label and the judge's verdict on it."""
 
-    human: Labels
-    judge: Labels
-    judge_unlabelled: Labels
+    human: Value
+    judge: Value
 
 
-class _Options(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """What to estimate and at which level; shared by the single and the batch form."""
+class UnlabelledItem(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An unlabelled item: the judge's verdict only."""
 
-    metric: Metric
-    of: BaseMetric | None = None  # difference only: the metric whose difference is estimated (default mean)
+    judge: Value
+
+
+Labelled = Annotated[list[LabelledItem], Meta(min_length=2, max_length=HARD_MAX_SAMPLE_VALUES)]
+Unlabelled = Annotated[list[UnlabelledItem], Meta(min_length=2, max_length=HARD_MAX_SAMPLE_VALUES)]
+
+
+class SystemSamples(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One system of a ``difference`` (``a`` or ``b``): its labelled and unlabelled items."""
+
+    labelled: Labelled
+    unlabelled: Unlabelled
+
+
+class SystemEstimateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """One system of a batch: a single or difference body; an option left out takes the batch's value."""
+
+    labelled: Labelled | None = None
+    unlabelled: Unlabelled | None = None
+    a: SystemSamples | None = None
+    b: SystemSamples | None = None
+    metric: Metric | None = None
+    of: BaseMetric | None = None
+    alpha: Alpha | None = None
+    scale_min: ScaleMin | None = None
+    scale_max: ScaleMax | None = None
+    threshold: Threshold | None = None
+    target_half_width: HalfWidth | None = None
+
+
+class EstimateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Exactly one form: ``labelled`` + ``unlabelled`` (one system), ``a`` + ``b`` (a difference, metric
+    ``difference``), or ``systems`` (a batch: name -> a system's body, these options its defaults)."""
+
+    metric: Metric | None = None  # required, here or (batch) in every system
     alpha: Alpha = 0.05
-    scale_min: Annotated[int, Meta(ge=0, le=9, description="lowest score of the scale (mean, pass_rate)")] = 1
-    scale_max: Annotated[int, Meta(ge=1, le=10, description="highest score K of the scale 1..K")] = 5
-    threshold: Annotated[float, Meta(ge=0, le=10, description="pass_rate: an item passes when its score is "
-                                                              ">= threshold")] | None = None
-    target_half_width: Annotated[float, Meta(ge=1e-6, le=10, description="the label budget's target half-width W "
-                                             "(default: half of today's PPI++ half-width)")] | None = None
-
-
-class EstimateRequest(_Options, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One system: human labels and judge verdicts of the same labelled items (aligned lists), the judge's verdicts
-    on the unlabelled items, and for ``difference`` the other system as ``versus``."""
-
-    name: SystemName | None = None
-    human: Labels
-    judge: Labels
-    judge_unlabelled: Labels
-    versus: VersusSample | None = None
-
-
-class SystemSample(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One system of a batch: as ``EstimateRequest``'s samples."""
-
-    name: SystemName | None = None
-    human: Labels
-    judge: Labels
-    judge_unlabelled: Labels
-    versus: VersusSample | None = None
-
-
-class EstimateBatchRequest(_Options, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """Many systems estimated with the same options; each is answered or fails on its own."""
-
-    systems: Annotated[list[SystemSample], Meta(min_length=1, max_length=HARD_MAX_ESTIMATE_SYSTEMS)]
+    labelled: Labelled | None = None
+    unlabelled: Unlabelled | None = None
+    a: SystemSamples | None = None
+    b: SystemSamples | None = None
+    systems: Annotated[dict[SystemName, SystemEstimateRequest],
+                       Meta(min_length=1, max_length=HARD_MAX_ESTIMATE_SYSTEMS)] | None = None
+    of: BaseMetric | None = None  # difference only: the metric whose difference is estimated (default mean)
+    scale_min: ScaleMin = 1
+    scale_max: ScaleMax = 5
+    threshold: Threshold | None = None
+    target_half_width: HalfWidth | None = None
 
 
 class LabelBudgetAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -116,20 +138,19 @@ class LabelBudgetAnswer(msgspec.Struct, frozen=True, kw_only=True):
 class EstimateResult(msgspec.Struct, frozen=True, kw_only=True):
     """A system's estimate, its interval valid at the n given, and what the judge was worth."""
 
-    name: str | None
-    metric: str
-    of: str | None  # the base metric of a difference
-    alpha: float
     estimate: float
     interval: Bounds
     method: str  # ppi++ or betting (difference: ppi++ or union of per-system intervals)
-    switch_reason: str | None  # why this method (the switching rule with this sample's numbers)
-    switch_rule: str
     human_only_interval: Bounds
-    human_only_method: str
-    gain: float | None  # effective sample gain: var(classical) / var(PPI++), human labels each label is worth
+    effective_sample_gain: float | None  # var(classical) / var(PPI++): human labels each label is worth
     n_labelled: int
     n_unlabelled: int
+    metric: str
+    of: str | None  # the base metric of a difference
+    alpha: float
+    switch_reason: str | None  # why this method (the switching rule with this sample's numbers)
+    switch_rule: str
+    human_only_method: str
     lam: float | None  # the PPI++ tuning weight (None for a difference)
     label_budget: LabelBudgetAnswer | None  # None for a difference
     ppi_interval: Bounds | None
@@ -137,22 +158,22 @@ class EstimateResult(msgspec.Struct, frozen=True, kw_only=True):
     classical_interval: Bounds | None
 
 
-class EstimateBatchItem(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One system of a batch: ``{index, ok: true, result}`` or ``{index, ok: false, error}`` (+ its name)."""
+# A batch answers each system with its estimate or its problem; the two are told apart by ``outcome`` (msgspec,
+# and so the spec generator, needs a tag to type a union of two objects).
+class SystemEstimate(EstimateResult, frozen=True, kw_only=True, tag_field="outcome", tag="estimate"):
+    """A batch system answered: ``outcome: "estimate"`` and the fields of a single answer."""
 
-    index: int
-    name: str | None = None
-    ok: bool
-    result: EstimateResult | None = None
-    error: Problem | None = None
+
+class SystemFailure(msgspec.Struct, frozen=True, kw_only=True, tag_field="outcome", tag="error"):
+    """A batch system refused on its own: ``outcome: "error"`` and its problem (the others are still answered)."""
+
+    error: Problem
 
 
 class EstimateBatchResponse(msgspec.Struct, frozen=True, kw_only=True):
-    """Per-system outcomes in input order."""
+    """One answer per system of the batch, by name (in the request's order)."""
 
-    results: list[EstimateBatchItem]
-    n_ok: int
-    n_failed: int
+    systems: dict[str, SystemEstimate | SystemFailure]
 
 
 # -------------------------------------------------------------------------------------------- /v1/rankings

@@ -276,7 +276,7 @@ class ScoreResponse(msgspec.Struct, **RESPONSE_STRUCT):
     sentence_score: float | None = None  # share of sentences judged "no error" (factuality_method "sentences")
     evidence: list[QAEvidenceItem | SentenceEvidenceItem] | None = None  # "kind" tells which
     item_id: str | None = None  # the request's item_id, echoed
-    # "possible_prompt_injection": a text the judge read tries to steer it (service.judging.injection); decision
+    # "possible_prompt_injection": a text the judge read tries to steer it (service.screening.injection); decision
     # escalate. "judge_model_mismatch": the judge's reply named another model than the one its calibration was
     # fitted on (service.judging.model_check); the answer stands, the operator should look.
     flags: list[str] = msgspec.field(default_factory=list)

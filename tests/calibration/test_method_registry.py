@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+from functools import partial
 from pathlib import Path
 
 import msgspec
@@ -17,7 +18,8 @@ from hypothesis import strategies as st
 from artifact.thresholds import FORMAT_VERSION, ThresholdEntry, ThresholdsArtifact, validate_artifact
 from calibration.conformal import METHODS, FittedConformal, fit_conformal, predict_sets, prediction_set
 from calibration.conformal.methods import CONFORMAL_METHODS, Needs, conformal_method
-from calibration.errors import ArtifactError, UnknownMethodError
+from calibration.conformal.sets import compile_rule
+from calibration.errors import ArtifactError, CalibrationError, UnknownMethodError
 
 ROOT = Path(__file__).resolve().parents[2]
 REGISTRY_MODULE = ROOT / "calibration" / "conformal" / "methods.py"
@@ -186,12 +188,15 @@ def cases(draw: st.DrawFn) -> tuple[FittedConformal, np.ndarray, np.ndarray | No
 def test_every_method_gives_one_item_the_row_of_the_vectorised_sets(case):
     fitted, judge, probabilities, seed = case
     sets = predict_sets(fitted, judge_scores=judge, probabilities=probabilities, rng=np.random.default_rng(seed))
+    rule = compile_rule(fitted)  # the service's path: the rule compiled once, then one item at a time
     for i in range(judge.size):
-        rng = np.random.default_rng(seed)
-        rng.uniform(size=i)  # the vectorised path draws item i's uniform i-th
-        one = prediction_set(fitted, judge_score=int(judge[i]),
-                             probabilities=None if probabilities is None else probabilities[i].tolist(), rng=rng)
-        assert one == tuple(int(y) + 1 for y in np.flatnonzero(sets[i])), (fitted.method, i)
+        row = tuple(int(y) + 1 for y in np.flatnonzero(sets[i]))
+        item_probabilities = None if probabilities is None else probabilities[i].tolist()
+        for one_set in (partial(prediction_set, fitted), rule.prediction_set):
+            rng = np.random.default_rng(seed)
+            rng.uniform(size=i)  # the vectorised path draws item i's uniform i-th
+            one = one_set(judge_score=int(judge[i]), probabilities=item_probabilities, rng=rng)
+            assert one == row, (fitted.method, i, one_set)
 
 
 @settings(max_examples=300, deadline=None)
@@ -206,3 +211,19 @@ def test_every_score_gives_one_item_the_row_of_the_matrix_to_the_last_bit(case):
         row = score.one(fitted.n_labels, int(judge[i]), None if probabilities is None else probabilities[i].tolist(),
                         fitted.learned_matrix, float(uniforms[i]) if score.randomised else 0.0)
         assert row == matrix[i].tolist(), (fitted.method, i)
+
+
+@settings(max_examples=200, deadline=None)
+@given(case=cases(), judge_score=st.one_of(st.none(), st.integers(-1, 8), st.just(True), st.just(2.0)),
+       given_probabilities=st.sampled_from(["as drawn", "none", "too few", "negative"]))
+def test_the_compiled_rule_refuses_and_answers_as_prediction_set_does(case, judge_score, given_probabilities):
+    fitted, _, probabilities, _ = case
+    item = {"as drawn": None if probabilities is None else probabilities[0].tolist(), "none": None,
+            "too few": [1.0], "negative": [-1.0] + [1.0] * (fitted.n_labels - 1)}[given_probabilities]
+    outcomes = []
+    for one_set in (partial(prediction_set, fitted), compile_rule(fitted).prediction_set):
+        try:
+            outcomes.append(one_set(judge_score=judge_score, probabilities=item))
+        except CalibrationError as error:
+            outcomes.append((type(error), str(error)))
+    assert outcomes[0] == outcomes[1]

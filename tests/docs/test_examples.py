@@ -64,7 +64,7 @@ ALLOWED = {
 }
 # Single examples (document, a fragment of the command) not run here, each with where it is exercised.
 ALLOWED_EXAMPLES = {
-    ("docs/estimates.md", "2,000 battles of three models"): "abbreviated (`...`): rankings over HTTP with real "
+    ("docs/estimates.md", "localhost:8000/v1/rankings"): "abbreviated (`...`): rankings over HTTP with real "
                                                             "battles run in tests/service/test_rankings_api.py",
     ("docs/panels.md", '"panel": "jury"'): "needs PANELS_FILE and live judges; a configured panel named jury is "
                                             "served against judge stand-ins in tests/service/test_panels.py",

@@ -1,4 +1,4 @@
-"""Detection and false-positive rates of ``service.judging.injection`` on a corpus: the held-out one by default.
+"""Detection and false-positive rates of ``service.screening.injection`` on a corpus: the held-out one by default.
 
 ``PYTHONPATH=$PWD python -m tests.service.injection_rates`` prints the rates on the held-out corpus
 (``injection_heldout.json``: hand-written attacks and benign texts, plus every real article and SummEval reference
@@ -109,7 +109,7 @@ def measure(corpus: Path, detector: Callable[[str], list[str]], real: list[str] 
 
 def main(argv: list[str] | None = None) -> None:
     """Print the rates of the current rules on one corpus."""
-    from service.judging.injection import injection_findings
+    from service.screening.injection import injection_findings
     from tests.conftest import resolve_data_dir
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -1,4 +1,4 @@
-"""The judge-answer cache (service.judging.cache and its backends): key stability, LRU/TTL, real Redis, a real
+"""The judge-answer cache (service.caching.cache and its backends): key stability, LRU/TTL, real Redis, a real
 Redis outage and recovery, single-flight.
 
 Redis is never mocked: the shared server at 127.0.0.1:6379 (db 15, keys under a unique prefix, removed
@@ -24,11 +24,11 @@ import redis
 import structlog
 from structlog.testing import LogCapture
 
-from service.judging.cache import KEY_PREFIX, SingleFlight, cache_key, make_cache
-from service.judging.cache_contract import CacheStatus
-from service.judging.fallback_cache import FallbackCache
-from service.judging.memory_cache import MemoryCache
-from service.judging.redis_cache import RedisCache
+from service.caching.cache import KEY_PREFIX, SingleFlight, cache_key, make_cache
+from service.caching.cache_contract import CacheStatus
+from service.caching.fallback_cache import FallbackCache
+from service.caching.memory_cache import MemoryCache
+from service.caching.redis_cache import RedisCache
 
 SHARED_REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
 

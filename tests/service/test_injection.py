@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from service.judging.injection import INJECTION_FLAG, injection_findings
-from service.judging.injection_rules import RULES
+from service.screening.injection import INJECTION_FLAG, injection_findings
+from service.screening.injection_rules import RULES
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import AppHarness
 from tests.service.injection_rates import CORPORA, measure, real_dev_texts, real_frank_summaries, real_news_texts

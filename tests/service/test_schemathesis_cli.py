@@ -13,8 +13,8 @@ between a row without ``scale_max`` and the ``scale`` query, plus two row rules 
 needs Unicode categories the generator's regexes lack) (POST /v1/calibrations, ``calibration-error``), and
 reload's uniform 422 for any path it cannot use (missing, outside RELOAD_DIR, not a regular file: deliberately one
 answer, so that the service says nothing about its file system), the rules between fields of POST /v1/estimates
-(and its batch form) and between battles of POST /v1/rankings (docs/estimates.md); and the stateful ``ST301`` of
-a job read after ``DELETE /v1/jobs/{id}``, which cancels and keeps the job readable by design
+(one form per request among them) and between battles of POST /v1/rankings (docs/estimates.md); and the stateful
+``ST301`` of a job read after ``DELETE /v1/jobs/{id}``, which cancels and keeps the job readable by design
 (``CANCELLED_JOB_READ``). Any other failure (a schema-valid request refused, a response off the spec, a 500, an
 auth check, another stateful check) or a schemathesis error fails the test.
 The seed is fixed so the suite is reproducible; the run without keys uses ``--max-examples 50`` as the issue
@@ -55,14 +55,14 @@ DOCUMENTED_422 = (
                 r"1\.\.\d+ here but|a calibration needs at least \d+ items|give \w+ or \w+, not both|is not printable "
                 r"text")),
     ("POST /v1/calibration/reload", "reload-path-refused", re.compile(r"this path cannot be used")),
-    # Rules between fields of an estimate (docs/estimates.md): aligned human/judge lists, values on the metric's
-    # scale, threshold inside the scale, options that belong to one metric only, `versus` only for a difference.
-    *(
-        (operation, "invalid-request",
-         re.compile(r"takes none|must be below scale_max|pass_rate needs 'threshold'|must lie in \(|must be aligned|"
-                    r": values |'versus'"))
-        for operation in ("POST /v1/estimates", "POST /v1/estimates/batch")
-    ),
+    # Rules between fields of an estimate (docs/estimates.md): exactly one form (labelled + unlabelled, a + b, or
+    # systems; a batch system's own refusals are its answer, not a 422), a metric given here or in every system, a
+    # and b only for a difference, values on the metric's scale, threshold inside the scale, options that belong
+    # to one metric only.
+    ("POST /v1/estimates", "invalid-request",
+     re.compile(r"give exactly one form|give the data as|'\w+' needs '\w+'|'metric' is required|needs 'a' and 'b'|"
+                r"two systems of a difference|takes none|must be below scale_max|pass_rate needs 'threshold'|"
+                r"must lie in \(|: values ")),
     # Rules between battles of a ranking: two different models a battle, at least two models, both labelled and
     # unlabelled battles.
     ("POST /v1/rankings", "invalid-request",

@@ -28,13 +28,20 @@ def test_remembered_score_sets_equal_the_core(artifact: ThresholdsArtifact):
     score_only = [entry for entry in artifact.entries if entry.method not in PROBABILITY_METHODS]
     needing = [entry for entry in artifact.entries if entry.method in PROBABILITY_METHODS]
     assert score_only and needing
-    for _ in range(2):  # the second pass answers from the memo
+    probabilities = [0.05, 0.15, 0.5, 0.2, 0.1]
+    for _ in range(2):  # the second pass answers from the compiled rules
         for entry, score in itertools.product(score_only, range(1, 6)):
             assert snapshot.prediction_set(entry, score, None) == prediction_set(entry.fitted, judge_score=score)
         for entry in needing:  # a refusal is raised every time, never remembered
             with pytest.raises(CalibrationError):
                 snapshot.prediction_set(entry, 3, None)
-    assert len(snapshot.score_sets) == 5 * len(score_only)
+            assert snapshot.prediction_set(entry, 3, probabilities) == prediction_set(
+                entry.fitted, judge_score=3, probabilities=probabilities)
+    for entry in artifact.entries[:3]:  # one rule per entry of the artifact, compiled once
+        assert snapshot.index.rule(entry) is snapshot.index.rule(entry)
+        stranger = msgspec.structs.replace(entry)  # an equal entry not in the artifact: answered, never kept
+        assert snapshot.index.rule(stranger) is not snapshot.index.rule(stranger)
+        assert snapshot.index.rule(stranger) == snapshot.index.rule(entry)
 
 
 def _requests() -> list[ScoreRequest]:

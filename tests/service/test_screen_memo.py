@@ -1,4 +1,4 @@
-"""The injection screen of live items, remembered per scoring context (``service.judging.injection.screen_texts``
+"""The injection screen of live items, remembered per scoring context (``service.screening.injection.screen_texts``
 with the
 context's memo): the same findings as without a memo for every text of the corpus, each text screened once, bounded."""
 
@@ -9,8 +9,8 @@ from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
 
-import service.judging.injection as injection
-from service.judging.injection import SCREEN_MEMO_LIMIT, injection_findings, screen_texts
+import service.screening.injection as injection
+from service.screening.injection import SCREEN_MEMO_LIMIT, injection_findings, screen_texts
 
 CORPUS = json.loads((Path(__file__).parent / "injection_corpus.json").read_text())
 

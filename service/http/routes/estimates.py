@@ -1,4 +1,4 @@
-"""POST /v1/estimates, POST /v1/estimates/batch and POST /v1/rankings (rules: ``service.estimating``)."""
+"""POST /v1/estimates and POST /v1/rankings (rules: ``service.estimating``)."""
 
 from __future__ import annotations
 
@@ -6,15 +6,15 @@ from typing import Annotated, Any
 
 import anyio.to_thread
 from litestar import Request, post
-from litestar.openapi.spec import Example
+from litestar.openapi.spec import Example, OpenAPIType, Schema
 from litestar.params import Body
 
-from service.estimating.estimates import estimate, estimate_batch
+from service.estimating.estimates import estimate
 from service.estimating.rankings import rank_models
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.services import problem_responses, services_of
 from service.wire.estimates import (
-    EstimateBatchRequest,
+    HARD_MAX_ESTIMATE_SYSTEMS,
     EstimateBatchResponse,
     EstimateRequest,
     EstimateResult,
@@ -22,22 +22,26 @@ from service.wire.estimates import (
     RankingResponse,
 )
 
-__all__ = ["document_estimates_openapi", "estimates", "estimates_batch", "rankings"]
+__all__ = ["document_estimates_openapi", "estimates", "rankings"]
 
-_MEAN = {
-    "metric": "mean",
-    "alpha": 0.1,
-    "human": [4, 3, 5, 4, 2, 4, 3, 5, 4, 4],
-    "judge": [4, 3, 4, 4, 3, 5, 3, 5, 4, 3],
-    "judge_unlabelled": [4, 5, 3, 4, 4, 2, 5, 4, 3, 4, 4, 5, 3, 4, 4, 3, 4, 5, 4, 4],
+_LABELLED = [{"human": human, "judge": judge} for human, judge in
+             zip([4, 3, 5, 4, 2, 4, 3, 5, 4, 4], [4, 3, 4, 4, 3, 5, 3, 5, 4, 3], strict=True)]
+_UNLABELLED = [{"judge": judge} for judge in [4, 5, 3, 4, 4, 2, 5, 4, 3, 4, 4, 5, 3, 4, 4, 3, 4, 5, 4, 4]]
+_MEAN = {"metric": "mean", "alpha": 0.1, "labelled": _LABELLED, "unlabelled": _UNLABELLED}
+_DIFFERENCE = {
+    "metric": "difference",
+    "a": {"labelled": _LABELLED[:4], "unlabelled": _UNLABELLED[:5]},
+    "b": {"labelled": [{"human": 3, "judge": 3}, {"human": 2, "judge": 3}, {"human": 4, "judge": 4}],
+          "unlabelled": [{"judge": 3}, {"judge": 2}, {"judge": 4}, {"judge": 3}]},
 }
 _BATCH = {
     "metric": "pass_rate",
     "threshold": 4,
-    "systems": [
-        {"name": "model-a", **{key: _MEAN[key] for key in ("human", "judge", "judge_unlabelled")}},
-        {"name": "model-b", "human": [3, 3, 4, 2, 5], "judge": [3, 4, 4, 2, 4], "judge_unlabelled": [3, 4, 2, 4, 3, 5]},
-    ],
+    "systems": {
+        "model-a": {"labelled": _LABELLED[:4], "unlabelled": _UNLABELLED[:5]},
+        "model-b": {"labelled": [{"human": 3, "judge": 3}, {"human": 4, "judge": 4}, {"human": 5, "judge": 4}],
+                    "unlabelled": [{"judge": 3}, {"judge": 4}, {"judge": 2}, {"judge": 5}]},
+    },
 }
 _BATTLES = {
     "alpha": 0.1,
@@ -49,8 +53,11 @@ _BATTLES = {
         {"model_a": "m1", "model_b": "m2", "judge": "tie"},
     ],
 }
-EstimateBody = Annotated[EstimateRequest, Body(examples=[Example(summary="A mean score on 1..5", value=_MEAN)])]
-BatchBody = Annotated[EstimateBatchRequest, Body(examples=[Example(summary="Two systems' pass rates", value=_BATCH)])]
+EstimateBody = Annotated[EstimateRequest, Body(examples=[
+    Example(summary="A mean score on 1..5", value=_MEAN),
+    Example(summary="A difference of two systems' means", value=_DIFFERENCE),
+    Example(summary="Two systems' pass rates (the batch form)", value=_BATCH),
+])]
 RankingBody = Annotated[RankingRequest, Body(examples=[Example(summary="Three models", value=_BATTLES)])]
 
 
@@ -58,30 +65,17 @@ RankingBody = Annotated[RankingRequest, Body(examples=[Example(summary="Three mo
     "/estimates",
     status_code=200,
     summary="A system's mean, pass rate, win rate or a difference, with an interval valid at the n given, "
-    "from a few human labels plus many judge verdicts",
+    "from a few human labels plus many judge verdicts; or up to 100 systems at once",
     responses=problem_responses(400, 401, 413, 415, 422),
     tags=["estimates"],
     opt={BODY_DECODER: BodyDecoder(EstimateRequest)},
 )
-async def estimates(data: EstimateBody, request: Request) -> EstimateResult:
-    """PPI++ or the finite-sample betting interval by the switching rule (rules: ``calibration.estimates``)."""
-    limits = services_of(request).settings.limits
-    return await anyio.to_thread.run_sync(estimate, data, limits)  # CPU-bound: off the event loop
-
-
-@post(
-    "/estimates/batch",
-    status_code=200,
-    summary="Estimates of up to 100 systems with the same options; each system is answered or fails on its own",
-    responses=problem_responses(400, 401, 413, 415, 422),
-    tags=["estimates"],
-    opt={BODY_DECODER: BodyDecoder(EstimateBatchRequest)},
-)
-async def estimates_batch(data: BatchBody, request: Request) -> EstimateBatchResponse:
-    """Each system as in /v1/estimates; a system's bad data fails that system alone."""
+async def estimates(data: EstimateBody, request: Request) -> EstimateResult | EstimateBatchResponse:
+    """PPI++ or the finite-sample betting interval by the switching rule (rules: ``calibration.estimates``); in
+    the batch form a system's bad data fails that system alone."""
     services = services_of(request)
-    return await anyio.to_thread.run_sync(
-        lambda: estimate_batch(data, services.settings.limits, logger=services.logger)
+    return await anyio.to_thread.run_sync(  # CPU-bound: off the event loop
+        lambda: estimate(data, services.settings.limits, logger=services.logger)
     )
 
 
@@ -100,16 +94,17 @@ async def rankings(data: RankingBody, request: Request) -> RankingResponse:
 
 
 def document_estimates_openapi(schemas: dict[str, Any]) -> None:
-    """Spec details Litestar drops: closed request objects, the values' bounds in the lists, a zero bound."""
-    for name in ("EstimateRequest", "EstimateBatchRequest", "SystemSample", "VersusSample", "Battle", "RankingRequest"):
+    """Spec details Litestar drops: closed request objects, a zero bound, the batch's bounds on its names."""
+    for name in ("EstimateRequest", "SystemEstimateRequest", "SystemSamples", "LabelledItem", "UnlabelledItem",
+                 "Battle", "RankingRequest"):
         if name in schemas:
             schemas[name].additional_properties = False
-    for name in ("EstimateRequest", "SystemSample", "VersusSample"):
-        properties = schemas[name].properties if name in schemas else None
-        for field in ("human", "judge", "judge_unlabelled"):
-            if properties and field in properties:
-                properties[field].items.minimum, properties[field].items.maximum = 0.0, 10.0
-    for name in ("EstimateRequest", "EstimateBatchRequest"):
+    for name in ("EstimateRequest", "SystemEstimateRequest"):
         properties = schemas[name].properties if name in schemas else None
         if properties:
             properties["threshold"].minimum = 0.0
+    systems = schemas["EstimateRequest"].properties["systems"] if "EstimateRequest" in schemas else None
+    for branch in (systems.one_of or []) if systems is not None else []:
+        if branch.type == OpenAPIType.OBJECT:
+            branch.min_properties, branch.max_properties = 1, HARD_MAX_ESTIMATE_SYSTEMS
+            branch.property_names = Schema(type=OpenAPIType.STRING, min_length=1, max_length=200)

@@ -15,9 +15,9 @@ from typing import Any
 
 import structlog
 
-from service.judging.cache_contract import CacheStatus, Clock
-from service.judging.memory_cache import MemoryCache
-from service.judging.redis_cache import REDIS_FAILURES, RedisCache, describe_failure
+from service.caching.cache_contract import CacheStatus, Clock
+from service.caching.memory_cache import MemoryCache
+from service.caching.redis_cache import REDIS_FAILURES, RedisCache, describe_failure
 
 __all__ = ["FallbackCache"]
 
@@ -39,7 +39,7 @@ class FallbackCache:
         self._redis = redis
         self._memory = memory
         self._retry_after_s = retry_after_s
-        self._log = logger if logger is not None else structlog.get_logger("service.judging.cache")
+        self._log = logger if logger is not None else structlog.get_logger("service.caching.cache")
         self._clock = clock
         self._down = False
         self._down_since = 0.0

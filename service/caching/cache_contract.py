@@ -1,7 +1,7 @@
 """The judge-answer cache's contract: the ``JudgeCache`` interface its backends implement and its status snapshot.
 
-The backends: ``service.judging.memory_cache`` (in-process LRU), ``service.judging.redis_cache`` (Redis, shared
-across workers) and ``service.judging.fallback_cache`` (Redis with the LRU beside it); ``service.judging.cache``
+The backends: ``service.caching.memory_cache`` (in-process LRU), ``service.caching.redis_cache`` (Redis, shared
+across workers) and ``service.caching.fallback_cache`` (Redis with the LRU beside it); ``service.caching.cache``
 builds one (``make_cache``).
 """
 

@@ -1,4 +1,4 @@
-"""The views of a text that the prompt-injection rules (``service.judging.injection_rules``) are matched against.
+"""The views of a text that the prompt-injection rules (``service.screening.injection_rules``) are matched against.
 
 Every rule is matched against several *views* of a text, so that spelling tricks do not hide an attack:
 

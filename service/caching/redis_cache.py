@@ -10,7 +10,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from service.judging.cache_contract import CacheStatus, check_ttl
+from service.caching.cache_contract import CacheStatus, check_ttl
 
 __all__ = ["REDIS_FAILURES", "RedisCache", "describe_failure"]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 
-from service.judging.cache_contract import CacheStatus, Clock, check_ttl
+from service.caching.cache_contract import CacheStatus, Clock, check_ttl
 
 __all__ = ["MemoryCache"]
 

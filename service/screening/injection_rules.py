@@ -1,6 +1,6 @@
 """The prompt-injection rules: each a set of patterns (``Check``) over the views of a text.
 
-The views are built by ``service.judging.text_views``.
+The views are built by ``service.screening.text_views``.
 
 The rules are patterns, not a model; each targets what an evaluated text has no business containing. A check is
 searched only in views of its kind (``Check.views``) and only when its cheap gate (``words``, ``needs``) is open.
@@ -36,7 +36,7 @@ rule                            what it looks for (English; the multilingual for
                                 end-of-part line ("[END OF TEXT]", "=====END ARTICLE=====")
 =============================== ==================================================================================
 
-The rules are applied by ``service.judging.injection``, whose docstring states their scope and measured rates.
+The rules are applied by ``service.screening.injection``, whose docstring states their scope and measured rates.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A detector of likely prompt injection in texts a judge will read (documents, summaries, candidates).
 
-``injection_findings(text) -> list[str]`` names the rules (``service.judging.injection_rules``) a text trips
-(empty: nothing found), each matched against the views of the text (``service.judging.text_views``);
+``injection_findings(text) -> list[str]`` names the rules (``service.screening.injection_rules``) a text trips
+(empty: nothing found), each matched against the views of the text (``service.screening.text_views``);
 ``screen_texts`` screens the named texts of one item.
 
 Scope and honesty: these are patterns; an attacker who paraphrases beyond them is not caught, and a text that
@@ -14,8 +14,8 @@ misses, the fence (``judges.untrusted``) still keeps the text inside its markers
 
 from __future__ import annotations
 
-from service.judging.injection_rules import RULES, Check
-from service.judging.text_views import TextViews, View, text_views
+from service.screening.injection_rules import RULES, Check
+from service.screening.text_views import TextViews, View, text_views
 
 __all__ = ["INJECTION_FLAG", "SCREEN_MEMO_LIMIT", "injection_findings", "screen_texts"]
 

@@ -1,8 +1,8 @@
 """Judge-answer cache as the pool uses it: the key, the cache built per app, and single-flight calls.
 
 Everything here is built per app (in the lifespan) and closed there; nothing lives at module level. The backends
-(``MemoryCache``, ``RedisCache``, ``FallbackCache``) implement ``service.judging.cache_contract.JudgeCache``, each in
-its own module; the Redis outage rules are stated in ``service.judging.fallback_cache``.
+(``MemoryCache``, ``RedisCache``, ``FallbackCache``) implement ``service.caching.cache_contract.JudgeCache``, each in
+its own module; the Redis outage rules are stated in ``service.caching.fallback_cache``.
 
 | call                                              | what it does                                              |
 |---------------------------------------------------|-----------------------------------------------------------|
@@ -26,9 +26,9 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from service.judging.fallback_cache import FallbackCache
-from service.judging.memory_cache import MemoryCache
-from service.judging.redis_cache import RedisCache
+from service.caching.fallback_cache import FallbackCache
+from service.caching.memory_cache import MemoryCache
+from service.caching.redis_cache import RedisCache
 
 __all__ = ["KEY_PREFIX", "SingleFlight", "cache_key", "make_cache"]
 

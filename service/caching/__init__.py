@@ -1,0 +1,1 @@
+"""The judge-answer cache: Redis with an in-process fallback, and single-flight per key."""
