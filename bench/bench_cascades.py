@@ -46,7 +46,7 @@ from artifact.thresholds import ThresholdsArtifact, load_artifact
 from bench.table import BenchRow, print_table
 from calibration.heldout import group_splits
 from offline.data.paths import resolve_data_dir
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.decisions import export_rules
 from offline.validate import recorded_datasets, serve_item
 from service.calibrations.state import CalibrationSnapshot

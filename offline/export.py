@@ -56,7 +56,8 @@ from calibration.conformal import fit_conformal
 from calibration.decision_rule import DecisionRule
 from calibration.kind_fit import KindFit
 from offline.artifact_stability import save_unless_unmoved
-from offline.studies.conformal import ConformalSummary, JudgeCriterionData, methods_for
+from offline.studies.cell_data import JudgeCriterionData, methods_for
+from offline.studies.conformal_results import ConformalSummary
 from offline.studies.faithfulness import FaithfulnessStudy
 
 __all__ = [

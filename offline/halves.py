@@ -31,7 +31,7 @@ import numpy as np
 
 from offline.export import build_artifact
 from offline.jsonfile import write_json
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.validity import DEFAULT_DELTA, run_validity_study
 from offline.validate import ValidationCell, validate_artifact_on
 

@@ -31,11 +31,12 @@ from typing import Any, Protocol
 
 import msgspec
 
+from offline.answer_records import AnswerRecord, Outcome, PutStats
 from offline.data.judges import RecordedJudge, load_recorded_judges
 from offline.data.pairwise import RecordedPairwise, load_pairwise, pair_item_id, presentation_order
 from offline.data.summeval import load_summeval
 from offline.data.vicuna80 import JudgeVerdict, Vicuna80
-from offline.store import AnswerRecord, AnswerStore, Outcome, PutStats
+from offline.store import AnswerStore
 
 __all__ = [
     "RECORDED_LABEL_RULE",

@@ -27,7 +27,7 @@ from calibration.errors import LabelsError
 from offline.data.errors import DataError
 from offline.export import build_artifact, code_version
 from offline.report.labelled import write_labelled_report
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.decisions import export_rules
 from offline.studies.validity import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, run_validity_study, write_validity
 

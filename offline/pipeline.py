@@ -45,7 +45,7 @@ from offline.report import SUMMARY_FILES, build_report, write_summary
 from offline.report.index import IngestRow, IngestSummary, unusable_judges
 from offline.store import AnswerStore
 from offline.studies import factuality_sentences, faithfulness
-from offline.studies.conformal import cell_data_from_store as conformal_data
+from offline.studies.cell_data import cell_data_from_store as conformal_data
 from offline.studies.conformal import run_conformal_study
 from offline.studies.decisions import export_rules
 from offline.studies.factuality import baseline_tables, write_baselines_json, write_baselines_markdown
@@ -61,9 +61,9 @@ from offline.studies.factuality_sentences import (
     sentence_answers_from_store,
     sentence_validity,
     without_prompt_family,
-    write_sentence_study,
     write_sentence_validity,
 )
+from offline.studies.factuality_sentences_report import write_sentence_study
 from offline.studies.faithfulness import (
     FaithfulnessStudy,
     faithfulness_data,

@@ -43,7 +43,7 @@ from calibration.decision_rule import DecisionRule, decide, decide_gate, feature
 from calibration.kind_fit import decision_shares
 from calibration.verdicts import verdict_inputs
 from offline.jsonfile import write_json
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 
 __all__ = ["INPUTS", "DecisionCheck", "ValidationCell", "ValidationReport", "check_decisions", "clopper_pearson",
            "recorded_datasets", "serve_item", "validate_artifact_on", "write_validation"]
@@ -140,7 +140,7 @@ def recorded_datasets(data_dir: Path) -> list[JudgeCriterionData]:
     from offline.data.summeval import load_summeval
     from offline.ingest import ingest_recorded
     from offline.store import AnswerStore
-    from offline.studies.conformal import cell_data_from_store
+    from offline.studies.cell_data import cell_data_from_store
 
     summeval = load_summeval(data_dir)
     with tempfile.TemporaryDirectory() as folder, AnswerStore(Path(folder) / "answers.sqlite") as store:

@@ -34,9 +34,9 @@ from offline.report.validity import FIGURE_FILE as VALIDITY_FIGURE
 from offline.report.validity import validity_figure, validity_section
 from offline.report.vicuna80 import vicuna80_figures, vicuna80_section, vicuna80_tables
 from offline.studies import factuality_llm, factuality_sentences, faithfulness
-from offline.studies.conformal import ConformalSummary
+from offline.studies.conformal_results import ConformalSummary
 from offline.studies.factuality_llm import LLMFactualitySummary
-from offline.studies.factuality_sentences import SentenceStudySummary
+from offline.studies.factuality_sentences_results import SentenceStudySummary
 from offline.studies.faithfulness import FaithfulnessSummary
 from offline.studies.position_bias import PositionBiasSummary
 from offline.studies.transitivity import TransitivitySummary
@@ -44,7 +44,7 @@ from offline.studies.validity import JSON_FILE as VALIDITY_JSON
 from offline.studies.validity import MARKDOWN_FILE as VALIDITY_MARKDOWN
 from offline.studies.validity import ValiditySummary
 from offline.studies.vicuna80 import JSON_FILE as VICUNA80_JSON
-from offline.studies.vicuna80 import Vicuna80Summary
+from offline.studies.vicuna80_results import Vicuna80Summary
 
 __all__ = ["SUMMARY_FILES", "ReportFiles", "build_report", "read_summary", "write_summary"]
 

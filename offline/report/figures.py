@@ -12,7 +12,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from offline.data.summeval import CRITERIA
-from offline.studies.conformal import HEADLINE_ALPHA, PAPER_METHOD, ConformalSummary
+from offline.studies.conformal_results import ConformalSummary
+from offline.studies.conformal_rules import HEADLINE_ALPHA, PAPER_METHOD
 from offline.studies.factuality_llm import LLMFactualitySummary
 from offline.studies.transitivity import TransitivitySummary
 

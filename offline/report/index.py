@@ -10,7 +10,8 @@ import numpy as np
 
 from offline.data.summeval import CRITERIA
 from offline.report.tables import fmt, markdown_table
-from offline.studies.conformal import COVERAGE_SLACK, HEADLINE_ALPHA, PAPER_METHOD, ConformalSummary
+from offline.studies.conformal_results import ConformalSummary
+from offline.studies.conformal_rules import COVERAGE_SLACK, HEADLINE_ALPHA, PAPER_METHOD
 from offline.studies.factuality_llm import LLMFactualitySummary
 from offline.studies.faithfulness import FaithfulnessSummary
 from offline.studies.position_bias import PositionBiasSummary

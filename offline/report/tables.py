@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from offline.data.summeval import CRITERIA
-from offline.studies.conformal import HEADLINE_ALPHA, PAPER_METHOD, ConformalSummary, CorrelationResult
+from offline.studies.conformal_results import ConformalSummary, CorrelationResult
+from offline.studies.conformal_rules import HEADLINE_ALPHA, PAPER_METHOD
 from offline.studies.position_bias import PositionBiasSummary
 from offline.studies.transitivity import RANKING_METHODS, TransitivitySummary
 

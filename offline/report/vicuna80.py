@@ -14,14 +14,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from offline.report.tables import fmt, markdown_table
-from offline.studies.vicuna80 import (
-    AGGREGATIONS,
-    HUMAN,
-    PANEL,
-    RANKING_METHODS,
-    Vicuna80RankingRow,
-    Vicuna80Summary,
-)
+from offline.studies.vicuna80 import AGGREGATIONS, HUMAN, PANEL, RANKING_METHODS
+from offline.studies.vicuna80_results import Vicuna80RankingRow, Vicuna80Summary
 
 __all__ = ["RATES_FIGURE", "TAU_FIGURE", "vicuna80_figures", "vicuna80_section", "vicuna80_tables"]
 

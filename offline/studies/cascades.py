@@ -40,7 +40,7 @@ from calibration.conformal import fit_conformal, predict_sets
 from calibration.heldout import group_splits
 from calibration.verdicts import kind_inputs
 from offline.jsonfile import write_json
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panels import panel_cells
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
 

@@ -31,7 +31,8 @@ from PIL import Image
 
 from offline.data.errors import DataError
 from offline.jsonfile import write_json
-from offline.studies.decisions import DIRECTORY, Row
+from offline.studies.decisions import DIRECTORY
+from offline.studies.decisions_results import Row
 
 __all__ = ["BEGIN", "END", "CurvePoint", "curve_points", "load_curve", "region", "replace_region", "write_docs"]
 

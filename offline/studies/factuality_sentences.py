@@ -13,6 +13,9 @@ call                                                       result
 ``write_sentence_study(summary, report_dir)``              ``factuality/llm_sentences.{json,md}``
 =========================================================  ==============================================
 
+The result types live in :mod:`offline.studies.factuality_sentences_results`; ``write_sentence_study`` and the
+markdown in :mod:`offline.studies.factuality_sentences_report`.
+
 Rules, stated once (also written into ``llm_sentences.json`` under ``rules``):
 
 * **Parse.** Each raw ``response`` is read by ``judges.sentence_parse.parse_sentence_verdicts`` with the
@@ -51,12 +54,23 @@ from calibration.intervals import fisher_z_interval
 from calibration.kind_fit import KindFit
 from judges.sentence_check import judge_score_from_share
 from judges.sentence_parse import CATEGORY_CODES, ParsedSentences, parse_sentence_verdicts
+from offline.answer_records import AnswerRecord
 from offline.data.finesure import FactCheckRow, RecordedFactCheck
 from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankDataError, FrankItem, baseline_scores
 from offline.jsonfile import write_json
-from offline.store import AnswerRecord, AnswerStore
+from offline.store import AnswerStore
 from offline.studies.factuality import CorrelationCell, align_scores, correlation_cell
 from offline.studies.factuality_llm import CRITERION, FactualityAnswer
+from offline.studies.factuality_sentences_results import (
+    AblationRow,
+    BaselineRow,
+    ConfusionMatrix,
+    CorrelationRow,
+    ErrorTypeRow,
+    ParseStats,
+    SentenceAgreement,
+    SentenceStudySummary,
+)
 from offline.studies.faithfulness import FaithfulnessStudy, faithfulness_data
 from offline.studies.validity import ValiditySummary, run_validity_study
 from offline.studies.validity import markdown as validity_markdown
@@ -72,26 +86,15 @@ __all__ = [
     "PROMPT_FAMILY",
     "RULES",
     "TYPE_CODES",
-    "AblationRow",
-    "BaselineRow",
-    "ConfusionMatrix",
-    "CorrelationRow",
-    "ErrorTypeRow",
-    "ParseStats",
-    "SentenceAgreement",
-    "SentenceStudySummary",
     "ingest_sentences",
     "item_score",
     "judge_score_of",
-    "ranking",
     "sentence_validity",
     "without_prompt_family",
     "write_sentence_validity",
-    "render_sentence_markdown",
     "run_sentence_study",
     "sentence_answers_from_store",
     "sentence_records",
-    "write_sentence_study",
 ]
 
 METHOD = "sentences"
@@ -125,116 +128,6 @@ RULES = {
     "majority type (NoE for no-error sentences) x judge category",
     "baselines": f"{', '.join(BASELINES)} correlated overall on exactly each judge's included items",
 }
-
-
-class ParseStats(msgspec.Struct, frozen=True, kw_only=True):
-    """How one judge's replies read: rows, lists read, count mismatches (excluded), agreement with the recorder."""
-
-    judge: str
-    n_rows: int
-    n_read: int  # replies giving a list of well-formed verdicts (any length)
-    n_included: int  # read and one verdict per sentence
-    n_wrong_count: int  # read, but the count differs from the sentences: excluded
-    n_unreadable: int  # no list of well-formed verdicts
-    n_escapes_repaired: int
-    parse_rate: float
-    rules: dict[str, int]
-    recorded_row_agreement: float | None  # same (error, category) lists as pred_error/pred_error_type
-    recorded_sentence_agreement: float | None  # same error flag, sentence by sentence, where the lengths match
-    n_compared_rows: int
-
-
-class CorrelationRow(msgspec.Struct, frozen=True, kw_only=True):
-    """One judge on one subset (``all`` | ``cnndm`` | ``bbc``): partial correlations with Factuality."""
-
-    judge: str
-    dataset: str
-    n: int
-    partial_pearson: float | None
-    partial_spearman: float | None
-    p_value: float | None  # of the partial Pearson
-    spearman_p_value: float | None
-    problem: str | None = None
-    # 95% Fisher-z intervals (calibration.intervals.fisher_z_interval, df n - 2 - k) and the same partial
-    # correlations computed on the recorder's own reading of the replies (pred_error), beside ours
-    partial_pearson_ci: tuple[float, float] | None = None
-    partial_spearman_ci: tuple[float, float] | None = None
-    recorded_partial_pearson: float | None = None
-    recorded_partial_spearman: float | None = None
-    recorded_n: int | None = None
-
-
-class BaselineRow(msgspec.Struct, frozen=True, kw_only=True):
-    """A FRANK baseline metric on exactly one judge's included items (overall)."""
-
-    judge: str  # whose items
-    metric: str
-    n: int
-    partial_pearson: float | None
-    partial_spearman: float | None
-    p_value: float | None
-    spearman_p_value: float | None
-
-
-class AblationRow(msgspec.Struct, frozen=True, kw_only=True):
-    """FRANK ablation for one judge and category: correlation with Factuality minus with Flip_<category>."""
-
-    judge: str
-    category: str
-    flipped_pearson: float | None
-    flipped_spearman: float | None
-    delta_pearson: float | None
-    delta_spearman: float | None
-
-
-class SentenceAgreement(msgspec.Struct, frozen=True, kw_only=True):
-    """The judge's "has an error" per sentence against the human majority, pooled over included rows."""
-
-    judge: str
-    n_sentences: int
-    n_human_error: int
-    n_judge_error: int
-    true_positive: int
-    precision: float | None
-    recall: float | None
-    f1: float | None
-    accuracy: float
-
-
-class ErrorTypeRow(msgspec.Struct, frozen=True, kw_only=True):
-    """One judge and FRANK type: sentences of that human majority type, how many the judge typed the same."""
-
-    judge: str
-    error_type: str
-    n: int
-    same_type: int
-    flagged: int  # the judge flagged some error (any type)
-    recall: float | None  # same_type / n
-    detection: float | None  # flagged / n
-
-
-class ConfusionMatrix(msgspec.Struct, frozen=True, kw_only=True):
-    """Counts: rows = human majority type (``labels``), columns = the judge's category code (``labels``)."""
-
-    judge: str
-    labels: list[str]
-    counts: list[list[int]]
-    n_no_majority_type: int
-
-
-class SentenceStudySummary(msgspec.Struct, frozen=True, kw_only=True):
-    """``factuality/llm_sentences.json``."""
-
-    source: str
-    rules: dict[str, str]
-    judges: list[str]
-    parse: list[ParseStats]
-    rows: list[CorrelationRow]
-    baselines: list[BaselineRow]
-    ablation: list[AblationRow]
-    sentence_agreement: list[SentenceAgreement]
-    error_types: list[ErrorTypeRow]
-    confusion: list[ConfusionMatrix]
 
 
 # ------------------------------------------------------------------------------------------ parse and store
@@ -481,90 +374,6 @@ def run_sentence_study(
 
 
 # ---------------------------------------------------------------------------------------------------- writing
-
-
-def _f(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def _p(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2g}"
-
-
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
-    return ["| " + " | ".join(header) + " |", "| " + " | ".join("---" for _ in header) + " |",
-            *("| " + " | ".join(row) + " |" for row in rows)]
-
-
-def ranking(summary: SentenceStudySummary) -> list[CorrelationRow]:
-    """The judges' overall rows, highest partial Pearson first (undefined last)."""
-    overall = [r for r in summary.rows if r.dataset == "all"]
-    return sorted(overall, key=lambda r: (r.partial_pearson is None, -(r.partial_pearson or 0.0), r.judge))
-
-
-def render_sentence_markdown(summary: SentenceStudySummary) -> str:
-    """``llm_sentences.md``: parse, correlations with the baselines side by side, ablation, agreement, types."""
-    lines = ["# FRANK: sentence-level fact-checks by eight recorded LLMs", "", f"**{summary.source}**", ""]
-    lines += ["## Parsing (our parser on the raw replies)", ""]
-    lines += _table(
-        ["Judge", "rows", "parse rate", "included", "wrong count (excluded)", "unreadable", "\\' repaired",
-         "agreement with recorded (rows / sentences)"],
-        [[p.judge, str(p.n_rows), _f(p.parse_rate, 4), str(p.n_included), str(p.n_wrong_count), str(p.n_unreadable),
-          str(p.n_escapes_repaired), f"{_f(p.recorded_row_agreement, 4)} / {_f(p.recorded_sentence_agreement, 4)}"]
-         for p in summary.parse])
-    base = {(b.judge, b.metric): b for b in summary.baselines}
-    by = {(r.judge, r.dataset): r for r in summary.rows}
-    lines += ["", "## Partial correlation with FRANK Factuality (controlling for the system)", "",
-              "Pearson / Spearman; p of the Pearson; n items. Baselines on exactly the same items as the judge. "
-              "95% CI: Fisher z, tanh(atanh(r) -+ 1.96 / sqrt(n - k - 3)) with k = systems - 1 (the partial "
-              "correlation's df n - 2 - k, minus one); the same for Spearman (an approximation). The recorder's "
-              "pred_error column: the same partial correlations on the recorder's own reading of the replies "
-              "(its item score = share of sentences with pred_error 0), on rows where it gives one flag per "
-              "sentence.", ""]
-    metrics = [m for m in BASELINES if any(b.metric == m for b in summary.baselines)]
-    header = ["Judge (ranked)", "Pearson", "95% CI", "p", "Spearman", "95% CI", "n",
-              "recorder's pred_error P / S (n)", "CNN/DM P / S (n)", "BBC P / S (n)", *(f"{m} P / S" for m in metrics)]
-    table_rows = []
-
-    def ci(interval: tuple[float, float] | None) -> str:
-        return "n/a" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}]"
-
-    for r in ranking(summary):
-        cells = [r.judge, _f(r.partial_pearson), ci(r.partial_pearson_ci), _p(r.p_value), _f(r.partial_spearman),
-                 ci(r.partial_spearman_ci), str(r.n),
-                 f"{_f(r.recorded_partial_pearson)} / {_f(r.recorded_partial_spearman)} ({r.recorded_n})"]
-        for ds in FRANK_DATASETS:
-            d = by[(r.judge, ds)]
-            cells.append(f"{_f(d.partial_pearson)} / {_f(d.partial_spearman)} ({d.n})")
-        for m in metrics:
-            b = base[(r.judge, m)]
-            cells.append(f"{_f(b.partial_pearson)} / {_f(b.partial_spearman)}")
-        table_rows.append(cells)
-    lines += _table(header, table_rows)
-    lines += ["", "## Ablation: corr(Factuality) - corr(Flip_<category>) (Pearson)", "",
-              "Positive: the judge's correlation drops when that category's errors are ignored.", ""]
-    abl = {(a.judge, a.category): a for a in summary.ablation}
-    lines += _table(["Judge", *CATEGORY_COLUMNS],
-                    [[j, *(_f(abl[(j, c)].delta_pearson) for c in CATEGORY_COLUMNS)] for j in summary.judges])
-    lines += ["", "## Sentence level: \"has an error\" against the human majority", ""]
-    lines += _table(["Judge", "sentences", "human errors", "judge errors", "precision", "recall", "F1", "accuracy"],
-                    [[a.judge, str(a.n_sentences), str(a.n_human_error), str(a.n_judge_error), _f(a.precision),
-                      _f(a.recall), _f(a.f1), _f(a.accuracy)] for a in summary.sentence_agreement])
-    lines += ["", "## Error types: recall of the human majority type among the judge's categories", "",
-              "Cells: recall (n sentences of that human type). Figure: `llm_sentences_confusion.png`.", ""]
-    typ = {(t.judge, t.error_type): t for t in summary.error_types}
-    lines += _table(["Judge", *TYPE_CODES],
-                    [[j, *(f"{_f(typ[(j, c)].recall, 2)} ({typ[(j, c)].n})" for c in TYPE_CODES)]
-                     for j in summary.judges])
-    return "\n".join(lines) + "\n"
-
-
-def write_sentence_study(summary: SentenceStudySummary, report_dir: Path) -> tuple[Path, Path]:
-    """Write ``<report_dir>/factuality/llm_sentences.json`` (NaN-free) and ``llm_sentences.md``; both paths."""
-    json_path, md_path = Path(report_dir) / JSON_FILE, Path(report_dir) / MARKDOWN_FILE
-    write_json(summary, json_path)
-    md_path.write_text(render_sentence_markdown(summary), encoding="utf-8")
-    return json_path, md_path
 
 
 # ------------------------------------------------------------------------------------ calibration (artifact)

@@ -25,10 +25,10 @@ Rules, stated once (also written into ``faithfulness.json`` under ``rules``):
   has stored log-probs, else the score-only ones; every alpha of the conformal study's ``ALPHAS``. Fit and
   prediction draw from ``numpy.random.default_rng(seed)`` (``learned_lac``'s model half, ``aps_randomized``'s
   uniforms), one generator per (cell, method, alpha).
-* **Figures.** The conformal study's (``offline.studies.conformal.cell_result``): test coverage, mean set size,
+* **Figures.** The conformal study's (``offline.studies.conformal_cells.cell_result``): test coverage, mean set size,
   coverage within judge-score bins and within human labels (bins with >= 20 test items count), width-error
   Spearman; valid coverage = test coverage >= 1 - alpha - 0.01.
-* **Default method.** The SummEval study's rule (``offline.studies.conformal.choose_default``) at alpha = 0.10.
+* **Default method.** The SummEval study's rule (``offline.studies.conformal_cells.choose_default``) at alpha = 0.10.
 * **Too little data.** A cell needs >= 2 fit items (learned methods split them) and >= 1 test item; otherwise
   it is skipped with the reason in ``skipped`` and nothing is exported for it.
 """
@@ -52,19 +52,10 @@ from calibration.conformal import (
 )
 from offline.data.frank import FrankItem
 from offline.jsonfile import write_json
-from offline.studies.conformal import (
-    ALPHAS,
-    COVERAGE_SLACK,
-    HEADLINE_ALPHA,
-    N_LABELS,
-    CellResult,
-    DefaultChoice,
-    JudgeCriterionData,
-    cell_result,
-    choose_default,
-    methods_for,
-    probability_row,
-)
+from offline.studies.cell_data import N_LABELS, JudgeCriterionData, methods_for, probability_row
+from offline.studies.conformal_cells import cell_result, choose_default
+from offline.studies.conformal_results import CellResult, DefaultChoice
+from offline.studies.conformal_rules import ALPHAS, COVERAGE_SLACK, HEADLINE_ALPHA
 from offline.studies.factuality import calibration_split, faithfulness_target
 from offline.studies.factuality_llm import CRITERION, FactualityAnswer
 

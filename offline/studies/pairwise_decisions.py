@@ -38,7 +38,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-import msgspec
 import numpy as np
 
 from artifact.pairwise import FORMAT_VERSION, PairwiseArtifact, PairwiseEntry
@@ -60,24 +59,19 @@ from calibration.pairwise_decision import (
 from offline.data.arena_ppr import ArenaPPR, load_arena_ppr
 from offline.data.pairwise import pair_item_id, presented
 from offline.data.vicuna80 import Vicuna80, load_vicuna80
-from offline.jsonfile import write_json
+from offline.studies.pairwise_decisions_results import DecisionRow, PairwiseDecisionSummary, SimulationRow
 
 __all__ = [
     "ALPHAS",
     "DELTA",
     "JSON_FILE",
     "PANEL",
-    "DecisionRow",
     "PairTable",
-    "PairwiseDecisionSummary",
-    "SimulationRow",
     "arena_pairs",
     "export_pairwise_artifact",
     "load_tables",
-    "print_lines",
     "run_pairwise_decisions",
     "vicuna80_pairs",
-    "write_pairwise_decisions",
 ]
 
 JSON_FILE = "pairwise_decisions/summary.json"
@@ -107,65 +101,6 @@ class PairTable:
     signals: dict[str, PairSignal]
     group_size_bound: int
     verdicts_per_pair: dict[str, int]  # per source: verdicts behind a pair's signal (median; panel: the sum)
-
-
-class DecisionRow(msgspec.Struct, frozen=True, kw_only=True):
-    """Held-out figures of one (dataset, ties, bound, alpha, source) over the splits."""
-
-    dataset: str
-    source: str
-    ties: str
-    bound: str
-    alpha: float
-    delta: float
-    n_splits: int
-    accept_share: float
-    accept_share_min: float
-    accept_share_max: float
-    agreement: float | None  # pooled over splits: agreeing / accepted held-out (counted) pairs
-    agreement_mean: float | None  # mean over splits that accepted a counted pair
-    n_splits_error_above_alpha: int
-    n_splits_nothing_accepted: int
-    thresholds: dict[str, int]  # threshold ("none" = nothing certified) -> splits
-    # Uncertified reference on the same held-out pairs: accept every pair with a preferred side.
-    all_decisive_accept_share: float
-    all_decisive_agreement: float | None
-    n_test_pairs_mean: float
-
-
-class SimulationRow(msgspec.Struct, frozen=True, kw_only=True):
-    """Group-resampling check of one bound: share of draws whose certified threshold breaks alpha."""
-
-    dataset: str
-    source: str
-    ties: str
-    bound: str
-    alpha: float
-    delta: float
-    n_draws: int
-    n_groups_per_draw: int
-    failures: int
-    failure_rate: float
-    mc_se: float
-    within_delta: bool  # failure_rate <= delta + 2 mc_se
-    accept_share_mean: float
-
-
-class PairwiseDecisionSummary(msgspec.Struct, frozen=True, kw_only=True):
-    """Everything the study reports; written as ``pairwise_decisions/summary.json``."""
-
-    rules: dict[str, str]
-    seed: int
-    split_seeds: list[list[int]]
-    n_splits: int
-    cal_fraction: float
-    delta: float
-    alphas: list[float]
-    levels: list[float]
-    datasets: dict[str, dict[str, Any]]
-    rows: list[DecisionRow]
-    simulation: list[SimulationRow]
-    done_when: dict[str, Any]
 
 
 RULES = {
@@ -418,86 +353,9 @@ def run_pairwise_decisions(
         datasets=datasets, rows=rows, simulation=simulation, done_when=_done_when(rows))
 
 
-def _figure(summary: PairwiseDecisionSummary, path: Path) -> Path:
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    names = list(summary.datasets)
-    figure = Figure(figsize=(5.2 * len(names), 4.4))
-    for k, name in enumerate(names):
-        ax = figure.add_subplot(1, len(names), k + 1)
-        for k_source, source in enumerate(summary.datasets[name]["sources"]):
-            color = f"C{k_source}"
-            for bound, marker in (("group_betting", "o"), ("pair_binomial", "x")):
-                pts = [r for r in summary.rows if r.dataset == name and r.source == source and r.bound == bound
-                       and r.ties == "exclude" and r.agreement is not None]
-                if pts:
-                    agreement = [r.agreement for r in pts if r.agreement is not None]  # pts hold no None
-                    ax.plot([r.accept_share for r in pts], agreement, marker=marker, color=color,
-                            linestyle="-" if bound == "group_betting" else ":",
-                            label=f"{source} ({'group bound' if bound == 'group_betting' else 'pair CP'})")
-                    for r in pts:
-                        ax.annotate(f"{r.alpha:g}", (r.accept_share, r.agreement), fontsize=6, color=color,
-                                    xytext=(3, 3), textcoords="offset points")
-        for alpha in summary.alphas:
-            ax.axhline(1 - alpha, color="grey", linewidth=0.6, linestyle="--")
-        ax.set_xlim(0, 1)
-        ax.set_ylim(0.5, 1.0)
-        ax.set_xlabel("accept share (held-out)")
-        ax.set_ylabel("human agreement among accepted")
-        ax.set_title(f"{name}: held-out, {summary.n_splits} splits; points labelled by alpha (dashed: 1 - alpha)",
-                     fontsize=9)
-        ax.legend(fontsize=6, loc="lower left")
-    figure.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    FigureCanvasAgg(figure)
-    figure.savefig(path, dpi=110, format="png")
-    return path
-
-
-def write_pairwise_decisions(summary: PairwiseDecisionSummary, out: Path) -> list[Path]:
-    """``<out>/pairwise_decisions/summary.json`` (indented) and the accept-vs-agreement PNG."""
-    return [write_json(summary, out / JSON_FILE), _figure(summary, out / FIGURE_FILE)]
-
-
 def load_tables(data_dir: Path) -> list[PairTable]:
     """Both datasets' pair tables from the data directory (DataError when a folder or file is missing or bad)."""
     return [vicuna80_pairs(load_vicuna80(data_dir)), arena_pairs(load_arena_ppr(data_dir))]
-
-
-def _pct(value: float | None) -> str:
-    return "   -  " if value is None else f"{value:6.3f}"
-
-
-def print_lines(summary: PairwiseDecisionSummary) -> list[str]:
-    """The console table: accept share / agreement among accepted per dataset, source and alpha, both bounds
-    (ties excluded), then the validity simulation and the done-when check."""
-    lines = [f"held-out accept share / human agreement among accepted ({summary.n_splits} splits by group, "
-             f"delta {summary.delta}, human ties excluded)"]
-    header = "".join(f"   alpha {a:.2f} pair CP    alpha {a:.2f} group  " for a in summary.alphas)
-    for name, info in summary.datasets.items():
-        lines.append(f"{name:26s}{header}")
-        for source in info["sources"]:
-            cells = []
-            for alpha in summary.alphas:
-                for bound in BOUNDS[::-1]:
-                    r = next(r for r in summary.rows if r.dataset == name and r.source == source and r.alpha == alpha
-                             and r.bound == bound and r.ties == "exclude")
-                    cells.append(f" {r.accept_share:6.3f} / {_pct(r.agreement)}")
-            lines.append(f"{source:26s}" + "  ".join(cells))
-    for bound in BOUNDS:
-        sims = [r for r in summary.simulation if r.bound == bound]
-        if sims:
-            worst = max(sims, key=lambda r: r.failure_rate)
-            lines.append(f"validity ({bound}): {sum(r.within_delta for r in sims)} of {len(sims)} cells fail in <= "
-                         f"delta + 2 MC se of draws; worst {worst.failure_rate:.3f} ({worst.dataset} {worst.source} "
-                         f"{worst.ties} alpha {worst.alpha})")
-    for bound in BOUNDS:
-        d = summary.done_when.get(bound)
-        if d:
-            lines.append(f"done-when (Vicuna80 panel, alpha 0.20, {bound}): accept {d['accept_share']:.3f}, "
-                         f"agreement {_pct(d['agreement']).strip()} -> {'met' if d['met'] else 'not met'}")
-    return lines
 
 
 def export_pairwise_artifact(tables: Sequence[PairTable], *, delta: float = DELTA, alphas: Sequence[float] = ALPHAS,

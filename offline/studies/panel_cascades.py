@@ -44,7 +44,7 @@ from calibration.panels import panel_kind_data
 from calibration.selection import qualifies
 from offline.jsonfile import write_json
 from offline.studies.cascades import MAX_CALLS, SIZE_MARGIN, routing_split
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panels import EXPORTED_PANEL, member_kind_data, panel_cells
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
 

@@ -37,7 +37,7 @@ from calibration.panel_nested import Contender, NestedEstimate, fixed_recipes, m
 from calibration.panels import panel_kind_data
 from calibration.selection import MethodEvidence, qualifies
 from offline.jsonfile import write_json
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panels import EXPORTED_PANEL, PanelCell, member_kind_data, panel_cells
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
 

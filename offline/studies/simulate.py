@@ -11,7 +11,7 @@ The stochastic judge, stated once:
 * **One comparison.** Draw a score for each of the two summaries independently from their distributions; the
   higher score wins; equal scores give a "tie" verdict (not a coin flip). The judge has no position preference.
 * **Subset (the paper's default).** ``n_documents`` = 30 documents x 8 systems, ``repetitions`` k = 3, both
-  presentation orders. Systems: :data:`offline.collect.PAPER_SYSTEMS` when the judge scored all of them;
+  presentation orders. Systems: :data:`offline.collect_targets.PAPER_SYSTEMS` when the judge scored all of them;
   otherwise (the text judges scored only SummEval's 12 abstractive systems) the systems the judge scored, in
   SummEval's per-document order, at positions ``round(linspace(0, m - 1, 8))``. Documents: the first 30 in file
   order where the judge scored every chosen system on every criterion.
@@ -30,10 +30,10 @@ import msgspec
 import numpy as np
 
 from calibration.tournament import Outcome
-from offline.collect import PAPER_N_DOCUMENTS, PAPER_SYSTEMS
+from offline.collect_targets import PAPER_N_DOCUMENTS, PAPER_SYSTEMS
 from offline.data.pairwise import canonical_pair
 from offline.data.summeval import CRITERIA, SummEvalItem
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.position_bias import PairwiseAnswer
 
 __all__ = [

@@ -25,7 +25,7 @@ from artifact.kinds import DEFAULT_DELTA as KIND_ARTIFACT_DELTA
 from calibration.kind_fit import HeldoutFigures, KindData, KindFit, ProcedureFigures, cell_kind_data, fit_kind
 from calibration.selection import SELECTION_RULE, MethodEvidence
 from offline.jsonfile import write_json
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 
 __all__ = [
     "ALPHA_GRID",

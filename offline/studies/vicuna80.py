@@ -29,7 +29,6 @@ import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import TypedDict
 
 import msgspec
 import numpy as np
@@ -58,6 +57,18 @@ from offline.ingest import (
 )
 from offline.jsonfile import write_json
 from offline.store import AnswerStore
+from offline.studies.vicuna80_results import (
+    BestMethod,
+    MfasVersusCopeland,
+    QuestionRankings,
+    Spread,
+    Vicuna80Input,
+    Vicuna80ParseRow,
+    Vicuna80PositionRow,
+    Vicuna80RankingRow,
+    Vicuna80Row,
+    Vicuna80Summary,
+)
 
 __all__ = [
     "AGGREGATIONS",
@@ -65,13 +76,6 @@ __all__ = [
     "JSON_FILE",
     "PANEL",
     "RANKING_METHODS",
-    "QuestionRankings",
-    "Vicuna80Input",
-    "Vicuna80ParseRow",
-    "Vicuna80PositionRow",
-    "Vicuna80RankingRow",
-    "Vicuna80Row",
-    "Vicuna80Summary",
     "Vicuna80Verdict",
     "aggregate",
     "run_vicuna80_study",
@@ -117,133 +121,6 @@ class Vicuna80Verdict(msgspec.Struct, frozen=True, kw_only=True):
     repetition: int = 0
 
 
-class Vicuna80Row(msgspec.Struct, frozen=True, kw_only=True):
-    """rho(x) over the questions of one source under one aggregation."""
-
-    judge: str
-    aggregation: str
-    mean: float
-    median: float
-    max: float
-    share_with_cycle: float
-    n_with_cycle: int
-    n_cycles: int
-    n_inputs: int
-    n_tied_pairs: int
-    n_missing_pairs: int
-    n_verdicts: int
-
-
-class Vicuna80Input(msgspec.Struct, frozen=True, kw_only=True):
-    """One question's tournament of one source under one aggregation."""
-
-    judge: str
-    aggregation: str
-    item_id: str
-    violation_rate: float
-    n_cycles: int
-    cycles: list[list[str]]
-    n_tied_pairs: int
-    n_missing_pairs: int
-
-
-class QuestionRankings(msgspec.Struct, frozen=True, kw_only=True):
-    """The five rankings (best first) of one question's ``both_orders`` tournament of one source."""
-
-    judge: str
-    item_id: str
-    orders: dict[str, list[str]]
-
-
-class BestMethod(TypedDict):
-    """Per human reference: the ranking method with the highest mean per-question tau over the judges."""
-
-    method: str | None
-    mean_tau_over_judges: dict[str, float | None]
-
-
-class MfasVersusCopeland(TypedDict):
-    """Per human reference: exact MFAS minus Copeland mean tau per source, and who is better."""
-
-    ilp_minus_copeland: dict[str, float]
-    ilp_better: list[str]
-    copeland_better: list[str]
-    equal: list[str]
-
-
-class _Spread(TypedDict):
-    mean_tau: float | None
-    std_tau: float | None
-    q25: float | None
-    median_tau: float | None
-    q75: float | None
-
-
-class Vicuna80RankingRow(msgspec.Struct, frozen=True, kw_only=True):
-    """Kendall tau-b of one source's ranking method against the human reference (per question or pooled)."""
-
-    judge: str
-    method: str
-    reference: str
-    scope: str  # "per_question" | "pooled"
-    mean_tau: float | None
-    std_tau: float | None
-    q25: float | None
-    median_tau: float | None
-    q75: float | None
-    n_questions: int
-    n_undefined: int
-    order: list[str] = []  # pooled only
-    human_order: list[str] = []  # pooled only
-
-
-class Vicuna80PositionRow(msgspec.Struct, frozen=True, kw_only=True):
-    """Position bias of one judge over all questions."""
-
-    judge: str
-    consistency: float | None
-    n_pairs_both_orders: int
-    n_consistent: int
-    first_win_rate: float | None
-    tie_rate: float | None
-    n_verdicts: int
-
-
-class Vicuna80ParseRow(msgspec.Struct, frozen=True, kw_only=True):
-    """How one judge's verdicts were read: parsed replies, recorded labels used, agreement with the label."""
-
-    judge: str
-    n_rows: int
-    n_parsed: int
-    n_from_label: int
-    parse_rate: float
-    agreement_with_label: float | None
-    rules: dict[str, int]
-
-
-class Vicuna80Summary(msgspec.Struct, frozen=True, kw_only=True):
-    """Everything the study reports; written as ``transitivity/vicuna80.json``."""
-
-    label: str
-    source: str
-    rules: dict[str, str]
-    random_baseline: float
-    judges: list[str]
-    assistants: list[str]
-    n_questions: int
-    n_human_votes: int
-    human_votes_left_out: dict[str, int]  # per assistant no item answers: votes naming it
-    n_human_votes_left_out: int
-    rows: list[Vicuna80Row]
-    rankings: list[Vicuna80RankingRow]
-    position_bias: list[Vicuna80PositionRow]
-    parse: list[Vicuna80ParseRow]
-    best_method: dict[str, BestMethod]
-    mfas_vs_copeland: dict[str, MfasVersusCopeland]
-    inputs: list[Vicuna80Input]
-    question_rankings: list[QuestionRankings]
-
-
 def verdicts_from_store(store: AnswerStore, judges: Iterable[str] | None = None
                         ) -> tuple[list[Vicuna80Verdict], dict[str, Counter[str]]]:
     """The stored Vicuna80 verdicts as shown (store key order) and, per judge, the count of each parse rule;
@@ -287,7 +164,7 @@ def _tau(scores: dict[str, float], reference: dict[str, float], candidates: Sequ
     return kendall_tau_b_statistic([scores[c] for c in candidates], [reference[c] for c in candidates])
 
 
-def _spread(values: list[float | None]) -> _Spread:
+def _spread(values: list[float | None]) -> Spread:
     defined = [v for v in values if v is not None]
     if not defined:
         return {"mean_tau": None, "std_tau": None, "q25": None, "median_tau": None, "q75": None}

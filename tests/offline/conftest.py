@@ -18,7 +18,7 @@ import pytest
 
 from offline.ingest import ingest_recorded
 from offline.store import AnswerStore
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store
 from offline.validate import recorded_datasets
 

@@ -16,7 +16,7 @@ from calibration.conformal import METHODS
 from calibration.panels import is_panel_family
 from offline.cli import main
 from offline.report.index import NO_LLM_FACTUALITY
-from offline.studies.conformal import SCORE_ONLY_METHODS
+from offline.studies.cell_data import SCORE_ONLY_METHODS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

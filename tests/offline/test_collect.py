@@ -19,20 +19,13 @@ import pytest
 
 from judges.client import JudgeClient
 from judges.errors import JudgeCallError, JudgeReplyError
-from offline.collect import (
-    PAPER_SYSTEMS,
-    TargetItem,
-    collect,
-    default_subset,
-    frank_targets,
-    run_keys,
-    targets,
-    verdict_record,
-)
+from offline.answer_records import AnswerKey, AnswerRecord
+from offline.collect import collect, run_keys, verdict_record
+from offline.collect_targets import PAPER_SYSTEMS, TargetItem, default_subset, frank_targets, targets
 from offline.data.frank import load_frank
 from offline.data.pairwise import presented
 from offline.data.summeval import SummEval, load_summeval
-from offline.store import AnswerKey, AnswerRecord, AnswerStore
+from offline.store import AnswerStore
 
 
 @pytest.fixture(scope="module")

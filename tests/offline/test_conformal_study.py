@@ -11,15 +11,15 @@ from scipy import stats as scipy_stats
 
 from calibration.conformal import METHODS, coverage_by_group, fit_conformal, predict_sets, repeated_splits
 from offline.report import write_summary
-from offline.studies.conformal import (
+from offline.studies.cell_data import SCORE_ONLY_METHODS
+from offline.studies.conformal import run_conformal_study
+from offline.studies.conformal_rules import (
     ALPHAS,
     BIN_SLACK,
     COVERAGE_SLACK,
     HEADLINE_ALPHA,
     MIN_BIN_ITEMS,
     PAPER_METHOD,
-    SCORE_ONLY_METHODS,
-    run_conformal_study,
 )
 
 SEED = 0

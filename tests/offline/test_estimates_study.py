@@ -9,19 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offline.cli import build_parser, main
+from offline.cli import main
+from offline.commands.parser import build_parser
 from offline.studies.estimates import (
     ARENA_MODELS,
     EstimatesStudy,
     MeanCell,
     load_arena,
-    markdown,
     run_arena_study,
     run_summeval_study,
     summeval_cells,
-    summeval_gains,
-    write_estimates_study,
 )
+from offline.studies.estimates_report import markdown, summeval_gains, write_estimates_study
 
 
 @pytest.fixture(scope="module")

@@ -28,11 +28,12 @@ from calibration.conformal import METHODS, prediction_set
 from judges.factuality import QAFactuality, judge_score_from_qa, normalize_answer
 from judges.untrusted import neutralise
 from offline.cli import main
-from offline.collect import frank_targets
+from offline.collect_targets import frank_targets
 from offline.data.frank import CATEGORY_COLUMNS, Frank, load_frank
 from offline.pipeline import FactualityResult, calibrate_factuality
 from offline.store import AnswerStore
-from offline.studies.conformal import ALPHAS, SCORE_ONLY_METHODS
+from offline.studies.cell_data import SCORE_ONLY_METHODS
+from offline.studies.conformal_rules import ALPHAS
 from offline.studies.factuality import faithfulness_target
 from service.config.settings import Settings
 from service.http.app import create_app

@@ -15,16 +15,17 @@ from scipy import stats as scipy_stats
 from judges.client import JudgeClient
 from judges.sentence_check import split_sentences
 from judges.sentence_parse import parse_sentence_verdicts
-from offline.collect import collect, frank_targets
+from offline.answer_records import AnswerRecord
+from offline.collect import collect
+from offline.collect_targets import frank_targets
 from offline.data.errors import DataError
 from offline.data.finesure import FINESURE_DIR, RecordedFactCheck, load_finesure
 from offline.data.frank import Frank, load_frank
 from offline.report import build_report
-from offline.store import AnswerRecord, AnswerStore
+from offline.store import AnswerStore
 from offline.studies.factuality_sentences import (
     JSON_FILE,
     MARKDOWN_FILE,
-    SentenceStudySummary,
     ingest_sentences,
     item_score,
     judge_score_of,
@@ -32,9 +33,10 @@ from offline.studies.factuality_sentences import (
     sentence_answers_from_store,
     sentence_validity,
     without_prompt_family,
-    write_sentence_study,
     write_sentence_validity,
 )
+from offline.studies.factuality_sentences_report import write_sentence_study
+from offline.studies.factuality_sentences_results import SentenceStudySummary
 from offline.studies.faithfulness import faithfulness_data, run_faithfulness_study
 from tests.fakes.judge_server import JudgeServer
 

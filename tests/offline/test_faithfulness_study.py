@@ -12,11 +12,14 @@ import pytest
 
 from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS, evaluate_sets, predict_sets
+from offline.answer_records import AnswerRecord
 from offline.data.frank import Frank, FrankDataError, load_frank
 from offline.pipeline import calibrate_factuality
 from offline.report.index import NO_LLM_FACTUALITY
-from offline.store import AnswerRecord, AnswerStore
-from offline.studies.conformal import ALPHAS, SCORE_ONLY_METHODS, choose_default
+from offline.store import AnswerStore
+from offline.studies.cell_data import SCORE_ONLY_METHODS
+from offline.studies.conformal_cells import choose_default
+from offline.studies.conformal_rules import ALPHAS
 from offline.studies.factuality import faithfulness_target
 from offline.studies.factuality_llm import FactualityAnswer, factuality_answers_from_store
 from offline.studies.faithfulness import faithfulness_data, run_faithfulness_study

@@ -23,7 +23,7 @@ from offline.ingest import ingest_recorded
 from offline.pipeline import ingest_summary
 from offline.report.index import unusable_judges
 from offline.store import AnswerStore
-from offline.studies.conformal import cell_data_from_store
+from offline.studies.cell_data import cell_data_from_store
 from offline.studies.validity import kind_data, run_validity_study
 from service.config.settings import Settings
 from service.http.app import create_app

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panel_cascades import MAX_CALLS, SIZE_MARGIN, WIDTHS, run_rule_cascades, write_rule_cascades
 from tests.offline.test_panels_study import datasets  # noqa: F401  (the synthetic judges fixture)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offline.studies.conformal import JudgeCriterionData
+from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panel_nested import LOG_FLOOR, contenders, run_nested_study, write_nested_study
 from offline.studies.panels import member_kind_data, panel_cells
 from tests.offline.test_panels_study import datasets  # noqa: F401  (the synthetic judges fixture)

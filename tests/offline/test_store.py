@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from offline.store import AnswerKey, AnswerRecord, AnswerStore, StoreError, aligned_direct
+from offline.answer_records import AnswerKey, AnswerRecord, StoreError
+from offline.store import AnswerStore, aligned_direct
 
 
 def _record(item_id: str = "d1/M1", **values: object) -> AnswerRecord:

@@ -13,21 +13,15 @@ import msgspec
 import pytest
 
 from judges.parse_choice import parse_choice
+from offline.answer_records import AnswerRecord
 from offline.data.errors import DataError
 from offline.data.vicuna80 import load_vicuna80
 from offline.ingest import ingest_vicuna80
 from offline.report import build_report, write_summary
 from offline.report.vicuna80 import vicuna80_section, vicuna80_tables
-from offline.store import AnswerRecord, AnswerStore
+from offline.store import AnswerStore
 from offline.studies.position_bias import PositionBiasSummary, pairwise_answers_from_store
-from offline.studies.vicuna80 import (
-    AGGREGATIONS,
-    HUMAN,
-    JSON_FILE,
-    PANEL,
-    verdicts_from_store,
-    write_vicuna80_study,
-)
+from offline.studies.vicuna80 import AGGREGATIONS, HUMAN, JSON_FILE, PANEL, verdicts_from_store, write_vicuna80_study
 from tests.vicuna80_study import vicuna80_study
 
 JUDGES = ("bard", "claude-v1", "gpt-3.5-turbo", "gpt-4", "vicuna-13b")
@@ -274,6 +268,6 @@ def test_bad_human_rows_stop_the_run_and_outside_assistants_are_counted(tmp_path
 
 def test_the_summary_round_trips(study) -> None:
     _, _, _, summary = study
-    from offline.studies.vicuna80 import Vicuna80Summary
+    from offline.studies.vicuna80_results import Vicuna80Summary
 
     assert msgspec.json.decode(msgspec.json.encode(summary), type=Vicuna80Summary) == summary

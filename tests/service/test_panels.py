@@ -23,7 +23,7 @@ from calibration.conformal import prediction_set
 from calibration.kind_fit import fit_kind
 from calibration.panels import expected_scores, panel_family, panel_kind_data, panel_means
 from calibration.verdicts import kind_inputs
-from offline.studies.conformal import probability_row
+from offline.studies.cell_data import probability_row
 from service.config.settings import Settings
 from service.judging.groups import PanelConfigError, load_panels
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs

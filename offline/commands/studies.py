@@ -1,0 +1,215 @@
+"""The subcommands that run one study each: panels, cascades, certified decisions (direct and pairwise), estimates."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from offline.data.errors import DataError
+from offline.data.paths import resolve_data_dir
+
+__all__ = [
+    "run_cascades",
+    "run_decisions",
+    "run_estimates",
+    "run_pairwise_decisions",
+    "run_panels",
+    "run_panels_cascades",
+    "run_panels_nested",
+]
+
+
+def run_panels(args: argparse.Namespace, log: Any) -> int:
+    """``python -m offline panels``: every panel of 2-6 recorded judges against its best member."""
+    from tqdm import tqdm
+
+    from offline.studies.panels import headline, run_panel_study
+    from offline.studies.panels_report import gap_table, write_panel_study
+    from offline.validate import recorded_datasets
+
+    if args.splits < 2 or not 0 < args.alpha < 1 or args.max_size < 2:
+        raise DataError(None, None, "--splits must be >= 2, --alpha in (0, 1), --max-size >= 2")
+    data_dir = resolve_data_dir(args.data_dir)
+    study = run_panel_study(recorded_datasets(data_dir), alpha=args.alpha, n_splits=args.splits, seed=args.seed,
+                            max_size=args.max_size,
+                            progress=None if args.no_progress else (lambda t: tqdm(t, desc="panels", leave=False)))
+    paths = write_panel_study(study, args.out)
+    log.info("panels finished", rows=len(study.rows), out=str(args.out))
+    for row in headline(study):
+        print(f"{row.criterion:12s} served coverage {row.served_coverage:.3f}  set size {row.served_set_size:.2f}  "
+              f"best member {row.best_member} {row.best_member_set_size:.2f}  ratio {row.ratio_to_best_member:.3f}")
+    if study.gap:
+        print("ratio to the best member (same items), one validity rule at a time:")
+        for line in gap_table(study):
+            print(line)
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def run_panels_nested(args: argparse.Namespace, log: Any) -> int:
+    """``python -m offline panels-nested``: the issue's panel against its members, nested."""
+    from tqdm import tqdm
+
+    from offline.studies.panel_nested import run_nested_study, write_nested_study
+    from offline.validate import recorded_datasets
+
+    if args.splits < 1 or args.repeats < 1 or not 0 < args.alpha < 1 or not 0 < args.cal_fraction < 1:
+        raise DataError(None, None, "--splits and --repeats must be >= 1, --alpha and --cal-fraction in (0, 1)")
+    study = run_nested_study(recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha,
+                             outer_seeds=args.seeds, n_splits=args.splits, repeats=args.repeats,
+                             cal_fraction=args.cal_fraction,
+                             progress=None if args.no_progress else (lambda t: tqdm(t, desc="nested", leave=False)))
+    paths = write_nested_study(study, args.out)
+    log.info("panels-nested finished", rows=len(study.rows), out=str(args.out))
+    for row in study.rows:
+        p = row.panel
+        print(f"{row.menu:4s} {row.criterion:12s} panel {p.set_size:.2f} (coverage {p.coverage:.3f}, min label "
+              f"{p.min_label_coverage:.3f}, rule {'met' if p.meets_rule else 'not met'})  best member "
+              f"{row.best_member} {min(m.set_size for m in row.members):.2f}  ratio {row.ratio:.3f}")
+    for menu in dict.fromkeys(r.menu for r in study.rows):
+        rows = [r for r in study.rows if r.menu == menu]
+        valid = [r.ratio_to_valid for r in rows if r.ratio_to_valid is not None]
+        bounds = [r.panel_bound_ratio for r in rows if r.panel_bound_ratio is not None]
+        print(f"{menu:4s} mean ratio {sum(r.ratio for r in rows) / len(rows):.3f}"
+              + (f"; vs members meeting the rule {sum(valid) / len(valid):.3f}" if len(valid) == len(rows) else "")
+              + (f"; panel's after-the-fact bound / best member {sum(bounds) / len(bounds):.3f}"
+                 if len(bounds) == len(rows) else ""))
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def run_panels_cascades(args: argparse.Namespace, log: Any) -> int:
+    """``python -m offline panels-cascades``: two-judge cascades of the panel members."""
+    from tqdm import tqdm
+
+    from offline.studies.panel_cascades import run_rule_cascades, write_rule_cascades
+    from offline.validate import recorded_datasets
+
+    if args.splits < 1 or args.repeats < 1 or not 0 < args.alpha < 1:
+        raise DataError(None, None, "--splits and --repeats must be >= 1 and --alpha in (0, 1)")
+    study = run_rule_cascades(recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha,
+                              n_splits=args.splits, seed=args.seed, repeats=args.repeats,
+                              progress=None if args.no_progress else (lambda t: tqdm(t, desc="cascades", leave=False)))
+    paths = write_rule_cascades(study, args.out)
+    met = sum(bool(g["met"]) for g in study.goal)
+    used = sum(bool(g["met"]) and bool(g["judge_2_used"]) for g in study.goal)
+    log.info("panels-cascades finished", points=len(study.points), met=met)
+    print(f"goal met:    {met} of {len(study.goal)} (pair, criterion); judge 2 asked in {used} of them")
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def run_cascades(args: argparse.Namespace, log: Any) -> int:
+    """``python -m offline cascades``: the two-judge cascade study."""
+    from tqdm import tqdm
+
+    from offline.studies.cascades import run_cascade_study, write_cascade_study
+    from offline.validate import recorded_datasets
+
+    if args.splits < 2 or not 0 < args.alpha < 1:
+        raise DataError(None, None, "--splits must be >= 2 and --alpha in (0, 1)")
+    study = run_cascade_study(recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha,
+                              n_splits=args.splits, seed=args.seed,
+                              progress=None if args.no_progress else (lambda t: tqdm(t, desc="cascades", leave=False)))
+    paths = write_cascade_study(study, args.out)
+    met = sum(bool(g["met"]) for g in study.goal)
+    log.info("cascades finished", points=len(study.points), met=met, checked=len(study.goal))
+    print(f"goal met:    {met} of {len(study.goal)} (pair, criterion)")
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def run_decisions(args: argparse.Namespace, log: Any) -> int:
+    """``python -m offline decisions``: the certified-decisions study, its decision rules or its docs."""
+    from tqdm import tqdm
+
+    from offline.studies.decisions import export_rules, run_decision_study
+    from offline.studies.decisions_report import write_decision_study
+    from offline.validate import recorded_datasets
+
+    if args.splits < 1:
+        raise DataError(None, None, "--splits must be >= 1")
+    if args.docs is not None:
+        from offline.studies.decisions_docs import write_docs
+
+        for path in write_docs(args.out, args.docs):
+            print(f"written:     {path}")
+        return 0
+    datasets = recorded_datasets(resolve_data_dir(args.data_dir))
+    bar = None if args.no_progress else (lambda t: tqdm(t, desc="decisions", leave=False))
+    if args.write_rules is not None:
+        from offline.export import replace_decision_rules
+
+        rules = replace_decision_rules(args.write_rules, export_rules(datasets, seed=args.seed, progress=bar))
+        log.info("decision rules written", artifact=str(args.write_rules), rules=rules)
+        print(f"written:     {args.write_rules} ({rules} decision rules)")
+        return 0
+    study = run_decision_study(datasets, n_splits=args.splits, seed=args.seed, progress=bar)
+    paths = write_decision_study(study, datasets, args.out)
+    log.info("decisions finished", rows=len(study.rows), out=str(args.out))
+    for h in study.headlines:
+        if h.cal_fraction == 0.5 and h.accept_alpha in (0.05, 0.1, 0.2):
+            print(f"{h.bound:22s} tol {h.tolerance} alpha {h.accept_alpha:.2f}: accept share log-prob "
+                  f"{h.logprob_mean_accept_share:.3f}, all {h.all_mean_accept_share:.3f}; mean error <= alpha in "
+                  f"{h.cells_mean_error_ok}/{h.n_cells}, share_ok >= 0.95 in {h.cells_share_ok}/{h.n_cells}")
+    for bound in dict.fromkeys(r.bound for r in study.resampling):
+        rows = [r for r in study.resampling if r.bound == bound]
+        print(f"{bound:22s} document resampling: worst failure rate {max(r.failure_rate for r in rows):.3f} "
+              f"(limit {rows[0].mc_limit:.3f}) over {len(rows)} (cell, alpha)")
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def run_pairwise_decisions(args: argparse.Namespace, log: Any) -> int:
+    """``python -m offline pairwise-decisions``: the pairwise certified-decisions study."""
+    from tqdm import tqdm
+
+    from offline.studies.pairwise_decisions import export_pairwise_artifact, load_tables, run_pairwise_decisions
+    from offline.studies.pairwise_decisions_report import print_lines, write_pairwise_decisions
+
+    if args.splits < 1 or args.draws < 0 or not 0 < args.delta < 1:
+        raise DataError(None, None, "--splits must be >= 1, --draws >= 0 and --delta in (0, 1)")
+    tables = load_tables(resolve_data_dir(args.data_dir))
+    study = run_pairwise_decisions(
+        tables, n_splits=args.splits, seed=args.seed, delta=args.delta,
+        n_draws=args.draws,
+        progress=(lambda t: t) if args.no_progress else (lambda t: tqdm(list(t), desc="pairwise", leave=False)))
+    paths = write_pairwise_decisions(study, args.out)
+    if args.export is not None:
+        from artifact.pairwise import encode_pairwise_artifact
+
+        args.export.parent.mkdir(parents=True, exist_ok=True)
+        args.export.write_bytes(encode_pairwise_artifact(export_pairwise_artifact(tables, delta=args.delta)))
+        paths.append(args.export)
+    log.info("pairwise-decisions finished", rows=len(study.rows), out=str(args.out))
+    for line in print_lines(study):
+        print(line)
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def run_estimates(args: argparse.Namespace, log: Any) -> int:
+    """``python -m offline estimates``: system means and rank sets with valid intervals."""
+    from tqdm import tqdm
+
+    from offline.studies.estimates import run_estimates_study
+    from offline.studies.estimates_report import write_estimates_study
+
+    if min(args.resamples, args.iterations) < 1 or args.betting_resamples < 0:
+        raise DataError(None, None, "--resamples and --iterations must be >= 1, --betting-resamples >= 0")
+    parts = ("summeval", "arena") if args.part == "all" else (args.part,)
+    study = run_estimates_study(resolve_data_dir(args.data_dir), parts=parts, resamples=args.resamples,
+                                betting_resamples=args.betting_resamples, iterations=args.iterations, seed=args.seed,
+                                progress=None if args.no_progress else
+                                (lambda desc: (lambda t: tqdm(t, desc=desc, leave=False))))
+    paths = write_estimates_study(study, args.out)
+    log.info("estimates finished", summeval_rows=len(study.summeval), arena_rows=len(study.arena))
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
