@@ -71,6 +71,7 @@ bench: install
 ## artifact/; configuration in pyproject.toml).
 lint: install
 	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
 	$(BIN)/mypy
 

@@ -54,29 +54,64 @@ def kind_entries(fits: dict[FitKey, KindFit]) -> tuple[list[ThresholdEntry], lis
                 if method != fit.default.method and round(alpha, 9) not in OTHER_METHOD_ALPHAS:
                     continue
                 h = figures[(method, round(alpha, 9))]
-                entries.append(ThresholdEntry(
-                    judge=judge, prompt_family=family, criterion=criterion, method=method, alpha=float(alpha),
-                    fitted=fitted, input_kind=kind, heldout_coverage=h.coverage, heldout_coverage_std=h.coverage_std,
-                    heldout_coverage_p5=h.coverage_p5, heldout_set_size=h.set_size, n_splits=h.n_splits,
-                    min_bin_coverage=h.min_bin_coverage, min_label_coverage=h.min_label_coverage,
-                    empty_share=h.empty_share, non_interval_share=h.non_interval_share, accept_share=h.accept_share,
-                    review_share=h.review_share, escalate_share=h.escalate_share, accept_accuracy=h.accept_accuracy,
-                ))
-        defaults.append(DefaultMethod(judge=judge, prompt_family=family, criterion=criterion,
-                                      method=fit.default.method, reason=fit.default.reason, input_kind=kind))
+                entries.append(
+                    ThresholdEntry(
+                        judge=judge,
+                        prompt_family=family,
+                        criterion=criterion,
+                        method=method,
+                        alpha=float(alpha),
+                        fitted=fitted,
+                        input_kind=kind,
+                        heldout_coverage=h.coverage,
+                        heldout_coverage_std=h.coverage_std,
+                        heldout_coverage_p5=h.coverage_p5,
+                        heldout_set_size=h.set_size,
+                        n_splits=h.n_splits,
+                        min_bin_coverage=h.min_bin_coverage,
+                        min_label_coverage=h.min_label_coverage,
+                        empty_share=h.empty_share,
+                        non_interval_share=h.non_interval_share,
+                        accept_share=h.accept_share,
+                        review_share=h.review_share,
+                        escalate_share=h.escalate_share,
+                        accept_accuracy=h.accept_accuracy,
+                    )
+                )
+        defaults.append(
+            DefaultMethod(
+                judge=judge,
+                prompt_family=family,
+                criterion=criterion,
+                method=fit.default.method,
+                reason=fit.default.reason,
+                input_kind=kind,
+            )
+        )
     return entries, defaults
 
 
 def kind_artifact(
-    fits: dict[FitKey, KindFit], *, created_at: str, code_version: str, data_hash: str, source: str,
+    fits: dict[FitKey, KindFit],
+    *,
+    created_at: str,
+    code_version: str,
+    data_hash: str,
+    source: str,
     decision_rules: Sequence[DecisionRule] = (),
 ) -> ThresholdsArtifact:
     """An artifact holding exactly these fits and decision rules (label_scale 1..K of the widest cell)."""
     entries, defaults = kind_entries(fits)
     scale = max((e.fitted.n_labels for e in entries), default=5)
     return ThresholdsArtifact(
-        format_version=FORMAT_VERSION, created_at=created_at, code_version=code_version, data_hash=data_hash,
-        label_scale=list(range(1, scale + 1)), entries=entries, default_methods=defaults, source=source,
+        format_version=FORMAT_VERSION,
+        created_at=created_at,
+        code_version=code_version,
+        data_hash=data_hash,
+        label_scale=list(range(1, scale + 1)),
+        entries=entries,
+        default_methods=defaults,
+        source=source,
         decision_rules=list(decision_rules),
     )
 
@@ -93,6 +128,16 @@ def fit_keys(cells: Sequence[LabelledCell]) -> list[tuple[LabelledCell, KindData
 
 def labelled_rules(cell: LabelledCell) -> list[DecisionRule]:
     """The cell's certified decision rules, one per input kind (module rules)."""
-    return fit_cell_rules(judge=cell.judge, prompt_family=cell.prompt_family, criterion=cell.criterion,
-                          labels=cell.labels, judge_scores=cell.judge_scores, probabilities=cell.probabilities,
-                          means=cell.means, groups=cell.groups, n_labels=cell.n_labels, grid=ARTIFACT_GRID, seed=0)
+    return fit_cell_rules(
+        judge=cell.judge,
+        prompt_family=cell.prompt_family,
+        criterion=cell.criterion,
+        labels=cell.labels,
+        judge_scores=cell.judge_scores,
+        probabilities=cell.probabilities,
+        means=cell.means,
+        groups=cell.groups,
+        n_labels=cell.n_labels,
+        grid=ARTIFACT_GRID,
+        seed=0,
+    )

@@ -173,8 +173,12 @@ def _check_row(row: _Row, source: str, line: int, default_scale: int, require_ve
     if not row.item_id.strip():
         raise LabelsError(source, line, "item_id", "is empty")
     if not CRITERION_PATTERN.match(row.criterion):
-        raise LabelsError(source, line, "criterion", f"{row.criterion!r} is not a name (a letter, then letters, "
-                          "digits, '_' or '-', at most 64)")
+        raise LabelsError(
+            source,
+            line,
+            "criterion",
+            f"{row.criterion!r} is not a name (a letter, then letters, digits, '_' or '-', at most 64)",
+        )
     judge, family = _judge_and_family(row, source, line, require_verdict)
     k = default_scale if row.scale_max is None else row.scale_max
     if not 2 <= k <= MAX_LABELS:
@@ -190,10 +194,21 @@ def _check_row(row: _Row, source: str, line: int, default_scale: int, require_ve
         raise LabelsError(source, line, "group", "is blank")
     group = row.group if row.group is not None else (document if document is not None else row.item_id)
     return LabelRow(
-        source=source, line=line, item_id=row.item_id, criterion=row.criterion, judge=judge,
-        prompt_family=family, n_labels=k, human=float(row.human), label=min(k, round_half_up(row.human)),
-        judge_score=score, probabilities=probabilities, mean_of_samples=row.mean_of_samples, group=group,
-        document=document, summary=summary,
+        source=source,
+        line=line,
+        item_id=row.item_id,
+        criterion=row.criterion,
+        judge=judge,
+        prompt_family=family,
+        n_labels=k,
+        human=float(row.human),
+        label=min(k, round_half_up(row.human)),
+        judge_score=score,
+        probabilities=probabilities,
+        mean_of_samples=row.mean_of_samples,
+        group=group,
+        document=document,
+        summary=summary,
     )
 
 
@@ -214,8 +229,9 @@ def _check_verdict(row: _Row, k: int, source: str, line: int, require_verdict: b
     """A verdict present when required; ``judge_score`` and ``mean_of_samples`` on the scale 1..k."""
     unjudged = row.judge_score is None and row.judge_logprobs is None and row.mean_of_samples is None
     if unjudged and require_verdict:
-        raise LabelsError(source, line, "judge_score", "a verdict is required: judge_score, judge_logprobs or "
-                          "mean_of_samples")
+        raise LabelsError(
+            source, line, "judge_score", "a verdict is required: judge_score, judge_logprobs or mean_of_samples"
+        )
     if row.judge_score is not None and not 1 <= row.judge_score <= k:
         raise LabelsError(source, line, "judge_score", f"{row.judge_score!r} is outside the scale 1..{k}")
     if row.mean_of_samples is not None and not (math.isfinite(row.mean_of_samples) and 1 <= row.mean_of_samples <= k):
@@ -279,13 +295,23 @@ def read_labels(
             key = (row.judge, row.criterion, row.item_id)
             first = seen.setdefault(key, row)
             if first is not row:
-                raise LabelsError(row.source, row.line, "item_id", f"{row.item_id!r} is repeated for judge "
-                                  f"{row.judge!r} and criterion {row.criterion!r} (first at {first.source}:"
-                                  f"{first.line})")
+                raise LabelsError(
+                    row.source,
+                    row.line,
+                    "item_id",
+                    f"{row.item_id!r} is repeated for judge "
+                    f"{row.judge!r} and criterion {row.criterion!r} (first at {first.source}:"
+                    f"{first.line})",
+                )
             scale = scales.setdefault(row.criterion, row)
             if scale.n_labels != row.n_labels:
-                raise LabelsError(row.source, row.line, "scale_max", f"criterion {row.criterion!r} is on the scale "
-                                  f"1..{row.n_labels} here but 1..{scale.n_labels} at {scale.source}:{scale.line}")
+                raise LabelsError(
+                    row.source,
+                    row.line,
+                    "scale_max",
+                    f"criterion {row.criterion!r} is on the scale "
+                    f"1..{row.n_labels} here but 1..{scale.n_labels} at {scale.source}:{scale.line}",
+                )
             rows.append(row)
     return rows
 
@@ -331,7 +357,10 @@ def labelled_cells(rows: Sequence[LabelRow]) -> list[LabelledCell]:
         with_means = all(r.mean_of_samples is not None for r in members)
         cells.append(
             LabelledCell(
-                judge=judge, prompt_family=family, criterion=criterion, n_labels=members[0].n_labels,
+                judge=judge,
+                prompt_family=family,
+                criterion=criterion,
+                n_labels=members[0].n_labels,
                 item_ids=tuple(r.item_id for r in members),
                 labels=np.array([r.label for r in members], dtype=np.int64),
                 judge_scores=np.array([r.judge_score for r in members], dtype=np.int64),

@@ -90,6 +90,7 @@ class PairDecision:
 
 def validate_pairwise_artifact(artifact: PairwiseArtifact, *, source: str = "<artifact>") -> None:
     """Check version, levels and counts; ArtifactError naming ``source`` and the broken rule."""
+
     def bad(problem: str) -> ArtifactError:
         return ArtifactError(f"{source}: {problem}")
 
@@ -169,6 +170,10 @@ def decide_pair(entry: PairwiseEntry | None, wins_a: int, wins_b: int, n: int) -
     """The serving rule (module docstring) for one pair from its verdict counts (ties = n - wins_a - wins_b)."""
     preferred = (wins_a > wins_b) - (wins_a < wins_b)
     confidence = max(wins_a, wins_b) / n if n > 0 and preferred else 0.0
-    ok = entry is not None and entry.threshold is not None and preferred != 0 \
+    ok = (
+        entry is not None
+        and entry.threshold is not None
+        and preferred != 0
         and confidence >= entry.threshold - LEVEL_TOLERANCE
+    )
     return PairDecision(decision="accept" if ok else "abstain", preferred=preferred, confidence=confidence)

@@ -80,8 +80,10 @@ def choose_entry(
     if not kinds:
         carried = ", ".join(verdict_kinds) or "nothing"
         return Uncalibrated(
-            reason=(f"thresholds for judge={cell[0]!r}, prompt_family={cell[1]!r}, criterion={cell[2]!r} were fitted "
-                    f"on {', '.join(calibrated) or 'no'} verdicts; this verdict carries {carried}")
+            reason=(
+                f"thresholds for judge={cell[0]!r}, prompt_family={cell[1]!r}, criterion={cell[2]!r} were fitted "
+                f"on {', '.join(calibrated) or 'no'} verdicts; this verdict carries {carried}"
+            )
         )
     offers: list[tuple[str, str, float]] = []  # (kind, method, level)
     all_levels: set[float] = set()
@@ -95,11 +97,18 @@ def choose_entry(
                 offers.append((kind, name, level))
     if not offers:
         if method is not None and not any(method in index.methods(*cell, kind) for kind in kinds):
-            allowed = sorted({m for kind in kinds for m in index.methods(*cell, kind)},
-                             key=lambda m: index.methods(*cell).index(m))
+            allowed = sorted(
+                {m for kind in kinds for m in index.methods(*cell, kind)}, key=lambda m: index.methods(*cell).index(m)
+            )
             elsewhere = [kind for kind in calibrated if method in index.methods(*cell, kind)]
-            hint = (f" ({method} is calibrated for {' and '.join(elsewhere)} verdicts only: send the judge's "
-                    f"{' or '.join(_WHAT_TO_SEND[k] for k in elsewhere)})") if elsewhere else ""
+            hint = (
+                (
+                    f" ({method} is calibrated for {' and '.join(elsewhere)} verdicts only: send the judge's "
+                    f"{' or '.join(_WHAT_TO_SEND[k] for k in elsewhere)})"
+                )
+                if elsewhere
+                else ""
+            )
             raise MethodRefused(
                 f"method {method!r} is not calibrated for {' or '.join(kinds)} verdicts of judge={cell[0]!r}, "
                 f"prompt_family={cell[1]!r}, criterion={cell[2]!r}{hint}; calibrated: {', '.join(allowed)}",
@@ -122,10 +131,15 @@ def choose_entry(
     if abs(level - alpha) > _TOLERANCE:
         note = f"; alpha={alpha} is not a calibrated level, so the next smaller one ({level}) was used"
     if len(served) > 1:
-        others = ", ".join(f"{k} verdicts -> {n} ({'n/a' if math.isinf(s) else f'{s:.2f}'})"
-                           for s, _, k, n, _, _ in served if k != kind)
-        note += (f"; served from {kind} verdicts with {name} (held-out mean set size "
-                 f"{'n/a' if math.isinf(size) else f'{size:.2f}'}; {others})")
+        others = ", ".join(
+            f"{k} verdicts -> {n} ({'n/a' if math.isinf(s) else f'{s:.2f}'})"
+            for s, _, k, n, _, _ in served
+            if k != kind
+        )
+        note += (
+            f"; served from {kind} verdicts with {name} (held-out mean set size "
+            f"{'n/a' if math.isinf(size) else f'{size:.2f}'}; {others})"
+        )
     return ServedEntry(entry=entry, kind=kind, method=name, alpha=level, note=note)
 
 

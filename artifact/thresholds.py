@@ -149,8 +149,10 @@ def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>
         raise ArtifactError(f"{source}: label_scale {scale} must be 1..K with K >= 2")
     seen: set[EntryKey] = set()
     for position, entry in enumerate(artifact.entries):
-        where = f"{source}: entries[{position}] ({entry.judge}, {entry.prompt_family}, {entry.criterion}, " \
-                f"{entry.method}, alpha={entry.alpha})"
+        where = (
+            f"{source}: entries[{position}] ({entry.judge}, {entry.prompt_family}, {entry.criterion}, "
+            f"{entry.method}, alpha={entry.alpha})"
+        )
         _check_entry(entry, where, len(scale))
         if entry.key in seen:
             raise ArtifactError(f"{where}: duplicate entry")

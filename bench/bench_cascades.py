@@ -83,15 +83,19 @@ def _documents(data: JudgeCriterionData) -> np.ndarray:
 def _subset(data: JudgeCriterionData, keep: np.ndarray) -> JudgeCriterionData:
     """The cell's items whose mask ``keep`` is set (every per-item array cut alike)."""
     return dataclasses.replace(
-        data, item_ids=tuple(np.asarray(data.item_ids)[keep]), labels=data.labels[keep],
+        data,
+        item_ids=tuple(np.asarray(data.item_ids)[keep]),
+        labels=data.labels[keep],
         judge_scores=data.judge_scores[keep],
         probabilities=None if data.probabilities is None else data.probabilities[keep],
         groups=None if data.groups is None else tuple(np.asarray(data.groups)[keep]),
-        means=None if data.means is None else data.means[keep])
+        means=None if data.means is None else data.means[keep],
+    )
 
 
-def _decide(snapshot: CalibrationSnapshot, data: JudgeCriterionData, position: int, accept_alpha: float,
-            memo: dict) -> tuple[bool, int]:
+def _decide(
+    snapshot: CalibrationSnapshot, data: JudgeCriterionData, position: int, accept_alpha: float, memo: dict
+) -> tuple[bool, int]:
     """(accepted, point) of one item, decided as /v1/score decides it (its served set memoised in ``memo``)."""
     cell = (data.judge, data.prompt_family, data.criterion)
     score = int(data.judge_scores[position])
@@ -99,20 +103,38 @@ def _decide(snapshot: CalibrationSnapshot, data: JudgeCriterionData, position: i
     kinds = ("score",) if probabilities is None else ("probabilities", "score")
     key = (cell, position, "set")
     if key not in memo:  # the set does not depend on accept_alpha
-        memo[key] = serve_item(snapshot.index, cell, kinds, SET_ALPHA, judge_score=score,
-                               probabilities=probabilities, n_labels=data.n_labels)
+        memo[key] = serve_item(
+            snapshot.index,
+            cell,
+            kinds,
+            SET_ALPHA,
+            judge_score=score,
+            probabilities=probabilities,
+            n_labels=data.n_labels,
+        )
     item = memo[key]
     if item.served is None or item.labels is None:  # uncalibrated: the service escalates
         return False, score
-    decision = decide_for_cell(DecisionPolicy(), snapshot, cell=cell, kinds=kinds, served_kind=item.served.kind,
-                               alpha=item.served.alpha, delta=item.served.entry.fitted.delta, judge_score=score,
-                               probabilities=probabilities, mean=None, prediction_set=item.labels,
-                               ask=DecisionAsk(TOLERANCE, accept_alpha, None))
+    decision = decide_for_cell(
+        DecisionPolicy(),
+        snapshot,
+        cell=cell,
+        kinds=kinds,
+        served_kind=item.served.kind,
+        alpha=item.served.alpha,
+        delta=item.served.entry.fitted.delta,
+        judge_score=score,
+        probabilities=probabilities,
+        mean=None,
+        prediction_set=item.labels,
+        ask=DecisionAsk(TOLERANCE, accept_alpha, None),
+    )
     return decision.decision == "accept", decision.point
 
 
-def _decisions(snapshot: CalibrationSnapshot, data: JudgeCriterionData, positions: np.ndarray,
-               accept_alpha: float, memo: dict) -> tuple[np.ndarray, np.ndarray]:
+def _decisions(
+    snapshot: CalibrationSnapshot, data: JudgeCriterionData, positions: np.ndarray, accept_alpha: float, memo: dict
+) -> tuple[np.ndarray, np.ndarray]:
     """(accepted, point) of the cell's items at ``positions`` (``_decide``, memoised per snapshot in ``memo``:
     the same verdict at the same level is the same call)."""
     cell = (data.judge, data.prompt_family, data.criterion)
@@ -126,8 +148,9 @@ def _decisions(snapshot: CalibrationSnapshot, data: JudgeCriterionData, position
     return accepted, points
 
 
-def _pair_cells(datasets: Sequence[JudgeCriterionData], cheap: str, strong: str
-                ) -> list[tuple[JudgeCriterionData, JudgeCriterionData, np.ndarray, np.ndarray]]:
+def _pair_cells(
+    datasets: Sequence[JudgeCriterionData], cheap: str, strong: str
+) -> list[tuple[JudgeCriterionData, JudgeCriterionData, np.ndarray, np.ndarray]]:
     """Per criterion: (cheap cell, strong cell, positions of the common items in each), in item order."""
     out = []
     for first in (d for d in datasets if d.judge == cheap):
@@ -135,13 +158,15 @@ def _pair_cells(datasets: Sequence[JudgeCriterionData], cheap: str, strong: str
         common = sorted(set(first.item_ids) & set(second.item_ids))
         where_first = {item: i for i, item in enumerate(first.item_ids)}
         where_second = {item: i for i, item in enumerate(second.item_ids)}
-        out.append((first, second, np.array([where_first[i] for i in common]),
-                    np.array([where_second[i] for i in common])))
+        out.append(
+            (first, second, np.array([where_first[i] for i in common]), np.array([where_second[i] for i in common]))
+        )
     return out
 
 
-def _outcome(snapshot: CalibrationSnapshot, cells: list, documents: np.ndarray | None, accept_alpha: float,
-             memo: dict) -> Outcome:
+def _outcome(
+    snapshot: CalibrationSnapshot, cells: list, documents: np.ndarray | None, accept_alpha: float, memo: dict
+) -> Outcome:
     """The cascade (stage level accept_alpha / 2) and the strong judge alone on the cells' items in ``documents``
     (``memo``: the snapshot's decisions already made)."""
     parts: list[list[np.ndarray]] = [[], [], [], [], []]
@@ -155,14 +180,18 @@ def _outcome(snapshot: CalibrationSnapshot, cells: list, documents: np.ndarray |
         alone, alone_point = _decisions(snapshot, second, at_second, accept_alpha, memo)
         two = two & ~one  # stage 2 decides only what stage 1 passed on
         point = np.where(one, one_point, two_point)
-        for bucket, values in zip(parts, (one, two, alone, np.abs(labels - point) >= TOLERANCE,
-                                          np.abs(labels - alone_point) >= TOLERANCE), strict=True):
+        for bucket, values in zip(
+            parts,
+            (one, two, alone, np.abs(labels - point) >= TOLERANCE, np.abs(labels - alone_point) >= TOLERANCE),
+            strict=True,
+        ):
             bucket.append(values)
     return Outcome(*(np.concatenate(p) for p in parts))
 
 
-def _with_rules(artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriterionData],
-                documents: np.ndarray) -> CalibrationSnapshot:
+def _with_rules(
+    artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriterionData], documents: np.ndarray
+) -> CalibrationSnapshot:
     """The shipped artifact with its decision rules refitted (as shipped) on ``documents`` only."""
     calibration = [_subset(d, np.isin(_documents(d), documents)) for d in datasets]
     refitted = msgspec.structs.replace(artifact, decision_rules=export_rules(calibration, seed=SEED))
@@ -190,39 +219,59 @@ def bench_cascades() -> tuple[list[BenchRow], list[str]]:
     datasets = [d for d in datasets if d.judge in judges]
     all_documents = np.unique(np.concatenate([_documents(d) for d in datasets]))
     splits = group_splits(all_documents, n_splits=N_SPLITS, seed=SEED, cal_fraction=0.5)
-    snapshots = [(_with_rules(artifact, datasets, all_documents[s.calibration]), all_documents[s.test], {})
-                 for s in splits]
+    snapshots = [
+        (_with_rules(artifact, datasets, all_documents[s.calibration]), all_documents[s.test], {}) for s in splits
+    ]
     shipped = CalibrationSnapshot.build(artifact, path=str(ARTIFACT), loaded_at="bench")
     shipped_memo: dict = {}
     rows, lines = [], []
-    header = ("| pair (cheap -> strong) | rules | items served | accept_alpha | cascade: judge calls per item | "
-              "cascade: accept share | cascade: error among accepted | strong alone: accept share | "
-              "strong alone: error among accepted |")
-    lines += [f"(a) tolerance {TOLERANCE}; the four criteria pooled; held-out items are counted once per split that "
-              "serves them", "", header, "|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    header = (
+        "| pair (cheap -> strong) | rules | items served | accept_alpha | cascade: judge calls per item | "
+        "cascade: accept share | cascade: error among accepted | strong alone: accept share | "
+        "strong alone: error among accepted |"
+    )
+    lines += [
+        f"(a) tolerance {TOLERANCE}; the four criteria pooled; held-out items are counted once per split that "
+        "serves them",
+        "",
+        header,
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
     for cheap, strong in PAIRS:
         cells = _pair_cells(datasets, cheap, strong)
         for accept_alpha in ACCEPT_ALPHAS:
             for rules, outcome in (
-                (f"held-out ({N_SPLITS} splits, 50 documents)",
-                 _merge([_outcome(s, cells, test, accept_alpha, memo) for s, test, memo in snapshots])),
+                (
+                    f"held-out ({N_SPLITS} splits, 50 documents)",
+                    _merge([_outcome(s, cells, test, accept_alpha, memo) for s, test, memo in snapshots]),
+                ),
                 ("shipped (in-sample)", _outcome(shipped, cells, None, accept_alpha, shipped_memo)),
             ):
                 cascade = outcome.first | outcome.second
                 calls = 1.0 + float((~outcome.first).mean())
-                error, alone_error = _error(outcome.cascade_wrong, cascade), _error(outcome.strong_wrong,
-                                                                                   outcome.strong)
-                lines.append(f"| {cheap} -> {strong} | {rules} | {cascade.size} | {accept_alpha:g} | {calls:.3f} | "
-                             f"{cascade.mean():.3f} | {_fmt(error)} | {outcome.strong.mean():.3f} | "
-                             f"{_fmt(alone_error)} |")
+                error, alone_error = (
+                    _error(outcome.cascade_wrong, cascade),
+                    _error(outcome.strong_wrong, outcome.strong),
+                )
+                lines.append(
+                    f"| {cheap} -> {strong} | {rules} | {cascade.size} | {accept_alpha:g} | {calls:.3f} | "
+                    f"{cascade.mean():.3f} | {_fmt(error)} | {outcome.strong.mean():.3f} | "
+                    f"{_fmt(alone_error)} |"
+                )
                 if rules.startswith("held-out"):
-                    rows.append(BenchRow(
-                        name=f"(a) {cheap} -> {strong}, accept_alpha {accept_alpha:g}: judge calls per item "
-                        f"(accepts {cascade.mean():.1%}, error among accepted {_fmt(error)})",
-                        ours=calls, baseline_name=f"{strong} alone (accepts {outcome.strong.mean():.1%}, error "
-                        f"{_fmt(alone_error)})", baseline=1.0, unit="calls",
-                        target=f"error among accepted <= {accept_alpha:g}",
-                        met=error is None or error <= accept_alpha + 1e-12))
+                    rows.append(
+                        BenchRow(
+                            name=f"(a) {cheap} -> {strong}, accept_alpha {accept_alpha:g}: judge calls per item "
+                            f"(accepts {cascade.mean():.1%}, error among accepted {_fmt(error)})",
+                            ours=calls,
+                            baseline_name=f"{strong} alone (accepts {outcome.strong.mean():.1%}, error "
+                            f"{_fmt(alone_error)})",
+                            baseline=1.0,
+                            unit="calls",
+                            target=f"error among accepted <= {accept_alpha:g}",
+                            met=error is None or error <= accept_alpha + 1e-12,
+                        )
+                    )
     lines.insert(0, f"(a) seconds in all (loading the recorded answers included): {time.perf_counter() - started:.0f}")
     return rows, lines
 

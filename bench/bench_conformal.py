@@ -29,14 +29,22 @@ def _loaded_index(methods: list[str]) -> ThresholdIndex:
     probabilities = rng.dirichlet(np.ones(5), 1000)
     entries = [
         ThresholdEntry(
-            judge="bench", prompt_family="paper", criterion="coherence", method=method, alpha=0.1,
+            judge="bench",
+            prompt_family="paper",
+            criterion="coherence",
+            method=method,
+            alpha=0.1,
             fitted=fit_conformal(method, 0.1, labels, judge_scores=judge, probabilities=probabilities),
         )
         for method in methods
     ]
     artifact = ThresholdsArtifact(
-        format_version=FORMAT_VERSION, created_at="bench", code_version="bench", data_hash="bench",
-        label_scale=[1, 2, 3, 4, 5], entries=entries,
+        format_version=FORMAT_VERSION,
+        created_at="bench",
+        code_version="bench",
+        data_hash="bench",
+        label_scale=[1, 2, 3, 4, 5],
+        entries=entries,
     )
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "thresholds.json"
@@ -71,15 +79,24 @@ def main() -> None:
         base_s = median_seconds(baseline, repeat=15, inner=200)
         rows.append(
             BenchRow(
-                name=f"compiled rule, the service's path ({method})", ours=served_s * 1e6,
-                baseline_name="predict_sets on 1 item", baseline=base_s * 1e6, unit="µs", target="median ≤ 5 µs",
+                name=f"compiled rule, the service's path ({method})",
+                ours=served_s * 1e6,
+                baseline_name="predict_sets on 1 item",
+                baseline=base_s * 1e6,
+                unit="µs",
+                target="median ≤ 5 µs",
                 met=served_s <= TARGET_SECONDS,
             )
         )
         rows.append(
             BenchRow(
-                name=f"prediction_set ({method})", ours=ours_s * 1e6, baseline_name="predict_sets on 1 item",
-                baseline=base_s * 1e6, unit="µs", target="median ≤ 5 µs", met=ours_s <= TARGET_SECONDS,
+                name=f"prediction_set ({method})",
+                ours=ours_s * 1e6,
+                baseline_name="predict_sets on 1 item",
+                baseline=base_s * 1e6,
+                unit="µs",
+                target="median ≤ 5 µs",
+                met=ours_s <= TARGET_SECONDS,
             )
         )
     print_table("Conformal: one prediction set from a loaded artifact (in-process)", rows)

@@ -47,11 +47,14 @@ def _data() -> tuple[list[float], list[float], list[float]]:
 def bench_estimates() -> tuple[list[BenchRow], list[str]]:
     """Row a (module docstring)."""
     human, judge, unlabelled = _data()
-    body = msgspec.json.encode({
-        "metric": "mean", "alpha": 0.05,
-        "labelled": [{"human": h, "judge": j} for h, j in zip(human, judge, strict=True)],
-        "unlabelled": [{"judge": j} for j in unlabelled],
-    })
+    body = msgspec.json.encode(
+        {
+            "metric": "mean",
+            "alpha": 0.05,
+            "labelled": [{"human": h, "judge": j} for h, j in zip(human, judge, strict=True)],
+            "unlabelled": [{"judge": j} for j in unlabelled],
+        }
+    )
     sample = Sample(human=human, judge=judge, judge_unlabelled=unlabelled)
     direct = estimate_mean(sample, 0.05)
     with TestClient(create_app(Settings(thresholds_path=default_thresholds_path()))) as client:
@@ -63,19 +66,32 @@ def bench_estimates() -> tuple[list[BenchRow], list[str]]:
             return answer
 
         answer = post()  # warm-up, and the answer checked against the direct call
-        if (answer["estimate"], tuple(answer["interval"]), answer["method"]) != (direct.estimate, direct.interval,
-                                                                                  direct.method):
+        if (answer["estimate"], tuple(answer["interval"]), answer["method"]) != (
+            direct.estimate,
+            direct.interval,
+            direct.method,
+        ):
             raise RuntimeError(f"the API's answer differs from calibration.estimates': {answer} vs {direct}")
         ours = median_seconds(post, repeat=REPEAT)
     baseline = median_seconds(lambda: estimate_mean(sample, 0.05), repeat=REPEAT)
     started = time.perf_counter()
     msgspec.json.decode(body)
     decode = time.perf_counter() - started
-    rows = [BenchRow(name=f"(a) POST /v1/estimates, {N_LABELLED:,} labelled + {N_UNLABELLED:,} unlabelled, median",
-                     ours=ours, baseline_name="estimate_mean called directly", baseline=baseline, unit="s",
-                     target=f"< {TARGET_S:g} s (API overhead {ours - baseline:+.3f} s)", met=ours < TARGET_S)]
-    notes = [f"(a) body {len(body) / 1e6:.1f} MB; plain JSON decode of it {decode * 1e3:.0f} ms; served method "
-             f"{direct.method}; {REPEAT} timings each after a warm-up"]
+    rows = [
+        BenchRow(
+            name=f"(a) POST /v1/estimates, {N_LABELLED:,} labelled + {N_UNLABELLED:,} unlabelled, median",
+            ours=ours,
+            baseline_name="estimate_mean called directly",
+            baseline=baseline,
+            unit="s",
+            target=f"< {TARGET_S:g} s (API overhead {ours - baseline:+.3f} s)",
+            met=ours < TARGET_S,
+        )
+    ]
+    notes = [
+        f"(a) body {len(body) / 1e6:.1f} MB; plain JSON decode of it {decode * 1e3:.0f} ms; served method "
+        f"{direct.method}; {REPEAT} timings each after a warm-up"
+    ]
     return rows, notes
 
 

@@ -101,8 +101,9 @@ def _wait_for_workers(queue: str, n: int, timeout_s: float = 120.0) -> float:
 def workers(env: dict[str, str], n: int) -> Iterator[list[subprocess.Popen[bytes]]]:
     """``n`` worker processes with ``env``; SIGTERM (then kill) at the end."""
     processes = [
-        subprocess.Popen([sys.executable, "-m", "service.worker"], env=env, stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)  # fmt: skip
+        subprocess.Popen(
+            [sys.executable, "-m", "service.worker"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )  # fmt: skip
         for _ in range(n)
     ]
     try:

@@ -46,15 +46,23 @@ def _artifact(path: Path) -> None:
     data = panel_kind_data(expected, labels, np.repeat(np.arange(50), 8).astype(str))
     fit = fit_kind(data, alphas=(0.1,), delta=0.05, n_splits=3, selection_repeats=2, nested_repeats=1)
     family = panel_family(["probabilities"] * len(LATENCIES))  # the stand-in answers with log-probs
-    artifact = kind_artifact({(panel_name(LATENCIES), family, "coherence", "mean"): fit},
-                             created_at="2026-01-01T00:00:00+00:00", code_version="bench", data_hash="synthetic",
-                             source="bench/bench_panels.py")
+    artifact = kind_artifact(
+        {(panel_name(LATENCIES), family, "coherence", "mean"): fit},
+        created_at="2026-01-01T00:00:00+00:00",
+        code_version="bench",
+        data_hash="synthetic",
+        source="bench/bench_panels.py",
+    )
     save_artifact(artifact, path)
 
 
 def _body(i: int, **extra: object) -> dict:
-    return {"criterion": "coherence", "document": f"Bench article {i}: the council approved the park budget.",
-            "summary": f"Summary {i}: budget approved.", **extra}
+    return {
+        "criterion": "coherence",
+        "document": f"Bench article {i}: the council approved the park budget.",
+        "summary": f"Summary {i}: budget approved.",
+        **extra,
+    }
 
 
 def bench_panel() -> tuple[list[BenchRow], list[str]]:
@@ -72,14 +80,17 @@ def bench_panel() -> tuple[list[BenchRow], list[str]]:
         judges = [judge_config_for(server, name=name, model=f"model-{name}", timeout_s=5.0) for name in LATENCIES]
         (root / "judges.json").write_bytes(msgspec.json.encode(judges))
         (root / "panels.json").write_text(msgspec.json.encode([{"name": "four", "judges": list(LATENCIES)}]).decode())
-        settings = Settings(thresholds_path=root / "thresholds.json", judges_file=root / "judges.json",
-                            panels_file=root / "panels.json")
+        settings = Settings(
+            thresholds_path=root / "thresholds.json", judges_file=root / "judges.json", panels_file=root / "panels.json"
+        )
         slowest = max(LATENCIES, key=LATENCIES.__getitem__)
         panel_times, single_times = [], []
         with TestClient(create_app(settings)) as client:
             for i in range(WARMUP + N_REQUESTS):
-                for kind, times, extra in (("p", panel_times, {"panel": "four"}),
-                                           ("s", single_times, {"judge": slowest})):
+                for kind, times, extra in (
+                    ("p", panel_times, {"panel": "four"}),
+                    ("s", single_times, {"judge": slowest}),
+                ):
                     started = time.perf_counter()
                     response = client.post("/v1/score", json=_body(i, **extra) | {"summary": f"{kind}{i}"})
                     elapsed = time.perf_counter() - started
@@ -90,13 +101,22 @@ def bench_panel() -> tuple[list[BenchRow], list[str]]:
                         times.append(elapsed)
         calls = server.call_count
     panel, single = statistics.median(panel_times), statistics.median(single_times)
-    rows = [BenchRow(name="(a) /v1/score panel of 4 live members, median latency (c=1)", ours=panel * 1e3,
-                     baseline_name=f"slowest member alone ({slowest}, {LATENCIES[slowest] * 1e3:.0f} ms)",
-                     baseline=single * 1e3, unit="ms", target=f"≤ 1.2 × baseline (is {panel / single:.2f}×)",
-                     met=panel <= 1.2 * single)]
+    rows = [
+        BenchRow(
+            name="(a) /v1/score panel of 4 live members, median latency (c=1)",
+            ours=panel * 1e3,
+            baseline_name=f"slowest member alone ({slowest}, {LATENCIES[slowest] * 1e3:.0f} ms)",
+            baseline=single * 1e3,
+            unit="ms",
+            target=f"≤ 1.2 × baseline (is {panel / single:.2f}×)",
+            met=panel <= 1.2 * single,
+        )
+    ]
     p90 = (np.percentile(panel_times, 90) * 1e3, np.percentile(single_times, 90) * 1e3)
-    notes = [f"(a) {N_REQUESTS} requests each after {WARMUP} warm-up; stand-in calls in all: {calls}; panel p90 "
-             f"{p90[0]:.0f} ms, single p90 {p90[1]:.0f} ms"]
+    notes = [
+        f"(a) {N_REQUESTS} requests each after {WARMUP} warm-up; stand-in calls in all: {calls}; panel p90 "
+        f"{p90[0]:.0f} ms, single p90 {p90[1]:.0f} ms"
+    ]
     return rows, notes
 
 

@@ -63,6 +63,7 @@ CASES = [
 
 # --- the worker: runs under one tree ---------------------------------------------------------------------------
 
+
 class _Worker:
     """Serves one tree: fit (baseline only), load fitted predictors, form sets, time calls."""
 
@@ -80,8 +81,12 @@ class _Worker:
         judge = np.clip(labels + rng.integers(-1, 2, N_CALIBRATION), 1, 5)
         probabilities = rng.dirichlet(np.ones(5), N_CALIBRATION)
         methods = sorted({case.method for case in CASES})
-        return {method: self.msgspec.json.encode(self.conformal.fit_conformal(
-            method, ALPHA, labels, judge_scores=judge, probabilities=probabilities)).decode() for method in methods}
+        return {
+            method: self.msgspec.json.encode(
+                self.conformal.fit_conformal(method, ALPHA, labels, judge_scores=judge, probabilities=probabilities)
+            ).decode()
+            for method in methods
+        }
 
     def load(self, encoded: dict[str, str]) -> None:
         """Decode the fitted predictors into this tree's FittedConformal (as loading an artifact does)."""
@@ -155,13 +160,20 @@ def serve() -> None:
 
 # --- the driver ---------------------------------------------------------------------------------------------------
 
+
 class _Tree:
     """A worker process importing one tree's code."""
 
     def __init__(self, tree: Path) -> None:
         environment = {**os.environ, "PYTHONPATH": str(tree), "OPENBLAS_NUM_THREADS": "1"}
-        self.process = subprocess.Popen([sys.executable, str(HERE), "--serve"], cwd=tree, env=environment,
-                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, str(HERE), "--serve"],
+            cwd=tree,
+            env=environment,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
 
     def ask(self, **request: object) -> Any:
         """Send one request, return its answer."""
@@ -206,8 +218,7 @@ def paired_ratios(baseline_tree: Path, candidate_tree: Path, rounds: int, inner:
                 order = range(3) if round_index % 2 == 0 else range(2, -1, -1)
                 for side in order:
                     worker, compiled = sides[side]
-                    seconds = worker.ask(command="time", case=case.name, compiled=compiled, inner=inner,
-                                         repeat=repeat)
+                    seconds = worker.ask(command="time", case=case.name, compiled=compiled, inner=inner, repeat=repeat)
                     timings[case.name][side].append(seconds)
     finally:
         baseline.close()
@@ -216,17 +227,30 @@ def paired_ratios(baseline_tree: Path, candidate_tree: Path, rounds: int, inner:
     for name, (old, plain, compiled) in timings.items():
         plain_ratios = [n / o for o, n in zip(old, plain, strict=True)]
         compiled_ratios = [n / o for o, n in zip(old, compiled, strict=True)]
-        rows.append((name, statistics.median(old) * 1e6,
-                     statistics.median(plain) * 1e6, statistics.median(plain_ratios), max(plain_ratios),
-                     statistics.median(compiled) * 1e6, statistics.median(compiled_ratios), max(compiled_ratios)))
+        rows.append(
+            (
+                name,
+                statistics.median(old) * 1e6,
+                statistics.median(plain) * 1e6,
+                statistics.median(plain_ratios),
+                max(plain_ratios),
+                statistics.median(compiled) * 1e6,
+                statistics.median(compiled_ratios),
+                max(compiled_ratios),
+            )
+        )
     return rows
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Print the paired table (or skip when no baseline checkout is named)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--baseline-tree", type=Path, default=os.environ.get("BENCH_BASELINE_TREE"),
-                        help="an older checkout of this repository (default: $BENCH_BASELINE_TREE)")
+    parser.add_argument(
+        "--baseline-tree",
+        type=Path,
+        default=os.environ.get("BENCH_BASELINE_TREE"),
+        help="an older checkout of this repository (default: $BENCH_BASELINE_TREE)",
+    )
     parser.add_argument("--candidate-tree", type=Path, default=CANDIDATE_TREE)
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--inner", type=int, default=2000, help="calls per timing")
@@ -240,15 +264,20 @@ def main(argv: Sequence[str] | None = None) -> None:
     if arguments.baseline_tree is None:
         print("skipped: pass --baseline-tree PATH (or set BENCH_BASELINE_TREE) to name an older checkout")
         return
-    rows = paired_ratios(arguments.baseline_tree, arguments.candidate_tree, arguments.rounds, arguments.inner,
-                         arguments.repeat)
-    print(f"baseline {arguments.baseline_tree}, candidate {arguments.candidate_tree}; {arguments.rounds} rounds "
-          f"(ABBA), each the best of {arguments.repeat} x {arguments.inner} calls\n")
+    rows = paired_ratios(
+        arguments.baseline_tree, arguments.candidate_tree, arguments.rounds, arguments.inner, arguments.repeat
+    )
+    print(
+        f"baseline {arguments.baseline_tree}, candidate {arguments.candidate_tree}; {arguments.rounds} rounds "
+        f"(ABBA), each the best of {arguments.repeat} x {arguments.inner} calls\n"
+    )
     print("| case | baseline µs | prediction_set µs | ratio (median) | max | compiled rule µs | ratio (median) | max |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, old, plain, plain_ratio, plain_high, compiled, compiled_ratio, compiled_high in rows:
-        print(f"| {name} | {old:.2f} | {plain:.2f} | {plain_ratio:.2f} | {plain_high:.2f} | {compiled:.2f} "
-              f"| {compiled_ratio:.2f} | {compiled_high:.2f} |")
+        print(
+            f"| {name} | {old:.2f} | {plain:.2f} | {plain_ratio:.2f} | {plain_high:.2f} | {compiled:.2f} "
+            f"| {compiled_ratio:.2f} | {compiled_high:.2f} |"
+        )
 
 
 if __name__ == "__main__":

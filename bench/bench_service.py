@@ -109,8 +109,20 @@ def uvicorn_server(app_factory: str, env: dict[str, str], *, probe_path: str) ->
     """Run ``uvicorn <app_factory> --factory`` (1 worker, 127.0.0.1, free port) until the block ends."""
     port = _free_port()
     command = [
-        sys.executable, "-m", "uvicorn", app_factory, "--factory", "--host", HOST, "--port", str(port),
-        "--workers", "1", "--log-level", "warning", "--no-access-log",
+        sys.executable,
+        "-m",
+        "uvicorn",
+        app_factory,
+        "--factory",
+        "--host",
+        HOST,
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+        "--log-level",
+        "warning",
+        "--no-access-log",
     ]
     log = tempfile.TemporaryFile()
     process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log)
@@ -141,8 +153,20 @@ def uvicorn_server(app_factory: str, env: dict[str, str], *, probe_path: str) ->
 def _server_env(extra: dict[str, str]) -> dict[str, str]:
     """The bench's environment without any service setting inherited from the shell, plus ``extra``."""
     service_vars = {
-        "THRESHOLDS_PATH", "JUDGES_FILE", "DEFAULT_JUDGE", "DEFAULT_ALPHA", "API_KEYS", "ADMIN_API_KEY",
-        "REDIS_URL", "CACHE_TTL_S", "CACHE_MAX_ENTRIES", "LOG_LEVEL", "ACCESS_LOG", "LOG_FLUSH_MS", "HOST", "PORT",
+        "THRESHOLDS_PATH",
+        "JUDGES_FILE",
+        "DEFAULT_JUDGE",
+        "DEFAULT_ALPHA",
+        "API_KEYS",
+        "ADMIN_API_KEY",
+        "REDIS_URL",
+        "CACHE_TTL_S",
+        "CACHE_MAX_ENTRIES",
+        "LOG_LEVEL",
+        "ACCESS_LOG",
+        "LOG_FLUSH_MS",
+        "HOST",
+        "PORT",
         "MAX_BATCH_ITEMS",
     }
     env = {key: value for key, value in os.environ.items() if key not in service_vars}
@@ -248,28 +272,50 @@ def _write_artifact(path: Path) -> None:
     probabilities = rng.dirichlet(np.ones(5), 1000)
     entries = [
         ThresholdEntry(
-            judge=JUDGE_NAME, prompt_family=PROMPT_FAMILY, criterion=CRITERION, method=method, alpha=ALPHA,
+            judge=JUDGE_NAME,
+            prompt_family=PROMPT_FAMILY,
+            criterion=CRITERION,
+            method=method,
+            alpha=ALPHA,
             fitted=fit_conformal(method, ALPHA, labels, judge_scores=judge_scores, probabilities=probabilities),
         )
         for method in ("residual", "lac")
     ]
     artifact = ThresholdsArtifact(
-        format_version=FORMAT_VERSION, created_at="bench", code_version="bench", data_hash="bench",
-        label_scale=[1, 2, 3, 4, 5], entries=entries,
+        format_version=FORMAT_VERSION,
+        created_at="bench",
+        code_version="bench",
+        data_hash="bench",
+        label_scale=[1, 2, 3, 4, 5],
+        entries=entries,
         default_methods=[
-            DefaultMethod(judge=JUDGE_NAME, prompt_family=PROMPT_FAMILY, criterion=CRITERION, method="residual",
-                          reason="bench")
+            DefaultMethod(
+                judge=JUDGE_NAME, prompt_family=PROMPT_FAMILY, criterion=CRITERION, method="residual", reason="bench"
+            )
         ],
     )
     save_artifact(artifact, path)
 
 
 def _write_judges(path: Path, base_url: str) -> None:
-    path.write_text(json.dumps([{
-        "name": JUDGE_NAME, "model": "bench-model", "base_url": base_url, "api_key_env": None,
-        "prompt_family": PROMPT_FAMILY, "temperature": 0.0, "logprobs": True,
-        "max_concurrency": JUDGE_MAX_CONCURRENCY, "timeout_s": 30.0, "max_retries": 0,
-    }]))
+    path.write_text(
+        json.dumps(
+            [
+                {
+                    "name": JUDGE_NAME,
+                    "model": "bench-model",
+                    "base_url": base_url,
+                    "api_key_env": None,
+                    "prompt_family": PROMPT_FAMILY,
+                    "temperature": 0.0,
+                    "logprobs": True,
+                    "max_concurrency": JUDGE_MAX_CONCURRENCY,
+                    "timeout_s": 30.0,
+                    "max_retries": 0,
+                }
+            ]
+        )
+    )
 
 
 DOCUMENT = (
@@ -279,13 +325,23 @@ DOCUMENT = (
 
 
 def _own_score_body() -> dict:
-    return {"criterion": CRITERION, "judge": JUDGE_NAME, "prompt_family": PROMPT_FAMILY, "alpha": ALPHA,
-            "judge_score": 3}
+    return {
+        "criterion": CRITERION,
+        "judge": JUDGE_NAME,
+        "prompt_family": PROMPT_FAMILY,
+        "alpha": ALPHA,
+        "judge_score": 3,
+    }
 
 
 def _judged_body(i: int, tag: str) -> dict:
-    return {"criterion": CRITERION, "judge": JUDGE_NAME, "alpha": ALPHA, "document": DOCUMENT,
-            "summary": f"The council approved a budget ({tag} #{i}) raising school and road spending."}
+    return {
+        "criterion": CRITERION,
+        "judge": JUDGE_NAME,
+        "alpha": ALPHA,
+        "document": DOCUMENT,
+        "summary": f"The council approved a budget ({tag} #{i}) raising school and road spending.",
+    }
 
 
 # ------------------------------------------------------------------------------------------ benchmarks
@@ -323,8 +379,14 @@ class Round:
 
 def _measured_round(server: RunningServer, body: dict) -> Round:
     cpu_before = server.cpu_seconds()
-    result = load(server.port, "/v1/score", body, concurrency=THROUGHPUT_CONCURRENCY,
-                  n_requests=THROUGHPUT_REQUESTS, warmup=THROUGHPUT_WARMUP)
+    result = load(
+        server.port,
+        "/v1/score",
+        body,
+        concurrency=THROUGHPUT_CONCURRENCY,
+        n_requests=THROUGHPUT_REQUESTS,
+        warmup=THROUGHPUT_WARMUP,
+    )
     cpu_after = server.cpu_seconds()
     cpu = None if cpu_before is None or cpu_after is None else (cpu_after - cpu_before) / result.n
     return Round(load=result, cpu_per_request_s=cpu)
@@ -351,25 +413,48 @@ def bench_own_score(
     base = _median_result([b.load for _, b in pairs])
     setting = f"c={THROUGHPUT_CONCURRENCY}, {THROUGHPUT_ROUNDS} paired rounds of {THROUGHPUT_REQUESTS} req"
     rows = [
-        BenchRow(name=f"{label} /v1/score own judge_score throughput ({setting})", ours=mine.throughput,
-                 baseline_name="bare Litestar echo", baseline=base.throughput, unit="req/s",
-                 target=f"median paired ours/echo ≥ 0.8 (is {ratio:.2f}; quartiles "
-                        f"{paired[len(paired) // 4]:.2f}-{paired[(3 * len(paired)) // 4]:.2f})",
-                 met=ratio >= 0.8),
-        BenchRow(name=f"{label} /v1/score own judge_score p50 latency", ours=mine.p50 * 1e3,
-                 baseline_name="bare Litestar echo", baseline=base.p50 * 1e3, unit="ms", target="reported",
-                 met=True),
-        BenchRow(name=f"{label} /v1/score own judge_score p99 latency", ours=mine.p99 * 1e3,
-                 baseline_name="bare Litestar echo", baseline=base.p99 * 1e3, unit="ms", target="reported",
-                 met=True),
+        BenchRow(
+            name=f"{label} /v1/score own judge_score throughput ({setting})",
+            ours=mine.throughput,
+            baseline_name="bare Litestar echo",
+            baseline=base.throughput,
+            unit="req/s",
+            target=f"median paired ours/echo ≥ 0.8 (is {ratio:.2f}; quartiles "
+            f"{paired[len(paired) // 4]:.2f}-{paired[(3 * len(paired)) // 4]:.2f})",
+            met=ratio >= 0.8,
+        ),
+        BenchRow(
+            name=f"{label} /v1/score own judge_score p50 latency",
+            ours=mine.p50 * 1e3,
+            baseline_name="bare Litestar echo",
+            baseline=base.p50 * 1e3,
+            unit="ms",
+            target="reported",
+            met=True,
+        ),
+        BenchRow(
+            name=f"{label} /v1/score own judge_score p99 latency",
+            ours=mine.p99 * 1e3,
+            baseline_name="bare Litestar echo",
+            baseline=base.p99 * 1e3,
+            unit="ms",
+            target="reported",
+            met=True,
+        ),
     ]
     cpu_ours = [o.cpu_per_request_s for o, _ in pairs if o.cpu_per_request_s is not None]
     cpu_base = [b.cpu_per_request_s for _, b in pairs if b.cpu_per_request_s is not None]
     if cpu_ours and cpu_base:
         rows.append(
-            BenchRow(name=f"{label} server CPU per request (user + system)", ours=statistics.median(cpu_ours) * 1e6,
-                     baseline_name="bare Litestar echo", baseline=statistics.median(cpu_base) * 1e6, unit="us",
-                     target="reported", met=True)
+            BenchRow(
+                name=f"{label} server CPU per request (user + system)",
+                ours=statistics.median(cpu_ours) * 1e6,
+                baseline_name="bare Litestar echo",
+                baseline=statistics.median(cpu_base) * 1e6,
+                unit="us",
+                target="reported",
+                met=True,
+            )
         )
     notes = [
         f"{label} paired ratios ours/echo per round: " + ", ".join(f"{r:.2f}" for r in paired),
@@ -405,9 +490,15 @@ def bench_batch(ours: RunningServer, judge: Any) -> tuple[list[BenchRow], list[s
             notes.append(f"(b) round {round_}: {wall:.3f} s wall, {calls} judge calls{cpu}")
     wall = statistics.median(walls)
     rows = [
-        BenchRow(name=f"(b) /v1/score/batch {BATCH_ITEMS} items, judge 50 ms, max_concurrency 32", ours=wall,
-                 baseline_name="ideal 1000×0.05/32", baseline=IDEAL_BATCH_S, unit="s",
-                 target=f"≤ 1.2 × ideal = {1.2 * IDEAL_BATCH_S:.3f} s", met=wall <= 1.2 * IDEAL_BATCH_S),
+        BenchRow(
+            name=f"(b) /v1/score/batch {BATCH_ITEMS} items, judge 50 ms, max_concurrency 32",
+            ours=wall,
+            baseline_name="ideal 1000×0.05/32",
+            baseline=IDEAL_BATCH_S,
+            unit="s",
+            target=f"≤ 1.2 × ideal = {1.2 * IDEAL_BATCH_S:.3f} s",
+            met=wall <= 1.2 * IDEAL_BATCH_S,
+        ),
     ]
     return rows, notes
 
@@ -425,10 +516,10 @@ def bench_cache_hit(ours: RunningServer, judge: Any) -> tuple[list[BenchRow], li
     hit_runs, own_runs = [], []
     warmup = 20
     for _ in range(LATENCY_ROUNDS):
-        hit_runs.append(load(ours.port, "/v1/score", judged, concurrency=1, n_requests=LATENCY_REQUESTS,
-                             warmup=warmup))
-        own_runs.append(load(ours.port, "/v1/score", _own_score_body(), concurrency=1,
-                             n_requests=LATENCY_REQUESTS, warmup=warmup))
+        hit_runs.append(load(ours.port, "/v1/score", judged, concurrency=1, n_requests=LATENCY_REQUESTS, warmup=warmup))
+        own_runs.append(
+            load(ours.port, "/v1/score", _own_score_body(), concurrency=1, n_requests=LATENCY_REQUESTS, warmup=warmup)
+        )
     second = httpx.post(url, json=judged, timeout=30)
     second.raise_for_status()
     if second.json()["cached"] is not True:
@@ -438,15 +529,29 @@ def bench_cache_hit(ours: RunningServer, judge: Any) -> tuple[list[BenchRow], li
     own = statistics.median(r.p50 for r in own_runs)
     n_hits = LATENCY_ROUNDS * (LATENCY_REQUESTS + warmup) + 1
     rows = [
-        BenchRow(name=f"(c) judge calls during {n_hits} cache hits", ours=float(calls_during_hits),
-                 baseline_name="judge calls for the first (miss)", baseline=float(calls_after_miss - calls_before),
-                 unit="calls", target="0 calls on hits", met=calls_during_hits == 0),
-        BenchRow(name="(c) /v1/score cache hit p50 latency (c=1)", ours=hit * 1e3,
-                 baseline_name="own judge_score path", baseline=own * 1e3, unit="ms",
-                 target=f"≤ 2 × baseline (is {hit / own:.2f}×)", met=hit <= 2 * own),
+        BenchRow(
+            name=f"(c) judge calls during {n_hits} cache hits",
+            ours=float(calls_during_hits),
+            baseline_name="judge calls for the first (miss)",
+            baseline=float(calls_after_miss - calls_before),
+            unit="calls",
+            target="0 calls on hits",
+            met=calls_during_hits == 0,
+        ),
+        BenchRow(
+            name="(c) /v1/score cache hit p50 latency (c=1)",
+            ours=hit * 1e3,
+            baseline_name="own judge_score path",
+            baseline=own * 1e3,
+            unit="ms",
+            target=f"≤ 2 × baseline (is {hit / own:.2f}×)",
+            met=hit <= 2 * own,
+        ),
     ]
-    notes = [f"(c) judge stand-in request count: {calls_before} before the miss, {calls_after_miss} after it, "
-             f"{judge_calls(judge)} after {n_hits} hits"]
+    notes = [
+        f"(c) judge stand-in request count: {calls_before} before the miss, {calls_after_miss} after it, "
+        f"{judge_calls(judge)} after {n_hits} hits"
+    ]
     return rows, notes
 
 
@@ -459,8 +564,15 @@ def _pinned(
 
 
 def _failed_row(name: str, error: BaseException) -> BenchRow:
-    return BenchRow(name=f"{name}: FAILED ({type(error).__name__})", ours=float("nan"), baseline_name="-",
-                    baseline=float("nan"), unit="", target="runs", met=False)
+    return BenchRow(
+        name=f"{name}: FAILED ({type(error).__name__})",
+        ours=float("nan"),
+        baseline_name="-",
+        baseline=float("nan"),
+        unit="",
+        target="runs",
+        met=False,
+    )
 
 
 # ------------------------------------------------------------------------------------------ judge stand-in
@@ -497,8 +609,9 @@ def main() -> None:
         judges = Path(folder) / "judges.json"
         _write_artifact(thresholds)
         _write_judges(judges, judge_url(judge))
-        ours_env = _server_env({"THRESHOLDS_PATH": str(thresholds), "JUDGES_FILE": str(judges),
-                                "DEFAULT_JUDGE": JUDGE_NAME})
+        ours_env = _server_env(
+            {"THRESHOLDS_PATH": str(thresholds), "JUDGES_FILE": str(judges), "DEFAULT_JUDGE": JUDGE_NAME}
+        )
         logged_env = {**ours_env, "ACCESS_LOG": "all"}
         with (
             uvicorn_server("service.http.app:create_app", ours_env, probe_path="/healthz") as ours,

@@ -56,13 +56,22 @@ def _bets(z: np.ndarray, prior_mean: float, spread: float, alpha: float) -> np.n
     with the prior mean ``prior_mean`` and prior variance ``spread^2 / 4`` of one pseudo-observation."""
     t = np.arange(1, z.shape[1] + 1, dtype=float)
     mu = (prior_mean + np.cumsum(z, axis=1)) / (t + 1)
-    var = (spread ** 2 / 4 + np.cumsum((z - mu) ** 2, axis=1)) / (t + 1)
-    var_prev = np.concatenate([np.full((z.shape[0], 1), spread ** 2 / 4), var[:, :-1]], axis=1)
+    var = (spread**2 / 4 + np.cumsum((z - mu) ** 2, axis=1)) / (t + 1)
+    var_prev = np.concatenate([np.full((z.shape[0], 1), spread**2 / 4), var[:, :-1]], axis=1)
     return np.sqrt(2 * math.log(2 / alpha) / (var_prev * t * np.log1p(t)))
 
 
-def _log_capitals(m: np.ndarray, y: np.ndarray, f: np.ndarray, lam: np.ndarray, bets: np.ndarray,
-                  mu_lo: float, mu_hi: float, lo: float, hi: float) -> tuple[np.ndarray, np.ndarray]:
+def _log_capitals(
+    m: np.ndarray,
+    y: np.ndarray,
+    f: np.ndarray,
+    lam: np.ndarray,
+    bets: np.ndarray,
+    mu_lo: float,
+    mu_hi: float,
+    lo: float,
+    hi: float,
+) -> tuple[np.ndarray, np.ndarray]:
     """Running log-capital of the upside and downside bets on theta = m (the worst judge mean on each side)."""
     mm = m[:, None]
     d_up = y - mm - lam * (f - mu_lo)
@@ -74,9 +83,19 @@ def _log_capitals(m: np.ndarray, y: np.ndarray, f: np.ndarray, lam: np.ndarray, 
     return log_up, log_down
 
 
-def _rejects(m: np.ndarray, y: np.ndarray, f: np.ndarray, lam: np.ndarray, bets: np.ndarray,
-             mu_lo: float, mu_hi: float, lo: float, hi: float, log_threshold: float,
-             human_bets: np.ndarray | None = None) -> np.ndarray:
+def _rejects(
+    m: np.ndarray,
+    y: np.ndarray,
+    f: np.ndarray,
+    lam: np.ndarray,
+    bets: np.ndarray,
+    mu_lo: float,
+    mu_hi: float,
+    lo: float,
+    hi: float,
+    log_threshold: float,
+    human_bets: np.ndarray | None = None,
+) -> np.ndarray:
     """True per row when some prefix's hedged capital for theta = m reaches the threshold.
 
     With ``human_bets`` the capital is the equal mixture of the judge-assisted process and the human-only one
@@ -92,8 +111,9 @@ def _rejects(m: np.ndarray, y: np.ndarray, f: np.ndarray, lam: np.ndarray, bets:
     return rejected
 
 
-def judge_mean_bounds(f_unlabelled: np.ndarray | Sequence[float], lo: float, hi: float,
-                      alpha: float) -> tuple[float, float]:
+def judge_mean_bounds(
+    f_unlabelled: np.ndarray | Sequence[float], lo: float, hi: float, alpha: float
+) -> tuple[float, float]:
     """Betting (1 - alpha) interval for the judge's mean from unlabelled verdicts in [lo, hi]."""
     f_unl = as_rows(f_unlabelled, "judge_unlabelled")
     zeros = np.zeros_like(f_unl)
@@ -101,8 +121,17 @@ def judge_mean_bounds(f_unlabelled: np.ndarray | Sequence[float], lo: float, hi:
     return float(result[0][0]), float(result[1][0])
 
 
-def _betting_core(y: np.ndarray, f: np.ndarray, lam: np.ndarray, lo: float, hi: float, alpha: float,
-                  mu_lo: float, mu_hi: float, mix_human: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _betting_core(
+    y: np.ndarray,
+    f: np.ndarray,
+    lam: np.ndarray,
+    lo: float,
+    hi: float,
+    alpha: float,
+    mu_lo: float,
+    mu_hi: float,
+    mix_human: bool = False,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Bounds (low, high) and centre per row of the hedged-capital interval at level alpha."""
     mu_mid = 0.5 * (mu_lo + mu_hi)
     z = y - lam * (f - mu_mid)
@@ -119,11 +148,20 @@ def _betting_core(y: np.ndarray, f: np.ndarray, lam: np.ndarray, lo: float, hi: 
         # the sample mean is rejected only in degenerate cases: search a grid for a point that is not
         grid = np.linspace(lo, hi, 257)
         for row in np.flatnonzero(centre_rejected):
-            sub = np.repeat(y[row:row + 1], grid.size, axis=0)
-            keep = ~_rejects(grid, sub, np.repeat(f[row:row + 1], grid.size, axis=0),
-                             np.repeat(lam[row:row + 1], grid.size, axis=0),
-                             np.repeat(bets[row:row + 1], grid.size, axis=0), mu_lo, mu_hi, lo, hi, threshold,
-                             None if human_bets is None else np.repeat(human_bets[row:row + 1], grid.size, axis=0))
+            sub = np.repeat(y[row : row + 1], grid.size, axis=0)
+            keep = ~_rejects(
+                grid,
+                sub,
+                np.repeat(f[row : row + 1], grid.size, axis=0),
+                np.repeat(lam[row : row + 1], grid.size, axis=0),
+                np.repeat(bets[row : row + 1], grid.size, axis=0),
+                mu_lo,
+                mu_hi,
+                lo,
+                hi,
+                threshold,
+                None if human_bets is None else np.repeat(human_bets[row : row + 1], grid.size, axis=0),
+            )
             if keep.any():
                 centre[row] = grid[np.flatnonzero(keep)[keep.sum() // 2]]
     bounds = []
@@ -141,9 +179,16 @@ def _betting_core(y: np.ndarray, f: np.ndarray, lam: np.ndarray, lo: float, hi: 
     return bounds[0], bounds[1], centre
 
 
-def betting_intervals(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[float] | None,
-                      f_unlabelled: np.ndarray | Sequence[float] | None, lo: float, hi: float, alpha: float,
-                      *, judge_bounds: tuple[float, float] | None = None) -> Intervals:
+def betting_intervals(
+    y: np.ndarray | Sequence[float],
+    f: np.ndarray | Sequence[float] | None,
+    f_unlabelled: np.ndarray | Sequence[float] | None,
+    lo: float,
+    hi: float,
+    alpha: float,
+    *,
+    judge_bounds: tuple[float, float] | None = None,
+) -> Intervals:
     """Finite-sample (1 - alpha) interval per row: betting on the rectified predictions (human-only when ``f`` is
     None); ``judge_bounds`` may pass a precomputed ``judge_mean_bounds`` at ``ALPHA_JUDGE_SHARE * alpha``."""
     check_alpha(alpha)
@@ -155,8 +200,14 @@ def betting_intervals(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[
     if f is None:
         zeros = np.zeros_like(y)
         low, high, _ = _betting_core(y, zeros, zeros, lo, hi, alpha, lo, hi)
-        return Intervals(method="betting (human only)", estimate=y.mean(axis=1), low=low, high=high,
-                         se=np.full(y.shape[0], np.nan), lam=np.zeros(y.shape[0]))
+        return Intervals(
+            method="betting (human only)",
+            estimate=y.mean(axis=1),
+            low=low,
+            high=high,
+            se=np.full(y.shape[0], np.nan),
+            lam=np.zeros(y.shape[0]),
+        )
     f = as_rows(f, "judge")
     f_unl = as_rows(f_unlabelled, "judge_unlabelled")[0]
     if f.shape != y.shape:
@@ -169,5 +220,6 @@ def betting_intervals(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[
     lam = _predictable_lambda(y, f, float(f_unl.var(ddof=1)) if f_unl.size > 1 else 0.0, y.shape[1] / f_unl.size)
     low, high, _ = _betting_core(y, f, lam, lo, hi, alpha - alpha_judge, mu_lo, mu_hi, mix_human=True)
     point = ppi_intervals(y, f, f_unl, alpha).estimate
-    return Intervals(method="betting", estimate=point, low=low, high=high, se=np.full(y.shape[0], np.nan),
-                     lam=lam[:, -1])
+    return Intervals(
+        method="betting", estimate=point, low=low, high=high, se=np.full(y.shape[0], np.nan), lam=lam[:, -1]
+    )

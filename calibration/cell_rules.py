@@ -36,8 +36,16 @@ from calibration.decision_fit import (
 )
 from calibration.decision_rule import DecisionRule, feature_of
 
-__all__ = ["ARTIFACT_GRID", "KIND_FEATURES", "DecisionKind", "RuleGrid", "decision_kinds", "fit_cell_rules",
-           "fit_kind_rule", "probability_signals"]
+__all__ = [
+    "ARTIFACT_GRID",
+    "KIND_FEATURES",
+    "DecisionKind",
+    "RuleGrid",
+    "decision_kinds",
+    "fit_cell_rules",
+    "fit_kind_rule",
+    "probability_signals",
+]
 
 KIND_FEATURES: Mapping[str, str] = {"score": "score", "probabilities": "expected_score", "mean": "mean"}
 
@@ -79,40 +87,94 @@ def probability_signals(probabilities: np.ndarray) -> dict[str, np.ndarray]:
     return {"spread": spread, "margin": margin}
 
 
-def decision_kinds(labels: np.ndarray, judge_scores: np.ndarray, probabilities: np.ndarray | None,
-                   means: np.ndarray | None, groups: object, n_labels: int) -> list[DecisionKind]:
+def decision_kinds(
+    labels: np.ndarray,
+    judge_scores: np.ndarray,
+    probabilities: np.ndarray | None,
+    means: np.ndarray | None,
+    groups: object,
+    n_labels: int,
+) -> list[DecisionKind]:
     """The cell's input kinds with their per-item features (module rules), in the order mean | score, probabilities."""
     labels, groups = np.asarray(labels), np.asarray(groups)
     kinds: list[tuple[str, np.ndarray, dict[str, np.ndarray] | None]] = []
     if means is not None:
-        kinds.append(("mean", np.array([feature_of("mean", score=None, probabilities=None, mean=float(m))
-                                        for m in means]), None))
+        kinds.append(
+            ("mean", np.array([feature_of("mean", score=None, probabilities=None, mean=float(m)) for m in means]), None)
+        )
     else:
-        kinds.append(("score", np.array([feature_of("score", score=int(s), probabilities=None, mean=None)
-                                         for s in judge_scores]), None))
+        kinds.append(
+            (
+                "score",
+                np.array([feature_of("score", score=int(s), probabilities=None, mean=None) for s in judge_scores]),
+                None,
+            )
+        )
         if probabilities is not None:
-            values = np.array([feature_of("expected_score", score=None, probabilities=[float(p) for p in row],
-                                          mean=None) for row in probabilities])
+            values = np.array(
+                [
+                    feature_of("expected_score", score=None, probabilities=[float(p) for p in row], mean=None)
+                    for row in probabilities
+                ]
+            )
             kinds.append(("probabilities", values, probability_signals(np.asarray(probabilities))))
-    return [DecisionKind(kind=kind, feature=KIND_FEATURES[kind],
-                         data=DecisionData(labels=labels, features=values, groups=groups, n_labels=n_labels,
-                                           signals=signals))
-            for kind, values, signals in kinds]
+    return [
+        DecisionKind(
+            kind=kind,
+            feature=KIND_FEATURES[kind],
+            data=DecisionData(labels=labels, features=values, groups=groups, n_labels=n_labels, signals=signals),
+        )
+        for kind, values, signals in kinds
+    ]
 
 
-def fit_kind_rule(kind: DecisionKind, data: DecisionData, *, judge: str, prompt_family: str, criterion: str,
-                  grid: RuleGrid = ARTIFACT_GRID, seed: int = 0) -> DecisionRule:
+def fit_kind_rule(
+    kind: DecisionKind,
+    data: DecisionData,
+    *,
+    judge: str,
+    prompt_family: str,
+    criterion: str,
+    grid: RuleGrid = ARTIFACT_GRID,
+    seed: int = 0,
+) -> DecisionRule:
     """The rule of one (cell, kind) fitted on ``data`` (the kind's items or a subset of them) over ``grid``."""
-    return fit_decision_rule(data, judge=judge, prompt_family=prompt_family, criterion=criterion,
-                             input_kind=kind.kind, feature=kind.feature, tolerances=grid.tolerances,
-                             alphas=grid.alphas, gates=grid.gates, delta=grid.delta, fit_fraction=grid.fit_fraction,
-                             signal=grid.signal, bound=grid.bound, seed=seed)
+    return fit_decision_rule(
+        data,
+        judge=judge,
+        prompt_family=prompt_family,
+        criterion=criterion,
+        input_kind=kind.kind,
+        feature=kind.feature,
+        tolerances=grid.tolerances,
+        alphas=grid.alphas,
+        gates=grid.gates,
+        delta=grid.delta,
+        fit_fraction=grid.fit_fraction,
+        signal=grid.signal,
+        bound=grid.bound,
+        seed=seed,
+    )
 
 
-def fit_cell_rules(*, judge: str, prompt_family: str, criterion: str, labels: np.ndarray, judge_scores: np.ndarray,
-                   probabilities: np.ndarray | None, means: np.ndarray | None, groups: Sequence[object] | np.ndarray,
-                   n_labels: int, grid: RuleGrid = ARTIFACT_GRID, seed: int = 0) -> list[DecisionRule]:
+def fit_cell_rules(
+    *,
+    judge: str,
+    prompt_family: str,
+    criterion: str,
+    labels: np.ndarray,
+    judge_scores: np.ndarray,
+    probabilities: np.ndarray | None,
+    means: np.ndarray | None,
+    groups: Sequence[object] | np.ndarray,
+    n_labels: int,
+    grid: RuleGrid = ARTIFACT_GRID,
+    seed: int = 0,
+) -> list[DecisionRule]:
     """One rule per input kind of the cell, fitted on all its items over ``grid`` (module rules)."""
-    return [fit_kind_rule(kind, kind.data, judge=judge, prompt_family=prompt_family, criterion=criterion, grid=grid,
-                          seed=seed)
-            for kind in decision_kinds(labels, judge_scores, probabilities, means, groups, n_labels)]
+    return [
+        fit_kind_rule(
+            kind, kind.data, judge=judge, prompt_family=prompt_family, criterion=criterion, grid=grid, seed=seed
+        )
+        for kind in decision_kinds(labels, judge_scores, probabilities, means, groups, n_labels)
+    ]

@@ -115,12 +115,14 @@ def _candidate_edges(feature: str, n_labels: int, width: float) -> list[float]:
     return [round(1 + width * j, 9) for j in range(1, steps)]
 
 
-def bin_edges(feature: str, fit_values: np.ndarray, n_labels: int, *, width: float = DEFAULT_WIDTH,
-              min_items: int = MIN_BIN_ITEMS) -> list[float]:
+def bin_edges(
+    feature: str, fit_values: np.ndarray, n_labels: int, *, width: float = DEFAULT_WIDTH, min_items: int = MIN_BIN_ITEMS
+) -> list[float]:
     """The rule's bin edges: candidate cuts, sparse bins merged left to right (module rules)."""
     candidates = _candidate_edges(feature, n_labels, width)
-    counts = np.bincount(np.searchsorted(candidates, np.asarray(fit_values, dtype=float), side="right"),
-                         minlength=len(candidates) + 1)
+    counts = np.bincount(
+        np.searchsorted(candidates, np.asarray(fit_values, dtype=float), side="right"), minlength=len(candidates) + 1
+    )
     kept: list[float] = []
     running = 0
     for index, count in enumerate(counts):
@@ -151,8 +153,9 @@ def points_of(edges: Sequence[float], fit_values: np.ndarray, fit_labels: np.nda
     return points
 
 
-def _order(bin_index: np.ndarray, bad: np.ndarray, candidates: Sequence[int], signal: str,
-           signal_values: np.ndarray | None) -> list[int]:
+def _order(
+    bin_index: np.ndarray, bad: np.ndarray, candidates: Sequence[int], signal: str, signal_values: np.ndarray | None
+) -> list[int]:
     """Candidate bins, most confident first, from FIT items only (module rules)."""
     keys = {}
     for b in candidates:
@@ -196,8 +199,9 @@ def _start(sequence: list[int], fit_bins: np.ndarray, fit_bad: np.ndarray, alpha
     return best
 
 
-def _walk(part: _Certify, sequence: list[int], start: int, bad: np.ndarray, *, alpha: float, delta: float,
-          bound: str) -> tuple[list[int], float | None, float | None]:
+def _walk(
+    part: _Certify, sequence: list[int], start: int, bad: np.ndarray, *, alpha: float, delta: float, bound: str
+) -> tuple[list[int], float | None, float | None]:
     """Fixed sequence over the nested sets sequence[:start+1], sequence[:start+2], ...; returns (accepted bins,
     bound of the last accepted set, bound of the first tested set)."""
     first: list[float] = []
@@ -208,8 +212,7 @@ def _walk(part: _Certify, sequence: list[int], start: int, bad: np.ndarray, *, a
             return None  # a bin without certification items is never added on no evidence
         accepted = np.isin(part.bins, sequence[: last + 1])
         e, a = group_counts(bad, accepted, part.group_index, part.n_groups)
-        outcome = risk_test(bound, e, a, alpha=alpha, delta=delta, max_group_size=part.max_group_size,
-                            order=part.order)
+        outcome = risk_test(bound, e, a, alpha=alpha, delta=delta, max_group_size=part.max_group_size, order=part.order)
         if j == 0:
             first.append(outcome.bound)
         return outcome
@@ -227,9 +230,11 @@ def _data_check(part: _Certify, *, alpha: float, delta: float, bound: str) -> st
     if bound == "betting":
         needed = min_groups_to_certify(alpha=alpha, delta=delta)
         if part.n_groups < needed:
-            return (f"only {part.n_groups} certification documents: the document-level bound cannot certify "
-                    f"accept_alpha {alpha:g} at delta {delta:g} with fewer than {needed} even if every item were "
-                    "accepted and right")
+            return (
+                f"only {part.n_groups} certification documents: the document-level bound cannot certify "
+                f"accept_alpha {alpha:g} at delta {delta:g} with fewer than {needed} even if every item were "
+                "accepted and right"
+            )
     return ""
 
 
@@ -271,9 +276,14 @@ def fit_decision_rule(
     fit_signal = None if signal_values is None else np.asarray(signal_values, dtype=float)[fit]
     cert_groups, group_index = np.unique(groups[cert], return_inverse=True)
     sizes = np.bincount(group_index, minlength=cert_groups.size)
-    part = _Certify(bins=bins[cert], labels=labels[cert], group_index=group_index, n_groups=int(cert_groups.size),
-                    max_group_size=int(sizes.max()) if sizes.size else 1,
-                    order=np.random.default_rng([seed, 2]).permutation(cert_groups.size))
+    part = _Certify(
+        bins=bins[cert],
+        labels=labels[cert],
+        group_index=group_index,
+        n_groups=int(cert_groups.size),
+        max_group_size=int(sizes.max()) if sizes.size else 1,
+        order=np.random.default_rng([seed, 2]).permutation(cert_groups.size),
+    )
     n_bins = len(points)
     distance = np.abs(part.labels - point_of[part.bins])
     fit_distance = np.abs(fit_labels - point_of[fit_bins])
@@ -283,8 +293,9 @@ def fit_decision_rule(
         bad = distance >= tolerance
         for alpha in alphas:
             start = _start(sequence, fit_bins, fit_distance >= tolerance, float(alpha)) if bound == "betting" else 0
-            row = _certification(part, sequence, start, bad, tolerance=tolerance, alpha=float(alpha), delta=delta,
-                                 bound=bound)
+            row = _certification(
+                part, sequence, start, bad, tolerance=tolerance, alpha=float(alpha), delta=delta, bound=bound
+            )
             certifications.append(row)
             per_label += _label_rows(part, bad, row, data.n_labels)
     gate_rows = []
@@ -293,12 +304,21 @@ def fit_decision_rule(
         sequence = _order(fit_bins, fit_labels < tau, candidates, signal, fit_signal)
         for alpha in alphas:
             start = _start(sequence, fit_bins, fit_labels < tau, float(alpha)) if bound == "betting" else 0
-            gate_rows.append(_gate(part, sequence, start, part.labels < tau, tau=tau, alpha=float(alpha),
-                                   delta=delta, bound=bound))
+            gate_rows.append(
+                _gate(part, sequence, start, part.labels < tau, tau=tau, alpha=float(alpha), delta=delta, bound=bound)
+            )
     return DecisionRule(
-        judge=judge, prompt_family=prompt_family, criterion=criterion, input_kind=input_kind, feature=feature,
-        n_labels=data.n_labels, bin_edges=[float(e) for e in edges], points=points, certifications=certifications,
-        quality_gates=gate_rows, per_label=per_label,
+        judge=judge,
+        prompt_family=prompt_family,
+        criterion=criterion,
+        input_kind=input_kind,
+        feature=feature,
+        n_labels=data.n_labels,
+        bin_edges=[float(e) for e in edges],
+        points=points,
+        certifications=certifications,
+        quality_gates=gate_rows,
+        per_label=per_label,
         signal=f"{_SIGNAL_WORDS[signal]}; bound: {bound}; FIT {int(np.unique(groups[fit]).size)} documents, "
         f"CERTIFY {part.n_groups} documents (seed {seed})",
     )
@@ -322,45 +342,93 @@ class _GateBase(TypedDict):
     bound: str
 
 
-def _certification(part: _Certify, sequence: list[int], start: int, bad: np.ndarray, *, tolerance: int, alpha: float,
-                   delta: float, bound: str) -> Certification:
-    base = _CertificationBase(tolerance=tolerance, accept_alpha=alpha, delta=delta, n_groups=part.n_groups,
-                              n_items=int(part.bins.size), bound=bound)
+def _certification(
+    part: _Certify,
+    sequence: list[int],
+    start: int,
+    bad: np.ndarray,
+    *,
+    tolerance: int,
+    alpha: float,
+    delta: float,
+    bound: str,
+) -> Certification:
+    base = _CertificationBase(
+        tolerance=tolerance,
+        accept_alpha=alpha,
+        delta=delta,
+        n_groups=part.n_groups,
+        n_items=int(part.bins.size),
+        bound=bound,
+    )
     failed = _data_check(part, alpha=alpha, delta=delta, bound=bound)
     if failed:
-        return Certification(**base, accepted_bins=[], certified_error=None, rule_failed=True, reason=failed,
-                             accept_share=0.0)
+        return Certification(
+            **base, accepted_bins=[], certified_error=None, rule_failed=True, reason=failed, accept_share=0.0
+        )
     accepted, value, first = _walk(part, sequence, start, bad, alpha=alpha, delta=delta, bound=bound)
     if not accepted:
         reason = f"no bin certified: the first tested set (the {start + 1} most confident bin(s)) has bound " + (
-            f"{first:.3f} > {alpha:g}" if first is not None else "has no certification items")
+            f"{first:.3f} > {alpha:g}" if first is not None else "has no certification items"
+        )
         return Certification(**base, accepted_bins=[], certified_error=None, reason=reason, accept_share=0.0)
     share = float(np.isin(part.bins, accepted).mean())
-    return Certification(**base, accepted_bins=accepted, certified_error=value, accept_share=share,
-                         reason=f"{len(accepted)} bin(s) certified in the fixed sequence")
+    return Certification(
+        **base,
+        accepted_bins=accepted,
+        certified_error=value,
+        accept_share=share,
+        reason=f"{len(accepted)} bin(s) certified in the fixed sequence",
+    )
 
 
-def _gate(part: _Certify, sequence: list[int], start: int, failing: np.ndarray, *, tau: int, alpha: float, delta: float,
-          bound: str) -> QualityGate:
-    base = _GateBase(pass_threshold=tau, accept_alpha=alpha, delta=delta, n_groups=part.n_groups,
-                     n_failing_items=int(failing.sum()), bound=bound)
+def _gate(
+    part: _Certify,
+    sequence: list[int],
+    start: int,
+    failing: np.ndarray,
+    *,
+    tau: int,
+    alpha: float,
+    delta: float,
+    bound: str,
+) -> QualityGate:
+    base = _GateBase(
+        pass_threshold=tau,
+        accept_alpha=alpha,
+        delta=delta,
+        n_groups=part.n_groups,
+        n_failing_items=int(failing.sum()),
+        bound=bound,
+    )
     failed = _data_check(part, alpha=alpha, delta=delta, bound=bound)
     if not failed and int(failing.sum()) < MIN_FAILING_ITEMS:
-        failed = (f"only {int(failing.sum())} certification items humans would fail (label < {tau}); at least "
-                  f"{MIN_FAILING_ITEMS} are needed to certify a false-pass rate")
+        failed = (
+            f"only {int(failing.sum())} certification items humans would fail (label < {tau}); at least "
+            f"{MIN_FAILING_ITEMS} are needed to certify a false-pass rate"
+        )
     if failed:
         return QualityGate(**base, pass_bins=[], certified_false_pass=None, rule_failed=True, reason=failed)
     if not sequence:
-        return QualityGate(**base, pass_bins=[], certified_false_pass=None,
-                           reason=f"no bin's point is >= {tau}: nothing can pass")
+        return QualityGate(
+            **base, pass_bins=[], certified_false_pass=None, reason=f"no bin's point is >= {tau}: nothing can pass"
+        )
     accepted, value, first = _walk(part, sequence, start, failing, alpha=alpha, delta=delta, bound=bound)
     if not accepted:
-        return QualityGate(**base, pass_bins=[], certified_false_pass=None,
-                           reason=f"no pass bin certified: the first tested set (the {start + 1} most confident "
-                           "pass bin(s)) has bound "
-                           + (f"{first:.3f} > {alpha:g}" if first is not None else "has no certification items"))
-    return QualityGate(**base, pass_bins=accepted, certified_false_pass=value,
-                       reason=f"{len(accepted)} pass bin(s) certified in the fixed sequence")
+        return QualityGate(
+            **base,
+            pass_bins=[],
+            certified_false_pass=None,
+            reason=f"no pass bin certified: the first tested set (the {start + 1} most confident "
+            "pass bin(s)) has bound "
+            + (f"{first:.3f} > {alpha:g}" if first is not None else "has no certification items"),
+        )
+    return QualityGate(
+        **base,
+        pass_bins=accepted,
+        certified_false_pass=value,
+        reason=f"{len(accepted)} pass bin(s) certified in the fixed sequence",
+    )
 
 
 def _label_rows(part: _Certify, bad: np.ndarray, row: Certification, n_labels: int) -> list[LabelRow]:
@@ -370,10 +438,16 @@ def _label_rows(part: _Certify, bad: np.ndarray, row: Certification, n_labels: i
         mine = part.labels == label
         n = int(mine.sum())
         taken = accepted & mine
-        rows.append(LabelRow(
-            label=label, n_items=n, n_groups=int(np.unique(part.group_index[mine]).size), tolerance=row.tolerance,
-            accept_alpha=row.accept_alpha, accept_share=float(taken.sum() / n) if n else None,
-            error_among_accepted=float(bad[taken].mean()) if taken.any() else None,
-            certifiable=n >= MIN_LABEL_ITEMS,
-        ))
+        rows.append(
+            LabelRow(
+                label=label,
+                n_items=n,
+                n_groups=int(np.unique(part.group_index[mine]).size),
+                tolerance=row.tolerance,
+                accept_alpha=row.accept_alpha,
+                accept_share=float(taken.sum() / n) if n else None,
+                error_among_accepted=float(bad[taken].mean()) if taken.any() else None,
+                certifiable=n >= MIN_LABEL_ITEMS,
+            )
+        )
     return rows

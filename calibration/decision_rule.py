@@ -121,8 +121,7 @@ class CertifiedDecision(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-def feature_of(feature: str, *, score: int | None, probabilities: Sequence[float] | None,
-               mean: float | None) -> float:
+def feature_of(feature: str, *, score: int | None, probabilities: Sequence[float] | None, mean: float | None) -> float:
     """The rule's scalar feature of a verdict; ValueError when the verdict lacks what the feature needs."""
     if feature == "score":
         if score is None:
@@ -144,8 +143,9 @@ def feature_of(feature: str, *, score: int | None, probabilities: Sequence[float
 
 def certification_at(rule: DecisionRule, tolerance: int, accept_alpha: float) -> Certification | None:
     """The row ``decide`` uses: at ``tolerance``, the largest calibrated accept_alpha <= the asked one; else None."""
-    rows = [c for c in rule.certifications
-            if c.tolerance == tolerance and c.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE]
+    rows = [
+        c for c in rule.certifications if c.tolerance == tolerance and c.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE
+    ]
     return max(rows, key=lambda c: c.accept_alpha) if rows else None
 
 
@@ -156,23 +156,36 @@ def decide(rule: DecisionRule, feature_value: float, *, tolerance: int, accept_a
     certification = certification_at(rule, tolerance, accept_alpha)
     if certification is None:
         levels = sorted({c.accept_alpha for c in rule.certifications if c.tolerance == tolerance})
-        reason = (f"no certification at tolerance {tolerance} and accept_alpha <= {accept_alpha:g}"
-                  + (f" (calibrated: {', '.join(f'{a:g}' for a in levels)})" if levels else ""))
-        return CertifiedDecision(point=point, bin_index=index, accepted=False, certification=None,
-                                 rule_failed=False, reason=reason)
+        reason = f"no certification at tolerance {tolerance} and accept_alpha <= {accept_alpha:g}" + (
+            f" (calibrated: {', '.join(f'{a:g}' for a in levels)})" if levels else ""
+        )
+        return CertifiedDecision(
+            point=point, bin_index=index, accepted=False, certification=None, rule_failed=False, reason=reason
+        )
     if certification.rule_failed:
-        return CertifiedDecision(point=point, bin_index=index, accepted=False, certification=certification,
-                                 rule_failed=True, reason=f"the certification failed: {certification.reason}")
+        return CertifiedDecision(
+            point=point,
+            bin_index=index,
+            accepted=False,
+            certification=certification,
+            rule_failed=True,
+            reason=f"the certification failed: {certification.reason}",
+        )
     accepted = index in certification.accepted_bins
     bound = certification.certified_error
     if accepted:
-        reason = (f"point {point} accepted: among accepted verdicts, |human - point| >= {tolerance} at most "
-                  f"{bound:.3f} (<= {certification.accept_alpha:g}) with confidence {1 - certification.delta:g}")
+        reason = (
+            f"point {point} accepted: among accepted verdicts, |human - point| >= {tolerance} at most "
+            f"{bound:.3f} (<= {certification.accept_alpha:g}) with confidence {1 - certification.delta:g}"
+        )
     else:
-        reason = f"this verdict's bin is not certified at tolerance {tolerance}, accept_alpha " \
-                 f"{certification.accept_alpha:g}: escalate"
-    return CertifiedDecision(point=point, bin_index=index, accepted=accepted, certification=certification,
-                             rule_failed=False, reason=reason)
+        reason = (
+            f"this verdict's bin is not certified at tolerance {tolerance}, accept_alpha "
+            f"{certification.accept_alpha:g}: escalate"
+        )
+    return CertifiedDecision(
+        point=point, bin_index=index, accepted=accepted, certification=certification, rule_failed=False, reason=reason
+    )
 
 
 class GateDecision(msgspec.Struct, frozen=True, kw_only=True):
@@ -186,30 +199,54 @@ class GateDecision(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-def decide_gate(rule: DecisionRule, feature_value: float, *, pass_threshold: int,
-                accept_alpha: float) -> GateDecision:
+def decide_gate(rule: DecisionRule, feature_value: float, *, pass_threshold: int, accept_alpha: float) -> GateDecision:
     """Quality-gate look-up: pass iff the bin is a certified pass bin of the gate at ``pass_threshold`` with the
     largest calibrated accept_alpha <= the requested one; no such gate, or a failed one, escalates with the reason."""
     index = bisect.bisect_right(rule.bin_edges, feature_value)
     point = rule.points[index]
-    rows = [g for g in rule.quality_gates
-            if g.pass_threshold == pass_threshold and g.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE]
+    rows = [
+        g
+        for g in rule.quality_gates
+        if g.pass_threshold == pass_threshold and g.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE
+    ]
     gate = max(rows, key=lambda g: g.accept_alpha) if rows else None
     if gate is None:
-        return GateDecision(point=point, bin_index=index, passed=False, gate=None, rule_failed=False,
-                            reason=f"no quality gate at pass threshold {pass_threshold} and accept_alpha <= "
-                            f"{accept_alpha:g}")
+        return GateDecision(
+            point=point,
+            bin_index=index,
+            passed=False,
+            gate=None,
+            rule_failed=False,
+            reason=f"no quality gate at pass threshold {pass_threshold} and accept_alpha <= {accept_alpha:g}",
+        )
     if gate.rule_failed:
-        return GateDecision(point=point, bin_index=index, passed=False, gate=gate, rule_failed=True,
-                            reason=f"the quality gate failed: {gate.reason}")
+        return GateDecision(
+            point=point,
+            bin_index=index,
+            passed=False,
+            gate=gate,
+            rule_failed=True,
+            reason=f"the quality gate failed: {gate.reason}",
+        )
     if index in gate.pass_bins:
-        return GateDecision(point=point, bin_index=index, passed=True, gate=gate, rule_failed=False,
-                            reason=f"pass (>= {pass_threshold}) accepted: among accepted passes, humans would fail "
-                            f"at most {gate.certified_false_pass:.3f} (<= {gate.accept_alpha:g}) with confidence "
-                            f"{1 - gate.delta:g}")
-    return GateDecision(point=point, bin_index=index, passed=False, gate=gate, rule_failed=False,
-                        reason=f"no certified pass at threshold {pass_threshold}, accept_alpha {gate.accept_alpha:g}: "
-                        "escalate")
+        return GateDecision(
+            point=point,
+            bin_index=index,
+            passed=True,
+            gate=gate,
+            rule_failed=False,
+            reason=f"pass (>= {pass_threshold}) accepted: among accepted passes, humans would fail "
+            f"at most {gate.certified_false_pass:.3f} (<= {gate.accept_alpha:g}) with confidence "
+            f"{1 - gate.delta:g}",
+        )
+    return GateDecision(
+        point=point,
+        bin_index=index,
+        passed=False,
+        gate=gate,
+        rule_failed=False,
+        reason=f"no certified pass at threshold {pass_threshold}, accept_alpha {gate.accept_alpha:g}: escalate",
+    )
 
 
 def validate_rule(rule: DecisionRule) -> None:
@@ -237,10 +274,13 @@ def _check_certifications(certifications: Sequence[Certification], n_bins: int) 
             raise ValueError(f"certification {row.tolerance}/{row.accept_alpha}: tolerance >= 1, alpha, delta in (0,1)")
         if any(not 0 <= b < n_bins for b in row.accepted_bins):
             raise ValueError(f"certification {row.tolerance}/{row.accept_alpha}: accepted bin outside 0..{n_bins - 1}")
-        if row.accepted_bins and (row.rule_failed or row.certified_error is None
-                                  or row.certified_error > row.accept_alpha + _LEVEL_TOLERANCE):
-            raise ValueError(f"certification {row.tolerance}/{row.accept_alpha}: accepted bins need a certified "
-                             "error <= accept_alpha and a rule that did not fail")
+        if row.accepted_bins and (
+            row.rule_failed or row.certified_error is None or row.certified_error > row.accept_alpha + _LEVEL_TOLERANCE
+        ):
+            raise ValueError(
+                f"certification {row.tolerance}/{row.accept_alpha}: accepted bins need a certified "
+                "error <= accept_alpha and a rule that did not fail"
+            )
 
 
 def _check_quality_gates(gates: Sequence[QualityGate], n_bins: int) -> None:
@@ -248,7 +288,12 @@ def _check_quality_gates(gates: Sequence[QualityGate], n_bins: int) -> None:
     for gate in gates:
         if any(not 0 <= b < n_bins for b in gate.pass_bins):
             raise ValueError(f"quality gate {gate.pass_threshold}: pass bin outside 0..{n_bins - 1}")
-        if gate.pass_bins and (gate.rule_failed or gate.certified_false_pass is None
-                               or gate.certified_false_pass > gate.accept_alpha + _LEVEL_TOLERANCE):
-            raise ValueError(f"quality gate {gate.pass_threshold}: pass bins need a certified false-pass rate "
-                             "<= accept_alpha and a rule that did not fail")
+        if gate.pass_bins and (
+            gate.rule_failed
+            or gate.certified_false_pass is None
+            or gate.certified_false_pass > gate.accept_alpha + _LEVEL_TOLERANCE
+        ):
+            raise ValueError(
+                f"quality gate {gate.pass_threshold}: pass bins need a certified false-pass rate "
+                "<= accept_alpha and a rule that did not fail"
+            )

@@ -76,9 +76,11 @@ MIN_N_CLT = 50
 # Cochran's rule for a CLT interval on a skewed population is n > 25 g1^2 (Sampling Techniques, 1977); twice
 # his constant is what kept PPI++ >= 0.93 on SummEval's skewed consistency scores (a choice made on that study).
 SKEW_CONSTANT = 50
-SWITCH_RULE = (f"PPI++ CLT interval when n >= {MIN_N_CLT}, the human labels and the rectifier Y - lambda f both vary "
-               f"in the labelled sample, and n >= {SKEW_CONSTANT} g1^2 with g1 the rectifier's sample skewness; "
-               "otherwise the finite-sample betting interval")
+SWITCH_RULE = (
+    f"PPI++ CLT interval when n >= {MIN_N_CLT}, the human labels and the rectifier Y - lambda f both vary "
+    f"in the labelled sample, and n >= {SKEW_CONSTANT} g1^2 with g1 the rectifier's sample skewness; "
+    "otherwise the finite-sample betting interval"
+)
 
 
 class LabelBudget(msgspec.Struct, frozen=True, kw_only=True):
@@ -120,8 +122,9 @@ class Sample(msgspec.Struct, frozen=True, kw_only=True):
     judge_unlabelled: Sequence[float]
 
 
-def _switch_parts(y: np.ndarray, f: np.ndarray, lam: np.ndarray) -> tuple[int, np.ndarray, np.ndarray,
-                                                                               np.ndarray, np.ndarray]:
+def _switch_parts(
+    y: np.ndarray, f: np.ndarray, lam: np.ndarray
+) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """The switching rule's parts per row: n, labels vary, rectifier varies, skewness g1, n >= SKEW_CONSTANT g1^2."""
     y, f = as_rows(y, "human"), as_rows(f, "judge")
     n = y.shape[1]
@@ -130,7 +133,7 @@ def _switch_parts(y: np.ndarray, f: np.ndarray, lam: np.ndarray) -> tuple[int, n
     labels_vary, rect_varies = y.std(axis=1) > 1e-12, sd > 1e-12
     varies = labels_vary & rect_varies
     with np.errstate(divide="ignore", invalid="ignore"):
-        skew = ((rect - rect.mean(axis=1, keepdims=True)) ** 3).mean(axis=1) / sd ** 3
+        skew = ((rect - rect.mean(axis=1, keepdims=True)) ** 3).mean(axis=1) / sd**3
     skew_ok = np.where(varies, n >= SKEW_CONSTANT * np.nan_to_num(skew, nan=np.inf) ** 2, False)
     return n, labels_vary, rect_varies, np.where(varies, skew, np.nan), skew_ok
 
@@ -144,8 +147,9 @@ def served_uses_clt(y: np.ndarray, f: np.ndarray, lam: np.ndarray) -> np.ndarray
 
 def switch_reason(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[float], lam: float) -> str:
     """Why the switching rule serves PPI++ or betting for one labelled sample, with its numbers."""
-    n, labels_vary, rect_varies, skew, skew_ok = _switch_parts(np.asarray(y, dtype=float),
-                                                               np.asarray(f, dtype=float), np.asarray([lam]))
+    n, labels_vary, rect_varies, skew, skew_ok = _switch_parts(
+        np.asarray(y, dtype=float), np.asarray(f, dtype=float), np.asarray([lam])
+    )
     if n < MIN_N_CLT:
         return f"betting: n = {n} < {MIN_N_CLT} labelled items"
     if not labels_vary[0]:
@@ -153,11 +157,13 @@ def switch_reason(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[floa
     if not rect_varies[0]:
         return "betting: the rectifier Y - lambda f does not vary in the labelled sample"
     g1 = float(skew[0])
-    bound = SKEW_CONSTANT * g1 ** 2
+    bound = SKEW_CONSTANT * g1**2
     if not skew_ok[0]:
         return f"betting: n = {n} < {SKEW_CONSTANT} g1^2 = {bound:.1f} (the rectifier's skewness g1 = {g1:.3f})"
-    return (f"ppi++: n = {n} >= {MIN_N_CLT}, the labels and the rectifier vary, and n >= {SKEW_CONSTANT} g1^2 = "
-            f"{bound:.1f} (g1 = {g1:.3f})")
+    return (
+        f"ppi++: n = {n} >= {MIN_N_CLT}, the labels and the rectifier vary, and n >= {SKEW_CONSTANT} g1^2 = "
+        f"{bound:.1f} (g1 = {g1:.3f})"
+    )
 
 
 def _label_count(value: float) -> int | None:
@@ -165,9 +171,13 @@ def _label_count(value: float) -> int | None:
     return max(MIN_N_CLT, math.ceil(value)) if math.isfinite(value) else None
 
 
-def label_budget(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[float],
-                 f_unlabelled: np.ndarray | Sequence[float], alpha: float,
-                 target_half_width: float | None = None) -> LabelBudget:
+def label_budget(
+    y: np.ndarray | Sequence[float],
+    f: np.ndarray | Sequence[float],
+    f_unlabelled: np.ndarray | Sequence[float],
+    alpha: float,
+    target_half_width: float | None = None,
+) -> LabelBudget:
     """Labels needed for ``target_half_width`` under PPI++ (default: half today's PPI++ half-width)."""
     ppi = ppi_intervals(y, f, f_unlabelled, alpha)
     y_arr, f_arr = np.asarray(y, dtype=float), np.asarray(f, dtype=float)
@@ -176,15 +186,19 @@ def label_budget(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[float
     z = two_sided_z(alpha)
     width = target_half_width if target_half_width is not None else 0.5 * z * float(ppi.se[0])
     if not (math.isfinite(width) and width > 0):
-        return LabelBudget(target_half_width=float(width), labels_needed=None, more_labels=None,
-                           labels_needed_human_only=None)
+        return LabelBudget(
+            target_half_width=float(width), labels_needed=None, more_labels=None, labels_needed_human_only=None
+        )
     var_rect = float((y_arr - lam * f_arr).var())
-    room = width ** 2 - z ** 2 * lam ** 2 * float(f_unl.var()) / f_unl.size
-    needed = None if room <= 0 else _label_count(z ** 2 * var_rect / room)
-    human = None if width ** 2 <= 0 else _label_count(z ** 2 * float(y_arr.var()) / width ** 2)
-    return LabelBudget(target_half_width=float(width), labels_needed=needed,
-                       more_labels=None if needed is None else max(0, needed - y_arr.size),
-                       labels_needed_human_only=human)
+    room = width**2 - z**2 * lam**2 * float(f_unl.var()) / f_unl.size
+    needed = None if room <= 0 else _label_count(z**2 * var_rect / room)
+    human = None if width**2 <= 0 else _label_count(z**2 * float(y_arr.var()) / width**2)
+    return LabelBudget(
+        target_half_width=float(width),
+        labels_needed=needed,
+        more_labels=None if needed is None else max(0, needed - y_arr.size),
+        labels_needed_human_only=human,
+    )
 
 
 def _human_only(y: np.ndarray, lo: float, hi: float, alpha: float, binary: bool) -> tuple[tuple[float, float], str]:
@@ -195,12 +209,22 @@ def _human_only(y: np.ndarray, lo: float, hi: float, alpha: float, binary: bool)
     return (float(result.low[0]), float(result.high[0])), result.method
 
 
-def _answer(metric: str, y: np.ndarray, f: np.ndarray, f_unl: np.ndarray, lo: float, hi: float, alpha: float,
-            binary: bool, target_half_width: float | None) -> EstimateAnswer:
+def _answer(
+    metric: str,
+    y: np.ndarray,
+    f: np.ndarray,
+    f_unl: np.ndarray,
+    lo: float,
+    hi: float,
+    alpha: float,
+    binary: bool,
+    target_half_width: float | None,
+) -> EstimateAnswer:
     """The served answer of one sample: PPI++ or betting by the switching rule, with its human-only twin."""
     if y.size != f.size:
-        raise EmptyCalibrationError(f"every labelled item needs a human label and a judge verdict "
-                                    f"({y.size} labels, {f.size} verdicts)")
+        raise EmptyCalibrationError(
+            f"every labelled item needs a human label and a judge verdict ({y.size} labels, {f.size} verdicts)"
+        )
     if y.size < 2 or f_unl.size < 2:
         raise EmptyCalibrationError("need at least 2 labelled and 2 unlabelled items")
     ppi = ppi_intervals(y, f, f_unl, alpha)
@@ -214,16 +238,25 @@ def _answer(metric: str, y: np.ndarray, f: np.ndarray, f_unl: np.ndarray, lo: fl
         interval = (float(bet.low[0]), float(bet.high[0]))
         human_interval, human_method = _human_only(y, lo, hi, alpha, binary)
     se_ppi, se_classical = float(ppi.se[0]), float(classical.se[0])
-    gain = se_classical ** 2 / se_ppi ** 2 if se_ppi > 0 and se_classical > 0 else None
+    gain = se_classical**2 / se_ppi**2 if se_ppi > 0 and se_classical > 0 else None
     return EstimateAnswer(
-        metric=metric, alpha=alpha, estimate=float(ppi.estimate[0]), interval=interval,
-        method="ppi++" if clt else "betting", human_only_interval=human_interval, human_only_method=human_method,
-        effective_sample_gain=gain, n_labelled=int(y.size), n_unlabelled=int(f_unl.size), lam=float(ppi.lam[0]),
+        metric=metric,
+        alpha=alpha,
+        estimate=float(ppi.estimate[0]),
+        interval=interval,
+        method="ppi++" if clt else "betting",
+        human_only_interval=human_interval,
+        human_only_method=human_method,
+        effective_sample_gain=gain,
+        n_labelled=int(y.size),
+        n_unlabelled=int(f_unl.size),
+        lam=float(ppi.lam[0]),
         label_budget=label_budget(y, f, f_unl, alpha, target_half_width),
-        ppi_interval=(float(ppi.low[0]), float(ppi.high[0])), betting_interval=(float(bet.low[0]),
-                                                                                  float(bet.high[0])),
+        ppi_interval=(float(ppi.low[0]), float(ppi.high[0])),
+        betting_interval=(float(bet.low[0]), float(bet.high[0])),
         classical_interval=(float(classical.low[0]), float(classical.high[0])),
-        switch_reason=switch_reason(y, f, float(ppi.lam[0])))
+        switch_reason=switch_reason(y, f, float(ppi.lam[0])),
+    )
 
 
 def _vector(values: Sequence[float], name: str) -> np.ndarray:
@@ -232,16 +265,18 @@ def _vector(values: Sequence[float], name: str) -> np.ndarray:
     return vector
 
 
-def estimate_mean(sample: Sample, alpha: float, *, scale_max: int = 5, scale_min: int = 1,
-                  target_half_width: float | None = None) -> EstimateAnswer:
+def estimate_mean(
+    sample: Sample, alpha: float, *, scale_max: int = 5, scale_min: int = 1, target_half_width: float | None = None
+) -> EstimateAnswer:
     """The served answer for a system's mean score on the scale ``scale_min..scale_max``."""
     y = _vector(sample.human, "human")
     f, f_unl = _vector(sample.judge, "judge"), _vector(sample.judge_unlabelled, "judge_unlabelled")
     return _answer("mean", y, f, f_unl, float(scale_min), float(scale_max), alpha, False, target_half_width)
 
 
-def estimate_pass_rate(sample: Sample, alpha: float, threshold: float, *,
-                       target_half_width: float | None = None) -> EstimateAnswer:
+def estimate_pass_rate(
+    sample: Sample, alpha: float, threshold: float, *, target_half_width: float | None = None
+) -> EstimateAnswer:
     """The served answer for the share of items whose human score is >= ``threshold`` (judge: its score >=)."""
     y = (_vector(sample.human, "human") >= threshold).astype(float)
     f = (_vector(sample.judge, "judge") >= threshold).astype(float)
@@ -251,8 +286,10 @@ def estimate_pass_rate(sample: Sample, alpha: float, threshold: float, *,
 
 def estimate_win_rate(sample: Sample, alpha: float, *, target_half_width: float | None = None) -> EstimateAnswer:
     """The served answer for a win rate: values 1 (win), 0 (loss) or 0.5 (tie)."""
-    arrays = [_vector(v, name) for v, name in ((sample.human, "human"), (sample.judge, "judge"),
-                                                (sample.judge_unlabelled, "judge_unlabelled"))]
+    arrays = [
+        _vector(v, name)
+        for v, name in ((sample.human, "human"), (sample.judge, "judge"), (sample.judge_unlabelled, "judge_unlabelled"))
+    ]
     for array, name in zip(arrays, ("human", "judge", "judge_unlabelled"), strict=True):
         if not np.all(np.isin(array, (0.0, 0.5, 1.0))):
             raise CalibrationError(f"{name}: win_rate values must be 0, 0.5 or 1")
@@ -286,13 +323,23 @@ def estimate_difference(a: EstimateAnswer, b: EstimateAnswer) -> EstimateAnswer:
         if a.classical_interval and b.classical_interval:
             ca = (a.classical_interval[1] - a.classical_interval[0]) / (2 * z_half)
             cb = (b.classical_interval[1] - b.classical_interval[0]) / (2 * z_half)
-            c_centre = 0.5 * (a.classical_interval[0] + a.classical_interval[1]
-                              - b.classical_interval[0] - b.classical_interval[1])
+            c_centre = 0.5 * (
+                a.classical_interval[0] + a.classical_interval[1] - b.classical_interval[0] - b.classical_interval[1]
+            )
             human = (c_centre - z_full * math.hypot(ca, cb), c_centre + z_full * math.hypot(ca, cb))
     gains = [g for g in (a.effective_sample_gain, b.effective_sample_gain) if g is not None]
     return EstimateAnswer(
-        metric="difference", alpha=alpha, estimate=a.estimate - b.estimate, interval=interval, method=method,
-        human_only_interval=human, human_only_method=f"{a.human_only_method} - {b.human_only_method}",
-        effective_sample_gain=min(gains) if len(gains) == 2 else None, n_labelled=a.n_labelled + b.n_labelled,
-        n_unlabelled=a.n_unlabelled + b.n_unlabelled, lam=float("nan"), label_budget=None,
-        switch_reason=f"first system: {a.switch_reason}; second system: {b.switch_reason}")
+        metric="difference",
+        alpha=alpha,
+        estimate=a.estimate - b.estimate,
+        interval=interval,
+        method=method,
+        human_only_interval=human,
+        human_only_method=f"{a.human_only_method} - {b.human_only_method}",
+        effective_sample_gain=min(gains) if len(gains) == 2 else None,
+        n_labelled=a.n_labelled + b.n_labelled,
+        n_unlabelled=a.n_unlabelled + b.n_unlabelled,
+        lam=float("nan"),
+        label_budget=None,
+        switch_reason=f"first system: {a.switch_reason}; second system: {b.switch_reason}",
+    )

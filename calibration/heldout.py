@@ -88,8 +88,9 @@ def _thresholds(sorted_scores: np.ndarray, levels: tuple[tuple[float, float | No
     return thresholds
 
 
-def _level_thresholds(scores: np.ndarray, documents: np.ndarray | None,
-                      levels: tuple[tuple[float, float | None], ...]) -> np.ndarray:
+def _level_thresholds(
+    scores: np.ndarray, documents: np.ndarray | None, levels: tuple[tuple[float, float | None], ...]
+) -> np.ndarray:
     """Threshold per level (+inf = full scale): the item rank, or the document-level PAC rule for PAC levels
     when ``documents`` is given."""
     result = _thresholds(np.sort(scores), levels)
@@ -106,8 +107,7 @@ def _level_thresholds(scores: np.ndarray, documents: np.ndarray | None,
 @lru_cache(maxsize=65536)
 def _ranks(n: int, levels: tuple[tuple[float, float | None], ...]) -> np.ndarray:
     """The threshold rank of every level among n scores, capped at n + 1 (levels read as exact fractions)."""
-    return np.array([min(threshold_rank(n, check_alpha(alpha), check_delta(delta)), n + 1)
-                     for alpha, delta in levels])
+    return np.array([min(threshold_rank(n, check_alpha(alpha), check_delta(delta)), n + 1) for alpha, delta in levels])
 
 
 def evaluate_split(
@@ -127,33 +127,49 @@ def evaluate_split(
     exact = tuple(levels)
     cal, test = split.calibration, split.test
     prepared = calibration_scores(
-        method, labels[cal],
+        method,
+        labels[cal],
         judge_scores=None if judge_scores is None else judge_scores[cal],
         probabilities=None if probabilities is None else probabilities[cal],
-        n_labels=n_labels, rng=rng, groups=None if groups is None else groups[cal],
+        n_labels=n_labels,
+        rng=rng,
+        groups=None if groups is None else groups[cal],
     )
     documents = prepared.documents
     test_scores = None if judge_scores is None else judge_scores[test]
     test_probs = None if probabilities is None else probabilities[test]
     spec = conformal_method(method)
     uniforms = rng.uniform(size=test.size) if spec.score.randomised else None
-    matrix = spec.score.matrix(n_labels=n_labels, judge_scores=test_scores, probabilities=test_probs,
-                               learned_matrix=prepared.learned_matrix, uniforms=uniforms)
+    matrix = spec.score.matrix(
+        n_labels=n_labels,
+        judge_scores=test_scores,
+        probabilities=test_probs,
+        learned_matrix=prepared.learned_matrix,
+        uniforms=uniforms,
+    )
     if prepared.group_keys is None:  # one threshold per level (the grouping's table of one entry)
         table = _level_thresholds(prepared.true_scores, documents, exact)[:, None]
     else:  # per level, thresholds by group 1..K (index 0 unused), as calibration.conformal.mondrian tables them
         table = np.full((len(levels), n_labels + 1), np.inf)
         for group in range(1, n_labels + 1):
             members = prepared.group_keys == group
-            table[:, group] = _level_thresholds(prepared.true_scores[members],
-                                                None if documents is None else documents[members], exact)
+            table[:, group] = _level_thresholds(
+                prepared.true_scores[members], None if documents is None else documents[members], exact
+            )
     columns = [matrix[:, k] for k in range(n_labels)]
     judge = None if test_scores is None else test_scores - 1
     ops = ArrayOps(test.size)
-    membership = np.stack([  # (levels, n_test, K): the method's set rule at each level's thresholds
-        np.column_stack([np.broadcast_to(member, (test.size,)) for member in spec.members(
-            columns, spec.grouping.limits(row.tolist(), judge, n_labels, ops))])
-        for row in table])
+    membership = np.stack(
+        [  # (levels, n_test, K): the method's set rule at each level's thresholds
+            np.column_stack(
+                [
+                    np.broadcast_to(member, (test.size,))
+                    for member in spec.members(columns, spec.grouping.limits(row.tolist(), judge, n_labels, ops))
+                ]
+            )
+            for row in table
+        ]
+    )
     y = labels[test]
     covered = membership[:, np.arange(test.size), y - 1]
     sizes = membership.sum(axis=2)
@@ -180,7 +196,8 @@ def pooled_group_coverage(
     sums = np.bincount(values - offset, weights=hits)
     # (label keys, items, covered items) per group, in key order
     groups: list[tuple[tuple[int, ...], int, float]] = [
-        ((int(key) + offset,), int(counts[key]), float(sums[key])) for key in np.flatnonzero(counts)]
+        ((int(key) + offset,), int(counts[key]), float(sums[key])) for key in np.flatnonzero(counts)
+    ]
     while len(groups) > 1:
         small = [i for i, g in enumerate(groups) if g[1] < min_items]
         if not small:
@@ -190,5 +207,5 @@ def pooled_group_coverage(
         j = min(neighbours, key=lambda m: (groups[m][1], m))
         low, high = sorted((i, j))
         merged = (groups[low][0] + groups[high][0], groups[low][1] + groups[high][1], groups[low][2] + groups[high][2])
-        groups[low:high + 1] = [merged]
+        groups[low : high + 1] = [merged]
     return [(tuple(g[0]), int(g[1]), g[2] / g[1]) for g in groups if g[1] > 0]

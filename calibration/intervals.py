@@ -97,8 +97,9 @@ def classical_intervals(y: np.ndarray | Sequence[float], alpha: float) -> Interv
     mean = y.mean(axis=1)
     se = y.std(axis=1) / math.sqrt(n)
     z = two_sided_z(alpha)
-    return Intervals(method="classical", estimate=mean, low=mean - z * se, high=mean + z * se, se=se,
-                     lam=np.zeros_like(mean))
+    return Intervals(
+        method="classical", estimate=mean, low=mean - z * se, high=mean + z * se, se=se, lam=np.zeros_like(mean)
+    )
 
 
 def ppi_lambda(y: np.ndarray, f: np.ndarray, f_unlabelled: np.ndarray) -> np.ndarray:
@@ -117,9 +118,13 @@ def ppi_lambda(y: np.ndarray, f: np.ndarray, f_unlabelled: np.ndarray) -> np.nda
     return np.clip(lam, 0.0, 1.0)
 
 
-def ppi_intervals(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[float],
-                  f_unlabelled: np.ndarray | Sequence[float], alpha: float,
-                  lam: float | np.ndarray | None = None) -> Intervals:
+def ppi_intervals(
+    y: np.ndarray | Sequence[float],
+    f: np.ndarray | Sequence[float],
+    f_unlabelled: np.ndarray | Sequence[float],
+    alpha: float,
+    lam: float | np.ndarray | None = None,
+) -> Intervals:
     """PPI++ CLT interval per row (``lam`` None: power-tuned and clipped, as ``ppi_py.ppi_mean_ci``)."""
     check_alpha(alpha)
     y, f = as_rows(y, "human"), as_rows(f, "judge")
@@ -127,14 +132,16 @@ def ppi_intervals(y: np.ndarray | Sequence[float], f: np.ndarray | Sequence[floa
     if y.shape != f.shape:
         raise EmptyCalibrationError(f"human and judge must have the same shape, got {y.shape} and {f.shape}")
     n, big_n = y.shape[1], f_unl.size
-    weights = ppi_lambda(y, f, f_unl) if lam is None else np.broadcast_to(np.asarray(lam, dtype=float),
-                                                                             (y.shape[0],)).copy()
+    weights = (
+        ppi_lambda(y, f, f_unl) if lam is None else np.broadcast_to(np.asarray(lam, dtype=float), (y.shape[0],)).copy()
+    )
     rect = y - weights[:, None] * f
     estimate = weights * f_unl.mean() + rect.mean(axis=1)
-    se = np.sqrt(weights ** 2 * f_unl.var() / big_n + rect.var(axis=1) / n)
+    se = np.sqrt(weights**2 * f_unl.var() / big_n + rect.var(axis=1) / n)
     z = two_sided_z(alpha)
-    return Intervals(method="ppi++", estimate=estimate, low=estimate - z * se, high=estimate + z * se, se=se,
-                     lam=weights)
+    return Intervals(
+        method="ppi++", estimate=estimate, low=estimate - z * se, high=estimate + z * se, se=se, lam=weights
+    )
 
 
 def clopper_pearson(successes: int, n: int, alpha: float) -> tuple[float, float]:

@@ -47,8 +47,17 @@ from calibration.heldout import GroupSplit, SplitSets, evaluate_split, group_spl
 from calibration.selection import QUALIFY_CHECKS, MethodChoice, MethodEvidence, choose_method
 from calibration.verdicts import kind_inputs, methods_for_kind
 
-__all__ = ["HeldoutFigures", "KindData", "KindFit", "ProcedureFigures", "cell_kind_data", "cross_fit_splits",
-           "decision_shares", "fit_kind", "uses_group_pac"]
+__all__ = [
+    "HeldoutFigures",
+    "KindData",
+    "KindFit",
+    "ProcedureFigures",
+    "cell_kind_data",
+    "cross_fit_splits",
+    "decision_shares",
+    "fit_kind",
+    "uses_group_pac",
+]
 
 PAPER_METHOD = "residual"
 
@@ -112,17 +121,30 @@ class KindFit(msgspec.Struct, frozen=True, kw_only=True):
     procedure: list[ProcedureFigures]
 
 
-def cell_kind_data(labels: np.ndarray, judge_scores: np.ndarray, probabilities: np.ndarray | None,
-                   means: np.ndarray | None, groups: object, n_labels: int) -> list[KindData]:
+def cell_kind_data(
+    labels: np.ndarray,
+    judge_scores: np.ndarray,
+    probabilities: np.ndarray | None,
+    means: np.ndarray | None,
+    groups: object,
+    n_labels: int,
+) -> list[KindData]:
     """One cell's items as verdicts of every input kind it supports: a mean-of-samples judge (``means``) only
     ``mean``; otherwise ``score``, and ``probabilities`` when every item has them (calibration.verdicts)."""
     kinds = ["mean"] if means is not None else ["score"] + (["probabilities"] if probabilities is not None else [])
     result = []
     for kind in kinds:
-        scores, probs = kind_inputs(kind, n_labels, judge_scores=judge_scores, probabilities=probabilities,
-                                    means=means)
-        result.append(KindData(kind=kind, labels=labels, judge_scores=scores, probabilities=probs,
-                               groups=np.asarray(groups), n_labels=n_labels))
+        scores, probs = kind_inputs(kind, n_labels, judge_scores=judge_scores, probabilities=probabilities, means=means)
+        result.append(
+            KindData(
+                kind=kind,
+                labels=labels,
+                judge_scores=scores,
+                probabilities=probs,
+                groups=np.asarray(groups),
+                n_labels=n_labels,
+            )
+        )
     return result
 
 
@@ -136,8 +158,9 @@ def cross_fit_splits(groups: np.ndarray, *, repeats: int, seed: int) -> list[Gro
     return result
 
 
-def decision_shares(sizes: np.ndarray, n_labels: int, *, accept_max: int, escalate_min: int) -> tuple[
-        np.ndarray, np.ndarray, np.ndarray]:
+def decision_shares(
+    sizes: np.ndarray, n_labels: int, *, accept_max: int, escalate_min: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Boolean accept, review, escalate per set size under the service's rule (empty sets escalate)."""
     escalate = (sizes == 0) | (sizes >= min(escalate_min, n_labels))
     accept = ~escalate & (sizes <= accept_max)
@@ -157,35 +180,59 @@ class _Pooled:
 
     @classmethod
     def of(cls, results: Sequence[SplitSets]) -> _Pooled:
-        return cls(coverages=np.stack([r.covered.mean(axis=1) for r in results], axis=1),
-                   covered=np.concatenate([r.covered for r in results], axis=1),
-                   sizes=np.concatenate([r.set_sizes for r in results], axis=1),
-                   spans=np.concatenate([r.spans for r in results], axis=1),
-                   index=np.concatenate([r.test_index for r in results]), n_evaluations=len(results))
+        return cls(
+            coverages=np.stack([r.covered.mean(axis=1) for r in results], axis=1),
+            covered=np.concatenate([r.covered for r in results], axis=1),
+            sizes=np.concatenate([r.set_sizes for r in results], axis=1),
+            spans=np.concatenate([r.spans for r in results], axis=1),
+            index=np.concatenate([r.test_index for r in results]),
+            n_evaluations=len(results),
+        )
 
 
-def _evidence(method: str, alpha: float, level: int, pooled: _Pooled, data: KindData, *,
-              min_group_items: int) -> MethodEvidence:
+def _evidence(
+    method: str, alpha: float, level: int, pooled: _Pooled, data: KindData, *, min_group_items: int
+) -> MethodEvidence:
     covered, sizes, spans = pooled.covered[level], pooled.sizes[level], pooled.spans[level]
     minimum = min_group_items * pooled.n_evaluations
     labels = pooled_group_coverage(covered, data.labels[pooled.index], min_items=minimum)
     bins = pooled_group_coverage(covered, data.judge_scores[pooled.index], min_items=minimum)
     coverages = pooled.coverages[level]
     return MethodEvidence(
-        method=method, alpha=float(alpha), n_evaluations=pooled.n_evaluations, mean_coverage=float(coverages.mean()),
-        p5_coverage=float(np.percentile(coverages, 5)), min_label_coverage=min(c for _, _, c in labels),
-        min_bin_coverage=min(c for _, _, c in bins), mean_set_size=float(sizes.mean()),
-        non_interval_share=float((spans > sizes).mean()), full_scale_share=float((sizes == data.n_labels).mean()),
+        method=method,
+        alpha=float(alpha),
+        n_evaluations=pooled.n_evaluations,
+        mean_coverage=float(coverages.mean()),
+        p5_coverage=float(np.percentile(coverages, 5)),
+        min_label_coverage=min(c for _, _, c in labels),
+        min_bin_coverage=min(c for _, _, c in bins),
+        mean_set_size=float(sizes.mean()),
+        non_interval_share=float((spans > sizes).mean()),
+        full_scale_share=float((sizes == data.n_labels).mean()),
         empty_share=float((sizes == 0).mean()),
     )
 
 
-def _evaluate(method: str, data: KindData, splits: Sequence[GroupSplit], levels: list[tuple[float, float | None]],
-              seeds: Sequence[list[int]], pac_groups: bool) -> list[SplitSets]:
+def _evaluate(
+    method: str,
+    data: KindData,
+    splits: Sequence[GroupSplit],
+    levels: list[tuple[float, float | None]],
+    seeds: Sequence[list[int]],
+    pac_groups: bool,
+) -> list[SplitSets]:
     return [
-        evaluate_split(method, data.labels, split, levels=levels, judge_scores=data.judge_scores,
-                       probabilities=data.probabilities, n_labels=data.n_labels, rng=np.random.default_rng(s),
-                       groups=data.groups if pac_groups else None)
+        evaluate_split(
+            method,
+            data.labels,
+            split,
+            levels=levels,
+            judge_scores=data.judge_scores,
+            probabilities=data.probabilities,
+            n_labels=data.n_labels,
+            rng=np.random.default_rng(s),
+            groups=data.groups if pac_groups else None,
+        )
         for split, s in zip(splits, seeds, strict=True)
     ]
 
@@ -195,26 +242,43 @@ def uses_group_pac(groups: np.ndarray, delta: float | None, group_pac: bool) -> 
     return group_pac and delta is not None and groups.size > np.unique(groups).size
 
 
-def _choose(data: KindData, splits: Sequence[GroupSplit], seeds: Sequence[list[int]], methods: Sequence[str], *,
-            alpha: float, also: Sequence[float], delta: float | None, min_group_items: int,
-            context: str, checks: Sequence[str] = QUALIFY_CHECKS,
-            pac_groups: bool = False) -> tuple[MethodChoice, list[MethodEvidence]]:
+def _choose(
+    data: KindData,
+    splits: Sequence[GroupSplit],
+    seeds: Sequence[list[int]],
+    methods: Sequence[str],
+    *,
+    alpha: float,
+    also: Sequence[float],
+    delta: float | None,
+    min_group_items: int,
+    context: str,
+    checks: Sequence[str] = QUALIFY_CHECKS,
+    pac_groups: bool = False,
+) -> tuple[MethodChoice, list[MethodEvidence]]:
     """The selection rule at ``alpha``, a method also having to qualify at every level of ``also``."""
     levels = [alpha, *[a for a in also if abs(a - alpha) > 1e-9]]
-    pooled = {m: _Pooled.of(_evaluate(m, data, splits, [(a, delta) for a in levels], seeds, pac_groups))
-              for m in methods}
-    by_level = [[_evidence(m, a, position, pooled[m], data, min_group_items=min_group_items) for m in methods]
-                for position, a in enumerate(levels)]
+    pooled = {
+        m: _Pooled.of(_evaluate(m, data, splits, [(a, delta) for a in levels], seeds, pac_groups)) for m in methods
+    }
+    by_level = [
+        [_evidence(m, a, position, pooled[m], data, min_group_items=min_group_items) for m in methods]
+        for position, a in enumerate(levels)
+    ]
     fallback = PAPER_METHOD if PAPER_METHOD in methods else methods[0]
-    choice = choose_method(by_level[0], fallback=fallback, context=context, other_levels=by_level[1:],
-                           checks=checks)
+    choice = choose_method(by_level[0], fallback=fallback, context=context, other_levels=by_level[1:], checks=checks)
     return choice, by_level[0]
 
 
 def _subset(data: KindData, index: np.ndarray) -> KindData:
-    return KindData(kind=data.kind, labels=data.labels[index], judge_scores=data.judge_scores[index],
-                    probabilities=None if data.probabilities is None else data.probabilities[index],
-                    groups=data.groups[index], n_labels=data.n_labels)
+    return KindData(
+        kind=data.kind,
+        labels=data.labels[index],
+        judge_scores=data.judge_scores[index],
+        probabilities=None if data.probabilities is None else data.probabilities[index],
+        groups=data.groups[index],
+        n_labels=data.n_labels,
+    )
 
 
 def fit_kind(
@@ -240,9 +304,14 @@ def fit_kind(
     of one (cell, input kind) (module rules). ``qualify_checks`` relaxes the selection rule's conditions
     (:func:`calibration.selection.qualifies`) for studies that measure what each one costs; calibration keeps all.
     ``group_pac`` False keeps the item-level PAC rank even when groups hold several items (module rules)."""
-    data = KindData(kind=data.kind, labels=data.labels, judge_scores=data.judge_scores,
-                    probabilities=data.probabilities, groups=np.unique(data.groups, return_inverse=True)[1],
-                    n_labels=data.n_labels)  # integer group codes: the same splits, cheaper to compare
+    data = KindData(
+        kind=data.kind,
+        labels=data.labels,
+        judge_scores=data.judge_scores,
+        probabilities=data.probabilities,
+        groups=np.unique(data.groups, return_inverse=True)[1],
+        n_labels=data.n_labels,
+    )  # integer group codes: the same splits, cheaper to compare
     usable = [m for m in methods_for_kind(data.kind) if methods is None or m in methods]
     if data.probabilities is None:
         usable = [m for m in usable if m in methods_for_kind("score")]
@@ -255,28 +324,56 @@ def fit_kind(
     for method in usable:
         pooled = _Pooled.of(_evaluate(method, data, outer, levels, outer_seeds, pac_groups))
         for level, alpha in enumerate(alphas):
-            heldout.append(_figures(method, float(alpha), level, pooled, data, accept_max=accept_max,
-                                    escalate_min=escalate_min, min_group_items=min_group_items))
+            heldout.append(
+                _figures(
+                    method,
+                    float(alpha),
+                    level,
+                    pooled,
+                    data,
+                    accept_max=accept_max,
+                    escalate_min=escalate_min,
+                    min_group_items=min_group_items,
+                )
+            )
 
     selection = cross_fit_splits(data.groups, repeats=selection_repeats, seed=seed)
     selection_seeds = [[seed, 2, s.split // 2, s.split % 2] for s in selection]
-    default, evidence = _choose(data, selection, selection_seeds, usable, alpha=headline_alpha,
-                                also=qualify_alphas, delta=delta,
-                                min_group_items=min_group_items,
-                                context=f" (cross-fitting by document, {selection_repeats} x 2 folds, "
-                                        f"alpha={headline_alpha})", checks=qualify_checks, pac_groups=pac_groups)
+    default, evidence = _choose(
+        data,
+        selection,
+        selection_seeds,
+        usable,
+        alpha=headline_alpha,
+        also=qualify_alphas,
+        delta=delta,
+        min_group_items=min_group_items,
+        context=f" (cross-fitting by document, {selection_repeats} x 2 folds, alpha={headline_alpha})",
+        checks=qualify_checks,
+        pac_groups=pac_groups,
+    )
 
     procedure_rows: dict[float, tuple[list[float], list[float], list[str]]] = {
-        float(a): ([], [], []) for a in report_alphas}
+        float(a): ([], [], []) for a in report_alphas
+    }
     report_levels = [(float(a), delta) for a in report_alphas]
     for split in outer:
         inner_data = _subset(data, split.calibration)
         inner = cross_fit_splits(inner_data.groups, repeats=nested_repeats, seed=seed + 1 + split.split)
         inner_seeds = [[seed, 3, split.split, s.split // 2, s.split % 2] for s in inner]
-        choice, _ = _choose(inner_data, inner, inner_seeds, usable, alpha=headline_alpha, also=qualify_alphas,
-                            delta=delta,
-                            min_group_items=min_group_items, context="", checks=qualify_checks,
-                            pac_groups=pac_groups)
+        choice, _ = _choose(
+            inner_data,
+            inner,
+            inner_seeds,
+            usable,
+            alpha=headline_alpha,
+            also=qualify_alphas,
+            delta=delta,
+            min_group_items=min_group_items,
+            context="",
+            checks=qualify_checks,
+            pac_groups=pac_groups,
+        )
         (result,) = _evaluate(choice.method, data, [split], report_levels, [[seed, 1, split.split]], pac_groups)
         for level, alpha in enumerate(report_alphas):
             coverage, size, chosen = procedure_rows[float(alpha)]
@@ -284,35 +381,73 @@ def fit_kind(
             size.append(float(result.set_sizes[level].mean()))
             chosen.append(choice.method)
     procedure = [
-        ProcedureFigures(alpha=a, coverage=c, set_size=s, chosen=m, mean_coverage=float(np.mean(c)),
-                         p5_coverage=float(np.percentile(c, 5)), mean_set_size=float(np.mean(s)))
+        ProcedureFigures(
+            alpha=a,
+            coverage=c,
+            set_size=s,
+            chosen=m,
+            mean_coverage=float(np.mean(c)),
+            p5_coverage=float(np.percentile(c, 5)),
+            mean_set_size=float(np.mean(s)),
+        )
         for a, (c, s, m) in procedure_rows.items()
     ]
 
     fitted: dict[str, dict[float, FittedConformal]] = {}
     for method in usable:
-        prepared = calibration_scores(method, data.labels, judge_scores=data.judge_scores,
-                                      probabilities=data.probabilities, n_labels=data.n_labels,
-                                      rng=np.random.default_rng(seed), groups=data.groups if pac_groups else None)
+        prepared = calibration_scores(
+            method,
+            data.labels,
+            judge_scores=data.judge_scores,
+            probabilities=data.probabilities,
+            n_labels=data.n_labels,
+            rng=np.random.default_rng(seed),
+            groups=data.groups if pac_groups else None,
+        )
         fitted[method] = {float(a): fit_from_scores(prepared, float(a), delta) for a in alphas}
-    return KindFit(kind=data.kind, n_items=int(data.labels.size), n_groups=int(np.unique(data.groups).size),
-                   delta=delta, fitted=fitted, heldout=heldout, default=default, selection_evidence=evidence,
-                   procedure=procedure)
+    return KindFit(
+        kind=data.kind,
+        n_items=int(data.labels.size),
+        n_groups=int(np.unique(data.groups).size),
+        delta=delta,
+        fitted=fitted,
+        heldout=heldout,
+        default=default,
+        selection_evidence=evidence,
+        procedure=procedure,
+    )
 
 
-def _figures(method: str, alpha: float, level: int, pooled: _Pooled, data: KindData, *,
-             accept_max: int, escalate_min: int, min_group_items: int) -> HeldoutFigures:
+def _figures(
+    method: str,
+    alpha: float,
+    level: int,
+    pooled: _Pooled,
+    data: KindData,
+    *,
+    accept_max: int,
+    escalate_min: int,
+    min_group_items: int,
+) -> HeldoutFigures:
     evidence = _evidence(method, alpha, level, pooled, data, min_group_items=min_group_items)
     coverages = pooled.coverages[level]
     sizes, covered = pooled.sizes[level], pooled.covered[level]
-    accept, review, escalate = decision_shares(sizes, data.n_labels, accept_max=accept_max,
-                                               escalate_min=escalate_min)
+    accept, review, escalate = decision_shares(sizes, data.n_labels, accept_max=accept_max, escalate_min=escalate_min)
     return HeldoutFigures(
-        method=method, alpha=alpha, n_splits=pooled.n_evaluations, coverage=evidence.mean_coverage,
+        method=method,
+        alpha=alpha,
+        n_splits=pooled.n_evaluations,
+        coverage=evidence.mean_coverage,
         coverage_std=float(coverages.std(ddof=1)) if pooled.n_evaluations > 1 else 0.0,
-        coverage_p5=evidence.p5_coverage, set_size=evidence.mean_set_size, empty_share=evidence.empty_share,
-        full_scale_share=evidence.full_scale_share, non_interval_share=evidence.non_interval_share,
-        accept_share=float(accept.mean()), review_share=float(review.mean()), escalate_share=float(escalate.mean()),
+        coverage_p5=evidence.p5_coverage,
+        set_size=evidence.mean_set_size,
+        empty_share=evidence.empty_share,
+        full_scale_share=evidence.full_scale_share,
+        non_interval_share=evidence.non_interval_share,
+        accept_share=float(accept.mean()),
+        review_share=float(review.mean()),
+        escalate_share=float(escalate.mean()),
         accept_accuracy=float(covered[accept].mean()) if accept.any() else None,
-        min_label_coverage=evidence.min_label_coverage, min_bin_coverage=evidence.min_bin_coverage,
+        min_label_coverage=evidence.min_label_coverage,
+        min_bin_coverage=evidence.min_bin_coverage,
     )

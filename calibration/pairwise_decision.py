@@ -191,8 +191,9 @@ def binomial_p_value(n_errors: int, n_accepted: int, alpha: float) -> float:
     return float(stats.binom.cdf(n_errors, n_accepted, alpha))
 
 
-def group_betting_p_value(group_errors: np.ndarray, group_accepted: np.ndarray, alpha: float,
-                          group_size_bound: int) -> float:
+def group_betting_p_value(
+    group_errors: np.ndarray, group_accepted: np.ndarray, alpha: float, group_size_bound: int
+) -> float:
     """Betting p-value of "E[errors] >= alpha E[accepted]" over independent groups (module rules, ``group_betting``).
 
     Raises:
@@ -234,8 +235,12 @@ def _checked_levels(levels: tuple[float, ...]) -> np.ndarray:
 def _start_indices(lv: np.ndarray, starts: tuple[float, ...]) -> list[int]:
     """The index in ``lv`` of each start (within LEVEL_TOLERANCE), [0] without starts; CalibrationError unless the
     starts are distinct members of the levels."""
-    first = [int(np.flatnonzero(np.isclose(lv, start, rtol=0.0, atol=LEVEL_TOLERANCE))[0])
-             if np.isclose(lv, start, rtol=0.0, atol=LEVEL_TOLERANCE).any() else -1 for start in starts] or [0]
+    first = [
+        int(np.flatnonzero(np.isclose(lv, start, rtol=0.0, atol=LEVEL_TOLERANCE))[0])
+        if np.isclose(lv, start, rtol=0.0, atol=LEVEL_TOLERANCE).any()
+        else -1
+        for start in starts
+    ] or [0]
     if min(first) < 0 or len(set(first)) != len(first):
         raise CalibrationError(f"starts {starts} must be distinct members of levels")
     return first
@@ -302,11 +307,28 @@ def certify_threshold(
         for i in range(start, lv.size):
             n_acc, n_err, n_grp, p_value = test_level(i)
             certified = p_value <= level_delta
-            tests.append(LevelTest(level=float(lv[i]), chain=chain, n_accepted=n_acc, n_errors=n_err,
-                                   n_groups_accepting=n_grp, p_value=p_value, certified=certified))
+            tests.append(
+                LevelTest(
+                    level=float(lv[i]),
+                    chain=chain,
+                    n_accepted=n_acc,
+                    n_errors=n_err,
+                    n_groups_accepting=n_grp,
+                    p_value=p_value,
+                    certified=certified,
+                )
+            )
             if not certified:
                 break
             threshold = float(lv[i]) if threshold is None else min(threshold, float(lv[i]))
-    return PairwiseCertificate(alpha=alpha, delta=delta, bound=bound, threshold=threshold, n_pairs=int(c.size),
-                               n_groups=n_groups, group_size_bound=m, tests=tuple(tests),
-                               starts=tuple(float(lv[i]) for i in first) if starts else ())
+    return PairwiseCertificate(
+        alpha=alpha,
+        delta=delta,
+        bound=bound,
+        threshold=threshold,
+        n_pairs=int(c.size),
+        n_groups=n_groups,
+        group_size_bound=m,
+        tests=tuple(tests),
+        starts=tuple(float(lv[i]) for i in first) if starts else (),
+    )

@@ -32,8 +32,14 @@ from calibration.conformal import conformal_quantile
 from calibration.heldout import pooled_group_coverage
 from calibration.order_statistics import as_fraction, threshold_rank
 
-__all__ = ["balanced_probabilities", "bin_thresholds", "candidate_sets", "finite_rank_items", "label_prior",
-           "pooled_bins"]
+__all__ = [
+    "balanced_probabilities",
+    "bin_thresholds",
+    "candidate_sets",
+    "finite_rank_items",
+    "label_prior",
+    "pooled_bins",
+]
 
 
 def label_prior(labels: np.ndarray, n_labels: int) -> np.ndarray:
@@ -78,8 +84,9 @@ def pooled_bins(bins: np.ndarray, min_items: int) -> dict[int, int]:
     return {int(b): int(members[0]) for members, _, _ in pools for b in members}
 
 
-def bin_thresholds(scores: np.ndarray, bins: np.ndarray, *, alpha: float, delta: float | None,
-                   min_items: int) -> dict[int, float | None]:
+def bin_thresholds(
+    scores: np.ndarray, bins: np.ndarray, *, alpha: float, delta: float | None, min_items: int
+) -> dict[int, float | None]:
     """Bin -> threshold of its pooled bin (module rules) from the threshold items' true-label scores."""
     values = np.asarray(scores, dtype=float)
     keys = np.asarray(bins, dtype=np.int64)

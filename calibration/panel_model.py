@@ -49,13 +49,14 @@ def _objective(flat: np.ndarray, x: np.ndarray, onehot: np.ndarray, l2: float) -
     n = x.shape[0]
     penalty = weights.copy()
     penalty[0] = 0.0
-    value = -float((onehot * logp).sum()) / n + 0.5 * l2 * float((penalty ** 2).sum())
+    value = -float((onehot * logp).sum()) / n + 0.5 * l2 * float((penalty**2).sum())
     gradient = x.T @ (np.exp(logp) - onehot) / n + l2 * penalty
     return value, gradient.ravel()
 
 
-def fit_multinomial(features: np.ndarray, labels: np.ndarray, n_labels: int = 5, *, l2: float = 1e-2) -> (
-        MultinomialModel):
+def fit_multinomial(
+    features: np.ndarray, labels: np.ndarray, n_labels: int = 5, *, l2: float = 1e-2
+) -> MultinomialModel:
     """Fit the module's model on (n, d) features and labels in 1..K."""
     feats = np.asarray(features, dtype=float)
     y = np.asarray(labels, dtype=np.int64)
@@ -69,7 +70,12 @@ def fit_multinomial(features: np.ndarray, labels: np.ndarray, n_labels: int = 5,
     x = np.column_stack([np.ones(y.size), (feats - mean) / scale])
     onehot = np.zeros((y.size, n_labels))
     onehot[np.arange(y.size), y - 1] = 1.0
-    result = minimize(_objective, np.zeros(x.shape[1] * n_labels), args=(x, onehot, l2), jac=True,
-                      method="L-BFGS-B", options={"gtol": 1e-8, "maxiter": 500})
-    return MultinomialModel(mean=mean, scale=scale, weights=result.x.reshape(x.shape[1], n_labels),
-                            n_labels=n_labels)
+    result = minimize(
+        _objective,
+        np.zeros(x.shape[1] * n_labels),
+        args=(x, onehot, l2),
+        jac=True,
+        method="L-BFGS-B",
+        options={"gtol": 1e-8, "maxiter": 500},
+    )
+    return MultinomialModel(mean=mean, scale=scale, weights=result.x.reshape(x.shape[1], n_labels), n_labels=n_labels)

@@ -57,9 +57,23 @@ from calibration.panel_model import fit_multinomial
 from calibration.selection import MethodEvidence, choose_method, qualifies
 from calibration.verdicts import methods_for_kind
 
-__all__ = ["FALLBACK", "LEARNED_SCORES", "LEARNED_THRESHOLDS", "Contender", "NestedEstimate", "Recipe",
-           "RecipeChoice", "RecipeSets", "choose_recipe", "evaluate_recipes", "evidence_of", "menu_for",
-           "fixed_recipes", "nested_estimate", "pick_recipe"]
+__all__ = [
+    "FALLBACK",
+    "LEARNED_SCORES",
+    "LEARNED_THRESHOLDS",
+    "Contender",
+    "NestedEstimate",
+    "Recipe",
+    "RecipeChoice",
+    "RecipeSets",
+    "choose_recipe",
+    "evaluate_recipes",
+    "evidence_of",
+    "menu_for",
+    "fixed_recipes",
+    "nested_estimate",
+    "pick_recipe",
+]
 
 FALLBACK = "residual"
 LEARNED_SCORES: tuple[str, ...] = ("lac", "balanced")
@@ -138,8 +152,11 @@ def menu_for(contender: Contender) -> list[Recipe]:
     for features in contender.features:
         for score in LEARNED_SCORES:
             for thresholds in LEARNED_THRESHOLDS:
-                menu.append(Recipe(name=f"{features}:{score}:{thresholds}", features=features, score=score,
-                                   thresholds=thresholds))
+                menu.append(
+                    Recipe(
+                        name=f"{features}:{score}:{thresholds}", features=features, score=score, thresholds=thresholds
+                    )
+                )
     return menu
 
 
@@ -151,8 +168,17 @@ def _spans(membership: np.ndarray) -> np.ndarray:
     return np.where(sizes > 0, last - first + 1, 0)
 
 
-def _learned_limits(recipe: Recipe, scores: np.ndarray, labels: np.ndarray, bins: np.ndarray,
-                    test_bins: np.ndarray, *, alpha: float, delta: float | None, n_labels: int) -> np.ndarray:
+def _learned_limits(
+    recipe: Recipe,
+    scores: np.ndarray,
+    labels: np.ndarray,
+    bins: np.ndarray,
+    test_bins: np.ndarray,
+    *,
+    alpha: float,
+    delta: float | None,
+    n_labels: int,
+) -> np.ndarray:
     """(n_test, K) or (n_test, 1) thresholds from the threshold items' (n, K) score matrix (module rules)."""
     true = scores[np.arange(labels.size), labels - 1]
     if recipe.thresholds == "marginal":
@@ -169,8 +195,16 @@ def _learned_limits(recipe: Recipe, scores: np.ndarray, labels: np.ndarray, bins
     return np.broadcast_to(per_label, (test_bins.size, n_labels))
 
 
-def evaluate_recipes(contender: Contender, menu: Sequence[Recipe], fit: np.ndarray, test: np.ndarray, *,
-                     alpha: float, delta: float | None, key: Sequence[int]) -> dict[str, RecipeSets]:
+def evaluate_recipes(
+    contender: Contender,
+    menu: Sequence[Recipe],
+    fit: np.ndarray,
+    test: np.ndarray,
+    *,
+    alpha: float,
+    delta: float | None,
+    key: Sequence[int],
+) -> dict[str, RecipeSets]:
     """Every recipe of ``menu`` fitted on ``fit`` items and applied to ``test`` items (module rules)."""
     data = contender.data
     labels, k = data.labels, data.n_labels
@@ -183,36 +217,57 @@ def evaluate_recipes(contender: Contender, menu: Sequence[Recipe], fit: np.ndarr
     for recipe in menu:
         if recipe.core is not None:
             split = GroupSplit(split=0, calibration=fit, test=test)
-            sets = evaluate_split(recipe.core, labels, split, levels=[(alpha, delta)], judge_scores=data.judge_scores,
-                                  probabilities=data.probabilities, n_labels=k, rng=np.random.default_rng(list(key)))
-            result[recipe.name] = RecipeSets(test_index=test, covered=sets.covered[0], sizes=sets.set_sizes[0],
-                                             spans=sets.spans[0])
+            sets = evaluate_split(
+                recipe.core,
+                labels,
+                split,
+                levels=[(alpha, delta)],
+                judge_scores=data.judge_scores,
+                probabilities=data.probabilities,
+                n_labels=k,
+                rng=np.random.default_rng(list(key)),
+            )
+            result[recipe.name] = RecipeSets(
+                test_index=test, covered=sets.covered[0], sizes=sets.set_sizes[0], spans=sets.spans[0]
+            )
             continue
         assert recipe.features is not None and recipe.score is not None
         cache_key = (recipe.features, recipe.score)
         if cache_key not in matrices:
             if (recipe.features, "lac") not in matrices:
                 features = contender.features[recipe.features]
-                model = fit_multinomial(features[model_items], labels[model_items], k,
-                                        l2=contender.l2[recipe.features])
+                model = fit_multinomial(features[model_items], labels[model_items], k, l2=contender.l2[recipe.features])
                 matrices[(recipe.features, "probs")] = model.probabilities(features)
                 matrices[(recipe.features, "prior")] = label_prior(labels[model_items], k)
                 matrices[(recipe.features, "lac")] = 1.0 - matrices[(recipe.features, "probs")]
             if recipe.score == "balanced":
-                matrices[cache_key] = 1.0 - balanced_probabilities(matrices[(recipe.features, "probs")],
-                                                                   matrices[(recipe.features, "prior")])
+                matrices[cache_key] = 1.0 - balanced_probabilities(
+                    matrices[(recipe.features, "probs")], matrices[(recipe.features, "prior")]
+                )
         scores = matrices[cache_key]
-        limits = _learned_limits(recipe, scores[threshold_items], labels[threshold_items],
-                                 contender.bins[threshold_items], contender.bins[test], alpha=alpha, delta=delta,
-                                 n_labels=k)
+        limits = _learned_limits(
+            recipe,
+            scores[threshold_items],
+            labels[threshold_items],
+            contender.bins[threshold_items],
+            contender.bins[test],
+            alpha=alpha,
+            delta=delta,
+            n_labels=k,
+        )
         membership = scores[test] <= limits + 1e-12
-        result[recipe.name] = RecipeSets(test_index=test, covered=membership[np.arange(test.size), labels[test] - 1],
-                                         sizes=membership.sum(axis=1), spans=_spans(membership))
+        result[recipe.name] = RecipeSets(
+            test_index=test,
+            covered=membership[np.arange(test.size), labels[test] - 1],
+            sizes=membership.sum(axis=1),
+            spans=_spans(membership),
+        )
     return result
 
 
-def evidence_of(name: str, runs: Sequence[RecipeSets], contender: Contender, *, alpha: float,
-                min_group_items: int) -> MethodEvidence:
+def evidence_of(
+    name: str, runs: Sequence[RecipeSets], contender: Contender, *, alpha: float, min_group_items: int
+) -> MethodEvidence:
     """The selection rule's evidence from several evaluations of one recipe (module rules)."""
     covered = np.concatenate([r.covered for r in runs])
     sizes = np.concatenate([r.sizes for r in runs])
@@ -223,11 +278,18 @@ def evidence_of(name: str, runs: Sequence[RecipeSets], contender: Contender, *, 
     by_label = pooled_group_coverage(covered, contender.data.labels[index], min_items=minimum)
     by_bin = pooled_group_coverage(covered, contender.bins[index], min_items=minimum)
     return MethodEvidence(
-        method=name, alpha=float(alpha), n_evaluations=len(runs), mean_coverage=float(coverages.mean()),
-        p5_coverage=float(np.percentile(coverages, 5)), min_label_coverage=min(c for _, _, c in by_label),
-        min_bin_coverage=min(c for _, _, c in by_bin), mean_set_size=float(sizes.mean()),
+        method=name,
+        alpha=float(alpha),
+        n_evaluations=len(runs),
+        mean_coverage=float(coverages.mean()),
+        p5_coverage=float(np.percentile(coverages, 5)),
+        min_label_coverage=min(c for _, _, c in by_label),
+        min_bin_coverage=min(c for _, _, c in by_bin),
+        mean_set_size=float(sizes.mean()),
         non_interval_share=float((spans > sizes).mean()),
-        full_scale_share=float((sizes == contender.data.n_labels).mean()), empty_share=float((sizes == 0).mean()))
+        full_scale_share=float((sizes == contender.data.n_labels).mean()),
+        empty_share=float((sizes == 0).mean()),
+    )
 
 
 def pick_recipe(evidence: Sequence[MethodEvidence]) -> tuple[str, bool]:
@@ -237,25 +299,51 @@ def pick_recipe(evidence: Sequence[MethodEvidence]) -> tuple[str, bool]:
     return choice.method, choice.qualified
 
 
-def choose_recipe(contender: Contender, menu: Sequence[Recipe], items: np.ndarray, *, alpha: float,
-                  delta: float | None, repeats: int, seed: int, key: Sequence[int],
-                  min_group_items: int = 20) -> RecipeChoice:
+def choose_recipe(
+    contender: Contender,
+    menu: Sequence[Recipe],
+    items: np.ndarray,
+    *,
+    alpha: float,
+    delta: float | None,
+    repeats: int,
+    seed: int,
+    key: Sequence[int],
+    min_group_items: int = 20,
+) -> RecipeChoice:
     """The selection rule over ``menu`` by cross-fitting inside ``items``' documents (module rules)."""
     runs: dict[str, list[RecipeSets]] = {r.name: [] for r in menu}
     for split in cross_fit_splits(contender.data.groups[items], repeats=repeats, seed=seed):
-        found = evaluate_recipes(contender, menu, items[split.calibration], items[split.test], alpha=alpha,
-                                 delta=delta, key=[*key, split.split // 2, split.split % 2])
+        found = evaluate_recipes(
+            contender,
+            menu,
+            items[split.calibration],
+            items[split.test],
+            alpha=alpha,
+            delta=delta,
+            key=[*key, split.split // 2, split.split % 2],
+        )
         for name, sets in found.items():
             runs[name].append(sets)
-    evidence = [evidence_of(r.name, runs[r.name], contender, alpha=alpha, min_group_items=min_group_items)
-                for r in menu]
+    evidence = [
+        evidence_of(r.name, runs[r.name], contender, alpha=alpha, min_group_items=min_group_items) for r in menu
+    ]
     recipe, qualified = pick_recipe(evidence)
     return RecipeChoice(recipe=recipe, qualified=qualified, evidence=evidence)
 
 
-def nested_estimate(contender: Contender, *, alpha: float, delta: float | None, outer_seeds: Sequence[int],
-                    n_splits: int, repeats: int = 2, menu: Sequence[Recipe] | None = None,
-                    min_group_items: int = 20, cal_fraction: float = 0.5) -> NestedEstimate:
+def nested_estimate(
+    contender: Contender,
+    *,
+    alpha: float,
+    delta: float | None,
+    outer_seeds: Sequence[int],
+    n_splits: int,
+    repeats: int = 2,
+    menu: Sequence[Recipe] | None = None,
+    min_group_items: int = 20,
+    cal_fraction: float = 0.5,
+) -> NestedEstimate:
     """The recipe as chosen (inside the calibration documents) and fitted, on unseen documents (module rules)."""
     recipes = list(menu) if menu is not None else menu_for(contender)
     if FALLBACK not in {r.name for r in recipes}:
@@ -264,36 +352,68 @@ def nested_estimate(contender: Contender, *, alpha: float, delta: float | None, 
     runs: list[RecipeSets] = []
     chosen: list[str] = []
     for seed in outer_seeds:
-        for split in group_splits(contender.data.groups, n_splits=n_splits, seed=seed,
-                                  cal_fraction=cal_fraction):
-            choice = choose_recipe(contender, recipes, split.calibration, alpha=alpha, delta=delta, repeats=repeats,
-                                   seed=1000 * seed + 1 + split.split, key=[seed, 3, split.split],
-                                   min_group_items=min_group_items)
-            found = evaluate_recipes(contender, [by_name[choice.recipe]], split.calibration, split.test,
-                                     alpha=alpha, delta=delta, key=[seed, 1, split.split])
+        for split in group_splits(contender.data.groups, n_splits=n_splits, seed=seed, cal_fraction=cal_fraction):
+            choice = choose_recipe(
+                contender,
+                recipes,
+                split.calibration,
+                alpha=alpha,
+                delta=delta,
+                repeats=repeats,
+                seed=1000 * seed + 1 + split.split,
+                key=[seed, 3, split.split],
+                min_group_items=min_group_items,
+            )
+            found = evaluate_recipes(
+                contender,
+                [by_name[choice.recipe]],
+                split.calibration,
+                split.test,
+                alpha=alpha,
+                delta=delta,
+                key=[seed, 1, split.split],
+            )
             runs.append(found[choice.recipe])
             chosen.append(choice.recipe)
     figures = evidence_of("served", runs, contender, alpha=alpha, min_group_items=min_group_items)
     return NestedEstimate(
-        contender=contender.name, alpha=float(alpha), delta=delta, outer_seeds=[int(s) for s in outer_seeds],
-        n_splits=n_splits, n_evaluations=len(runs), coverage=figures.mean_coverage, coverage_p5=figures.p5_coverage,
-        min_label_coverage=figures.min_label_coverage, min_bin_coverage=figures.min_bin_coverage,
-        set_size=figures.mean_set_size, meets_rule=qualifies(figures), chosen=chosen,
-        split_coverage=[float(r.covered.mean()) for r in runs], split_set_size=[float(r.sizes.mean()) for r in runs])
+        contender=contender.name,
+        alpha=float(alpha),
+        delta=delta,
+        outer_seeds=[int(s) for s in outer_seeds],
+        n_splits=n_splits,
+        n_evaluations=len(runs),
+        coverage=figures.mean_coverage,
+        coverage_p5=figures.p5_coverage,
+        min_label_coverage=figures.min_label_coverage,
+        min_bin_coverage=figures.min_bin_coverage,
+        set_size=figures.mean_set_size,
+        meets_rule=qualifies(figures),
+        chosen=chosen,
+        split_coverage=[float(r.covered.mean()) for r in runs],
+        split_set_size=[float(r.sizes.mean()) for r in runs],
+    )
 
 
-def fixed_recipes(contender: Contender, *, alpha: float, delta: float | None, outer_seeds: Sequence[int],
-                  n_splits: int, menu: Sequence[Recipe] | None = None, min_group_items: int = 20,
-                  cal_fraction: float = 0.5) -> list[MethodEvidence]:
+def fixed_recipes(
+    contender: Contender,
+    *,
+    alpha: float,
+    delta: float | None,
+    outer_seeds: Sequence[int],
+    n_splits: int,
+    menu: Sequence[Recipe] | None = None,
+    min_group_items: int = 20,
+    cal_fraction: float = 0.5,
+) -> list[MethodEvidence]:
     """Every recipe's held-out figures over the outer splits, each recipe fixed (module rules), in menu order."""
     recipes = list(menu) if menu is not None else menu_for(contender)
     runs: dict[str, list[RecipeSets]] = {r.name: [] for r in recipes}
     for seed in outer_seeds:
-        for split in group_splits(contender.data.groups, n_splits=n_splits, seed=seed,
-                                  cal_fraction=cal_fraction):
-            found = evaluate_recipes(contender, recipes, split.calibration, split.test, alpha=alpha, delta=delta,
-                                     key=[seed, 1, split.split])
+        for split in group_splits(contender.data.groups, n_splits=n_splits, seed=seed, cal_fraction=cal_fraction):
+            found = evaluate_recipes(
+                contender, recipes, split.calibration, split.test, alpha=alpha, delta=delta, key=[seed, 1, split.split]
+            )
             for name, sets in found.items():
                 runs[name].append(sets)
-    return [evidence_of(r.name, runs[r.name], contender, alpha=alpha, min_group_items=min_group_items)
-            for r in recipes]
+    return [evidence_of(r.name, runs[r.name], contender, alpha=alpha, min_group_items=min_group_items) for r in recipes]

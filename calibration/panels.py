@@ -91,14 +91,18 @@ def panel_members(name: str) -> tuple[str, ...]:
     """The members of a canonical panel name (sorted); ValueError when it is not one."""
     if not is_panel_name(name):
         raise ValueError(f"{name!r} is not a panel name (panel:<judge>+<judge>...)")
-    members = tuple(name[len(PANEL_PREFIX):].split(_SEPARATOR))
+    members = tuple(name[len(PANEL_PREFIX) :].split(_SEPARATOR))
     if panel_name(members) != name:
         raise ValueError(f"{name!r} is not a canonical panel name (members sorted, distinct, at least two)")
     return members
 
 
-def member_input(*, judge_score: int | None = None, probabilities: Sequence[float] | np.ndarray | None = None,
-                 mean: float | None = None) -> str:
+def member_input(
+    *,
+    judge_score: int | None = None,
+    probabilities: Sequence[float] | np.ndarray | None = None,
+    mean: float | None = None,
+) -> str:
     """Which input a member's expected score comes from (the rule of :func:`expected_score`)."""
     if mean is not None:
         return "mean"
@@ -121,8 +125,13 @@ def is_panel_family(family: str) -> bool:
     return family == PANEL_PROMPT_FAMILY or family.startswith(PANEL_PREFIX)
 
 
-def expected_score(n_labels: int, *, judge_score: int | None = None, probabilities: Sequence[float] | None = None,
-                   mean: float | None = None) -> float:
+def expected_score(
+    n_labels: int,
+    *,
+    judge_score: int | None = None,
+    probabilities: Sequence[float] | None = None,
+    mean: float | None = None,
+) -> float:
     """One member's expected score (module rule): mean_of_samples, else sum_k k p_k, else the integer score."""
     if mean is not None:
         return float(mean)
@@ -135,8 +144,13 @@ def expected_score(n_labels: int, *, judge_score: int | None = None, probabiliti
     return float(judge_score)
 
 
-def expected_scores(n_labels: int, *, judge_scores: np.ndarray | None = None,
-                    probabilities: np.ndarray | None = None, means: np.ndarray | None = None) -> np.ndarray:
+def expected_scores(
+    n_labels: int,
+    *,
+    judge_scores: np.ndarray | None = None,
+    probabilities: np.ndarray | None = None,
+    means: np.ndarray | None = None,
+) -> np.ndarray:
     """The vector twin of :func:`expected_score` for n verdicts of one member (the same rule, item by item)."""
     if means is not None:
         return np.asarray(means, dtype=float)
@@ -179,8 +193,14 @@ def panel_kind_data(expected: np.ndarray, labels: np.ndarray, groups: np.ndarray
     """A panel cell's items as ``mean`` verdicts (core inputs by :func:`calibration.verdicts.kind_inputs`)."""
     means = panel_means(expected, n_labels)
     scores, probabilities = kind_inputs(PANEL_INPUT_KIND, n_labels, means=means)
-    return KindData(kind=PANEL_INPUT_KIND, labels=np.asarray(labels), judge_scores=scores,
-                    probabilities=probabilities, groups=np.asarray(groups), n_labels=n_labels)
+    return KindData(
+        kind=PANEL_INPUT_KIND,
+        labels=np.asarray(labels),
+        judge_scores=scores,
+        probabilities=probabilities,
+        groups=np.asarray(groups),
+        n_labels=n_labels,
+    )
 
 
 def served_panel(members: Sequence[str], present: Iterable[str]) -> str | None:

@@ -74,8 +74,9 @@ class Battles(msgspec.Struct, frozen=True, kw_only=True):
 
     def take(self, index: np.ndarray) -> Battles:
         """The battles at ``index``."""
-        return Battles(model_a=self.model_a[index], model_b=self.model_b[index], win_a=self.win_a[index],
-                       win_b=self.win_b[index])
+        return Battles(
+            model_a=self.model_a[index], model_b=self.model_b[index], win_a=self.win_a[index], win_b=self.win_b[index]
+        )
 
     def __len__(self) -> int:
         return int(self.model_a.size)
@@ -124,8 +125,9 @@ def _check(battles: Battles, k: int) -> None:
     arrays = (battles.model_a, battles.model_b, battles.win_a, battles.win_b)
     if len({a.shape for a in arrays}) != 1 or battles.model_a.ndim != 1:
         raise EmptyCalibrationError("battle arrays must be 1-D and equally long")
-    if battles.model_a.size and (min(battles.model_a.min(), battles.model_b.min()) < 0
-                                 or max(battles.model_a.max(), battles.model_b.max()) >= k):
+    if battles.model_a.size and (
+        min(battles.model_a.min(), battles.model_b.min()) < 0 or max(battles.model_a.max(), battles.model_b.max()) >= k
+    ):
         raise CalibrationError(f"model indices must lie in 0..{k - 1}")
     if np.any(battles.model_a == battles.model_b):
         raise CalibrationError("a battle needs two different models")
@@ -138,8 +140,9 @@ def _means(battles: Battles, k: int, wa: np.ndarray, wb: np.ndarray) -> tuple[np
         return sums / counts, counts
 
 
-def _cross(battles: Battles, k: int, counts: np.ndarray, xa: np.ndarray, xb: np.ndarray, ya: np.ndarray,
-           yb: np.ndarray) -> np.ndarray:
+def _cross(
+    battles: Battles, k: int, counts: np.ndarray, xa: np.ndarray, xb: np.ndarray, ya: np.ndarray, yb: np.ndarray
+) -> np.ndarray:
     """sum_t rx_it ry_jt / (c_i c_j) from per-battle residuals of two outcome variables."""
     a, b = battles.model_a, battles.model_b
     index = np.concatenate([a * k + a, b * k + b, a * k + b, b * k + a])
@@ -159,8 +162,9 @@ def win_rates(battles: Battles, k: int, *, method: str = "human only") -> WinRat
     return WinRateEstimate(method=method, theta=theta, sigma=sigma, counts=counts, lam=0.0)
 
 
-def ppr_win_rates(human: Battles, judge: Battles, judge_unlabelled: Battles, k: int,
-                  lam: float | None = None) -> WinRateEstimate:
+def ppr_win_rates(
+    human: Battles, judge: Battles, judge_unlabelled: Battles, k: int, lam: float | None = None
+) -> WinRateEstimate:
     """Prediction-powered win rates: ``human`` and ``judge`` are the same labelled battles (same order) with the
     human's and the judge's outcomes; ``judge_unlabelled`` the judge-only battles. ``lam`` None: power-tuned."""
     _check(human, k)
@@ -184,7 +188,7 @@ def ppr_win_rates(human: Battles, judge: Battles, judge_unlabelled: Battles, k: 
         denom = float(np.trace(unl.sigma[np.ix_(seen, seen)]) + np.trace(sigma_f[np.ix_(seen, seen)]))
         lam = float(np.clip(np.trace(cross[np.ix_(seen, seen)]) / denom, 0.0, 1.0)) if denom > 0 else 0.0
     theta = lam * unl.theta + h_mean - lam * f_mean
-    sigma = lam ** 2 * unl.sigma + sigma_h - lam * (cross + cross.T) + lam ** 2 * sigma_f
+    sigma = lam**2 * unl.sigma + sigma_h - lam * (cross + cross.T) + lam**2 * sigma_f
     return WinRateEstimate(method="ppr", theta=theta, sigma=sigma, counts=counts, lam=lam)
 
 
@@ -211,8 +215,9 @@ def rank_sets(estimate: WinRateEstimate, alpha: float, construction: Constructio
     return rank_sets_grid(estimate, (alpha,), construction)[0]
 
 
-def rank_sets_grid(estimate: WinRateEstimate, alphas: Sequence[float],
-                   construction: Construction = "ellipsoid") -> list[RankSets]:
+def rank_sets_grid(
+    estimate: WinRateEstimate, alphas: Sequence[float], construction: Construction = "ellipsoid"
+) -> list[RankSets]:
     """:func:`rank_sets` at every level of ``alphas`` (the pairwise differences are computed once)."""
     for alpha in alphas:
         _check_alpha(alpha)

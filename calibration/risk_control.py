@@ -85,13 +85,16 @@ class StepOutcome:
     bound: float
 
 
-def group_counts(errors: np.ndarray, accepted: np.ndarray, group_index: np.ndarray,
-                 n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+def group_counts(
+    errors: np.ndarray, accepted: np.ndarray, group_index: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, np.ndarray]:
     """Per group: errors among accepted items (e_d) and accepted items (a_d); ``group_index`` in 0..n_groups-1."""
     acc = np.asarray(accepted, dtype=bool)
     err = np.asarray(errors, dtype=bool) & acc
-    return (np.bincount(group_index, weights=err, minlength=n_groups).astype(np.int64),
-            np.bincount(group_index, weights=acc, minlength=n_groups).astype(np.int64))
+    return (
+        np.bincount(group_index, weights=err, minlength=n_groups).astype(np.int64),
+        np.bincount(group_index, weights=acc, minlength=n_groups).astype(np.int64),
+    )
 
 
 def _lambda_max(alpha: float) -> float:
@@ -122,8 +125,15 @@ def _log_capital(x: np.ndarray, lambdas: np.ndarray) -> float:
     return float(max(0.0, np.max(np.cumsum(np.log(factors)))))
 
 
-def betting_test(errors: np.ndarray, accepted: np.ndarray, *, alpha: float, delta: float, max_group_size: int,
-                 order: np.ndarray | None = None) -> BettingTest:
+def betting_test(
+    errors: np.ndarray,
+    accepted: np.ndarray,
+    *,
+    alpha: float,
+    delta: float,
+    max_group_size: int,
+    order: np.ndarray | None = None,
+) -> BettingTest:
     """Level-delta test of H0: E[e_d] > alpha E[a_d] from per-document counts (module rules); ``order``: the
     documents' processing order (a permutation drawn independently of the data), natural order when None."""
     e = np.asarray(errors, dtype=float)
@@ -138,8 +148,15 @@ def betting_test(errors: np.ndarray, accepted: np.ndarray, *, alpha: float, delt
     return BettingTest(rejected=log_capital >= math.log(1.0 / delta), log_capital=log_capital, lambdas=lambdas)
 
 
-def betting_upper_bound(errors: np.ndarray, accepted: np.ndarray, *, alpha: float, delta: float,
-                        max_group_size: int, order: np.ndarray | None = None) -> float:
+def betting_upper_bound(
+    errors: np.ndarray,
+    accepted: np.ndarray,
+    *,
+    alpha: float,
+    delta: float,
+    max_group_size: int,
+    order: np.ndarray | None = None,
+) -> float:
     """Upper confidence bound on E[e_d] / E[a_d] at 1 - delta with the lambdas of the test at ``alpha`` (module
     rules); 1.0 when even alpha' -> 1 does not reach 1/delta."""
     e = np.asarray(errors, dtype=float)
@@ -191,14 +208,33 @@ def clopper_pearson_upper(k: int, n: int, delta: float) -> float:
     return float(betaincinv(k + 1, n - k, 1.0 - delta))
 
 
-def risk_test(bound: str, errors_per_group: np.ndarray, accepted_per_group: np.ndarray, *, alpha: float,
-              delta: float, max_group_size: int, order: np.ndarray | None = None) -> StepOutcome:
+def risk_test(
+    bound: str,
+    errors_per_group: np.ndarray,
+    accepted_per_group: np.ndarray,
+    *,
+    alpha: float,
+    delta: float,
+    max_group_size: int,
+    order: np.ndarray | None = None,
+) -> StepOutcome:
     """Test H0: risk > alpha with ``bound`` (one of BOUNDS) and report the bound; see the module rules."""
     if bound == "betting":
-        test = betting_test(errors_per_group, accepted_per_group, alpha=alpha, delta=delta,
-                            max_group_size=max_group_size, order=order)
-        value = betting_upper_bound(errors_per_group, accepted_per_group, alpha=alpha, delta=delta,
-                                    max_group_size=max_group_size, order=order) if test.rejected else 1.0
+        test = betting_test(
+            errors_per_group, accepted_per_group, alpha=alpha, delta=delta, max_group_size=max_group_size, order=order
+        )
+        value = (
+            betting_upper_bound(
+                errors_per_group,
+                accepted_per_group,
+                alpha=alpha,
+                delta=delta,
+                max_group_size=max_group_size,
+                order=order,
+            )
+            if test.rejected
+            else 1.0
+        )
         return StepOutcome(rejected=test.rejected, bound=min(value, alpha) if test.rejected else value)
     if bound == "clopper_pearson_items":
         value = clopper_pearson_upper(int(np.sum(errors_per_group)), int(np.sum(accepted_per_group)), delta)

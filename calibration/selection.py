@@ -24,8 +24,18 @@ import msgspec
 
 from calibration.conformal import METHODS
 
-__all__ = ["BIN_SLACK", "COVERAGE_SLACK", "INTERVAL_MARGIN", "P5_SLACK", "QUALIFY_CHECKS", "SELECTION_RULE",
-           "MethodChoice", "MethodEvidence", "choose_method", "qualifies"]
+__all__ = [
+    "BIN_SLACK",
+    "COVERAGE_SLACK",
+    "INTERVAL_MARGIN",
+    "P5_SLACK",
+    "QUALIFY_CHECKS",
+    "SELECTION_RULE",
+    "MethodChoice",
+    "MethodEvidence",
+    "choose_method",
+    "qualifies",
+]
 
 COVERAGE_SLACK = 0.01
 P5_SLACK = 0.02
@@ -82,14 +92,22 @@ def qualifies(evidence: MethodEvidence, checks: Sequence[str] = QUALIFY_CHECKS) 
 
 
 def _figures(e: MethodEvidence) -> str:
-    return (f"{e.method}: size {e.mean_set_size:.2f}, coverage {e.mean_coverage:.3f} (5th pct {e.p5_coverage:.3f}), "
-            f"min label {e.min_label_coverage:.2f}, min score bin {e.min_bin_coverage:.2f}, "
-            f"non-interval {e.non_interval_share:.1%}")
+    return (
+        f"{e.method}: size {e.mean_set_size:.2f}, coverage {e.mean_coverage:.3f} (5th pct {e.p5_coverage:.3f}), "
+        f"min label {e.min_label_coverage:.2f}, min score bin {e.min_bin_coverage:.2f}, "
+        f"non-interval {e.non_interval_share:.1%}"
+    )
 
 
-def choose_method(evidence: Sequence[MethodEvidence], *, fallback: str, context: str = "",
-                  other_levels: Sequence[Sequence[MethodEvidence]] = (),
-                  checks: Sequence[str] = QUALIFY_CHECKS, order: Sequence[str] = METHODS) -> MethodChoice:
+def choose_method(
+    evidence: Sequence[MethodEvidence],
+    *,
+    fallback: str,
+    context: str = "",
+    other_levels: Sequence[Sequence[MethodEvidence]] = (),
+    checks: Sequence[str] = QUALIFY_CHECKS,
+    order: Sequence[str] = METHODS,
+) -> MethodChoice:
     """Apply the module's rule to one cell's evidence (one entry per method, same alpha). A method must also
     qualify at every level of ``other_levels`` (evidence at further alphas) to qualify at all. ``checks``: rule 1's
     conditions that apply (:func:`qualifies`; all of them unless a study relaxes the rule on purpose). ``order``:
@@ -104,20 +122,30 @@ def choose_method(evidence: Sequence[MethodEvidence], *, fallback: str, context:
         failed = min(evidence, key=lambda e: (round(e.mean_set_size, 9), order.index(e.method)))
         elsewhere = "".join(f"; {m} fails the rule at alpha={a}" for m, a in sorted(failing.items()))
         return MethodChoice(
-            method=fallback, qualified=False, qualifying=[],
-            reason=(f"fallback to {fallback}: no method qualified{where} ({_figures(by_method[fallback])}; "
-                    f"smallest sets: {_figures(failed)}{elsewhere})"),
+            method=fallback,
+            qualified=False,
+            qualifying=[],
+            reason=(
+                f"fallback to {fallback}: no method qualified{where} ({_figures(by_method[fallback])}; "
+                f"smallest sets: {_figures(failed)}{elsewhere})"
+            ),
         )
     smallest = min(by_method[m].mean_set_size for m in qualifying)
     near = [m for m in qualifying if by_method[m].mean_set_size <= smallest + INTERVAL_MARGIN + 1e-12]
-    chosen = min(near, key=lambda m: (round(by_method[m].non_interval_share, 9),
-                                      round(by_method[m].mean_set_size, 9), order.index(m)))
-    reason = f"smallest qualifying sets among {len(qualifying)} of {len(by_method)} methods{where}: " \
-             f"{_figures(by_method[chosen])}"
+    chosen = min(
+        near,
+        key=lambda m: (round(by_method[m].non_interval_share, 9), round(by_method[m].mean_set_size, 9), order.index(m)),
+    )
+    reason = (
+        f"smallest qualifying sets among {len(qualifying)} of {len(by_method)} methods{where}: "
+        f"{_figures(by_method[chosen])}"
+    )
     best = min(qualifying, key=lambda m: (round(by_method[m].mean_set_size, 9), order.index(m)))
     if best != chosen:
-        reason += f"; preferred to {best} (size {by_method[best].mean_set_size:.2f}, non-interval " \
-                  f"{by_method[best].non_interval_share:.1%}) for interval-valued sets"
+        reason += (
+            f"; preferred to {best} (size {by_method[best].mean_set_size:.2f}, non-interval "
+            f"{by_method[best].non_interval_share:.1%}) for interval-valued sets"
+        )
     if fallback != chosen:
         reason += f"; {fallback} size {by_method[fallback].mean_set_size:.2f}"
     return MethodChoice(method=chosen, qualified=True, qualifying=qualifying, reason=reason)

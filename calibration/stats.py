@@ -93,8 +93,9 @@ def _as_vector(values: Sequence[float] | np.ndarray, name: str) -> np.ndarray:
     return array
 
 
-def _paired(x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _paired(
+    x: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validate two vectors; return them without NaN rows, and the mask of kept rows."""
     xs, ys = _as_vector(x, "x"), _as_vector(y, "y")
     if xs.shape != ys.shape:

@@ -327,8 +327,9 @@ class JudgeClient:
                 raw_reply=completion.text,
                 reason=parsed.rule,
             )
-        probabilities, logprobs = score_distribution(completion.tokens, completion.text, parsed.position,
-                                                     n_labels=n_labels)
+        probabilities, logprobs = score_distribution(
+            completion.tokens, completion.text, parsed.position, n_labels=n_labels
+        )
         return DirectVerdict(
             judge_score=parsed.score,
             probabilities=probabilities,

@@ -186,9 +186,7 @@ def _read_pairs(reply: str) -> tuple[list[QAPair], list[str]]:
         elif len(answers) == 1 and len(questions) == 1 and answers[0] and questions[0]:
             pairs.append(QAPair(answer=answers[0], question=questions[0]))
         else:
-            problems.append(
-                f"broken pair on line {number}: need one non-empty answer and question: {_clip(line)!r}"
-            )
+            problems.append(f"broken pair on line {number}: need one non-empty answer and question: {_clip(line)!r}")
     if pending is not None:
         problems.append(f"broken pair on line {pending[0]}: an answer without a question")
     if n_prose:
@@ -220,8 +218,9 @@ def parse_qa_generation(reply: str | None, *, summary: str, n_questions: int) ->
             seen_questions.add(question_norm)
             kept.append(pair)
     if len(kept) > n_questions:
-        problems.append(f"{len(kept)} usable pairs, more than the {n_questions} requested: kept the first "
-                        f"{n_questions}")
+        problems.append(
+            f"{len(kept)} usable pairs, more than the {n_questions} requested: kept the first {n_questions}"
+        )
         kept = kept[:n_questions]
     elif len(kept) < n_questions:
         problems.append(f"only {len(kept)} usable pair(s) of the {n_questions} requested")

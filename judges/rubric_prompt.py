@@ -70,8 +70,9 @@ def rubric_messages(rubric: Rubric, document: str, summary: str) -> list[ChatMes
     """The direct-scoring chat prompt of a rubric: its definition, anchors, the texts, and a 1..K answer format."""
     k = rubric.scale_max
     anchors = "".join(f"- {key}: {rubric.anchors[key]}\n" for key in sorted(rubric.anchors, key=int))
-    system = ("You are a careful evaluator. You rate a text on one criterion, using only the rubric given. "
-              + UNTRUSTED_NOTE)
+    system = (
+        "You are a careful evaluator. You rate a text on one criterion, using only the rubric given. " + UNTRUSTED_NOTE
+    )
     user = (
         f"Criterion: {rubric.criterion} - {rubric.description}\n"
         f"Scale: an integer from 1 (worst) to {k} (best).\n"

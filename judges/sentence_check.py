@@ -54,8 +54,10 @@ MAX_SENTENCES = 100
 _TOKENS_PER_SENTENCE = 120
 _BOUNDARY = re.compile(r"([.!?][\"'\u201d\u2019)\]]*)\s+|\n+")
 
-_SYSTEM = ("You are a careful fact-checker. You compare each sentence of a summary with the article it "
-           "summarises and report factual errors only: style, length and coverage do not matter here.")
+_SYSTEM = (
+    "You are a careful fact-checker. You compare each sentence of a summary with the article it "
+    "summarises and report factual errors only: style, length and coverage do not matter here."
+)
 
 _CATEGORY_HELP = """Categories (choose exactly one per sentence):
 - "no error": the article supports everything the sentence states.
@@ -124,8 +126,12 @@ def sentence_check_messages(document: str, sentences: Sequence[str]) -> list[dic
     """Chat messages asking for one ``{sentence, category, reason}`` object per numbered sentence, in order."""
     # Caller and model texts are fenced (judges.untrusted) and the system turn says they are data.
     numbered = "\n".join(f"{i}. {neutralise(sentence.strip())}" for i, sentence in enumerate(sentences, start=1))
-    user = _TEMPLATE.format(document=fence("ARTICLE", document), numbered=fence("SENTENCES", numbered),
-                            categories=_CATEGORY_HELP, n=len(sentences))
+    user = _TEMPLATE.format(
+        document=fence("ARTICLE", document),
+        numbered=fence("SENTENCES", numbered),
+        categories=_CATEGORY_HELP,
+        n=len(sentences),
+    )
     return [{"role": "system", "content": f"{_SYSTEM} {UNTRUSTED_NOTE}"}, {"role": "user", "content": user}]
 
 
@@ -161,8 +167,13 @@ async def judge_faithfulness_sentences(
         )
     score, judge_score = sentence_score(parsed.verdicts)
     return SentenceFactuality(
-        sentences=chosen, verdicts=parsed.verdicts, score=score, judge_score=judge_score, raw_reply=text,
-        escapes_repaired=parsed.escapes_repaired, prompt_tokens=completion.prompt_tokens,
-        completion_tokens=completion.completion_tokens, reply_model=completion.model,
+        sentences=chosen,
+        verdicts=parsed.verdicts,
+        score=score,
+        judge_score=judge_score,
+        raw_reply=text,
+        escapes_repaired=parsed.escapes_repaired,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        reply_model=completion.model,
     )
-

@@ -52,17 +52,19 @@ __all__ = [
 
 NO_ERROR = "no error"
 # Category words -> FRANK's codes (RelE is the semantic-frame predicate error, PredE in the papers).
-CATEGORY_CODES: Final[Mapping[str, str]] = MappingProxyType({
-    "out-of-context error": "OutE",
-    "predicate error": "RelE",
-    "entity error": "EntE",
-    "circumstantial error": "CircE",
-    "grammatical error": "GramE",
-    "coreference error": "CorefE",
-    "linking error": "LinkE",
-    "other error": "OtherE",
-    NO_ERROR: "NoE",
-})
+CATEGORY_CODES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "out-of-context error": "OutE",
+        "predicate error": "RelE",
+        "entity error": "EntE",
+        "circumstantial error": "CircE",
+        "grammatical error": "GramE",
+        "coreference error": "CorefE",
+        "linking error": "LinkE",
+        "other error": "OtherE",
+        NO_ERROR: "NoE",
+    }
+)
 CATEGORIES: tuple[str, ...] = tuple(CATEGORY_CODES)
 PARSE_RULES: tuple[str, ...] = (
     "json_list", "no_reply", "no_list", "not_json", "bad_entry", "unknown_category", "wrong_count",
@@ -162,25 +164,47 @@ def parse_sentence_verdicts(reply: str | None, *, n_sentences: int | None = None
     verdicts: list[SentenceVerdict] = []
     for index, element in enumerate(elements):
         if not isinstance(element, dict) or not isinstance(element.get("category"), str):
-            return ParsedSentences(verdicts=None, rule="bad_entry", truncated=truncated, n_read=len(elements),
-                                   escapes_repaired=repaired,
-                                   problem=f"element {index} is not an object with a string 'category'")
+            return ParsedSentences(
+                verdicts=None,
+                rule="bad_entry",
+                truncated=truncated,
+                n_read=len(elements),
+                escapes_repaired=repaired,
+                problem=f"element {index} is not an object with a string 'category'",
+            )
         sentence, reason = element.get("sentence", ""), element.get("reason", "")
         if not isinstance(sentence, str) or not isinstance(reason, str):
-            return ParsedSentences(verdicts=None, rule="bad_entry", truncated=truncated, n_read=len(elements),
-                                   escapes_repaired=repaired,
-                                   problem=f"element {index}: 'sentence' and 'reason' must be strings")
+            return ParsedSentences(
+                verdicts=None,
+                rule="bad_entry",
+                truncated=truncated,
+                n_read=len(elements),
+                escapes_repaired=repaired,
+                problem=f"element {index}: 'sentence' and 'reason' must be strings",
+            )
         category = _normalise_category(element["category"])
         if category is None:
-            return ParsedSentences(verdicts=None, rule="unknown_category", truncated=truncated,
-                                   n_read=len(elements), escapes_repaired=repaired,
-                                   problem=f"element {index}: unknown category {element['category'][:60]!r}")
-        verdicts.append(SentenceVerdict(sentence=sentence, error=category != NO_ERROR, category=category,
-                                        reason=reason))
+            return ParsedSentences(
+                verdicts=None,
+                rule="unknown_category",
+                truncated=truncated,
+                n_read=len(elements),
+                escapes_repaired=repaired,
+                problem=f"element {index}: unknown category {element['category'][:60]!r}",
+            )
+        verdicts.append(
+            SentenceVerdict(sentence=sentence, error=category != NO_ERROR, category=category, reason=reason)
+        )
     if n_sentences is not None and len(verdicts) != n_sentences:
         cut = " (the list was cut off)" if truncated else ""
-        return ParsedSentences(verdicts=None, rule="wrong_count", truncated=truncated, n_read=len(verdicts),
-                               escapes_repaired=repaired,
-                               problem=f"{len(verdicts)} verdicts for {n_sentences} sentences{cut}")
-    return ParsedSentences(verdicts=verdicts, rule="json_list", truncated=truncated, n_read=len(verdicts),
-                           escapes_repaired=repaired)
+        return ParsedSentences(
+            verdicts=None,
+            rule="wrong_count",
+            truncated=truncated,
+            n_read=len(verdicts),
+            escapes_repaired=repaired,
+            problem=f"{len(verdicts)} verdicts for {n_sentences} sentences{cut}",
+        )
+    return ParsedSentences(
+        verdicts=verdicts, rule="json_list", truncated=truncated, n_read=len(verdicts), escapes_repaired=repaired
+    )

@@ -103,10 +103,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging()
     log = structlog.get_logger("offline")
-    handlers = {"calibrate": run_calibrate, "collect": run_collect, "report": run_report, "validate": run_validate,
-                "halves": run_halves, "panels": run_panels, "panels-nested": run_panels_nested,
-                "panels-cascades": run_panels_cascades, "pairwise-decisions": run_pairwise_decisions,
-                "cascades": run_cascades, "decisions": run_decisions, "estimates": run_estimates, "data": run_data}
+    handlers = {
+        "calibrate": run_calibrate,
+        "collect": run_collect,
+        "report": run_report,
+        "validate": run_validate,
+        "halves": run_halves,
+        "panels": run_panels,
+        "panels-nested": run_panels_nested,
+        "panels-cascades": run_panels_cascades,
+        "pairwise-decisions": run_pairwise_decisions,
+        "cascades": run_cascades,
+        "decisions": run_decisions,
+        "estimates": run_estimates,
+        "data": run_data,
+    }
     try:
         return handlers[args.command](args, log)
     except (DataError, FileNotFoundError) as error:

@@ -290,8 +290,10 @@ async def collect(
     if task in FACTUALITY_TASKS:
         own = FACTUALITY_TASKS[task]
         if prompt_family not in (None, own):
-            raise ValueError(f"task {task!r} stores under prompt family {own!r} (the factuality module's prompts), "
-                             f"not {prompt_family!r}")
+            raise ValueError(
+                f"task {task!r} stores under prompt family {own!r} (the factuality module's prompts), "
+                f"not {prompt_family!r}"
+            )
         if list(criteria) != [FACTUALITY_CRITERION]:
             raise ValueError(f"task {task!r} judges criterion {FACTUALITY_CRITERION!r} only, got {list(criteria)}")
         prompt_family = own

@@ -62,33 +62,52 @@ def read_unjudged(path: Path, *, scale: int, rubrics: dict[str, Rubric]) -> list
     except FileNotFoundError:
         raise DataError(path, None, "file not found") from None
     except LabelsError as error:
-        raise DataError(error.source, error.line, f"{error.field}: {error.problem}" if error.field
-                        else error.problem) from None
+        raise DataError(
+            error.source, error.line, f"{error.field}: {error.problem}" if error.field else error.problem
+        ) from None
     for row in rows:
         if row.judge_score is not None:
             continue
         if row.document is None or row.summary is None:
-            raise DataError(path, row.line, "a row without a verdict needs document/input and summary/output to "
-                            "be judged")
+            raise DataError(
+                path, row.line, "a row without a verdict needs document/input and summary/output to be judged"
+            )
         rubric = rubrics.get(row.criterion)
         if rubric is not None:
             if rubric.scale_max != row.n_labels:
-                raise DataError(path, row.line, f"the rubric for {row.criterion!r} is on 1..{rubric.scale_max}, "
-                                f"this row on 1..{row.n_labels}")
+                raise DataError(
+                    path,
+                    row.line,
+                    f"the rubric for {row.criterion!r} is on 1..{rubric.scale_max}, this row on 1..{row.n_labels}",
+                )
         elif row.criterion in PROMPT_CRITERIA:
             if row.n_labels != 5:
-                raise DataError(path, row.line, f"the built-in prompt for {row.criterion!r} asks for 1..5, this row "
-                                f"is on 1..{row.n_labels}: configure a rubric for it (--rubrics)")
+                raise DataError(
+                    path,
+                    row.line,
+                    f"the built-in prompt for {row.criterion!r} asks for 1..5, this row "
+                    f"is on 1..{row.n_labels}: configure a rubric for it (--rubrics)",
+                )
         else:
-            raise DataError(path, row.line, f"no prompt for criterion {row.criterion!r}: it is not one of "
-                            f"{', '.join(PROMPT_CRITERIA)} nor in --rubrics")
+            raise DataError(
+                path,
+                row.line,
+                f"no prompt for criterion {row.criterion!r}: it is not one of "
+                f"{', '.join(PROMPT_CRITERIA)} nor in --rubrics",
+            )
     return rows
 
 
 def _row_dict(row: LabelRow) -> dict[str, Any]:
-    data: dict[str, Any] = {"item_id": row.item_id, "criterion": row.criterion, "judge": row.judge,
-                            "human": row.human, "scale_max": row.n_labels, "prompt_family": row.prompt_family,
-                            "group": row.group}
+    data: dict[str, Any] = {
+        "item_id": row.item_id,
+        "criterion": row.criterion,
+        "judge": row.judge,
+        "human": row.human,
+        "scale_max": row.n_labels,
+        "prompt_family": row.prompt_family,
+        "group": row.group,
+    }
     if row.judge_score is not None:
         data["judge_score"] = row.judge_score
     if row.mean_of_samples is not None:
@@ -125,17 +144,27 @@ async def collect_labels(
             try:
                 assert row.document is not None and row.summary is not None
                 if rubric is not None:
-                    verdict = await client.score_messages(rubric_messages(rubric, row.document, row.summary),
-                                                          n_labels=rubric.scale_max)
+                    verdict = await client.score_messages(
+                        rubric_messages(rubric, row.document, row.summary), n_labels=rubric.scale_max
+                    )
                 else:
                     verdict = await client.score(row.criterion, row.document, row.summary)
             except Exception as error:  # noqa: BLE001 - every failure is written and counted, never lost
-                errors.append({"line": row.line, "item_id": row.item_id, "criterion": row.criterion,
-                               "error": f"{type(error).__name__}: {error}"})
+                errors.append(
+                    {
+                        "line": row.line,
+                        "item_id": row.item_id,
+                        "criterion": row.criterion,
+                        "error": f"{type(error).__name__}: {error}",
+                    }
+                )
             else:
                 data = _row_dict(row)
-                data.update(judge=judge, judge_score=verdict.judge_score,
-                            prompt_family=rubric.family if rubric is not None else prompt_family)
+                data.update(
+                    judge=judge,
+                    judge_score=verdict.judge_score,
+                    prompt_family=rubric.family if rubric is not None else prompt_family,
+                )
                 if verdict.logprobs:
                     kept = {k: v for k, v in verdict.logprobs.items() if v is not None}
                     if kept:
@@ -159,5 +188,6 @@ async def collect_labels(
     if errors:
         error_path = out.with_name(out.name + ".errors.jsonl")
         error_path.write_text("".join(json.dumps(e) + "\n" for e in sorted(errors, key=lambda e: e["line"])))
-    return CollectLabelsReport(out=out, errors=error_path, judged=len(results), copied=len(rows) - len(todo),
-                               failed=len(errors))
+    return CollectLabelsReport(
+        out=out, errors=error_path, judged=len(results), copied=len(rows) - len(todo), failed=len(errors)
+    )

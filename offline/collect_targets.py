@@ -111,8 +111,13 @@ def frank_targets(frank: Frank, *, split: str = "all", limit: int | None = None,
         keep = np.sort(np.random.default_rng(seed).permutation(len(chosen))[:limit])
         chosen = [chosen[int(i)] for i in keep]
     return [
-        TargetItem(item_id=item.item_id, doc_id=item.hash, system_id=item.model_name,
-                   document=frank.articles[item.hash].article, summary=item.summary)
+        TargetItem(
+            item_id=item.item_id,
+            doc_id=item.hash,
+            system_id=item.model_name,
+            document=frank.articles[item.hash].article,
+            summary=item.summary,
+        )
         for item in chosen
     ]
 

@@ -104,8 +104,14 @@ def data_hash(files: Iterable[Path], root: Path) -> str:
 
 def _git(*args: str) -> str | None:
     try:
-        result = subprocess.run(["git", *args], cwd=Path(__file__).resolve().parents[1], capture_output=True,
-                                text=True, timeout=10, check=False)
+        result = subprocess.run(
+            ["git", *args],
+            cwd=Path(__file__).resolve().parents[1],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
     except (OSError, subprocess.SubprocessError):
         return None
     return result.stdout.strip() if result.returncode == 0 else None
@@ -128,16 +134,28 @@ def faithfulness_entries(study: FaithfulnessStudy) -> tuple[list[ThresholdEntry]
     """The faithfulness study's predictors (fitted on FRANK valid) with its test-split figures, and its defaults."""
     entries = [
         ThresholdEntry(
-            judge=cell.judge, prompt_family=cell.prompt_family, criterion=cell.criterion, method=cell.method,
-            alpha=float(cell.alpha), fitted=study.fitted[(cell.judge, cell.prompt_family, cell.method, cell.alpha)],
-            heldout_coverage=cell.coverage, heldout_coverage_std=None, heldout_set_size=cell.set_size,
-            n_splits=cell.n_splits, min_bin_coverage=cell.min_bin_coverage,
+            judge=cell.judge,
+            prompt_family=cell.prompt_family,
+            criterion=cell.criterion,
+            method=cell.method,
+            alpha=float(cell.alpha),
+            fitted=study.fitted[(cell.judge, cell.prompt_family, cell.method, cell.alpha)],
+            heldout_coverage=cell.coverage,
+            heldout_coverage_std=None,
+            heldout_set_size=cell.set_size,
+            n_splits=cell.n_splits,
+            min_bin_coverage=cell.min_bin_coverage,
         )
         for cell in study.summary.cells
     ]
     defaults = [
-        DefaultMethod(judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method,
-                      reason=f"{d.reason} (FRANK: fitted on valid, figures from test)")
+        DefaultMethod(
+            judge=d.judge,
+            prompt_family=d.prompt_family,
+            criterion=d.criterion,
+            method=d.method,
+            reason=f"{d.reason} (FRANK: fitted on valid, figures from test)",
+        )
         for d in study.summary.default_methods
     ]
     return entries, defaults
@@ -163,9 +181,17 @@ def build_artifact(
     if fits is not None:
         entries, defaults = kind_entries(fits)
         scale = max((e.fitted.n_labels for e in entries), default=5)
-        return _artifact(entries, defaults, faithfulness, scale=scale, data_hash=data_hash,
-                         code_version=code_version, created_at=created_at, source=source,
-                         decision_rules=decision_rules)
+        return _artifact(
+            entries,
+            defaults,
+            faithfulness,
+            scale=scale,
+            data_hash=data_hash,
+            code_version=code_version,
+            created_at=created_at,
+            source=source,
+            decision_rules=decision_rules,
+        )
     entries = []
     if summary is not None:
         for data in datasets:
@@ -174,30 +200,61 @@ def build_artifact(
                     cell = summary.cell(data.judge, data.criterion, method, alpha)
                     if cell is None:
                         continue
-                    fitted = fit_conformal(method, alpha, data.labels, judge_scores=data.judge_scores,
-                                           probabilities=data.probabilities, rng=np.random.default_rng(seed),
-                                           n_labels=data.n_labels)
+                    fitted = fit_conformal(
+                        method,
+                        alpha,
+                        data.labels,
+                        judge_scores=data.judge_scores,
+                        probabilities=data.probabilities,
+                        rng=np.random.default_rng(seed),
+                        n_labels=data.n_labels,
+                    )
                     entries.append(
                         ThresholdEntry(
-                            judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion, method=method,
-                            alpha=float(alpha), fitted=fitted, heldout_coverage=cell.coverage,
-                            heldout_coverage_std=cell.coverage_std, heldout_set_size=cell.set_size,
-                            n_splits=cell.n_splits, min_bin_coverage=cell.min_bin_coverage,
+                            judge=data.judge,
+                            prompt_family=data.prompt_family,
+                            criterion=data.criterion,
+                            method=method,
+                            alpha=float(alpha),
+                            fitted=fitted,
+                            heldout_coverage=cell.coverage,
+                            heldout_coverage_std=cell.coverage_std,
+                            heldout_set_size=cell.set_size,
+                            n_splits=cell.n_splits,
+                            min_bin_coverage=cell.min_bin_coverage,
                         )
                     )
     defaults = [
-        DefaultMethod(judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method,
-                      reason=d.reason)
+        DefaultMethod(
+            judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method, reason=d.reason
+        )
         for d in (summary.default_methods if summary is not None else ())
     ]
-    return _artifact(entries, defaults, faithfulness, scale=max((d.n_labels for d in datasets), default=5),
-                     data_hash=data_hash, code_version=code_version, created_at=created_at, source=source,
-                     decision_rules=decision_rules)
+    return _artifact(
+        entries,
+        defaults,
+        faithfulness,
+        scale=max((d.n_labels for d in datasets), default=5),
+        data_hash=data_hash,
+        code_version=code_version,
+        created_at=created_at,
+        source=source,
+        decision_rules=decision_rules,
+    )
 
 
-def _artifact(entries: list[ThresholdEntry], defaults: list[DefaultMethod], faithfulness: FaithfulnessStudy | None,
-              *, scale: int, data_hash: str, code_version: str, created_at: str | None,
-              source: str, decision_rules: Sequence[DecisionRule] = ()) -> ThresholdsArtifact:
+def _artifact(
+    entries: list[ThresholdEntry],
+    defaults: list[DefaultMethod],
+    faithfulness: FaithfulnessStudy | None,
+    *,
+    scale: int,
+    data_hash: str,
+    code_version: str,
+    created_at: str | None,
+    source: str,
+    decision_rules: Sequence[DecisionRule] = (),
+) -> ThresholdsArtifact:
     if faithfulness is not None:
         more_entries, more_defaults = faithfulness_entries(faithfulness)
         entries = entries + more_entries
@@ -215,19 +272,32 @@ def _artifact(entries: list[ThresholdEntry], defaults: list[DefaultMethod], fait
     )
 
 
-def _source(summary: ConformalSummary | None, faithfulness: FaithfulnessStudy | None, seed: int,
-            store: Path | None, fits: dict | None = None, delta: float | None = None) -> str:
+def _source(
+    summary: ConformalSummary | None,
+    faithfulness: FaithfulnessStudy | None,
+    seed: int,
+    store: Path | None,
+    fits: dict | None = None,
+    delta: float | None = None,
+) -> str:
     parts = []
     if fits is not None:
         n_splits = next((h.n_splits for fit in fits.values() for h in fit.heldout), 0)
-        rule = f"PAC thresholds (coverage >= 1-alpha with probability >= {1 - delta:.2f} over the calibration data)" \
-            if delta is not None else "marginal split-conformal thresholds"
-        parts.append(f"recorded SummEval judges, y* = rounded expert mean, per input kind (score | probabilities), "
-                     f"{rule}, fitted on all labelled items with seed {seed}; held-out figures from {n_splits} "
-                     "splits by document; defaults chosen by cross-fitting by document")
+        rule = (
+            f"PAC thresholds (coverage >= 1-alpha with probability >= {1 - delta:.2f} over the calibration data)"
+            if delta is not None
+            else "marginal split-conformal thresholds"
+        )
+        parts.append(
+            f"recorded SummEval judges, y* = rounded expert mean, per input kind (score | probabilities), "
+            f"{rule}, fitted on all labelled items with seed {seed}; held-out figures from {n_splits} "
+            "splits by document; defaults chosen by cross-fitting by document"
+        )
     elif summary is not None:
-        parts.append(f"recorded SummEval judges, y* = rounded expert mean, fitted on all labelled items with seed "
-                     f"{seed}; held-out figures from {summary.n_splits} seeded 50/50 splits")
+        parts.append(
+            f"recorded SummEval judges, y* = rounded expert mean, fitted on all labelled items with seed "
+            f"{seed}; held-out figures from {summary.n_splits} seeded 50/50 splits"
+        )
     if faithfulness is not None and faithfulness.summary.cells:
         judges = sorted({(c.judge, c.prompt_family) for c in faithfulness.summary.cells})
         label = faithfulness.summary.label
@@ -262,8 +332,14 @@ def export_thresholds(
     has_faithfulness = faithfulness is not None and bool(faithfulness.summary.cells)
     files = data_files(data_dir, summeval=summary is not None, frank=has_faithfulness)
     artifact = build_artifact(
-        datasets, summary, seed=seed, data_hash=data_hash(files, Path(data_dir)), code_version=code_version(),
-        source=_source(summary, faithfulness, seed, store, fits, delta), faithfulness=faithfulness, fits=fits,
+        datasets,
+        summary,
+        seed=seed,
+        data_hash=data_hash(files, Path(data_dir)),
+        code_version=code_version(),
+        source=_source(summary, faithfulness, seed, store, fits, delta),
+        faithfulness=faithfulness,
+        fits=fits,
         decision_rules=decision_rules,
     )
     # Re-running on the same data must not churn the tracked file: numbers that moved by <= 1e-12 (another

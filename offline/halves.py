@@ -92,16 +92,25 @@ def subset(data: JudgeCriterionData, documents: set[str]) -> JudgeCriterionData 
     if not keep.any():
         return None
     return replace(
-        data, item_ids=tuple(i for i, k in zip(data.item_ids, keep, strict=True) if k), labels=data.labels[keep],
+        data,
+        item_ids=tuple(i for i, k in zip(data.item_ids, keep, strict=True) if k),
+        labels=data.labels[keep],
         judge_scores=data.judge_scores[keep],
         probabilities=None if data.probabilities is None else data.probabilities[keep],
-        n_answered=int(keep.sum()), n_excluded=0, groups=tuple(g for g, k in zip(data.groups, keep, strict=True) if k),
+        n_answered=int(keep.sum()),
+        n_excluded=0,
+        groups=tuple(g for g, k in zip(data.groups, keep, strict=True) if k),
     )
 
 
-def check_halves(datasets: Sequence[JudgeCriterionData], *, seed: int = 0, n_splits: int = 20,
-                 delta: float | None = DEFAULT_DELTA,
-                 progress: Callable[[Iterable], Iterable] | None = None) -> HalvesReport:
+def check_halves(
+    datasets: Sequence[JudgeCriterionData],
+    *,
+    seed: int = 0,
+    n_splits: int = 20,
+    delta: float | None = DEFAULT_DELTA,
+    progress: Callable[[Iterable], Iterable] | None = None,
+) -> HalvesReport:
     """Fit on each half of the documents, validate on the other (module rules)."""
     halves = split_documents(datasets, seed)
     rows: list[HalvesRow] = []
@@ -110,15 +119,29 @@ def check_halves(datasets: Sequence[JudgeCriterionData], *, seed: int = 0, n_spl
         fit_data = [d for d in (subset(x, fit_docs) for x in datasets) if d is not None]
         test_data = [d for d in (subset(x, test_docs) for x in datasets) if d is not None]
         _, fits = run_validity_study(fit_data, n_splits=n_splits, seed=seed, delta=delta, progress=progress)
-        artifact = build_artifact(fit_data, None, seed=seed, data_hash="halves", code_version="halves",
-                                  created_at="halves", fits=fits)
+        artifact = build_artifact(
+            fit_data, None, seed=seed, data_hash="halves", code_version="halves", created_at="halves", fits=fits
+        )
         report = validate_artifact_on(artifact, test_data, alphas=CHECK_ALPHAS)
         cells += [(fit_half, c) for c in report.cells]
     for fit_half, c in cells:
         empty_accepted = 0  # the decision rule escalates every empty set (calibration.kind_fit.decision_shares)
-        rows.append(HalvesRow(fit_half=fit_half, judge=c.judge, criterion=c.criterion, input=c.input, alpha=c.alpha,
-                              method=c.method, kind=c.kind, n=c.n, coverage=c.coverage,
-                              mean_set_size=c.mean_set_size, empty_sets=c.empty_sets, empty_accepted=empty_accepted))
+        rows.append(
+            HalvesRow(
+                fit_half=fit_half,
+                judge=c.judge,
+                criterion=c.criterion,
+                input=c.input,
+                alpha=c.alpha,
+                method=c.method,
+                kind=c.kind,
+                n=c.n,
+                coverage=c.coverage,
+                mean_set_size=c.mean_set_size,
+                empty_sets=c.empty_sets,
+                empty_accepted=empty_accepted,
+            )
+        )
     checked = [r for r in rows if r.input in ("score", "logprobs", "mean") and r.coverage is not None]
     below = [r for r in checked if r.coverage < 1 - r.alpha - SLACK - 1e-12]  # type: ignore[operator]
     at_target = [r for r in checked if r.coverage >= 1 - r.alpha - 1e-12]  # type: ignore[operator]
@@ -129,14 +152,24 @@ def check_halves(datasets: Sequence[JudgeCriterionData], *, seed: int = 0, n_spl
             continue
         alone = by_key.get((r.fit_half, r.judge, r.criterion, "score", r.alpha))
         if alone is not None and alone.mean_set_size is not None and r.mean_set_size > alone.mean_set_size + SIZE_NOISE:
-            larger.append(f"half {r.fit_half}: {r.judge} {r.criterion} alpha={r.alpha}: "
-                          f"{r.mean_set_size:.3f} > {alone.mean_set_size:.3f}")
+            larger.append(
+                f"half {r.fit_half}: {r.judge} {r.criterion} alpha={r.alpha}: "
+                f"{r.mean_set_size:.3f} > {alone.mean_set_size:.3f}"
+            )
     share = len(at_target) / len(checked) if checked else 0.0
     empty_accepted = sum(r.empty_accepted for r in rows)
     return HalvesReport(
-        seed=seed, n_splits=n_splits, delta=delta, n_documents=[len(halves[0]), len(halves[1])], rows=rows,
-        n_checked=len(checked), n_below_floor=len(below), share_at_target=share, n_empty_accepted=empty_accepted,
-        n_logprobs_larger=len(larger), logprobs_larger=larger,
+        seed=seed,
+        n_splits=n_splits,
+        delta=delta,
+        n_documents=[len(halves[0]), len(halves[1])],
+        rows=rows,
+        n_checked=len(checked),
+        n_below_floor=len(below),
+        share_at_target=share,
+        n_empty_accepted=empty_accepted,
+        n_logprobs_larger=len(larger),
+        logprobs_larger=larger,
         passed=not below and share >= SHARE_AT_TARGET and not empty_accepted and not larger,
     )
 
@@ -164,8 +197,10 @@ def markdown(report: HalvesReport) -> str:
         served = "uncalibrated" if r.kind is None else f"{r.kind} / {r.method}"
         coverage = "n/a" if r.coverage is None else f"{r.coverage:.3f}"
         size = "n/a" if r.mean_set_size is None else f"{r.mean_set_size:.2f}"
-        lines.append(f"| {r.fit_half} | {r.judge} | {r.criterion} | {r.input} | {r.alpha} | {served} | {r.n} | "
-                     f"{coverage} | {size} | {r.empty_sets} |")
+        lines.append(
+            f"| {r.fit_half} | {r.judge} | {r.criterion} | {r.input} | {r.alpha} | {served} | {r.n} | "
+            f"{coverage} | {size} | {r.empty_sets} |"
+        )
     return "\n".join(lines) + "\n"
 
 

@@ -312,8 +312,9 @@ class Vicuna80Ingest(msgspec.Struct, frozen=True, kw_only=True):
     unchanged: int
 
 
-def vicuna80_records(judge: str, verdicts: Iterable[JudgeVerdict], parse_choice: Callable[[str | None], Any]
-                     ) -> tuple[list[AnswerRecord], ChoiceParseCounts]:
+def vicuna80_records(
+    judge: str, verdicts: Iterable[JudgeVerdict], parse_choice: Callable[[str | None], Any]
+) -> tuple[list[AnswerRecord], ChoiceParseCounts]:
     """Store records of one Vicuna80 judge: key (judge, "prd", "pairwise", "overall", pair item id, repetition,
     order); ``outcome`` = the parsed choice where the reply parses, else the recorded label (rule
     ``recorded_label:<why the parser refused>``)."""
@@ -330,22 +331,34 @@ def vicuna80_records(judge: str, verdicts: Iterable[JudgeVerdict], parse_choice:
             outcome, rule = choice.outcome, choice.rule
         else:
             outcome, rule = verdict.label, f"{RECORDED_LABEL_RULE}:{choice.rule}"
-        records.append(AnswerRecord(
-            judge=judge, prompt_family=VICUNA80_PROMPT_FAMILY, task="pairwise", criterion=VICUNA80_CRITERION,
-            item_id=pair_item_id(verdict.item_id, verdict.first, verdict.second), repetition=verdict.repetition,
-            order=presentation_order(verdict.first, verdict.second), outcome=outcome, raw_reply=verdict.response,
-            parse_rule=rule, model=judge,
-        ))
-    counts = ChoiceParseCounts(judge=judge, rows=rows, parsed=parsed, from_label=rows - parsed, agree=agree,
-                               rules=dict(sorted(rules.items())))
+        records.append(
+            AnswerRecord(
+                judge=judge,
+                prompt_family=VICUNA80_PROMPT_FAMILY,
+                task="pairwise",
+                criterion=VICUNA80_CRITERION,
+                item_id=pair_item_id(verdict.item_id, verdict.first, verdict.second),
+                repetition=verdict.repetition,
+                order=presentation_order(verdict.first, verdict.second),
+                outcome=outcome,
+                raw_reply=verdict.response,
+                parse_rule=rule,
+                model=judge,
+            )
+        )
+    counts = ChoiceParseCounts(
+        judge=judge, rows=rows, parsed=parsed, from_label=rows - parsed, agree=agree, rules=dict(sorted(rules.items()))
+    )
     return records, counts
 
 
-def ingest_vicuna80(store: AnswerStore, data: Vicuna80, *, parse_choice: Callable[[str | None], Any] | None = None
-                    ) -> Vicuna80Ingest:
+def ingest_vicuna80(
+    store: AnswerStore, data: Vicuna80, *, parse_choice: Callable[[str | None], Any] | None = None
+) -> Vicuna80Ingest:
     """Upsert every Vicuna80 judge verdict (``vicuna80_records``) in one transaction; idempotent."""
     if parse_choice is None:
         from judges.parse_choice import parse_choice as default_parse_choice
+
         parse_choice = default_parse_choice
     records: list[AnswerRecord] = []
     counts = []
@@ -354,5 +367,6 @@ def ingest_vicuna80(store: AnswerStore, data: Vicuna80, *, parse_choice: Callabl
         records.extend(judge_records)
         counts.append(judge_counts)
     stats = store.put_many(records)
-    return Vicuna80Ingest(judges=tuple(counts), inserted=stats.inserted, updated=stats.updated,
-                          unchanged=stats.unchanged)
+    return Vicuna80Ingest(
+        judges=tuple(counts), inserted=stats.inserted, updated=stats.updated, unchanged=stats.unchanged
+    )

@@ -70,17 +70,26 @@ def cell_data(rows: Sequence[LabelRow]) -> list[JudgeCriterionData]:
     """The studies' per-cell arrays (with groups and the cell's scale) from checked rows."""
     return [
         JudgeCriterionData(
-            judge=cell.judge, prompt_family=cell.prompt_family, criterion=cell.criterion, item_ids=cell.item_ids,
-            labels=cell.labels, judge_scores=cell.judge_scores, probabilities=cell.probabilities,
-            n_answered=len(cell.item_ids), n_excluded=0, groups=cell.groups, n_labels=cell.n_labels,
+            judge=cell.judge,
+            prompt_family=cell.prompt_family,
+            criterion=cell.criterion,
+            item_ids=cell.item_ids,
+            labels=cell.labels,
+            judge_scores=cell.judge_scores,
+            probabilities=cell.probabilities,
+            n_answered=len(cell.item_ids),
+            n_excluded=0,
+            groups=cell.groups,
+            n_labels=cell.n_labels,
             means=cell.means,
         )
         for cell in labelled_cells(rows)
     ]
 
 
-def size_warnings(datasets: Iterable[JudgeCriterionData], alphas: Sequence[float],
-                  delta: float | None = DEFAULT_DELTA) -> list[str]:
+def size_warnings(
+    datasets: Iterable[JudgeCriterionData], alphas: Sequence[float], delta: float | None = DEFAULT_DELTA
+) -> list[str]:
     """One line per cell with levels whose threshold cannot be finite on all its items (fewer than
     ``min_items_for(alpha, delta)``), naming the smallest such level's need and the levels that are fine."""
     lines = []
@@ -129,22 +138,37 @@ def calibrate_labels(
     for d in datasets:
         groups = len(set(d.groups or ()))
         if groups < MIN_GROUPS or len(d.item_ids) < 4:
-            raise DataError(paths[0], None, f"cell {d.judge} / {d.prompt_family} / {d.criterion} has "
-                            f"{len(d.item_ids)} labelled items in {groups} group(s): held-out figures split by group, "
-                            f"so at least {MIN_GROUPS} groups (documents or sources) and 4 items are needed")
+            raise DataError(
+                paths[0],
+                None,
+                f"cell {d.judge} / {d.prompt_family} / {d.criterion} has "
+                f"{len(d.item_ids)} labelled items in {groups} group(s): held-out figures split by group, "
+                f"so at least {MIN_GROUPS} groups (documents or sources) and 4 items are needed",
+            )
     warnings = size_warnings(datasets, alphas, delta)
-    summary, fits = run_validity_study(datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas,
-                                       progress=progress)
+    summary, fits = run_validity_study(
+        datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas, progress=progress
+    )
     out = Path(out_dir)
     summary_json, summary_md = write_validity(summary, out)
     k_of = {(d.judge, d.prompt_family, d.criterion): d.n_labels for d in datasets}
     index, heldout_path, figure = write_labelled_report(
-        out, fits, n_labels=k_of, warnings=warnings, headline_alpha=HEADLINE_ALPHA, thresholds=Path(thresholds_path),
+        out,
+        fits,
+        n_labels=k_of,
+        warnings=warnings,
+        headline_alpha=HEADLINE_ALPHA,
+        thresholds=Path(thresholds_path),
         files=list(paths),
     )
     names = ", ".join(Path(p).name for p in paths)
     artifact = build_artifact(
-        datasets, None, seed=seed, data_hash=labels_hash(paths), code_version=code_version(), fits=fits,
+        datasets,
+        None,
+        seed=seed,
+        data_hash=labels_hash(paths),
+        code_version=code_version(),
+        fits=fits,
         decision_rules=export_rules(datasets, seed=seed),
         source=f"offline calibrate --labels {names}: y* = human rounded to the nearest integer (halves up); per "
         f"(cell, input kind) calibration.kind_fit.fit_kind: thresholds at delta={delta} fitted on all labelled "
@@ -154,7 +178,11 @@ def calibrate_labels(
     save_artifact(artifact, thresholds_path)
     Path(thresholds_path).chmod(0o644)
     return LabelledRun(
-        index=index, summary=summary_json, thresholds=Path(thresholds_path), tables=(summary_md, heldout_path),
-        figures=(figure,), warnings=tuple(warnings),
+        index=index,
+        summary=summary_json,
+        thresholds=Path(thresholds_path),
+        tables=(summary_md, heldout_path),
+        figures=(figure,),
+        warnings=tuple(warnings),
         cells=tuple((d.judge, d.prompt_family, d.criterion, d.n_labels, len(d.item_ids)) for d in datasets),
     )

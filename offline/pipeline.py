@@ -166,11 +166,19 @@ def calibrate_factuality(
     with AnswerStore(store_path) as store:
         result = factuality_step(store, frank, out, seed=seed, label=label)
     build_report(out)
-    export_thresholds([], None, data_dir=Path(data_dir), path=Path(thresholds_path), seed=seed,
-                      faithfulness=result.faithfulness, store=Path(store_path))
+    export_thresholds(
+        [],
+        None,
+        data_dir=Path(data_dir),
+        path=Path(thresholds_path),
+        seed=seed,
+        faithfulness=result.faithfulness,
+        store=Path(store_path),
+    )
     log.info("factuality calibrated", answers=result.n_answers, out=str(out), thresholds=str(thresholds_path))
-    return FactualityResult(files=(*baselines, *result.files), faithfulness=result.faithfulness,
-                            n_answers=result.n_answers)
+    return FactualityResult(
+        files=(*baselines, *result.files), faithfulness=result.faithfulness, n_answers=result.n_answers
+    )
 
 
 def ingest_summary(report: IngestReport, store: Path) -> IngestSummary:
@@ -178,12 +186,24 @@ def ingest_summary(report: IngestReport, store: Path) -> IngestSummary:
     return IngestSummary(
         store=str(store),
         judges=[
-            IngestRow(judge=c.judge, prompt_family=c.prompt_family, task=c.task, rows=c.rows, recorded=c.recorded,
-                      parsed=c.parsed, unparsed=c.unparsed, missing=c.missing, parse_rate=c.parse_rate,
-                      unparsed_examples=list(c.unparsed_examples))
+            IngestRow(
+                judge=c.judge,
+                prompt_family=c.prompt_family,
+                task=c.task,
+                rows=c.rows,
+                recorded=c.recorded,
+                parsed=c.parsed,
+                unparsed=c.unparsed,
+                missing=c.missing,
+                parse_rate=c.parse_rate,
+                unparsed_examples=list(c.unparsed_examples),
+            )
             for c in report.judges
         ],
-        inserted=report.inserted, updated=report.updated, unchanged=report.unchanged, seconds=report.seconds,
+        inserted=report.inserted,
+        updated=report.updated,
+        unchanged=report.unchanged,
+        seconds=report.seconds,
     )
 
 
@@ -234,9 +254,19 @@ def calibrate(
     workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frank")
     frank_job = workers.submit(_frank_baselines, Path(data_dir), out)
     try:
-        return _calibrate_steps(data_dir=Path(data_dir), out=out, thresholds_path=Path(thresholds_path),
-                                store_file=store_file, n_splits=n_splits, seed=seed, delta=delta, frank_job=frank_job,
-                                lap=lap, bar=bar, seconds=seconds)
+        return _calibrate_steps(
+            data_dir=Path(data_dir),
+            out=out,
+            thresholds_path=Path(thresholds_path),
+            store_file=store_file,
+            n_splits=n_splits,
+            seed=seed,
+            delta=delta,
+            frank_job=frank_job,
+            lap=lap,
+            bar=bar,
+            seconds=seconds,
+        )
     finally:
         workers.shutdown(wait=True, cancel_futures=True)
 
@@ -255,10 +285,20 @@ def _frank_baselines(data_dir: Path, out: Path) -> tuple[tuple[Path, ...], int, 
     return (write_baselines_json(tables, out), write_baselines_markdown(tables, out)), len(tables), frank
 
 
-def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_file: Path, n_splits: int,
-                     seed: int, delta: float | None, frank_job: Future, lap: Callable[..., None],
-                     bar: Callable[[Iterable, str], Iterable],
-                     seconds: dict[str, float]) -> CalibrateResult:
+def _calibrate_steps(
+    *,
+    data_dir: Path,
+    out: Path,
+    thresholds_path: Path,
+    store_file: Path,
+    n_splits: int,
+    seed: int,
+    delta: float | None,
+    frank_job: Future,
+    lap: Callable[..., None],
+    bar: Callable[[Iterable, str], Iterable],
+    seconds: dict[str, float],
+) -> CalibrateResult:
     summaries: dict[str, Path] = {}
     summeval = load_summeval(data_dir)
     with AnswerStore(store_file) as store:
@@ -266,8 +306,12 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
         summaries["ingest"] = write_summary(ingest_summary(report, store_file), out / SUMMARY_FILES["ingest"])
         for row in unusable_judges(ingest_summary(report, store_file)):
             structlog.get_logger("offline.calibrate").error(
-                "judge yielded no usable row: it gets no cells and no thresholds", judge=row.judge, rows=row.rows,
-                missing=row.missing, unreadable=row.unparsed)
+                "judge yielded no usable row: it gets no cells and no thresholds",
+                judge=row.judge,
+                rows=row.rows,
+                missing=row.missing,
+                unreadable=row.unparsed,
+            )
         lap("ingest", inserted=report.inserted, unchanged=report.unchanged, store=str(store_file))
         datasets = conformal_data(store, summeval.items)
         pairwise = pairwise_answers_from_store(store)
@@ -280,16 +324,18 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         validity_job = pool.submit(_validity_in_child, datasets, n_splits=n_splits, seed=seed, delta=delta)
         panels_job = pool.submit(export_panel_fits, datasets, n_splits=n_splits, seed=seed, delta=delta)
-        conformal = run_conformal_study(datasets, n_splits=n_splits, seed=seed,
-                                        progress=lambda t: bar(t, "conformal"))
+        conformal = run_conformal_study(datasets, n_splits=n_splits, seed=seed, progress=lambda t: bar(t, "conformal"))
         summaries["conformal"] = write_summary(conformal, out / SUMMARY_FILES["conformal"])
         lap("conformal", cells=len(conformal.cells), datasets=len(datasets))
         panel_fits = panels_job.result()
         lap("panels (exported panel and its sub-panels; waited for its process)", cells=len(panel_fits))
         validity_summary, fits, validity_cpu = validity_job.result()
     summaries["validity"] = write_validity(validity_summary, out)[0]
-    lap("validity (by document, per input kind; waited for its process)", cells=len(validity_summary.cells),
-        child_cpu_seconds=round(validity_cpu, 3))
+    lap(
+        "validity (by document, per input kind; waited for its process)",
+        cells=len(validity_summary.cells),
+        child_cpu_seconds=round(validity_cpu, 3),
+    )
 
     position = run_position_bias(pairwise, source="recorded pairwise verdicts in the answer store")
     summaries["position_bias"] = write_summary(position, out / SUMMARY_FILES["position_bias"])
@@ -297,16 +343,26 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
 
     tournaments = _tournament_answers(pairwise)
     if tournaments:
-        transitivity = run_transitivity(tournaments, summeval.items, simulated=False,
-                                        label="collected tournaments", source="pairwise answers in the answer store")
+        transitivity = run_transitivity(
+            tournaments,
+            summeval.items,
+            simulated=False,
+            label="collected tournaments",
+            source="pairwise answers in the answer store",
+        )
     else:
         simulation = simulate_tournaments(datasets, summeval.items, config=SimulationConfig(seed=seed))
         transitivity = run_transitivity(
-            simulation.answers, summeval.items, simulated=True, label=simulation.label,
+            simulation.answers,
+            summeval.items,
+            simulated=True,
+            label=simulation.label,
             source="the stored pairwise data holds no triangles (a chain), so tournaments are "
             f"{simulation.label} (offline/studies/simulate.py, seed {seed})",
-            simulation={"config": msgspec.to_builtins(simulation.config),
-                        "judges": msgspec.to_builtins(simulation.judges)},
+            simulation={
+                "config": msgspec.to_builtins(simulation.config),
+                "judges": msgspec.to_builtins(simulation.judges),
+            },
         )
     summaries["transitivity"] = write_summary(transitivity, out / SUMMARY_FILES["transitivity"])
     lap("transitivity", simulated=transitivity.simulated, inputs=len(transitivity.inputs))
@@ -322,12 +378,16 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
         sentence_files = sentences_step(store, frank, data_dir, out)
         lap("llm sentences", files=len(sentence_files))
         llm = factuality_step(store, frank, out, seed=seed)
-        lap("llm factuality", answers=llm.n_answers,
-            note="" if llm.n_answers else "no LLM factuality answers collected: nothing written for them")
+        lap(
+            "llm factuality",
+            answers=llm.n_answers,
+            note="" if llm.n_answers else "no LLM factuality answers collected: nothing written for them",
+        )
         # The sentence-level cells reach the artifact through the validity rules (PAC, splits by FRANK article),
         # not through the faithfulness study's one FRANK valid/test split (which stays in its report).
-        validity, sentence_fits = sentence_validity(frank.items, sentence_answers_from_store(store, frank.items),
-                                                    n_splits=n_splits, seed=seed, delta=delta)
+        validity, sentence_fits = sentence_validity(
+            frank.items, sentence_answers_from_store(store, frank.items), n_splits=n_splits, seed=seed, delta=delta
+        )
     if validity.cells:
         sentence_files = (*sentence_files, *write_sentence_validity(validity, out))
     else:
@@ -341,10 +401,27 @@ def _calibrate_steps(*, data_dir: Path, out: Path, thresholds_path: Path, store_
     rules = export_rules(datasets, seed=seed)
     lap("decision rules (certified accept/escalate, fitted on all items)", rules=len(rules))
 
-    export_thresholds(datasets, conformal, data_dir=data_dir, path=thresholds_path, seed=seed,
-                      faithfulness=without_prompt_family(llm.faithfulness), store=store_file,
-                      fits={**fits, **sentence_fits, **panel_fits}, delta=delta, decision_rules=rules)
+    export_thresholds(
+        datasets,
+        conformal,
+        data_dir=data_dir,
+        path=thresholds_path,
+        seed=seed,
+        faithfulness=without_prompt_family(llm.faithfulness),
+        store=store_file,
+        fits={**fits, **sentence_fits, **panel_fits},
+        delta=delta,
+        decision_rules=rules,
+    )
     lap("export", path=str(thresholds_path))
-    return CalibrateResult(out_dir=out, store=store_file, thresholds=thresholds_path, index=files.index,
-                           summaries=summaries, tables=files.tables, figures=files.figures,
-                           factuality=(*factuality, *sentence_files, *llm.files), seconds=seconds)
+    return CalibrateResult(
+        out_dir=out,
+        store=store_file,
+        thresholds=thresholds_path,
+        index=files.index,
+        summaries=summaries,
+        tables=files.tables,
+        figures=files.figures,
+        factuality=(*factuality, *sentence_files, *llm.files),
+        seconds=seconds,
+    )

@@ -339,7 +339,11 @@ def aligned_direct(
         raise StoreError(f"judge {judge!r} has {task} answers under prompt families {families}: choose one")
     records.sort(key=lambda record: record.item_id)
     return [
-        AlignedScore(item_id=record.item_id, judge_score=record.judge_score, logprobs=record.logprobs,
-                     mean_of_samples=record.mean_of_samples)
+        AlignedScore(
+            item_id=record.item_id,
+            judge_score=record.judge_score,
+            logprobs=record.logprobs,
+            mean_of_samples=record.mean_of_samples,
+        )
         for record in records
     ]

@@ -45,8 +45,18 @@ from calibration.verdicts import verdict_inputs
 from offline.jsonfile import write_json
 from offline.studies.cell_data import JudgeCriterionData
 
-__all__ = ["INPUTS", "DecisionCheck", "ValidationCell", "ValidationReport", "check_decisions", "clopper_pearson",
-           "recorded_datasets", "serve_item", "validate_artifact_on", "write_validation"]
+__all__ = [
+    "INPUTS",
+    "DecisionCheck",
+    "ValidationCell",
+    "ValidationReport",
+    "check_decisions",
+    "clopper_pearson",
+    "recorded_datasets",
+    "serve_item",
+    "validate_artifact_on",
+    "write_validation",
+]
 
 # What a caller sends -> the kinds its verdict carries (the service's rule in service.scoring.score).
 INPUTS: dict[str, tuple[str, ...]] = {
@@ -166,27 +176,46 @@ class ServedItem:
     served: ServedEntry | None
 
 
-def serve_item(index: ThresholdIndex, cell: tuple[str, str, str], kinds: tuple[str, ...], alpha: float, *,
-               judge_score: int, probabilities: list[float] | None, n_labels: int,
-               mean: float | None = None) -> ServedItem:
+def serve_item(
+    index: ThresholdIndex,
+    cell: tuple[str, str, str],
+    kinds: tuple[str, ...],
+    alpha: float,
+    *,
+    judge_score: int,
+    probabilities: list[float] | None,
+    n_labels: int,
+    mean: float | None = None,
+) -> ServedItem:
     """The set the service gives this verdict (module rules)."""
     served = choose_entry(index, cell, kinds, alpha)
     if not isinstance(served, ServedEntry):
         return ServedItem(labels=None, served=None)
-    score, probs = verdict_inputs(served.kind, n_labels, judge_score=judge_score, probabilities=probabilities,
-                                  mean=mean)
-    return ServedItem(labels=interval_hull(prediction_set(served.entry.fitted, judge_score=score, probabilities=probs)),
-                      served=served)
+    score, probs = verdict_inputs(
+        served.kind, n_labels, judge_score=judge_score, probabilities=probabilities, mean=mean
+    )
+    return ServedItem(
+        labels=interval_hull(prediction_set(served.entry.fitted, judge_score=score, probabilities=probs)), served=served
+    )
 
 
 def _groups(covered: np.ndarray, keys: np.ndarray) -> list[GroupRow]:
-    return [GroupRow(group=int(k), n=int((keys == k).sum()), coverage=float(covered[keys == k].mean()))
-            for k in np.unique(keys)]
+    return [
+        GroupRow(group=int(k), n=int((keys == k).sum()), coverage=float(covered[keys == k].mean()))
+        for k in np.unique(keys)
+    ]
 
 
-def validate_artifact_on(artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriterionData], *,
-                         alphas: Sequence[float] = VALIDATE_ALPHAS, source: str = "", labels: str = "",
-                         accept_max: int = 2, escalate_min: int = 5) -> ValidationReport:
+def validate_artifact_on(
+    artifact: ThresholdsArtifact,
+    datasets: Sequence[JudgeCriterionData],
+    *,
+    alphas: Sequence[float] = VALIDATE_ALPHAS,
+    source: str = "",
+    labels: str = "",
+    accept_max: int = 2,
+    escalate_min: int = 5,
+) -> ValidationReport:
     """Score every item of ``datasets`` with ``artifact`` as the service would (module rules)."""
     index = ThresholdIndex(artifact)
     cells = []
@@ -200,8 +229,13 @@ def validate_artifact_on(artifact: ThresholdsArtifact, datasets: Sequence[JudgeC
                 continue
             for alpha in alphas:
                 cells.append(_validate_cell(index, data, cell, name, kinds, float(alpha), accept_max, escalate_min))
-    return ValidationReport(artifact=source, calibration_id=index.calibration_id, labels=labels, cells=cells,
-                            decisions=check_decisions(artifact, datasets))
+    return ValidationReport(
+        artifact=source,
+        calibration_id=index.calibration_id,
+        labels=labels,
+        cells=cells,
+        decisions=check_decisions(artifact, datasets),
+    )
 
 
 def _features(rule: DecisionRule, data: JudgeCriterionData) -> np.ndarray | None:
@@ -215,22 +249,45 @@ def _features(rule: DecisionRule, data: JudgeCriterionData) -> np.ndarray | None
     values = []
     for position in range(data.labels.size):
         probabilities = None if data.probabilities is None else [float(p) for p in data.probabilities[position]]
-        values.append(feature_of(rule.feature, score=int(data.judge_scores[position]), probabilities=probabilities,
-                                 mean=None if data.means is None else float(data.means[position])))
+        values.append(
+            feature_of(
+                rule.feature,
+                score=int(data.judge_scores[position]),
+                probabilities=probabilities,
+                mean=None if data.means is None else float(data.means[position]),
+            )
+        )
     return np.asarray(values)
 
 
-def _check(base: dict, accepted: np.ndarray, bad: np.ndarray, labels: np.ndarray, n_labels: int, alpha: float,
-           **row: Any) -> DecisionCheck:
+def _check(
+    base: dict, accepted: np.ndarray, bad: np.ndarray, labels: np.ndarray, n_labels: int, alpha: float, **row: Any
+) -> DecisionCheck:
     taken = int(accepted.sum())
     errors = int((bad & accepted).sum())
     low, high = clopper_pearson(errors, taken) if taken else (None, None)
-    by_label = [DecisionLabel(label=k, n=int((labels == k).sum()), accepted=int((accepted & (labels == k)).sum()),
-                              errors=int((accepted & bad & (labels == k)).sum())) for k in range(1, n_labels + 1)]
+    by_label = [
+        DecisionLabel(
+            label=k,
+            n=int((labels == k).sum()),
+            accepted=int((accepted & (labels == k)).sum()),
+            errors=int((accepted & bad & (labels == k)).sum()),
+        )
+        for k in range(1, n_labels + 1)
+    ]
     error = errors / taken if taken else None
-    return DecisionCheck(**base, **row, accept_alpha=alpha, n=int(labels.size), accept_share=taken / labels.size,
-                         error_among_accepted=error, ci_low=low, ci_high=high,
-                         above_alpha=error is not None and error > alpha + 1e-12, by_label=by_label)
+    return DecisionCheck(
+        **base,
+        **row,
+        accept_alpha=alpha,
+        n=int(labels.size),
+        accept_share=taken / labels.size,
+        error_among_accepted=error,
+        ci_low=low,
+        ci_high=high,
+        above_alpha=error is not None and error > alpha + 1e-12,
+        by_label=by_label,
+    )
 
 
 def check_decisions(artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriterionData]) -> list[DecisionCheck]:
@@ -243,61 +300,138 @@ def check_decisions(artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriter
         if data is None or features is None:
             continue
         labels = np.asarray(data.labels)
-        base = dict(judge=rule.judge, prompt_family=rule.prompt_family, criterion=rule.criterion,
-                    input_kind=rule.input_kind)
+        base = dict(
+            judge=rule.judge, prompt_family=rule.prompt_family, criterion=rule.criterion, input_kind=rule.input_kind
+        )
         for row in rule.certifications:
-            outcomes = [decide(rule, float(x), tolerance=row.tolerance, accept_alpha=row.accept_alpha)
-                        for x in features]
+            outcomes = [
+                decide(rule, float(x), tolerance=row.tolerance, accept_alpha=row.accept_alpha) for x in features
+            ]
             accepted = np.array([o.accepted for o in outcomes])
             bad = np.abs(labels - np.array([o.point for o in outcomes])) >= row.tolerance
-            checks.append(_check(base, accepted, bad, labels, rule.n_labels, row.accept_alpha, kind="accept",
-                                 tolerance=row.tolerance, pass_threshold=None, rule_failed=row.rule_failed,
-                                 certified=row.certified_error))
+            checks.append(
+                _check(
+                    base,
+                    accepted,
+                    bad,
+                    labels,
+                    rule.n_labels,
+                    row.accept_alpha,
+                    kind="accept",
+                    tolerance=row.tolerance,
+                    pass_threshold=None,
+                    rule_failed=row.rule_failed,
+                    certified=row.certified_error,
+                )
+            )
         for gate in rule.quality_gates:
-            accepted = np.array([decide_gate(rule, float(x), pass_threshold=gate.pass_threshold,
-                                             accept_alpha=gate.accept_alpha).passed for x in features], dtype=bool)
-            checks.append(_check(base, accepted, labels < gate.pass_threshold, labels, rule.n_labels,
-                                 gate.accept_alpha, kind="gate", tolerance=None, pass_threshold=gate.pass_threshold,
-                                 rule_failed=gate.rule_failed, certified=gate.certified_false_pass))
+            accepted = np.array(
+                [
+                    decide_gate(
+                        rule, float(x), pass_threshold=gate.pass_threshold, accept_alpha=gate.accept_alpha
+                    ).passed
+                    for x in features
+                ],
+                dtype=bool,
+            )
+            checks.append(
+                _check(
+                    base,
+                    accepted,
+                    labels < gate.pass_threshold,
+                    labels,
+                    rule.n_labels,
+                    gate.accept_alpha,
+                    kind="gate",
+                    tolerance=None,
+                    pass_threshold=gate.pass_threshold,
+                    rule_failed=gate.rule_failed,
+                    certified=gate.certified_false_pass,
+                )
+            )
     return checks
 
 
-def _validate_cell(index: ThresholdIndex, data: JudgeCriterionData, cell: tuple[str, str, str], name: str,
-                   kinds: tuple[str, ...], alpha: float, accept_max: int, escalate_min: int) -> ValidationCell:
+def _validate_cell(
+    index: ThresholdIndex,
+    data: JudgeCriterionData,
+    cell: tuple[str, str, str],
+    name: str,
+    kinds: tuple[str, ...],
+    alpha: float,
+    accept_max: int,
+    escalate_min: int,
+) -> ValidationCell:
     sets: list[tuple[int, ...]] = []
     used: list[int] = []
     served_by: ServedEntry | None = None
     for position in range(data.labels.size):
         probabilities = None if data.probabilities is None else [float(p) for p in data.probabilities[position]]
-        item = serve_item(index, cell, kinds, alpha, judge_score=int(data.judge_scores[position]),
-                          probabilities=probabilities, n_labels=data.n_labels,
-                          mean=None if data.means is None else float(data.means[position]))
+        item = serve_item(
+            index,
+            cell,
+            kinds,
+            alpha,
+            judge_score=int(data.judge_scores[position]),
+            probabilities=probabilities,
+            n_labels=data.n_labels,
+            mean=None if data.means is None else float(data.means[position]),
+        )
         if item.labels is not None:
             sets.append(item.labels)
             used.append(position)
             served_by = item.served
     n_uncalibrated = int(data.labels.size) - len(used)
-    base: dict[str, Any] = dict(judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion,
-                                input=name, alpha=alpha, n=len(used), n_uncalibrated=n_uncalibrated)
+    base: dict[str, Any] = dict(
+        judge=data.judge,
+        prompt_family=data.prompt_family,
+        criterion=data.criterion,
+        input=name,
+        alpha=alpha,
+        n=len(used),
+        n_uncalibrated=n_uncalibrated,
+    )
     if not used:
-        return ValidationCell(**base, alpha_served=None, kind=None, method=None, coverage=None, ci_low=None,
-                              ci_high=None, mean_set_size=None, empty_sets=0, accept_share=None, review_share=None,
-                              escalate_share=None, accept_accuracy=None, by_label=[], by_judge_score=[])
+        return ValidationCell(
+            **base,
+            alpha_served=None,
+            kind=None,
+            method=None,
+            coverage=None,
+            ci_low=None,
+            ci_high=None,
+            mean_set_size=None,
+            empty_sets=0,
+            accept_share=None,
+            review_share=None,
+            escalate_share=None,
+            accept_accuracy=None,
+            by_label=[],
+            by_judge_score=[],
+        )
     index_used = np.asarray(used)
     labels = data.labels[index_used]
     covered = np.array([label in s for label, s in zip(labels, sets, strict=True)])
     sizes = np.array([len(s) for s in sets])
-    accept, review, escalate = decision_shares(sizes, data.n_labels, accept_max=accept_max,
-                                               escalate_min=escalate_min)
+    accept, review, escalate = decision_shares(sizes, data.n_labels, accept_max=accept_max, escalate_min=escalate_min)
     low, high = clopper_pearson(int(covered.sum()), covered.size)
     assert served_by is not None
     return ValidationCell(
-        **base, alpha_served=served_by.alpha, kind=served_by.kind, method=served_by.method,
-        coverage=float(covered.mean()), ci_low=low, ci_high=high, mean_set_size=float(sizes.mean()),
-        empty_sets=int((sizes == 0).sum()), accept_share=float(accept.mean()), review_share=float(review.mean()),
+        **base,
+        alpha_served=served_by.alpha,
+        kind=served_by.kind,
+        method=served_by.method,
+        coverage=float(covered.mean()),
+        ci_low=low,
+        ci_high=high,
+        mean_set_size=float(sizes.mean()),
+        empty_sets=int((sizes == 0).sum()),
+        accept_share=float(accept.mean()),
+        review_share=float(review.mean()),
         escalate_share=float(escalate.mean()),
         accept_accuracy=float(covered[accept].mean()) if accept.any() else None,
-        by_label=_groups(covered, labels), by_judge_score=_groups(covered, data.judge_scores[index_used]),
+        by_label=_groups(covered, labels),
+        by_judge_score=_groups(covered, data.judge_scores[index_used]),
     )
 
 
@@ -320,24 +454,33 @@ def markdown(report: ValidationReport) -> str:
         served = "uncalibrated" if c.kind is None else f"{c.kind} / {c.method} @ {c.alpha_served}"
         ci = "" if c.ci_low is None else f" [{c.ci_low:.3f}, {c.ci_high:.3f}]"
         min_label = min((g.coverage for g in c.by_label), default=None)
-        shares = "n/a" if c.accept_share is None else \
-            f"{c.accept_share:.0%} / {c.review_share:.0%} / {c.escalate_share:.0%}"
-        lines.append(f"| {c.judge} | {c.criterion} | {c.input} | {c.alpha} | {served} | {c.n} | "
-                     f"{_fmt(c.coverage)}{ci} | {_fmt(c.mean_set_size, '.2f')} | {c.empty_sets} | {shares} | "
-                     f"{_fmt(c.accept_accuracy)} | {_fmt(min_label, '.2f')} |")
+        shares = (
+            "n/a" if c.accept_share is None else f"{c.accept_share:.0%} / {c.review_share:.0%} / {c.escalate_share:.0%}"
+        )
+        lines.append(
+            f"| {c.judge} | {c.criterion} | {c.input} | {c.alpha} | {served} | {c.n} | "
+            f"{_fmt(c.coverage)}{ci} | {_fmt(c.mean_set_size, '.2f')} | {c.empty_sets} | {shares} | "
+            f"{_fmt(c.accept_accuracy)} | {_fmt(min_label, '.2f')} |"
+        )
     if report.decisions:
-        lines += ["", "## Certified decisions (the artifact's decision_rules served with decide())", "",
-                  "| judge | criterion | input kind | row | accept_alpha | rule failed | certified | n | "
-                  "accept share | error among accepted [95% CP, item-level] | above alpha | "
-                  "per label: accepted / n (errors) |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Certified decisions (the artifact's decision_rules served with decide())",
+            "",
+            "| judge | criterion | input kind | row | accept_alpha | rule failed | certified | n | "
+            "accept share | error among accepted [95% CP, item-level] | above alpha | "
+            "per label: accepted / n (errors) |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for d in report.decisions:
             row = f"tolerance {d.tolerance}" if d.kind == "accept" else f"gate tau {d.pass_threshold}"
             ci = "" if d.ci_low is None else f" [{d.ci_low:.3f}, {d.ci_high:.3f}]"
             labels = ", ".join(f"{b.label}: {b.accepted}/{b.n} ({b.errors})" for b in d.by_label)
-            lines.append(f"| {d.judge} | {d.criterion} | {d.input_kind} | {row} | {d.accept_alpha:g} | "
-                         f"{'yes' if d.rule_failed else 'no'} | {_fmt(d.certified)} | {d.n} | {d.accept_share:.3f} | "
-                         f"{_fmt(d.error_among_accepted)}{ci} | {'YES' if d.above_alpha else 'no'} | {labels} |")
+            lines.append(
+                f"| {d.judge} | {d.criterion} | {d.input_kind} | {row} | {d.accept_alpha:g} | "
+                f"{'yes' if d.rule_failed else 'no'} | {_fmt(d.certified)} | {d.n} | {d.accept_share:.3f} | "
+                f"{_fmt(d.error_among_accepted)}{ci} | {'YES' if d.above_alpha else 'no'} | {labels} |"
+            )
     return "\n".join(lines) + "\n"
 
 

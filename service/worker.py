@@ -87,8 +87,12 @@ def make_runner(settings: Settings, jobs: JobQueue, logger: Any) -> tuple[ChunkR
     job_metrics = JobMetrics(metrics)
     # the API's artifacts: THRESHOLDS_PATH and the activated ones (ARTIFACTS_DIR / ARTIFACTS_REDIS_KEY), followed
     # per chunk below so that an item is calibrated exactly as /v1/score would calibrate it
-    calibration = CalibrationHolder(settings.thresholds_path, artifacts_dir=settings.artifacts_dir,
-                                    redis_url=settings.redis_url, artifacts_redis_key=settings.artifacts_redis_key)
+    calibration = CalibrationHolder(
+        settings.thresholds_path,
+        artifacts_dir=settings.artifacts_dir,
+        redis_url=settings.redis_url,
+        artifacts_redis_key=settings.artifacts_redis_key,
+    )
     calibration.load_initial()
     if calibration.current is None:
         logger.error("calibration.unavailable", error=calibration.error)

@@ -20,8 +20,15 @@ def rescale(value: float, k: int) -> float:
 
 
 def write_labelled_file(
-    data_dir: Path, path: Path, *, source_judge: str = "gpt-4o-mini-2024-07-18", source_criterion: str = "relevance",
-    judge: str = "acme-judge-v1", criterion: str = "helpfulness", k: int = 7, limit: int | None = None,
+    data_dir: Path,
+    path: Path,
+    *,
+    source_judge: str = "gpt-4o-mini-2024-07-18",
+    source_criterion: str = "relevance",
+    judge: str = "acme-judge-v1",
+    criterion: str = "helpfulness",
+    k: int = 7,
+    limit: int | None = None,
 ) -> int:
     """Write the labelled file; return the number of rows (items with a readable recorded score)."""
     items = {}
@@ -34,12 +41,17 @@ def write_labelled_file(
         if answer["criterion"] != source_criterion or answer["score"] is None or answer["item_id"] not in items:
             continue
         item = items[answer["item_id"]]
-        rows.append({
-            "item_id": answer["item_id"], "criterion": criterion, "judge": judge,
-            "human": round(rescale(item["expert_mean"][source_criterion], k), 6),
-            "judge_score": math.floor(rescale(answer["score"], k) + 0.5),
-            "group": item["doc_id"], "scale_max": k,
-        })
+        rows.append(
+            {
+                "item_id": answer["item_id"],
+                "criterion": criterion,
+                "judge": judge,
+                "human": round(rescale(item["expert_mean"][source_criterion], k), 6),
+                "judge_score": math.floor(rescale(answer["score"], k) + 0.5),
+                "group": item["doc_id"],
+                "scale_max": k,
+            }
+        )
     rows = rows[:limit] if limit is not None else rows
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return len(rows)

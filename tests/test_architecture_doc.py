@@ -44,7 +44,8 @@ def test_every_module_the_map_names_exists() -> None:
     elsewhere = {path.name for folder in folders for path in (ROOT / folder).rglob("*.py")}
     existing = {module.name for module in _modules()} | elsewhere
     stale = sorted(
-        name for name in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*\.py", text))
+        name
+        for name in set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*\.py", text))
         if name not in existing and not (ROOT / name).exists()
     )
     assert not stale, f"docs/architecture.md names modules that do not exist: {', '.join(stale)}"

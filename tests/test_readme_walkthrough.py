@@ -29,8 +29,12 @@ def walkthrough() -> str:
 
 
 def _copy_checkout(target: Path) -> None:
-    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                            capture_output=True, check=True).stdout.split(b"\0")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
     for raw in listed:
         if not raw:
             continue
@@ -47,11 +51,21 @@ def test_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     copy = tmp_path / "checkout"
     _copy_checkout(copy)
     script = "set -e\n" + walkthrough() + "\n"
-    environment = {k: v for k, v in os.environ.items() if k not in ("THRESHOLDS_PATH", "ARTIFACTS_DIR", "JUDGES_FILE",
-                                                                      "API_KEYS", "ADMIN_API_KEY", "PORT",
-                                                                      "REDIS_URL")}  # no worker runs here
-    process = subprocess.Popen(["bash", "-c", script], cwd=copy, env=environment, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    environment = {
+        k: v
+        for k, v in os.environ.items()
+        if k
+        not in ("THRESHOLDS_PATH", "ARTIFACTS_DIR", "JUDGES_FILE", "API_KEYS", "ADMIN_API_KEY", "PORT", "REDIS_URL")
+    }  # no worker runs here
+    process = subprocess.Popen(
+        ["bash", "-c", script],
+        cwd=copy,
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = process.communicate(timeout=300)
     finally:

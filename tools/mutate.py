@@ -50,18 +50,34 @@ TARGETS = {
         "skip": ["calibration/conformal.py", "calibration/conformal/*"],
         "tests": ["tests/calibration"],
         # these list a module's public names with vars(): mutmut's trampolines add names, so they always fail
-        "deselect": ["tests/calibration/test_ranking.py::test_all_lists_the_public_names",
-                     "tests/calibration/test_tournament.py::test_all_lists_the_public_names"],
+        "deselect": [
+            "tests/calibration/test_ranking.py::test_all_lists_the_public_names",
+            "tests/calibration/test_tournament.py::test_all_lists_the_public_names",
+        ],
     },
     "policy": {
         "source": "service",
         "only": ["service/scoring/policy.py", "service/scoring/resolve.py", "service/scoring/sets.py"],
-        "tests": ["tests/service/test_policy.py", "tests/service/test_score.py", "tests/service/test_scoring_memo.py",
-                  "tests/service/test_scoring_resolution.py", "tests/service/test_rubrics.py"],
-        "mutants": ["service.scoring.policy.*", "service.scoring.sets.x_calibrated_entry__mutmut_*"] + [
-            f"service.scoring.resolve.x_{name}__mutmut_*" for name in (
-                "_check_criterion", "_resolve_judge", "_live_prompt_family", "_resolve_prompt_family", "_resolve_alpha",
-                "_check_named_method", "resolve")],
+        "tests": [
+            "tests/service/test_policy.py",
+            "tests/service/test_score.py",
+            "tests/service/test_scoring_memo.py",
+            "tests/service/test_scoring_resolution.py",
+            "tests/service/test_rubrics.py",
+        ],
+        "mutants": ["service.scoring.policy.*", "service.scoring.sets.x_calibrated_entry__mutmut_*"]
+        + [
+            f"service.scoring.resolve.x_{name}__mutmut_*"
+            for name in (
+                "_check_criterion",
+                "_resolve_judge",
+                "_live_prompt_family",
+                "_resolve_prompt_family",
+                "_resolve_alpha",
+                "_check_named_method",
+                "resolve",
+            )
+        ],
     },
 }
 KILLED = {"killed", "timeout"}  # a mutant that hangs the tests is detected
@@ -104,8 +120,13 @@ def _scratch(workdir: Path, name: str, target: dict) -> Path:
 
 def _mutants(root: Path) -> dict[str, str]:
     """Every mutant mutmut has made in ``root``, name -> status ("not checked" until run)."""
-    shown = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=root,
-                           capture_output=True, text=True, check=False)
+    shown = subprocess.run(
+        [sys.executable, "-m", "mutmut", "results", "--all", "true"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     found = {}
     for line in shown.stdout.splitlines():
         name, sep, status = line.strip().rpartition(": ")
@@ -132,8 +153,11 @@ def _patterns(target: dict, modules: list[str] | None) -> list[str] | None:
     chosen = []
     for module in modules:
         path = Path(module)
-        if path.suffix != ".py" or not any(fnmatch.fnmatchcase(module, only) for only in target["only"]) or any(
-                fnmatch.fnmatchcase(module, skip) for skip in target.get("skip", ())):
+        if (
+            path.suffix != ".py"
+            or not any(fnmatch.fnmatchcase(module, only) for only in target["only"])
+            or any(fnmatch.fnmatchcase(module, skip) for skip in target.get("skip", ()))
+        ):
             raise SystemExit(f"mutate: {module} is not a file of this target ({target['only']})")
         chosen.append(".".join(path.with_suffix("").parts) + ".*")
     return chosen
@@ -153,8 +177,12 @@ def _refresh(root: Path) -> None:
 
 
 def _mutmut_run(root: Path, env: dict, max_children: int, names: list[str]) -> None:
-    subprocess.run([sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *names], cwd=root,
-                   env=env, check=False)
+    subprocess.run(
+        [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), *names],
+        cwd=root,
+        env=env,
+        check=False,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -162,15 +190,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--targets", nargs="+", choices=sorted(TARGETS), default=["conformal", "calibration", "policy"])
     parser.add_argument("--max-children", type=int, default=2)
     parser.add_argument("--workdir", type=Path, default=Path(tempfile.gettempdir()) / "conformal-judge-mutate")
-    parser.add_argument("--modules", nargs="+", metavar="FILE",
-                        help="only these files of the (single) target, e.g. artifact/serving.py")
-    parser.add_argument("--resume", action="store_true",
-                        help="keep the scratch copy and its results, refresh sources and tests, run the unrun")
-    parser.add_argument("--tests", nargs="+", metavar="PATH",
-                        help="test files for a new scratch copy instead of the target's (a narrower selection for "
-                             "mutants whose reaching tests are too slow; its score is a lower bound)")
-    parser.add_argument("--survivors", action="store_true",
-                        help="with --resume: re-run the chosen mutants that survived or had no tests")
+    parser.add_argument(
+        "--modules", nargs="+", metavar="FILE", help="only these files of the (single) target, e.g. artifact/serving.py"
+    )
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="keep the scratch copy and its results, refresh sources and tests, run the unrun",
+    )
+    parser.add_argument(
+        "--tests",
+        nargs="+",
+        metavar="PATH",
+        help="test files for a new scratch copy instead of the target's (a narrower selection for "
+        "mutants whose reaching tests are too slow; its score is a lower bound)",
+    )
+    parser.add_argument(
+        "--survivors",
+        action="store_true",
+        help="with --resume: re-run the chosen mutants that survived or had no tests",
+    )
     args = parser.parse_args(argv)
     if args.modules and len(args.targets) != 1:
         parser.error("--modules needs exactly one target")
@@ -191,8 +230,12 @@ def main(argv: list[str] | None = None) -> int:
             # mutmut re-makes changed functions' mutants and maps new tests, then stops: this name matches nothing
             _mutmut_run(root, env, args.max_children, ["refresh-only.no-such-mutant"])
             wanted = {"survived", "no tests"} if args.survivors else {"not checked"}
-            names = [mutant for mutant, status in _mutants(root).items() if status in wanted
-                     and (not patterns or any(fnmatch.fnmatchcase(mutant, pattern) for pattern in patterns))]
+            names = [
+                mutant
+                for mutant, status in _mutants(root).items()
+                if status in wanted
+                and (not patterns or any(fnmatch.fnmatchcase(mutant, pattern) for pattern in patterns))
+            ]
         else:
             root = _scratch(args.workdir, name, {**target, "tests": args.tests} if args.tests else target)
         print(f"mutate: {name} in {root}: {len(names) if resume else 'all chosen'} mutants to run", flush=True)

@@ -202,8 +202,11 @@ def settings() -> list[Setting]:
     for module in (jobs_module, limits_module, settings_module):
         meanings.update(_docstring_meanings(module))
     comments: dict[str, str] = {}
-    for prefix, struct in (("", settings_class), ("limits.", limits_module.LimitSettings),
-                           ("jobs.", jobs_module.JobSettings)):
+    for prefix, struct in (
+        ("", settings_class),
+        ("limits.", limits_module.LimitSettings),
+        ("jobs.", jobs_module.JobSettings),
+    ):
         comments.update({prefix + name: text for name, text in _comment_meanings(struct).items()})
     rows = []
     for variable in settings_variables():
@@ -245,8 +248,10 @@ def main(argv: list[str] | None = None) -> int:
     new = updated_document(text, render_table(settings()))
     if args.check:
         if new != text:
-            print(f"{DOC.relative_to(ROOT)}: the settings table is out of date; run `make settings-table`",
-                  file=sys.stderr)
+            print(
+                f"{DOC.relative_to(ROOT)}: the settings table is out of date; run `make settings-table`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     if new != text:

@@ -46,6 +46,7 @@ __all__ = [
     "fit_from_scores",
 ]
 
+
 class FittedConformal(msgspec.Struct, frozen=True, kw_only=True):
     """A calibrated conformal predictor: everything needed to form sets, and nothing else.
 
@@ -134,24 +135,36 @@ def calibration_scores(
         learned = fit_learned_matrix(weights[model_part], y[model_part], n_labels)
         calibration_labels = y[threshold_part]
         threshold_scores = None if scores is None else scores[threshold_part]
-        matrix_scores = spec.score.matrix(n_labels=n_labels, judge_scores=threshold_scores,
-                                          probabilities=None if probs is None else probs[threshold_part],
-                                          learned_matrix=learned)
+        matrix_scores = spec.score.matrix(
+            n_labels=n_labels,
+            judge_scores=threshold_scores,
+            probabilities=None if probs is None else probs[threshold_part],
+            learned_matrix=learned,
+        )
         if codes is not None:
             codes = codes[threshold_part]
     else:
         uniforms = generator.uniform(size=y.size) if spec.score.randomised else None
-        matrix_scores = spec.score.matrix(n_labels=n_labels, judge_scores=scores, probabilities=probs,
-                                          uniforms=uniforms)
+        matrix_scores = spec.score.matrix(
+            n_labels=n_labels, judge_scores=scores, probabilities=probs, uniforms=uniforms
+        )
         calibration_labels = y
     true_scores = matrix_scores[np.arange(calibration_labels.size), calibration_labels - 1]
     keys = spec.grouping.keys(calibration_labels, threshold_scores)
-    return CalibrationScores(method=method, n_labels=n_labels, true_scores=true_scores, group_keys=keys,
-                             learned_matrix=learned, n_model_fit=int(n_model), documents=codes)
+    return CalibrationScores(
+        method=method,
+        n_labels=n_labels,
+        true_scores=true_scores,
+        group_keys=keys,
+        learned_matrix=learned,
+        n_model_fit=int(n_model),
+        documents=codes,
+    )
 
 
-def _document_halves(codes: np.ndarray, model_fraction: float,
-                     generator: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+def _document_halves(
+    codes: np.ndarray, model_fraction: float, generator: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
     """Item indices of the model part (``model_fraction`` of the documents, at least 1, at most all but 1,
     drawn by a permutation of the sorted document ids) and of the threshold part."""
     n_documents = int(codes.max()) + 1
@@ -174,7 +187,8 @@ def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | No
         if by_documents:
             assert delta is not None and prepared.documents is not None
             group_thresholds, group_sizes = keyed_group_pac_thresholds(
-                prepared.true_scores, prepared.group_keys, prepared.documents, prepared.n_labels, alpha, delta)
+                prepared.true_scores, prepared.group_keys, prepared.documents, prepared.n_labels, alpha, delta
+            )
         else:
             group_thresholds, group_sizes = group_quantiles(
                 prepared.true_scores, prepared.group_keys, prepared.n_labels, alpha, delta
@@ -229,7 +243,14 @@ def fit_conformal(
     check_method(method)
     check_alpha(alpha)
     check_delta(delta)
-    prepared = calibration_scores(method, labels, judge_scores=judge_scores, probabilities=probabilities,
-                                  n_labels=n_labels, rng=rng, model_fraction=model_fraction,
-                                  groups=groups)
+    prepared = calibration_scores(
+        method,
+        labels,
+        judge_scores=judge_scores,
+        probabilities=probabilities,
+        n_labels=n_labels,
+        rng=rng,
+        model_fraction=model_fraction,
+        groups=groups,
+    )
     return fit_from_scores(prepared, alpha, delta)

@@ -156,8 +156,9 @@ def group_pac_threshold(true_scores: object, groups: object, alpha: float, delta
     return _Counts(scores, codes).threshold(float(level), float(confidence))
 
 
-def group_pac_thresholds(true_scores: object, groups: object,
-                         levels: Sequence[tuple[float, float]]) -> list[float | None]:
+def group_pac_thresholds(
+    true_scores: object, groups: object, levels: Sequence[tuple[float, float]]
+) -> list[float | None]:
     """:func:`group_pac_threshold` at several (alpha, delta) levels, the per-document counts computed once."""
     scores, codes = _check(true_scores, groups)
     counts = _Counts(scores, codes)
@@ -170,8 +171,9 @@ def group_pac_thresholds(true_scores: object, groups: object,
     return result
 
 
-def keyed_group_pac_thresholds(true_scores: np.ndarray, keys: np.ndarray, groups: np.ndarray, n_labels: int,
-                               alpha: float, delta: float) -> tuple[dict[int, float | None], dict[int, int]]:
+def keyed_group_pac_thresholds(
+    true_scores: np.ndarray, keys: np.ndarray, groups: np.ndarray, n_labels: int, alpha: float, delta: float
+) -> tuple[dict[int, float | None], dict[int, int]]:
     """One document-level PAC threshold per key value 1..K (None where the key has no items or cannot be
     certified), and the key's item count: the grouped methods' rule (module rules)."""
     thresholds: dict[int, float | None] = {}
@@ -180,13 +182,13 @@ def keyed_group_pac_thresholds(true_scores: np.ndarray, keys: np.ndarray, groups
     for key in range(1, n_labels + 1):
         members = keys == key
         sizes[key] = int(members.sum())
-        thresholds[key] = (group_pac_threshold(true_scores[members], codes[members], alpha, delta)
-                           if members.any() else None)
+        thresholds[key] = (
+            group_pac_threshold(true_scores[members], codes[members], alpha, delta) if members.any() else None
+        )
     return thresholds, sizes
 
 
-def group_pac_threshold_reference(true_scores: object, groups: object, alpha: float,
-                                  delta: float) -> float | None:
+def group_pac_threshold_reference(true_scores: object, groups: object, alpha: float, delta: float) -> float | None:
     """The rule one candidate at a time through calibration.risk_control.betting_test (slow; the definition)."""
     scores, codes = _check(true_scores, groups)
     present = np.unique(codes)

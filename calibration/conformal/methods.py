@@ -99,18 +99,33 @@ class NonconformityScore:
     def __post_init__(self) -> None:
         """Derive the input flags from ``needs``, and the rows of a score of the judge's integer score alone."""
         fixed = self.needs is Needs.SCORE and not self.learned and not self.randomised
-        object.__setattr__(self, "rows", MappingProxyType({
-            (n_labels, judge): tuple(self.kernel(ItemColumns(n_labels, judge, None, None, None), SCALAR))
-            for n_labels in range(2, PRECOMPUTED_SCALE + 1) for judge in range(n_labels)} if fixed else {}))
+        object.__setattr__(
+            self,
+            "rows",
+            MappingProxyType(
+                {
+                    (n_labels, judge): tuple(self.kernel(ItemColumns(n_labels, judge, None, None, None), SCALAR))
+                    for n_labels in range(2, PRECOMPUTED_SCALE + 1)
+                    for judge in range(n_labels)
+                }
+                if fixed
+                else {}
+            ),
+        )
         object.__setattr__(self, "reads_probabilities", self.needs is not Needs.SCORE)
         object.__setattr__(self, "requires_score", self.needs is Needs.SCORE)
         object.__setattr__(self, "requires_probabilities", self.needs is Needs.PROBABILITIES)
         object.__setattr__(self, "requires_either", self.needs is Needs.SCORE_OR_PROBABILITIES)
 
-    def matrix(self, *, n_labels: int, judge_scores: NDArray[np.int64] | None = None,
-               probabilities: NDArray[np.float64] | None = None,
-               learned_matrix: NDArray[np.float64] | Sequence[Sequence[float]] | None = None,
-               uniforms: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    def matrix(
+        self,
+        *,
+        n_labels: int,
+        judge_scores: NDArray[np.int64] | None = None,
+        probabilities: NDArray[np.float64] | None = None,
+        learned_matrix: NDArray[np.float64] | Sequence[Sequence[float]] | None = None,
+        uniforms: NDArray[np.float64] | None = None,
+    ) -> NDArray[np.float64]:
         """The (n, K) score of every candidate label 1..K for each item."""
         n_items = judge_scores.size if judge_scores is not None else probabilities.shape[0]  # type: ignore[union-attr]
         assert uniforms is not None or not self.randomised
@@ -124,8 +139,14 @@ class NonconformityScore:
         scores = self.kernel(columns, ArrayOps(n_items))
         return np.column_stack(scores).astype(float, copy=False)
 
-    def one(self, n_labels: int, judge_score: int | None, probabilities: Sequence[float] | None,
-            learned_matrix: Sequence[Sequence[float]] | None, uniform: float | None) -> list[float]:
+    def one(
+        self,
+        n_labels: int,
+        judge_score: int | None,
+        probabilities: Sequence[float] | None,
+        learned_matrix: Sequence[Sequence[float]] | None,
+        uniform: float | None,
+    ) -> list[float]:
         """One item's K scores, by the same kernel as :meth:`matrix` (pure Python: the service's fast path)."""
         judge = None if judge_score is None else int(judge_score) - 1
         if self.rows:
@@ -152,8 +173,11 @@ class ConformalMethod:
     def check_inputs(self, has_score: bool, has_probabilities: bool) -> None:
         """Refuse inputs without what the method needs (InvalidProbabilitiesError or ScoreOutOfRangeError)."""
         score = self.score
-        if ((has_score or not score.requires_score) and (has_probabilities or not score.requires_probabilities)
-                and (has_score or has_probabilities or not score.requires_either)):
+        if (
+            (has_score or not score.requires_score)
+            and (has_probabilities or not score.requires_probabilities)
+            and (has_score or has_probabilities or not score.requires_either)
+        ):
             return
         needs = score.needs
         if needs is Needs.PROBABILITIES and not has_probabilities:
@@ -183,20 +207,32 @@ _RESIDUAL = NonconformityScore("residual", Needs.SCORE, kernels.residual)
 _LEARNED = NonconformityScore("learned_lac", Needs.SCORE_OR_PROBABILITIES, kernels.learned_lac, learned=True)
 _APS = NonconformityScore("aps", Needs.PROBABILITIES, kernels.aps, accepts_mean=False)
 
-CONFORMAL_METHODS: MappingProxyType[str, ConformalMethod] = MappingProxyType({method.name: method for method in (
-    ConformalMethod("residual", _RESIDUAL),
-    ConformalMethod("residual_expected",
-                    NonconformityScore("residual_expected", Needs.PROBABILITIES, kernels.residual_expected)),
-    ConformalMethod("lac", NonconformityScore("lac", Needs.PROBABILITIES, kernels.lac, accepts_mean=False)),
-    ConformalMethod("aps", _APS),
-    ConformalMethod("aps_randomized", NonconformityScore("aps_randomized", Needs.PROBABILITIES, kernels.aps,
-                                                         randomised=True, accepts_mean=False)),
-    ConformalMethod("ordinal", NonconformityScore("ordinal", Needs.PROBABILITIES, kernels.ordinal,
-                                                  accepts_mean=False)),
-    ConformalMethod("mondrian_residual", _RESIDUAL, BY_JUDGE),
-    ConformalMethod("learned_lac", _LEARNED),
-    ConformalMethod("label_conditional", _LEARNED, BY_LABEL),
-)})
+CONFORMAL_METHODS: MappingProxyType[str, ConformalMethod] = MappingProxyType(
+    {
+        method.name: method
+        for method in (
+            ConformalMethod("residual", _RESIDUAL),
+            ConformalMethod(
+                "residual_expected",
+                NonconformityScore("residual_expected", Needs.PROBABILITIES, kernels.residual_expected),
+            ),
+            ConformalMethod("lac", NonconformityScore("lac", Needs.PROBABILITIES, kernels.lac, accepts_mean=False)),
+            ConformalMethod("aps", _APS),
+            ConformalMethod(
+                "aps_randomized",
+                NonconformityScore(
+                    "aps_randomized", Needs.PROBABILITIES, kernels.aps, randomised=True, accepts_mean=False
+                ),
+            ),
+            ConformalMethod(
+                "ordinal", NonconformityScore("ordinal", Needs.PROBABILITIES, kernels.ordinal, accepts_mean=False)
+            ),
+            ConformalMethod("mondrian_residual", _RESIDUAL, BY_JUDGE),
+            ConformalMethod("learned_lac", _LEARNED),
+            ConformalMethod("label_conditional", _LEARNED, BY_LABEL),
+        )
+    }
+)
 
 # Names, in preference order (ties in method selection), and the names by what they read: data for menus,
 # artifact checks and refusals, derived from the registry.

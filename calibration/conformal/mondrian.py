@@ -56,8 +56,9 @@ class Grouping:
         """The group of each calibration item (None: no groups)."""
         return None
 
-    def table(self, threshold: float | None, group_thresholds: Mapping[int, float | None] | None,
-              n_labels: int) -> list[float]:
+    def table(
+        self, threshold: float | None, group_thresholds: Mapping[int, float | None] | None, n_labels: int
+    ) -> list[float]:
         """A fitted predictor's thresholds as a table (module rules)."""
         return [math.inf if threshold is None else threshold]
 
@@ -78,8 +79,9 @@ class _ByJudgeScore(Grouping):
         assert judge_scores is not None
         return judge_scores
 
-    def table(self, threshold: float | None, group_thresholds: Mapping[int, float | None] | None,
-              n_labels: int) -> list[float]:
+    def table(
+        self, threshold: float | None, group_thresholds: Mapping[int, float | None] | None, n_labels: int
+    ) -> list[float]:
         """Thresholds by judge score 1..K (module rules)."""
         return _grouped_table(group_thresholds, n_labels)
 
@@ -99,14 +101,15 @@ class _ByLabel(Grouping):
         """The human label of each calibration item."""
         return labels
 
-    def table(self, threshold: float | None, group_thresholds: Mapping[int, float | None] | None,
-              n_labels: int) -> list[float]:
+    def table(
+        self, threshold: float | None, group_thresholds: Mapping[int, float | None] | None, n_labels: int
+    ) -> list[float]:
         """Thresholds by human label 1..K (module rules)."""
         return _grouped_table(group_thresholds, n_labels)
 
     def limits(self, table: Sequence[float], judge: Ix | None, n_labels: int, ops: Ops[C, Ix]) -> list[C | float]:
         """Label y meets the threshold of label y."""
-        return list(table[1:n_labels + 1])
+        return list(table[1 : n_labels + 1])
 
 
 MARGINAL = Grouping()

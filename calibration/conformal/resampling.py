@@ -89,10 +89,15 @@ def document_resampling(
         index = np.concatenate([members[d] for d in chosen])
         drawn_groups = np.repeat(np.arange(n_documents), [members[d].size for d in chosen])
         fitted = fit_conformal(
-            method, alpha, labels[index],
+            method,
+            alpha,
+            labels[index],
             judge_scores=None if judge_scores is None else judge_scores[index],
             probabilities=None if probabilities is None else probabilities[index],
-            n_labels=n_labels, rng=rng, delta=delta, groups=drawn_groups if rule == "group" else None,
+            n_labels=n_labels,
+            rng=rng,
+            delta=delta,
+            groups=drawn_groups if rule == "group" else None,
         )
         sets = predict_sets(fitted, judge_scores=judge_scores, probabilities=probabilities, rng=rng)
         covered = sets[np.arange(labels.size), labels - 1]
@@ -108,7 +113,17 @@ def document_resampling(
     rate = fails / n_draws
     key_rates = None if keys is None else {k: v / n_draws for k, v in key_fails.items()}
     worst = max([rate, *([] if key_rates is None else key_rates.values())])
-    return ResamplingResult(method=method, rule=rule, alpha=float(alpha), delta=float(delta), n_draws=n_draws,
-                            n_documents=n_documents, failure_rate=rate, key_failure_rates=key_rates,
-                            worst_failure_rate=worst, mean_coverage=float(np.mean(coverages)),
-                            mean_set_size=float(np.mean(sizes)), full_scale_share=float(np.mean(full)))
+    return ResamplingResult(
+        method=method,
+        rule=rule,
+        alpha=float(alpha),
+        delta=float(delta),
+        n_draws=n_draws,
+        n_documents=n_documents,
+        failure_rate=rate,
+        key_failure_rates=key_rates,
+        worst_failure_rate=worst,
+        mean_coverage=float(np.mean(coverages)),
+        mean_set_size=float(np.mean(sizes)),
+        full_scale_share=float(np.mean(full)),
+    )

@@ -41,9 +41,13 @@ def label_scores(
     uniforms: NDArray[np.float64] | None = None,
 ) -> NDArray[np.float64]:
     """The (n, K) nonconformity score of every candidate label 1..K for each item, by the method's rule."""
-    return conformal_method(method).score.matrix(n_labels=n_labels, judge_scores=judge_scores,
-                                                 probabilities=probabilities, learned_matrix=learned_matrix,
-                                                 uniforms=uniforms)
+    return conformal_method(method).score.matrix(
+        n_labels=n_labels,
+        judge_scores=judge_scores,
+        probabilities=probabilities,
+        learned_matrix=learned_matrix,
+        uniforms=uniforms,
+    )
 
 
 def label_scores_one(

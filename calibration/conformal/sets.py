@@ -51,8 +51,13 @@ def predict_sets(
     n_items = scores.size if scores is not None else probs.shape[0]  # type: ignore[union-attr]
     generator = rng if rng is not None else np.random.default_rng(0)
     uniforms = generator.uniform(size=n_items) if method.score.randomised else None
-    matrix = method.score.matrix(n_labels=fitted.n_labels, judge_scores=scores, probabilities=probs,
-                                 learned_matrix=fitted.learned_matrix, uniforms=uniforms)
+    matrix = method.score.matrix(
+        n_labels=fitted.n_labels,
+        judge_scores=scores,
+        probabilities=probs,
+        learned_matrix=fitted.learned_matrix,
+        uniforms=uniforms,
+    )
     table = method.grouping.table(fitted.threshold, fitted.group_thresholds, fitted.n_labels)
     judge = None if scores is None else scores - 1
     limits = method.grouping.limits(table, judge, fitted.n_labels, ArrayOps(n_items))
@@ -139,12 +144,17 @@ def compile_rule(fitted: FittedConformal) -> SetRule:
 
     learned = fitted.learned_matrix
     rule = SetRule(
-        method=method, n_labels=n_labels, labels=tuple(range(1, n_labels + 1)),
+        method=method,
+        n_labels=n_labels,
+        labels=tuple(range(1, n_labels + 1)),
         learned=None if learned is None else tuple(tuple(row) for row in learned),
         bounds=tuple(bounds(judge) for judge in range(n_labels)),
         free_bounds=None if grouping.reads_judge else bounds(None),
-        accepts=tuple(_accepts(method, has_score, has_probabilities)
-                      for has_score in (False, True) for has_probabilities in (False, True)),
+        accepts=tuple(
+            _accepts(method, has_score, has_probabilities)
+            for has_score in (False, True)
+            for has_probabilities in (False, True)
+        ),
     )
     if method.score.randomised or method.needs is Needs.PROBABILITIES:
         return rule

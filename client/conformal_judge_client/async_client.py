@@ -48,8 +48,9 @@ class AsyncClient:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._operations = Operations(retry=retry or RetryPolicy(), poll=poll or PollPolicy())
-        self._http = httpx.AsyncClient(base_url=base_url, headers=client_headers(api_key), timeout=timeout,
-                                  transport=transport)
+        self._http = httpx.AsyncClient(
+            base_url=base_url, headers=client_headers(api_key), timeout=timeout, transport=transport
+        )
 
     async def _run(self, plan: Plan[T]) -> T:
         return await drive_async(self._http, plan)

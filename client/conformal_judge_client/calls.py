@@ -83,8 +83,13 @@ class Operations:
     def submit_job(self, items: Iterable[Item], idempotency_key: str | None = None) -> Plan[JobAccepted]:
         """``POST /v1/jobs`` as JSON Lines, under an Idempotency-Key (a fresh one unless given): safe to resend."""
         key = idempotency_key or uuid.uuid4().hex
-        request = HttpRequest("POST", "/v1/jobs", content=_ndjson(items), idempotent=True,
-                              headers={"content-type": "application/x-ndjson", "idempotency-key": key})
+        request = HttpRequest(
+            "POST",
+            "/v1/jobs",
+            content=_ndjson(items),
+            idempotent=True,
+            headers={"content-type": "application/x-ndjson", "idempotency-key": key},
+        )
         response = yield from send(request, self.retry, self.clock)
         data = _json(response, (200, 202))
         return JobAccepted.from_json(data, replayed=response.headers.get("idempotent-replayed") == "true")
@@ -141,8 +146,13 @@ class Operations:
     ) -> Plan[CalibrationJob]:
         """``POST /v1/calibrations`` (admin key): labelled rows sent as JSON Lines."""
         params = {k: v for k, v in (("scale", scale), ("name", name)) if v is not None}
-        request = HttpRequest("POST", "/v1/calibrations", params=params, content=_ndjson(rows),
-                              headers={"content-type": "application/x-ndjson"})
+        request = HttpRequest(
+            "POST",
+            "/v1/calibrations",
+            params=params,
+            content=_ndjson(rows),
+            headers={"content-type": "application/x-ndjson"},
+        )
         return CalibrationJob.from_json((yield from self._call(request, (200, 202))))
 
     def calibration_job(self, job_id: str) -> Plan[CalibrationJob]:

@@ -56,8 +56,13 @@ class Problem(_Raw):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Problem:
         """Read a problem object."""
-        return cls(type=data.get("type", "about:blank"), title=data.get("title", ""), status=int(data.get("status", 0)),
-                   detail=data.get("detail", ""), raw=data)
+        return cls(
+            type=data.get("type", "about:blank"),
+            title=data.get("title", ""),
+            status=int(data.get("status", 0)),
+            detail=data.get("detail", ""),
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,15 @@ class Guarantee(_Raw):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Guarantee:
         """Read a guarantee object."""
-        return cls(kind=data["kind"], alpha=data["alpha"], confidence=data.get("confidence"), bound=data.get("bound"),
-                   tolerance=data.get("tolerance"), pass_threshold=data.get("pass_threshold"), raw=data)
+        return cls(
+            kind=data["kind"],
+            alpha=data["alpha"],
+            confidence=data.get("confidence"),
+            bound=data.get("bound"),
+            tolerance=data.get("tolerance"),
+            pass_threshold=data.get("pass_threshold"),
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)
@@ -107,14 +119,27 @@ class ScoreResult(_Raw):
     def from_json(cls, data: Mapping[str, Any]) -> ScoreResult:
         """Read a score answer."""
         return cls(
-            point=data["point"], prediction_set=tuple(data["prediction_set"]), set_size=data["set_size"],
-            decision=data["decision"], escalate=data["escalate"], rule_failed=data["rule_failed"],
-            reason=data["reason"], guarantees=tuple(Guarantee.from_json(g) for g in data["guarantees"]),
-            alpha=data["alpha"], coverage_target=data["coverage_target"], calibrated=data["calibrated"],
-            criterion=data["criterion"], judge=data["judge"], judge_score=data["judge_score"],
-            method=data.get("method"), input_kind=data.get("input_kind"), source=data["source"],
-            item_id=data.get("item_id"), calibration_id=data.get("calibration_id"),
-            flags=tuple(data.get("flags") or ()), raw=data,
+            point=data["point"],
+            prediction_set=tuple(data["prediction_set"]),
+            set_size=data["set_size"],
+            decision=data["decision"],
+            escalate=data["escalate"],
+            rule_failed=data["rule_failed"],
+            reason=data["reason"],
+            guarantees=tuple(Guarantee.from_json(g) for g in data["guarantees"]),
+            alpha=data["alpha"],
+            coverage_target=data["coverage_target"],
+            calibrated=data["calibrated"],
+            criterion=data["criterion"],
+            judge=data["judge"],
+            judge_score=data["judge_score"],
+            method=data.get("method"),
+            input_kind=data.get("input_kind"),
+            source=data["source"],
+            item_id=data.get("item_id"),
+            calibration_id=data.get("calibration_id"),
+            flags=tuple(data.get("flags") or ()),
+            raw=data,
         )
 
 
@@ -132,9 +157,14 @@ class BatchItem(_Raw):
     def from_json(cls, data: Mapping[str, Any]) -> BatchItem:
         """Read a batch item or job result line."""
         result, error = data.get("result"), data.get("error")
-        return cls(index=data["index"], ok=data["ok"], item_id=data.get("item_id"),
-                   result=ScoreResult.from_json(result) if result is not None else None,
-                   error=Problem.from_json(error) if error is not None else None, raw=data)
+        return cls(
+            index=data["index"],
+            ok=data["ok"],
+            item_id=data.get("item_id"),
+            result=ScoreResult.from_json(result) if result is not None else None,
+            error=Problem.from_json(error) if error is not None else None,
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)
@@ -148,8 +178,12 @@ class BatchResult(_Raw):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> BatchResult:
         """Read a batch answer."""
-        return cls(results=tuple(BatchItem.from_json(r) for r in data["results"]), n_ok=data["n_ok"],
-                   n_failed=data["n_failed"], raw=data)
+        return cls(
+            results=tuple(BatchItem.from_json(r) for r in data["results"]),
+            n_ok=data["n_ok"],
+            n_failed=data["n_failed"],
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)
@@ -171,9 +205,20 @@ class PairResult(_Raw):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> PairResult:
         """Read a pair result."""
-        return cls(a=data["a"], b=data["b"], decision=data["decision"], preferred=data.get("preferred"),
-                   winner=data.get("winner"), wins_a=data["wins_a"], wins_b=data["wins_b"], ties=data["ties"],
-                   n=data["n"], win_share=data["win_share"], reason=data["reason"], raw=data)
+        return cls(
+            a=data["a"],
+            b=data["b"],
+            decision=data["decision"],
+            preferred=data.get("preferred"),
+            winner=data.get("winner"),
+            wins_a=data["wins_a"],
+            wins_b=data["wins_b"],
+            ties=data["ties"],
+            n=data["n"],
+            win_share=data["win_share"],
+            reason=data["reason"],
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)
@@ -195,11 +240,17 @@ class CompareResult(_Raw):
     def from_json(cls, data: Mapping[str, Any]) -> CompareResult:
         """Read a compare answer."""
         return cls(
-            candidates=tuple(data["candidates"]), cycles=tuple(tuple(c) for c in data["cycles"]),
-            n_cycles=data["n_cycles"], violation_rate=data["violation_rate"], flagged=data["flagged"],
-            complete=data["complete"], rankings={k: tuple(v) for k, v in data["rankings"].items()},
-            pairs=tuple(PairResult.from_json(p) for p in data["pairs"]), reason=data["reason"],
-            source=data["source"], raw=data,
+            candidates=tuple(data["candidates"]),
+            cycles=tuple(tuple(c) for c in data["cycles"]),
+            n_cycles=data["n_cycles"],
+            violation_rate=data["violation_rate"],
+            flagged=data["flagged"],
+            complete=data["complete"],
+            rankings={k: tuple(v) for k, v in data["rankings"].items()},
+            pairs=tuple(PairResult.from_json(p) for p in data["pairs"]),
+            reason=data["reason"],
+            source=data["source"],
+            raw=data,
         )
 
 
@@ -217,8 +268,15 @@ class JobAccepted(_Raw):
     @classmethod
     def from_json(cls, data: Mapping[str, Any], *, replayed: bool = False) -> JobAccepted:
         """Read a job acceptance."""
-        return cls(job_id=data["job_id"], status=data["status"], n_items=data["n_items"],
-                   status_url=data["status_url"], results_url=data["results_url"], replayed=replayed, raw=data)
+        return cls(
+            job_id=data["job_id"],
+            status=data["status"],
+            n_items=data["n_items"],
+            status_url=data["status_url"],
+            results_url=data["results_url"],
+            replayed=replayed,
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)
@@ -244,10 +302,19 @@ class JobStatus(_Raw):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> JobStatus:
         """Read a job status."""
-        return cls(job_id=data["job_id"], status=data["status"], n_items=data["n_items"], n_done=data["n_done"],
-                   n_failed=data["n_failed"], items_per_second=data.get("items_per_second"),
-                   eta_s=data.get("eta_s"), created_at=data["created_at"], started_at=data.get("started_at"),
-                   finished_at=data.get("finished_at"), raw=data)
+        return cls(
+            job_id=data["job_id"],
+            status=data["status"],
+            n_items=data["n_items"],
+            n_done=data["n_done"],
+            n_failed=data["n_failed"],
+            items_per_second=data.get("items_per_second"),
+            eta_s=data.get("eta_s"),
+            created_at=data["created_at"],
+            started_at=data.get("started_at"),
+            finished_at=data.get("finished_at"),
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)
@@ -280,9 +347,18 @@ class CalibrationJob(_Raw):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CalibrationJob:
         """Read a calibration job."""
-        return cls(id=data["id"], status=data["status"], artifact_name=data["artifact_name"], n_rows=data["n_rows"],
-                   progress=data["progress"], activated=data["activated"], cells=tuple(data["cells"]),
-                   warnings=tuple(data["warnings"]), error=data.get("error"), raw=data)
+        return cls(
+            id=data["id"],
+            status=data["status"],
+            artifact_name=data["artifact_name"],
+            n_rows=data["n_rows"],
+            progress=data["progress"],
+            activated=data["activated"],
+            cells=tuple(data["cells"]),
+            warnings=tuple(data["warnings"]),
+            error=data.get("error"),
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)
@@ -298,9 +374,14 @@ class Activation(_Raw):
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Activation:
         """Read an activation answer."""
-        return cls(artifact=data["artifact"], cells_added=data["cells_added"], cells_replaced=data["cells_replaced"],
-                   cells_removed=data.get("cells_removed", 0),
-                   previous_calibration_id=data.get("previous_calibration_id"), raw=data)
+        return cls(
+            artifact=data["artifact"],
+            cells_added=data["cells_added"],
+            cells_replaced=data["cells_replaced"],
+            cells_removed=data.get("cells_removed", 0),
+            previous_calibration_id=data.get("previous_calibration_id"),
+            raw=data,
+        )
 
 
 @dataclass(frozen=True)
@@ -325,5 +406,10 @@ class Health(_Raw):
     def from_json(cls, data: Mapping[str, Any], *, ready: bool = True) -> Health:
         """Read a health answer (or the problem of a 503 readiness answer)."""
         checks = tuple(HealthCheck(c["name"], c["ok"], c["detail"]) for c in data.get("checks") or ())
-        return cls(ready=ready, status=data.get("status") if ready else None, checks=checks,
-                   degraded=tuple(data.get("degraded") or ()), raw=data)
+        return cls(
+            ready=ready,
+            status=data.get("status") if ready else None,
+            checks=checks,
+            degraded=tuple(data.get("degraded") or ()),
+            raw=data,
+        )

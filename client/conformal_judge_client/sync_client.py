@@ -48,8 +48,9 @@ class Client:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._operations = Operations(retry=retry or RetryPolicy(), poll=poll or PollPolicy())
-        self._http = httpx.Client(base_url=base_url, headers=client_headers(api_key), timeout=timeout,
-                                  transport=transport)
+        self._http = httpx.Client(
+            base_url=base_url, headers=client_headers(api_key), timeout=timeout, transport=transport
+        )
 
     def _run(self, plan: Plan[T]) -> T:
         return drive_sync(self._http, plan)

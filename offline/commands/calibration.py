@@ -23,11 +23,23 @@ def _calibrate_labels(args: argparse.Namespace, log: Any) -> int:
 
     out = args.out or Path("reports") / "labels"
     thresholds = args.thresholds or out / "thresholds.json"
-    log.info("calibrate started", labels=[str(p) for p in args.labels], out=str(out), thresholds=str(thresholds),
-             splits=args.splits, seed=args.seed, scale=args.scale)
+    log.info(
+        "calibrate started",
+        labels=[str(p) for p in args.labels],
+        out=str(out),
+        thresholds=str(thresholds),
+        splits=args.splits,
+        seed=args.seed,
+        scale=args.scale,
+    )
     started = time.perf_counter()
     result = calibrate_labels(
-        args.labels, out_dir=out, thresholds_path=thresholds, scale=args.scale, n_splits=args.splits, seed=args.seed,
+        args.labels,
+        out_dir=out,
+        thresholds_path=thresholds,
+        scale=args.scale,
+        n_splits=args.splits,
+        seed=args.seed,
         progress=None if args.no_progress else (lambda t: tqdm(t, desc="conformal", file=sys.stderr)),
     )
     elapsed = time.perf_counter() - started
@@ -60,11 +72,25 @@ def run_calibrate(args: argparse.Namespace, log: Any) -> int:
     thresholds = args.thresholds or DEFAULT_THRESHOLDS
     if args.splits < 2:
         raise DataError(None, None, f"--splits must be at least 2, got {args.splits}")
-    log.info("calibrate started", data_dir=str(data_dir), out=str(args.out), thresholds=str(thresholds),
-             splits=args.splits, seed=args.seed)
+    log.info(
+        "calibrate started",
+        data_dir=str(data_dir),
+        out=str(args.out),
+        thresholds=str(thresholds),
+        splits=args.splits,
+        seed=args.seed,
+    )
     started = time.perf_counter()
-    result = calibrate(data_dir=data_dir, out_dir=args.out, thresholds_path=thresholds, store_path=args.store,
-                       n_splits=args.splits, seed=args.seed, progress=not args.no_progress, log=log)
+    result = calibrate(
+        data_dir=data_dir,
+        out_dir=args.out,
+        thresholds_path=thresholds,
+        store_path=args.store,
+        n_splits=args.splits,
+        seed=args.seed,
+        progress=not args.no_progress,
+        log=log,
+    )
     elapsed = time.perf_counter() - started
     log.info("calibrate finished", seconds=round(elapsed, 2), steps=result.seconds)
     print(f"report:      {result.index}")
@@ -126,8 +152,12 @@ def run_halves(args: argparse.Namespace, log: Any) -> int:
     from offline.validate import recorded_datasets
 
     data_dir = resolve_data_dir(args.data_dir)
-    report = check_halves(recorded_datasets(data_dir), seed=args.seed, n_splits=args.splits,
-                          progress=None if args.no_progress else (lambda t: tqdm(t, desc="halves", leave=False)))
+    report = check_halves(
+        recorded_datasets(data_dir),
+        seed=args.seed,
+        n_splits=args.splits,
+        progress=None if args.no_progress else (lambda t: tqdm(t, desc="halves", leave=False)),
+    )
     paths = write_halves(report, args.out)
     log.info("halves finished", passed=report.passed, checked=report.n_checked)
     print(f"cells checked:                 {report.n_checked} (judge x criterion x input x alpha x half)")

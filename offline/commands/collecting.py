@@ -23,11 +23,21 @@ def run_data(args: argparse.Namespace, log: Any) -> int:
     if args.retries < 1:
         raise DataError(None, None, "--retries must be >= 1")
     report = build_data_dir(
-        args.out, mirror=mirror_url(args.mirror), manifest=args.manifest or MANIFEST, retries=args.retries,
-        progress=None if args.no_progress else
-        (lambda total: tqdm(total=total, unit="B", unit_scale=True, desc="data", file=sys.stderr)))
-    log.info("data ready", target=str(report.target), fetched=len(report.fetched), present=len(report.present),
-             used_as_is=report.used_as_is)
+        args.out,
+        mirror=mirror_url(args.mirror),
+        manifest=args.manifest or MANIFEST,
+        retries=args.retries,
+        progress=None
+        if args.no_progress
+        else (lambda total: tqdm(total=total, unit="B", unit_scale=True, desc="data", file=sys.stderr)),
+    )
+    log.info(
+        "data ready",
+        target=str(report.target),
+        fetched=len(report.fetched),
+        present=len(report.present),
+        used_as_is=report.used_as_is,
+    )
     if report.used_as_is:
         print(f"data:        {report.target} exists; used as is, nothing downloaded")
         return 0
@@ -74,9 +84,17 @@ def _collect_labels(args: argparse.Namespace, log: Any) -> int:
 
     async def run() -> Any:
         async with JudgeClient(config) as client:
-            return await collect_labels(client, rows, raw, judge=args.judge, prompt_family=config.prompt_family,
-                                        rubrics=rubrics, out=out, concurrency=args.concurrency,
-                                        progress=not args.no_progress)
+            return await collect_labels(
+                client,
+                rows,
+                raw,
+                judge=args.judge,
+                prompt_family=config.prompt_family,
+                rubrics=rubrics,
+                out=out,
+                concurrency=args.concurrency,
+                progress=not args.no_progress,
+            )
 
     log.info("collect started", judge=args.judge, labels=str(args.labels), rows=len(rows), out=str(out))
     report = asyncio.run(run())
@@ -107,16 +125,37 @@ def run_collect(args: argparse.Namespace, log: Any) -> int:
     async def run() -> Any:
         async with JudgeClient(configs[args.judge]) as client:
             with AnswerStore(args.store) as store:
-                return await collect(store, client, task=args.task, items=items, criteria=criteria,
-                                     repetitions=repetitions, both_orders=args.both_orders,
-                                     concurrency=args.concurrency, progress=not args.no_progress,
-                                     articles=articles)
+                return await collect(
+                    store,
+                    client,
+                    task=args.task,
+                    items=items,
+                    criteria=criteria,
+                    repetitions=repetitions,
+                    both_orders=args.both_orders,
+                    concurrency=args.concurrency,
+                    progress=not args.no_progress,
+                    articles=articles,
+                )
 
-    log.info("collect started", judge=args.judge, task=args.task, items=len(items), repetitions=repetitions,
-             store=str(args.store), **({"split": args.split, "seed": args.seed} if factuality else {}))
+    log.info(
+        "collect started",
+        judge=args.judge,
+        task=args.task,
+        items=len(items),
+        repetitions=repetitions,
+        store=str(args.store),
+        **({"split": args.split, "seed": args.seed} if factuality else {}),
+    )
     report = asyncio.run(run())
-    log.info("collect finished", planned=report.planned, calls=report.calls, failed=report.failed,
-             no_verdict=report.no_verdict, seconds=round(report.seconds, 2))
+    log.info(
+        "collect finished",
+        planned=report.planned,
+        calls=report.calls,
+        failed=report.failed,
+        no_verdict=report.no_verdict,
+        seconds=round(report.seconds, 2),
+    )
     print(f"store:       {args.store}")
     print(f"answers:     {report.succeeded} new, {report.skipped} already stored, {report.failed} failed")
     return 0

@@ -16,18 +16,35 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     cal = commands.add_parser("calibrate", help="ingest recorded answers, run the studies, write report and thresholds")
-    cal.add_argument("--data-dir", type=Path, default=None, help="shared data directory (default: $DATA_DIR, "
-                     "else ../shared/data)")
-    cal.add_argument("--out", type=Path, default=None,
-                     help="report folder (default: reports/; with --labels: reports/labels/)")
-    cal.add_argument("--thresholds", type=Path, default=None,
-                     help="thresholds artifact to write (default: artifact/thresholds.json; with --labels: "
-                     "<out>/thresholds.json, holding only the labelled cells)")
-    cal.add_argument("--labels", type=Path, action="append", default=None, metavar="FILE",
-                     help="your own labelled JSON Lines file (repeatable; format: artifact/labels.py): calibrate "
-                     "these judges' cells only, instead of the shipped data")
-    cal.add_argument("--scale", type=int, default=5, metavar="K",
-                     help="with --labels: the scale 1..K of rows without a scale_max field (default 5)")
+    cal.add_argument(
+        "--data-dir", type=Path, default=None, help="shared data directory (default: $DATA_DIR, else ../shared/data)"
+    )
+    cal.add_argument(
+        "--out", type=Path, default=None, help="report folder (default: reports/; with --labels: reports/labels/)"
+    )
+    cal.add_argument(
+        "--thresholds",
+        type=Path,
+        default=None,
+        help="thresholds artifact to write (default: artifact/thresholds.json; with --labels: "
+        "<out>/thresholds.json, holding only the labelled cells)",
+    )
+    cal.add_argument(
+        "--labels",
+        type=Path,
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="your own labelled JSON Lines file (repeatable; format: artifact/labels.py): calibrate "
+        "these judges' cells only, instead of the shipped data",
+    )
+    cal.add_argument(
+        "--scale",
+        type=int,
+        default=5,
+        metavar="K",
+        help="with --labels: the scale 1..K of rows without a scale_max field (default 5)",
+    )
     cal.add_argument("--store", type=Path, default=None, help="SQLite answer store (default: <out>/answers.sqlite)")
     cal.add_argument("--splits", type=int, default=20, help="random calibration/test splits per cell (default 20)")
     cal.add_argument("--seed", type=int, default=0, help="seed of splits, fits and simulation (default 0)")
@@ -37,51 +54,88 @@ def build_parser() -> argparse.ArgumentParser:
     col.add_argument("--judges-file", type=Path, required=True, help="JSON file of judge configurations")
     col.add_argument("--judge", required=True, help="name of the judge in the judges file")
     col.add_argument("--task", choices=TASKS, default="direct")
-    col.add_argument("--repetitions", type=int, default=None,
-                     help="answers per item (default 3; 1 for the factuality tasks)")
+    col.add_argument(
+        "--repetitions", type=int, default=None, help="answers per item (default 3; 1 for the factuality tasks)"
+    )
     col.add_argument("--both-orders", action="store_true", help="pairwise: also ask in the swapped order")
-    col.add_argument("--limit", type=int, default=None,
-                     help="SummEval: the first N items of the subset; FRANK: a seeded sample of N items")
-    col.add_argument("--split", choices=("valid", "test", "all"), default="all",
-                     help="factuality tasks: FRANK split to judge (default all)")
+    col.add_argument(
+        "--limit",
+        type=int,
+        default=None,
+        help="SummEval: the first N items of the subset; FRANK: a seeded sample of N items",
+    )
+    col.add_argument(
+        "--split",
+        choices=("valid", "test", "all"),
+        default="all",
+        help="factuality tasks: FRANK split to judge (default all)",
+    )
     col.add_argument("--seed", type=int, default=0, help="factuality tasks: seed of the --limit sample (default 0)")
     col.add_argument("--store", type=Path, default=Path("reports/answers.sqlite"))
     col.add_argument("--data-dir", type=Path, default=None)
     col.add_argument("--concurrency", type=int, default=8)
     col.add_argument("--no-progress", action="store_true")
-    col.add_argument("--labels", type=Path, default=None, metavar="FILE",
-                     help="judge the rows of your labelled file that have texts but no verdict "
-                     "(offline.collect_labels) and write a labelled file for calibrate --labels")
+    col.add_argument(
+        "--labels",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="judge the rows of your labelled file that have texts but no verdict "
+        "(offline.collect_labels) and write a labelled file for calibrate --labels",
+    )
     col.add_argument("--rubrics", type=Path, default=None, help="with --labels: RUBRICS_FILE of your criteria")
-    col.add_argument("--out", type=Path, default=None, help="with --labels: output file (default <FILE stem>.<judge>"
-                     ".jsonl)")
+    col.add_argument(
+        "--out", type=Path, default=None, help="with --labels: output file (default <FILE stem>.<judge>.jsonl)"
+    )
     col.add_argument("--scale", type=int, default=5, metavar="K", help="with --labels: K of rows without scale_max")
 
     rep = commands.add_parser("report", help="rebuild the report from the saved summary JSONs")
     rep.add_argument("--out", type=Path, default=Path("reports"))
 
-    val = commands.add_parser("validate", help="score labelled items with a fixed artifact exactly as the service "
-                              "would; coverage, set sizes and decisions per cell")
+    val = commands.add_parser(
+        "validate",
+        help="score labelled items with a fixed artifact exactly as the service "
+        "would; coverage, set sizes and decisions per cell",
+    )
     val.add_argument("--thresholds", type=Path, required=True, help="the artifact to validate")
-    val.add_argument("--data-dir", type=Path, default=None, help="labelled data (default: $DATA_DIR, else "
-                     "../shared/data): its recorded SummEval judges")
-    val.add_argument("--labels", type=Path, action="append", default=None, metavar="FILE",
-                     help="your own held-out labelled JSON Lines file (repeatable; format: artifact/labels.py) "
-                     "instead of the recorded SummEval judges")
-    val.add_argument("--scale", type=int, default=5, metavar="K",
-                     help="with --labels: the scale 1..K of rows without a scale_max field (default 5)")
+    val.add_argument(
+        "--data-dir",
+        type=Path,
+        default=None,
+        help="labelled data (default: $DATA_DIR, else ../shared/data): its recorded SummEval judges",
+    )
+    val.add_argument(
+        "--labels",
+        type=Path,
+        action="append",
+        default=None,
+        metavar="FILE",
+        help="your own held-out labelled JSON Lines file (repeatable; format: artifact/labels.py) "
+        "instead of the recorded SummEval judges",
+    )
+    val.add_argument(
+        "--scale",
+        type=int,
+        default=5,
+        metavar="K",
+        help="with --labels: the scale 1..K of rows without a scale_max field (default 5)",
+    )
     val.add_argument("--out", type=Path, default=Path("reports/validate"))
 
-    hal = commands.add_parser("halves", help="fit on half of the documents, validate on the other half, both ways; "
-                              "print the validity checks")
+    hal = commands.add_parser(
+        "halves", help="fit on half of the documents, validate on the other half, both ways; print the validity checks"
+    )
     hal.add_argument("--data-dir", type=Path, default=None)
     hal.add_argument("--out", type=Path, default=Path("reports"))
     hal.add_argument("--splits", type=int, default=20, help="splits by document inside each fit (default 20)")
     hal.add_argument("--seed", type=int, default=0)
     hal.add_argument("--no-progress", action="store_true")
 
-    pan = commands.add_parser("panels", help="judge panels: every panel of 2-6 recorded judges calibrated as one "
-                              "mean verdict, against its best member (offline.studies.panels)")
+    pan = commands.add_parser(
+        "panels",
+        help="judge panels: every panel of 2-6 recorded judges calibrated as one "
+        "mean verdict, against its best member (offline.studies.panels)",
+    )
     pan.add_argument("--data-dir", type=Path, default=None)
     pan.add_argument("--out", type=Path, default=Path("reports"))
     pan.add_argument("--splits", type=int, default=20, help="splits by document per fit (default 20)")
@@ -90,21 +144,31 @@ def build_parser() -> argparse.ArgumentParser:
     pan.add_argument("--max-size", type=int, default=6, help="largest panel (default 6)")
     pan.add_argument("--no-progress", action="store_true")
 
-    nes = commands.add_parser("panels-nested", help="the issue's panel against its members, nested: every side "
-                              "chooses from the same menu inside the calibration documents (offline.studies."
-                              "panel_nested)")
+    nes = commands.add_parser(
+        "panels-nested",
+        help="the issue's panel against its members, nested: every side "
+        "chooses from the same menu inside the calibration documents (offline.studies."
+        "panel_nested)",
+    )
     nes.add_argument("--data-dir", type=Path, default=None)
     nes.add_argument("--out", type=Path, default=Path("reports"))
     nes.add_argument("--alpha", type=float, default=0.10)
     nes.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="outer seeds (default 0 1 2)")
     nes.add_argument("--splits", type=int, default=10, help="outer splits by document per seed (default 10)")
     nes.add_argument("--repeats", type=int, default=5, help="2-fold cross-fitting repeats of the choice (default 5)")
-    nes.add_argument("--cal-fraction", type=float, default=0.5, help="share of documents that calibrate in each "
-                     "outer split (default 0.5)")
+    nes.add_argument(
+        "--cal-fraction",
+        type=float,
+        default=0.5,
+        help="share of documents that calibrate in each outer split (default 0.5)",
+    )
     nes.add_argument("--no-progress", action="store_true")
 
-    pca = commands.add_parser("panels-cascades", help="two-judge cascades of the issue's panel members with each "
-                              "stage's method chosen by the validity rule (offline.studies.panel_cascades)")
+    pca = commands.add_parser(
+        "panels-cascades",
+        help="two-judge cascades of the issue's panel members with each "
+        "stage's method chosen by the validity rule (offline.studies.panel_cascades)",
+    )
     pca.add_argument("--data-dir", type=Path, default=None)
     pca.add_argument("--out", type=Path, default=Path("reports"))
     pca.add_argument("--alpha", type=float, default=0.10)
@@ -113,59 +177,102 @@ def build_parser() -> argparse.ArgumentParser:
     pca.add_argument("--repeats", type=int, default=1, help="2-fold cross-fitting repeats of each stage's choice")
     pca.add_argument("--no-progress", action="store_true")
 
-    cas = commands.add_parser("cascades", help="two-judge cascades: ask the second judge only when the first's set "
-                              "is wide; calls vs set size vs coverage (offline.studies.cascades)")
+    cas = commands.add_parser(
+        "cascades",
+        help="two-judge cascades: ask the second judge only when the first's set "
+        "is wide; calls vs set size vs coverage (offline.studies.cascades)",
+    )
     cas.add_argument("--data-dir", type=Path, default=None)
     cas.add_argument("--out", type=Path, default=Path("reports"))
     cas.add_argument("--splits", type=int, default=20)
     cas.add_argument("--seed", type=int, default=0)
     cas.add_argument("--alpha", type=float, default=0.10)
     cas.add_argument("--no-progress", action="store_true")
-    dec = commands.add_parser("decisions", help="certified decisions: fit on calibration documents, serve unseen "
-                              "ones with decide(); accept share and error among accepted per cell (offline.studies."
-                              "decisions); --write-rules puts rules fitted on all data into an artifact")
+    dec = commands.add_parser(
+        "decisions",
+        help="certified decisions: fit on calibration documents, serve unseen "
+        "ones with decide(); accept share and error among accepted per cell (offline.studies."
+        "decisions); --write-rules puts rules fitted on all data into an artifact",
+    )
     dec.add_argument("--data-dir", type=Path, default=None)
     dec.add_argument("--out", type=Path, default=Path("reports"))
     dec.add_argument("--splits", type=int, default=20)
     dec.add_argument("--seed", type=int, default=0)
-    dec.add_argument("--write-rules", type=Path, default=None, metavar="ARTIFACT",
-                     help="replace only the decision_rules of this artifact with rules fitted on all shipped data "
-                     "(no study is run)")
-    dec.add_argument("--docs", type=Path, nargs="?", const=Path("docs"), default=None, metavar="DOCS",
-                     help="write the operating curve (figure, table) from <out>/decisions/decisions.json into the "
-                     "docs folder DOCS (default docs/): figures/ and the generated region of certified-decisions.md "
-                     "(no study is run)")
+    dec.add_argument(
+        "--write-rules",
+        type=Path,
+        default=None,
+        metavar="ARTIFACT",
+        help="replace only the decision_rules of this artifact with rules fitted on all shipped data (no study is run)",
+    )
+    dec.add_argument(
+        "--docs",
+        type=Path,
+        nargs="?",
+        const=Path("docs"),
+        default=None,
+        metavar="DOCS",
+        help="write the operating curve (figure, table) from <out>/decisions/decisions.json into the "
+        "docs folder DOCS (default docs/): figures/ and the generated region of certified-decisions.md "
+        "(no study is run)",
+    )
     dec.add_argument("--no-progress", action="store_true")
-    pwd = commands.add_parser("pairwise-decisions", help="certified accept/abstain of pairwise verdicts on Vicuna80 "
-                              "and Arena PPR human votes (offline.studies.pairwise_decisions)")
+    pwd = commands.add_parser(
+        "pairwise-decisions",
+        help="certified accept/abstain of pairwise verdicts on Vicuna80 "
+        "and Arena PPR human votes (offline.studies.pairwise_decisions)",
+    )
     pwd.add_argument("--data-dir", type=Path, default=None)
     pwd.add_argument("--out", type=Path, default=Path("reports"))
     pwd.add_argument("--splits", type=int, default=20, help="splits by question/battle (default 20)")
     pwd.add_argument("--seed", type=int, default=0)
     pwd.add_argument("--delta", type=float, default=0.10, help="1 - confidence of the certificate (default 0.10)")
     pwd.add_argument("--draws", type=int, default=300, help="group-resampling draws of the validity check (0: skip)")
-    pwd.add_argument("--export", type=Path, default=None, metavar="FILE",
-                     help="also write the certificates fitted on all groups (e.g. artifact/pairwise_decisions.json)")
+    pwd.add_argument(
+        "--export",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="also write the certificates fitted on all groups (e.g. artifact/pairwise_decisions.json)",
+    )
     pwd.add_argument("--no-progress", action="store_true")
 
-    est = commands.add_parser("estimates", help="system means and rank sets with valid intervals from a few human "
-                              "labels plus judge verdicts: SummEval and Arena PPR (offline.studies.estimates)")
+    est = commands.add_parser(
+        "estimates",
+        help="system means and rank sets with valid intervals from a few human "
+        "labels plus judge verdicts: SummEval and Arena PPR (offline.studies.estimates)",
+    )
     est.add_argument("--data-dir", type=Path, default=None)
     est.add_argument("--out", type=Path, default=Path("reports"))
     est.add_argument("--part", choices=("all", "summeval", "arena"), default="all")
     est.add_argument("--resamples", type=int, default=1000, help="SummEval resamples per (system, n) (default 1000)")
-    est.add_argument("--betting-resamples", type=int, default=200,
-                     help="resamples on which the (slow) betting interval is reported (default 200)")
+    est.add_argument(
+        "--betting-resamples",
+        type=int,
+        default=200,
+        help="resamples on which the (slow) betting interval is reported (default 200)",
+    )
     est.add_argument("--iterations", type=int, default=1000, help="Arena iterations per n (default 1000)")
     est.add_argument("--seed", type=int, default=0)
     est.add_argument("--no-progress", action="store_true")
 
-    dat = commands.add_parser("data", help="build the data directory from its pinned public sources or a mirror "
-                              "(offline.data.fetch); an existing $DATA_DIR or ../shared/data is used as is")
-    dat.add_argument("--out", type=Path, default=None, help="directory to build or complete (default: $DATA_DIR, "
-                     "else ../shared/data, used as is when it exists)")
-    dat.add_argument("--mirror", default=None, metavar="URL",
-                     help="base URL of a copy of the data directory (default: $DATA_MIRROR_URL)")
+    dat = commands.add_parser(
+        "data",
+        help="build the data directory from its pinned public sources or a mirror "
+        "(offline.data.fetch); an existing $DATA_DIR or ../shared/data is used as is",
+    )
+    dat.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="directory to build or complete (default: $DATA_DIR, else ../shared/data, used as is when it exists)",
+    )
+    dat.add_argument(
+        "--mirror",
+        default=None,
+        metavar="URL",
+        help="base URL of a copy of the data directory (default: $DATA_MIRROR_URL)",
+    )
     dat.add_argument("--manifest", type=Path, default=None, help="the file list (default: offline/data/sources.json)")
     dat.add_argument("--retries", type=int, default=4, help="attempts per file on transient errors (default 4)")
     dat.add_argument("--no-progress", action="store_true")

@@ -30,14 +30,21 @@ def run_panels(args: argparse.Namespace, log: Any) -> int:
     if args.splits < 2 or not 0 < args.alpha < 1 or args.max_size < 2:
         raise DataError(None, None, "--splits must be >= 2, --alpha in (0, 1), --max-size >= 2")
     data_dir = resolve_data_dir(args.data_dir)
-    study = run_panel_study(recorded_datasets(data_dir), alpha=args.alpha, n_splits=args.splits, seed=args.seed,
-                            max_size=args.max_size,
-                            progress=None if args.no_progress else (lambda t: tqdm(t, desc="panels", leave=False)))
+    study = run_panel_study(
+        recorded_datasets(data_dir),
+        alpha=args.alpha,
+        n_splits=args.splits,
+        seed=args.seed,
+        max_size=args.max_size,
+        progress=None if args.no_progress else (lambda t: tqdm(t, desc="panels", leave=False)),
+    )
     paths = write_panel_study(study, args.out)
     log.info("panels finished", rows=len(study.rows), out=str(args.out))
     for row in headline(study):
-        print(f"{row.criterion:12s} served coverage {row.served_coverage:.3f}  set size {row.served_set_size:.2f}  "
-              f"best member {row.best_member} {row.best_member_set_size:.2f}  ratio {row.ratio_to_best_member:.3f}")
+        print(
+            f"{row.criterion:12s} served coverage {row.served_coverage:.3f}  set size {row.served_set_size:.2f}  "
+            f"best member {row.best_member} {row.best_member_set_size:.2f}  ratio {row.ratio_to_best_member:.3f}"
+        )
     if study.gap:
         print("ratio to the best member (same items), one validity rule at a time:")
         for line in gap_table(study):
@@ -56,25 +63,37 @@ def run_panels_nested(args: argparse.Namespace, log: Any) -> int:
 
     if args.splits < 1 or args.repeats < 1 or not 0 < args.alpha < 1 or not 0 < args.cal_fraction < 1:
         raise DataError(None, None, "--splits and --repeats must be >= 1, --alpha and --cal-fraction in (0, 1)")
-    study = run_nested_study(recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha,
-                             outer_seeds=args.seeds, n_splits=args.splits, repeats=args.repeats,
-                             cal_fraction=args.cal_fraction,
-                             progress=None if args.no_progress else (lambda t: tqdm(t, desc="nested", leave=False)))
+    study = run_nested_study(
+        recorded_datasets(resolve_data_dir(args.data_dir)),
+        alpha=args.alpha,
+        outer_seeds=args.seeds,
+        n_splits=args.splits,
+        repeats=args.repeats,
+        cal_fraction=args.cal_fraction,
+        progress=None if args.no_progress else (lambda t: tqdm(t, desc="nested", leave=False)),
+    )
     paths = write_nested_study(study, args.out)
     log.info("panels-nested finished", rows=len(study.rows), out=str(args.out))
     for row in study.rows:
         p = row.panel
-        print(f"{row.menu:4s} {row.criterion:12s} panel {p.set_size:.2f} (coverage {p.coverage:.3f}, min label "
-              f"{p.min_label_coverage:.3f}, rule {'met' if p.meets_rule else 'not met'})  best member "
-              f"{row.best_member} {min(m.set_size for m in row.members):.2f}  ratio {row.ratio:.3f}")
+        print(
+            f"{row.menu:4s} {row.criterion:12s} panel {p.set_size:.2f} (coverage {p.coverage:.3f}, min label "
+            f"{p.min_label_coverage:.3f}, rule {'met' if p.meets_rule else 'not met'})  best member "
+            f"{row.best_member} {min(m.set_size for m in row.members):.2f}  ratio {row.ratio:.3f}"
+        )
     for menu in dict.fromkeys(r.menu for r in study.rows):
         rows = [r for r in study.rows if r.menu == menu]
         valid = [r.ratio_to_valid for r in rows if r.ratio_to_valid is not None]
         bounds = [r.panel_bound_ratio for r in rows if r.panel_bound_ratio is not None]
-        print(f"{menu:4s} mean ratio {sum(r.ratio for r in rows) / len(rows):.3f}"
-              + (f"; vs members meeting the rule {sum(valid) / len(valid):.3f}" if len(valid) == len(rows) else "")
-              + (f"; panel's after-the-fact bound / best member {sum(bounds) / len(bounds):.3f}"
-                 if len(bounds) == len(rows) else ""))
+        print(
+            f"{menu:4s} mean ratio {sum(r.ratio for r in rows) / len(rows):.3f}"
+            + (f"; vs members meeting the rule {sum(valid) / len(valid):.3f}" if len(valid) == len(rows) else "")
+            + (
+                f"; panel's after-the-fact bound / best member {sum(bounds) / len(bounds):.3f}"
+                if len(bounds) == len(rows)
+                else ""
+            )
+        )
     for path in paths:
         print(f"written:     {path}")
     return 0
@@ -89,9 +108,14 @@ def run_panels_cascades(args: argparse.Namespace, log: Any) -> int:
 
     if args.splits < 1 or args.repeats < 1 or not 0 < args.alpha < 1:
         raise DataError(None, None, "--splits and --repeats must be >= 1 and --alpha in (0, 1)")
-    study = run_rule_cascades(recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha,
-                              n_splits=args.splits, seed=args.seed, repeats=args.repeats,
-                              progress=None if args.no_progress else (lambda t: tqdm(t, desc="cascades", leave=False)))
+    study = run_rule_cascades(
+        recorded_datasets(resolve_data_dir(args.data_dir)),
+        alpha=args.alpha,
+        n_splits=args.splits,
+        seed=args.seed,
+        repeats=args.repeats,
+        progress=None if args.no_progress else (lambda t: tqdm(t, desc="cascades", leave=False)),
+    )
     paths = write_rule_cascades(study, args.out)
     met = sum(bool(g["met"]) for g in study.goal)
     used = sum(bool(g["met"]) and bool(g["judge_2_used"]) for g in study.goal)
@@ -111,9 +135,13 @@ def run_cascades(args: argparse.Namespace, log: Any) -> int:
 
     if args.splits < 2 or not 0 < args.alpha < 1:
         raise DataError(None, None, "--splits must be >= 2 and --alpha in (0, 1)")
-    study = run_cascade_study(recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha,
-                              n_splits=args.splits, seed=args.seed,
-                              progress=None if args.no_progress else (lambda t: tqdm(t, desc="cascades", leave=False)))
+    study = run_cascade_study(
+        recorded_datasets(resolve_data_dir(args.data_dir)),
+        alpha=args.alpha,
+        n_splits=args.splits,
+        seed=args.seed,
+        progress=None if args.no_progress else (lambda t: tqdm(t, desc="cascades", leave=False)),
+    )
     paths = write_cascade_study(study, args.out)
     met = sum(bool(g["met"]) for g in study.goal)
     log.info("cascades finished", points=len(study.points), met=met, checked=len(study.goal))
@@ -153,13 +181,17 @@ def run_decisions(args: argparse.Namespace, log: Any) -> int:
     log.info("decisions finished", rows=len(study.rows), out=str(args.out))
     for h in study.headlines:
         if h.cal_fraction == 0.5 and h.accept_alpha in (0.05, 0.1, 0.2):
-            print(f"{h.bound:22s} tol {h.tolerance} alpha {h.accept_alpha:.2f}: accept share log-prob "
-                  f"{h.logprob_mean_accept_share:.3f}, all {h.all_mean_accept_share:.3f}; mean error <= alpha in "
-                  f"{h.cells_mean_error_ok}/{h.n_cells}, share_ok >= 0.95 in {h.cells_share_ok}/{h.n_cells}")
+            print(
+                f"{h.bound:22s} tol {h.tolerance} alpha {h.accept_alpha:.2f}: accept share log-prob "
+                f"{h.logprob_mean_accept_share:.3f}, all {h.all_mean_accept_share:.3f}; mean error <= alpha in "
+                f"{h.cells_mean_error_ok}/{h.n_cells}, share_ok >= 0.95 in {h.cells_share_ok}/{h.n_cells}"
+            )
     for bound in dict.fromkeys(r.bound for r in study.resampling):
         rows = [r for r in study.resampling if r.bound == bound]
-        print(f"{bound:22s} document resampling: worst failure rate {max(r.failure_rate for r in rows):.3f} "
-              f"(limit {rows[0].mc_limit:.3f}) over {len(rows)} (cell, alpha)")
+        print(
+            f"{bound:22s} document resampling: worst failure rate {max(r.failure_rate for r in rows):.3f} "
+            f"(limit {rows[0].mc_limit:.3f}) over {len(rows)} (cell, alpha)"
+        )
     for path in paths:
         print(f"written:     {path}")
     return 0
@@ -176,9 +208,13 @@ def run_pairwise_decisions(args: argparse.Namespace, log: Any) -> int:
         raise DataError(None, None, "--splits must be >= 1, --draws >= 0 and --delta in (0, 1)")
     tables = load_tables(resolve_data_dir(args.data_dir))
     study = run_pairwise_decisions(
-        tables, n_splits=args.splits, seed=args.seed, delta=args.delta,
+        tables,
+        n_splits=args.splits,
+        seed=args.seed,
+        delta=args.delta,
         n_draws=args.draws,
-        progress=(lambda t: t) if args.no_progress else (lambda t: tqdm(list(t), desc="pairwise", leave=False)))
+        progress=(lambda t: t) if args.no_progress else (lambda t: tqdm(list(t), desc="pairwise", leave=False)),
+    )
     paths = write_pairwise_decisions(study, args.out)
     if args.export is not None:
         from artifact.pairwise import encode_pairwise_artifact
@@ -204,10 +240,15 @@ def run_estimates(args: argparse.Namespace, log: Any) -> int:
     if min(args.resamples, args.iterations) < 1 or args.betting_resamples < 0:
         raise DataError(None, None, "--resamples and --iterations must be >= 1, --betting-resamples >= 0")
     parts = ("summeval", "arena") if args.part == "all" else (args.part,)
-    study = run_estimates_study(resolve_data_dir(args.data_dir), parts=parts, resamples=args.resamples,
-                                betting_resamples=args.betting_resamples, iterations=args.iterations, seed=args.seed,
-                                progress=None if args.no_progress else
-                                (lambda desc: (lambda t: tqdm(t, desc=desc, leave=False))))
+    study = run_estimates_study(
+        resolve_data_dir(args.data_dir),
+        parts=parts,
+        resamples=args.resamples,
+        betting_resamples=args.betting_resamples,
+        iterations=args.iterations,
+        seed=args.seed,
+        progress=None if args.no_progress else (lambda desc: lambda t: tqdm(t, desc=desc, leave=False)),
+    )
     paths = write_estimates_study(study, args.out)
     log.info("estimates finished", summeval_rows=len(study.summeval), arena_rows=len(study.arena))
     for path in paths:

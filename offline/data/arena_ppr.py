@@ -97,6 +97,12 @@ def load_arena_ppr(data_dir: Path | str) -> ArenaPPR:
         judges[path.name.removesuffix(".jsonl")] = np.array([WINNERS[r.winner] for r in rows], dtype=np.int8)
     if not judges:
         raise DataError(folder, None, "no judge file beside human.jsonl")
-    return ArenaPPR(question_ids=[r.question_id for r in human], model_a=[r.model_a for r in human],
-                    model_b=[r.model_b for r in human], human=np.array([WINNERS[r.winner] for r in human], np.int8),
-                    human_winners=[r.winner for r in human], judges=judges, path=str(folder))
+    return ArenaPPR(
+        question_ids=[r.question_id for r in human],
+        model_a=[r.model_a for r in human],
+        model_b=[r.model_b for r in human],
+        human=np.array([WINNERS[r.winner] for r in human], np.int8),
+        human_winners=[r.winner for r in human],
+        judges=judges,
+        path=str(folder),
+    )

@@ -192,12 +192,19 @@ def convert_finesure(raw: bytes) -> bytes:
             continue
         try:
             row = json.loads(line)
-            out.append({
-                "hash": row["doc_id"], "model_name": row["model"], "dataset": row["source"], "split": row["split"],
-                "sentences": row["sentences"], "response": row["llm_output"],
-                "pred_error": row["pred_faithfulness_labels"], "pred_error_type": row["pred_faithfulness_error_type"],
-                "human_sentence_annotations": row["raw_annotations"],
-            })
+            out.append(
+                {
+                    "hash": row["doc_id"],
+                    "model_name": row["model"],
+                    "dataset": row["source"],
+                    "split": row["split"],
+                    "sentences": row["sentences"],
+                    "response": row["llm_output"],
+                    "pred_error": row["pred_faithfulness_labels"],
+                    "pred_error_type": row["pred_faithfulness_error_type"],
+                    "human_sentence_annotations": row["raw_annotations"],
+                }
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"line {number}: FineSurE row not understood: {exc!r}") from None
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in out).encode("utf-8")
@@ -247,8 +254,11 @@ def _download_once(url: str, part: Path, size: int, sha256: str, timeout: float,
         part.unlink()
         offset = 0
     with _open(url, offset, timeout) as response:
-        resumed = bool(offset) and response.status == 206 and \
-            str(response.headers.get("Content-Range", "")).startswith(f"bytes {offset}-")
+        resumed = (
+            bool(offset)
+            and response.status == 206
+            and str(response.headers.get("Content-Range", "")).startswith(f"bytes {offset}-")
+        )
         with part.open("ab" if resumed else "wb") as fh:
             _copy(response, fh, size, bar)
     received = part.stat().st_size
@@ -257,13 +267,25 @@ def _download_once(url: str, part: Path, size: int, sha256: str, timeout: float,
     got = _digest(part)
     if got != (size, sha256):
         part.unlink()
-        raise _Refused(f"got {got[0]} bytes with sha256 {got[1]}, expected {size} bytes with sha256 {sha256} "
-                       "(the digest of the copy the project was developed on)")
+        raise _Refused(
+            f"got {got[0]} bytes with sha256 {got[1]}, expected {size} bytes with sha256 {sha256} "
+            "(the digest of the copy the project was developed on)"
+        )
     return resumed
 
 
-def _download(url: str, part: Path, label: str, size: int, sha256: str, *, retries: int, backoff: float,
-              timeout: float, bar: Progress) -> None:
+def _download(
+    url: str,
+    part: Path,
+    label: str,
+    size: int,
+    sha256: str,
+    *,
+    retries: int,
+    backoff: float,
+    timeout: float,
+    bar: Progress,
+) -> None:
     """Download ``url`` into ``part`` until its size and digest match, retrying transient failures."""
     last = ""
     for attempt in range(1, retries + 1):
@@ -294,8 +316,9 @@ class _DownloadOptions(TypedDict):
     bar: Progress
 
 
-def _fetch_one(entry: DataFile, out: Path, mirror: str | None, *, retries: int, backoff: float, timeout: float,
-               bar: Progress) -> None:
+def _fetch_one(
+    entry: DataFile, out: Path, mirror: str | None, *, retries: int, backoff: float, timeout: float, bar: Progress
+) -> None:
     dest = out / entry.path
     dest.parent.mkdir(parents=True, exist_ok=True)
     part = dest.with_name(dest.name + ".part")
@@ -317,8 +340,12 @@ def _fetch_one(entry: DataFile, out: Path, mirror: str | None, *, retries: int, 
         raw_part.unlink(missing_ok=True)
     got = (len(converted), hashlib.sha256(converted).hexdigest())
     if got != (entry.size, entry.sha256):
-        raise DataError(entry.path, None, f"the conversion of {entry.raw.url} gave {got[0]} bytes with sha256 "
-                        f"{got[1]}, expected {entry.size} bytes with sha256 {entry.sha256}: refused")
+        raise DataError(
+            entry.path,
+            None,
+            f"the conversion of {entry.raw.url} gave {got[0]} bytes with sha256 "
+            f"{got[1]}, expected {entry.size} bytes with sha256 {entry.sha256}: refused",
+        )
     with part.open("wb") as fh:
         fh.write(converted)
         fh.flush()
@@ -326,9 +353,16 @@ def _fetch_one(entry: DataFile, out: Path, mirror: str | None, *, retries: int, 
     os.replace(part, dest)
 
 
-def fetch_data(out: Path, files: Iterable[DataFile], *, mirror: str | None = None, retries: int = 4,
-               backoff: float = 0.5, timeout: float = 60.0,
-               progress: Callable[[int], Progress] | None = None) -> FetchReport:
+def fetch_data(
+    out: Path,
+    files: Iterable[DataFile],
+    *,
+    mirror: str | None = None,
+    retries: int = 4,
+    backoff: float = 0.5,
+    timeout: float = 60.0,
+    progress: Callable[[int], Progress] | None = None,
+) -> FetchReport:
     """Make ``out`` hold every manifest file with its digest: skip the ones present, fetch the rest.
 
     ``mirror``: base URL of a copy of the data directory (every file is then fetched from it). ``progress``:
@@ -345,9 +379,13 @@ def fetch_data(out: Path, files: Iterable[DataFile], *, mirror: str | None = Non
         unavailable = [e for e in todo if e.mirror_only]
         if unavailable:
             lines = "\n".join(f"  {e.path}: {e.note or 'no public source is pinned'}" for e in unavailable)
-            raise DataError(out, None, f"{len(unavailable)} file(s) have no pinned public source and can only come "
-                            f"from a mirror of the data directory: set {MIRROR_ENV} (or --mirror) to its base URL, "
-                            f"or set {DATA_DIR_ENV} to an existing copy.\n{lines}")
+            raise DataError(
+                out,
+                None,
+                f"{len(unavailable)} file(s) have no pinned public source and can only come "
+                f"from a mirror of the data directory: set {MIRROR_ENV} (or --mirror) to its base URL, "
+                f"or set {DATA_DIR_ENV} to an existing copy.\n{lines}",
+            )
     out.mkdir(parents=True, exist_ok=True)
     marker = out / INCOMPLETE_MARKER
     marker.touch()
@@ -362,8 +400,14 @@ def fetch_data(out: Path, files: Iterable[DataFile], *, mirror: str | None = Non
     return FetchReport(target=out, fetched=tuple(e.path for e in todo), present=present)
 
 
-def build_data_dir(explicit: Path | None, *, mirror: str | None, manifest: Path = MANIFEST,
-                   env: Mapping[str, str] | None = None, **options: Any) -> FetchReport:
+def build_data_dir(
+    explicit: Path | None,
+    *,
+    mirror: str | None,
+    manifest: Path = MANIFEST,
+    env: Mapping[str, str] | None = None,
+    **options: Any,
+) -> FetchReport:
     """``python -m offline data``: an explicit ``--out`` is completed; the default directory (``$DATA_DIR``, else
     ``../shared/data``) is used as is when it exists without the in-progress marker, else built."""
     target, given = target_dir(explicit, env)

@@ -120,9 +120,17 @@ def _row(judge: str, path: Path, line: int, raw: _Row, frank_keys: _Keys) -> Fac
         types = tuple(annotation.factuality_types) if len(annotation.factuality_types) == n else None
         annotators.append(Annotator(name=name, labels=tuple(labels), types=types))
     return FactCheckRow(
-        judge=judge, line=line, hash=raw.hash, model_name=raw.model_name, dataset=raw.dataset, split=raw.split,
-        sentences=tuple(raw.sentences), response=raw.response, pred_error=tuple(raw.pred_error),
-        pred_error_type=tuple(raw.pred_error_type), annotators=tuple(annotators),
+        judge=judge,
+        line=line,
+        hash=raw.hash,
+        model_name=raw.model_name,
+        dataset=raw.dataset,
+        split=raw.split,
+        sentences=tuple(raw.sentences),
+        response=raw.response,
+        pred_error=tuple(raw.pred_error),
+        pred_error_type=tuple(raw.pred_error_type),
+        annotators=tuple(annotators),
     )
 
 

@@ -188,8 +188,11 @@ def _read_judge_file(path: Path, info: JudgeInfo, item_ids: set[str]) -> Recorde
             if not math.isfinite(row.mean_of_samples) or not 1 <= row.mean_of_samples <= N_LABELS:
                 raise DataError(path, line, f"mean_of_samples {row.mean_of_samples!r} is outside 1..{N_LABELS}")
             if row.score is not None or row.logprobs is not None:
-                raise DataError(path, line, "a mean_of_samples row carries no score or logprobs (its kind of "
-                                "verdict is the mean alone)")
+                raise DataError(
+                    path,
+                    line,
+                    "a mean_of_samples row carries no score or logprobs (its kind of verdict is the mean alone)",
+                )
         if row.n_samples is not None and row.n_samples < 1:
             raise DataError(path, line, f"n_samples {row.n_samples!r} must be at least 1")
         key = (row.item_id, row.criterion)

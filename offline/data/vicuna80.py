@@ -130,15 +130,15 @@ def _read_items(path: Path) -> dict[str, Vicuna80Item]:
         for name in row.answers:
             if not name or any(mark in name for mark in _FORBIDDEN):
                 raise DataError(path, line, f"assistant name {name!r} is empty or contains '/' or '|'")
-        items[row.item_id] = Vicuna80Item(item_id=row.item_id, category=row.category, question=row.question,
-                                          answers=dict(row.answers))
+        items[row.item_id] = Vicuna80Item(
+            item_id=row.item_id, category=row.category, question=row.question, answers=dict(row.answers)
+        )
     if not items:
         raise DataError(path, None, "no item")
     return items
 
 
-def _check_pair(path: Path, line: int, items: dict[str, Vicuna80Item], item_id: str, first: str, second: str
-                ) -> None:
+def _check_pair(path: Path, line: int, items: dict[str, Vicuna80Item], item_id: str, first: str, second: str) -> None:
     if item_id not in items:
         raise DataError(path, line, f"item_id {item_id!r} is not in items.jsonl")
     if first == second:
@@ -158,19 +158,35 @@ def _read_judge(path: Path, items: dict[str, Vicuna80Item]) -> tuple[JudgeVerdic
         _check_pair(path, line, items, row.item_id, row.first, row.second)
         for name in (row.first, row.second):
             if name not in items[row.item_id].answers:
-                raise DataError(path, line, f"assistant {name!r} has no answer in item {row.item_id!r} "
-                                f"(answers: {', '.join(sorted(items[row.item_id].answers))})")
+                raise DataError(
+                    path,
+                    line,
+                    f"assistant {name!r} has no answer in item {row.item_id!r} "
+                    f"(answers: {', '.join(sorted(items[row.item_id].answers))})",
+                )
         _check_label(path, line, "label", row.label)
         if row.repetition < 0:
             raise DataError(path, line, f"repetition must be >= 0, got {row.repetition}")
         key = (row.item_id, row.first, row.second, row.repetition)
         if key in seen:
-            raise DataError(path, line, f"duplicate verdict for {row.first} vs {row.second} in {row.item_id} "
-                            f"(repetition {row.repetition})")
+            raise DataError(
+                path,
+                line,
+                f"duplicate verdict for {row.first} vs {row.second} in {row.item_id} (repetition {row.repetition})",
+            )
         seen.add(key)
-        rows.append(JudgeVerdict(judge=judge, item_id=row.item_id, first=row.first, second=row.second,
-                                 repetition=row.repetition, response=row.response, label=row.label,  # type: ignore[arg-type]
-                                 line=line))
+        rows.append(
+            JudgeVerdict(
+                judge=judge,
+                item_id=row.item_id,
+                first=row.first,
+                second=row.second,
+                repetition=row.repetition,
+                response=row.response,
+                label=row.label,  # type: ignore[arg-type]
+                line=line,
+            )
+        )
     if not rows:
         raise DataError(path, None, "no verdict")
     return tuple(rows)
@@ -188,8 +204,15 @@ def _read_human(path: Path, items: dict[str, Vicuna80Item]) -> tuple[tuple[Human
             outside.update(lacking)
             left_out += 1
             continue
-        votes.append(HumanVote(item_id=row.item_id, first=row.first, second=row.second, vote=row.vote,  # type: ignore[arg-type]
-                               line=line))
+        votes.append(
+            HumanVote(
+                item_id=row.item_id,
+                first=row.first,
+                second=row.second,
+                vote=row.vote,  # type: ignore[arg-type]
+                line=line,
+            )
+        )
     return tuple(votes), dict(sorted(outside.items())), left_out
 
 
@@ -215,5 +238,13 @@ def load_vicuna80(data_dir: Path | str) -> Vicuna80:
         raise DataError(prompts_path, None, "file not found") from None
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise DataError(prompts_path, None, f"not a JSON list of prompt objects: {exc}") from None
-    return Vicuna80(items=items, judges=judges, judge_paths={p.name.removesuffix(".jsonl"): str(p) for p in paths},
-                    human=human, human_outside=outside, n_human_left_out=left_out, prompts=prompts, path=str(folder))
+    return Vicuna80(
+        items=items,
+        judges=judges,
+        judge_paths={p.name.removesuffix(".jsonl"): str(p) for p in paths},
+        human=human,
+        human_outside=outside,
+        n_human_left_out=left_out,
+        prompts=prompts,
+        path=str(folder),
+    )

@@ -81,19 +81,38 @@ def read_summary(path: Path, kind: type[T]) -> T | None:
 def _index_links(out: Path, written_tables: list[Path]) -> dict[str, str]:
     """The index's links: the tables just written and every study file present under ``out``."""
     links = {p.relative_to(out).as_posix(): p.relative_to(out).as_posix() for p in written_tables}
-    factuality_files = ("factuality/baselines.md", "factuality/baselines.json", factuality_llm.MARKDOWN_FILE,
-                        factuality_llm.JSON_FILE, faithfulness.MARKDOWN_FILE, faithfulness.JSON_FILE,
-                        factuality_sentences.MARKDOWN_FILE, factuality_sentences.JSON_FILE,
-                        factuality_sentences.VALIDITY_MARKDOWN_FILE, factuality_sentences.VALIDITY_JSON_FILE)
-    for name in (VALIDITY_MARKDOWN, VALIDITY_JSON, "conformal/halves.md", *factuality_files,
-                 *SUMMARY_FILES.values(), VICUNA80_JSON):
+    factuality_files = (
+        "factuality/baselines.md",
+        "factuality/baselines.json",
+        factuality_llm.MARKDOWN_FILE,
+        factuality_llm.JSON_FILE,
+        faithfulness.MARKDOWN_FILE,
+        faithfulness.JSON_FILE,
+        factuality_sentences.MARKDOWN_FILE,
+        factuality_sentences.JSON_FILE,
+        factuality_sentences.VALIDITY_MARKDOWN_FILE,
+        factuality_sentences.VALIDITY_JSON_FILE,
+    )
+    for name in (
+        VALIDITY_MARKDOWN,
+        VALIDITY_JSON,
+        "conformal/halves.md",
+        *factuality_files,
+        *SUMMARY_FILES.values(),
+        VICUNA80_JSON,
+    ):
         if (out / name).exists():
             links[name] = name
     return links
 
 
-def _with_sections(text: str, validity: ValiditySummary | None, halves: dict | None, vicuna80: Vicuna80Summary | None,
-                   sentences: SentenceStudySummary | None) -> str:
+def _with_sections(
+    text: str,
+    validity: ValiditySummary | None,
+    halves: dict | None,
+    vicuna80: Vicuna80Summary | None,
+    sentences: SentenceStudySummary | None,
+) -> str:
     """The rendered index with the sections of the studies present: validity first (what is served comes before
     the paper's reproduction), the Vicuna80 tournaments and the sentence-level study last."""
     if validity is not None:
@@ -124,8 +143,14 @@ def build_report(out_dir: Path | str) -> ReportFiles:
     halves_path = out / "conformal" / "halves.json"
     halves = msgspec.json.decode(halves_path.read_bytes()) if halves_path.exists() else None
     baselines = (out / "factuality" / "baselines.json").exists()
-    if conformal is None and transitivity is None and position_bias is None and llm is None and not baselines \
-            and sentences is None:
+    if (
+        conformal is None
+        and transitivity is None
+        and position_bias is None
+        and llm is None
+        and not baselines
+        and sentences is None
+    ):
         raise FileNotFoundError(f"no study summary under {out}: run `python -m offline calibrate --out {out}` first")
     written_tables: list[Path] = []
     written_figures: list[tuple[str, Path]] = []
@@ -135,34 +160,52 @@ def build_report(out_dir: Path | str) -> ReportFiles:
         written_tables.append(path)
         folder = out / "conformal"
         written_figures += [
-            ("Figure 3 — set size and coverage (paper's method)",
-             figures.set_size_heatmap(conformal, folder / "set_size_heatmap.png")),
-            ("Set size and coverage (default method per cell)",
-             figures.set_size_heatmap(conformal, folder / "set_size_heatmap_default.png", defaults=True)),
-            ("Figure 4 — width-error reliability", figures.width_error_reliability(conformal,
-                                                                                  folder / "width_error.png")),
-            ("Figure 5 — inter-judge width agreement", figures.inter_judge_matrices(conformal,
-                                                                                   folder / "inter_judge.png")),
+            (
+                "Figure 3 — set size and coverage (paper's method)",
+                figures.set_size_heatmap(conformal, folder / "set_size_heatmap.png"),
+            ),
+            (
+                "Set size and coverage (default method per cell)",
+                figures.set_size_heatmap(conformal, folder / "set_size_heatmap_default.png", defaults=True),
+            ),
+            (
+                "Figure 4 — width-error reliability",
+                figures.width_error_reliability(conformal, folder / "width_error.png"),
+            ),
+            (
+                "Figure 5 — inter-judge width agreement",
+                figures.inter_judge_matrices(conformal, folder / "inter_judge.png"),
+            ),
             ("Figure 6 — coverage vs 1−α", figures.coverage_vs_alpha(conformal, folder / "coverage_vs_alpha.png")),
         ]
     if validity is not None:
-        written_figures.insert(0, ("The served artifact's coverage on unseen documents (validity study)",
-                                   validity_figure(validity, out / VALIDITY_FIGURE)))
+        written_figures.insert(
+            0,
+            (
+                "The served artifact's coverage on unseen documents (validity study)",
+                validity_figure(validity, out / VALIDITY_FIGURE),
+            ),
+        )
     if transitivity is not None:
         path = out / "transitivity" / "tables.md"
         path.write_text(tables.transitivity_tables(transitivity), encoding="utf-8")
         written_tables.append(path)
         title = "Figure 2 — per-input violation rates" + (f" ({transitivity.label})" if transitivity.simulated else "")
-        written_figures.append((title, figures.violation_violins(transitivity,
-                                                                 out / "transitivity" / "violation_rates.png")))
+        written_figures.append(
+            (title, figures.violation_violins(transitivity, out / "transitivity" / "violation_rates.png"))
+        )
     if position_bias is not None:
         path = out / "position_bias" / "tables.md"
         path.write_text(tables.position_bias_tables(position_bias), encoding="utf-8")
         written_tables.append(path)
     if llm is not None:
         title = "FRANK — LLM judges vs baseline metrics (partial correlation, same items)"
-        written_figures.append((title + (f" — {llm.label}" if llm.label else ""),
-                                figures.factuality_comparison(llm, out / factuality_llm.FIGURE_FILE)))
+        written_figures.append(
+            (
+                title + (f" — {llm.label}" if llm.label else ""),
+                figures.factuality_comparison(llm, out / factuality_llm.FIGURE_FILE),
+            )
+        )
     if vicuna80 is not None:  # the real tournaments: a section after the (simulated) SummEval tables
         path = out / "transitivity" / "tables.md"
         before = path.read_text(encoding="utf-8").rstrip("\n") + "\n\n" if transitivity is not None else ""
@@ -171,14 +214,22 @@ def build_report(out_dir: Path | str) -> ReportFiles:
             written_tables.append(path)
         written_figures += vicuna80_figures(vicuna80, out)
     if sentences is not None:
-        written_figures.append(("FRANK — error types: human majority type vs LLM category (FineSurE recordings)",
-                                confusion_figure(sentences, out / factuality_sentences.FIGURE_FILE)))
+        written_figures.append(
+            (
+                "FRANK — error types: human majority type vs LLM category (FineSurE recordings)",
+                confusion_figure(sentences, out / factuality_sentences.FIGURE_FILE),
+            )
+        )
     index = out / "index.md"
     text = render_index(
-        conformal=conformal, transitivity=transitivity, position_bias=position_bias, ingest=ingest,
+        conformal=conformal,
+        transitivity=transitivity,
+        position_bias=position_bias,
+        ingest=ingest,
         links=_index_links(out, written_tables),
         figures=[(title, p.relative_to(out).as_posix()) for title, p in written_figures],
-        llm=llm, faithfulness=faithful,
+        llm=llm,
+        faithfulness=faithful,
     )
     index.write_text(_with_sections(text, validity, halves, vicuna80, sentences), encoding="utf-8")
     return ReportFiles(index=index, tables=tuple(written_tables), figures=tuple(p for _, p in written_figures))

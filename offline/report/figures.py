@@ -63,8 +63,10 @@ def set_size_heatmap(s: ConformalSummary, path: Path, *, method: str = PAPER_MET
     ax.set_xticks(range(len(CRITERIA)), [c.capitalize() for c in CRITERIA])
     ax.set_yticks(range(len(judges)), [_short(j) for j in judges])
     which = "default method per cell" if defaults else f"{method}"
-    ax.set_title(f"Average prediction set size and coverage at α={HEADLINE_ALPHA:.2f} ({which}; smaller = more "
-                 f"informative)", fontsize=9)
+    ax.set_title(
+        f"Average prediction set size and coverage at α={HEADLINE_ALPHA:.2f} ({which}; smaller = more informative)",
+        fontsize=9,
+    )
     figure.colorbar(image, ax=ax, label="mean set size")
     return _save(figure, path)
 
@@ -81,11 +83,11 @@ def width_error_reliability(s: ConformalSummary, path: Path) -> Path:
         if p is None or not p.reliability:
             continue
         widths = [b.width for b in p.reliability]
-        ax.errorbar(widths, [b.mae for b in p.reliability], yerr=[b.ci95 for b in p.reliability], marker="o",
-                    capsize=3)
+        ax.errorbar(widths, [b.mae for b in p.reliability], yerr=[b.ci95 for b in p.reliability], marker="o", capsize=3)
         for b in p.reliability:
-            ax.annotate(f"n={b.n}", (b.width, b.mae), textcoords="offset points", xytext=(0, 8), fontsize=7,
-                        ha="center")
+            ax.annotate(
+                f"n={b.n}", (b.width, b.mae), textcoords="offset points", xytext=(0, 8), fontsize=7, ha="center"
+            )
         rs = p.correlation
         label = "rs n/a" if rs.statistic is None else f"rs={rs.statistic:+.3f} p={rs.p_value:.2g} n={rs.n}"
         ax.set_title(f"{criterion.capitalize()}\n{label}", fontsize=9)
@@ -93,8 +95,11 @@ def width_error_reliability(s: ConformalSummary, path: Path) -> Path:
         ax.set_xticks(range(1, 6))
         ax.set_xlim(0.5, 5.5)
     axes[0].set_ylabel("mean |judge − y*|")
-    figure.suptitle(f"Width-error reliability ({PAPER_METHOD}, α={HEADLINE_ALPHA:.2f}, all judges pooled over "
-                    "test halves of all splits)", fontsize=10)
+    figure.suptitle(
+        f"Width-error reliability ({PAPER_METHOD}, α={HEADLINE_ALPHA:.2f}, all judges pooled over "
+        "test halves of all splits)",
+        fontsize=10,
+    )
     return _save(figure, path)
 
 
@@ -125,8 +130,9 @@ def inter_judge_matrices(s: ConformalSummary, path: Path) -> Path:
         ax.set_title(f"{criterion.capitalize()} r̄={mean}", fontsize=9)
     if image is not None:
         figure.colorbar(image, ax=list(axes), label="Spearman r", shrink=0.7)
-    figure.suptitle(f"Inter-judge agreement on prediction set width ({PAPER_METHOD}, α={HEADLINE_ALPHA:.2f})",
-                    fontsize=10)
+    figure.suptitle(
+        f"Inter-judge agreement on prediction set width ({PAPER_METHOD}, α={HEADLINE_ALPHA:.2f})", fontsize=10
+    )
     return _save(figure, path)
 
 
@@ -136,8 +142,10 @@ def coverage_vs_alpha(s: ConformalSummary, path: Path, *, method: str = PAPER_ME
     axes = figure.subplots(1, len(CRITERIA), sharey=True)
     alphas = np.array(s.alphas)
     for ax, criterion in zip(axes, CRITERIA, strict=True):
-        rows = [[c.coverage for a in s.alphas if (c := s.cell(j, criterion, method, a)) is not None]
-                for j in sorted({c.judge for c in s.cells})]
+        rows = [
+            [c.coverage for a in s.alphas if (c := s.cell(j, criterion, method, a)) is not None]
+            for j in sorted({c.judge for c in s.cells})
+        ]
         rows = [r for r in rows if len(r) == len(s.alphas)]
         if rows:
             values = np.array(rows)
@@ -200,9 +208,15 @@ def factuality_comparison(s: LLMFactualitySummary, path: Path) -> Path:
         ax.barh(positions, [0.0 if v is None else v for v in values], color=colours)
         for y, value in zip(positions, values, strict=True):
             text = "n/a" if value is None else f"{value:+.3f}"
-            ax.annotate(text, (0.0 if value is None else value, y), textcoords="offset points",
-                        xytext=(4 if (value or 0) >= 0 else -4, 0), ha="left" if (value or 0) >= 0 else "right",
-                        va="center", fontsize=7)
+            ax.annotate(
+                text,
+                (0.0 if value is None else value, y),
+                textcoords="offset points",
+                xytext=(4 if (value or 0) >= 0 else -4, 0),
+                ha="left" if (value or 0) >= 0 else "right",
+                va="center",
+                fontsize=7,
+            )
         ax.axvline(0.0, color="black", linewidth=0.8)
         ax.set_title(f"partial {name.capitalize()} (controlling for the system)", fontsize=9)
         ax.set_xlim(-1.0, 1.0)

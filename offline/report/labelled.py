@@ -44,13 +44,17 @@ def _pct(value: float | None) -> str:
 
 
 def _pipeline(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, str], int], alpha: float) -> list[str]:
-    lines = ["## What this means for your pipeline", "",
-             f"Per cell and kind of verdict you send (`score` alone, `probabilities` from log-probs), with its "
-             f"default method at α = {alpha} (the human label lies in the set for at least {1 - alpha:.0%} of items "
-             "with probability 95% over the calibration data), on **documents the fit never saw** (held-out splits "
-             "by `group`): of 100 new items, how many the service would accept (set of ≤ 2 labels), send to "
-             "review, or escalate to a human, and how often an accepted set holds the human label. `recipe` is "
-             "the coverage of the whole procedure (default chosen, then fitted) on unseen documents.", ""]
+    lines = [
+        "## What this means for your pipeline",
+        "",
+        f"Per cell and kind of verdict you send (`score` alone, `probabilities` from log-probs), with its "
+        f"default method at α = {alpha} (the human label lies in the set for at least {1 - alpha:.0%} of items "
+        "with probability 95% over the calibration data), on **documents the fit never saw** (held-out splits "
+        "by `group`): of 100 new items, how many the service would accept (set of ≤ 2 labels), send to "
+        "review, or escalate to a human, and how often an accepted set holds the human label. `recipe` is "
+        "the coverage of the whole procedure (default chosen, then fitted) on unseen documents.",
+        "",
+    ]
     rows, flagged = [], []
     for (judge, family, criterion, kind), fit in fits.items():
         k = n_labels.get((judge, family, criterion), 5)
@@ -62,20 +66,58 @@ def _pipeline(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, 
         flag = full_scale_flag(figures, k)
         if flag:
             flagged.append(f"{judge} / {criterion} ({kind})")
-        rows.append([
-            judge, family, criterion, kind, f"1..{k}", f"`{method}`", fmt(figures.coverage), fmt(figures.coverage_p5),
-            "n/a" if recipe is None else fmt(recipe.mean_coverage), fmt(figures.set_size, 2),
-            _pct(figures.accept_share), _pct(figures.review_share), _pct(figures.escalate_share),
-            _pct(figures.accept_accuracy), "**sets are (almost) always the full scale**" if flag else "",
-        ])
-    lines.append(markdown_table(
-        ["judge", "prompt family", "criterion", "kind", "scale", "method", "coverage", "5th pct", "recipe",
-         "set size", "accept", "review", "escalate", "accepted sets holding the human label", "flag"], rows))
+        rows.append(
+            [
+                judge,
+                family,
+                criterion,
+                kind,
+                f"1..{k}",
+                f"`{method}`",
+                fmt(figures.coverage),
+                fmt(figures.coverage_p5),
+                "n/a" if recipe is None else fmt(recipe.mean_coverage),
+                fmt(figures.set_size, 2),
+                _pct(figures.accept_share),
+                _pct(figures.review_share),
+                _pct(figures.escalate_share),
+                _pct(figures.accept_accuracy),
+                "**sets are (almost) always the full scale**" if flag else "",
+            ]
+        )
+    lines.append(
+        markdown_table(
+            [
+                "judge",
+                "prompt family",
+                "criterion",
+                "kind",
+                "scale",
+                "method",
+                "coverage",
+                "5th pct",
+                "recipe",
+                "set size",
+                "accept",
+                "review",
+                "escalate",
+                "accepted sets holding the human label",
+                "flag",
+            ],
+            rows,
+        )
+    )
     if flagged:
-        lines += [f"Flagged ({', '.join(flagged)}): the judge's verdict says little about the human label at this "
-                  "level; expect escalation, collect more labels, try a larger alpha, or improve the prompt.", ""]
-    lines += ["Pick α knowingly: a larger α gives smaller sets (more accepts) and a weaker guarantee. The artifact "
-              "holds every α from 0.01 to 0.30; the table below shows four.", ""]
+        lines += [
+            f"Flagged ({', '.join(flagged)}): the judge's verdict says little about the human label at this "
+            "level; expect escalation, collect more labels, try a larger alpha, or improve the prompt.",
+            "",
+        ]
+    lines += [
+        "Pick α knowingly: a larger α gives smaller sets (more accepts) and a weaker guarantee. The artifact "
+        "holds every α from 0.01 to 0.30; the table below shows four.",
+        "",
+    ]
     return lines
 
 
@@ -86,16 +128,48 @@ def _figures_table(fits: Mapping[FitKey, KindFit]) -> str:
             if not any(abs(f.alpha - a) < 1e-9 for a in TABLE_ALPHAS):
                 continue
             mark = " (default)" if f.method == fit.default.method else ""
-            rows.append([judge, criterion, kind, fmt(f.alpha, 2), f"`{f.method}`{mark}", fmt(f.coverage),
-                         fmt(f.coverage_p5), fmt(f.set_size, 2), _pct(f.empty_share), _pct(f.full_scale_share),
-                         _pct(f.accept_share), _pct(f.review_share), _pct(f.escalate_share),
-                         _pct(f.accept_accuracy), fmt(f.min_label_coverage)])
-    return markdown_table(["judge", "criterion", "kind", "α", "method", "coverage", "5th pct", "set size", "empty",
-                           "full scale", "accept", "review", "escalate", "accept holds label", "min label cov."], rows)
+            rows.append(
+                [
+                    judge,
+                    criterion,
+                    kind,
+                    fmt(f.alpha, 2),
+                    f"`{f.method}`{mark}",
+                    fmt(f.coverage),
+                    fmt(f.coverage_p5),
+                    fmt(f.set_size, 2),
+                    _pct(f.empty_share),
+                    _pct(f.full_scale_share),
+                    _pct(f.accept_share),
+                    _pct(f.review_share),
+                    _pct(f.escalate_share),
+                    _pct(f.accept_accuracy),
+                    fmt(f.min_label_coverage),
+                ]
+            )
+    return markdown_table(
+        [
+            "judge",
+            "criterion",
+            "kind",
+            "α",
+            "method",
+            "coverage",
+            "5th pct",
+            "set size",
+            "empty",
+            "full scale",
+            "accept",
+            "review",
+            "escalate",
+            "accept holds label",
+            "min label cov.",
+        ],
+        rows,
+    )
 
 
-def _coverage_figure(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, str], int],
-                     path: Path) -> Path:
+def _coverage_figure(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, str], int], path: Path) -> Path:
     figure = Figure(figsize=(9, 3.6), layout="constrained")
     cover, size = figure.subplots(1, 2)
     for (judge, family, criterion, kind), fit in fits.items():
@@ -133,27 +207,46 @@ def write_labelled_report(
     heldout = out / "pipeline" / "heldout.json"
     heldout.parent.mkdir(parents=True, exist_ok=True)
     stripped = [
-        {"judge": key[0], "prompt_family": key[1], "criterion": key[2], "input_kind": key[3],
-         "n_labels": n_labels.get(key[:3], 5), **msgspec.to_builtins(msgspec.structs.replace(fit, fitted={}))}
+        {
+            "judge": key[0],
+            "prompt_family": key[1],
+            "criterion": key[2],
+            "input_kind": key[3],
+            "n_labels": n_labels.get(key[:3], 5),
+            **msgspec.to_builtins(msgspec.structs.replace(fit, fitted={})),
+        }
         for key, fit in fits.items()
     ]
     write_json(stripped, heldout)
     figure = _coverage_figure(fits, n_labels, out / "pipeline" / "coverage.png")
-    lines = ["# Calibration report — your labelled data", "",
-             f"Labelled files: {', '.join(f'`{p}`' for p in files)}. Artifact (only these cells): `{thresholds}`; "
-             "serve it by copying it into ARTIFACTS_DIR, or `POST /v1/calibration/reload` with a `name` (README).", ""]
+    lines = [
+        "# Calibration report — your labelled data",
+        "",
+        f"Labelled files: {', '.join(f'`{p}`' for p in files)}. Artifact (only these cells): `{thresholds}`; "
+        "serve it by copying it into ARTIFACTS_DIR, or `POST /v1/calibration/reload` with a `name` (README).",
+        "",
+    ]
     lines += _pipeline(fits, n_labels, headline_alpha)
     if warnings:
         lines += ["## Too few labels", "", *(f"- {w}" for w in warnings), ""]
-    lines += ["## Held-out figures by group", "",
-              "Means over seeded splits by `group` (all items of a document on one side); `empty` sets are "
-              "escalated, never accepted.", "", _figures_table(fits),
-              "![coverage and set size against alpha](pipeline/coverage.png)", "",
-              "## Default method per cell and kind, and why", "",
-              markdown_table(["judge", "prompt family", "criterion", "kind", "method", "reason"],
-                             [[*key, f"`{fit.default.method}`", fit.default.reason] for key, fit in fits.items()]),
-              "Details: [conformal/validity.md](conformal/validity.md), "
-              "[pipeline/heldout.json](pipeline/heldout.json).", ""]
+    lines += [
+        "## Held-out figures by group",
+        "",
+        "Means over seeded splits by `group` (all items of a document on one side); `empty` sets are "
+        "escalated, never accepted.",
+        "",
+        _figures_table(fits),
+        "![coverage and set size against alpha](pipeline/coverage.png)",
+        "",
+        "## Default method per cell and kind, and why",
+        "",
+        markdown_table(
+            ["judge", "prompt family", "criterion", "kind", "method", "reason"],
+            [[*key, f"`{fit.default.method}`", fit.default.reason] for key, fit in fits.items()],
+        ),
+        "Details: [conformal/validity.md](conformal/validity.md), [pipeline/heldout.json](pipeline/heldout.json).",
+        "",
+    ]
     index = out / "index.md"
     index.write_text("\n".join(lines))
     return index, heldout, figure

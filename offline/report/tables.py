@@ -49,8 +49,9 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 def _mark(c: CorrelationResult) -> str:
     if c.statistic is None:
         return "n/a"
-    mark = "‡" if c.p_value is not None and c.p_value < 0.01 else "†" if c.p_value is not None and c.p_value < 0.05 \
-        else ""
+    mark = (
+        "‡" if c.p_value is not None and c.p_value < 0.01 else "†" if c.p_value is not None and c.p_value < 0.05 else ""
+    )
     text = f"{c.statistic:+.2f}{mark}"
     return f"**{text}**" if c.statistic > 0.5 else text
 
@@ -60,8 +61,11 @@ def _judges(summary: ConformalSummary) -> list[str]:
 
 
 def _table3(s: ConformalSummary, method: str) -> str:
-    header = ["Judge"] + [f"{SHORT[c]} {k}" for c in TABLE3_CRITERIA for k in ("size", "cov.")] + \
-        ["rs(w,e) " + "/".join(SHORT[c] for c in CRITERIA)]
+    header = (
+        ["Judge"]
+        + [f"{SHORT[c]} {k}" for c in TABLE3_CRITERIA for k in ("size", "cov.")]
+        + ["rs(w,e) " + "/".join(SHORT[c] for c in CRITERIA)]
+    )
     rows = []
     for judge in _judges(s):
         row = [judge]
@@ -98,30 +102,57 @@ def _table4(s: ConformalSummary) -> str:
     lookup = {(a.judge_a, a.judge_b, a.criterion): a for a in s.inter_judge}
     rows = []
     for a, b in pairs:
-        rows.append([f"{a} / {b}"] + [_mark(lookup[a, b, c].correlation) if (a, b, c) in lookup else ""
-                                      for c in CRITERIA] + [str(next(x.n_items for x in s.inter_judge
-                                                                    if (x.judge_a, x.judge_b) == (a, b)))])
+        rows.append(
+            [f"{a} / {b}"]
+            + [_mark(lookup[a, b, c].correlation) if (a, b, c) in lookup else "" for c in CRITERIA]
+            + [str(next(x.n_items for x in s.inter_judge if (x.judge_a, x.judge_b) == (a, b)))]
+        )
     means = []
     for criterion in CRITERIA:
-        values = [x.correlation.statistic for x in s.inter_judge
-                  if x.criterion == criterion and x.correlation.statistic is not None]
+        values = [
+            x.correlation.statistic
+            for x in s.inter_judge
+            if x.criterion == criterion and x.correlation.statistic is not None
+        ]
         means.append(fmt(sum(values) / len(values), 2, signed=True) if values else "n/a")
     rows.append(["**Mean**", *means, ""])
     return markdown_table(["Judge pair", *[SHORT[c] for c in CRITERIA], "common items"], rows)
 
 
 def _methods_table(s: ConformalSummary) -> str:
-    header = ["Judge", "Criterion", "Method", "cov.", "± std", "size", "min judge-bin cov.", "min label cov.",
-              "valid", "keeps bins", "rs(w,e)"]
+    header = [
+        "Judge",
+        "Criterion",
+        "Method",
+        "cov.",
+        "± std",
+        "size",
+        "min judge-bin cov.",
+        "min label cov.",
+        "valid",
+        "keeps bins",
+        "rs(w,e)",
+    ]
     rows = []
     for judge in _judges(s):
         for criterion in CRITERIA:
             for c in s.cells:
                 if (c.judge, c.criterion) == (judge, criterion) and abs(c.alpha - HEADLINE_ALPHA) < 1e-9:
-                    rows.append([judge, criterion, c.method, fmt(c.coverage), fmt(c.coverage_std), fmt(c.set_size, 2),
-                                 fmt(c.min_bin_coverage), fmt(c.min_label_coverage), "yes" if c.valid_coverage else
-                                 "**no**", "yes" if c.keeps_bin_coverage else "no",
-                                 fmt(c.spearman_width_error, 2, signed=True)])
+                    rows.append(
+                        [
+                            judge,
+                            criterion,
+                            c.method,
+                            fmt(c.coverage),
+                            fmt(c.coverage_std),
+                            fmt(c.set_size, 2),
+                            fmt(c.min_bin_coverage),
+                            fmt(c.min_label_coverage),
+                            "yes" if c.valid_coverage else "**no**",
+                            "yes" if c.keeps_bin_coverage else "no",
+                            fmt(c.spearman_width_error, 2, signed=True),
+                        ]
+                    )
     return markdown_table(header, rows)
 
 
@@ -132,49 +163,148 @@ def conformal_tables(s: ConformalSummary) -> str:
     out.append(f"## Table 3 — set size and coverage at α={HEADLINE_ALPHA:.2f} (`{PAPER_METHOD}`)\n")
     out.append(_table3(s, PAPER_METHOD))
     out.append("rs(w,e): Spearman of set width with |judge score − y*|, pooled over the test halves of all splits.\n")
-    out.append(f"## Table 4 — inter-judge agreement on set width (Spearman, α={HEADLINE_ALPHA:.2f}, `{PAPER_METHOD}`)"
-               "\n")
+    out.append(
+        f"## Table 4 — inter-judge agreement on set width (Spearman, α={HEADLINE_ALPHA:.2f}, `{PAPER_METHOD}`)\n"
+    )
     out.append(_table4(s))
     out.append("‡ p<.01, † p<.05, bold r>0.50; pooled over the test halves of common splits (p-values optimistic).\n")
     out.append(f"## Table 5 — coverage and set size at every α (`{PAPER_METHOD}`; bold = coverage ≥ 1−α)\n")
     out.append(_table5(s, PAPER_METHOD))
     out.append("## Width-error correlation pooled over judges (`residual`, α=0.10)\n")
-    out.append(markdown_table(
-        ["Criterion", "Spearman rs", "p", "n"],
-        [[p.criterion, fmt(p.correlation.statistic, 3, signed=True), _p(p.correlation.p_value), str(p.correlation.n)]
-         for p in s.pooled_width_error]))
+    out.append(
+        markdown_table(
+            ["Criterion", "Spearman rs", "p", "n"],
+            [
+                [
+                    p.criterion,
+                    fmt(p.correlation.statistic, 3, signed=True),
+                    _p(p.correlation.p_value),
+                    str(p.correlation.n),
+                ]
+                for p in s.pooled_width_error
+            ],
+        )
+    )
     out.append("## Criterion versus judge: share of variance in cell mean set size (α=0.10)\n")
-    out.append(markdown_table(
-        ["Method", "η² criterion", "η² judge", "η² residual", "judges"],
-        [[v.method, fmt(v.eta2_criterion), fmt(v.eta2_judge), fmt(v.eta2_residual), str(len(v.judges))]
-         for v in s.variance]))
-    out.append("## Beyond the paper — headline: best method with valid and within-bin coverage vs the paper's "
-               "(α=0.10)\n")
-    out.append(markdown_table(
-        ["Criterion", f"{PAPER_METHOD} size", "default size", "ratio", "marginal-only best size", "ratio", "judges"],
-        [[h.criterion, fmt(h.paper_set_size, 2), fmt(h.best_set_size, 2), fmt(h.ratio),
-          fmt(h.marginal_best_set_size, 2), fmt(h.marginal_ratio), str(h.n_judges)] for h in s.headline]))
+    out.append(
+        markdown_table(
+            ["Method", "η² criterion", "η² judge", "η² residual", "judges"],
+            [
+                [v.method, fmt(v.eta2_criterion), fmt(v.eta2_judge), fmt(v.eta2_residual), str(len(v.judges))]
+                for v in s.variance
+            ],
+        )
+    )
+    out.append(
+        "## Beyond the paper — headline: best method with valid and within-bin coverage vs the paper's (α=0.10)\n"
+    )
+    out.append(
+        markdown_table(
+            [
+                "Criterion",
+                f"{PAPER_METHOD} size",
+                "default size",
+                "ratio",
+                "marginal-only best size",
+                "ratio",
+                "judges",
+            ],
+            [
+                [
+                    h.criterion,
+                    fmt(h.paper_set_size, 2),
+                    fmt(h.best_set_size, 2),
+                    fmt(h.ratio),
+                    fmt(h.marginal_best_set_size, 2),
+                    fmt(h.marginal_ratio),
+                    str(h.n_judges),
+                ]
+                for h in s.headline
+            ],
+        )
+    )
     out.append("## Default method per judge and criterion (chosen at α=0.10)\n")
-    out.append(markdown_table(
-        ["Judge", "Prompt family", "Criterion", "Method", "size", "cov.", "min judge-bin cov.", "min label cov.",
-         "marginal-only best", "its min label cov.", "Reason"],
-        [[d.judge, d.prompt_family, d.criterion, f"`{d.method}`", fmt(d.set_size, 2), fmt(d.coverage),
-          fmt(d.min_bin_coverage), fmt(d.min_label_coverage),
-          f"`{d.marginal_best_method}` {d.marginal_best_set_size:.2f}", fmt(d.marginal_best_min_label_coverage),
-          d.reason] for d in s.default_methods]))
+    out.append(
+        markdown_table(
+            [
+                "Judge",
+                "Prompt family",
+                "Criterion",
+                "Method",
+                "size",
+                "cov.",
+                "min judge-bin cov.",
+                "min label cov.",
+                "marginal-only best",
+                "its min label cov.",
+                "Reason",
+            ],
+            [
+                [
+                    d.judge,
+                    d.prompt_family,
+                    d.criterion,
+                    f"`{d.method}`",
+                    fmt(d.set_size, 2),
+                    fmt(d.coverage),
+                    fmt(d.min_bin_coverage),
+                    fmt(d.min_label_coverage),
+                    f"`{d.marginal_best_method}` {d.marginal_best_set_size:.2f}",
+                    fmt(d.marginal_best_min_label_coverage),
+                    d.reason,
+                ]
+                for d in s.default_methods
+            ],
+        )
+    )
     out.append("## Which methods keep coverage within bins\n")
-    out.append(markdown_table(
-        ["Method", "α", "cells", "valid coverage", "keeps bins", "both", "mean min judge-bin cov.",
-         "mean min label cov."],
-        [[m.method, fmt(m.alpha, 2), str(m.n_cells), str(m.n_valid_coverage), str(m.n_keeps_bins), str(m.n_both),
-          fmt(m.mean_min_bin_coverage), fmt(m.mean_min_label_coverage)] for m in s.method_bin_validity]))
+    out.append(
+        markdown_table(
+            [
+                "Method",
+                "α",
+                "cells",
+                "valid coverage",
+                "keeps bins",
+                "both",
+                "mean min judge-bin cov.",
+                "mean min label cov.",
+            ],
+            [
+                [
+                    m.method,
+                    fmt(m.alpha, 2),
+                    str(m.n_cells),
+                    str(m.n_valid_coverage),
+                    str(m.n_keeps_bins),
+                    str(m.n_both),
+                    fmt(m.mean_min_bin_coverage),
+                    fmt(m.mean_min_label_coverage),
+                ]
+                for m in s.method_bin_validity
+            ],
+        )
+    )
     out.append("## Every method at α=0.10\n")
     out.append(_methods_table(s))
     out.append("## Items used and excluded (missing or unreadable judge score)\n")
-    out.append(markdown_table(
-        ["Judge", "Prompt family", "Criterion", "answered", "used", "excluded", "log-probs"],
-        [[e.judge, e.prompt_family, e.criterion, str(e.n_answered), str(e.n_used), str(e.n_excluded),
-          "yes" if e.has_probabilities else "no"] for e in s.exclusions]))
+    out.append(
+        markdown_table(
+            ["Judge", "Prompt family", "Criterion", "answered", "used", "excluded", "log-probs"],
+            [
+                [
+                    e.judge,
+                    e.prompt_family,
+                    e.criterion,
+                    str(e.n_answered),
+                    str(e.n_used),
+                    str(e.n_excluded),
+                    "yes" if e.has_probabilities else "no",
+                ]
+                for e in s.exclusions
+            ],
+        )
+    )
     return "\n".join(out)
 
 
@@ -184,31 +314,81 @@ def transitivity_tables(t: TransitivitySummary) -> str:
     out = [f"# Transitivity{tag}\n", f"Source: {t.source}\n"]
     out.append("Rules: " + "; ".join(f"**{k}**: {v}" for k, v in t.rules.items()) + "\n")
     out.append(f"## Tables 1 and 6 — per-input violation rates ρ(x){tag}\n")
-    out.append(markdown_table(
-        ["Judge", "Criterion", "Agg. ρ̄", "% inputs ≥1 cycle", "Max ρ", "Med. ρ", "inputs", "tied pairs"],
-        [[r.judge, r.criterion, fmt(r.mean), f"{100 * r.share_with_cycle:.1f}%", f"{100 * r.max:.1f}%",
-          f"{100 * r.median:.1f}%", str(r.n_inputs), str(r.n_tied_pairs)] for r in t.rows]))
+    out.append(
+        markdown_table(
+            ["Judge", "Criterion", "Agg. ρ̄", "% inputs ≥1 cycle", "Max ρ", "Med. ρ", "inputs", "tied pairs"],
+            [
+                [
+                    r.judge,
+                    r.criterion,
+                    fmt(r.mean),
+                    f"{100 * r.share_with_cycle:.1f}%",
+                    f"{100 * r.max:.1f}%",
+                    f"{100 * r.median:.1f}%",
+                    str(r.n_inputs),
+                    str(r.n_tied_pairs),
+                ]
+                for r in t.rows
+            ],
+        )
+    )
     out.append(f"Random-tournament baseline ρ = {t.random_baseline}.\n")
     out.append(f"## Table 2 — ranking agreement with the human ranking (Kendall τ-b){tag}\n")
     lookup = {(r.judge, r.criterion, r.method): r for r in t.rankings}
     for criterion in [c for c in CRITERIA if any(r.criterion == c for r in t.rankings)]:
         judges = sorted({r.judge for r in t.rankings if r.criterion == criterion})
         out.append(f"### {criterion.capitalize()}\n")
-        out.append(markdown_table(
-            ["Method", *judges],
-            [[method] + [fmt(lookup[j, criterion, method].kendall_tau) if (j, criterion, method) in lookup else ""
-                         for j in judges] for method in RANKING_METHODS]))
+        out.append(
+            markdown_table(
+                ["Method", *judges],
+                [
+                    [method]
+                    + [
+                        fmt(lookup[j, criterion, method].kendall_tau) if (j, criterion, method) in lookup else ""
+                        for j in judges
+                    ]
+                    for method in RANKING_METHODS
+                ],
+            )
+        )
     return "\n".join(out)
 
 
 def position_bias_tables(p: PositionBiasSummary) -> str:
     """Position consistency and tie rates per judge and criterion."""
     tag = " (simulated)" if p.simulated else ""
-    out = [f"# Position bias{tag}\n", f"Source: {p.source}\n",
-           "Rules: " + "; ".join(f"**{k}**: {v}" for k, v in p.rules.items()) + "\n"]
-    out.append(markdown_table(
-        ["Judge", "Criterion", "consistency", "pairs in both orders", "consistent", "tie rate", "first-shown wins",
-         "verdicts", "unparsed"],
-        [[r.judge, r.criterion, fmt(r.consistency), str(r.n_pairs_both_orders), str(r.n_consistent),
-          fmt(r.tie_rate), fmt(r.first_win_rate), str(r.n_verdicts), str(r.n_unparsed)] for r in p.rows]))
+    out = [
+        f"# Position bias{tag}\n",
+        f"Source: {p.source}\n",
+        "Rules: " + "; ".join(f"**{k}**: {v}" for k, v in p.rules.items()) + "\n",
+    ]
+    out.append(
+        markdown_table(
+            [
+                "Judge",
+                "Criterion",
+                "consistency",
+                "pairs in both orders",
+                "consistent",
+                "tie rate",
+                "first-shown wins",
+                "verdicts",
+                "unparsed",
+            ],
+            [
+                [
+                    r.judge,
+                    r.criterion,
+                    fmt(r.consistency),
+                    str(r.n_pairs_both_orders),
+                    str(r.n_consistent),
+                    fmt(r.tie_rate),
+                    fmt(r.first_win_rate),
+                    str(r.n_verdicts),
+                    str(r.n_unparsed),
+                ]
+                for r in p.rows
+            ],
+        )
+    )
     return "\n".join(out)

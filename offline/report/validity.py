@@ -61,12 +61,17 @@ def headline_ratios(summary: ValiditySummary, alpha: float = HEADLINE) -> list[H
 def validity_section(summary: ValiditySummary, halves: dict | None = None) -> str:
     """Markdown: the served artifact's promise, checked on unseen documents."""
     delta = summary.delta
-    rule = f"PAC thresholds (δ = {delta}: coverage ≥ 1−α with probability ≥ {1 - delta:.2f} over the calibration " \
-           "data)" if delta is not None else "marginal thresholds"
-    lines = ["## What the artifact serves, on documents it was not fitted on\n",
-             f"Every judge × criterion is calibrated per input kind (score alone; log-probs where recorded) with "
-             f"{rule}, splits by document, and a default method chosen by cross-fitting by document "
-             "(`conformal/validity.md` has every cell and each default's reason).\n"]
+    rule = (
+        f"PAC thresholds (δ = {delta}: coverage ≥ 1−α with probability ≥ {1 - delta:.2f} over the calibration data)"
+        if delta is not None
+        else "marginal thresholds"
+    )
+    lines = [
+        "## What the artifact serves, on documents it was not fitted on\n",
+        f"Every judge × criterion is calibrated per input kind (score alone; log-probs where recorded) with "
+        f"{rule}, splits by document, and a default method chosen by cross-fitting by document "
+        "(`conformal/validity.md` has every cell and each default's reason).\n",
+    ]
     bullets = []
     for alpha in summary.report_alphas:
         rows = [p for c in summary.cells for p in c.procedure if abs(p.alpha - alpha) < 1e-9]
@@ -74,39 +79,55 @@ def validity_section(summary: ValiditySummary, halves: dict | None = None) -> st
             continue
         means = [p.mean_coverage for p in rows]
         p5 = [p.p5_coverage for p in rows]
-        bullets.append(f"- **α = {alpha:.2f}** — the served recipe (selection + fit inside the calibration "
-                       f"documents) on unseen documents, over {len(rows)} (cell, kind) × {summary.n_splits} splits: "
-                       f"mean coverage {min(means):.3f}–{max(means):.3f} (target {1 - alpha:.2f}); 5th percentile "
-                       f"≥ {min(p5):.3f}; {sum(m >= 1 - alpha for m in means)} of {len(means)} cells at or above "
-                       "target on average.")
+        bullets.append(
+            f"- **α = {alpha:.2f}** — the served recipe (selection + fit inside the calibration "
+            f"documents) on unseen documents, over {len(rows)} (cell, kind) × {summary.n_splits} splits: "
+            f"mean coverage {min(means):.3f}–{max(means):.3f} (target {1 - alpha:.2f}); 5th percentile "
+            f"≥ {min(p5):.3f}; {sum(m >= 1 - alpha for m in means)} of {len(means)} cells at or above "
+            "target on average."
+        )
     ratios = headline_ratios(summary)
     if ratios:
-        bullets.append("- **Headline (α = 0.10)**: served mean set size / the paper's `residual` under the same rules "
-                       "(PAC, by document): " + ", ".join(
-                           f"{r.criterion} {r.served:.2f}/{r.paper:.2f} = ×{r.ratio:.2f}" for r in ratios) + ".")
+        bullets.append(
+            "- **Headline (α = 0.10)**: served mean set size / the paper's `residual` under the same rules "
+            "(PAC, by document): "
+            + ", ".join(f"{r.criterion} {r.served:.2f}/{r.paper:.2f} = ×{r.ratio:.2f}" for r in ratios)
+            + "."
+        )
     counts = Counter((c.kind, c.default_method) for c in summary.cells)
-    bullets.append("- **Defaults** per (cell, input kind): " + ", ".join(
-        f"`{m}` × {n} ({k})" for (k, m), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))) +
-        f"; {sum(not c.default_qualified for c in summary.cells)} fell back to `residual` (no method qualified).")
+    bullets.append(
+        "- **Defaults** per (cell, input kind): "
+        + ", ".join(f"`{m}` × {n} ({k})" for (k, m), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+        + f"; {sum(not c.default_qualified for c in summary.cells)} fell back to `residual` (no method qualified)."
+    )
     empty = [(c, h) for c in summary.cells for h in c.heldout if h.empty_share > 0]
     worst = max(empty, key=lambda ch: ch[1].empty_share, default=None)
-    bullets.append("- **Empty sets** (answered `escalate`, never `accept`): " + (
-        f"{len(empty)} (cell, kind, method, α) rows have some; most: {worst[0].judge}/{worst[0].criterion}/"
-        f"{worst[0].kind} `{worst[1].method}` at α = {worst[1].alpha} ({worst[1].empty_share:.1%} of items)."
-        if worst is not None else "none in any held-out cell."))
+    bullets.append(
+        "- **Empty sets** (answered `escalate`, never `accept`): "
+        + (
+            f"{len(empty)} (cell, kind, method, α) rows have some; most: {worst[0].judge}/{worst[0].criterion}/"
+            f"{worst[0].kind} `{worst[1].method}` at α = {worst[1].alpha} ({worst[1].empty_share:.1%} of items)."
+            if worst is not None
+            else "none in any held-out cell."
+        )
+    )
     holes = [h for c in summary.cells for h in c.heldout if abs(h.alpha - HEADLINE) < 1e-9]
     by_method: dict[str, list[float]] = {}
     for h in holes:
         by_method.setdefault(h.method, []).append(h.non_interval_share)
-    bullets.append("- **Sets with a hole** ({2, 4}) at α = 0.10, mean share per method: " + ", ".join(
-        f"`{m}` {np.mean(v):.1%}" for m, v in by_method.items()) + ".")
+    bullets.append(
+        "- **Sets with a hole** ({2, 4}) at α = 0.10, mean share per method: "
+        + ", ".join(f"`{m}` {np.mean(v):.1%}" for m, v in by_method.items())
+        + "."
+    )
     if halves is not None:
         bullets.append(
             f"- **Fit on half the documents, serve the other half** (`python -m offline halves`, both ways, "
             f"{halves['n_checked']} judge × criterion × input × α cells): {halves['n_below_floor']} below "
             f"1−α−0.02, {halves['share_at_target']:.1%} at or above 1−α, {halves['n_empty_accepted']} empty sets "
             f"accepted, {halves['n_logprobs_larger']} cells where log-probs beside the score gave a larger mean set "
-            "(beyond 0.1 labels of sampling noise).")
+            "(beyond 0.1 labels of sampling noise)."
+        )
     return "\n".join(lines + bullets) + "\n"
 
 

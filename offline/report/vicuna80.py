@@ -43,26 +43,71 @@ def _tau_cell(r: Vicuna80RankingRow | None, scope: str) -> str:
 
 def vicuna80_tables(s: Vicuna80Summary) -> str:
     """Markdown: parse rates, violation rates per source x aggregation, ranking agreement, position bias."""
-    out = [f"# Transitivity on real tournaments — {s.label}\n", f"Source: {s.source}\n",
-           f"{s.n_questions} questions × {len(s.assistants)} assistants ({', '.join(s.assistants)}); judges: "
-           f"{', '.join(s.judges)}; {s.n_human_votes} human votes ({s.n_human_votes_left_out} left out, naming "
-           "assistants no item answers: " + (", ".join(f"{k} {v}" for k, v in s.human_votes_left_out.items())
-                                             or "none") + ").\n",
-           "Rules: " + "; ".join(f"**{k}**: {v}" for k, v in s.rules.items()) + "\n"]
+    out = [
+        f"# Transitivity on real tournaments — {s.label}\n",
+        f"Source: {s.source}\n",
+        f"{s.n_questions} questions × {len(s.assistants)} assistants ({', '.join(s.assistants)}); judges: "
+        f"{', '.join(s.judges)}; {s.n_human_votes} human votes ({s.n_human_votes_left_out} left out, naming "
+        "assistants no item answers: "
+        + (", ".join(f"{k} {v}" for k, v in s.human_votes_left_out.items()) or "none")
+        + ").\n",
+        "Rules: " + "; ".join(f"**{k}**: {v}" for k, v in s.rules.items()) + "\n",
+    ]
     out.append("## Verdicts: parsed replies and recorded labels\n")
-    out.append(markdown_table(
-        ["Judge", "verdicts", "parsed", "parse rate", "agreement with label", "recorded label used", "rules"],
-        [[p.judge, str(p.n_rows), str(p.n_parsed), _pct(p.parse_rate), fmt(p.agreement_with_label),
-          str(p.n_from_label), ", ".join(f"{k} {v}" for k, v in p.rules.items())] for p in s.parse]))
+    out.append(
+        markdown_table(
+            ["Judge", "verdicts", "parsed", "parse rate", "agreement with label", "recorded label used", "rules"],
+            [
+                [
+                    p.judge,
+                    str(p.n_rows),
+                    str(p.n_parsed),
+                    _pct(p.parse_rate),
+                    fmt(p.agreement_with_label),
+                    str(p.n_from_label),
+                    ", ".join(f"{k} {v}" for k, v in p.rules.items()),
+                ]
+                for p in s.parse
+            ],
+        )
+    )
     out.append("## Per-question violation rates ρ(x) (real tournaments)\n")
-    out.append(markdown_table(
-        ["Source", "Aggregation", "mean ρ̄", "median", "max", "% questions ≥1 cycle", "3-cycles", "tied pairs",
-         "missing pairs", "verdicts"],
-        [[r.judge, r.aggregation, fmt(r.mean, 4), _pct(r.median), _pct(r.max), _pct(r.share_with_cycle),
-          str(r.n_cycles), str(r.n_tied_pairs), str(r.n_missing_pairs), str(r.n_verdicts)] for r in s.rows]))
+    out.append(
+        markdown_table(
+            [
+                "Source",
+                "Aggregation",
+                "mean ρ̄",
+                "median",
+                "max",
+                "% questions ≥1 cycle",
+                "3-cycles",
+                "tied pairs",
+                "missing pairs",
+                "verdicts",
+            ],
+            [
+                [
+                    r.judge,
+                    r.aggregation,
+                    fmt(r.mean, 4),
+                    _pct(r.median),
+                    _pct(r.max),
+                    _pct(r.share_with_cycle),
+                    str(r.n_cycles),
+                    str(r.n_tied_pairs),
+                    str(r.n_missing_pairs),
+                    str(r.n_verdicts),
+                ]
+                for r in s.rows
+            ],
+        )
+    )
     out.append(f"Random-tournament baseline ρ = {s.random_baseline}.\n")
-    for scope, title in (("per_question", "per question, mean ± std over questions"),
-                         ("pooled", "pooled: one tournament per source over all questions")):
+    for scope, title in (
+        ("per_question", "per question, mean ± std over questions"),
+        ("pooled", "pooled: one tournament per source over all questions"),
+    ):
         for reference in ("same_method", "win_rate"):
             rows = [r for r in s.rankings if r.scope == scope and r.reference == reference]
             if not rows:
@@ -72,21 +117,42 @@ def vicuna80_tables(s: Vicuna80Summary) -> str:
             ref = "the same method" if reference == "same_method" else "win rate"
             out.append(f"## Kendall τ-b vs the human ranking ({title}; human ranked by {ref})\n")
 
-            out.append(markdown_table(["Method", *judges], [[m, *(_tau_cell(lookup.get((j, m)), scope)
-                                                                  for j in judges)] for m in RANKING_METHODS]))
+            out.append(
+                markdown_table(
+                    ["Method", *judges],
+                    [[m, *(_tau_cell(lookup.get((j, m)), scope) for j in judges)] for m in RANKING_METHODS],
+                )
+            )
     best = s.best_method
-    out.append("Best method (mean per-question τ over the five judges): " + "; ".join(
-        f"human by {ref.replace('_', ' ')}: `{info['method']}`" for ref, info in best.items()
-    ) + ".\n")
+    out.append(
+        "Best method (mean per-question τ over the five judges): "
+        + "; ".join(f"human by {ref.replace('_', ' ')}: `{info['method']}`" for ref, info in best.items())
+        + ".\n"
+    )
     versus: Mapping[str, Any] = s.mfas_vs_copeland.get("same_method", {})
-    out.append("Exact MFAS vs Copeland (per-question mean τ, human by the same method): ILP better for "
-               f"{versus.get('ilp_better') or 'none'}, Copeland better for {versus.get('copeland_better') or 'none'}"
-               ".\n")
+    out.append(
+        "Exact MFAS vs Copeland (per-question mean τ, human by the same method): ILP better for "
+        f"{versus.get('ilp_better') or 'none'}, Copeland better for {versus.get('copeland_better') or 'none'}"
+        ".\n"
+    )
     out.append("## Position bias (both orders, per judge)\n")
-    out.append(markdown_table(
-        ["Judge", "consistency", "pairs in both orders", "consistent", "first-shown wins", "tie rate", "verdicts"],
-        [[p.judge, fmt(p.consistency), str(p.n_pairs_both_orders), str(p.n_consistent), fmt(p.first_win_rate),
-          fmt(p.tie_rate), str(p.n_verdicts)] for p in s.position_bias]))
+    out.append(
+        markdown_table(
+            ["Judge", "consistency", "pairs in both orders", "consistent", "first-shown wins", "tie rate", "verdicts"],
+            [
+                [
+                    p.judge,
+                    fmt(p.consistency),
+                    str(p.n_pairs_both_orders),
+                    str(p.n_consistent),
+                    fmt(p.first_win_rate),
+                    fmt(p.tie_rate),
+                    str(p.n_verdicts),
+                ]
+                for p in s.position_bias
+            ],
+        )
+    )
     return "\n".join(out)
 
 
@@ -132,8 +198,14 @@ def tau_figure(s: Vicuna80Summary) -> Figure:
     for k, method in enumerate(RANKING_METHODS):
         means = [lookup[j, method].mean_tau if (j, method) in lookup else None for j in sources]
         stds = [lookup[j, method].std_tau if (j, method) in lookup else None for j in sources]
-        ax.bar(np.arange(len(sources)) + (k - 2) * width, [m or 0.0 for m in means], width,
-               yerr=[d or 0.0 for d in stds], capsize=2, label=method)
+        ax.bar(
+            np.arange(len(sources)) + (k - 2) * width,
+            [m or 0.0 for m in means],
+            width,
+            yerr=[d or 0.0 for d in stds],
+            capsize=2,
+            label=method,
+        )
     ax.set_xticks(range(len(sources)), sources, fontsize=8)
     ax.set_ylabel("Kendall τ-b vs human (per question)")
     ax.axhline(0.0, color="black", linewidth=0.8)
@@ -145,10 +217,14 @@ def tau_figure(s: Vicuna80Summary) -> Figure:
 def vicuna80_figures(s: Vicuna80Summary, out: Path) -> list[tuple[str, Path]]:
     """Write both figures under ``out``; (title, path) pairs."""
     return [
-        ("Vicuna80 (real tournaments) — per-question violation rates per judge and aggregation",
-         _save(rates_figure(s), out / RATES_FIGURE)),
-        ("Vicuna80 (real tournaments) — Kendall τ-b vs human per ranking method",
-         _save(tau_figure(s), out / TAU_FIGURE)),
+        (
+            "Vicuna80 (real tournaments) — per-question violation rates per judge and aggregation",
+            _save(rates_figure(s), out / RATES_FIGURE),
+        ),
+        (
+            "Vicuna80 (real tournaments) — Kendall τ-b vs human per ranking method",
+            _save(tau_figure(s), out / TAU_FIGURE),
+        ),
     ]
 
 
@@ -157,8 +233,11 @@ def vicuna80_section(s: Vicuna80Summary) -> str:
     rows = {(r.judge, r.aggregation): r for r in s.rows}
 
     def rates(aggregation: str) -> str:
-        return ", ".join(f"{j} {rows[j, aggregation].mean:.3f} / {_pct(rows[j, aggregation].share_with_cycle)}"
-                         for j in [*s.judges, PANEL] if (j, aggregation) in rows)
+        return ", ".join(
+            f"{j} {rows[j, aggregation].mean:.3f} / {_pct(rows[j, aggregation].share_with_cycle)}"
+            for j in [*s.judges, PANEL]
+            if (j, aggregation) in rows
+        )
 
     human = rows.get((HUMAN, "both_orders"))
     lines = [
@@ -170,19 +249,34 @@ def vicuna80_section(s: Vicuna80Summary) -> str:
         f"- **One order alone**: order_a {rates('order_a')}; order_b {rates('order_b')}.",
     ]
     if human is not None:
-        lines.append(f"- **Human votes** (majority per pair): ρ̄ {human.mean:.3f}, {_pct(human.share_with_cycle)} of "
-                     "questions with ≥1 cycle.")
+        lines.append(
+            f"- **Human votes** (majority per pair): ρ̄ {human.mean:.3f}, {_pct(human.share_with_cycle)} of "
+            "questions with ≥1 cycle."
+        )
     best: Mapping[str, Any] = s.best_method.get("same_method", {})
     means = best.get("mean_tau_over_judges", {}) if isinstance(best, dict) else {}
-    lines.append("- **Rankings vs humans** (per question, mean τ-b over judges): " + ", ".join(
-        f"{m} {fmt(v, 3, signed=True)}" for m, v in means.items()) + f"; best: `{best.get('method')}`.")
+    lines.append(
+        "- **Rankings vs humans** (per question, mean τ-b over judges): "
+        + ", ".join(f"{m} {fmt(v, 3, signed=True)}" for m, v in means.items())
+        + f"; best: `{best.get('method')}`."
+    )
     versus: Mapping[str, Any] = s.mfas_vs_copeland.get("same_method", {})
-    lines.append(f"- **Exact MFAS vs Copeland**: ILP better for {len(versus.get('ilp_better', []))}, Copeland better "
-                 f"for {len(versus.get('copeland_better', []))} of {len(versus.get('ilp_minus_copeland', {}))} "
-                 "sources (judges and panel).")
-    lines.append("- **Position bias**: " + ", ".join(
-        f"{p.judge} consistency {fmt(p.consistency)}, first-shown wins {fmt(p.first_win_rate)}"
-        for p in s.position_bias) + ".")
-    lines.append("- **Parse rate** (recorded label used otherwise): " + ", ".join(
-        f"{p.judge} {_pct(p.parse_rate)} (agreement {fmt(p.agreement_with_label)})" for p in s.parse) + ".")
+    lines.append(
+        f"- **Exact MFAS vs Copeland**: ILP better for {len(versus.get('ilp_better', []))}, Copeland better "
+        f"for {len(versus.get('copeland_better', []))} of {len(versus.get('ilp_minus_copeland', {}))} "
+        "sources (judges and panel)."
+    )
+    lines.append(
+        "- **Position bias**: "
+        + ", ".join(
+            f"{p.judge} consistency {fmt(p.consistency)}, first-shown wins {fmt(p.first_win_rate)}"
+            for p in s.position_bias
+        )
+        + "."
+    )
+    lines.append(
+        "- **Parse rate** (recorded label used otherwise): "
+        + ", ".join(f"{p.judge} {_pct(p.parse_rate)} (agreement {fmt(p.agreement_with_label)})" for p in s.parse)
+        + "."
+    )
     return "\n".join(lines) + "\n"

@@ -92,8 +92,14 @@ RULES = {
 }
 
 
-def _fit(method: str, alpha: float, labels: np.ndarray, scores: np.ndarray, probabilities: np.ndarray | None,
-         delta: float | None) -> object | None:
+def _fit(
+    method: str,
+    alpha: float,
+    labels: np.ndarray,
+    scores: np.ndarray,
+    probabilities: np.ndarray | None,
+    delta: float | None,
+) -> object | None:
     if labels.size == 0:
         return None
     return fit_conformal(method, alpha, labels, judge_scores=scores, probabilities=probabilities, delta=delta)
@@ -119,8 +125,17 @@ def routing_split(cal: np.ndarray, groups: np.ndarray, *, seed: int, split: int)
     return cal[in_routing], cal[~in_routing]
 
 
-def cascade_points(datasets: Sequence[JudgeCriterionData], first: str, second: str, criterion: str, *,
-                   alpha: float, delta: float | None, n_splits: int, seed: int) -> list[CascadePoint]:
+def cascade_points(
+    datasets: Sequence[JudgeCriterionData],
+    first: str,
+    second: str,
+    criterion: str,
+    *,
+    alpha: float,
+    delta: float | None,
+    n_splits: int,
+    seed: int,
+) -> list[CascadePoint]:
     """Every width's cascade and the two references for one ordered pair (module rules); [] without items."""
     cell = panel_cells(datasets, [first, second], criterion)
     source = next((d for d in datasets if d.judge == first and d.criterion == criterion), None)
@@ -139,8 +154,11 @@ def cascade_points(datasets: Sequence[JudgeCriterionData], first: str, second: s
         width_test = _sets(router, s1[test], None).sum(axis=1)
         y = labels[test]
         alone = _sets(_fit("residual", alpha, labels[cal], s1[cal], None, delta), s1[test], None)
-        pair = _sets(_fit("residual_expected", alpha, labels[cal], pair_scores[cal], pair_probs[cal], delta),
-                     pair_scores[test], pair_probs[test])
+        pair = _sets(
+            _fit("residual_expected", alpha, labels[cal], pair_scores[cal], pair_probs[cal], delta),
+            pair_scores[test],
+            pair_probs[test],
+        )
         for key, sets, calls in ((("first alone", None), alone, 1.0), (("pair", None), pair, 2.0)):
             rows.setdefault(key, []).append((sets[np.arange(y.size), y - 1], sets.sum(axis=1), calls, y))
         for w in WIDTHS:
@@ -149,21 +167,34 @@ def cascade_points(datasets: Sequence[JudgeCriterionData], first: str, second: s
             on_fit = fit_idx[go_fit]
             stage1 = _fit("residual", alpha, labels[stop_fit], s1[stop_fit], None, delta)
             stage2 = _fit("residual_expected", alpha, labels[on_fit], pair_scores[on_fit], pair_probs[on_fit], delta)
-            sets = np.where(go_test[:, None], _sets(stage2, pair_scores[test], pair_probs[test]),
-                            _sets(stage1, s1[test], None))
+            sets = np.where(
+                go_test[:, None], _sets(stage2, pair_scores[test], pair_probs[test]), _sets(stage1, s1[test], None)
+            )
             rows.setdefault(("cascade", w), []).append(
-                (sets[np.arange(y.size), y - 1], sets.sum(axis=1), 1.0 + float(go_test.mean()), y))
+                (sets[np.arange(y.size), y - 1], sets.sum(axis=1), 1.0 + float(go_test.mean()), y)
+            )
     points = []
     for (kind, width), runs in rows.items():
         coverages = np.array([c.mean() for c, _, _, _ in runs])
-        points.append(CascadePoint(
-            first=first, second=second, criterion=criterion, kind=kind, width=width,
-            calls=float(np.mean([calls for _, _, calls, _ in runs])), coverage=float(coverages.mean()),
-            coverage_p5=float(np.percentile(coverages, 5)),
-            set_size=float(np.mean(np.concatenate([s for _, s, _, _ in runs]))),
-            min_label_coverage=_label_floor(np.concatenate([c for c, _, _, _ in runs]),
-                                            np.concatenate([y for _, _, _, y in runs]), minimum=20 * len(runs)),
-            n_items=int(labels.size)))
+        points.append(
+            CascadePoint(
+                first=first,
+                second=second,
+                criterion=criterion,
+                kind=kind,
+                width=width,
+                calls=float(np.mean([calls for _, _, calls, _ in runs])),
+                coverage=float(coverages.mean()),
+                coverage_p5=float(np.percentile(coverages, 5)),
+                set_size=float(np.mean(np.concatenate([s for _, s, _, _ in runs]))),
+                min_label_coverage=_label_floor(
+                    np.concatenate([c for c, _, _, _ in runs]),
+                    np.concatenate([y for _, _, _, y in runs]),
+                    minimum=20 * len(runs),
+                ),
+                n_items=int(labels.size),
+            )
+        )
     return points
 
 
@@ -173,17 +204,29 @@ def _goal(points: Sequence[CascadePoint], alpha: float) -> dict[str, object] | N
         return None
     good = [p for p in points if p.kind == "cascade" and p.calls < MAX_CALLS and p.coverage >= 1 - alpha - 0.01]
     best = min(good, key=lambda p: (p.set_size, p.calls)) if good else None
-    return {"first": pair.first, "second": pair.second, "criterion": pair.criterion, "pair_coverage": pair.coverage,
-            "pair_set_size": pair.set_size, "best_width": None if best is None else best.width,
-            "calls": None if best is None else best.calls, "coverage": None if best is None else best.coverage,
-            "set_size": None if best is None else best.set_size,
-            "met": best is not None and best.set_size <= pair.set_size + SIZE_MARGIN,
-            "judge_2_used": best is not None and best.calls > 1.0}
+    return {
+        "first": pair.first,
+        "second": pair.second,
+        "criterion": pair.criterion,
+        "pair_coverage": pair.coverage,
+        "pair_set_size": pair.set_size,
+        "best_width": None if best is None else best.width,
+        "calls": None if best is None else best.calls,
+        "coverage": None if best is None else best.coverage,
+        "set_size": None if best is None else best.set_size,
+        "met": best is not None and best.set_size <= pair.set_size + SIZE_MARGIN,
+        "judge_2_used": best is not None and best.calls > 1.0,
+    }
 
 
 def run_cascade_study(
-    datasets: Sequence[JudgeCriterionData], *, alpha: float = HEADLINE_ALPHA, delta: float | None = DEFAULT_DELTA,
-    n_splits: int = 20, seed: int = 0, pairs: Sequence[tuple[str, str]] | None = None,
+    datasets: Sequence[JudgeCriterionData],
+    *,
+    alpha: float = HEADLINE_ALPHA,
+    delta: float | None = DEFAULT_DELTA,
+    n_splits: int = 20,
+    seed: int = 0,
+    pairs: Sequence[tuple[str, str]] | None = None,
     progress: Callable[[Iterable], Iterable] | None = None,
 ) -> CascadeStudy:
     """Every ordered pair of judges (or ``pairs``) x criterion (module rules)."""
@@ -194,40 +237,56 @@ def run_cascade_study(
     points: list[CascadePoint] = []
     goal = []
     for first, second, criterion in progress(tasks) if progress is not None else tasks:
-        found = cascade_points(datasets, first, second, criterion, alpha=alpha, delta=delta, n_splits=n_splits,
-                               seed=seed)
+        found = cascade_points(
+            datasets, first, second, criterion, alpha=alpha, delta=delta, n_splits=n_splits, seed=seed
+        )
         points.extend(found)
         check = _goal(found, alpha)
         if check is not None:
             goal.append(check)
-    return CascadeStudy(alpha=alpha, delta=delta, n_splits=n_splits, seed=seed, rules=dict(RULES), points=points,
-                        goal=goal)
+    return CascadeStudy(
+        alpha=alpha, delta=delta, n_splits=n_splits, seed=seed, rules=dict(RULES), points=points, goal=goal
+    )
 
 
 def markdown(study: CascadeStudy) -> str:
     """The trade-off curve of the headline pair per criterion, then the goal check of every pair."""
-    lines = [f"# Cascades of two judges (alpha = {study.alpha}, PAC delta = {study.delta}, {study.n_splits} splits "
-             f"by document, seed {study.seed})", "", *[f"- **{k}**: {v}" for k, v in study.rules.items()], "",
-             f"## {HEADLINE_PAIR[0]} then {HEADLINE_PAIR[1]}: calls vs set size vs coverage", "",
-             "| criterion | route on when width > | calls / item | coverage | 5th pct | min label cov | set size |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"# Cascades of two judges (alpha = {study.alpha}, PAC delta = {study.delta}, {study.n_splits} splits "
+        f"by document, seed {study.seed})",
+        "",
+        *[f"- **{k}**: {v}" for k, v in study.rules.items()],
+        "",
+        f"## {HEADLINE_PAIR[0]} then {HEADLINE_PAIR[1]}: calls vs set size vs coverage",
+        "",
+        "| criterion | route on when width > | calls / item | coverage | 5th pct | min label cov | set size |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for p in study.points:
         if (p.first, p.second) == HEADLINE_PAIR:
             what = p.kind if p.kind != "cascade" else ("always" if p.width == -1 else str(p.width))
-            lines.append(f"| {p.criterion} | {what} | {p.calls:.2f} | {p.coverage:.3f} | {p.coverage_p5:.3f} | "
-                         f"{p.min_label_coverage:.2f} | {p.set_size:.2f} |")
+            lines.append(
+                f"| {p.criterion} | {what} | {p.calls:.2f} | {p.coverage:.3f} | {p.coverage_p5:.3f} | "
+                f"{p.min_label_coverage:.2f} | {p.set_size:.2f} |"
+            )
     met = sum(bool(g["met"]) for g in study.goal)
     used = sum(bool(g["met"]) and bool(g["judge_2_used"]) for g in study.goal)
-    lines += ["", f"## Goal: coverage >= 1 - alpha - 0.01 and the pair's set size (+ {SIZE_MARGIN}) with < {MAX_CALLS} "
-              f"calls per item — met in {met} of {len(study.goal)} (pair, criterion); in {used} of them the "
-              "cascade asks judge 2 at all (in the others judge 1 alone already beats the pair)", "",
-              "| first | second | criterion | pair coverage / size | best width | calls | coverage | size | met |",
-              "|---|---|---|---|---|---|---|---|---|"]
+    lines += [
+        "",
+        f"## Goal: coverage >= 1 - alpha - 0.01 and the pair's set size (+ {SIZE_MARGIN}) with < {MAX_CALLS} "
+        f"calls per item — met in {met} of {len(study.goal)} (pair, criterion); in {used} of them the "
+        "cascade asks judge 2 at all (in the others judge 1 alone already beats the pair)",
+        "",
+        "| first | second | criterion | pair coverage / size | best width | calls | coverage | size | met |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for g in study.goal:
-        fmt = (lambda v: "n/a" if v is None else f"{v:.3f}")  # noqa: E731
-        lines.append(f"| {g['first']} | {g['second']} | {g['criterion']} | {g['pair_coverage']:.3f} / "
-                     f"{g['pair_set_size']:.2f} | {g['best_width']} | {fmt(g['calls'])} | {fmt(g['coverage'])} | "
-                     f"{fmt(g['set_size'])} | {'yes' if g['met'] else 'no'} |")
+        fmt = lambda v: "n/a" if v is None else f"{v:.3f}"  # noqa: E731
+        lines.append(
+            f"| {g['first']} | {g['second']} | {g['criterion']} | {g['pair_coverage']:.3f} / "
+            f"{g['pair_set_size']:.2f} | {g['best_width']} | {fmt(g['calls'])} | {fmt(g['coverage'])} | "
+            f"{fmt(g['set_size'])} | {'yes' if g['met'] else 'no'} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -238,8 +297,11 @@ def figure(study: CascadeStudy) -> Figure:
     pairs = [(p.first, p.second) for p in study.points]
     shown = HEADLINE_PAIR if HEADLINE_PAIR in pairs else (pairs[0] if pairs else HEADLINE_PAIR)
     for criterion in sorted({p.criterion for p in study.points}):
-        curve = sorted((p.calls, p.set_size) for p in study.points
-                       if (p.first, p.second) == shown and p.criterion == criterion and p.kind == "cascade")
+        curve = sorted(
+            (p.calls, p.set_size)
+            for p in study.points
+            if (p.first, p.second) == shown and p.criterion == criterion and p.kind == "cascade"
+        )
         if curve:
             axes.plot(*zip(*curve, strict=True), marker="o", label=criterion)
     axes.set_xlabel("judge calls per item")

@@ -107,8 +107,13 @@ def build_cell_data(answers: Iterable[DirectAnswer], items: Sequence[SummEvalIte
                 item_ids=tuple(a.item_id for a in used),
                 labels=np.array([human_target(by_id[a.item_id].expert_mean[criterion]) for a in used]),
                 # used: every answer has a judge score or a mean of samples
-                judge_scores=np.array([round_half_up(a.mean_of_samples) if a.judge_score is None else a.judge_score  # type: ignore[arg-type]
-                                       for a in used], dtype=np.int64),
+                judge_scores=np.array(
+                    [
+                        round_half_up(a.mean_of_samples) if a.judge_score is None else a.judge_score  # type: ignore[arg-type]
+                        for a in used
+                    ],
+                    dtype=np.int64,
+                ),
                 means=np.array([a.mean_of_samples for a in used], dtype=float) if mean_judge else None,
                 probabilities=probabilities,
                 n_answered=len(group),
@@ -130,8 +135,12 @@ def cell_data_from_store(
         for row in aligned_direct(store, count.judge, count.criterion, prompt_family=count.prompt_family, task=task):
             answers.append(
                 DirectAnswer(
-                    judge=count.judge, prompt_family=count.prompt_family, criterion=count.criterion,
-                    item_id=row.item_id, judge_score=row.judge_score, logprobs=row.logprobs,
+                    judge=count.judge,
+                    prompt_family=count.prompt_family,
+                    criterion=count.criterion,
+                    item_id=row.item_id,
+                    judge_score=row.judge_score,
+                    logprobs=row.logprobs,
                     mean_of_samples=row.mean_of_samples,
                 )
             )

@@ -87,8 +87,9 @@ def _inter_judge(datasets: Sequence[JudgeCriterionData], *, n_splits: int, seed:
                 pair_widths = []
                 for data, index in ((a, ia), (b, ib)):
                     scores = data.judge_scores[index]
-                    fitted = fit_conformal(PAPER_METHOD, HEADLINE_ALPHA, labels[cal], judge_scores=scores[cal],
-                                           n_labels=data.n_labels)
+                    fitted = fit_conformal(
+                        PAPER_METHOD, HEADLINE_ALPHA, labels[cal], judge_scores=scores[cal], n_labels=data.n_labels
+                    )
                     pair_widths.append(predict_sets(fitted, judge_scores=scores[test]).sum(axis=1))
                 totals[0, test] += pair_widths[0]
                 totals[1, test] += pair_widths[1]
@@ -99,10 +100,11 @@ def _inter_judge(datasets: Sequence[JudgeCriterionData], *, n_splits: int, seed:
             tested = counts > 0
             result.append(
                 InterJudgeAgreement(
-                    criterion=criterion, judge_a=a.judge, judge_b=b.judge, n_items=len(common),
-                    correlation=correlate(
-                        totals[0, tested] / counts[tested], totals[1, tested] / counts[tested]
-                    ),
+                    criterion=criterion,
+                    judge_a=a.judge,
+                    judge_b=b.judge,
+                    n_items=len(common),
+                    correlation=correlate(totals[0, tested] / counts[tested], totals[1, tested] / counts[tested]),
                     mean_split_statistic=float(np.mean(per_split)) if per_split else None,
                 )
             )
@@ -125,13 +127,16 @@ def _variance(cells: Sequence[CellResult], method: str, alpha: float) -> Varianc
     ss_judge = float(len(criteria) * ((matrix.mean(axis=1) - grand) ** 2).sum())
     total = ss_total if ss_total > 0 else 1.0
     return VarianceDecomposition(
-        method=method, alpha=alpha, judges=judges, criteria=criteria,
-        eta2_criterion=ss_criterion / total, eta2_judge=ss_judge / total,
+        method=method,
+        alpha=alpha,
+        judges=judges,
+        criteria=criteria,
+        eta2_criterion=ss_criterion / total,
+        eta2_judge=ss_judge / total,
         eta2_residual=max(0.0, ss_total - ss_criterion - ss_judge) / total,
         criterion_means={c: float(v) for c, v in zip(criteria, matrix.mean(axis=0), strict=True)},
         judge_means={j: float(v) for j, v in zip(judges, matrix.mean(axis=1), strict=True)},
     )
-
 
 
 def _headline(defaults: Sequence[DefaultChoice]) -> list[HeadlineRow]:
@@ -143,9 +148,19 @@ def _headline(defaults: Sequence[DefaultChoice]) -> list[HeadlineRow]:
         paper = float(np.mean([d.paper_set_size for d in chosen]))
         best = float(np.mean([d.set_size for d in chosen]))
         marginal = float(np.mean([d.marginal_best_set_size for d in chosen]))
-        rows.append(HeadlineRow(criterion=criterion, alpha=HEADLINE_ALPHA, paper_set_size=paper, best_set_size=best,
-                                ratio=best / paper, marginal_best_set_size=marginal, marginal_ratio=marginal / paper,
-                                n_judges=len(chosen), per_judge=list(chosen)))
+        rows.append(
+            HeadlineRow(
+                criterion=criterion,
+                alpha=HEADLINE_ALPHA,
+                paper_set_size=paper,
+                best_set_size=best,
+                ratio=best / paper,
+                marginal_best_set_size=marginal,
+                marginal_ratio=marginal / paper,
+                n_judges=len(chosen),
+                per_judge=list(chosen),
+            )
+        )
     return rows
 
 
@@ -160,7 +175,9 @@ def _method_validity(cells: Sequence[CellResult], alphas: Sequence[float]) -> li
             labels = [c.min_label_coverage for c in chosen if c.min_label_coverage is not None]
             rows.append(
                 MethodBinValidity(
-                    method=method, alpha=alpha, n_cells=len(chosen),
+                    method=method,
+                    alpha=alpha,
+                    n_cells=len(chosen),
                     n_valid_coverage=sum(c.valid_coverage for c in chosen),
                     n_keeps_bins=sum(c.keeps_bin_coverage for c in chosen),
                     n_both=sum(c.valid_coverage and c.keeps_bin_coverage for c in chosen),
@@ -196,9 +213,14 @@ def run_conformal_study(
     pooled: dict[str, list[WidthError]] = {}
     for data, alpha, method in progress(tasks) if progress is not None else tasks:
         study = repeated_splits(
-            method, alpha, data.labels, judge_scores=data.judge_scores,
+            method,
+            alpha,
+            data.labels,
+            judge_scores=data.judge_scores,
             probabilities=data.probabilities,
-            n_splits=n_splits, seed=seed, n_labels=data.n_labels,
+            n_splits=n_splits,
+            seed=seed,
+            n_labels=data.n_labels,
         )
         cell, width_error = cell_result(data, study, seed=seed)
         cells.append(cell)
@@ -228,11 +250,21 @@ def run_conformal_study(
 
     variance = [v for m in SCORE_ONLY_METHODS if (v := _variance(cells, m, HEADLINE_ALPHA)) is not None]
     return ConformalSummary(
-        seed=seed, n_splits=n_splits, alphas=[float(a) for a in alphas], cal_fraction=0.5, rules=dict(RULES),
+        seed=seed,
+        n_splits=n_splits,
+        alphas=[float(a) for a in alphas],
+        cal_fraction=0.5,
+        rules=dict(RULES),
         exclusions=[
-            Exclusion(judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, n_answered=d.n_answered,
-                      n_used=int(d.labels.size), n_excluded=d.n_excluded,
-                      has_probabilities=d.probabilities is not None)
+            Exclusion(
+                judge=d.judge,
+                prompt_family=d.prompt_family,
+                criterion=d.criterion,
+                n_answered=d.n_answered,
+                n_used=int(d.labels.size),
+                n_excluded=d.n_excluded,
+                has_probabilities=d.probabilities is not None,
+            )
             for d in datasets
         ],
         cells=cells,

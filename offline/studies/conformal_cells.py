@@ -39,8 +39,9 @@ def reliability_bins(widths: np.ndarray, errors: np.ndarray, n_labels: int = N_L
         if chosen.size:
             sd = float(chosen.std(ddof=1)) if chosen.size > 1 else 0.0
             bins.append(
-                ReliabilityBin(width=width, n=int(chosen.size), mae=float(chosen.mean()),
-                               ci95=1.96 * sd / math.sqrt(chosen.size))
+                ReliabilityBin(
+                    width=width, n=int(chosen.size), mae=float(chosen.mean()), ci95=1.96 * sd / math.sqrt(chosen.size)
+                )
             )
     return bins
 
@@ -64,8 +65,11 @@ def _bin_coverage(study: SplitStudy, groups: np.ndarray, n_labels: int = N_LABEL
         coverage = float((covered[present, group] / counts[present, group]).mean())
         set_size = float((sizes[present, group] / counts[present, group]).mean())
         n_mean = float(counts[:, group].mean())
-        bins.append(BinCoverage(group=group, n_mean=n_mean, coverage=coverage, set_size=set_size,
-                                counted=n_mean >= MIN_BIN_ITEMS))
+        bins.append(
+            BinCoverage(
+                group=group, n_mean=n_mean, coverage=coverage, set_size=set_size, counted=n_mean >= MIN_BIN_ITEMS
+            )
+        )
     return bins
 
 
@@ -113,20 +117,34 @@ def cell_result(data: JudgeCriterionData, study: SplitStudy, *, seed: int) -> tu
     min_bin, min_label = _min_counted(score_bins), _min_counted(label_bins)
     floor = 1 - study.alpha - BIN_SLACK
     result = CellResult(
-        judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion, alpha=study.alpha,
-        method=study.method, coverage=study.coverage, coverage_std=study.coverage_std, set_size=study.set_size,
-        set_size_std=study.set_size_std, n_cal=study.n_cal, n_test=study.n_test, n_items=int(data.labels.size),
-        n_excluded=data.n_excluded, n_splits=len(study.splits), seed=seed,
-        spearman_width_error=correlation.statistic, spearman_p_value=correlation.p_value,
-        spearman_n=correlation.n, spearman_note=correlation.note,
+        judge=data.judge,
+        prompt_family=data.prompt_family,
+        criterion=data.criterion,
+        alpha=study.alpha,
+        method=study.method,
+        coverage=study.coverage,
+        coverage_std=study.coverage_std,
+        set_size=study.set_size,
+        set_size_std=study.set_size_std,
+        n_cal=study.n_cal,
+        n_test=study.n_test,
+        n_items=int(data.labels.size),
+        n_excluded=data.n_excluded,
+        n_splits=len(study.splits),
+        seed=seed,
+        spearman_width_error=correlation.statistic,
+        spearman_p_value=correlation.p_value,
+        spearman_n=correlation.n,
+        spearman_note=correlation.note,
         valid_coverage=study.coverage >= 1 - study.alpha - COVERAGE_SLACK,
-        min_bin_coverage=min_bin, min_label_coverage=min_label,
+        min_bin_coverage=min_bin,
+        min_label_coverage=min_label,
         keeps_bin_coverage=all(m is None or m >= floor - 1e-12 for m in (min_bin, min_label)),
-        judge_score_bins=score_bins, human_label_bins=label_bins,
+        judge_score_bins=score_bins,
+        human_label_bins=label_bins,
         reliability=reliability_bins(widths, errs, data.n_labels),
     )
     return result, WidthError(item_widths, item_errors, widths, errs)
-
 
 
 def _smallest(cells: Sequence[CellResult]) -> CellResult:
@@ -138,29 +156,45 @@ def choose_default(cells: Sequence[CellResult]) -> DefaultChoice:
     cells must include PAPER_METHOD)."""
     by_method = {c.method: c for c in cells}
     paper = by_method[PAPER_METHOD]
-    qualifying = [m for m in METHODS if m in by_method and by_method[m].valid_coverage
-                  and by_method[m].keeps_bin_coverage]
+    qualifying = [
+        m for m in METHODS if m in by_method and by_method[m].valid_coverage and by_method[m].keeps_bin_coverage
+    ]
     marginal = _smallest([c for c in cells if c.valid_coverage] or [paper])
     floor_cov = 1 - HEADLINE_ALPHA - COVERAGE_SLACK
     floor_bin = 1 - HEADLINE_ALPHA - BIN_SLACK
-    rule = (f"mean coverage >= {floor_cov:.2f} and min coverage >= {floor_bin:.2f} within judge-score bins and "
-            f"within human labels (bins with >= {MIN_BIN_ITEMS} test items) at alpha={HEADLINE_ALPHA}")
+    rule = (
+        f"mean coverage >= {floor_cov:.2f} and min coverage >= {floor_bin:.2f} within judge-score bins and "
+        f"within human labels (bins with >= {MIN_BIN_ITEMS} test items) at alpha={HEADLINE_ALPHA}"
+    )
     if qualifying:
         chosen = _smallest([by_method[m] for m in qualifying])
-        reason = (f"smallest mean set size ({chosen.set_size:.2f}; {PAPER_METHOD} {paper.set_size:.2f}) among "
-                  f"{len(qualifying)} of {len(by_method)} methods with {rule} over {_splits(chosen.n_splits)}")
+        reason = (
+            f"smallest mean set size ({chosen.set_size:.2f}; {PAPER_METHOD} {paper.set_size:.2f}) among "
+            f"{len(qualifying)} of {len(by_method)} methods with {rule} over {_splits(chosen.n_splits)}"
+        )
         if marginal.method != chosen.method:
-            reason += (f"; {marginal.method} has smaller sets ({marginal.set_size:.2f}) but fails within-bin "
-                       f"coverage (min human-label coverage {_fmt(marginal.min_label_coverage)}, min judge-score-bin "
-                       f"coverage {_fmt(marginal.min_bin_coverage)})")
+            reason += (
+                f"; {marginal.method} has smaller sets ({marginal.set_size:.2f}) but fails within-bin "
+                f"coverage (min human-label coverage {_fmt(marginal.min_label_coverage)}, min judge-score-bin "
+                f"coverage {_fmt(marginal.min_bin_coverage)})"
+            )
     else:
         chosen = paper
         reason = f"fallback to {PAPER_METHOD}: no method had {rule}"
     return DefaultChoice(
-        judge=chosen.judge, prompt_family=chosen.prompt_family, criterion=chosen.criterion, method=chosen.method,
-        reason=reason, set_size=chosen.set_size, coverage=chosen.coverage, min_bin_coverage=chosen.min_bin_coverage,
-        min_label_coverage=chosen.min_label_coverage, paper_set_size=paper.set_size, qualifying_methods=qualifying,
-        marginal_best_method=marginal.method, marginal_best_set_size=marginal.set_size,
+        judge=chosen.judge,
+        prompt_family=chosen.prompt_family,
+        criterion=chosen.criterion,
+        method=chosen.method,
+        reason=reason,
+        set_size=chosen.set_size,
+        coverage=chosen.coverage,
+        min_bin_coverage=chosen.min_bin_coverage,
+        min_label_coverage=chosen.min_label_coverage,
+        paper_set_size=paper.set_size,
+        qualifying_methods=qualifying,
+        marginal_best_method=marginal.method,
+        marginal_best_set_size=marginal.set_size,
         marginal_best_min_label_coverage=marginal.min_label_coverage,
     )
 
@@ -171,4 +205,3 @@ def _splits(n: int) -> str:
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.2f}"
-

@@ -121,28 +121,64 @@ def cell_kinds(data: JudgeCriterionData) -> list[CellKind]:
     ``feature_of`` exactly as the service does); the headline kind is the last."""
     groups = np.asarray(data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids])
     kinds = decision_kinds(data.labels, data.judge_scores, data.probabilities, data.means, groups, data.n_labels)
-    return [CellKind(judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion, kind=k.kind,
-                     feature=k.feature, data=k.data, judge_scores=np.asarray(data.judge_scores),
-                     headline=k is kinds[-1])
-            for k in kinds]
+    return [
+        CellKind(
+            judge=data.judge,
+            prompt_family=data.prompt_family,
+            criterion=data.criterion,
+            kind=k.kind,
+            feature=k.feature,
+            data=k.data,
+            judge_scores=np.asarray(data.judge_scores),
+            headline=k is kinds[-1],
+        )
+        for k in kinds
+    ]
 
 
 def _subset(data: DecisionData, index: np.ndarray) -> DecisionData:
     signals = None if data.signals is None else {k: v[index] for k, v in data.signals.items()}
-    return DecisionData(labels=data.labels[index], features=data.features[index], groups=data.groups[index],
-                        n_labels=data.n_labels, signals=signals)
+    return DecisionData(
+        labels=data.labels[index],
+        features=data.features[index],
+        groups=data.groups[index],
+        n_labels=data.n_labels,
+        signals=signals,
+    )
 
 
-def _fit(cell: CellKind, data: DecisionData, *, bound: str, signal: str, seed: int, alphas: Sequence[float],
-         tolerances: Sequence[int], gates: Sequence[int]) -> DecisionRule:
-    grid = RuleGrid(tolerances=tuple(tolerances), alphas=tuple(alphas), gates=tuple(gates), delta=DELTA,
-                    fit_fraction=ARTIFACT_GRID.fit_fraction, signal=signal, bound=bound)
-    return fit_kind_rule(DecisionKind(kind=cell.kind, feature=cell.feature, data=cell.data), data, judge=cell.judge,
-                         prompt_family=cell.prompt_family, criterion=cell.criterion, grid=grid, seed=seed)
+def _fit(
+    cell: CellKind,
+    data: DecisionData,
+    *,
+    bound: str,
+    signal: str,
+    seed: int,
+    alphas: Sequence[float],
+    tolerances: Sequence[int],
+    gates: Sequence[int],
+) -> DecisionRule:
+    grid = RuleGrid(
+        tolerances=tuple(tolerances),
+        alphas=tuple(alphas),
+        gates=tuple(gates),
+        delta=DELTA,
+        fit_fraction=ARTIFACT_GRID.fit_fraction,
+        signal=signal,
+        bound=bound,
+    )
+    return fit_kind_rule(
+        DecisionKind(kind=cell.kind, feature=cell.feature, data=cell.data),
+        data,
+        judge=cell.judge,
+        prompt_family=cell.prompt_family,
+        criterion=cell.criterion,
+        grid=grid,
+        seed=seed,
+    )
 
 
-def served(rule: DecisionRule, features: np.ndarray, *, tolerance: int, alpha: float) -> tuple[np.ndarray,
-                                                                                               np.ndarray]:
+def served(rule: DecisionRule, features: np.ndarray, *, tolerance: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """(accepted, point) per item from ``decide`` (memoised per distinct feature value: the same call)."""
     memo: dict[float, tuple[bool, int]] = {}
     accepted = np.zeros(features.size, dtype=bool)
@@ -172,19 +208,24 @@ def _tally(n_labels: int) -> _Tally:
     return _Tally([], [], [], [], 0, {}, np.zeros((n_labels, 3), dtype=np.int64))
 
 
-def _record(tally: _Tally, rule: DecisionRule, test: DecisionData, *, tolerance: int, alpha: float,
-            gate: int | None = None) -> None:
+def _record(
+    tally: _Tally, rule: DecisionRule, test: DecisionData, *, tolerance: int, alpha: float, gate: int | None = None
+) -> None:
     if gate is None:
         accepted, points = served(rule, test.features, tolerance=tolerance, alpha=alpha)
-        row = next((c for c in rule.certifications if c.tolerance == tolerance
-                    and abs(c.accept_alpha - alpha) < 1e-9), None)
+        row = next(
+            (c for c in rule.certifications if c.tolerance == tolerance and abs(c.accept_alpha - alpha) < 1e-9), None
+        )
         bad = np.abs(test.labels - points) >= tolerance
         failed, reason, certified = (row.rule_failed, row.reason, row.certified_error) if row else (True, "", None)
     else:
-        gate_row = next(g for g in rule.quality_gates if g.pass_threshold == gate
-                        and abs(g.accept_alpha - alpha) < 1e-9)
-        accepted = np.array([decide_gate(rule, x, pass_threshold=gate, accept_alpha=alpha).passed
-                             for x in test.features.tolist()], dtype=bool)
+        gate_row = next(
+            g for g in rule.quality_gates if g.pass_threshold == gate and abs(g.accept_alpha - alpha) < 1e-9
+        )
+        accepted = np.array(
+            [decide_gate(rule, x, pass_threshold=gate, accept_alpha=alpha).passed for x in test.features.tolist()],
+            dtype=bool,
+        )
         bad = test.labels < gate
         failed, reason, certified = gate_row.rule_failed, gate_row.reason, gate_row.certified_false_pass
     tally.shares.append(float(accepted.mean()))
@@ -200,8 +241,11 @@ def _record(tally: _Tally, rule: DecisionRule, test: DecisionData, *, tolerance:
         tally.reasons[key] = tally.reasons.get(key, 0) + 1
     for label in range(1, test.n_labels + 1):
         mine = test.labels == label
-        tally.label_counts[label - 1] += [int(mine.sum()), int((accepted & mine).sum()),
-                                          int((accepted & mine & bad).sum())]
+        tally.label_counts[label - 1] += [
+            int(mine.sum()),
+            int((accepted & mine).sum()),
+            int((accepted & mine & bad).sum()),
+        ]
 
 
 def _mean(values: Sequence[float]) -> float | None:
@@ -209,21 +253,34 @@ def _mean(values: Sequence[float]) -> float | None:
 
 
 def _reasons(tally: _Tally) -> list[str]:
-    return [f"{count} split(s): {reason}" for reason, count in sorted(tally.reasons.items(), key=lambda kv: -kv[1])
-            ][:3]
+    return [f"{count} split(s): {reason}" for reason, count in sorted(tally.reasons.items(), key=lambda kv: -kv[1])][:3]
 
 
-def _row(cell: CellKind, tally: _Tally, *, bound: str, signal: str, cal_fraction: float, tolerance: int,
-         alpha: float) -> Row:
+def _row(
+    cell: CellKind, tally: _Tally, *, bound: str, signal: str, cal_fraction: float, tolerance: int, alpha: float
+) -> Row:
     errors = [e for e in tally.errors if e is not None]
     bad, accepted = (sum(x) for x in zip(*tally.errors_n, strict=True))
-    return Row(judge=cell.judge, prompt_family=cell.prompt_family, criterion=cell.criterion, kind=cell.kind,
-               headline=cell.headline, bound=bound, signal=signal, cal_fraction=cal_fraction, tolerance=tolerance,
-               accept_alpha=alpha, mean_accept_share=float(np.mean(tally.shares)), mean_error=_mean(errors),
-               pooled_error=bad / accepted if accepted else None,
-               share_ok=float(np.mean([e is None or e <= alpha + OK_SLACK + 1e-12 for e in tally.errors])),
-               splits_accepting=len(errors), mean_certified_error=_mean(tally.certified), failed_splits=tally.failed,
-               reasons=_reasons(tally))
+    return Row(
+        judge=cell.judge,
+        prompt_family=cell.prompt_family,
+        criterion=cell.criterion,
+        kind=cell.kind,
+        headline=cell.headline,
+        bound=bound,
+        signal=signal,
+        cal_fraction=cal_fraction,
+        tolerance=tolerance,
+        accept_alpha=alpha,
+        mean_accept_share=float(np.mean(tally.shares)),
+        mean_error=_mean(errors),
+        pooled_error=bad / accepted if accepted else None,
+        share_ok=float(np.mean([e is None or e <= alpha + OK_SLACK + 1e-12 for e in tally.errors])),
+        splits_accepting=len(errors),
+        mean_certified_error=_mean(tally.certified),
+        failed_splits=tally.failed,
+        reasons=_reasons(tally),
+    )
 
 
 @dataclass(frozen=True)
@@ -238,9 +295,11 @@ class _Plan:
 
 
 def _plans(cell: CellKind) -> list[_Plan]:
-    plans = [_Plan("betting", "fit_error", 0.5, CURVE_ALPHAS, (GATE,)),
-             _Plan("clopper_pearson_items", "fit_error", 0.5, CURVE_ALPHAS, (GATE,)),
-             _Plan("betting", "fit_error", 0.8, TABLE_ALPHAS, ())]
+    plans = [
+        _Plan("betting", "fit_error", 0.5, CURVE_ALPHAS, (GATE,)),
+        _Plan("clopper_pearson_items", "fit_error", 0.5, CURVE_ALPHAS, (GATE,)),
+        _Plan("betting", "fit_error", 0.8, TABLE_ALPHAS, ()),
+    ]
     if cell.data.signals is not None:
         plans += [_Plan("betting", s, 0.5, TABLE_ALPHAS, ()) for s in SIGNAL_ALTERNATIVES]
     return plans
@@ -262,44 +321,101 @@ def run_decision_study(
         tallies: dict[tuple[int, float, int | None], _Tally] = {}
         splits = group_splits(cell.data.groups, n_splits=n_splits, seed=seed, cal_fraction=plan.cal_fraction)
         for split in splits:
-            rule = _fit(cell, _subset(cell.data, split.calibration), bound=plan.bound, signal=plan.signal,
-                        seed=seed * 1000 + split.split, alphas=plan.alphas, tolerances=TOLERANCES, gates=plan.gates)
+            rule = _fit(
+                cell,
+                _subset(cell.data, split.calibration),
+                bound=plan.bound,
+                signal=plan.signal,
+                seed=seed * 1000 + split.split,
+                alphas=plan.alphas,
+                tolerances=TOLERANCES,
+                gates=plan.gates,
+            )
             test = _subset(cell.data, split.test)
             for tolerance in TOLERANCES:
                 for alpha in plan.alphas:
                     key = (tolerance, alpha, None)
-                    _record(tallies.setdefault(key, _tally(cell.data.n_labels)), rule, test, tolerance=tolerance,
-                            alpha=alpha)
+                    _record(
+                        tallies.setdefault(key, _tally(cell.data.n_labels)),
+                        rule,
+                        test,
+                        tolerance=tolerance,
+                        alpha=alpha,
+                    )
             for gate in plan.gates:
                 for alpha in TABLE_ALPHAS:
-                    _record(tallies.setdefault((0, alpha, gate), _tally(cell.data.n_labels)), rule, test,
-                            tolerance=0, alpha=alpha, gate=gate)
+                    _record(
+                        tallies.setdefault((0, alpha, gate), _tally(cell.data.n_labels)),
+                        rule,
+                        test,
+                        tolerance=0,
+                        alpha=alpha,
+                        gate=gate,
+                    )
         for (tolerance, alpha, gate), tally in tallies.items():
             if gate is not None:
                 bad, accepted = (sum(x) for x in zip(*tally.errors_n, strict=True))
-                gate_rows.append(GateRow(
-                    judge=cell.judge, criterion=cell.criterion, kind=cell.kind, bound=plan.bound,
-                    pass_threshold=gate, accept_alpha=alpha, mean_pass_share=float(np.mean(tally.shares)),
-                    pooled_false_pass=bad / accepted if accepted else None,
-                    mean_certified_false_pass=_mean(tally.certified), failed_splits=tally.failed,
-                    reasons=_reasons(tally)))
+                gate_rows.append(
+                    GateRow(
+                        judge=cell.judge,
+                        criterion=cell.criterion,
+                        kind=cell.kind,
+                        bound=plan.bound,
+                        pass_threshold=gate,
+                        accept_alpha=alpha,
+                        mean_pass_share=float(np.mean(tally.shares)),
+                        pooled_false_pass=bad / accepted if accepted else None,
+                        mean_certified_false_pass=_mean(tally.certified),
+                        failed_splits=tally.failed,
+                        reasons=_reasons(tally),
+                    )
+                )
                 continue
-            rows.append(_row(cell, tally, bound=plan.bound, signal=plan.signal, cal_fraction=plan.cal_fraction,
-                             tolerance=tolerance, alpha=alpha))
+            rows.append(
+                _row(
+                    cell,
+                    tally,
+                    bound=plan.bound,
+                    signal=plan.signal,
+                    cal_fraction=plan.cal_fraction,
+                    tolerance=tolerance,
+                    alpha=alpha,
+                )
+            )
             if plan.signal == "fit_error" and plan.cal_fraction == 0.5 and alpha in TABLE_ALPHAS:
-                label_rows += _label_table(cell, tally, bound=plan.bound, tolerance=tolerance, alpha=alpha,
-                                           n_splits=len(splits))
+                label_rows += _label_table(
+                    cell, tally, bound=plan.bound, tolerance=tolerance, alpha=alpha, n_splits=len(splits)
+                )
     headline_cells = [cell for data in datasets for cell in cell_kinds(data) if cell.headline]
-    resampling = resampling_check(headline_cells, draws=resampling_draws, seed=seed,
-                                  progress=progress) if resampling_draws else []
-    return DecisionStudy(seed=seed, n_splits=n_splits, delta=DELTA, rules=dict(RULES), rows=rows,
-                         labels=label_rows, gates=gate_rows, headlines=_headlines(rows), resampling=resampling)
+    resampling = (
+        resampling_check(headline_cells, draws=resampling_draws, seed=seed, progress=progress)
+        if resampling_draws
+        else []
+    )
+    return DecisionStudy(
+        seed=seed,
+        n_splits=n_splits,
+        delta=DELTA,
+        rules=dict(RULES),
+        rows=rows,
+        labels=label_rows,
+        gates=gate_rows,
+        headlines=_headlines(rows),
+        resampling=resampling,
+    )
 
 
-def resampling_check(cells: Sequence[CellKind], *, n_docs: int = 50, draws: int = 100, seed: int = 0,
-                     alphas: Sequence[float] = (0.10, 0.20), tolerance: int = HEADLINE_TOLERANCE,
-                     bounds: Sequence[str] = BOUNDS,
-                     progress: Callable[[Iterable], Iterable] | None = None) -> list[ResamplingRow]:
+def resampling_check(
+    cells: Sequence[CellKind],
+    *,
+    n_docs: int = 50,
+    draws: int = 100,
+    seed: int = 0,
+    alphas: Sequence[float] = (0.10, 0.20),
+    tolerance: int = HEADLINE_TOLERANCE,
+    bounds: Sequence[str] = BOUNDS,
+    progress: Callable[[Iterable], Iterable] | None = None,
+) -> list[ResamplingRow]:
     """Document-resampling failure rate of each bound on each cell (module rules; draws seeded by ``seed``)."""
     out = []
     tasks = [(cell, bound) for cell in cells for bound in bounds]
@@ -313,11 +429,22 @@ def resampling_check(cells: Sequence[CellKind], *, n_docs: int = 50, draws: int 
         for draw in range(draws):
             chosen = rng.integers(0, doc_ids.size, size=n_docs)
             index = np.concatenate([members[c] for c in chosen])
-            sample = DecisionData(labels=population.labels[index], features=population.features[index],
-                                  groups=np.repeat(np.arange(n_docs), [members[c].size for c in chosen]),
-                                  n_labels=population.n_labels)
-            rule = _fit(cell, sample, bound=bound, signal="fit_error", seed=draw, alphas=alphas,
-                        tolerances=(tolerance,), gates=())
+            sample = DecisionData(
+                labels=population.labels[index],
+                features=population.features[index],
+                groups=np.repeat(np.arange(n_docs), [members[c].size for c in chosen]),
+                n_labels=population.n_labels,
+            )
+            rule = _fit(
+                cell,
+                sample,
+                bound=bound,
+                signal="fit_error",
+                seed=draw,
+                alphas=alphas,
+                tolerances=(tolerance,),
+                gates=(),
+            )
             bins_all = np.searchsorted(rule.bin_edges, population.features, side="right")
             wrong = np.abs(population.labels - np.asarray(rule.points)[bins_all]) >= tolerance
             for row in rule.certifications:
@@ -326,23 +453,44 @@ def resampling_check(cells: Sequence[CellKind], *, n_docs: int = 50, draws: int 
                 if accepted.any() and float(wrong[accepted].mean()) > row.accept_alpha + 1e-12:
                     failures[row.accept_alpha] += 1
         for alpha in alphas:
-            out.append(ResamplingRow(
-                judge=cell.judge, criterion=cell.criterion, kind=cell.kind, bound=bound, n_docs=n_docs,
-                tolerance=tolerance, accept_alpha=alpha, draws=draws, failure_rate=failures[alpha] / draws,
-                mc_limit=DELTA + 2 * math.sqrt(DELTA * (1 - DELTA) / draws),
-                mean_accept_share=float(np.mean(shares[alpha]))))
+            out.append(
+                ResamplingRow(
+                    judge=cell.judge,
+                    criterion=cell.criterion,
+                    kind=cell.kind,
+                    bound=bound,
+                    n_docs=n_docs,
+                    tolerance=tolerance,
+                    accept_alpha=alpha,
+                    draws=draws,
+                    failure_rate=failures[alpha] / draws,
+                    mc_limit=DELTA + 2 * math.sqrt(DELTA * (1 - DELTA) / draws),
+                    mean_accept_share=float(np.mean(shares[alpha])),
+                )
+            )
     return out
 
 
-def _label_table(cell: CellKind, tally: _Tally, *, bound: str, tolerance: int, alpha: float,
-                 n_splits: int) -> list[LabelTableRow]:
+def _label_table(
+    cell: CellKind, tally: _Tally, *, bound: str, tolerance: int, alpha: float, n_splits: int
+) -> list[LabelTableRow]:
     out = []
     for label, (items, accepted, bad) in enumerate(tally.label_counts.tolist(), start=1):
-        out.append(LabelTableRow(
-            judge=cell.judge, criterion=cell.criterion, kind=cell.kind, bound=bound, tolerance=tolerance,
-            accept_alpha=alpha, label=label, items_per_split=items / n_splits,
-            accept_share=accepted / items if items else None, error_among_accepted=bad / accepted if accepted else None,
-            certifiable=items / n_splits >= MIN_LABEL_ITEMS))
+        out.append(
+            LabelTableRow(
+                judge=cell.judge,
+                criterion=cell.criterion,
+                kind=cell.kind,
+                bound=bound,
+                tolerance=tolerance,
+                accept_alpha=alpha,
+                label=label,
+                items_per_split=items / n_splits,
+                accept_share=accepted / items if items else None,
+                error_among_accepted=bad / accepted if accepted else None,
+                certifiable=items / n_splits >= MIN_LABEL_ITEMS,
+            )
+        )
     return out
 
 
@@ -350,29 +498,53 @@ def _headlines(rows: Sequence[Row]) -> list[Headline]:
     out = []
     keys = sorted({(r.bound, r.cal_fraction, r.tolerance, r.accept_alpha) for r in rows if r.signal == "fit_error"})
     for bound, fraction, tolerance, alpha in keys:
-        chosen = [r for r in rows if r.headline and r.signal == "fit_error" and r.bound == bound
-                  and r.cal_fraction == fraction and r.tolerance == tolerance and r.accept_alpha == alpha]
+        chosen = [
+            r
+            for r in rows
+            if r.headline
+            and r.signal == "fit_error"
+            and r.bound == bound
+            and r.cal_fraction == fraction
+            and r.tolerance == tolerance
+            and r.accept_alpha == alpha
+        ]
         logprob = [r.mean_accept_share for r in chosen if r.kind == "probabilities"]
-        out.append(Headline(
-            bound=bound, cal_fraction=fraction, tolerance=tolerance, accept_alpha=alpha,
-            logprob_mean_accept_share=float(np.mean(logprob)) if logprob else math.nan,
-            all_mean_accept_share=float(np.mean([r.mean_accept_share for r in chosen])),
-            cells_mean_error_ok=sum(r.mean_error is None or r.mean_error <= alpha + 1e-12 for r in chosen),
-            cells_share_ok=sum(r.share_ok >= 0.95 for r in chosen), n_cells=len(chosen)))
+        out.append(
+            Headline(
+                bound=bound,
+                cal_fraction=fraction,
+                tolerance=tolerance,
+                accept_alpha=alpha,
+                logprob_mean_accept_share=float(np.mean(logprob)) if logprob else math.nan,
+                all_mean_accept_share=float(np.mean([r.mean_accept_share for r in chosen])),
+                cells_mean_error_ok=sum(r.mean_error is None or r.mean_error <= alpha + 1e-12 for r in chosen),
+                cells_share_ok=sum(r.share_ok >= 0.95 for r in chosen),
+                n_cells=len(chosen),
+            )
+        )
     return out
 
 
-def export_rules(datasets: Sequence[JudgeCriterionData], *, seed: int = 0,
-                 progress: Callable[[Iterable], Iterable] | None = None) -> list[DecisionRule]:
+def export_rules(
+    datasets: Sequence[JudgeCriterionData], *, seed: int = 0, progress: Callable[[Iterable], Iterable] | None = None
+) -> list[DecisionRule]:
     """Rules fitted on ALL items of every (cell, kind) over the artifact's grid (tolerances x alphas, gates) with
     the document-level bound (:func:`calibration.cell_rules.fit_cell_rules`, as the service's calibration jobs):
     what the artifact's ``decision_rules`` carry. Cells without groups use the item id's prefix before ``/``."""
     rules: list[DecisionRule] = []
     for data in progress(datasets) if progress is not None else datasets:
         groups = data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids]
-        rules += fit_cell_rules(judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion,
-                                labels=data.labels, judge_scores=data.judge_scores, probabilities=data.probabilities,
-                                means=data.means, groups=groups, n_labels=data.n_labels, grid=ARTIFACT_GRID, seed=seed)
+        rules += fit_cell_rules(
+            judge=data.judge,
+            prompt_family=data.prompt_family,
+            criterion=data.criterion,
+            labels=data.labels,
+            judge_scores=data.judge_scores,
+            probabilities=data.probabilities,
+            means=data.means,
+            groups=groups,
+            n_labels=data.n_labels,
+            grid=ARTIFACT_GRID,
+            seed=seed,
+        )
     return rules
-
-

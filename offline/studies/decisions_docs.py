@@ -82,19 +82,27 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 def curve_points(rows: Sequence[Row]) -> list[CurvePoint]:
     """The curve's points from the study's rows (module rules), sorted by group, tolerance, accept_alpha."""
-    chosen = [r for r in rows if r.headline and r.bound == "betting" and r.signal == "fit_error"
-              and r.cal_fraction == 0.5]
+    chosen = [
+        r for r in rows if r.headline and r.bound == "betting" and r.signal == "fit_error" and r.cal_fraction == 0.5
+    ]
     out = []
     for group in GROUPS:
         members = [r for r in chosen if group == "all" or r.kind == "probabilities"]
         for tolerance, alpha in sorted({(r.tolerance, r.accept_alpha) for r in members}):
             cells = [r for r in members if r.tolerance == tolerance and r.accept_alpha == alpha]
             errors = [r.pooled_error for r in cells if r.pooled_error is not None]
-            out.append(CurvePoint(
-                group=group, tolerance=tolerance, accept_alpha=alpha, n_cells=len(cells),
-                accept_share=float(np.mean([r.mean_accept_share for r in cells])), error_mean=_mean(errors),
-                error_worst=max(errors) if errors else None,
-                certified_mean=_mean([r.mean_certified_error for r in cells])))
+            out.append(
+                CurvePoint(
+                    group=group,
+                    tolerance=tolerance,
+                    accept_alpha=alpha,
+                    n_cells=len(cells),
+                    accept_share=float(np.mean([r.mean_accept_share for r in cells])),
+                    error_mean=_mean(errors),
+                    error_worst=max(errors) if errors else None,
+                    certified_mean=_mean([r.mean_certified_error for r in cells]),
+                )
+            )
     return out
 
 
@@ -131,15 +139,16 @@ def region(curve: Curve) -> str:
     lines = [
         BEGIN,
         "",
-        "![Operating curve: accept share and error among accepted vs accept_alpha, tolerance 1 and 2]"
-        f"({CURVE_PNG})",
+        f"![Operating curve: accept share and error among accepted vs accept_alpha, tolerance 1 and 2]({CURVE_PNG})",
         "",
-        _wrap(f"Rules fitted on 50 SummEval documents and served on the other 50 ({curve.n_splits} random splits by "
-        f"document, seed {curve.seed}; document-level bound, delta {curve.delta:g}), over the {n_all} judge x "
-        f"criterion cells ({n_logprob} of them with log-probs, served on the expected score; the others on the "
-        "integer score). *Accept share*: mean over the cells. *Error among accepted*: share of accepted verdicts "
-        "with |human - point| >= tolerance on the served documents, pooled over the splits per cell; mean over the "
-        "cells that accept anything, and the worst cell. *Certified bound*: the rule's own bound, mean over cells."),
+        _wrap(
+            f"Rules fitted on 50 SummEval documents and served on the other 50 ({curve.n_splits} random splits by "
+            f"document, seed {curve.seed}; document-level bound, delta {curve.delta:g}), over the {n_all} judge x "
+            f"criterion cells ({n_logprob} of them with log-probs, served on the expected score; the others on the "
+            "integer score). *Accept share*: mean over the cells. *Error among accepted*: share of accepted verdicts "
+            "with |human - point| >= tolerance on the served documents, pooled over the splits per cell; mean over the "
+            "cells that accept anything, and the worst cell. *Certified bound*: the rule's own bound, mean over cells."
+        ),
         "",
         "| tolerance | accept_alpha | accept share, all cells | accept share, log-prob cells | error among "
         "accepted, mean | error among accepted, worst cell | certified bound, mean |",
@@ -149,9 +158,11 @@ def region(curve: Curve) -> str:
         every, logprob = points.get(("all", tolerance, alpha)), points.get(("logprob", tolerance, alpha))
         if every is None:
             continue
-        lines.append(f"| {tolerance} | {alpha:g} | {_pct(every.accept_share)} | "
-                     f"{_pct(logprob.accept_share) if logprob else 'n/a'} | {_num(every.error_mean)} | "
-                     f"{_num(every.error_worst)} | {_num(every.certified_mean)} |")
+        lines.append(
+            f"| {tolerance} | {alpha:g} | {_pct(every.accept_share)} | "
+            f"{_pct(logprob.accept_share) if logprob else 'n/a'} | {_num(every.error_mean)} | "
+            f"{_num(every.error_worst)} | {_num(every.certified_mean)} |"
+        )
     return "\n".join([*lines, "", END])
 
 
@@ -165,7 +176,7 @@ def replace_region(page: str, generated: str) -> str:
     start, end = page.find(BEGIN), page.find(END)
     if start < 0 or end < start:
         raise ValueError(f"the page has no operating-curve region: add the lines {BEGIN!r} and {END!r}")
-    return page[:start] + generated + page[end + len(END):]
+    return page[:start] + generated + page[end + len(END) :]
 
 
 def _figure(curve: Curve, path: Path, *, dpi: int = 100) -> None:
@@ -180,19 +191,36 @@ def _figure(curve: Curve, path: Path, *, dpi: int = 100) -> None:
     for column, tolerance in enumerate(tolerances):
         share_axis, error_axis = axes[0][column], axes[1][column]
         for group, (color, marker, name) in styles.items():
-            mine = sorted((p for p in curve.points if p.group == group and p.tolerance == tolerance),
-                          key=lambda p: p.accept_alpha)
+            mine = sorted(
+                (p for p in curve.points if p.group == group and p.tolerance == tolerance), key=lambda p: p.accept_alpha
+            )
             if not mine:
                 continue
             alphas = [p.accept_alpha for p in mine]
             share_axis.plot(alphas, [p.accept_share for p in mine], marker=marker, color=color, label=name)
-            error_axis.plot(alphas, [np.nan if p.error_mean is None else p.error_mean for p in mine], marker=marker,
-                            color=color, label=f"held-out, {name} (mean)")
+            error_axis.plot(
+                alphas,
+                [np.nan if p.error_mean is None else p.error_mean for p in mine],
+                marker=marker,
+                color=color,
+                label=f"held-out, {name} (mean)",
+            )
             if group == "all":
-                error_axis.plot(alphas, [np.nan if p.error_worst is None else p.error_worst for p in mine],
-                                marker="v", color=color, linestyle=":", label="held-out, worst cell")
-                error_axis.plot(alphas, [np.nan if p.certified_mean is None else p.certified_mean for p in mine],
-                                color="gray", linestyle="--", label="certified bound (mean)")
+                error_axis.plot(
+                    alphas,
+                    [np.nan if p.error_worst is None else p.error_worst for p in mine],
+                    marker="v",
+                    color=color,
+                    linestyle=":",
+                    label="held-out, worst cell",
+                )
+                error_axis.plot(
+                    alphas,
+                    [np.nan if p.certified_mean is None else p.certified_mean for p in mine],
+                    color="gray",
+                    linestyle="--",
+                    label="certified bound (mean)",
+                )
         limit = max((p.accept_alpha for p in curve.points), default=0.3)
         error_axis.plot([0, limit], [0, limit], color="red", linewidth=1.0, label="error = accept_alpha")
         share_axis.set_title(f"tolerance {tolerance}: accept share")

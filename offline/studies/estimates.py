@@ -64,9 +64,20 @@ SUMMEVAL_NS: tuple[int, ...] = (10, 20, 50, 100, 200)
 # Chatzi et al.'s scripts/config.json (commit af645218): n, alpha and the 12 models ranked.
 ARENA_NS: tuple[int, ...] = (100, 150, 200, 500, 1000, 1500, 2000, 2500, 3000)
 ARENA_ALPHAS: tuple[float, ...] = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4)
-ARENA_MODELS: tuple[str, ...] = ("vicuna-13b", "koala-13b", "gpt-3.5-turbo", "gpt-4", "oasst-pythia-12b",
-                                 "alpaca-13b", "claude-v1", "RWKV-4-Raven-14B", "chatglm-6b", "fastchat-t5-3b",
-                                 "palm-2", "claude-instant-v1")
+ARENA_MODELS: tuple[str, ...] = (
+    "vicuna-13b",
+    "koala-13b",
+    "gpt-3.5-turbo",
+    "gpt-4",
+    "oasst-pythia-12b",
+    "alpaca-13b",
+    "claude-v1",
+    "RWKV-4-Raven-14B",
+    "chatglm-6b",
+    "fastchat-t5-3b",
+    "palm-2",
+    "claude-instant-v1",
+)
 ARENA_JUDGES: tuple[str, ...] = ("gpt-4-0125-preview", "claude-3-opus-20240229", "gpt-3.5-turbo")
 INTERVAL_ALPHA = 0.05
 METHODS: tuple[str, ...] = ("classical", "ppi++", "betting", "served")
@@ -189,14 +200,16 @@ def summeval_cells(data_dir: Path, judges: Sequence[str] = JUDGES) -> list[MeanC
             human, judge = groups.setdefault((row.criterion, item.system_id), ([], []))
             human.append(item.expert_mean[row.criterion])
             judge.append(score)
-        cells += [MeanCell(judge=name, criterion=criterion, system=system, human=np.asarray(h),
-                           judge_score=np.asarray(f))
-                  for (criterion, system), (h, f) in sorted(groups.items())]
+        cells += [
+            MeanCell(judge=name, criterion=criterion, system=system, human=np.asarray(h), judge_score=np.asarray(f))
+            for (criterion, system), (h, f) in sorted(groups.items())
+        ]
     return cells
 
 
-def _summeval_cell(cell: MeanCell, ns: Sequence[int], resamples: int, betting_resamples: int, alpha: float,
-                   rng: np.random.Generator) -> list[SummEvalRow]:
+def _summeval_cell(
+    cell: MeanCell, ns: Sequence[int], resamples: int, betting_resamples: int, alpha: float, rng: np.random.Generator
+) -> list[SummEvalRow]:
     truth = float(cell.human.mean())
     lo, hi = SCALE
     bounds = judge_mean_bounds(cell.judge_score, lo, hi, ALPHA_JUDGE_SHARE * alpha)
@@ -217,23 +230,41 @@ def _summeval_cell(cell: MeanCell, ns: Sequence[int], resamples: int, betting_re
         served_high = np.where(clt, ppi.high, bet_high)
         zero_share = float(np.mean(y.std(axis=1) == 0))
         first = np.arange(min(betting_resamples, resamples))
-        for method, low, high, use in (("classical", classical.low, classical.high, slice(None)),
-                                       ("ppi++", ppi.low, ppi.high, slice(None)),
-                                       ("betting", bet_low, bet_high, first),
-                                       ("served", served_low, served_high, slice(None))):
+        for method, low, high, use in (
+            ("classical", classical.low, classical.high, slice(None)),
+            ("ppi++", ppi.low, ppi.high, slice(None)),
+            ("betting", bet_low, bet_high, first),
+            ("served", served_low, served_high, slice(None)),
+        ):
             lw, hg = low[use], high[use]
             if lw.size == 0:
                 continue
-            rows.append(SummEvalRow(
-                judge=cell.judge, criterion=cell.criterion, system=cell.system, n=n, method=method,
-                resamples=int(lw.size), coverage=float(np.mean((lw <= truth) & (truth <= hg))),
-                mean_width=float(np.mean(hg - lw)), zero_variance_share=zero_share))
+            rows.append(
+                SummEvalRow(
+                    judge=cell.judge,
+                    criterion=cell.criterion,
+                    system=cell.system,
+                    n=n,
+                    method=method,
+                    resamples=int(lw.size),
+                    coverage=float(np.mean((lw <= truth) & (truth <= hg))),
+                    mean_width=float(np.mean(hg - lw)),
+                    zero_variance_share=zero_share,
+                )
+            )
     return rows
 
 
-def run_summeval_study(cells: Sequence[MeanCell], *, ns: Sequence[int] = SUMMEVAL_NS, resamples: int = 1000,
-                       betting_resamples: int = 200, alpha: float = 0.05, seed: int = 0,
-                       progress: Progress = None) -> list[SummEvalRow]:
+def run_summeval_study(
+    cells: Sequence[MeanCell],
+    *,
+    ns: Sequence[int] = SUMMEVAL_NS,
+    resamples: int = 1000,
+    betting_resamples: int = 200,
+    alpha: float = 0.05,
+    seed: int = 0,
+    progress: Progress = None,
+) -> list[SummEvalRow]:
     """Coverage and width per (cell, n, method); cell i draws from ``default_rng([seed, i])``."""
     indexed = list(enumerate(cells))
     rows: list[SummEvalRow] = []
@@ -254,8 +285,7 @@ def _outcomes(winner: str) -> tuple[float, float]:
     return (1.0, 0.0) if winner == "model_a" else (0.0, 1.0) if winner == "model_b" else (0.0, 0.0)
 
 
-def load_arena(data_dir: Path, models: Sequence[str] = ARENA_MODELS,
-               judges: Sequence[str] = ARENA_JUDGES) -> ArenaData:
+def load_arena(data_dir: Path, models: Sequence[str] = ARENA_MODELS, judges: Sequence[str] = ARENA_JUDGES) -> ArenaData:
     """Read ``pairwise/arena_ppr``: battles between two of ``models`` where the human and every judge answered."""
     folder = Path(data_dir) / "pairwise" / "arena_ppr"
     index = {model: i for i, model in enumerate(models)}
@@ -276,22 +306,33 @@ def load_arena(data_dir: Path, models: Sequence[str] = ARENA_MODELS,
 
     human = read("human")
     verdicts = {name: read(name) for name in judges}
-    nums = sorted(num for num, (a, b, _) in human.items()
-                  if a in index and b in index and a != b
-                  and all(num in v and v[num][:2] == (a, b) for v in verdicts.values()))
+    nums = sorted(
+        num
+        for num, (a, b, _) in human.items()
+        if a in index and b in index and a != b and all(num in v and v[num][:2] == (a, b) for v in verdicts.values())
+    )
 
     def battles(rows: dict[int, tuple[str, str, str]]) -> Battles:
         outcomes = np.array([_outcomes(rows[num][2]) for num in nums])
-        return Battles(model_a=np.array([index[rows[num][0]] for num in nums]),
-                       model_b=np.array([index[rows[num][1]] for num in nums]),
-                       win_a=outcomes[:, 0], win_b=outcomes[:, 1])
+        return Battles(
+            model_a=np.array([index[rows[num][0]] for num in nums]),
+            model_b=np.array([index[rows[num][1]] for num in nums]),
+            win_a=outcomes[:, 0],
+            win_b=outcomes[:, 1],
+        )
 
     return ArenaData(models=tuple(models), human=battles(human), judges={n: battles(v) for n, v in verdicts.items()})
 
 
-def run_arena_study(data: ArenaData, *, ns: Sequence[int] = ARENA_NS, alphas: Sequence[float] = ARENA_ALPHAS,
-                    iterations: int = 1000, seed: int = 0,
-                    progress: Progress = None) -> tuple[list[ArenaRow], list[ArenaIntervalRow], dict[str, float]]:
+def run_arena_study(
+    data: ArenaData,
+    *,
+    ns: Sequence[int] = ARENA_NS,
+    alphas: Sequence[float] = ARENA_ALPHAS,
+    iterations: int = 1000,
+    seed: int = 0,
+    progress: Progress = None,
+) -> tuple[list[ArenaRow], list[ArenaIntervalRow], dict[str, float]]:
     """Rank-set coverage and size per (judge, construction, n, alpha), PPR vs human-only; iteration j of n draws
     from ``default_rng([seed, n, j])``; the labelled battles are shared by every judge and the baseline."""
     k = len(data.models)
@@ -310,8 +351,7 @@ def run_arena_study(data: ArenaData, *, ns: Sequence[int] = ARENA_NS, alphas: Se
         human = win_rates(data.human.take(labelled), k)
         estimates = {"human only": human}
         for name, judge in data.judges.items():
-            estimates[name] = ppr_win_rates(data.human.take(labelled), judge.take(labelled),
-                                            judge.take(unlabelled), k)
+            estimates[name] = ppr_win_rates(data.human.take(labelled), judge.take(labelled), judge.take(unlabelled), k)
         h_low, h_high = human.intervals(INTERVAL_ALPHA)
         h_var = np.diag(human.sigma)
         for name, estimate in estimates.items():
@@ -325,41 +365,101 @@ def run_arena_study(data: ArenaData, *, ns: Sequence[int] = ARENA_NS, alphas: Se
             low, high = estimate.intervals(INTERVAL_ALPHA)
             p_var = np.diag(estimate.sigma)
             ok = np.isfinite(h_var) & np.isfinite(p_var) & (p_var > 0)
-            marginal.setdefault((name, n), []).append((
-                float(np.mean((low <= truth) & (truth <= high))), float(np.mean((h_low <= truth) & (truth <= h_high))),
-                float(np.nanmean(high - low)), float(np.nanmean(h_high - h_low)),
-                float(np.mean(h_var[ok] / p_var[ok])), float(estimate.lam or 0.0)))
-    rows = [ArenaRow(judge="-" if name == "human only" else name, method="human only" if name == "human only"
-                     else "ppr", construction=construction, n=n, alpha=alpha, iterations=len(values),
-                     coverage=float(np.mean(values)), mean_set_size=float(np.mean(sizes[(name, construction, n,
-                                                                                          alpha)])))
-            for (name, construction, n, alpha), values in hits.items()]
-    interval_rows = [ArenaIntervalRow(judge=name, n=n, iterations=len(values),
-                                      **dict(zip(("ppr_coverage", "human_coverage", "ppr_mean_width",
-                                                  "human_mean_width", "effective_sample_gain", "mean_lambda"),
-                                                 np.mean(np.asarray(values), axis=0).tolist(), strict=True)))
-                     for (name, n), values in marginal.items()]
+            marginal.setdefault((name, n), []).append(
+                (
+                    float(np.mean((low <= truth) & (truth <= high))),
+                    float(np.mean((h_low <= truth) & (truth <= h_high))),
+                    float(np.nanmean(high - low)),
+                    float(np.nanmean(h_high - h_low)),
+                    float(np.mean(h_var[ok] / p_var[ok])),
+                    float(estimate.lam or 0.0),
+                )
+            )
+    rows = [
+        ArenaRow(
+            judge="-" if name == "human only" else name,
+            method="human only" if name == "human only" else "ppr",
+            construction=construction,
+            n=n,
+            alpha=alpha,
+            iterations=len(values),
+            coverage=float(np.mean(values)),
+            mean_set_size=float(np.mean(sizes[(name, construction, n, alpha)])),
+        )
+        for (name, construction, n, alpha), values in hits.items()
+    ]
+    interval_rows = [
+        ArenaIntervalRow(
+            judge=name,
+            n=n,
+            iterations=len(values),
+            **dict(
+                zip(
+                    (
+                        "ppr_coverage",
+                        "human_coverage",
+                        "ppr_mean_width",
+                        "human_mean_width",
+                        "effective_sample_gain",
+                        "mean_lambda",
+                    ),
+                    np.mean(np.asarray(values), axis=0).tolist(),
+                    strict=True,
+                )
+            ),
+        )
+        for (name, n), values in marginal.items()
+    ]
     return rows, interval_rows, {model: float(t) for model, t in zip(data.models, truth, strict=True)}
 
 
-def run_estimates_study(data_dir: Path, *, parts: Sequence[str] = ("summeval", "arena"), resamples: int = 1000,
-                        betting_resamples: int = 200, iterations: int = 1000, alpha: float = 0.05, seed: int = 0,
-                        summeval_ns: Sequence[int] = SUMMEVAL_NS, arena_ns: Sequence[int] = ARENA_NS,
-                        arena_alphas: Sequence[float] = ARENA_ALPHAS,
-                        progress: Callable[[str], Progress] | None = None) -> EstimatesStudy:
+def run_estimates_study(
+    data_dir: Path,
+    *,
+    parts: Sequence[str] = ("summeval", "arena"),
+    resamples: int = 1000,
+    betting_resamples: int = 200,
+    iterations: int = 1000,
+    alpha: float = 0.05,
+    seed: int = 0,
+    summeval_ns: Sequence[int] = SUMMEVAL_NS,
+    arena_ns: Sequence[int] = ARENA_NS,
+    arena_alphas: Sequence[float] = ARENA_ALPHAS,
+    progress: Callable[[str], Progress] | None = None,
+) -> EstimatesStudy:
     """Run the chosen parts on ``data_dir``; ``progress(desc)`` wraps an iterable with a progress bar."""
     rows: list[SummEvalRow] = []
     arena_rows: list[ArenaRow] = []
     interval_rows: list[ArenaIntervalRow] = []
     truth: dict[str, float] = {}
     if "summeval" in parts:
-        rows = run_summeval_study(summeval_cells(data_dir), ns=summeval_ns, resamples=resamples,
-                                  betting_resamples=betting_resamples, alpha=alpha, seed=seed,
-                                  progress=progress("summeval") if progress else None)
+        rows = run_summeval_study(
+            summeval_cells(data_dir),
+            ns=summeval_ns,
+            resamples=resamples,
+            betting_resamples=betting_resamples,
+            alpha=alpha,
+            seed=seed,
+            progress=progress("summeval") if progress else None,
+        )
     if "arena" in parts:
-        arena_rows, interval_rows, truth = run_arena_study(load_arena(data_dir), ns=arena_ns, alphas=arena_alphas,
-                                                           iterations=iterations, seed=seed,
-                                                           progress=progress("arena") if progress else None)
-    return EstimatesStudy(seed=seed, alpha=alpha, rules=dict(RULES), summeval=rows, summeval_resamples=resamples,
-                          betting_resamples=betting_resamples, arena=arena_rows, arena_intervals=interval_rows,
-                          arena_iterations=iterations, arena_truth=truth)
+        arena_rows, interval_rows, truth = run_arena_study(
+            load_arena(data_dir),
+            ns=arena_ns,
+            alphas=arena_alphas,
+            iterations=iterations,
+            seed=seed,
+            progress=progress("arena") if progress else None,
+        )
+    return EstimatesStudy(
+        seed=seed,
+        alpha=alpha,
+        rules=dict(RULES),
+        summeval=rows,
+        summeval_resamples=resamples,
+        betting_resamples=betting_resamples,
+        arena=arena_rows,
+        arena_intervals=interval_rows,
+        arena_iterations=iterations,
+        arena_truth=truth,
+    )

@@ -340,9 +340,7 @@ def render_baselines_markdown(tables: Mapping[str, FactualityTables]) -> str:
     return render_tables_markdown(tables, title="FRANK: partial correlation of metrics with human factuality")
 
 
-def render_tables_markdown(
-    tables: Mapping[str, FactualityTables], *, title: str, notes: Sequence[str] = ()
-) -> str:
+def render_tables_markdown(tables: Mapping[str, FactualityTables], *, title: str, notes: Sequence[str] = ()) -> str:
     """Markdown under ``title`` (then ``notes``, one paragraph each): overall and per-dataset table,
     per-category table, ablation table (3 decimals), one row per metric."""
     controls = sorted({", ".join(table.controls) for table in tables.values()})

@@ -168,16 +168,28 @@ def factuality_answers_from_store(
             if record.repetition != 0:
                 continue
             if record.item_id not in known:
-                raise FrankDataError(None, None, f"stored {family} answer of judge {record.judge!r} names item "
-                                     f"{record.item_id!r}, which is no FRANK '<hash>/<model_name>'")
+                raise FrankDataError(
+                    None,
+                    None,
+                    f"stored {family} answer of judge {record.judge!r} names item "
+                    f"{record.item_id!r}, which is no FRANK '<hash>/<model_name>'",
+                )
             ok = record.error is None
             score: float | None = None
             if ok and record.judge_score is not None:
                 score = float(record.judge_score) if method == "direct" else _qa_score(record.raw_reply)
             result.setdefault((record.judge, method), []).append(
-                FactualityAnswer(judge=record.judge, method=method, prompt_family=family, item_id=record.item_id,
-                                 judge_score=record.judge_score if ok else None, score=score,
-                                 logprobs=record.logprobs if ok else None, model=record.model, error=record.error)
+                FactualityAnswer(
+                    judge=record.judge,
+                    method=method,
+                    prompt_family=family,
+                    item_id=record.item_id,
+                    judge_score=record.judge_score if ok else None,
+                    score=score,
+                    logprobs=record.logprobs if ok else None,
+                    model=record.model,
+                    error=record.error,
+                )
             )
     for answers in result.values():
         answers.sort(key=lambda answer: answer.item_id)
@@ -196,8 +208,16 @@ def _comparison(frank: Frank, scored: Mapping[str, dict[str, float]]) -> tuple[i
     cells = []
     for metric, kind, values in columns:
         cell = cell_json(correlation_cell(items, values))
-        cells.append(ComparisonCell(metric=metric, kind=kind, pearson=cell["pearson"], spearman=cell["spearman"],
-                                    n=cell["n"], problem=cell.get("problem")))
+        cells.append(
+            ComparisonCell(
+                metric=metric,
+                kind=kind,
+                pearson=cell["pearson"],
+                spearman=cell["spearman"],
+                n=cell["n"],
+                problem=cell.get("problem"),
+            )
+        )
     return len(items), cells
 
 
@@ -213,15 +233,29 @@ def run_llm_study(
         tables[table.metric] = table
         scored[table.metric] = values
         per_split = {split: sum(by_id[i].split == split for i in values) for split in ("valid", "test")}
-        runs.append(LLMRun(
-            judge=judge, method=method, prompt_family=FAITHFULNESS_PROMPT_FAMILIES[method], metric=table.metric,
-            models=sorted({a.model for a in group if a.model}), n_answers=len(group), n_scored=len(values),
-            n_failed=sum(a.error is not None for a in group),
-            n_no_score=sum(a.error is None and a.score is None for a in group), scored_per_split=per_split,
-        ))
+        runs.append(
+            LLMRun(
+                judge=judge,
+                method=method,
+                prompt_family=FAITHFULNESS_PROMPT_FAMILIES[method],
+                metric=table.metric,
+                models=sorted({a.model for a in group if a.model}),
+                n_answers=len(group),
+                n_scored=len(values),
+                n_failed=sum(a.error is not None for a in group),
+                n_no_score=sum(a.error is None and a.score is None for a in group),
+                scored_per_split=per_split,
+            )
+        )
     n_common, comparison = _comparison(frank, scored)
-    summary = LLMFactualitySummary(label=label, rules=dict(RULES), runs=runs, tables=baselines_json(tables),
-                                   comparison_n_items=n_common, comparison=comparison)
+    summary = LLMFactualitySummary(
+        label=label,
+        rules=dict(RULES),
+        runs=runs,
+        tables=baselines_json(tables),
+        comparison_n_items=n_common,
+        comparison=comparison,
+    )
     return summary, tables
 
 
@@ -230,22 +264,40 @@ def render_llm_markdown(summary: LLMFactualitySummary, tables: Mapping[str, Fact
     notes = []
     if summary.label:
         notes.append(f"**Source: {summary.label}.**")
-    notes.append("Runs: " + "; ".join(
-        f"{r.metric} — {r.n_scored} of {r.n_answers} answers scored ({r.n_failed} failed calls, {r.n_no_score} "
-        f"without a score; valid {r.scored_per_split['valid']}, test {r.scored_per_split['test']}; model(s) "
-        f"{', '.join(r.models) or 'unknown'})" for r in summary.runs) + ".")
-    notes.append("Scores: direct = the judge's 1-5 digit; qa = the QA score in [0, 1] (mean token F1 of the "
-                 "summary's and the article's answers). Rows: the FRANK items each judge scored (n per cell).")
-    text = render_tables_markdown(tables, title="FRANK: partial correlation of LLM judges with human factuality",
-                                  notes=notes)
-    rows = [
-        f"| {c.metric} | {c.kind} | {_fmt(c.pearson)} | {_fmt(c.spearman)} | {c.n} |" for c in summary.comparison
-    ]
-    return text + "\n".join([
-        "", f"## LLM judges and FRANK baselines on the same {summary.comparison_n_items} items", "",
-        "The items every LLM run scored; overall partial correlation controlling for the system.", "",
-        "| Metric | Kind | Pearson | Spearman | n |", "| --- | --- | --- | --- | --- |", *rows,
-    ]) + "\n"
+    notes.append(
+        "Runs: "
+        + "; ".join(
+            f"{r.metric} — {r.n_scored} of {r.n_answers} answers scored ({r.n_failed} failed calls, {r.n_no_score} "
+            f"without a score; valid {r.scored_per_split['valid']}, test {r.scored_per_split['test']}; model(s) "
+            f"{', '.join(r.models) or 'unknown'})"
+            for r in summary.runs
+        )
+        + "."
+    )
+    notes.append(
+        "Scores: direct = the judge's 1-5 digit; qa = the QA score in [0, 1] (mean token F1 of the "
+        "summary's and the article's answers). Rows: the FRANK items each judge scored (n per cell)."
+    )
+    text = render_tables_markdown(
+        tables, title="FRANK: partial correlation of LLM judges with human factuality", notes=notes
+    )
+    rows = [f"| {c.metric} | {c.kind} | {_fmt(c.pearson)} | {_fmt(c.spearman)} | {c.n} |" for c in summary.comparison]
+    return (
+        text
+        + "\n".join(
+            [
+                "",
+                f"## LLM judges and FRANK baselines on the same {summary.comparison_n_items} items",
+                "",
+                "The items every LLM run scored; overall partial correlation controlling for the system.",
+                "",
+                "| Metric | Kind | Pearson | Spearman | n |",
+                "| --- | --- | --- | --- | --- |",
+                *rows,
+            ]
+        )
+        + "\n"
+    )
 
 
 def _fmt(value: float | None) -> str:

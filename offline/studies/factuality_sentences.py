@@ -108,8 +108,10 @@ BASELINES: tuple[str, ...] = ("FactCC", "BertScore P Art", "QAGS")
 # FRANK's error types as the annotators write them; the judge's categories map onto the same codes.
 TYPE_CODES: tuple[str, ...] = ("RelE", "EntE", "CircE", "CorefE", "LinkE", "OutE", "GramE", "OtherE")
 MATRIX_CODES: tuple[str, ...] = (*TYPE_CODES, "NoE")
-SOURCE_NOTE = ("Recorded with the FineSurE fact-checking prompt (Song et al., ACL 2024; a 2025 re-run, "
-               "wjkim9653/FineSurE-ACL24): real LLM judges on FRANK, not the prompts or models of paper 001.")
+SOURCE_NOTE = (
+    "Recorded with the FineSurE fact-checking prompt (Song et al., ACL 2024; a 2025 re-run, "
+    "wjkim9653/FineSurE-ACL24): real LLM judges on FRANK, not the prompts or models of paper 001."
+)
 RULES = {
     "source": SOURCE_NOTE,
     "parse": "judges.sentence_parse.parse_sentence_verdicts with the row's sentence count; parse_rate = "
@@ -168,9 +170,15 @@ def _parse_stats(judge: str, rows: Sequence[FactCheckRow], parsed: Sequence[Pars
             n_sentences += len(ours[0])
             same_sentences += sum(a == b for a, b in zip(ours[0], row.pred_error, strict=True))
     return ParseStats(
-        judge=judge, n_rows=len(rows), n_read=n_included + n_wrong, n_included=n_included, n_wrong_count=n_wrong,
-        n_unreadable=len(rows) - n_included - n_wrong, n_escapes_repaired=sum(p.escapes_repaired for p in parsed),
-        parse_rate=(n_included + n_wrong) / len(rows) if rows else 0.0, rules=dict(sorted(rules.items())),
+        judge=judge,
+        n_rows=len(rows),
+        n_read=n_included + n_wrong,
+        n_included=n_included,
+        n_wrong_count=n_wrong,
+        n_unreadable=len(rows) - n_included - n_wrong,
+        n_escapes_repaired=sum(p.escapes_repaired for p in parsed),
+        parse_rate=(n_included + n_wrong) / len(rows) if rows else 0.0,
+        rules=dict(sorted(rules.items())),
         recorded_row_agreement=same_rows / compared if compared else None,
         recorded_sentence_agreement=same_sentences / n_sentences if n_sentences else None,
         n_compared_rows=compared,
@@ -183,11 +191,19 @@ def sentence_records(check: RecordedFactCheck) -> tuple[list[AnswerRecord], Pars
     records = []
     for row, p in zip(check.rows, parsed, strict=True):
         score = item_score(p)
-        records.append(AnswerRecord(
-            judge=check.judge, prompt_family=PROMPT_FAMILY, task="factuality_sentences", criterion=CRITERION,
-            item_id=row.item_id, judge_score=None if score is None else judge_score_of(score),
-            raw_reply=row.response, parse_rule=p.rule, model=check.judge,
-        ))
+        records.append(
+            AnswerRecord(
+                judge=check.judge,
+                prompt_family=PROMPT_FAMILY,
+                task="factuality_sentences",
+                criterion=CRITERION,
+                item_id=row.item_id,
+                judge_score=None if score is None else judge_score_of(score),
+                raw_reply=row.response,
+                parse_rule=p.rule,
+                model=check.judge,
+            )
+        )
     return records, _parse_stats(check.judge, check.rows, parsed)
 
 
@@ -218,15 +234,26 @@ def sentence_answers_from_store(
         if record.repetition != 0:
             continue
         if record.item_id not in known:
-            raise FrankDataError(None, None, f"stored {PROMPT_FAMILY} answer of judge {record.judge!r} names item "
-                                 f"{record.item_id!r}, which is no FRANK '<hash>/<model_name>'")
+            raise FrankDataError(
+                None,
+                None,
+                f"stored {PROMPT_FAMILY} answer of judge {record.judge!r} names item "
+                f"{record.item_id!r}, which is no FRANK '<hash>/<model_name>'",
+            )
         ok = record.error is None and record.judge_score is not None
         score = item_score(parse_sentence_verdicts(record.raw_reply)) if ok else None
-        result.setdefault((record.judge, METHOD), []).append(FactualityAnswer(
-            judge=record.judge, method=METHOD, prompt_family=PROMPT_FAMILY, item_id=record.item_id,
-            judge_score=record.judge_score if ok and score is not None else None, score=score, model=record.model,
-            error=record.error,
-        ))
+        result.setdefault((record.judge, METHOD), []).append(
+            FactualityAnswer(
+                judge=record.judge,
+                method=METHOD,
+                prompt_family=PROMPT_FAMILY,
+                item_id=record.item_id,
+                judge_score=record.judge_score if ok and score is not None else None,
+                score=score,
+                model=record.model,
+                error=record.error,
+            )
+        )
     for answers in result.values():
         answers.sort(key=lambda answer: answer.item_id)
     return dict(sorted(result.items()))
@@ -242,8 +269,16 @@ def _stat(cell: CorrelationCell, which: str) -> tuple[float | None, float | None
 
 def _n_controls(items: Sequence[FrankItem], scores: np.ndarray, dataset: str | None) -> int:
     """k: independent one-hot system columns among the rows used (systems present - 1)."""
-    return len({item.model_name for item, score in zip(items, scores, strict=True)
-                if not np.isnan(score) and (dataset is None or item.dataset == dataset)}) - 1
+    return (
+        len(
+            {
+                item.model_name
+                for item, score in zip(items, scores, strict=True)
+                if not np.isnan(score) and (dataset is None or item.dataset == dataset)
+            }
+        )
+        - 1
+    )
 
 
 def _recorded_score(row: FactCheckRow) -> float | None:
@@ -254,20 +289,28 @@ def _recorded_score(row: FactCheckRow) -> float | None:
     return 1 - sum(row.pred_error) / len(row.pred_error)
 
 
-def _correlation_row(judge: str, cell: CorrelationCell, k: int = 0,
-                     recorded: CorrelationCell | None = None) -> CorrelationRow:
+def _correlation_row(
+    judge: str, cell: CorrelationCell, k: int = 0, recorded: CorrelationCell | None = None
+) -> CorrelationRow:
     pearson, p_pearson = _stat(cell, "pearson")
     spearman, p_spearman = _stat(cell, "spearman")
     rec_pearson, _ = _stat(recorded, "pearson") if recorded is not None else (None, None)
     rec_spearman, _ = _stat(recorded, "spearman") if recorded is not None else (None, None)
-    return CorrelationRow(judge=judge, dataset=cell.subset, n=cell.n, partial_pearson=pearson,
-                          partial_spearman=spearman, p_value=p_pearson, spearman_p_value=p_spearman,
-                          problem=cell.problem,
-                          partial_pearson_ci=None if pearson is None else fisher_z_interval(pearson, cell.n, k, 0.05),
-                          partial_spearman_ci=None if spearman is None else fisher_z_interval(spearman, cell.n, k,
-                                                                                               0.05),
-                          recorded_partial_pearson=rec_pearson, recorded_partial_spearman=rec_spearman,
-                          recorded_n=None if recorded is None else recorded.n)
+    return CorrelationRow(
+        judge=judge,
+        dataset=cell.subset,
+        n=cell.n,
+        partial_pearson=pearson,
+        partial_spearman=spearman,
+        p_value=p_pearson,
+        spearman_p_value=p_spearman,
+        problem=cell.problem,
+        partial_pearson_ci=None if pearson is None else fisher_z_interval(pearson, cell.n, k, 0.05),
+        partial_spearman_ci=None if spearman is None else fisher_z_interval(spearman, cell.n, k, 0.05),
+        recorded_partial_pearson=rec_pearson,
+        recorded_partial_spearman=rec_spearman,
+        recorded_n=None if recorded is None else recorded.n,
+    )
 
 
 def _ratio(numerator: int, denominator: int) -> float | None:
@@ -284,8 +327,9 @@ def _majority_type(row: FactCheckRow, index: int) -> str | None:
     return winners[0] if winners else None
 
 
-def _sentence_tables(judge: str, pairs: Sequence[tuple[FactCheckRow, ParsedSentences]]) -> tuple[
-        SentenceAgreement, list[ErrorTypeRow], ConfusionMatrix]:
+def _sentence_tables(
+    judge: str, pairs: Sequence[tuple[FactCheckRow, ParsedSentences]]
+) -> tuple[SentenceAgreement, list[ErrorTypeRow], ConfusionMatrix]:
     tp = fp = fn = tn = 0
     index = {code: i for i, code in enumerate(MATRIX_CODES)}
     counts = np.zeros((len(MATRIX_CODES), len(MATRIX_CODES)), dtype=np.int64)
@@ -308,18 +352,36 @@ def _sentence_tables(judge: str, pairs: Sequence[tuple[FactCheckRow, ParsedSente
             counts[index[human_type], index[judged]] += 1
     precision, recall = _ratio(tp, tp + fp), _ratio(tp, tp + fn)
     f1 = None if not precision or not recall else 2 * precision * recall / (precision + recall)
-    agreement = SentenceAgreement(judge=judge, n_sentences=tp + fp + fn + tn, n_human_error=tp + fn,
-                                  n_judge_error=tp + fp, true_positive=tp, precision=precision, recall=recall,
-                                  f1=f1, accuracy=(tp + tn) / max(1, tp + fp + fn + tn))
+    agreement = SentenceAgreement(
+        judge=judge,
+        n_sentences=tp + fp + fn + tn,
+        n_human_error=tp + fn,
+        n_judge_error=tp + fp,
+        true_positive=tp,
+        precision=precision,
+        recall=recall,
+        f1=f1,
+        accuracy=(tp + tn) / max(1, tp + fp + fn + tn),
+    )
     types = []
     for code in TYPE_CODES:
         row_counts = counts[index[code]]
         n = int(row_counts.sum())
         same, flagged = int(row_counts[index[code]]), n - int(row_counts[index["NoE"]])
-        types.append(ErrorTypeRow(judge=judge, error_type=code, n=n, same_type=same, flagged=flagged,
-                                  recall=_ratio(same, n), detection=_ratio(flagged, n)))
-    matrix = ConfusionMatrix(judge=judge, labels=list(MATRIX_CODES), counts=counts.tolist(),
-                             n_no_majority_type=no_majority)
+        types.append(
+            ErrorTypeRow(
+                judge=judge,
+                error_type=code,
+                n=n,
+                same_type=same,
+                flagged=flagged,
+                recall=_ratio(same, n),
+                detection=_ratio(flagged, n),
+            )
+        )
+    matrix = ConfusionMatrix(
+        judge=judge, labels=list(MATRIX_CODES), counts=counts.tolist(), n_no_majority_type=no_majority
+    )
     return agreement, types, matrix
 
 
@@ -337,39 +399,68 @@ def run_sentence_study(
         scores = align_scores(frank.items, {(r.hash, r.model_name): item_score(p) for r, p in included})
         overall = correlation_cell(frank.items, scores)
         recorded = align_scores(frank.items, {(r.hash, r.model_name): _recorded_score(r) for r in check.rows})
-        rows.append(_correlation_row(check.judge, overall, _n_controls(frank.items, scores, None),
-                                     correlation_cell(frank.items, recorded)))
-        rows += [_correlation_row(check.judge, correlation_cell(frank.items, scores, dataset=ds),
-                                  _n_controls(frank.items, scores, ds),
-                                  correlation_cell(frank.items, recorded, dataset=ds))
-                 for ds in FRANK_DATASETS]
+        rows.append(
+            _correlation_row(
+                check.judge, overall, _n_controls(frank.items, scores, None), correlation_cell(frank.items, recorded)
+            )
+        )
+        rows += [
+            _correlation_row(
+                check.judge,
+                correlation_cell(frank.items, scores, dataset=ds),
+                _n_controls(frank.items, scores, ds),
+                correlation_cell(frank.items, recorded, dataset=ds),
+            )
+            for ds in FRANK_DATASETS
+        ]
         for category in CATEGORY_COLUMNS:
             flipped = correlation_cell(frank.items, scores, target=f"Flip_{category}")
             fp, _ = _stat(flipped, "pearson")
             fs, _ = _stat(flipped, "spearman")
             op, _ = _stat(overall, "pearson")
             os_, _ = _stat(overall, "spearman")
-            ablation.append(AblationRow(
-                judge=check.judge, category=category, flipped_pearson=fp, flipped_spearman=fs,
-                delta_pearson=None if op is None or fp is None else op - fp,
-                delta_spearman=None if os_ is None or fs is None else os_ - fs,
-            ))
+            ablation.append(
+                AblationRow(
+                    judge=check.judge,
+                    category=category,
+                    flipped_pearson=fp,
+                    flipped_spearman=fs,
+                    delta_pearson=None if op is None or fp is None else op - fp,
+                    delta_spearman=None if os_ is None or fs is None else os_ - fs,
+                )
+            )
         mask = ~np.isnan(scores)
         for metric, column in metric_columns.items():
             values = np.where(mask, column, np.nan)
             cell = correlation_cell(frank.items, values)
             pearson, p_pearson = _stat(cell, "pearson")
             spearman, p_spearman = _stat(cell, "spearman")
-            baselines.append(BaselineRow(judge=check.judge, metric=metric, n=cell.n, partial_pearson=pearson,
-                                         partial_spearman=spearman, p_value=p_pearson,
-                                         spearman_p_value=p_spearman))
+            baselines.append(
+                BaselineRow(
+                    judge=check.judge,
+                    metric=metric,
+                    n=cell.n,
+                    partial_pearson=pearson,
+                    partial_spearman=spearman,
+                    p_value=p_pearson,
+                    spearman_p_value=p_spearman,
+                )
+            )
         agreement, type_rows, matrix = _sentence_tables(check.judge, included)
         agreements.append(agreement)
         types += type_rows
         matrices.append(matrix)
     return SentenceStudySummary(
-        source=SOURCE_NOTE, rules=dict(RULES), judges=[p.judge for p in parse], parse=parse, rows=rows,
-        baselines=baselines, ablation=ablation, sentence_agreement=agreements, error_types=types, confusion=matrices,
+        source=SOURCE_NOTE,
+        rules=dict(RULES),
+        judges=[p.judge for p in parse],
+        parse=parse,
+        rows=rows,
+        baselines=baselines,
+        ablation=ablation,
+        sentence_agreement=agreements,
+        error_types=types,
+        confusion=matrices,
     )
 
 
@@ -380,7 +471,11 @@ def run_sentence_study(
 
 
 def sentence_validity(
-    items: Sequence[FrankItem], answers: dict[tuple[str, str], list[FactualityAnswer]], *, n_splits: int, seed: int,
+    items: Sequence[FrankItem],
+    answers: dict[tuple[str, str], list[FactualityAnswer]],
+    *,
+    n_splits: int,
+    seed: int,
     delta: float | None,
 ) -> tuple[ValiditySummary, dict[tuple[str, str, str, str], KindFit]]:
     """The ``factuality_sentences`` cells under the validity rules (:mod:`offline.studies.validity`): verdict
@@ -395,9 +490,14 @@ def write_sentence_validity(summary: ValiditySummary, report_dir: Path) -> tuple
     """Write ``factuality/llm_sentences_validity.{json,md}`` (the validity study's layout); both paths."""
     json_path, md_path = Path(report_dir) / VALIDITY_JSON_FILE, Path(report_dir) / VALIDITY_MARKDOWN_FILE
     write_json(summary, json_path)
-    md_path.write_text(validity_markdown(summary).replace(
-        "# Validity of the served artifact", "# FRANK sentence-level fact-checks: validity of the served artifact", 1),
-        encoding="utf-8")
+    md_path.write_text(
+        validity_markdown(summary).replace(
+            "# Validity of the served artifact",
+            "# FRANK sentence-level fact-checks: validity of the served artifact",
+            1,
+        ),
+        encoding="utf-8",
+    )
     return json_path, md_path
 
 

@@ -158,11 +158,15 @@ def faithfulness_data(
         present = [r for r in rows if r is not None]
         probabilities = np.vstack(present) if used and len(present) == len(rows) else None
         data = JudgeCriterionData(
-            judge=judge, prompt_family=group[0].prompt_family, criterion=CRITERION,
+            judge=judge,
+            prompt_family=group[0].prompt_family,
+            criterion=CRITERION,
             item_ids=tuple(item.item_id for item in used),
             labels=np.array([faithfulness_target(item.factuality) for item in used], dtype=np.int64),
             judge_scores=np.array([by_id[item.item_id].judge_score for item in used], dtype=np.int64),
-            probabilities=probabilities, n_answered=len(group), n_excluded=len(group) - len(used),
+            probabilities=probabilities,
+            n_answered=len(group),
+            n_excluded=len(group) - len(used),
         )
         result.append(FaithfulnessData(data=data, n_fit=sum(item.split == "valid" for item in used)))
     return result
@@ -174,17 +178,41 @@ def _one_split(part: FaithfulnessData, method: str, alpha: float, seed: int) -> 
     fit, test = np.arange(n_fit), np.arange(n_fit, data.labels.size)
     probabilities = data.probabilities
     generator = np.random.default_rng(seed)
-    fitted = fit_conformal(method, alpha, data.labels[fit], judge_scores=data.judge_scores[fit],
-                           probabilities=None if probabilities is None else probabilities[fit], n_labels=N_LABELS,
-                           rng=generator)
-    sets = predict_sets(fitted, judge_scores=data.judge_scores[test],
-                        probabilities=None if probabilities is None else probabilities[test], rng=generator)
+    fitted = fit_conformal(
+        method,
+        alpha,
+        data.labels[fit],
+        judge_scores=data.judge_scores[fit],
+        probabilities=None if probabilities is None else probabilities[fit],
+        n_labels=N_LABELS,
+        rng=generator,
+    )
+    sets = predict_sets(
+        fitted,
+        judge_scores=data.judge_scores[test],
+        probabilities=None if probabilities is None else probabilities[test],
+        rng=generator,
+    )
     evaluation = evaluate_sets(sets, data.labels[test])
-    split = SplitResult(coverage=evaluation.coverage, set_size=evaluation.mean_set_size, test_index=test,
-                        set_sizes=evaluation.set_sizes, covered=evaluation.covered, threshold=fitted.threshold)
-    study = SplitStudy(method=method, alpha=float(alpha), coverage=evaluation.coverage, coverage_std=0.0,
-                       set_size=evaluation.mean_set_size, set_size_std=0.0, n_cal=n_fit, n_test=int(test.size),
-                       splits=(split,))
+    split = SplitResult(
+        coverage=evaluation.coverage,
+        set_size=evaluation.mean_set_size,
+        test_index=test,
+        set_sizes=evaluation.set_sizes,
+        covered=evaluation.covered,
+        threshold=fitted.threshold,
+    )
+    study = SplitStudy(
+        method=method,
+        alpha=float(alpha),
+        coverage=evaluation.coverage,
+        coverage_std=0.0,
+        set_size=evaluation.mean_set_size,
+        set_size_std=0.0,
+        n_cal=n_fit,
+        n_test=int(test.size),
+        splits=(split,),
+    )
     return study, fitted
 
 
@@ -198,8 +226,10 @@ def run_faithfulness_study(
     for part in datasets:
         data = part.data
         if part.n_fit < MIN_FIT_ITEMS or part.n_test < 1:
-            skipped.append(f"{data.judge}/{data.prompt_family}: {part.n_fit} scored valid (fit) and {part.n_test} "
-                           f"scored test items; needs >= {MIN_FIT_ITEMS} and >= 1")
+            skipped.append(
+                f"{data.judge}/{data.prompt_family}: {part.n_fit} scored valid (fit) and {part.n_test} "
+                f"scored test items; needs >= {MIN_FIT_ITEMS} and >= 1"
+            )
             continue
         for alpha in alphas:
             for method in methods_for(data):
@@ -212,14 +242,28 @@ def run_faithfulness_study(
             headline.setdefault((cell.judge, cell.prompt_family), []).append(cell)
     defaults = [choose_default(group) for _, group in sorted(headline.items())]
     parts = [
-        PartSizes(judge=p.data.judge, prompt_family=p.data.prompt_family, n_answered=p.data.n_answered,
-                  n_excluded=p.data.n_excluded, n_fit=p.n_fit, n_test=p.n_test,
-                  has_probabilities=p.data.probabilities is not None)
+        PartSizes(
+            judge=p.data.judge,
+            prompt_family=p.data.prompt_family,
+            n_answered=p.data.n_answered,
+            n_excluded=p.data.n_excluded,
+            n_fit=p.n_fit,
+            n_test=p.n_test,
+            has_probabilities=p.data.probabilities is not None,
+        )
         for p in datasets
     ]
-    summary = FaithfulnessSummary(label=label, seed=seed, n_splits=1, alphas=[float(a) for a in alphas],
-                                  rules=dict(RULES), parts=parts, cells=cells, default_methods=defaults,
-                                  skipped=skipped)
+    summary = FaithfulnessSummary(
+        label=label,
+        seed=seed,
+        n_splits=1,
+        alphas=[float(a) for a in alphas],
+        rules=dict(RULES),
+        parts=parts,
+        cells=cells,
+        default_methods=defaults,
+        skipped=skipped,
+    )
     return FaithfulnessStudy(summary=summary, fitted=fitted)
 
 
@@ -232,27 +276,45 @@ def render_faithfulness_markdown(summary: FaithfulnessSummary) -> str:
     lines = ["# Faithfulness calibration on FRANK (fit on valid, evaluated on test)", ""]
     if summary.label:
         lines += [f"**Source: {summary.label}.**", ""]
-    lines += [f"One split (n_splits = 1), seed {summary.seed}; target round_half_up(1 + 4 x Factuality); verdict "
-              "= the stored 1-5 judge score (qa: 1 + round_half_up(4 x QA score); sentences: "
-              "1 + round_half_up(4 x share of sentences judged error-free)).", "",
-              "| Judge | Prompt family | answered | excluded | fit (valid) | test | log-probs |",
-              "| --- | --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {p.judge} | {p.prompt_family} | {p.n_answered} | {p.n_excluded} | {p.n_fit} | {p.n_test} | "
-              f"{'yes' if p.has_probabilities else 'no'} |" for p in summary.parts]
+    lines += [
+        f"One split (n_splits = 1), seed {summary.seed}; target round_half_up(1 + 4 x Factuality); verdict "
+        "= the stored 1-5 judge score (qa: 1 + round_half_up(4 x QA score); sentences: "
+        "1 + round_half_up(4 x share of sentences judged error-free)).",
+        "",
+        "| Judge | Prompt family | answered | excluded | fit (valid) | test | log-probs |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {p.judge} | {p.prompt_family} | {p.n_answered} | {p.n_excluded} | {p.n_fit} | {p.n_test} | "
+        f"{'yes' if p.has_probabilities else 'no'} |"
+        for p in summary.parts
+    ]
     lines += ["", *(f"- skipped: {reason}" for reason in summary.skipped)]
-    lines += ["", f"## Default method per cell (α={HEADLINE_ALPHA})", "",
-              "| Judge | Prompt family | method | test coverage | set size | reason |",
-              "| --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {d.judge} | {d.prompt_family} | `{d.method}` | {_fmt(d.coverage)} | {_fmt(d.set_size, 2)} | "
-              f"{d.reason} |" for d in summary.default_methods]
-    lines += ["", "## Every cell (test split)", "",
-              "| Judge | Prompt family | α | method | coverage | set size | min judge-score-bin cov. | "
-              "min human-label cov. | valid coverage | keeps bins |",
-              "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
-    lines += [f"| {c.judge} | {c.prompt_family} | {c.alpha:.2f} | `{c.method}` | {_fmt(c.coverage)} | "
-              f"{_fmt(c.set_size, 2)} | {_fmt(c.min_bin_coverage)} | {_fmt(c.min_label_coverage)} | "
-              f"{'yes' if c.valid_coverage else 'no'} | {'yes' if c.keeps_bin_coverage else 'no'} |"
-              for c in summary.cells]
+    lines += [
+        "",
+        f"## Default method per cell (α={HEADLINE_ALPHA})",
+        "",
+        "| Judge | Prompt family | method | test coverage | set size | reason |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {d.judge} | {d.prompt_family} | `{d.method}` | {_fmt(d.coverage)} | {_fmt(d.set_size, 2)} | {d.reason} |"
+        for d in summary.default_methods
+    ]
+    lines += [
+        "",
+        "## Every cell (test split)",
+        "",
+        "| Judge | Prompt family | α | method | coverage | set size | min judge-score-bin cov. | "
+        "min human-label cov. | valid coverage | keeps bins |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    lines += [
+        f"| {c.judge} | {c.prompt_family} | {c.alpha:.2f} | `{c.method}` | {_fmt(c.coverage)} | "
+        f"{_fmt(c.set_size, 2)} | {_fmt(c.min_bin_coverage)} | {_fmt(c.min_label_coverage)} | "
+        f"{'yes' if c.valid_coverage else 'no'} | {'yes' if c.keeps_bin_coverage else 'no'} |"
+        for c in summary.cells
+    ]
     return "\n".join(lines) + "\n"
 
 

@@ -139,8 +139,10 @@ def _votes_matrix(per_pair: list[list[float]]) -> np.ndarray:
 def _panel(matrices: Sequence[np.ndarray]) -> PairSignal:
     """Members pooled, each member's present verdicts weighted 1 / (its verdict count on the pair)."""
     votes = np.concatenate(matrices, axis=1)
-    weights = np.concatenate([np.broadcast_to(1.0 / np.maximum((~np.isnan(m)).sum(axis=1, keepdims=True), 1),
-                                              m.shape) for m in matrices], axis=1)
+    weights = np.concatenate(
+        [np.broadcast_to(1.0 / np.maximum((~np.isnan(m)).sum(axis=1, keepdims=True), 1), m.shape) for m in matrices],
+        axis=1,
+    )
     return vote_signal(votes, weights)
 
 
@@ -150,9 +152,16 @@ def vicuna80_pairs(data: Vicuna80, parse_choice: Callable[[str | None], Any] | N
 
     if parse_choice is None:
         from judges.parse_choice import parse_choice as default_parse_choice
+
         parse_choice = default_parse_choice
-    pair_ids = sorted({pair_item_id(q, a, b) for q, item in data.items.items()
-                       for i, a in enumerate(sorted(item.answers)) for b in sorted(item.answers)[i + 1:]})
+    pair_ids = sorted(
+        {
+            pair_item_id(q, a, b)
+            for q, item in data.items.items()
+            for i, a in enumerate(sorted(item.answers))
+            for b in sorted(item.answers)[i + 1 :]
+        }
+    )
     position = {p: i for i, p in enumerate(pair_ids)}
     counts = np.zeros((len(pair_ids), 3), dtype=int)  # a, b, tie
     for vote in data.human:
@@ -174,8 +183,14 @@ def vicuna80_pairs(data: Vicuna80, parse_choice: Callable[[str | None], Any] | N
     _, groups = np.unique([p.rpartition("/")[0] for p in pair_ids], return_inverse=True)
     has_votes = counts.sum(axis=1) > 0
     human = np.where(has_votes, human_majority(counts[:, 0], counts[:, 1], counts[:, 2]), 0).astype(np.int8)
-    return PairTable(dataset="vicuna80", groups=groups, human=human, signals=signals,
-                     group_size_bound=int(np.bincount(groups).max()), verdicts_per_pair=per_pair_counts)
+    return PairTable(
+        dataset="vicuna80",
+        groups=groups,
+        human=human,
+        signals=signals,
+        group_size_bound=int(np.bincount(groups).max()),
+        verdicts_per_pair=per_pair_counts,
+    )
 
 
 def arena_pairs(data: ArenaPPR) -> PairTable:
@@ -184,9 +199,14 @@ def arena_pairs(data: ArenaPPR) -> PairTable:
     signals = {judge: vote_signal(m) for judge, m in matrices.items()}
     signals[PANEL] = _panel(list(matrices.values()))
     _, groups = np.unique(data.question_ids, return_inverse=True)
-    return PairTable(dataset="arena_ppr", groups=groups, human=data.human.copy(), signals=signals,
-                     group_size_bound=int(np.bincount(groups).max()),
-                     verdicts_per_pair={**dict.fromkeys(data.judges, 1), PANEL: len(data.judges)})
+    return PairTable(
+        dataset="arena_ppr",
+        groups=groups,
+        human=data.human.copy(),
+        signals=signals,
+        group_size_bound=int(np.bincount(groups).max()),
+        verdicts_per_pair={**dict.fromkeys(data.judges, 1), PANEL: len(data.judges)},
+    )
 
 
 def _starts(bound: Bound, table: PairTable, source: str) -> tuple[float, ...]:
@@ -201,8 +221,9 @@ def _sources(table: PairTable) -> list[str]:
     return [*sorted(s for s in table.signals if s != PANEL), PANEL]
 
 
-def _decision_row(table: PairTable, source: str, ties: Ties, bound: Bound, alpha: float, delta: float,
-                  splits: Sequence[Any]) -> DecisionRow:
+def _decision_row(
+    table: PairTable, source: str, ties: Ties, bound: Bound, alpha: float, delta: float, splits: Sequence[Any]
+) -> DecisionRow:
     signal = table.signals[source]
     errors, counted = disagreements(signal.preferred, table.human, ties)
     shares, agreements = [], []
@@ -211,9 +232,17 @@ def _decision_row(table: PairTable, source: str, ties: Ties, bound: Bound, alpha
     decisive = signal.preferred != 0
     for split in splits:
         cal = split.calibration[counted[split.calibration]]
-        cert = certify_threshold(signal.confidence[cal], signal.preferred[cal], errors[cal], table.groups[cal],
-                                 alpha=alpha, delta=delta, bound=bound,
-                                 group_size_bound=table.group_size_bound, starts=_starts(bound, table, source))
+        cert = certify_threshold(
+            signal.confidence[cal],
+            signal.preferred[cal],
+            errors[cal],
+            table.groups[cal],
+            alpha=alpha,
+            delta=delta,
+            bound=bound,
+            group_size_bound=table.group_size_bound,
+            starts=_starts(bound, table, source),
+        )
         thresholds["none" if cert.threshold is None else f"{cert.threshold:.2f}"] += 1
         test = split.test
         acc = accepted(signal.preferred[test], signal.confidence[test], cert.threshold)
@@ -232,11 +261,21 @@ def _decision_row(table: PairTable, source: str, ties: Ties, bound: Bound, alpha
     ref = np.concatenate([s.test for s in splits])
     ref = ref[decisive[ref] & counted[ref]]
     return DecisionRow(
-        dataset=table.dataset, source=source, ties=ties, bound=bound, alpha=alpha, delta=delta,
-        n_splits=len(splits), accept_share=float(np.mean(shares)), accept_share_min=float(np.min(shares)),
-        accept_share_max=float(np.max(shares)), agreement=n_agree / n_acc if n_acc else None,
-        agreement_mean=float(np.mean(agreements)) if agreements else None, n_splits_error_above_alpha=int(above),
-        n_splits_nothing_accepted=nothing, thresholds=dict(sorted(thresholds.items(), reverse=True)),
+        dataset=table.dataset,
+        source=source,
+        ties=ties,
+        bound=bound,
+        alpha=alpha,
+        delta=delta,
+        n_splits=len(splits),
+        accept_share=float(np.mean(shares)),
+        accept_share_min=float(np.min(shares)),
+        accept_share_max=float(np.max(shares)),
+        agreement=n_agree / n_acc if n_acc else None,
+        agreement_mean=float(np.mean(agreements)) if agreements else None,
+        n_splits_error_above_alpha=int(above),
+        n_splits_nothing_accepted=nothing,
+        thresholds=dict(sorted(thresholds.items(), reverse=True)),
         all_decisive_accept_share=ref_share,
         all_decisive_agreement=float((~errors[ref]).mean()) if ref.size else None,
         n_test_pairs_mean=float(np.mean([s.test.size for s in splits])),
@@ -254,8 +293,9 @@ def _population_risks(table: PairTable, source: str, ties: Ties) -> dict[float, 
     return risks
 
 
-def _simulation_rows(table: PairTable, source: str, ties: Ties, alpha: float, delta: float, *, n_draws: int,
-                     n_groups: int, seed: int) -> list[SimulationRow]:
+def _simulation_rows(
+    table: PairTable, source: str, ties: Ties, alpha: float, delta: float, *, n_draws: int, n_groups: int, seed: int
+) -> list[SimulationRow]:
     signal = table.signals[source]
     errors, counted = disagreements(signal.preferred, table.human, ties)
     keep = np.flatnonzero(counted)
@@ -279,31 +319,67 @@ def _simulation_rows(table: PairTable, source: str, ties: Ties, alpha: float, de
         if index.size == 0:
             continue
         for bound in BOUNDS:
-            cert = certify_threshold(signal.confidence[index], signal.preferred[index], errors[index], labels,
-                                     alpha=alpha, delta=delta, bound=bound,
-                                     group_size_bound=table.group_size_bound, starts=_starts(bound, table, source))
+            cert = certify_threshold(
+                signal.confidence[index],
+                signal.preferred[index],
+                errors[index],
+                labels,
+                alpha=alpha,
+                delta=delta,
+                bound=bound,
+                group_size_bound=table.group_size_bound,
+                starts=_starts(bound, table, source),
+            )
             if cert.threshold is not None and population[cert.threshold] > alpha:
                 fails[bound] += 1
-            accepts[bound].append(float(accepted(signal.preferred[keep], signal.confidence[keep],
-                                                 cert.threshold).mean()))
+            accepts[bound].append(
+                float(accepted(signal.preferred[keep], signal.confidence[keep], cert.threshold).mean())
+            )
     se = float(np.sqrt(delta * (1 - delta) / n_draws))
-    return [SimulationRow(dataset=table.dataset, source=source, ties=ties, bound=b, alpha=alpha, delta=delta,
-                          n_draws=n_draws, n_groups_per_draw=n_groups, failures=fails[b],
-                          failure_rate=fails[b] / n_draws, mc_se=se, within_delta=fails[b] / n_draws <= delta + 2 * se,
-                          accept_share_mean=float(np.mean(accepts[b])) if accepts[b] else 0.0) for b in BOUNDS]
+    return [
+        SimulationRow(
+            dataset=table.dataset,
+            source=source,
+            ties=ties,
+            bound=b,
+            alpha=alpha,
+            delta=delta,
+            n_draws=n_draws,
+            n_groups_per_draw=n_groups,
+            failures=fails[b],
+            failure_rate=fails[b] / n_draws,
+            mc_se=se,
+            within_delta=fails[b] / n_draws <= delta + 2 * se,
+            accept_share_mean=float(np.mean(accepts[b])) if accepts[b] else 0.0,
+        )
+        for b in BOUNDS
+    ]
 
 
 def _done_when(rows: Sequence[DecisionRow]) -> dict[str, Any]:
     """The issue's check (Vicuna80 panel at alpha 0.20, held-out questions) under each bound, ties excluded."""
-    out: dict[str, Any] = {"check": "Vicuna80, alpha 0.20, held-out questions, 5-judge panel: accept share >= 0.60 "
-                           "and agreement among accepted >= 0.80", "headline_bound": HEADLINE["bound"]}
+    out: dict[str, Any] = {
+        "check": "Vicuna80, alpha 0.20, held-out questions, 5-judge panel: accept share >= 0.60 "
+        "and agreement among accepted >= 0.80",
+        "headline_bound": HEADLINE["bound"],
+    }
     for bound in BOUNDS:
-        head = [r for r in rows if r.dataset == "vicuna80" and r.source == PANEL and r.alpha == 0.20
-                and r.bound == bound and r.ties == "exclude"]
+        head = [
+            r
+            for r in rows
+            if r.dataset == "vicuna80"
+            and r.source == PANEL
+            and r.alpha == 0.20
+            and r.bound == bound
+            and r.ties == "exclude"
+        ]
         if head:
             r = head[0]
-            out[bound] = {"accept_share": r.accept_share, "agreement": r.agreement,
-                          "met": bool(r.accept_share >= 0.60 and r.agreement is not None and r.agreement >= 0.80)}
+            out[bound] = {
+                "accept_share": r.accept_share,
+                "agreement": r.agreement,
+                "met": bool(r.accept_share >= 0.60 and r.agreement is not None and r.agreement >= 0.80),
+            }
     return out
 
 
@@ -323,34 +399,68 @@ def run_pairwise_decisions(
     simulation: list[SimulationRow] = []
     datasets: dict[str, dict[str, Any]] = {}
     jobs = [(t, s, ties, alpha) for t in tables for s in _sources(t) for ties in TIES for alpha in alphas]
-    splits = {t.dataset: group_splits(t.groups, n_splits=n_splits, seed=seed, cal_fraction=cal_fraction)
-              for t in tables}
+    splits = {
+        t.dataset: group_splits(t.groups, n_splits=n_splits, seed=seed, cal_fraction=cal_fraction) for t in tables
+    }
     for table in tables:
         datasets[table.dataset] = {
-            "n_pairs": int(table.groups.size), "n_groups": int(table.groups.max() + 1),
-            "group_size_bound": table.group_size_bound, "sources": _sources(table),
-            "human_a": int((table.human == 1).sum()), "human_b": int((table.human == -1).sum()),
+            "n_pairs": int(table.groups.size),
+            "n_groups": int(table.groups.max() + 1),
+            "group_size_bound": table.group_size_bound,
+            "sources": _sources(table),
+            "human_a": int((table.human == 1).sum()),
+            "human_b": int((table.human == -1).sum()),
             "human_tie": int((table.human == 0).sum()),
-            "n_cal_groups": int(np.unique(table.groups[splits[table.dataset][0].calibration]).size)}
+            "n_cal_groups": int(np.unique(table.groups[splits[table.dataset][0].calibration]).size),
+        }
     for table, source, ties, alpha in progress(jobs):
         for bound in BOUNDS:
             rows.append(_decision_row(table, source, ties, bound, alpha, delta, splits[table.dataset]))
         if n_draws > 0:
-            simulation.extend(_simulation_rows(table, source, ties, alpha, delta, n_draws=n_draws,
-                                               n_groups=datasets[table.dataset]["n_cal_groups"], seed=seed))
+            simulation.extend(
+                _simulation_rows(
+                    table,
+                    source,
+                    ties,
+                    alpha,
+                    delta,
+                    n_draws=n_draws,
+                    n_groups=datasets[table.dataset]["n_cal_groups"],
+                    seed=seed,
+                )
+            )
     if n_draws > 0:
         # The hardest real case: alpha just below the population error of accepting every decisive pair, so
         # the last levels are true nulls that a too-liberal bound would reject.
         for table, source in progress([(t, s) for t in tables for s in _sources(t)]):
             risk = _population_risks(table, source, "exclude")[DEFAULT_LEVELS[-1]]
             if BOUNDARY_MARGIN < risk - BOUNDARY_MARGIN < 1:
-                simulation.extend(_simulation_rows(
-                    table, source, "exclude", round(risk - BOUNDARY_MARGIN, 4), delta, n_draws=n_draws,
-                    n_groups=datasets[table.dataset]["n_cal_groups"], seed=seed))
+                simulation.extend(
+                    _simulation_rows(
+                        table,
+                        source,
+                        "exclude",
+                        round(risk - BOUNDARY_MARGIN, 4),
+                        delta,
+                        n_draws=n_draws,
+                        n_groups=datasets[table.dataset]["n_cal_groups"],
+                        seed=seed,
+                    )
+                )
     return PairwiseDecisionSummary(
-        rules=dict(RULES), seed=seed, split_seeds=[[seed, i] for i in range(n_splits)], n_splits=n_splits,
-        cal_fraction=cal_fraction, delta=delta, alphas=[float(a) for a in alphas], levels=list(DEFAULT_LEVELS),
-        datasets=datasets, rows=rows, simulation=simulation, done_when=_done_when(rows))
+        rules=dict(RULES),
+        seed=seed,
+        split_seeds=[[seed, i] for i in range(n_splits)],
+        n_splits=n_splits,
+        cal_fraction=cal_fraction,
+        delta=delta,
+        alphas=[float(a) for a in alphas],
+        levels=list(DEFAULT_LEVELS),
+        datasets=datasets,
+        rows=rows,
+        simulation=simulation,
+        done_when=_done_when(rows),
+    )
 
 
 def load_tables(data_dir: Path) -> list[PairTable]:
@@ -358,8 +468,9 @@ def load_tables(data_dir: Path) -> list[PairTable]:
     return [vicuna80_pairs(load_vicuna80(data_dir)), arena_pairs(load_arena_ppr(data_dir))]
 
 
-def export_pairwise_artifact(tables: Sequence[PairTable], *, delta: float = DELTA, alphas: Sequence[float] = ALPHAS,
-                             source: str = "") -> PairwiseArtifact:
+def export_pairwise_artifact(
+    tables: Sequence[PairTable], *, delta: float = DELTA, alphas: Sequence[float] = ALPHAS, source: str = ""
+) -> PairwiseArtifact:
     """Each single judge's certificate per alpha fitted on every group of its dataset (headline bound and tie
     rule); panels are left out (``/v1/compare`` asks one judge)."""
     entries = []
@@ -370,18 +481,38 @@ def export_pairwise_artifact(tables: Sequence[PairTable], *, delta: float = DELT
             signal = table.signals[judge]
             errors, counted = disagreements(signal.preferred, table.human, HEADLINE["ties"])
             for alpha in alphas:
-                cert = certify_threshold(signal.confidence[counted], signal.preferred[counted], errors[counted],
-                                         table.groups[counted], alpha=alpha, delta=delta,
-                                         bound=HEADLINE["bound"],
-                                         group_size_bound=table.group_size_bound,
-                                         starts=_starts(HEADLINE["bound"], table, judge))
+                cert = certify_threshold(
+                    signal.confidence[counted],
+                    signal.preferred[counted],
+                    errors[counted],
+                    table.groups[counted],
+                    alpha=alpha,
+                    delta=delta,
+                    bound=HEADLINE["bound"],
+                    group_size_bound=table.group_size_bound,
+                    starts=_starts(HEADLINE["bound"], table, judge),
+                )
                 last = next((t for t in cert.tests if t.level == cert.threshold), None)
-                entries.append(PairwiseEntry(
-                    judge=judge, dataset=table.dataset, alpha=float(alpha), threshold=cert.threshold,
-                    n_pairs=cert.n_pairs, n_groups=cert.n_groups, n_accepted=last.n_accepted if last else 0,
-                    n_errors=last.n_errors if last else 0, verdicts_per_pair=table.verdicts_per_pair[judge]))
+                entries.append(
+                    PairwiseEntry(
+                        judge=judge,
+                        dataset=table.dataset,
+                        alpha=float(alpha),
+                        threshold=cert.threshold,
+                        n_pairs=cert.n_pairs,
+                        n_groups=cert.n_groups,
+                        n_accepted=last.n_accepted if last else 0,
+                        n_errors=last.n_errors if last else 0,
+                        verdicts_per_pair=table.verdicts_per_pair[judge],
+                    )
+                )
     return PairwiseArtifact(
-        format_version=FORMAT_VERSION, delta=delta, bound=HEADLINE["bound"], ties=HEADLINE["ties"],
+        format_version=FORMAT_VERSION,
+        delta=delta,
+        bound=HEADLINE["bound"],
+        ties=HEADLINE["ties"],
         starts=list(GROUP_STARTS if HEADLINE["bound"] == "group_betting" else ()),
-        signal=RULES["signal"], source=source or "offline pairwise-decisions (Vicuna80, Arena PPR human votes)",
-        entries=entries)
+        signal=RULES["signal"],
+        source=source or "offline pairwise-decisions (Vicuna80, Arena PPR human votes)",
+        entries=entries,
+    )

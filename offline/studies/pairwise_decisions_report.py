@@ -30,24 +30,43 @@ def _figure(summary: PairwiseDecisionSummary, path: Path) -> Path:
         for k_source, source in enumerate(summary.datasets[name]["sources"]):
             color = f"C{k_source}"
             for bound, marker in (("group_betting", "o"), ("pair_binomial", "x")):
-                pts = [r for r in summary.rows if r.dataset == name and r.source == source and r.bound == bound
-                       and r.ties == "exclude" and r.agreement is not None]
+                pts = [
+                    r
+                    for r in summary.rows
+                    if r.dataset == name
+                    and r.source == source
+                    and r.bound == bound
+                    and r.ties == "exclude"
+                    and r.agreement is not None
+                ]
                 if pts:
                     agreement = [r.agreement for r in pts if r.agreement is not None]  # pts hold no None
-                    ax.plot([r.accept_share for r in pts], agreement, marker=marker, color=color,
-                            linestyle="-" if bound == "group_betting" else ":",
-                            label=f"{source} ({'group bound' if bound == 'group_betting' else 'pair CP'})")
+                    ax.plot(
+                        [r.accept_share for r in pts],
+                        agreement,
+                        marker=marker,
+                        color=color,
+                        linestyle="-" if bound == "group_betting" else ":",
+                        label=f"{source} ({'group bound' if bound == 'group_betting' else 'pair CP'})",
+                    )
                     for r in pts:
-                        ax.annotate(f"{r.alpha:g}", (r.accept_share, r.agreement), fontsize=6, color=color,
-                                    xytext=(3, 3), textcoords="offset points")
+                        ax.annotate(
+                            f"{r.alpha:g}",
+                            (r.accept_share, r.agreement),
+                            fontsize=6,
+                            color=color,
+                            xytext=(3, 3),
+                            textcoords="offset points",
+                        )
         for alpha in summary.alphas:
             ax.axhline(1 - alpha, color="grey", linewidth=0.6, linestyle="--")
         ax.set_xlim(0, 1)
         ax.set_ylim(0.5, 1.0)
         ax.set_xlabel("accept share (held-out)")
         ax.set_ylabel("human agreement among accepted")
-        ax.set_title(f"{name}: held-out, {summary.n_splits} splits; points labelled by alpha (dashed: 1 - alpha)",
-                     fontsize=9)
+        ax.set_title(
+            f"{name}: held-out, {summary.n_splits} splits; points labelled by alpha (dashed: 1 - alpha)", fontsize=9
+        )
         ax.legend(fontsize=6, loc="lower left")
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -68,8 +87,10 @@ def _pct(value: float | None) -> str:
 def print_lines(summary: PairwiseDecisionSummary) -> list[str]:
     """The console table: accept share / agreement among accepted per dataset, source and alpha, both bounds
     (ties excluded), then the validity simulation and the done-when check."""
-    lines = [f"held-out accept share / human agreement among accepted ({summary.n_splits} splits by group, "
-             f"delta {summary.delta}, human ties excluded)"]
+    lines = [
+        f"held-out accept share / human agreement among accepted ({summary.n_splits} splits by group, "
+        f"delta {summary.delta}, human ties excluded)"
+    ]
     header = "".join(f"   alpha {a:.2f} pair CP    alpha {a:.2f} group  " for a in summary.alphas)
     for name, info in summary.datasets.items():
         lines.append(f"{name:26s}{header}")
@@ -77,20 +98,31 @@ def print_lines(summary: PairwiseDecisionSummary) -> list[str]:
             cells = []
             for alpha in summary.alphas:
                 for bound in BOUNDS[::-1]:
-                    r = next(r for r in summary.rows if r.dataset == name and r.source == source and r.alpha == alpha
-                             and r.bound == bound and r.ties == "exclude")
+                    r = next(
+                        r
+                        for r in summary.rows
+                        if r.dataset == name
+                        and r.source == source
+                        and r.alpha == alpha
+                        and r.bound == bound
+                        and r.ties == "exclude"
+                    )
                     cells.append(f" {r.accept_share:6.3f} / {_pct(r.agreement)}")
             lines.append(f"{source:26s}" + "  ".join(cells))
     for bound in BOUNDS:
         sims = [r for r in summary.simulation if r.bound == bound]
         if sims:
             worst = max(sims, key=lambda r: r.failure_rate)
-            lines.append(f"validity ({bound}): {sum(r.within_delta for r in sims)} of {len(sims)} cells fail in <= "
-                         f"delta + 2 MC se of draws; worst {worst.failure_rate:.3f} ({worst.dataset} {worst.source} "
-                         f"{worst.ties} alpha {worst.alpha})")
+            lines.append(
+                f"validity ({bound}): {sum(r.within_delta for r in sims)} of {len(sims)} cells fail in <= "
+                f"delta + 2 MC se of draws; worst {worst.failure_rate:.3f} ({worst.dataset} {worst.source} "
+                f"{worst.ties} alpha {worst.alpha})"
+            )
     for bound in BOUNDS:
         d = summary.done_when.get(bound)
         if d:
-            lines.append(f"done-when (Vicuna80 panel, alpha 0.20, {bound}): accept {d['accept_share']:.3f}, "
-                         f"agreement {_pct(d['agreement']).strip()} -> {'met' if d['met'] else 'not met'}")
+            lines.append(
+                f"done-when (Vicuna80 panel, alpha 0.20, {bound}): accept {d['accept_share']:.3f}, "
+                f"agreement {_pct(d['agreement']).strip()} -> {'met' if d['met'] else 'not met'}"
+            )
     return lines

@@ -66,21 +66,52 @@ class GapStep(msgspec.Struct, frozen=True, kw_only=True):
 
 
 STEPS: tuple[GapStep, ...] = (
-    GapStep(key="0", description="the issue's check (marginal, fixed absolute residual, mean coverage only), "
-            "members on their integer score",
-            delta=None, fixed_method=True, checks=("mean",), member_kinds=("score",)),
-    GapStep(key="1", description="the same, each member on its best input kind (log-probs where recorded)",
-            delta=None, fixed_method=True, checks=("mean",)),
+    GapStep(
+        key="0",
+        description="the issue's check (marginal, fixed absolute residual, mean coverage only), "
+        "members on their integer score",
+        delta=None,
+        fixed_method=True,
+        checks=("mean",),
+        member_kinds=("score",),
+    ),
+    GapStep(
+        key="1",
+        description="the same, each member on its best input kind (log-probs where recorded)",
+        delta=None,
+        fixed_method=True,
+        checks=("mean",),
+    ),
     GapStep(key="2", description="+ PAC thresholds (delta 0.05)", delta=0.05, fixed_method=True, checks=("mean",)),
-    GapStep(key="3", description="+ method chosen by the selection rule, mean coverage only", delta=0.05,
-            fixed_method=False, checks=("mean",)),
+    GapStep(
+        key="3",
+        description="+ method chosen by the selection rule, mean coverage only",
+        delta=0.05,
+        fixed_method=False,
+        checks=("mean",),
+    ),
     GapStep(key="4", description="+ 5th-percentile coverage", delta=0.05, fixed_method=False, checks=("mean", "p5")),
-    GapStep(key="5", description="+ coverage within human labels", delta=0.05, fixed_method=False,
-            checks=("mean", "p5", "label")),
-    GapStep(key="6", description="+ coverage within score bins (the full rule)", delta=0.05, fixed_method=False,
-            checks=QUALIFY_CHECKS),
-    GapStep(key="6m", description="the full rule with marginal thresholds", delta=None, fixed_method=False,
-            checks=QUALIFY_CHECKS),
+    GapStep(
+        key="5",
+        description="+ coverage within human labels",
+        delta=0.05,
+        fixed_method=False,
+        checks=("mean", "p5", "label"),
+    ),
+    GapStep(
+        key="6",
+        description="+ coverage within score bins (the full rule)",
+        delta=0.05,
+        fixed_method=False,
+        checks=QUALIFY_CHECKS,
+    ),
+    GapStep(
+        key="6m",
+        description="the full rule with marginal thresholds",
+        delta=None,
+        fixed_method=False,
+        checks=QUALIFY_CHECKS,
+    ),
 )
 FIXED_METHOD = {"mean": "residual_expected", "probabilities": "residual_expected", "score": "residual"}
 
@@ -106,15 +137,33 @@ def _served(data: KindData, step: GapStep, *, alpha: float, n_splits: int, seed:
     methods = [FIXED_METHOD[data.kind]] if step.fixed_method else None
     # Item-level PAC on purpose: this decomposition compares the panel with its members under one rule and
     # reproduces the figures of its published table; it states no guarantee (the served artifact's PAC is by group).
-    fit = fit_kind(data, alphas=[alpha], delta=step.delta, headline_alpha=alpha, report_alphas=[alpha],
-                   n_splits=n_splits, seed=seed, methods=methods, qualify_checks=step.checks, group_pac=False)
+    fit = fit_kind(
+        data,
+        alphas=[alpha],
+        delta=step.delta,
+        headline_alpha=alpha,
+        report_alphas=[alpha],
+        n_splits=n_splits,
+        seed=seed,
+        methods=methods,
+        qualify_checks=step.checks,
+        group_pac=False,
+    )
     (served,) = fit.procedure
     chosen = max(sorted(set(served.chosen)), key=served.chosen.count)
     return served.mean_set_size, served.mean_coverage, chosen
 
 
-def gap_rows(panel: KindData, members: Sequence[tuple[str, Sequence[KindData]]], criterion: str, *,
-             alpha: float, n_splits: int, seed: int, steps: Sequence[GapStep] = STEPS) -> list[GapRow]:
+def gap_rows(
+    panel: KindData,
+    members: Sequence[tuple[str, Sequence[KindData]]],
+    criterion: str,
+    *,
+    alpha: float,
+    n_splits: int,
+    seed: int,
+    steps: Sequence[GapStep] = STEPS,
+) -> list[GapRow]:
     """The decomposition for one criterion: ``panel`` (its mean verdicts) and each member's kinds on the same
     items (module rules)."""
     rows = []
@@ -129,10 +178,22 @@ def gap_rows(panel: KindData, members: Sequence[tuple[str, Sequence[KindData]]],
                 if best is None or m_size < best[0]:
                     best = (m_size, m_coverage, m_method, member, data.kind)
         assert best is not None
-        rows.append(GapRow(step=step.key, description=step.description, criterion=criterion, panel_method=method,
-                           panel_set_size=size, panel_coverage=coverage, best_member=best[3],
-                           best_member_kind=best[4], best_member_method=best[2], best_member_set_size=best[0],
-                           best_member_coverage=best[1], ratio=size / best[0]))
+        rows.append(
+            GapRow(
+                step=step.key,
+                description=step.description,
+                criterion=criterion,
+                panel_method=method,
+                panel_set_size=size,
+                panel_coverage=coverage,
+                best_member=best[3],
+                best_member_kind=best[4],
+                best_member_method=best[2],
+                best_member_set_size=best[0],
+                best_member_coverage=best[1],
+                ratio=size / best[0],
+            )
+        )
     return rows
 
 
@@ -149,9 +210,21 @@ class CandidateRow(msgspec.Struct, frozen=True, kw_only=True):
     qualifies: bool
 
 
-def _candidate(features: np.ndarray, bins: np.ndarray, labels: np.ndarray, groups: np.ndarray, *, alpha: float,
-               delta: float | None, n_splits: int, seed: int, n_labels: int, min_group_items: int,
-               who: str, criterion: str) -> CandidateRow:
+def _candidate(
+    features: np.ndarray,
+    bins: np.ndarray,
+    labels: np.ndarray,
+    groups: np.ndarray,
+    *,
+    alpha: float,
+    delta: float | None,
+    n_splits: int,
+    seed: int,
+    n_labels: int,
+    min_group_items: int,
+    who: str,
+    criterion: str,
+) -> CandidateRow:
     min_items = finite_rank_items(alpha, delta)
     coverages, covered, sizes, keys_label, keys_bin = [], [], [], [], []
     for split in group_splits(groups, n_splits=n_splits, seed=seed):
@@ -178,25 +251,58 @@ def _candidate(features: np.ndarray, bins: np.ndarray, labels: np.ndarray, group
     by_bin = pooled_group_coverage(hits, np.concatenate(keys_bin), min_items=minimum)
     values = np.array(coverages)
     size = float(np.concatenate(sizes).mean())
-    evidence = MethodEvidence(method="candidate", alpha=float(alpha), n_evaluations=len(coverages),
-                              mean_coverage=float(values.mean()), p5_coverage=float(np.percentile(values, 5)),
-                              min_label_coverage=min(c for _, _, c in by_label),
-                              min_bin_coverage=min(c for _, _, c in by_bin), mean_set_size=size,
-                              non_interval_share=0.0, full_scale_share=0.0, empty_share=0.0)
-    return CandidateRow(criterion=criterion, who=who, coverage=evidence.mean_coverage,
-                        coverage_p5=evidence.p5_coverage, min_label_coverage=evidence.min_label_coverage,
-                        min_bin_coverage=evidence.min_bin_coverage, set_size=size, qualifies=qualifies(evidence))
+    evidence = MethodEvidence(
+        method="candidate",
+        alpha=float(alpha),
+        n_evaluations=len(coverages),
+        mean_coverage=float(values.mean()),
+        p5_coverage=float(np.percentile(values, 5)),
+        min_label_coverage=min(c for _, _, c in by_label),
+        min_bin_coverage=min(c for _, _, c in by_bin),
+        mean_set_size=size,
+        non_interval_share=0.0,
+        full_scale_share=0.0,
+        empty_share=0.0,
+    )
+    return CandidateRow(
+        criterion=criterion,
+        who=who,
+        coverage=evidence.mean_coverage,
+        coverage_p5=evidence.p5_coverage,
+        min_label_coverage=evidence.min_label_coverage,
+        min_bin_coverage=evidence.min_bin_coverage,
+        set_size=size,
+        qualifies=qualifies(evidence),
+    )
 
 
-def candidate_rows(expected: np.ndarray, members: Sequence[str], labels: np.ndarray, groups: np.ndarray,
-                   criterion: str, *, alpha: float, delta: float | None, n_splits: int, seed: int, n_labels: int = 5,
-                   min_group_items: int = 20) -> list[CandidateRow]:
+def candidate_rows(
+    expected: np.ndarray,
+    members: Sequence[str],
+    labels: np.ndarray,
+    groups: np.ndarray,
+    criterion: str,
+    *,
+    alpha: float,
+    delta: float | None,
+    n_splits: int,
+    seed: int,
+    n_labels: int = 5,
+    min_group_items: int = 20,
+) -> list[CandidateRow]:
     """The candidate (module rules) for the panel (all members' expected scores, bins = rounded mean) and for each
     member alone (its expected score, bins = its rounded expected score)."""
     groups = np.asarray(groups)
     labels = np.asarray(labels, dtype=np.int64)
-    options: dict[str, Any] = dict(alpha=alpha, delta=delta, n_splits=n_splits, seed=seed, n_labels=n_labels,
-                   min_group_items=min_group_items, criterion=criterion)
+    options: dict[str, Any] = dict(
+        alpha=alpha,
+        delta=delta,
+        n_splits=n_splits,
+        seed=seed,
+        n_labels=n_labels,
+        min_group_items=min_group_items,
+        criterion=criterion,
+    )
     rounded = np.array([round_half_up(m) for m in panel_means(expected, n_labels)], dtype=np.int64)
     rows = [_candidate(np.asarray(expected, dtype=float), rounded, labels, groups, who="panel", **options)]
     for position, member in enumerate(members):
@@ -204,4 +310,3 @@ def candidate_rows(expected: np.ndarray, members: Sequence[str], labels: np.ndar
         bins = np.array([round_half_up(v) for v in column[:, 0]], dtype=np.int64)
         rows.append(_candidate(column, bins, labels, groups, who=member, **options))
     return rows
-

@@ -41,8 +41,17 @@ from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panels import EXPORTED_PANEL, PanelCell, member_kind_data, panel_cells
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
 
-__all__ = ["JSON_FILE", "MARKDOWN_FILE", "FixedBest", "NestedRow", "NestedStudy", "contenders", "markdown",
-           "run_nested_study", "write_nested_study"]
+__all__ = [
+    "JSON_FILE",
+    "MARKDOWN_FILE",
+    "FixedBest",
+    "NestedRow",
+    "NestedStudy",
+    "contenders",
+    "markdown",
+    "run_nested_study",
+    "write_nested_study",
+]
 
 JSON_FILE = "conformal/panel_nested.json"
 MARKDOWN_FILE = "conformal/panel_nested.md"
@@ -110,23 +119,40 @@ def contenders(cell: PanelCell, members: Sequence[tuple[str, Sequence[KindData]]
     expected = np.asarray(cell.expected, dtype=float)
     disagreement = np.column_stack([expected, expected.std(axis=1), expected.max(axis=1) - expected.min(axis=1)])
     full = np.column_stack([_full(k) for k in richest])
-    panel = Contender(name="panel", data=panel_kind_data(expected, cell.labels, cell.groups, cell.n_labels),
-                      features={"expected": expected, "disagreement": disagreement, "full": full, "full_ridge": full},
-                      l2=L2)
+    panel = Contender(
+        name="panel",
+        data=panel_kind_data(expected, cell.labels, cell.groups, cell.n_labels),
+        features={"expected": expected, "disagreement": disagreement, "full": full, "full_ridge": full},
+        l2=L2,
+    )
     result = [panel]
     for member, kinds in members:
         for kind in kinds:
-            result.append(Contender(name=f"{member}/{kind.kind}", data=kind,
-                                    features={"expected": _expected(kind)[:, None], "full": _full(kind),
-                                              "full_ridge": _full(kind)}, l2=L2))
+            result.append(
+                Contender(
+                    name=f"{member}/{kind.kind}",
+                    data=kind,
+                    features={"expected": _expected(kind)[:, None], "full": _full(kind), "full_ridge": _full(kind)},
+                    l2=L2,
+                )
+            )
     return result
 
 
-def run_nested_study(datasets: Sequence[JudgeCriterionData], *, alpha: float = HEADLINE_ALPHA,
-                     delta: float | None = DEFAULT_DELTA, outer_seeds: Sequence[int] = (0, 1, 2), n_splits: int = 10,
-                     repeats: int = 5, menus: Sequence[str] = ("full", "core"), criteria: Sequence[str] | None = None,
-                     members: Sequence[str] = EXPORTED_PANEL, cal_fraction: float = 0.5,
-                     progress: Callable[[Iterable], Iterable] | None = None) -> NestedStudy:
+def run_nested_study(
+    datasets: Sequence[JudgeCriterionData],
+    *,
+    alpha: float = HEADLINE_ALPHA,
+    delta: float | None = DEFAULT_DELTA,
+    outer_seeds: Sequence[int] = (0, 1, 2),
+    n_splits: int = 10,
+    repeats: int = 5,
+    menus: Sequence[str] = ("full", "core"),
+    criteria: Sequence[str] | None = None,
+    members: Sequence[str] = EXPORTED_PANEL,
+    cal_fraction: float = 0.5,
+    progress: Callable[[Iterable], Iterable] | None = None,
+) -> NestedStudy:
     """The nested estimate for the panel ``members`` (the issue's by default) and each member, per criterion and
     menu (module rules)."""
     found = sorted({d.criterion for d in datasets if d.judge in members})
@@ -141,28 +167,66 @@ def run_nested_study(datasets: Sequence[JudgeCriterionData], *, alpha: float = H
             menu = menu_for(contender)
             if menu_name == "core":
                 menu = [r for r in menu if r.core is not None]
-            estimates.append(nested_estimate(contender, alpha=alpha, delta=delta, outer_seeds=outer_seeds,
-                                             n_splits=n_splits, repeats=repeats, menu=menu,
-                                             cal_fraction=cal_fraction))
-            bounds.append(_bound(contender.name, fixed_recipes(contender, alpha=alpha, delta=delta,
-                                                               outer_seeds=outer_seeds, n_splits=n_splits,
-                                                               menu=menu, cal_fraction=cal_fraction)))
+            estimates.append(
+                nested_estimate(
+                    contender,
+                    alpha=alpha,
+                    delta=delta,
+                    outer_seeds=outer_seeds,
+                    n_splits=n_splits,
+                    repeats=repeats,
+                    menu=menu,
+                    cal_fraction=cal_fraction,
+                )
+            )
+            bounds.append(
+                _bound(
+                    contender.name,
+                    fixed_recipes(
+                        contender,
+                        alpha=alpha,
+                        delta=delta,
+                        outer_seeds=outer_seeds,
+                        n_splits=n_splits,
+                        menu=menu,
+                        cal_fraction=cal_fraction,
+                    ),
+                )
+            )
         panel, others = estimates[0], estimates[1:]
         best = min(others, key=lambda e: (e.set_size, e.contender))
         valid = [e for e in others if e.meets_rule]
         best_valid = min(valid, key=lambda e: (e.set_size, e.contender)) if valid else None
         member_bound = min((b.set_size for b in bounds[1:] if b.set_size is not None), default=None)
         panel_bound = bounds[0].set_size
-        rows.append(NestedRow(
-            criterion=criterion, menu=menu_name, n_items=int(cell.labels.size),
-            n_documents=int(np.unique(cell.groups).size), panel=panel, members=others, best_member=best.contender,
-            ratio=panel.set_size / best.set_size, best_valid_member=best_valid.contender if best_valid else None,
-            ratio_to_valid=panel.set_size / best_valid.set_size if best_valid else None, panel_bound=bounds[0],
-            member_bounds=bounds[1:],
-            bound_ratio=None if panel_bound is None or member_bound is None else panel_bound / member_bound,
-            panel_bound_ratio=None if panel_bound is None else panel_bound / best.set_size))
-    return NestedStudy(alpha=float(alpha), delta=delta, outer_seeds=[int(s) for s in outer_seeds], n_splits=n_splits,
-                       repeats=repeats, members=sorted(members), rows=rows, cal_fraction=cal_fraction)
+        rows.append(
+            NestedRow(
+                criterion=criterion,
+                menu=menu_name,
+                n_items=int(cell.labels.size),
+                n_documents=int(np.unique(cell.groups).size),
+                panel=panel,
+                members=others,
+                best_member=best.contender,
+                ratio=panel.set_size / best.set_size,
+                best_valid_member=best_valid.contender if best_valid else None,
+                ratio_to_valid=panel.set_size / best_valid.set_size if best_valid else None,
+                panel_bound=bounds[0],
+                member_bounds=bounds[1:],
+                bound_ratio=None if panel_bound is None or member_bound is None else panel_bound / member_bound,
+                panel_bound_ratio=None if panel_bound is None else panel_bound / best.set_size,
+            )
+        )
+    return NestedStudy(
+        alpha=float(alpha),
+        delta=delta,
+        outer_seeds=[int(s) for s in outer_seeds],
+        n_splits=n_splits,
+        repeats=repeats,
+        members=sorted(members),
+        rows=rows,
+        cal_fraction=cal_fraction,
+    )
 
 
 def _bound(name: str, evidence: Sequence[MethodEvidence]) -> FixedBest:
@@ -170,8 +234,13 @@ def _bound(name: str, evidence: Sequence[MethodEvidence]) -> FixedBest:
     if not meeting:
         return FixedBest(contender=name, recipe=None, set_size=None, coverage=None, min_label_coverage=None)
     top = min(meeting, key=lambda e: e.mean_set_size)
-    return FixedBest(contender=name, recipe=top.method, set_size=top.mean_set_size, coverage=top.mean_coverage,
-                     min_label_coverage=top.min_label_coverage)
+    return FixedBest(
+        contender=name,
+        recipe=top.method,
+        set_size=top.mean_set_size,
+        coverage=top.mean_coverage,
+        min_label_coverage=top.min_label_coverage,
+    )
 
 
 def _top(chosen: Sequence[str]) -> str:
@@ -183,50 +252,80 @@ def _top(chosen: Sequence[str]) -> str:
 def markdown(study: NestedStudy) -> str:
     """Per menu: each criterion's panel and best member, the conditions, the ratio, and the mean ratio."""
     target = 1 - study.alpha
-    lines = [f"# The issue's panel against its members, nested (alpha = {study.alpha}, PAC delta = {study.delta}, "
-             f"outer seeds {study.outer_seeds} x {study.n_splits} splits by document ({study.cal_fraction:.0%} of "
-             f"the documents calibrate), choice by {study.repeats} x 2 folds inside the calibration documents)", ""]
+    lines = [
+        f"# The issue's panel against its members, nested (alpha = {study.alpha}, PAC delta = {study.delta}, "
+        f"outer seeds {study.outer_seeds} x {study.n_splits} splits by document ({study.cal_fraction:.0%} of "
+        f"the documents calibrate), choice by {study.repeats} x 2 folds inside the calibration documents)",
+        "",
+    ]
     for menu in dict.fromkeys(r.menu for r in study.rows):
         rows = [r for r in study.rows if r.menu == menu]
-        lines += [f"## Menu: {menu}", "",
-                  "| criterion | panel size | coverage | 5th pct | min label | min bin | meets rule | "
-                  "panel's choices | best member | its size | its coverage | its min label | ratio |",
-                  "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += [
+            f"## Menu: {menu}",
+            "",
+            "| criterion | panel size | coverage | 5th pct | min label | min bin | meets rule | "
+            "panel's choices | best member | its size | its coverage | its min label | ratio |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        ]
         for r in rows:
             best = next(m for m in r.members if m.contender == r.best_member)
             p = r.panel
-            lines.append(f"| {r.criterion} | {p.set_size:.2f} | {p.coverage:.3f} | {p.coverage_p5:.3f} | "
-                         f"{p.min_label_coverage:.3f} | {p.min_bin_coverage:.3f} | {'yes' if p.meets_rule else 'no'} | "
-                         f"{_top(p.chosen)} | {r.best_member} | {best.set_size:.2f} | {best.coverage:.3f} | "
-                         f"{best.min_label_coverage:.3f} | {r.ratio:.3f} |")
+            lines.append(
+                f"| {r.criterion} | {p.set_size:.2f} | {p.coverage:.3f} | {p.coverage_p5:.3f} | "
+                f"{p.min_label_coverage:.3f} | {p.min_bin_coverage:.3f} | {'yes' if p.meets_rule else 'no'} | "
+                f"{_top(p.chosen)} | {r.best_member} | {best.set_size:.2f} | {best.coverage:.3f} | "
+                f"{best.min_label_coverage:.3f} | {r.ratio:.3f} |"
+            )
         mean = float(np.mean([r.ratio for r in rows]))
         met = all(r.panel.coverage >= target - 0.01 and r.panel.min_label_coverage >= target - 0.05 for r in rows)
         valid = [r.ratio_to_valid for r in rows if r.ratio_to_valid is not None]
-        lines += ["", "Against the best member whose own nested figures meet the rule: " + ", ".join(
-            f"{r.criterion} {_num(r.ratio_to_valid, 3)} ({r.best_valid_member})" for r in rows)
-            + (f"; mean {np.mean(valid):.3f}." if len(valid) == len(rows) else ".")]
-        lines += ["", f"Mean ratio: **{mean:.3f}** (target <= 0.85); panel coverage >= {target - 0.01:.2f} and "
-                  f">= {target - 0.05:.2f} within every human label on every criterion: **{'yes' if met else 'no'}**.",
-                  "", "After the fact (each recipe fixed, the smallest meeting the rule chosen on the test documents: "
-                  "a bound, not an estimate):", "", "| criterion | panel bound | its recipe | best member bound | "
-                  "bound ratio | panel bound / best member nested |", "|---|---|---|---|---|---|"]
+        lines += [
+            "",
+            "Against the best member whose own nested figures meet the rule: "
+            + ", ".join(f"{r.criterion} {_num(r.ratio_to_valid, 3)} ({r.best_valid_member})" for r in rows)
+            + (f"; mean {np.mean(valid):.3f}." if len(valid) == len(rows) else "."),
+        ]
+        lines += [
+            "",
+            f"Mean ratio: **{mean:.3f}** (target <= 0.85); panel coverage >= {target - 0.01:.2f} and "
+            f">= {target - 0.05:.2f} within every human label on every criterion: **{'yes' if met else 'no'}**.",
+            "",
+            "After the fact (each recipe fixed, the smallest meeting the rule chosen on the test documents: "
+            "a bound, not an estimate):",
+            "",
+            "| criterion | panel bound | its recipe | best member bound | "
+            "bound ratio | panel bound / best member nested |",
+            "|---|---|---|---|---|---|",
+        ]
         for r in rows:
             mb = [b for b in r.member_bounds if b.set_size is not None]
             top = min(mb, key=lambda b: b.set_size or 0.0) if mb else None
-            lines.append(f"| {r.criterion} | {_num(r.panel_bound.set_size)} | {r.panel_bound.recipe} | "
-                         f"{_num(top.set_size) if top else 'none'} ({top.contender if top else ''}, "
-                         f"{top.recipe if top else ''}) | {_num(r.bound_ratio, 3)} | {_num(r.panel_bound_ratio, 3)} |")
+            lines.append(
+                f"| {r.criterion} | {_num(r.panel_bound.set_size)} | {r.panel_bound.recipe} | "
+                f"{_num(top.set_size) if top else 'none'} ({top.contender if top else ''}, "
+                f"{top.recipe if top else ''}) | {_num(r.bound_ratio, 3)} | {_num(r.panel_bound_ratio, 3)} |"
+            )
         bound_ratios = [r.bound_ratio for r in rows if r.bound_ratio is not None]
         panel_bound_ratios = [r.panel_bound_ratio for r in rows if r.panel_bound_ratio is not None]
         if len(bound_ratios) == len(rows) and len(panel_bound_ratios) == len(rows):
-            lines += ["", f"Mean bound ratio {np.mean(bound_ratios):.3f}; mean panel bound / best member nested "
-                      f"{np.mean(panel_bound_ratios):.3f}."]
-        lines += ["", "Every member and kind:", "", "| criterion | contender | size | coverage | min label | "
-                  "meets rule | choices |", "|---|---|---|---|---|---|---|"]
+            lines += [
+                "",
+                f"Mean bound ratio {np.mean(bound_ratios):.3f}; mean panel bound / best member nested "
+                f"{np.mean(panel_bound_ratios):.3f}.",
+            ]
+        lines += [
+            "",
+            "Every member and kind:",
+            "",
+            "| criterion | contender | size | coverage | min label | meets rule | choices |",
+            "|---|---|---|---|---|---|---|",
+        ]
         for r in rows:
             for m in r.members:
-                lines.append(f"| {r.criterion} | {m.contender} | {m.set_size:.2f} | {m.coverage:.3f} | "
-                             f"{m.min_label_coverage:.3f} | {'yes' if m.meets_rule else 'no'} | {_top(m.chosen)} |")
+                lines.append(
+                    f"| {r.criterion} | {m.contender} | {m.set_size:.2f} | {m.coverage:.3f} | "
+                    f"{m.min_label_coverage:.3f} | {'yes' if m.meets_rule else 'no'} | {_top(m.chosen)} |"
+                )
         lines.append("")
     return "\n".join(lines) + "\n"
 

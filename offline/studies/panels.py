@@ -78,8 +78,12 @@ __all__ = [
 JSON_FILE = "conformal/panels.json"
 MARKDOWN_FILE = "conformal/panels.md"
 FIGURE_FILE = "conformal/panels_set_size.png"
-EXPORTED_PANEL: tuple[str, ...] = ("gpt-3.5-turbo-0301", "gpt-4o-mini-2024-07-18", "llama-2-70b-chat",
-                                   "qwen2.5-72b-instruct")
+EXPORTED_PANEL: tuple[str, ...] = (
+    "gpt-3.5-turbo-0301",
+    "gpt-4o-mini-2024-07-18",
+    "llama-2-70b-chat",
+    "qwen2.5-72b-instruct",
+)
 STUDY_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20)
 
 
@@ -129,7 +133,8 @@ def _member_expected(data: JudgeCriterionData, item_ids: Sequence[str]) -> np.nd
     position = {item: k for k, item in enumerate(data.item_ids)}
     index = np.array([position[item] for item in item_ids], dtype=np.int64)
     return expected_scores(
-        data.n_labels, judge_scores=data.judge_scores[index],
+        data.n_labels,
+        judge_scores=data.judge_scores[index],
         probabilities=None if data.probabilities is None else data.probabilities[index],
         means=None if data.means is None else data.means[index],
     )
@@ -148,26 +153,50 @@ def panel_cells(datasets: Sequence[JudgeCriterionData], members: Sequence[str], 
     first = cells[ordered[0]]
     position = {item: k for k, item in enumerate(first.item_ids)}
     index = np.array([position[item] for item in common], dtype=np.int64)
-    groups = (np.asarray(first.groups)[index] if first.groups is not None
-              else np.array([item.split("/", 1)[0] for item in common]))
+    groups = (
+        np.asarray(first.groups)[index]
+        if first.groups is not None
+        else np.array([item.split("/", 1)[0] for item in common])
+    )
     expected = np.column_stack([_member_expected(cells[m], common) for m in ordered])
-    inputs = tuple("mean" if cells[m].means is not None else "probabilities" if cells[m].probabilities is not None
-                   else "score" for m in ordered)
-    return PanelCell(members=ordered, criterion=criterion, item_ids=tuple(common), expected=expected,
-                     labels=first.labels[index], groups=groups, inputs=inputs, n_labels=first.n_labels)
+    inputs = tuple(
+        "mean" if cells[m].means is not None else "probabilities" if cells[m].probabilities is not None else "score"
+        for m in ordered
+    )
+    return PanelCell(
+        members=ordered,
+        criterion=criterion,
+        item_ids=tuple(common),
+        expected=expected,
+        labels=first.labels[index],
+        groups=groups,
+        inputs=inputs,
+        n_labels=first.n_labels,
+    )
 
 
-def fit_panel(cell: PanelCell, *, alphas: Sequence[float], n_splits: int, seed: int,
-              delta: float | None) -> KindFit:
+def fit_panel(cell: PanelCell, *, alphas: Sequence[float], n_splits: int, seed: int, delta: float | None) -> KindFit:
     """:func:`calibration.kind_fit.fit_kind` on the panel's mean verdicts, with the validity study's settings."""
     data = panel_kind_data(cell.expected, cell.labels, cell.groups, cell.n_labels)
-    return fit_kind(data, alphas=alphas, delta=delta, headline_alpha=HEADLINE_ALPHA, report_alphas=REPORT_ALPHAS,
-                    n_splits=n_splits, seed=seed)
+    return fit_kind(
+        data,
+        alphas=alphas,
+        delta=delta,
+        headline_alpha=HEADLINE_ALPHA,
+        report_alphas=REPORT_ALPHAS,
+        n_splits=n_splits,
+        seed=seed,
+    )
 
 
 def export_panel_fits(
-    datasets: Sequence[JudgeCriterionData], *, members: Sequence[str] = EXPORTED_PANEL, n_splits: int = 20,
-    seed: int = 0, delta: float | None = DEFAULT_DELTA, alphas: Sequence[float] = ALPHA_GRID,
+    datasets: Sequence[JudgeCriterionData],
+    *,
+    members: Sequence[str] = EXPORTED_PANEL,
+    n_splits: int = 20,
+    seed: int = 0,
+    delta: float | None = DEFAULT_DELTA,
+    alphas: Sequence[float] = ALPHA_GRID,
 ) -> dict[tuple[str, str, str, str], KindFit]:
     """Fits of ``members``' panel and every sub-panel of >= 2 of them, per criterion, keyed for the artifact
     (panel name, the members' inputs as prompt family, criterion, ``mean``); empty when a member is not in the
@@ -188,12 +217,15 @@ def export_panel_fits(
     return fits
 
 
-LEARNED_METHODS: tuple[tuple[str, str], ...] = (("multinomial_lac", "lac"),
-                                                ("multinomial_label_conditional", "label_conditional"))
+LEARNED_METHODS: tuple[tuple[str, str], ...] = (
+    ("multinomial_lac", "lac"),
+    ("multinomial_label_conditional", "label_conditional"),
+)
 
 
-def learned_rows(cell: PanelCell, *, alpha: float, delta: float | None, n_splits: int, seed: int,
-                 best_member_set_size: float) -> list[LearnedRow]:
+def learned_rows(
+    cell: PanelCell, *, alpha: float, delta: float | None, n_splits: int, seed: int, best_member_set_size: float
+) -> list[LearnedRow]:
     """The multinomial model on the outer splits by document: in each, the calibration documents are halved
     (``default_rng([seed, 9, split])``), the model is fitted on one half and the method's thresholds (PAC at
     ``delta``) on the other; figures on the test documents. A fixed method, not chosen by the selection rule."""
@@ -208,9 +240,16 @@ def learned_rows(cell: PanelCell, *, alpha: float, delta: float | None, n_splits
         scores = np.argmax(probs, axis=1) + 1
         threshold = cal[~in_model]
         for name, method in LEARNED_METHODS:
-            fitted = fit_conformal(method, alpha, cell.labels[threshold], judge_scores=scores[threshold],
-                                   probabilities=probs[threshold], n_labels=cell.n_labels, delta=delta,
-                                   rng=np.random.default_rng([seed, 9, split.split]))
+            fitted = fit_conformal(
+                method,
+                alpha,
+                cell.labels[threshold],
+                judge_scores=scores[threshold],
+                probabilities=probs[threshold],
+                n_labels=cell.n_labels,
+                delta=delta,
+                rng=np.random.default_rng([seed, 9, split.split]),
+            )
             sets = predict_sets(fitted, judge_scores=scores[test], probabilities=probs[test])
             y = cell.labels[test]
             runs[name].append((sets[np.arange(y.size), y - 1], sets.sum(axis=1), y))
@@ -221,17 +260,33 @@ def learned_rows(cell: PanelCell, *, alpha: float, delta: float | None, n_splits
         labels = np.concatenate([y for _, _, y in found])
         pooled = pooled_group_coverage(covered, labels, min_items=20 * len(found))
         size = float(np.concatenate([s for _, s, _ in found]).mean())
-        rows.append(LearnedRow(members=list(cell.members), panel=cell.name, criterion=cell.criterion,
-                               alpha=float(alpha), method=name, coverage=float(coverages.mean()),
-                               coverage_p5=float(np.percentile(coverages, 5)),
-                               min_label_coverage=min(c for _, _, c in pooled), set_size=size,
-                               best_member_set_size=best_member_set_size,
-                               ratio_to_best_member=size / best_member_set_size))
+        rows.append(
+            LearnedRow(
+                members=list(cell.members),
+                panel=cell.name,
+                criterion=cell.criterion,
+                alpha=float(alpha),
+                method=name,
+                coverage=float(coverages.mean()),
+                coverage_p5=float(np.percentile(coverages, 5)),
+                min_label_coverage=min(c for _, _, c in pooled),
+                set_size=size,
+                best_member_set_size=best_member_set_size,
+                ratio_to_best_member=size / best_member_set_size,
+            )
+        )
     return rows
 
 
-def members_on_items(datasets: Sequence[JudgeCriterionData], cell: PanelCell, *, alpha: float,
-                     delta: float | None, n_splits: int, seed: int) -> list[MemberOnItems]:
+def members_on_items(
+    datasets: Sequence[JudgeCriterionData],
+    cell: PanelCell,
+    *,
+    alpha: float,
+    delta: float | None,
+    n_splits: int,
+    seed: int,
+) -> list[MemberOnItems]:
     """Each member's validity fit redone on the panel's common items (every kind it supports; the kind with the
     smaller served set size kept), so the panel and its members are compared on the same items."""
     alphas = sorted({*STUDY_ALPHAS, alpha})
@@ -239,12 +294,26 @@ def members_on_items(datasets: Sequence[JudgeCriterionData], cell: PanelCell, *,
     for member, kinds in member_kind_data(datasets, cell):
         best: MemberOnItems | None = None
         for kd in kinds:
-            fit = fit_kind(kd, alphas=alphas, delta=delta, headline_alpha=HEADLINE_ALPHA,
-                           report_alphas=REPORT_ALPHAS, n_splits=n_splits, seed=seed)
+            fit = fit_kind(
+                kd,
+                alphas=alphas,
+                delta=delta,
+                headline_alpha=HEADLINE_ALPHA,
+                report_alphas=REPORT_ALPHAS,
+                n_splits=n_splits,
+                seed=seed,
+            )
             coverage, size = _procedure(fit, alpha)
             if best is None or size < best.served_set_size:
-                best = MemberOnItems(panel=cell.name, criterion=cell.criterion, member=member, kind=kd.kind,
-                                     n_items=fit.n_items, served_coverage=coverage, served_set_size=size)
+                best = MemberOnItems(
+                    panel=cell.name,
+                    criterion=cell.criterion,
+                    member=member,
+                    kind=kd.kind,
+                    n_items=fit.n_items,
+                    served_coverage=coverage,
+                    served_set_size=size,
+                )
         assert best is not None
         result.append(best)
     return result
@@ -259,11 +328,17 @@ def member_kind_data(datasets: Sequence[JudgeCriterionData], cell: PanelCell) ->
         data = cells[member]
         position = {item: k for k, item in enumerate(data.item_ids)}
         index = np.array([position[i] for i in cell.item_ids], dtype=np.int64)
-        subset = replace(data, item_ids=cell.item_ids, labels=data.labels[index],
-                         judge_scores=data.judge_scores[index],
-                         probabilities=None if data.probabilities is None else data.probabilities[index],
-                         means=None if data.means is None else data.means[index],
-                         groups=tuple(cell.groups.tolist()), n_answered=len(index), n_excluded=0)
+        subset = replace(
+            data,
+            item_ids=cell.item_ids,
+            labels=data.labels[index],
+            judge_scores=data.judge_scores[index],
+            probabilities=None if data.probabilities is None else data.probabilities[index],
+            means=None if data.means is None else data.means[index],
+            groups=tuple(cell.groups.tolist()),
+            n_answered=len(index),
+            n_excluded=0,
+        )
         result.append((member, kind_data(subset, list(cell.groups))))
     return result
 
@@ -273,8 +348,9 @@ def _procedure(fit: KindFit, alpha: float) -> tuple[float, float]:
     return row.mean_coverage, row.mean_set_size
 
 
-def _best_members(member_fits: dict[tuple[str, str, str, str], KindFit], alpha: float) -> dict[
-        tuple[str, str], tuple[float, float]]:
+def _best_members(
+    member_fits: dict[tuple[str, str, str, str], KindFit], alpha: float
+) -> dict[tuple[str, str], tuple[float, float]]:
     """(judge, criterion) -> (served coverage, served set size) of the kind with the smaller served set size."""
     best: dict[tuple[str, str], tuple[float, float]] = {}
     for (judge, _family, criterion, _kind), fit in member_fits.items():
@@ -300,8 +376,12 @@ def run_panel_study(
     members_best = _best_members(member_fits, alpha)
     judges = sorted({d.judge for d in datasets if not is_panel_family(d.prompt_family)})
     criteria = sorted({d.criterion for d in datasets})
-    tasks = [(subset, criterion) for size in range(2, min(max_size, len(judges)) + 1)
-             for subset in itertools.combinations(judges, size) for criterion in criteria]
+    tasks = [
+        (subset, criterion)
+        for size in range(2, min(max_size, len(judges)) + 1)
+        for subset in itertools.combinations(judges, size)
+        for criterion in criteria
+    ]
     rows: list[PanelRow] = []
     served: dict[tuple[tuple[str, ...], str], float] = {}
     for subset, criterion in progress(tasks) if progress is not None else tasks:
@@ -317,42 +397,91 @@ def run_panel_study(
             if abs(h.alpha - alpha) > 1e-9:
                 continue
             default = h.method == fit.default.method
-            rows.append(PanelRow(
-                members=list(subset), panel=cell.name, prompt_family=cell.family, criterion=criterion,
-                alpha=float(alpha), method=h.method,
-                is_default=default, n_items=fit.n_items, coverage=h.coverage, set_size=h.set_size,
-                min_label_coverage=h.min_label_coverage, accept_share=h.accept_share, review_share=h.review_share,
-                escalate_share=h.escalate_share, best_member=best, best_member_set_size=best_size,
-                best_member_coverage=best_coverage,
-                served_coverage=served_coverage if default else None,
-                served_set_size=served_size if default else None,
-                ratio_to_best_member=served_size / best_size if default else None,
-            ))
+            rows.append(
+                PanelRow(
+                    members=list(subset),
+                    panel=cell.name,
+                    prompt_family=cell.family,
+                    criterion=criterion,
+                    alpha=float(alpha),
+                    method=h.method,
+                    is_default=default,
+                    n_items=fit.n_items,
+                    coverage=h.coverage,
+                    set_size=h.set_size,
+                    min_label_coverage=h.min_label_coverage,
+                    accept_share=h.accept_share,
+                    review_share=h.review_share,
+                    escalate_share=h.escalate_share,
+                    best_member=best,
+                    best_member_set_size=best_size,
+                    best_member_coverage=best_coverage,
+                    served_coverage=served_coverage if default else None,
+                    served_set_size=served_size if default else None,
+                    ratio_to_best_member=served_size / best_size if default else None,
+                )
+            )
     leave_one_out = [
-        LeaveOneOut(members=list(subset), criterion=criterion, dropped=member, set_size=size,
-                    set_size_without=served[(tuple(m for m in subset if m != member), criterion)],
-                    gain=served[(tuple(m for m in subset if m != member), criterion)] - size)
-        for (subset, criterion), size in served.items() if len(subset) >= 3
-        for member in subset if (tuple(m for m in subset if m != member), criterion) in served
+        LeaveOneOut(
+            members=list(subset),
+            criterion=criterion,
+            dropped=member,
+            set_size=size,
+            set_size_without=served[(tuple(m for m in subset if m != member), criterion)],
+            gain=served[(tuple(m for m in subset if m != member), criterion)] - size,
+        )
+        for (subset, criterion), size in served.items()
+        if len(subset) >= 3
+        for member in subset
+        if (tuple(m for m in subset if m != member), criterion) in served
     ]
     learned, on_items, gap, candidate = [], [], [], []
     for criterion in criteria:
         cell = panel_cells(datasets, EXPORTED_PANEL, criterion)
         if cell is not None and np.unique(cell.groups).size >= 4:
             best = min(members_best[(m, criterion)][1] for m in EXPORTED_PANEL)
-            learned.extend(learned_rows(cell, alpha=alpha, delta=delta, n_splits=n_splits, seed=seed,
-                                        best_member_set_size=best))
-            on_items.extend(members_on_items(datasets, cell, alpha=alpha, delta=delta, n_splits=n_splits,
-                                             seed=seed))
-            gap.extend(gap_rows(panel_kind_data(cell.expected, cell.labels, cell.groups, cell.n_labels),
-                                member_kind_data(datasets, cell), criterion, alpha=alpha, n_splits=n_splits,
-                                seed=seed))
-            candidate.extend(candidate_rows(cell.expected, cell.members, cell.labels, cell.groups, criterion,
-                                            alpha=alpha, delta=delta, n_splits=n_splits, seed=seed,
-                                            n_labels=cell.n_labels))
-    return PanelStudy(alpha=float(alpha), delta=delta, n_splits=n_splits, seed=seed, judges=judges,
-                      rules=dict(RULES), rows=rows, leave_one_out=leave_one_out, learned=learned,
-                      members_on_panel_items=on_items, gap=gap, candidate=candidate)
+            learned.extend(
+                learned_rows(cell, alpha=alpha, delta=delta, n_splits=n_splits, seed=seed, best_member_set_size=best)
+            )
+            on_items.extend(members_on_items(datasets, cell, alpha=alpha, delta=delta, n_splits=n_splits, seed=seed))
+            gap.extend(
+                gap_rows(
+                    panel_kind_data(cell.expected, cell.labels, cell.groups, cell.n_labels),
+                    member_kind_data(datasets, cell),
+                    criterion,
+                    alpha=alpha,
+                    n_splits=n_splits,
+                    seed=seed,
+                )
+            )
+            candidate.extend(
+                candidate_rows(
+                    cell.expected,
+                    cell.members,
+                    cell.labels,
+                    cell.groups,
+                    criterion,
+                    alpha=alpha,
+                    delta=delta,
+                    n_splits=n_splits,
+                    seed=seed,
+                    n_labels=cell.n_labels,
+                )
+            )
+    return PanelStudy(
+        alpha=float(alpha),
+        delta=delta,
+        n_splits=n_splits,
+        seed=seed,
+        judges=judges,
+        rules=dict(RULES),
+        rows=rows,
+        leave_one_out=leave_one_out,
+        learned=learned,
+        members_on_panel_items=on_items,
+        gap=gap,
+        candidate=candidate,
+    )
 
 
 def defaults(study: PanelStudy) -> list[PanelRow]:
@@ -364,5 +493,3 @@ def headline(study: PanelStudy, members: Sequence[str] = EXPORTED_PANEL) -> list
     """The default rows of one panel, one per criterion."""
     name = panel_name(members)
     return [row for row in defaults(study) if row.panel == name]
-
-

@@ -91,8 +91,13 @@ def pairwise_answers_from_store(store: AnswerStore) -> list[PairwiseAnswer]:
         doc_id, first, second = presented(record.item_id, record.order)
         answers.append(
             PairwiseAnswer(
-                judge=record.judge, prompt_family=record.prompt_family, criterion=record.criterion, doc_id=doc_id,
-                first=first, second=second, outcome=record.outcome if record.error is None else None,
+                judge=record.judge,
+                prompt_family=record.prompt_family,
+                criterion=record.criterion,
+                doc_id=doc_id,
+                first=first,
+                second=second,
+                outcome=record.outcome if record.error is None else None,
                 repetition=record.repetition,
             )
         )
@@ -110,10 +115,16 @@ def _verdicts(answers: Iterable[PairwiseAnswer]) -> list[PairwiseVerdict]:
 def _row(judge: str, family: str, criterion: str, answers: Sequence[PairwiseAnswer]) -> PositionBiasRow:
     result = position_consistency(_verdicts(answers))
     return PositionBiasRow(
-        judge=judge, prompt_family=family, criterion=criterion, consistency=result.rate,
-        n_pairs_both_orders=result.n_pairs_both_orders, n_consistent=result.n_consistent,
-        n_verdicts=result.n_verdicts, n_unparsed=sum(a.outcome is None for a in answers),
-        tie_rate=result.tie_rate, first_win_rate=result.first_win_rate,
+        judge=judge,
+        prompt_family=family,
+        criterion=criterion,
+        consistency=result.rate,
+        n_pairs_both_orders=result.n_pairs_both_orders,
+        n_consistent=result.n_consistent,
+        n_verdicts=result.n_verdicts,
+        n_unparsed=sum(a.outcome is None for a in answers),
+        tie_rate=result.tie_rate,
+        first_win_rate=result.first_win_rate,
     )
 
 

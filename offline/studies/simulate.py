@@ -91,8 +91,9 @@ def _distributions(data: JudgeCriterionData, system_of: dict[str, str]) -> tuple
     counts: dict[str, np.ndarray] = {}
     for item, score in zip(data.item_ids, data.judge_scores, strict=True):
         counts.setdefault(system_of[item], np.zeros(N_LABELS))[int(score) - 1] += 1
-    return {item: counts[system_of[item]] / counts[system_of[item]].sum() for item in data.item_ids}, \
-        "empirical per system"
+    return {
+        item: counts[system_of[item]] / counts[system_of[item]].sum() for item in data.item_ids
+    }, "empirical per system"
 
 
 def _choose_systems(scored: set[str], order: Sequence[str], n_systems: int) -> list[str]:
@@ -137,10 +138,9 @@ def simulate_tournaments(
             dists[criterion], source = _distributions(per_criterion[criterion], system_of)
         scored = set.intersection(*({system_of[i] for i in dists[c]} for c in criteria))
         systems = _choose_systems(scored, order, config.n_systems)
-        documents = [
-            doc for doc in doc_order
-            if all(f"{doc}/{s}" in dists[c] for c in criteria for s in systems)
-        ][: config.n_documents]
+        documents = [doc for doc in doc_order if all(f"{doc}/{s}" in dists[c] for c in criteria for s in systems)][
+            : config.n_documents
+        ]
         rng = np.random.default_rng([config.seed, zlib.crc32(judge.encode())])
         pairs = [canonical_pair(x, y) for x, y in combinations(systems, 2)]
         orders = ("ab", "ba") if config.both_orders else ("ab",)
@@ -158,10 +158,26 @@ def simulate_tournaments(
                 s_second = _sample(cdf[i_second], rng.random(len(plan)))
                 outcomes = np.where(s_first > s_second, "first", np.where(s_first < s_second, "second", "tie"))
                 answers.extend(
-                    PairwiseAnswer(judge=judge, prompt_family=family, criterion=criterion, doc_id=doc, first=f,
-                                   second=s, outcome=cast(Outcome, str(out)), repetition=plan[k][3])
+                    PairwiseAnswer(
+                        judge=judge,
+                        prompt_family=family,
+                        criterion=criterion,
+                        doc_id=doc,
+                        first=f,
+                        second=s,
+                        outcome=cast(Outcome, str(out)),
+                        repetition=plan[k][3],
+                    )
                     for k, (f, s, out) in enumerate(zip(first, second, outcomes, strict=True))
                 )
-        described.append(SimulatedJudge(judge=judge, prompt_family=family, distribution_source=source,
-                                        systems=systems, documents=documents, n_verdicts=len(answers) - n_before))
+        described.append(
+            SimulatedJudge(
+                judge=judge,
+                prompt_family=family,
+                distribution_source=source,
+                systems=systems,
+                documents=documents,
+                n_verdicts=len(answers) - n_before,
+            )
+        )
     return SimulationResult(label=SIMULATED_LABEL, config=config, judges=described, answers=answers)

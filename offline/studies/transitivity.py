@@ -145,8 +145,9 @@ def _human_means(items: Sequence[SummEvalItem], criterion: str, docs: set[str], 
     return np.array([np.mean(totals[s]) if totals[s] else np.nan for s in systems])
 
 
-def _rankings(judge: str, family: str, criterion: str, groups: dict, items: Sequence[SummEvalItem]
-              ) -> list[RankingAgreement]:
+def _rankings(
+    judge: str, family: str, criterion: str, groups: dict, items: Sequence[SummEvalItem]
+) -> list[RankingAgreement]:
     chosen = [(key, g) for key, g in groups.items() if key[:3] == (judge, family, criterion)]
     systems = sorted({s for _, g in chosen for a in g for s in (a.first, a.second)})
     if len(systems) < 3:
@@ -165,9 +166,17 @@ def _rankings(judge: str, family: str, criterion: str, groups: dict, items: Sequ
         except CalibrationError:
             statistic = p_value = None
         result.append(
-            RankingAgreement(judge=judge, prompt_family=family, criterion=criterion, method=method,
-                             kendall_tau=statistic, p_value=p_value, n_systems=len(systems),
-                             order=list(ranking.order), human_order=human_order)
+            RankingAgreement(
+                judge=judge,
+                prompt_family=family,
+                criterion=criterion,
+                method=method,
+                kendall_tau=statistic,
+                p_value=p_value,
+                n_systems=len(systems),
+                order=list(ranking.order),
+                human_order=human_order,
+            )
         )
     return sorted(result, key=lambda r: RANKING_METHODS.index(r.method) if r.method in RANKING_METHODS else 99)
 
@@ -186,8 +195,9 @@ def run_transitivity(
     inputs: list[InputRate] = []
     rows: list[TransitivityRow] = []
     rankings: list[RankingAgreement] = []
-    cells = sorted({key[:3] for key in groups}, key=lambda k: (k[0], k[1], CRITERIA.index(k[2])
-                                                              if k[2] in CRITERIA else 99, k[2]))
+    cells = sorted(
+        {key[:3] for key in groups}, key=lambda k: (k[0], k[1], CRITERIA.index(k[2]) if k[2] in CRITERIA else 99, k[2])
+    )
     for judge, family, criterion in cells:
         rates, tied = [], 0
         for key in sorted(k for k in groups if k[:3] == (judge, family, criterion)):
@@ -197,14 +207,40 @@ def run_transitivity(
             rate = violation_rate(tournament)
             rates.append(rate)
             tied += tournament.n_tied_pairs
-            inputs.append(InputRate(judge=judge, criterion=criterion, doc_id=key[3], violation_rate=rate,
-                                    n_cycles=count_three_cycles(tournament), n_candidates=len(systems),
-                                    n_tied_pairs=tournament.n_tied_pairs))
+            inputs.append(
+                InputRate(
+                    judge=judge,
+                    criterion=criterion,
+                    doc_id=key[3],
+                    violation_rate=rate,
+                    n_cycles=count_three_cycles(tournament),
+                    n_candidates=len(systems),
+                    n_tied_pairs=tournament.n_tied_pairs,
+                )
+            )
         summary = summarize_violation_rates(rates)
-        rows.append(TransitivityRow(judge=judge, prompt_family=family, criterion=criterion, mean=summary.mean,
-                                    share_with_cycle=summary.share_with_cycle, max=summary.max,
-                                    median=summary.median, n_inputs=summary.n_inputs, n_tied_pairs=tied))
+        rows.append(
+            TransitivityRow(
+                judge=judge,
+                prompt_family=family,
+                criterion=criterion,
+                mean=summary.mean,
+                share_with_cycle=summary.share_with_cycle,
+                max=summary.max,
+                median=summary.median,
+                n_inputs=summary.n_inputs,
+                n_tied_pairs=tied,
+            )
+        )
         rankings.extend(_rankings(judge, family, criterion, groups, items))
-    return TransitivitySummary(simulated=simulated, label=label, source=source, rules=dict(RULES),
-                               random_baseline=RANDOM_TOURNAMENT_VIOLATION_RATE, rows=rows, inputs=inputs,
-                               rankings=rankings, simulation=simulation)
+    return TransitivitySummary(
+        simulated=simulated,
+        label=label,
+        source=source,
+        rules=dict(RULES),
+        random_baseline=RANDOM_TOURNAMENT_VIOLATION_RATE,
+        rows=rows,
+        inputs=inputs,
+        rankings=rankings,
+        simulation=simulation,
+    )

@@ -126,20 +126,43 @@ def run_validity_study(
     fits: dict[tuple[str, str, str, str], KindFit] = {}
     cells = []
     for data, kd in progress(tasks) if progress is not None else tasks:
-        fit = fit_kind(kd, alphas=alphas, delta=delta, headline_alpha=HEADLINE_ALPHA, report_alphas=REPORT_ALPHAS,
-                       n_splits=n_splits, seed=seed)
+        fit = fit_kind(
+            kd,
+            alphas=alphas,
+            delta=delta,
+            headline_alpha=HEADLINE_ALPHA,
+            report_alphas=REPORT_ALPHAS,
+            n_splits=n_splits,
+            seed=seed,
+        )
         fits[(data.judge, data.prompt_family, data.criterion, kd.kind)] = fit
-        cells.append(KindCell(
-            judge=data.judge, prompt_family=data.prompt_family, criterion=data.criterion, kind=kd.kind,
-            n_items=fit.n_items, n_groups=fit.n_groups, default_method=fit.default.method,
-            default_qualified=fit.default.qualified, default_reason=fit.default.reason,
-            qualifying_methods=fit.default.qualifying, selection_evidence=fit.selection_evidence,
-            heldout=[h for h in fit.heldout if any(abs(h.alpha - a) < 1e-9 for a in TABLE_ALPHAS)],
-            procedure=fit.procedure,
-        ))
-    summary = ValiditySummary(seed=seed, n_splits=n_splits, delta=delta, alphas=[float(a) for a in alphas],
-                              report_alphas=list(REPORT_ALPHAS), headline_alpha=HEADLINE_ALPHA, rules=dict(RULES),
-                              cells=cells)
+        cells.append(
+            KindCell(
+                judge=data.judge,
+                prompt_family=data.prompt_family,
+                criterion=data.criterion,
+                kind=kd.kind,
+                n_items=fit.n_items,
+                n_groups=fit.n_groups,
+                default_method=fit.default.method,
+                default_qualified=fit.default.qualified,
+                default_reason=fit.default.reason,
+                qualifying_methods=fit.default.qualifying,
+                selection_evidence=fit.selection_evidence,
+                heldout=[h for h in fit.heldout if any(abs(h.alpha - a) < 1e-9 for a in TABLE_ALPHAS)],
+                procedure=fit.procedure,
+            )
+        )
+    summary = ValiditySummary(
+        seed=seed,
+        n_splits=n_splits,
+        delta=delta,
+        alphas=[float(a) for a in alphas],
+        report_alphas=list(REPORT_ALPHAS),
+        headline_alpha=HEADLINE_ALPHA,
+        rules=dict(RULES),
+        cells=cells,
+    )
     return summary, fits
 
 
@@ -159,8 +182,9 @@ def markdown(summary: ValiditySummary) -> str:
         "",
         "## The served recipe on unseen documents (selection + fit inside the calibration documents)",
         "",
-        "| judge | criterion | kind | default (full data) | " + " | ".join(
-            f"alpha {a:.2f}: mean cov / 5th pct / size" for a in summary.report_alphas) + " |",
+        "| judge | criterion | kind | default (full data) | "
+        + " | ".join(f"alpha {a:.2f}: mean cov / 5th pct / size" for a in summary.report_alphas)
+        + " |",
         "|---|---|---|---|" + "---|" * len(summary.report_alphas),
     ]
     for cell in summary.cells:
@@ -168,12 +192,17 @@ def markdown(summary: ValiditySummary) -> str:
         for alpha in summary.report_alphas:
             row = next(p for p in cell.procedure if abs(p.alpha - alpha) < 1e-9)
             parts.append(f"{row.mean_coverage:.3f} / {row.p5_coverage:.3f} / {row.mean_set_size:.2f}")
-        lines.append(f"| {cell.judge} | {cell.criterion} | {cell.kind} | {cell.default_method} | "
-                     + " | ".join(parts) + " |")
-    lines += ["", f"## Every method at alpha = {summary.headline_alpha} (held out by document)", "",
-              "| judge | criterion | kind | method | coverage | 5th pct | set size | min label | min score bin | "
-              "empty | non-interval | accept / review / escalate | accept accuracy |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines.append(
+            f"| {cell.judge} | {cell.criterion} | {cell.kind} | {cell.default_method} | " + " | ".join(parts) + " |"
+        )
+    lines += [
+        "",
+        f"## Every method at alpha = {summary.headline_alpha} (held out by document)",
+        "",
+        "| judge | criterion | kind | method | coverage | 5th pct | set size | min label | min score bin | "
+        "empty | non-interval | accept / review / escalate | accept accuracy |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     for cell in summary.cells:
         for held in cell.heldout:
             if abs(held.alpha - summary.headline_alpha) > 1e-9:
@@ -184,10 +213,12 @@ def markdown(summary: ValiditySummary) -> str:
                 f"{held.coverage_p5:.3f} | {held.set_size:.2f} | {held.min_label_coverage:.2f} | "
                 f"{held.min_bin_coverage:.2f} | {held.empty_share:.1%} | {held.non_interval_share:.1%} | "
                 f"{held.accept_share:.0%} / {held.review_share:.0%} / {held.escalate_share:.0%} | "
-                f"{_pct(held.accept_accuracy)} |")
+                f"{_pct(held.accept_accuracy)} |"
+            )
     lines += ["", "## Why each default", ""]
-    lines += [f"- {c.judge} / {c.criterion} / {c.kind}: **{c.default_method}** — {c.default_reason}"
-              for c in summary.cells]
+    lines += [
+        f"- {c.judge} / {c.criterion} / {c.kind}: **{c.default_method}** — {c.default_reason}" for c in summary.cells
+    ]
     return "\n".join(lines) + "\n"
 
 

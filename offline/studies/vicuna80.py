@@ -121,22 +121,32 @@ class Vicuna80Verdict(msgspec.Struct, frozen=True, kw_only=True):
     repetition: int = 0
 
 
-def verdicts_from_store(store: AnswerStore, judges: Iterable[str] | None = None
-                        ) -> tuple[list[Vicuna80Verdict], dict[str, Counter[str]]]:
+def verdicts_from_store(
+    store: AnswerStore, judges: Iterable[str] | None = None
+) -> tuple[list[Vicuna80Verdict], dict[str, Counter[str]]]:
     """The stored Vicuna80 verdicts as shown (store key order) and, per judge, the count of each parse rule;
     with ``judges``, only theirs (a judge whose file left the data directory keeps its rows in a persistent store)."""
     verdicts: list[Vicuna80Verdict] = []
     rules: dict[str, Counter[str]] = {}
     wanted = None if judges is None else set(judges)
-    for record in store.iter_answers(prompt_family=VICUNA80_PROMPT_FAMILY, task="pairwise",
-                                     criterion=VICUNA80_CRITERION):
+    for record in store.iter_answers(
+        prompt_family=VICUNA80_PROMPT_FAMILY, task="pairwise", criterion=VICUNA80_CRITERION
+    ):
         if wanted is not None and record.judge not in wanted:
             continue
         if record.outcome is None or record.error is not None:
             continue  # ingest always stores a verdict; a collected failure has none and no place here
         item_id, first, second = presented(record.item_id, record.order)
-        verdicts.append(Vicuna80Verdict(source=record.judge, item_id=item_id, first=first, second=second,
-                                        outcome=record.outcome, repetition=record.repetition))
+        verdicts.append(
+            Vicuna80Verdict(
+                source=record.judge,
+                item_id=item_id,
+                first=first,
+                second=second,
+                outcome=record.outcome,
+                repetition=record.repetition,
+            )
+        )
         rules.setdefault(record.judge, Counter())[record.parse_rule or ""] += 1
     return verdicts, rules
 
@@ -169,55 +179,96 @@ def _spread(values: list[float | None]) -> Spread:
     if not defined:
         return {"mean_tau": None, "std_tau": None, "q25": None, "median_tau": None, "q75": None}
     q25, median, q75 = (float(q) for q in np.quantile(defined, [0.25, 0.5, 0.75]))
-    return {"mean_tau": statistics.fmean(defined), "std_tau": statistics.stdev(defined) if len(defined) > 1 else None,
-            "q25": q25, "median_tau": median, "q75": q75}
+    return {
+        "mean_tau": statistics.fmean(defined),
+        "std_tau": statistics.stdev(defined) if len(defined) > 1 else None,
+        "q25": q25,
+        "median_tau": median,
+        "q75": q75,
+    }
 
 
 def _reference_scores(human: dict[str, Ranking], method: str, reference: str) -> dict[str, float]:
     return human[method if reference == "same_method" else "win_rate"].scores
 
 
-def _ranking_rows(source: str, per_question: dict[str, dict[str, Ranking]], human: dict[str, dict[str, Ranking]],
-                  candidates: dict[str, tuple[str, ...]], references: Sequence[str] = REFERENCES
-                  ) -> list[Vicuna80RankingRow]:
+def _ranking_rows(
+    source: str,
+    per_question: dict[str, dict[str, Ranking]],
+    human: dict[str, dict[str, Ranking]],
+    candidates: dict[str, tuple[str, ...]],
+    references: Sequence[str] = REFERENCES,
+) -> list[Vicuna80RankingRow]:
     rows = []
     for method in RANKING_METHODS:
         for reference in references:
-            taus = [_tau(per_question[q][method].scores, _reference_scores(human[q], method, reference),
-                         candidates[q]) for q in sorted(per_question) if q in human]
-            rows.append(Vicuna80RankingRow(judge=source, method=method, reference=reference, scope="per_question",
-                                           n_questions=len(taus), n_undefined=sum(t is None for t in taus),
-                                           **_spread(taus)))
+            taus = [
+                _tau(per_question[q][method].scores, _reference_scores(human[q], method, reference), candidates[q])
+                for q in sorted(per_question)
+                if q in human
+            ]
+            rows.append(
+                Vicuna80RankingRow(
+                    judge=source,
+                    method=method,
+                    reference=reference,
+                    scope="per_question",
+                    n_questions=len(taus),
+                    n_undefined=sum(t is None for t in taus),
+                    **_spread(taus),
+                )
+            )
     return rows
 
 
-def _pooled_rows(source: str, pooled: dict[str, Ranking], human: dict[str, Ranking], candidates: Sequence[str]
-                 ) -> list[Vicuna80RankingRow]:
+def _pooled_rows(
+    source: str, pooled: dict[str, Ranking], human: dict[str, Ranking], candidates: Sequence[str]
+) -> list[Vicuna80RankingRow]:
     rows = []
     for method in RANKING_METHODS:
         for reference in REFERENCES:
             ref = human[method if reference == "same_method" else "win_rate"]
             tau = _tau(pooled[method].scores, ref.scores, candidates)
-            rows.append(Vicuna80RankingRow(
-                judge=source, method=method, reference=reference, scope="pooled", mean_tau=tau, std_tau=None,
-                q25=None, median_tau=tau, q75=None, n_questions=1, n_undefined=int(tau is None),
-                order=list(pooled[method].order), human_order=list(ref.order)))
+            rows.append(
+                Vicuna80RankingRow(
+                    judge=source,
+                    method=method,
+                    reference=reference,
+                    scope="pooled",
+                    mean_tau=tau,
+                    std_tau=None,
+                    q25=None,
+                    median_tau=tau,
+                    q75=None,
+                    n_questions=1,
+                    n_undefined=int(tau is None),
+                    order=list(pooled[method].order),
+                    human_order=list(ref.order),
+                )
+            )
     return rows
 
 
-def _conclusions(rows: list[Vicuna80RankingRow], judges: Sequence[str]
-                 ) -> tuple[dict[str, BestMethod], dict[str, MfasVersusCopeland]]:
+def _conclusions(
+    rows: list[Vicuna80RankingRow], judges: Sequence[str]
+) -> tuple[dict[str, BestMethod], dict[str, MfasVersusCopeland]]:
     per_question = {(r.judge, r.method, r.reference): r for r in rows if r.scope == "per_question"}
     best: dict[str, BestMethod] = {}
     for reference in REFERENCES:
         means: dict[str, float | None] = {}
         for method in RANKING_METHODS:
-            values = [tau for j in judges if (j, method, reference) in per_question
-                      and (tau := per_question[j, method, reference].mean_tau) is not None]
+            values = [
+                tau
+                for j in judges
+                if (j, method, reference) in per_question
+                and (tau := per_question[j, method, reference].mean_tau) is not None
+            ]
             means[method] = statistics.fmean(values) if values else None
         defined = {m: v for m, v in means.items() if v is not None}
-        best[reference] = {"method": max(defined, key=lambda m: defined[m]) if defined else None,
-                           "mean_tau_over_judges": means}
+        best[reference] = {
+            "method": max(defined, key=lambda m: defined[m]) if defined else None,
+            "mean_tau_over_judges": means,
+        }
     versus: dict[str, MfasVersusCopeland] = {}
     for reference in REFERENCES:
         diffs: dict[str, float] = {}
@@ -235,26 +286,45 @@ def _conclusions(rows: list[Vicuna80RankingRow], judges: Sequence[str]
     return best, versus
 
 
-def _tournaments(grouped: dict[str, list[Vicuna80Verdict]], candidates: dict[str, tuple[str, ...]],
-                 aggregation: str) -> dict[str, Tournament]:
+def _tournaments(
+    grouped: dict[str, list[Vicuna80Verdict]], candidates: dict[str, tuple[str, ...]], aggregation: str
+) -> dict[str, Tournament]:
     return {q: build_tournament(candidates[q], aggregate(vs, aggregation)) for q, vs in sorted(grouped.items())}
 
 
-def _rate_rows(source: str, aggregation: str, tournaments: dict[str, Tournament], n_verdicts: int
-               ) -> tuple[Vicuna80Row, list[Vicuna80Input]]:
+def _rate_rows(
+    source: str, aggregation: str, tournaments: dict[str, Tournament], n_verdicts: int
+) -> tuple[Vicuna80Row, list[Vicuna80Input]]:
     inputs = []
     for question, tournament in tournaments.items():
         cycles = three_cycles(tournament)
-        inputs.append(Vicuna80Input(judge=source, aggregation=aggregation, item_id=question,
-                                    violation_rate=violation_rate(tournament), n_cycles=len(cycles),
-                                    cycles=[list(c) for c in cycles], n_tied_pairs=tournament.n_tied_pairs,
-                                    n_missing_pairs=tournament.n_missing_pairs))
+        inputs.append(
+            Vicuna80Input(
+                judge=source,
+                aggregation=aggregation,
+                item_id=question,
+                violation_rate=violation_rate(tournament),
+                n_cycles=len(cycles),
+                cycles=[list(c) for c in cycles],
+                n_tied_pairs=tournament.n_tied_pairs,
+                n_missing_pairs=tournament.n_missing_pairs,
+            )
+        )
     summary = summarize_violation_rates([x.violation_rate for x in inputs])
-    row = Vicuna80Row(judge=source, aggregation=aggregation, mean=summary.mean, median=summary.median,
-                      max=summary.max, share_with_cycle=summary.share_with_cycle,
-                      n_with_cycle=sum(x.n_cycles > 0 for x in inputs), n_cycles=sum(x.n_cycles for x in inputs),
-                      n_inputs=summary.n_inputs, n_tied_pairs=sum(x.n_tied_pairs for x in inputs),
-                      n_missing_pairs=sum(x.n_missing_pairs for x in inputs), n_verdicts=n_verdicts)
+    row = Vicuna80Row(
+        judge=source,
+        aggregation=aggregation,
+        mean=summary.mean,
+        median=summary.median,
+        max=summary.max,
+        share_with_cycle=summary.share_with_cycle,
+        n_with_cycle=sum(x.n_cycles > 0 for x in inputs),
+        n_cycles=sum(x.n_cycles for x in inputs),
+        n_inputs=summary.n_inputs,
+        n_tied_pairs=sum(x.n_tied_pairs for x in inputs),
+        n_missing_pairs=sum(x.n_missing_pairs for x in inputs),
+        n_verdicts=n_verdicts,
+    )
     return row, inputs
 
 
@@ -263,9 +333,15 @@ def _position_row(judge: str, verdicts: Sequence[Vicuna80Verdict]) -> Vicuna80Po
         PairwiseVerdict(first=f"{v.item_id}/{v.first}", second=f"{v.item_id}/{v.second}", outcome=v.outcome)  # type: ignore[arg-type]
         for v in verdicts
     )
-    return Vicuna80PositionRow(judge=judge, consistency=result.rate, n_pairs_both_orders=result.n_pairs_both_orders,
-                               n_consistent=result.n_consistent, first_win_rate=result.first_win_rate,
-                               tie_rate=result.tie_rate, n_verdicts=result.n_verdicts)
+    return Vicuna80PositionRow(
+        judge=judge,
+        consistency=result.rate,
+        n_pairs_both_orders=result.n_pairs_both_orders,
+        n_consistent=result.n_consistent,
+        first_win_rate=result.first_win_rate,
+        tie_rate=result.tie_rate,
+        n_verdicts=result.n_verdicts,
+    )
 
 
 def _parse_rows(counts: Sequence[ChoiceParseCounts], stored_rules: dict[str, Counter[str]]) -> list[Vicuna80ParseRow]:
@@ -274,12 +350,23 @@ def _parse_rows(counts: Sequence[ChoiceParseCounts], stored_rules: dict[str, Cou
         stored = stored_rules.get(c.judge, Counter())
         from_label = sum(n for rule, n in stored.items() if rule.startswith(RECORDED_LABEL_RULE))
         if sum(stored.values()) != c.rows or from_label != c.from_label:
-            raise CalibrationError(f"the answer store's Vicuna80 verdicts of {c.judge} ({sum(stored.values())}, "
-                                   f"{from_label} from labels) differ from this ingest ({c.rows}, {c.from_label}): "
-                                   "rows left the judge's file since the store was written; remove the store file "
-                                   "(--store) and rerun")
-        rows.append(Vicuna80ParseRow(judge=c.judge, n_rows=c.rows, n_parsed=c.parsed, n_from_label=c.from_label,
-                                     parse_rate=c.parse_rate, agreement_with_label=c.agreement, rules=c.rules))
+            raise CalibrationError(
+                f"the answer store's Vicuna80 verdicts of {c.judge} ({sum(stored.values())}, "
+                f"{from_label} from labels) differ from this ingest ({c.rows}, {c.from_label}): "
+                "rows left the judge's file since the store was written; remove the store file "
+                "(--store) and rerun"
+            )
+        rows.append(
+            Vicuna80ParseRow(
+                judge=c.judge,
+                n_rows=c.rows,
+                n_parsed=c.parsed,
+                n_from_label=c.from_label,
+                parse_rate=c.parse_rate,
+                agreement_with_label=c.agreement,
+                rules=c.rules,
+            )
+        )
     return rows
 
 
@@ -298,8 +385,10 @@ def run_vicuna80_study(
     everyone = tuple(sorted({a for names in candidates.values() for a in names}))
     by_source: dict[str, list[Vicuna80Verdict]] = {j: [v for v in verdicts if v.source == j] for j in judges}
     by_source[PANEL] = list(verdicts)
-    human = [Vicuna80Verdict(source=HUMAN, item_id=v.item_id, first=v.first, second=v.second, outcome=v.vote)
-             for v in data.human]
+    human = [
+        Vicuna80Verdict(source=HUMAN, item_id=v.item_id, first=v.first, second=v.second, outcome=v.vote)
+        for v in data.human
+    ]
 
     rows: list[Vicuna80Row] = []
     inputs: list[Vicuna80Input] = []
@@ -324,7 +413,8 @@ def run_vicuna80_study(
         per_question = {q: rank_all(t) for q, t in both[source_name].items()}
         question_rankings.extend(
             QuestionRankings(judge=source_name, item_id=q, orders={m: list(r[m].order) for m in RANKING_METHODS})
-            for q, r in per_question.items())
+            for q, r in per_question.items()
+        )
         rankings.extend(_ranking_rows(source_name, per_question, human_rankings, candidates))
         pooled = rank_all(build_tournament(everyone, aggregate(by_source[source_name], "both_orders")))
         rankings.extend(_pooled_rows(source_name, pooled, human_pooled, everyone))
@@ -334,13 +424,23 @@ def run_vicuna80_study(
 
     return Vicuna80Summary(
         label="real tournaments (Vicuna80, PRD): recorded LLM judges and human votes",
-        source=source, rules=dict(RULES), random_baseline=RANDOM_TOURNAMENT_VIOLATION_RATE, judges=judges,
-        assistants=list(everyone), n_questions=len(data.items), n_human_votes=len(data.human),
-        human_votes_left_out=dict(data.human_outside), n_human_votes_left_out=data.n_human_left_out, rows=rows,
+        source=source,
+        rules=dict(RULES),
+        random_baseline=RANDOM_TOURNAMENT_VIOLATION_RATE,
+        judges=judges,
+        assistants=list(everyone),
+        n_questions=len(data.items),
+        n_human_votes=len(data.human),
+        human_votes_left_out=dict(data.human_outside),
+        n_human_votes_left_out=data.n_human_left_out,
+        rows=rows,
         rankings=rankings,
         position_bias=[_position_row(j, by_source[j]) for j in judges],
-        parse=_parse_rows(parse_counts, stored_rules), best_method=best, mfas_vs_copeland=versus,
-        inputs=inputs, question_rankings=question_rankings,
+        parse=_parse_rows(parse_counts, stored_rules),
+        best_method=best,
+        mfas_vs_copeland=versus,
+        inputs=inputs,
+        question_rankings=question_rankings,
     )
 
 
@@ -351,8 +451,9 @@ def write_vicuna80_study(summary: Vicuna80Summary, out: Path) -> Path:
     return path
 
 
-def vicuna80_step(store: AnswerStore, data_dir: Path, out: Path, *,
-                  progress: Callable[[Iterable], Iterable] = lambda it: it) -> Vicuna80Summary | None:
+def vicuna80_step(
+    store: AnswerStore, data_dir: Path, out: Path, *, progress: Callable[[Iterable], Iterable] = lambda it: it
+) -> Vicuna80Summary | None:
     """Calibrate's step: load ``pairwise/vicuna80``, ingest its verdicts into ``store``, run the study from the
     store, write the JSON. Without the folder: remove a previous run's JSON and return None.
 
@@ -365,7 +466,13 @@ def vicuna80_step(store: AnswerStore, data_dir: Path, out: Path, *,
     data = load_vicuna80(data_dir)
     ingested = ingest_vicuna80(store, data)
     verdicts, rules = verdicts_from_store(store, data.judges)
-    summary = run_vicuna80_study(data, verdicts, ingested.judges, rules, progress=progress,
-                                 source=f"{vicuna80_dir(data_dir)} (judges/*.jsonl via the answer store; human.jsonl)")
+    summary = run_vicuna80_study(
+        data,
+        verdicts,
+        ingested.judges,
+        rules,
+        progress=progress,
+        source=f"{vicuna80_dir(data_dir)} (judges/*.jsonl via the answer store; human.jsonl)",
+    )
     write_vicuna80_study(summary, out)
     return summary

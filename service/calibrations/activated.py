@@ -40,11 +40,14 @@ PERSIST_RETRY_AFTER_S = 5  # Redis or the disk may be back by then; the caller r
 def check_name(name: str) -> str:
     """The name itself when it may name an activated artifact (module rule); ValueError otherwise."""
     if not NAME_PATTERN.match(name) or name.lower().endswith(".json") or ".." in name:
-        raise ValueError(f"artifact name {name!r} must be 1-64 letters, digits, '_', '-' or '.' starting with a letter "
-                         "or digit (no '..', not ending in .json)")
+        raise ValueError(
+            f"artifact name {name!r} must be 1-64 letters, digits, '_', '-' or '.' starting with a letter "
+            "or digit (no '..', not ending in .json)"
+        )
     if name.lower() in RESERVED_NAMES:
-        raise ValueError(f"artifact name {name!r} is reserved for the artifact loaded from THRESHOLDS_PATH; choose "
-                         "another name")
+        raise ValueError(
+            f"artifact name {name!r} is reserved for the artifact loaded from THRESHOLDS_PATH; choose another name"
+        )
     return name
 
 
@@ -59,12 +62,16 @@ class PersistError(CalibrationUnavailableError):
 class ActivatedStore:
     """The directory (and Redis hash) of activated artifacts; nothing is kept when neither is given."""
 
-    def __init__(self, directory: str | Path | None, *, redis_url: str | None = None,
-                 redis_key: str | None = None) -> None:
+    def __init__(
+        self, directory: str | Path | None, *, redis_url: str | None = None, redis_key: str | None = None
+    ) -> None:
         self.directory = None if directory is None else Path(directory)
         self.redis_key = redis_key if redis_url and redis_key else None
-        self._redis = (redis.Redis.from_url(redis_url, socket_timeout=2.0, socket_connect_timeout=2.0)
-                       if self.redis_key is not None and redis_url else None)
+        self._redis = (
+            redis.Redis.from_url(redis_url, socket_timeout=2.0, socket_connect_timeout=2.0)
+            if self.redis_key is not None and redis_url
+            else None
+        )
         self.unavailable: list[str] = []  # what load_all could not reach
 
     @property
@@ -76,8 +83,10 @@ class ActivatedStore:
         """The warning an activation of ``name`` answers with when nothing keeps it (module rule); else none."""
         if self.persistent:
             return []
-        return [f"artifact {name!r} is active in this process only: neither ARTIFACTS_DIR nor ARTIFACTS_REDIS_KEY "
-                "(with REDIS_URL) is set, so a restart forgets it and other replicas never see it"]
+        return [
+            f"artifact {name!r} is active in this process only: neither ARTIFACTS_DIR nor ARTIFACTS_REDIS_KEY "
+            "(with REDIS_URL) is set, so a restart forgets it and other replicas never see it"
+        ]
 
     def _from_redis(self) -> dict[str, tuple[str, ThresholdsArtifact | ArtifactError]]:
         if self._redis is None or self.redis_key is None:
@@ -86,8 +95,10 @@ class ActivatedStore:
             # a client without decode_responses answers bytes
             stored = cast(dict[bytes, bytes], self._redis.hgetall(self.redis_key))
         except RedisError as error:
-            self.unavailable.append(f"Redis {self.redis_key}: unreachable ({type(error).__name__}); the artifacts "
-                                    "activated there were not loaded")
+            self.unavailable.append(
+                f"Redis {self.redis_key}: unreachable ({type(error).__name__}); the artifacts "
+                "activated there were not loaded"
+            )
             return {}
         found: dict[str, tuple[str, ThresholdsArtifact | ArtifactError]] = {}
         for raw_name, data in stored.items():
@@ -116,8 +127,11 @@ class ActivatedStore:
         if self.directory is not None:
             try:
                 with os.scandir(self.directory) as listing:
-                    files = [(e.name, e.stat().st_mtime_ns, e.stat().st_size) for e in listing
-                             if e.name.endswith(".json") and e.is_file()]
+                    files = [
+                        (e.name, e.stat().st_mtime_ns, e.stat().st_size)
+                        for e in listing
+                        if e.name.endswith(".json") and e.is_file()
+                    ]
             except FileNotFoundError:
                 files = []
             except OSError:
@@ -154,8 +168,10 @@ class ActivatedStore:
                     pipe.incr(self._version_key())
                     pipe.execute()
             except RedisError as error:
-                raise PersistError(f"cannot keep the artifact in Redis ({self.redis_key}): {type(error).__name__}; "
-                                   "nothing was activated") from None
+                raise PersistError(
+                    f"cannot keep the artifact in Redis ({self.redis_key}): {type(error).__name__}; "
+                    "nothing was activated"
+                ) from None
         path = self.path(name)
         if path is not None:
             try:
@@ -166,8 +182,10 @@ class ActivatedStore:
                         self._redis.hdel(self.redis_key, name)  # type: ignore[arg-type]
                     except RedisError:
                         pass
-                raise PersistError(f"cannot keep the artifact in ARTIFACTS_DIR ({path}): {error.strerror or error}; "
-                                   "nothing was activated") from None
+                raise PersistError(
+                    f"cannot keep the artifact in ARTIFACTS_DIR ({path}): {error.strerror or error}; "
+                    "nothing was activated"
+                ) from None
 
     def delete(self, name: str) -> None:
         """Remove the persisted copies, if any; PersistError when Redis cannot be reached (nothing is removed)."""
@@ -178,8 +196,9 @@ class ActivatedStore:
                     pipe.incr(self._version_key())
                     pipe.execute()
             except RedisError as error:
-                raise PersistError(f"cannot remove the artifact from Redis ({self.redis_key}): "
-                                   f"{type(error).__name__}") from None
+                raise PersistError(
+                    f"cannot remove the artifact from Redis ({self.redis_key}): {type(error).__name__}"
+                ) from None
         path = self.path(name)
         if path is not None:
             path.unlink(missing_ok=True)

@@ -38,8 +38,16 @@ def _served(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], kind: str
     return served if isinstance(served, ServedEntry) else None
 
 
-def _cell(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], kind: str, levels: list[float], *,
-          alpha: float, tolerance: int, failure: SelectionFailure) -> CellOverview:
+def _cell(
+    snapshot: CalibrationSnapshot,
+    cell: tuple[str, str, str],
+    kind: str,
+    levels: list[float],
+    *,
+    alpha: float,
+    tolerance: int,
+    failure: SelectionFailure,
+) -> CellOverview:
     by_method: dict[str, list[float]] = {}
     for level in levels:
         served = _served(snapshot, cell, kind, level)
@@ -50,8 +58,12 @@ def _cell(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], kind: str, 
     row = None if rule is None else certification_at(rule, tolerance, alpha)
     usable = row is not None and not row.rule_failed
     return CellOverview(
-        judge=cell[0], prompt_family=cell[1], criterion=cell[2], input_kind=kind,
-        artifact=snapshot.artifacts.owners.get(cell, PRIMARY), n_labels=snapshot.n_labels_for(cell),
+        judge=cell[0],
+        prompt_family=cell[1],
+        criterion=cell[2],
+        input_kind=kind,
+        artifact=snapshot.artifacts.owners.get(cell, PRIMARY),
+        n_labels=snapshot.n_labels_for(cell),
         served=[ServedLevels(method=method, alphas=alphas) for method, alphas in by_method.items()],
         selection_failed=failure(snapshot.default_reasons.get((*cell, kind), "")) is not None,
         set_size=None if at_default is None else at_default.entry.heldout_set_size,
@@ -64,8 +76,13 @@ def _cell(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], kind: str, 
     )
 
 
-def overview(snapshot: CalibrationSnapshot, *, default_alpha: float, failure: SelectionFailure,
-             tolerance: int = DEFAULT_TOLERANCE) -> CalibrationOverview:
+def overview(
+    snapshot: CalibrationSnapshot,
+    *,
+    default_alpha: float,
+    failure: SelectionFailure,
+    tolerance: int = DEFAULT_TOLERANCE,
+) -> CalibrationOverview:
     """The summary of ``snapshot`` read at ``default_alpha`` and ``tolerance``; ``failure`` reads a default's reason
     (service.scoring.policy.selection_failure, passed in: that module sits above this one)."""
     key = ("overview", default_alpha, tolerance)
@@ -76,21 +93,46 @@ def overview(snapshot: CalibrationSnapshot, *, default_alpha: float, failure: Se
     levels: dict[tuple[str, str, str, str], set[float]] = {}
     for e in artifact.entries:
         levels.setdefault((e.judge, e.prompt_family, e.criterion, e.kind), set()).add(e.alpha)
-    lines = [_cell(snapshot, (judge, family, criterion), kind, sorted(levels[judge, family, criterion, kind]),
-                   alpha=default_alpha, tolerance=tolerance, failure=failure)
-             for judge, family, criterion, kind in sorted(levels)]
+    lines = [
+        _cell(
+            snapshot,
+            (judge, family, criterion),
+            kind,
+            sorted(levels[judge, family, criterion, kind]),
+            alpha=default_alpha,
+            tolerance=tolerance,
+            failure=failure,
+        )
+        for judge, family, criterion, kind in sorted(levels)
+    ]
     summary = CalibrationOverview(
-        view="summary", calibration_id=snapshot.calibration_id, path=snapshot.path, loaded_at=snapshot.loaded_at,
-        format_version=artifact.format_version, created_at=artifact.created_at, code_version=artifact.code_version,
-        data_hash=artifact.data_hash, source=artifact.source, label_scale=list(artifact.label_scale),
-        n_entries=len(artifact.entries), levels=snapshot.levels(), default_alpha=default_alpha, tolerance=tolerance,
+        view="summary",
+        calibration_id=snapshot.calibration_id,
+        path=snapshot.path,
+        loaded_at=snapshot.loaded_at,
+        format_version=artifact.format_version,
+        created_at=artifact.created_at,
+        code_version=artifact.code_version,
+        data_hash=artifact.data_hash,
+        source=artifact.source,
+        label_scale=list(artifact.label_scale),
+        n_entries=len(artifact.entries),
+        levels=snapshot.levels(),
+        default_alpha=default_alpha,
+        tolerance=tolerance,
         accept_alpha=default_alpha,
         artifacts=[
-            ArtifactSummary(name=m.name, calibration_id=m.calibration_id, path=m.path, n_cells=len(m.cells),
-                            n_entries=len(m.artifact.entries))
+            ArtifactSummary(
+                name=m.name,
+                calibration_id=m.calibration_id,
+                path=m.path,
+                n_cells=len(m.cells),
+                n_entries=len(m.artifact.entries),
+            )
             for m in snapshot.artifacts.members
         ],
-        n_cells=len(lines), cells=lines,
+        n_cells=len(lines),
+        cells=lines,
     )
     snapshot.remember(key, summary)
     return summary

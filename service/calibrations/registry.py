@@ -80,8 +80,14 @@ class LoadedArtifact:
     @classmethod
     def of(cls, name: str, artifact: ThresholdsArtifact, *, path: str, loaded_at: str) -> LoadedArtifact:
         """Wrap an artifact (its id and cells computed once)."""
-        return cls(name=name, artifact=artifact, path=path, loaded_at=loaded_at,
-                   calibration_id=artifact_id(artifact), cells=cells_of(artifact))
+        return cls(
+            name=name,
+            artifact=artifact,
+            path=path,
+            loaded_at=loaded_at,
+            calibration_id=artifact_id(artifact),
+            cells=cells_of(artifact),
+        )
 
 
 @dataclass(frozen=True)
@@ -117,8 +123,10 @@ class ArtifactSet:
         """The set without ``name``; KeyError when it is not in the set."""
         if self.get(name) is None:
             raise KeyError(name)
-        return ArtifactSet(tuple(m for m in self.members if m.name != name),
-                           {cell: owner for cell, owner in self.owners.items() if owner != name})
+        return ArtifactSet(
+            tuple(m for m in self.members if m.name != name),
+            {cell: owner for cell, owner in self.owners.items() if owner != name},
+        )
 
     def merged(self) -> ThresholdsArtifact | None:
         """The union of the members (module rules), or None for an empty set."""

@@ -143,8 +143,9 @@ class CalibrationSnapshot:
             cell_levels={cell: tuple(sorted(found)) for cell, found in levels.items()},
             coverage_targets={entry.alpha: coverage_target(entry.alpha) for entry in artifact.entries},
             decision_rules={(r.judge, r.prompt_family, r.criterion, r.input_kind): r for r in artifact.decision_rules},
-            default_reasons={(d.judge, d.prompt_family, d.criterion, d.kind): d.reason
-                             for d in artifact.default_methods},
+            default_reasons={
+                (d.judge, d.prompt_family, d.criterion, d.kind): d.reason for d in artifact.default_methods
+            },
         )
 
     @property
@@ -225,8 +226,14 @@ class CalibrationHolder:
     """
 
     def __init__(
-        self, path: str | Path, *, reload_dir: str | Path | None = None, max_artifact_bytes: int = 50_000_000,
-        artifacts_dir: str | Path | None = None, redis_url: str | None = None, artifacts_redis_key: str | None = None,
+        self,
+        path: str | Path,
+        *,
+        reload_dir: str | Path | None = None,
+        max_artifact_bytes: int = 50_000_000,
+        artifacts_dir: str | Path | None = None,
+        redis_url: str | None = None,
+        artifacts_redis_key: str | None = None,
         pairwise_path: str | Path | None = None,
     ) -> None:
         self.path = Path(path)
@@ -258,8 +265,9 @@ class CalibrationHolder:
         try:
             primary = load_snapshot(self.path)
             _check_printable(primary.artifact, str(self.path))
-            artifacts = artifacts.put(LoadedArtifact.of(PRIMARY, primary.artifact, path=str(self.path),
-                                                        loaded_at=loaded_at))
+            artifacts = artifacts.put(
+                LoadedArtifact.of(PRIMARY, primary.artifact, path=str(self.path), loaded_at=loaded_at)
+            )
             self.error = None
         except ArtifactError as error:
             self.error = str(error)
@@ -308,16 +316,23 @@ class CalibrationHolder:
         """Build the snapshot of ``artifacts`` and make it current (None for an empty set)."""
         merged = artifacts.merged()
         primary = artifacts.get(PRIMARY)
-        snapshot = None if merged is None else CalibrationSnapshot.build(
-            merged, path=primary.path if primary is not None else artifacts.members[0].path,
-            loaded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"), artifacts=artifacts,
+        snapshot = (
+            None
+            if merged is None
+            else CalibrationSnapshot.build(
+                merged,
+                path=primary.path if primary is not None else artifacts.members[0].path,
+                loaded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
+                artifacts=artifacts,
+            )
         )
         self.artifacts = artifacts
         self.current = snapshot
         return snapshot
 
-    async def activate(self, name: str, artifact: ThresholdsArtifact, *, source: str
-                       ) -> tuple[CalibrationSnapshot | None, CalibrationSnapshot]:
+    async def activate(
+        self, name: str, artifact: ThresholdsArtifact, *, source: str
+    ) -> tuple[CalibrationSnapshot | None, CalibrationSnapshot]:
         """Add or replace the artifact ``name`` (service.calibrations.registry rules; OwnershipConflictError leaves
         all as it
         was; a reserved or malformed name is a 422, unprintable cell names an ArtifactError), persist it
@@ -337,8 +352,10 @@ class CalibrationHolder:
         """Drop the artifact ``name`` and its persisted copy; KeyError when it is not loaded; ConflictError (409)
         for the primary artifact, which only a reload replaces."""
         if name == PRIMARY:
-            raise ConflictError("the primary artifact (THRESHOLDS_PATH) cannot be removed through the API; reload "
-                                "another file in its place instead")
+            raise ConflictError(
+                "the primary artifact (THRESHOLDS_PATH) cannot be removed through the API; reload "
+                "another file in its place instead"
+            )
         async with self._lock:
             artifacts = self.artifacts.remove(name)
             await anyio.to_thread.run_sync(self.activated.delete, name)
@@ -394,5 +411,7 @@ def _check_printable(artifact: ThresholdsArtifact, source: str) -> None:
     """ArtifactError (422) when a judge, prompt family or criterion name of ``artifact`` is not printable."""
     bad = unprintable_names(artifact)
     if bad:
-        raise ArtifactError(f"{source}: judge, prompt family and criterion names must be printable text (no control, "
-                            f"bidi or zero-width characters): {', '.join(bad[:5])}")
+        raise ArtifactError(
+            f"{source}: judge, prompt family and criterion names must be printable text (no control, "
+            f"bidi or zero-width characters): {', '.join(bad[:5])}"
+        )

@@ -83,7 +83,12 @@ from service.wire.compare import (
 )
 
 __all__ = [
-    "CompareContext", "JudgeUnavailableError", "LiveVerdicts", "TournamentReport", "analyse", "compare_candidates",
+    "CompareContext",
+    "JudgeUnavailableError",
+    "LiveVerdicts",
+    "TournamentReport",
+    "analyse",
+    "compare_candidates",
 ]
 
 
@@ -195,7 +200,8 @@ def _preference_verdicts(
     _check_ids(ids, settings.max_candidates, "the preferences", minimum=1)
     ignored = [
         IgnoredPreference(index=i, reason=f"a self-comparison: candidate {v.first!r} against itself is no edge")
-        for i, v in enumerate(given) if v.first == v.second
+        for i, v in enumerate(given)
+        if v.first == v.second
     ]
     verdicts = [v for v in given if v.first != v.second]
     return ids, verdicts, all(p.verdict is not None for p in request.preferences), ignored
@@ -238,9 +244,13 @@ async def _live_verdicts(ctx: CompareContext, request: CompareRequest, judge: st
         )
     if failed:
         ctx.logger.warning("compare.judge_calls_failed", judge=judge, failed=len(failed), calls=len(calls))  # type: ignore[attr-defined]
-    return LiveVerdicts(verdicts=verdicts, failed=failed, cached=cached,
-                        judge_calls=sum(answer.calls for answer in answers),
-                        model_mismatch=any(answer.model_mismatch for answer in answers))
+    return LiveVerdicts(
+        verdicts=verdicts,
+        failed=failed,
+        cached=cached,
+        judge_calls=sum(answer.calls for answer in answers),
+        model_mismatch=any(answer.model_mismatch for answer in answers),
+    )
 
 
 def _check_live(request: CompareRequest, settings: Settings) -> list[str]:
@@ -314,8 +324,9 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
             "give either document + candidates (judged by a live judge) or preferences (your own verdicts)"
         )
     if live and request.criterion is None:
-        raise InvalidRequestError("a live comparison needs a criterion (the judge is asked about it)",
-                                  allowed=list(CRITERIA))
+        raise InvalidRequestError(
+            "a live comparison needs a criterion (the judge is asked about it)", allowed=list(CRITERIA)
+        )
     presented = False
     ignored: list[IgnoredPreference] = []
     judge: str | None = request.judge
@@ -395,12 +406,17 @@ def _abstain_cause(index: PairwiseIndex | None, judge: str | None, alpha: float)
     entry = index.entry(judge, alpha)
     if entry is None:
         known = index.alphas(judge)
-        return (f"judge {judge!r} was never calibrated on human pairwise votes" if not known else
-                f"judge {judge!r} has no certificate at accept_alpha {alpha:g} (calibrated: "
-                f"{', '.join(f'{a:g}' for a in known)})")
+        return (
+            f"judge {judge!r} was never calibrated on human pairwise votes"
+            if not known
+            else f"judge {judge!r} has no certificate at accept_alpha {alpha:g} (calibrated: "
+            f"{', '.join(f'{a:g}' for a in known)})"
+        )
     if entry.threshold is None:
-        return (f"no confidence level of judge {judge!r} was certified at accept_alpha {alpha:g} on "
-                f"{entry.dataset} human votes")
+        return (
+            f"no confidence level of judge {judge!r} was certified at accept_alpha {alpha:g} on "
+            f"{entry.dataset} human votes"
+        )
     return None
 
 
@@ -413,18 +429,31 @@ def _pair_result(p: PairRecord, index: PairwiseIndex | None, judge: str | None, 
     if cause is None and entry is not None and entry.threshold is not None:
         delta = index.artifact.delta  # type: ignore[union-attr]
         if decision.decision == "accept":
-            cause = (f"accepted: {decision.confidence:.3f} of the verdicts prefer {side!r} (certified threshold "
-                     f"{entry.threshold:.2f}); P(human disagrees | accepted) <= {alpha:g} with confidence "
-                     f"{1 - delta:g}, certified on {entry.dataset} human votes (human ties excluded)")
+            cause = (
+                f"accepted: {decision.confidence:.3f} of the verdicts prefer {side!r} (certified threshold "
+                f"{entry.threshold:.2f}); P(human disagrees | accepted) <= {alpha:g} with confidence "
+                f"{1 - delta:g}, certified on {entry.dataset} human votes (human ties excluded)"
+            )
         elif side is None:
             cause = "no preferred side: the verdicts are tied or split evenly"
         else:
-            cause = (f"{decision.confidence:.3f} of the verdicts prefer {side!r}, below the certified threshold "
-                     f"{entry.threshold:.2f} at accept_alpha {alpha:g}")
+            cause = (
+                f"{decision.confidence:.3f} of the verdicts prefer {side!r}, below the certified threshold "
+                f"{entry.threshold:.2f} at accept_alpha {alpha:g}"
+            )
     return PairResult(
-        a=p.a, b=p.b, wins_a=p.wins_a, wins_b=p.wins_b, ties=p.ties, n=p.n, winner=p.winner,
-        win_share=p.win_share, decision=decision.decision,  # type: ignore[arg-type]
-        preferred=side if decision.decision == "accept" else None, reason=cause or "")
+        a=p.a,
+        b=p.b,
+        wins_a=p.wins_a,
+        wins_b=p.wins_b,
+        ties=p.ties,
+        n=p.n,
+        winner=p.winner,
+        win_share=p.win_share,
+        decision=decision.decision,  # type: ignore[arg-type]
+        preferred=side if decision.decision == "accept" else None,
+        reason=cause or "",
+    )
 
 
 def _ignored_note(ignored: list[IgnoredPreference]) -> str:
@@ -437,15 +466,33 @@ def _lone_candidate(request: CompareRequest, candidate: str, ignored: list[Ignor
     """Preferences naming one candidate only (every one a self-comparison): no pair, so nothing to rank."""
     order = [candidate]
     return CompareResponse(
-        criterion=request.criterion, judge=request.judge, source="caller", candidates=order, n_candidates=1,
-        n_triples=0, n_verdicts=0, cycles=[], n_cycles=0, violation_rate=0.0, flagged=False,
+        criterion=request.criterion,
+        judge=request.judge,
+        source="caller",
+        candidates=order,
+        n_candidates=1,
+        n_triples=0,
+        n_verdicts=0,
+        cycles=[],
+        n_cycles=0,
+        violation_rate=0.0,
+        flagged=False,
         reason="1 candidate: no pair to compare, no triple (flagged never)" + _ignored_note(ignored),
-        position_consistency=None, pairs=[],
-        rankings=RankingOrders(win_rate=order, bradley_terry=order, schulze=order, mfas_ilp=order,
-                               mfas_copeland=order),
-        scores=RankingScores(win_rate={candidate: None}, bradley_terry={candidate: None}, schulze={candidate: None},
-                             mfas_ilp={candidate: None}, mfas_copeland={candidate: None}),
-        complete=True, failed_calls=[], cached_calls=0, judge_calls=0, ignored_preferences=ignored,
+        position_consistency=None,
+        pairs=[],
+        rankings=RankingOrders(win_rate=order, bradley_terry=order, schulze=order, mfas_ilp=order, mfas_copeland=order),
+        scores=RankingScores(
+            win_rate={candidate: None},
+            bradley_terry={candidate: None},
+            schulze={candidate: None},
+            mfas_ilp={candidate: None},
+            mfas_copeland={candidate: None},
+        ),
+        complete=True,
+        failed_calls=[],
+        cached_calls=0,
+        judge_calls=0,
+        ignored_preferences=ignored,
     )
 
 

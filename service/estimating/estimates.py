@@ -95,12 +95,14 @@ def request_form(body: EstimateRequest | SystemEstimateRequest, where: str = "")
         raise InvalidRequestError(f"{where}give the data as {forms}")
     if sample_fields and len(sample_fields) < 2:
         missing = "unlabelled" if sample_fields == ["labelled"] else "labelled"
-        raise InvalidRequestError(f"{where}'{sample_fields[0]}' needs '{missing}' (one system: the labelled items "
-                                  "and the unlabelled ones)")
+        raise InvalidRequestError(
+            f"{where}'{sample_fields[0]}' needs '{missing}' (one system: the labelled items and the unlabelled ones)"
+        )
     if pair_fields and len(pair_fields) < 2:
         missing = "b" if pair_fields == ["a"] else "a"
-        raise InvalidRequestError(f"{where}'{pair_fields[0]}' needs '{missing}' (a difference: system a minus "
-                                  "system b)")
+        raise InvalidRequestError(
+            f"{where}'{pair_fields[0]}' needs '{missing}' (a difference: system a minus system b)"
+        )
     return "single" if sample_fields else ("difference" if pair_fields else "batch")
 
 
@@ -117,8 +119,10 @@ def _value_count(body: EstimateRequest | SystemEstimateRequest | SystemSamples) 
 def _check_size(request: EstimateRequest, limits: LimitSettings) -> None:
     total = _value_count(request)
     if total > limits.max_estimate_values:
-        raise InvalidRequestError(f"the request holds {total} values (human labels and judge verdicts, every "
-                                  f"system); the limit is MAX_ESTIMATE_VALUES={limits.max_estimate_values}")
+        raise InvalidRequestError(
+            f"the request holds {total} values (human labels and judge verdicts, every "
+            f"system); the limit is MAX_ESTIMATE_VALUES={limits.max_estimate_values}"
+        )
 
 
 def _options(request: EstimateRequest, system: SystemEstimateRequest | None) -> _Options:
@@ -134,24 +138,31 @@ def _check_options(options: _Options, form: str, where: str) -> None:
     if options.metric is None:
         raise InvalidRequestError(f"{where}'metric' is required: mean, pass_rate, win_rate or difference")
     if options.metric == "difference" and form != "difference":
-        raise InvalidRequestError(f"{where}metric 'difference' needs 'a' and 'b' (the two systems' labelled and "
-                                  "unlabelled items) instead of 'labelled' and 'unlabelled'")
+        raise InvalidRequestError(
+            f"{where}metric 'difference' needs 'a' and 'b' (the two systems' labelled and "
+            "unlabelled items) instead of 'labelled' and 'unlabelled'"
+        )
     if options.metric != "difference" and form == "difference":
-        raise InvalidRequestError(f"{where}'a' and 'b' are the two systems of a difference; metric "
-                                  f"{options.metric!r} takes 'labelled' and 'unlabelled'")
+        raise InvalidRequestError(
+            f"{where}'a' and 'b' are the two systems of a difference; metric "
+            f"{options.metric!r} takes 'labelled' and 'unlabelled'"
+        )
     if options.metric != "difference" and options.of is not None:
-        raise InvalidRequestError(f"{where}'of' names the metric of a difference; metric {options.metric!r} takes "
-                                  "none")
+        raise InvalidRequestError(f"{where}'of' names the metric of a difference; metric {options.metric!r} takes none")
     if options.scale_min >= options.scale_max:
-        raise InvalidRequestError(f"{where}scale_min ({options.scale_min}) must be below scale_max "
-                                  f"({options.scale_max})")
+        raise InvalidRequestError(
+            f"{where}scale_min ({options.scale_min}) must be below scale_max ({options.scale_max})"
+        )
     if options.base == "pass_rate":
         if options.threshold is None:
-            raise InvalidRequestError(f"{where}pass_rate needs 'threshold' (an item passes when its score is >= "
-                                      "threshold)")
+            raise InvalidRequestError(
+                f"{where}pass_rate needs 'threshold' (an item passes when its score is >= threshold)"
+            )
         if not options.scale_min < options.threshold <= options.scale_max:
-            raise InvalidRequestError(f"{where}threshold {options.threshold} must lie in ({options.scale_min}, "
-                                      f"{options.scale_max}]: otherwise every item passes or none does")
+            raise InvalidRequestError(
+                f"{where}threshold {options.threshold} must lie in ({options.scale_min}, "
+                f"{options.scale_max}]: otherwise every item passes or none does"
+            )
     elif options.threshold is not None:
         raise InvalidRequestError(f"{where}'threshold' belongs to pass_rate; metric {options.base!r} takes none")
 
@@ -161,8 +172,11 @@ def _sample(samples: SystemSamples, options: _Options, where: str) -> Sample:
     human = [item.human for item in samples.labelled]
     judge = [item.judge for item in samples.labelled]
     judge_unlabelled = [item.judge for item in samples.unlabelled]
-    for field, key, listed in (("labelled", "human", human), ("labelled", "judge", judge),
-                               ("unlabelled", "judge", judge_unlabelled)):
+    for field, key, listed in (
+        ("labelled", "human", human),
+        ("labelled", "judge", judge),
+        ("unlabelled", "judge", judge_unlabelled),
+    ):
         values = np.asarray(listed, dtype=float)
         if options.base == "win_rate":
             bad = ~np.isin(values, _WIN_VALUES)
@@ -179,8 +193,9 @@ def _sample(samples: SystemSamples, options: _Options, where: str) -> Sample:
 def _answer(sample: Sample, options: _Options, alpha: float) -> EstimateAnswer:
     width = options.target_half_width
     if options.base == "mean":
-        return estimate_mean(sample, alpha, scale_min=options.scale_min, scale_max=options.scale_max,
-                             target_half_width=width)
+        return estimate_mean(
+            sample, alpha, scale_min=options.scale_min, scale_max=options.scale_max, target_half_width=width
+        )
     if options.base == "pass_rate":
         assert options.threshold is not None  # _check_options
         return estimate_pass_rate(sample, alpha, options.threshold, target_half_width=width)
@@ -194,20 +209,34 @@ def _finite(value: float | None) -> float | None:
 def _result(answer: EstimateAnswer, of: str | None, kind: type[EstimateResult]) -> EstimateResult:
     budget = answer.label_budget
     return kind(
-        estimate=answer.estimate, interval=answer.interval, method=answer.method,
+        estimate=answer.estimate,
+        interval=answer.interval,
+        method=answer.method,
         human_only_interval=answer.human_only_interval,
-        effective_sample_gain=_finite(answer.effective_sample_gain), n_labelled=answer.n_labelled,
-        n_unlabelled=answer.n_unlabelled, metric=answer.metric, of=of, alpha=answer.alpha,
-        switch_reason=answer.switch_reason, switch_rule=answer.switch_rule,
-        human_only_method=answer.human_only_method, lam=_finite(answer.lam),
+        effective_sample_gain=_finite(answer.effective_sample_gain),
+        n_labelled=answer.n_labelled,
+        n_unlabelled=answer.n_unlabelled,
+        metric=answer.metric,
+        of=of,
+        alpha=answer.alpha,
+        switch_reason=answer.switch_reason,
+        switch_rule=answer.switch_rule,
+        human_only_method=answer.human_only_method,
+        lam=_finite(answer.lam),
         label_budget=None if budget is None else LabelBudgetAnswer(**msgspec.structs.asdict(budget)),
-        ppi_interval=answer.ppi_interval, betting_interval=answer.betting_interval,
+        ppi_interval=answer.ppi_interval,
+        betting_interval=answer.betting_interval,
         classical_interval=answer.classical_interval,
     )
 
 
-def estimate_system(body: EstimateRequest | SystemEstimateRequest, options: _Options, where: str = "", *,
-                    kind: type[EstimateResult] = EstimateResult) -> EstimateResult:
+def estimate_system(
+    body: EstimateRequest | SystemEstimateRequest,
+    options: _Options,
+    where: str = "",
+    *,
+    kind: type[EstimateResult] = EstimateResult,
+) -> EstimateResult:
     """One system's (or one difference's) answer under ``options`` as ``kind`` (422 problem on bad input)."""
     form = request_form(body, where)
     _check_options(options, form, where)
@@ -242,8 +271,9 @@ def _batch(request: EstimateRequest, path: str, logger: Any) -> EstimateBatchRes
     return EstimateBatchResponse(systems=answers)
 
 
-def estimate(request: EstimateRequest, limits: LimitSettings, *, path: str = "/v1/estimates",
-             logger: Any = None) -> EstimateResult | EstimateBatchResponse:
+def estimate(
+    request: EstimateRequest, limits: LimitSettings, *, path: str = "/v1/estimates", logger: Any = None
+) -> EstimateResult | EstimateBatchResponse:
     """The answer of ``POST /v1/estimates``: one system's, one difference's, or one per system of a batch."""
     _check_size(request, limits)
     if request_form(request) == "batch":

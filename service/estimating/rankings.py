@@ -31,13 +31,15 @@ def _model_index(request: RankingRequest, limits: LimitSettings) -> tuple[list[s
     b = np.empty_like(a)
     for index, battle in enumerate(request.battles):
         if battle.model_a == battle.model_b:
-            raise InvalidRequestError(f"battles[{index}]: a battle needs two different models, got "
-                                      f"{battle.model_a!r} twice")
+            raise InvalidRequestError(
+                f"battles[{index}]: a battle needs two different models, got {battle.model_a!r} twice"
+            )
         a[index] = names.setdefault(battle.model_a, len(names))
         b[index] = names.setdefault(battle.model_b, len(names))
         if len(names) > limits.max_ranking_models:
-            raise InvalidRequestError(f"the battles name more than MAX_RANKING_MODELS={limits.max_ranking_models} "
-                                      "models")
+            raise InvalidRequestError(
+                f"the battles name more than MAX_RANKING_MODELS={limits.max_ranking_models} models"
+            )
     return list(names), a, b
 
 
@@ -57,24 +59,29 @@ def _bounds(low: float, high: float) -> tuple[float, float] | None:
 
 def _pairs(sets: RankSets, names: list[str]) -> list[SeparablePair]:
     worse, better = np.nonzero(sets.above)  # above[i, j]: j is certainly above i
-    return [SeparablePair(better=names[j], worse=names[i]) for i, j in zip(worse.tolist(), better.tolist(),
-                                                                              strict=True)]
+    return [
+        SeparablePair(better=names[j], worse=names[i]) for i, j in zip(worse.tolist(), better.tolist(), strict=True)
+    ]
 
 
 def rank_models(request: RankingRequest, limits: LimitSettings) -> RankingResponse:
     """Win rates, rank sets and separable pairs of the battles' models (see the module docstring)."""
     if len(request.battles) > limits.max_ranking_battles:
-        raise InvalidRequestError(f"the request holds {len(request.battles)} battles; the limit is "
-                                  f"MAX_RANKING_BATTLES={limits.max_ranking_battles}")
+        raise InvalidRequestError(
+            f"the request holds {len(request.battles)} battles; the limit is "
+            f"MAX_RANKING_BATTLES={limits.max_ranking_battles}"
+        )
     names, model_a, model_b = _model_index(request, limits)
     k = len(names)
     if k < 2:
         raise InvalidRequestError("the battles name fewer than two models: there is nothing to rank")
     labelled = np.asarray([battle.human is not None for battle in request.battles])
     if labelled.all() or not labelled.any():
-        raise InvalidRequestError("need battles with a human verdict (a uniform random subset) and battles "
-                                  f"with the judge's verdict only; got {int(labelled.sum())} labelled of "
-                                  f"{labelled.size}")
+        raise InvalidRequestError(
+            "need battles with a human verdict (a uniform random subset) and battles "
+            f"with the judge's verdict only; got {int(labelled.sum())} labelled of "
+            f"{labelled.size}"
+        )
     tie = 0.5 if request.ties == "half" else 0.0
     judge_a, judge_b = _outcomes([battle.judge for battle in request.battles], tie)
     human_a, human_b = _outcomes([battle.human for battle in request.battles if battle.human is not None], tie)
@@ -87,28 +94,46 @@ def rank_models(request: RankingRequest, limits: LimitSettings) -> RankingRespon
     sets = rank_sets(estimate, request.alpha, request.construction)
     human_sets = rank_sets(human_only, request.alpha, request.construction)
     unlabelled_counts = np.bincount(judge_unlabelled.model_a, minlength=k) + np.bincount(
-        judge_unlabelled.model_b, minlength=k)
+        judge_unlabelled.model_b, minlength=k
+    )
     models = _models(names, estimate, human_only, sets, human_sets, unlabelled_counts, request.alpha)
     return RankingResponse(
-        alpha=request.alpha, construction=request.construction, ties=request.ties, method=estimate.method,
-        lam=None if estimate.lam is None else _finite(estimate.lam), n_labelled=int(lab.size),
-        n_unlabelled=int(unl.size), models=models, separable=_pairs(sets, names),
+        alpha=request.alpha,
+        construction=request.construction,
+        ties=request.ties,
+        method=estimate.method,
+        lam=None if estimate.lam is None else _finite(estimate.lam),
+        n_labelled=int(lab.size),
+        n_unlabelled=int(unl.size),
+        models=models,
+        separable=_pairs(sets, names),
         human_only_separable=_pairs(human_sets, names),
     )
 
 
-def _models(names: list[str], estimate: WinRateEstimate, human_only: WinRateEstimate, sets: RankSets,
-            human_sets: RankSets, unlabelled_counts: np.ndarray, alpha: float) -> list[ModelRanking]:
+def _models(
+    names: list[str],
+    estimate: WinRateEstimate,
+    human_only: WinRateEstimate,
+    sets: RankSets,
+    human_sets: RankSets,
+    unlabelled_counts: np.ndarray,
+    alpha: float,
+) -> list[ModelRanking]:
     with np.errstate(invalid="ignore"):  # a rounding-negative variance gives NaN: reported as no interval
         low, high = estimate.intervals(alpha)
         h_low, h_high = human_only.intervals(alpha)
     models = [
         ModelRanking(
-            model=name, win_rate=_finite(estimate.theta[i]), interval=_bounds(low[i], high[i]),
-            rank_set=(int(sets.low[i]), int(sets.high[i])), human_only_win_rate=_finite(human_only.theta[i]),
+            model=name,
+            win_rate=_finite(estimate.theta[i]),
+            interval=_bounds(low[i], high[i]),
+            rank_set=(int(sets.low[i]), int(sets.high[i])),
+            human_only_win_rate=_finite(human_only.theta[i]),
             human_only_interval=_bounds(h_low[i], h_high[i]),
             human_only_rank_set=(int(human_sets.low[i]), int(human_sets.high[i])),
-            battles_labelled=int(estimate.counts[i]), battles_unlabelled=int(unlabelled_counts[i]),
+            battles_labelled=int(estimate.counts[i]),
+            battles_unlabelled=int(unlabelled_counts[i]),
         )
         for i, name in enumerate(names)
     ]

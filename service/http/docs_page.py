@@ -35,8 +35,11 @@ def _bundle() -> bytes:
 @get(f"/{ASSET}", media_type="text/javascript", sync_to_thread=False, include_in_schema=False)
 def redoc_bundle() -> Response[bytes]:
     """The vendored Redoc script."""
-    return Response(_bundle(), media_type="text/javascript",
-                    headers={"Cache-Control": _CACHE_CONTROL, "X-Content-Type-Options": "nosniff"})
+    return Response(
+        _bundle(),
+        media_type="text/javascript",
+        headers={"Cache-Control": _CACHE_CONTROL, "X-Content-Type-Options": "nosniff"},
+    )
 
 
 class OfflineRedoc(RedocRenderPlugin):
@@ -51,14 +54,16 @@ class OfflineRedoc(RedocRenderPlugin):
         script = ("../" if request.url.path.endswith("/") else "") + ASSET
         document = self.render_json(request, spec_document(request.app)).replace(b"</", b"<\\/")
         title = html.escape(str(openapi_schema["info"]["title"]))
-        return b"".join([
-            f"<!DOCTYPE html><html><head><title>{title}</title><meta charset=\"utf-8\"/>"
-            "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-            f"<script src=\"{script}\"></script>{self.style}</head>"
-            "<body><div id=\"redoc-container\"></div><script>Redoc.init(".encode(),
-            document,
-            b",{},document.getElementById('redoc-container'))</script></body></html>",
-        ])
+        return b"".join(
+            [
+                f'<!DOCTYPE html><html><head><title>{title}</title><meta charset="utf-8"/>'
+                '<meta name="viewport" content="width=device-width, initial-scale=1">'
+                f'<script src="{script}"></script>{self.style}</head>'
+                '<body><div id="redoc-container"></div><script>Redoc.init('.encode(),
+                document,
+                b",{},document.getElementById('redoc-container'))</script></body></html>",
+            ]
+        )
 
     def receive_router(self, router: Router) -> None:
         """Serve the script beside the page (/schema/redoc.standalone.js)."""

@@ -61,8 +61,17 @@ __all__ = ["PUBLIC_PATHS", "Edge", "allow_table", "is_public_path"]
 
 # The paths answered without a key when API_KEYS is set (service/http/routes/health.py, the spec's JSON document,
 # and its offline HTML page with the page's script: service/http/docs_page.py).
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/schema", "/schema/openapi.json", "/schema/redoc",
-                          "/schema/redoc.standalone.js"})
+PUBLIC_PATHS = frozenset(
+    {
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/schema",
+        "/schema/openapi.json",
+        "/schema/redoc",
+        "/schema/redoc.standalone.js",
+    }
+)
 
 _REQUEST_ID_BYTES = REQUEST_ID_HEADER.encode()
 _METHODS_WITHOUT_BODY = frozenset({"HEAD"})

@@ -126,4 +126,3 @@ def record_problem(services: Services, problem: Problem, exc: Exception) -> None
     else:
         log.info("request.problem", status=problem.status, problem=problem.type, detail=problem.detail[:300])
     services.metrics.count_problem(problem.status, problem.type)
-

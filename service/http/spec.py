@@ -38,10 +38,20 @@ from service.config.settings import Settings
 
 __all__ = ["absent", "implies", "present", "refine_spec", "score_branches"]
 
-_OWN_VERDICT_FIELDS = {"judge_score": "integer", "judge_logprobs": "object", "mean_of_samples": "number",
-                       "sentence_verdicts": "array"}
-_SINGLE_JUDGE_FIELDS = ("judge", "judge_score", "judge_logprobs", "mean_of_samples", "sentence_verdicts",
-                        "prompt_family")
+_OWN_VERDICT_FIELDS = {
+    "judge_score": "integer",
+    "judge_logprobs": "object",
+    "mean_of_samples": "number",
+    "sentence_verdicts": "array",
+}
+_SINGLE_JUDGE_FIELDS = (
+    "judge",
+    "judge_score",
+    "judge_logprobs",
+    "mean_of_samples",
+    "sentence_verdicts",
+    "prompt_family",
+)
 _NOT_BLANK = r"\S"  # the service's rule: a text must contain some non-whitespace character (str.strip)
 # Closed objects of request bodies (the decoder refuses unknown fields in every one of them).
 _CLOSED = ("JudgeLogprobs", "Candidate", "Preference", "SentenceVerdictItem", "MemberVerdict")
@@ -72,8 +82,10 @@ def score_branches(score: Schema, *, judge_required: bool) -> list[Schema]:
     own = [present({**judge, name: kind}) for name, kind in _OWN_VERDICT_FIELDS.items() if name in score.properties]
     panel = []
     if "verdicts" in score.properties and "panel" in score.properties:
-        panel = [present({"verdicts": "array"}),
-                 present({"panel": "string", "document": "string", "summary": "string"})]
+        panel = [
+            present({"verdicts": "array"}),
+            present({"panel": "string", "document": "string", "summary": "string"}),
+        ]
     return [present({"document": "string", "summary": "string"}), *own, *panel]
 
 
@@ -96,8 +108,10 @@ def _score_rules(score: Schema) -> None:
             Schema(schema_not=present({"verdicts": "array", "panel": "string"})),
             implies(
                 Schema(any_of=[present({"verdicts": "array"}), present({"panel": "string"})]),
-                Schema(all_of=[absent(*_SINGLE_JUDGE_FIELDS)],
-                       properties={"criterion": Schema(schema_not=Schema(const="faithfulness"))}),
+                Schema(
+                    all_of=[absent(*_SINGLE_JUDGE_FIELDS)],
+                    properties={"criterion": Schema(schema_not=Schema(const="faithfulness"))},
+                ),
             ),
         ]
     score.all_of = rules
@@ -112,12 +126,19 @@ def _compare_rules(schemas: dict[str, Any]) -> None:
         live = present({"document": "string", "candidates": "array", "criterion": "string"})  # the judge is asked
         preferences = present({"preferences": "array"})  # criterion optional: echoed
         compare.one_of = [
-            Schema(all_of=[live], schema_not=Schema(required=["preferences"], properties={"preferences": Schema(
-                type=OpenAPIType.ARRAY)})),
-            Schema(all_of=[preferences], schema_not=Schema(any_of=[
-                Schema(required=["document"], properties={"document": Schema(type=OpenAPIType.STRING)}),
-                Schema(required=["candidates"], properties={"candidates": Schema(type=OpenAPIType.ARRAY)}),
-            ])),
+            Schema(
+                all_of=[live],
+                schema_not=Schema(required=["preferences"], properties={"preferences": Schema(type=OpenAPIType.ARRAY)}),
+            ),
+            Schema(
+                all_of=[preferences],
+                schema_not=Schema(
+                    any_of=[
+                        Schema(required=["document"], properties={"document": Schema(type=OpenAPIType.STRING)}),
+                        Schema(required=["candidates"], properties={"candidates": Schema(type=OpenAPIType.ARRAY)}),
+                    ]
+                ),
+            ),
         ]
         if "document" in compare.properties:
             compare.properties["document"].pattern = _NOT_BLANK
@@ -139,10 +160,12 @@ def _compare_rules(schemas: dict[str, Any]) -> None:
             ),
             Schema(
                 all_of=[present({"first": "string", "second": "string", "verdict": "string"})],
-                schema_not=Schema(any_of=[
-                    *(present({name: "string"}) for name in ("winner", "loser")),
-                    Schema(required=["tie"], properties={"tie": Schema(enum=[True])}),
-                ]),
+                schema_not=Schema(
+                    any_of=[
+                        *(present({name: "string"}) for name in ("winner", "loser")),
+                        Schema(required=["tie"], properties={"tie": Schema(enum=[True])}),
+                    ]
+                ),
             ),
         ]
 

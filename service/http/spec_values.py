@@ -40,8 +40,12 @@ __all__ = ["LiveSpecJson", "SpecValues", "apply_spec_values", "spec_document", "
 
 DEFAULT_SCALE = 5  # service.calibrations.state.CalibrationSnapshot.n_labels_for: an uncalibrated criterion's K
 _DEPLOYMENT = "deployment value (service.http.spec_values)"  # marks the rules this module owns, to replace them
-_OWN_FIELDS = {"judge_score": "integer", "judge_logprobs": "object", "mean_of_samples": "number",
-               "sentence_verdicts": "array"}
+_OWN_FIELDS = {
+    "judge_score": "integer",
+    "judge_logprobs": "object",
+    "mean_of_samples": "number",
+    "sentence_verdicts": "array",
+}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,16 +119,26 @@ def _scale_rules(values: SpecValues, largest: int) -> list[Schema]:
         criteria = [name for name, scale in values.scales.items() if scale == k]
         bounded = Schema(maximum=k)
         tokens: dict[str, Schema | Reference] = {
-            str(token): Schema(type=OpenAPIType.NULL) for token in range(k + 1, largest + 1)}
-        member = Schema(properties={"judge_score": bounded, "mean_of_samples": bounded,
-                                    "judge_logprobs": Schema(properties=tokens)})
-        rules.append(implies(
-            Schema(required=["criterion"], properties={"criterion": Schema(enum=criteria)}),
-            Schema(properties={"judge_score": bounded, "mean_of_samples": bounded,
-                               "judge_logprobs": Schema(properties=tokens),
-                               "verdicts": Schema(items=member), "tolerance": Schema(maximum=k - 1),
-                               "pass_threshold": bounded}),
-            ))
+            str(token): Schema(type=OpenAPIType.NULL) for token in range(k + 1, largest + 1)
+        }
+        member = Schema(
+            properties={"judge_score": bounded, "mean_of_samples": bounded, "judge_logprobs": Schema(properties=tokens)}
+        )
+        rules.append(
+            implies(
+                Schema(required=["criterion"], properties={"criterion": Schema(enum=criteria)}),
+                Schema(
+                    properties={
+                        "judge_score": bounded,
+                        "mean_of_samples": bounded,
+                        "judge_logprobs": Schema(properties=tokens),
+                        "verdicts": Schema(items=member),
+                        "tolerance": Schema(maximum=k - 1),
+                        "pass_threshold": bounded,
+                    }
+                ),
+            )
+        )
     return rules
 
 
@@ -177,21 +191,30 @@ def _deployment_rules(values: SpecValues, largest: int) -> list[Schema]:
     judges, and the judge-criterion pairs that need a prompt family."""
     rules = _scale_rules(values, largest)
     if not values.configured:  # no default judge: the caller's verdict names its judge (service.scoring.resolve)
-        rules.append(implies(Schema(any_of=[present({name: kind}) for name, kind in _OWN_FIELDS.items()]),
-                             present({"judge": "string"})))
+        rules.append(
+            implies(
+                Schema(any_of=[present({name: kind}) for name, kind in _OWN_FIELDS.items()]),
+                present({"judge": "string"}),
+            )
+        )
     calibration_only = sorted(set(values.criteria) - set(values.askable))
     if calibration_only:  # no live call can ask about these
-        rules.append(implies(Schema(required=["criterion"], properties={"criterion": Schema(enum=calibration_only)}),
-                             _own()))
+        rules.append(
+            implies(Schema(required=["criterion"], properties={"criterion": Schema(enum=calibration_only)}), _own())
+        )
     uncallable = sorted(set(values.judges) - set(values.configured))
     if values.configured and uncallable:  # without any judge a live call is the documented 503 whatever it names
         rules.append(implies(Schema(required=["judge"], properties={"judge": Schema(enum=uncallable)}), _own()))
     for judge, criterion in values.several_families:
-        rules.append(implies(
-            Schema(required=["judge", "criterion"],
-                   properties={"judge": Schema(const=judge), "criterion": Schema(const=criterion)}),
-            present({"prompt_family": "string"}),
-        ))
+        rules.append(
+            implies(
+                Schema(
+                    required=["judge", "criterion"],
+                    properties={"judge": Schema(const=judge), "criterion": Schema(const=criterion)},
+                ),
+                present({"prompt_family": "string"}),
+            )
+        )
     return rules
 
 

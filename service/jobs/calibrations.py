@@ -142,9 +142,11 @@ def _warnings(cells: Sequence[LabelledCell], levels: Sequence[float]) -> list[st
         for alpha in levels:
             need = min_items_for(alpha)
             if n < need:
-                lines.append(f"{cell.judge} / {cell.prompt_family} / {cell.criterion}: {n} labelled items; "
-                             f"alpha={alpha} needs at least {need} for a finite threshold (its sets are the full "
-                             "scale)")
+                lines.append(
+                    f"{cell.judge} / {cell.prompt_family} / {cell.criterion}: {n} labelled items; "
+                    f"alpha={alpha} needs at least {need} for a finite threshold (its sets are the full "
+                    "scale)"
+                )
     return lines
 
 
@@ -187,22 +189,30 @@ def check_cells(cells: Sequence[LabelledCell], *, max_cell_rows: int | None) -> 
 
 def _fit(data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int) -> KindFit:
     """``fit_kind`` with the job's fixed settings (module rules); top level so a child process can run it."""
-    return fit_kind(data, alphas=levels, delta=DEFAULT_DELTA, n_splits=n_splits, seed=0,
-                    accept_max=accept_max, escalate_min=escalate_min)
+    return fit_kind(
+        data,
+        alphas=levels,
+        delta=DEFAULT_DELTA,
+        n_splits=n_splits,
+        seed=0,
+        accept_max=accept_max,
+        escalate_min=escalate_min,
+    )
 
 
-async def fit_in_thread(data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int,
-                        escalate_min: int) -> KindFit:
+async def fit_in_thread(
+    data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
+) -> KindFit:
     """One fit in a thread of this process (a job worker: its memory is the worker's)."""
     return await anyio.to_thread.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min)
 
 
-async def fit_in_process(data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int,
-                         escalate_min: int) -> KindFit:
+async def fit_in_process(
+    data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
+) -> KindFit:
     """One fit in a child process (the API without workers: neither its event loop nor its memory carries the fit;
     a cancelled job kills the child)."""
-    return await anyio.to_process.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min,
-                                           cancellable=True)
+    return await anyio.to_process.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min, cancellable=True)
 
 
 async def rules_in_thread(cell: LabelledCell) -> list[DecisionRule]:
@@ -223,8 +233,14 @@ def _fit_failure(cell: LabelledCell, data: KindData, error: Exception) -> str:
 
 
 async def run_calibration(
-    job: CalibrationJob, cells: list[LabelledCell], *, n_splits: int, accept_max: int, escalate_min: int,
-    progress: Callable[[CalibrationJob], Awaitable[object]] | None = None, fitter: Fitter = fit_in_thread,
+    job: CalibrationJob,
+    cells: list[LabelledCell],
+    *,
+    n_splits: int,
+    accept_max: int,
+    escalate_min: int,
+    progress: Callable[[CalibrationJob], Awaitable[object]] | None = None,
+    fitter: Fitter = fit_in_thread,
     rule_fitter: RuleFitter = rules_in_thread,
 ) -> None:
     """Fit every (cell, input kind) of ``job`` with ``fitter`` (a thread, or a child process), then each cell's
@@ -251,14 +267,18 @@ async def run_calibration(
             try:
                 rules += await rule_fitter(cell)
             except Exception as error:  # noqa: BLE001 - named with its cell below
-                raise _CellFailedError(f"cell {_cell_name(cell)}: fitting its decision rules failed "
-                                       f"({type(error).__name__}: {error})") from error
+                raise _CellFailedError(
+                    f"cell {_cell_name(cell)}: fitting its decision rules failed ({type(error).__name__}: {error})"
+                ) from error
             job.done += 1
             if progress is not None and job.done < job.total:
                 await progress(job)
         job.artifact = kind_artifact(
-            {key: fit for key, _, fit in job.results}, created_at=_now(),
-            code_version="service POST /v1/calibrations", data_hash=f"job {job.id}", decision_rules=rules,
+            {key: fit for key, _, fit in job.results},
+            created_at=_now(),
+            code_version="service POST /v1/calibrations",
+            data_hash=f"job {job.id}",
+            decision_rules=rules,
             source=f"POST /v1/calibrations job {job.id}: {job.n_rows} labelled rows, y* = human rounded to the "
             f"nearest integer (halves up); per (cell, input kind) calibration.kind_fit.fit_kind: PAC thresholds "
             f"at delta={DEFAULT_DELTA} fitted on all items with seed 0, held-out figures from {n_splits} "
@@ -289,7 +309,8 @@ def _redis_answers() -> Iterator[None]:
     except (RedisError, OSError) as error:
         raise JobsUnavailableError(
             f"Redis does not answer ({type(error).__name__}); calibration jobs live there: retry later. "
-            f"{ENABLE_JOBS_HELP}", headers={"Retry-After": str(REDIS_RETRY_AFTER_S)}
+            f"{ENABLE_JOBS_HELP}",
+            headers={"Retry-After": str(REDIS_RETRY_AFTER_S)},
         ) from error
 
 
@@ -307,8 +328,16 @@ class CalibrationJobs:
         self.queue = queue
         self._changing = asyncio.Lock()  # activate / delete, one at a time (module rules)
 
-    async def submit(self, body: bytes, *, scale: int, name: str | None, snapshot: CalibrationSnapshot | None,
-                     max_cell_rows: int | None = None, judges: JudgePool | None = None) -> CalibrationJob:
+    async def submit(
+        self,
+        body: bytes,
+        *,
+        scale: int,
+        name: str | None,
+        snapshot: CalibrationSnapshot | None,
+        max_cell_rows: int | None = None,
+        judges: JudgePool | None = None,
+    ) -> CalibrationJob:
         """Validate the labelled body off the event loop and start its job; LabelsError (422) names the line and
         field, InvalidRequestError (422) a cell that cannot be fitted (module rules); 503 when Redis is down.
         With ``judges``, a cell of a configured judge under a family its live calls never use is a warning."""
@@ -321,11 +350,19 @@ class CalibrationJobs:
             raise InvalidRequestError(str(error)) from None
         levels = tuple(snapshot.levels()) if snapshot is not None and snapshot.levels() else DEFAULT_LEVELS
         job = CalibrationJob(
-            id=job_id, name=artifact_name, created_at=_now(), n_rows=n_rows,
-            levels=levels, scale=scale,
+            id=job_id,
+            name=artifact_name,
+            created_at=_now(),
+            n_rows=n_rows,
+            levels=levels,
+            scale=scale,
             cells_planned=[(c.judge, c.prompt_family, c.criterion, c.n_labels, len(c.item_ids)) for c in cells],
-            warnings=_warnings(cells, levels) + ([] if judges is None else live_family_warnings(
-                judges, [(c.judge, c.prompt_family, c.criterion) for c in cells])),
+            warnings=_warnings(cells, levels)
+            + (
+                []
+                if judges is None
+                else live_family_warnings(judges, [(c.judge, c.prompt_family, c.criterion) for c in cells])
+            ),
         )
         if self.queue is not None:
             with _redis_answers():
@@ -359,16 +396,16 @@ class CalibrationJobs:
             raise NotFoundError(f"no calibration job {job_id!r} (unknown, deleted, expired, or from before a restart)")
         return job
 
-    async def activate(self, job_id: str, holder: CalibrationHolder) -> tuple[CalibrationJob, CalibrationSnapshot,
-                                                                              CalibrationSnapshot | None]:
+    async def activate(
+        self, job_id: str, holder: CalibrationHolder
+    ) -> tuple[CalibrationJob, CalibrationSnapshot, CalibrationSnapshot | None]:
         """Make the job's artifact live; 409 when the job is not done or a cell is owned elsewhere; 404 (and
         nothing live) when the job was deleted while it was being activated."""
         async with self._changing:
             job = await self.get(job_id)
             if job.status != "done" or job.artifact is None:
                 raise ConflictError(f"calibration job {job_id!r} is {job.status}: only a done job can be activated")
-            previous, snapshot = await holder.activate(job.name, job.artifact,
-                                                       source=f"POST /v1/calibrations/{job.id}")
+            previous, snapshot = await holder.activate(job.name, job.artifact, source=f"POST /v1/calibrations/{job.id}")
             if self.queue is None:
                 kept = self.jobs.get(job_id) is job
             else:
@@ -431,7 +468,12 @@ def _plan_of(job: CalibrationJob) -> CalibrationPlan:
 
 
 async def run_queued_calibration(
-    queue: JobQueue, calibration_id: str, *, n_splits: int, accept_max: int, escalate_min: int,
+    queue: JobQueue,
+    calibration_id: str,
+    *,
+    n_splits: int,
+    accept_max: int,
+    escalate_min: int,
     heartbeat: Callable[[], Awaitable[object]] | None = None,
 ) -> str:
     """A worker's ``run_calibration`` task: fit the stored job, writing its progress and result to its record;

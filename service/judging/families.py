@@ -39,7 +39,7 @@ def live_family_warnings(pool: JudgePool, cells: Iterable[tuple[str, str, str]])
             lines.append(
                 f"{judge} / {family} / {criterion}: {judge!r} is a configured judge whose live calls for {criterion} "
                 f"are asked under prompt family {' or '.join(repr(f) for f in live)}, so these thresholds never serve "
-                f"its live verdicts (only verdicts sent with prompt_family {family!r}); set \"prompt_family\": "
+                f'its live verdicts (only verdicts sent with prompt_family {family!r}); set "prompt_family": '
                 f"{live[0]!r} in the labelled rows if they are answers to the service's own prompt"
             )
     return lines

@@ -47,8 +47,12 @@ def _read_groups(path: Path, variable: str, kind: str, error: type[ValueError]) 
         if not isinstance(item, dict) or set(item) != {"name", "judges"}:
             raise error(f"{where}: expected exactly the keys name and judges")
         name, judges = item["name"], item["judges"]
-        if not isinstance(name, str) or not name or not isinstance(judges, list) or not all(
-                isinstance(j, str) and j for j in judges):
+        if (
+            not isinstance(name, str)
+            or not name
+            or not isinstance(judges, list)
+            or not all(isinstance(j, str) and j for j in judges)
+        ):
             raise error(f"{where}: name must be a non-empty string and judges a list of judge names")
         if name in seen:
             raise error(f"{where}: {kind} {name!r} is defined twice")
@@ -85,13 +89,16 @@ def load_cascades(path: Path | None) -> dict[str, tuple[str, ...]]:
     return cascades
 
 
-def _check_members(groups: Mapping[str, Sequence[str]], configured: Sequence[str], variable: str, kind: str,
-                   error: type[ValueError]) -> None:
+def _check_members(
+    groups: Mapping[str, Sequence[str]], configured: Sequence[str], variable: str, kind: str, error: type[ValueError]
+) -> None:
     for name, members in groups.items():
         missing = [m for m in members if m not in configured]
         if missing:
-            raise error(f"{variable}: {kind} {name!r} names judges not in JUDGES_FILE: "
-                        f"{', '.join(missing)} (configured: {', '.join(configured) or 'none'})")
+            raise error(
+                f"{variable}: {kind} {name!r} names judges not in JUDGES_FILE: "
+                f"{', '.join(missing)} (configured: {', '.join(configured) or 'none'})"
+            )
 
 
 def check_panel_members(panels: Mapping[str, Sequence[str]], configured: Sequence[str]) -> None:

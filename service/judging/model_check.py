@@ -27,6 +27,6 @@ def is_model_mismatch(configured: str, reported: str | None) -> bool:
     configured, reported = configured.strip().lower(), reported.strip().lower()
     if reported == configured:
         return False
-    if reported.startswith(configured) and _SNAPSHOT_TAG.fullmatch(reported[len(configured):]):
+    if reported.startswith(configured) and _SNAPSHOT_TAG.fullmatch(reported[len(configured) :]):
         return False
     return True

@@ -227,9 +227,12 @@ class JudgePool:
                 breaker.record_success()
                 self._metrics.judge_calls.inc(name, kind, "ok")
                 self._count_usage(name, kind, result)
-                span.finish("ok", prompt_tokens=getattr(result, "prompt_tokens", None),
-                            completion_tokens=getattr(result, "completion_tokens", None),
-                            reply_model=getattr(result, "reply_model", None))
+                span.finish(
+                    "ok",
+                    prompt_tokens=getattr(result, "prompt_tokens", None),
+                    completion_tokens=getattr(result, "completion_tokens", None),
+                    reply_model=getattr(result, "reply_model", None),
+                )
             await self.cache.set(key, msgspec.msgpack.encode(result), self._settings.cache_ttl_s)
             return result
 
@@ -264,7 +267,10 @@ class JudgePool:
         if (name, reply_model) not in self._mismatches_logged:
             self._mismatches_logged.add((name, reply_model))
             self._logger.warning(
-                "judge.model_mismatch", judge=name, configured_model=config.model, reply_model=reply_model,
+                "judge.model_mismatch",
+                judge=name,
+                configured_model=config.model,
+                reply_model=reply_model,
                 detail="the judge's calibration was fitted on the configured model; answers from this one are "
                 "flagged judge_model_mismatch",
             )

@@ -105,7 +105,10 @@ class OtelTracing(Tracing):
             "gen_ai.request.model": model,
         }
         with self._tracer.start_as_current_span(
-            f"chat {model}", kind=SpanKind.CLIENT, attributes=attributes, record_exception=False,
+            f"chat {model}",
+            kind=SpanKind.CLIENT,
+            attributes=attributes,
+            record_exception=False,
             set_status_on_exception=False,
         ) as span:
             yield _SpanRecord(span)

@@ -48,15 +48,21 @@ ScoreOne = Callable[["ScoringContext", ScoreRequest], Awaitable[ScoreResponse]]
 
 
 def _own(request: ScoreRequest) -> bool:
-    return (request.judge_score is not None or request.judge_logprobs is not None
-            or request.mean_of_samples is not None or request.sentence_verdicts is not None)
+    return (
+        request.judge_score is not None
+        or request.judge_logprobs is not None
+        or request.mean_of_samples is not None
+        or request.sentence_verdicts is not None
+    )
 
 
 def _stages(ctx: ScoringContext, request: ScoreRequest) -> tuple[tuple[str, ...], int]:
     """Rule 1: the cascade's stages and the position of the first stage to score."""
     if request.verdicts is not None or request.panel is not None or request.prompt_family is not None:
-        raise InvalidRequestError("a cascade request names its judges in CASCADES_FILE; remove verdicts, panel and "
-                                  "prompt_family (each stage uses its own judge's family)")
+        raise InvalidRequestError(
+            "a cascade request names its judges in CASCADES_FILE; remove verdicts, panel and "
+            "prompt_family (each stage uses its own judge's family)"
+        )
     cascades = ctx.judges.cascades
     if request.cascade not in cascades:
         raise InvalidRequestError(f"unknown cascade {request.cascade!r} (CASCADES_FILE)", allowed=sorted(cascades))
@@ -64,19 +70,26 @@ def _stages(ctx: ScoringContext, request: ScoreRequest) -> tuple[tuple[str, ...]
     if _own(request):
         judge = request.judge or stages[0]
         if judge not in stages:
-            raise InvalidRequestError(f"judge {judge!r} is not a stage of cascade {request.cascade!r}; name the stage "
-                                      "your verdict comes from", allowed=list(stages))
+            raise InvalidRequestError(
+                f"judge {judge!r} is not a stage of cascade {request.cascade!r}; name the stage "
+                "your verdict comes from",
+                allowed=list(stages),
+            )
         return stages, stages.index(judge)
     if request.judge is not None:
-        raise InvalidRequestError(f"cascade {request.cascade!r} calls its own judges; remove judge (or send your "
-                                  "verdict with the stage it comes from)", allowed=list(stages))
+        raise InvalidRequestError(
+            f"cascade {request.cascade!r} calls its own judges; remove judge (or send your "
+            "verdict with the stage it comes from)",
+            allowed=list(stages),
+        )
     if request.document is None or request.summary is None:
         raise InvalidRequestError("document and summary are required when the service calls a cascade")
     return stages, 0
 
 
-def _stage_rows(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], request: ScoreRequest,
-                stage_alpha: float) -> tuple[float, float] | None:
+def _stage_rows(
+    snapshot: CalibrationSnapshot, cell: tuple[str, str, str], request: ScoreRequest, stage_alpha: float
+) -> tuple[float, float] | None:
     """(largest delta, largest bound) over the cell's rules' rows serving (tolerance or pass_threshold, level); None
     when no row may accept (the stage never accepts)."""
     found = []
@@ -84,11 +97,17 @@ def _stage_rows(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], reque
         if (judge, family, criterion) != cell:
             continue
         if request.pass_threshold is not None:
-            rows = [(g.accept_alpha, g.delta, g.certified_false_pass, g.rule_failed) for g in rule.quality_gates
-                    if g.pass_threshold == request.pass_threshold]
+            rows = [
+                (g.accept_alpha, g.delta, g.certified_false_pass, g.rule_failed)
+                for g in rule.quality_gates
+                if g.pass_threshold == request.pass_threshold
+            ]
         else:
-            rows = [(c.accept_alpha, c.delta, c.certified_error, c.rule_failed) for c in rule.certifications
-                    if c.tolerance == request.tolerance]
+            rows = [
+                (c.accept_alpha, c.delta, c.certified_error, c.rule_failed)
+                for c in rule.certifications
+                if c.tolerance == request.tolerance
+            ]
         usable = [row for row in rows if row[0] <= stage_alpha + _LEVEL_TOLERANCE]
         if usable:
             _, delta, bound, failed = max(usable, key=lambda row: row[0])
@@ -99,15 +118,23 @@ def _stage_rows(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], reque
     return max(d for d, _ in found), max(b for _, b in found)
 
 
-def _overall(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, stages: Sequence[str],
-             families: Mapping[str, str | None], accept_alpha: float, stage_alpha: float) -> Guarantee | None:
+def _overall(
+    ctx: ScoringContext,
+    snapshot: CalibrationSnapshot,
+    request: ScoreRequest,
+    stages: Sequence[str],
+    families: Mapping[str, str | None],
+    accept_alpha: float,
+    stage_alpha: float,
+) -> Guarantee | None:
     """Rule 3's guarantee over every stage of the cascade (called or not), or None when no stage can accept."""
     deltas, bounds = [], []
     for judge in stages:
         config = ctx.judges.config(judge)
         family = families.get(judge) or (config.prompt_family if config is not None else None)
-        rows = None if family is None else _stage_rows(snapshot, (judge, family, request.criterion), request,
-                                                       stage_alpha)
+        rows = (
+            None if family is None else _stage_rows(snapshot, (judge, family, request.criterion), request, stage_alpha)
+        )
         if rows is not None:
             deltas.append(rows[0])
             bounds.append(rows[1])
@@ -115,28 +142,54 @@ def _overall(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreR
         return None
     confidence = round(max(0.0, 1.0 - sum(deltas)), 12)
     if request.pass_threshold is not None:
-        return Guarantee(kind="quality_gate", alpha=accept_alpha, confidence=confidence,
-                         pass_threshold=request.pass_threshold, bound=round(sum(bounds), 12))
-    return Guarantee(kind="accept_error", alpha=accept_alpha, confidence=confidence, tolerance=request.tolerance,
-                     bound=round(sum(bounds), 12))
+        return Guarantee(
+            kind="quality_gate",
+            alpha=accept_alpha,
+            confidence=confidence,
+            pass_threshold=request.pass_threshold,
+            bound=round(sum(bounds), 12),
+        )
+    return Guarantee(
+        kind="accept_error",
+        alpha=accept_alpha,
+        confidence=confidence,
+        tolerance=request.tolerance,
+        bound=round(sum(bounds), 12),
+    )
 
 
 def _stage(answer: ScoreResponse) -> CascadeStage:
-    return CascadeStage(judge=answer.judge, prompt_family=answer.prompt_family, source=answer.source,
-                        judge_score=answer.judge_score, probabilities=answer.probabilities, point=answer.point,
-                        decision=answer.decision, rule_failed=answer.rule_failed, guarantees=answer.guarantees,
-                        reason=answer.reason, cached=answer.cached)
+    return CascadeStage(
+        judge=answer.judge,
+        prompt_family=answer.prompt_family,
+        source=answer.source,
+        judge_score=answer.judge_score,
+        probabilities=answer.probabilities,
+        point=answer.point,
+        decision=answer.decision,
+        rule_failed=answer.rule_failed,
+        guarantees=answer.guarantees,
+        reason=answer.reason,
+        cached=answer.cached,
+    )
 
 
 async def score_cascade(ctx: ScoringContext, request: ScoreRequest, score_one: ScoreOne) -> ScoreResponse:
     """Rules 1-4 of the module docstring; ``score_one`` scores one stage as /v1/score does (service.scoring.score)."""
     snapshot = ctx.snapshot
     if snapshot is None:
-        raise CalibrationUnavailableError(f"no thresholds artifact is loaded ({ctx.calibration_error}); fix "
-                                          "THRESHOLDS_PATH or POST /v1/calibration/reload")
+        raise CalibrationUnavailableError(
+            f"no thresholds artifact is loaded ({ctx.calibration_error}); fix "
+            "THRESHOLDS_PATH or POST /v1/calibration/reload"
+        )
     stages, start = _stages(ctx, request)
-    accept_alpha = (request.accept_alpha if request.accept_alpha is not None
-                    else request.alpha if request.alpha is not None else ctx.settings.default_alpha)
+    accept_alpha = (
+        request.accept_alpha
+        if request.accept_alpha is not None
+        else request.alpha
+        if request.alpha is not None
+        else ctx.settings.default_alpha
+    )
     stage_alpha = accept_alpha / len(stages)
     has_texts = request.document is not None and request.summary is not None
     called: list[CascadeStage] = []
@@ -144,11 +197,13 @@ async def score_cascade(ctx: ScoringContext, request: ScoreRequest, score_one: S
     answer: ScoreResponse | None = None
     decision, why = "escalate", ""
     for position in range(start, len(stages)):
-        stage_request = msgspec.structs.replace(request, cascade=None, judge=stages[position],
-                                                accept_alpha=stage_alpha, item_id=None)
+        stage_request = msgspec.structs.replace(
+            request, cascade=None, judge=stages[position], accept_alpha=stage_alpha, item_id=None
+        )
         if position > start:  # a later stage is always the service's own call
-            stage_request = msgspec.structs.replace(stage_request, judge_score=None, judge_logprobs=None,
-                                                    mean_of_samples=None, sentence_verdicts=None)
+            stage_request = msgspec.structs.replace(
+                stage_request, judge_score=None, judge_logprobs=None, mean_of_samples=None, sentence_verdicts=None
+            )
         answer = await score_one(ctx, stage_request)
         called.append(_stage(answer))
         calls += answer.judge_calls
@@ -164,19 +219,29 @@ async def score_cascade(ctx: ScoringContext, request: ScoreRequest, score_one: S
             break
         if not has_texts:
             decision = "second_opinion"
-            why = (f"stage {position + 1} ({stages[position]}) could not accept; ask the next stage, "
-                   f"{stages[position + 1]} (the service calls it when the request carries document and summary)")
+            why = (
+                f"stage {position + 1} ({stages[position]}) could not accept; ask the next stage, "
+                f"{stages[position + 1]} (the service calls it when the request carries document and summary)"
+            )
             break
     assert answer is not None
     families = {stage.judge: stage.prompt_family for stage in called}
     overall = _overall(ctx, snapshot, request, stages, families, accept_alpha, stage_alpha)
     guarantees = [g for g in answer.guarantees if g.kind == "set_coverage"] + ([overall] if overall else [])
-    reason = (f"cascade {request.cascade!r} ({' -> '.join(stages)} -> human; each stage certified at accept_alpha "
-              f"{accept_alpha:g} / {len(stages)} = {stage_alpha:g}): {why}; last stage: {answer.reason}")
+    reason = (
+        f"cascade {request.cascade!r} ({' -> '.join(stages)} -> human; each stage certified at accept_alpha "
+        f"{accept_alpha:g} / {len(stages)} = {stage_alpha:g}): {why}; last stage: {answer.reason}"
+    )
     return msgspec.structs.replace(
-        answer, decision=decision, escalate=decision == "escalate", guarantees=guarantees, reason=reason,
-        item_id=request.item_id, judge_calls=calls,
+        answer,
+        decision=decision,
+        escalate=decision == "escalate",
+        guarantees=guarantees,
+        reason=reason,
+        item_id=request.item_id,
+        judge_calls=calls,
         flags=[*(f for f in answer.flags if f != MODEL_MISMATCH_FLAG), *([MODEL_MISMATCH_FLAG] if mismatch else [])],
-        cascade=CascadeAnswer(name=request.cascade or "", stages=list(stages), stage_alpha=stage_alpha,
-                              called=called, judge_calls=calls),
+        cascade=CascadeAnswer(
+            name=request.cascade or "", stages=list(stages), stage_alpha=stage_alpha, called=called, judge_calls=calls
+        ),
     )

@@ -89,11 +89,18 @@ def is_panel_request(request: ScoreRequest) -> bool:
 def _check_shape(request: ScoreRequest) -> None:
     if request.verdicts is not None and request.panel is not None:
         raise InvalidRequestError("send either verdicts (your members' verdicts) or panel (a configured panel)")
-    single = [name for name, value in (("judge", request.judge), ("judge_score", request.judge_score),
-                                       ("judge_logprobs", request.judge_logprobs),
-                                       ("mean_of_samples", request.mean_of_samples),
-                                       ("sentence_verdicts", request.sentence_verdicts),
-                                       ("prompt_family", request.prompt_family)) if value is not None]
+    single = [
+        name
+        for name, value in (
+            ("judge", request.judge),
+            ("judge_score", request.judge_score),
+            ("judge_logprobs", request.judge_logprobs),
+            ("mean_of_samples", request.mean_of_samples),
+            ("sentence_verdicts", request.sentence_verdicts),
+            ("prompt_family", request.prompt_family),
+        )
+        if value is not None
+    ]
     if single:
         raise InvalidRequestError(f"a panel request names its judges in verdicts or panel; remove {', '.join(single)}")
     if request.criterion == "faithfulness":
@@ -104,14 +111,17 @@ def _check_shape(request: ScoreRequest) -> None:
 def caller_member(verdict: MemberVerdict, n_labels: int) -> PanelMemberVerdict:
     """A caller's member verdict with its expected score (rule 2); 422 when it carries nothing usable."""
     if verdict.judge_score is None and verdict.judge_logprobs is None and verdict.mean_of_samples is None:
-        raise InvalidRequestError(f"verdict of judge {verdict.judge!r} needs judge_score, judge_logprobs or "
-                                  "mean_of_samples")
+        raise InvalidRequestError(
+            f"verdict of judge {verdict.judge!r} needs judge_score, judge_logprobs or mean_of_samples"
+        )
     if verdict.judge_score is not None and verdict.judge_score > n_labels:
-        raise InvalidRequestError(f"judge_score={verdict.judge_score} of judge {verdict.judge!r} is outside "
-                                  f"1..{n_labels}")
+        raise InvalidRequestError(
+            f"judge_score={verdict.judge_score} of judge {verdict.judge!r} is outside 1..{n_labels}"
+        )
     if verdict.mean_of_samples is not None and verdict.mean_of_samples > n_labels:
-        raise InvalidRequestError(f"mean_of_samples={verdict.mean_of_samples} of judge {verdict.judge!r} is outside "
-                                  f"1..{n_labels}")
+        raise InvalidRequestError(
+            f"mean_of_samples={verdict.mean_of_samples} of judge {verdict.judge!r} is outside 1..{n_labels}"
+        )
     probabilities = None
     if verdict.judge_logprobs is not None:
         if verdict.judge_logprobs.highest_token() > n_labels:
@@ -121,11 +131,17 @@ def caller_member(verdict: MemberVerdict, n_labels: int) -> PanelMemberVerdict:
             raise InvalidRequestError(f"judge_logprobs of judge {verdict.judge!r} holds no token")
         filled = [MISSING_LOGPROB if value is None else value for value in values]
         probabilities = [float(p) for p in probabilities_from_logprobs(filled)]
-    expected = expected_score(n_labels, judge_score=verdict.judge_score, probabilities=probabilities,
-                              mean=verdict.mean_of_samples)
-    return PanelMemberVerdict(judge=verdict.judge, source="caller", judge_score=verdict.judge_score,
-                              probabilities=probabilities, mean_of_samples=verdict.mean_of_samples,
-                              expected_score=expected)
+    expected = expected_score(
+        n_labels, judge_score=verdict.judge_score, probabilities=probabilities, mean=verdict.mean_of_samples
+    )
+    return PanelMemberVerdict(
+        judge=verdict.judge,
+        source="caller",
+        judge_score=verdict.judge_score,
+        probabilities=probabilities,
+        mean_of_samples=verdict.mean_of_samples,
+        expected_score=expected,
+    )
 
 
 class _LiveMembers(msgspec.Struct, frozen=True, kw_only=True):
@@ -136,13 +152,15 @@ class _LiveMembers(msgspec.Struct, frozen=True, kw_only=True):
     model_mismatch: bool
 
 
-async def _live_members(ctx: ScoringContext, request: ScoreRequest, members: Sequence[str],
-                        n_labels: int) -> _LiveMembers:
+async def _live_members(
+    ctx: ScoringContext, request: ScoreRequest, members: Sequence[str], n_labels: int
+) -> _LiveMembers:
     document, summary = request.document or "", request.summary or ""
     for member in members:
         ctx.judges.client(member)  # 503 without judges, 422 for one that is not configured
-    answers = await asyncio.gather(*(ctx.judges.direct(m, request.criterion, document, summary) for m in members),
-                                   return_exceptions=True)
+    answers = await asyncio.gather(
+        *(ctx.judges.direct(m, request.criterion, document, summary) for m in members), return_exceptions=True
+    )
     failures = [a for a in answers if isinstance(a, BaseException)]
     if len(failures) == len(answers):
         raise failures[0]
@@ -155,18 +173,27 @@ async def _live_members(ctx: ScoringContext, request: ScoreRequest, members: Seq
         if isinstance(answer, BaseException):
             if not isinstance(answer, Exception):
                 raise answer
-            result.append(PanelMemberVerdict(judge=member, source="judge", prompt_family=family,
-                                             error=f"{type(answer).__name__}: {answer}"))
+            result.append(
+                PanelMemberVerdict(
+                    judge=member, source="judge", prompt_family=family, error=f"{type(answer).__name__}: {answer}"
+                )
+            )
             continue
         verdict = answer.value
         calls += answer.calls
         mismatch = mismatch or answer.model_mismatch
         probabilities = None if verdict.probabilities is None else [float(p) for p in verdict.probabilities]
-        result.append(PanelMemberVerdict(
-            judge=member, source="judge", prompt_family=family, judge_score=verdict.judge_score,
-            probabilities=probabilities, cached=answer.cached,
-            expected_score=expected_score(n_labels, judge_score=verdict.judge_score, probabilities=probabilities),
-        ))
+        result.append(
+            PanelMemberVerdict(
+                judge=member,
+                source="judge",
+                prompt_family=family,
+                judge_score=verdict.judge_score,
+                probabilities=probabilities,
+                cached=answer.cached,
+                expected_score=expected_score(n_labels, judge_score=verdict.judge_score, probabilities=probabilities),
+            )
+        )
     return _LiveMembers(verdicts=result, judge_calls=calls, model_mismatch=mismatch)
 
 
@@ -176,8 +203,14 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     snapshot = loaded_snapshot(ctx)
     rubric = ctx.judges.rubrics.get(request.criterion)
     n_labels = rubric.scale_max if rubric is not None else snapshot.criterion_labels.get(request.criterion, 5)
-    ask = asked(tolerance=request.tolerance, accept_alpha=request.accept_alpha, alpha=request.alpha,
-                default_alpha=ctx.settings.default_alpha, pass_threshold=request.pass_threshold, n_labels=n_labels)
+    ask = asked(
+        tolerance=request.tolerance,
+        accept_alpha=request.accept_alpha,
+        alpha=request.alpha,
+        default_alpha=ctx.settings.default_alpha,
+        pass_threshold=request.pass_threshold,
+        n_labels=n_labels,
+    )
     live = request.panel is not None
     calls, mismatch = 0, False
     if live:
@@ -203,29 +236,49 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     else:
         entry, method, kind, used_alpha = served.entry, served.method, served.kind, served.alpha
         missing = [m for m in members if m not in {v.judge for v in answered}]
-        labels, decision = _panel_decision(ctx, snapshot, (cell_name, family, request.criterion), served, mean,
-                                           n_labels, judge_score, ask, missing)
+        labels, decision = _panel_decision(
+            ctx, snapshot, (cell_name, family, request.criterion), served, mean, n_labels, judge_score, ask, missing
+        )
     findings = screen_texts({"document": request.document, "summary": request.summary}) if live else []
     if findings:
         decision = escalate_for_injection(decision, findings)
     ctx.metrics.count_decision(request.criterion, decision.decision, entry is not None)
     return ScoreResponse(
-        criterion=request.criterion, judge=cell_name if entry is not None and cell_name else full_name,
-        prompt_family=family, source="judge" if live else "caller",
+        criterion=request.criterion,
+        judge=cell_name if entry is not None and cell_name else full_name,
+        prompt_family=family,
+        source="judge" if live else "caller",
         judge_score=judge_score,
-        probabilities=None, prediction_set=list(labels), set_size=len(labels), alpha=used_alpha,
+        probabilities=None,
+        prediction_set=list(labels),
+        set_size=len(labels),
+        alpha=used_alpha,
         coverage_target=coverage_target(used_alpha),
         input_kind=cast("InputKind | None", kind),  # one of INPUT_KINDS (artifact.thresholds checks entries)
-        method=method, calibrated=entry is not None, decision=decision.decision,
-        escalate=decision.escalate, point=decision.point, guarantees=list(decision.guarantees),
-        rule_failed=decision.rule_failed, reason=decision.reason, calibration_id=snapshot.calibration_id,
+        method=method,
+        calibrated=entry is not None,
+        decision=decision.decision,
+        escalate=decision.escalate,
+        point=decision.point,
+        guarantees=list(decision.guarantees),
+        rule_failed=decision.rule_failed,
+        reason=decision.reason,
+        calibration_id=snapshot.calibration_id,
         n_cal=None if entry is None else entry.fitted.n_cal,
         heldout_coverage=None if entry is None else entry.heldout_coverage,
-        cached=bool(verdicts) and all(v.cached for v in answered) and live, judge_calls=calls, raw_reply=None,
+        cached=bool(verdicts) and all(v.cached for v in answered) and live,
+        judge_calls=calls,
+        raw_reply=None,
         flags=[*([INJECTION_FLAG] if findings else []), *([MODEL_MISMATCH_FLAG] if mismatch else [])],
-        panel=PanelAnswer(name=request.panel, members=sorted(members), served_by=cell_name if entry else None,
-                          mean=mean, spread=None if spread is None else spread.spread,
-                          std=None if spread is None else spread.std, verdicts=verdicts),
+        panel=PanelAnswer(
+            name=request.panel,
+            members=sorted(members),
+            served_by=cell_name if entry else None,
+            mean=mean,
+            spread=None if spread is None else spread.spread,
+            std=None if spread is None else spread.std,
+            verdicts=verdicts,
+        ),
     )
 
 
@@ -240,8 +293,9 @@ def _live_panel_members(ctx: ScoringContext, request: ScoreRequest) -> list[str]
     members = list(panels[request.panel])
     askable = set(BUILTIN_CRITERIA) | set(ctx.judges.rubric_names())
     if request.criterion not in askable:
-        raise InvalidRequestError(f"unknown criterion {request.criterion!r} for a live panel call",
-                                  allowed=sorted(askable))
+        raise InvalidRequestError(
+            f"unknown criterion {request.criterion!r} for a live panel call", allowed=sorted(askable)
+        )
     return members
 
 
@@ -256,28 +310,44 @@ def _panel_names(members: Sequence[str], answered: Sequence[PanelMemberVerdict])
     except ValueError as error:  # a judge name with "+" or a "panel:" name cannot be a member
         raise InvalidRequestError(str(error)) from None
     if repeated:
-        return full_name, None, (f"judge(s) {', '.join(map(repr, repeated))} appear more than once in verdicts: a "
-                                 "panel's members are distinct judges, so no panel cell applies")
+        return (
+            full_name,
+            None,
+            (
+                f"judge(s) {', '.join(map(repr, repeated))} appear more than once in verdicts: a "
+                "panel's members are distinct judges, so no panel cell applies"
+            ),
+        )
     cell_name = served_panel(members, [v.judge for v in answered])
     names = ", ".join(v.judge for v in answered) or "none"
     return full_name, cell_name, f"fewer than two panel members answered ({names})"
 
 
-def _panel_entry(snapshot: CalibrationSnapshot, request: ScoreRequest, cell_name: str | None,
-                 answered: Sequence[PanelMemberVerdict], alpha: float, why: str) -> tuple[str, ServedEntry | None, str]:
+def _panel_entry(
+    snapshot: CalibrationSnapshot,
+    request: ScoreRequest,
+    cell_name: str | None,
+    answered: Sequence[PanelMemberVerdict],
+    alpha: float,
+    why: str,
+) -> tuple[str, ServedEntry | None, str]:
     """Rule 3: the members' inputs as prompt family, the entry serving the panel cell (None when none does) and
     why none does."""
     if cell_name is None:
         return PANEL_PROMPT_FAMILY, None, why
-    inputs = {v.judge: member_input(judge_score=v.judge_score, probabilities=v.probabilities,
-                                    mean=v.mean_of_samples) for v in answered}
+    inputs = {
+        v.judge: member_input(judge_score=v.judge_score, probabilities=v.probabilities, mean=v.mean_of_samples)
+        for v in answered
+    }
     family = panel_family([inputs[m] for m in sorted(inputs)])
     cell = (cell_name, family, request.criterion)
     why = f"no calibration for the panel {cell_name!r}, criterion {request.criterion!r}"
     fitted_on = [f for f in snapshot.prompt_families_for(cell_name, request.criterion) if f != family]
     if fitted_on:
-        why = (f"the panel {cell_name!r} is calibrated for {request.criterion!r} on members' inputs "
-               f"{' or '.join(fitted_on)} (sorted member order); this verdict carries {family}")
+        why = (
+            f"the panel {cell_name!r} is calibrated for {request.criterion!r} on members' inputs "
+            f"{' or '.join(fitted_on)} (sorted member order); this verdict carries {family}"
+        )
     if not snapshot.cell_methods.get(cell):
         return family, None, why
     try:
@@ -289,18 +359,35 @@ def _panel_entry(snapshot: CalibrationSnapshot, request: ScoreRequest, cell_name
     return family, None, found.reason
 
 
-def _panel_decision(ctx: ScoringContext, snapshot: CalibrationSnapshot, cell: tuple[str, str, str],
-                    served: ServedEntry, mean: float, n_labels: int, judge_score: int, ask: DecisionAsk,
-                    missing: Sequence[str]) -> tuple[tuple[int, ...], PolicyDecision]:
+def _panel_decision(
+    ctx: ScoringContext,
+    snapshot: CalibrationSnapshot,
+    cell: tuple[str, str, str],
+    served: ServedEntry,
+    mean: float,
+    n_labels: int,
+    judge_score: int,
+    ask: DecisionAsk,
+    missing: Sequence[str],
+) -> tuple[tuple[int, ...], PolicyDecision]:
     """The panel mean's set from the served entry and the cell's certified decision on it (rules 3-4)."""
     score, probabilities = verdict_inputs(PANEL_INPUT_KIND, n_labels, mean=mean)
     conformal = snapshot.prediction_set(served.entry, score, probabilities)
     labels = interval_hull(conformal)
     # the panel's verdict is its mean: a rule of the panel cell reads the "mean" feature (or the rounded score)
     decision = decide_for_cell(
-        ctx.policy, snapshot, cell=cell, kinds=(PANEL_INPUT_KIND,), served_kind=served.kind, alpha=served.alpha,
-        delta=served.entry.fitted.delta, judge_score=judge_score, probabilities=None, mean=mean,
-        prediction_set=labels, ask=ask,
+        ctx.policy,
+        snapshot,
+        cell=cell,
+        kinds=(PANEL_INPUT_KIND,),
+        served_kind=served.kind,
+        alpha=served.alpha,
+        delta=served.entry.fitted.delta,
+        judge_score=judge_score,
+        probabilities=None,
+        mean=mean,
+        prediction_set=labels,
+        ask=ask,
     )
     note = set_note(conformal, labels, served.alpha) + served.note
     if missing:

@@ -107,14 +107,22 @@ def selection_failure(reason: str) -> str | None:
     if figures is None or level is None:
         return f"no method met the selection rule ({reason})"
     target = 1.0 - float(level["alpha"])
-    floors = (("mean", "mean coverage", COVERAGE_SLACK), ("p5", "5th-percentile coverage", P5_SLACK),
-              ("label", "coverage within a human label", BIN_SLACK), ("bin", "coverage within a judge-score bin",
-                                                                      BIN_SLACK))
-    failed = [f"{name} {float(figures[key]):g} < {target - slack:.2f}" for key, name, slack in floors
-              if float(figures[key]) < target - slack - 1e-12]
+    floors = (
+        ("mean", "mean coverage", COVERAGE_SLACK),
+        ("p5", "5th-percentile coverage", P5_SLACK),
+        ("label", "coverage within a human label", BIN_SLACK),
+        ("bin", "coverage within a judge-score bin", BIN_SLACK),
+    )
+    failed = [
+        f"{name} {float(figures[key]):g} < {target - slack:.2f}"
+        for key, name, slack in floors
+        if float(figures[key]) < target - slack - 1e-12
+    ]
     what = "; ".join(failed) if failed else "no check could be named from the recorded figures"
-    return (f"no method met the selection rule at alpha={float(level['alpha']):g}; the fallback "
-            f"{figures['method']} fails: {what}")
+    return (
+        f"no method met the selection rule at alpha={float(level['alpha']):g}; the fallback "
+        f"{figures['method']} fails: {what}"
+    )
 
 
 def set_guarantee(alpha: float, delta: float | None) -> Guarantee:
@@ -122,8 +130,9 @@ def set_guarantee(alpha: float, delta: float | None) -> Guarantee:
     return Guarantee(kind="set_coverage", alpha=alpha, confidence=None if delta is None else round(1.0 - delta, 12))
 
 
-def find_rule(rules: Mapping[RuleKey, DecisionRule], cell: tuple[str, str, str],
-              kinds: Sequence[str]) -> DecisionRule | None:
+def find_rule(
+    rules: Mapping[RuleKey, DecisionRule], cell: tuple[str, str, str], kinds: Sequence[str]
+) -> DecisionRule | None:
     """The cell's rule for the first of the verdict's kinds (its preference order) that has one, or None."""
     for kind in kinds:
         rule = rules.get((*cell, kind))
@@ -143,16 +152,21 @@ class PolicyDecision(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-def _escalate(point: int, reason: str, guarantees: tuple[Guarantee, ...] = (), *,
-              rule_failed: bool = False) -> PolicyDecision:
-    return PolicyDecision(decision="escalate", escalate=True, point=point, guarantees=guarantees,
-                          rule_failed=rule_failed, reason=reason)
+def _escalate(
+    point: int, reason: str, guarantees: tuple[Guarantee, ...] = (), *, rule_failed: bool = False
+) -> PolicyDecision:
+    return PolicyDecision(
+        decision="escalate", escalate=True, point=point, guarantees=guarantees, rule_failed=rule_failed, reason=reason
+    )
 
 
 def _gate(rule: DecisionRule, pass_threshold: int, accept_alpha: float) -> QualityGate | None:
     """The gate at pass_threshold with the largest calibrated alpha <= the asked one (the conservative side)."""
-    rows = [g for g in rule.quality_gates
-            if g.pass_threshold == pass_threshold and g.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE]
+    rows = [
+        g
+        for g in rule.quality_gates
+        if g.pass_threshold == pass_threshold and g.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE
+    ]
     return max(rows, key=lambda g: g.accept_alpha) if rows else None
 
 
@@ -166,13 +180,24 @@ class DecisionPolicy:
 
     def uncalibrated(self, why: str, *, point: int) -> PolicyDecision:
         """The decision for a verdict without calibration: always escalate, with the reason."""
-        return _escalate(point, f"not calibrated: {why}; no prediction set can be trusted, so the full scale is "
-                                "returned")
+        return _escalate(
+            point, f"not calibrated: {why}; no prediction set can be trusted, so the full scale is returned"
+        )
 
     def decide(
-        self, *, rule: DecisionRule | None, judge_score: int, probabilities: Sequence[float] | None,
-        mean: float | None, coverage: Guarantee, prediction_set: Sequence[int], selection_failed: str | None,
-        tolerance: int, accept_alpha: float, pass_threshold: int | None, no_rule: str,
+        self,
+        *,
+        rule: DecisionRule | None,
+        judge_score: int,
+        probabilities: Sequence[float] | None,
+        mean: float | None,
+        coverage: Guarantee,
+        prediction_set: Sequence[int],
+        selection_failed: str | None,
+        tolerance: int,
+        accept_alpha: float,
+        pass_threshold: int | None,
+        no_rule: str,
     ) -> PolicyDecision:
         """Apply the module table to a calibrated verdict (the set already served from the cell's entry)."""
         point, decided, unreadable = judge_score, None, ""
@@ -188,66 +213,135 @@ class DecisionPolicy:
                 else:
                     unreadable = f"the verdict's {rule.feature} is not finite"
         if selection_failed is not None:
-            return _escalate(point, f"the cell's conformal rule failed: {selection_failed}; the set is shown but not "
-                                    "guaranteed; ask a human", rule_failed=True)
+            return _escalate(
+                point,
+                f"the cell's conformal rule failed: {selection_failed}; the set is shown but not "
+                "guaranteed; ask a human",
+                rule_failed=True,
+            )
         covered = (coverage,)
         if rule is None:
-            return _escalate(point, f"no certified decision rule: {no_rule}; the point is the judge's own score; ask "
-                                    "a human", covered)
+            return _escalate(
+                point,
+                f"no certified decision rule: {no_rule}; the point is the judge's own score; ask a human",
+                covered,
+            )
         if decided is None:
-            return _escalate(point, f"the cell's decision rule cannot read this verdict: {unreadable}; ask a human",
-                             covered)
+            return _escalate(
+                point, f"the cell's decision rule cannot read this verdict: {unreadable}; ask a human", covered
+            )
         if pass_threshold is not None:
-            return self._quality_gate(rule, decided.point, decided.bin_index, covered, prediction_set,
-                                      pass_threshold, accept_alpha)
+            return self._quality_gate(
+                rule, decided.point, decided.bin_index, covered, prediction_set, pass_threshold, accept_alpha
+            )
         certification = decided.certification
         if certification is None or decided.rule_failed:
             return _escalate(point, decided.reason + "; ask a human", covered, rule_failed=decided.rule_failed)
-        guarantees = (*covered, Guarantee(
-            kind="accept_error", alpha=certification.accept_alpha, confidence=round(1.0 - certification.delta, 12),
-            tolerance=certification.tolerance, bound=certification.certified_error,
-        ))
+        guarantees = (
+            *covered,
+            Guarantee(
+                kind="accept_error",
+                alpha=certification.accept_alpha,
+                confidence=round(1.0 - certification.delta, 12),
+                tolerance=certification.tolerance,
+                bound=certification.certified_error,
+            ),
+        )
         if not prediction_set:
-            return _escalate(point, "the prediction set is empty: no label conforms, the verdict is atypical for "
-                                    "this calibration; ask a human", guarantees)
+            return _escalate(
+                point,
+                "the prediction set is empty: no label conforms, the verdict is atypical for "
+                "this calibration; ask a human",
+                guarantees,
+            )
         if not decided.accepted:
             return _escalate(point, decided.reason.removesuffix(": escalate") + "; ask a human", guarantees)
-        return PolicyDecision(decision="accept", escalate=False, point=point, guarantees=guarantees,
-                              rule_failed=False, reason=decided.reason)
+        return PolicyDecision(
+            decision="accept",
+            escalate=False,
+            point=point,
+            guarantees=guarantees,
+            rule_failed=False,
+            reason=decided.reason,
+        )
 
-    def _quality_gate(self, rule: DecisionRule, point: int, bin_index: int, covered: tuple[Guarantee, ...],
-                      prediction_set: Sequence[int], pass_threshold: int, accept_alpha: float) -> PolicyDecision:
+    def _quality_gate(
+        self,
+        rule: DecisionRule,
+        point: int,
+        bin_index: int,
+        covered: tuple[Guarantee, ...],
+        prediction_set: Sequence[int],
+        pass_threshold: int,
+        accept_alpha: float,
+    ) -> PolicyDecision:
         """Quality-gate mode: accept only a pass the gate certifies; everything else escalates, saying why."""
         gate = _gate(rule, pass_threshold, accept_alpha)
         if gate is None:
             levels = sorted({g.accept_alpha for g in rule.quality_gates if g.pass_threshold == pass_threshold})
             thresholds = sorted({g.pass_threshold for g in rule.quality_gates})
-            known = (f" (calibrated at accept_alpha {', '.join(f'{a:g}' for a in levels)})" if levels else
-                     f" (calibrated pass thresholds: {', '.join(map(str, thresholds)) or 'none'})")
-            return _escalate(point, f"no quality gate certified at pass_threshold {pass_threshold} and accept_alpha "
-                                    f"<= {accept_alpha:g}{known}; ask a human", covered)
+            known = (
+                f" (calibrated at accept_alpha {', '.join(f'{a:g}' for a in levels)})"
+                if levels
+                else f" (calibrated pass thresholds: {', '.join(map(str, thresholds)) or 'none'})"
+            )
+            return _escalate(
+                point,
+                f"no quality gate certified at pass_threshold {pass_threshold} and accept_alpha "
+                f"<= {accept_alpha:g}{known}; ask a human",
+                covered,
+            )
         if gate.rule_failed:
-            return _escalate(point, f"the quality gate at pass_threshold {pass_threshold} could not be certified: "
-                                    f"{gate.reason or 'no reason recorded'} ({gate.n_failing_items} failing items in "
-                                    f"{gate.n_groups} documents); ask a human", covered, rule_failed=True)
-        guarantees = (*covered, Guarantee(
-            kind="quality_gate", alpha=gate.accept_alpha, confidence=round(1.0 - gate.delta, 12),
-            pass_threshold=pass_threshold, bound=gate.certified_false_pass,
-        ))
+            return _escalate(
+                point,
+                f"the quality gate at pass_threshold {pass_threshold} could not be certified: "
+                f"{gate.reason or 'no reason recorded'} ({gate.n_failing_items} failing items in "
+                f"{gate.n_groups} documents); ask a human",
+                covered,
+                rule_failed=True,
+            )
+        guarantees = (
+            *covered,
+            Guarantee(
+                kind="quality_gate",
+                alpha=gate.accept_alpha,
+                confidence=round(1.0 - gate.delta, 12),
+                pass_threshold=pass_threshold,
+                bound=gate.certified_false_pass,
+            ),
+        )
         if not prediction_set:
-            return _escalate(point, "the prediction set is empty: no label conforms, the verdict is atypical for "
-                                    "this calibration; ask a human", guarantees)
+            return _escalate(
+                point,
+                "the prediction set is empty: no label conforms, the verdict is atypical for "
+                "this calibration; ask a human",
+                guarantees,
+            )
         if point < pass_threshold:
-            return _escalate(point, f"a fail reading (point {point} < pass_threshold {pass_threshold}): the gate "
-                                    "certifies passes only; ask a human", guarantees)
+            return _escalate(
+                point,
+                f"a fail reading (point {point} < pass_threshold {pass_threshold}): the gate "
+                "certifies passes only; ask a human",
+                guarantees,
+            )
         if bin_index not in gate.pass_bins:
-            return _escalate(point, f"a pass reading (point {point} >= {pass_threshold}) in a bin the gate does not "
-                                    f"certify at accept_alpha {gate.accept_alpha:g}; ask a human", guarantees)
+            return _escalate(
+                point,
+                f"a pass reading (point {point} >= {pass_threshold}) in a bin the gate does not "
+                f"certify at accept_alpha {gate.accept_alpha:g}; ask a human",
+                guarantees,
+            )
         bound = gate.certified_false_pass
         return PolicyDecision(
-            decision="accept", escalate=False, point=point, guarantees=guarantees, rule_failed=False,
-            reason=(f"pass accepted (point {point} >= {pass_threshold}): among accepted passes, humans would fail at "
-                    f"most {bound:.3f} (<= {gate.accept_alpha:g}) with confidence {1 - gate.delta:g}"),
+            decision="accept",
+            escalate=False,
+            point=point,
+            guarantees=guarantees,
+            rule_failed=False,
+            reason=(
+                f"pass accepted (point {point} >= {pass_threshold}): among accepted passes, humans would fail at "
+                f"most {bound:.3f} (<= {gate.accept_alpha:g}) with confidence {1 - gate.delta:g}"
+            ),
         )
 
 
@@ -259,12 +353,21 @@ class DecisionAsk(msgspec.Struct, frozen=True):
     pass_threshold: int | None
 
 
-def asked(*, tolerance: int, accept_alpha: float | None, alpha: float | None, default_alpha: float,
-          pass_threshold: int | None, n_labels: int) -> DecisionAsk:
+def asked(
+    *,
+    tolerance: int,
+    accept_alpha: float | None,
+    alpha: float | None,
+    default_alpha: float,
+    pass_threshold: int | None,
+    n_labels: int,
+) -> DecisionAsk:
     """The request's decision parameters; InvalidRequestError naming the field when one does not fit 1..n_labels."""
     if tolerance >= n_labels:
-        raise InvalidRequestError(f"tolerance={tolerance} must be below this cell's scale size {n_labels} (an error "
-                                  f"is |human - point| >= tolerance; 1..{n_labels - 1} can happen)")
+        raise InvalidRequestError(
+            f"tolerance={tolerance} must be below this cell's scale size {n_labels} (an error "
+            f"is |human - point| >= tolerance; 1..{n_labels - 1} can happen)"
+        )
     if pass_threshold is not None and pass_threshold > n_labels:
         raise InvalidRequestError(f"pass_threshold={pass_threshold} is outside this cell's scale 2..{n_labels}")
     level = accept_alpha if accept_alpha is not None else alpha if alpha is not None else default_alpha
@@ -275,9 +378,19 @@ _UNSET = object()
 
 
 def decide_for_cell(
-    policy: DecisionPolicy, snapshot: CalibrationSnapshot, *, cell: tuple[str, str, str], kinds: Sequence[str],
-    served_kind: str, alpha: float, delta: float | None, judge_score: int, probabilities: Sequence[float] | None,
-    mean: float | None, prediction_set: Sequence[int], ask: DecisionAsk,
+    policy: DecisionPolicy,
+    snapshot: CalibrationSnapshot,
+    *,
+    cell: tuple[str, str, str],
+    kinds: Sequence[str],
+    served_kind: str,
+    alpha: float,
+    delta: float | None,
+    judge_score: int,
+    probabilities: Sequence[float] | None,
+    mean: float | None,
+    prediction_set: Sequence[int],
+    ask: DecisionAsk,
 ) -> PolicyDecision:
     """The module table for a verdict served by the cell's entry of ``served_kind`` at level ``alpha``."""
     key = ("selection", cell, served_kind)
@@ -286,13 +399,22 @@ def decide_for_cell(
         failed = selection_failure(snapshot.default_reasons.get((*cell, served_kind), ""))
         snapshot.remember(key, failed)
     rule = find_rule(snapshot.decision_rules, cell, kinds)
-    no_rule = (f"the calibration has none for judge={cell[0]!r}, prompt_family={cell[1]!r}, criterion={cell[2]!r} "
-               f"and {' or '.join(kinds)} verdicts")
+    no_rule = (
+        f"the calibration has none for judge={cell[0]!r}, prompt_family={cell[1]!r}, criterion={cell[2]!r} "
+        f"and {' or '.join(kinds)} verdicts"
+    )
     return policy.decide(
-        rule=rule, judge_score=judge_score, probabilities=probabilities, mean=mean,
-        coverage=set_guarantee(alpha, delta), prediction_set=prediction_set,
+        rule=rule,
+        judge_score=judge_score,
+        probabilities=probabilities,
+        mean=mean,
+        coverage=set_guarantee(alpha, delta),
+        prediction_set=prediction_set,
         selection_failed=failed,  # type: ignore[arg-type]
-        tolerance=ask.tolerance, accept_alpha=ask.accept_alpha, pass_threshold=ask.pass_threshold, no_rule=no_rule,
+        tolerance=ask.tolerance,
+        accept_alpha=ask.accept_alpha,
+        pass_threshold=ask.pass_threshold,
+        no_rule=no_rule,
     )
 
 
@@ -300,6 +422,8 @@ def escalate_for_injection(decision: PolicyDecision, findings: list[str]) -> Pol
     """``decision`` turned into ``escalate``, its reason saying which texts tripped which rules
     (``service.screening.injection.screen_texts`` findings)."""
     return msgspec.structs.replace(
-        decision, decision="escalate", escalate=True,
+        decision,
+        decision="escalate",
+        escalate=True,
         reason=f"{decision.reason}; escalated: possible prompt injection in the judged text ({', '.join(findings)})",
     )

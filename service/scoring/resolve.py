@@ -19,8 +19,16 @@ from service.scoring.policy import DecisionAsk, asked
 from service.wire.common import CRITERIA as BUILTIN_CRITERIA
 from service.wire.score import ScoreRequest
 
-__all__ = ["Plan", "Scale", "carries_own_verdict", "check_limits", "check_method_name", "loaded_snapshot", "resolve",
-           "resolve_scale"]
+__all__ = [
+    "Plan",
+    "Scale",
+    "carries_own_verdict",
+    "check_limits",
+    "check_method_name",
+    "loaded_snapshot",
+    "resolve",
+    "resolve_scale",
+]
 
 _LEVEL_TOLERANCE = 1e-9
 
@@ -75,8 +83,12 @@ def check_method_name(method: str | None) -> None:
 
 def carries_own_verdict(request: ScoreRequest) -> bool:
     """True when the caller sends the verdict (score, log-probs, mean or sentence verdicts): no judge is called."""
-    return (request.judge_score is not None or request.judge_logprobs is not None
-            or request.mean_of_samples is not None or request.sentence_verdicts is not None)
+    return (
+        request.judge_score is not None
+        or request.judge_logprobs is not None
+        or request.mean_of_samples is not None
+        or request.sentence_verdicts is not None
+    )
 
 
 def _check_criterion(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, own: bool) -> None:
@@ -182,8 +194,16 @@ def _check_named_method(snapshot: CalibrationSnapshot, cell: tuple[str, str, str
 def resolve(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, own: bool) -> Plan:
     """Rules 3-5 (and the named method's check), memoised on the snapshot by the request's names."""
     check_method_name(request.method)
-    key = ("plan", own, request.judge, request.prompt_family, request.criterion, request.alpha, request.method,
-           request.factuality_method)
+    key = (
+        "plan",
+        own,
+        request.judge,
+        request.prompt_family,
+        request.criterion,
+        request.alpha,
+        request.method,
+        request.factuality_method,
+    )
     plan = snapshot.memo.get(key)
     if plan is not None:
         return plan  # type: ignore[return-value]
@@ -201,8 +221,9 @@ def resolve(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRe
     return plan
 
 
-def resolve_scale(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, plan: Plan,
-                  own: bool) -> Scale:
+def resolve_scale(
+    ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, plan: Plan, own: bool
+) -> Scale:
     """The texts a live call needs (422), K (the calibrated cell's, else an uncalibrated rubric's or the
     criterion's) and the decision ask checked against K (rule 7's 422s, before the judge is called)."""
     if not own and (request.document is None or request.summary is None):
@@ -212,6 +233,12 @@ def resolve_scale(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: S
         )
     rubric = ctx.judges.rubrics.get(request.criterion)
     n_labels = rubric.scale_max if rubric is not None and not plan.calibrated_cell else snapshot.n_labels_for(plan.cell)
-    ask = asked(tolerance=request.tolerance, accept_alpha=request.accept_alpha, alpha=request.alpha,
-                default_alpha=ctx.settings.default_alpha, pass_threshold=request.pass_threshold, n_labels=n_labels)
+    ask = asked(
+        tolerance=request.tolerance,
+        accept_alpha=request.accept_alpha,
+        alpha=request.alpha,
+        default_alpha=ctx.settings.default_alpha,
+        pass_threshold=request.pass_threshold,
+        n_labels=n_labels,
+    )
     return Scale(n_labels, ask)

@@ -100,16 +100,29 @@ async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespons
 def _answer_key(request: ScoreRequest, plan: Plan, own: bool) -> tuple | None:
     """The memo key of a bare judge score in a calibrated cell, else None: that whole answer is a pure function of
     the plan, the named method, the score and the decision ask (at most K per plan and method)."""
-    bare_score = (own and request.judge_score is not None and request.judge_logprobs is None
-                  and request.mean_of_samples is None and request.sentence_verdicts is None)
+    bare_score = (
+        own
+        and request.judge_score is not None
+        and request.judge_logprobs is None
+        and request.mean_of_samples is None
+        and request.sentence_verdicts is None
+    )
     if not (bare_score and plan.calibrated_cell):
         return None
-    return ("answer", plan, request.method, request.judge_score, request.tolerance, request.accept_alpha,
-            request.pass_threshold)
+    return (
+        "answer",
+        plan,
+        request.method,
+        request.judge_score,
+        request.tolerance,
+        request.accept_alpha,
+        request.pass_threshold,
+    )
 
 
-def _remembered_answer(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest,
-                       answer_key: tuple | None) -> ScoreResponse | None:
+def _remembered_answer(
+    ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, answer_key: tuple | None
+) -> ScoreResponse | None:
     """The remembered answer under ``answer_key`` (counted, with the caller's item_id), or None."""
     if answer_key is None:
         return None
@@ -122,16 +135,32 @@ def _remembered_answer(ctx: ScoringContext, snapshot: CalibrationSnapshot, reque
     return msgspec.structs.replace(remembered, item_id=request.item_id)
 
 
-def _decide(ctx: ScoringContext, snapshot: CalibrationSnapshot, plan: Plan, verdict: Verdict, served: ServedSet,
-            ask: DecisionAsk, findings: list[str]) -> PolicyDecision:
+def _decide(
+    ctx: ScoringContext,
+    snapshot: CalibrationSnapshot,
+    plan: Plan,
+    verdict: Verdict,
+    served: ServedSet,
+    ask: DecisionAsk,
+    findings: list[str],
+) -> PolicyDecision:
     """Rule 7's decision (service.scoring.policy) on the served set; uncalibrated or a steered judge -> escalate."""
     if served.entry is None or served.kind is None:
         decision = ctx.policy.uncalibrated(served.note, point=verdict.judge_score)
     else:
         decision = decide_for_cell(
-            ctx.policy, snapshot, cell=plan.cell, kinds=verdict.kinds, served_kind=served.kind, alpha=served.alpha,
-            delta=served.entry.fitted.delta, judge_score=verdict.judge_score, probabilities=verdict.probabilities,
-            mean=verdict.mean, prediction_set=served.labels, ask=ask,
+            ctx.policy,
+            snapshot,
+            cell=plan.cell,
+            kinds=verdict.kinds,
+            served_kind=served.kind,
+            alpha=served.alpha,
+            delta=served.entry.fitted.delta,
+            judge_score=verdict.judge_score,
+            probabilities=verdict.probabilities,
+            mean=verdict.mean,
+            prediction_set=served.labels,
+            ask=ask,
         )
         decision = msgspec.structs.replace(decision, reason=decision.reason + served.note)
     if findings:  # the judge read a text that tries to steer it (service.screening.injection): never accept its verdict
@@ -139,8 +168,17 @@ def _decide(ctx: ScoringContext, snapshot: CalibrationSnapshot, plan: Plan, verd
     return decision
 
 
-def _respond(snapshot: CalibrationSnapshot, request: ScoreRequest, plan: Plan, verdict: Verdict, served: ServedSet,
-             decision: PolicyDecision, *, own: bool, flagged: bool) -> ScoreResponse:
+def _respond(
+    snapshot: CalibrationSnapshot,
+    request: ScoreRequest,
+    plan: Plan,
+    verdict: Verdict,
+    served: ServedSet,
+    decision: PolicyDecision,
+    *,
+    own: bool,
+    flagged: bool,
+) -> ScoreResponse:
     """The ScoreResponse of the steps' results (the caller's item_id echoed)."""
     entry, alpha = served.entry, served.alpha
     faithfulness = request.criterion == "faithfulness"
@@ -171,7 +209,8 @@ def _respond(snapshot: CalibrationSnapshot, request: ScoreRequest, plan: Plan, v
         judge_calls=verdict.judge_calls,
         raw_reply=verdict.raw_reply,
         factuality_method=(request.factuality_method if not own or verdict.sentence_score is not None else None)
-        if faithfulness else None,
+        if faithfulness
+        else None,
         qa_score=verdict.qa_score,
         qa_exact_match=verdict.qa_exact_match,
         sentence_score=verdict.sentence_score,

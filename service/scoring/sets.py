@@ -50,20 +50,33 @@ def calibrated_entry(
     return served
 
 
-def served_set(snapshot: CalibrationSnapshot, plan: Plan, requested: str | None, verdict: Verdict,
-               n_labels: int) -> ServedSet:
+def served_set(
+    snapshot: CalibrationSnapshot, plan: Plan, requested: str | None, verdict: Verdict, n_labels: int
+) -> ServedSet:
     """Rules 6-7: the verdict's prediction set from the cell's entry, or the full 1..n_labels when none serves it."""
     judge, family, criterion = plan.judge, plan.prompt_family, plan.cell[2]
     why_uncalibrated = f"no calibration for judge={judge!r}, prompt_family={family!r}, criterion={criterion!r}"
     if plan.calibrated_cell:
         served = calibrated_entry(snapshot, plan, requested, verdict)
         if isinstance(served, ServedEntry):
-            score, probabilities = verdict_inputs(served.kind, n_labels, judge_score=verdict.judge_score,
-                                                  probabilities=verdict.probabilities, mean=verdict.mean)
+            score, probabilities = verdict_inputs(
+                served.kind,
+                n_labels,
+                judge_score=verdict.judge_score,
+                probabilities=verdict.probabilities,
+                mean=verdict.mean,
+            )
             conformal = snapshot.prediction_set(served.entry, score, probabilities)
             labels = interval_hull(conformal)
-            return ServedSet(labels=labels, entry=served.entry, kind=served.kind, method=served.method,
-                             alpha=served.alpha, note=set_note(conformal, labels, served.alpha) + served.note)
+            return ServedSet(
+                labels=labels,
+                entry=served.entry,
+                kind=served.kind,
+                method=served.method,
+                alpha=served.alpha,
+                note=set_note(conformal, labels, served.alpha) + served.note,
+            )
         why_uncalibrated = served.reason
-    return ServedSet(labels=full_scale(n_labels), entry=None, kind=None, method=requested, alpha=plan.alpha,
-                     note=why_uncalibrated)
+    return ServedSet(
+        labels=full_scale(n_labels), entry=None, kind=None, method=requested, alpha=plan.alpha, note=why_uncalibrated
+    )

@@ -78,8 +78,15 @@ def own_verdict(request: ScoreRequest, n_labels: int = 5) -> Verdict:
     mean = request.mean_of_samples
     if mean is not None and mean > n_labels:
         raise InvalidRequestError(f"mean_of_samples={mean} is outside this cell's scale 1..{n_labels}")
-    kinds = tuple(kind for kind, given in (("probabilities", probabilities is not None), ("mean", mean is not None),
-                                           ("score", request.judge_score is not None)) if given)
+    kinds = tuple(
+        kind
+        for kind, given in (
+            ("probabilities", probabilities is not None),
+            ("mean", mean is not None),
+            ("score", request.judge_score is not None),
+        )
+        if given
+    )
     score = request.judge_score
     if score is None and probabilities is not None:
         score = max(range(len(probabilities)), key=lambda k: (probabilities[k], -k)) + 1
@@ -90,8 +97,10 @@ def own_verdict(request: ScoreRequest, n_labels: int = 5) -> Verdict:
 
 
 def _sentence_evidence(verdicts: Sequence[Any]) -> list[QAEvidenceItem | SentenceEvidenceItem]:
-    return [SentenceEvidenceItem(sentence=v.sentence, error=v.category != "no error", category=v.category,
-                                 reason=v.reason) for v in verdicts]
+    return [
+        SentenceEvidenceItem(sentence=v.sentence, error=v.category != "no error", category=v.category, reason=v.reason)
+        for v in verdicts
+    ]
 
 
 def own_sentence_verdict(request: ScoreRequest) -> Verdict:
@@ -102,17 +111,30 @@ def own_sentence_verdict(request: ScoreRequest) -> Verdict:
         raise InvalidRequestError("send either sentence_verdicts or judge_score / judge_logprobs / mean_of_samples")
     verdicts = request.sentence_verdicts or []
     share = sum(v.category == "no error" for v in verdicts) / len(verdicts)
-    return Verdict(judge_score=judge_score_from_share(share), probabilities=None, source="caller",
-                   evidence=_sentence_evidence(verdicts), sentence_score=share)
+    return Verdict(
+        judge_score=judge_score_from_share(share),
+        probabilities=None,
+        source="caller",
+        evidence=_sentence_evidence(verdicts),
+        sentence_score=share,
+    )
 
 
 async def _sentences_verdict(ctx: ScoringContext, judge: str, document: str, summary: str) -> Verdict:
     """Faithfulness by per-sentence checks: the share of error-free sentences, with each sentence's verdict."""
     answer = await ctx.judges.faithfulness_sentences(judge, document, summary)
     checked = answer.value
-    return Verdict(judge_score=checked.judge_score, probabilities=None, source="judge", cached=answer.cached,
-                   raw_reply=checked.raw_reply, evidence=_sentence_evidence(checked.verdicts),
-                   sentence_score=checked.score, judge_calls=answer.calls, model_mismatch=answer.model_mismatch)
+    return Verdict(
+        judge_score=checked.judge_score,
+        probabilities=None,
+        source="judge",
+        cached=answer.cached,
+        raw_reply=checked.raw_reply,
+        evidence=_sentence_evidence(checked.verdicts),
+        sentence_score=checked.score,
+        judge_calls=answer.calls,
+        model_mismatch=answer.model_mismatch,
+    )
 
 
 async def _qa_verdict(ctx: ScoringContext, judge: str, document: str, summary: str, n_questions: int) -> Verdict:

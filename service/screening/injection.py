@@ -24,8 +24,12 @@ INJECTION_FLAG = "possible_prompt_injection"
 
 def _trips(check: Check, views: TextViews) -> bool:
     """Whether ``check`` matches any view of its kind whose gate is open."""
-    candidates = {"latin": views.latin, "script": views.script, "hidden": views.hidden,
-                  "hidden+clean": views.hidden_clean}[check.views]
+    candidates = {
+        "latin": views.latin,
+        "script": views.script,
+        "hidden": views.hidden,
+        "hidden+clean": views.hidden_clean,
+    }[check.views]
     return any(_gate_open(check, view) and check.pattern.search(view.text) for view in candidates)
 
 

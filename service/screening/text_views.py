@@ -136,8 +136,11 @@ def text_views(text: str) -> TextViews:
     shown = clean(text)
     folded_cased = fold(shown)
     folded = folded_cased.lower()
-    latin = [folded, _changed_windows(folded, _LEET_TOKEN, lambda m: m.group().translate(_LEET)),
-             _changed_windows(folded, _SPACED, lambda m: _NOT_LETTER.sub("", m.group()))]
+    latin = [
+        folded,
+        _changed_windows(folded, _LEET_TOKEN, lambda m: m.group().translate(_LEET)),
+        _changed_windows(folded, _SPACED, lambda m: _NOT_LETTER.sub("", m.group())),
+    ]
     if _ROT13_HINT.search(folded):
         latin.append(codecs.encode(folded, "rot13"))
     if _BIDI.search(text) or _REVERSE_HINT.search(folded):

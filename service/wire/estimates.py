@@ -53,17 +53,32 @@ Metric = Literal["mean", "pass_rate", "win_rate", "difference"]
 BaseMetric = Literal["mean", "pass_rate", "win_rate"]
 # at least 1e-6: below it the normal quantiles and the betting thresholds leave floating point (and no study
 # could check such a level anyway)
-Alpha = Annotated[float, Meta(ge=1e-6, lt=1, description="miscoverage level in [1e-6, 1): the interval covers with "
-                                                         "probability >= 1 - alpha")]
-Value = Annotated[float, Meta(ge=0, le=10, description="a score on the scale scale_min..scale_max (the judge's score "
-                                                       "or expected score; mean, pass_rate), or a pairwise outcome "
-                                                       "1 / 0.5 / 0 (win_rate)")]
+Alpha = Annotated[
+    float,
+    Meta(
+        ge=1e-6, lt=1, description="miscoverage level in [1e-6, 1): the interval covers with probability >= 1 - alpha"
+    ),
+]
+Value = Annotated[
+    float,
+    Meta(
+        ge=0,
+        le=10,
+        description="a score on the scale scale_min..scale_max (the judge's score "
+        "or expected score; mean, pass_rate), or a pairwise outcome "
+        "1 / 0.5 / 0 (win_rate)",
+    ),
+]
 SystemName = Annotated[str, Meta(min_length=1, max_length=200)]
 ScaleMin = Annotated[int, Meta(ge=0, le=9, description="lowest score of the scale (mean, pass_rate)")]
 ScaleMax = Annotated[int, Meta(ge=1, le=10, description="highest score K of the scale 1..K")]
 Threshold = Annotated[float, Meta(ge=0, le=10, description="pass_rate: an item passes when its score is >= threshold")]
-HalfWidth = Annotated[float, Meta(ge=1e-6, le=10, description="the label budget's target half-width W (default: half "
-                                                              "of today's PPI++ half-width)")]
+HalfWidth = Annotated[
+    float,
+    Meta(
+        ge=1e-6, le=10, description="the label budget's target half-width W (default: half of today's PPI++ half-width)"
+    ),
+]
 Bounds = tuple[float, float]
 
 
@@ -117,8 +132,10 @@ class EstimateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     unlabelled: Unlabelled | None = None
     a: SystemSamples | None = None
     b: SystemSamples | None = None
-    systems: Annotated[dict[SystemName, SystemEstimateRequest],
-                       Meta(min_length=1, max_length=HARD_MAX_ESTIMATE_SYSTEMS)] | None = None
+    systems: (
+        Annotated[dict[SystemName, SystemEstimateRequest], Meta(min_length=1, max_length=HARD_MAX_ESTIMATE_SYSTEMS)]
+        | None
+    ) = None
     of: BaseMetric | None = None  # difference only: the metric whose difference is estimated (default mean)
     scale_min: ScaleMin = 1
     scale_max: ScaleMax = 5

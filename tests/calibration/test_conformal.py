@@ -262,8 +262,14 @@ def test_single_item_fast_path_equals_the_vectorised_path(data, threshold, judge
     matrix = np.random.default_rng(0).dirichlet(np.ones(5), size=5).tolist() if learned else None
     groups = {1: None, 2: threshold, 3: threshold / 2, 4: 0.9, 5: 0.2} if method == "label_conditional" else None
     fitted = conformal.FittedConformal(
-        method=method, alpha=0.1, n_labels=5, n_cal=100, threshold=threshold * 3, learned_matrix=matrix,
-        group_thresholds=groups, grouping="label" if groups else None,
+        method=method,
+        alpha=0.1,
+        n_labels=5,
+        n_cal=100,
+        threshold=threshold * 3,
+        learned_matrix=matrix,
+        group_thresholds=groups,
+        grouping="label" if groups else None,
     )
     one = prediction_set(fitted, judge_score=judge, probabilities=data)
     many = predict_sets(fitted, judge_scores=[judge], probabilities=[data])
@@ -330,8 +336,9 @@ class _FixedProbabilities:
     def __sklearn_tags__(self):
         from sklearn.utils import ClassifierTags, Tags, TargetTags
 
-        return Tags(estimator_type="classifier", target_tags=TargetTags(required=True),
-                    classifier_tags=ClassifierTags())
+        return Tags(
+            estimator_type="classifier", target_tags=TargetTags(required=True), classifier_tags=ClassifierTags()
+        )
 
     def __sklearn_is_fitted__(self):
         return True
@@ -382,9 +389,10 @@ def test_randomised_aps_scores_threshold_and_sets_equal_mapie(alpha):
     threshold = conformal_quantile(calibration_scores, alpha)
     _, theirs = classifier.predict_set(index[n_cal:], conformity_score_params={"include_last_label": "randomized"})
     test_uniforms = np.random.RandomState(seed).uniform(size=len(labels) - n_cal)
-    ours = label_scores(
-        "aps_randomized", n_labels=5, probabilities=probabilities[n_cal:], uniforms=test_uniforms
-    ) <= threshold + 1e-12
+    ours = (
+        label_scores("aps_randomized", n_labels=5, probabilities=probabilities[n_cal:], uniforms=test_uniforms)
+        <= threshold + 1e-12
+    )
     agreement = (ours == theirs[:, :, 0]).all(axis=1).mean()  # every item's set identical
     assert agreement == 1.0
 
@@ -405,7 +413,11 @@ def test_learned_scores_of_one_item_are_the_plain_sums_exactly(n_labels, seed, w
     plain = [1.0 - sum(weights[s] * matrix[s][y] for s in range(n_labels)) for y in range(n_labels)]
     assert label_scores_one(method, n_labels, judge, probs, matrix, 0.0) == plain  # same floats
     fitted = conformal.FittedConformal(
-        method="learned_lac", alpha=0.1, n_labels=n_labels, n_cal=100, threshold=float(np.median(plain)),
+        method="learned_lac",
+        alpha=0.1,
+        n_labels=n_labels,
+        n_cal=100,
+        threshold=float(np.median(plain)),
         learned_matrix=matrix,
     )
     one = prediction_set(fitted, judge_score=judge, probabilities=probs)

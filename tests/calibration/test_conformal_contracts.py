@@ -192,8 +192,9 @@ def test_repeated_splits_reports_every_field() -> None:
     sizes = [split.set_size for split in study.splits]
     assert study.set_size_std == pytest.approx(np.std(sizes, ddof=1))
     for split in study.splits:
-        fitted = fit_conformal("residual", 0.2, np.delete(labels, split.test_index),
-                               judge_scores=np.delete(judge, split.test_index))
+        fitted = fit_conformal(
+            "residual", 0.2, np.delete(labels, split.test_index), judge_scores=np.delete(judge, split.test_index)
+        )
         assert split.threshold == fitted.threshold
         sets = predict_sets(fitted, judge_scores=judge[split.test_index])
         np.testing.assert_array_equal(split.set_sizes, sets.sum(axis=1))
@@ -318,5 +319,6 @@ def test_ordinal_scores_follow_the_rule_at_both_ends_of_the_scale(k):
     for row, scores in zip(rows, matrix, strict=True):
         expected = _ordinal_by_sets(row.tolist())
         np.testing.assert_allclose(scores, expected, rtol=0, atol=1e-12)
-        np.testing.assert_allclose(label_scores_one("ordinal", k, None, row.tolist(), None, 0.0), expected,
-                                   rtol=0, atol=1e-12)
+        np.testing.assert_allclose(
+            label_scores_one("ordinal", k, None, row.tolist(), None, 0.0), expected, rtol=0, atol=1e-12
+        )

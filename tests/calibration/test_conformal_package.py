@@ -14,10 +14,27 @@ from calibration import conformal as package
 MODULES = ("evaluate", "fit", "group_pac", "inputs", "learned_model", "quantile", "resampling", "scores", "sets")
 # The names `calibration/conformal.py` offered before it became a package; every importer relies on them.
 SINGLE_MODULE_API = {
-    "CalibrationScores", "FittedConformal", "GroupCoverage", "LEARNED_METHODS", "METHODS", "PROBABILITY_METHODS",
-    "SCORE_METHODS", "SetEvaluation", "SplitResult", "SplitStudy", "calibration_scores", "conformal_quantile",
-    "coverage_by_group", "evaluate_sets", "fit_conformal", "fit_from_scores", "label_scores", "predict_sets",
-    "prediction_set", "probabilities_from_logprobs", "repeated_splits",
+    "CalibrationScores",
+    "FittedConformal",
+    "GroupCoverage",
+    "LEARNED_METHODS",
+    "METHODS",
+    "PROBABILITY_METHODS",
+    "SCORE_METHODS",
+    "SetEvaluation",
+    "SplitResult",
+    "SplitStudy",
+    "calibration_scores",
+    "conformal_quantile",
+    "coverage_by_group",
+    "evaluate_sets",
+    "fit_conformal",
+    "fit_from_scores",
+    "label_scores",
+    "predict_sets",
+    "prediction_set",
+    "probabilities_from_logprobs",
+    "repeated_splits",
 }
 
 
@@ -33,8 +50,9 @@ def test_the_package_exports_the_single_module_api():
 
 @pytest.mark.parametrize("name", sorted(SINGLE_MODULE_API))
 def test_each_export_is_the_object_of_exactly_one_module(name):
-    owners = [module for module in MODULES
-              if name in importlib.import_module(f"calibration.conformal.{module}").__all__]
+    owners = [
+        module for module in MODULES if name in importlib.import_module(f"calibration.conformal.{module}").__all__
+    ]
     assert len(owners) == 1, owners
     assert getattr(package, name) is getattr(importlib.import_module(f"calibration.conformal.{owners[0]}"), name)
 
@@ -57,6 +75,7 @@ def test_no_calibration_module_imports_another_modules_private_names():
     for path in sorted(root.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("calibration"):
-                offenders += [f"{path.relative_to(root)}: {alias.name}" for alias in node.names
-                              if alias.name.startswith("_")]
+                offenders += [
+                    f"{path.relative_to(root)}: {alias.name}" for alias in node.names if alias.name.startswith("_")
+                ]
     assert offenders == []

@@ -19,8 +19,9 @@ from calibration.decision_fit import (
 from calibration.decision_rule import decide, validate_rule
 
 
-def _population(n_docs: int, *, hard_share: float, seed: int, per_doc: int = 16,
-                bin_error: dict[int, float] | None = None) -> DecisionData:
+def _population(
+    n_docs: int, *, hard_share: float, seed: int, per_doc: int = 16, bin_error: dict[int, float] | None = None
+) -> DecisionData:
     """Synthetic clustered items: judge score 1..5; label = score, except (a) in a 'hard' document every item is
     off by 2 (the clustered errors a document-level bound must survive) and (b) per-score independent off-by-2
     errors at ``bin_error``."""
@@ -36,8 +37,16 @@ def _population(n_docs: int, *, hard_share: float, seed: int, per_doc: int = 16,
 
 
 def _fit(data: DecisionData, **options: object) -> object:
-    settings: dict[str, object] = {"judge": "j", "prompt_family": "p", "criterion": "c", "input_kind": "score",
-                                   "feature": "score", "tolerances": (2,), "alphas": (0.1,), "gates": ()}
+    settings: dict[str, object] = {
+        "judge": "j",
+        "prompt_family": "p",
+        "criterion": "c",
+        "input_kind": "score",
+        "feature": "score",
+        "tolerances": (2,),
+        "alphas": (0.1,),
+        "gates": (),
+    }
     settings.update(options)
     return fit_decision_rule(data, **settings)  # type: ignore[arg-type]
 
@@ -95,8 +104,9 @@ def test_too_few_documents_fail_the_rule_and_say_which_check() -> None:
 
 def test_quality_gate_fails_without_enough_failing_items() -> None:
     data = _population(200, hard_share=0.0, seed=3)
-    high = DecisionData(labels=np.maximum(data.labels, 3), features=np.maximum(data.features, 3.0),
-                        groups=data.groups, n_labels=5)
+    high = DecisionData(
+        labels=np.maximum(data.labels, 3), features=np.maximum(data.features, 3.0), groups=data.groups, n_labels=5
+    )
     rule = _fit(high, gates=(3,))
     gate = rule.quality_gates[0]
     assert gate.rule_failed and gate.n_failing_items == 0 and "humans would fail" in gate.reason
@@ -121,8 +131,9 @@ def _true_risk(rule: object, population: DecisionData, bins: list[int], toleranc
     return float((np.abs(population.labels - points)[accepted] >= tolerance).mean())
 
 
-def _resampling_failure(population: DecisionData, *, n_docs: int, draws: int, bound: str,
-                        alpha: float = 0.1) -> tuple[float, float]:
+def _resampling_failure(
+    population: DecisionData, *, n_docs: int, draws: int, bound: str, alpha: float = 0.1
+) -> tuple[float, float]:
     """Draw ``n_docs`` documents with replacement from the population, fit, and count the draws whose accepted
     set has a population error rate > alpha; (failure rate, mean accept share on the population)."""
     rng = np.random.default_rng(2024)
@@ -133,14 +144,16 @@ def _resampling_failure(population: DecisionData, *, n_docs: int, draws: int, bo
         chosen = rng.integers(0, doc_ids.size, size=n_docs)
         index = np.concatenate([members[c] for c in chosen])
         groups = np.repeat(np.arange(n_docs), [members[c].size for c in chosen])  # a repeat is a new document
-        sample = DecisionData(labels=population.labels[index], features=population.features[index], groups=groups,
-                              n_labels=5)
+        sample = DecisionData(
+            labels=population.labels[index], features=population.features[index], groups=groups, n_labels=5
+        )
         rule = _fit(sample, alphas=(alpha,), bound=bound, seed=draw)
         bins = rule.certifications[0].accepted_bins
         if bins:
             failures += _true_risk(rule, population, bins, 2) > alpha
-            shares.append(float(np.isin(np.searchsorted(rule.bin_edges, population.features, side="right"),
-                                        bins).mean()))
+            shares.append(
+                float(np.isin(np.searchsorted(rule.bin_edges, population.features, side="right"), bins).mean())
+            )
         else:
             shares.append(0.0)
     return failures / draws, float(np.mean(shares))
@@ -169,8 +182,7 @@ def test_document_resampling_near_the_boundary_fails_at_most_delta_and_still_acc
     # and hard documents cluster errors. The whole procedure (FIT/CERTIFY split, order, start, fixed sequence,
     # betting bound) over 300 resampled calibration sets of 150 documents: failure <= delta + MC error, and it is
     # not vacuous (it accepts a good share).
-    population = _population(3000, hard_share=0.01, seed=8,
-                             bin_error={1: 0.4, 2: 0.35, 3: 0.28, 4: 0.005, 5: 0.005})
+    population = _population(3000, hard_share=0.01, seed=8, bin_error={1: 0.4, 2: 0.35, 3: 0.28, 4: 0.005, 5: 0.005})
     draws = 300
     failure, share = _resampling_failure(population, n_docs=150, draws=draws, bound="betting")
     assert failure <= _mc_limit(draws)

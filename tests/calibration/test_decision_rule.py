@@ -15,13 +15,26 @@ from calibration.decision_rule import (
 
 def _rule(**overrides: object) -> DecisionRule:
     fields: dict[str, object] = {
-        "judge": "j", "prompt_family": "p", "criterion": "c", "input_kind": "score", "feature": "score",
-        "n_labels": 5, "bin_edges": [1.5, 2.5, 3.5, 4.5], "points": [1, 2, 3, 4, 5],
+        "judge": "j",
+        "prompt_family": "p",
+        "criterion": "c",
+        "input_kind": "score",
+        "feature": "score",
+        "n_labels": 5,
+        "bin_edges": [1.5, 2.5, 3.5, 4.5],
+        "points": [1, 2, 3, 4, 5],
         "certifications": [
             Certification(tolerance=2, accept_alpha=0.1, delta=0.05, accepted_bins=[3, 4], certified_error=0.08),
             Certification(tolerance=2, accept_alpha=0.2, delta=0.05, accepted_bins=[2, 3, 4], certified_error=0.15),
-            Certification(tolerance=1, accept_alpha=0.1, delta=0.05, accepted_bins=[], certified_error=None,
-                          rule_failed=True, reason="too few documents"),
+            Certification(
+                tolerance=1,
+                accept_alpha=0.1,
+                delta=0.05,
+                accepted_bins=[],
+                certified_error=None,
+                rule_failed=True,
+                reason="too few documents",
+            ),
         ],
     }
     fields.update(overrides)
@@ -31,7 +44,12 @@ def _rule(**overrides: object) -> DecisionRule:
 def test_bins_are_right_open_at_each_edge() -> None:
     rule = _rule()
     assert [decide(rule, x, tolerance=2, accept_alpha=0.1).bin_index for x in (1.0, 1.5, 2.49, 2.5, 5.0)] == [
-        0, 1, 1, 2, 4]
+        0,
+        1,
+        1,
+        2,
+        4,
+    ]
 
 
 def test_largest_calibrated_level_at_or_below_the_request_serves() -> None:
@@ -65,10 +83,22 @@ def test_expected_score_renormalises() -> None:
         ({"points": [1, 2, 3]}, "points for"),
         ({"bin_edges": [1.5, 1.5, 3.5, 4.5]}, "ascending"),
         ({"points": [0, 2, 3, 4, 5]}, "1..5"),
-        ({"certifications": [Certification(tolerance=2, accept_alpha=0.1, delta=0.05, accepted_bins=[4],
-                                           certified_error=0.12)]}, "certified"),
-        ({"certifications": [Certification(tolerance=2, accept_alpha=0.1, delta=0.05, accepted_bins=[5],
-                                           certified_error=0.05)]}, "outside"),
+        (
+            {
+                "certifications": [
+                    Certification(tolerance=2, accept_alpha=0.1, delta=0.05, accepted_bins=[4], certified_error=0.12)
+                ]
+            },
+            "certified",
+        ),
+        (
+            {
+                "certifications": [
+                    Certification(tolerance=2, accept_alpha=0.1, delta=0.05, accepted_bins=[5], certified_error=0.05)
+                ]
+            },
+            "outside",
+        ),
     ],
 )
 def test_validation_refuses_inconsistent_rules(overrides: dict[str, object], message: str) -> None:

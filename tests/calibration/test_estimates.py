@@ -65,7 +65,7 @@ def test_ppi_rows_are_independent_resamples() -> None:
     _, f_unl = _population(rng, 200)
     batch = ppi_intervals(y.reshape(3, 20), f.reshape(3, 20), f_unl, 0.05)
     for row in range(3):
-        low, high = ppi_mean_ci(y[row * 20:(row + 1) * 20], f[row * 20:(row + 1) * 20], f_unl, alpha=0.05)
+        low, high = ppi_mean_ci(y[row * 20 : (row + 1) * 20], f[row * 20 : (row + 1) * 20], f_unl, alpha=0.05)
         np.testing.assert_allclose([batch.low[row], batch.high[row]], [low[0], high[0]], rtol=1e-10)
 
 
@@ -104,9 +104,19 @@ def test_betting_bounds_equal_the_brute_force_grid_hull() -> None:
         grid = np.linspace(1, 5, 4001)
         z = y - lam * (f - 0.5 * (mu_lo + mu_hi))
         reps = grid.size
-        rejected = _rejects(grid, np.repeat(y, reps, 0), np.repeat(f, reps, 0), np.repeat(lam, reps, 0),
-                            np.repeat(_bets(z, 3.0, 4.0, 0.045), reps, 0), mu_lo, mu_hi, 1.0, 5.0,
-                            math.log(1 / 0.045), np.repeat(_bets(y, 3.0, 4.0, 0.045), reps, 0))
+        rejected = _rejects(
+            grid,
+            np.repeat(y, reps, 0),
+            np.repeat(f, reps, 0),
+            np.repeat(lam, reps, 0),
+            np.repeat(_bets(z, 3.0, 4.0, 0.045), reps, 0),
+            mu_lo,
+            mu_hi,
+            1.0,
+            5.0,
+            math.log(1 / 0.045),
+            np.repeat(_bets(y, 3.0, 4.0, 0.045), reps, 0),
+        )
         kept = np.flatnonzero(~rejected)
         assert kept.size and np.all(np.diff(kept) == 1)
         step = grid[1] - grid[0]
@@ -193,8 +203,8 @@ def test_label_budget_formula() -> None:
     assert default.target_half_width == pytest.approx(half / 2)
     # half the width: a little over four times the labels, as the unlabelled term stays (closed form)
     z, lam = stats.norm.ppf(0.975), float(ppi.lam[0])
-    room = (half / 2) ** 2 - z ** 2 * lam ** 2 * f_unl.var() / f_unl.size
-    assert default.labels_needed == math.ceil(z ** 2 * (y - lam * f).var() / room)
+    room = (half / 2) ** 2 - z**2 * lam**2 * f_unl.var() / f_unl.size
+    assert default.labels_needed == math.ceil(z**2 * (y - lam * f).var() / room)
     assert default.labels_needed > 4 * 100
     assert default.more_labels == default.labels_needed - 100
     assert default.labels_needed_human_only >= default.labels_needed
@@ -205,8 +215,9 @@ def test_label_budget_formula() -> None:
 def test_pass_rate_uses_clopper_pearson_for_the_human_only_interval() -> None:
     rng = np.random.default_rng(13)
     human, judge = _population(rng, 300)
-    answer = estimate_pass_rate(Sample(human=human[:20], judge=judge[:20], judge_unlabelled=judge[20:]), 0.05,
-                                threshold=4)
+    answer = estimate_pass_rate(
+        Sample(human=human[:20], judge=judge[:20], judge_unlabelled=judge[20:]), 0.05, threshold=4
+    )
     passed = int((human[:20] >= 4).sum())
     assert answer.human_only_method == "clopper-pearson"
     assert answer.human_only_interval == pytest.approx(clopper_pearson(passed, 20, 0.05))
@@ -258,14 +269,17 @@ def test_fisher_z_interval_matches_scipy_without_covariates_and_widens_with_them
     y = 0.5 * x + rng.normal(size=50)
     result = stats.pearsonr(x, y)
     expected = result.confidence_interval(confidence_level=0.95)
-    np.testing.assert_allclose(fisher_z_interval(result.statistic, 50, 0, 0.05), (expected.low, expected.high),
-                               rtol=1e-10)
+    np.testing.assert_allclose(
+        fisher_z_interval(result.statistic, 50, 0, 0.05), (expected.low, expected.high), rtol=1e-10
+    )
     low0, high0 = fisher_z_interval(0.4, 200, 0, 0.05)
     low9, high9 = fisher_z_interval(0.4, 200, 9, 0.05)  # k = 9 controlled columns: df 189 instead of 198
     assert low9 < low0 and high9 > high0
     assert high9 - low9 == pytest.approx(
         math.tanh(math.atanh(0.4) + 1.959963984540054 / math.sqrt(188))
-        - math.tanh(math.atanh(0.4) - 1.959963984540054 / math.sqrt(188)), rel=1e-9)
+        - math.tanh(math.atanh(0.4) - 1.959963984540054 / math.sqrt(188)),
+        rel=1e-9,
+    )
     assert fisher_z_interval(1.0, 200, 0, 0.05) is None
     assert fisher_z_interval(0.3, 5, 2, 0.05) is None
 
@@ -312,4 +326,4 @@ def test_label_budget_of_a_vanishing_width_is_none_not_an_error() -> None:
         budget = label_budget(human[:60], judge[:60], judge[60:], 0.05, width)
         assert budget.labels_needed is None and budget.labels_needed_human_only is None
     tiny = label_budget(human[:60], judge[:60], judge[60:], 0.05, 1e-6)
-    assert tiny.labels_needed_human_only is not None and tiny.labels_needed_human_only > 10 ** 9
+    assert tiny.labels_needed_human_only is not None and tiny.labels_needed_human_only > 10**9

@@ -31,10 +31,12 @@ def _brute_force(scores: list[float], groups: list[int], alpha: float, delta: fl
     sizes = [sum(1 for g in groups if g == d) for d in documents]
     chosen = None
     for candidate in sorted(set(scores), reverse=True):
-        misses = [sum(1 for s, g in zip(scores, groups, strict=True) if g == d and s > candidate + 1e-12)
-                  for d in documents]
-        if not betting_test(np.array(misses), np.array(sizes), alpha=alpha, delta=delta,
-                            max_group_size=max(sizes), order=order).rejected:
+        misses = [
+            sum(1 for s, g in zip(scores, groups, strict=True) if g == d and s > candidate + 1e-12) for d in documents
+        ]
+        if not betting_test(
+            np.array(misses), np.array(sizes), alpha=alpha, delta=delta, max_group_size=max(sizes), order=order
+        ).rejected:
             break
         chosen = candidate
     return chosen
@@ -57,7 +59,9 @@ def test_the_vectorised_walk_is_brute_force_and_the_reference(case: int):
     assert group_pac_threshold(scores, groups, alpha, delta) == expected
     assert group_pac_threshold_reference(scores, groups, alpha, delta) == expected
     assert group_pac_thresholds(scores, groups, [(alpha, delta), (0.15, 0.1)]) == [
-        expected, _brute_force(scores.tolist(), groups.tolist(), 0.15, 0.1)]
+        expected,
+        _brute_force(scores.tolist(), groups.tolist(), 0.15, 0.1),
+    ]
 
 
 def test_more_than_one_chunk_of_candidates_is_walked():
@@ -74,8 +78,11 @@ def _exact_failure(p_one: float, rho: float, alpha: float, delta: float, n_docum
     """Exact probability that the group rule and the item rule give a threshold with miscoverage > alpha, over
     every calibration draw of n_documents 2-item documents: a document's two scores in {0, 1} are one shared
     Bernoulli(p_one) draw with probability rho, two independent ones otherwise (so m(0) = p_one, m(1) = 0)."""
-    law = {0: (1 - rho) * (1 - p_one) ** 2 + rho * (1 - p_one), 1: (1 - rho) * 2 * p_one * (1 - p_one),
-           2: (1 - rho) * p_one**2 + rho * p_one}  # number of 1s in a document
+    law = {
+        0: (1 - rho) * (1 - p_one) ** 2 + rho * (1 - p_one),
+        1: (1 - rho) * 2 * p_one * (1 - p_one),
+        2: (1 - rho) * p_one**2 + rho * p_one,
+    }  # number of 1s in a document
     assert math.isclose(sum(law.values()), 1.0)
     groups = np.repeat(np.arange(n_documents), 2)
     group_fail = item_fail = 0.0
@@ -156,8 +163,9 @@ def test_learned_methods_with_groups_fit_their_model_on_whole_documents():
     groups, labels, scores, probs = _data()
     from calibration.conformal import calibration_scores
 
-    prepared = calibration_scores("learned_lac", labels, judge_scores=scores, probabilities=probs, groups=groups,
-                                  rng=np.random.default_rng(1))
+    prepared = calibration_scores(
+        "learned_lac", labels, judge_scores=scores, probabilities=probs, groups=groups, rng=np.random.default_rng(1)
+    )
     assert prepared.documents is not None
     threshold_documents = set(np.unique(prepared.documents).tolist())
     assert prepared.n_model_fit == 6 * (70 - len(threshold_documents))  # whole documents went to the model
@@ -169,13 +177,30 @@ def test_held_out_engine_with_groups_equals_fit_and_predict(method: str):
     groups, labels, scores, probs = _data(n_documents=90)
     split = group_splits(groups, n_splits=1, seed=2)[0]
     levels = [(0.1, 0.05), (0.2, 0.1), (0.3, 0.2), (0.2, None)]
-    engine = evaluate_split(method, labels, split, levels=levels, judge_scores=scores, probabilities=probs,
-                            n_labels=5, rng=np.random.default_rng(11), groups=groups)
+    engine = evaluate_split(
+        method,
+        labels,
+        split,
+        levels=levels,
+        judge_scores=scores,
+        probabilities=probs,
+        n_labels=5,
+        rng=np.random.default_rng(11),
+        groups=groups,
+    )
     for position, (alpha, delta) in enumerate(levels):
         rng = np.random.default_rng(11)
         cal, test = split.calibration, split.test
-        fitted = fit_conformal(method, alpha, labels[cal], judge_scores=scores[cal], probabilities=probs[cal],
-                               rng=rng, delta=delta, groups=groups[cal])
+        fitted = fit_conformal(
+            method,
+            alpha,
+            labels[cal],
+            judge_scores=scores[cal],
+            probabilities=probs[cal],
+            rng=rng,
+            delta=delta,
+            groups=groups[cal],
+        )
         sets = predict_sets(fitted, judge_scores=scores[test], probabilities=probs[test], rng=rng)
         assert np.array_equal(engine.set_sizes[position], sets.sum(axis=1)), (alpha, delta)
         assert np.array_equal(engine.covered[position], sets[np.arange(test.size), labels[test] - 1])
@@ -183,6 +208,7 @@ def test_held_out_engine_with_groups_equals_fit_and_predict(method: str):
 
 # ---- Document resampling on clustered synthetic data: a document-level judge bias makes a document's misses move
 # together (the SummEval situation, stronger), so items are far from independent.
+
 
 def clustered_population(n_documents: int, per_document: int, seed: int):
     """Labels 1..5, judge probabilities, argmax scores and document ids with a strong document effect."""
@@ -210,9 +236,19 @@ def population():
 @pytest.mark.parametrize("method", METHODS)
 def test_resampled_documents_group_rule_fails_at_most_delta_plus_three_mc_errors(population, method: str):
     labels, scores, probs, groups = population
-    result = document_resampling(method, labels, judge_scores=scores, probabilities=probs, groups=groups,
-                                 alpha=ALPHA, delta=DELTA, rule="group", n_draws=DRAWS, n_documents=DOCUMENTS,
-                                 seed=1)
+    result = document_resampling(
+        method,
+        labels,
+        judge_scores=scores,
+        probabilities=probs,
+        groups=groups,
+        alpha=ALPHA,
+        delta=DELTA,
+        rule="group",
+        n_draws=DRAWS,
+        n_documents=DOCUMENTS,
+        seed=1,
+    )
     assert result.worst_failure_rate <= DELTA + 3 * mc_error(DELTA, DRAWS), result
     assert result.mean_coverage >= 1 - ALPHA
 
@@ -221,9 +257,19 @@ def test_resampled_documents_group_rule_fails_at_most_delta_plus_three_mc_errors
 def test_resampled_documents_item_rule_fails_more_than_delta_plus_three_mc_errors(population, method: str):
     # the regression: the shipped rule counts 800 items as independent on 100 documents
     labels, scores, probs, groups = population
-    result = document_resampling(method, labels, judge_scores=scores, probabilities=probs, groups=groups,
-                                 alpha=ALPHA, delta=DELTA, rule="item", n_draws=DRAWS, n_documents=DOCUMENTS,
-                                 seed=1)
+    result = document_resampling(
+        method,
+        labels,
+        judge_scores=scores,
+        probabilities=probs,
+        groups=groups,
+        alpha=ALPHA,
+        delta=DELTA,
+        rule="item",
+        n_draws=DRAWS,
+        n_documents=DOCUMENTS,
+        seed=1,
+    )
     assert result.failure_rate > DELTA + 3 * mc_error(DELTA, DRAWS), result
 
 

@@ -50,13 +50,22 @@ def test_engine_equals_fit_and_predict_at_every_level(method, delta):
     groups, labels, scores, probs = _data()
     split = group_splits(groups, n_splits=1, seed=2)[0]
     alphas = [0.05, 0.1, 0.2, 0.3]
-    engine = evaluate_split(method, labels, split, levels=[(a, delta) for a in alphas], judge_scores=scores,
-                            probabilities=probs, n_labels=5, rng=np.random.default_rng(11))
+    engine = evaluate_split(
+        method,
+        labels,
+        split,
+        levels=[(a, delta) for a in alphas],
+        judge_scores=scores,
+        probabilities=probs,
+        n_labels=5,
+        rng=np.random.default_rng(11),
+    )
     for position, alpha in enumerate(alphas):
         rng = np.random.default_rng(11)
         cal, test = split.calibration, split.test
-        fitted = fit_conformal(method, alpha, labels[cal], judge_scores=scores[cal], probabilities=probs[cal],
-                               rng=rng, delta=delta)
+        fitted = fit_conformal(
+            method, alpha, labels[cal], judge_scores=scores[cal], probabilities=probs[cal], rng=rng, delta=delta
+        )
         sets = predict_sets(fitted, judge_scores=scores[test], probabilities=probs[test], rng=rng)
         assert np.array_equal(engine.set_sizes[position], sets.sum(axis=1))
         assert np.array_equal(engine.covered[position], sets[np.arange(test.size), labels[test] - 1])
@@ -65,8 +74,16 @@ def test_engine_equals_fit_and_predict_at_every_level(method, delta):
 def test_pac_sets_are_never_smaller_than_marginal_ones():
     groups, labels, scores, probs = _data()
     split = group_splits(groups, n_splits=1, seed=4)[0]
-    result = evaluate_split("lac", labels, split, levels=[(0.1, None), (0.1, 0.05)], judge_scores=scores,
-                            probabilities=probs, n_labels=5, rng=np.random.default_rng(0))
+    result = evaluate_split(
+        "lac",
+        labels,
+        split,
+        levels=[(0.1, None), (0.1, 0.05)],
+        judge_scores=scores,
+        probabilities=probs,
+        n_labels=5,
+        rng=np.random.default_rng(0),
+    )
     assert (result.set_sizes[1] >= result.set_sizes[0]).all()
     assert result.set_sizes[1].sum() > result.set_sizes[0].sum()
 
@@ -107,10 +124,12 @@ def _lac_case():
     # (alpha 0.1) or p >= 0.6 (alpha 0.5).
     true_p = [0.9, 0.85, 0.8, 0.7, 0.6, 0.55, 0.5, 0.45, 0.4]
     calibration = [[p, (1 - p) / 3, (1 - p) / 3, (1 - p) / 3] for p in true_p]
-    test = [[0.5, 0.0, 0.5, 0.0],      # alpha 0.1: {1, 3} (a hole: span 3)   alpha 0.5: {}
-            [0.25, 0.25, 0.25, 0.25],  # {} / {}
-            [0.1, 0.6, 0.15, 0.15],    # {2} / {2}
-            [0.0, 0.0, 0.5, 0.5]]      # {3, 4} / {}
+    test = [
+        [0.5, 0.0, 0.5, 0.0],  # alpha 0.1: {1, 3} (a hole: span 3)   alpha 0.5: {}
+        [0.25, 0.25, 0.25, 0.25],  # {} / {}
+        [0.1, 0.6, 0.15, 0.15],  # {2} / {2}
+        [0.0, 0.0, 0.5, 0.5],
+    ]  # {3, 4} / {}
     probabilities = np.array(calibration + test)
     labels = np.array([1] * 9 + [3, 1, 4, 4])
     split = GroupSplit(split=0, calibration=np.arange(9), test=np.arange(9, 13))
@@ -120,8 +139,16 @@ def _lac_case():
 def test_sets_sizes_spans_and_coverage_by_hand():
     labels, probabilities, split = _lac_case()
     rng = np.random.default_rng(5)
-    sets = evaluate_split("lac", labels, split, levels=[(0.1, None), (0.5, None)], judge_scores=None,
-                          probabilities=probabilities, n_labels=4, rng=rng)
+    sets = evaluate_split(
+        "lac",
+        labels,
+        split,
+        levels=[(0.1, None), (0.5, None)],
+        judge_scores=None,
+        probabilities=probabilities,
+        n_labels=4,
+        rng=rng,
+    )
     assert sets.test_index.tolist() == [9, 10, 11, 12]
     assert sets.set_sizes.tolist() == [[2, 0, 1, 2], [0, 0, 1, 0]]
     assert sets.spans.tolist() == [[3, 0, 1, 2], [0, 0, 1, 0]]
@@ -137,8 +164,16 @@ def test_an_empty_judge_score_group_gives_the_full_scale_and_a_single_item_group
     labels = np.array([2, 2, 3, 1, 3, 2])
     scores = np.array([1, 2, 2, 1, 3, 2])
     split = GroupSplit(split=0, calibration=np.arange(3), test=np.arange(3, 6))
-    sets = evaluate_split("mondrian_residual", labels, split, levels=[(0.5, None)], judge_scores=scores,
-                          probabilities=None, n_labels=3, rng=np.random.default_rng(0))
+    sets = evaluate_split(
+        "mondrian_residual",
+        labels,
+        split,
+        levels=[(0.5, None)],
+        judge_scores=scores,
+        probabilities=None,
+        n_labels=3,
+        rng=np.random.default_rng(0),
+    )
     # test: score 1 -> {1, 2}; score 3 -> {1, 2, 3}; score 2 -> {1, 2, 3}
     assert sets.set_sizes.tolist() == [[2, 3, 3]]
     assert sets.covered.tolist() == [[True, True, True]]
@@ -163,8 +198,9 @@ def test_pooling_takes_the_smallest_group_first_and_its_smaller_neighbour():
     # counts A=3, B=18, C=2, D=18, E=100 (min 20). Smallest first: C joins B (18 = 18: the lower index) -> BC 20;
     # then A joins BC -> ABC 23; then D joins ABC (23 < 100) -> ABCD 41. Taking A first would end in AB, CD, E.
     keys = np.repeat([1, 2, 3, 4, 5], [3, 18, 2, 18, 100])
-    covered = np.concatenate([np.zeros(3), np.ones(18), np.ones(2), np.r_[np.ones(10), np.zeros(8)],
-                              np.ones(100)]).astype(bool)
+    covered = np.concatenate(
+        [np.zeros(3), np.ones(18), np.ones(2), np.r_[np.ones(10), np.zeros(8)], np.ones(100)]
+    ).astype(bool)
     assert pooled_group_coverage(covered, keys, min_items=20) == [((1, 2, 3, 4), 41, 30 / 41), ((5,), 100, 1.0)]
     # the smaller neighbour is the one after: B (5 items) joins C (50), not A (100)
     keys = np.repeat([1, 2, 3], [100, 5, 50])
@@ -174,4 +210,6 @@ def test_pooling_takes_the_smallest_group_first_and_its_smaller_neighbour():
 
 def test_pooled_groups_without_hits_or_with_one_item_are_kept():
     assert pooled_group_coverage(np.array([False, False, True]), np.array([1, 1, 2]), min_items=1) == [
-        ((1,), 2, 0.0), ((2,), 1, 1.0)]
+        ((1,), 2, 0.0),
+        ((2,), 1, 1.0),
+    ]

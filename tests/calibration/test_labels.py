@@ -88,10 +88,14 @@ def test_verdict_from_logprobs_or_mean() -> None:
 
 
 def test_cells_group_sort_and_carry_groups() -> None:
-    data = b"\n".join([
-        _line(item_id="b", document="doc1"), _line(item_id="a", group="g7"),
-        _line(item_id="c", judge_logprobs={"3": -0.1}), _line(item_id="a", judge="other", scale_max=5),
-    ])
+    data = b"\n".join(
+        [
+            _line(item_id="b", document="doc1"),
+            _line(item_id="a", group="g7"),
+            _line(item_id="c", judge_logprobs={"3": -0.1}),
+            _line(item_id="a", judge="other", scale_max=5),
+        ]
+    )
     cells = labelled_cells(read_labels([("s", data)]))
     assert [c.key for c in cells] == [("j", "custom", "helpfulness"), ("other", "custom", "helpfulness")]
     first = cells[0]
@@ -123,38 +127,53 @@ def test_min_items_pac_is_the_smallest_n_with_a_finite_rank(alpha: float) -> Non
 
 # ---- Exact refusals and accepted edges (each message is part of the contract: it names the value and the rule).
 
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
         (_line(item_id=" "), "f.jsonl:1: item_id: is empty"),
-        (_line(criterion="two words"),
-         "f.jsonl:1: criterion: 'two words' is not a name (a letter, then letters, digits, '_' or '-', at most 64)"),
-        (_line(criterion="a" * 65), f"f.jsonl:1: criterion: {'a' * 65!r} is not a name (a letter, then letters, "
-                                    "digits, '_' or '-', at most 64)"),
-        (_line(criterion="1abc"),
-         "f.jsonl:1: criterion: '1abc' is not a name (a letter, then letters, digits, '_' or '-', at most 64)"),
+        (
+            _line(criterion="two words"),
+            "f.jsonl:1: criterion: 'two words' is not a name (a letter, then letters, digits, '_' or '-', at most 64)",
+        ),
+        (
+            _line(criterion="a" * 65),
+            f"f.jsonl:1: criterion: {'a' * 65!r} is not a name (a letter, then letters, "
+            "digits, '_' or '-', at most 64)",
+        ),
+        (
+            _line(criterion="1abc"),
+            "f.jsonl:1: criterion: '1abc' is not a name (a letter, then letters, digits, '_' or '-', at most 64)",
+        ),
         (_line(judge=...), "f.jsonl:1: judge: Object missing required field `judge`"),
         (_line(judge=" "), "f.jsonl:1: judge: must be a non-empty name of at most 200 characters"),
         (_line(judge="x" * 201), "f.jsonl:1: judge: must be a non-empty name of at most 200 characters"),
         (_line(prompt_family=" "), "f.jsonl:1: prompt_family: must be a non-empty name of at most 200 characters"),
-        (_line(prompt_family="p" * 201),
-         "f.jsonl:1: prompt_family: must be a non-empty name of at most 200 characters"),
+        (
+            _line(prompt_family="p" * 201),
+            "f.jsonl:1: prompt_family: must be a non-empty name of at most 200 characters",
+        ),
         (_line(scale_max=1), "f.jsonl:1: scale_max: 1 must lie in 2..10"),
         (_line(scale_max=11), "f.jsonl:1: scale_max: 11 must lie in 2..10"),
         (_line(human=0.99), "f.jsonl:1: human: 0.99 is outside the scale 1..5"),
         (_line(human=5.01), "f.jsonl:1: human: 5.01 is outside the scale 1..5"),
         (_line(human=7.5, scale_max=7), "f.jsonl:1: human: 7.5 is outside the scale 1..7"),
-        (_line(judge_score=...),
-         "f.jsonl:1: judge_score: a verdict is required: judge_score, judge_logprobs or mean_of_samples"),
+        (
+            _line(judge_score=...),
+            "f.jsonl:1: judge_score: a verdict is required: judge_score, judge_logprobs or mean_of_samples",
+        ),
         (_line(judge_score=0), "f.jsonl:1: judge_score: 0 is outside the scale 1..5"),
         (_line(judge_score=6), "f.jsonl:1: judge_score: 6 is outside the scale 1..5"),
         (_line(judge_score=..., mean_of_samples=0.9), "f.jsonl:1: mean_of_samples: 0.9 is outside the scale 1..5"),
         (_line(judge_score=..., mean_of_samples=5.5), "f.jsonl:1: mean_of_samples: 5.5 is outside the scale 1..5"),
         (_line(judge_logprobs={}), "f.jsonl:1: judge_logprobs: holds no token"),
         (_line(judge_logprobs={"0": -1}), "f.jsonl:1: judge_logprobs: key '0' is not a label among 1..5"),
-        (_line(judge_logprobs={"6": -1}, scale_max=6, human=2, judge_score=2) + b"\n"
-         + _line(item_id="b", judge_logprobs={"6": -1}),
-         "f.jsonl:2: judge_logprobs: key '6' is not a label among 1..5"),
+        (
+            _line(judge_logprobs={"6": -1}, scale_max=6, human=2, judge_score=2)
+            + b"\n"
+            + _line(item_id="b", judge_logprobs={"6": -1}),
+            "f.jsonl:2: judge_logprobs: key '6' is not a label among 1..5",
+        ),
         (_line(judge_logprobs={"2": 0.5}), "f.jsonl:1: judge_logprobs: ['2'] = 0.5 is not a log-probability <= 0"),
         (_line(judge_logprobs={"2": 2e-9}), "f.jsonl:1: judge_logprobs: ['2'] = 2e-09 is not a log-probability <= 0"),
         (_line(document="x", input="y"), "f.jsonl:1: input: give document or input, not both"),
@@ -197,28 +216,58 @@ def test_an_empty_chunk_reads_exactly() -> None:
 
 
 def test_accepted_edges() -> None:
-    rows = parse_labels(b"\n".join([
-        _line(item_id="a", criterion="A" + "b_-9" * 15 + "xyz", judge="j" * 200, prompt_family="p" * 200, human=1,
-              judge_score=1),
-        _line(item_id="b", criterion="k", human=2, judge_score=2, scale_max=2),
-        _line(item_id="c", criterion="m", human=10, judge_score=10, scale_max=10),
-        _line(item_id="d", judge_score=..., judge_logprobs={"5": 1e-9, "1": -50.0}),
-        _line(item_id="e", judge_score=..., mean_of_samples=1.0),
-        _line(item_id="f", judge_score=..., mean_of_samples=5.0, human=5),
-    ]), source="s")
+    rows = parse_labels(
+        b"\n".join(
+            [
+                _line(
+                    item_id="a",
+                    criterion="A" + "b_-9" * 15 + "xyz",
+                    judge="j" * 200,
+                    prompt_family="p" * 200,
+                    human=1,
+                    judge_score=1,
+                ),
+                _line(item_id="b", criterion="k", human=2, judge_score=2, scale_max=2),
+                _line(item_id="c", criterion="m", human=10, judge_score=10, scale_max=10),
+                _line(item_id="d", judge_score=..., judge_logprobs={"5": 1e-9, "1": -50.0}),
+                _line(item_id="e", judge_score=..., mean_of_samples=1.0),
+                _line(item_id="f", judge_score=..., mean_of_samples=5.0, human=5),
+            ]
+        ),
+        source="s",
+    )
     assert len(rows[0].criterion) == 64 and len(rows[0].judge) == 200 and len(rows[0].prompt_family) == 200
-    assert [(r.n_labels, r.label, r.judge_score) for r in rows] == [(5, 1, 1), (2, 2, 2), (10, 10, 10), (5, 3, 5),
-                                                                    (5, 3, 1), (5, 5, 5)]
-    assert rows[3].probabilities == pytest.approx((math.exp(-50) / (1 + math.exp(-50)), 0, 0, 0,
-                                                   1 / (1 + math.exp(-50))), rel=1e-9, abs=0)
+    assert [(r.n_labels, r.label, r.judge_score) for r in rows] == [
+        (5, 1, 1),
+        (2, 2, 2),
+        (10, 10, 10),
+        (5, 3, 5),
+        (5, 3, 1),
+        (5, 5, 5),
+    ]
+    assert rows[3].probabilities == pytest.approx(
+        (math.exp(-50) / (1 + math.exp(-50)), 0, 0, 0, 1 / (1 + math.exp(-50))), rel=1e-9, abs=0
+    )
 
 
 def test_row_fields_defaults_aliases_and_groups() -> None:
     [row] = parse_labels(_line(human=2.5, input="the doc", output="the summary"), source="src", default_scale=6)
     assert (row.source, row.line, row.item_id, row.criterion, row.judge, row.prompt_family) == (
-        "src", 1, "a", "helpfulness", "j", "custom")
+        "src",
+        1,
+        "a",
+        "helpfulness",
+        "j",
+        "custom",
+    )
     assert (row.n_labels, row.human, row.label, row.judge_score, row.probabilities, row.mean_of_samples) == (
-        6, 2.5, 3, 3, None, None)
+        6,
+        2.5,
+        3,
+        3,
+        None,
+        None,
+    )
     assert (row.group, row.document, row.summary) == ("the doc", "the doc", "the summary")
     assert type(row.human) is float
     [row] = parse_labels(_line(document="d", summary="s", group="g", prompt_family="fam"), source="src")
@@ -228,8 +277,9 @@ def test_row_fields_defaults_aliases_and_groups() -> None:
 
 
 def test_score_from_the_highest_log_prob_and_means_halves_up() -> None:
-    [row] = parse_labels(_line(judge_score=..., judge_logprobs={"1": -2.0, "3": -0.1, "4": -0.1, "5": -1.0}),
-                         source="s")
+    [row] = parse_labels(
+        _line(judge_score=..., judge_logprobs={"1": -2.0, "3": -0.1, "4": -0.1, "5": -1.0}), source="s"
+    )
     assert row.judge_score == 3
     [row] = parse_labels(_line(judge_score=..., judge_logprobs={"2": -3.0, "4": -0.2}), source="s")
     assert row.judge_score == 4
@@ -252,8 +302,9 @@ def test_rows_without_a_verdict_when_allowed() -> None:
 def test_repeat_and_scale_messages_name_both_places() -> None:
     with pytest.raises(LabelsError) as caught:
         read_labels([("a.jsonl", _line()), ("b.jsonl", b"\n" + _line(human=4))])
-    assert str(caught.value) == ("b.jsonl:2: item_id: 'a' is repeated for judge 'j' and criterion 'helpfulness' "
-                                 "(first at a.jsonl:1)")
+    assert str(caught.value) == (
+        "b.jsonl:2: item_id: 'a' is repeated for judge 'j' and criterion 'helpfulness' (first at a.jsonl:1)"
+    )
     with pytest.raises(LabelsError) as caught:
         read_labels([("a", _line()), ("b", _line(item_id="b", scale_max=7))])
     assert str(caught.value) == ("b:1: scale_max: criterion 'helpfulness' is on the scale 1..7 here but 1..5 at a:1")
@@ -262,12 +313,14 @@ def test_repeat_and_scale_messages_name_both_places() -> None:
 
 
 def test_cells_with_probabilities_and_means_are_sorted_arrays() -> None:
-    data = b"\n".join([
-        _line(item_id="z", judge="b", judge_score=..., judge_logprobs={"2": -0.5, "3": -1.0}, mean_of_samples=2.2),
-        _line(item_id="y", judge="b", judge_score=..., judge_logprobs={"4": -0.1}, mean_of_samples=3.6, human=4),
-        _line(item_id="x", judge="a", prompt_family="q", scale_max=4, criterion="c"),
-        _line(item_id="w", judge="a", prompt_family="p", scale_max=4, criterion="c"),
-    ])
+    data = b"\n".join(
+        [
+            _line(item_id="z", judge="b", judge_score=..., judge_logprobs={"2": -0.5, "3": -1.0}, mean_of_samples=2.2),
+            _line(item_id="y", judge="b", judge_score=..., judge_logprobs={"4": -0.1}, mean_of_samples=3.6, human=4),
+            _line(item_id="x", judge="a", prompt_family="q", scale_max=4, criterion="c"),
+            _line(item_id="w", judge="a", prompt_family="p", scale_max=4, criterion="c"),
+        ]
+    )
     cells = labelled_cells(read_labels([("s", data)]))
     assert [c.key for c in cells] == [("a", "p", "c"), ("a", "q", "c"), ("b", "custom", "helpfulness")]
     assert [c.n_labels for c in cells] == [4, 4, 5]
@@ -280,9 +333,18 @@ def test_cells_with_probabilities_and_means_are_sorted_arrays() -> None:
     assert cells[0].means is None and cells[0].probabilities is None
 
 
-@pytest.mark.parametrize(("alpha", "delta", "need"), [(0.1, None, 9), (0.05, None, 19), (0.3, None, 3),
-                                                      (0.96, 0.05, 1), (0.9, 0.05, 2), (0.1, 0.05, 29),
-                                                      (0.05, 0.1, 45)])
+@pytest.mark.parametrize(
+    ("alpha", "delta", "need"),
+    [
+        (0.1, None, 9),
+        (0.05, None, 19),
+        (0.3, None, 3),
+        (0.96, 0.05, 1),
+        (0.9, 0.05, 2),
+        (0.1, 0.05, 29),
+        (0.05, 0.1, 45),
+    ],
+)
 def test_min_items_by_hand(alpha: float, delta: float | None, need: int) -> None:
     # marginal: ceil((1 - alpha) / alpha); PAC: the smallest n with (1 - alpha)^n <= delta (the sample maximum)
     assert min_items_for(alpha, delta) == need

@@ -28,6 +28,7 @@ NAMES = frozenset(CONFORMAL_METHODS)
 
 # --- the registry ---------------------------------------------------------------------------------------------
 
+
 def test_the_registry_is_immutable_and_named_by_its_keys():
     with pytest.raises(TypeError):
         CONFORMAL_METHODS["extra"] = CONFORMAL_METHODS["lac"]  # type: ignore[index]
@@ -55,13 +56,20 @@ def _entry(method: str) -> ThresholdEntry:
     judge = np.clip(labels + rng.integers(-1, 2, 200), 1, 5)
     probabilities = rng.dirichlet(np.ones(5), 200)
     fitted = fit_conformal(method, 0.1, labels, judge_scores=judge, probabilities=probabilities)
-    return ThresholdEntry(judge="j", prompt_family="p", criterion="c", method=method, alpha=0.1, fitted=fitted,
-                          input_kind="probabilities")
+    return ThresholdEntry(
+        judge="j", prompt_family="p", criterion="c", method=method, alpha=0.1, fitted=fitted, input_kind="probabilities"
+    )
 
 
 def _artifact(entries: list[ThresholdEntry]) -> ThresholdsArtifact:
-    return ThresholdsArtifact(format_version=FORMAT_VERSION, created_at="x", code_version="x", data_hash="0" * 64,
-                              label_scale=[1, 2, 3, 4, 5], entries=entries)
+    return ThresholdsArtifact(
+        format_version=FORMAT_VERSION,
+        created_at="x",
+        code_version="x",
+        data_hash="0" * 64,
+        label_scale=[1, 2, 3, 4, 5],
+        entries=entries,
+    )
 
 
 def test_the_registry_covers_exactly_the_names_the_artifact_and_the_api_accept():
@@ -79,12 +87,16 @@ def test_the_registry_covers_exactly_the_names_the_artifact_and_the_api_accept()
 
 # --- no dispatch on method names outside the registry ---------------------------------------------------------
 
+
 def _literal_names(node: ast.expr) -> set[str]:
     """The method names a comparison operand spells out: a string literal, or a collection of string literals."""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return {node.value} & NAMES
-    if isinstance(node, ast.Tuple | ast.List | ast.Set) and node.elts and all(
-            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+    if (
+        isinstance(node, ast.Tuple | ast.List | ast.Set)
+        and node.elts
+        and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts)
+    ):
         return {e.value for e in node.elts if isinstance(e, ast.Constant)} & NAMES
     return set()
 
@@ -95,9 +107,13 @@ def name_dispatch(source: str) -> list[tuple[int, str]]:
     belongs in the registry), and every ``case "name":``. One designated method (``PAPER_METHOD = "residual"``,
     a fallback) compared by name is a choice of method, not dispatch on one: allowed."""
     tree = ast.parse(source)
-    bound = {target.id for node in tree.body if isinstance(node, ast.Assign)
-             and not isinstance(node.value, ast.Constant) and _literal_names(node.value)
-             for target in node.targets if isinstance(target, ast.Name)}
+    bound = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign) and not isinstance(node.value, ast.Constant) and _literal_names(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
@@ -109,24 +125,30 @@ def name_dispatch(source: str) -> list[tuple[int, str]]:
     return found
 
 
-@pytest.mark.parametrize("source", [
-    'if method == "lac":\n    pass',
-    'x = fitted.method in ("residual", "mondrian_residual")',
-    'ok = "aps_randomized" != m',
-    'NAMES = ("lac", "aps")\ndef f(m):\n    return m in NAMES',
-    'match method:\n    case "ordinal":\n        pass',
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        'if method == "lac":\n    pass',
+        'x = fitted.method in ("residual", "mondrian_residual")',
+        'ok = "aps_randomized" != m',
+        'NAMES = ("lac", "aps")\ndef f(m):\n    return m in NAMES',
+        'match method:\n    case "ordinal":\n        pass',
+    ],
+)
 def test_the_check_finds_dispatch_on_a_name(source):
     assert name_dispatch(source)
 
 
-@pytest.mark.parametrize("source", [
-    'conformal_method(method).score.randomised',
-    'entries = [e for e in entries if e.method in METHODS]',  # a list of names is data
-    'key = (features, "lac") in matrices',  # a composite key, not a method name
-    'if kind == "score":\n    pass',
-    'PAPER_METHOD = "residual"\ndef f(m):\n    return m == PAPER_METHOD',  # one designated method: a choice
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "conformal_method(method).score.randomised",
+        "entries = [e for e in entries if e.method in METHODS]",  # a list of names is data
+        'key = (features, "lac") in matrices',  # a composite key, not a method name
+        'if kind == "score":\n    pass',
+        'PAPER_METHOD = "residual"\ndef f(m):\n    return m == PAPER_METHOD',  # one designated method: a choice
+    ],
+)
 def test_the_check_leaves_data_alone(source):
     assert not name_dispatch(source)
 
@@ -137,12 +159,15 @@ def test_no_module_outside_the_registry_branches_on_a_method_name():
         for path in sorted((ROOT / folder).rglob("*.py")):
             if path == REGISTRY_MODULE:
                 continue
-            offenders += [f"{path.relative_to(ROOT)}:{line}: {code}"
-                          for line, code in name_dispatch(path.read_text(encoding="utf-8"))]
+            offenders += [
+                f"{path.relative_to(ROOT)}:{line}: {code}"
+                for line, code in name_dispatch(path.read_text(encoding="utf-8"))
+            ]
     assert not offenders, "look the method up (calibration.conformal.methods) instead:\n" + "\n".join(offenders)
 
 
 # --- one rule: the single item is the row of the matrix -------------------------------------------------------
+
 
 @st.composite
 def cases(draw: st.DrawFn) -> tuple[FittedConformal, np.ndarray, np.ndarray | None, int]:
@@ -164,8 +189,9 @@ def cases(draw: st.DrawFn) -> tuple[FittedConformal, np.ndarray, np.ndarray | No
     if method.score.learned:
         table = rng.random((k, k)) + 0.01
         learned = (table / table.sum(axis=1, keepdims=True)).tolist()
-    seen = method.score.matrix(n_labels=k, judge_scores=judge, probabilities=probabilities, learned_matrix=learned,
-                               uniforms=rng.random(n)).ravel()
+    seen = method.score.matrix(
+        n_labels=k, judge_scores=judge, probabilities=probabilities, learned_matrix=learned, uniforms=rng.random(n)
+    ).ravel()
 
     def threshold() -> float | None:
         kind = draw(st.sampled_from(["none", "score", "random"]))
@@ -177,9 +203,16 @@ def cases(draw: st.DrawFn) -> tuple[FittedConformal, np.ndarray, np.ndarray | No
     if method.grouping.name is not None:
         groups = draw(st.sets(st.integers(1, k)))
         group_thresholds = {g: threshold() for g in sorted(groups)}
-    fitted = FittedConformal(method=name, alpha=0.1, n_labels=k, n_cal=10, threshold=threshold(),
-                             group_thresholds=group_thresholds, grouping=method.grouping.name,
-                             learned_matrix=learned)
+    fitted = FittedConformal(
+        method=name,
+        alpha=0.1,
+        n_labels=k,
+        n_cal=10,
+        threshold=threshold(),
+        group_thresholds=group_thresholds,
+        grouping=method.grouping.name,
+        learned_matrix=learned,
+    )
     return fitted, judge, probabilities, seed
 
 
@@ -205,21 +238,38 @@ def test_every_score_gives_one_item_the_row_of_the_matrix_to_the_last_bit(case):
     fitted, judge, probabilities, seed = case
     score = conformal_method(fitted.method).score
     uniforms = np.random.default_rng(seed).random(judge.size)
-    matrix = score.matrix(n_labels=fitted.n_labels, judge_scores=judge, probabilities=probabilities,
-                          learned_matrix=fitted.learned_matrix, uniforms=uniforms if score.randomised else None)
+    matrix = score.matrix(
+        n_labels=fitted.n_labels,
+        judge_scores=judge,
+        probabilities=probabilities,
+        learned_matrix=fitted.learned_matrix,
+        uniforms=uniforms if score.randomised else None,
+    )
     for i in range(judge.size):
-        row = score.one(fitted.n_labels, int(judge[i]), None if probabilities is None else probabilities[i].tolist(),
-                        fitted.learned_matrix, float(uniforms[i]) if score.randomised else 0.0)
+        row = score.one(
+            fitted.n_labels,
+            int(judge[i]),
+            None if probabilities is None else probabilities[i].tolist(),
+            fitted.learned_matrix,
+            float(uniforms[i]) if score.randomised else 0.0,
+        )
         assert row == matrix[i].tolist(), (fitted.method, i)
 
 
 @settings(max_examples=200, deadline=None)
-@given(case=cases(), judge_score=st.one_of(st.none(), st.integers(-1, 8), st.just(True), st.just(2.0)),
-       given_probabilities=st.sampled_from(["as drawn", "none", "too few", "negative"]))
+@given(
+    case=cases(),
+    judge_score=st.one_of(st.none(), st.integers(-1, 8), st.just(True), st.just(2.0)),
+    given_probabilities=st.sampled_from(["as drawn", "none", "too few", "negative"]),
+)
 def test_the_compiled_rule_refuses_and_answers_as_prediction_set_does(case, judge_score, given_probabilities):
     fitted, _, probabilities, _ = case
-    item = {"as drawn": None if probabilities is None else probabilities[0].tolist(), "none": None,
-            "too few": [1.0], "negative": [-1.0] + [1.0] * (fitted.n_labels - 1)}[given_probabilities]
+    item = {
+        "as drawn": None if probabilities is None else probabilities[0].tolist(),
+        "none": None,
+        "too few": [1.0],
+        "negative": [-1.0] + [1.0] * (fitted.n_labels - 1),
+    }[given_probabilities]
     outcomes = []
     for one_set in (partial(prediction_set, fitted), compile_rule(fitted).prediction_set):
         try:

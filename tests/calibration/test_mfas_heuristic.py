@@ -76,8 +76,9 @@ def _reference_local_search(t: Tournament) -> list[str]:
     return order
 
 
-@pytest.mark.parametrize(("n", "seed", "repetitions"), [(5, 0, 1), (6, 1, 1), (7, 2, 3), (8, 3, 3), (9, 4, 1),
-                                                        (7, 5, 2), (8, 6, 2)])
+@pytest.mark.parametrize(
+    ("n", "seed", "repetitions"), [(5, 0, 1), (6, 1, 1), (7, 2, 3), (8, 3, 3), (9, 4, 1), (7, 5, 2), (8, 6, 2)]
+)
 def test_the_order_and_scores_are_the_stated_rule_step_by_step(n: int, seed: int, repetitions: int):
     # repetitions 2: even splits leave tied pairs (margin 0); 3: margins 1 and 3
     t = random_tournament(n, seed, repetitions)
@@ -90,9 +91,11 @@ def test_the_order_and_scores_are_the_stated_rule_step_by_step(n: int, seed: int
 
 def test_a_three_cycle_keeps_the_copeland_order():
     # a > b > c > a with equal margins: every order reverses one pair, no move strictly lowers the weight
-    verdicts = [PairwiseVerdict(first="a", second="b", outcome="first"),
-                PairwiseVerdict(first="b", second="c", outcome="first"),
-                PairwiseVerdict(first="c", second="a", outcome="first")]
+    verdicts = [
+        PairwiseVerdict(first="a", second="b", outcome="first"),
+        PairwiseVerdict(first="b", second="c", outcome="first"),
+        PairwiseVerdict(first="c", second="a", outcome="first"),
+    ]
     ranking = rank_mfas_local_search(build_tournament(["a", "b", "c"], verdicts))
     assert ranking.order == ("a", "b", "c") and ranking.scores == {"a": 2.0, "b": 1.0, "c": 0.0}
 
@@ -101,9 +104,11 @@ def test_a_strong_majority_is_restored_from_the_copeland_order():
     # Copeland ties a, b, c (one majority win each) and keeps input order a, b, c, which reverses c > a (margin 3);
     # the first move puts a at the bottom (b, c, a: only a > b, margin 1, reversed); from there moving b (weights 1,
     # 2, 1) or c (2, 1, 4) lowers nothing strictly
-    verdicts = ([PairwiseVerdict(first="a", second="b", outcome="first")]
-                + [PairwiseVerdict(first="b", second="c", outcome="first")]
-                + [PairwiseVerdict(first="c", second="a", outcome="first")] * 3)
+    verdicts = (
+        [PairwiseVerdict(first="a", second="b", outcome="first")]
+        + [PairwiseVerdict(first="b", second="c", outcome="first")]
+        + [PairwiseVerdict(first="c", second="a", outcome="first")] * 3
+    )
     t = build_tournament(["a", "b", "c"], verdicts)
     assert rank_mfas_copeland(t).order == ("a", "b", "c")
     ranking = rank_mfas_local_search(t)

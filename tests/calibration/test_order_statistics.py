@@ -83,7 +83,14 @@ def test_binomial_upper_tail_by_hand():
     half = Fraction(1, 2)
     # Binomial(3, 1/2): P(X >= k) = 1, 7/8, 1/2, 1/8, 0 for k = 0..4; any k <= 0 is certain
     assert [binomial_upper_tail(3, half, k) for k in (-1, 0, 1, 2, 3, 4, 9)] == [
-        1, 1, Fraction(7, 8), Fraction(1, 2), Fraction(1, 8), 0, 0]
+        1,
+        1,
+        Fraction(7, 8),
+        Fraction(1, 2),
+        Fraction(1, 8),
+        0,
+        0,
+    ]
     assert binomial_upper_tail(2, Fraction(9, 10), 2) == Fraction(81, 100)
     assert binomial_upper_tail(2, Fraction(9, 10), 1) == Fraction(99, 100)
     assert isinstance(binomial_upper_tail(3, half, 0), Fraction)

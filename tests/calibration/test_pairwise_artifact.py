@@ -22,26 +22,45 @@ from calibration.errors import ArtifactError
 
 
 def _entry(**changes: object) -> PairwiseEntry:
-    base = dict(judge="j", dataset="d", alpha=0.2, threshold=0.5, n_pairs=10, n_groups=5, n_accepted=6, n_errors=1,
-                verdicts_per_pair=2)
+    base = dict(
+        judge="j",
+        dataset="d",
+        alpha=0.2,
+        threshold=0.5,
+        n_pairs=10,
+        n_groups=5,
+        n_accepted=6,
+        n_errors=1,
+        verdicts_per_pair=2,
+    )
     return PairwiseEntry(**{**base, **changes})  # type: ignore[arg-type]
 
 
 def _artifact(*entries: PairwiseEntry, **changes: object) -> PairwiseArtifact:
-    base = dict(format_version=FORMAT_VERSION, delta=0.1, bound="group_betting", ties="exclude", signal="s",
-                source="t", entries=list(entries))
+    base = dict(
+        format_version=FORMAT_VERSION,
+        delta=0.1,
+        bound="group_betting",
+        ties="exclude",
+        signal="s",
+        source="t",
+        entries=list(entries),
+    )
     return PairwiseArtifact(**{**base, **changes})  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("bad", [
-    _artifact(format_version=99),
-    _artifact(delta=1.0),
-    _artifact(bound="nope"),
-    _artifact(_entry(alpha=0.0)),
-    _artifact(_entry(threshold=1.5)),
-    _artifact(_entry(n_errors=7)),
-    _artifact(_entry(), _entry()),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _artifact(format_version=99),
+        _artifact(delta=1.0),
+        _artifact(bound="nope"),
+        _artifact(_entry(alpha=0.0)),
+        _artifact(_entry(threshold=1.5)),
+        _artifact(_entry(n_errors=7)),
+        _artifact(_entry(), _entry()),
+    ],
+)
 def test_broken_artifacts_are_refused(bad: PairwiseArtifact) -> None:
     with pytest.raises(ArtifactError):
         encode_pairwise_artifact(bad)
@@ -65,23 +84,31 @@ def test_the_shipped_artifact_is_valid() -> None:
 
 
 def test_index_keeps_the_most_conservative_entry_per_judge_and_alpha() -> None:
-    index = PairwiseIndex(_artifact(_entry(dataset="x", threshold=0.5), _entry(dataset="y", threshold=0.75),
-                                    _entry(dataset="x", alpha=0.3, threshold=0.5),
-                                    _entry(dataset="y", alpha=0.3, threshold=None, n_accepted=0, n_errors=0)))
+    index = PairwiseIndex(
+        _artifact(
+            _entry(dataset="x", threshold=0.5),
+            _entry(dataset="y", threshold=0.75),
+            _entry(dataset="x", alpha=0.3, threshold=0.5),
+            _entry(dataset="y", alpha=0.3, threshold=None, n_accepted=0, n_errors=0),
+        )
+    )
     assert index.entry("j", 0.2).threshold == 0.75  # type: ignore[union-attr]
     assert index.entry("j", 0.3).threshold is None  # type: ignore[union-attr]
     assert index.entry("j", 0.1) is None and index.entry(None, 0.2) is None and index.entry("k", 0.2) is None
     assert index.alphas("j") == [0.2, 0.3]
 
 
-@pytest.mark.parametrize(("threshold", "wins_a", "wins_b", "n", "expected"), [
-    (0.5, 2, 0, 2, ("accept", 1, 1.0)),
-    (0.5, 1, 0, 2, ("accept", 1, 0.5)),  # one win and one tie: share 0.5 reaches 0.5
-    (0.75, 1, 0, 2, ("abstain", 1, 0.5)),
-    (0.5, 1, 1, 2, ("abstain", 0, 0.0)),  # split: no preferred side
-    (0.5, 0, 3, 4, ("accept", -1, 0.75)),
-    (None, 2, 0, 2, ("abstain", 1, 1.0)),
-])
+@pytest.mark.parametrize(
+    ("threshold", "wins_a", "wins_b", "n", "expected"),
+    [
+        (0.5, 2, 0, 2, ("accept", 1, 1.0)),
+        (0.5, 1, 0, 2, ("accept", 1, 0.5)),  # one win and one tie: share 0.5 reaches 0.5
+        (0.75, 1, 0, 2, ("abstain", 1, 0.5)),
+        (0.5, 1, 1, 2, ("abstain", 0, 0.0)),  # split: no preferred side
+        (0.5, 0, 3, 4, ("accept", -1, 0.75)),
+        (None, 2, 0, 2, ("abstain", 1, 1.0)),
+    ],
+)
 def test_decide_pair(threshold, wins_a, wins_b, n, expected) -> None:
     d = decide_pair(_entry(threshold=threshold, n_accepted=6 if threshold else 0), wins_a, wins_b, n)
     assert (d.decision, d.preferred, d.confidence) == expected

@@ -107,8 +107,12 @@ def _brute_threshold(conf, pref, err, alpha, delta, levels, starts=None):
 
 
 @settings(max_examples=120, deadline=None)
-@given(seed=st.integers(0, 10_000), n=st.integers(1, 40), alpha=st.sampled_from([0.1, 0.2, 0.3]),
-       delta=st.sampled_from([0.05, 0.1, 0.2]))
+@given(
+    seed=st.integers(0, 10_000),
+    n=st.integers(1, 40),
+    alpha=st.sampled_from([0.1, 0.2, 0.3]),
+    delta=st.sampled_from([0.05, 0.1, 0.2]),
+)
 def test_fixed_sequence_matches_brute_force_on_small_cases(seed, n, alpha, delta):
     rng = np.random.default_rng(seed)
     levels = (1.0, 0.75, 0.5, 0.25)
@@ -122,13 +126,15 @@ def test_fixed_sequence_matches_brute_force_on_small_cases(seed, n, alpha, delta
     assert all(t.certified for t in cert.tests[:-1])
     if cert.threshold is not None:
         assert cert.tests[[t.level for t in cert.tests].index(cert.threshold)].certified
-    multi = certify_threshold(conf, pref, err, groups, alpha=alpha, delta=delta, bound="pair_binomial",
-                              levels=levels, starts=(1.0, 0.5))
+    multi = certify_threshold(
+        conf, pref, err, groups, alpha=alpha, delta=delta, bound="pair_binomial", levels=levels, starts=(1.0, 0.5)
+    )
     assert multi.threshold == _brute_threshold(conf, pref, err, alpha, delta, levels, starts=[1.0, 0.5])
     assert multi.starts == (1.0, 0.5) and {t.chain for t in multi.tests} <= {0, 1}
     # A larger delta never certifies less (the p-values do not depend on delta).
-    looser = certify_threshold(conf, pref, err, groups, alpha=alpha, delta=min(0.99, 2 * delta),
-                               bound="pair_binomial", levels=levels)
+    looser = certify_threshold(
+        conf, pref, err, groups, alpha=alpha, delta=min(0.99, 2 * delta), bound="pair_binomial", levels=levels
+    )
     assert (looser.threshold or 2.0) <= (cert.threshold or 2.0) or cert.threshold is None
 
 
@@ -180,8 +186,10 @@ def _true_risk(level):
     return float(np.mean([0.05 + 1.2 * (1 - c) for c in values]))
 
 
-@pytest.mark.parametrize(("bound", "per_group", "spread", "starts"), [
-    ("group_betting", 10, 0.05, ()), ("group_betting", 10, 0.05, GROUP_STARTS), ("pair_binomial", 1, 0.0, ())])
+@pytest.mark.parametrize(
+    ("bound", "per_group", "spread", "starts"),
+    [("group_betting", 10, 0.05, ()), ("group_betting", 10, 0.05, GROUP_STARTS), ("pair_binomial", 1, 0.0, ())],
+)
 def test_certified_error_holds_in_simulation_with_known_truth(bound, per_group, spread, starts):
     # alpha = 0.22: levels >= 0.8 have true risk <= 0.17 (false nulls), levels <= 0.7 risk >= 0.23 (true nulls).
     alpha, delta, draws = 0.22, 0.1, 300
@@ -242,8 +250,9 @@ def test_pair_binomial_breaks_when_a_question_shares_its_errors_and_the_group_bo
         err = np.where(conf < 1.0, rng.random((60, 1)) < 0.46, False)
         groups = np.repeat(np.arange(60), 10)
         for bound in failures:
-            cert = certify_threshold(conf.ravel(), np.ones(conf.size, int), err.ravel(), groups, alpha=alpha,
-                                     delta=delta, bound=bound)  # type: ignore[arg-type]
+            cert = certify_threshold(
+                conf.ravel(), np.ones(conf.size, int), err.ravel(), groups, alpha=alpha, delta=delta, bound=bound
+            )  # type: ignore[arg-type]
             failures[bound] += cert.threshold is not None and cert.threshold <= 0.6
     se = math.sqrt(delta * (1 - delta) / draws)
     assert failures["pair_binomial"] / draws > delta + 2 * se

@@ -50,10 +50,12 @@ def test_balanced_probabilities_divide_by_the_prior_and_renormalise() -> None:
         balanced_probabilities(probs, np.array([0.0, 0.5, 0.5]))
 
 
-@pytest.mark.parametrize(("alpha", "delta", "expected"), [(0.1, 0.05, 29), (0.1, None, 9), (0.2, 0.05, 14),
-                                                          (0.05, 0.1, 45)])
-def test_finite_rank_items_is_the_first_n_with_a_finite_threshold(alpha: float, delta: float | None,
-                                                                  expected: int) -> None:
+@pytest.mark.parametrize(
+    ("alpha", "delta", "expected"), [(0.1, 0.05, 29), (0.1, None, 9), (0.2, 0.05, 14), (0.05, 0.1, 45)]
+)
+def test_finite_rank_items_is_the_first_n_with_a_finite_threshold(
+    alpha: float, delta: float | None, expected: int
+) -> None:
     assert finite_rank_items(alpha, delta) == expected
     a = Fraction(alpha).limit_denominator(10**9)
     if delta is None:

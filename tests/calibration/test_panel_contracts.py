@@ -37,19 +37,29 @@ from calibration.panels import (
     ("call", "message"),
     [
         (lambda: panel_name(["a", "a"]), "a panel needs at least two distinct judges; got ['a']"),
-        (lambda: panel_name(["a", "b+c"]),
-         "judge name 'b+c' cannot be a panel member (empty, contains '+', or a panel)"),
+        (
+            lambda: panel_name(["a", "b+c"]),
+            "judge name 'b+c' cannot be a panel member (empty, contains '+', or a panel)",
+        ),
         (lambda: panel_name(["a", ""]), "judge name '' cannot be a panel member (empty, contains '+', or a panel)"),
-        (lambda: panel_name(["panel:x", "b"]),
-         "judge name 'panel:x' cannot be a panel member (empty, contains '+', or a panel)"),
+        (
+            lambda: panel_name(["panel:x", "b"]),
+            "judge name 'panel:x' cannot be a panel member (empty, contains '+', or a panel)",
+        ),
         (lambda: panel_members("gpt"), "'gpt' is not a panel name (panel:<judge>+<judge>...)"),
-        (lambda: panel_members("panel:b+a"),
-         "'panel:b+a' is not a canonical panel name (members sorted, distinct, at least two)"),
+        (
+            lambda: panel_members("panel:b+a"),
+            "'panel:b+a' is not a canonical panel name (members sorted, distinct, at least two)",
+        ),
         (lambda: member_input(), "a member verdict needs mean_of_samples, probabilities or a judge score"),
-        (lambda: panel_family(["score"]),
-         "member inputs must be two or more of mean, probabilities, score; got ['score']"),
-        (lambda: panel_family(["score", "x"]),
-         "member inputs must be two or more of mean, probabilities, score; got ['score', 'x']"),
+        (
+            lambda: panel_family(["score"]),
+            "member inputs must be two or more of mean, probabilities, score; got ['score']",
+        ),
+        (
+            lambda: panel_family(["score", "x"]),
+            "member inputs must be two or more of mean, probabilities, score; got ['score', 'x']",
+        ),
         (lambda: expected_score(5), "a member verdict needs mean_of_samples, probabilities or a judge score"),
         (lambda: expected_score(5, probabilities=[0.5, 0.5]), "probabilities have 2 entries, the scale has 5"),
         (lambda: expected_scores(5), "member verdicts need means, probabilities or judge scores"),
@@ -59,22 +69,34 @@ from calibration.panels import (
         (lambda: panel_means(np.ones((3, 1)), 5), "expected scores must be an (n_items, n_members >= 2) matrix"),
         (lambda: panel_means(np.ones(3), 5), "expected scores must be an (n_items, n_members >= 2) matrix"),
         (lambda: disagreement([]), "no expected scores"),
-        (lambda: fit_multinomial(np.ones((3, 2)), np.array([1, 2])),
-         "features must be (n, d) with one label per row, n >= 1"),
-        (lambda: fit_multinomial(np.ones(2), np.array([1, 2])),
-         "features must be (n, d) with one label per row, n >= 1"),
-        (lambda: fit_multinomial(np.ones((0, 2)), np.array([], dtype=np.int64)),
-         "features must be (n, d) with one label per row, n >= 1"),
+        (
+            lambda: fit_multinomial(np.ones((3, 2)), np.array([1, 2])),
+            "features must be (n, d) with one label per row, n >= 1",
+        ),
+        (
+            lambda: fit_multinomial(np.ones(2), np.array([1, 2])),
+            "features must be (n, d) with one label per row, n >= 1",
+        ),
+        (
+            lambda: fit_multinomial(np.ones((0, 2)), np.array([], dtype=np.int64)),
+            "features must be (n, d) with one label per row, n >= 1",
+        ),
         (lambda: fit_multinomial(np.ones((2, 2)), np.array([0, 2])), "labels must lie in 1..5"),
         (lambda: fit_multinomial(np.ones((2, 2)), np.array([1, 4]), 3), "labels must lie in 1..3"),
         (lambda: label_prior(np.array([0, 2]), 5), "labels must lie in 1..5"),
         (lambda: label_prior(np.array([1, 6]), 5), "labels must lie in 1..5"),
-        (lambda: balanced_probabilities(np.ones((2, 3)), np.array([0.5, 0.5])),
-         "probabilities must be (n, K) and the prior K positive numbers"),
-        (lambda: balanced_probabilities(np.ones(3), np.array([0.5, 0.5, 0.5])),
-         "probabilities must be (n, K) and the prior K positive numbers"),
-        (lambda: balanced_probabilities(np.ones((1, 2)), np.array([0.5, -0.5])),
-         "probabilities must be (n, K) and the prior K positive numbers"),
+        (
+            lambda: balanced_probabilities(np.ones((2, 3)), np.array([0.5, 0.5])),
+            "probabilities must be (n, K) and the prior K positive numbers",
+        ),
+        (
+            lambda: balanced_probabilities(np.ones(3), np.array([0.5, 0.5, 0.5])),
+            "probabilities must be (n, K) and the prior K positive numbers",
+        ),
+        (
+            lambda: balanced_probabilities(np.ones((1, 2)), np.array([0.5, -0.5])),
+            "probabilities must be (n, K) and the prior K positive numbers",
+        ),
     ],
 )
 def test_refusals_read_exactly(call, message) -> None:
@@ -85,7 +107,11 @@ def test_refusals_read_exactly(call, message) -> None:
 
 def test_names_and_families() -> None:
     assert (PANEL_PREFIX, PANEL_PROMPT_FAMILY, PANEL_INPUT_KIND, MEMBER_INPUTS) == (
-        "panel:", "panel", "mean", ("mean", "probabilities", "score"))
+        "panel:",
+        "panel",
+        "mean",
+        ("mean", "probabilities", "score"),
+    )
     assert panel_name(["b", "a", "b"]) == "panel:a+b"
     assert panel_members("panel:a+b") == ("a", "b")
     assert is_panel_name("panel:a+b") and not is_panel_name("a") and not is_panel_name("xpanel:a+b")
@@ -116,8 +142,9 @@ def test_disagreement_is_the_population_spread() -> None:
 
 
 def test_panel_kind_data_keeps_the_scale_labels_and_groups() -> None:
-    data = panel_kind_data(np.array([[1.0, 2.0], [4.0, 4.0], [2.2, 2.4]]), labels=[1, 4, 2], groups=["d", "e", "d"],
-                           n_labels=4)
+    data = panel_kind_data(
+        np.array([[1.0, 2.0], [4.0, 4.0], [2.2, 2.4]]), labels=[1, 4, 2], groups=["d", "e", "d"], n_labels=4
+    )
     assert data.n_labels == 4 and data.labels.tolist() == [1, 4, 2] and data.groups.tolist() == ["d", "e", "d"]
     assert data.judge_scores.tolist() == [2, 4, 2]
     np.testing.assert_allclose(data.probabilities, [[0.5, 0.5, 0, 0], [0, 0, 0, 1], [0, 0.7, 0.3, 0]], atol=1e-12)
@@ -198,5 +225,6 @@ def test_labels_held_as_floats_are_read_as_integers() -> None:
     rng = np.random.default_rng(5)
     labels = rng.integers(1, 4, 30)
     features = labels[:, None] + rng.normal(0, 1.0, (30, 2))
-    np.testing.assert_array_equal(fit_multinomial(features, labels.astype(float), 3).weights,
-                                  fit_multinomial(features, labels, 3).weights)
+    np.testing.assert_array_equal(
+        fit_multinomial(features, labels.astype(float), 3).weights, fit_multinomial(features, labels, 3).weights
+    )

@@ -39,24 +39,44 @@ def _contender(seed: int = 0, *, kind: str = "probabilities", n_docs: int = N_DO
     probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     scores = np.clip(np.rint(latent), 1, K).astype(np.int64)
     groups = np.repeat(np.arange(n_docs), PER_DOC)
-    data = KindData(kind=kind, labels=labels, judge_scores=scores,
-                    probabilities=probs if kind == "probabilities" else None, groups=groups, n_labels=K)
+    data = KindData(
+        kind=kind,
+        labels=labels,
+        judge_scores=scores,
+        probabilities=probs if kind == "probabilities" else None,
+        groups=groups,
+        n_labels=K,
+    )
     features = {"expected": (probs @ np.arange(1, K + 1))[:, None], "full": np.log(probs)}
     return Contender(name="judge", data=data, features=features, l2={"expected": 0.01, "full": 0.1})
 
 
 def test_the_menu_is_the_kinds_core_methods_then_six_learned_recipes_per_feature_set() -> None:
     menu = menu_for(_contender())
-    assert [r.name for r in menu[:9]] == ["residual", "residual_expected", "lac", "aps", "aps_randomized", "ordinal",
-                                          "mondrian_residual", "learned_lac", "label_conditional"]
+    assert [r.name for r in menu[:9]] == [
+        "residual",
+        "residual_expected",
+        "lac",
+        "aps",
+        "aps_randomized",
+        "ordinal",
+        "mondrian_residual",
+        "learned_lac",
+        "label_conditional",
+    ]
     learned = menu[9:]
     assert len(learned) == 12
     assert {(r.features, r.score, r.thresholds) for r in learned} == {
-        (f, s, t) for f in ("expected", "full") for s in ("lac", "balanced") for t in ("marginal", "bin", "label")}
+        (f, s, t) for f in ("expected", "full") for s in ("lac", "balanced") for t in ("marginal", "bin", "label")
+    }
     assert all(r.name == f"{r.features}:{r.score}:{r.thresholds}" and r.core is None for r in learned)
     score_menu = menu_for(_contender(kind="score"))  # no probabilities: only the score kind's methods
-    assert [r.name for r in score_menu if r.core] == ["residual", "mondrian_residual", "learned_lac",
-                                                      "label_conditional"]
+    assert [r.name for r in score_menu if r.core] == [
+        "residual",
+        "mondrian_residual",
+        "learned_lac",
+        "label_conditional",
+    ]
 
 
 def test_a_core_recipe_gives_the_cores_sets() -> None:
@@ -64,14 +84,28 @@ def test_a_core_recipe_gives_the_cores_sets() -> None:
     data = contender.data
     (split,) = group_splits(data.groups, n_splits=1, seed=3)
     for method in ("residual", "lac", "mondrian_residual"):
-        found = evaluate_recipes(contender, [Recipe(name=method, core=method)], split.calibration, split.test,
-                                 alpha=0.1, delta=0.05, key=[0, 1])[method]
-        fitted = fit_conformal(method, 0.1, data.labels[split.calibration],
-                               judge_scores=data.judge_scores[split.calibration],
-                               probabilities=data.probabilities[split.calibration], n_labels=K, delta=0.05,
-                               rng=np.random.default_rng([0, 1]))
-        sets = predict_sets(fitted, judge_scores=data.judge_scores[split.test],
-                            probabilities=data.probabilities[split.test])
+        found = evaluate_recipes(
+            contender,
+            [Recipe(name=method, core=method)],
+            split.calibration,
+            split.test,
+            alpha=0.1,
+            delta=0.05,
+            key=[0, 1],
+        )[method]
+        fitted = fit_conformal(
+            method,
+            0.1,
+            data.labels[split.calibration],
+            judge_scores=data.judge_scores[split.calibration],
+            probabilities=data.probabilities[split.calibration],
+            n_labels=K,
+            delta=0.05,
+            rng=np.random.default_rng([0, 1]),
+        )
+        sets = predict_sets(
+            fitted, judge_scores=data.judge_scores[split.test], probabilities=data.probabilities[split.test]
+        )
         np.testing.assert_array_equal(found.sizes, sets.sum(axis=1))
         np.testing.assert_array_equal(found.covered, sets[np.arange(split.test.size), data.labels[split.test] - 1])
         np.testing.assert_array_equal(found.test_index, split.test)
@@ -88,8 +122,7 @@ def test_a_learned_recipe_fits_model_and_thresholds_on_disjoint_halves_of_the_fi
     data = contender.data
     (split,) = group_splits(data.groups, n_splits=1, seed=0)
     key = [4, 2]
-    menu = [Recipe(name=n, features="full", score="lac", thresholds=t)
-            for n, t in (("m", "marginal"), ("l", "label"))]
+    menu = [Recipe(name=n, features="full", score="lac", thresholds=t) for n, t in (("m", "marginal"), ("l", "label"))]
     found = evaluate_recipes(contender, menu, split.calibration, split.test, alpha=0.1, delta=None, key=key)
     docs = np.unique(data.groups[split.calibration])
     model_docs = np.random.default_rng([*key, 7]).permutation(docs)[: docs.size // 2]
@@ -106,10 +139,12 @@ def test_a_learned_recipe_fits_model_and_thresholds_on_disjoint_halves_of_the_fi
     limits = [_marginal_threshold(true[data.labels[threshold_items] == y], 0.1) for y in range(1, K + 1)]
     membership = 1 - probs[split.test] <= np.array(limits)[None, :] + 1e-12
     np.testing.assert_array_equal(found["l"].sizes, membership.sum(axis=1))
-    np.testing.assert_array_equal(found["l"].covered, membership[np.arange(split.test.size),
-                                                                 data.labels[split.test] - 1])
-    spans = np.array([np.flatnonzero(row).max() - np.flatnonzero(row).min() + 1 if row.any() else 0
-                      for row in membership])
+    np.testing.assert_array_equal(
+        found["l"].covered, membership[np.arange(split.test.size), data.labels[split.test] - 1]
+    )
+    spans = np.array(
+        [np.flatnonzero(row).max() - np.flatnonzero(row).min() + 1 if row.any() else 0 for row in membership]
+    )
     np.testing.assert_array_equal(found["l"].spans, spans)
 
 
@@ -117,8 +152,10 @@ def test_label_thresholds_cover_every_label_where_balanced_bins_need_not() -> No
     contender = _contender(2, n_docs=200)
     data = contender.data
     (split,) = group_splits(data.groups, n_splits=1, seed=0)
-    menu = [Recipe(name="label", features="expected", score="lac", thresholds="label"),
-            Recipe(name="plain", features="expected", score="lac", thresholds="marginal")]
+    menu = [
+        Recipe(name="label", features="expected", score="lac", thresholds="label"),
+        Recipe(name="plain", features="expected", score="lac", thresholds="marginal"),
+    ]
     found = evaluate_recipes(contender, menu, split.calibration, split.test, alpha=0.1, delta=0.05, key=[0])
     y = data.labels[split.test]
     by_label = [found["label"].covered[y == label].mean() for label in range(1, K + 1)]
@@ -128,20 +165,34 @@ def test_label_thresholds_cover_every_label_where_balanced_bins_need_not() -> No
 
 
 def _evidence(name: str, size: float, *, label: float = 0.9, non_interval: float = 0.0) -> MethodEvidence:
-    return MethodEvidence(method=name, alpha=0.1, n_evaluations=4, mean_coverage=0.9, p5_coverage=0.89,
-                          min_label_coverage=label, min_bin_coverage=0.9, mean_set_size=size,
-                          non_interval_share=non_interval, full_scale_share=0.0, empty_share=0.0)
+    return MethodEvidence(
+        method=name,
+        alpha=0.1,
+        n_evaluations=4,
+        mean_coverage=0.9,
+        p5_coverage=0.89,
+        min_label_coverage=label,
+        min_bin_coverage=0.9,
+        mean_set_size=size,
+        non_interval_share=non_interval,
+        full_scale_share=0.0,
+        empty_share=0.0,
+    )
 
 
 def test_pick_recipe_applies_the_selection_rule_in_menu_order() -> None:
     # the smallest fails the within-label condition (0.84 < 0.85): the next smallest wins
     assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0, label=0.84), _evidence("b", 2.5)]) == (
-        "b", True)
+        "b",
+        True,
+    )
     # within 0.05 of the smallest, fewer sets with a hole wins
-    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0, non_interval=0.3),
-                        _evidence("b", 2.04, non_interval=0.1)]) == ("b", True)
-    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0, non_interval=0.3),
-                        _evidence("b", 2.06, non_interval=0.1)]) == ("a", True)
+    assert pick_recipe(
+        [_evidence("residual", 3.0), _evidence("a", 2.0, non_interval=0.3), _evidence("b", 2.04, non_interval=0.1)]
+    ) == ("b", True)
+    assert pick_recipe(
+        [_evidence("residual", 3.0), _evidence("a", 2.0, non_interval=0.3), _evidence("b", 2.06, non_interval=0.1)]
+    ) == ("a", True)
     # exact ties: menu order
     assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0), _evidence("b", 2.0)]) == ("a", True)
     # none qualifies: the fallback, not qualified
@@ -151,10 +202,17 @@ def test_pick_recipe_applies_the_selection_rule_in_menu_order() -> None:
 def test_evidence_pools_groups_as_the_selection_rule_does() -> None:
     contender = _contender(3)
     labels = contender.data.labels
-    runs = [RecipeSets(test_index=np.arange(0, 50), covered=np.arange(50) % 5 != 0, sizes=np.full(50, 3),
-                       spans=np.full(50, 3)),
-            RecipeSets(test_index=np.arange(50, 90), covered=np.ones(40, dtype=bool), sizes=np.full(40, 2),
-                       spans=np.array([2] * 30 + [3] * 10))]
+    runs = [
+        RecipeSets(
+            test_index=np.arange(0, 50), covered=np.arange(50) % 5 != 0, sizes=np.full(50, 3), spans=np.full(50, 3)
+        ),
+        RecipeSets(
+            test_index=np.arange(50, 90),
+            covered=np.ones(40, dtype=bool),
+            sizes=np.full(40, 2),
+            spans=np.array([2] * 30 + [3] * 10),
+        ),
+    ]
     found = evidence_of("x", runs, contender, alpha=0.1, min_group_items=5)
     covered = np.concatenate([r.covered for r in runs])
     assert found.mean_coverage == pytest.approx((0.8 + 1.0) / 2)
@@ -174,11 +232,19 @@ def test_the_choice_never_reads_labels_outside_its_documents() -> None:
     first = choose_recipe(contender, menu, split.calibration, alpha=0.1, delta=0.05, repeats=1, seed=5, key=[0])
     scrambled = contender.data.labels.copy()
     scrambled[split.test] = 6 - scrambled[split.test]
-    other = Contender(name="judge", data=KindData(kind="probabilities", labels=scrambled,
-                                                  judge_scores=contender.data.judge_scores,
-                                                  probabilities=contender.data.probabilities,
-                                                  groups=contender.data.groups, n_labels=K),
-                      features=contender.features, l2=contender.l2)
+    other = Contender(
+        name="judge",
+        data=KindData(
+            kind="probabilities",
+            labels=scrambled,
+            judge_scores=contender.data.judge_scores,
+            probabilities=contender.data.probabilities,
+            groups=contender.data.groups,
+            n_labels=K,
+        ),
+        features=contender.features,
+        l2=contender.l2,
+    )
     second = choose_recipe(other, menu, split.calibration, alpha=0.1, delta=0.05, repeats=1, seed=5, key=[0])
     assert first == second
     assert [e.method for e in first.evidence] == [r.name for r in menu]
@@ -187,18 +253,25 @@ def test_the_choice_never_reads_labels_outside_its_documents() -> None:
 def test_the_nested_estimate_scores_the_chosen_recipe_on_test_documents_only() -> None:
     contender = _contender(5)
     menu = [r for r in menu_for(contender) if r.name in ("residual", "lac", "expected:balanced:bin")]
-    estimate = nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[0, 1], n_splits=2, repeats=1,
-                               menu=menu)
+    estimate = nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[0, 1], n_splits=2, repeats=1, menu=menu)
     assert estimate.n_evaluations == 4 and len(estimate.chosen) == 4
     assert set(estimate.chosen) <= {r.name for r in menu}
     assert estimate.coverage == pytest.approx(np.mean(estimate.split_coverage))
     # split 0 of seed 1 by hand: the same choice inside its calibration documents, fitted there, tested on the rest
     split = group_splits(contender.data.groups, n_splits=2, seed=1)[0]
-    choice = choose_recipe(contender, menu, split.calibration, alpha=0.1, delta=0.05, repeats=1, seed=1001,
-                           key=[1, 3, 0])
+    choice = choose_recipe(
+        contender, menu, split.calibration, alpha=0.1, delta=0.05, repeats=1, seed=1001, key=[1, 3, 0]
+    )
     assert estimate.chosen[2] == choice.recipe
-    sets = evaluate_recipes(contender, [r for r in menu if r.name == choice.recipe], split.calibration, split.test,
-                            alpha=0.1, delta=0.05, key=[1, 1, 0])[choice.recipe]
+    sets = evaluate_recipes(
+        contender,
+        [r for r in menu if r.name == choice.recipe],
+        split.calibration,
+        split.test,
+        alpha=0.1,
+        delta=0.05,
+        key=[1, 1, 0],
+    )[choice.recipe]
     assert estimate.split_set_size[2] == pytest.approx(sets.sizes.mean())
     assert estimate.split_coverage[2] == pytest.approx(sets.covered.mean())
     with pytest.raises(ValueError, match="fallback"):
@@ -210,11 +283,14 @@ def test_fixed_recipes_are_each_recipe_fitted_as_the_nested_estimates_final_fit(
     menu = [r for r in menu_for(contender) if r.name in ("residual", "full:lac:label")]
     found = fixed_recipes(contender, alpha=0.1, delta=0.05, outer_seeds=[2], n_splits=3, menu=menu)
     assert [e.method for e in found] == ["residual", "full:lac:label"] and found[0].n_evaluations == 3
-    runs = [evaluate_recipes(contender, menu, s.calibration, s.test, alpha=0.1, delta=0.05, key=[2, 1, s.split])
-            for s in group_splits(contender.data.groups, n_splits=3, seed=2)]
+    runs = [
+        evaluate_recipes(contender, menu, s.calibration, s.test, alpha=0.1, delta=0.05, key=[2, 1, s.split])
+        for s in group_splits(contender.data.groups, n_splits=3, seed=2)
+    ]
     for evidence in found:
-        assert evidence == evidence_of(evidence.method, [r[evidence.method] for r in runs], contender, alpha=0.1,
-                                       min_group_items=20)
+        assert evidence == evidence_of(
+            evidence.method, [r[evidence.method] for r in runs], contender, alpha=0.1, min_group_items=20
+        )
     # a one-recipe menu: the nested estimate serves that recipe, with the same figures
     only = nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[2], n_splits=3, repeats=1, menu=menu[:1])
     assert only.set_size == pytest.approx(found[0].mean_set_size)
@@ -224,13 +300,21 @@ def test_fixed_recipes_are_each_recipe_fitted_as_the_nested_estimates_final_fit(
 def test_cal_fraction_sets_the_share_of_calibration_documents_in_every_outer_split() -> None:
     contender = _contender(7)
     menu = [r for r in menu_for(contender) if r.name in ("residual", "mondrian_residual")]
-    estimate = nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[0], n_splits=1, repeats=1, menu=menu,
-                               cal_fraction=0.75)
+    estimate = nested_estimate(
+        contender, alpha=0.1, delta=0.05, outer_seeds=[0], n_splits=1, repeats=1, menu=menu, cal_fraction=0.75
+    )
     (split,) = group_splits(contender.data.groups, n_splits=1, seed=0, cal_fraction=0.75)
     assert np.unique(contender.data.groups[split.test]).size == 10  # 40 documents: 30 calibrate, 10 test
     choice = choose_recipe(contender, menu, split.calibration, alpha=0.1, delta=0.05, repeats=1, seed=1, key=[0, 3, 0])
-    sets = evaluate_recipes(contender, [r for r in menu if r.name == choice.recipe], split.calibration, split.test,
-                            alpha=0.1, delta=0.05, key=[0, 1, 0])[choice.recipe]
+    sets = evaluate_recipes(
+        contender,
+        [r for r in menu if r.name == choice.recipe],
+        split.calibration,
+        split.test,
+        alpha=0.1,
+        delta=0.05,
+        key=[0, 1, 0],
+    )[choice.recipe]
     assert estimate.chosen == [choice.recipe]
     assert estimate.split_set_size[0] == pytest.approx(sets.sizes.mean())
     bound = fixed_recipes(contender, alpha=0.1, delta=0.05, outer_seeds=[0], n_splits=1, menu=menu, cal_fraction=0.75)
@@ -239,6 +323,7 @@ def test_cal_fraction_sets_the_share_of_calibration_documents_in_every_outer_spl
 
 
 # --- exact checks added by mutation testing (issue 16): each pins a rule of the module docstring by hand ---------
+
 
 def _pac_threshold(scores: np.ndarray, alpha: float, delta: float) -> float:
     """The k-th smallest, k the smallest with P(Binomial(n, 1 - alpha) >= k) <= delta (scipy, not the module's
@@ -253,8 +338,10 @@ def _pac_threshold(scores: np.ndarray, alpha: float, delta: float) -> float:
 def test_spans_of_hand_made_sets() -> None:
     from calibration.panel_nested import _spans
 
-    membership = np.array([[0, 0, 0, 0, 0], [1, 0, 1, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1],
-                           [0, 0, 1, 0, 0]], dtype=bool)
+    membership = np.array(
+        [[0, 0, 0, 0, 0], [1, 0, 1, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1], [0, 0, 1, 0, 0]],
+        dtype=bool,
+    )
     spans = _spans(membership)
     np.testing.assert_array_equal(spans, [0, 3, 3, 5, 1, 1])
     assert spans.dtype.kind == "i"
@@ -273,8 +360,9 @@ def test_learned_thresholds_marginal_bin_and_label_by_hand() -> None:
 
     def limits(thresholds: str, delta: float | None, rows: slice = slice(None)) -> np.ndarray:
         recipe = Recipe(name="r", features="f", score="lac", thresholds=thresholds)
-        return _learned_limits(recipe, scores[rows], labels[rows], bins[rows], test_bins, alpha=0.1, delta=delta,
-                               n_labels=K)
+        return _learned_limits(
+            recipe, scores[rows], labels[rows], bins[rows], test_bins, alpha=0.1, delta=delta, n_labels=K
+        )
 
     # marginal, PAC at delta 0.05 (rank 91 of 95, not the marginal rank 87)
     expected = _pac_threshold(true, 0.1, 0.05)
@@ -297,8 +385,9 @@ def test_learned_thresholds_marginal_bin_and_label_by_hand() -> None:
     # a label missing among the threshold items always joins the set
     rows = labels != 2
     recipe = Recipe(name="r", features="f", score="lac", thresholds="label")
-    found = _learned_limits(recipe, scores[rows], labels[rows], bins[rows], test_bins, alpha=0.1, delta=None,
-                            n_labels=K)
+    found = _learned_limits(
+        recipe, scores[rows], labels[rows], bins[rows], test_bins, alpha=0.1, delta=None, n_labels=K
+    )
     np.testing.assert_array_equal(found[0], [per_label[0], np.inf, *per_label[2:]])
 
 
@@ -309,8 +398,14 @@ def _discrete_contender(seed: int, n_labels: int = 3) -> Contender:
     n = n_docs * per_doc
     labels = rng.integers(1, n_labels + 1, n)
     judged = np.clip(labels + rng.integers(-1, 2, n), 1, n_labels)
-    data = KindData(kind="score", labels=labels, judge_scores=judged, probabilities=None,
-                    groups=np.repeat(np.arange(n_docs), per_doc), n_labels=n_labels)
+    data = KindData(
+        kind="score",
+        labels=labels,
+        judge_scores=judged,
+        probabilities=None,
+        groups=np.repeat(np.arange(n_docs), per_doc),
+        n_labels=n_labels,
+    )
     return Contender(name="tied", data=data, features={"score": judged[:, None].astype(float)}, l2={"score": 0.05})
 
 
@@ -319,8 +414,10 @@ def test_learned_scores_lac_and_balanced_with_ties_by_hand() -> None:
     data, k = contender.data, contender.data.n_labels
     (split,) = group_splits(data.groups, n_splits=1, seed=1)
     key = [3, 0]
-    menu = [Recipe(name="b", features="score", score="balanced", thresholds="marginal"),
-            Recipe(name="l", features="score", score="lac", thresholds="marginal")]
+    menu = [
+        Recipe(name="b", features="score", score="balanced", thresholds="marginal"),
+        Recipe(name="l", features="score", score="lac", thresholds="marginal"),
+    ]
     found = evaluate_recipes(contender, menu, split.calibration, split.test, alpha=0.2, delta=None, key=key)
     docs = np.unique(data.groups[split.calibration])
     model_docs = np.random.default_rng([*key, 7]).permutation(docs)[: docs.size // 2]
@@ -340,8 +437,9 @@ def test_learned_scores_lac_and_balanced_with_ties_by_hand() -> None:
         assert (test_scores == limit).any()  # ties at the threshold: they join the set
         membership = test_scores <= limit + 1e-12
         np.testing.assert_array_equal(found[name].sizes, membership.sum(axis=1))
-        np.testing.assert_array_equal(found[name].covered,
-                                      membership[np.arange(split.test.size), data.labels[split.test] - 1])
+        np.testing.assert_array_equal(
+            found[name].covered, membership[np.arange(split.test.size), data.labels[split.test] - 1]
+        )
     assert not np.array_equal(found["b"].sizes, found["l"].sizes)
 
 
@@ -358,28 +456,46 @@ def test_pick_recipe_margin_and_rounding_edges() -> None:
     from calibration.selection import INTERVAL_MARGIN
 
     # exactly at smallest + margin + 1e-12: still near, so fewer holes wins
-    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0, non_interval=0.3),
-                        _evidence("b", 2.0 + INTERVAL_MARGIN + 1e-12, non_interval=0.1)]) == ("b", True)
+    assert pick_recipe(
+        [
+            _evidence("residual", 3.0),
+            _evidence("a", 2.0, non_interval=0.3),
+            _evidence("b", 2.0 + INTERVAL_MARGIN + 1e-12, non_interval=0.1),
+        ]
+    ) == ("b", True)
     # non-interval shares equal to 9 decimals: the smaller set wins, not the smaller share
-    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.03, non_interval=0.1),
-                        _evidence("b", 2.0, non_interval=0.1 + 3e-10)]) == ("b", True)
+    assert pick_recipe(
+        [
+            _evidence("residual", 3.0),
+            _evidence("a", 2.03, non_interval=0.1),
+            _evidence("b", 2.0, non_interval=0.1 + 3e-10),
+        ]
+    ) == ("b", True)
     # set sizes equal to 9 decimals: menu order; unequal at 2 decimals: the smaller
-    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0 + 3e-10), _evidence("b", 2.0)]) == (
-        "a", True)
+    assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.0 + 3e-10), _evidence("b", 2.0)]) == ("a", True)
     assert pick_recipe([_evidence("residual", 3.0), _evidence("a", 2.04), _evidence("b", 2.0)]) == ("b", True)
 
 
 def test_choose_recipe_by_hand_with_the_documented_keys() -> None:
     contender = _contender(9)
     (split,) = group_splits(contender.data.groups, n_splits=1, seed=2)
-    menu = [r for r in menu_for(contender) if r.name in ("residual", "aps_randomized", "full:lac:marginal",
-                                                         "expected:balanced:label")]
+    menu = [
+        r
+        for r in menu_for(contender)
+        if r.name in ("residual", "aps_randomized", "full:lac:marginal", "expected:balanced:label")
+    ]
     choice = choose_recipe(contender, menu, split.calibration, alpha=0.1, delta=0.05, repeats=2, seed=8, key=[5])
     runs: dict[str, list[RecipeSets]] = {r.name: [] for r in menu}
     for inner in cross_fit_splits(contender.data.groups[split.calibration], repeats=2, seed=8):
-        found = evaluate_recipes(contender, menu, split.calibration[inner.calibration],
-                                 split.calibration[inner.test], alpha=0.1, delta=0.05,
-                                 key=[5, inner.split // 2, inner.split % 2])
+        found = evaluate_recipes(
+            contender,
+            menu,
+            split.calibration[inner.calibration],
+            split.calibration[inner.test],
+            alpha=0.1,
+            delta=0.05,
+            key=[5, inner.split // 2, inner.split % 2],
+        )
         for name, sets in found.items():
             runs[name].append(sets)
     evidence = [evidence_of(r.name, runs[r.name], contender, alpha=0.1, min_group_items=20) for r in menu]
@@ -402,8 +518,9 @@ def test_the_defaults_and_keys_of_the_nested_estimate_and_fixed_recipes(monkeypa
         calls.append(("choose", {"menu": [r.name for r in menu], "items": items, **kwargs}))
         return RecipeChoice(recipe="residual", qualified=True, evidence=[])
 
-    def evaluate_spy(who: Contender, menu: list[Recipe], fit: np.ndarray, test: np.ndarray, **kwargs: object) -> (
-            dict[str, RecipeSets]):
+    def evaluate_spy(
+        who: Contender, menu: list[Recipe], fit: np.ndarray, test: np.ndarray, **kwargs: object
+    ) -> dict[str, RecipeSets]:
         calls.append(("evaluate", {"menu": [r.name for r in menu], "key": list(kwargs["key"])}))
         return real_evaluate(who, menu, fit, test, **kwargs)
 
@@ -419,32 +536,65 @@ def test_the_defaults_and_keys_of_the_nested_estimate_and_fixed_recipes(monkeypa
     estimate = nested_estimate(contender, alpha=0.1, delta=0.05, outer_seeds=[0, 1], n_splits=2)
     chooses = [c for kind, c in calls if kind == "choose"]
     assert [(c["seed"], c["key"], c["repeats"], c["min_group_items"]) for c in chooses] == [
-        (1, [0, 3, 0], 2, 20), (2, [0, 3, 1], 2, 20), (1001, [1, 3, 0], 2, 20), (1002, [1, 3, 1], 2, 20)]
+        (1, [0, 3, 0], 2, 20),
+        (2, [0, 3, 1], 2, 20),
+        (1001, [1, 3, 0], 2, 20),
+        (1002, [1, 3, 1], 2, 20),
+    ]
     assert all(c["menu"] == names and c["alpha"] == 0.1 and c["delta"] == 0.05 for c in chooses)
     splits = [s for seed in (0, 1) for s in group_splits(contender.data.groups, n_splits=2, seed=seed)]
     for c, s in zip(chooses, splits, strict=True):
         np.testing.assert_array_equal(c["items"], s.calibration)
     assert [c for kind, c in calls if kind == "evaluate"] == [
-        {"menu": ["residual"], "key": [s, 1, i]} for s in (0, 1) for i in (0, 1)]
+        {"menu": ["residual"], "key": [s, 1, i]} for s in (0, 1) for i in (0, 1)
+    ]
     assert [c for kind, c in calls if kind == "evidence"] == [{"name": "served", "min_group_items": 20}]
-    runs = [real_evaluate(contender, [menu_for(contender)[0]], s.calibration, s.test, alpha=0.1, delta=0.05,
-                          key=[seed, 1, s.split])["residual"]
-            for seed in (0, 1) for s in group_splits(contender.data.groups, n_splits=2, seed=seed)]
+    runs = [
+        real_evaluate(
+            contender, [menu_for(contender)[0]], s.calibration, s.test, alpha=0.1, delta=0.05, key=[seed, 1, s.split]
+        )["residual"]
+        for seed in (0, 1)
+        for s in group_splits(contender.data.groups, n_splits=2, seed=seed)
+    ]
     figures = real_evidence("served", runs, contender, alpha=0.1, min_group_items=20)
     assert estimate == NestedEstimate(
-        contender="judge", alpha=0.1, delta=0.05, outer_seeds=[0, 1], n_splits=2, n_evaluations=4,
-        coverage=figures.mean_coverage, coverage_p5=figures.p5_coverage,
-        min_label_coverage=figures.min_label_coverage, min_bin_coverage=figures.min_bin_coverage,
-        set_size=figures.mean_set_size, meets_rule=qualifies(figures), chosen=["residual"] * 4,
-        split_coverage=[float(r.covered.mean()) for r in runs], split_set_size=[float(r.sizes.mean()) for r in runs])
+        contender="judge",
+        alpha=0.1,
+        delta=0.05,
+        outer_seeds=[0, 1],
+        n_splits=2,
+        n_evaluations=4,
+        coverage=figures.mean_coverage,
+        coverage_p5=figures.p5_coverage,
+        min_label_coverage=figures.min_label_coverage,
+        min_bin_coverage=figures.min_bin_coverage,
+        set_size=figures.mean_set_size,
+        meets_rule=qualifies(figures),
+        chosen=["residual"] * 4,
+        split_coverage=[float(r.covered.mean()) for r in runs],
+        split_set_size=[float(r.sizes.mean()) for r in runs],
+    )
     assert isinstance(estimate.meets_rule, bool) and estimate.coverage_p5 < estimate.coverage
     # explicit repeats and group size are passed through
     calls.clear()
-    nested_estimate(contender, alpha=0.2, delta=None, outer_seeds=[3], n_splits=1, repeats=1, min_group_items=7,
-                    menu=[Recipe(name="residual", core="residual")])
+    nested_estimate(
+        contender,
+        alpha=0.2,
+        delta=None,
+        outer_seeds=[3],
+        n_splits=1,
+        repeats=1,
+        min_group_items=7,
+        menu=[Recipe(name="residual", core="residual")],
+    )
     (choose,) = [c for kind, c in calls if kind == "choose"]
     assert (choose["seed"], choose["key"], choose["repeats"], choose["min_group_items"], choose["menu"]) == (
-        3001, [3, 3, 0], 1, 7, ["residual"])
+        3001,
+        [3, 3, 0],
+        1,
+        7,
+        ["residual"],
+    )
     assert [c for kind, c in calls if kind == "evidence"] == [{"name": "served", "min_group_items": 7}]
     # fixed recipes, defaults: the whole menu, keys [s, 1, i], groups of 20
     calls.clear()

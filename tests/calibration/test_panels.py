@@ -57,9 +57,10 @@ def test_vector_and_scalar_rules_agree() -> None:
     probs = rng.dirichlet(np.ones(5), size=50)
     scores = rng.integers(1, 6, size=50)
     means = rng.uniform(1, 5, size=50)
-    np.testing.assert_allclose(expected_scores(5, probabilities=probs, judge_scores=scores),
-                               [expected_score(5, probabilities=list(p), judge_score=int(s))
-                                for p, s in zip(probs, scores, strict=True)])
+    np.testing.assert_allclose(
+        expected_scores(5, probabilities=probs, judge_scores=scores),
+        [expected_score(5, probabilities=list(p), judge_score=int(s)) for p, s in zip(probs, scores, strict=True)],
+    )
     np.testing.assert_array_equal(expected_scores(5, judge_scores=scores), scores.astype(float))
     np.testing.assert_array_equal(expected_scores(5, means=means, probabilities=probs), means)
     matrix = np.column_stack([expected_scores(5, probabilities=probs), scores, means])

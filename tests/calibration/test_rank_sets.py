@@ -76,8 +76,9 @@ def test_ellipsoid_separation_is_the_minimum_over_the_ellipsoid() -> None:
 
 def test_bonferroni_uses_per_model_quantile() -> None:
     k = 3
-    estimate = WinRateEstimate(method="test", theta=np.array([0.2, 0.5, 0.8]), sigma=np.diag([0.01, 0.01, 0.01]),
-                               counts=np.ones(k), lam=0.0)
+    estimate = WinRateEstimate(
+        method="test", theta=np.array([0.2, 0.5, 0.8]), sigma=np.diag([0.01, 0.01, 0.01]), counts=np.ones(k), lam=0.0
+    )
     z = stats.norm.ppf(1 - 0.05 / (2 * k))
     expected = rank_sets_from_intervals(estimate.theta - z * 0.1, estimate.theta + z * 0.1)
     got = rank_sets(estimate, 0.05, "bonferroni")
@@ -96,8 +97,10 @@ def _battles(rng: np.random.Generator, size: int, strength: np.ndarray) -> tuple
     win_a = (rng.random(size) < p_a).astype(float)
     flip = rng.random(size) < 0.2
     judge_a = np.where(flip, 1 - win_a, win_a)
-    return (Battles(model_a=a, model_b=b, win_a=win_a, win_b=1 - win_a),
-            Battles(model_a=a, model_b=b, win_a=judge_a, win_b=1 - judge_a))
+    return (
+        Battles(model_a=a, model_b=b, win_a=win_a, win_b=1 - win_a),
+        Battles(model_a=a, model_b=b, win_a=judge_a, win_b=1 - judge_a),
+    )
 
 
 def test_win_rates_and_covariance_equal_explicit_sums() -> None:
@@ -126,8 +129,9 @@ def test_ppr_with_lambda_zero_is_human_only_and_with_one_is_plain_ppi() -> None:
     np.testing.assert_allclose(zero.sigma, base.sigma, atol=1e-15)
     one = ppr_win_rates(human, judge, unl, 3, lam=1.0)
     np.testing.assert_allclose(one.theta, win_rates(unl, 3).theta + base.theta - win_rates(judge, 3).theta)
-    rect = Battles(model_a=human.model_a, model_b=human.model_b, win_a=human.win_a - judge.win_a,
-                   win_b=human.win_b - judge.win_b)
+    rect = Battles(
+        model_a=human.model_a, model_b=human.model_b, win_a=human.win_a - judge.win_a, win_b=human.win_b - judge.win_b
+    )
     np.testing.assert_allclose(one.sigma, win_rates(unl, 3).sigma + win_rates(rect, 3).sigma, atol=1e-15)
     tuned = ppr_win_rates(human, judge, unl, 3)
     assert 0 < tuned.lam <= 1  # a judge right 80% of the time is worth something

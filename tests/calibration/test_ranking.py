@@ -351,8 +351,9 @@ def test_refusals_read_exactly() -> None:
     # (l2 = 0.01), so the step is (-a, a) with 0.52 a = 0.5: max-norm 0.9615...
     with pytest.raises(ConvergenceError) as caught:
         rank_bradley_terry(t, max_iter=1)
-    assert str(caught.value) == ("Bradley-Terry did not converge in max_iter=1 Newton steps: last step max-norm "
-                                 "0.962 >= tol=1e-10")
+    assert str(caught.value) == (
+        "Bradley-Terry did not converge in max_iter=1 Newton steps: last step max-norm 0.962 >= tol=1e-10"
+    )
     assert rank_bradley_terry(t, l2=1).scores["A"] > 0  # an int l2 is accepted
 
 
@@ -386,8 +387,9 @@ def test_bradley_terry_with_no_step_allowed_reports_an_infinite_last_step() -> N
     t = build_tournament(["A", "B"], [PairwiseVerdict(first="A", second="B", outcome="first")])
     with pytest.raises(ConvergenceError) as caught:
         rank_bradley_terry(t, max_iter=0)
-    assert str(caught.value) == ("Bradley-Terry did not converge in max_iter=0 Newton steps: last step max-norm "
-                                 "inf >= tol=1e-10")
+    assert str(caught.value) == (
+        "Bradley-Terry did not converge in max_iter=0 Newton steps: last step max-norm inf >= tol=1e-10"
+    )
 
 
 def test_bradley_terry_returns_the_newton_update_of_its_last_iterate() -> None:
@@ -419,11 +421,14 @@ def test_a_transitive_majority_of_six_is_placed_slot_by_slot() -> None:
     assert ranking.scores == {"c0": 2.0, "c1": 5.0, "c2": 0.0, "c3": 4.0, "c4": 1.0, "c5": 3.0}
 
 
-@pytest.mark.parametrize(("status", "message"), [
-    (-1, "CBC reported the MFAS linear ordering problem infeasible"),
-    (0, "CBC did not solve the MFAS linear ordering problem: status 'Not Solved'"),
-    (-3, "CBC did not solve the MFAS linear ordering problem: status 'Undefined'"),
-])
+@pytest.mark.parametrize(
+    ("status", "message"),
+    [
+        (-1, "CBC reported the MFAS linear ordering problem infeasible"),
+        (0, "CBC did not solve the MFAS linear ordering problem: status 'Not Solved'"),
+        (-3, "CBC did not solve the MFAS linear ordering problem: status 'Undefined'"),
+    ],
+)
 def test_a_solver_failure_is_reported(monkeypatch: pytest.MonkeyPatch, status: int, message: str) -> None:
     # fault injection: the solver answers this status for the first (cyclic, so solver-bound) problem
     import pulp

@@ -72,8 +72,9 @@ def test_best_case_document_count_is_the_smallest_that_can_reject() -> None:
         assert not betting_test(*fewer, alpha=alpha, delta=0.05, max_group_size=16).rejected
 
 
-def _exact_rejection_probability(types: list[tuple[int, int]], weights: list[float], n_docs: int, alpha: float,
-                                 delta: float, bound: str) -> float:
+def _exact_rejection_probability(
+    types: list[tuple[int, int]], weights: list[float], n_docs: int, alpha: float, delta: float, bound: str
+) -> float:
     """P(reject) when n_docs documents are drawn iid from a law on (errors, accepted) types: exact enumeration."""
     total = 0.0
     for draw in itertools.product(range(len(types)), repeat=n_docs):
@@ -94,8 +95,9 @@ _NULL_LAWS = [
 
 
 @pytest.mark.parametrize(("types", "weights"), _NULL_LAWS)
-def test_betting_test_has_exact_level_at_most_delta_under_clustered_nulls(types: list[tuple[int, int]],
-                                                                         weights: list[float]) -> None:
+def test_betting_test_has_exact_level_at_most_delta_under_clustered_nulls(
+    types: list[tuple[int, int]], weights: list[float]
+) -> None:
     assert sum(weights) == pytest.approx(1)
     e_mean = sum(w * t[0] for t, w in zip(types, weights, strict=True))
     a_mean = sum(w * t[1] for t, w in zip(types, weights, strict=True))
@@ -152,8 +154,10 @@ def _fixed_sequence_failure(n1: int, n2: int, p1: float, p2: float, alpha: float
     for k1 in range(n1 + 1):
         for k2 in range(n2 + 1):
             probability = binom.pmf(k1, n1, p1) * binom.pmf(k2, n2, p2)
-            steps = [clopper_pearson_upper(k1, n1, delta) <= alpha,
-                     clopper_pearson_upper(k1 + k2, n1 + n2, delta) <= alpha]
+            steps = [
+                clopper_pearson_upper(k1, n1, delta) <= alpha,
+                clopper_pearson_upper(k1 + k2, n1 + n2, delta) <= alpha,
+            ]
             accepted = _brute_force_fixed_sequence([0.0 if s else 1.0 for s in steps], 0.5)
             risk = {0: 0.0, 1: risk_first, 2: risk_both}[accepted]
             if risk > alpha:

@@ -10,11 +10,22 @@ from calibration.kind_fit import KindData, fit_kind
 from calibration.selection import QUALIFY_CHECKS, MethodEvidence, choose_method, qualifies
 
 
-def _evidence(method: str, *, size: float, coverage: float = 0.92, p5: float = 0.90, label: float = 0.88,
-              bins: float = 0.88) -> MethodEvidence:
-    return MethodEvidence(method=method, alpha=0.1, n_evaluations=10, mean_coverage=coverage, p5_coverage=p5,
-                          min_label_coverage=label, min_bin_coverage=bins, mean_set_size=size,
-                          non_interval_share=0.0, full_scale_share=0.0, empty_share=0.0)
+def _evidence(
+    method: str, *, size: float, coverage: float = 0.92, p5: float = 0.90, label: float = 0.88, bins: float = 0.88
+) -> MethodEvidence:
+    return MethodEvidence(
+        method=method,
+        alpha=0.1,
+        n_evaluations=10,
+        mean_coverage=coverage,
+        p5_coverage=p5,
+        min_label_coverage=label,
+        min_bin_coverage=bins,
+        mean_set_size=size,
+        non_interval_share=0.0,
+        full_scale_share=0.0,
+        empty_share=0.0,
+    )
 
 
 def test_each_check_decides_only_its_own_condition() -> None:
@@ -39,8 +50,14 @@ def test_fit_kind_passes_the_checks_to_selection_and_to_the_served_recipe() -> N
     rng = np.random.default_rng(4)
     labels = rng.choice(np.arange(1, 6), size=480, p=[0.04, 0.06, 0.1, 0.2, 0.6])
     scores = np.clip(labels + rng.integers(-1, 2, labels.size), 1, 5)
-    data = KindData(kind="score", labels=labels, judge_scores=scores, probabilities=None,
-                    groups=np.repeat(np.arange(60), 8), n_labels=5)
+    data = KindData(
+        kind="score",
+        labels=labels,
+        judge_scores=scores,
+        probabilities=None,
+        groups=np.repeat(np.arange(60), 8),
+        n_labels=5,
+    )
     options = dict(alphas=[0.1], delta=0.05, report_alphas=[0.1], n_splits=3, selection_repeats=2, nested_repeats=1)
     full = fit_kind(data, **options)
     relaxed = fit_kind(data, **options, qualify_checks=("mean",))

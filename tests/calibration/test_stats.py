@@ -337,8 +337,9 @@ def test_covariate_refusals_word_for_word_and_float_labels():
     assert str(refused.value) == "covariates must be a sequence of covariate columns, not a string"
     with pytest.raises(CalibrationError) as refused:
         partial_correlation(x, y, ["abcdef"])
-    assert str(refused.value) == ("covariates[0] is a string ('abcdef'); pass a list of columns, e.g. [model_names] "
-                                  "rather than model_names")
+    assert str(refused.value) == (
+        "covariates[0] is a string ('abcdef'); pass a list of columns, e.g. [model_names] rather than model_names"
+    )
     with pytest.raises(CalibrationError) as refused:
         partial_correlation(x, y, [[0.5, 0.5, float("nan"), 1.5, 1.5, 1.5]])
     assert str(refused.value) == "covariates[0] has a missing label (nan) at row 2"
@@ -378,8 +379,9 @@ def test_a_y_the_covariates_explain_is_refused_by_name_and_one_degree_of_freedom
     y = [1234567.891, 1234567.891, 2345678.912, 2345678.912, 3456789.123, 3456789.123]  # a function of the group
     with pytest.raises(CalibrationError) as refused:
         partial_correlation(x, y, groups)
-    assert str(refused.value) == ("y is fully explained by the covariates (all residuals are zero): partial "
-                                  "correlation undefined")
+    assert str(refused.value) == (
+        "y is fully explained by the covariates (all residuals are zero): partial correlation undefined"
+    )
     # n = 4, two levels: k = 1, df = 4 - 2 - 1 = 1, the least the t-test needs
     result = partial_correlation([1.0, 2.0, 4.0, 3.0], [2.0, 1.0, 3.0, 5.0], [["a", "a", "b", "b"]])
     assert result.n == 4 and -1.0 <= result.statistic <= 1.0 and 0.0 <= result.p_value <= 1.0
@@ -394,8 +396,9 @@ def test_kendall_statistic_reads_unsigned_integers_as_numbers():
     for x, y in (([1.0], [2.0]), ([1.0, 2.0], [1.0, 2.0, 3.0]), ([[1.0, 2.0]], [[2.0, 1.0]])):
         with pytest.raises(CalibrationError) as refused:
             kendall_tau_b_statistic(x, y)
-        assert str(refused.value) == (f"x and y must be 1-D of equal length >= 2, got shapes {np.shape(x)} and "
-                                      f"{np.shape(y)}")
+        assert str(refused.value) == (
+            f"x and y must be 1-D of equal length >= 2, got shapes {np.shape(x)} and {np.shape(y)}"
+        )
 
 
 def test_a_nearly_explained_y_far_from_zero_is_not_refused_and_a_shift_changes_nothing():

@@ -46,8 +46,15 @@ def _artifact(entries=None, defaults=None, **overrides) -> ThresholdsArtifact:
                 )
                 entries.append(
                     ThresholdEntry(
-                        judge="j", prompt_family="geval", criterion="coherence", method=method, alpha=alpha,
-                        fitted=fitted, heldout_coverage=0.91, heldout_coverage_std=0.01, heldout_set_size=3.2,
+                        judge="j",
+                        prompt_family="geval",
+                        criterion="coherence",
+                        method=method,
+                        alpha=alpha,
+                        fitted=fitted,
+                        heldout_coverage=0.91,
+                        heldout_coverage_std=0.01,
+                        heldout_set_size=3.2,
                         n_splits=20,
                     )
                 )
@@ -154,8 +161,12 @@ def test_a_future_format_of_another_shape_is_refused_by_its_version(tmp_path):
         load_artifact(path)
     assert str(refused.value) == f"{path}: format_version 3 is not supported (this code reads 1, 2)"
     # a readable version in a wrong shape, a version that is not an integer, or no object at all: wrong shape
-    for body in ({"format_version": 2, "entries": "nope"}, {"format_version": "3", "entries": "nope"}, [3],
-                 {"entries": "nope"}):
+    for body in (
+        {"format_version": 2, "entries": "nope"},
+        {"format_version": "3", "entries": "nope"},
+        [3],
+        {"entries": "nope"},
+    ):
         with pytest.raises(ArtifactError) as refused:
             decode_artifact(json.dumps(body).encode(), source="s.json")
         assert str(refused.value).startswith("s.json: not a thresholds artifact: "), body
@@ -167,8 +178,9 @@ def test_an_unreadable_path_names_the_file_and_the_reason(tmp_path):
     assert str(refused.value) == f"{tmp_path}: cannot read thresholds file: Is a directory"
     with pytest.raises(ArtifactError) as missing:
         load_artifact(tmp_path / "nowhere.json")
-    assert str(missing.value) == (f"{tmp_path / 'nowhere.json'}: thresholds file not found (run `make calibrate` "
-                                  "to write it)")
+    assert str(missing.value) == (
+        f"{tmp_path / 'nowhere.json'}: thresholds file not found (run `make calibrate` to write it)"
+    )
 
 
 def test_the_encoding_is_indented_by_one_space_and_ends_with_a_newline():
@@ -176,14 +188,18 @@ def test_the_encoding_is_indented_by_one_space_and_ends_with_a_newline():
     assert encode_artifact(artifact) == (
         b'{\n "format_version": 2,\n "created_at": "2026-11-29T00:00:00Z",\n "code_version": "test",\n'
         b' "data_hash": "' + b"0" * 64 + b'",\n "label_scale": [\n  1,\n  2,\n  3,\n  4,\n  5\n ],\n'
-        b' "entries": [],\n "default_methods": [],\n "source": "",\n "decision_rules": []\n}\n')
+        b' "entries": [],\n "default_methods": [],\n "source": "",\n "decision_rules": []\n}\n'
+    )
     assert decode_artifact(encode_artifact(artifact)) == artifact
 
 
 def test_index_listings():
     entries = _artifact().entries
-    moved = [msgspec.structs.replace(entry, prompt_family="paper", criterion="fluency")
-             for entry in entries if entry.method == "residual"]
+    moved = [
+        msgspec.structs.replace(entry, prompt_family="paper", criterion="fluency")
+        for entry in entries
+        if entry.method == "residual"
+    ]
     other = [msgspec.structs.replace(entry, judge="k", criterion="relevance") for entry in entries[:2]]
     index = ThresholdIndex(_artifact(entries=entries + moved + other))
     assert index.entries() == entries + moved + other
@@ -267,26 +283,34 @@ def _refusal(entry: ThresholdEntry) -> str:
 
 
 # One broken field at a time, each refused with its rule's message, written out by hand from validate_artifact.
-@pytest.mark.parametrize(("method", "alpha", "entry_change", "fitted_change", "message"), [
-    ("residual", 0.1, {"method": "magic"}, {}, "unknown method 'magic'"),
-    ("lac", 0.1, {"input_kind": "score"}, {}, "method 'lac' cannot be fitted on input kind 'score'"),
-    ("residual", 0.1, {"input_kind": "tokens"}, {}, "method 'residual' cannot be fitted on input kind 'tokens'"),
-    ("residual", 0.1, {"alpha": 0.0}, {"alpha": 0.0}, "alpha must lie in (0, 1) and equal fitted.alpha (0.0)"),
-    ("residual", 0.1, {"alpha": 1.0}, {"alpha": 1.0}, "alpha must lie in (0, 1) and equal fitted.alpha (1.0)"),
-    ("residual", 0.1, {"alpha": 1.5}, {"alpha": 1.5}, "alpha must lie in (0, 1) and equal fitted.alpha (1.5)"),
-    ("residual", 0.1, {}, {"alpha": 0.15}, "alpha must lie in (0, 1) and equal fitted.alpha (0.15)"),
-    ("residual", 0.1, {}, {"n_labels": 1}, "fitted.n_labels 1 must lie in 2..5 (the label scale)"),
-    ("residual", 0.1, {}, {"n_labels": 6}, "fitted.n_labels 6 must lie in 2..5 (the label scale)"),
-    ("residual", 0.1, {}, {"n_cal": 0}, "calibration size 0 must be at least 1"),
-    ("residual", 0.1, {}, {"threshold": float("inf")}, "threshold inf is not finite (use null for the full scale)"),
-    ("residual", 0.1, {}, {"threshold": float("nan")}, "threshold nan is not finite (use null for the full scale)"),
-    ("mondrian_residual", 0.1, {}, {"group_thresholds": None}, "mondrian_residual needs group_thresholds"),
-    ("label_conditional", 0.1, {}, {"group_thresholds": None}, "label_conditional needs group_thresholds"),
-    ("learned_lac", 0.1, {}, {"learned_matrix": None}, "learned_lac needs a 5x5 learned_matrix"),
-    ("learned_lac", 0.1, {}, {"learned_matrix": [[0.2] * 5] * 4}, "learned_lac needs a 5x5 learned_matrix"),
-    ("learned_lac", 0.1, {}, {"learned_matrix": [[0.2] * 5] * 4 + [[0.25] * 4]},
-     "learned_lac needs a 5x5 learned_matrix"),
-])
+@pytest.mark.parametrize(
+    ("method", "alpha", "entry_change", "fitted_change", "message"),
+    [
+        ("residual", 0.1, {"method": "magic"}, {}, "unknown method 'magic'"),
+        ("lac", 0.1, {"input_kind": "score"}, {}, "method 'lac' cannot be fitted on input kind 'score'"),
+        ("residual", 0.1, {"input_kind": "tokens"}, {}, "method 'residual' cannot be fitted on input kind 'tokens'"),
+        ("residual", 0.1, {"alpha": 0.0}, {"alpha": 0.0}, "alpha must lie in (0, 1) and equal fitted.alpha (0.0)"),
+        ("residual", 0.1, {"alpha": 1.0}, {"alpha": 1.0}, "alpha must lie in (0, 1) and equal fitted.alpha (1.0)"),
+        ("residual", 0.1, {"alpha": 1.5}, {"alpha": 1.5}, "alpha must lie in (0, 1) and equal fitted.alpha (1.5)"),
+        ("residual", 0.1, {}, {"alpha": 0.15}, "alpha must lie in (0, 1) and equal fitted.alpha (0.15)"),
+        ("residual", 0.1, {}, {"n_labels": 1}, "fitted.n_labels 1 must lie in 2..5 (the label scale)"),
+        ("residual", 0.1, {}, {"n_labels": 6}, "fitted.n_labels 6 must lie in 2..5 (the label scale)"),
+        ("residual", 0.1, {}, {"n_cal": 0}, "calibration size 0 must be at least 1"),
+        ("residual", 0.1, {}, {"threshold": float("inf")}, "threshold inf is not finite (use null for the full scale)"),
+        ("residual", 0.1, {}, {"threshold": float("nan")}, "threshold nan is not finite (use null for the full scale)"),
+        ("mondrian_residual", 0.1, {}, {"group_thresholds": None}, "mondrian_residual needs group_thresholds"),
+        ("label_conditional", 0.1, {}, {"group_thresholds": None}, "label_conditional needs group_thresholds"),
+        ("learned_lac", 0.1, {}, {"learned_matrix": None}, "learned_lac needs a 5x5 learned_matrix"),
+        ("learned_lac", 0.1, {}, {"learned_matrix": [[0.2] * 5] * 4}, "learned_lac needs a 5x5 learned_matrix"),
+        (
+            "learned_lac",
+            0.1,
+            {},
+            {"learned_matrix": [[0.2] * 5] * 4 + [[0.25] * 4]},
+            "learned_lac needs a 5x5 learned_matrix",
+        ),
+    ],
+)
 def test_each_validation_rule_refuses_with_its_message(method, alpha, entry_change, fitted_change, message):
     entry = _with_fitted(msgspec.structs.replace(_by_method(method, alpha), **entry_change), **fitted_change)
     where = f"<artifact>: entries[1] (j, geval, coherence, {entry.method}, alpha={entry.alpha})"
@@ -295,21 +319,35 @@ def test_each_validation_rule_refuses_with_its_message(method, alpha, entry_chan
 
 def test_the_edges_of_each_rule_are_accepted():
     # one calibration item, no finite threshold (the full scale), alpha just inside (0, 1)
-    edges = [_with_fitted(_by_method("residual", 0.1), n_cal=1, threshold=None),
-             _with_fitted(msgspec.structs.replace(_by_method("lac", 0.1), alpha=0.999), alpha=0.999),
-             _with_fitted(msgspec.structs.replace(_by_method("aps", 0.1), alpha=1e-6), alpha=1e-6)]
+    edges = [
+        _with_fitted(_by_method("residual", 0.1), n_cal=1, threshold=None),
+        _with_fitted(msgspec.structs.replace(_by_method("lac", 0.1), alpha=0.999), alpha=0.999),
+        _with_fitted(msgspec.structs.replace(_by_method("aps", 0.1), alpha=1e-6), alpha=1e-6),
+    ]
     validate_artifact(_artifact(entries=edges, defaults=[]))
     with pytest.raises(ArtifactError) as refused:
-        validate_artifact(_artifact(defaults=[DefaultMethod(judge="j", prompt_family="geval", criterion="coherence",
-                                                            method="lac", input_kind="score")]))
-    assert str(refused.value) == ("<artifact>: default method 'lac' for (j, geval, coherence, score verdicts) has no "
-                                  "entry")
-
+        validate_artifact(
+            _artifact(
+                defaults=[
+                    DefaultMethod(
+                        judge="j", prompt_family="geval", criterion="coherence", method="lac", input_kind="score"
+                    )
+                ]
+            )
+        )
+    assert str(refused.value) == (
+        "<artifact>: default method 'lac' for (j, geval, coherence, score verdicts) has no entry"
+    )
 
 
 def test_kinds_ids_and_level_rounding():
     assert [derived_kind(m) for m in ("residual", "lac", "aps", "mondrian_residual", "ordinal")] == [
-        "score", "probabilities", "probabilities", "score", "probabilities"]
+        "score",
+        "probabilities",
+        "probabilities",
+        "score",
+        "probabilities",
+    ]
     artifact = _artifact()
     index = ThresholdIndex(artifact)
     assert index.calibration_id == artifact_id(artifact)

@@ -314,29 +314,61 @@ def test_all_lists_the_public_names() -> None:
 @pytest.mark.parametrize(
     ("call", "error", "message"),
     [
-        (lambda: build_tournament(["A"], []), EmptyCalibrationError,
-         "a tournament needs at least 2 candidates, got 1: ['A']"),
-        (lambda: build_tournament(["A", 3], []), CalibrationError,
-         "candidate ids must be strings, got 3 at position 1"),
-        (lambda: build_tournament(["A", "B", "A"], []), CalibrationError,
-         "duplicate candidate id 'A' at positions 0 and 2; candidate ids must be unique"),
-        (lambda: build_tournament(["A", "B"], [verdict("A", "B", "first"), verdict("A", "Z", "first")]),
-         UnknownCandidateError, "verdict 1 names unknown candidate 'Z'; known candidates: ['A', 'B']"),
-        (lambda: build_tournament(["A", "B"], [verdict("Z", "A", "first")]),
-         UnknownCandidateError, "verdict 0 names unknown candidate 'Z'; known candidates: ['A', 'B']"),
-        (lambda: build_tournament(["A", "B"], [verdict("A", "B", "tie"), verdict("B", "B", "first")]),
-         SelfComparisonError,
-         "verdict 1 compares candidate 'B' with itself; a pairwise verdict needs two different candidates"),
-        (lambda: build_tournament(["A", "B"], [verdict("A", "B", "draw")]), CalibrationError,
-         "verdict 0 has outcome 'draw'; it must be one of 'first', 'second', 'tie'"),
-        (lambda: position_consistency([verdict("A", "B", "first"), verdict("A", "A", "first")]), SelfComparisonError,
-         "verdict 1 compares candidate 'A' with itself; a pairwise verdict needs two different candidates"),
-        (lambda: position_consistency([verdict("A", "B", "first"), verdict("A", "B", "draw")]), CalibrationError,
-         "verdict 1 has outcome 'draw'; it must be one of 'first', 'second', 'tie'"),
-        (lambda: summarize_violation_rates([0.1, 1.5]), CalibrationError,
-         "violation rate 1.5 at position 1 is not in [0, 1]"),
-        (lambda: summarize_violation_rates([]), EmptyCalibrationError,
-         "summarize_violation_rates needs at least one violation rate, got none"),
+        (
+            lambda: build_tournament(["A"], []),
+            EmptyCalibrationError,
+            "a tournament needs at least 2 candidates, got 1: ['A']",
+        ),
+        (
+            lambda: build_tournament(["A", 3], []),
+            CalibrationError,
+            "candidate ids must be strings, got 3 at position 1",
+        ),
+        (
+            lambda: build_tournament(["A", "B", "A"], []),
+            CalibrationError,
+            "duplicate candidate id 'A' at positions 0 and 2; candidate ids must be unique",
+        ),
+        (
+            lambda: build_tournament(["A", "B"], [verdict("A", "B", "first"), verdict("A", "Z", "first")]),
+            UnknownCandidateError,
+            "verdict 1 names unknown candidate 'Z'; known candidates: ['A', 'B']",
+        ),
+        (
+            lambda: build_tournament(["A", "B"], [verdict("Z", "A", "first")]),
+            UnknownCandidateError,
+            "verdict 0 names unknown candidate 'Z'; known candidates: ['A', 'B']",
+        ),
+        (
+            lambda: build_tournament(["A", "B"], [verdict("A", "B", "tie"), verdict("B", "B", "first")]),
+            SelfComparisonError,
+            "verdict 1 compares candidate 'B' with itself; a pairwise verdict needs two different candidates",
+        ),
+        (
+            lambda: build_tournament(["A", "B"], [verdict("A", "B", "draw")]),
+            CalibrationError,
+            "verdict 0 has outcome 'draw'; it must be one of 'first', 'second', 'tie'",
+        ),
+        (
+            lambda: position_consistency([verdict("A", "B", "first"), verdict("A", "A", "first")]),
+            SelfComparisonError,
+            "verdict 1 compares candidate 'A' with itself; a pairwise verdict needs two different candidates",
+        ),
+        (
+            lambda: position_consistency([verdict("A", "B", "first"), verdict("A", "B", "draw")]),
+            CalibrationError,
+            "verdict 1 has outcome 'draw'; it must be one of 'first', 'second', 'tie'",
+        ),
+        (
+            lambda: summarize_violation_rates([0.1, 1.5]),
+            CalibrationError,
+            "violation rate 1.5 at position 1 is not in [0, 1]",
+        ),
+        (
+            lambda: summarize_violation_rates([]),
+            EmptyCalibrationError,
+            "summarize_violation_rates needs at least one violation rate, got none",
+        ),
     ],
 )
 def test_refusals_read_exactly(call, error, message) -> None:
@@ -348,14 +380,26 @@ def test_refusals_read_exactly(call, error, message) -> None:
 def test_rate_edges_and_summary_fields() -> None:
     summary = summarize_violation_rates([0.0, 1.0, 0.25, 0.5])
     assert (summary.mean, summary.share_with_cycle, summary.max, summary.median, summary.n_inputs) == (
-        0.4375, 0.75, 1.0, 0.375, 4)
+        0.4375,
+        0.75,
+        1.0,
+        0.375,
+        4,
+    )
     assert summarize_violation_rates([0.0]).share_with_cycle == 0.0
 
 
 def test_position_consistency_counts_every_tie_and_every_second_shown_win() -> None:
-    verdicts = [verdict("A", "B", "second"), verdict("A", "B", "second"), verdict("A", "B", "first"),
-                verdict("B", "A", "first"), verdict("B", "A", "first"),
-                verdict("A", "C", "tie"), verdict("A", "C", "tie"), verdict("C", "A", "tie")]
+    verdicts = [
+        verdict("A", "B", "second"),
+        verdict("A", "B", "second"),
+        verdict("A", "B", "first"),
+        verdict("B", "A", "first"),
+        verdict("B", "A", "first"),
+        verdict("A", "C", "tie"),
+        verdict("A", "C", "tie"),
+        verdict("C", "A", "tie"),
+    ]
     result = position_consistency(verdicts)
     # (A, B): B wins 2 of 3 shown second; (B, A): B wins shown first -> consistent; A-C: ties both ways -> consistent
     assert (result.n_pairs, result.n_pairs_both_orders, result.n_consistent, result.rate) == (2, 2, 2, 1.0)

@@ -50,20 +50,28 @@ def test_vectorised_and_single_item_paths_agree():
 def test_methods_per_kind():
     assert methods_for_kind("probabilities") == METHODS
     assert not set(methods_for_kind("score")) & PROBABILITY_METHODS
-    assert set(methods_for_kind("mean")) == {"residual", "residual_expected", "mondrian_residual", "learned_lac",
-                                             "label_conditional"}
+    assert set(methods_for_kind("mean")) == {
+        "residual",
+        "residual_expected",
+        "mondrian_residual",
+        "learned_lac",
+        "label_conditional",
+    }
     with pytest.raises(ValueError):
         methods_for_kind("tokens")
 
 
 # Exact values worked out by hand from the module's table: the two-point law puts 1 - (m - floor m) on floor m and
 # m - floor m on ceil m; the top of the scale is a point mass; the score is m rounded half up.
-@pytest.mark.parametrize(("mean", "row"), [
-    (1.0, [1.0, 0.0, 0.0, 0.0, 0.0]),
-    (2.25, [0.0, 0.75, 0.25, 0.0, 0.0]),
-    (4.5, [0.0, 0.0, 0.0, 0.5, 0.5]),
-    (5.0, [0.0, 0.0, 0.0, 0.0, 1.0]),
-])
+@pytest.mark.parametrize(
+    ("mean", "row"),
+    [
+        (1.0, [1.0, 0.0, 0.0, 0.0, 0.0]),
+        (2.25, [0.0, 0.75, 0.25, 0.0, 0.0]),
+        (4.5, [0.0, 0.0, 0.0, 0.5, 0.5]),
+        (5.0, [0.0, 0.0, 0.0, 0.0, 1.0]),
+    ],
+)
 def test_two_point_rows_by_hand(mean, row):
     assert two_point_probabilities(mean, 5) == pytest.approx(row, abs=1e-15)
     assert two_point_probabilities(3.0, 3) == [0.0, 0.0, 1.0]
@@ -73,8 +81,9 @@ def test_mean_kind_by_hand_on_both_paths():
     scores, rows = kind_inputs("mean", 5, means=np.array([1.5, 2.49, 5.0, 1.0]))
     assert scores.dtype == np.int64 and scores.tolist() == [2, 2, 5, 1]
     assert rows is not None and rows.shape == (4, 5)
-    assert rows == pytest.approx(np.array([[0.5, 0.5, 0, 0, 0], [0, 0.51, 0.49, 0, 0], [0, 0, 0, 0, 1],
-                                           [1, 0, 0, 0, 0]]), abs=1e-12)
+    assert rows == pytest.approx(
+        np.array([[0.5, 0.5, 0, 0, 0], [0, 0.51, 0.49, 0, 0], [0, 0, 0, 0, 1], [1, 0, 0, 0, 0]]), abs=1e-12
+    )
     empty_scores, empty_rows = kind_inputs("mean", 5, means=np.array([]))
     assert empty_scores.size == 0 and empty_rows is not None and empty_rows.shape == (0, 5)
     assert verdict_inputs("mean", 5, mean=3.5) == (4, [0.0, 0.0, 0.5, 0.5, 0.0])
@@ -94,12 +103,15 @@ def test_score_and_probability_kinds_by_hand():
     assert probs is not None and probs.tolist() == [vector, [0.6, 0.1, 0.1, 0.1, 0.1]]
 
 
-@pytest.mark.parametrize(("kind", "message"), [
-    ("score", "input kind 'score' needs judge scores"),
-    ("probabilities", "input kind 'probabilities' needs probabilities"),
-    ("mean", "input kind 'mean' needs mean_of_samples"),
-    ("tokens", "input kind 'tokens' is not one of score, probabilities, mean"),
-])
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("score", "input kind 'score' needs judge scores"),
+        ("probabilities", "input kind 'probabilities' needs probabilities"),
+        ("mean", "input kind 'mean' needs mean_of_samples"),
+        ("tokens", "input kind 'tokens' is not one of score, probabilities, mean"),
+    ],
+)
 def test_missing_inputs_are_refused_with_what_the_kind_needs(kind, message):
     with pytest.raises(ValueError) as vectorised:
         kind_inputs(kind, 5)
@@ -112,8 +124,13 @@ def test_missing_inputs_are_refused_with_what_the_kind_needs(kind, message):
 
 def test_methods_per_kind_in_core_order_and_the_refusals():
     assert methods_for_kind("score") == ("residual", "mondrian_residual", "learned_lac", "label_conditional")
-    assert methods_for_kind("mean") == ("residual", "residual_expected", "mondrian_residual", "learned_lac",
-                                        "label_conditional")
+    assert methods_for_kind("mean") == (
+        "residual",
+        "residual_expected",
+        "mondrian_residual",
+        "learned_lac",
+        "label_conditional",
+    )
     with pytest.raises(ValueError, match=r"^input kind 'tokens' is not one of score, probabilities, mean$"):
         methods_for_kind("tokens")
     with pytest.raises(ScoreOutOfRangeError, match=r"^mean_of_samples=0\.5 lies outside the label scale 1\.\.5$"):

@@ -56,11 +56,19 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         log_level="WARNING",
     )
     environ = {key: value for key, value in os.environ.items() if not key.startswith(("JOB", "WORKER", "JUDGES"))}
-    environ.update(THRESHOLDS_PATH=str(thresholds), REDIS_URL=REDIS_URL, JOB_QUEUE=queue, JOB_CHUNK_SIZE="4",
-                   ARTIFACTS_DIR=str(artifacts), LOG_LEVEL="WARNING", PYTHONPATH=str(REPO))
+    environ.update(
+        THRESHOLDS_PATH=str(thresholds),
+        REDIS_URL=REDIS_URL,
+        JOB_QUEUE=queue,
+        JOB_CHUNK_SIZE="4",
+        ARTIFACTS_DIR=str(artifacts),
+        LOG_LEVEL="WARNING",
+        PYTHONPATH=str(REPO),
+    )
     with open(folder / "worker.log", "wb") as log:
-        worker = subprocess.Popen([sys.executable, "-m", "service.worker"], cwd=REPO, env=environ, stdout=log,
-                                  stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "service.worker"], cwd=REPO, env=environ, stdout=log, stderr=subprocess.STDOUT
+        )
     try:
         with serve_in_thread(settings) as served:
             yield Service(served.url, API_KEY, ADMIN_KEY)

@@ -17,9 +17,20 @@ import pytest
 from conformal_judge_client import ApiError, AsyncClient, Client, RetryPolicy, TransportError
 from conformal_judge_client.retry import parse_retry_after
 
-STATUS = {"job_id": "j1", "status": "running", "n_items": 1, "n_done": 0, "n_failed": 0, "items_per_second": None,
-          "eta_s": None, "created_at": "2026-01-01T00:00:00Z", "started_at": None, "finished_at": None,
-          "status_url": "/v1/jobs/j1", "results_url": "/v1/jobs/j1/results"}
+STATUS = {
+    "job_id": "j1",
+    "status": "running",
+    "n_items": 1,
+    "n_done": 0,
+    "n_failed": 0,
+    "items_per_second": None,
+    "eta_s": None,
+    "created_at": "2026-01-01T00:00:00Z",
+    "started_at": None,
+    "finished_at": None,
+    "status_url": "/v1/jobs/j1",
+    "results_url": "/v1/jobs/j1/results",
+}
 DROP = "drop"
 
 
@@ -87,10 +98,21 @@ def test_503_is_retried_after_its_retry_after(scripted: Scripted) -> None:
 
 
 def test_429_of_a_post_is_retried_too(scripted: Scripted) -> None:
-    scripted.answers = [(429, {"Retry-After": "0"}, problem(429, "Too Many Requests")),
-                        (429, {"Retry-After": "0"}, problem(429, "Too Many Requests")),
-                        (202, {}, {"job_id": "j1", "status": "queued", "n_items": 1, "status_url": "/v1/jobs/j1",
-                                   "results_url": "/v1/jobs/j1/results"})]
+    scripted.answers = [
+        (429, {"Retry-After": "0"}, problem(429, "Too Many Requests")),
+        (429, {"Retry-After": "0"}, problem(429, "Too Many Requests")),
+        (
+            202,
+            {},
+            {
+                "job_id": "j1",
+                "status": "queued",
+                "n_items": 1,
+                "status_url": "/v1/jobs/j1",
+                "results_url": "/v1/jobs/j1/results",
+            },
+        ),
+    ]
     with Client(scripted.url) as client:
         accepted = client.submit_job([{"criterion": "relevance", "judge": "j", "judge_score": 3}])
     assert accepted.job_id == "j1" and [s[0] for s in scripted.seen] == ["POST"] * 3

@@ -28,14 +28,20 @@ from tests.service.conftest import STAND_IN
 pytestmark = pytest.mark.redis
 
 FAST_POLL = PollPolicy(initial_s=0.1, factor=1.5, max_s=1.0, page_size=3)
-CYCLE = {"criterion": "coherence", "preferences": [{"winner": "a", "loser": "b"}, {"winner": "b", "loser": "c"},
-                                                  {"winner": "c", "loser": "a"}]}
+CYCLE = {
+    "criterion": "coherence",
+    "preferences": [{"winner": "a", "loser": "b"}, {"winner": "b", "loser": "c"}, {"winner": "c", "loser": "a"}],
+}
 
 
 def item(i: int) -> dict[str, Any]:
     """The i-th caller-verdict item (criteria, scores and levels vary with i)."""
-    body: dict[str, Any] = {"criterion": "relevance" if i % 2 else "coherence", "judge": STAND_IN,
-                            "judge_score": 1 + i % 5, "item_id": f"doc-{i}"}
+    body: dict[str, Any] = {
+        "criterion": "relevance" if i % 2 else "coherence",
+        "judge": STAND_IN,
+        "judge_score": 1 + i % 5,
+        "item_id": f"doc-{i}",
+    }
     if i % 3 == 0:
         body["alpha"] = 0.2
     return body
@@ -43,8 +49,7 @@ def item(i: int) -> dict[str, Any]:
 
 def raw_post(service: Service, path: str, body: Any) -> httpx.Response:
     """The same request sent with plain httpx: what the service answers without the client."""
-    return httpx.post(service.url + path, json=body, headers={"Authorization": f"Bearer {service.api_key}"},
-                      timeout=60)
+    return httpx.post(service.url + path, json=body, headers={"Authorization": f"Bearer {service.api_key}"}, timeout=60)
 
 
 @pytest.fixture
@@ -167,9 +172,16 @@ def calibration_rows(n: int = 200) -> list[dict[str, Any]]:
     rows = []
     for i in range(n):
         human = int(rng.integers(1, 6))
-        rows.append({"item_id": f"i{i}", "criterion": "tone", "judge": "sampler", "human": human,
-                     "mean_of_samples": round(float(np.clip(human + rng.normal(0, 0.6), 1, 5)), 3),
-                     "group": f"d{i // 5}"})
+        rows.append(
+            {
+                "item_id": f"i{i}",
+                "criterion": "tone",
+                "judge": "sampler",
+                "human": human,
+                "mean_of_samples": round(float(np.clip(human + rng.normal(0, 0.6), 1, 5)), 3),
+                "group": f"d{i // 5}",
+            }
+        )
     return rows
 
 

@@ -71,8 +71,9 @@ def test_commands_are_the_service_entry_points(compose: dict[str, Any]) -> None:
     ("name", "override", "message"),
     [("api", {"PORT": "0"}, "PORT"), ("worker", {"REDIS_URL": ""}, "REDIS_URL")],
 )
-def test_each_command_runs_and_reads_its_settings(compose: dict[str, Any], name: str, override: dict[str, str],
-                                                  message: str) -> None:
+def test_each_command_runs_and_reads_its_settings(
+    compose: dict[str, Any], name: str, override: dict[str, str], message: str
+) -> None:
     """The command, run here with its compose environment and one setting spoiled, reaches the settings and
     refuses with status 2 naming the variable: the module is a real entry point that reads that environment."""
     service = compose["services"][name]

@@ -56,18 +56,18 @@ ALLOWED = {
     "python -m service": "blocks while serving; started as a process by tests/service/test_server.py",
     "python -m service.worker": "blocks; worker processes run in tests/service/jobs/test_worker.py",
     "schemathesis run": "minutes per run; the CLI runs against `python -m service` in "
-                        "tests/service/test_schemathesis_cli.py",
+    "tests/service/test_schemathesis_cli.py",
     "docker compose": "no Docker engine in the tests; compose.yaml is checked by tests/deploy/test_compose.py",
     "export": "sets the environment of the block's other commands",
     "pip install ./client": "installs the client package; `make install` installs it editable and tests/client "
-                            "runs it against the service (tests/client/test_service.py)",
+    "runs it against the service (tests/client/test_service.py)",
 }
 # Single examples (document, a fragment of the command) not run here, each with where it is exercised.
 ALLOWED_EXAMPLES = {
     ("docs/estimates.md", "localhost:8000/v1/rankings"): "abbreviated (`...`): rankings over HTTP with real "
-                                                            "battles run in tests/service/test_rankings_api.py",
+    "battles run in tests/service/test_rankings_api.py",
     ("docs/panels.md", '"panel": "jury"'): "needs PANELS_FILE and live judges; a configured panel named jury is "
-                                            "served against judge stand-ins in tests/service/test_panels.py",
+    "served against judge stand-ins in tests/service/test_panels.py",
 }
 ITEMS = [
     {"item_id": "doc7/sysB", "criterion": "relevance", "judge": "gpt-4o-mini-2024-07-18", "judge_score": 4},
@@ -273,8 +273,7 @@ def test_example(example: Example, served: ServedApp, workdir: Path, answers: di
         pytest.fail(f"{example.id}: {example.text!r} is neither run nor listed in ALLOWED / ALLOWED_EXAMPLES")
 
 
-def _run_curl(example: Example, words: list[str], served: ServedApp, workdir: Path,
-              answers: dict[str, str]) -> None:
+def _run_curl(example: Example, words: list[str], served: ServedApp, workdir: Path, answers: dict[str, str]) -> None:
     """Run the curl command against the served app; the answer must be 2xx."""
     urls = [i for i, word in enumerate(words) if HOST.match(word)]
     assert len(urls) == 1, f"{example.id}: expected one localhost URL in {words}"
@@ -304,15 +303,28 @@ def _check_module(example: Example, arguments: list[str]) -> None:
         assert (ROOT / path).is_file(), f"{example.id}: {path} does not exist"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     if module == "pytest":
-        done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", *rest], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest", "--collect-only", "-q", *rest],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert done.returncode == 0, f"{example.id}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         return
     subcommand = [rest[0]] if rest and not rest[0].startswith("-") else []
-    done = subprocess.run([sys.executable, "-m", module, *subcommand, "--help"], cwd=ROOT, env=env,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, f"{example.id}: `python -m {module} {' '.join(subcommand)} --help` failed: " \
-                                 f"{done.stderr[-2000:]}"
+    done = subprocess.run(
+        [sys.executable, "-m", module, *subcommand, "--help"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, (
+        f"{example.id}: `python -m {module} {' '.join(subcommand)} --help` failed: {done.stderr[-2000:]}"
+    )
     options = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", done.stdout))
     used = {match for word in rest for match in re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", word)}
     assert used <= options, f"{example.id}: options not accepted: {sorted(used - options)}"

@@ -269,9 +269,7 @@ class JudgeServer:
         if kind not in FAULTS:
             raise ValueError(f"unknown fault {kind!r}; known: {', '.join(FAULTS)}")
         with self._state.lock:
-            self._state.faults.extend(
-                _Fault(kind, retry_after_s, hang_s, size_bytes, drip_s) for _ in range(times)
-            )
+            self._state.faults.extend(_Fault(kind, retry_after_s, hang_s, size_bytes, drip_s) for _ in range(times))
 
     # -- observation -----------------------------------------------------------------------------------
     @property
@@ -356,8 +354,13 @@ class JudgeServer:
         if kind == "disconnect":
             return 0, {}, None
         if kind == "huge_reply":
-            return 200, {}, _Streamed(_padded_completion(self._completion(body, self._scripted(body)),
-                                                         fault.size_bytes), counted=True)
+            return (
+                200,
+                {},
+                _Streamed(
+                    _padded_completion(self._completion(body, self._scripted(body)), fault.size_bytes), counted=True
+                ),
+            )
         if kind == "slow_drip":
             data = json.dumps(self._completion(body, self._scripted(body))).encode()
             pieces = (data[i : i + 1] for i in range(len(data)))

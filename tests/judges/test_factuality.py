@@ -114,8 +114,7 @@ EXAMPLE_SUMMARY = "Maple Grove's council voted 7-2 on Tuesday to build a library
 
 def test_parse_generation_well_formed() -> None:
     reply = (
-        "1. Answer: Maple Grove's council | Question: Who voted?\n"
-        "2. Answer: Tuesday | Question: When was the vote?\n"
+        "1. Answer: Maple Grove's council | Question: Who voted?\n2. Answer: Tuesday | Question: When was the vote?\n"
     )
     parsed = parse_qa_generation(reply, summary=EXAMPLE_SUMMARY, n_questions=2)
     assert parsed.pairs == [

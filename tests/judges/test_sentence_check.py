@@ -27,8 +27,9 @@ SUMMARY = "Jane Holt opened the bridge on Sunday. It cost 12 million pounds. Cro
 
 
 def _reply(*categories: str, fence: bool = True) -> str:
-    body = json.dumps([{"sentence": f"s{i}", "category": c, "reason": f"because {i}"}
-                       for i, c in enumerate(categories)])
+    body = json.dumps(
+        [{"sentence": f"s{i}", "category": c, "reason": f"because {i}"} for i, c in enumerate(categories)]
+    )
     return f"```json\n{body}\n```" if fence else body
 
 
@@ -38,8 +39,11 @@ async def _run(config: JudgeConfig, **kwargs: object) -> SentenceFactuality:
 
 
 def test_split_sentences_rule() -> None:
-    assert split_sentences(SUMMARY) == ["Jane Holt opened the bridge on Sunday.", "It cost 12 million pounds.",
-                                        "Crowds cheered."]
+    assert split_sentences(SUMMARY) == [
+        "Jane Holt opened the bridge on Sunday.",
+        "It cost 12 million pounds.",
+        "Crowds cheered.",
+    ]
     assert split_sentences('He said "no." Then left!\nNext line  ') == ['He said "no."', "Then left!", "Next line"]
     assert split_sentences("gary bowyer left . he won .") == ["gary bowyer left .", "he won ."]
     assert split_sentences("   ") == []
@@ -81,15 +85,18 @@ def test_verdicts_score_and_evidence_over_http(judge_server: JudgeServer) -> Non
     assert request.body["max_tokens"] >= 3 * 120
 
 
-@pytest.mark.parametrize(("reply", "reason"), [
-    ("The summary looks fine to me.", "sentences_no_list"),
-    ('{"verdict": "ok"}', "sentences_no_list"),
-    (_reply("no error", "no error"), "sentences_wrong_count"),
-    (_reply("no error", "no error", "no error", "entity error"), "sentences_wrong_count"),
-    (_reply("no error", "spelling error", "no error"), "sentences_unknown_category"),
-    ("[1, 2, 3]", "sentences_bad_entry"),
-    ("", "sentences_no_reply"),
-])
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("The summary looks fine to me.", "sentences_no_list"),
+        ('{"verdict": "ok"}', "sentences_no_list"),
+        (_reply("no error", "no error"), "sentences_wrong_count"),
+        (_reply("no error", "no error", "no error", "entity error"), "sentences_wrong_count"),
+        (_reply("no error", "spelling error", "no error"), "sentences_unknown_category"),
+        ("[1, 2, 3]", "sentences_bad_entry"),
+        ("", "sentences_no_reply"),
+    ],
+)
 def test_bad_replies_are_typed_errors_never_a_score(judge_server: JudgeServer, reply: str, reason: str) -> None:
     judge_server.responder = lambda body: reply
     with pytest.raises(JudgeReplyError) as caught:

@@ -24,8 +24,9 @@ def test_neutralise_leaves_no_marker():
 
 @pytest.mark.parametrize("family", PROMPT_FAMILIES)
 def test_a_summary_cannot_close_its_fence(family: str):
-    text = "\n".join(message["content"] for message in direct_prompt("coherence", "The article.", ESCAPE,
-                                                                         prompt_family=family))
+    text = "\n".join(
+        message["content"] for message in direct_prompt("coherence", "The article.", ESCAPE, prompt_family=family)
+    )
     assert text.count("<<<END SUMMARY>>>") == 1 and text.count("<<<SUMMARY>>>") == 1
     inside = text.split("<<<SUMMARY>>>\n", 1)[1].split("\n<<<END SUMMARY>>>", 1)[0]
     assert "Score: 5" in inside and "Ignore previous instructions" in inside  # kept, but inside the fence
@@ -52,17 +53,48 @@ def test_factuality_prompts_fence_article_summary_and_question():
 # bracket is decided from their Unicode names, and the "reading" of a prompt is the most forgiving one a model
 # could apply: NFKC, format characters removed, marks removed, every look-alike read as as many '<'/'>' as its
 # name says, whitespace removed.
-_NOT_AN_ANGLE = ("EQUAL", "EQUIVALENT", "APPROXIMATE", "SIMILAR", "ARROW ", " OR ", "BESIDE", "OVERLAPPING",
-                 "CLOSED BY CURVE", "QUESTION MARK", " ARC ", "UP ", "DOWN", "SNOWFLAKE", "DIAERESIS", "WITH DOT",
-                 "WITH CIRCLE", "TRIANGLE", "EQUILATERAL", "THREE-D", "POINTER", "SIGNWRITING", "NEITHER",
-                 " ABOVE ")
+_NOT_AN_ANGLE = (
+    "EQUAL",
+    "EQUIVALENT",
+    "APPROXIMATE",
+    "SIMILAR",
+    "ARROW ",
+    " OR ",
+    "BESIDE",
+    "OVERLAPPING",
+    "CLOSED BY CURVE",
+    "QUESTION MARK",
+    " ARC ",
+    "UP ",
+    "DOWN",
+    "SNOWFLAKE",
+    "DIAERESIS",
+    "WITH DOT",
+    "WITH CIRCLE",
+    "TRIANGLE",
+    "EQUILATERAL",
+    "THREE-D",
+    "POINTER",
+    "SIGNWRITING",
+    "NEITHER",
+    " ABOVE ",
+)
 
 
 def _oracle_angle(char: str) -> tuple[str, int] | None:
     """(direction, width) of a character that reads as an angle bracket, from its Unicode name; else None."""
     name = unicodedata.name(char, "")
-    is_angle = any(key in name for key in ("LESS-THAN", "GREATER-THAN", "ANGLE BRACKET", "ANGLE QUOTATION",
-                                           "LEFT ARROWHEAD", "RIGHT ARROWHEAD"))
+    is_angle = any(
+        key in name
+        for key in (
+            "LESS-THAN",
+            "GREATER-THAN",
+            "ANGLE BRACKET",
+            "ANGLE QUOTATION",
+            "LEFT ARROWHEAD",
+            "RIGHT ARROWHEAD",
+        )
+    )
     if not is_angle or any(key in name for key in _NOT_AN_ANGLE) or unicodedata.category(char) in ("Mn", "Me", "Cf"):
         return None
     direction = "<" if ("LESS-THAN" in name or "LEFT" in name) and "GREATER-THAN" not in name else ">"
@@ -134,7 +166,8 @@ def test_every_angle_look_alike_is_escaped():
 
 
 _ALPHABET = st.sampled_from(
-    sorted(ORACLE_ANGLES) + list(" \n\t\u200b\u200d\u2060\ufeff\u202e\u2066\u00ad\u0301\u0338\u20d2\ufe0f")
+    sorted(ORACLE_ANGLES)
+    + list(" \n\t\u200b\u200d\u2060\ufeff\u202e\u2066\u00ad\u0301\u0338\u20d2\ufe0f")
     + list("ENDSUMARYendsumary\u0415\u0455\u041c")
 )
 

@@ -27,8 +27,22 @@ def run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, 
     out = tmp_path_factory.mktemp("calibrate") / "reports"
     stdout = io.StringIO()
     with contextlib.redirect_stdout(stdout):
-        status = main(["calibrate", "--data-dir", str(data_dir), "--out", str(out), "--thresholds",
-                       str(out / "thresholds.json"), "--splits", "4", "--seed", "0", "--no-progress"])
+        status = main(
+            [
+                "calibrate",
+                "--data-dir",
+                str(data_dir),
+                "--out",
+                str(out),
+                "--thresholds",
+                str(out / "thresholds.json"),
+                "--splits",
+                "4",
+                "--seed",
+                "0",
+                "--no-progress",
+            ]
+        )
     return status, stdout.getvalue(), out
 
 
@@ -69,17 +83,26 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     assert index.index("What the artifact serves") < index.index("Read first")
     validity = json.loads((out / "conformal" / "validity.json").read_text())
     assert len(validity["cells"]) == 24 + 8 and validity["delta"] == 0.05
-    summeval = [e for e in artifact.entries
-                if e.criterion != "faithfulness" and not is_panel_family(e.prompt_family)]
+    summeval = [e for e in artifact.entries if e.criterion != "faithfulness" and not is_panel_family(e.prompt_family)]
     # the issue-14 panel and its 10 sub-panels, 4 criteria each, input-matched (offline.studies.panels)
-    panels = {(d.judge, d.prompt_family, d.criterion) for d in artifact.default_methods
-              if is_panel_family(d.prompt_family)}
+    panels = {
+        (d.judge, d.prompt_family, d.criterion) for d in artifact.default_methods if is_panel_family(d.prompt_family)
+    }
     assert len(panels) == 44 and {d.kind for d in artifact.default_methods if is_panel_family(d.prompt_family)} == {
-        "mean"}
+        "mean"
+    }
     assert {e.input_kind for e in summeval} == {"score", "probabilities"}
     assert all(e.fitted.delta == 0.05 and e.heldout_coverage_p5 is not None for e in summeval)
-    assert len([d for d in artifact.default_methods
-                if d.criterion != "faithfulness" and not is_panel_family(d.prompt_family)]) == 24 + 8
+    assert (
+        len(
+            [
+                d
+                for d in artifact.default_methods
+                if d.criterion != "faithfulness" and not is_panel_family(d.prompt_family)
+            ]
+        )
+        == 24 + 8
+    )
     faithful = [e for e in artifact.entries if e.criterion == "faithfulness"]
     # direct/qa: uncalibrated until collected; the sentence-level cells under the validity rules (PAC, by article)
     assert {(e.prompt_family, e.input_kind) for e in faithful} == {("factuality_sentences", "score")}
@@ -103,8 +126,9 @@ def test_report_rebuilds_from_saved_summaries(run) -> None:
     assert (out / "conformal" / "width_error.png").read_bytes().startswith(PNG_MAGIC)
 
 
-def test_missing_data_directory_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_missing_data_directory_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.setenv("DATA_DIR", str(tmp_path / "nowhere"))
     assert main(["calibrate", "--out", str(tmp_path / "r")]) == 2
     assert "DATA_DIR" in capsys.readouterr().err
@@ -112,9 +136,19 @@ def test_missing_data_directory_is_a_clear_error(tmp_path: Path, monkeypatch: py
 
 
 def test_module_entry_point_and_collect_arguments() -> None:
-    result = subprocess.run([sys.executable, "-m", "offline", "collect", "--help"], capture_output=True, text=True,
-                            check=False, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-m", "offline", "collect", "--help"], capture_output=True, text=True, check=False, timeout=60
+    )
     assert result.returncode == 0
-    for flag in ("--judges-file", "--judge", "--task", "--repetitions", "--both-orders", "--limit", "--split",
-                 "--seed", "--store"):
+    for flag in (
+        "--judges-file",
+        "--judge",
+        "--task",
+        "--repetitions",
+        "--both-orders",
+        "--limit",
+        "--split",
+        "--seed",
+        "--store",
+    ):
         assert flag in result.stdout

@@ -40,13 +40,14 @@ def study(datasets):
 
 def test_mean_coverage_holds_in_every_cell_over_20_splits(study, datasets) -> None:
     n_probability = sum(d.probabilities is not None for d in datasets)
-    expected = (n_probability * len(METHODS) + (len(datasets) - n_probability) * len(SCORE_ONLY_METHODS)) * len(
-        ALPHAS
-    )
+    expected = (n_probability * len(METHODS) + (len(datasets) - n_probability) * len(SCORE_ONLY_METHODS)) * len(ALPHAS)
     assert n_probability == 8 and len(datasets) == 24  # gpt-4o-mini and qwen carry log-probs, 4 criteria each
     assert len(study.cells) == expected
-    below = [(c.judge, c.criterion, c.method, c.alpha, c.coverage) for c in study.cells
-             if c.coverage < 1 - c.alpha - COVERAGE_SLACK]
+    below = [
+        (c.judge, c.criterion, c.method, c.alpha, c.coverage)
+        for c in study.cells
+        if c.coverage < 1 - c.alpha - COVERAGE_SLACK
+    ]
     assert below == []
     assert all(c.n_splits == 20 for c in study.cells)
 
@@ -72,11 +73,18 @@ def test_bin_coverage_agrees_with_coverage_by_group_on_the_same_split(datasets) 
         # Split 0 rebuilt by hand: the same generator sequence as repeated_splits (permute, fit, predict).
         generator = np.random.default_rng([SEED, 0])
         order = generator.permutation(data.labels.size)
-        cal, test = order[: cell.n_cal], order[cell.n_cal:]
-        fitted = fit_conformal(cell.method, 0.1, data.labels[cal], judge_scores=data.judge_scores[cal],
-                               probabilities=data.probabilities[cal], rng=generator)
-        sets = predict_sets(fitted, judge_scores=data.judge_scores[test], probabilities=data.probabilities[test],
-                            rng=generator)
+        cal, test = order[: cell.n_cal], order[cell.n_cal :]
+        fitted = fit_conformal(
+            cell.method,
+            0.1,
+            data.labels[cal],
+            judge_scores=data.judge_scores[cal],
+            probabilities=data.probabilities[cal],
+            rng=generator,
+        )
+        sets = predict_sets(
+            fitted, judge_scores=data.judge_scores[test], probabilities=data.probabilities[test], rng=generator
+        )
         for bins, groups in ((cell.judge_score_bins, data.judge_scores), (cell.human_label_bins, data.labels)):
             expected = coverage_by_group(sets, data.labels[test], groups[test])
             assert [b.group for b in bins] == [g.group for g in expected]
@@ -91,8 +99,9 @@ def test_bin_coverage_agrees_with_coverage_by_group_on_the_same_split(datasets) 
 def test_width_error_spearman_has_one_observation_per_item(study, datasets) -> None:
     data = next(d for d in datasets if d.judge == "llama-2-70b-chat" and d.criterion == "consistency")
     cell = study.cell(data.judge, data.criterion, PAPER_METHOD, HEADLINE_ALPHA)
-    splits = repeated_splits(PAPER_METHOD, HEADLINE_ALPHA, data.labels, judge_scores=data.judge_scores,
-                             n_splits=20, seed=SEED)
+    splits = repeated_splits(
+        PAPER_METHOD, HEADLINE_ALPHA, data.labels, judge_scores=data.judge_scores, n_splits=20, seed=SEED
+    )
     # Independent recomputation: for every item, the mean of its set sizes over the splits that tested it.
     sizes: dict[int, list[int]] = {}
     for split in splits.splits:
@@ -112,8 +121,11 @@ def test_width_error_spearman_has_one_observation_per_item(study, datasets) -> N
 def test_default_methods_follow_the_stated_rule(study) -> None:
     assert len(study.default_methods) == 24
     for choice in study.default_methods:
-        cells = [c for c in study.cells if (c.judge, c.criterion) == (choice.judge, choice.criterion)
-                 and abs(c.alpha - HEADLINE_ALPHA) < 1e-9]
+        cells = [
+            c
+            for c in study.cells
+            if (c.judge, c.criterion) == (choice.judge, choice.criterion) and abs(c.alpha - HEADLINE_ALPHA) < 1e-9
+        ]
         qualifying = [c for c in cells if c.valid_coverage and c.keeps_bin_coverage]
         if qualifying:
             assert choice.set_size == min(c.set_size for c in qualifying)
@@ -142,11 +154,17 @@ def test_variance_decomposition_matches_least_squares_r2(study) -> None:
 
 def test_inter_judge_agreement_uses_common_items(study, datasets) -> None:
     assert len(study.inter_judge) == 15 * 4
-    pair = next(a for a in study.inter_judge if a.criterion == "fluency" and a.judge_a.startswith("gpt-4o")
-                and a.judge_b.startswith("qwen"))
+    pair = next(
+        a
+        for a in study.inter_judge
+        if a.criterion == "fluency" and a.judge_a.startswith("gpt-4o") and a.judge_b.startswith("qwen")
+    )
     assert pair.n_items == 1600
-    text_pair = next(a for a in study.inter_judge if a.judge_a == "gpt-3.5-turbo-0301" and
-                     a.judge_b == "llama-2-7b-chat" and a.criterion == "fluency")
+    text_pair = next(
+        a
+        for a in study.inter_judge
+        if a.judge_a == "gpt-3.5-turbo-0301" and a.judge_b == "llama-2-7b-chat" and a.criterion == "fluency"
+    )
     assert text_pair.n_items == 1199  # one llama-2-7b fluency reply is unreadable
     # One observation per common item tested in at least one of the 20 splits (missing one has odds 2**-20).
     assert text_pair.n_items - 2 <= text_pair.correlation.n <= text_pair.n_items
@@ -155,8 +173,20 @@ def test_inter_judge_agreement_uses_common_items(study, datasets) -> None:
 def test_summary_json_has_the_required_fields(study, tmp_path: Path) -> None:
     path = write_summary(study, tmp_path / "conformal" / "summary.json")
     raw = json.loads(path.read_text())
-    required = {"judge", "criterion", "alpha", "method", "coverage", "coverage_std", "set_size",
-                "spearman_width_error", "spearman_p_value", "spearman_n", "n_cal", "n_test"}
+    required = {
+        "judge",
+        "criterion",
+        "alpha",
+        "method",
+        "coverage",
+        "coverage_std",
+        "set_size",
+        "spearman_width_error",
+        "spearman_p_value",
+        "spearman_n",
+        "n_cal",
+        "n_test",
+    }
     assert raw["cells"] and all(required <= set(cell) for cell in raw["cells"])
     assert raw["n_splits"] == 20 and raw["seed"] == SEED
     assert {"default_methods", "headline", "inter_judge", "variance", "exclusions", "rules"} <= set(raw)

@@ -35,8 +35,9 @@ def test_cell_kinds_compute_features_as_the_service_does(recorded_cells) -> None
     kinds = {k.kind: k for k in cell_kinds(data)}
     assert set(kinds) == {"score", "probabilities"} and kinds["probabilities"].headline
     row = [float(p) for p in data.probabilities[7]]
-    assert kinds["probabilities"].data.features[7] == feature_of("expected_score", score=None, probabilities=row,
-                                                                  mean=None)
+    assert kinds["probabilities"].data.features[7] == feature_of(
+        "expected_score", score=None, probabilities=row, mean=None
+    )
     assert kinds["score"].data.features[7] == float(data.judge_scores[7])
     llama = cell_kinds(_cell(recorded_cells, "llama-2-7b-chat", "fluency"))
     assert [k.kind for k in llama] == ["score"] and llama[0].headline
@@ -44,9 +45,16 @@ def test_cell_kinds_compute_features_as_the_service_does(recorded_cells) -> None
 
 def test_served_is_decide_item_by_item(recorded_cells) -> None:
     cell = cell_kinds(_cell(recorded_cells, "gpt-4o-mini-2024-07-18", "relevance"))[1]
-    rule = fit_decision_rule(cell.data, judge=cell.judge, prompt_family=cell.prompt_family,
-                             criterion=cell.criterion, input_kind=cell.kind, feature=cell.feature, alphas=(0.2,),
-                             gates=())
+    rule = fit_decision_rule(
+        cell.data,
+        judge=cell.judge,
+        prompt_family=cell.prompt_family,
+        criterion=cell.criterion,
+        input_kind=cell.kind,
+        feature=cell.feature,
+        alphas=(0.2,),
+        gates=(),
+    )
     accepted, points = served(rule, cell.data.features, tolerance=2, alpha=0.2)
     for position in range(0, cell.data.features.size, 37):
         outcome = decide(rule, float(cell.data.features[position]), tolerance=2, accept_alpha=0.2)
@@ -57,8 +65,11 @@ def test_served_is_decide_item_by_item(recorded_cells) -> None:
 def test_study_lists_every_label_including_rare_coherence_ones(recorded_cells) -> None:
     data = [_cell(recorded_cells, "qwen2.5-72b-instruct", "coherence")]
     study = run_decision_study(data, n_splits=2, seed=0, resampling_draws=3)
-    labels = [r for r in study.labels if r.kind == "probabilities" and r.bound == "betting" and r.tolerance == 2
-              and r.accept_alpha == 0.1]
+    labels = [
+        r
+        for r in study.labels
+        if r.kind == "probabilities" and r.bound == "betting" and r.tolerance == 2 and r.accept_alpha == 0.1
+    ]
     assert [r.label for r in labels] == [1, 2, 3, 4, 5]
     counts = np.bincount(data[0].labels, minlength=6)[1:]
     # every label appears with its count (items per served half, over the splits): nothing pooled into a neighbour
@@ -67,18 +78,22 @@ def test_study_lists_every_label_including_rare_coherence_ones(recorded_cells) -
     assert {g.pass_threshold for g in study.gates} == {3}
     assert any(h.bound == "betting" and h.tolerance == 2 and h.accept_alpha == 0.1 for h in study.headlines)
     assert {(r.bound, r.accept_alpha, r.draws) for r in study.resampling} == {
-        (b, a, 3) for b in ("betting", "clopper_pearson_items") for a in (0.1, 0.2)}
+        (b, a, 3) for b in ("betting", "clopper_pearson_items") for a in (0.1, 0.2)
+    }
 
 
 def test_exported_rules_cover_every_cell_and_kind_and_validate(recorded_cells, tmp_path: Path) -> None:
     rules = export_rules(list(recorded_cells)[:2])
     assert [(r.criterion, r.input_kind) for r in rules] == [
-        (c.criterion, k.kind) for c in list(recorded_cells)[:2] for k in cell_kinds(c)]
+        (c.criterion, k.kind) for c in list(recorded_cells)[:2] for k in cell_kinds(c)
+    ]
     for rule in rules:
         assert {(c.tolerance, c.accept_alpha) for c in rule.certifications} == {
-            (t, a) for t in EXPORT_TOLERANCES for a in EXPORT_ALPHAS}
+            (t, a) for t in EXPORT_TOLERANCES for a in EXPORT_ALPHAS
+        }
         assert {(g.pass_threshold, g.accept_alpha) for g in rule.quality_gates} == {
-            (t, a) for t in EXPORT_GATES for a in EXPORT_ALPHAS}
+            (t, a) for t in EXPORT_GATES for a in EXPORT_ALPHAS
+        }
         assert all(c.bound == "betting" for c in rule.certifications)
     copy = tmp_path / "thresholds.json"
     shutil.copyfile(DEFAULT_THRESHOLDS, copy)
@@ -87,16 +102,20 @@ def test_exported_rules_cover_every_cell_and_kind_and_validate(recorded_cells, t
     after = load_artifact(copy)
     assert after.decision_rules == rules
     # nothing else moved: the file re-encodes to the same bytes once the rules are put back as they were
-    restored = encode_artifact(type(after)(**{**{f: getattr(after, f) for f in after.__struct_fields__},
-                                              "decision_rules": before.decision_rules}))
+    restored = encode_artifact(
+        type(after)(
+            **{**{f: getattr(after, f) for f in after.__struct_fields__}, "decision_rules": before.decision_rules}
+        )
+    )
     assert restored == encode_artifact(before)
 
 
 def test_shipped_decision_rules_equal_a_fresh_fit(recorded_cells) -> None:
     shipped = load_artifact(DEFAULT_THRESHOLDS)
     fresh = export_rules(list(recorded_cells))
-    assert shipped.decision_rules == fresh, \
+    assert shipped.decision_rules == fresh, (
         "stale: run `python -m offline decisions --write-rules artifact/thresholds.json`"
+    )
 
 
 def test_document_resampling_on_real_data_fails_at_most_delta(recorded_cells) -> None:
@@ -112,11 +131,24 @@ def test_document_resampling_on_real_data_fails_at_most_delta(recorded_cells) ->
     for draw in range(draws):
         chosen = rng.integers(0, doc_ids.size, size=doc_ids.size)
         index = np.concatenate([members[c] for c in chosen])
-        sample = DecisionData(labels=population.labels[index], features=population.features[index],
-                              groups=np.repeat(np.arange(chosen.size), [members[c].size for c in chosen]),
-                              n_labels=5)
-        rule = fit_decision_rule(sample, judge="j", prompt_family="p", criterion="c", input_kind="probabilities",
-                                 feature="expected_score", tolerances=(2,), alphas=(0.1,), gates=(), seed=draw)
+        sample = DecisionData(
+            labels=population.labels[index],
+            features=population.features[index],
+            groups=np.repeat(np.arange(chosen.size), [members[c].size for c in chosen]),
+            n_labels=5,
+        )
+        rule = fit_decision_rule(
+            sample,
+            judge="j",
+            prompt_family="p",
+            criterion="c",
+            input_kind="probabilities",
+            feature="expected_score",
+            tolerances=(2,),
+            alphas=(0.1,),
+            gates=(),
+            seed=draw,
+        )
         bins = rule.certifications[0].accepted_bins
         if not bins:
             continue

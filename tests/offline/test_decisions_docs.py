@@ -28,12 +28,36 @@ from offline.studies.decisions_docs import (
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def _row(judge: str, kind: str, tolerance: int, alpha: float, share: float, error: float | None,
-         certified: float | None, **changes: object) -> dict:
-    row = dict(judge=judge, prompt_family="f", criterion="coherence", kind=kind, headline=True, bound="betting",
-               signal="fit_error", cal_fraction=0.5, tolerance=tolerance, accept_alpha=alpha,
-               mean_accept_share=share, mean_error=error, pooled_error=error, share_ok=1.0, splits_accepting=3,
-               mean_certified_error=certified, failed_splits=0, reasons=[])
+def _row(
+    judge: str,
+    kind: str,
+    tolerance: int,
+    alpha: float,
+    share: float,
+    error: float | None,
+    certified: float | None,
+    **changes: object,
+) -> dict:
+    row = dict(
+        judge=judge,
+        prompt_family="f",
+        criterion="coherence",
+        kind=kind,
+        headline=True,
+        bound="betting",
+        signal="fit_error",
+        cal_fraction=0.5,
+        tolerance=tolerance,
+        accept_alpha=alpha,
+        mean_accept_share=share,
+        mean_error=error,
+        pooled_error=error,
+        share_ok=1.0,
+        splits_accepting=3,
+        mean_certified_error=certified,
+        failed_splits=0,
+        reasons=[],
+    )
     return row | changes
 
 
@@ -52,8 +76,17 @@ def _report() -> dict:
         _row("a", "probabilities", 2, 0.1, 0.9, 0.9, 0.9, cal_fraction=0.8),
     ]
     # the study's other tables ride along in the real file and are ignored
-    return {"seed": 0, "n_splits": 7, "delta": 0.05, "rules": {}, "rows": rows, "labels": [], "gates": [],
-            "headlines": [{"logprob_mean_accept_share": None}], "resampling": []}
+    return {
+        "seed": 0,
+        "n_splits": 7,
+        "delta": 0.05,
+        "rules": {},
+        "rows": rows,
+        "labels": [],
+        "gates": [],
+        "headlines": [{"logprob_mean_accept_share": None}],
+        "resampling": [],
+    }
 
 
 def _write_report(out: Path) -> Path:

@@ -47,14 +47,15 @@ def test_summeval_study_rows_and_served_rule(cells: list[MeanCell]) -> None:
         assert by[(criterion, 10, "served")].resamples == 60
         # at n = 10 the served interval is the betting one: never narrower than PPI++'s CLT interval on average
         assert by[(criterion, 10, "served")].mean_width > by[(criterion, 10, "ppi++")].mean_width
-        assert all(0 <= by[(criterion, n, m)].coverage <= 1 for n in (10, 60)
-                   for m in ("classical", "ppi++", "served"))
+        assert all(0 <= by[(criterion, n, m)].coverage <= 1 for n in (10, 60) for m in ("classical", "ppi++", "served"))
     gains = summeval_gains(rows)
-    assert set(gains) == {("gpt-4o-mini-2024-07-18", c, n) for c in ("coherence", "consistency", "fluency",
-                                                                     "relevance") for n in (10, 60)}
+    assert set(gains) == {
+        ("gpt-4o-mini-2024-07-18", c, n) for c in ("coherence", "consistency", "fluency", "relevance") for n in (10, 60)
+    }
     # the same seed gives the same rows
-    assert run_summeval_study(chosen[:1], ns=(10,), resamples=20, betting_resamples=5, seed=1) == \
-        run_summeval_study(chosen[:1], ns=(10,), resamples=20, betting_resamples=5, seed=1)
+    assert run_summeval_study(chosen[:1], ns=(10,), resamples=20, betting_resamples=5, seed=1) == run_summeval_study(
+        chosen[:1], ns=(10,), resamples=20, betting_resamples=5, seed=1
+    )
 
 
 def test_arena_loader_and_study(data_dir: Path) -> None:
@@ -77,11 +78,19 @@ def test_arena_loader_and_study(data_dir: Path) -> None:
 
 def test_markdown_figures_and_cli(tmp_path: Path, data_dir: Path, cells: list[MeanCell]) -> None:
     rows = run_summeval_study(cells[:2], ns=(10, 50), resamples=20, betting_resamples=5, seed=0)
-    arena, intervals, truth = run_arena_study(load_arena(data_dir), ns=(100, 300), alphas=(0.05, 0.2),
-                                              iterations=2)
-    study = EstimatesStudy(seed=0, alpha=0.05, rules={"r": "v"}, summeval=rows, summeval_resamples=20,
-                           betting_resamples=5, arena=arena, arena_intervals=intervals, arena_iterations=2,
-                           arena_truth=truth)
+    arena, intervals, truth = run_arena_study(load_arena(data_dir), ns=(100, 300), alphas=(0.05, 0.2), iterations=2)
+    study = EstimatesStudy(
+        seed=0,
+        alpha=0.05,
+        rules={"r": "v"},
+        summeval=rows,
+        summeval_resamples=20,
+        betting_resamples=5,
+        arena=arena,
+        arena_intervals=intervals,
+        arena_iterations=2,
+        arena_truth=truth,
+    )
     text = markdown(study)
     assert "## SummEval: coverage" in text and "effective sample gain" in text and "### ellipsoid" in text
     paths = write_estimates_study(study, tmp_path)
@@ -94,8 +103,9 @@ def test_markdown_figures_and_cli(tmp_path: Path, data_dir: Path, cells: list[Me
 
 def _partial_pearson(x: np.ndarray, y: np.ndarray, systems: list[str]) -> float:
     names = sorted(set(systems))
-    design = np.column_stack([np.ones(len(systems))] + [np.array([s == name for s in systems], dtype=float)
-                                                        for name in names[1:]])
+    design = np.column_stack(
+        [np.ones(len(systems))] + [np.array([s == name for s in systems], dtype=float) for name in names[1:]]
+    )
     rx = x - design @ np.linalg.lstsq(design, x, rcond=None)[0]
     ry = y - design @ np.linalg.lstsq(design, y, rcond=None)[0]
     return float(np.corrcoef(rx, ry)[0, 1])
@@ -124,7 +134,8 @@ def test_frank_sentence_rows_gain_fisher_intervals_and_the_recorders_figure(data
         y = np.array([item.factuality for item in chosen])
         assert row.recorded_n == len(read)
         assert row.recorded_partial_pearson == pytest.approx(
-            _partial_pearson(x, y, [item.model_name for item in chosen]), abs=1e-6)
+            _partial_pearson(x, y, [item.model_name for item in chosen]), abs=1e-6
+        )
     gpt4o = overall["gpt-4o-2024-05-13"]
     assert gpt4o.recorded_partial_pearson == pytest.approx(0.447, abs=0.0015)
     assert gpt4o.partial_pearson == pytest.approx(0.496, abs=0.0015)

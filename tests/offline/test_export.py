@@ -87,8 +87,10 @@ def test_provenance(exported, data_dir: Path) -> None:
     assert artifact.code_version.startswith(metadata.version("conformal-judge"))
     assert artifact.code_version == code_version()
     digest = hashlib.sha256()
-    files = sorted([*Path(data_dir, "judges", "summeval").glob("*.json*"), Path(data_dir, "summeval", "items.jsonl")],
-                   key=lambda p: p.relative_to(data_dir).as_posix())
+    files = sorted(
+        [*Path(data_dir, "judges", "summeval").glob("*.json*"), Path(data_dir, "summeval", "items.jsonl")],
+        key=lambda p: p.relative_to(data_dir).as_posix(),
+    )
     assert files == data_files(data_dir)
     for path in files:
         content = path.read_bytes()
@@ -109,8 +111,14 @@ def test_build_is_deterministic_for_a_seed(datasets, exported) -> None:
 def test_shipped_artifact_loads_and_covers_every_cell() -> None:
     artifact = load_artifact(DEFAULT_THRESHOLDS)
     index = ThresholdIndex(artifact)
-    summeval = {"gpt-3.5-turbo-0301", "gpt-4o-mini-2024-07-18", "qwen2.5-72b-instruct", "llama-2-7b-chat",
-                "llama-2-13b-chat", "llama-2-70b-chat"}
+    summeval = {
+        "gpt-3.5-turbo-0301",
+        "gpt-4o-mini-2024-07-18",
+        "qwen2.5-72b-instruct",
+        "llama-2-7b-chat",
+        "llama-2-13b-chat",
+        "llama-2-70b-chat",
+    }
     assert summeval <= set(index.judges())
     for judge in sorted(summeval):
         (family,) = index.prompt_families(judge)
@@ -121,8 +129,9 @@ def test_shipped_artifact_loads_and_covers_every_cell() -> None:
                 default = index.default_method(judge, family, criterion, kind)
                 assert default is not None
                 assert index.alphas(judge, family, criterion, default, kind) == list(ALPHA_GRID)
-                assert {"residual", "mondrian_residual", "learned_lac"} <= set(index.methods(judge, family,
-                                                                                             criterion, kind))
+                assert {"residual", "mondrian_residual", "learned_lac"} <= set(
+                    index.methods(judge, family, criterion, kind)
+                )
     for entry in artifact.entries:
         assert entry.heldout_coverage is not None and entry.n_splits == 20 and entry.fitted.delta == 0.05
         assert entry.input_kind is not None

@@ -84,8 +84,9 @@ class FrankResponder:
             words = list(dict.fromkeys(normalize_answer(summary).split()))[:N_QUESTIONS]
             key = f"{zlib.crc32(summary.encode()):08x}"
             self.questions[key] = (words, self.by_summary[summary])
-            return "\n".join(f"{k + 1}. Answer: {w} | Question: Q{k} of summary {key}: which word?"
-                             for k, w in enumerate(words))
+            return "\n".join(
+                f"{k + 1}. Answer: {w} | Question: Q{k} of summary {key}: which word?" for k, w in enumerate(words)
+            )
         question = text.rsplit("\nQuestion: <<<QUESTION>>>\n", 1)[1].split("\n", 1)[0]
         match = _QUESTION.match(question)
         assert match is not None, question
@@ -108,8 +109,9 @@ def judge_server() -> Iterator[JudgeServer]:
 
 
 @pytest.fixture(scope="module")
-def loop(judge_server: JudgeServer, frank: Frank, data_dir: Path,
-         tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+def loop(
+    judge_server: JudgeServer, frank: Frank, data_dir: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, Any]]:
     """Collect with the CLI against the stand-in, then run the factuality part of calibrate into a temp folder."""
     tmp_path = tmp_path_factory.mktemp("factuality_loop")
     judge_server.responder = FrankResponder(frank)
@@ -119,17 +121,42 @@ def loop(judge_server: JudgeServer, frank: Frank, data_dir: Path,
     store = tmp_path / "answers.sqlite"
     for task in ("factuality_direct", "factuality_qa"):
         for split, limit in SAMPLE.items():
-            argv = ["collect", "--judges-file", str(judges_file), "--judge", JUDGE, "--task", task, "--split", split,
-                    "--limit", str(limit), "--seed", str(SEED), "--store", str(store), "--data-dir", str(data_dir),
-                    "--no-progress"]
+            argv = [
+                "collect",
+                "--judges-file",
+                str(judges_file),
+                "--judge",
+                JUDGE,
+                "--task",
+                task,
+                "--split",
+                split,
+                "--limit",
+                str(limit),
+                "--seed",
+                str(SEED),
+                "--store",
+                str(store),
+                "--data-dir",
+                str(data_dir),
+                "--no-progress",
+            ]
             with contextlib.redirect_stdout(io.StringIO()):
                 assert main(argv) == 0
     out, thresholds = tmp_path / "report", tmp_path / "thresholds.json"
     before = _snapshot(REPO_ROOT / "reports")
-    result = calibrate_factuality(data_dir=data_dir, out_dir=out, thresholds_path=thresholds, store_path=store,
-                                  seed=0, label=LABEL)
-    yield {"store": store, "out": out, "thresholds": thresholds, "result": result, "server": judge_server,
-           "reports_before": before, "reports_after": _snapshot(REPO_ROOT / "reports")}
+    result = calibrate_factuality(
+        data_dir=data_dir, out_dir=out, thresholds_path=thresholds, store_path=store, seed=0, label=LABEL
+    )
+    yield {
+        "store": store,
+        "out": out,
+        "thresholds": thresholds,
+        "result": result,
+        "server": judge_server,
+        "reports_before": before,
+        "reports_after": _snapshot(REPO_ROOT / "reports"),
+    }
 
 
 def _snapshot(folder: Path) -> dict[str, int]:
@@ -144,8 +171,9 @@ def test_collect_stores_under_the_one_name(loop: dict[str, Any], frank: Frank) -
     expected = _sample_ids(frank)
     with AnswerStore(loop["store"]) as store:
         counts = {(c.judge, c.prompt_family, c.task, c.criterion): (c.n, c.n_failed) for c in store.counts()}
-        assert counts == {(JUDGE, task, task, "faithfulness"): (120, 0) for task in ("factuality_direct",
-                                                                                      "factuality_qa")}
+        assert counts == {
+            (JUDGE, task, task, "faithfulness"): (120, 0) for task in ("factuality_direct", "factuality_qa")
+        }
         for task in ("factuality_direct", "factuality_qa"):
             assert {r.item_id for r in store.iter_answers(task=task)} == expected
         for record in store.iter_answers(task="factuality_qa"):
@@ -157,9 +185,29 @@ def test_collect_stores_under_the_one_name(loop: dict[str, Any], frank: Frank) -
     # A second run with the same sample makes no call: the keys match what was stored.
     calls = loop["server"].call_count
     with contextlib.redirect_stdout(io.StringIO()):
-        assert main(["collect", "--judges-file", str(loop["store"].parent / "judges.json"), "--judge", JUDGE,
-                     "--task", "factuality_direct", "--split", "valid", "--limit", "60", "--seed", str(SEED),
-                     "--store", str(loop["store"]), "--no-progress"]) == 0
+        assert (
+            main(
+                [
+                    "collect",
+                    "--judges-file",
+                    str(loop["store"].parent / "judges.json"),
+                    "--judge",
+                    JUDGE,
+                    "--task",
+                    "factuality_direct",
+                    "--split",
+                    "valid",
+                    "--limit",
+                    "60",
+                    "--seed",
+                    str(SEED),
+                    "--store",
+                    str(loop["store"]),
+                    "--no-progress",
+                ]
+            )
+            == 0
+        )
     assert loop["server"].call_count == calls
 
 
@@ -171,7 +219,9 @@ def test_llm_tables_are_written_and_labelled(loop: dict[str, Any]) -> None:
     llm = json.loads((out / "factuality" / "llm.json").read_text())
     assert llm["label"] == LABEL
     assert [(r["judge"], r["method"], r["prompt_family"], r["n_scored"]) for r in llm["runs"]] == [
-        (JUDGE, "direct", "factuality_direct", 120), (JUDGE, "qa", "factuality_qa", 120)]
+        (JUDGE, "direct", "factuality_direct", 120),
+        (JUDGE, "qa", "factuality_qa", 120),
+    ]
     assert all(r["scored_per_split"] == SAMPLE and r["models"] == ["stand-in-judge"] for r in llm["runs"])
     for metric in (f"{JUDGE} (direct)", f"{JUDGE} (qa)"):
         table = llm["tables"][metric]
@@ -201,8 +251,10 @@ def _faithfulness_entries(artifact: ThresholdsArtifact) -> dict[str, set[str]]:
 
 def test_artifact_holds_faithfulness_with_test_split_figures(loop: dict[str, Any]) -> None:
     artifact = load_artifact(loop["thresholds"])
-    assert _faithfulness_entries(artifact) == {"factuality_direct": set(METHODS),  # log-probs were stored
-                                               "factuality_qa": set(SCORE_ONLY_METHODS)}
+    assert _faithfulness_entries(artifact) == {
+        "factuality_direct": set(METHODS),  # log-probs were stored
+        "factuality_qa": set(SCORE_ONLY_METHODS),
+    }
     index = ThresholdIndex(artifact)
     for family in ("factuality_direct", "factuality_qa"):
         assert index.default_method(JUDGE, family, "faithfulness") is not None
@@ -225,8 +277,12 @@ def test_service_answers_faithfulness_with_the_exported_sets(loop: dict[str, Any
     app = create_app(Settings(thresholds_path=loop["thresholds"]), log_stream=io.StringIO())
     with TestClient(app, raise_server_exceptions=False) as client:
         for judge_score in range(1, 6):
-            body = {"criterion": "faithfulness", "judge_score": judge_score, "judge": JUDGE,
-                    "prompt_family": "factuality_direct"}
+            body = {
+                "criterion": "faithfulness",
+                "judge_score": judge_score,
+                "judge": JUDGE,
+                "prompt_family": "factuality_direct",
+            }
             reply = client.post("/v1/score", json=body)
             assert reply.status_code == 200, reply.text
             data = reply.json()
@@ -238,12 +294,21 @@ def test_service_answers_faithfulness_with_the_exported_sets(loop: dict[str, Any
                 named = client.post("/v1/score", json={**body, "method": "residual", "alpha": alpha}).json()
                 fitted = index.lookup(JUDGE, "factuality_direct", "faithfulness", "residual", alpha).fitted
                 assert named["prediction_set"] == list(prediction_set(fitted, judge_score=judge_score))
-        qa = client.post("/v1/score", json={"criterion": "faithfulness", "judge_score": 2, "judge": JUDGE,
-                                            "prompt_family": "factuality_qa", "method": "mondrian_residual"}).json()
+        qa = client.post(
+            "/v1/score",
+            json={
+                "criterion": "faithfulness",
+                "judge_score": 2,
+                "judge": JUDGE,
+                "prompt_family": "factuality_qa",
+                "method": "mondrian_residual",
+            },
+        ).json()
         fitted = index.lookup(JUDGE, "factuality_qa", "faithfulness", "mondrian_residual", 0.1).fitted
         assert qa["calibrated"] is True and qa["prediction_set"] == list(prediction_set(fitted, judge_score=2))
-        other = client.post("/v1/score", json={"criterion": "faithfulness", "judge_score": 2, "judge": JUDGE,
-                                               "prompt_family": "paper"})
+        other = client.post(
+            "/v1/score", json={"criterion": "faithfulness", "judge_score": 2, "judge": JUDGE, "prompt_family": "paper"}
+        )
         # A threshold fitted on the factuality prompts is never applied to another family's verdict.
         assert other.status_code == 200 and other.json()["calibrated"] is False
         assert other.json()["prediction_set"] == [1, 2, 3, 4, 5]

@@ -96,8 +96,9 @@ def test_loader_refuses_an_unknown_item(tmp_path: Path, data_dir: Path, frank: F
     assert load_finesure(tmp_path / "empty", frank) == []
 
 
-def test_count_mismatches_are_excluded_and_counted(summary: SentenceStudySummary,
-                                                   checks: list[RecordedFactCheck]) -> None:
+def test_count_mismatches_are_excluded_and_counted(
+    summary: SentenceStudySummary, checks: list[RecordedFactCheck]
+) -> None:
     for check, stats in zip(sorted(checks, key=lambda c: c.judge), summary.parse, strict=True):
         # Independent of our parser: the recorder's own lists disagree with the sentence count on these rows.
         recorded_mismatch = sum(len(row.pred_error) != len(row.sentences) for row in check.rows)
@@ -178,8 +179,9 @@ def test_baselines_use_exactly_the_judges_items(summary: SentenceStudySummary) -
     assert all(b.n == overall[b.judge] for b in summary.baselines)
 
 
-def test_store_round_trip_and_outputs(tmp_path: Path, frank: Frank, checks: list[RecordedFactCheck],
-                                      summary: SentenceStudySummary) -> None:
+def test_store_round_trip_and_outputs(
+    tmp_path: Path, frank: Frank, checks: list[RecordedFactCheck], summary: SentenceStudySummary
+) -> None:
     with AnswerStore(tmp_path / "answers.sqlite") as store:
         stats = ingest_sentences(store, checks)
         again = ingest_sentences(store, checks)
@@ -222,11 +224,18 @@ def test_store_made_before_the_sentences_task_is_widened(tmp_path: Path) -> None
     sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'answers'").fetchone()[0]
     old_sql = sql.replace(", 'factuality_sentences'", "")
     assert old_sql != sql
-    conn.executescript(f"ALTER TABLE answers RENAME TO a0; {old_sql}; INSERT INTO answers SELECT * FROM a0; "
-                       "DROP TABLE a0;")
+    conn.executescript(
+        f"ALTER TABLE answers RENAME TO a0; {old_sql}; INSERT INTO answers SELECT * FROM a0; DROP TABLE a0;"
+    )
     conn.close()
-    record = AnswerRecord(judge="j", prompt_family="factuality_sentences", task="factuality_sentences",
-                          criterion="faithfulness", item_id="h/m", judge_score=5)
+    record = AnswerRecord(
+        judge="j",
+        prompt_family="factuality_sentences",
+        task="factuality_sentences",
+        criterion="faithfulness",
+        item_id="h/m",
+        judge_score=5,
+    )
     with AnswerStore(path) as store:
         store.put(record)
         assert store.count() == 2 and store.get(record.key) is not None
@@ -269,16 +278,27 @@ def test_collected_sentence_answers_are_read_back(judge_server: JudgeServer, fra
         content = body["messages"][-1]["content"]
         fenced = content.split("<<<SENTENCES>>>")[1].split("<<<END SENTENCES>>>")[0]
         n = len(re.findall(r"(?m)^\d+\. ", fenced))
-        return json.dumps([{"sentence": f"s{i}", "category": "entity error" if i == 0 else "no error",
-                            "reason": "r"} for i in range(n)])
+        return json.dumps(
+            [
+                {"sentence": f"s{i}", "category": "entity error" if i == 0 else "no error", "reason": "r"}
+                for i in range(n)
+            ]
+        )
 
     judge_server.responder = responder
     targets = frank_targets(frank, limit=3, seed=0)
 
     async def run(store: AnswerStore) -> None:
         async with JudgeClient(judge_server.judge_config(name="stand-in")) as client:
-            await collect(store, client, task="factuality_sentences", items=targets, criteria=["faithfulness"],
-                          repetitions=1, progress=False)
+            await collect(
+                store,
+                client,
+                task="factuality_sentences",
+                items=targets,
+                criteria=["faithfulness"],
+                repetitions=1,
+                progress=False,
+            )
 
     with AnswerStore(":memory:") as store:
         asyncio.run(run(store))

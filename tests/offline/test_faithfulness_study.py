@@ -38,8 +38,17 @@ def _answers(frank: Frank, *, method: str = "direct", every: int = 1, seed: int 
     for item in frank.items[::every]:
         score = int(np.clip(faithfulness_target(item.factuality) + rng.choice([0, 0, 0, 1, -1]), 1, 5))
         logprobs = {str(k): -1.5 * abs(k - score) for k in range(1, 6)} if method == "direct" else None
-        result.append(FactualityAnswer(judge="j", method=method, prompt_family=family, item_id=item.item_id,
-                                       judge_score=score, score=float(score), logprobs=logprobs))
+        result.append(
+            FactualityAnswer(
+                judge="j",
+                method=method,
+                prompt_family=family,
+                item_id=item.item_id,
+                judge_score=score,
+                score=float(score),
+                logprobs=logprobs,
+            )
+        )
     return result
 
 
@@ -83,30 +92,47 @@ def test_study_figures_are_the_test_split_of_the_exported_predictor(frank: Frank
             assert fitted.n_cal <= part.n_fit and cell.n_cal == part.n_fit and cell.n_test == part.n_test
             if cell.method == "aps_randomized":
                 continue  # its sets depend on the uniforms drawn after the fit
-            sets = predict_sets(fitted, judge_scores=data.judge_scores[test],
-                                probabilities=None if data.probabilities is None else data.probabilities[test])
+            sets = predict_sets(
+                fitted,
+                judge_scores=data.judge_scores[test],
+                probabilities=None if data.probabilities is None else data.probabilities[test],
+            )
             evaluation = evaluate_sets(sets, data.labels[test])
             assert cell.coverage == pytest.approx(evaluation.coverage)
             assert cell.set_size == pytest.approx(evaluation.mean_set_size)
     for default in summary.default_methods:
-        cells = [c for c in summary.cells if (c.judge, c.prompt_family) == (default.judge, default.prompt_family)
-                 and abs(c.alpha - 0.10) < 1e-9]
+        cells = [
+            c
+            for c in summary.cells
+            if (c.judge, c.prompt_family) == (default.judge, default.prompt_family) and abs(c.alpha - 0.10) < 1e-9
+        ]
         assert default == choose_default(cells)
     assert [(d.prompt_family, d.criterion) for d in summary.default_methods] == [
-        ("factuality_direct", "faithfulness"), ("factuality_qa", "faithfulness")]
+        ("factuality_direct", "faithfulness"),
+        ("factuality_qa", "faithfulness"),
+    ]
 
 
 def test_too_few_fit_items_skip_the_cell(frank: Frank) -> None:
-    test_only = [a for a in _answers(frank, every=5) if a.item_id.split("/")[0] in
-                 {item.hash for item in frank.items if item.split == "test"}]
+    test_only = [
+        a
+        for a in _answers(frank, every=5)
+        if a.item_id.split("/")[0] in {item.hash for item in frank.items if item.split == "test"}
+    ]
     study = run_faithfulness_study(faithfulness_data(frank.items, {("j", "direct"): test_only}))
     assert study.summary.cells == [] and study.fitted == {}
     assert "0 scored valid (fit)" in study.summary.skipped[0]
 
 
 def _record(item_id: str, family: str, **values: object) -> AnswerRecord:
-    return AnswerRecord(judge="j", prompt_family=family, task=family, criterion="faithfulness",  # type: ignore[arg-type]
-                        item_id=item_id, **values)  # type: ignore[arg-type]
+    return AnswerRecord(
+        judge="j",
+        prompt_family=family,
+        task=family,
+        criterion="faithfulness",  # type: ignore[arg-type]
+        item_id=item_id,
+        **values,
+    )  # type: ignore[arg-type]
 
 
 def test_store_reading_uses_the_one_family_and_the_qa_score(frank: Frank, tmp_path: Path) -> None:
@@ -116,8 +142,16 @@ def test_store_reading_uses_the_one_family_and_the_qa_score(frank: Frank, tmp_pa
         store.put(_record(second, "factuality_qa", error="JudgeReplyError: no pairs"))
         store.put(_record(first, "factuality_direct", judge_score=4, logprobs={"4": -0.1}))
         # An answer under the judge's own family is not the factuality prompts' answer: it is not read.
-        store.put(AnswerRecord(judge="j", prompt_family="paper", task="factuality_direct", criterion="faithfulness",
-                               item_id=second, judge_score=1))
+        store.put(
+            AnswerRecord(
+                judge="j",
+                prompt_family="paper",
+                task="factuality_direct",
+                criterion="faithfulness",
+                item_id=second,
+                judge_score=1,
+            )
+        )
         answers = factuality_answers_from_store(store, frank.items)
         assert sorted(answers) == [("j", "direct"), ("j", "qa")]
         assert [(a.item_id, a.judge_score, a.score) for a in answers[("j", "direct")]] == [(first, 4, 4.0)]
@@ -134,8 +168,9 @@ def test_without_answers_nothing_is_written_for_llms(data_dir: Path, tmp_path: P
     stale = out / "factuality" / "llm.json"
     stale.parent.mkdir(parents=True)
     stale.write_text("{}")  # a previous run's file must not survive a run without answers
-    result = calibrate_factuality(data_dir=data_dir, out_dir=out, thresholds_path=tmp_path / "t.json",
-                                  store_path=tmp_path / "empty.sqlite")
+    result = calibrate_factuality(
+        data_dir=data_dir, out_dir=out, thresholds_path=tmp_path / "t.json", store_path=tmp_path / "empty.sqlite"
+    )
     assert result.n_answers == 0 and result.faithfulness is None
     assert sorted(p.name for p in (out / "factuality").iterdir()) == ["baselines.json", "baselines.md"]
     index = (out / "index.md").read_text()

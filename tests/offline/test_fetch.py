@@ -39,8 +39,13 @@ from offline.data.vicuna80 import load_vicuna80
 ROOT = Path(__file__).resolve().parents[2]
 # Files of the data directory that no loader reads: its README and the curators' provenance notes.
 NOTES = {"README.md", "pairwise/arena_ppr/SOURCE.json", "frank/llm/finesure/LICENSE-NOTE.txt"}
-SMALL = ("judges/summeval/judges.json", "pairwise/vicuna80/prompts.json", "pairwise/vicuna80/LICENSE", "frank/LICENSE",
-         "summeval/official_format_sample/M8_outputs_annotations.jsonl")
+SMALL = (
+    "judges/summeval/judges.json",
+    "pairwise/vicuna80/prompts.json",
+    "pairwise/vicuna80/LICENSE",
+    "frank/LICENSE",
+    "summeval/official_format_sample/M8_outputs_annotations.jsonl",
+)
 
 
 @dataclass
@@ -77,11 +82,11 @@ def _handler(state: Mirror) -> type[BaseHTTPRequestHandler]:
             data = path.read_bytes()
             if fault == "corrupt":
                 middle = len(data) // 2
-                data = data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1:]
+                data = data[:middle] + bytes([data[middle] ^ 0x01]) + data[middle + 1 :]
             start = 0
             header = self.headers.get("Range", "")
             if header.startswith("bytes=") and header.endswith("-"):
-                start = int(header[len("bytes="):-1])
+                start = int(header[len("bytes=") : -1])
                 self.send_response(206)
                 self.send_header("Content-Range", f"bytes {start}-{len(data) - 1}/{len(data)}")
             else:
@@ -153,9 +158,25 @@ def test_cli_builds_the_layout_from_a_mirror(tmp_path: Path, mirror: Mirror, dat
     manifest.write_text(json.dumps({"files": [f for f in document["files"] if f["path"] in SMALL]}))
     out = tmp_path / "out"
     run = subprocess.run(
-        [sys.executable, "-m", "offline", "data", "--mirror", mirror.url, "--out", str(out), "--manifest",
-         str(manifest), "--no-progress"],
-        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "offline",
+            "data",
+            "--mirror",
+            mirror.url,
+            "--out",
+            str(out),
+            "--manifest",
+            str(manifest),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     assert run.returncode == 0, run.stderr
     assert f"{len(SMALL)} fetched" in run.stdout
     built = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
@@ -200,8 +221,9 @@ def test_a_corrupted_file_is_refused_and_not_left_in_place(tmp_path: Path, mirro
     assert not (out / "pairwise/vicuna80/prompts.json").exists()
     assert _leftovers(out) == []
     assert (out / INCOMPLETE_MARKER).exists(), "an unfinished directory keeps its marker"
-    assert len(mirror.requested("data/pairwise/vicuna80/prompts.json")) == 1, "a full download that is wrong is " \
-        "not retried"
+    assert len(mirror.requested("data/pairwise/vicuna80/prompts.json")) == 1, (
+        "a full download that is wrong is not retried"
+    )
 
 
 def test_a_truncated_download_is_resumed_with_a_range_request(tmp_path: Path, mirror: Mirror, data_dir: Path) -> None:
@@ -239,8 +261,9 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path, mirror: Mir
     assert not (out / INCOMPLETE_MARKER).exists() and _leftovers(out) == []
 
 
-def test_a_stale_part_that_gives_a_wrong_digest_is_downloaded_again(tmp_path: Path, mirror: Mirror,
-                                                                    data_dir: Path) -> None:
+def test_a_stale_part_that_gives_a_wrong_digest_is_downloaded_again(
+    tmp_path: Path, mirror: Mirror, data_dir: Path
+) -> None:
     path = "pairwise/vicuna80/prompts.json"
     out = tmp_path / "out"
     (out / path).parent.mkdir(parents=True)
@@ -262,7 +285,8 @@ def test_http_errors_name_the_file(tmp_path: Path, mirror: Mirror) -> None:
     with pytest.raises(DataError) as failing:
         fetch_data(tmp_path / "b", _entries(path), mirror=mirror.url, retries=3, backoff=0)
     assert str(failing.value).startswith(f"{path}: could not download") and "after 3 attempts: HTTP 500" in str(
-        failing.value)
+        failing.value
+    )
     assert len(mirror.requested(f"data/{path}")) == 3, "a 500 is retried, a bounded number of times"
     assert not (tmp_path / "b" / path).exists()
 
@@ -273,9 +297,25 @@ def test_cli_reports_a_failed_file_with_exit_status_2(tmp_path: Path, mirror: Mi
     manifest.write_text(json.dumps({"files": [f for f in document["files"] if f["path"] == "frank/LICENSE"]}))
     mirror.faults["data/frank/LICENSE"] = 404
     run = subprocess.run(
-        [sys.executable, "-m", "offline", "data", "--mirror", mirror.url, "--out", str(tmp_path / "out"),
-         "--manifest", str(manifest), "--no-progress"],
-        capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+        [
+            sys.executable,
+            "-m",
+            "offline",
+            "data",
+            "--mirror",
+            mirror.url,
+            "--out",
+            str(tmp_path / "out"),
+            "--manifest",
+            str(manifest),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     assert run.returncode == 2
     assert "error: frank/LICENSE: HTTP 404" in run.stderr
 
@@ -290,8 +330,9 @@ def test_an_existing_complete_directory_downloads_nothing(tmp_path: Path, mirror
     assert mirror.requests == []
 
 
-def test_the_default_directory_is_used_as_is_unless_a_run_was_interrupted(tmp_path: Path, mirror: Mirror,
-                                                                          data_dir: Path) -> None:
+def test_the_default_directory_is_used_as_is_unless_a_run_was_interrupted(
+    tmp_path: Path, mirror: Mirror, data_dir: Path
+) -> None:
     manifest = tmp_path / "sources.json"
     document = json.loads(MANIFEST.read_text())
     manifest.write_text(json.dumps({"files": [f for f in document["files"] if f["path"] in SMALL]}))
@@ -326,11 +367,21 @@ def _raw_finesure(shipped: bytes) -> bytes:
     rows = []
     for line in shipped.decode("utf-8").splitlines():
         r = json.loads(line)
-        rows.append({"doc_id": r["hash"], "source": r["dataset"], "split": r["split"], "model": r["model_name"],
-                     "transcript": "article text", "reference": "reference summary", "sentences": r["sentences"],
-                     "raw_annotations": r["human_sentence_annotations"], "llm_output": r["response"],
-                     "pred_faithfulness_labels": r["pred_error"],
-                     "pred_faithfulness_error_type": r["pred_error_type"]})
+        rows.append(
+            {
+                "doc_id": r["hash"],
+                "source": r["dataset"],
+                "split": r["split"],
+                "model": r["model_name"],
+                "transcript": "article text",
+                "reference": "reference summary",
+                "sentences": r["sentences"],
+                "raw_annotations": r["human_sentence_annotations"],
+                "llm_output": r["response"],
+                "pred_faithfulness_labels": r["pred_error"],
+                "pred_faithfulness_error_type": r["pred_error_type"],
+            }
+        )
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
@@ -340,9 +391,14 @@ def test_a_raw_source_is_converted_and_checked(tmp_path: Path, mirror: Mirror, d
     raw = _raw_finesure((data_dir / entry.path).read_bytes())
     assert hashlib.sha256(convert_finesure(raw)).hexdigest() == entry.sha256
     (mirror.root / "raw.json").write_bytes(raw)
-    local = DataFile(path=entry.path, sha256=entry.sha256, size=entry.size, url=None, convert="finesure",
-                     raw=RawSource(mirror.url.replace("/data/", "/raw.json"), hashlib.sha256(raw).hexdigest(),
-                                   len(raw)))
+    local = DataFile(
+        path=entry.path,
+        sha256=entry.sha256,
+        size=entry.size,
+        url=None,
+        convert="finesure",
+        raw=RawSource(mirror.url.replace("/data/", "/raw.json"), hashlib.sha256(raw).hexdigest(), len(raw)),
+    )
     out = tmp_path / "out"
     fetch_data(out, [local], backoff=0)
     assert _sha(out / entry.path) == entry.sha256 and _leftovers(out) == []

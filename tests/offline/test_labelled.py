@@ -29,7 +29,8 @@ def test_calibrate_labels_writes_report_and_an_artifact_of_only_these_cells(
     assert "acme-judge-v1 / custom / helpfulness  (scale 1..7" in printed
     artifact = load_artifact(out / "thresholds.json")
     assert {(e.judge, e.prompt_family, e.criterion) for e in artifact.entries} == {
-        ("acme-judge-v1", "custom", "helpfulness")}
+        ("acme-judge-v1", "custom", "helpfulness")
+    }
     assert artifact.label_scale == list(range(1, 8))
     assert all(e.fitted.n_labels == 7 and e.heldout_coverage is not None for e in artifact.entries)
     assert [d.criterion for d in artifact.default_methods] == ["helpfulness"]
@@ -71,8 +72,10 @@ def _row(**fields: object) -> str:
     ("text", "expected"),
     [
         ("", "bad.jsonl: holds no labelled row"),
-        (_row() + '{"item_id": "b", "criterion": "tone", "judge": "j", "judge_score": 3}\n',
-         "bad.jsonl:2: human: Object missing required field `human`"),
+        (
+            _row() + '{"item_id": "b", "criterion": "tone", "judge": "j", "judge_score": 3}\n',
+            "bad.jsonl:2: human: Object missing required field `human`",
+        ),
         (_row() + _row(item_id="b", human=6), "bad.jsonl:2: human: 6.0 is outside the scale 1..5"),
         (_row() + _row(human=4), "bad.jsonl:2: item_id: 'a' is repeated for judge 'j' and criterion 'tone'"),
     ],
@@ -87,14 +90,17 @@ def test_bad_labelled_files_stop_with_file_line_and_field(
 
 
 def test_scale_flag_and_too_few_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    text = "".join(_row(item_id=f"i{i}", human=1 + i % 10, judge_score=1 + i % 10, group=f"d{i // 2}")
-                   for i in range(20))
+    text = "".join(
+        _row(item_id=f"i{i}", human=1 + i % 10, judge_score=1 + i % 10, group=f"d{i // 2}") for i in range(20)
+    )
     assert _run(tmp_path, text, capsys)[0] == 2  # 1..10 values on the default 1..5 scale
     path = tmp_path / "ten.jsonl"
     path.write_text(text)
     out = tmp_path / "ten"
-    assert main(["calibrate", "--labels", str(path), "--scale", "10", "--out", str(out), "--splits", "2",
-                 "--no-progress"]) == 0
+    assert (
+        main(["calibrate", "--labels", str(path), "--scale", "10", "--out", str(out), "--splits", "2", "--no-progress"])
+        == 0
+    )
     printed = capsys.readouterr().out
     assert f"alpha=0.01 needs at least {min_items_for(0.01, 0.05)}" in printed
     assert load_artifact(out / "thresholds.json").label_scale == list(range(1, 11))
@@ -108,8 +114,16 @@ def test_mean_of_samples_judges_are_calibrated_as_the_mean_kind(tmp_path: Path) 
     for i in range(200):
         human = int(rng.integers(1, 6))
         mean = float(np.clip(human + rng.normal(0, 0.7), 1, 5))
-        rows.append({"item_id": f"i{i}", "criterion": "tone", "judge": "sampler", "human": human,
-                     "mean_of_samples": round(mean, 3), "group": f"d{i // 5}"})
+        rows.append(
+            {
+                "item_id": f"i{i}",
+                "criterion": "tone",
+                "judge": "sampler",
+                "human": human,
+                "mean_of_samples": round(mean, 3),
+                "group": f"d{i // 5}",
+            }
+        )
     path = tmp_path / "means.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "r"

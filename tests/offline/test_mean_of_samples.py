@@ -51,8 +51,17 @@ def _mean_rows(real: Path) -> list[dict]:
             continue
         weights = np.exp([row["logprobs"].get(str(k), -math.inf) for k in range(1, 6)])
         mean = float(np.dot(weights / weights.sum(), np.arange(1, 6)))
-        rows.append({"item_id": row["item_id"], "criterion": "coherence", "score": None, "logprobs": None,
-                     "response": None, "mean_of_samples": round(mean, 4), "n_samples": 20})
+        rows.append(
+            {
+                "item_id": row["item_id"],
+                "criterion": "coherence",
+                "score": None,
+                "logprobs": None,
+                "response": None,
+                "mean_of_samples": round(mean, 4),
+                "n_samples": 20,
+            }
+        )
     return rows
 
 
@@ -70,8 +79,13 @@ def test_mean_rows_flow_into_a_mean_kind_cell_and_are_served(mean_dir: Path, tmp
     assert [k.kind for k in kind_data(data, list(data.groups))] == ["mean"]
     summary, fits = run_validity_study([data], n_splits=4, seed=0)
     (cell,) = summary.cells
-    assert cell.kind == "mean" and cell.default_method in {"residual", "residual_expected", "mondrian_residual",
-                                                           "learned_lac", "label_conditional"}
+    assert cell.kind == "mean" and cell.default_method in {
+        "residual",
+        "residual_expected",
+        "mondrian_residual",
+        "learned_lac",
+        "label_conditional",
+    }
     artifact = build_artifact([data], None, seed=0, data_hash="t", code_version="t", created_at="t", fits=fits)
     path = tmp_path / "thresholds.json"
     save_artifact(artifact, path)
@@ -81,20 +95,25 @@ def test_mean_rows_flow_into_a_mean_kind_cell_and_are_served(mean_dir: Path, tmp
         answer = client.post("/v1/score", json=body).json()
         assert answer["calibrated"] is True and answer["input_kind"] == "mean" and answer["judge_score"] == 3
         entry = index.lookup("geval-mean", "unknown", "coherence", answer["method"], answer["alpha"], "mean")
-        expected = interval_hull(prediction_set(entry.fitted, judge_score=3,
-                                                probabilities=two_point_probabilities(3.4, 5)))
+        expected = interval_hull(
+            prediction_set(entry.fitted, judge_score=3, probabilities=two_point_probabilities(3.4, 5))
+        )
         assert answer["prediction_set"] == list(expected)
         # a plain integer score was never calibrated for this judge: uncalibrated, never a borrowed threshold
-        plain = client.post("/v1/score", json={**{k: v for k, v in body.items() if k != "mean_of_samples"},
-                                               "judge_score": 3}).json()
+        plain = client.post(
+            "/v1/score", json={**{k: v for k, v in body.items() if k != "mean_of_samples"}, "judge_score": 3}
+        ).json()
         assert plain["calibrated"] is False and "carries score" in plain["reason"]
 
 
-@pytest.mark.parametrize(("row", "problem"), [
-    ({"mean_of_samples": 5.5}, "outside 1..5"),
-    ({"mean_of_samples": 3.0, "score": 3}, "carries no score"),
-    ({"mean_of_samples": 3.0, "n_samples": 0}, "at least 1"),
-])
+@pytest.mark.parametrize(
+    ("row", "problem"),
+    [
+        ({"mean_of_samples": 5.5}, "outside 1..5"),
+        ({"mean_of_samples": 3.0, "score": 3}, "carries no score"),
+        ({"mean_of_samples": 3.0, "n_samples": 0}, "at least 1"),
+    ],
+)
 def test_bad_mean_rows_name_file_and_line(tmp_path: Path, data_dir: Path, row: dict, problem: str):
     base = {"item_id": load_summeval(data_dir).items[0].item_id, "criterion": "coherence"}
     root = _data_dir(tmp_path, data_dir, [{**base, **row}])
@@ -105,8 +124,14 @@ def test_bad_mean_rows_name_file_and_line(tmp_path: Path, data_dir: Path, row: d
 
 def test_a_judge_with_no_usable_row_is_named(tmp_path: Path, data_dir: Path):
     items = load_summeval(data_dir).items[:3]
-    root = _data_dir(tmp_path, data_dir, [{"item_id": i.item_id, "criterion": "fluency", "score": None,
-                                           "logprobs": None, "response": None} for i in items])
+    root = _data_dir(
+        tmp_path,
+        data_dir,
+        [
+            {"item_id": i.item_id, "criterion": "fluency", "score": None, "logprobs": None, "response": None}
+            for i in items
+        ],
+    )
     with AnswerStore(":memory:") as store:
         report = ingest_recorded(store, root)
     flagged = unusable_judges(ingest_summary(report, Path("x")))

@@ -128,11 +128,24 @@ def test_study_rows_on_both_datasets(vicuna, arena) -> None:
             assert r.agreement is None or 0 <= r.agreement <= 1
             assert sum(r.thresholds.values()) == 3
         for source in {r.source for r in rows}:
-            shares = [next(r.accept_share for r in rows if r.source == source and r.alpha == a
-                           and r.bound == "pair_binomial" and r.ties == "exclude") for a in summary.alphas]
+            shares = [
+                next(
+                    r.accept_share
+                    for r in rows
+                    if r.source == source and r.alpha == a and r.bound == "pair_binomial" and r.ties == "exclude"
+                )
+                for a in summary.alphas
+            ]
             assert shares == sorted(shares)  # a larger alpha never certifies less with the binomial test
-    gpt4 = next(r for r in summary.rows if r.dataset == "arena_ppr" and r.source == "gpt-4-0125-preview"
-                and r.ties == "exclude" and r.alpha == 0.2 and r.bound == "pair_binomial")
+    gpt4 = next(
+        r
+        for r in summary.rows
+        if r.dataset == "arena_ppr"
+        and r.source == "gpt-4-0125-preview"
+        and r.ties == "exclude"
+        and r.alpha == 0.2
+        and r.bound == "pair_binomial"
+    )
     assert gpt4.all_decisive_agreement == pytest.approx(0.833, abs=0.01)  # held-out halves of the README figure
 
 
@@ -153,8 +166,22 @@ def test_export_artifact_round_trips_and_leaves_panels_out(vicuna, arena) -> Non
 
 
 def test_cli_writes_json_figure_and_artifact(tmp_path: Path, data_dir: Path, capsys) -> None:
-    code = main(["pairwise-decisions", "--data-dir", str(data_dir), "--out", str(tmp_path), "--splits", "2",
-                 "--draws", "0", "--no-progress", "--export", str(tmp_path / "pd.json")])
+    code = main(
+        [
+            "pairwise-decisions",
+            "--data-dir",
+            str(data_dir),
+            "--out",
+            str(tmp_path),
+            "--splits",
+            "2",
+            "--draws",
+            "0",
+            "--no-progress",
+            "--export",
+            str(tmp_path / "pd.json"),
+        ]
+    )
     assert code == 0
     out = capsys.readouterr().out
     assert "done-when" in out and "vicuna80" in out and "arena_ppr" in out

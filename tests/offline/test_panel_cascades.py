@@ -12,8 +12,10 @@ from offline.studies.panel_cascades import MAX_CALLS, SIZE_MARGIN, WIDTHS, run_r
 from tests.offline.test_panels_study import datasets  # noqa: F401  (the synthetic judges fixture)
 
 
-def test_points_calls_and_the_goal_follow_the_modules_rules(datasets: list[JudgeCriterionData],  # noqa: F811
-                                                            tmp_path: Path) -> None:
+def test_points_calls_and_the_goal_follow_the_modules_rules(
+    datasets: list[JudgeCriterionData],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     study = run_rule_cascades(datasets, judges=["a-judge", "b-judge"], n_splits=2, seed=0, repeats=1)
     assert {(p.first, p.second) for p in study.points} == {("a-judge", "b-judge"), ("b-judge", "a-judge")}
     for first in ("a-judge", "b-judge"):
@@ -25,18 +27,27 @@ def test_points_calls_and_the_goal_follow_the_modules_rules(datasets: list[Judge
         assert all(1.0 <= c <= 2.0 for c in calls)
         assert calls == sorted(calls, reverse=True)  # a wider routing threshold routes fewer items on
         for p in mine:
-            expected = (p.coverage >= 0.89 - 1e-12 and p.coverage_p5 >= 0.88 - 1e-12
-                        and p.min_label_coverage >= 0.85 - 1e-12 and p.min_bin_coverage >= 0.85 - 1e-12)
+            expected = (
+                p.coverage >= 0.89 - 1e-12
+                and p.coverage_p5 >= 0.88 - 1e-12
+                and p.min_label_coverage >= 0.85 - 1e-12
+                and p.min_bin_coverage >= 0.85 - 1e-12
+            )
             assert p.meets_rule == expected
             assert 0 < p.set_size <= 5
     # the pair reference is the same calibrated pair whichever judge comes first (its bins: the pair's own mean)
     pairs = [p for p in study.points if p.kind == "pair"]
     assert len(pairs) == 2
     assert (pairs[0].coverage, pairs[0].min_bin_coverage, pairs[0].set_size, pairs[0].meets_rule) == (
-        pairs[1].coverage, pairs[1].min_bin_coverage, pairs[1].set_size, pairs[1].meets_rule)
+        pairs[1].coverage,
+        pairs[1].min_bin_coverage,
+        pairs[1].set_size,
+        pairs[1].meets_rule,
+    )
     for g in study.goal:
-        points = [p for p in study.points if (p.first, p.second, p.criterion) == (g["first"], g["second"],
-                                                                                    g["criterion"])]
+        points = [
+            p for p in study.points if (p.first, p.second, p.criterion) == (g["first"], g["second"], g["criterion"])
+        ]
         good = [p for p in points if p.kind == "cascade" and p.calls < MAX_CALLS and p.meets_rule]
         pair = next(p for p in points if p.kind == "pair")
         if good:

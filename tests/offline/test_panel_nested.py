@@ -18,12 +18,18 @@ MEMBERS = ["a-judge", "b-judge", "c-judge"]
 
 
 def test_contenders_are_the_panel_then_every_member_kind_with_the_modules_features(
-        datasets: list[JudgeCriterionData]) -> None:  # noqa: F811
+    datasets: list[JudgeCriterionData],  # noqa: F811
+) -> None:  # noqa: F811
     cell = panel_cells(datasets, MEMBERS, "coherence")
     assert cell is not None
     found = contenders(cell, member_kind_data(datasets, cell))
-    assert [c.name for c in found] == ["panel", "a-judge/score", "b-judge/score", "b-judge/probabilities",
-                                       "c-judge/score"]
+    assert [c.name for c in found] == [
+        "panel",
+        "a-judge/score",
+        "b-judge/score",
+        "b-judge/probabilities",
+        "c-judge/score",
+    ]
     panel = found[0]
     assert panel.data.kind == "mean"
     np.testing.assert_allclose(panel.features["expected"], cell.expected)
@@ -45,7 +51,9 @@ def test_contenders_are_the_panel_then_every_member_kind_with_the_modules_featur
 
 
 def test_the_ratio_is_the_panels_nested_size_over_the_smallest_members(
-        datasets: list[JudgeCriterionData], tmp_path: Path) -> None:  # noqa: F811
+    datasets: list[JudgeCriterionData],  # noqa: F811
+    tmp_path: Path,
+) -> None:  # noqa: F811
     study = run_nested_study(datasets, members=MEMBERS, outer_seeds=[0], n_splits=2, repeats=1)
     assert [(r.criterion, r.menu) for r in study.rows] == [("coherence", "full"), ("coherence", "core")]
     for row in study.rows:

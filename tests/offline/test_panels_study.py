@@ -17,8 +17,15 @@ from offline.studies.panels_report import write_panel_study
 N_DOCS, PER_DOC = 30, 8
 
 
-def _judge(name: str, noise: float, rng: np.random.Generator, truth: np.ndarray, *, probabilities: bool,
-           drop: int | None = None) -> JudgeCriterionData:
+def _judge(
+    name: str,
+    noise: float,
+    rng: np.random.Generator,
+    truth: np.ndarray,
+    *,
+    probabilities: bool,
+    drop: int | None = None,
+) -> JudgeCriterionData:
     ids = [f"d{d:02d}/M{s}" for d in range(N_DOCS) for s in range(PER_DOC)]
     raw = np.clip(np.rint(truth + rng.normal(0, noise, truth.size)), 1, 5).astype(np.int64)
     probs = None
@@ -27,10 +34,16 @@ def _judge(name: str, noise: float, rng: np.random.Generator, truth: np.ndarray,
         probs = np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True)
     keep = np.array([k != drop for k in range(len(ids))])
     return JudgeCriterionData(
-        judge=name, prompt_family="fam", criterion="coherence", item_ids=tuple(np.array(ids)[keep]),
-        labels=truth[keep].astype(np.int64), judge_scores=raw[keep], probabilities=None if probs is None else
-        probs[keep], n_answered=int(keep.sum()), n_excluded=0, groups=tuple(i.split("/")[0] for i in
-                                                                              np.array(ids)[keep]),
+        judge=name,
+        prompt_family="fam",
+        criterion="coherence",
+        item_ids=tuple(np.array(ids)[keep]),
+        labels=truth[keep].astype(np.int64),
+        judge_scores=raw[keep],
+        probabilities=None if probs is None else probs[keep],
+        n_answered=int(keep.sum()),
+        n_excluded=0,
+        groups=tuple(i.split("/")[0] for i in np.array(ids)[keep]),
     )
 
 
@@ -38,9 +51,11 @@ def _judge(name: str, noise: float, rng: np.random.Generator, truth: np.ndarray,
 def datasets() -> list[JudgeCriterionData]:
     rng = np.random.default_rng(7)
     truth = rng.integers(1, 6, N_DOCS * PER_DOC).astype(float)
-    return [_judge("b-judge", 0.8, rng, truth, probabilities=True), _judge("a-judge", 1.0, rng, truth,
-                                                                         probabilities=False, drop=5),
-            _judge("c-judge", 1.2, rng, truth, probabilities=False)]
+    return [
+        _judge("b-judge", 0.8, rng, truth, probabilities=True),
+        _judge("a-judge", 1.0, rng, truth, probabilities=False, drop=5),
+        _judge("c-judge", 1.2, rng, truth, probabilities=False),
+    ]
 
 
 def test_panel_cell_holds_the_common_items_in_member_order(datasets: list[JudgeCriterionData]) -> None:
@@ -60,13 +75,22 @@ def test_panel_cell_holds_the_common_items_in_member_order(datasets: list[JudgeC
 def test_study_rows_defaults_ratio_and_leave_one_out(datasets: list[JudgeCriterionData], tmp_path: Path) -> None:
     study = run_panel_study(datasets, n_splits=4, seed=0)
     panels = {row.panel for row in study.rows}
-    assert panels == {"panel:a-judge+b-judge", "panel:a-judge+c-judge", "panel:b-judge+c-judge",
-                      "panel:a-judge+b-judge+c-judge"}
+    assert panels == {
+        "panel:a-judge+b-judge",
+        "panel:a-judge+c-judge",
+        "panel:b-judge+c-judge",
+        "panel:a-judge+b-judge+c-judge",
+    }
     for name in panels:
         rows = [r for r in study.rows if r.panel == name]
         assert sum(r.is_default for r in rows) == 1
-        assert {r.method for r in rows} == {"residual", "residual_expected", "mondrian_residual", "learned_lac",
-                                            "label_conditional"}
+        assert {r.method for r in rows} == {
+            "residual",
+            "residual_expected",
+            "mondrian_residual",
+            "learned_lac",
+            "label_conditional",
+        }
         default = next(r for r in rows if r.is_default)
         assert default.ratio_to_best_member == pytest.approx(default.served_set_size / default.best_member_set_size)
         assert default.best_member in default.members
@@ -80,18 +104,32 @@ def test_study_rows_defaults_ratio_and_leave_one_out(datasets: list[JudgeCriteri
         assert loo.gain == pytest.approx(served[rest] - served["panel:a-judge+b-judge+c-judge"])
     paths = write_panel_study(study, tmp_path)
     payload = json.loads(paths[0].read_text())
-    required = {"members", "criterion", "alpha", "method", "is_default", "coverage", "set_size", "best_member",
-                "best_member_set_size"}
+    required = {
+        "members",
+        "criterion",
+        "alpha",
+        "method",
+        "is_default",
+        "coverage",
+        "set_size",
+        "best_member",
+        "best_member_set_size",
+    }
     assert payload["rows"] and all(required <= set(row) for row in payload["rows"])
     assert paths[2].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_export_keys_the_panel_and_its_sub_panels(datasets: list[JudgeCriterionData]) -> None:
     fits = export_panel_fits(datasets, members=("a-judge", "b-judge", "c-judge"), n_splits=3, alphas=(0.1, 0.2))
-    assert set(fits) == {(name, family, "coherence", "mean") for name, family in (
-        ("panel:a-judge+b-judge", "panel:score+probabilities"), ("panel:a-judge+c-judge", "panel:score+score"),
-        ("panel:b-judge+c-judge", "panel:probabilities+score"),
-        ("panel:a-judge+b-judge+c-judge", "panel:score+probabilities+score"))}
+    assert set(fits) == {
+        (name, family, "coherence", "mean")
+        for name, family in (
+            ("panel:a-judge+b-judge", "panel:score+probabilities"),
+            ("panel:a-judge+c-judge", "panel:score+score"),
+            ("panel:b-judge+c-judge", "panel:probabilities+score"),
+            ("panel:a-judge+b-judge+c-judge", "panel:score+probabilities+score"),
+        )
+    }
     assert export_panel_fits(datasets, members=("a-judge", "z-judge"), n_splits=3) == {}
 
 
@@ -125,8 +163,9 @@ def test_learned_rows_cover_and_report_both_methods(datasets: list[JudgeCriterio
     for row in rows:
         assert 0.8 <= row.coverage <= 1.0 and 1.0 <= row.set_size <= 5.0
         assert row.ratio_to_best_member == pytest.approx(row.set_size / 2.0)
-    study = PanelStudy(alpha=0.1, delta=0.05, n_splits=4, seed=0, judges=[], rules={}, rows=[], leave_one_out=[],
-                       learned=rows)
+    study = PanelStudy(
+        alpha=0.1, delta=0.05, n_splits=4, seed=0, judges=[], rules={}, rows=[], leave_one_out=[], learned=rows
+    )
     assert json.loads(msgspec.json.encode(study))["learned"][0]["method"] == "multinomial_lac"
 
 

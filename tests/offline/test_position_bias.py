@@ -57,13 +57,17 @@ def test_consistency_agrees_with_an_independent_count(summary, data_dir: Path) -
 
 def test_consistency_rule_on_a_small_case() -> None:
     def answer(doc: str, first: str, second: str, outcome: str | None) -> PairwiseAnswer:
-        return PairwiseAnswer(judge="j", prompt_family="p", criterion="coherence", doc_id=doc, first=first,
-                              second=second, outcome=outcome)
+        return PairwiseAnswer(
+            judge="j", prompt_family="p", criterion="coherence", doc_id=doc, first=first, second=second, outcome=outcome
+        )
 
     answers = [
-        answer("d1", "A", "B", "first"), answer("d1", "B", "A", "second"),  # A both times: consistent
-        answer("d2", "A", "B", "first"), answer("d2", "B", "A", "first"),  # position wins: inconsistent
-        answer("d3", "A", "B", "tie"), answer("d3", "B", "A", None),  # unreadable: one order only
+        answer("d1", "A", "B", "first"),
+        answer("d1", "B", "A", "second"),  # A both times: consistent
+        answer("d2", "A", "B", "first"),
+        answer("d2", "B", "A", "first"),  # position wins: inconsistent
+        answer("d3", "A", "B", "tie"),
+        answer("d3", "B", "A", None),  # unreadable: one order only
     ]
     summary = run_position_bias(answers, source="test")
     row = summary.rows[0]

@@ -59,10 +59,12 @@ def test_shipped_summeval_cells_equal_a_fresh_fit(shipped, recorded_cells):
         assert not fitted, (key, fitted[:5])  # before: ``==``, which last-bit noise of another machine fails
         assert old.heldout_coverage == pytest.approx(entry.heldout_coverage, rel=TOLERANCE, abs=TOLERANCE), key
         assert old.heldout_set_size == pytest.approx(entry.heldout_set_size, rel=TOLERANCE, abs=TOLERANCE), key
-    shipped_defaults = {(d.judge, d.prompt_family, d.criterion, d.kind): d.method for d in shipped.default_methods
-                        if d.judge in judges}
-    assert shipped_defaults == {(d.judge, d.prompt_family, d.criterion, d.kind): d.method
-                                for d in fresh.default_methods}
+    shipped_defaults = {
+        (d.judge, d.prompt_family, d.criterion, d.kind): d.method for d in shipped.default_methods if d.judge in judges
+    }
+    assert shipped_defaults == {
+        (d.judge, d.prompt_family, d.criterion, d.kind): d.method for d in fresh.default_methods
+    }
 
 
 def test_shipped_artifact_records_this_package_version_and_pac(shipped):

@@ -34,8 +34,7 @@ def simulation(recorded):
 
 @pytest.fixture(scope="module")
 def summary(simulation, recorded):
-    return run_transitivity(simulation.answers, recorded[2], simulated=True, label=simulation.label,
-                            source="test")
+    return run_transitivity(simulation.answers, recorded[2], simulated=True, label=simulation.label, source="test")
 
 
 def test_simulation_is_seeded(recorded, simulation) -> None:
@@ -53,8 +52,9 @@ def test_paper_default_subset(simulation) -> None:
     for judge in simulation.judges:
         assert len(judge.systems) == 8 and len(judge.documents) == 30
         assert judge.n_verdicts == 30 * 4 * 28 * 3 * 2
-        assert judge.distribution_source == ("logprobs" if judge.judge.startswith(("gpt-4o", "qwen"))
-                                             else "empirical per system")
+        assert judge.distribution_source == (
+            "logprobs" if judge.judge.startswith(("gpt-4o", "qwen")) else "empirical per system"
+        )
     orders = Counter((a.first < a.second) for a in simulation.answers)
     assert orders[True] == orders[False]  # both presentation orders, equally often
 
@@ -80,8 +80,8 @@ def _cycles_by_brute_force(answers: list[PairwiseAnswer]) -> tuple[int, int]:
     systems = sorted({s for a in answers for s in (a.first, a.second)})
     beats = {(x, y) for x in systems for y in systems if wins[x, y] > wins[y, x]}
     cycles = sum(
-        ((x, y) in beats and (y, z) in beats and (z, x) in beats) or ((x, z) in beats and (z, y) in beats
-                                                                     and (y, x) in beats)
+        ((x, y) in beats and (y, z) in beats and (z, x) in beats)
+        or ((x, z) in beats and (z, y) in beats and (y, x) in beats)
         for x, y, z in itertools.combinations(systems, 3)
     )
     return cycles, len(list(itertools.combinations(systems, 3)))
@@ -93,8 +93,9 @@ def test_violation_rates_match_a_brute_force_count(summary, simulation) -> None:
     for rate in summary.inputs:
         if rate.judge != judge or rate.criterion != "coherence":
             continue
-        answers = [a for a in simulation.answers if (a.judge, a.criterion, a.doc_id) == (judge, "coherence",
-                                                                                          rate.doc_id)]
+        answers = [
+            a for a in simulation.answers if (a.judge, a.criterion, a.doc_id) == (judge, "coherence", rate.doc_id)
+        ]
         cycles, triples = _cycles_by_brute_force(answers)
         assert (rate.n_cycles, rate.violation_rate) == (cycles, pytest.approx(cycles / triples))
         checked += 1
@@ -112,8 +113,10 @@ def test_ranking_agreement_is_kendall_tau_against_human_means(summary, recorded)
     docs = {x.doc_id for x in summary.inputs if x.judge == "gpt-4o-mini-2024-07-18"}
     for row in rows:
         systems = sorted(row.order)
-        human = [np.mean([i.expert_mean["relevance"] for i in items if i.system_id == s and i.doc_id in docs])
-                 for s in systems]
+        human = [
+            np.mean([i.expert_mean["relevance"] for i in items if i.system_id == s and i.doc_id in docs])
+            for s in systems
+        ]
         expected = scipy_stats.kendalltau([-row.order.index(s) for s in systems], human).statistic
         assert row.kendall_tau == pytest.approx(expected)
         assert row.human_order[0] == systems[int(np.argmax(human))]

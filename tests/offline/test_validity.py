@@ -32,16 +32,18 @@ def datasets(recorded_cells):
 def two_cells(datasets):
     chosen = [d for d in datasets if (d.judge, d.criterion) in PICK]
     summary, fits = run_validity_study(chosen, n_splits=6, seed=0)
-    artifact = build_artifact(chosen, None, seed=0, data_hash="test", code_version="test", created_at="t",
-                              fits=fits)
+    artifact = build_artifact(chosen, None, seed=0, data_hash="test", code_version="test", created_at="t", fits=fits)
     return chosen, summary, fits, artifact
 
 
 def test_each_cell_is_fitted_per_input_kind_with_pac_thresholds(two_cells):
     chosen, summary, fits, artifact = two_cells
     kinds = {(c.judge, c.kind) for c in summary.cells}
-    assert kinds == {("gpt-4o-mini-2024-07-18", "score"), ("gpt-4o-mini-2024-07-18", "probabilities"),
-                     ("llama-2-7b-chat", "score")}
+    assert kinds == {
+        ("gpt-4o-mini-2024-07-18", "score"),
+        ("gpt-4o-mini-2024-07-18", "probabilities"),
+        ("llama-2-7b-chat", "score"),
+    }
     for entry in artifact.entries:
         assert entry.method in methods_for_kind(entry.kind)
         assert entry.fitted.delta == 0.05
@@ -49,7 +51,8 @@ def test_each_cell_is_fitted_per_input_kind_with_pac_thresholds(two_cells):
         if entry.kind == "score":
             assert entry.method not in PROBABILITY_METHODS
             assert entry.fitted.n_cal + entry.fitted.n_model_fit == next(
-                d.labels.size for d in chosen if d.judge == entry.judge)
+                d.labels.size for d in chosen if d.judge == entry.judge
+            )
     index = ThresholdIndex(artifact)
     for cell in summary.cells:
         default = index.default_method(cell.judge, cell.prompt_family, cell.criterion, cell.kind)
@@ -58,8 +61,9 @@ def test_each_cell_is_fitted_per_input_kind_with_pac_thresholds(two_cells):
         assert levels == list(ALPHA_GRID)  # the default covers the whole 0.01..0.30 grid
         for method in index.methods(cell.judge, cell.prompt_family, cell.criterion, cell.kind):
             if method != default:
-                assert set(index.alphas(cell.judge, cell.prompt_family, cell.criterion, method, cell.kind)) == \
-                    set(OTHER_METHOD_ALPHAS)
+                assert set(index.alphas(cell.judge, cell.prompt_family, cell.criterion, method, cell.kind)) == set(
+                    OTHER_METHOD_ALPHAS
+                )
 
 
 def test_the_recipe_as_served_covers_unseen_documents(two_cells):
@@ -74,8 +78,9 @@ def test_fit_on_half_the_documents_holds_on_the_other_half(datasets):
     """The issue's promise on the shipped data: every judge x criterion x input x alpha in {.05, .10, .20}."""
     report = check_halves(datasets, seed=0, n_splits=5)
     assert report.n_checked == 2 * 3 * (24 + 8)  # halves x alphas x (score cells + log-prob cells)
-    assert report.n_below_floor == 0, [r for r in report.rows if r.coverage is not None
-                                       and r.coverage < 1 - r.alpha - 0.02]
+    assert report.n_below_floor == 0, [
+        r for r in report.rows if r.coverage is not None and r.coverage < 1 - r.alpha - 0.02
+    ]
     assert report.share_at_target >= SHARE_AT_TARGET
     assert report.n_empty_accepted == 0
     assert report.n_logprobs_larger == 0, report.logprobs_larger
@@ -98,8 +103,12 @@ def test_the_validator_serves_every_item_exactly_as_the_service(two_cells, tmp_p
                 for name, kinds in INPUTS.items():
                     if probs is None and name != "score":
                         continue
-                    body = {"criterion": data.criterion, "judge": data.judge, "prompt_family": data.prompt_family,
-                            "alpha": 0.13}
+                    body = {
+                        "criterion": data.criterion,
+                        "judge": data.judge,
+                        "prompt_family": data.prompt_family,
+                        "alpha": 0.13,
+                    }
                     if "score" in kinds:
                         body["judge_score"] = score
                     if "probabilities" in kinds:
@@ -110,11 +119,14 @@ def test_the_validator_serves_every_item_exactly_as_the_service(two_cells, tmp_p
                     item = serve_item(index, cell, kinds, 0.13, judge_score=score, probabilities=used, n_labels=5)
                     assert answer["prediction_set"] == list(item.labels), (data.judge, position, name)
                     assert (answer["method"], answer["input_kind"], answer["alpha"]) == (
-                        item.served.method, item.served.kind, item.served.alpha)
-                    core_score, core_probs = verdict_inputs(item.served.kind, 5, judge_score=score,
-                                                            probabilities=used)
-                    assert item.labels == prediction_set(item.served.entry.fitted, judge_score=core_score,
-                                                         probabilities=core_probs)
+                        item.served.method,
+                        item.served.kind,
+                        item.served.alpha,
+                    )
+                    core_score, core_probs = verdict_inputs(item.served.kind, 5, judge_score=score, probabilities=used)
+                    assert item.labels == prediction_set(
+                        item.served.entry.fitted, judge_score=core_score, probabilities=core_probs
+                    )
 
 
 def test_validation_report_counts_coverage_with_an_exact_interval(two_cells):

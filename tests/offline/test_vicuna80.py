@@ -74,7 +74,8 @@ def _independent(data_dir: Path) -> dict[tuple[str, str], dict[str, object]]:
         cycles, tied = {}, {}
         for q, names in items.items():
             cycles[q] = sum(
-                1 for x, y, z in itertools.combinations(names, 3)
+                1
+                for x, y, z in itertools.combinations(names, 3)
                 if {(q, x, y), (q, y, z), (q, z, x)} <= beats or {(q, y, x), (q, z, y), (q, x, z)} <= beats
             )
             tied[q] = sum(1 for (qq, _, _), n in net.items() if qq == q and n == 0)
@@ -179,8 +180,17 @@ def test_ingest_is_idempotent_and_kept_out_of_the_summeval_pairwise_studies(data
     with AnswerStore(":memory:") as store:
         first = ingest_vicuna80(store, data)
         again = ingest_vicuna80(store, data)
-        store.put(AnswerRecord(judge="j", prompt_family="paper", task="pairwise", criterion="fluency",
-                               item_id="d1/M1|M2", order="ab", outcome="first"))
+        store.put(
+            AnswerRecord(
+                judge="j",
+                prompt_family="paper",
+                task="pairwise",
+                criterion="fluency",
+                item_id="d1/M1|M2",
+                order="ab",
+                outcome="first",
+            )
+        )
         summeval_side = pairwise_answers_from_store(store)
     assert (first.inserted, again.inserted, again.updated, again.unchanged) == (8160, 0, 0, 8160)
     assert [a.judge for a in summeval_side] == ["j"]
@@ -190,8 +200,17 @@ def test_a_judge_gone_from_the_data_keeps_its_stored_rows_out_of_the_study(data_
     data = load_vicuna80(data_dir)
     with AnswerStore(":memory:") as store:
         ingest_vicuna80(store, data)
-        store.put(AnswerRecord(judge="retired", prompt_family="prd", task="pairwise", criterion="overall",
-                               item_id="q1/bard|gpt-4", order="ab", outcome="first"))
+        store.put(
+            AnswerRecord(
+                judge="retired",
+                prompt_family="prd",
+                task="pairwise",
+                criterion="overall",
+                item_id="q1/bard|gpt-4",
+                order="ab",
+                outcome="first",
+            )
+        )
         everyone, _ = verdicts_from_store(store)
         current, rules = verdicts_from_store(store, data.judges)
     assert {v.source for v in everyone} - {v.source for v in current} == {"retired"}
@@ -259,8 +278,14 @@ def test_bad_human_rows_stop_the_run_and_outside_assistants_are_counted(tmp_path
     root = _tiny(tmp_path, [_row()], [{"item_id": "q1", "first": "a", "second": "b", "vote": "maybe"}])
     with pytest.raises(DataError, match=r"human\.jsonl:1: unknown vote 'maybe'"):
         load_vicuna80(root)
-    root = _tiny(tmp_path / "2", [_row()], [{"item_id": "q1", "first": "a", "second": "guanaco", "vote": "first"},
-                                            {"item_id": "q1", "first": "c", "second": "b", "vote": "second"}])
+    root = _tiny(
+        tmp_path / "2",
+        [_row()],
+        [
+            {"item_id": "q1", "first": "a", "second": "guanaco", "vote": "first"},
+            {"item_id": "q1", "first": "c", "second": "b", "vote": "second"},
+        ],
+    )
     data = load_vicuna80(root)
     assert data.human_outside == {"guanaco": 1} and data.n_human_left_out == 1
     assert [(v.first, v.second, v.line) for v in data.human] == [("c", "b", 2)]

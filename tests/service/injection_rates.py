@@ -101,9 +101,14 @@ def measure(corpus: Path, detector: Callable[[str], list[str]], real: list[str] 
     flagged = [text for text in benign if detector(text)]
     flagged_real = [text for text in real or [] if detector(text)]
     return Rates(
-        attacks=len(attacks), caught=len(attacks) - len(missed), benign_written=len(benign),
-        flagged_written=len(flagged), benign_real=len(real or []), flagged_real=len(flagged_real),
-        missed=missed, false_positives=flagged + flagged_real,
+        attacks=len(attacks),
+        caught=len(attacks) - len(missed),
+        benign_written=len(benign),
+        flagged_written=len(flagged),
+        benign_real=len(real or []),
+        flagged_real=len(flagged_real),
+        missed=missed,
+        false_positives=flagged + flagged_real,
     )
 
 
@@ -120,10 +125,12 @@ def main(argv: list[str] | None = None) -> None:
     sources = {"heldout": real_news_texts, "heldout2": real_frank_summaries, "dev": real_dev_texts}
     real = list(sources[args.corpus](resolve_data_dir())) if args.corpus in sources else None
     rates = measure(CORPORA[args.corpus], injection_findings, real)
-    print(f"corpus {args.corpus}: attacks caught {rates.caught}/{rates.attacks} ({rates.detection:.1%}); "
-          f"hand-written benign flagged {rates.flagged_written}/{rates.benign_written} "
-          f"({rates.false_positive_written:.1%}); real texts flagged {rates.flagged_real}/{rates.benign_real} "
-          f"({rates.false_positive_real:.2%})")
+    print(
+        f"corpus {args.corpus}: attacks caught {rates.caught}/{rates.attacks} ({rates.detection:.1%}); "
+        f"hand-written benign flagged {rates.flagged_written}/{rates.benign_written} "
+        f"({rates.false_positive_written:.1%}); real texts flagged {rates.flagged_real}/{rates.benign_real} "
+        f"({rates.false_positive_real:.2%})"
+    )
     if args.by_kind:
         data = json.loads(CORPORA[args.corpus].read_text(encoding="utf-8"))
         for part, wanted in (("attacks", True), ("benign", False)):

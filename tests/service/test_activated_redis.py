@@ -38,8 +38,17 @@ def key() -> Iterator[str]:
 
 
 def _body() -> bytes:
-    rows = [{"item_id": f"i{i}", "criterion": "tone", "judge": "shared-judge", "human": 1 + i % 5,
-             "judge_score": 1 + (i + i // 7) % 5, "group": f"d{i // 4}"} for i in range(160)]
+    rows = [
+        {
+            "item_id": f"i{i}",
+            "criterion": "tone",
+            "judge": "shared-judge",
+            "human": 1 + i % 5,
+            "judge_score": 1 + (i + i // 7) % 5,
+            "group": f"d{i // 4}",
+        }
+        for i in range(160)
+    ]
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
@@ -59,8 +68,12 @@ def test_activated_in_redis_reaches_another_replica_and_delete_removes_it(
     queue_name: str,  # noqa: F811 - the fixture
     workers: Callable[..., Workers],  # noqa: F811 - the fixture
 ) -> None:
-    settings = make_settings(admin_api_key=ADMIN, redis_url=REDIS_URL, artifacts_redis_key=key,
-                             jobs=JobSettings(queue=queue_name, heartbeat_s=5, sweep_s=1))
+    settings = make_settings(
+        admin_api_key=ADMIN,
+        redis_url=REDIS_URL,
+        artifacts_redis_key=key,
+        jobs=JobSettings(queue=queue_name, heartbeat_s=5, sweep_s=1),
+    )
     first = start_app(settings)
     # the calibration job runs on a worker of this test's queue, which serves the API's artifacts (the same key)
     workers(settings).start(ARTIFACTS_REDIS_KEY=key)
@@ -72,8 +85,9 @@ def test_activated_in_redis_reaches_another_replica_and_delete_removes_it(
     item = {"criterion": "tone", "judge": "shared-judge", "judge_score": 3}
     accepted = first.client.post("/v1/jobs", json={"items": [item]})
     assert accepted.status_code == 202, accepted.text
-    scored_job = wait_for(first.client, accepted.json()["job_id"], lambda s: s["status"] not in ("queued", "running"),
-                          60)
+    scored_job = wait_for(
+        first.client, accepted.json()["job_id"], lambda s: s["status"] not in ("queued", "running"), 60
+    )
     assert scored_job["status"] == "succeeded", scored_job
     [line] = all_results(first.client, accepted.json()["job_id"])
     assert line["ok"] is True and line["result"] == first.client.post("/v1/score", json=item).json()
@@ -89,10 +103,12 @@ def test_activated_in_redis_reaches_another_replica_and_delete_removes_it(
     assert not redis.Redis.from_url(REDIS_URL).hexists(key, f"cal-{job_id}")
 
 
-def test_redis_down_at_start_up_is_reported_not_fatal(start_app: Callable[[Settings], AppHarness],
-                                                      make_settings) -> None:
-    harness = start_app(make_settings(admin_api_key=ADMIN, redis_url="redis://127.0.0.1:1/0",
-                                      artifacts_redis_key="cj:unreachable"))
+def test_redis_down_at_start_up_is_reported_not_fatal(
+    start_app: Callable[[Settings], AppHarness], make_settings
+) -> None:
+    harness = start_app(
+        make_settings(admin_api_key=ADMIN, redis_url="redis://127.0.0.1:1/0", artifacts_redis_key="cj:unreachable")
+    )
     assert harness.client.get("/v1/calibration").status_code == 200
     assert any("unreachable" in s for s in harness.services.calibration.skipped)
     # a calibration job needs the queue, which lives in that Redis: a 503 that says so, nothing half-created

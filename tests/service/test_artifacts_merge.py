@@ -22,20 +22,33 @@ ADMIN = "merge-admin"
 HEADERS = {"Authorization": f"Bearer {ADMIN}"}
 
 
-def user_artifact(judge: str = "acme", criterion: str = "helpfulness", k: int = 7,
-                  family: str = "custom") -> ThresholdsArtifact:
+def user_artifact(
+    judge: str = "acme", criterion: str = "helpfulness", k: int = 7, family: str = "custom"
+) -> ThresholdsArtifact:
     """A calibrated 1..k artifact for one (judge, custom, criterion) cell on synthetic grouped data."""
     rng = np.random.default_rng(5)
     labels = rng.integers(1, k + 1, size=400)
     scores = np.clip(labels + rng.integers(-1, 2, size=400), 1, k)
-    cell = LabelledCell(judge=judge, prompt_family=family, criterion=criterion, n_labels=k,
-                        item_ids=tuple(f"i{i:03d}" for i in range(400)), labels=labels, judge_scores=scores,
-                        probabilities=None, groups=tuple(f"d{i // 4}" for i in range(400)))
-    fits = {(judge, family, criterion, data.kind): fit_kind(data, alphas=[0.1, 0.2], delta=0.05, n_splits=4,
-                                                           selection_repeats=2, nested_repeats=1)
-            for data in labelled_kind_data(cell)}
-    return kind_artifact(fits, created_at="2026-02-01T00:00:00+00:00", code_version="user", data_hash="h",
-                         source="test user artifact")
+    cell = LabelledCell(
+        judge=judge,
+        prompt_family=family,
+        criterion=criterion,
+        n_labels=k,
+        item_ids=tuple(f"i{i:03d}" for i in range(400)),
+        labels=labels,
+        judge_scores=scores,
+        probabilities=None,
+        groups=tuple(f"d{i // 4}" for i in range(400)),
+    )
+    fits = {
+        (judge, family, criterion, data.kind): fit_kind(
+            data, alphas=[0.1, 0.2], delta=0.05, n_splits=4, selection_repeats=2, nested_repeats=1
+        )
+        for data in labelled_kind_data(cell)
+    }
+    return kind_artifact(
+        fits, created_at="2026-02-01T00:00:00+00:00", code_version="user", data_hash="h", source="test user artifact"
+    )
 
 
 def test_the_merge_rule() -> None:
@@ -60,8 +73,11 @@ def test_the_merge_rule() -> None:
 def harness(start_app: Callable[[Settings], AppHarness], make_settings, tmp_path: Path) -> AppHarness:
     save_artifact(user_artifact(), tmp_path / "acme.json")
     save_artifact(user_artifact(judge=STAND_IN, criterion="coherence", k=5, family="paper"), tmp_path / "taken.json")
-    return start_app(make_settings(admin_api_key=ADMIN, limits=LimitSettings(reload_dir=tmp_path),
-                                   artifacts_dir=tmp_path / "activated"))
+    return start_app(
+        make_settings(
+            admin_api_key=ADMIN, limits=LimitSettings(reload_dir=tmp_path), artifacts_dir=tmp_path / "activated"
+        )
+    )
 
 
 def test_a_named_artifact_adds_its_cells_and_the_primary_stays(harness: AppHarness, tmp_path: Path) -> None:
@@ -117,8 +133,12 @@ def test_a_cell_owned_by_another_artifact_is_a_409_naming_both(harness: AppHarne
 def test_activated_artifacts_survive_a_restart(
     start_app: Callable[[Settings], AppHarness], make_settings, harness: AppHarness, tmp_path: Path
 ) -> None:
-    assert harness.client.post("/v1/calibration/reload", headers=HEADERS,
-                               json={"path": "acme.json", "name": "acme-v1"}).status_code == 200
+    assert (
+        harness.client.post(
+            "/v1/calibration/reload", headers=HEADERS, json={"path": "acme.json", "name": "acme-v1"}
+        ).status_code
+        == 200
+    )
     restarted = start_app(make_settings(artifacts_dir=tmp_path / "activated"))
     names = [a["name"] for a in restarted.client.get("/v1/calibration").json()["artifacts"]]
     assert names == ["primary", "acme-v1"]
@@ -131,11 +151,12 @@ def test_scale_limits_per_cell(harness: AppHarness) -> None:
     client = harness.client
     too_high = client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 6})
     assert too_high.status_code == 422 and "1..5" in too_high.json()["detail"]
-    token = client.post("/v1/score", json={"criterion": "helpfulness", "judge": "acme",
-                                           "judge_logprobs": {"8": -0.1}})
+    token = client.post("/v1/score", json={"criterion": "helpfulness", "judge": "acme", "judge_logprobs": {"8": -0.1}})
     assert token.status_code == 422 and "1..7" in token.json()["detail"]
-    assert client.post("/v1/score", json={"criterion": "helpfulness", "judge": "acme",
-                                          "judge_score": 11}).status_code == 422
+    assert (
+        client.post("/v1/score", json={"criterion": "helpfulness", "judge": "acme", "judge_score": 11}).status_code
+        == 422
+    )
 
 
 def test_unknown_criterion_lists_the_allowed_names(app: AppHarness) -> None:
@@ -150,8 +171,11 @@ def test_an_unwritable_artifacts_dir_activates_nothing(
 ) -> None:
     save_artifact(user_artifact(), tmp_path / "acme.json")
     (tmp_path / "not-a-dir").write_text("a file where the directory should be")
-    harness = start_app(make_settings(admin_api_key=ADMIN, limits=LimitSettings(reload_dir=tmp_path),
-                                      artifacts_dir=tmp_path / "not-a-dir"))
+    harness = start_app(
+        make_settings(
+            admin_api_key=ADMIN, limits=LimitSettings(reload_dir=tmp_path), artifacts_dir=tmp_path / "not-a-dir"
+        )
+    )
     before = harness.client.get("/v1/calibration").json()["calibration_id"]
     reply = harness.client.post("/v1/calibration/reload", headers=HEADERS, json={"path": "acme.json", "name": "acme"})
     assert reply.status_code == 503 and "ARTIFACTS_DIR" in reply.json()["detail"]

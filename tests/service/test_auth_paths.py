@@ -24,8 +24,17 @@ ADMIN = "admin-key"
 METHODS = ("GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS")
 SAMPLE_ID = "0" * 32
 # answered without a key (service/http/routes/health.py and the spec document), on exactly this spelling
-PUBLIC_PATHS = frozenset({"/healthz", "/readyz", "/metrics", "/schema", "/schema/openapi.json", "/schema/redoc",
-                          "/schema/redoc.standalone.js"})
+PUBLIC_PATHS = frozenset(
+    {
+        "/healthz",
+        "/readyz",
+        "/metrics",
+        "/schema",
+        "/schema/openapi.json",
+        "/schema/redoc",
+        "/schema/redoc.standalone.js",
+    }
+)
 _PARAMETER = re.compile(r"\{[^}]*\}")
 
 

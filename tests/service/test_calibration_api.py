@@ -238,15 +238,21 @@ def shipped_app(start_app: Callable[[Settings], AppHarness]) -> AppHarness:
 def _expected_line(full: dict, cell: tuple[str, str, str, str], alpha: float, tolerance: int) -> dict:
     """A summary line recomputed from the full view alone (its entries, defaults and decision rules)."""
     entries = [e for e in full["entries"] if (e["judge"], e["prompt_family"], e["criterion"], e["input_kind"]) == cell]
-    defaults = [d for d in full["default_methods"]
-                if (d["judge"], d["prompt_family"], d["criterion"], d["input_kind"]) == cell]
+    defaults = [
+        d for d in full["default_methods"] if (d["judge"], d["prompt_family"], d["criterion"], d["input_kind"]) == cell
+    ]
     method = defaults[0]["method"] if defaults else entries[0]["method"]
     served = sorted((e for e in entries if e["method"] == method), key=lambda e: e["alpha"])
     at_default = [e for e in served if e["alpha"] <= alpha + 1e-9]
-    rules = [r for r in full["decision_rules"]
-             if (r["judge"], r["prompt_family"], r["criterion"], r["input_kind"]) == cell]
-    rows = [c for r in rules for c in r["certifications"]
-            if c["tolerance"] == tolerance and c["accept_alpha"] <= alpha + 1e-9]
+    rules = [
+        r for r in full["decision_rules"] if (r["judge"], r["prompt_family"], r["criterion"], r["input_kind"]) == cell
+    ]
+    rows = [
+        c
+        for r in rules
+        for c in r["certifications"]
+        if c["tolerance"] == tolerance and c["accept_alpha"] <= alpha + 1e-9
+    ]
     row = max(rows, key=lambda c: c["accept_alpha"]) if rows else None
     usable = row is not None and not row["rule_failed"]
     return {
@@ -272,8 +278,18 @@ def test_summary_is_small_and_agrees_with_the_full_view(shipped_app: AppHarness)
     assert len(reply.content) < 64 * 1024 < len(full_reply.content)
     full, summary = full_reply.json(), reply.json()
     assert summary["view"] == "summary"
-    for key in ("calibration_id", "path", "loaded_at", "created_at", "code_version", "data_hash", "source",
-                "label_scale", "n_entries", "levels"):
+    for key in (
+        "calibration_id",
+        "path",
+        "loaded_at",
+        "created_at",
+        "code_version",
+        "data_hash",
+        "source",
+        "label_scale",
+        "n_entries",
+        "levels",
+    ):
         assert summary[key] == full[key], key
     assert (summary["default_alpha"], summary["tolerance"], summary["accept_alpha"]) == (0.1, 2, 0.1)
     cells = sorted({(e["judge"], e["prompt_family"], e["criterion"], e["input_kind"]) for e in full["entries"]})
@@ -311,7 +327,10 @@ def test_summary_of_the_test_artifact_reads_the_defaults(app: AppHarness, artifa
     assert coherence["served"] == [{"method": "lac", "alphas": [0.1, 0.2]}]
     assert coherence["set_size"] == 2.5 and coherence["decision_rule"] is False and coherence["accept_share"] is None
     # no default for score verdicts of this cell: the first calibrated score method serves (artifact.serving)
-    score_methods = [e.method for e in artifact.entries
-                     if (e.judge, e.prompt_family, e.criterion, e.kind) == (STAND_IN, "paper", "coherence", "score")]
+    score_methods = [
+        e.method
+        for e in artifact.entries
+        if (e.judge, e.prompt_family, e.criterion, e.kind) == (STAND_IN, "paper", "coherence", "score")
+    ]
     assert lines[STAND_IN, "paper", "coherence", "score"]["served"][0]["method"] == score_methods[0]
     assert app.client.get("/v1/calibration?view=full").json()["n_entries"] == len(artifact.entries)

@@ -24,7 +24,9 @@ pytestmark = pytest.mark.redis
 
 
 def test_an_activation_whose_job_another_replica_deleted_is_undone(
-    artifact_path: Path, tmp_path: Path, queue_name: str,  # noqa: F811 - the fixture
+    artifact_path: Path,
+    tmp_path: Path,
+    queue_name: str,  # noqa: F811 - the fixture
 ) -> None:
     holder = CalibrationHolder(artifact_path, artifacts_dir=tmp_path / "activated")
     holder.load_initial()
@@ -43,11 +45,11 @@ def test_an_activation_whose_job_another_replica_deleted_is_undone(
     async def main() -> BaseException | None:
         queue = JobQueue.connect(REDIS_URL, JobSettings(queue=queue_name))
         try:
-            plan = CalibrationPlan(id="race", name="mine", created_at="t", n_rows=1, cells_planned=[],
-                                   levels=(0.1,), warnings=[], scale=5)
+            plan = CalibrationPlan(
+                id="race", name="mine", created_at="t", n_rows=1, cells_planned=[], levels=(0.1,), warnings=[], scale=5
+            )
             await queue.calibrations.put(plan, b"{}")
-            await queue.calibrations.save("race", status="done", done=1, total=1, results=[],
-                                          artifact=user_artifact())
+            await queue.calibrations.save("race", status="done", done=1, total=1, results=[], artifact=user_artifact())
             replica_a = CalibrationJobs(accept_max=2, escalate_min=5, queue=queue)
             replica_b = CalibrationJobs(accept_max=2, escalate_min=5, queue=queue)
             activating = asyncio.create_task(replica_a.activate("race", holder))

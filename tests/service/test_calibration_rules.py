@@ -31,15 +31,28 @@ SOURCE_JUDGE, SOURCE_CRITERION = "gpt-4o-mini-2024-07-18", "relevance"
 @pytest.fixture(scope="module")
 def rows(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> list[dict]:
     path = tmp_path_factory.mktemp("rules") / "all.jsonl"
-    write_labelled_file(data_dir, path, source_judge=SOURCE_JUDGE, source_criterion=SOURCE_CRITERION, judge=JUDGE,
-                        criterion=CRITERION, k=5)
+    write_labelled_file(
+        data_dir,
+        path,
+        source_judge=SOURCE_JUDGE,
+        source_criterion=SOURCE_CRITERION,
+        judge=JUDGE,
+        criterion=CRITERION,
+        k=5,
+    )
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 @pytest.fixture
 def harness(start_app: Callable[[Settings], AppHarness], tmp_path: Path) -> AppHarness:
-    return start_app(Settings(thresholds_path=default_thresholds_path(), admin_api_key=ADMIN,
-                              artifacts_dir=tmp_path / "activated", limits=LimitSettings(reload_dir=tmp_path)))
+    return start_app(
+        Settings(
+            thresholds_path=default_thresholds_path(),
+            admin_api_key=ADMIN,
+            artifacts_dir=tmp_path / "activated",
+            limits=LimitSettings(reload_dir=tmp_path),
+        )
+    )
 
 
 def _body(rows: list[dict]) -> bytes:
@@ -61,8 +74,9 @@ def _calibrate(harness: AppHarness, body: bytes) -> dict:
 
 
 def _score(harness: AppHarness, judge_score: int, **asked: object) -> dict:
-    reply = harness.client.post("/v1/score", json={"criterion": CRITERION, "judge": JUDGE, "judge_score": judge_score,
-                                                   **asked})
+    reply = harness.client.post(
+        "/v1/score", json={"criterion": CRITERION, "judge": JUDGE, "judge_score": judge_score, **asked}
+    )
     assert reply.status_code == 200, reply.text
     return reply.json()
 
@@ -81,10 +95,14 @@ def test_an_http_calibration_certifies_and_score_accepts(harness: AppHarness, ro
 
     # the same rule offline shipped for the same data (one fit for both paths), names aside
     served = [r for r in harness.client.get("/v1/calibration").json()["decision_rules"] if r["judge"] == JUDGE]
-    [shipped] = [r for r in load_artifact(default_thresholds_path()).decision_rules
-                 if (r.judge, r.criterion, r.input_kind) == (SOURCE_JUDGE, SOURCE_CRITERION, "score")]
-    assert served == [msgspec.to_builtins(msgspec.structs.replace(shipped, judge=JUDGE, criterion=CRITERION,
-                                                                   prompt_family="custom"))]
+    [shipped] = [
+        r
+        for r in load_artifact(default_thresholds_path()).decision_rules
+        if (r.judge, r.criterion, r.input_kind) == (SOURCE_JUDGE, SOURCE_CRITERION, "score")
+    ]
+    assert served == [
+        msgspec.to_builtins(msgspec.structs.replace(shipped, judge=JUDGE, criterion=CRITERION, prompt_family="custom"))
+    ]
 
     accepted = 0
     for score in range(1, 6):
@@ -103,8 +121,9 @@ def test_a_too_small_upload_cannot_certify_and_escalates_saying_so(harness: AppH
     job = _calibrate(harness, _body([r for r in rows if r["group"] in documents]))
     [cell] = job["cells"]
     assert cell["certifications"] and all(c["rule_failed"] and not c["certified"] for c in cell["certifications"])
-    assert cell["decision_summary"].startswith("not certifiable at tolerance 2, accept_alpha 0.1: only 8 "
-                                               "certification documents")
+    assert cell["decision_summary"].startswith(
+        "not certifiable at tolerance 2, accept_alpha 0.1: only 8 certification documents"
+    )
     assert any(JUDGE in w and "not certifiable" in w for w in job["warnings"])
     for score in (1, 3, 5):
         answer = _score(harness, score)

@@ -37,8 +37,14 @@ def halves(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
 
 @pytest.fixture
 def harness(start_app: Callable[[Settings], AppHarness], tmp_path: Path) -> AppHarness:
-    return start_app(Settings(thresholds_path=default_thresholds_path(), admin_api_key=ADMIN,
-                              artifacts_dir=tmp_path / "activated", limits=LimitSettings(reload_dir=tmp_path)))
+    return start_app(
+        Settings(
+            thresholds_path=default_thresholds_path(),
+            admin_api_key=ADMIN,
+            artifacts_dir=tmp_path / "activated",
+            limits=LimitSettings(reload_dir=tmp_path),
+        )
+    )
 
 
 def _wait(harness: AppHarness, job_id: str, limit_s: float = 180.0) -> dict:
@@ -54,13 +60,15 @@ def _wait(harness: AppHarness, job_id: str, limit_s: float = 180.0) -> dict:
 
 
 def _coverage(harness: AppHarness, rows: list[dict], alpha: float) -> tuple[float, set[int]]:
-    items = [{"criterion": "helpfulness", "judge": "acme-judge-v1", "judge_score": r["judge_score"], "alpha": alpha}
-             for r in rows]
+    items = [
+        {"criterion": "helpfulness", "judge": "acme-judge-v1", "judge_score": r["judge_score"], "alpha": alpha}
+        for r in rows
+    ]
     hits, sizes = 0, set()
     for start in range(0, len(items), 500):
-        reply = harness.client.post("/v1/score/batch", json={"items": items[start:start + 500]})
+        reply = harness.client.post("/v1/score/batch", json={"items": items[start : start + 500]})
         assert reply.status_code == 200, reply.text
-        for row, result in zip(rows[start:start + 500], reply.json()["results"], strict=True):
+        for row, result in zip(rows[start : start + 500], reply.json()["results"], strict=True):
             answer = result["result"]
             assert answer["calibrated"] is True and set(answer["prediction_set"]) <= set(range(1, K + 1))
             hits += int(row["human"] + 0.5) in answer["prediction_set"]
@@ -79,8 +87,12 @@ def test_http_calibrate_activate_score_on_unseen_documents(harness: AppHarness, 
     job = _wait(harness, reply.json()["id"])
     assert job["status"] == "done" and job["progress"] == 1.0, job
     [cell] = job["cells"]
-    assert (cell["judge"], cell["criterion"], cell["n_labels"], cell["n_groups"]) == ("acme-judge-v1", "helpfulness",
-                                                                                      K, 50)
+    assert (cell["judge"], cell["criterion"], cell["n_labels"], cell["n_groups"]) == (
+        "acme-judge-v1",
+        "helpfulness",
+        K,
+        50,
+    )
     for level in cell["heldout"]:
         assert level["share_accept"] + level["share_review"] + level["share_escalate"] == pytest.approx(1.0)
 
@@ -94,8 +106,9 @@ def test_http_calibrate_activate_score_on_unseen_documents(harness: AppHarness, 
         coverage, sizes = _coverage(harness, unseen, alpha)
         assert coverage >= 1 - alpha - 0.02, (alpha, coverage)  # the validity rule on unseen documents
         assert max(sizes) <= K
-    shipped = client.post("/v1/score", json={"criterion": "relevance", "judge": "gpt-4o-mini-2024-07-18",
-                                             "judge_score": 4}).json()
+    shipped = client.post(
+        "/v1/score", json={"criterion": "relevance", "judge": "gpt-4o-mini-2024-07-18", "judge_score": 4}
+    ).json()
     assert shipped["calibrated"] is True and set(shipped["prediction_set"]) <= set(range(1, 6))
 
     assert client.delete(f"/v1/calibrations/{job['id']}", headers=HEADERS).status_code == 204
@@ -108,8 +121,11 @@ def test_cli_artifact_loads_beside_the_shipped_one(harness: AppHarness, halves, 
     fit, unseen = halves
     out = tmp_path / "report"
     assert offline_main(["calibrate", "--labels", str(fit), "--out", str(out), "--splits", "4", "--no-progress"]) == 0
-    reply = harness.client.post("/v1/calibration/reload", headers={"Authorization": f"Bearer {ADMIN}"},
-                                json={"path": str(out / "thresholds.json"), "name": "acme"})
+    reply = harness.client.post(
+        "/v1/calibration/reload",
+        headers={"Authorization": f"Bearer {ADMIN}"},
+        json={"path": str(out / "thresholds.json"), "name": "acme"},
+    )
     assert reply.status_code == 200, reply.text
     coverage, _ = _coverage(harness, unseen, 0.1)
     assert coverage >= 0.88
@@ -119,8 +135,12 @@ def test_cli_artifact_loads_beside_the_shipped_one(harness: AppHarness, halves, 
     ("body", "status", "needle"),
     [
         (b"", 422, "empty"),
-        (b'{"item_id": "a", "criterion": "c", "judge": "j", "human": 3, "judge_score": 3}\n'
-         b'{"item_id": "a", "criterion": "c", "judge": "j", "human": 4, "judge_score": 3}\n', 422, "body:2: item_id"),
+        (
+            b'{"item_id": "a", "criterion": "c", "judge": "j", "human": 3, "judge_score": 3}\n'
+            b'{"item_id": "a", "criterion": "c", "judge": "j", "human": 4, "judge_score": 3}\n',
+            422,
+            "body:2: item_id",
+        ),
         (b'{"item_id": "a", "criterion": "c", "judge": "j", "human": 9, "judge_score": 3}\n', 422, "body:1: human"),
         (b'{"item_id": "a", "criterion": "c", "judge": "j", "judge_score": 3}\n', 422, "body:1: human"),
     ],
@@ -138,13 +158,16 @@ def test_upload_limits_and_keys(start_app: Callable[[Settings], AppHarness], har
     small = start_app(Settings(thresholds_path=default_thresholds_path(), admin_api_key=ADMIN, max_body_bytes=4096))
     big = small.client.post("/v1/calibrations", headers=HEADERS, content=b"x" * 10_000)
     assert big.status_code == 413
-    wrong_type = harness.client.post("/v1/calibrations", headers={**HEADERS, "Content-Type": "text/plain"},
-                                     content=b"{}")
+    wrong_type = harness.client.post(
+        "/v1/calibrations", headers={**HEADERS, "Content-Type": "text/plain"}, content=b"{}"
+    )
     assert wrong_type.status_code == 415
     no_key = harness.client.post("/v1/calibrations", headers={"Content-Type": "application/x-ndjson"}, content=b"")
     assert no_key.status_code == 401
-    assert harness.client.post("/v1/calibrations/nope/activate",
-                               headers={"Authorization": f"Bearer {ADMIN}"}).status_code == 404
+    assert (
+        harness.client.post("/v1/calibrations/nope/activate", headers={"Authorization": f"Bearer {ADMIN}"}).status_code
+        == 404
+    )
 
 
 def test_calibration_lists_decision_shares_per_cell_kind_and_level(harness: AppHarness, halves) -> None:
@@ -189,8 +212,17 @@ def _tone_rows(judge: str, criterion: str = "tone", **extra: str) -> bytes:
     rows = []
     for i in range(120):
         human = int(rng.integers(1, 6))
-        rows.append({"item_id": f"i{i}", "criterion": criterion, "judge": judge, "human": human,
-                     "judge_score": int(np.clip(human + rng.integers(-1, 2), 1, 5)), "group": f"d{i // 4}", **extra})
+        rows.append(
+            {
+                "item_id": f"i{i}",
+                "criterion": criterion,
+                "judge": judge,
+                "human": human,
+                "judge_score": int(np.clip(human + rng.integers(-1, 2), 1, 5)),
+                "group": f"d{i // 4}",
+                **extra,
+            }
+        )
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
@@ -222,15 +254,23 @@ def test_a_mean_of_samples_judge_over_http(harness: AppHarness) -> None:
     rows = []
     for i in range(200):
         human = int(rng.integers(1, 6))
-        rows.append({"item_id": f"i{i}", "criterion": "tone", "judge": "sampler", "human": human,
-                     "mean_of_samples": round(float(np.clip(human + rng.normal(0, 0.6), 1, 5)), 3),
-                     "group": f"d{i // 5}"})
+        rows.append(
+            {
+                "item_id": f"i{i}",
+                "criterion": "tone",
+                "judge": "sampler",
+                "human": human,
+                "mean_of_samples": round(float(np.clip(human + rng.normal(0, 0.6), 1, 5)), 3),
+                "group": f"d{i // 5}",
+            }
+        )
     body = "".join(json.dumps(r) + "\n" for r in rows).encode()
     job = _wait(harness, harness.client.post("/v1/calibrations", headers=HEADERS, content=body).json()["id"])
     assert [c["input_kind"] for c in job["cells"]] == ["mean"]
     assert harness.client.post(f"/v1/calibrations/{job['id']}/activate", headers=HEADERS).status_code == 200
-    scored = harness.client.post("/v1/score", json={"criterion": "tone", "judge": "sampler",
-                                                    "mean_of_samples": 3.4}).json()
+    scored = harness.client.post(
+        "/v1/score", json={"criterion": "tone", "judge": "sampler", "mean_of_samples": 3.4}
+    ).json()
     assert scored["calibrated"] is True and scored["input_kind"] == "mean"
 
 
@@ -239,14 +279,19 @@ def test_a_json_array_of_rows_is_the_same_upload_as_json_lines(harness: AppHarne
     lines = fit.read_bytes()
     as_lines = harness.client.post("/v1/calibrations", headers=HEADERS, content=lines)
     rows = [json.loads(line) for line in lines.splitlines()]
-    as_array = harness.client.post("/v1/calibrations", headers={**HEADERS, "Content-Type": "application/json"},
-                                   json=rows)
+    as_array = harness.client.post(
+        "/v1/calibrations", headers={**HEADERS, "Content-Type": "application/json"}, json=rows
+    )
     assert as_lines.status_code == as_array.status_code == 202, as_array.text
     assert as_array.json()["n_rows"] == as_lines.json()["n_rows"] == len(rows)
-    bad = harness.client.post("/v1/calibrations", headers={**HEADERS, "Content-Type": "application/json"},
-                              json=[rows[0], {"criterion": "helpfulness"}])
+    bad = harness.client.post(
+        "/v1/calibrations",
+        headers={**HEADERS, "Content-Type": "application/json"},
+        json=[rows[0], {"criterion": "helpfulness"}],
+    )
     assert bad.status_code == 422 and "body:2:" in bad.json()["detail"]  # row i is line i + 1
-    broken = harness.client.post("/v1/calibrations", headers={**HEADERS, "Content-Type": "application/json"},
-                                 content=b"[{")
+    broken = harness.client.post(
+        "/v1/calibrations", headers={**HEADERS, "Content-Type": "application/json"}, content=b"[{"
+    )
     assert broken.status_code == 400
     assert _wait(harness, as_lines.json()["id"])["status"] == _wait(harness, as_array.json()["id"])["status"] == "done"

@@ -32,8 +32,18 @@ LINES = {**AUTH, "Content-Type": "application/x-ndjson"}
 
 
 def _rows(n_groups: int, per_group: int, *, judge: str = "my-judge", criterion: str = "tone") -> bytes:
-    rows = [{"item_id": f"i{g}-{i}", "criterion": criterion, "judge": judge, "human": 1 + (g + i) % 5,
-             "judge_score": 1 + (g + 2 * i) % 5, "group": f"d{g}"} for g in range(n_groups) for i in range(per_group)]
+    rows = [
+        {
+            "item_id": f"i{g}-{i}",
+            "criterion": criterion,
+            "judge": judge,
+            "human": 1 + (g + i) % 5,
+            "judge_score": 1 + (g + 2 * i) % 5,
+            "group": f"d{g}",
+        }
+        for g in range(n_groups)
+        for i in range(per_group)
+    ]
     return "".join(json.dumps(r) + "\n" for r in rows).encode()
 
 
@@ -51,8 +61,13 @@ def _wait(harness: AppHarness, job_id: str) -> dict:
 def harness(start_app: Callable[[Settings], AppHarness], make_settings, tmp_path: Path) -> AppHarness:
     save_artifact(user_artifact(), tmp_path / "acme.json")
     save_artifact(user_artifact(criterion="tone"), tmp_path / "acme-tone.json")
-    return start_app(make_settings(admin_api_key=ADMIN, artifacts_dir=tmp_path / "activated",
-                                   limits=LimitSettings(reload_dir=tmp_path, max_calibration_cell_rows=500)))
+    return start_app(
+        make_settings(
+            admin_api_key=ADMIN,
+            artifacts_dir=tmp_path / "activated",
+            limits=LimitSettings(reload_dir=tmp_path, max_calibration_cell_rows=500),
+        )
+    )
 
 
 def _entries(harness: AppHarness) -> int:
@@ -107,8 +122,7 @@ def test_activation_reports_what_it_replaces_and_removes(harness: AppHarness) ->
     assert (first.json()["cells_added"], first.json()["cells_replaced"], first.json()["cells_removed"]) == (1, 0, 0)
     again = harness.client.post("/v1/calibration/reload", headers=AUTH, json={"path": "acme.json", "name": "mine"})
     assert (again.json()["cells_added"], again.json()["cells_replaced"], again.json()["cells_removed"]) == (0, 1, 0)
-    other = harness.client.post("/v1/calibration/reload", headers=AUTH,
-                                json={"path": "acme-tone.json", "name": "mine"})
+    other = harness.client.post("/v1/calibration/reload", headers=AUTH, json={"path": "acme-tone.json", "name": "mine"})
     assert (other.json()["cells_added"], other.json()["cells_replaced"], other.json()["cells_removed"]) == (1, 0, 1)
 
 
@@ -128,8 +142,9 @@ def test_an_artifact_with_unprintable_names_is_refused_by_reload(harness: AppHar
 
 
 @pytest.mark.parametrize(("groups", "per_group", "needle"), [(2, 4, "2 group"), (3, 3, "3 group"), (6, 1, "6 items")])
-def test_a_cell_too_small_to_fit_is_refused_up_front(harness: AppHarness, groups: int, per_group: int,
-                                                     needle: str) -> None:
+def test_a_cell_too_small_to_fit_is_refused_up_front(
+    harness: AppHarness, groups: int, per_group: int, needle: str
+) -> None:
     reply = harness.client.post("/v1/calibrations", headers=LINES, content=_rows(groups, per_group))
     assert reply.status_code == 422, reply.text
     assert needle in reply.json()["detail"] and "at least" in reply.json()["detail"]
@@ -137,8 +152,18 @@ def test_a_cell_too_small_to_fit_is_refused_up_front(harness: AppHarness, groups
 
 
 def test_a_cell_with_too_few_items_in_its_smallest_groups_is_refused(harness: AppHarness) -> None:
-    rows = [{"item_id": f"i{g}-{i}", "criterion": "tone", "judge": "my-judge", "human": 1 + i % 5,
-             "judge_score": 1 + (g + i) % 5, "group": f"d{g}"} for g, n in enumerate((1, 1, 3, 3)) for i in range(n)]
+    rows = [
+        {
+            "item_id": f"i{g}-{i}",
+            "criterion": "tone",
+            "judge": "my-judge",
+            "human": 1 + i % 5,
+            "judge_score": 1 + (g + i) % 5,
+            "group": f"d{g}",
+        }
+        for g, n in enumerate((1, 1, 3, 3))
+        for i in range(n)
+    ]
     body = "".join(json.dumps(r) + "\n" for r in rows).encode()
     reply = harness.client.post("/v1/calibrations", headers=LINES, content=body)  # it would fail inside the fit
     assert reply.status_code == 422 and "smallest quarter" in reply.json()["detail"], reply.text
@@ -159,10 +184,12 @@ def test_a_cell_above_the_row_cap_is_refused(harness: AppHarness) -> None:
 def test_a_fit_that_fails_ends_failed_naming_the_cell() -> None:
     # bypassing submission's up-front rule: the job must still end failed with a reason, not an internal error
     cells = labelled_cells(read_labels([("body", _rows(2, 3))], default_scale=5))
-    job = CalibrationJob(id="j", name="cal-j", created_at="t", n_rows=6, cells_planned=[], levels=(0.1, 0.2),
-                         warnings=[])
-    asyncio.run(run_calibration(job, cells, n_splits=4, accept_max=2, escalate_min=5,
-                                fitter=calibrations.fit_in_thread))
+    job = CalibrationJob(
+        id="j", name="cal-j", created_at="t", n_rows=6, cells_planned=[], levels=(0.1, 0.2), warnings=[]
+    )
+    asyncio.run(
+        run_calibration(job, cells, n_splits=4, accept_max=2, escalate_min=5, fitter=calibrations.fit_in_thread)
+    )
     assert job.status == "failed" and job.error is not None
     assert "'my-judge' / " in job.error and "6 items in 2 group(s)" in job.error and "label more" in job.error
 
@@ -170,8 +197,7 @@ def test_a_fit_that_fails_ends_failed_naming_the_cell() -> None:
 def test_the_spec_example_upload_is_accepted_and_fits(harness: AppHarness) -> None:
     spec = msgspec.json.decode(Path(DEFAULT_PATH).read_bytes())
     example = spec["paths"]["/v1/calibrations"]["post"]["requestBody"]["content"]["application/json"]["example"]
-    reply = harness.client.post("/v1/calibrations", headers={**AUTH, "Content-Type": "application/json"},
-                                json=example)
+    reply = harness.client.post("/v1/calibrations", headers={**AUTH, "Content-Type": "application/json"}, json=example)
     assert reply.status_code == 202, reply.text
     assert _wait(harness, reply.json()["id"])["status"] == "done"
 
@@ -192,8 +218,12 @@ def test_redis_down_answers_503_with_retry_after_on_every_calibration_route(
         assert reply.headers["content-type"].startswith("application/problem+json")
         assert int(reply.headers["retry-after"]) > 0
         assert reply.json()["type"].endswith("jobs-unavailable")
-    assert harness.client.post("/v1/score", json={"criterion": "relevance", "judge": STAND_IN,
-                                                  "judge_score": 3}).status_code == 200
+    assert (
+        harness.client.post(
+            "/v1/score", json={"criterion": "relevance", "judge": STAND_IN, "judge_score": 3}
+        ).status_code
+        == 200
+    )
 
 
 def test_activate_racing_delete_leaves_no_orphan_artifact(artifact_path: Path, tmp_path: Path) -> None:
@@ -209,8 +239,17 @@ def test_activate_racing_delete_leaves_no_orphan_artifact(artifact_path: Path, t
 
     holder.activated.save = slow_save  # type: ignore[method-assign]
     jobs = CalibrationJobs(accept_max=2, escalate_min=5)
-    job = CalibrationJob(id="race", name="mine", created_at="t", n_rows=1, cells_planned=[], levels=(0.1,),
-                         warnings=[], status="done", artifact=user_artifact())
+    job = CalibrationJob(
+        id="race",
+        name="mine",
+        created_at="t",
+        n_rows=1,
+        cells_planned=[],
+        levels=(0.1,),
+        warnings=[],
+        status="done",
+        artifact=user_artifact(),
+    )
     jobs.jobs[job.id] = job
 
     async def main() -> tuple[object, object]:
@@ -259,8 +298,12 @@ def test_the_spec_states_what_the_calibration_routes_answer(harness: AppHarness)
         paths = spec["paths"]
         assert "content" not in paths["/v1/calibrations/{job_id}"]["delete"]["responses"]["204"]  # 204: no body
         assert paths["/v1/calibration/reload"]["post"]["requestBody"].get("required") is False  # none: reload it
-        for method, path in (("get", "/v1/calibrations/{job_id}"), ("delete", "/v1/calibrations/{job_id}"),
-                             ("post", "/v1/calibrations/{job_id}/activate"), ("post", "/v1/calibrations")):
+        for method, path in (
+            ("get", "/v1/calibrations/{job_id}"),
+            ("delete", "/v1/calibrations/{job_id}"),
+            ("post", "/v1/calibrations/{job_id}/activate"),
+            ("post", "/v1/calibrations"),
+        ):
             assert "503" in paths[path][method]["responses"], (method, path)
     no_body = harness.client.post("/v1/calibration/reload", headers=AUTH)
     assert no_body.status_code == 200, no_body.text

@@ -22,44 +22,72 @@ from service.judging.groups import CascadeConfigError, check_cascade_stages, loa
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
 from tests.service.conftest import AppHarness, _entries
 
-DOCUMENT = {"document": "The council approved the new park budget on Monday after a long debate.",
-            "summary": "The council approved the park budget."}
+DOCUMENT = {
+    "document": "The council approved the new park budget on Monday after a long debate.",
+    "summary": "The council approved the park budget.",
+}
 
 
 def _rule(judge: str, rows: list[tuple[float, list[int], float]]) -> DecisionRule:
     return DecisionRule(
-        judge=judge, prompt_family="paper", criterion="coherence", input_kind="score", feature="score", n_labels=5,
-        bin_edges=[1.5, 2.5, 3.5, 4.5], points=[1, 2, 3, 4, 5],
-        certifications=[Certification(tolerance=2, accept_alpha=alpha, delta=0.05, accepted_bins=bins,
-                                      certified_error=bound) for alpha, bins, bound in rows],
+        judge=judge,
+        prompt_family="paper",
+        criterion="coherence",
+        input_kind="score",
+        feature="score",
+        n_labels=5,
+        bin_edges=[1.5, 2.5, 3.5, 4.5],
+        points=[1, 2, 3, 4, 5],
+        certifications=[
+            Certification(tolerance=2, accept_alpha=alpha, delta=0.05, accepted_bins=bins, certified_error=bound)
+            for alpha, bins, bound in rows
+        ],
     )
 
 
 @pytest.fixture
 def cascade_app(start_app: Callable[[Settings], AppHarness], stand_in: JudgeServer, tmp_path: Path) -> AppHarness:
-    entries = (_entries("cheap", "paper", "coherence", ("residual",), 400, 21)
-               + _entries("strong", "paper", "coherence", ("residual",), 400, 22))
+    entries = _entries("cheap", "paper", "coherence", ("residual",), 400, 21) + _entries(
+        "strong", "paper", "coherence", ("residual",), 400, 22
+    )
     artifact = ThresholdsArtifact(
-        format_version=FORMAT_VERSION, created_at="2026-01-01T00:00:00+00:00", code_version="test",
-        data_hash="synthetic", label_scale=[1, 2, 3, 4, 5], entries=entries,
-        default_methods=[DefaultMethod(judge=j, prompt_family="paper", criterion="coherence", method="residual",
-                                       reason="test", input_kind="score") for j in ("cheap", "strong")],
-        decision_rules=[_rule("cheap", [(0.05, [4], 0.04), (0.1, [2, 3, 4], 0.09)]),
-                        _rule("strong", [(0.05, [1, 2, 3], 0.03)])],
+        format_version=FORMAT_VERSION,
+        created_at="2026-01-01T00:00:00+00:00",
+        code_version="test",
+        data_hash="synthetic",
+        label_scale=[1, 2, 3, 4, 5],
+        entries=entries,
+        default_methods=[
+            DefaultMethod(
+                judge=j,
+                prompt_family="paper",
+                criterion="coherence",
+                method="residual",
+                reason="test",
+                input_kind="score",
+            )
+            for j in ("cheap", "strong")
+        ],
+        decision_rules=[
+            _rule("cheap", [(0.05, [4], 0.04), (0.1, [2, 3, 4], 0.09)]),
+            _rule("strong", [(0.05, [1, 2, 3], 0.03)]),
+        ],
     )
     path = tmp_path / "cascade.json"
     save_artifact(artifact, path)
     judges = tmp_path / "judges.json"
-    judges.write_bytes(msgspec.json.encode([stand_in.judge_config(name=name, model=f"model-{name}", max_retries=0)
-                                            for name in ("cheap", "strong")]))
+    judges.write_bytes(
+        msgspec.json.encode(
+            [stand_in.judge_config(name=name, model=f"model-{name}", max_retries=0) for name in ("cheap", "strong")]
+        )
+    )
     cascades = tmp_path / "cascades.json"
     cascades.write_text('[{"name": "thrifty", "judges": ["cheap", "strong"]}]')
     return start_app(Settings(thresholds_path=path, judges_file=judges, cascades_file=cascades))
 
 
 def _answer_with(stand_in: JudgeServer, scores: dict[str, int]) -> None:
-    stand_in.responder = lambda body: ScriptedReply(str(scores[body["model"]]),
-                                                    peaked_logprobs(scores[body["model"]]))
+    stand_in.responder = lambda body: ScriptedReply(str(scores[body["model"]]), peaked_logprobs(scores[body["model"]]))
 
 
 def _models(stand_in: JudgeServer) -> list[str]:
@@ -72,22 +100,39 @@ def _score(app: AppHarness, body: dict) -> dict:
     return reply.json()
 
 
-def test_the_strong_judge_is_called_only_when_the_cheap_one_cannot_accept(cascade_app: AppHarness,
-                                                                          stand_in: JudgeServer):
+def test_the_strong_judge_is_called_only_when_the_cheap_one_cannot_accept(
+    cascade_app: AppHarness, stand_in: JudgeServer
+):
     _answer_with(stand_in, {"model-cheap": 3, "model-strong": 3})
     data = _score(cascade_app, {"cascade": "thrifty", **DOCUMENT})
     assert _models(stand_in) == ["model-cheap", "model-strong"]
     assert (data["decision"], data["judge"], data["point"]) == ("accept", "strong", 3)
     cascade = data["cascade"]
     assert (cascade["name"], cascade["stages"], cascade["stage_alpha"], cascade["judge_calls"]) == (
-        "thrifty", ["cheap", "strong"], 0.05, 2)
+        "thrifty",
+        ["cheap", "strong"],
+        0.05,
+        2,
+    )
     assert [(s["judge"], s["decision"], s["judge_score"], s["source"]) for s in cascade["called"]] == [
-        ("cheap", "escalate", 3, "judge"), ("strong", "accept", 3, "judge")]
+        ("cheap", "escalate", 3, "judge"),
+        ("strong", "accept", 3, "judge"),
+    ]
     # each stage certified at 0.1 / 2; overall: bounds add up (0.04 + 0.03), deltas too (union bound)
-    assert cascade["called"][1]["guarantees"][1] == {"kind": "accept_error", "alpha": 0.05, "confidence": 0.95,
-                                                     "tolerance": 2, "bound": 0.03}
-    assert data["guarantees"][1] == {"kind": "accept_error", "alpha": 0.1, "confidence": 0.9, "tolerance": 2,
-                                     "bound": 0.07}
+    assert cascade["called"][1]["guarantees"][1] == {
+        "kind": "accept_error",
+        "alpha": 0.05,
+        "confidence": 0.95,
+        "tolerance": 2,
+        "bound": 0.03,
+    }
+    assert data["guarantees"][1] == {
+        "kind": "accept_error",
+        "alpha": 0.1,
+        "confidence": 0.9,
+        "tolerance": 2,
+        "bound": 0.07,
+    }
     assert data["guarantees"][0]["kind"] == "set_coverage"
     assert "stage 2 (strong) accepted" in data["reason"] and "0.1 / 2 = 0.05" in data["reason"]
 
@@ -125,8 +170,9 @@ def test_a_callers_cheap_verdict_asks_for_a_second_opinion(cascade_app: AppHarne
     assert accepted["decision"] == "accept"
 
 
-def test_a_callers_verdict_with_the_texts_lets_the_service_call_the_next_stage(cascade_app: AppHarness,
-                                                                               stand_in: JudgeServer):
+def test_a_callers_verdict_with_the_texts_lets_the_service_call_the_next_stage(
+    cascade_app: AppHarness, stand_in: JudgeServer
+):
     _answer_with(stand_in, {"model-cheap": 1, "model-strong": 2})
     data = _score(cascade_app, {"cascade": "thrifty", "judge_score": 3, **DOCUMENT})
     assert _models(stand_in) == ["model-strong"]
@@ -139,14 +185,17 @@ def test_a_callers_last_stage_verdict_escalates_to_a_human(cascade_app: AppHarne
     assert data["decision"] == "escalate" and [s["judge"] for s in data["cascade"]["called"]] == ["strong"]
 
 
-@pytest.mark.parametrize(("body", "words"), [
-    ({"cascade": "nobody", **DOCUMENT}, "unknown cascade"),
-    ({"cascade": "thrifty", "judge": "cheap", **DOCUMENT}, "remove judge"),
-    ({"cascade": "thrifty"}, "document and summary are required"),
-    ({"cascade": "thrifty", "judge": "other", "judge_score": 3}, "not a stage"),
-    ({"cascade": "thrifty", "panel": "jury", **DOCUMENT}, "remove verdicts, panel"),
-    ({"cascade": "thrifty", "prompt_family": "paper", "judge_score": 3}, "prompt_family"),
-])
+@pytest.mark.parametrize(
+    ("body", "words"),
+    [
+        ({"cascade": "nobody", **DOCUMENT}, "unknown cascade"),
+        ({"cascade": "thrifty", "judge": "cheap", **DOCUMENT}, "remove judge"),
+        ({"cascade": "thrifty"}, "document and summary are required"),
+        ({"cascade": "thrifty", "judge": "other", "judge_score": 3}, "not a stage"),
+        ({"cascade": "thrifty", "panel": "jury", **DOCUMENT}, "remove verdicts, panel"),
+        ({"cascade": "thrifty", "prompt_family": "paper", "judge_score": 3}, "prompt_family"),
+    ],
+)
 def test_bad_cascade_requests_are_422_problems(cascade_app: AppHarness, body: dict, words: str):
     reply = cascade_app.client.post("/v1/score", json={"criterion": "coherence", **body})
     assert reply.status_code == 422, reply.text
@@ -157,9 +206,14 @@ def test_cascades_file_is_checked(tmp_path: Path):
     good = tmp_path / "good.json"
     good.write_text('[{"name": "t", "judges": ["a", "b"]}]')
     assert load_cascades(good) == {"t": ("a", "b")} and load_cascades(None) == {}
-    for text in ('{"name": "x"}', '[{"name": "x", "judges": ["a"]}]', '[{"name": "x", "judges": ["a", "a"]}]',
-                 '[{"name": "x", "judges": ["a", "b"]}, {"name": "x", "judges": ["a", "c"]}]', "not json",
-                 '[{"name": "x", "judges": ["a", "b"], "extra": 1}]'):
+    for text in (
+        '{"name": "x"}',
+        '[{"name": "x", "judges": ["a"]}]',
+        '[{"name": "x", "judges": ["a", "a"]}]',
+        '[{"name": "x", "judges": ["a", "b"]}, {"name": "x", "judges": ["a", "c"]}]',
+        "not json",
+        '[{"name": "x", "judges": ["a", "b"], "extra": 1}]',
+    ):
         bad = tmp_path / "bad.json"
         bad.write_text(text)
         with pytest.raises(CascadeConfigError):
@@ -169,8 +223,9 @@ def test_cascades_file_is_checked(tmp_path: Path):
         check_cascade_stages({"t": ("a", "z")}, ["a", "b"])
 
 
-def test_quality_gate_mode_through_a_cascade_without_gates_claims_nothing(cascade_app: AppHarness,
-                                                                         stand_in: JudgeServer):
+def test_quality_gate_mode_through_a_cascade_without_gates_claims_nothing(
+    cascade_app: AppHarness, stand_in: JudgeServer
+):
     _answer_with(stand_in, {"model-cheap": 5, "model-strong": 5})
     data = _score(cascade_app, {"cascade": "thrifty", "pass_threshold": 4, **DOCUMENT})
     assert data["decision"] == "escalate" and _models(stand_in) == ["model-cheap", "model-strong"]

@@ -210,16 +210,31 @@ def test_two_candidates_from_preferences_are_compared(app: AppHarness):
 
 
 def test_a_self_comparison_is_left_out_and_listed(app: AppHarness):
-    prefs = [{"winner": "a", "loser": "a"}, {"winner": "b", "loser": "c"}, {"first": "c", "second": "c",
-                                                                           "verdict": "tie"}]
+    prefs = [
+        {"winner": "a", "loser": "a"},
+        {"winner": "b", "loser": "c"},
+        {"first": "c", "second": "c", "verdict": "tie"},
+    ]
     data = app.client.post("/v1/compare", json={"preferences": prefs}).json()
     assert data["candidates"] == ["a", "b", "c"] and data["n_verdicts"] == 1
     assert [item["index"] for item in data["ignored_preferences"]] == [0, 2]
     assert "itself" in data["ignored_preferences"][0]["reason"]
     assert "2 self-comparison(s) left out" in data["reason"]
-    assert data["pairs"] == [{"a": "b", "b": "c", "wins_a": 1, "wins_b": 0, "ties": 0, "n": 1, "winner": "b",
-                              "win_share": 1.0, "decision": "abstain", "preferred": None,
-                              "reason": "no judge named: only a calibrated judge's verdicts can be accepted"}]
+    assert data["pairs"] == [
+        {
+            "a": "b",
+            "b": "c",
+            "wins_a": 1,
+            "wins_b": 0,
+            "ties": 0,
+            "n": 1,
+            "winner": "b",
+            "win_share": 1.0,
+            "decision": "abstain",
+            "preferred": None,
+            "reason": "no judge named: only a calibrated judge's verdicts can be accepted",
+        }
+    ]
 
 
 def test_only_self_comparisons_give_one_unranked_candidate(app: AppHarness):

@@ -24,13 +24,31 @@ from tests.vicuna80_study import vicuna80_study
 
 
 def _entry(judge: str, alpha: float, threshold: float | None, dataset: str = "vicuna80") -> PairwiseEntry:
-    return PairwiseEntry(judge=judge, dataset=dataset, alpha=alpha, threshold=threshold, n_pairs=685, n_groups=80,
-                         n_accepted=300, n_errors=30, verdicts_per_pair=2)
+    return PairwiseEntry(
+        judge=judge,
+        dataset=dataset,
+        alpha=alpha,
+        threshold=threshold,
+        n_pairs=685,
+        n_groups=80,
+        n_accepted=300,
+        n_errors=30,
+        verdicts_per_pair=2,
+    )
 
 
 def _index(*entries: PairwiseEntry) -> PairwiseIndex:
-    return PairwiseIndex(PairwiseArtifact(format_version=FORMAT_VERSION, delta=0.1, bound="pair_binomial",
-                                          ties="exclude", signal="vote share", source="test", entries=list(entries)))
+    return PairwiseIndex(
+        PairwiseArtifact(
+            format_version=FORMAT_VERSION,
+            delta=0.1,
+            bound="pair_binomial",
+            ties="exclude",
+            signal="vote share",
+            source="test",
+            entries=list(entries),
+        )
+    )
 
 
 # a beats b twice; b vs c split 1-1; c vs a one a-win and one tie (share 0.5); d vs a tied.
@@ -73,15 +91,19 @@ def test_default_accept_alpha_is_0_1(app: AppHarness):
     assert pairs["a", "b"]["decision"] == "accept" and pairs["a", "c"]["decision"] == "abstain"
 
 
-@pytest.mark.parametrize(("judge", "alpha", "needle"), [
-    (None, 0.1, "no judge named"),
-    ("unknown-judge", 0.1, "never calibrated"),
-    ("gpt-4", 0.3, "no certificate at accept_alpha 0.3 (calibrated: 0.1, 0.2)"),
-    ("bard", 0.1, "no confidence level of judge 'bard' was certified at accept_alpha 0.1 on vicuna80"),
-])
+@pytest.mark.parametrize(
+    ("judge", "alpha", "needle"),
+    [
+        (None, 0.1, "no judge named"),
+        ("unknown-judge", 0.1, "never calibrated"),
+        ("gpt-4", 0.3, "no certificate at accept_alpha 0.3 (calibrated: 0.1, 0.2)"),
+        ("bard", 0.1, "no confidence level of judge 'bard' was certified at accept_alpha 0.1 on vicuna80"),
+    ],
+)
 def test_anything_uncalibrated_abstains_with_the_reason(app: AppHarness, judge, alpha, needle):
-    app.services.calibration.pairwise = _index(_entry("gpt-4", 0.1, 1.0), _entry("gpt-4", 0.2, 0.5),
-                                               _entry("bard", 0.1, None))
+    app.services.calibration.pairwise = _index(
+        _entry("gpt-4", 0.1, 1.0), _entry("gpt-4", 0.2, 0.5), _entry("bard", 0.1, None)
+    )
     extra = {"accept_alpha": alpha} if judge is None else {"judge": judge, "accept_alpha": alpha}
     pairs = _pairs(app, **extra)
     assert all(p["decision"] == "abstain" and p["preferred"] is None for p in pairs.values())
@@ -96,8 +118,9 @@ def test_without_an_artifact_every_pair_abstains(app: AppHarness):
 
 
 def test_a_judge_calibrated_twice_serves_its_most_conservative_certificate(app: AppHarness):
-    app.services.calibration.pairwise = _index(_entry("gpt-3.5-turbo", 0.2, 0.5),
-                                               _entry("gpt-3.5-turbo", 0.2, None, dataset="arena_ppr"))
+    app.services.calibration.pairwise = _index(
+        _entry("gpt-3.5-turbo", 0.2, 0.5), _entry("gpt-3.5-turbo", 0.2, None, dataset="arena_ppr")
+    )
     pairs = _pairs(app, judge="gpt-3.5-turbo", accept_alpha=0.2)
     assert {p["decision"] for p in pairs.values()} == {"abstain"}
     assert "arena_ppr" in pairs["a", "b"]["reason"]
@@ -134,8 +157,10 @@ def test_live_judge_pairs_are_decided_from_both_orders(judge_app: AppHarness, st
     stand_in.responder = responder
     judge_app.services.calibration.pairwise = _index(_entry(STAND_IN, 0.1, 1.0))
     candidates = [{"id": f"s{k}", "text": f"Q{q} summary number {k}."} for k, q in enumerate((3, 9, 1))]
-    reply = judge_app.client.post("/v1/compare", json={"criterion": "coherence", "document": "The article.",
-                                                       "candidates": candidates, "repetitions": 1})
+    reply = judge_app.client.post(
+        "/v1/compare",
+        json={"criterion": "coherence", "document": "The article.", "candidates": candidates, "repetitions": 1},
+    )
     assert reply.status_code == 200, reply.text
     pairs = {(p["a"], p["b"]): p for p in reply.json()["pairs"]}
     assert len(pairs) == math.comb(3, 2)
@@ -145,8 +170,9 @@ def test_live_judge_pairs_are_decided_from_both_orders(judge_app: AppHarness, st
 
 
 @pytest.mark.parametrize("alpha", [0.2, 0.3])
-def test_vicuna80_verdicts_through_the_api_reproduce_the_shipped_certificate(app: AppHarness, data_dir: Path,
-                                                                             alpha: float) -> None:
+def test_vicuna80_verdicts_through_the_api_reproduce_the_shipped_certificate(
+    app: AppHarness, data_dir: Path, alpha: float
+) -> None:
     """gpt-4's Vicuna80 verdicts (both orders) posted question by question with judge gpt-4: the accepted pairs
     with a decisive human majority, and their disagreements, are exactly the artifact's calibration counts."""
     data, _, verdicts, _ = vicuna80_study(data_dir)
@@ -160,8 +186,9 @@ def test_vicuna80_verdicts_through_the_api_reproduce_the_shipped_certificate(app
     mine = sorted((v for v in verdicts if v.source == "gpt-4"), key=lambda v: v.item_id)
     for item_id, group in itertools.groupby(mine, key=lambda v: v.item_id):
         preferences = [{"first": v.first, "second": v.second, "verdict": v.outcome} for v in group]
-        body = app.client.post("/v1/compare", json={"preferences": preferences, "judge": "gpt-4",
-                                                    "accept_alpha": alpha}).json()
+        body = app.client.post(
+            "/v1/compare", json={"preferences": preferences, "judge": "gpt-4", "accept_alpha": alpha}
+        ).json()
         for pair in body["pairs"]:
             count = votes[item_id, frozenset((pair["a"], pair["b"]))]
             top = max(count.values())

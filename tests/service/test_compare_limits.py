@@ -60,9 +60,7 @@ def test_within_the_limit_the_answer_is_the_exact_one():
 
 def _cyclic_preferences(n: int) -> list[dict[str, str]]:
     t = random_tournament(n, 0)
-    return [
-        {"winner": p.a, "loser": p.b} if p.wins_a > p.wins_b else {"winner": p.b, "loser": p.a} for p in t.pairs
-    ]
+    return [{"winner": p.a, "loser": p.b} if p.wins_a > p.wins_b else {"winner": p.b, "loser": p.a} for p in t.pairs]
 
 
 def test_compare_reports_exact_false_past_the_time_limit(

@@ -20,8 +20,9 @@ def test_compare_gives_the_studys_both_orders_figures(app: AppHarness, data_dir:
     _, _, verdicts, summary = vicuna80_study(data_dir)
     inputs = {x.item_id: x for x in summary.inputs if x.judge == judge and x.aggregation == "both_orders"}
     orders = {q.item_id: q.orders for q in summary.question_rankings if q.judge == judge}
-    mine = sorted((v for v in verdicts if v.source == judge),
-                  key=lambda v: (v.item_id, v.first, v.second, v.repetition))
+    mine = sorted(
+        (v for v in verdicts if v.source == judge), key=lambda v: (v.item_id, v.first, v.second, v.repetition)
+    )
     consistent = both = cycles_seen = 0
     for item_id, group in itertools.groupby(mine, key=lambda v: v.item_id):
         preferences = [{"first": v.first, "second": v.second, "verdict": v.outcome} for v in group]
@@ -65,8 +66,11 @@ def test_ties_and_presentation_order_give_position_consistency(app: AppHarness) 
 
 
 def test_winner_loser_preferences_keep_a_null_position_consistency(app: AppHarness) -> None:
-    preferences = [{"winner": "a", "loser": "b"}, {"winner": "b", "loser": "c"}, {"winner": "a", "loser": "c",
-                                                                                  "tie": True}]
+    preferences = [
+        {"winner": "a", "loser": "b"},
+        {"winner": "b", "loser": "c"},
+        {"winner": "a", "loser": "c", "tie": True},
+    ]
     reply = app.client.post("/v1/compare", json={"preferences": preferences})
     assert reply.status_code == 200, reply.text
     assert reply.json()["position_consistency"] is None

@@ -42,9 +42,11 @@ def body(human: np.ndarray, judge: np.ndarray, unlabelled: np.ndarray, **options
 
 def sample_of(payload: dict[str, Any]) -> Sample:
     """The calibration Sample of a body's (or an a/b object's) items."""
-    return Sample(human=[item["human"] for item in payload["labelled"]],
-                  judge=[item["judge"] for item in payload["labelled"]],
-                  judge_unlabelled=[item["judge"] for item in payload["unlabelled"]])
+    return Sample(
+        human=[item["human"] for item in payload["labelled"]],
+        judge=[item["judge"] for item in payload["labelled"]],
+        judge_unlabelled=[item["judge"] for item in payload["unlabelled"]],
+    )
 
 
 def samples(payload: dict[str, Any]) -> dict[str, Any]:
@@ -77,8 +79,12 @@ def data() -> dict[str, np.ndarray]:
     rng = np.random.default_rng(2024)
     human, judge = population(rng, 1200)
     other_human, other_judge = population(rng, 1200)
-    return {"human": human, "judge": judge, "other_human": other_human - 0.3 * (other_human > 1.5),
-            "other_judge": other_judge}
+    return {
+        "human": human,
+        "judge": judge,
+        "other_human": other_human - 0.3 * (other_human > 1.5),
+        "other_judge": other_judge,
+    }
 
 
 @pytest.mark.parametrize(("n", "method"), [(20, "betting"), (150, "ppi++")])
@@ -93,8 +99,7 @@ def test_mean_is_calibrations_answer(app, data, n: int, method: str) -> None:
 
 
 def test_the_label_budget_answers_the_requested_half_width(app, data) -> None:
-    payload = body(data["human"][:100], data["judge"][:100], data["judge"][100:], metric="mean",
-                   target_half_width=0.05)
+    payload = body(data["human"][:100], data["judge"][:100], data["judge"][100:], metric="mean", target_half_width=0.05)
     reply = app.client.post("/v1/estimates", json=payload).json()
     answer = estimate_mean(sample_of(payload), 0.05, target_half_width=0.05)
     assert_same(reply, answer)
@@ -128,11 +133,13 @@ def test_difference_is_calibrations_answer_at_half_alpha_each(app, data) -> None
     assert (result["metric"], result["of"], result["alpha"]) == ("difference", "mean", 0.1)
     assert result["lam"] is None and result["label_budget"] is None
     # of: pass_rate, the difference of the two pass rates (each at alpha / 2)
-    reply = app.client.post("/v1/estimates", json={"metric": "difference", "of": "pass_rate", "threshold": 4,
-                                                    "a": a, "b": b})
+    reply = app.client.post(
+        "/v1/estimates", json={"metric": "difference", "of": "pass_rate", "threshold": 4, "a": a, "b": b}
+    )
     assert reply.status_code == 200, reply.text
-    expected = estimate_difference(estimate_pass_rate(sample_of(a), 0.025, 4.0),
-                                   estimate_pass_rate(sample_of(b), 0.025, 4.0))
+    expected = estimate_difference(
+        estimate_pass_rate(sample_of(a), 0.025, 4.0), estimate_pass_rate(sample_of(b), 0.025, 4.0)
+    )
     assert_same(reply.json(), expected)
     assert reply.json()["of"] == "pass_rate"
 
@@ -141,10 +148,12 @@ def test_the_issues_example_shape_answers_its_fields(app) -> None:
     """The issue's body, field for field, answers at least the issue's fields with the issue's types."""
     rng = np.random.default_rng(11)
     human, judge = population(rng, 100)
-    payload = {"metric": "mean", "alpha": 0.05,
-               "labelled": [{"human": round(h, 2), "judge": round(j, 1)}
-                            for h, j in zip(human[:10], judge[:10], strict=True)],
-               "unlabelled": [{"judge": round(j, 1)} for j in judge[10:]]}
+    payload = {
+        "metric": "mean",
+        "alpha": 0.05,
+        "labelled": [{"human": round(h, 2), "judge": round(j, 1)} for h, j in zip(human[:10], judge[:10], strict=True)],
+        "unlabelled": [{"judge": round(j, 1)} for j in judge[10:]],
+    }
     reply = app.client.post("/v1/estimates", json=payload)
     assert reply.status_code == 200, reply.text
     result = reply.json()
@@ -181,16 +190,28 @@ def test_the_served_interval_covers_the_truth_in_a_seeded_simulation(app) -> Non
 def test_a_batch_answers_every_system_and_a_bad_one_fails_alone(app, data) -> None:
     good = body(data["human"][:60], data["judge"][:60], data["judge"][60:])
     off_scale = {**good, "labelled": [{"human": 6.0, "judge": 3.0}, *good["labelled"][1:]]}
-    systems = {"good": good, "off/scale": off_scale, "no-threshold": {**good, "metric": "pass_rate"},
-               "passes": {**good, "metric": "pass_rate", "threshold": 4},
-               "difference": {"metric": "difference", "a": samples(good), "b": samples(good)},
-               "mixed": {**good, "a": samples(good)}, "empty": {}}
+    systems = {
+        "good": good,
+        "off/scale": off_scale,
+        "no-threshold": {**good, "metric": "pass_rate"},
+        "passes": {**good, "metric": "pass_rate", "threshold": 4},
+        "difference": {"metric": "difference", "a": samples(good), "b": samples(good)},
+        "mixed": {**good, "a": samples(good)},
+        "empty": {},
+    }
     reply = app.client.post("/v1/estimates", json={"metric": "mean", "systems": systems})
     assert reply.status_code == 200, reply.text
     answer = reply.json()["systems"]
     assert list(answer) == list(systems)  # one answer per system, in the request's order
-    assert [answer[name]["outcome"] for name in systems] == ["estimate", "error", "error", "estimate", "estimate",
-                                                               "error", "error"]
+    assert [answer[name]["outcome"] for name in systems] == [
+        "estimate",
+        "error",
+        "error",
+        "estimate",
+        "estimate",
+        "error",
+        "error",
+    ]
     for name in ("off/scale", "no-threshold", "mixed", "empty"):
         error = answer[name]["error"]
         pointer = name.replace("/", "~1")
@@ -217,8 +238,11 @@ def _unlabelled(judge: list[float]) -> list[dict[str, float]]:
 
 def _valid() -> dict[str, Any]:
     """4 labelled items (8 values) and 5 unlabelled ones: 13 values."""
-    return {"metric": "mean", "labelled": _labelled([3, 4, 5, 2], [3, 4, 4, 2]),
-            "unlabelled": _unlabelled([3, 4, 5, 4, 2])}
+    return {
+        "metric": "mean",
+        "labelled": _labelled([3, 4, 5, 2], [3, 4, 4, 2]),
+        "unlabelled": _unlabelled([3, 4, 5, 4, 2]),
+    }
 
 
 _PAIR = {"labelled": _labelled([3, 4], [3, 4]), "unlabelled": _unlabelled([3, 4])}
@@ -281,12 +305,15 @@ def test_bad_input_is_a_422_problem(app, change: dict[str, Any], detail: str) ->
 @pytest.mark.parametrize("where", ["labelled.human", "labelled.judge", "unlabelled", "a", "systems"])
 def test_nan_and_infinity_are_refused(app, literal: bytes, where: str) -> None:
     """The literal in one value of each place a value can stand: the single form, a difference, a batch system."""
-    human, judge, unlabelled = (literal if where == field else b"3" for field in ("labelled.human", "labelled.judge",
-                                                                                 "unlabelled"))
+    human, judge, unlabelled = (
+        literal if where == field else b"3" for field in ("labelled.human", "labelled.judge", "unlabelled")
+    )
     if where in ("a", "systems"):
         judge = literal
-    sample = (b'{"labelled": [{"human": %s, "judge": %s}, {"human": 4, "judge": 4}], '
-              b'"unlabelled": [{"judge": %s}, {"judge": 5}]}' % (human, judge, unlabelled))
+    sample = (
+        b'{"labelled": [{"human": %s, "judge": %s}, {"human": 4, "judge": 4}], '
+        b'"unlabelled": [{"judge": %s}, {"judge": 5}]}' % (human, judge, unlabelled)
+    )
     text = {
         "a": b'{"metric": "difference", "a": %s, "b": %s}' % (sample, sample.replace(literal, b"3")),
         "systems": b'{"metric": "mean", "systems": {"x": %s}}' % sample,
@@ -310,8 +337,10 @@ def test_the_value_cap_refuses_before_any_work(start_app, make_settings) -> None
     difference = {"metric": "difference", "a": samples(_valid()), "b": samples(_valid())}
     reply = harness.client.post("/v1/estimates", json=difference)
     assert reply.status_code == 422 and "MAX_ESTIMATE_VALUES" in reply.json()["detail"]
-    batch_of_differences = {"metric": "difference", "systems": {"d": {"a": _PAIR, "b": _PAIR}, "e": {"a": _PAIR,
-                                                                                                  "b": _PAIR}}}
+    batch_of_differences = {
+        "metric": "difference",
+        "systems": {"d": {"a": _PAIR, "b": _PAIR}, "e": {"a": _PAIR, "b": _PAIR}},
+    }
     reply = harness.client.post("/v1/estimates", json=batch_of_differences)  # 2 x (6 + 6) = 24 values
     assert reply.status_code == 422 and "holds 24 values" in reply.json()["detail"]
 
@@ -353,14 +382,20 @@ def test_the_batch_route_is_gone(app) -> None:
 
 
 _BATCH = {"metric": "mean", "systems": {"x": {"labelled": _valid()["labelled"], "unlabelled": _valid()["unlabelled"]}}}
-_BATTLES = {"battles": [{"model_a": "x", "model_b": "y", "judge": "a", "human": "a"},
-                        {"model_a": "x", "model_b": "y", "judge": "b"}]}
+_BATTLES = {
+    "battles": [
+        {"model_a": "x", "model_b": "y", "judge": "a", "human": "a"},
+        {"model_a": "x", "model_b": "y", "judge": "b"},
+    ]
+}
 
 
-@pytest.mark.parametrize(("path", "payload"), [("/v1/estimates", _valid()), ("/v1/estimates", _BATCH),
-                                               ("/v1/rankings", _BATTLES)])
-def test_the_routes_need_the_key_under_every_spelling(start_app, make_settings, path: str,
-                                                      payload: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("path", "payload"), [("/v1/estimates", _valid()), ("/v1/estimates", _BATCH), ("/v1/rankings", _BATTLES)]
+)
+def test_the_routes_need_the_key_under_every_spelling(
+    start_app, make_settings, path: str, payload: dict[str, Any]
+) -> None:
     harness = start_app(make_settings(api_keys=("k1",)))
     for spelling in (path, path + "/", path.upper(), path.replace("v1", "V1"), path + "?x=1", path + "//"):
         reply = harness.client.post(spelling, json=payload)

@@ -56,8 +56,9 @@ def test_readyz_shows_paths_and_redis_addresses_only_with_the_admin_key(
     start_app: Callable[[Settings], AppHarness], make_settings, artifact_path: Path
 ):
     port = _free_port()
-    harness = start_app(make_settings(redis_url=f"redis://127.0.0.1:{port}/0", admin_api_key="health-admin",
-                                      api_keys=("client",)))
+    harness = start_app(
+        make_settings(redis_url=f"redis://127.0.0.1:{port}/0", admin_api_key="health-admin", api_keys=("client",))
+    )
     for headers in ({}, {"Authorization": "Bearer client"}, {"Authorization": "Bearer wrong"}):
         reply = harness.client.get("/readyz", headers=headers)
         assert reply.status_code == 200

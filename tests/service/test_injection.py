@@ -42,8 +42,20 @@ def test_every_rule_fires_on_some_attack():
 def test_the_held_out_corpus_is_large_and_varied():
     kinds = {entry["kind"].split("-")[0] for entry in HELDOUT["attacks"]}
     assert len(HELDOUT["attacks"]) >= 40 and len(HELDOUT["benign"]) >= 40
-    assert {"multilingual", "base64", "rot13", "leet", "homoglyph", "zero", "bidi", "fence", "indirect", "role",
-            "html", "markdown"} <= kinds
+    assert {
+        "multilingual",
+        "base64",
+        "rot13",
+        "leet",
+        "homoglyph",
+        "zero",
+        "bidi",
+        "fence",
+        "indirect",
+        "role",
+        "html",
+        "markdown",
+    } <= kinds
 
 
 def test_rates_on_the_development_corpus(data_dir: Path):

@@ -145,9 +145,7 @@ def test_judge_faults_keep_the_api_responsive_and_open_the_breaker_only_for_an_o
 
         # One caller's over-long documents: a 400 per item, which does not open the breaker (3 faults would).
         stand_in.bad_request_marker = "VERY-LONG-DOCUMENT"
-        items = [
-            {"criterion": "relevance", "document": f"VERY-LONG-DOCUMENT {n}", "summary": "S."} for n in range(10)
-        ]
+        items = [{"criterion": "relevance", "document": f"VERY-LONG-DOCUMENT {n}", "summary": "S."} for n in range(10)]
         batch = client.post(f"{url}/v1/score/batch", json={"items": items}).json()
         assert batch["n_failed"] == 10
         assert all(r["error"]["status"] == 502 and "HTTP 400" in r["error"]["detail"] for r in batch["results"])

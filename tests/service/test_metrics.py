@@ -25,8 +25,9 @@ def test_requests_and_latency_match_prometheus_client():
     ours = ServiceMetrics()
     registry = CollectorRegistry()
     requests = Counter("cj_http_requests", "x", ["method", "route", "status"], registry=registry)
-    latency = Histogram("cj_http_request_duration_seconds", "x", ["method", "route"], buckets=_LATENCY_BUCKETS,
-                        registry=registry)
+    latency = Histogram(
+        "cj_http_request_duration_seconds", "x", ["method", "route"], buckets=_LATENCY_BUCKETS, registry=registry
+    )
     routes = ["/v1/score", "/v1/compare", "<unmatched>"]
     # bucket edges exactly, values between them, and beyond the last bound
     values = [*_LATENCY_BUCKETS, 0.0, 100.0] + [rng.uniform(0, 70) ** 3 / 5000 for _ in range(300)]
@@ -36,8 +37,11 @@ def test_requests_and_latency_match_prometheus_client():
         requests.labels(method, route, str(status)).inc()
         latency.labels(method, route).observe(value)
     theirs = _samples(generate_latest(registry))
-    mine = {key: value for key, value in _samples(ours.render()).items() if key[0].startswith("cj_http_requests")
-            or key[0].startswith("cj_http_request_duration")}
+    mine = {
+        key: value
+        for key, value in _samples(ours.render()).items()
+        if key[0].startswith("cj_http_requests") or key[0].startswith("cj_http_request_duration")
+    }
     assert mine.keys() == theirs.keys()
     for key, value in theirs.items():
         assert abs(mine[key] - value) <= 1e-9 * max(1.0, abs(value)), key

@@ -45,7 +45,9 @@ def _judges_file(tmp_path: Path, server: JudgeServer, **overrides: Any) -> Path:
 
 @pytest.fixture
 def priced_app(
-    start_app: Callable[[Settings], AppHarness], make_settings: Callable[..., Settings], stand_in: JudgeServer,
+    start_app: Callable[[Settings], AppHarness],
+    make_settings: Callable[..., Settings],
+    stand_in: JudgeServer,
     tmp_path: Path,
 ) -> AppHarness:
     """The stand-in judge priced at $2.50 / $10 per million prompt / completion tokens."""
@@ -53,8 +55,9 @@ def priced_app(
     return start_app(make_settings(judges_file=path))
 
 
-def test_tokens_and_cost_are_counted_per_judge_and_judge_calls_on_the_answer(priced_app: AppHarness,
-                                                                              stand_in: JudgeServer):
+def test_tokens_and_cost_are_counted_per_judge_and_judge_calls_on_the_answer(
+    priced_app: AppHarness, stand_in: JudgeServer
+):
     stand_in.usage = (1000, 10)
     first = priced_app.client.post("/v1/score", json=LIVE).json()
     again = priced_app.client.post("/v1/score", json=LIVE).json()
@@ -91,8 +94,7 @@ def test_batch_items_carry_their_own_judge_calls(judge_app: AppHarness, stand_in
     assert again["results"][0]["result"]["judge_calls"] == 0 and again["results"][0]["result"]["cached"] is True
 
 
-def test_a_reply_from_another_model_is_flagged_warned_once_and_counted(judge_app: AppHarness,
-                                                                         stand_in: JudgeServer):
+def test_a_reply_from_another_model_is_flagged_warned_once_and_counted(judge_app: AppHarness, stand_in: JudgeServer):
     stand_in.reply_model = "some-other-model"
     answers = [judge_app.client.post("/v1/score", json=LIVE | {"summary": f"Summary {k}."}).json() for k in range(3)]
     cached = judge_app.client.post("/v1/score", json=LIVE | {"summary": "Summary 0."}).json()
@@ -104,8 +106,13 @@ def test_a_reply_from_another_model_is_flagged_warned_once_and_counted(judge_app
     assert warnings[0]["configured_model"] == "stand-in-judge" and warnings[0]["level"] == "warning"
     text = judge_app.client.get("/metrics").text
     assert _metric(text, f'cj_judge_model_mismatch_total{{judge="{STAND_IN}",model="some-other-model"}}') == 3
-    body = {"criterion": "coherence", "document": "D.", "candidates": [{"id": f"c{k}", "text": f"T{k}."} for k in
-                                                                     range(3)], "repetitions": 1, "swap": False}
+    body = {
+        "criterion": "coherence",
+        "document": "D.",
+        "candidates": [{"id": f"c{k}", "text": f"T{k}."} for k in range(3)],
+        "repetitions": 1,
+        "swap": False,
+    }
     stand_in.responder = lambda _body: "A"
     compared = judge_app.client.post("/v1/compare", json=body).json()
     assert compared["judge_calls"] == 3 and MODEL_MISMATCH_FLAG in compared["flags"]
@@ -138,8 +145,9 @@ def test_model_mismatch_rule(configured: str, reported: str | None, mismatch: bo
 
 def test_prices_come_in_pairs(tmp_path: Path):
     path = tmp_path / "judges.json"
-    path.write_text(json.dumps([{"name": "j", "model": "m", "base_url": "http://127.0.0.1:1/v1",
-                                 "price_in_per_mtok": 1.0}]))
+    path.write_text(
+        json.dumps([{"name": "j", "model": "m", "base_url": "http://127.0.0.1:1/v1", "price_in_per_mtok": 1.0}])
+    )
     with pytest.raises(JudgeConfigError, match="price_in_per_mtok and price_out_per_mtok"):
         load_judge_configs(path)
 
@@ -149,8 +157,11 @@ def test_prices_do_not_change_the_cache_key(start_app, make_settings, stand_in: 
     plain = start_app(make_settings(judges_file=_judges_file(tmp_path, stand_in)))
     priced_path = tmp_path / "priced" / "judges.json"
     priced_path.parent.mkdir()
-    priced_path.write_bytes(msgspec.json.encode([stand_in.judge_config(
-        name=STAND_IN, max_retries=1, price_in_per_mtok=1.0, price_out_per_mtok=2.0)]))
+    priced_path.write_bytes(
+        msgspec.json.encode(
+            [stand_in.judge_config(name=STAND_IN, max_retries=1, price_in_per_mtok=1.0, price_out_per_mtok=2.0)]
+        )
+    )
     priced = start_app(make_settings(judges_file=priced_path))
     key = {}
     for name, harness in (("plain", plain), ("priced", priced)):
@@ -202,8 +213,13 @@ class _Collector:
         return f"http://127.0.0.1:{self._httpd.server_address[1]}"
 
     def spans(self) -> list[Any]:
-        return [span for request in self.requests for resource in request.resource_spans
-                for scope in resource.scope_spans for span in scope.spans]
+        return [
+            span
+            for request in self.requests
+            for resource in request.resource_spans
+            for scope in resource.scope_spans
+            for span in scope.spans
+        ]
 
     def __enter__(self) -> _Collector:
         self._thread.start()
@@ -238,8 +254,11 @@ def test_a_live_score_exports_a_server_span_a_judge_call_span_and_the_evaluation
     collector: _Collector, make_settings, stand_in: JudgeServer, tmp_path: Path
 ):
     stand_in.usage = (120, 3)
-    settings = make_settings(judges_file=_judges_file(tmp_path, stand_in),
-                             otel_exporter_otlp_endpoint=collector.endpoint, otel_service_name="cj-under-test")
+    settings = make_settings(
+        judges_file=_judges_file(tmp_path, stand_in),
+        otel_exporter_otlp_endpoint=collector.endpoint,
+        otel_service_name="cj-under-test",
+    )
     app = create_app(settings)
     with TestClient(app) as client:
         reply = client.post("/v1/score", json=LIVE)
@@ -276,8 +295,9 @@ def test_a_failed_judge_call_span_has_the_error_and_a_refused_request_its_server
     collector: _Collector, make_settings, stand_in: JudgeServer, tmp_path: Path
 ):
     stand_in.outage = "error_500"
-    settings = make_settings(judges_file=_judges_file(tmp_path, stand_in),
-                             otel_exporter_otlp_endpoint=collector.endpoint, api_keys=("k",))
+    settings = make_settings(
+        judges_file=_judges_file(tmp_path, stand_in), otel_exporter_otlp_endpoint=collector.endpoint, api_keys=("k",)
+    )
     with TestClient(create_app(settings)) as client:
         assert client.post("/v1/score", json=LIVE, headers={"Authorization": "Bearer k"}).status_code == 502
         assert client.post("/v1/score", json=LIVE).status_code == 401  # refused at the edge, before routing
@@ -317,7 +337,12 @@ def test_without_the_endpoint_the_service_loads_no_tracing(artifact_path: Path):
         "                or name.startswith(('opentelemetry.sdk.trace', 'opentelemetry.exporter')))\n"
         "print(loaded, type(app.services.tracing).__name__)\n"
     )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                            cwd=Path(__file__).resolve().parents[2])
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[] Tracing"

@@ -30,30 +30,39 @@ def test_spec_matches_what_make_serve_serves(start_app):
     assert served.json() == json.loads(render_openapi())
 
 
-def test_the_served_spec_names_this_deployments_values_and_follows_a_reload(start_app, make_settings,
-                                                                             tmp_path: Path):
+def test_the_served_spec_names_this_deployments_values_and_follows_a_reload(start_app, make_settings, tmp_path: Path):
     limits = LimitSettings(reload_dir=tmp_path, max_artifact_bytes=10_000_000)
     harness = start_app(make_settings(admin_api_key="admin", limits=limits))
     score = harness.client.get("/schema/openapi.json").json()["components"]["schemas"]["ScoreRequest"]
     assert STAND_IN in score["properties"]["judge"]["enum"]  # the test artifact's judge, not the shipped ones
     assert "gpt-4o-mini-2024-07-18" not in score["properties"]["judge"]["enum"]
-    assert score["properties"]["criterion"]["enum"] == ["coherence", "consistency", "faithfulness", "fluency",
-                                                        "relevance"]
+    assert score["properties"]["criterion"]["enum"] == [
+        "coherence",
+        "consistency",
+        "faithfulness",
+        "fluency",
+        "relevance",
+    ]
     assert score["properties"]["panel"]["enum"] == [None]  # no PANELS_FILE: no panel can be named
     assert score["properties"]["judge_score"]["maximum"] == 5
     # a reloaded calibration with another judge and criterion: the served spec follows it
     text = harness.services.settings.thresholds_path.read_text(encoding="utf-8")
-    (tmp_path / "other.json").write_text(text.replace(f'"{STAND_IN}"', '"judge-b"').replace('"relevance"',
-                                                                                             '"helpfulness"'))
-    reload = harness.client.post("/v1/calibration/reload", json={"path": "other.json"},
-                                 headers={"Authorization": "Bearer admin"})
+    (tmp_path / "other.json").write_text(
+        text.replace(f'"{STAND_IN}"', '"judge-b"').replace('"relevance"', '"helpfulness"')
+    )
+    reload = harness.client.post(
+        "/v1/calibration/reload", json={"path": "other.json"}, headers={"Authorization": "Bearer admin"}
+    )
     assert reload.status_code == 200, reload.text
     score = harness.client.get("/schema/openapi.json").json()["components"]["schemas"]["ScoreRequest"]
     assert "judge-b" in score["properties"]["judge"]["enum"] and STAND_IN not in score["properties"]["judge"]["enum"]
     assert "helpfulness" in score["properties"]["criterion"]["enum"]
     # a criterion only the calibration covers needs the caller's verdict (no live call can ask about it)
-    assert any(rule.get("anyOf", [{}])[0].get("not", {}).get("properties", {}).get("criterion", {}).get("enum")
-               == ["helpfulness"] for rule in score["allOf"])
+    assert any(
+        rule.get("anyOf", [{}])[0].get("not", {}).get("properties", {}).get("criterion", {}).get("enum")
+        == ["helpfulness"]
+        for rule in score["allOf"]
+    )
 
 
 def test_the_offline_reference_page_and_its_script_load_without_any_external_url(start_app, make_settings):

@@ -25,19 +25,36 @@ from service.scoring.policy import (
 ROOT = Path(__file__).resolve().parents[2]
 COVER = set_guarantee(0.1, 0.05)
 RULE = DecisionRule(
-    judge="j", prompt_family="f", criterion="c", input_kind="probabilities", feature="expected_score", n_labels=5,
-    bin_edges=[2.5, 3.5], points=[2, 3, 4],
+    judge="j",
+    prompt_family="f",
+    criterion="c",
+    input_kind="probabilities",
+    feature="expected_score",
+    n_labels=5,
+    bin_edges=[2.5, 3.5],
+    points=[2, 3, 4],
     certifications=[Certification(tolerance=2, accept_alpha=0.1, delta=0.05, accepted_bins=[1], certified_error=0.09)],
-    quality_gates=[QualityGate(pass_threshold=3, accept_alpha=0.1, delta=0.1, pass_bins=[1, 2],
-                               certified_false_pass=0.08)],
+    quality_gates=[
+        QualityGate(pass_threshold=3, accept_alpha=0.1, delta=0.1, pass_bins=[1, 2], certified_false_pass=0.08)
+    ],
 )
 UNIFORM = [0.2] * 5  # expected score 3: the certified middle bin
 
 
 def _decide(**overrides: object):
-    arguments = {"rule": RULE, "judge_score": 3, "probabilities": UNIFORM, "mean": None, "coverage": COVER,
-                 "prediction_set": (2, 3, 4), "selection_failed": None, "tolerance": 2, "accept_alpha": 0.1,
-                 "pass_threshold": None, "no_rule": "none here"}
+    arguments = {
+        "rule": RULE,
+        "judge_score": 3,
+        "probabilities": UNIFORM,
+        "mean": None,
+        "coverage": COVER,
+        "prediction_set": (2, 3, 4),
+        "selection_failed": None,
+        "tolerance": 2,
+        "accept_alpha": 0.1,
+        "pass_threshold": None,
+        "no_rule": "none here",
+    }
     return DecisionPolicy().decide(**{**arguments, **overrides})
 
 
@@ -74,8 +91,15 @@ def test_without_a_rule_the_point_is_the_judge_score_and_with_one_the_calibrated
 
 
 def test_a_failed_certification_row_is_a_failed_rule():
-    failed = Certification(tolerance=2, accept_alpha=0.1, delta=0.05, accepted_bins=[], certified_error=None,
-                           rule_failed=True, reason="3 documents")
+    failed = Certification(
+        tolerance=2,
+        accept_alpha=0.1,
+        delta=0.05,
+        accepted_bins=[],
+        certified_error=None,
+        rule_failed=True,
+        reason="3 documents",
+    )
     rule = DecisionRule(**{**{f: getattr(RULE, f) for f in RULE.__struct_fields__}, "certifications": [failed]})
     result = _decide(rule=rule)
     assert (result.decision, result.rule_failed) == ("escalate", True) and "3 documents" in result.reason
@@ -101,8 +125,9 @@ def test_quality_gate_rows(probabilities: list[float], threshold: int, decision:
 def test_uncalibrated_escalates_with_no_guarantee():
     result = DecisionPolicy().uncalibrated("no threshold for the cell", point=4)
     assert (result.decision, result.escalate, result.point, result.guarantees) == ("escalate", True, 4, ())
-    assert result.reason == ("not calibrated: no threshold for the cell; no prediction set can be trusted, so the "
-                             "full scale is returned")
+    assert result.reason == (
+        "not calibrated: no threshold for the cell; no prediction set can be trusted, so the full scale is returned"
+    )
     assert full_scale(4) == (1, 2, 3, 4)
 
 
@@ -130,19 +155,24 @@ def test_the_shipped_fallback_reasons_name_the_failed_checks():
 
 
 def test_a_fallback_reason_is_read_against_the_rules_floors():
-    reason = ("fallback to residual: no method qualified over 10 held-out evaluations (alpha=0.2) (residual: size "
-              "3.36, coverage 0.795 (5th pct 0.761), min label 0.74, min score bin 0.76, non-interval 0.0%)")
+    reason = (
+        "fallback to residual: no method qualified over 10 held-out evaluations (alpha=0.2) (residual: size "
+        "3.36, coverage 0.795 (5th pct 0.761), min label 0.74, min score bin 0.76, non-interval 0.0%)"
+    )
     failure = selection_failure(reason)
-    assert failure == ("no method met the selection rule at alpha=0.2; the fallback residual fails: 5th-percentile "
-                       "coverage 0.761 < 0.78; coverage within a human label 0.74 < 0.75")
+    assert failure == (
+        "no method met the selection rule at alpha=0.2; the fallback residual fails: 5th-percentile "
+        "coverage 0.761 < 0.78; coverage within a human label 0.74 < 0.75"
+    )
     other = "fallback to residual: no method had mean coverage >= 0.89 at alpha=0.1"  # the offline study's form
     assert selection_failure(other) == f"no method met the selection rule ({other})"
     assert selection_failure("smallest qualifying sets among 3 of 9 methods") is None
 
 
 def test_rules_are_found_in_the_verdicts_kind_order():
-    score_rule = DecisionRule(**{**{f: getattr(RULE, f) for f in RULE.__struct_fields__}, "input_kind": "score",
-                                 "feature": "score"})
+    score_rule = DecisionRule(
+        **{**{f: getattr(RULE, f) for f in RULE.__struct_fields__}, "input_kind": "score", "feature": "score"}
+    )
     rules = {("j", "f", "c", "probabilities"): RULE, ("j", "f", "c", "score"): score_rule}
     assert find_rule(rules, ("j", "f", "c"), ("probabilities", "score")) is RULE
     assert find_rule(rules, ("j", "f", "c"), ("score",)) is score_rule
@@ -150,12 +180,22 @@ def test_rules_are_found_in_the_verdicts_kind_order():
 
 
 def test_decision_parameters_default_and_are_checked_against_the_scale():
-    assert asked(tolerance=2, accept_alpha=None, alpha=None, default_alpha=0.1, pass_threshold=None,
-                 n_labels=5).accept_alpha == 0.1
-    assert asked(tolerance=2, accept_alpha=None, alpha=0.2, default_alpha=0.1, pass_threshold=None,
-                 n_labels=5).accept_alpha == 0.2
-    assert asked(tolerance=1, accept_alpha=0.05, alpha=0.2, default_alpha=0.1, pass_threshold=5,
-                 n_labels=5).accept_alpha == 0.05
+    assert (
+        asked(
+            tolerance=2, accept_alpha=None, alpha=None, default_alpha=0.1, pass_threshold=None, n_labels=5
+        ).accept_alpha
+        == 0.1
+    )
+    assert (
+        asked(
+            tolerance=2, accept_alpha=None, alpha=0.2, default_alpha=0.1, pass_threshold=None, n_labels=5
+        ).accept_alpha
+        == 0.2
+    )
+    assert (
+        asked(tolerance=1, accept_alpha=0.05, alpha=0.2, default_alpha=0.1, pass_threshold=5, n_labels=5).accept_alpha
+        == 0.05
+    )
     with pytest.raises(InvalidRequestError, match="tolerance=5"):
         asked(tolerance=5, accept_alpha=None, alpha=None, default_alpha=0.1, pass_threshold=None, n_labels=5)
     with pytest.raises(InvalidRequestError, match="pass_threshold=6"):

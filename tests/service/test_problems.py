@@ -89,8 +89,11 @@ def test_unknown_route_and_method(app: AppHarness):
         (UnknownPromptError("prompt?"), 422, "unknown-prompt"),
         (JudgeCallError("down", judge="j", status=500, attempts=3), 502, "judge-call-failed"),
         (JudgeReplyError("unreadable", judge="j", raw_reply="x" * 1000, reason="none"), 502, "judge-reply-unreadable"),
-        (ValidationException(detail="bad", extra=[{"message": "m", "key": "k", "source": "body"}]), 422,
-         "validation-error"),
+        (
+            ValidationException(detail="bad", extra=[{"message": "m", "key": "k", "source": "body"}]),
+            422,
+            "validation-error",
+        ),
         (RequestEntityTooLarge(), 413, "body-too-large"),
         (NotFoundException(), 404, "http-404"),
         (MethodNotAllowedException(), 405, "http-405"),

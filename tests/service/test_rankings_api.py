@@ -28,13 +28,23 @@ def battle_population(rng: np.random.Generator, size: int) -> dict[str, np.ndarr
     return {"a": a, "b": b, "human": human, "judge": judge}
 
 
-def request_of(pop: dict[str, np.ndarray], labelled: np.ndarray, unlabelled: np.ndarray,
-               **options: Any) -> dict[str, Any]:
+def request_of(
+    pop: dict[str, np.ndarray], labelled: np.ndarray, unlabelled: np.ndarray, **options: Any
+) -> dict[str, Any]:
     """A /v1/rankings body: labelled battles carry the human verdict too."""
-    battles = [{"model_a": MODELS[pop["a"][i]], "model_b": MODELS[pop["b"][i]], "judge": VERDICT[pop["judge"][i]],
-                "human": VERDICT[pop["human"][i]]} for i in labelled]
-    battles += [{"model_a": MODELS[pop["a"][i]], "model_b": MODELS[pop["b"][i]], "judge": VERDICT[pop["judge"][i]]}
-                for i in unlabelled]
+    battles = [
+        {
+            "model_a": MODELS[pop["a"][i]],
+            "model_b": MODELS[pop["b"][i]],
+            "judge": VERDICT[pop["judge"][i]],
+            "human": VERDICT[pop["human"][i]],
+        }
+        for i in labelled
+    ]
+    battles += [
+        {"model_a": MODELS[pop["a"][i]], "model_b": MODELS[pop["b"][i]], "judge": VERDICT[pop["judge"][i]]}
+        for i in unlabelled
+    ]
     return {"battles": battles, **options}
 
 
@@ -54,12 +64,17 @@ def test_the_answer_is_rank_sets_on_the_same_battles(app, ties: str, tie: float,
     order = np.r_[[np.flatnonzero((pop["a"] == m) & (pop["b"] == (m + 1) % 4))[0] for m in range(4)]]
     rest = np.setdiff1d(np.arange(3000), order)
     labelled, unlabelled = np.r_[order, rest[:296]], rest[296:]
-    reply = app.client.post("/v1/rankings", json=request_of(pop, labelled, unlabelled, alpha=0.1, ties=ties,
-                                                            construction=construction))
+    reply = app.client.post(
+        "/v1/rankings", json=request_of(pop, labelled, unlabelled, alpha=0.1, ties=ties, construction=construction)
+    )
     assert reply.status_code == 200, reply.text
     answer = reply.json()
-    estimate = ppr_win_rates(as_battles(pop, labelled, "human", tie), as_battles(pop, labelled, "judge", tie),
-                             as_battles(pop, unlabelled, "judge", tie), 4)
+    estimate = ppr_win_rates(
+        as_battles(pop, labelled, "human", tie),
+        as_battles(pop, labelled, "judge", tie),
+        as_battles(pop, unlabelled, "judge", tie),
+        4,
+    )
     human_only = win_rates(as_battles(pop, labelled, "human", tie), 4)
     sets, human_sets = rank_sets(estimate, 0.1, construction), rank_sets(human_only, 0.1, construction)
     low, high = estimate.intervals(0.1)

@@ -17,8 +17,12 @@ from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.test_artifacts_merge import user_artifact
 
 ADMIN = "rubric-admin"
-RUBRIC = {"criterion": "helpfulness", "description": "How well the reply solves the customer's problem.",
-          "scale_max": 7, "anchors": {"1": "Ignores it.", "7": "Solves it completely."}}
+RUBRIC = {
+    "criterion": "helpfulness",
+    "description": "How well the reply solves the customer's problem.",
+    "scale_max": 7,
+    "anchors": {"1": "Ignores it.", "7": "Solves it completely."},
+}
 
 
 def test_rubric_file_rules() -> None:
@@ -41,14 +45,21 @@ def test_rubric_file_rules() -> None:
 
 
 @pytest.fixture
-def rubric_app(start_app: Callable[[Settings], AppHarness], make_settings, judges_file: Path, tmp_path: Path,
-               stand_in: JudgeServer) -> AppHarness:
+def rubric_app(
+    start_app: Callable[[Settings], AppHarness], make_settings, judges_file: Path, tmp_path: Path, stand_in: JudgeServer
+) -> AppHarness:
     rubrics = tmp_path / "rubrics.json"
     rubrics.write_text(json.dumps([RUBRIC]))
     save_artifact(user_artifact(judge=STAND_IN, family="rubric-helpfulness"), tmp_path / "mine.json")
     stand_in.default_score = 6
-    return start_app(make_settings(judges_file=judges_file, rubrics_file=rubrics, admin_api_key=ADMIN,
-                                   limits=LimitSettings(reload_dir=tmp_path)))
+    return start_app(
+        make_settings(
+            judges_file=judges_file,
+            rubrics_file=rubrics,
+            admin_api_key=ADMIN,
+            limits=LimitSettings(reload_dir=tmp_path),
+        )
+    )
 
 
 def test_a_live_call_uses_the_rubric_prompt_family_and_scale(rubric_app: AppHarness, stand_in: JudgeServer) -> None:
@@ -57,8 +68,11 @@ def test_a_live_call_uses_the_rubric_prompt_family_and_scale(rubric_app: AppHarn
     assert first["prompt_family"] == "rubric-helpfulness" and first["judge_score"] == 6
     assert first["calibrated"] is False and first["prediction_set"] == list(range(1, 8))  # not calibrated yet
     assert "helpfulness - How well" in json.dumps(stand_in.requests[-1].body)
-    reply = rubric_app.client.post("/v1/calibration/reload", headers={"Authorization": f"Bearer {ADMIN}"},
-                                   json={"path": "mine.json", "name": "mine"})
+    reply = rubric_app.client.post(
+        "/v1/calibration/reload",
+        headers={"Authorization": f"Bearer {ADMIN}"},
+        json={"path": "mine.json", "name": "mine"},
+    )
     assert reply.status_code == 200, reply.text
     second = rubric_app.client.post("/v1/score", json=body).json()
     assert second["calibrated"] is True and set(second["prediction_set"]) <= set(range(1, 8))

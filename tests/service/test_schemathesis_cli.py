@@ -45,28 +45,45 @@ from tests.service.servers import STARTUP_BOUND_S
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
 DOCUMENTED_503 = {
     "judge-not-configured": {"POST /v1/score", "POST /v1/compare"},
-    "jobs-unavailable": {"POST /v1/jobs", "GET /v1/jobs/{job_id}", "DELETE /v1/jobs/{job_id}",
-                         "GET /v1/jobs/{job_id}/results"},
+    "jobs-unavailable": {
+        "POST /v1/jobs",
+        "GET /v1/jobs/{job_id}",
+        "DELETE /v1/jobs/{job_id}",
+        "GET /v1/jobs/{job_id}/results",
+    },
 }
 # (operation, problem type, what the detail says): the rule behind each is one JSON Schema cannot state
 DOCUMENTED_422 = (
-    ("POST /v1/calibrations", "calibration-error",
-     re.compile(r"is not a label among 1\.\.\d+|is outside the scale 1\.\.\d+|is repeated for judge|is on the scale "
-                r"1\.\.\d+ here but|a calibration needs at least \d+ items|give \w+ or \w+, not both|is not printable "
-                r"text")),
+    (
+        "POST /v1/calibrations",
+        "calibration-error",
+        re.compile(
+            r"is not a label among 1\.\.\d+|is outside the scale 1\.\.\d+|is repeated for judge|is on the scale "
+            r"1\.\.\d+ here but|a calibration needs at least \d+ items|give \w+ or \w+, not both|is not printable "
+            r"text"
+        ),
+    ),
     ("POST /v1/calibration/reload", "reload-path-refused", re.compile(r"this path cannot be used")),
     # Rules between fields of an estimate (docs/estimates.md): exactly one form (labelled + unlabelled, a + b, or
     # systems; a batch system's own refusals are its answer, not a 422), a metric given here or in every system, a
     # and b only for a difference, values on the metric's scale, threshold inside the scale, options that belong
     # to one metric only.
-    ("POST /v1/estimates", "invalid-request",
-     re.compile(r"give exactly one form|give the data as|'\w+' needs '\w+'|'metric' is required|needs 'a' and 'b'|"
-                r"two systems of a difference|takes none|must be below scale_max|pass_rate needs 'threshold'|"
-                r"must lie in \(|: values ")),
+    (
+        "POST /v1/estimates",
+        "invalid-request",
+        re.compile(
+            r"give exactly one form|give the data as|'\w+' needs '\w+'|'metric' is required|needs 'a' and 'b'|"
+            r"two systems of a difference|takes none|must be below scale_max|pass_rate needs 'threshold'|"
+            r"must lie in \(|: values "
+        ),
+    ),
     # Rules between battles of a ranking: two different models a battle, at least two models, both labelled and
     # unlabelled battles.
-    ("POST /v1/rankings", "invalid-request",
-     re.compile(r"a battle needs two different models|fewer than two models|need battles with a human verdict")),
+    (
+        "POST /v1/rankings",
+        "invalid-request",
+        re.compile(r"a battle needs two different models|fewer than two models|need battles with a human verdict"),
+    ),
 )
 # DELETE /v1/jobs/{id} cancels and the job stays readable (its status, its finished results) for JOB_RESULTS_TTL_S;
 # schemathesis's use-after-free check (ST301) expects a 404 after any successful DELETE of a path and cannot be told
@@ -77,8 +94,19 @@ KEY = "schemathesis-cli-key"
 ADMIN_KEY = "schemathesis-cli-admin-key"
 REDIS_URL = "redis://127.0.0.1:6379/15"  # the tests' database
 # what make serve reads; none of it may leak in from the environment running the tests
-_SETTINGS_ENV = ("API_KEYS", "ADMIN_API_KEY", "JUDGES_FILE", "RUBRICS_FILE", "PANELS_FILE", "REDIS_URL",
-                 "THRESHOLDS_PATH", "ARTIFACTS_DIR", "ARTIFACTS_REDIS_KEY", "DEFAULT_JUDGE", "WORKERS")
+_SETTINGS_ENV = (
+    "API_KEYS",
+    "ADMIN_API_KEY",
+    "JUDGES_FILE",
+    "RUBRICS_FILE",
+    "PANELS_FILE",
+    "REDIS_URL",
+    "THRESHOLDS_PATH",
+    "ARTIFACTS_DIR",
+    "ARTIFACTS_REDIS_KEY",
+    "DEFAULT_JUDGE",
+    "WORKERS",
+)
 
 
 def _free_port() -> int:
@@ -126,8 +154,23 @@ def make_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, s
 
 
 def _run_cli(url: str, report_dir: Path, max_examples: int, *extra: str) -> ET.Element:
-    command = [str(SCHEMATHESIS), "run", str(DEFAULT_PATH), "--url", url, "--max-examples", str(max_examples),
-               "--seed", SEED, "--no-color", "--report", "junit", "--report-dir", str(report_dir), *extra]
+    command = [
+        str(SCHEMATHESIS),
+        "run",
+        str(DEFAULT_PATH),
+        "--url",
+        url,
+        "--max-examples",
+        str(max_examples),
+        "--seed",
+        SEED,
+        "--no-color",
+        "--report",
+        "junit",
+        "--report-dir",
+        str(report_dir),
+        *extra,
+    ]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     reports = list(report_dir.glob("junit*.xml"))
     assert len(reports) == 1, done.stdout[-3000:] + done.stderr[-2000:]
@@ -143,8 +186,9 @@ def unexpected_findings(junit: ET.Element) -> list[str]:
             findings.append(f"{operation}: error: {(error.text or '')[:300]}")
         for failure in case.findall("failure"):
             for block in re.split(r"\n?\d+\. Test Case ID: \w+\n", failure.text or "")[1:]:
-                found = re.search(r'\[503\] Service Unavailable:\s+`\{"type":"urn:conformal-judge:problem:([a-z-]+)"',
-                                  block)
+                found = re.search(
+                    r'\[503\] Service Unavailable:\s+`\{"type":"urn:conformal-judge:problem:([a-z-]+)"', block
+                )
                 codes = re.findall(r"^- (ST\d+)", block, re.MULTILINE)
                 if codes == ["ST101"] and found and operation in DOCUMENTED_503.get(found.group(1), ()):
                     continue
@@ -211,13 +255,22 @@ def deployment(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except redis.RedisError:
         pytest.fail(f"Redis at {REDIS_URL} is needed (make test starts it)")
     queue = f"st-cli-{secrets.token_hex(4)}"
-    env = {"REDIS_URL": REDIS_URL, "JOB_QUEUE": queue, "ARTIFACTS_REDIS_KEY": f"{queue}-artifacts",
-           "API_KEYS": KEY, "ADMIN_API_KEY": ADMIN_KEY}
+    env = {
+        "REDIS_URL": REDIS_URL,
+        "JOB_QUEUE": queue,
+        "ARTIFACTS_REDIS_KEY": f"{queue}-artifacts",
+        "API_KEYS": KEY,
+        "ADMIN_API_KEY": ADMIN_KEY,
+    }
     folder = tmp_path_factory.mktemp("deployment")
     with (folder / "api.log").open("wb") as api_log, (folder / "worker.log").open("wb") as worker_log:
         worker_env = {k: v for k, v in os.environ.items() if k not in _SETTINGS_ENV and not k.startswith("JOB")}
-        worker = subprocess.Popen([sys.executable, "-m", "service.worker"], env={**worker_env, **env},
-                                  stdout=worker_log, stderr=subprocess.STDOUT)
+        worker = subprocess.Popen(
+            [sys.executable, "-m", "service.worker"],
+            env={**worker_env, **env},
+            stdout=worker_log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             api, url = _serve(env, api_log)
         except RuntimeError:
@@ -244,8 +297,10 @@ def test_default_checks_pass_with_redis_a_worker_and_the_admin_key(deployment: s
 
 
 def _failure(operation: str, code: str, title: str, answer: str, body: str, extra: str = "") -> str:
-    return (f'<testcase name="{operation}"><failure message="{code}">1. Test Case ID: abc123\n\n- {code} {title}\n\n'
-            f"{extra}{answer}\n\n    `{body}`\n\nReproduce with:\n\n    curl ...</failure></testcase>")
+    return (
+        f'<testcase name="{operation}"><failure message="{code}">1. Test Case ID: abc123\n\n- {code} {title}\n\n'
+        f"{extra}{answer}\n\n    `{body}`\n\nReproduce with:\n\n    curl ...</failure></testcase>"
+    )
 
 
 def test_only_the_documented_422s_and_the_cancelled_job_read_are_let_through():
@@ -254,19 +309,33 @@ def test_only_the_documented_422s_and_the_cancelled_job_read_are_let_through():
     rows = problem % ("calibration-error", "body:2: item_id: '0' is repeated for judge '0' and criterion 'A'")
     reload = problem % ("reload-path-refused", "path must name a readable regular file; this path cannot be used")
     blank = problem % ("calibration-error", "body:1: judge: must be a non-empty name of at most 200 characters")
-    deleted = ("The API did not return a `HTTP 404 Not Found` response (got `HTTP 200 OK`) for a resource that was "
-               "previously deleted.\n\nThe resource was deleted with `DELETE /v1/jobs/" + "a" * 32 + "`\n\n")
+    deleted = (
+        "The API did not return a `HTTP 404 Not Found` response (got `HTTP 200 OK`) for a resource that was "
+        "previously deleted.\n\nThe resource was deleted with `DELETE /v1/jobs/" + "a" * 32 + "`\n\n"
+    )
     other_delete = deleted.replace("/v1/jobs/" + "a" * 32, "/v1/calibrations/" + "a" * 16)
     rejected = "Schema-valid request rejected"
-    report = ET.fromstring("<testsuite>" + "".join([
-        _failure("POST /v1/calibrations", "ST202", rejected, "[422] Unprocessable Content:", rows),
-        _failure("POST /v1/calibration/reload", "ST202", rejected, "[422] Unprocessable Content:", reload),
-        _failure("Stateful tests", "ST301", "Deleted resource still available", "[200] OK:", "{}", deleted),
-        _failure("POST /v1/calibrations", "ST202", rejected, "[422] Unprocessable Content:", blank),
-        _failure("POST /v1/calibration/reload", "ST202", rejected, "[422] Unprocessable Content:", rows),
-        _failure("POST /v1/calibrations", "ST202", rejected, "[422] Unprocessable Content:", reload),
-        _failure("Stateful tests", "ST301", "Deleted resource still available", "[200] OK:", "{}", other_delete),
-    ]) + "</testsuite>")
+    report = ET.fromstring(
+        "<testsuite>"
+        + "".join(
+            [
+                _failure("POST /v1/calibrations", "ST202", rejected, "[422] Unprocessable Content:", rows),
+                _failure("POST /v1/calibration/reload", "ST202", rejected, "[422] Unprocessable Content:", reload),
+                _failure("Stateful tests", "ST301", "Deleted resource still available", "[200] OK:", "{}", deleted),
+                _failure("POST /v1/calibrations", "ST202", rejected, "[422] Unprocessable Content:", blank),
+                _failure("POST /v1/calibration/reload", "ST202", rejected, "[422] Unprocessable Content:", rows),
+                _failure("POST /v1/calibrations", "ST202", rejected, "[422] Unprocessable Content:", reload),
+                _failure(
+                    "Stateful tests", "ST301", "Deleted resource still available", "[200] OK:", "{}", other_delete
+                ),
+            ]
+        )
+        + "</testsuite>"
+    )
     findings = unexpected_findings(report)
     assert [finding.split(":")[0] for finding in findings] == [
-        "POST /v1/calibrations", "POST /v1/calibration/reload", "POST /v1/calibrations", "Stateful tests"]
+        "POST /v1/calibrations",
+        "POST /v1/calibration/reload",
+        "POST /v1/calibrations",
+        "Stateful tests",
+    ]

@@ -61,8 +61,11 @@ def test_every_method_equals_the_core(app: AppHarness, artifact: ThresholdsArtif
             "alpha": 0.2,
         }
         data = app.client.post("/v1/score", json=body).json()
-        (entry,) = [e for e in index.entries() if e.criterion == "coherence" and e.judge == STAND_IN
-                    and e.method == method and e.alpha == 0.2]
+        (entry,) = [
+            e
+            for e in index.entries()
+            if e.criterion == "coherence" and e.judge == STAND_IN and e.method == method and e.alpha == 0.2
+        ]
         # The entry's own input kind decides what the core sees (calibration.verdicts).
         score, probs = verdict_inputs(entry.kind, 5, judge_score=judge_score, probabilities=probabilities)
         expected = prediction_set(entry.fitted, judge_score=score, probabilities=probs)
@@ -131,15 +134,29 @@ def test_pac_entries_report_their_confidence(tmp_path, start_app):
 
     labels = np.array([1, 2, 3, 4, 5] * 40)
     fitted = fit_conformal("residual", 0.1, labels, judge_scores=labels, delta=0.05)
-    entry = ThresholdEntry(judge="pac-judge", prompt_family="paper", criterion="coherence", method="residual",
-                           alpha=0.1, fitted=fitted, input_kind="score")
-    artifact = ThresholdsArtifact(format_version=FORMAT_VERSION, created_at="t", code_version="v", data_hash="h",
-                                  label_scale=[1, 2, 3, 4, 5], entries=[entry])
+    entry = ThresholdEntry(
+        judge="pac-judge",
+        prompt_family="paper",
+        criterion="coherence",
+        method="residual",
+        alpha=0.1,
+        fitted=fitted,
+        input_kind="score",
+    )
+    artifact = ThresholdsArtifact(
+        format_version=FORMAT_VERSION,
+        created_at="t",
+        code_version="v",
+        data_hash="h",
+        label_scale=[1, 2, 3, 4, 5],
+        entries=[entry],
+    )
     path = tmp_path / "pac.json"
     save_artifact(artifact, path)
     harness = start_app(Settings(thresholds_path=path))
     data = harness.client.post(
-        "/v1/score", json={"criterion": "coherence", "judge": "pac-judge", "judge_score": 3}).json()
+        "/v1/score", json={"criterion": "coherence", "judge": "pac-judge", "judge_score": 3}
+    ).json()
     assert data["coverage_target"] == 0.9 and data["calibrated"] is True
     assert data["guarantees"] == [{"kind": "set_coverage", "alpha": 0.1, "confidence": 0.95}]
     assert "confidence" not in data  # the top-level field is gone: the guarantee says what it is the confidence of

@@ -33,15 +33,22 @@ def _reply(*categories: str) -> str:
 @pytest.fixture
 def sentences_artifact(artifact: ThresholdsArtifact) -> ThresholdsArtifact:
     """The test artifact plus the stand-in's factuality_direct faithfulness cell copied under factuality_sentences."""
-    extra = [msgspec.structs.replace(e, prompt_family=FAMILY) for e in artifact.entries
-             if (e.judge, e.prompt_family, e.criterion) == (STAND_IN, "factuality_direct", "faithfulness")]
+    extra = [
+        msgspec.structs.replace(e, prompt_family=FAMILY)
+        for e in artifact.entries
+        if (e.judge, e.prompt_family, e.criterion) == (STAND_IN, "factuality_direct", "faithfulness")
+    ]
     assert extra
     return msgspec.structs.replace(artifact, entries=[*artifact.entries, *extra])
 
 
 @pytest.fixture
-def sentences_app(start_app: Callable[[Settings], AppHarness], sentences_artifact: ThresholdsArtifact,
-                  judges_file: Path, tmp_path: Path) -> AppHarness:
+def sentences_app(
+    start_app: Callable[[Settings], AppHarness],
+    sentences_artifact: ThresholdsArtifact,
+    judges_file: Path,
+    tmp_path: Path,
+) -> AppHarness:
     path = tmp_path / "thresholds.json"
     save_artifact(sentences_artifact, path)
     return start_app(Settings(thresholds_path=path, judges_file=judges_file))
@@ -63,8 +70,10 @@ def test_live_sentence_check_returns_evidence_and_calibrated_set(
     assert data["sentence_score"] == pytest.approx(1 / 3)
     assert data["judge_score"] == 2  # 1 + round_half_up(4/3)
     assert [(e["kind"], e["error"], e["category"]) for e in data["evidence"]] == [
-        ("sentence", True, "circumstantial error"), ("sentence", False, "no error"),
-        ("sentence", True, "out-of-context error")]
+        ("sentence", True, "circumstantial error"),
+        ("sentence", False, "no error"),
+        ("sentence", True, "out-of-context error"),
+    ]
     assert data["evidence"][0]["reason"] == "reason 0"
     assert data["calibrated"] is True and data["prediction_set"] == _expected_set(sentences_artifact, 2)
     (request,) = stand_in.requests
@@ -74,11 +83,14 @@ def test_live_sentence_check_returns_evidence_and_calibrated_set(
     assert again["cached"] is True and stand_in.call_count == calls and again["evidence"] == data["evidence"]
 
 
-@pytest.mark.parametrize(("reply", "reason"), [
-    ("All three sentences are fine.", "sentences_no_list"),
-    (_reply("no error", "no error"), "sentences_wrong_count"),
-    (_reply("no error", "typo error", "no error"), "sentences_unknown_category"),
-])
+@pytest.mark.parametrize(
+    ("reply", "reason"),
+    [
+        ("All three sentences are fine.", "sentences_no_list"),
+        (_reply("no error", "no error"), "sentences_wrong_count"),
+        (_reply("no error", "typo error", "no error"), "sentences_unknown_category"),
+    ],
+)
 def test_bad_replies_are_typed_502s_per_item(
     sentences_app: AppHarness, stand_in: JudgeServer, reply: str, reason: str
 ) -> None:
@@ -97,18 +109,32 @@ def test_bad_replies_are_typed_502s_per_item(
 def test_caller_sentence_verdicts_are_calibrated_without_a_call(
     sentences_app: AppHarness, stand_in: JudgeServer, sentences_artifact: ThresholdsArtifact
 ) -> None:
-    verdicts = [{"sentence": "Leaders met in Paris on Tuesday.", "category": "circumstantial error",
-                 "reason": "Monday in the article"},
-                {"sentence": "They agreed on a trade deal.", "category": "no error"}]
-    body = {"criterion": "faithfulness", "factuality_method": "sentences", "judge": STAND_IN,
-            "sentence_verdicts": verdicts}
+    verdicts = [
+        {
+            "sentence": "Leaders met in Paris on Tuesday.",
+            "category": "circumstantial error",
+            "reason": "Monday in the article",
+        },
+        {"sentence": "They agreed on a trade deal.", "category": "no error"},
+    ]
+    body = {
+        "criterion": "faithfulness",
+        "factuality_method": "sentences",
+        "judge": STAND_IN,
+        "sentence_verdicts": verdicts,
+    }
     reply = sentences_app.client.post("/v1/score", json=body)
     assert reply.status_code == 200, reply.text
     data = reply.json()
     assert stand_in.call_count == 0 and data["source"] == "caller"
     assert data["judge_score"] == 3 and data["sentence_score"] == 0.5 and data["prompt_family"] == FAMILY
-    assert data["evidence"][0] == {"kind": "sentence", "sentence": verdicts[0]["sentence"], "error": True,
-                                   "category": "circumstantial error", "reason": "Monday in the article"}
+    assert data["evidence"][0] == {
+        "kind": "sentence",
+        "sentence": verdicts[0]["sentence"],
+        "error": True,
+        "category": "circumstantial error",
+        "reason": "Monday in the article",
+    }
     assert data["evidence"][1]["reason"] == "" and data["factuality_method"] == "sentences"
     assert data["prediction_set"] == _expected_set(sentences_artifact, 3)
 
@@ -118,28 +144,44 @@ def test_each_set_of_caller_verdicts_gets_its_own_answer(
 ) -> None:
     """Bare judge scores are answered from a memo; sentence verdicts must never hit another request's answer."""
     base = {"criterion": "faithfulness", "factuality_method": "sentences", "judge": STAND_IN}
-    for categories, judge_score in ((["no error", "entity error"], 3), (["no error"] * 3, 5),
-                                    (["other error"], 1), (["no error", "entity error"], 3)):
+    for categories, judge_score in (
+        (["no error", "entity error"], 3),
+        (["no error"] * 3, 5),
+        (["other error"], 1),
+        (["no error", "entity error"], 3),
+    ):
         verdicts = [{"sentence": f"s{i}.", "category": c} for i, c in enumerate(categories)]
         data = sentences_app.client.post("/v1/score", json={**base, "sentence_verdicts": verdicts}).json()
         assert data["judge_score"] == judge_score and len(data["evidence"]) == len(categories)
         assert data["prediction_set"] == _expected_set(sentences_artifact, judge_score)
 
 
-@pytest.mark.parametrize("change", [
-    {"factuality_method": "direct"},
-    {"criterion": "coherence"},
-    {"judge_score": 4},
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"factuality_method": "direct"},
+        {"criterion": "coherence"},
+        {"judge_score": 4},
+    ],
+)
 def test_caller_sentence_verdicts_need_the_sentences_method_alone(sentences_app: AppHarness, change: dict) -> None:
-    body = {"criterion": "faithfulness", "factuality_method": "sentences", "judge": STAND_IN,
-            "sentence_verdicts": [{"sentence": "x.", "category": "no error"}], **change}
+    body = {
+        "criterion": "faithfulness",
+        "factuality_method": "sentences",
+        "judge": STAND_IN,
+        "sentence_verdicts": [{"sentence": "x.", "category": "no error"}],
+        **change,
+    }
     reply = sentences_app.client.post("/v1/score", json=body)
     assert reply.status_code == 422 and "sentence_verdicts" in reply.json()["detail"]
 
 
 @pytest.mark.parametrize("verdicts", [[], [{"sentence": "x.", "category": "typo error"}], [{"category": "no error"}]])
 def test_malformed_caller_verdicts_are_422(sentences_app: AppHarness, verdicts: list) -> None:
-    body = {"criterion": "faithfulness", "factuality_method": "sentences", "judge": STAND_IN,
-            "sentence_verdicts": verdicts}
+    body = {
+        "criterion": "faithfulness",
+        "factuality_method": "sentences",
+        "judge": STAND_IN,
+        "sentence_verdicts": verdicts,
+    }
     assert sentences_app.client.post("/v1/score", json=body).status_code == 422

@@ -36,7 +36,8 @@ def test_remembered_score_sets_equal_the_core(artifact: ThresholdsArtifact):
             with pytest.raises(CalibrationError):
                 snapshot.prediction_set(entry, 3, None)
             assert snapshot.prediction_set(entry, 3, probabilities) == prediction_set(
-                entry.fitted, judge_score=3, probabilities=probabilities)
+                entry.fitted, judge_score=3, probabilities=probabilities
+            )
     for entry in artifact.entries[:3]:  # one rule per entry of the artifact, compiled once
         assert snapshot.index.rule(entry) is snapshot.index.rule(entry)
         stranger = msgspec.structs.replace(entry)  # an equal entry not in the artifact: answered, never kept
@@ -90,8 +91,9 @@ def test_failures_are_not_remembered_and_the_memo_is_bounded(app: AppHarness):
         asyncio.run(_answers_raising(app, snapshot, bad))
     assert not snapshot.memo
     floods = [
-        msgspec.convert({"criterion": "relevance", "judge": STAND_IN, "judge_score": 3, "prompt_family": f"f{k}"},
-                        ScoreRequest)
+        msgspec.convert(
+            {"criterion": "relevance", "judge": STAND_IN, "judge_score": 3, "prompt_family": f"f{k}"}, ScoreRequest
+        )
         for k in range(MEMO_LIMIT + 50)
     ]
     answers = asyncio.run(_answers(app, snapshot, floods))
@@ -106,12 +108,15 @@ async def _answers_raising(app: AppHarness, snapshot: CalibrationSnapshot, reque
 
 def test_after_a_flood_the_memo_keeps_remembering_recent_requests(app: AppHarness):
     snapshot = _fresh_snapshot(app.services.calibration.current)
-    flood = [msgspec.convert({"criterion": "relevance", "judge": STAND_IN, "judge_score": 3, "prompt_family": f"f{k}"},
-                             ScoreRequest) for k in range(MEMO_LIMIT + 10)]
+    flood = [
+        msgspec.convert(
+            {"criterion": "relevance", "judge": STAND_IN, "judge_score": 3, "prompt_family": f"f{k}"}, ScoreRequest
+        )
+        for k in range(MEMO_LIMIT + 10)
+    ]
     asyncio.run(_answers(app, snapshot, flood))
     before = set(snapshot.memo)
-    legit = msgspec.convert({"criterion": "relevance", "judge": STAND_IN, "judge_score": 4, "alpha": 0.2},
-                            ScoreRequest)
+    legit = msgspec.convert({"criterion": "relevance", "judge": STAND_IN, "judge_score": 4, "alpha": 0.2}, ScoreRequest)
     first = asyncio.run(_answers(app, snapshot, [legit]))
     added = set(snapshot.memo) - before
     assert added and len(snapshot.memo) == MEMO_LIMIT  # remembered, and the oldest one-off keys made room

@@ -53,38 +53,52 @@ def test_unknown_criterion_for_a_live_call_says_what_a_calibration_only_criterio
     problem = _problem(judge_app, {"criterion": "tone", "document": "D.", "summary": "S."})
     assert problem["detail"] == (
         "unknown criterion 'tone' for a live judge call (a criterion only your calibration covers needs your "
-        f"judge_score) (allowed: {', '.join(CRITERIA)})")
+        f"judge_score) (allowed: {', '.join(CRITERIA)})"
+    )
     assert problem["allowed"] == CRITERIA
 
 
 def test_an_own_verdict_needs_a_judge_the_calibration_or_the_configuration_knows(app: AppHarness):
     problem = _problem(app, {"criterion": "coherence", "judge_score": 3})
-    assert problem["detail"] == ("judge is required with judge_score / judge_logprobs: name the judge whose verdict "
-                                 f"it is (allowed: {RECORDED}, {STAND_IN})")
+    assert problem["detail"] == (
+        "judge is required with judge_score / judge_logprobs: name the judge whose verdict "
+        f"it is (allowed: {RECORDED}, {STAND_IN})"
+    )
     assert problem["allowed"] == JUDGES
     problem = _problem(app, {"criterion": "coherence", "judge": "nobody", "judge_score": 3})
-    assert problem["detail"] == ("unknown judge 'nobody': not in the calibration nor configured "
-                                 f"(allowed: {RECORDED}, {STAND_IN})")
+    assert problem["detail"] == (
+        f"unknown judge 'nobody': not in the calibration nor configured (allowed: {RECORDED}, {STAND_IN})"
+    )
     assert problem["allowed"] == JUDGES
 
 
 def test_an_own_verdict_takes_the_default_judge_when_one_is_configured(judge_app: AppHarness):
     data = _answer(judge_app, {"criterion": "coherence", "judge_score": 3})
     assert (data["judge"], data["prompt_family"], data["calibrated"], data["source"]) == (
-        STAND_IN, "paper", True, "caller")
+        STAND_IN,
+        "paper",
+        True,
+        "caller",
+    )
     data = _answer(judge_app, {"criterion": "coherence", "judge": RECORDED, "judge_score": 3})
     assert (data["judge"], data["prompt_family"], data["calibrated"]) == (RECORDED, "geval", True)
 
 
-@pytest.mark.parametrize(("extra", "actual"), [({}, "paper"), ({"criterion": "faithfulness"}, "factuality_direct"),
-                                               ({"criterion": "faithfulness", "factuality_method": "qa"},
-                                                "factuality_qa")])
+@pytest.mark.parametrize(
+    ("extra", "actual"),
+    [
+        ({}, "paper"),
+        ({"criterion": "faithfulness"}, "factuality_direct"),
+        ({"criterion": "faithfulness", "factuality_method": "qa"}, "factuality_qa"),
+    ],
+)
 def test_a_live_call_cannot_claim_another_prompt_family(judge_app: AppHarness, extra: dict, actual: str):
     body = {"criterion": "coherence", "document": "D.", "summary": "S.", "prompt_family": "geval", **extra}
     problem = _problem(judge_app, body)
     assert problem["detail"] == (
         f"judge 'stand-in' is asked with prompt family '{actual}' for this request; prompt_family 'geval' can only "
-        "describe a verdict you send (judge_score / judge_logprobs)")
+        "describe a verdict you send (judge_score / judge_logprobs)"
+    )
     assert problem["allowed"] == [actual]
 
 
@@ -94,17 +108,22 @@ def test_own_verdict_prompt_family_rules(app: AppHarness, judge_app: AppHarness)
     assert (data["prompt_family"], data["calibrated"]) == ("geval", False)
     assert data["reason"] == (
         "not calibrated: no calibration for judge='stand-in', prompt_family='geval', criterion='coherence'; no "
-        "prediction set can be trusted, so the full scale is returned")
+        "prediction set can be trusted, so the full scale is returned"
+    )
     # faithfulness: the factuality method's family when the calibration has it
     for method, family in (("direct", "factuality_direct"), ("qa", "factuality_qa")):
-        data = _answer(app, {"criterion": "faithfulness", "judge": STAND_IN, "judge_score": 3,
-                             "factuality_method": method})
+        data = _answer(
+            app, {"criterion": "faithfulness", "judge": STAND_IN, "judge_score": 3, "factuality_method": method}
+        )
         assert (data["prompt_family"], data["calibrated"]) == (family, True)
     # not configured and several families calibrated for the criterion: the caller must name one
-    problem = _problem(app, {"criterion": "faithfulness", "judge": STAND_IN, "judge_score": 3,
-                             "factuality_method": "sentences"})
-    assert problem["detail"] == ("judge 'stand-in' is calibrated for faithfulness under several prompt families; "
-                                 "name one in prompt_family (allowed: factuality_direct, factuality_qa)")
+    problem = _problem(
+        app, {"criterion": "faithfulness", "judge": STAND_IN, "judge_score": 3, "factuality_method": "sentences"}
+    )
+    assert problem["detail"] == (
+        "judge 'stand-in' is calibrated for faithfulness under several prompt families; "
+        "name one in prompt_family (allowed: factuality_direct, factuality_qa)"
+    )
     assert problem["allowed"] == ["factuality_direct", "factuality_qa"]
     # configured: the judge's own prompt family
     data = _answer(judge_app, {"criterion": "faithfulness", "judge_score": 3, "factuality_method": "sentences"})
@@ -120,8 +139,9 @@ def test_own_verdict_prompt_family_rules(app: AppHarness, judge_app: AppHarness)
 def test_levels_below_every_calibrated_one_are_refused_within_the_tolerance(app: AppHarness):
     body = {"criterion": "coherence", "judge": STAND_IN, "judge_score": 3}
     problem = _problem(app, {**body, "alpha": 0.05})
-    assert problem["detail"] == ("alpha=0.05 is below every calibrated level (the smallest is 0.1); calibrated "
-                                 "levels: 0.1, 0.2")
+    assert problem["detail"] == (
+        "alpha=0.05 is below every calibrated level (the smallest is 0.1); calibrated levels: 0.1, 0.2"
+    )
     assert problem["allowed"] == ["0.1", "0.2"]
     # within 1e-9 of the smallest level: served at it, no note
     data = _answer(app, {**body, "alpha": 0.1 - 5e-10})
@@ -149,17 +169,20 @@ def test_the_default_level_comes_from_the_settings(start_app: Callable[[Settings
     assert problem["detail"].startswith("alpha=0.01 is below every calibrated level (the smallest is 0.1)")
 
 
-def test_a_live_call_naming_a_method_the_cell_lacks_is_refused_before_the_judge_is_called(judge_app: AppHarness,
-                                                                                          stand_in):
+def test_a_live_call_naming_a_method_the_cell_lacks_is_refused_before_the_judge_is_called(
+    judge_app: AppHarness, stand_in
+):
     problem = _problem(judge_app, {"criterion": "relevance", "document": "D.", "summary": "S.", "method": "lac"})
     assert problem["detail"] == (
         "method 'lac' is not calibrated for judge='stand-in', prompt_family='paper', criterion='relevance'; "
-        "calibrated methods: residual, mondrian_residual")
+        "calibrated methods: residual, mondrian_residual"
+    )
     assert problem["allowed"] == ["residual", "mondrian_residual"]
     assert stand_in.call_count == 0
     # a method the cell has: answered with it
-    data = _answer(judge_app, {"criterion": "relevance", "document": "D.", "summary": "S.",
-                               "method": "mondrian_residual"})
+    data = _answer(
+        judge_app, {"criterion": "relevance", "document": "D.", "summary": "S.", "method": "mondrian_residual"}
+    )
     assert (data["method"], data["calibrated"]) == ("mondrian_residual", True) and stand_in.call_count == 1
 
 
@@ -167,11 +190,17 @@ def test_plans_and_served_entries_are_remembered_on_the_snapshot(app: AppHarness
     # the memo's point: a repeated request resolves nothing again (the very same objects come back)
     context = scoring_context(app.services)
     snapshot = CalibrationSnapshot.build(context.snapshot.artifact, path="memory", loaded_at="now")
-    request = msgspec.convert({"criterion": "coherence", "judge": STAND_IN, "judge_score": 3, "alpha": 0.15},
-                              ScoreRequest)
+    request = msgspec.convert(
+        {"criterion": "coherence", "judge": STAND_IN, "judge_score": 3, "alpha": 0.15}, ScoreRequest
+    )
     plan = resolve(context, snapshot, request, True)
     assert (plan.judge, plan.prompt_family, plan.alpha, plan.cell, plan.calibrated_cell) == (
-        STAND_IN, "paper", 0.15, (STAND_IN, "paper", "coherence"), True)
+        STAND_IN,
+        "paper",
+        0.15,
+        (STAND_IN, "paper", "coherence"),
+        True,
+    )
     assert plan.coverage_target == pytest.approx(0.85)
     assert resolve(context, snapshot, request, True) is plan
     verdict = own_verdict(request)
@@ -187,7 +216,11 @@ def test_a_criterion_only_the_calibration_covers(start_app: Callable[[Settings],
     harness = start_app(Settings(judges_file=judges_file, thresholds_path=path))
     data = _answer(harness, {"criterion": "helpfulness", "judge": "acme", "judge_score": 3})
     assert (data["criterion"], data["judge"], data["prompt_family"], data["calibrated"]) == (
-        "helpfulness", "acme", "custom", True)
+        "helpfulness",
+        "acme",
+        "custom",
+        True,
+    )
     # an own verdict may name any criterion the calibration covers: it is among the allowed ones
     problem = _problem(harness, {"criterion": "tone", "judge": "acme", "judge_score": 3})
     assert problem["allowed"] == sorted([*CRITERIA, "helpfulness"])
@@ -195,5 +228,6 @@ def test_a_criterion_only_the_calibration_covers(start_app: Callable[[Settings],
     problem = _problem(harness, {"criterion": "helpfulness", "document": "D.", "summary": "S."})
     assert problem["detail"] == (
         "unknown criterion 'helpfulness' for a live judge call (a criterion only your calibration covers needs your "
-        f"judge_score) (allowed: {', '.join(CRITERIA)})")
+        f"judge_score) (allowed: {', '.join(CRITERIA)})"
+    )
     assert problem["allowed"] == CRITERIA

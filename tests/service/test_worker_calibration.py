@@ -43,23 +43,39 @@ def key() -> Iterator[str]:
 
 def _mine(artifact: ThresholdsArtifact) -> ThresholdsArtifact:
     """The test artifact's stand-in / paper cells under another judge name (a judge the primary lacks)."""
-    entries = [msgspec.structs.replace(e, judge=MINE) for e in artifact.entries
-               if e.judge == STAND_IN and e.prompt_family == "paper"]
-    defaults = [msgspec.structs.replace(d, judge=MINE) for d in artifact.default_methods
-                if d.judge == STAND_IN and d.prompt_family == "paper"]
+    entries = [
+        msgspec.structs.replace(e, judge=MINE)
+        for e in artifact.entries
+        if e.judge == STAND_IN and e.prompt_family == "paper"
+    ]
+    defaults = [
+        msgspec.structs.replace(d, judge=MINE)
+        for d in artifact.default_methods
+        if d.judge == STAND_IN and d.prompt_family == "paper"
+    ]
     return msgspec.structs.replace(artifact, entries=entries, default_methods=defaults, source="mine")
 
 
 @pytest.mark.parametrize("store", ["redis", "directory"])
 def test_a_running_worker_follows_activations_and_deletions(
-    start_app: Callable[[Settings], AppHarness], artifact: ThresholdsArtifact, artifact_path: Path, tmp_path: Path,
-    key: str, queue_name: str, store: str,  # noqa: F811 - the fixture
+    start_app: Callable[[Settings], AppHarness],
+    artifact: ThresholdsArtifact,
+    artifact_path: Path,
+    tmp_path: Path,
+    key: str,
+    queue_name: str,  # noqa: F811
+    store: str,  # noqa: F811 - the fixture
 ) -> None:
     save_artifact(_mine(artifact), tmp_path / "mine.json")
-    settings = Settings(thresholds_path=artifact_path, admin_api_key=ADMIN, redis_url=REDIS_URL,
-                        artifacts_redis_key=key if store == "redis" else None,
-                        artifacts_dir=tmp_path / "activated" if store == "directory" else None,
-                        limits=LimitSettings(reload_dir=tmp_path), jobs=JobSettings(queue=queue_name))
+    settings = Settings(
+        thresholds_path=artifact_path,
+        admin_api_key=ADMIN,
+        redis_url=REDIS_URL,
+        artifacts_redis_key=key if store == "redis" else None,
+        artifacts_dir=tmp_path / "activated" if store == "directory" else None,
+        limits=LimitSettings(reload_dir=tmp_path),
+        jobs=JobSettings(queue=queue_name),
+    )
     api = start_app(settings)
     admin = {"Authorization": f"Bearer {ADMIN}"}
     item = msgspec.convert({"criterion": "relevance", "judge": MINE, "judge_score": 4, "alpha": 0.1}, ScoreRequest)
@@ -70,8 +86,9 @@ def test_a_running_worker_follows_activations_and_deletions(
         try:
             with pytest.raises(InvalidRequestError):  # not calibrated anywhere yet
                 await score_item(runner.context(), item)
-            activated = api.client.post("/v1/calibration/reload", headers=admin,
-                                        json={"path": "mine.json", "name": "cal-mine"})
+            activated = api.client.post(
+                "/v1/calibration/reload", headers=admin, json={"path": "mine.json", "name": "cal-mine"}
+            )
             assert activated.status_code == 200, activated.text
             served = api.client.post("/v1/score", json=msgspec.to_builtins(item)).json()
             answer = await score_item(runner.context(), item)  # the next chunk: the worker serves it as the API
@@ -86,16 +103,28 @@ def test_a_running_worker_follows_activations_and_deletions(
 
 
 def test_a_worker_started_after_an_activation_serves_it(
-    start_app: Callable[[Settings], AppHarness], artifact: ThresholdsArtifact, artifact_path: Path, tmp_path: Path,
-    key: str, queue_name: str,  # noqa: F811 - the fixture
+    start_app: Callable[[Settings], AppHarness],
+    artifact: ThresholdsArtifact,
+    artifact_path: Path,
+    tmp_path: Path,
+    key: str,
+    queue_name: str,  # noqa: F811 - the fixture
 ) -> None:
     save_artifact(_mine(artifact), tmp_path / "mine.json")
-    settings = Settings(thresholds_path=artifact_path, admin_api_key=ADMIN, redis_url=REDIS_URL,
-                        artifacts_redis_key=key, limits=LimitSettings(reload_dir=tmp_path),
-                        jobs=JobSettings(queue=queue_name))
+    settings = Settings(
+        thresholds_path=artifact_path,
+        admin_api_key=ADMIN,
+        redis_url=REDIS_URL,
+        artifacts_redis_key=key,
+        limits=LimitSettings(reload_dir=tmp_path),
+        jobs=JobSettings(queue=queue_name),
+    )
     api = start_app(settings)
-    reply = api.client.post("/v1/calibration/reload", headers={"Authorization": f"Bearer {ADMIN}"},
-                            json={"path": "mine.json", "name": "mine"})
+    reply = api.client.post(
+        "/v1/calibration/reload",
+        headers={"Authorization": f"Bearer {ADMIN}"},
+        json={"path": "mine.json", "name": "mine"},
+    )
     assert reply.status_code == 200, reply.text
     item = msgspec.convert({"criterion": "coherence", "judge": MINE, "judge_score": 2}, ScoreRequest)
 

@@ -80,8 +80,13 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
         entries=entries,
         default_methods=[
             DefaultMethodInfo(
-                judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method, reason=d.reason,
-                input_kind=d.kind, rule_failed=selection_failure(d.reason) is not None,
+                judge=d.judge,
+                prompt_family=d.prompt_family,
+                criterion=d.criterion,
+                method=d.method,
+                reason=d.reason,
+                input_kind=d.kind,
+                rule_failed=selection_failure(d.reason) is not None,
             )
             for d in artifact.default_methods
         ],
@@ -91,18 +96,21 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
 
 
 VIEWS = ("full", "summary")
-View = Annotated[str, Parameter(
-    description="full: every entry with its evidence and every decision rule (megabytes for the shipped artifact); "
-                "summary: one line per cell and input kind (served method per level, set size at DEFAULT_ALPHA, the "
-                "decision rule's accept share at the default tolerance and accept_alpha), tens of kilobytes",
-    schema_extra={"enum": list(VIEWS)},
-)]
+View = Annotated[
+    str,
+    Parameter(
+        description="full: every entry with its evidence and every decision rule (megabytes for the shipped artifact); "
+        "summary: one line per cell and input kind (served method per level, set size at DEFAULT_ALPHA, the "
+        "decision rule's accept share at the default tolerance and accept_alpha), tens of kilobytes",
+        schema_extra={"enum": list(VIEWS)},
+    ),
+]
 
 
 @get(
     "/calibration",
     summary="The loaded calibration: judges, criteria, methods, levels, sizes, held-out coverage, provenance "
-            "(view=summary: one line per cell)",
+    "(view=summary: one line per cell)",
     responses=problem_responses(401, 422, 503),
     tags=["calibration"],
 )
@@ -152,8 +160,9 @@ async def reload_calibration(request: Request, data: JSONBody[ReloadRequest | No
     return swap_response(previous, snapshot, name, warnings)
 
 
-def swap_response(previous: CalibrationSnapshot | None, snapshot: CalibrationSnapshot, name: str,
-                  warnings: list[str] | None = None) -> ReloadResponse:
+def swap_response(
+    previous: CalibrationSnapshot | None, snapshot: CalibrationSnapshot, name: str, warnings: list[str] | None = None
+) -> ReloadResponse:
     """What loading artifact ``name`` changed: cells it added, cells its previous version owned that it keeps
     (replaced) and those it no longer has (removed), measured on the sets before and after; ``warnings`` as given."""
     loaded = snapshot.artifacts.get(name)
@@ -162,9 +171,13 @@ def swap_response(previous: CalibrationSnapshot | None, snapshot: CalibrationSna
     owned_before = {cell for cell, owner in before.items() if owner == name}
     replaced = len(cells & owned_before)
     return ReloadResponse(
-        previous_calibration_id=None if previous is None else previous.calibration_id, artifact=name,
-        cells_added=len(cells) - replaced, cells_replaced=replaced, cells_removed=len(owned_before - cells),
-        calibration=summarise(snapshot), warnings=list(warnings or ()),
+        previous_calibration_id=None if previous is None else previous.calibration_id,
+        artifact=name,
+        cells_added=len(cells) - replaced,
+        cells_replaced=replaced,
+        cells_removed=len(owned_before - cells),
+        calibration=summarise(snapshot),
+        warnings=list(warnings or ()),
     )
 
 
@@ -172,12 +185,23 @@ def summarise(snapshot: CalibrationSnapshot) -> CalibrationSummary:
     """What is loaded, in short: provenance of the merged view and one line per artifact."""
     artifact = snapshot.artifact
     return CalibrationSummary(
-        calibration_id=snapshot.calibration_id, path=snapshot.path, loaded_at=snapshot.loaded_at,
-        created_at=artifact.created_at, code_version=artifact.code_version, data_hash=artifact.data_hash,
-        source=artifact.source, label_scale=list(artifact.label_scale), n_entries=len(artifact.entries),
+        calibration_id=snapshot.calibration_id,
+        path=snapshot.path,
+        loaded_at=snapshot.loaded_at,
+        created_at=artifact.created_at,
+        code_version=artifact.code_version,
+        data_hash=artifact.data_hash,
+        source=artifact.source,
+        label_scale=list(artifact.label_scale),
+        n_entries=len(artifact.entries),
         artifacts=[
-            ArtifactSummary(name=m.name, calibration_id=m.calibration_id, path=m.path, n_cells=len(m.cells),
-                            n_entries=len(m.artifact.entries))
+            ArtifactSummary(
+                name=m.name,
+                calibration_id=m.calibration_id,
+                path=m.path,
+                n_cells=len(m.cells),
+                n_entries=len(m.artifact.entries),
+            )
             for m in snapshot.artifacts.members
         ],
     )
@@ -190,16 +214,31 @@ def _artifact_infos(snapshot: CalibrationSnapshot) -> list[ArtifactInfo]:
         defaults: dict[tuple[str, str, str], dict[str, str]] = {}
         for d in art.default_methods:
             defaults.setdefault((d.judge, d.prompt_family, d.criterion), {})[d.kind] = d.method
-        infos.append(ArtifactInfo(
-            name=member.name, calibration_id=member.calibration_id, path=member.path, loaded_at=member.loaded_at,
-            created_at=art.created_at, code_version=art.code_version, data_hash=art.data_hash, source=art.source,
-            label_scale=list(art.label_scale), n_entries=len(art.entries),
-            cells=[
-                ArtifactCell(judge=cell[0], prompt_family=cell[1], criterion=cell[2],
-                             n_labels=snapshot.n_labels_for(cell), methods=snapshot.methods(*cell),
-                             levels=snapshot.levels_for(*cell), default_method=defaults.get(cell, {}).get("score"),
-                             default_methods=defaults.get(cell, {}))
-                for cell in member.cells
-            ],
-        ))
+        infos.append(
+            ArtifactInfo(
+                name=member.name,
+                calibration_id=member.calibration_id,
+                path=member.path,
+                loaded_at=member.loaded_at,
+                created_at=art.created_at,
+                code_version=art.code_version,
+                data_hash=art.data_hash,
+                source=art.source,
+                label_scale=list(art.label_scale),
+                n_entries=len(art.entries),
+                cells=[
+                    ArtifactCell(
+                        judge=cell[0],
+                        prompt_family=cell[1],
+                        criterion=cell[2],
+                        n_labels=snapshot.n_labels_for(cell),
+                        methods=snapshot.methods(*cell),
+                        levels=snapshot.levels_for(*cell),
+                        default_method=defaults.get(cell, {}).get("score"),
+                        default_methods=defaults.get(cell, {}),
+                    )
+                    for cell in member.cells
+                ],
+            )
+        )
     return infos

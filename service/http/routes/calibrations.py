@@ -46,19 +46,43 @@ SUMMARY_TOLERANCE, SUMMARY_ACCEPT_ALPHA = 2, 0.10  # a cell's decision rule in w
 # The spec's example upload: the smallest one the service accepts (MIN_CELL_ITEMS rows in MIN_CELL_GROUPS groups),
 # so a client that sends it (schemathesis does) gets the documented 202 and a job that finishes done.
 _EXAMPLE_ROWS = [
-    {"item_id": f"doc{d}/{part}", "criterion": "helpfulness", "judge": "my-judge", "human": human,
-     "judge_score": score, "scale_max": 7, "group": f"doc{d}"}
-    for d, part, human, score in ((1, "a", 5.5, 6), (1, "b", 3, 3), (2, "a", 6, 7), (2, "b", 2, 3), (3, "a", 4, 4),
-                                  (3, "b", 7, 6), (4, "a", 1, 2), (4, "b", 5, 5))
+    {
+        "item_id": f"doc{d}/{part}",
+        "criterion": "helpfulness",
+        "judge": "my-judge",
+        "human": human,
+        "judge_score": score,
+        "scale_max": 7,
+        "group": f"doc{d}",
+    }
+    for d, part, human, score in (
+        (1, "a", 5.5, 6),
+        (1, "b", 3, 3),
+        (2, "a", 6, 7),
+        (2, "b", 2, 3),
+        (3, "a", 4, 4),
+        (3, "b", 7, 6),
+        (4, "a", 1, 2),
+        (4, "b", 5, 5),
+    )
 ]
 _EXAMPLE = msgspec.json.encode(_EXAMPLE_ROWS[0]).decode() + "\n"
 
 
 def _certifications(rule: DecisionRule) -> list[CellCertification]:
-    return [CellCertification(tolerance=c.tolerance, accept_alpha=c.accept_alpha, certified=bool(c.accepted_bins),
-                              accept_share=c.accept_share, certified_error=c.certified_error,
-                              rule_failed=c.rule_failed, reason=c.reason, n_groups=c.n_groups)
-            for c in rule.certifications]
+    return [
+        CellCertification(
+            tolerance=c.tolerance,
+            accept_alpha=c.accept_alpha,
+            certified=bool(c.accepted_bins),
+            accept_share=c.accept_share,
+            certified_error=c.certified_error,
+            rule_failed=c.rule_failed,
+            reason=c.reason,
+            n_groups=c.n_groups,
+        )
+        for c in rule.certifications
+    ]
 
 
 def decision_summary(rule: DecisionRule | None) -> tuple[str, bool]:
@@ -66,34 +90,62 @@ def decision_summary(rule: DecisionRule | None) -> tuple[str, bool]:
     if rule is None:
         return "", False
     where = f"tolerance {SUMMARY_TOLERANCE}, accept_alpha {SUMMARY_ACCEPT_ALPHA:g}"
-    row = next((c for c in rule.certifications if c.tolerance == SUMMARY_TOLERANCE
-                and abs(c.accept_alpha - SUMMARY_ACCEPT_ALPHA) < 1e-9), None)
+    row = next(
+        (
+            c
+            for c in rule.certifications
+            if c.tolerance == SUMMARY_TOLERANCE and abs(c.accept_alpha - SUMMARY_ACCEPT_ALPHA) < 1e-9
+        ),
+        None,
+    )
     if row is None:
         return f"no certification at {where}: /v1/score escalates at these defaults", False
     if row.rule_failed:
-        return (f"not certifiable at {where}: {row.reason}; /v1/score escalates every verdict of this cell there "
-                "(label more documents)"), True
+        return (
+            f"not certifiable at {where}: {row.reason}; /v1/score escalates every verdict of this cell there "
+            "(label more documents)"
+        ), True
     if not row.accepted_bins:
-        return (f"nothing certified at {where}: {row.reason}; /v1/score escalates every verdict there (see "
-                "certifications for other levels)"), False
-    return (f"certified at {where}: {row.accept_share:.0%} of the calibration verdicts accepted, error among accepted "
-            f"<= {row.certified_error:.3f} with confidence {1 - row.delta:g} over {row.n_groups} documents"), False
+        return (
+            f"nothing certified at {where}: {row.reason}; /v1/score escalates every verdict there (see "
+            "certifications for other levels)"
+        ), False
+    return (
+        f"certified at {where}: {row.accept_share:.0%} of the calibration verdicts accepted, error among accepted "
+        f"<= {row.certified_error:.3f} with confidence {1 - row.delta:g} over {row.n_groups} documents"
+    ), False
 
 
 def job_info(job: CalibrationJob) -> CalibrationJobInfo:
     """The job as the API shows it: progress, and per finished cell its default method's held-out figures and its
     certified decision rule (a cell that cannot certify is also named in ``warnings``)."""
-    rules = {(r.judge, r.prompt_family, r.criterion, r.input_kind): r
-             for r in (job.artifact.decision_rules if job.artifact is not None else [])}
+    rules = {
+        (r.judge, r.prompt_family, r.criterion, r.input_kind): r
+        for r in (job.artifact.decision_rules if job.artifact is not None else [])
+    }
     cells, warnings = [], list(job.warnings)
     for (judge, family, criterion, kind), n_labels, fit in job.results:
-        figures = sorted((f for f in fit.heldout if f.method == fit.default.method
-                          and any(abs(f.alpha - a) < 1e-9 for a in SHOWN_ALPHAS)), key=lambda f: f.alpha)
+        figures = sorted(
+            (
+                f
+                for f in fit.heldout
+                if f.method == fit.default.method and any(abs(f.alpha - a) < 1e-9 for a in SHOWN_ALPHAS)
+            ),
+            key=lambda f: f.alpha,
+        )
         levels = [
-            HeldoutLevel(alpha=f.alpha, coverage_target=coverage_target(f.alpha), coverage=f.coverage,
-                         coverage_p5=f.coverage_p5, set_size=f.set_size, share_accept=f.accept_share,
-                         share_review=f.review_share, share_escalate=f.escalate_share,
-                         accept_accuracy=f.accept_accuracy, share_full_scale=f.full_scale_share)
+            HeldoutLevel(
+                alpha=f.alpha,
+                coverage_target=coverage_target(f.alpha),
+                coverage=f.coverage,
+                coverage_p5=f.coverage_p5,
+                set_size=f.set_size,
+                share_accept=f.accept_share,
+                share_review=f.review_share,
+                share_escalate=f.escalate_share,
+                accept_accuracy=f.accept_accuracy,
+                share_full_scale=f.full_scale_share,
+            )
             for f in figures
         ]
         headline = min(levels, key=lambda h: (abs(h.alpha - 0.10), h.alpha), default=None)
@@ -101,18 +153,37 @@ def job_info(job: CalibrationJob) -> CalibrationJobInfo:
         summary, uncertifiable = decision_summary(rule)
         if uncertifiable:
             warnings.append(f"{judge} / {family} / {criterion} ({kind} verdicts): decision rule {summary}")
-        cells.append(CalibratedCell(
-            judge=judge, prompt_family=family, criterion=criterion, input_kind=kind, n_labels=n_labels,
-            n_items=fit.n_items, n_groups=fit.n_groups, default_method=fit.default.method, reason=fit.default.reason,
-            heldout=levels,
-            full_scale_flag=headline is not None and (headline.share_full_scale >= FULL_SCALE_SHARE
-                                                      or headline.set_size >= n_labels - 0.5),
-            certifications=_certifications(rule) if rule is not None else [], decision_summary=summary,
-        ))
+        cells.append(
+            CalibratedCell(
+                judge=judge,
+                prompt_family=family,
+                criterion=criterion,
+                input_kind=kind,
+                n_labels=n_labels,
+                n_items=fit.n_items,
+                n_groups=fit.n_groups,
+                default_method=fit.default.method,
+                reason=fit.default.reason,
+                heldout=levels,
+                full_scale_flag=headline is not None
+                and (headline.share_full_scale >= FULL_SCALE_SHARE or headline.set_size >= n_labels - 0.5),
+                certifications=_certifications(rule) if rule is not None else [],
+                decision_summary=summary,
+            )
+        )
     return CalibrationJobInfo(
-        id=job.id, status=job.status, artifact_name=job.name, created_at=job.created_at,  # type: ignore[arg-type]
-        finished_at=job.finished_at, n_rows=job.n_rows, progress=job.done / job.total if job.total else 0.0,
-        levels=list(job.levels), warnings=warnings, error=job.error, activated=job.activated, cells=cells,
+        id=job.id,
+        status=job.status,  # type: ignore[arg-type]
+        artifact_name=job.name,
+        created_at=job.created_at,
+        finished_at=job.finished_at,
+        n_rows=job.n_rows,
+        progress=job.done / job.total if job.total else 0.0,
+        levels=list(job.levels),
+        warnings=warnings,
+        error=job.error,
+        activated=job.activated,
+        cells=cells,
     )
 
 
@@ -138,9 +209,14 @@ async def submit_calibration(
     body = await request.body()  # bounded by MAX_BODY_BYTES (413)
     data = await anyio.to_thread.run_sync(_rows_as_lines, body, content_type)  # off the event loop, as validation
     services = services_of(request)
-    job = await services.calibrations.submit(data, scale=scale, name=name, snapshot=services.calibration.current,
-                                             max_cell_rows=services.settings.limits.max_calibration_cell_rows,
-                                             judges=services.judges)
+    job = await services.calibrations.submit(
+        data,
+        scale=scale,
+        name=name,
+        snapshot=services.calibration.current,
+        max_cell_rows=services.settings.limits.max_calibration_cell_rows,
+        judges=services.judges,
+    )
     services.logger.info("calibration.job_submitted", job=job.id, rows=job.n_rows, cells=len(job.cells_planned))
     return job_info(job)
 
@@ -185,8 +261,9 @@ async def activate_calibration(request: Request, job_id: JobId) -> ReloadRespons
     services.logger.info("calibration.activated", job=job.id, artifact=job.name, calibration_id=snapshot.calibration_id)
     warnings = services.calibration.activated.not_kept(job.name)
     if warnings:  # neither ARTIFACTS_DIR nor the Redis hash: a restart forgets it
-        services.logger.warning("calibration.not_persisted", job=job.id, artifact=job.name,
-                                calibration_id=snapshot.calibration_id)
+        services.logger.warning(
+            "calibration.not_persisted", job=job.id, artifact=job.name, calibration_id=snapshot.calibration_id
+        )
     return swap_response(previous, snapshot, job.name, warnings)
 
 
@@ -208,8 +285,14 @@ async def delete_calibration(request: Request, job_id: JobId) -> Response[None]:
 def _within_scale(k: int) -> Schema:
     """A row's values on the scale 1..k (human, judge_score, mean_of_samples, the log-prob keys)."""
     label = Schema(maximum=k)
-    return Schema(properties={"human": label, "judge_score": label, "mean_of_samples": label,
-                              "judge_logprobs": Schema(property_names=Schema(enum=[str(n) for n in range(1, k + 1)]))})
+    return Schema(
+        properties={
+            "human": label,
+            "judge_score": label,
+            "mean_of_samples": label,
+            "judge_logprobs": Schema(property_names=Schema(enum=[str(n) for n in range(1, k + 1)])),
+        }
+    )
 
 
 def _row_schema() -> Schema:
@@ -221,27 +304,41 @@ def _row_schema() -> Schema:
     name = Schema(type=OpenAPIType.STRING, min_length=1, max_length=200, pattern=r"\S")
     label = Schema(type=OpenAPIType.NUMBER, minimum=1, maximum=MAX_LABELS)
     return Schema(
-        type=OpenAPIType.OBJECT, additional_properties=False, required=["item_id", "criterion", "human", "judge"],
+        type=OpenAPIType.OBJECT,
+        additional_properties=False,
+        required=["item_id", "criterion", "human", "judge"],
         description="one labelled row: item_id, criterion, human, judge, judge_score and/or judge_logprobs or "
         "mean_of_samples; optional scale_max (bounds the row's values; without it the query's scale does), "
         "prompt_family, group, document/summary or input/output (not both of a pair) (artifact/labels.py)",
         properties={
-            "item_id": text, "criterion": Schema(type=OpenAPIType.STRING, pattern=CRITERION_PATTERN.pattern),
-            "judge": name, "human": label,
+            "item_id": text,
+            "criterion": Schema(type=OpenAPIType.STRING, pattern=CRITERION_PATTERN.pattern),
+            "judge": name,
+            "human": label,
             "judge_score": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_LABELS),
-            "judge_logprobs": Schema(type=OpenAPIType.OBJECT, min_properties=1,
-                                     property_names=Schema(type=OpenAPIType.STRING,
-                                                           enum=[str(n) for n in range(1, MAX_LABELS + 1)]),
-                                     additional_properties=Schema(type=OpenAPIType.NUMBER, maximum=0)),
-            "mean_of_samples": label, "scale_max": Schema(type=OpenAPIType.INTEGER, minimum=2, maximum=MAX_LABELS),
-            "prompt_family": name, "group": text, "document": text, "summary": text, "input": text, "output": text,
+            "judge_logprobs": Schema(
+                type=OpenAPIType.OBJECT,
+                min_properties=1,
+                property_names=Schema(type=OpenAPIType.STRING, enum=[str(n) for n in range(1, MAX_LABELS + 1)]),
+                additional_properties=Schema(type=OpenAPIType.NUMBER, maximum=0),
+            ),
+            "mean_of_samples": label,
+            "scale_max": Schema(type=OpenAPIType.INTEGER, minimum=2, maximum=MAX_LABELS),
+            "prompt_family": name,
+            "group": text,
+            "document": text,
+            "summary": text,
+            "input": text,
+            "output": text,
         },
         any_of=[Schema(required=[name]) for name in ("judge_score", "judge_logprobs", "mean_of_samples")],
         # The either/or of document/input and summary/output is left to the description: with it, the schema's
         # cases outgrow what schemathesis 4.32's generator (jsonschema_rs) can canonicalise, and it gives up on the
         # operation (its fuzzing phase reports a schema error).
-        all_of=[implies(Schema(required=["scale_max"], properties={"scale_max": Schema(const=k)}), _within_scale(k))
-                for k in range(2, MAX_LABELS)],
+        all_of=[
+            implies(Schema(required=["scale_max"], properties={"scale_max": Schema(const=k)}), _within_scale(k))
+            for k in range(2, MAX_LABELS)
+        ],
     )
 
 
@@ -262,15 +359,18 @@ def document_calibrations_openapi(schema_paths: Any) -> None:
         return
     row = _row_schema()
     path.post.request_body = RequestBody(
-        required=True, description="labelled JSON Lines, one row per (judge, criterion, item); also accepted as "
-        + ", ".join(LABELS_MEDIA_TYPES[1:]) + "; as application/json also a JSON array of rows (row i is line i + 1)",
+        required=True,
+        description="labelled JSON Lines, one row per (judge, criterion, item); also accepted as "
+        + ", ".join(LABELS_MEDIA_TYPES[1:])
+        + "; as application/json also a JSON array of rows (row i is line i + 1)",
         content={
             # the JSON Lines example sits in the description: a client without a JSON Lines encoder (schemathesis)
             # would otherwise fail on an example it cannot send
-            LABELS_MEDIA_TYPES[0]: OpenAPIMediaType(schema=Schema(type=None, description=f"{row.description}; e.g. "
-                                                                  f"{_EXAMPLE.strip()}")),
-            "application/json": OpenAPIMediaType(schema=Schema(type=OpenAPIType.ARRAY, items=row,
-                                                               min_items=MIN_CELL_ITEMS),
-                                                 example=_EXAMPLE_ROWS),
+            LABELS_MEDIA_TYPES[0]: OpenAPIMediaType(
+                schema=Schema(type=None, description=f"{row.description}; e.g. {_EXAMPLE.strip()}")
+            ),
+            "application/json": OpenAPIMediaType(
+                schema=Schema(type=OpenAPIType.ARRAY, items=row, min_items=MIN_CELL_ITEMS), example=_EXAMPLE_ROWS
+            ),
         },
     )

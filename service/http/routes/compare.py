@@ -55,6 +55,10 @@ CompareBody = Annotated[
 async def compare(data: CompareBody, request: Request) -> CompareResponse:
     """Tournament diagnostics of live or caller-given pairwise verdicts (rules: ``service.comparing.compare``)."""
     services = services_of(request)
-    context = CompareContext(settings=services.settings, judges=services.judges, logger=services.logger,
-                             pairwise=services.calibration.pairwise)
+    context = CompareContext(
+        settings=services.settings,
+        judges=services.judges,
+        logger=services.logger,
+        pairwise=services.calibration.pairwise,
+    )
     return await compare_candidates(context, data)

@@ -24,23 +24,29 @@ from service.wire.estimates import (
 
 __all__ = ["document_estimates_openapi", "estimates", "rankings"]
 
-_LABELLED = [{"human": human, "judge": judge} for human, judge in
-             zip([4, 3, 5, 4, 2, 4, 3, 5, 4, 4], [4, 3, 4, 4, 3, 5, 3, 5, 4, 3], strict=True)]
+_LABELLED = [
+    {"human": human, "judge": judge}
+    for human, judge in zip([4, 3, 5, 4, 2, 4, 3, 5, 4, 4], [4, 3, 4, 4, 3, 5, 3, 5, 4, 3], strict=True)
+]
 _UNLABELLED = [{"judge": judge} for judge in [4, 5, 3, 4, 4, 2, 5, 4, 3, 4, 4, 5, 3, 4, 4, 3, 4, 5, 4, 4]]
 _MEAN = {"metric": "mean", "alpha": 0.1, "labelled": _LABELLED, "unlabelled": _UNLABELLED}
 _DIFFERENCE = {
     "metric": "difference",
     "a": {"labelled": _LABELLED[:4], "unlabelled": _UNLABELLED[:5]},
-    "b": {"labelled": [{"human": 3, "judge": 3}, {"human": 2, "judge": 3}, {"human": 4, "judge": 4}],
-          "unlabelled": [{"judge": 3}, {"judge": 2}, {"judge": 4}, {"judge": 3}]},
+    "b": {
+        "labelled": [{"human": 3, "judge": 3}, {"human": 2, "judge": 3}, {"human": 4, "judge": 4}],
+        "unlabelled": [{"judge": 3}, {"judge": 2}, {"judge": 4}, {"judge": 3}],
+    },
 }
 _BATCH = {
     "metric": "pass_rate",
     "threshold": 4,
     "systems": {
         "model-a": {"labelled": _LABELLED[:4], "unlabelled": _UNLABELLED[:5]},
-        "model-b": {"labelled": [{"human": 3, "judge": 3}, {"human": 4, "judge": 4}, {"human": 5, "judge": 4}],
-                    "unlabelled": [{"judge": 3}, {"judge": 4}, {"judge": 2}, {"judge": 5}]},
+        "model-b": {
+            "labelled": [{"human": 3, "judge": 3}, {"human": 4, "judge": 4}, {"human": 5, "judge": 4}],
+            "unlabelled": [{"judge": 3}, {"judge": 4}, {"judge": 2}, {"judge": 5}],
+        },
     },
 }
 _BATTLES = {
@@ -53,11 +59,16 @@ _BATTLES = {
         {"model_a": "m1", "model_b": "m2", "judge": "tie"},
     ],
 }
-EstimateBody = Annotated[EstimateRequest, Body(examples=[
-    Example(summary="A mean score on 1..5", value=_MEAN),
-    Example(summary="A difference of two systems' means", value=_DIFFERENCE),
-    Example(summary="Two systems' pass rates (the batch form)", value=_BATCH),
-])]
+EstimateBody = Annotated[
+    EstimateRequest,
+    Body(
+        examples=[
+            Example(summary="A mean score on 1..5", value=_MEAN),
+            Example(summary="A difference of two systems' means", value=_DIFFERENCE),
+            Example(summary="Two systems' pass rates (the batch form)", value=_BATCH),
+        ]
+    ),
+]
 RankingBody = Annotated[RankingRequest, Body(examples=[Example(summary="Three models", value=_BATTLES)])]
 
 
@@ -95,8 +106,15 @@ async def rankings(data: RankingBody, request: Request) -> RankingResponse:
 
 def document_estimates_openapi(schemas: dict[str, Any]) -> None:
     """Spec details Litestar drops: closed request objects, a zero bound, the batch's bounds on its names."""
-    for name in ("EstimateRequest", "SystemEstimateRequest", "SystemSamples", "LabelledItem", "UnlabelledItem",
-                 "Battle", "RankingRequest"):
+    for name in (
+        "EstimateRequest",
+        "SystemEstimateRequest",
+        "SystemSamples",
+        "LabelledItem",
+        "UnlabelledItem",
+        "Battle",
+        "RankingRequest",
+    ):
         if name in schemas:
             schemas[name].additional_properties = False
     for name in ("EstimateRequest", "SystemEstimateRequest"):

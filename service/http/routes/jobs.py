@@ -228,8 +228,12 @@ def document_jobs_openapi(schema_paths: Any) -> None:
         content={
             "application/x-ndjson": OpenAPIMediaType(schema=item),
             "application/json": OpenAPIMediaType(
-                schema=Schema(type=OpenAPIType.OBJECT, required=["items"], additional_properties=False,
-                              properties={"items": Schema(type=OpenAPIType.ARRAY, items=item, min_items=1)})
+                schema=Schema(
+                    type=OpenAPIType.OBJECT,
+                    required=["items"],
+                    additional_properties=False,
+                    properties={"items": Schema(type=OpenAPIType.ARRAY, items=item, min_items=1)},
+                )
             ),
         },
     )

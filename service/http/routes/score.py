@@ -82,9 +82,15 @@ async def score(data: ScoreBody, request: Request) -> ScoreResponse:
 
 def trace_evaluation(tracing: Tracing, answer: ScoreResponse) -> None:
     """The answer's ``gen_ai.evaluation.result`` span event (service.observability.otel)."""
-    tracing.evaluation(criterion=answer.criterion, judge=answer.judge, point=answer.point,
-                       prediction_set=answer.prediction_set, decision=answer.decision, alpha=answer.alpha,
-                       calibrated=answer.calibrated)
+    tracing.evaluation(
+        criterion=answer.criterion,
+        judge=answer.judge,
+        point=answer.point,
+        prediction_set=answer.prediction_set,
+        decision=answer.decision,
+        alpha=answer.alpha,
+        calibrated=answer.calibrated,
+    )
 
 
 def batch_width(services: Services) -> int:
@@ -98,7 +104,12 @@ def batch_width(services: Services) -> int:
 
 
 async def _batch_item(
-    context: ScoringContext, logger: object, index: int, raw: object, path: str, window: asyncio.Semaphore,
+    context: ScoringContext,
+    logger: object,
+    index: int,
+    raw: object,
+    path: str,
+    window: asyncio.Semaphore,
     tracing: Tracing,
 ) -> BatchItemResult:
     item_id = raw.get("item_id") if isinstance(raw, dict) else None

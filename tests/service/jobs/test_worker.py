@@ -46,9 +46,7 @@ class Workers:
 
     def start(self, **env: str) -> subprocess.Popen[bytes]:
         jobs = self.settings.jobs
-        environ = {
-            key: value for key, value in os.environ.items() if not key.startswith(("JOB", "WORKER", "JUDGES"))
-        }
+        environ = {key: value for key, value in os.environ.items() if not key.startswith(("JOB", "WORKER", "JUDGES"))}
         environ.update(
             THRESHOLDS_PATH=str(self.settings.thresholds_path),
             REDIS_URL=REDIS_URL,
