@@ -28,19 +28,15 @@ Call policy (ours, not the SDK's: the ``AsyncOpenAI`` object gets ``max_retries=
 * a reply body (of any status) larger than ``max_reply_bytes`` (the service's ``JUDGE_MAX_REPLY_BYTES``) is
   not read: a declared ``Content-Length`` above it is refused at once, any other body is counted while it
   streams in and the read stops (the connection is closed) as soon as the count passes the cap. That raises
-  ``JudgeReplyTooLarge`` (a ``JudgeReplyError``; not retried): a judge that should answer a few tokens never
-  makes the service buffer, decode or parse megabytes on its event loop. The cap is enforced on the SDK's
-  aiohttp client (the service's); a caller's own ``http_client`` is used as given;
+  ``JudgeReplyTooLarge`` (a ``JudgeReplyError``; not retried). The cap is enforced on the SDK's aiohttp
+  client (the service's); a caller's own ``http_client`` is used as given;
 * a 400 whose message mentions ``logprobs`` while log-probs were requested makes the client retry once
   without them and never ask this endpoint for them again (the fallback is not counted as a retry);
 * other HTTP errors fail at once. Failures raise ``JudgeCallError`` (with ``status``); a reply with no
   readable verdict, or a 2xx body that is not a chat completion, raises ``JudgeReplyError`` (with
   ``raw_reply``);
-* an attempt that passes its time fails (and may be retried) at once, but its concurrency slot stays taken
-  until the provider really answers or ``DRAIN_FACTOR`` x ``timeout_s`` have passed since it was sent (then
-  the request is cancelled and its connection closed, however slowly the provider keeps dripping bytes):
-  the provider never has more than ``max_concurrency`` of our requests in flight;
-  a caller that is cancelled cancels its request (the connection closes) and frees the slot when that is done;
+* an attempt that passes its time fails (and may be retried) at once, but keeps its concurrency slot until the
+  request really ends (``judges.transport``: the drain bound, cancellation);
 * a reply with no readable score (``score``) or verdict (``prefer``) is asked again once, in the same
   conversation, with a stricter format reminder (``FORMAT_REMINDERS``); this retry is not one of
   ``max_retries`` and is reported through ``on_format_retry`` (the service counts it apart);
@@ -60,52 +56,31 @@ The API key is read from the environment variable named by ``api_key_env`` and i
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import logging
 import os
 import random
-import time
 from collections.abc import Callable, Sequence
-from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Any, cast
 
 import httpx
 import httpx2
 import msgspec
 import openai
 
-from judges.distribution import TokenLogprobs, score_distribution
-from judges.errors import (
-    JudgeCallError,
-    JudgeConfigError,
-    JudgeReplyError,
-    JudgeReplyTooLarge,
-    UnknownPromptError,
-)
-from judges.parse import Preference, parse_preference, parse_score
+from judges.config import DEFAULT_MAX_REPLY_BYTES, NO_KEY_PLACEHOLDER, TOP_LOGPROBS, JudgeConfig
+from judges.distribution import score_distribution
+from judges.errors import JudgeCallError, JudgeConfigError, JudgeReplyError, JudgeReplyTooLarge, UnknownPromptError
+from judges.parse import parse_preference, parse_score
 from judges.prompts import PROMPT_FAMILIES, ChatMessage, direct_prompt, pairwise_prompt
+from judges.replies import REQUEST_ENCODER, ChatCompletion, decode_chat, tokens, usage
+from judges.results import Completion, DirectVerdict, PreferenceVerdict
+from judges.transport import Deadline, ReplyTooLarge, SlottedPoster, UnusableReply, reply_cap, retry_after_s
 
-__all__ = [
-    "Completion",
-    "DEFAULT_MAX_REPLY_BYTES",
-    "DirectVerdict",
-    "JudgeClient",
-    "JudgeConfig",
-    "NO_KEY_PLACEHOLDER",
-    "PreferenceVerdict",
-    "TOP_LOGPROBS",
-    "load_judge_configs",
-]
+__all__ = ["JudgeClient"]
 
 _log = logging.getLogger(__name__)
 
-NO_KEY_PLACEHOLDER = "not-needed"
-TOP_LOGPROBS = 20  # how many alternatives per token to ask for (the OpenAI maximum)
 _RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-DRAIN_FACTOR = 4  # a timed-out request keeps its slot until the provider answers, at most this x timeout_s
-# A judge answers a few tokens (a score, a letter; with top-20 log-probs a few KB per token): 256 KiB is far
-# above any honest reply and far below what stalls an event loop.
-DEFAULT_MAX_REPLY_BYTES = 256 * 1024
 FORMAT_REMINDERS = {
     "score": (
         "Your reply did not contain a score I could read. Answer again with the score only: "
@@ -114,113 +89,6 @@ FORMAT_REMINDERS = {
     "prefer": "Your reply did not contain a verdict I could read. Answer again with one letter only: A, B or C.",
 }
 _LEVELS = {"info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
-
-
-class JudgeConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """How to reach and call one judge; ``name`` is the judge's name in the artifact and the API."""
-
-    name: Annotated[str, msgspec.Meta(min_length=1)]
-    model: Annotated[str, msgspec.Meta(min_length=1)]
-    base_url: Annotated[str, msgspec.Meta(min_length=1)]
-    api_key_env: str | None = None
-    prompt_family: str = "paper"
-    temperature: Annotated[float, msgspec.Meta(ge=0.0, le=2.0)] = 0.0
-    logprobs: bool = True
-    max_concurrency: Annotated[int, msgspec.Meta(ge=1)] = 8
-    timeout_s: Annotated[float, msgspec.Meta(gt=0.0)] = 30.0  # the deadline of one verdict, all attempts included
-    attempt_timeout_s: Annotated[float, msgspec.Meta(gt=0.0)] | None = None  # None: what is left of timeout_s
-    max_retries: Annotated[int, msgspec.Meta(ge=0)] = 3
-    max_tokens: Annotated[int, msgspec.Meta(ge=1)] = 256
-    backoff_base_s: Annotated[float, msgspec.Meta(ge=0.0)] = 0.5
-    backoff_max_s: Annotated[float, msgspec.Meta(ge=0.0)] = 8.0
-    max_retry_after_s: Annotated[float, msgspec.Meta(ge=0.0)] = 60.0
-    # US dollars per million prompt / completion tokens, for the service's cost counter (both or neither).
-    price_in_per_mtok: Annotated[float, msgspec.Meta(ge=0.0)] | None = None
-    price_out_per_mtok: Annotated[float, msgspec.Meta(ge=0.0)] | None = None
-
-    def cost_usd(self, prompt_tokens: int, completion_tokens: int) -> float | None:
-        """The price of these tokens in US dollars, or None when the judge has no prices."""
-        if self.price_in_per_mtok is None or self.price_out_per_mtok is None:
-            return None
-        return (prompt_tokens * self.price_in_per_mtok + completion_tokens * self.price_out_per_mtok) / 1e6
-
-
-class DirectVerdict(msgspec.Struct, frozen=True, kw_only=True):
-    """A judge's 1..5 score of one summary, with its score distribution when log-probs came back."""
-
-    judge_score: int
-    probabilities: list[float] | None  # K floats summing to 1 over labels 1..K, or None
-    logprobs: dict[str, float | None] | None  # "1".."K" -> log-prob at the score token (None: not in top-k)
-    raw_reply: str
-    parse_rule: str
-    prompt_tokens: int  # every completion of the verdict (a format retry included), from the replies' usage
-    completion_tokens: int
-    reply_model: str | None = None  # the ``model`` the reply reported (None: it reported none)
-
-
-class PreferenceVerdict(msgspec.Struct, frozen=True, kw_only=True):
-    """A judge's pairwise verdict: "first" / "second" = the summary shown as A / B won, "tie" = equal."""
-
-    outcome: Preference
-    raw_reply: str
-    prompt_tokens: int  # every completion of the verdict (a format retry included), from the replies' usage
-    completion_tokens: int
-    reply_model: str | None = None  # the ``model`` the reply reported (None: it reported none)
-
-
-class Completion(msgspec.Struct, frozen=True, kw_only=True):
-    """A raw chat completion: text, per-token log-probs (None unless requested and given) and usage."""
-
-    text: str
-    tokens: list[TokenLogprobs] | None
-    finish_reason: str | None
-    prompt_tokens: int
-    completion_tokens: int
-    model: str | None = None  # the model the reply says answered (the provider's name, maybe a dated snapshot)
-
-
-_CONFIG_DECODER = msgspec.json.Decoder(list[JudgeConfig] | dict[str, dict[str, Any]])
-
-
-def load_judge_configs(path: str | os.PathLike[str]) -> dict[str, JudgeConfig]:
-    """Read judge configs from one JSON file (a list, or an object keyed by name) -> {name: config}.
-
-    Raises ``JudgeConfigError`` naming the file and the problem (unreadable, invalid field, unknown
-    prompt family, duplicate or mismatched name).
-    """
-    file = Path(path)
-    try:
-        data = _CONFIG_DECODER.decode(file.read_bytes())
-    except OSError as exc:
-        raise JudgeConfigError(f"{file}: cannot read judge configs: {exc.strerror or exc}") from exc
-    except msgspec.DecodeError as exc:
-        raise JudgeConfigError(f"{file}: invalid judge configs: {exc}") from exc
-    if isinstance(data, dict):
-        configs = []
-        for key, entry in data.items():
-            if entry.get("name", key) != key:
-                raise JudgeConfigError(f"{file}: entry {key!r} has a different name {entry['name']!r}")
-            try:
-                configs.append(msgspec.convert({**entry, "name": key}, JudgeConfig))
-            except msgspec.ValidationError as exc:
-                raise JudgeConfigError(f"{file}: judge {key!r}: {exc}") from exc
-    else:
-        configs = data
-    result: dict[str, JudgeConfig] = {}
-    for config in configs:
-        if config.name in result:
-            raise JudgeConfigError(f"{file}: judge {config.name!r} is configured twice")
-        if (config.price_in_per_mtok is None) != (config.price_out_per_mtok is None):
-            raise JudgeConfigError(
-                f"{file}: judge {config.name!r}: give both price_in_per_mtok and price_out_per_mtok, or neither"
-            )
-        if config.prompt_family not in PROMPT_FAMILIES:
-            raise JudgeConfigError(
-                f"{file}: judge {config.name!r}: unknown prompt_family {config.prompt_family!r}; "
-                f"known: {', '.join(PROMPT_FAMILIES)}"
-            )
-        result[config.name] = config
-    return result
 
 
 class JudgeClient:
@@ -253,7 +121,6 @@ class JudgeClient:
             if not api_key:
                 raise JudgeConfigError(f"judge {config.name!r}: environment variable {config.api_key_env} is not set")
         self.config = config
-        self._max_reply_bytes = max_reply_bytes
         self._owns_http = http_client is None
         if http_client is None:
             # The SDK's aiohttp transport (C HTTP parser; keeps every idle connection up to its 1,000-connection
@@ -261,7 +128,7 @@ class JudgeClient:
             # call than the default pure-Python h11/httpcore stack; on a busy loop that CPU is every call's delay.
             # The response hook runs once the headers are in, before the SDK reads the body: it caps the body.
             http_client = openai.DefaultAioHttpClient(
-                timeout=config.timeout_s, event_hooks={"response": [self._cap_reply]}
+                timeout=config.timeout_s, event_hooks={"response": [reply_cap(max_reply_bytes)]}
             )
         self._http: httpx.AsyncClient | httpx2.AsyncClient = http_client
         self._openai = openai.AsyncOpenAI(
@@ -273,12 +140,11 @@ class JudgeClient:
             # annotation names httpx2 only.
             http_client=cast(httpx2.AsyncClient, http_client),
         )
-        self._semaphore = asyncio.Semaphore(config.max_concurrency)
+        self._slots = SlottedPoster(self._openai, config)
         self._rng = random.Random(seed)
         self._logprobs_refused = False
         self._logger = logger
         self._on_format_retry = on_format_retry
-        self._draining: set[asyncio.Future[Any]] = set()  # timed-out requests still holding their slot
 
     @property
     def http_client(self) -> httpx.AsyncClient | httpx2.AsyncClient:
@@ -308,7 +174,7 @@ class JudgeClient:
 
     async def score_messages(self, messages: Sequence[ChatMessage], *, n_labels: int) -> DirectVerdict:
         """Ask with ready-made messages (e.g. a configured rubric's) for a 1..n_labels score, as ``score`` does."""
-        deadline = _Deadline(self.config.timeout_s)  # one verdict: both asks share it
+        deadline = Deadline(self.config.timeout_s)  # one verdict: both asks share it
         completion = await self._complete(
             messages, max_tokens=self.config.max_tokens, logprobs=self.config.logprobs, deadline=deadline
         )
@@ -319,7 +185,7 @@ class JudgeClient:
                 "score", messages, completion.text, parsed.rule, deadline, n_labels=n_labels
             )
             parsed = parse_score(completion.text, n_labels=n_labels)
-        prompt_tokens, completion_tokens = _usage(first, completion)
+        prompt_tokens, completion_tokens = usage(first, completion)
         if parsed.score is None:
             raise JudgeReplyError(
                 f"judge {self.config.name!r}: no score in reply ({parsed.rule})",
@@ -346,14 +212,14 @@ class JudgeClient:
         messages = pairwise_prompt(
             criterion, document, first_text, second_text, prompt_family=self.config.prompt_family
         )
-        deadline = _Deadline(self.config.timeout_s)  # one verdict: both asks share it
+        deadline = Deadline(self.config.timeout_s)  # one verdict: both asks share it
         completion = await self._complete(messages, max_tokens=self.config.max_tokens, deadline=deadline)
         outcome = parse_preference(completion.text)
         first = completion
         if outcome is None:  # once more, with the reply and a stricter reminder in the conversation
             completion = await self._ask_again("prefer", messages, completion.text, "no_preference", deadline)
             outcome = parse_preference(completion.text)
-        prompt_tokens, completion_tokens = _usage(first, completion)
+        prompt_tokens, completion_tokens = usage(first, completion)
         if outcome is None:
             raise JudgeReplyError(
                 f"judge {self.config.name!r}: no A/B/C verdict in reply",
@@ -375,7 +241,7 @@ class JudgeClient:
         messages: Sequence[ChatMessage],
         reply: str,
         reason: str,
-        deadline: _Deadline,
+        deadline: Deadline,
         *,
         n_labels: int = 5,
     ) -> Completion:
@@ -399,63 +265,6 @@ class JudgeClient:
             record = {"event": event, "judge": self.config.name, **fields}
             _log.log(_LEVELS[level], msgspec.json.encode(record).decode())
 
-    async def _cap_reply(self, response: httpx2.Response) -> None:
-        """Response hook (headers in, body unread): refuse a declared body over the cap, count any other."""
-        declared = response.headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self._max_reply_bytes:
-            raise _ReplyTooLarge(self._max_reply_bytes)
-        # An async client's response: its stream is the async one.
-        response.stream = _CappedStream(cast(httpx2.AsyncByteStream, response.stream), self._max_reply_bytes)
-
-    async def _post_holding_slot(self, body: bytes, deadline: _Deadline) -> Any:
-        """POST under the concurrency slot; past the attempt's time (what is left of the deadline, at most
-        ``attempt_timeout_s``) raise APITimeoutError but keep the slot until the request really ends (answered,
-        or cancelled DRAIN_FACTOR x timeout_s after it was sent)."""
-        await self._semaphore.acquire()
-        deadline.start()
-        allowed = deadline.left()
-        if self.config.attempt_timeout_s is not None:
-            allowed = min(allowed, self.config.attempt_timeout_s)
-        if allowed <= 0:  # the slot came after the deadline: no attempt
-            self._semaphore.release()
-            raise openai.APITimeoutError(request=self._request_for_errors())
-        request = asyncio.ensure_future(
-            # The SDK's transport, auth, base URL and errors, without its per-call rebuilding of typed request
-            # and response models: the body is encoded, and the reply decoded, by msgspec. The outer wait_for
-            # is the drain bound: the transport's own timeouts are per read, and a provider dripping one byte
-            # at a time never trips them.
-            asyncio.wait_for(
-                self._openai.post(
-                    "/chat/completions",
-                    cast_to=httpx.Response,
-                    content=body,
-                    options={
-                        "timeout": self.config.timeout_s * DRAIN_FACTOR,
-                        "headers": {"Content-Type": "application/json"},
-                    },
-                ),
-                self.config.timeout_s * DRAIN_FACTOR,
-            )
-        )
-        request.add_done_callback(self._release_slot)
-        try:
-            return await asyncio.wait_for(asyncio.shield(request), allowed)
-        except TimeoutError:
-            self._draining.add(request)
-            request.add_done_callback(self._draining.discard)
-            raise openai.APITimeoutError(request=self._request_for_errors()) from None
-        except asyncio.CancelledError:
-            request.cancel()  # our caller is gone: close the connection (the provider sees it) and free the slot
-            raise
-
-    def _request_for_errors(self) -> httpx2.Request:
-        return httpx2.Request("POST", f"{self.config.base_url.rstrip('/')}/chat/completions")
-
-    def _release_slot(self, request: asyncio.Future[Any]) -> None:
-        self._semaphore.release()
-        if not request.cancelled():
-            request.exception()  # retrieved, so a drained request's late failure is not reported as unhandled
-
     async def complete(self, messages: Sequence[ChatMessage], *, max_tokens: int, logprobs: bool = False) -> Completion:
         """One chat completion under the call policy (its own ``timeout_s`` deadline); log-probs (top 20 per token)
         only if asked and allowed."""
@@ -467,10 +276,10 @@ class JudgeClient:
         *,
         max_tokens: int,
         logprobs: bool = False,
-        deadline: _Deadline | None,
+        deadline: Deadline | None,
     ) -> Completion:
         if deadline is None:
-            deadline = _Deadline(self.config.timeout_s)
+            deadline = Deadline(self.config.timeout_s)
         response = await self._create(list(messages), max_tokens=max_tokens, logprobs=logprobs, deadline=deadline)
         if not response.choices:
             raise JudgeReplyError(
@@ -483,7 +292,7 @@ class JudgeClient:
         usage = response.usage
         return Completion(
             text=choice.message.content or "",
-            tokens=_tokens(choice.logprobs),
+            tokens=tokens(choice.logprobs),
             finish_reason=choice.finish_reason,
             prompt_tokens=usage.prompt_tokens if usage else 0,
             completion_tokens=usage.completion_tokens if usage else 0,
@@ -491,14 +300,14 @@ class JudgeClient:
         )
 
     async def _create(
-        self, messages: list[ChatMessage], *, max_tokens: int, logprobs: bool, deadline: _Deadline
-    ) -> _ChatCompletion:
+        self, messages: list[ChatMessage], *, max_tokens: int, logprobs: bool, deadline: Deadline
+    ) -> ChatCompletion:
         want_logprobs = logprobs and not self._logprobs_refused
         attempt = 0
         while True:
             extra: dict[str, Any] = {"logprobs": True, "top_logprobs": TOP_LOGPROBS} if want_logprobs else {}
             try:
-                body = _REQUEST_ENCODER.encode(
+                body = REQUEST_ENCODER.encode(
                     {
                         "model": self.config.model,
                         "messages": messages,
@@ -507,9 +316,9 @@ class JudgeClient:
                         **extra,
                     }
                 )
-                raw = await self._post_holding_slot(body, deadline)
-                return _decode_chat(raw.content)
-            except _ReplyTooLarge as exc:
+                raw = await self._slots.post(body, deadline)
+                return decode_chat(raw.content)
+            except ReplyTooLarge as exc:
                 self._event("warning", "judge.reply_too_large", attempt=attempt + 1, max_bytes=exc.max_bytes)
                 raise JudgeReplyTooLarge(
                     f"judge {self.config.name!r}: reply larger than {exc.max_bytes} bytes (JUDGE_MAX_REPLY_BYTES); "
@@ -517,7 +326,7 @@ class JudgeClient:
                     judge=self.config.name,
                     max_bytes=exc.max_bytes,
                 ) from None
-            except _UnusableReply as exc:
+            except UnusableReply as exc:
                 raise JudgeReplyError(
                     f"judge {self.config.name!r}: reply is not a chat completion",
                     judge=self.config.name,
@@ -546,7 +355,7 @@ class JudgeClient:
             self._event("warning", "judge.retry", attempt=attempt, next_attempt=attempt + 1, delay_s=round(delay, 3))
             await asyncio.sleep(delay)
 
-    def _delay(self, attempt: int, exc: openai.APIError, status: int | None, deadline: _Deadline) -> float:
+    def _delay(self, attempt: int, exc: openai.APIError, status: int | None, deadline: Deadline) -> float:
         """Seconds to wait before the next attempt; raises JudgeCallError when the policy (or the deadline)
         says stop."""
         what = (
@@ -557,7 +366,7 @@ class JudgeClient:
         if attempt >= self.config.max_retries:
             raise self._call_error(what, status, attempt + 1) from exc
         response = getattr(exc, "response", None)
-        retry_after = _retry_after_s(response.headers) if response is not None else None
+        retry_after = retry_after_s(response.headers) if response is not None else None
         if retry_after is not None:
             if retry_after > self.config.max_retry_after_s:
                 raise self._call_error(
@@ -585,150 +394,3 @@ class JudgeClient:
             status=status,
             attempts=attempts,
         )
-
-
-def _usage(first: Completion, last: Completion) -> tuple[int, int]:
-    """(prompt, completion) tokens of a verdict: its one completion, or both when a format retry asked again."""
-    if first is last:
-        return first.prompt_tokens, first.completion_tokens
-    return first.prompt_tokens + last.prompt_tokens, first.completion_tokens + last.completion_tokens
-
-
-def _retry_after_s(headers: Any) -> float | None:
-    """The server's requested wait in seconds: ``retry-after-ms``, else ``Retry-After`` (seconds or HTTP date)."""
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return max(0.0, float(millis) / 1000.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
-
-
-class _TopLogprob(msgspec.Struct):
-    token: str
-    logprob: float
-
-
-class _TokenLogprob(msgspec.Struct):
-    token: str
-    logprob: float
-    top_logprobs: list[_TopLogprob] | None = None
-
-
-class _ChoiceLogprobs(msgspec.Struct):
-    content: list[_TokenLogprob] | None = None
-
-
-class _Message(msgspec.Struct):
-    content: str | None = None
-
-
-class _Choice(msgspec.Struct):
-    message: _Message
-    finish_reason: str | None = None
-    logprobs: _ChoiceLogprobs | None = None
-
-
-class _Usage(msgspec.Struct):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-
-
-class _ChatCompletion(msgspec.Struct):
-    """The part of an OpenAI chat-completions reply that the judge reads; unknown fields are ignored."""
-
-    choices: list[_Choice]
-    usage: _Usage | None = None
-    model: str | None = None
-
-
-_REQUEST_ENCODER = msgspec.json.Encoder()
-_CHAT_DECODER = msgspec.json.Decoder(_ChatCompletion)
-
-
-def _decode_chat(content: bytes) -> _ChatCompletion:
-    """Decode a chat-completions body; an unusable body raises _UnusableReply (a JudgeReplyError for callers)."""
-    try:
-        return _CHAT_DECODER.decode(content)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise _UnusableReply(f"not a chat-completions reply: {exc}", content) from exc
-
-
-class _UnusableReply(openai.OpenAIError):
-    """A 2xx reply whose body is not a chat completion; keeps the body's start as ``raw_reply``."""
-
-    def __init__(self, message: str, content: bytes) -> None:
-        super().__init__(message)
-        self.raw_reply = content[:1000].decode("utf-8", errors="replace")
-
-
-class _ReplyTooLarge(openai.OpenAIError):
-    """A reply body passed the cap. An OpenAIError, so the SDK passes it on as it is (neither wrapped as a
-    connection error nor retried)."""
-
-    def __init__(self, max_bytes: int) -> None:
-        super().__init__(f"reply body larger than {max_bytes} bytes")
-        self.max_bytes = max_bytes
-
-
-class _CappedStream(httpx2.AsyncByteStream):
-    """A response body that raises _ReplyTooLarge as soon as more than ``max_bytes`` have come in; the client
-    then closes the response, and with it the connection, without reading the rest."""
-
-    def __init__(self, inner: httpx2.AsyncByteStream, max_bytes: int) -> None:
-        self._inner = inner
-        self._max_bytes = max_bytes
-
-    async def __aiter__(self) -> Any:
-        seen = 0
-        async for chunk in self._inner:
-            seen += len(chunk)
-            if seen > self._max_bytes:
-                raise _ReplyTooLarge(self._max_bytes)
-            yield chunk
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-
-class _Deadline:
-    """The time budget of one verdict: ``budget_s`` from the moment its first attempt is sent."""
-
-    def __init__(self, budget_s: float) -> None:
-        self._budget_s = budget_s
-        self._ends_at: float | None = None
-
-    def start(self) -> None:
-        """Start the clock (once; later calls keep the first start)."""
-        if self._ends_at is None:
-            self._ends_at = time.monotonic() + self._budget_s
-
-    def left(self) -> float:
-        """Seconds left (the whole budget before the start; may be negative after the end)."""
-        return self._budget_s if self._ends_at is None else self._ends_at - time.monotonic()
-
-
-def _tokens(logprobs: _ChoiceLogprobs | None) -> list[TokenLogprobs] | None:
-    content = logprobs.content if logprobs is not None else None
-    if not content:
-        return None
-    return [
-        TokenLogprobs(
-            token=item.token,
-            logprob=item.logprob,
-            top_logprobs={alt.token: alt.logprob for alt in (item.top_logprobs or [])},
-        )
-        for item in content
-    ]
