@@ -1,19 +1,11 @@
 """The outbound judge side: prompts, the OpenAI-compatible client, and the reply parser.
 
-Re-exports the public names of ``client``, ``distribution``, ``errors``, ``parse`` and ``prompts``.
+Re-exports the public names of ``client``, ``config``, ``results``, ``distribution``, ``errors``, ``parse``,
+``parse_choice`` and ``prompts``.
 """
 
-from judges.client import (
-    DEFAULT_MAX_REPLY_BYTES,
-    NO_KEY_PLACEHOLDER,
-    TOP_LOGPROBS,
-    Completion,
-    DirectVerdict,
-    JudgeClient,
-    JudgeConfig,
-    PreferenceVerdict,
-    load_judge_configs,
-)
+from judges.client import JudgeClient
+from judges.config import DEFAULT_MAX_REPLY_BYTES, NO_KEY_PLACEHOLDER, TOP_LOGPROBS, JudgeConfig, load_judge_configs
 from judges.distribution import TokenLogprobs, score_distribution
 from judges.errors import (
     PROVIDER_FAULT_STATUSES,
@@ -34,6 +26,7 @@ from judges.parse import (
 )
 from judges.parse_choice import ParsedChoice, parse_choice
 from judges.prompts import CRITERIA, PROMPT_FAMILIES, ChatMessage, direct_prompt, pairwise_prompt
+from judges.results import Completion, DirectVerdict, PreferenceVerdict
 
 __all__ = [
     "CRITERIA",

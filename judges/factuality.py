@@ -38,7 +38,6 @@ from typing import Final, Protocol
 
 import msgspec
 
-from judges.client import DirectVerdict
 from judges.distribution import TokenLogprobs, score_distribution
 from judges.errors import JudgeError, JudgeReplyError
 from judges.factuality_prompts import (
@@ -51,6 +50,7 @@ from judges.factuality_prompts import (
 )
 from judges.parse import parse_score
 from judges.qa_similarity import exact_match, normalize_answer, token_f1
+from judges.results import DirectVerdict
 
 __all__ = [
     "Completer",

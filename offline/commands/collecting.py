@@ -66,7 +66,8 @@ def _collect_items(args: argparse.Namespace, data_dir: Path) -> tuple[list[Any],
 def _collect_labels(args: argparse.Namespace, log: Any) -> int:
     import json
 
-    from judges.client import JudgeClient, load_judge_configs
+    from judges.client import JudgeClient
+    from judges.config import load_judge_configs
     from judges.rubric_prompt import RubricError, decode_rubrics
     from offline.collect_labels import collect_labels, default_out, read_unjudged
 
@@ -108,7 +109,8 @@ def _collect_labels(args: argparse.Namespace, log: Any) -> int:
 
 def run_collect(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline collect``: a live judge's answers into the answer store (or onto your labelled files)."""
-    from judges.client import JudgeClient, load_judge_configs
+    from judges.client import JudgeClient
+    from judges.config import load_judge_configs
     from offline.collect import collect
     from offline.store import AnswerStore
 

@@ -33,7 +33,7 @@ warning (``judge.model_mismatch``), and each live one counted in ``cj_judge_mode
 Breaker rule: every live call passes its judge's circuit breaker (``service.judging.breaker``); only provider faults
 (timeouts, connection failures, 408/429/5xx) count against it, and while a probe is in flight after the
 cool-down the other calls wait for its outcome (at most BREAKER_PROBE_WAIT_S). Replies are capped at
-JUDGE_MAX_REPLY_BYTES (``judges.client``).
+JUDGE_MAX_REPLY_BYTES (``judges.transport``).
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ class JudgePool:
         naming the file or variable: the service refuses to start rather than run without a judge it was
         told to use.
         """
-        from judges.client import JudgeClient, load_judge_configs
+        from judges.client import JudgeClient
+        from judges.config import load_judge_configs
 
         self.cache = make_cache(
             self._settings.redis_url, max_entries=self._settings.cache_max_entries, logger=self._logger
@@ -278,8 +279,8 @@ class JudgePool:
 
     async def direct(self, name: str, criterion: str, document: str, summary: str) -> Cached[Any]:
         """The judge's 1..5 verdict on the summary for a criterion (the judge's prompt family)."""
-        from judges.client import DirectVerdict
         from judges.prompts import direct_prompt
+        from judges.results import DirectVerdict
 
         client = self.client(name)
         config = self._configs[name]
@@ -298,9 +299,9 @@ class JudgePool:
 
     async def faithfulness_direct(self, name: str, document: str, summary: str) -> Cached[Any]:
         """The factuality module's direct 1..5 faithfulness verdict."""
-        from judges.client import DirectVerdict
         from judges.factuality import judge_faithfulness_direct
         from judges.factuality_prompts import direct_faithfulness_messages
+        from judges.results import DirectVerdict
 
         client = self.client(name)
         messages = direct_faithfulness_messages(document, summary)
@@ -355,8 +356,8 @@ class JudgePool:
         self, name: str, criterion: str, document: str, first: str, second: str, repetition: int
     ) -> Cached[Any]:
         """The judge's preference between two texts shown in this order, for one repetition."""
-        from judges.client import PreferenceVerdict
         from judges.prompts import pairwise_prompt
+        from judges.results import PreferenceVerdict
 
         client = self.client(name)
         config = self._configs[name]

@@ -62,7 +62,7 @@ from typing import Any
 
 import msgspec
 
-from judges.client import JudgeConfig
+from judges.config import JudgeConfig
 
 __all__ = [
     "FAULTS",

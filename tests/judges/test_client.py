@@ -19,7 +19,10 @@ import pytest
 
 import judges as judge_pkg
 from judges import client as client_module
-from judges.client import DirectVerdict, JudgeClient, JudgeConfig, load_judge_configs
+from judges import config as config_module
+from judges import transport as transport_module
+from judges.client import JudgeClient
+from judges.config import JudgeConfig, load_judge_configs
 from judges.distribution import TokenLogprobs, score_distribution
 from judges.errors import (
     JudgeCallError,
@@ -28,6 +31,7 @@ from judges.errors import (
     JudgeReplyTooLarge,
     UnknownPromptError,
 )
+from judges.results import DirectVerdict
 from tests.fakes.judge_server import NO_SCORE_REPLY, JudgeServer, ScriptedReply, peaked_logprobs
 
 T = TypeVar("T")
@@ -148,7 +152,7 @@ def test_retry_after_is_honoured(judge_server: JudgeServer, fault: str) -> None:
 
 
 def test_retry_after_header_forms() -> None:
-    read = client_module._retry_after_s
+    read = transport_module.retry_after_s
     assert read(httpx.Headers({"Retry-After": "0.25"})) == 0.25
     assert read(httpx.Headers({"retry-after-ms": "150", "Retry-After": "9"})) == pytest.approx(0.15)
     later = email.utils.formatdate(time.time() + 30, usegmt=True)
@@ -218,7 +222,7 @@ def test_a_reply_over_the_cap_is_cut_while_it_streams_in(judge_server: JudgeServ
     judge_server.inject("huge_reply", size_bytes=size)
     with pytest.raises(JudgeReplyTooLarge) as caught:
         score_once(judge_server.judge_config(max_retries=3))
-    assert caught.value.reason == "reply_too_large" and caught.value.max_bytes == client_module.DEFAULT_MAX_REPLY_BYTES
+    assert caught.value.reason == "reply_too_large" and caught.value.max_bytes == config_module.DEFAULT_MAX_REPLY_BYTES
     assert judge_server.call_count == 1  # neither a retry nor a format retry
     judge_server.stop()  # the writer ends, so its count is final
     assert judge_server.reply_bytes_sent < size // 2  # the client closed the connection early (kernel buffers)

@@ -16,7 +16,8 @@ from types import ModuleType
 import pytest
 
 from judges import factuality, factuality_prompts, qa_similarity
-from judges.client import DirectVerdict, JudgeClient, JudgeConfig
+from judges.client import JudgeClient
+from judges.config import JudgeConfig
 from judges.errors import JudgeCallError, JudgeReplyError
 from judges.factuality import (
     MAX_QUESTIONS,
@@ -33,6 +34,7 @@ from judges.factuality_prompts import (
     qa_answer_messages,
     qa_generation_messages,
 )
+from judges.results import DirectVerdict
 from judges.untrusted import fence
 from tests.fakes.judge_server import NO_SCORE_REPLY, JudgeServer, Responder, ScriptedReply, peaked_logprobs
 

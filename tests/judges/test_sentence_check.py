@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-from judges.client import JudgeClient, JudgeConfig
+from judges.client import JudgeClient
+from judges.config import JudgeConfig
 from judges.errors import JudgeReplyError
 from judges.sentence_check import (
     MAX_SENTENCES,

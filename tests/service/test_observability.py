@@ -17,7 +17,7 @@ import msgspec
 import pytest
 from litestar.testing import TestClient
 
-from judges.client import load_judge_configs
+from judges.config import load_judge_configs
 from judges.errors import JudgeConfigError
 from service.config.errors import SettingsError
 from service.config.settings import Settings
