@@ -16,18 +16,28 @@ from collections.abc import Iterable
 from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from service.judging.pool import JudgePool
 
-__all__ = ["live_family_warnings", "live_prompt_families"]
+__all__ = ["live_family_warnings", "live_prompt_families", "live_prompt_family"]
+
+
+def live_prompt_family(pool: JudgePool, judge: str, criterion: str, factuality_method: str | None) -> str | None:
+    """The family of the prompt a live call of ``judge`` for ``criterion`` is sent under (the factuality method's for
+    faithfulness, the rubric's for a RUBRICS_FILE criterion, else the judge's own); None for an unconfigured judge."""
+    if criterion == "faithfulness" and factuality_method is not None:
+        return FAITHFULNESS_PROMPT_FAMILIES[factuality_method]
+    rubric = pool.rubrics.get(criterion)
+    if rubric is not None:
+        return rubric.family
+    config = pool.config(judge)
+    return None if config is None else str(config.prompt_family)
 
 
 def live_prompt_families(pool: JudgePool, judge: str, criterion: str) -> tuple[str, ...]:
     """The families a live call of ``judge`` for ``criterion`` may be asked under; () for an unconfigured judge."""
-    config = pool.config(judge)
-    if config is None:
+    if pool.config(judge) is None:
         return ()
-    if criterion == "faithfulness":
-        return tuple(FAITHFULNESS_PROMPT_FAMILIES.values())
-    rubric = pool.rubrics.get(criterion)
-    return (rubric.family,) if rubric is not None else (str(config.prompt_family),)
+    methods = list(FAITHFULNESS_PROMPT_FAMILIES) if criterion == "faithfulness" else [None]
+    families = (live_prompt_family(pool, judge, criterion, method) for method in methods)
+    return tuple(family for family in families if family is not None)
 
 
 def live_family_warnings(pool: JudgePool, cells: Iterable[tuple[str, str, str]]) -> list[str]:

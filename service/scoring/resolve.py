@@ -14,6 +14,7 @@ from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from service.calibrations.state import CalibrationSnapshot, coverage_target
 from service.config.settings import Settings
 from service.errors import CalibrationUnavailableError, InvalidRequestError
+from service.judging.families import live_prompt_family
 from service.scoring.context import ScoringContext
 from service.scoring.policy import DecisionAsk, asked
 from service.wire.common import CRITERIA as BUILTIN_CRITERIA
@@ -123,15 +124,9 @@ def _resolve_judge(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: 
 
 def _live_prompt_family(ctx: ScoringContext, request: ScoreRequest, judge: str) -> str:
     """Rule 4 for a live call: the family of the prompt the service will send; another named family is a 422."""
-    rubric = ctx.judges.rubrics.get(request.criterion)
-    if request.criterion == "faithfulness":
-        actual = FAITHFULNESS_PROMPT_FAMILIES[request.factuality_method]
-    elif rubric is not None:
-        actual = rubric.family  # the user's rubric prompt: only thresholds fitted under it apply
-    else:
-        config = ctx.judges.config(judge)
-        assert config is not None  # a live judge is a configured one (_resolve_judge)
-        actual = config.prompt_family
+    # the user's rubric prompt, or the factuality method's: only thresholds fitted under it apply
+    actual = live_prompt_family(ctx.judges, judge, request.criterion, request.factuality_method)
+    assert actual is not None  # a live judge is a configured one (_resolve_judge)
     if request.prompt_family and request.prompt_family != actual:
         raise InvalidRequestError(
             f"judge {judge!r} is asked with prompt family {actual!r} for this request; prompt_family "
