@@ -76,8 +76,8 @@ _OPTIONS = (
     "metric", "of", "alpha", "scale_min", "scale_max", "threshold", "target_half_width", "judge_value", "criterion",
 )  # fmt: skip
 _JOB_OPTIONS = ("judge_value", "criterion")
-_FORMS = "one system (labelled and unlabelled), a difference (a and b) or a batch (systems)"
-_SYSTEM_FORMS = "one system (labelled and unlabelled) or a difference (a and b)"
+_FORMS = "one system (labelled and unlabelled, or job and labelled), a difference (a and b) or a batch (systems)"
+_SYSTEM_FORMS = "one system (labelled and unlabelled, or job and labelled) or a difference (a and b)"
 
 
 class SampleOptions(msgspec.Struct, frozen=True, kw_only=True):

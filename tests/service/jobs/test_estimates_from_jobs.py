@@ -337,6 +337,15 @@ def test_bad_ids_and_options_are_422_naming_them(
         },
         "'judge_value' tells how a job's results are read",
     )
+    batch = {
+        "systems": {
+            "x": {
+                "labelled": [{"human": 3, "judge": 3}, {"human": 2, "judge": 2}],
+                "unlabelled": [{"judge": 3}, {"judge": 4}],
+            }
+        }
+    }
+    refused({"criterion": "coherence", **batch}, "'criterion' tells how a job's results are read")
     malformed = client.post("/v1/estimates", json={"metric": "mean", "job": "not-a-job", "labelled": two})
     assert malformed.status_code == 422 and "job" in malformed.json()["detail"]
     relevance = client.post(
@@ -370,6 +379,17 @@ def test_unfinished_and_cancelled_jobs_are_409(
     assert client.delete(f"/v1/jobs/{job_id}").json()["status"] == "cancelled"
     cancelled = client.post("/v1/estimates", json=body)
     assert cancelled.status_code == 409 and "was cancelled" in cancelled.json()["detail"]
+
+    # status failed (a chunk abandoned after lost workers): finished; its items are failed items, left out
+    partly = client.post("/v1/jobs", content=ndjson([item(i, run) for i in range(40)]), headers=NDJSON).json()
+    run_chunks(settings, partly["job_id"], [0, 1])
+    assert run_chunks(settings, partly["job_id"], [2], attempt=settings.jobs.chunk_attempts + 1) == ["abandoned"]
+    assert client.get(f"/v1/jobs/{partly['job_id']}").json()["status"] == "failed"
+    labelled = [{"id": "item-1", "human": 3}, {"id": "item-2", "human": 4}, {"id": "item-39", "human": 2}]
+    answer = client.post("/v1/estimates", json={**body, "job": partly["job_id"], "labelled": labelled})
+    assert answer.status_code == 200, answer.text
+    use = answer.json()["jobs"][0]
+    assert (use["n_failed"], use["labelled_failed"], use["n_labelled"], use["n_unlabelled"]) == (8, ["item-39"], 2, 30)
 
 
 def test_tenancy_and_keys(start_app: Callable[[Settings], AppHarness], judge_settings: Callable[..., Settings]) -> None:
