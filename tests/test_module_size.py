@@ -21,7 +21,6 @@ EXCEPTIONS: dict[str, str] = {
     "offline/studies/factuality_sentences.py": "over since ruff format (515 lines); to split next",
     "offline/studies/pairwise_decisions.py": "over since ruff format (518 lines); to split next",
     "offline/studies/panels.py": "over since ruff format (495 lines); to split next",
-    "offline/studies/vicuna80.py": "over since ruff format (478 lines); to split next",
     "offline/validate.py": "over since ruff format (527 lines); to split next",
     "service/screening/injection_rules.py": "over since ruff format (475 lines); to split next",
 }
