@@ -109,8 +109,8 @@ def cluster_bootstrap_interval(
         raise EmptyCalibrationError("every denominator is 0: the figure is undefined")
     n = a.shape[0]
     draws = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
-    weights = np.zeros((n_resamples, n))
-    np.add.at(weights, (np.arange(n_resamples)[:, None], draws), 1.0)
+    flat = (np.arange(n_resamples)[:, None] * n + draws).ravel()
+    weights = np.bincount(flat, minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
     statistics = _statistic(weights @ a, weights @ b)
     kept = statistics[~np.isnan(statistics)]
     low, high = np.quantile(kept, [alpha / 2, 1 - alpha / 2])

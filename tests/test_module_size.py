@@ -15,7 +15,7 @@ EXCEPTIONS: dict[str, str] = {
     "service/comparing/compare.py": "not split yet: left over by the service/ split pass (456 lines)",
     "service/jobs/calibrations.py": "not split yet: left over by the service/ split pass (459 lines)",
     "calibration/decision_fit.py": "over since ruff format (453 lines); to split next",
-    "calibration/kind_fit.py": "over since ruff format (453 lines); to split next",
+    "calibration/kind_fit.py": "over since ruff format (462 lines with the served set size interval); to split next",
     "offline/studies/decisions.py": "over since ruff format (550 lines); to split next",
     "offline/studies/estimates.py": "over since ruff format (465 lines); to split next",
     "offline/studies/factuality_sentences.py": "over since ruff format (515 lines); to split next",
