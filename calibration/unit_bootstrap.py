@@ -156,7 +156,8 @@ def split_mean_interval(
 ) -> UnitInterval:
     """The percentile interval of a mean over splits of each split's mean item value on its test side, units
     resampled whole: ``units`` gives every item's unit (integer codes), ``test_indices[j]`` split ``j``'s test
-    items and ``values[j]`` their values (the point figure is ``mean_j mean(values[j])``)."""
+    items and ``values[j]`` their values (the point figure is ``mean_j mean(values[j])``). Units on no split's test
+    side are not units of the figure and are not resampled."""
     codes = np.asarray(units)
     if len(test_indices) != len(values) or not test_indices:
         raise EmptyCalibrationError("need one array of values per split and at least one split")
