@@ -171,7 +171,7 @@ def _error_types(s: dict[str, Any], f: Figures) -> str:
     rare = [t for t in ("CorefE", "LinkE") if t in recall]
     flagger = min(s["sentence_agreement"], key=lambda a: a["precision"] if a["precision"] is not None else 9)
     return (
-        "- **Error types:** the ablation (each type's errors counted as correct) lowers the correlation most for "
+        "- **Error types:** the ablation (FRANK's `Flip_<type>` targets) lowers the correlation most for "
         + " and ".join(f"{f.name(c)} ({f.span(v, 2)})" for c, v in ranked)
         + " errors: the LLMs' correlation rests on the errors they name best; "
         + (
@@ -180,7 +180,7 @@ def _error_types(s: dict[str, Any], f: Figures) -> str:
             if rare
             else ""
         )
-        + f"{f.name(flagger['judge'])} flags the most (precision {f.num(flagger['precision'])}, recall "
+        + f"{f.name(flagger['judge'])} over-flags most (lowest precision {f.num(flagger['precision'])}, recall "
         f"{f.num(flagger['recall'])})."
     )
 

@@ -21,7 +21,7 @@ METHOD_NAMES = {
     "mfas_ilp": "exact MFAS",
 }
 # The paper's figures (SummEval, four judges, k = 3), cited for comparison.
-PAPER = {"mean": "0.8-4.1%", "share": "33-67%", "max": "30.4% / 0"}
+PAPER = {"mean": "0.8–4.1%", "share": "33–67%", "max": "30.4% / 0%"}
 
 
 def _intro(s: dict[str, Any], f: Figures) -> str:
