@@ -65,9 +65,10 @@ serve: install-runtime
 worker: install-runtime
 	exec $(BIN)/python -m service.worker
 
-## Regenerate the committed OpenAPI spec.
+## Regenerate the committed OpenAPI spec and the API reference rendered from it, docs/api.md.
 openapi: install
 	$(BIN)/python -m service.openapi_export
+	$(BIN)/python tools/api_reference.py
 
 ## Regenerate the settings table in docs/operations.md from the settings code (a test checks it is current).
 settings-table: install-runtime
