@@ -4,9 +4,9 @@
 (sorted ids) are permuted with ``numpy.random.default_rng(seed)`` and cut in two halves. For each half, the
 artifact is built exactly as ``make calibrate`` builds it (:func:`offline.studies.validity.run_validity_study`
 then :func:`offline.export.build_artifact`) from that half's items only, and validated on the *other* half's
-items with :func:`offline.validate.validate_artifact_on` (every item served as the service serves it). Both
-ways. The checks, for every judge x criterion x input (score alone; log-probs alone) x alpha in {0.05, 0.10,
-0.20}:
+items with :func:`offline.validate.serve_cells` (the validator's cells, every item served once as the service
+serves it; the certified-decision checks are not part of this check). Both ways. The checks, for every judge x
+criterion x input (score alone; log-probs alone) x alpha in {0.05, 0.10, 0.20}:
 
 1. coverage on the unseen half >= 1 - alpha - 0.02;
 2. coverage >= 1 - alpha in at least 90% of them (what delta = 0.05 promises, with room for the correlation of
@@ -19,8 +19,8 @@ ways. The checks, for every judge x criterion x input (score alone; log-probs al
 
 ``mean_set_size_ci``: the 95% interval of each row's mean set size with the unseen half's documents as the unit,
 a percentile bootstrap of the pooled mean over documents (:func:`calibration.unit_bootstrap.ratio_interval`, 2,000
-draws, ``default_rng(seed)``); each item's set is served again with :func:`offline.validate.serve_item` (the
-validator's report gives the mean, not the per-item sizes).
+draws, ``default_rng(seed)``) on the served set sizes per document that the validator reports beside each cell
+from its one serving pass (:func:`offline.validate.serve_cells`).
 
 Writes ``conformal/halves.json`` and ``conformal/halves.md``.
 """
@@ -40,7 +40,7 @@ from offline.export import build_artifact
 from offline.jsonfile import write_json
 from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.validity import DEFAULT_DELTA, run_validity_study
-from offline.validate import INPUTS, ValidationCell, serve_item, validate_artifact_on
+from offline.validate import DocumentSizes, ServedCell, serve_cells
 
 __all__ = ["HalvesReport", "HalvesRow", "check_halves", "size_interval", "split_documents", "subset", "write_halves"]
 
@@ -112,35 +112,12 @@ def subset(data: JudgeCriterionData, documents: set[str]) -> JudgeCriterionData 
     )
 
 
-def size_interval(
-    index: ThresholdIndex, data: JudgeCriterionData, name: str, alpha: float, seed: int
-) -> UnitInterval | None:
-    """The mean served set size of ``data``'s items under input ``name`` at ``alpha`` and its 95% interval with
-    documents resampled whole; None when no item is served (module rules)."""
-    assert data.groups is not None
-    cell = (data.judge, data.prompt_family, data.criterion)
-    kinds = ("mean",) if name == "mean" else INPUTS[name]
-    totals: dict[str, list[int]] = {}
-    for position in range(data.labels.size):
-        probabilities = None if data.probabilities is None else [float(p) for p in data.probabilities[position]]
-        item = serve_item(
-            index,
-            cell,
-            kinds,
-            alpha,
-            judge_score=int(data.judge_scores[position]),
-            probabilities=probabilities,
-            n_labels=data.n_labels,
-            mean=None if data.means is None else float(data.means[position]),
-        )
-        if item.labels is not None:
-            total = totals.setdefault(data.groups[position], [0, 0])
-            total[0] += len(item.labels)
-            total[1] += 1
-    if not totals:
+def size_interval(sizes: DocumentSizes | None, seed: int) -> UnitInterval | None:
+    """The mean served set size over a cell's documents and its 95% interval with documents resampled whole; None
+    when no item is served (module rules)."""
+    if sizes is None or not sizes.documents:
         return None
-    sizes, counts = zip(*(totals[d] for d in sorted(totals)), strict=True)
-    return ratio_interval(sizes, counts, seed=seed)
+    return ratio_interval(sizes.set_sizes, sizes.items, seed=seed)
 
 
 def check_halves(
@@ -154,7 +131,7 @@ def check_halves(
     """Fit on each half of the documents, validate on the other (module rules)."""
     halves = split_documents(datasets, seed)
     rows: list[HalvesRow] = []
-    cells: list[tuple[int, ValidationCell, UnitInterval | None]] = []
+    cells: list[tuple[int, ServedCell]] = []
     for fit_half, (fit_docs, test_docs) in enumerate(((halves[0], halves[1]), (halves[1], halves[0]))):
         fit_data = [d for d in (subset(x, fit_docs) for x in datasets) if d is not None]
         test_data = [d for d in (subset(x, test_docs) for x in datasets) if d is not None]
@@ -162,17 +139,10 @@ def check_halves(
         artifact = build_artifact(
             fit_data, None, seed=seed, data_hash="halves", code_version="halves", created_at="halves", fits=fits
         )
-        report = validate_artifact_on(artifact, test_data, alphas=CHECK_ALPHAS)
-        index, by_cell = ThresholdIndex(artifact), {(d.judge, d.prompt_family, d.criterion): d for d in test_data}
-        for c in report.cells:
-            data = by_cell[c.judge, c.prompt_family, c.criterion]
-            size_ci = size_interval(index, data, c.input, c.alpha, seed)
-            if (size_ci is None) != (c.mean_set_size is None) or (
-                size_ci is not None and abs(size_ci.estimate - float(c.mean_set_size or 0.0)) > 1e-9
-            ):
-                raise RuntimeError(f"served again, {c.judge}/{c.criterion}/{c.input} at {c.alpha} differs in size")
-            cells.append((fit_half, c, size_ci))
-    for fit_half, c, size_ci in cells:
+        served = serve_cells(ThresholdIndex(artifact), test_data, alphas=CHECK_ALPHAS)
+        cells.extend((fit_half, s) for s in served)
+    for fit_half, served_cell in cells:
+        c, size_ci = served_cell.cell, size_interval(served_cell.sizes, seed)
         empty_accepted = 0  # the decision rule escalates every empty set (calibration.kind_fit.decision_shares)
         rows.append(
             HalvesRow(

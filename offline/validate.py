@@ -12,9 +12,11 @@ the same pure functions ``service.scoring.score`` calls; the decision is the ser
 size >= min(5, K) -> escalate; size <= 2 -> accept; else review; :func:`calibration.kind_fit.decision_shares`).
 
 Per (judge, prompt family, criterion, input, alpha): n, marginal coverage with its 95% Clopper-Pearson interval
-(scipy's beta quantiles), coverage per human label and per judge score, mean set size, empty sets, the shares of
-accept / review / escalate and the accuracy of accepted verdicts (human label in the set); uncalibrated items
-are counted apart.
+(:func:`calibration.intervals.clopper_pearson`, scipy's beta quantiles), coverage per human label and per judge
+score, mean set size, empty sets, the shares of accept / review / escalate and the accuracy of accepted verdicts
+(human label in the set); uncalibrated items are counted apart. Beside each cell, from the same serving pass
+(:func:`serve_cells`, not written to the report): the served set sizes summed per document (the items' groups,
+sorted) with the document's served items, what an interval over documents needs (:mod:`offline.halves`).
 
 **Certified decisions** (the artifact's ``decision_rules``): per (judge, prompt family, criterion, input kind) with a
 rule whose kind the items carry, every item is served by :func:`calibration.decision_rule.decide` on
@@ -40,16 +42,20 @@ import numpy as np
 from artifact.serving import ServedEntry, choose_entry, interval_hull
 from artifact.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.conformal import prediction_set
+from calibration.intervals import clopper_pearson
 from calibration.kind_fit import decision_shares
 from calibration.verdicts import verdict_inputs
 from offline.studies.cell_data import JudgeCriterionData
-from offline.validate_decisions import DecisionCheck, check_decisions, clopper_pearson
+from offline.validate_decisions import DecisionCheck, check_decisions
 
 __all__ = [
     "INPUTS",
+    "DocumentSizes",
+    "ServedCell",
     "ValidationCell",
     "ValidationReport",
     "recorded_datasets",
+    "serve_cells",
     "serve_item",
     "validate_artifact_on",
 ]
@@ -95,6 +101,22 @@ class ValidationCell(msgspec.Struct, frozen=True, kw_only=True):
     accept_accuracy: float | None
     by_label: list[GroupRow]
     by_judge_score: list[GroupRow]
+
+
+class DocumentSizes(msgspec.Struct, frozen=True, kw_only=True):
+    """A validated cell's served sets per document: the documents (sorted) with at least one served item, the sum
+    of their items' set sizes and how many items were served."""
+
+    documents: list[str]
+    set_sizes: list[int]
+    items: list[int]
+
+
+class ServedCell(msgspec.Struct, frozen=True, kw_only=True):
+    """One validated cell and, when the items carry documents, its served set sizes per document."""
+
+    cell: ValidationCell
+    sizes: DocumentSizes | None
 
 
 class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -173,6 +195,26 @@ def validate_artifact_on(
 ) -> ValidationReport:
     """Score every item of ``datasets`` with ``artifact`` as the service would (module rules)."""
     index = ThresholdIndex(artifact)
+    served = serve_cells(index, datasets, alphas=alphas, accept_max=accept_max, escalate_min=escalate_min)
+    return ValidationReport(
+        artifact=source,
+        calibration_id=index.calibration_id,
+        labels=labels,
+        cells=[s.cell for s in served],
+        decisions=check_decisions(artifact, datasets),
+    )
+
+
+def serve_cells(
+    index: ThresholdIndex,
+    datasets: Sequence[JudgeCriterionData],
+    *,
+    alphas: Sequence[float] = VALIDATE_ALPHAS,
+    accept_max: int = 2,
+    escalate_min: int = 5,
+) -> list[ServedCell]:
+    """Every (judge, prompt family, criterion, input, alpha) cell of ``datasets`` the index calibrates, each item
+    served once as the service serves it, with its set sizes per document (module rules)."""
     cells = []
     for data in datasets:
         cell = (data.judge, data.prompt_family, data.criterion)
@@ -184,12 +226,21 @@ def validate_artifact_on(
                 continue
             for alpha in alphas:
                 cells.append(_validate_cell(index, data, cell, name, kinds, float(alpha), accept_max, escalate_min))
-    return ValidationReport(
-        artifact=source,
-        calibration_id=index.calibration_id,
-        labels=labels,
-        cells=cells,
-        decisions=check_decisions(artifact, datasets),
+    return cells
+
+
+def _document_sizes(groups: Sequence[str] | None, used: list[int], sets: list[tuple[int, ...]]) -> DocumentSizes | None:
+    """The served sets' sizes and counts per document (None when the items carry no documents)."""
+    if groups is None:
+        return None
+    totals: dict[str, list[int]] = {}
+    for position, labels in zip(used, sets, strict=True):
+        total = totals.setdefault(groups[position], [0, 0])
+        total[0] += len(labels)
+        total[1] += 1
+    documents = sorted(totals)
+    return DocumentSizes(
+        documents=documents, set_sizes=[totals[d][0] for d in documents], items=[totals[d][1] for d in documents]
     )
 
 
@@ -202,7 +253,7 @@ def _validate_cell(
     alpha: float,
     accept_max: int,
     escalate_min: int,
-) -> ValidationCell:
+) -> ServedCell:
     sets: list[tuple[int, ...]] = []
     used: list[int] = []
     served_by: ServedEntry | None = None
@@ -232,8 +283,9 @@ def _validate_cell(
         n=len(used),
         n_uncalibrated=n_uncalibrated,
     )
+    sizes_per_document = _document_sizes(data.groups, used, sets)
     if not used:
-        return ValidationCell(
+        empty = ValidationCell(
             **base,
             alpha_served=None,
             kind=None,
@@ -250,14 +302,15 @@ def _validate_cell(
             by_label=[],
             by_judge_score=[],
         )
+        return ServedCell(cell=empty, sizes=sizes_per_document)
     index_used = np.asarray(used)
     labels = data.labels[index_used]
     covered = np.array([label in s for label, s in zip(labels, sets, strict=True)])
     sizes = np.array([len(s) for s in sets])
     accept, review, escalate = decision_shares(sizes, data.n_labels, accept_max=accept_max, escalate_min=escalate_min)
-    low, high = clopper_pearson(int(covered.sum()), covered.size)
+    low, high = clopper_pearson(int(covered.sum()), int(covered.size), 0.05)
     assert served_by is not None
-    return ValidationCell(
+    validated = ValidationCell(
         **base,
         alpha_served=served_by.alpha,
         kind=served_by.kind,
@@ -274,3 +327,4 @@ def _validate_cell(
         by_label=_groups(covered, labels),
         by_judge_score=_groups(covered, data.judge_scores[index_used]),
     )
+    return ServedCell(cell=validated, sizes=sizes_per_document)

@@ -1,10 +1,10 @@
-"""Certified decisions of a fixed artifact checked on labelled data, and the exact interval of every observed rate
-the validation reports.
+"""Certified decisions of a fixed artifact checked on labelled data.
 
 Per (judge, prompt family, criterion, input kind) with a rule whose kind the items carry, every item is served by
 :func:`calibration.decision_rule.decide` on :func:`calibration.decision_rule.feature_of` of its verdict, at every
 (tolerance, accept_alpha) row of the rule and every quality gate (:func:`calibration.decision_rule.decide_gate`);
-the rules are stated in :mod:`offline.validate`.
+the rules are stated in :mod:`offline.validate`. Errors among accepted carry the exact 95% interval of
+:func:`calibration.intervals.clopper_pearson`.
 """
 
 from __future__ import annotations
@@ -17,13 +17,13 @@ import numpy as np
 
 from artifact.thresholds import ThresholdsArtifact
 from calibration.decision_rule import DecisionRule, decide, decide_gate, feature_of
+from calibration.intervals import clopper_pearson
 from offline.studies.cell_data import JudgeCriterionData
 
 __all__ = [
     "DecisionCheck",
     "DecisionLabel",
     "check_decisions",
-    "clopper_pearson",
 ]
 
 
@@ -58,16 +58,6 @@ class DecisionCheck(msgspec.Struct, frozen=True, kw_only=True):
     by_label: list[DecisionLabel]
 
 
-def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) interval for a binomial proportion."""
-    from scipy.stats import beta
-
-    tail = (1 - level) / 2
-    low = 0.0 if successes == 0 else float(beta.ppf(tail, successes, n - successes + 1))
-    high = 1.0 if successes == n else float(beta.ppf(1 - tail, successes + 1, n - successes))
-    return low, high
-
-
 def _features(rule: DecisionRule, data: JudgeCriterionData) -> np.ndarray | None:
     """The rule's feature of every item, as the service computes it; None when the items lack the rule's kind."""
     if rule.input_kind == "probabilities" and data.probabilities is None:
@@ -95,7 +85,7 @@ def _check(
 ) -> DecisionCheck:
     taken = int(accepted.sum())
     errors = int((bad & accepted).sum())
-    low, high = clopper_pearson(errors, taken) if taken else (None, None)
+    low, high = clopper_pearson(errors, taken, 0.05) if taken else (None, None)
     by_label = [
         DecisionLabel(
             label=k,

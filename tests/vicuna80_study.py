@@ -8,8 +8,9 @@ from pathlib import Path
 from offline.data.vicuna80 import Vicuna80, load_vicuna80
 from offline.ingest import Vicuna80Ingest, ingest_vicuna80
 from offline.store import AnswerStore
-from offline.studies.vicuna80 import Vicuna80Verdict, run_vicuna80_study, verdicts_from_store
+from offline.studies.vicuna80 import run_vicuna80_study
 from offline.studies.vicuna80_results import Vicuna80Summary
+from offline.studies.vicuna80_verdicts import Vicuna80Verdict, verdicts_from_store
 
 
 @cache

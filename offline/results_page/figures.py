@@ -3,7 +3,8 @@
 Rules: decimals with a leading zero and a true minus sign (``−0.12``); ``signed`` adds ``+`` to positive values;
 shares as percentages (``46.7%``); counts with thousands separators (``31,997``); ranges ``lo–hi`` (en dash);
 ``n/a`` for an undefined statistic (a report's ``null``). When a row carries ``<name>_ci`` (a two-number interval)
-beside the figure ``<name>``, the figure is written ``figure [lo, hi]`` in the same format.
+beside the figure ``<name>``, the figure is written ``figure [lo, hi]`` in the same format (a report that names
+the interval otherwise, such as a tournament row's mean rho with ``violation_rate_ci``, is read with ``interval_key``).
 
 ``Figures(masked=True)`` writes every figure as :data:`MASK` instead: the page rendered that way shows the fixed
 text alone, which the tests check holds no number outside code spans and :data:`offline.results_page.page.NOTATION`.
@@ -77,12 +78,19 @@ class Figures:
         return self._out(a if a == b else f"{a}–{b}")
 
     def field(
-        self, row: Mapping[str, Any], key: str, digits: int = 2, *, pct: bool = False, signed: bool = False
+        self,
+        row: Mapping[str, Any],
+        key: str,
+        digits: int = 2,
+        *,
+        pct: bool = False,
+        signed: bool = False,
+        interval_key: str | None = None,
     ) -> str:
-        """``row[key]``, followed by ``[lo, hi]`` when the row carries ``<key>_ci``."""
+        """``row[key]``, followed by ``[lo, hi]`` when the row carries ``<key>_ci`` (or ``interval_key``)."""
         value = row[key]
         text = self.pct(value, digits) if pct else self.num(value, digits, signed=signed)
-        interval = row.get(f"{key}_ci")
+        interval = row.get(interval_key or f"{key}_ci")
         if value is None or not interval:
             return text
         low, high = interval

@@ -68,14 +68,14 @@ def _table(s: dict[str, Any], rows: dict[tuple[str, str], dict[str, Any]], f: Fi
         f"{f.span([r['mean'] for r in one], 1, pct=True)} |",
         f"| inputs with ≥ 1 cycle | {f.cited(PAPER['share'])} | "
         f"{f.span([r['share_with_cycle'] for r in both], 1, pct=True)}"
-        + (f" (panel {f.pct(panel['share_with_cycle'])})" if panel else "")
+        + (f" (panel {f.field(panel, 'share_with_cycle', 1, pct=True)})" if panel else "")
         + f" | {f.span([r['share_with_cycle'] for r in one], 1, pct=True)} |",
         f"| max ρ(x) / median | {f.cited(PAPER['max'])} | {maxima(both)} | {maxima(one)} |",
     ]
     if human:
         lines.append(
-            f"| human votes | — | ρ̄ {f.pct(human['mean'])}, {f.pct(human['share_with_cycle'], 0)} of questions with "
-            "a cycle | — |"
+            f"| human votes | — | ρ̄ {f.field(human, 'mean', 1, pct=True, interval_key='violation_rate_ci')}, "
+            f"{f.field(human, 'share_with_cycle', 0, pct=True)} of questions with a cycle | — |"
         )
     return "\n".join(lines) + "\n"
 

@@ -66,15 +66,9 @@ from offline.studies.vicuna80_results import (
 from offline.studies.vicuna80_verdicts import AGGREGATIONS, Vicuna80Verdict, aggregate, by_question, verdicts_from_store
 
 __all__ = [
-    "AGGREGATIONS",
     "HUMAN",
     "JSON_FILE",
-    "PANEL",
-    "RANKING_METHODS",
-    "Vicuna80Verdict",
-    "aggregate",
     "run_vicuna80_study",
-    "verdicts_from_store",
     "vicuna80_step",
     "write_vicuna80_study",
 ]

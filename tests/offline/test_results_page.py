@@ -94,6 +94,21 @@ def test_interval_printed_beside_its_figure_only_when_the_report_has_it(reports:
     assert "ties 3.5% [3.0%, 4.1%];" in build_page(reports)
 
 
+def test_tournament_shares_carry_their_intervals_when_the_report_has_them(reports: Path) -> None:
+    """The panel's and the humans' cycle shares and the humans' mean rho (whose interval the report names
+    ``violation_rate_ci``) are printed with their intervals."""
+    path = reports / "transitivity/vicuna80.json"
+    data = json.loads(path.read_text())
+    rows = {(r["judge"], r["aggregation"]): r for r in data["rows"]}
+    human, panel = rows["human", "both_orders"], rows["panel", "both_orders"]
+    human |= {"violation_rate_ci": [0.04, 0.07], "share_with_cycle_ci": [0.25, 0.46]}
+    panel["share_with_cycle_ci"] = [0.1, 0.2]
+    path.write_text(json.dumps(data))
+    page = build_page(reports)
+    assert "ρ̄ 5.5% [4.0%, 7.0%], 35% [25%, 46%] of questions with a cycle" in page
+    assert f"(panel {_pct(panel['share_with_cycle'])} [10.0%, 20.0%])" in page
+
+
 def test_formatter_rules() -> None:
     f = Figures()
     assert (f.num(-0.1234), f.num(0.1234, 3, signed=True), f.num(-0.0001)) == ("−0.12", "+0.123", "0.00")
@@ -104,6 +119,9 @@ def test_formatter_rules() -> None:
         "6–39%",
     )
     assert f.field({"x": 0.5, "x_ci": [0.25, 0.75]}, "x") == "0.50 [0.25, 0.75]"
+    assert (
+        f.field({"x": 0.5, "x_ci": [0.2, 0.8], "y_ci": [0.25, 0.75]}, "x", interval_key="y_ci") == "0.50 [0.25, 0.75]"
+    )
     masked = Figures(masked=True)
     assert {masked.num(1.0), masked.count(3), masked.name("gpt-4"), masked.cited("0.3")} == {MASK}
 

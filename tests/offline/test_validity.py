@@ -13,11 +13,11 @@ from artifact.thresholds import ThresholdIndex, load_artifact, save_artifact
 from calibration.conformal import PROBABILITY_METHODS, prediction_set
 from calibration.verdicts import methods_for_kind, verdict_inputs
 from offline.export import OTHER_METHOD_ALPHAS, build_artifact
-from offline.halves import SHARE_AT_TARGET, check_halves
+from offline.halves import SHARE_AT_TARGET, check_halves, size_interval
 from offline.halves import markdown as halves_markdown
 from offline.studies.validity import ALPHA_GRID, run_validity_study
 from offline.studies.validity import markdown as validity_markdown
-from offline.validate import INPUTS, serve_item, validate_artifact_on
+from offline.validate import INPUTS, serve_cells, serve_item, validate_artifact_on
 from service.config.settings import Settings
 from service.http.app import create_app
 
@@ -90,8 +90,8 @@ def test_fit_on_half_the_documents_holds_on_the_other_half(datasets):
     assert report.n_empty_accepted == 0
     assert report.n_logprobs_larger == 0, report.logprobs_larger
     assert report.passed
-    # Every served row carries its mean set size's interval over the unseen half's documents (the re-served sizes
-    # agree with the validator's mean, or check_halves raises).
+    # Every served row carries its mean set size's interval over the unseen half's documents (taken on the
+    # validator's per-document set sizes from its one serving pass).
     served = [r for r in report.rows if r.mean_set_size is not None]
     assert served and all(r.n_documents == report.n_documents[1 - r.fit_half] for r in served)
     for r in served:
@@ -150,3 +150,39 @@ def test_validation_report_counts_coverage_with_an_exact_interval(two_cells):
         assert cell.n + cell.n_uncalibrated == next(d.labels.size for d in chosen if d.judge == cell.judge)
         assert cell.ci_low <= cell.coverage <= cell.ci_high
         assert sum(g.n for g in cell.by_label) == cell.n
+
+
+def test_the_validator_reports_each_cells_set_sizes_per_document_from_its_one_pass(two_cells):
+    """The per-document sums beside each cell are those of serving every item again, one by one; they add up to
+    the cell's n and mean set size, and the halves interval is taken on them."""
+    chosen, _, _, artifact = two_cells
+    index = ThresholdIndex(artifact)
+    served = serve_cells(index, chosen, alphas=(0.1, 0.2))
+    assert len(served) == len(validate_artifact_on(artifact, chosen, alphas=(0.1, 0.2)).cells)
+    by_cell = {(d.judge, d.prompt_family, d.criterion): d for d in chosen}
+    for s in served:
+        c, sizes = s.cell, s.sizes
+        data = by_cell[c.judge, c.prompt_family, c.criterion]
+        kinds = INPUTS[c.input]
+        expected: dict[str, list[int]] = {}
+        for position in range(data.labels.size):
+            probs = None if data.probabilities is None else data.probabilities[position].tolist()
+            item = serve_item(
+                index, (data.judge, data.prompt_family, data.criterion), kinds, c.alpha,
+                judge_score=int(data.judge_scores[position]), probabilities=probs, n_labels=data.n_labels,
+            )  # fmt: skip
+            if item.labels is not None:
+                total = expected.setdefault(data.groups[position], [0, 0])
+                total[0] += len(item.labels)
+                total[1] += 1
+        assert sizes is not None and sizes.documents == sorted(expected)
+        assert [[a, b] for a, b in zip(sizes.set_sizes, sizes.items, strict=True)] == [
+            expected[d] for d in sizes.documents
+        ]
+        assert sum(sizes.items) == c.n
+        if c.n:
+            assert sum(sizes.set_sizes) / c.n == pytest.approx(c.mean_set_size, abs=1e-12)
+            interval = size_interval(sizes, seed=0)
+            assert interval is not None and interval.n_units == len(sizes.documents)
+            assert interval.estimate == pytest.approx(c.mean_set_size, abs=1e-12)
+            assert interval.low <= c.mean_set_size <= interval.high

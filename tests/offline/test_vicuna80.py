@@ -23,7 +23,9 @@ from offline.report import build_report, write_summary
 from offline.report.vicuna80 import vicuna80_section, vicuna80_tables
 from offline.store import AnswerStore
 from offline.studies.position_bias import PositionBiasSummary, pairwise_answers_from_store
-from offline.studies.vicuna80 import AGGREGATIONS, HUMAN, JSON_FILE, PANEL, verdicts_from_store, write_vicuna80_study
+from offline.studies.vicuna80 import HUMAN, JSON_FILE, write_vicuna80_study
+from offline.studies.vicuna80_rankings import PANEL
+from offline.studies.vicuna80_verdicts import AGGREGATIONS, verdicts_from_store
 from tests.vicuna80_study import vicuna80_study
 
 JUDGES = ("bard", "claude-v1", "gpt-3.5-turbo", "gpt-4", "vicuna-13b")

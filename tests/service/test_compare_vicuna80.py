@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from offline.studies.vicuna80 import RANKING_METHODS
+from offline.studies.vicuna80_rankings import RANKING_METHODS
 from tests.service.conftest import AppHarness
 from tests.vicuna80_study import vicuna80_study
 
