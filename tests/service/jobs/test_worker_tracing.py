@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import signal
+import sys
 import time
 import uuid
 from collections.abc import Callable
@@ -169,3 +171,18 @@ def test_a_worker_process_exports_the_spans_of_the_chunks_it_runs(
     calls = [span for span in spans if span.kind == span.SPAN_KIND_CLIENT]
     assert len(calls) == 6 and {c.parent_span_id for c in calls} == {s.span_id for s in chunks}
     assert sum(1 for s in chunks for e in s.events if e.name == EVALUATION) == 6
+
+
+def test_a_worker_with_the_endpoint_but_without_the_extra_exits_2_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import service.observability
+    import service.worker
+
+    monkeypatch.delitem(sys.modules, "service.observability.otel", raising=False)  # as if never imported
+    monkeypatch.delattr(service.observability, "otel", raising=False)
+    monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if not installed: importing it fails
+    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/15")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    assert service.worker.main() == 2
+    assert re.search(r"service\.worker: .*otel extra.*conformal-judge\[otel\]", capsys.readouterr().err)
