@@ -43,8 +43,15 @@ import msgspec
 import numpy as np
 
 from calibration.conformal import FittedConformal, calibration_scores, fit_from_scores
-from calibration.heldout import GroupSplit, SplitSets, evaluate_split, group_splits, pooled_group_coverage
-from calibration.selection import QUALIFY_CHECKS, MethodChoice, MethodEvidence, choose_method
+from calibration.heldout import group_splits
+from calibration.kind_evaluation import (
+    PooledSets,
+    choose_on_splits,
+    cross_fit_splits,
+    evaluate_method,
+    pooled_evidence,
+)
+from calibration.selection import QUALIFY_CHECKS, MethodChoice, MethodEvidence
 from calibration.verdicts import kind_inputs, methods_for_kind
 
 __all__ = [
@@ -53,13 +60,10 @@ __all__ = [
     "KindFit",
     "ProcedureFigures",
     "cell_kind_data",
-    "cross_fit_splits",
     "decision_shares",
     "fit_kind",
     "uses_group_pac",
 ]
-
-PAPER_METHOD = "residual"
 
 
 @dataclass(frozen=True)
@@ -148,16 +152,6 @@ def cell_kind_data(
     return result
 
 
-def cross_fit_splits(groups: np.ndarray, *, repeats: int, seed: int) -> list[GroupSplit]:
-    """``repeats`` 2-fold splits by group, both directions: 2 * repeats evaluations."""
-    result = []
-    for repeat in range(repeats):
-        (half,) = group_splits(groups, n_splits=1, seed=seed + 10_000 + repeat)
-        result.append(GroupSplit(split=2 * repeat, calibration=half.calibration, test=half.test))
-        result.append(GroupSplit(split=2 * repeat + 1, calibration=half.test, test=half.calibration))
-    return result
-
-
 def decision_shares(
     sizes: np.ndarray, n_labels: int, *, accept_max: int, escalate_min: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -167,107 +161,9 @@ def decision_shares(
     return accept, ~escalate & ~accept, escalate
 
 
-@dataclass(frozen=True)
-class _Pooled:
-    """One method's evaluations laid end to end: (levels, items) arrays and each item's position in the data."""
-
-    coverages: np.ndarray  # (levels, evaluations)
-    covered: np.ndarray
-    sizes: np.ndarray
-    spans: np.ndarray
-    index: np.ndarray
-    n_evaluations: int
-
-    @classmethod
-    def of(cls, results: Sequence[SplitSets]) -> _Pooled:
-        return cls(
-            coverages=np.stack([r.covered.mean(axis=1) for r in results], axis=1),
-            covered=np.concatenate([r.covered for r in results], axis=1),
-            sizes=np.concatenate([r.set_sizes for r in results], axis=1),
-            spans=np.concatenate([r.spans for r in results], axis=1),
-            index=np.concatenate([r.test_index for r in results]),
-            n_evaluations=len(results),
-        )
-
-
-def _evidence(
-    method: str, alpha: float, level: int, pooled: _Pooled, data: KindData, *, min_group_items: int
-) -> MethodEvidence:
-    covered, sizes, spans = pooled.covered[level], pooled.sizes[level], pooled.spans[level]
-    minimum = min_group_items * pooled.n_evaluations
-    labels = pooled_group_coverage(covered, data.labels[pooled.index], min_items=minimum)
-    bins = pooled_group_coverage(covered, data.judge_scores[pooled.index], min_items=minimum)
-    coverages = pooled.coverages[level]
-    return MethodEvidence(
-        method=method,
-        alpha=float(alpha),
-        n_evaluations=pooled.n_evaluations,
-        mean_coverage=float(coverages.mean()),
-        p5_coverage=float(np.percentile(coverages, 5)),
-        min_label_coverage=min(c for _, _, c in labels),
-        min_bin_coverage=min(c for _, _, c in bins),
-        mean_set_size=float(sizes.mean()),
-        non_interval_share=float((spans > sizes).mean()),
-        full_scale_share=float((sizes == data.n_labels).mean()),
-        empty_share=float((sizes == 0).mean()),
-    )
-
-
-def _evaluate(
-    method: str,
-    data: KindData,
-    splits: Sequence[GroupSplit],
-    levels: list[tuple[float, float | None]],
-    seeds: Sequence[list[int]],
-    pac_groups: bool,
-) -> list[SplitSets]:
-    return [
-        evaluate_split(
-            method,
-            data.labels,
-            split,
-            levels=levels,
-            judge_scores=data.judge_scores,
-            probabilities=data.probabilities,
-            n_labels=data.n_labels,
-            rng=np.random.default_rng(s),
-            groups=data.groups if pac_groups else None,
-        )
-        for split, s in zip(splits, seeds, strict=True)
-    ]
-
-
 def uses_group_pac(groups: np.ndarray, delta: float | None, group_pac: bool) -> bool:
     """Whether fits count documents (module rules): asked for, PAC, and some group holds more than one item."""
     return group_pac and delta is not None and groups.size > np.unique(groups).size
-
-
-def _choose(
-    data: KindData,
-    splits: Sequence[GroupSplit],
-    seeds: Sequence[list[int]],
-    methods: Sequence[str],
-    *,
-    alpha: float,
-    also: Sequence[float],
-    delta: float | None,
-    min_group_items: int,
-    context: str,
-    checks: Sequence[str] = QUALIFY_CHECKS,
-    pac_groups: bool = False,
-) -> tuple[MethodChoice, list[MethodEvidence]]:
-    """The selection rule at ``alpha``, a method also having to qualify at every level of ``also``."""
-    levels = [alpha, *[a for a in also if abs(a - alpha) > 1e-9]]
-    pooled = {
-        m: _Pooled.of(_evaluate(m, data, splits, [(a, delta) for a in levels], seeds, pac_groups)) for m in methods
-    }
-    by_level = [
-        [_evidence(m, a, position, pooled[m], data, min_group_items=min_group_items) for m in methods]
-        for position, a in enumerate(levels)
-    ]
-    fallback = PAPER_METHOD if PAPER_METHOD in methods else methods[0]
-    choice = choose_method(by_level[0], fallback=fallback, context=context, other_levels=by_level[1:], checks=checks)
-    return choice, by_level[0]
 
 
 def _subset(data: KindData, index: np.ndarray) -> KindData:
@@ -322,7 +218,7 @@ def fit_kind(
 
     heldout = []
     for method in usable:
-        pooled = _Pooled.of(_evaluate(method, data, outer, levels, outer_seeds, pac_groups))
+        pooled = PooledSets.of(evaluate_method(method, data, outer, levels, outer_seeds, pac_groups))
         for level, alpha in enumerate(alphas):
             heldout.append(
                 _figures(
@@ -339,7 +235,7 @@ def fit_kind(
 
     selection = cross_fit_splits(data.groups, repeats=selection_repeats, seed=seed)
     selection_seeds = [[seed, 2, s.split // 2, s.split % 2] for s in selection]
-    default, evidence = _choose(
+    default, evidence = choose_on_splits(
         data,
         selection,
         selection_seeds,
@@ -361,7 +257,7 @@ def fit_kind(
         inner_data = _subset(data, split.calibration)
         inner = cross_fit_splits(inner_data.groups, repeats=nested_repeats, seed=seed + 1 + split.split)
         inner_seeds = [[seed, 3, split.split, s.split // 2, s.split % 2] for s in inner]
-        choice, _ = _choose(
+        choice, _ = choose_on_splits(
             inner_data,
             inner,
             inner_seeds,
@@ -374,7 +270,7 @@ def fit_kind(
             checks=qualify_checks,
             pac_groups=pac_groups,
         )
-        (result,) = _evaluate(choice.method, data, [split], report_levels, [[seed, 1, split.split]], pac_groups)
+        (result,) = evaluate_method(choice.method, data, [split], report_levels, [[seed, 1, split.split]], pac_groups)
         for level, alpha in enumerate(report_alphas):
             coverage, size, chosen = procedure_rows[float(alpha)]
             coverage.append(float(result.covered[level].mean()))
@@ -422,14 +318,14 @@ def _figures(
     method: str,
     alpha: float,
     level: int,
-    pooled: _Pooled,
+    pooled: PooledSets,
     data: KindData,
     *,
     accept_max: int,
     escalate_min: int,
     min_group_items: int,
 ) -> HeldoutFigures:
-    evidence = _evidence(method, alpha, level, pooled, data, min_group_items=min_group_items)
+    evidence = pooled_evidence(method, alpha, level, pooled, data, min_group_items=min_group_items)
     coverages = pooled.coverages[level]
     sizes, covered = pooled.sizes[level], pooled.covered[level]
     accept, review, escalate = decision_shares(sizes, data.n_labels, accept_max=accept_max, escalate_min=escalate_min)

@@ -22,7 +22,7 @@ issue's panel and each member in each input kind. Rules, stated once:
   distinct documents, the first floor(G / 2) for the model), fits the model on one half and the thresholds on the
   other (PAC at ``delta``, or marginal when None), so model, threshold and test documents are disjoint.
 * **Choice** (:func:`choose_recipe`) inside a set of documents: ``repeats`` 2-fold splits by document, both
-  ways (:func:`calibration.kind_fit.cross_fit_splits` with ``seed``); evidence per recipe as in
+  ways (:func:`calibration.kind_evaluation.cross_fit_splits` with ``seed``); evidence per recipe as in
   :mod:`calibration.kind_fit` (mean and 5th-percentile coverage over the folds, lowest coverage within a human
   label and within a score bin with groups of < ``min_group_items`` x folds pooled with a neighbour, mean set
   size, share of sets with a hole); the rule of :mod:`calibration.selection` (:func:`calibration.selection.
@@ -51,7 +51,8 @@ import numpy as np
 
 from calibration.conformal import conformal_quantile
 from calibration.heldout import GroupSplit, evaluate_split, group_splits, pooled_group_coverage
-from calibration.kind_fit import KindData, cross_fit_splits
+from calibration.kind_evaluation import cross_fit_splits
+from calibration.kind_fit import KindData
 from calibration.panel_candidate import balanced_probabilities, bin_thresholds, finite_rank_items, label_prior
 from calibration.panel_model import fit_multinomial
 from calibration.selection import MethodEvidence, choose_method, qualifies

@@ -44,7 +44,7 @@ from offline.ingest import IngestReport, ingest_recorded
 from offline.report import SUMMARY_FILES, build_report, write_summary
 from offline.report.index import IngestRow, IngestSummary, unusable_judges
 from offline.store import AnswerStore
-from offline.studies import factuality_sentences, faithfulness
+from offline.studies import factuality_sentences, factuality_sentences_validity, faithfulness
 from offline.studies.cell_data import cell_data_from_store as conformal_data
 from offline.studies.conformal import run_conformal_study
 from offline.studies.decisions import export_rules
@@ -55,15 +55,14 @@ from offline.studies.factuality_llm import (
     run_llm_study,
     write_llm_study,
 )
-from offline.studies.factuality_sentences import (
-    ingest_sentences,
-    run_sentence_study,
-    sentence_answers_from_store,
+from offline.studies.factuality_sentences import run_sentence_study
+from offline.studies.factuality_sentences_report import write_sentence_study
+from offline.studies.factuality_sentences_store import ingest_sentences, sentence_answers_from_store
+from offline.studies.factuality_sentences_validity import (
     sentence_validity,
     without_prompt_family,
     write_sentence_validity,
 )
-from offline.studies.factuality_sentences_report import write_sentence_study
 from offline.studies.faithfulness import (
     FaithfulnessStudy,
     faithfulness_data,
@@ -391,7 +390,10 @@ def _calibrate_steps(
     if validity.cells:
         sentence_files = (*sentence_files, *write_sentence_validity(validity, out))
     else:
-        for name in (factuality_sentences.VALIDITY_JSON_FILE, factuality_sentences.VALIDITY_MARKDOWN_FILE):
+        for name in (
+            factuality_sentences_validity.VALIDITY_JSON_FILE,
+            factuality_sentences_validity.VALIDITY_MARKDOWN_FILE,
+        ):
             (out / name).unlink(missing_ok=True)
     lap("llm sentences validity", cells=len(validity.cells))
 

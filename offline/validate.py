@@ -23,7 +23,8 @@ n, accept share, errors among accepted (|y - point| >= tolerance) with their exa
 (item-level: an honest interval only when the file's items are independent; several items per group widen the
 truth), the rule's certified bound and whether the observed error exceeds it; the same per human label (never
 pooled) and per quality gate (:func:`calibration.decision_rule.decide_gate`; false passes among accepted
-passes). Writes ``validate.json``, ``validate.md`` and ``coverage.png``.
+passes; :mod:`offline.validate_decisions`). Writes (:mod:`offline.validate_report`) ``validate.json``,
+``validate.md`` and ``coverage.png``.
 """
 
 from __future__ import annotations
@@ -39,23 +40,18 @@ import numpy as np
 from artifact.serving import ServedEntry, choose_entry, interval_hull
 from artifact.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.conformal import prediction_set
-from calibration.decision_rule import DecisionRule, decide, decide_gate, feature_of
 from calibration.kind_fit import decision_shares
 from calibration.verdicts import verdict_inputs
-from offline.jsonfile import write_json
 from offline.studies.cell_data import JudgeCriterionData
+from offline.validate_decisions import DecisionCheck, check_decisions, clopper_pearson
 
 __all__ = [
     "INPUTS",
-    "DecisionCheck",
     "ValidationCell",
     "ValidationReport",
-    "check_decisions",
-    "clopper_pearson",
     "recorded_datasets",
     "serve_item",
     "validate_artifact_on",
-    "write_validation",
 ]
 
 # What a caller sends -> the kinds its verdict carries (the service's rule in service.scoring.score).
@@ -101,37 +97,6 @@ class ValidationCell(msgspec.Struct, frozen=True, kw_only=True):
     by_judge_score: list[GroupRow]
 
 
-class DecisionLabel(msgspec.Struct, frozen=True, kw_only=True):
-    """One human label of a decision check: items, accepted, errors among accepted."""
-
-    label: int
-    n: int
-    accepted: int
-    errors: int
-
-
-class DecisionCheck(msgspec.Struct, frozen=True, kw_only=True):
-    """One certified-decision row of the artifact checked on labelled items (a certification or a quality gate)."""
-
-    judge: str
-    prompt_family: str
-    criterion: str
-    input_kind: str
-    kind: str  # "accept" (tolerance row) | "gate" (quality gate row)
-    tolerance: int | None
-    pass_threshold: int | None
-    accept_alpha: float
-    rule_failed: bool
-    certified: float | None  # the artifact's certified error (or false-pass) bound
-    n: int
-    accept_share: float
-    error_among_accepted: float | None
-    ci_low: float | None
-    ci_high: float | None
-    above_alpha: bool  # observed error among accepted > accept_alpha
-    by_label: list[DecisionLabel]
-
-
 class ValidationReport(msgspec.Struct, frozen=True, kw_only=True):
     """Every validated cell, with where the artifact and the labels came from."""
 
@@ -156,16 +121,6 @@ def recorded_datasets(data_dir: Path) -> list[JudgeCriterionData]:
     with tempfile.TemporaryDirectory() as folder, AnswerStore(Path(folder) / "answers.sqlite") as store:
         ingest_recorded(store, data_dir)
         return cell_data_from_store(store, summeval.items)
-
-
-def clopper_pearson(successes: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) interval for a binomial proportion."""
-    from scipy.stats import beta
-
-    tail = (1 - level) / 2
-    low = 0.0 if successes == 0 else float(beta.ppf(tail, successes, n - successes + 1))
-    high = 1.0 if successes == n else float(beta.ppf(1 - tail, successes + 1, n - successes))
-    return low, high
 
 
 @dataclass(frozen=True)
@@ -236,120 +191,6 @@ def validate_artifact_on(
         cells=cells,
         decisions=check_decisions(artifact, datasets),
     )
-
-
-def _features(rule: DecisionRule, data: JudgeCriterionData) -> np.ndarray | None:
-    """The rule's feature of every item, as the service computes it; None when the items lack the rule's kind."""
-    if rule.input_kind == "probabilities" and data.probabilities is None:
-        return None
-    if rule.input_kind == "mean" and data.means is None:
-        return None
-    if rule.input_kind == "score" and data.means is not None:
-        return None
-    values = []
-    for position in range(data.labels.size):
-        probabilities = None if data.probabilities is None else [float(p) for p in data.probabilities[position]]
-        values.append(
-            feature_of(
-                rule.feature,
-                score=int(data.judge_scores[position]),
-                probabilities=probabilities,
-                mean=None if data.means is None else float(data.means[position]),
-            )
-        )
-    return np.asarray(values)
-
-
-def _check(
-    base: dict, accepted: np.ndarray, bad: np.ndarray, labels: np.ndarray, n_labels: int, alpha: float, **row: Any
-) -> DecisionCheck:
-    taken = int(accepted.sum())
-    errors = int((bad & accepted).sum())
-    low, high = clopper_pearson(errors, taken) if taken else (None, None)
-    by_label = [
-        DecisionLabel(
-            label=k,
-            n=int((labels == k).sum()),
-            accepted=int((accepted & (labels == k)).sum()),
-            errors=int((accepted & bad & (labels == k)).sum()),
-        )
-        for k in range(1, n_labels + 1)
-    ]
-    error = errors / taken if taken else None
-    return DecisionCheck(
-        **base,
-        **row,
-        accept_alpha=alpha,
-        n=int(labels.size),
-        accept_share=taken / labels.size,
-        error_among_accepted=error,
-        ci_low=low,
-        ci_high=high,
-        above_alpha=error is not None and error > alpha + 1e-12,
-        by_label=by_label,
-    )
-
-
-def check_decisions(artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriterionData]) -> list[DecisionCheck]:
-    """Every decision rule of the artifact whose cell the labelled items hold, checked row by row (module rules)."""
-    by_cell = {(d.judge, d.prompt_family, d.criterion): d for d in datasets}
-    checks = []
-    for rule in artifact.decision_rules:
-        data = by_cell.get((rule.judge, rule.prompt_family, rule.criterion))
-        features = None if data is None or data.labels.size == 0 else _features(rule, data)
-        if data is None or features is None:
-            continue
-        labels = np.asarray(data.labels)
-        base = dict(
-            judge=rule.judge, prompt_family=rule.prompt_family, criterion=rule.criterion, input_kind=rule.input_kind
-        )
-        for row in rule.certifications:
-            outcomes = [
-                decide(rule, float(x), tolerance=row.tolerance, accept_alpha=row.accept_alpha) for x in features
-            ]
-            accepted = np.array([o.accepted for o in outcomes])
-            bad = np.abs(labels - np.array([o.point for o in outcomes])) >= row.tolerance
-            checks.append(
-                _check(
-                    base,
-                    accepted,
-                    bad,
-                    labels,
-                    rule.n_labels,
-                    row.accept_alpha,
-                    kind="accept",
-                    tolerance=row.tolerance,
-                    pass_threshold=None,
-                    rule_failed=row.rule_failed,
-                    certified=row.certified_error,
-                )
-            )
-        for gate in rule.quality_gates:
-            accepted = np.array(
-                [
-                    decide_gate(
-                        rule, float(x), pass_threshold=gate.pass_threshold, accept_alpha=gate.accept_alpha
-                    ).passed
-                    for x in features
-                ],
-                dtype=bool,
-            )
-            checks.append(
-                _check(
-                    base,
-                    accepted,
-                    labels < gate.pass_threshold,
-                    labels,
-                    rule.n_labels,
-                    gate.accept_alpha,
-                    kind="gate",
-                    tolerance=None,
-                    pass_threshold=gate.pass_threshold,
-                    rule_failed=gate.rule_failed,
-                    certified=gate.certified_false_pass,
-                )
-            )
-    return checks
 
 
 def _validate_cell(
@@ -433,95 +274,3 @@ def _validate_cell(
         by_label=_groups(covered, labels),
         by_judge_score=_groups(covered, data.judge_scores[index_used]),
     )
-
-
-def _fmt(value: float | None, spec: str = ".3f") -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
-def markdown(report: ValidationReport) -> str:
-    """The validation table."""
-    lines = [
-        "# Validation of a fixed artifact on labelled data (served exactly as the service serves)",
-        "",
-        f"Artifact: `{report.artifact}` (calibration id {report.calibration_id}); labels: {report.labels}.",
-        "",
-        "| judge | criterion | input | alpha | served as | n | coverage [95% CI] | set size | empty | "
-        "accept / review / escalate | accept accuracy | min label coverage |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for c in report.cells:
-        served = "uncalibrated" if c.kind is None else f"{c.kind} / {c.method} @ {c.alpha_served}"
-        ci = "" if c.ci_low is None else f" [{c.ci_low:.3f}, {c.ci_high:.3f}]"
-        min_label = min((g.coverage for g in c.by_label), default=None)
-        shares = (
-            "n/a" if c.accept_share is None else f"{c.accept_share:.0%} / {c.review_share:.0%} / {c.escalate_share:.0%}"
-        )
-        lines.append(
-            f"| {c.judge} | {c.criterion} | {c.input} | {c.alpha} | {served} | {c.n} | "
-            f"{_fmt(c.coverage)}{ci} | {_fmt(c.mean_set_size, '.2f')} | {c.empty_sets} | {shares} | "
-            f"{_fmt(c.accept_accuracy)} | {_fmt(min_label, '.2f')} |"
-        )
-    if report.decisions:
-        lines += [
-            "",
-            "## Certified decisions (the artifact's decision_rules served with decide())",
-            "",
-            "| judge | criterion | input kind | row | accept_alpha | rule failed | certified | n | "
-            "accept share | error among accepted [95% CP, item-level] | above alpha | "
-            "per label: accepted / n (errors) |",
-            "|---|---|---|---|---|---|---|---|---|---|---|---|",
-        ]
-        for d in report.decisions:
-            row = f"tolerance {d.tolerance}" if d.kind == "accept" else f"gate tau {d.pass_threshold}"
-            ci = "" if d.ci_low is None else f" [{d.ci_low:.3f}, {d.ci_high:.3f}]"
-            labels = ", ".join(f"{b.label}: {b.accepted}/{b.n} ({b.errors})" for b in d.by_label)
-            lines.append(
-                f"| {d.judge} | {d.criterion} | {d.input_kind} | {row} | {d.accept_alpha:g} | "
-                f"{'yes' if d.rule_failed else 'no'} | {_fmt(d.certified)} | {d.n} | {d.accept_share:.3f} | "
-                f"{_fmt(d.error_among_accepted)}{ci} | {'YES' if d.above_alpha else 'no'} | {labels} |"
-            )
-    return "\n".join(lines) + "\n"
-
-
-def _bar(cell: ValidationCell) -> tuple[float, float, float]:
-    """A covered cell's coverage and the distances from it down and up to its interval's ends."""
-    coverage, low, high = cell.coverage, cell.ci_low, cell.ci_high
-    if coverage is None or low is None or high is None:
-        raise ValueError(f"cell {cell.judge}/{cell.criterion} has no coverage interval")
-    return coverage, coverage - low, high - coverage
-
-
-def _figure(report: ValidationReport, path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    cells = [c for c in report.cells if c.coverage is not None and c.input == "score"]
-    alphas = sorted({c.alpha for c in cells})
-    fig, axes = plt.subplots(1, max(1, len(alphas)), figsize=(5 * max(1, len(alphas)), 5), squeeze=False)
-    for axis, alpha in zip(axes[0], alphas, strict=False):
-        chosen = [c for c in cells if c.alpha == alpha]
-        y = np.arange(len(chosen))
-        values = np.array([_bar(c)[0] for c in chosen])
-        errors = np.array([_bar(c)[1:] for c in chosen]).T
-        axis.errorbar(values, y, xerr=errors, fmt="o", ms=3)
-        axis.axvline(1 - alpha, color="red", linestyle="--", label=f"1 - alpha = {1 - alpha:.2f}")
-        axis.set_yticks(y, [f"{c.judge[:18]} {c.criterion[:4]}" for c in chosen], fontsize=6)
-        axis.set_xlabel("coverage (95% Clopper-Pearson)")
-        axis.set_title(f"score-only verdicts, alpha = {alpha}")
-        axis.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-def write_validation(report: ValidationReport, out: Path) -> tuple[Path, ...]:
-    """Write ``validate.json``, ``validate.md`` and ``coverage.png`` under ``out``."""
-    out.mkdir(parents=True, exist_ok=True)
-    json_path, md_path, png_path = out / "validate.json", out / "validate.md", out / "coverage.png"
-    write_json(report, json_path)
-    md_path.write_text(markdown(report))
-    _figure(report, png_path)
-    return json_path, md_path, png_path

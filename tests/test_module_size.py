@@ -12,18 +12,7 @@ import pytest
 
 # {path relative to the repository root: why it stays over MAX_LINES} -- one entry per line.
 EXCEPTIONS: dict[str, str] = {
-    "service/comparing/compare.py": "not split yet: left over by the service/ split pass (456 lines)",
-    "service/jobs/calibrations.py": "not split yet: left over by the service/ split pass (459 lines)",
-    "calibration/decision_fit.py": "over since ruff format (453 lines); to split next",
-    "calibration/kind_fit.py": "over since ruff format (453 lines); to split next",
-    "offline/studies/decisions.py": "over since ruff format (550 lines); to split next",
-    "offline/studies/estimates.py": "over since ruff format (465 lines); to split next",
-    "offline/studies/factuality_sentences.py": "over since ruff format (515 lines); to split next",
-    "offline/studies/pairwise_decisions.py": "over since ruff format (518 lines); to split next",
-    "offline/studies/panels.py": "over since ruff format (495 lines); to split next",
     "offline/studies/vicuna80.py": "over since ruff format (478 lines); to split next",
-    "offline/validate.py": "over since ruff format (527 lines); to split next",
-    "service/screening/injection_rules.py": "over since ruff format (475 lines); to split next",
 }
 
 MAX_LINES = 450

@@ -122,7 +122,8 @@ def run_validate(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline validate``: a fixed artifact on labelled data, served as the service serves."""
     from artifact.thresholds import load_artifact
     from calibration.errors import ArtifactError
-    from offline.validate import recorded_datasets, validate_artifact_on, write_validation
+    from offline.validate import recorded_datasets, validate_artifact_on
+    from offline.validate_report import write_validation
 
     try:
         artifact = load_artifact(args.thresholds)

@@ -201,8 +201,9 @@ def run_pairwise_decisions(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline pairwise-decisions``: the pairwise certified-decisions study."""
     from tqdm import tqdm
 
-    from offline.studies.pairwise_decisions import export_pairwise_artifact, load_tables, run_pairwise_decisions
+    from offline.studies.pairwise_decisions import export_pairwise_artifact, run_pairwise_decisions
     from offline.studies.pairwise_decisions_report import print_lines, write_pairwise_decisions
+    from offline.studies.pairwise_decisions_tables import load_tables
 
     if args.splits < 1 or args.draws < 0 or not 0 < args.delta < 1:
         raise DataError(None, None, "--splits must be >= 1, --draws >= 0 and --delta in (0, 1)")

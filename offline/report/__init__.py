@@ -33,7 +33,7 @@ from offline.report.sentences import confusion_figure, sentences_section
 from offline.report.validity import FIGURE_FILE as VALIDITY_FIGURE
 from offline.report.validity import validity_figure, validity_section
 from offline.report.vicuna80 import vicuna80_figures, vicuna80_section, vicuna80_tables
-from offline.studies import factuality_llm, factuality_sentences, faithfulness
+from offline.studies import factuality_llm, factuality_sentences, factuality_sentences_validity, faithfulness
 from offline.studies.conformal_results import ConformalSummary
 from offline.studies.factuality_llm import LLMFactualitySummary
 from offline.studies.factuality_sentences_results import SentenceStudySummary
@@ -90,8 +90,8 @@ def _index_links(out: Path, written_tables: list[Path]) -> dict[str, str]:
         faithfulness.JSON_FILE,
         factuality_sentences.MARKDOWN_FILE,
         factuality_sentences.JSON_FILE,
-        factuality_sentences.VALIDITY_MARKDOWN_FILE,
-        factuality_sentences.VALIDITY_JSON_FILE,
+        factuality_sentences_validity.VALIDITY_MARKDOWN_FILE,
+        factuality_sentences_validity.VALIDITY_JSON_FILE,
     )
     for name in (
         VALIDITY_MARKDOWN,

@@ -2,7 +2,7 @@
 
 Study only (``python -m offline cascades``); the service does not run cascades yet. Rules, stated once:
 
-* **Items, groups.** The items both judges answered for the criterion (:func:`offline.studies.panels.panel_cells`);
+* **Items, groups.** The items both judges answered for the criterion (:func:`offline.studies.panel_cells.panel_cells`);
   splits by SummEval document, ``n_splits`` seeded splits (:func:`calibration.heldout.group_splits`, half the
   documents calibrate, half test).
 * **Routing is fitted apart.** Inside each split the calibration documents are cut in two (seeded:
@@ -41,7 +41,7 @@ from calibration.heldout import group_splits
 from calibration.verdicts import kind_inputs
 from offline.jsonfile import write_json
 from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.panels import panel_cells
+from offline.studies.panel_cells import panel_cells
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
 
 __all__ = ["HEADLINE_PAIR", "CascadePoint", "CascadeStudy", "routing_split", "run_cascade_study", "write_cascade_study"]

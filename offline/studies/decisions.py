@@ -39,33 +39,34 @@ Rules, stated once:
 * **Signals** (log-prob cells): the bins' order by FIT error rate (``fit_error``, the default), by the mean spread
   of the judge's distribution (``spread``) and by the mean log-prob margin (``margin``).
 
-Writes (:mod:`offline.studies.decisions_report`) ``decisions/decisions.json``, ``decisions/decisions.md``,
+The cells as decision inputs, fitting and serving live in :mod:`offline.studies.decisions_cells`; the per-split
+tallies and the rows made of them in :mod:`offline.studies.decisions_tally`. Writes
+(:mod:`offline.studies.decisions_report`) ``decisions/decisions.json``, ``decisions/decisions.md``,
 ``decisions/operating_curve.png`` and ``decisions/score_vs_label.png``.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from calibration.cell_rules import ARTIFACT_GRID, DecisionKind, RuleGrid, decision_kinds, fit_cell_rules, fit_kind_rule
-from calibration.decision_fit import MIN_LABEL_ITEMS, DecisionData
-from calibration.decision_rule import DecisionRule, decide, decide_gate
+from calibration.cell_rules import ARTIFACT_GRID, fit_cell_rules
+from calibration.decision_fit import DecisionData
+from calibration.decision_rule import DecisionRule
 from calibration.heldout import group_splits
 from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.decisions_results import DecisionStudy, GateRow, Headline, LabelTableRow, ResamplingRow, Row
+from offline.studies.decisions_cells import DELTA, CellKind, cell_kinds, fit_rule, subset
+from offline.studies.decisions_results import DecisionStudy, ResamplingRow
+from offline.studies.decisions_tally import Tally, gate_row, headlines, label_table, new_tally, record, tally_row
 
 __all__ = [
     "CURVE_ALPHAS",
     "EXPORT_ALPHAS",
     "EXPORT_GATES",
     "EXPORT_TOLERANCES",
-    "CellKind",
-    "cell_kinds",
     "export_rules",
     "resampling_check",
     "run_decision_study",
@@ -76,13 +77,11 @@ TABLE_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.20)
 HEADLINE_ALPHA, HEADLINE_TOLERANCE = 0.10, 2
 TOLERANCES: tuple[int, ...] = (1, 2)
 GATE = 3
-OK_SLACK = 0.02  # a split is "ok" when its error among accepted is <= accept_alpha + 0.02 (0.12 at 0.10)
 BOUNDS: tuple[str, ...] = ("betting", "clopper_pearson_items")
 SIGNAL_ALTERNATIVES: tuple[str, ...] = ("spread", "margin")
 EXPORT_TOLERANCES: tuple[int, ...] = ARTIFACT_GRID.tolerances  # the artifact's grid: calibration.cell_rules
 EXPORT_ALPHAS: tuple[float, ...] = ARTIFACT_GRID.alphas
 EXPORT_GATES: tuple[int, ...] = ARTIFACT_GRID.gates
-DELTA = ARTIFACT_GRID.delta
 DIRECTORY = "decisions"
 
 RULES = {
@@ -100,187 +99,6 @@ RULES = {
     "document), the rule fitted on each draw; failure = the accepted bins' error on all of the cell's items > "
     "accept_alpha; the check is failure rate <= delta + 2 sqrt(delta (1 - delta) / draws)",
 }
-
-
-@dataclass(frozen=True)
-class CellKind:
-    """One (cell, input kind) as decision inputs: the verdicts' features and what a caller would send."""
-
-    judge: str
-    prompt_family: str
-    criterion: str
-    kind: str
-    feature: str
-    data: DecisionData
-    judge_scores: np.ndarray
-    headline: bool
-
-
-def cell_kinds(data: JudgeCriterionData) -> list[CellKind]:
-    """The cell's kinds as decision inputs (:func:`calibration.cell_rules.decision_kinds`: features computed with
-    ``feature_of`` exactly as the service does); the headline kind is the last."""
-    groups = np.asarray(data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids])
-    kinds = decision_kinds(data.labels, data.judge_scores, data.probabilities, data.means, groups, data.n_labels)
-    return [
-        CellKind(
-            judge=data.judge,
-            prompt_family=data.prompt_family,
-            criterion=data.criterion,
-            kind=k.kind,
-            feature=k.feature,
-            data=k.data,
-            judge_scores=np.asarray(data.judge_scores),
-            headline=k is kinds[-1],
-        )
-        for k in kinds
-    ]
-
-
-def _subset(data: DecisionData, index: np.ndarray) -> DecisionData:
-    signals = None if data.signals is None else {k: v[index] for k, v in data.signals.items()}
-    return DecisionData(
-        labels=data.labels[index],
-        features=data.features[index],
-        groups=data.groups[index],
-        n_labels=data.n_labels,
-        signals=signals,
-    )
-
-
-def _fit(
-    cell: CellKind,
-    data: DecisionData,
-    *,
-    bound: str,
-    signal: str,
-    seed: int,
-    alphas: Sequence[float],
-    tolerances: Sequence[int],
-    gates: Sequence[int],
-) -> DecisionRule:
-    grid = RuleGrid(
-        tolerances=tuple(tolerances),
-        alphas=tuple(alphas),
-        gates=tuple(gates),
-        delta=DELTA,
-        fit_fraction=ARTIFACT_GRID.fit_fraction,
-        signal=signal,
-        bound=bound,
-    )
-    return fit_kind_rule(
-        DecisionKind(kind=cell.kind, feature=cell.feature, data=cell.data),
-        data,
-        judge=cell.judge,
-        prompt_family=cell.prompt_family,
-        criterion=cell.criterion,
-        grid=grid,
-        seed=seed,
-    )
-
-
-def served(rule: DecisionRule, features: np.ndarray, *, tolerance: int, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """(accepted, point) per item from ``decide`` (memoised per distinct feature value: the same call)."""
-    memo: dict[float, tuple[bool, int]] = {}
-    accepted = np.zeros(features.size, dtype=bool)
-    points = np.zeros(features.size, dtype=np.int64)
-    for position, value in enumerate(features.tolist()):
-        if value not in memo:
-            outcome = decide(rule, value, tolerance=tolerance, accept_alpha=alpha)
-            memo[value] = (outcome.accepted, outcome.point)
-        accepted[position], points[position] = memo[value]
-    return accepted, points
-
-
-@dataclass
-class _Tally:
-    """Per (row key): per-split figures, and per-label pooled counts."""
-
-    shares: list[float]
-    errors: list[float | None]
-    errors_n: list[tuple[int, int]]
-    certified: list[float]
-    failed: int
-    reasons: dict[str, int]
-    label_counts: np.ndarray  # (K, 3): items, accepted, errors among accepted
-
-
-def _tally(n_labels: int) -> _Tally:
-    return _Tally([], [], [], [], 0, {}, np.zeros((n_labels, 3), dtype=np.int64))
-
-
-def _record(
-    tally: _Tally, rule: DecisionRule, test: DecisionData, *, tolerance: int, alpha: float, gate: int | None = None
-) -> None:
-    if gate is None:
-        accepted, points = served(rule, test.features, tolerance=tolerance, alpha=alpha)
-        row = next(
-            (c for c in rule.certifications if c.tolerance == tolerance and abs(c.accept_alpha - alpha) < 1e-9), None
-        )
-        bad = np.abs(test.labels - points) >= tolerance
-        failed, reason, certified = (row.rule_failed, row.reason, row.certified_error) if row else (True, "", None)
-    else:
-        gate_row = next(
-            g for g in rule.quality_gates if g.pass_threshold == gate and abs(g.accept_alpha - alpha) < 1e-9
-        )
-        accepted = np.array(
-            [decide_gate(rule, x, pass_threshold=gate, accept_alpha=alpha).passed for x in test.features.tolist()],
-            dtype=bool,
-        )
-        bad = test.labels < gate
-        failed, reason, certified = gate_row.rule_failed, gate_row.reason, gate_row.certified_false_pass
-    tally.shares.append(float(accepted.mean()))
-    tally.errors_n.append((int(bad[accepted].sum()), int(accepted.sum())))
-    tally.errors.append(float(bad[accepted].mean()) if accepted.any() else None)
-    if certified is not None and accepted.any():
-        tally.certified.append(float(certified))
-    if failed:
-        tally.failed += 1
-    if failed or not accepted.any():
-        # grouped by their words: the bound's value (a decimal) differs from split to split
-        key = re.sub(r"\d+\.\d+", "#", reason.split(":")[0] if failed else reason)
-        tally.reasons[key] = tally.reasons.get(key, 0) + 1
-    for label in range(1, test.n_labels + 1):
-        mine = test.labels == label
-        tally.label_counts[label - 1] += [
-            int(mine.sum()),
-            int((accepted & mine).sum()),
-            int((accepted & mine & bad).sum()),
-        ]
-
-
-def _mean(values: Sequence[float]) -> float | None:
-    return float(np.mean(values)) if values else None
-
-
-def _reasons(tally: _Tally) -> list[str]:
-    return [f"{count} split(s): {reason}" for reason, count in sorted(tally.reasons.items(), key=lambda kv: -kv[1])][:3]
-
-
-def _row(
-    cell: CellKind, tally: _Tally, *, bound: str, signal: str, cal_fraction: float, tolerance: int, alpha: float
-) -> Row:
-    errors = [e for e in tally.errors if e is not None]
-    bad, accepted = (sum(x) for x in zip(*tally.errors_n, strict=True))
-    return Row(
-        judge=cell.judge,
-        prompt_family=cell.prompt_family,
-        criterion=cell.criterion,
-        kind=cell.kind,
-        headline=cell.headline,
-        bound=bound,
-        signal=signal,
-        cal_fraction=cal_fraction,
-        tolerance=tolerance,
-        accept_alpha=alpha,
-        mean_accept_share=float(np.mean(tally.shares)),
-        mean_error=_mean(errors),
-        pooled_error=bad / accepted if accepted else None,
-        share_ok=float(np.mean([e is None or e <= alpha + OK_SLACK + 1e-12 for e in tally.errors])),
-        splits_accepting=len(errors),
-        mean_certified_error=_mean(tally.certified),
-        failed_splits=tally.failed,
-        reasons=_reasons(tally),
-    )
 
 
 @dataclass(frozen=True)
@@ -318,12 +136,12 @@ def run_decision_study(
     tasks = [(cell, plan) for data in datasets for cell in cell_kinds(data) for plan in _plans(cell)]
     rows, label_rows, gate_rows = [], [], []
     for cell, plan in progress(tasks) if progress is not None else tasks:
-        tallies: dict[tuple[int, float, int | None], _Tally] = {}
+        tallies: dict[tuple[int, float, int | None], Tally] = {}
         splits = group_splits(cell.data.groups, n_splits=n_splits, seed=seed, cal_fraction=plan.cal_fraction)
         for split in splits:
-            rule = _fit(
+            rule = fit_rule(
                 cell,
-                _subset(cell.data, split.calibration),
+                subset(cell.data, split.calibration),
                 bound=plan.bound,
                 signal=plan.signal,
                 seed=seed * 1000 + split.split,
@@ -331,12 +149,12 @@ def run_decision_study(
                 tolerances=TOLERANCES,
                 gates=plan.gates,
             )
-            test = _subset(cell.data, split.test)
+            test = subset(cell.data, split.test)
             for tolerance in TOLERANCES:
                 for alpha in plan.alphas:
                     key = (tolerance, alpha, None)
-                    _record(
-                        tallies.setdefault(key, _tally(cell.data.n_labels)),
+                    record(
+                        tallies.setdefault(key, new_tally(cell.data.n_labels)),
                         rule,
                         test,
                         tolerance=tolerance,
@@ -344,8 +162,8 @@ def run_decision_study(
                     )
             for gate in plan.gates:
                 for alpha in TABLE_ALPHAS:
-                    _record(
-                        tallies.setdefault((0, alpha, gate), _tally(cell.data.n_labels)),
+                    record(
+                        tallies.setdefault((0, alpha, gate), new_tally(cell.data.n_labels)),
                         rule,
                         test,
                         tolerance=0,
@@ -354,25 +172,10 @@ def run_decision_study(
                     )
         for (tolerance, alpha, gate), tally in tallies.items():
             if gate is not None:
-                bad, accepted = (sum(x) for x in zip(*tally.errors_n, strict=True))
-                gate_rows.append(
-                    GateRow(
-                        judge=cell.judge,
-                        criterion=cell.criterion,
-                        kind=cell.kind,
-                        bound=plan.bound,
-                        pass_threshold=gate,
-                        accept_alpha=alpha,
-                        mean_pass_share=float(np.mean(tally.shares)),
-                        pooled_false_pass=bad / accepted if accepted else None,
-                        mean_certified_false_pass=_mean(tally.certified),
-                        failed_splits=tally.failed,
-                        reasons=_reasons(tally),
-                    )
-                )
+                gate_rows.append(gate_row(cell, tally, bound=plan.bound, gate=gate, alpha=alpha))
                 continue
             rows.append(
-                _row(
+                tally_row(
                     cell,
                     tally,
                     bound=plan.bound,
@@ -383,7 +186,7 @@ def run_decision_study(
                 )
             )
             if plan.signal == "fit_error" and plan.cal_fraction == 0.5 and alpha in TABLE_ALPHAS:
-                label_rows += _label_table(
+                label_rows += label_table(
                     cell, tally, bound=plan.bound, tolerance=tolerance, alpha=alpha, n_splits=len(splits)
                 )
     headline_cells = [cell for data in datasets for cell in cell_kinds(data) if cell.headline]
@@ -400,7 +203,7 @@ def run_decision_study(
         rows=rows,
         labels=label_rows,
         gates=gate_rows,
-        headlines=_headlines(rows),
+        headlines=headlines(rows),
         resampling=resampling,
     )
 
@@ -435,7 +238,7 @@ def resampling_check(
                 groups=np.repeat(np.arange(n_docs), [members[c].size for c in chosen]),
                 n_labels=population.n_labels,
             )
-            rule = _fit(
+            rule = fit_rule(
                 cell,
                 sample,
                 bound=bound,
@@ -468,60 +271,6 @@ def resampling_check(
                     mean_accept_share=float(np.mean(shares[alpha])),
                 )
             )
-    return out
-
-
-def _label_table(
-    cell: CellKind, tally: _Tally, *, bound: str, tolerance: int, alpha: float, n_splits: int
-) -> list[LabelTableRow]:
-    out = []
-    for label, (items, accepted, bad) in enumerate(tally.label_counts.tolist(), start=1):
-        out.append(
-            LabelTableRow(
-                judge=cell.judge,
-                criterion=cell.criterion,
-                kind=cell.kind,
-                bound=bound,
-                tolerance=tolerance,
-                accept_alpha=alpha,
-                label=label,
-                items_per_split=items / n_splits,
-                accept_share=accepted / items if items else None,
-                error_among_accepted=bad / accepted if accepted else None,
-                certifiable=items / n_splits >= MIN_LABEL_ITEMS,
-            )
-        )
-    return out
-
-
-def _headlines(rows: Sequence[Row]) -> list[Headline]:
-    out = []
-    keys = sorted({(r.bound, r.cal_fraction, r.tolerance, r.accept_alpha) for r in rows if r.signal == "fit_error"})
-    for bound, fraction, tolerance, alpha in keys:
-        chosen = [
-            r
-            for r in rows
-            if r.headline
-            and r.signal == "fit_error"
-            and r.bound == bound
-            and r.cal_fraction == fraction
-            and r.tolerance == tolerance
-            and r.accept_alpha == alpha
-        ]
-        logprob = [r.mean_accept_share for r in chosen if r.kind == "probabilities"]
-        out.append(
-            Headline(
-                bound=bound,
-                cal_fraction=fraction,
-                tolerance=tolerance,
-                accept_alpha=alpha,
-                logprob_mean_accept_share=float(np.mean(logprob)) if logprob else math.nan,
-                all_mean_accept_share=float(np.mean([r.mean_accept_share for r in chosen])),
-                cells_mean_error_ok=sum(r.mean_error is None or r.mean_error <= alpha + 1e-12 for r in chosen),
-                cells_share_ok=sum(r.share_ok >= 0.95 for r in chosen),
-                n_cells=len(chosen),
-            )
-        )
     return out
 
 

@@ -20,8 +20,8 @@ from offline.studies.decisions import (
     HEADLINE_TOLERANCE,
     TABLE_ALPHAS,
     TOLERANCES,
-    cell_kinds,
 )
+from offline.studies.decisions_cells import cell_kinds
 from offline.studies.decisions_results import DecisionStudy
 
 __all__ = [

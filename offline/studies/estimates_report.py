@@ -10,7 +10,10 @@ from pathlib import Path
 import numpy as np
 
 from offline.jsonfile import write_json
-from offline.studies.estimates import INTERVAL_ALPHA, JSON_FILE, MARKDOWN_FILE, METHODS, EstimatesStudy, SummEvalRow
+from offline.studies.estimates import JSON_FILE, MARKDOWN_FILE
+from offline.studies.estimates_arena import INTERVAL_ALPHA
+from offline.studies.estimates_results import EstimatesStudy, SummEvalRow
+from offline.studies.estimates_summeval import METHODS
 
 __all__ = [
     "markdown",

@@ -13,8 +13,11 @@ call                                                       result
 ``write_sentence_study(summary, report_dir)``              ``factuality/llm_sentences.{json,md}``
 =========================================================  ==============================================
 
-The result types live in :mod:`offline.studies.factuality_sentences_results`; ``write_sentence_study`` and the
-markdown in :mod:`offline.studies.factuality_sentences_report`.
+The parse and store calls live in :mod:`offline.studies.factuality_sentences_store`, the artifact's calibration of
+these cells (``sentence_validity``, ``write_sentence_validity``, ``without_prompt_family``) in
+:mod:`offline.studies.factuality_sentences_validity`, the result types in
+:mod:`offline.studies.factuality_sentences_results`; ``write_sentence_study`` and the markdown in
+:mod:`offline.studies.factuality_sentences_report`.
 
 Rules, stated once (also written into ``llm_sentences.json`` under ``rules``):
 
@@ -45,22 +48,14 @@ Rules, stated once (also written into ``llm_sentences.json`` under ``rules``):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from calibration.intervals import fisher_z_interval
-from calibration.kind_fit import KindFit
-from judges.sentence_check import judge_score_from_share
-from judges.sentence_parse import CATEGORY_CODES, ParsedSentences, parse_sentence_verdicts
-from offline.answer_records import AnswerRecord
+from judges.sentence_parse import CATEGORY_CODES, ParsedSentences
 from offline.data.finesure import FactCheckRow, RecordedFactCheck
-from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankDataError, FrankItem, baseline_scores
-from offline.jsonfile import write_json
-from offline.store import AnswerStore
+from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankItem, baseline_scores
 from offline.studies.factuality import CorrelationCell, align_scores, correlation_cell
-from offline.studies.factuality_llm import CRITERION, FactualityAnswer
 from offline.studies.factuality_sentences_results import (
     AblationRow,
     BaselineRow,
@@ -71,39 +66,21 @@ from offline.studies.factuality_sentences_results import (
     SentenceAgreement,
     SentenceStudySummary,
 )
-from offline.studies.faithfulness import FaithfulnessStudy, faithfulness_data
-from offline.studies.validity import ValiditySummary, run_validity_study
-from offline.studies.validity import markdown as validity_markdown
+from offline.studies.factuality_sentences_store import item_score, parse_row, parse_statistics
 
 __all__ = [
     "BASELINES",
     "FIGURE_FILE",
     "JSON_FILE",
     "MARKDOWN_FILE",
-    "VALIDITY_JSON_FILE",
-    "VALIDITY_MARKDOWN_FILE",
-    "METHOD",
-    "PROMPT_FAMILY",
     "RULES",
     "TYPE_CODES",
-    "ingest_sentences",
-    "item_score",
-    "judge_score_of",
-    "sentence_validity",
-    "without_prompt_family",
-    "write_sentence_validity",
     "run_sentence_study",
-    "sentence_answers_from_store",
-    "sentence_records",
 ]
 
-METHOD = "sentences"
-PROMPT_FAMILY = "factuality_sentences"
 JSON_FILE = "factuality/llm_sentences.json"
 MARKDOWN_FILE = "factuality/llm_sentences.md"
 FIGURE_FILE = "factuality/llm_sentences_confusion.png"
-VALIDITY_JSON_FILE = "factuality/llm_sentences_validity.json"
-VALIDITY_MARKDOWN_FILE = "factuality/llm_sentences_validity.md"
 BASELINES: tuple[str, ...] = ("FactCC", "BertScore P Art", "QAGS")
 # FRANK's error types as the annotators write them; the judge's categories map onto the same codes.
 TYPE_CODES: tuple[str, ...] = ("RelE", "EntE", "CircE", "CorefE", "LinkE", "OutE", "GramE", "OtherE")
@@ -130,136 +107,6 @@ RULES = {
     "majority type (NoE for no-error sentences) x judge category",
     "baselines": f"{', '.join(BASELINES)} correlated overall on exactly each judge's included items",
 }
-
-
-# ------------------------------------------------------------------------------------------ parse and store
-
-
-def item_score(parsed: ParsedSentences) -> float | None:
-    """Share of sentences judged error-free, or None when the reply gave no verdicts per sentence."""
-    if parsed.verdicts is None or not parsed.verdicts:
-        return None
-    return sum(not v.error for v in parsed.verdicts) / len(parsed.verdicts)
-
-
-def judge_score_of(score: float) -> int:
-    """The 1-5 verdict of an item score in [0, 1]: ``1 + round_half_up(4 x score)``, the service's rule
-    (``judges.sentence_check.judge_score_from_share``), so offline and live verdicts agree."""
-    return judge_score_from_share(score)
-
-
-def _parse(row: FactCheckRow) -> ParsedSentences:
-    return parse_sentence_verdicts(row.response, n_sentences=len(row.sentences))
-
-
-def _parse_stats(judge: str, rows: Sequence[FactCheckRow], parsed: Sequence[ParsedSentences]) -> ParseStats:
-    rules: dict[str, int] = {}
-    for p in parsed:
-        rules[p.rule] = rules.get(p.rule, 0) + 1
-    n_wrong = rules.get("wrong_count", 0)
-    n_included = sum(p.ok for p in parsed)
-    compared = same_rows = same_sentences = n_sentences = 0
-    for row, p in zip(rows, parsed, strict=True):
-        loose = p if p.ok else parse_sentence_verdicts(row.response)  # a wrong-count list is still a reading
-        if loose.verdicts is None:
-            continue
-        compared += 1
-        ours = ([int(v.error) for v in loose.verdicts], [v.category for v in loose.verdicts])
-        same_rows += ours == (list(row.pred_error), list(row.pred_error_type))
-        if len(ours[0]) == len(row.pred_error):
-            n_sentences += len(ours[0])
-            same_sentences += sum(a == b for a, b in zip(ours[0], row.pred_error, strict=True))
-    return ParseStats(
-        judge=judge,
-        n_rows=len(rows),
-        n_read=n_included + n_wrong,
-        n_included=n_included,
-        n_wrong_count=n_wrong,
-        n_unreadable=len(rows) - n_included - n_wrong,
-        n_escapes_repaired=sum(p.escapes_repaired for p in parsed),
-        parse_rate=(n_included + n_wrong) / len(rows) if rows else 0.0,
-        rules=dict(sorted(rules.items())),
-        recorded_row_agreement=same_rows / compared if compared else None,
-        recorded_sentence_agreement=same_sentences / n_sentences if n_sentences else None,
-        n_compared_rows=compared,
-    )
-
-
-def sentence_records(check: RecordedFactCheck) -> tuple[list[AnswerRecord], ParseStats]:
-    """The store records of one judge's recorded fact-checks (module rules) and its parse statistics."""
-    parsed = [_parse(row) for row in check.rows]
-    records = []
-    for row, p in zip(check.rows, parsed, strict=True):
-        score = item_score(p)
-        records.append(
-            AnswerRecord(
-                judge=check.judge,
-                prompt_family=PROMPT_FAMILY,
-                task="factuality_sentences",
-                criterion=CRITERION,
-                item_id=row.item_id,
-                judge_score=None if score is None else judge_score_of(score),
-                raw_reply=row.response,
-                parse_rule=p.rule,
-                model=check.judge,
-            )
-        )
-    return records, _parse_stats(check.judge, check.rows, parsed)
-
-
-def ingest_sentences(store: AnswerStore, checks: Sequence[RecordedFactCheck]) -> list[ParseStats]:
-    """Put every judge's records into the store in one transaction; return each judge's parse statistics."""
-    records: list[AnswerRecord] = []
-    stats = []
-    for check in checks:
-        judge_records, judge_stats = sentence_records(check)
-        records += judge_records
-        stats.append(judge_stats)
-    if records:
-        store.put_many(records)
-    return stats
-
-
-def sentence_answers_from_store(
-    store: AnswerStore, items: Sequence[FrankItem]
-) -> dict[tuple[str, str], list[FactualityAnswer]]:
-    """Every judge's stored sentence fact-checks as ``FactualityAnswer`` (score = item score, re-read from the
-    stored reply; judge_score as stored), keyed ``(judge, "sentences")``, each ordered by item_id.
-
-    Raises FrankDataError when a stored item_id names no FRANK item.
-    """
-    known = {item.item_id for item in items}
-    result: dict[tuple[str, str], list[FactualityAnswer]] = {}
-    for record in store.iter_answers(task="factuality_sentences", prompt_family=PROMPT_FAMILY, criterion=CRITERION):
-        if record.repetition != 0:
-            continue
-        if record.item_id not in known:
-            raise FrankDataError(
-                None,
-                None,
-                f"stored {PROMPT_FAMILY} answer of judge {record.judge!r} names item "
-                f"{record.item_id!r}, which is no FRANK '<hash>/<model_name>'",
-            )
-        ok = record.error is None and record.judge_score is not None
-        score = item_score(parse_sentence_verdicts(record.raw_reply)) if ok else None
-        result.setdefault((record.judge, METHOD), []).append(
-            FactualityAnswer(
-                judge=record.judge,
-                method=METHOD,
-                prompt_family=PROMPT_FAMILY,
-                item_id=record.item_id,
-                judge_score=record.judge_score if ok and score is not None else None,
-                score=score,
-                model=record.model,
-                error=record.error,
-            )
-        )
-    for answers in result.values():
-        answers.sort(key=lambda answer: answer.item_id)
-    return dict(sorted(result.items()))
-
-
-# ------------------------------------------------------------------------------------------------ the study
 
 
 def _stat(cell: CorrelationCell, which: str) -> tuple[float | None, float | None]:
@@ -393,8 +240,8 @@ def run_sentence_study(
     rows, baselines, ablation, agreements, types, matrices, parse = [], [], [], [], [], [], []
     metric_columns = {metric: baseline_scores(frank, metric) for metric in BASELINES if metric in frank.metric_names}
     for check in sorted(checks, key=lambda c: c.judge):
-        parsed = [_parse(row) for row in check.rows]
-        parse.append(by_judge.get(check.judge) or _parse_stats(check.judge, check.rows, parsed))
+        parsed = [parse_row(row) for row in check.rows]
+        parse.append(by_judge.get(check.judge) or parse_statistics(check.judge, check.rows, parsed))
         included = [(row, p) for row, p in zip(check.rows, parsed, strict=True) if p.ok]
         scores = align_scores(frank.items, {(r.hash, r.model_name): item_score(p) for r, p in included})
         overall = correlation_cell(frank.items, scores)
@@ -462,54 +309,3 @@ def run_sentence_study(
         error_types=types,
         confusion=matrices,
     )
-
-
-# ---------------------------------------------------------------------------------------------------- writing
-
-
-# ------------------------------------------------------------------------------------ calibration (artifact)
-
-
-def sentence_validity(
-    items: Sequence[FrankItem],
-    answers: dict[tuple[str, str], list[FactualityAnswer]],
-    *,
-    n_splits: int,
-    seed: int,
-    delta: float | None,
-) -> tuple[ValiditySummary, dict[tuple[str, str, str, str], KindFit]]:
-    """The ``factuality_sentences`` cells under the validity rules (:mod:`offline.studies.validity`): verdict
-    ``judge_score`` (input kind ``score``), target ``faithfulness_target(Factuality)``, splits that keep each FRANK
-    article (the item id's hash) on one side, PAC thresholds at ``delta`` (marginal when None). Returns the
-    summary and the fits ``export_thresholds(fits=...)`` takes."""
-    cells = [part.data for part in faithfulness_data(items, answers)]
-    return run_validity_study(cells, n_splits=n_splits, seed=seed, delta=delta)
-
-
-def write_sentence_validity(summary: ValiditySummary, report_dir: Path) -> tuple[Path, Path]:
-    """Write ``factuality/llm_sentences_validity.{json,md}`` (the validity study's layout); both paths."""
-    json_path, md_path = Path(report_dir) / VALIDITY_JSON_FILE, Path(report_dir) / VALIDITY_MARKDOWN_FILE
-    write_json(summary, json_path)
-    md_path.write_text(
-        validity_markdown(summary).replace(
-            "# Validity of the served artifact",
-            "# FRANK sentence-level fact-checks: validity of the served artifact",
-            1,
-        ),
-        encoding="utf-8",
-    )
-    return json_path, md_path
-
-
-def without_prompt_family(study: FaithfulnessStudy | None, family: str = PROMPT_FAMILY) -> FaithfulnessStudy | None:
-    """The faithfulness study minus one prompt family's cells, predictors and defaults (their artifact entries
-    come from :func:`sentence_validity` instead, so no cell is exported twice)."""
-    if study is None:
-        return None
-    summary = msgspec.structs.replace(
-        study.summary,
-        cells=[c for c in study.summary.cells if c.prompt_family != family],
-        default_methods=[d for d in study.summary.default_methods if d.prompt_family != family],
-    )
-    fitted = {key: value for key, value in study.fitted.items() if key[1] != family}
-    return FaithfulnessStudy(summary=summary, fitted=fitted)

@@ -12,7 +12,7 @@ Rules, stated once (also written into ``faithfulness.json`` under ``rules``):
 
 * **Cells.** One per (judge, prompt family ``factuality_direct`` | ``factuality_qa`` | ``factuality_sentences``)
   with answers in the store (:func:`offline.studies.factuality_llm.factuality_answers_from_store`,
-  :func:`offline.studies.factuality_sentences.sentence_answers_from_store`), criterion ``faithfulness``.
+  :func:`offline.studies.factuality_sentences_store.sentence_answers_from_store`), criterion ``faithfulness``.
 * **Verdict.** The stored 1-5 ``judge_score``: direct, the judge's digit; qa, ``1 + round_half_up(4 x QA
   score)`` (``judges.factuality.judge_score_from_qa``, the mapping the service applies to live QA
   verdicts); sentences, ``1 + round_half_up(4 x share of sentences judged error-free)``. Items without a

@@ -28,14 +28,15 @@ Rules, stated once (also written into the JSON):
   half, with replacement (``default_rng([seed, 1000 + draw])``), certifies, and fails when the population's error
   among pairs accepted at the certified threshold exceeds alpha. Failure rate vs delta with its Monte-Carlo
   standard error sqrt(delta (1 - delta) / draws).
+
+The pair tables live in :mod:`offline.studies.pairwise_decisions_tables`, the validity simulation in
+:mod:`offline.studies.pairwise_decisions_simulation`.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
@@ -47,36 +48,25 @@ from calibration.pairwise_decision import (
     DEFAULT_LEVELS,
     GROUP_STARTS,
     Bound,
-    PairSignal,
     Ties,
     accepted,
     certify_threshold,
     disagreements,
-    distinct_starts,
-    human_majority,
-    vote_signal,
 )
-from offline.data.arena_ppr import ArenaPPR, load_arena_ppr
-from offline.data.pairwise import pair_item_id, presented
-from offline.data.vicuna80 import Vicuna80, load_vicuna80
 from offline.studies.pairwise_decisions_results import DecisionRow, PairwiseDecisionSummary, SimulationRow
+from offline.studies.pairwise_decisions_simulation import population_risks, simulation_rows
+from offline.studies.pairwise_decisions_tables import PANEL, PairTable, bound_starts, sources
 
 __all__ = [
     "ALPHAS",
     "DELTA",
     "JSON_FILE",
-    "PANEL",
-    "PairTable",
-    "arena_pairs",
     "export_pairwise_artifact",
-    "load_tables",
     "run_pairwise_decisions",
-    "vicuna80_pairs",
 ]
 
 JSON_FILE = "pairwise_decisions/summary.json"
 FIGURE_FILE = "pairwise_decisions/accept_vs_agreement.png"
-PANEL = "panel"
 ALPHAS: tuple[float, ...] = (0.10, 0.20, 0.30)
 DELTA = 0.10
 TIES: tuple[Ties, ...] = ("exclude", "error")
@@ -89,18 +79,6 @@ class _Headline(TypedDict):
 
 HEADLINE: _Headline = {"bound": "group_betting", "ties": "exclude"}
 BOUNDARY_MARGIN = 0.01
-
-
-@dataclass(frozen=True)
-class PairTable:
-    """One dataset's pairs: group code per pair, human label, and each source's signal (aligned arrays)."""
-
-    dataset: str
-    groups: np.ndarray  # int codes, one per pair
-    human: np.ndarray  # +1 / -1 / 0 per pair, canonical order
-    signals: dict[str, PairSignal]
-    group_size_bound: int
-    verdicts_per_pair: dict[str, int]  # per source: verdicts behind a pair's signal (median; panel: the sum)
 
 
 RULES = {
@@ -120,105 +98,6 @@ RULES = {
     "pair_binomial": "exact binomial P(Bin(n_accepted, alpha) <= n_errors) over pairs (Trust-or-Escalate)",
     "simulation": "population = the full dataset; draws of a calibration half's group count with replacement",
 }
-
-
-def _outcome_sign(outcome: str | None, shown_first_is_a: bool) -> float:
-    if outcome == "tie":
-        return 0.0
-    return 1.0 if (outcome == "first") == shown_first_is_a else -1.0
-
-
-def _votes_matrix(per_pair: list[list[float]]) -> np.ndarray:
-    width = max((len(v) for v in per_pair), default=1) or 1
-    out = np.full((len(per_pair), width), np.nan)
-    for i, votes in enumerate(per_pair):
-        out[i, : len(votes)] = votes
-    return out
-
-
-def _panel(matrices: Sequence[np.ndarray]) -> PairSignal:
-    """Members pooled, each member's present verdicts weighted 1 / (its verdict count on the pair)."""
-    votes = np.concatenate(matrices, axis=1)
-    weights = np.concatenate(
-        [np.broadcast_to(1.0 / np.maximum((~np.isnan(m)).sum(axis=1, keepdims=True), 1), m.shape) for m in matrices],
-        axis=1,
-    )
-    return vote_signal(votes, weights)
-
-
-def vicuna80_pairs(data: Vicuna80, parse_choice: Callable[[str | None], Any] | None = None) -> PairTable:
-    """Vicuna80's question pairs with human plurality labels and every judge's and the panel's signal."""
-    from offline.ingest import vicuna80_records
-
-    if parse_choice is None:
-        from judges.parse_choice import parse_choice as default_parse_choice
-
-        parse_choice = default_parse_choice
-    pair_ids = sorted(
-        {
-            pair_item_id(q, a, b)
-            for q, item in data.items.items()
-            for i, a in enumerate(sorted(item.answers))
-            for b in sorted(item.answers)[i + 1 :]
-        }
-    )
-    position = {p: i for i, p in enumerate(pair_ids)}
-    counts = np.zeros((len(pair_ids), 3), dtype=int)  # a, b, tie
-    for vote in data.human:
-        row = position[pair_item_id(vote.item_id, vote.first, vote.second)]
-        sign = _outcome_sign(vote.vote, vote.first < vote.second)
-        counts[row, 0 if sign > 0 else 1 if sign < 0 else 2] += 1
-    matrices = {}
-    for judge, verdicts in data.judges.items():
-        records, _ = vicuna80_records(judge, verdicts, parse_choice)
-        per_pair: list[list[float]] = [[] for _ in pair_ids]
-        for record in records:
-            _, first, second = presented(record.item_id, record.order)
-            per_pair[position[record.item_id]].append(_outcome_sign(record.outcome, first < second))
-        matrices[judge] = _votes_matrix(per_pair)
-    signals = {judge: vote_signal(m) for judge, m in matrices.items()}
-    signals[PANEL] = _panel(list(matrices.values()))
-    per_pair_counts = {judge: int(np.median((~np.isnan(m)).sum(axis=1))) for judge, m in matrices.items()}
-    per_pair_counts[PANEL] = sum(per_pair_counts.values())
-    _, groups = np.unique([p.rpartition("/")[0] for p in pair_ids], return_inverse=True)
-    has_votes = counts.sum(axis=1) > 0
-    human = np.where(has_votes, human_majority(counts[:, 0], counts[:, 1], counts[:, 2]), 0).astype(np.int8)
-    return PairTable(
-        dataset="vicuna80",
-        groups=groups,
-        human=human,
-        signals=signals,
-        group_size_bound=int(np.bincount(groups).max()),
-        verdicts_per_pair=per_pair_counts,
-    )
-
-
-def arena_pairs(data: ArenaPPR) -> PairTable:
-    """Arena battles (battle order = canonical order) with each judge's and the panel's signal."""
-    matrices = {judge: outcome.astype(float)[:, None] for judge, outcome in data.judges.items()}
-    signals = {judge: vote_signal(m) for judge, m in matrices.items()}
-    signals[PANEL] = _panel(list(matrices.values()))
-    _, groups = np.unique(data.question_ids, return_inverse=True)
-    return PairTable(
-        dataset="arena_ppr",
-        groups=groups,
-        human=data.human.copy(),
-        signals=signals,
-        group_size_bound=int(np.bincount(groups).max()),
-        verdicts_per_pair={**dict.fromkeys(data.judges, 1), PANEL: len(data.judges)},
-    )
-
-
-def _starts(bound: Bound, table: PairTable, source: str) -> tuple[float, ...]:
-    """The group bound runs the multi-start fixed sequence (starts that the source's verdict count makes equal
-    collapse into one chain); the pair binomial Trust-or-Escalate's single chain."""
-    if bound != "group_betting":
-        return ()
-    return distinct_starts(GROUP_STARTS, table.verdicts_per_pair[source])
-
-
-def _sources(table: PairTable) -> list[str]:
-    return [*sorted(s for s in table.signals if s != PANEL), PANEL]
 
 
 def _decision_row(
@@ -241,7 +120,7 @@ def _decision_row(
             delta=delta,
             bound=bound,
             group_size_bound=table.group_size_bound,
-            starts=_starts(bound, table, source),
+            starts=bound_starts(bound, table, source),
         )
         thresholds["none" if cert.threshold is None else f"{cert.threshold:.2f}"] += 1
         test = split.test
@@ -280,80 +159,6 @@ def _decision_row(
         all_decisive_agreement=float((~errors[ref]).mean()) if ref.size else None,
         n_test_pairs_mean=float(np.mean([s.test.size for s in splits])),
     )
-
-
-def _population_risks(table: PairTable, source: str, ties: Ties) -> dict[float, float]:
-    """Error among accepted counted pairs of the whole dataset at every level (0 when nothing is accepted)."""
-    signal = table.signals[source]
-    errors, counted = disagreements(signal.preferred, table.human, ties)
-    risks = {}
-    for level in DEFAULT_LEVELS:
-        acc = accepted(signal.preferred, signal.confidence, level) & counted
-        risks[level] = float((acc & errors).sum() / acc.sum()) if acc.any() else 0.0
-    return risks
-
-
-def _simulation_rows(
-    table: PairTable, source: str, ties: Ties, alpha: float, delta: float, *, n_draws: int, n_groups: int, seed: int
-) -> list[SimulationRow]:
-    signal = table.signals[source]
-    errors, counted = disagreements(signal.preferred, table.human, ties)
-    keep = np.flatnonzero(counted)
-    order = keep[np.argsort(table.groups[keep], kind="stable")]
-    codes = table.groups[order]
-    starts = np.searchsorted(codes, np.arange(table.groups.max() + 2))
-    present = np.flatnonzero(np.diff(starts) > 0)  # groups holding a counted pair
-    all_groups = table.groups.max() + 1
-    population = _population_risks(table, source, ties)
-    fails = dict.fromkeys(BOUNDS, 0)
-    accepts: dict[str, list[float]] = {b: [] for b in BOUNDS}
-    for draw in range(n_draws):
-        rng = np.random.default_rng([seed, 1000 + draw])
-        # Draw among all groups (a group of only human ties contributes no counted pair), as a calibration half.
-        chosen = rng.integers(0, all_groups, size=n_groups)
-        chosen = chosen[np.isin(chosen, present)]
-        lengths = starts[chosen + 1] - starts[chosen]
-        offsets = np.arange(lengths.sum()) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        index = order[np.repeat(starts[chosen], lengths) + offsets]
-        labels = np.repeat(np.arange(chosen.size), lengths)
-        if index.size == 0:
-            continue
-        for bound in BOUNDS:
-            cert = certify_threshold(
-                signal.confidence[index],
-                signal.preferred[index],
-                errors[index],
-                labels,
-                alpha=alpha,
-                delta=delta,
-                bound=bound,
-                group_size_bound=table.group_size_bound,
-                starts=_starts(bound, table, source),
-            )
-            if cert.threshold is not None and population[cert.threshold] > alpha:
-                fails[bound] += 1
-            accepts[bound].append(
-                float(accepted(signal.preferred[keep], signal.confidence[keep], cert.threshold).mean())
-            )
-    se = float(np.sqrt(delta * (1 - delta) / n_draws))
-    return [
-        SimulationRow(
-            dataset=table.dataset,
-            source=source,
-            ties=ties,
-            bound=b,
-            alpha=alpha,
-            delta=delta,
-            n_draws=n_draws,
-            n_groups_per_draw=n_groups,
-            failures=fails[b],
-            failure_rate=fails[b] / n_draws,
-            mc_se=se,
-            within_delta=fails[b] / n_draws <= delta + 2 * se,
-            accept_share_mean=float(np.mean(accepts[b])) if accepts[b] else 0.0,
-        )
-        for b in BOUNDS
-    ]
 
 
 def _done_when(rows: Sequence[DecisionRow]) -> dict[str, Any]:
@@ -398,7 +203,7 @@ def run_pairwise_decisions(
     rows: list[DecisionRow] = []
     simulation: list[SimulationRow] = []
     datasets: dict[str, dict[str, Any]] = {}
-    jobs = [(t, s, ties, alpha) for t in tables for s in _sources(t) for ties in TIES for alpha in alphas]
+    jobs = [(t, s, ties, alpha) for t in tables for s in sources(t) for ties in TIES for alpha in alphas]
     splits = {
         t.dataset: group_splits(t.groups, n_splits=n_splits, seed=seed, cal_fraction=cal_fraction) for t in tables
     }
@@ -407,7 +212,7 @@ def run_pairwise_decisions(
             "n_pairs": int(table.groups.size),
             "n_groups": int(table.groups.max() + 1),
             "group_size_bound": table.group_size_bound,
-            "sources": _sources(table),
+            "sources": sources(table),
             "human_a": int((table.human == 1).sum()),
             "human_b": int((table.human == -1).sum()),
             "human_tie": int((table.human == 0).sum()),
@@ -418,7 +223,7 @@ def run_pairwise_decisions(
             rows.append(_decision_row(table, source, ties, bound, alpha, delta, splits[table.dataset]))
         if n_draws > 0:
             simulation.extend(
-                _simulation_rows(
+                simulation_rows(
                     table,
                     source,
                     ties,
@@ -432,11 +237,11 @@ def run_pairwise_decisions(
     if n_draws > 0:
         # The hardest real case: alpha just below the population error of accepting every decisive pair, so
         # the last levels are true nulls that a too-liberal bound would reject.
-        for table, source in progress([(t, s) for t in tables for s in _sources(t)]):
-            risk = _population_risks(table, source, "exclude")[DEFAULT_LEVELS[-1]]
+        for table, source in progress([(t, s) for t in tables for s in sources(t)]):
+            risk = population_risks(table, source, "exclude")[DEFAULT_LEVELS[-1]]
             if BOUNDARY_MARGIN < risk - BOUNDARY_MARGIN < 1:
                 simulation.extend(
-                    _simulation_rows(
+                    simulation_rows(
                         table,
                         source,
                         "exclude",
@@ -463,11 +268,6 @@ def run_pairwise_decisions(
     )
 
 
-def load_tables(data_dir: Path) -> list[PairTable]:
-    """Both datasets' pair tables from the data directory (DataError when a folder or file is missing or bad)."""
-    return [vicuna80_pairs(load_vicuna80(data_dir)), arena_pairs(load_arena_ppr(data_dir))]
-
-
 def export_pairwise_artifact(
     tables: Sequence[PairTable], *, delta: float = DELTA, alphas: Sequence[float] = ALPHAS, source: str = ""
 ) -> PairwiseArtifact:
@@ -475,7 +275,7 @@ def export_pairwise_artifact(
     rule); panels are left out (``/v1/compare`` asks one judge)."""
     entries = []
     for table in tables:
-        for judge in _sources(table):
+        for judge in sources(table):
             if judge == PANEL:
                 continue
             signal = table.signals[judge]
@@ -490,7 +290,7 @@ def export_pairwise_artifact(
                     delta=delta,
                     bound=HEADLINE["bound"],
                     group_size_bound=table.group_size_bound,
-                    starts=_starts(HEADLINE["bound"], table, judge),
+                    starts=bound_starts(HEADLINE["bound"], table, judge),
                 )
                 last = next((t for t in cert.tests if t.level == cert.threshold), None)
                 entries.append(

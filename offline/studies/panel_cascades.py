@@ -6,7 +6,7 @@ method is chosen as a served default is: the selection rule over the core method
 (:func:`calibration.panel_nested.choose_recipe`, core menu only), by cross-fitting inside the documents of the
 stage's own fit items. Rules, stated once:
 
-* **Items, splits.** The pair's common items per criterion (:func:`offline.studies.panels.panel_cells`);
+* **Items, splits.** The pair's common items per criterion (:func:`offline.studies.panel_cells.panel_cells`);
   ``n_splits`` outer splits by document (seed ``seed``), half the documents calibrate.
 * **Routing** as in :mod:`offline.studies.cascades`: judge 1's ``residual`` thresholds fitted on half of the
   calibration documents (``default_rng([seed, 7, split])``); an item goes on when its stage-1 set width > ``w``.
@@ -45,7 +45,8 @@ from calibration.selection import qualifies
 from offline.jsonfile import write_json
 from offline.studies.cascades import MAX_CALLS, SIZE_MARGIN, routing_split
 from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.panels import EXPORTED_PANEL, member_kind_data, panel_cells
+from offline.studies.panel_cells import member_kind_data, panel_cells
+from offline.studies.panels import EXPORTED_PANEL
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
 
 __all__ = [

@@ -5,8 +5,8 @@ within-label rule) reported sets 0.79-0.91x the best member's; under the validit
 1.0x. This study (part of ``python -m offline panels``) walks from one setting to the other on the issue's panel
 (:data:`offline.studies.panels.EXPORTED_PANEL`), per criterion, and screens one learned combination. Rules:
 
-* **Items.** The panel's common items (:func:`offline.studies.panels.panel_cells`); every member is refitted on
-  the same items and documents (:func:`offline.studies.panels.member_kind_data`), every input kind it supports.
+* **Items.** The panel's common items (:func:`offline.studies.panel_cells.panel_cells`); every member is refitted on
+  the same items and documents (:func:`offline.studies.panel_cells.member_kind_data`), every input kind it supports.
 * **Figures.** The served recipe (:func:`calibration.kind_fit.fit_kind`: default chosen inside the calibration
   documents, fitted there, evaluated on unseen documents; 20 splits by document, seed 0) at ``alpha``: mean set
   size and coverage. The best member is the member and input kind with the smallest served set size under the

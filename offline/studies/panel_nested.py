@@ -4,8 +4,8 @@ Rules of the estimate in :mod:`calibration.panel_nested`; this module builds the
 data and writes the result. Rules, stated once:
 
 * **Items.** The issue's panel (:data:`offline.studies.panels.EXPORTED_PANEL`) on its common items per criterion
-  (:func:`offline.studies.panels.panel_cells`); every member on the same items and documents, once per input
-  kind it supports (:func:`offline.studies.panels.member_kind_data`).
+  (:func:`offline.studies.panel_cells.panel_cells`); every member on the same items and documents, once per input
+  kind it supports (:func:`offline.studies.panel_cells.member_kind_data`).
 * **Feature sets** of the learned recipes (each standardised by the model, :mod:`calibration.panel_model`):
   ``expected``: the expected scores (panel: the members', n x 4; member: its own, n x 1);
   ``disagreement`` (panel only): ``expected`` + the members' population std and spread (max - min);
@@ -38,7 +38,8 @@ from calibration.panels import panel_kind_data
 from calibration.selection import MethodEvidence, qualifies
 from offline.jsonfile import write_json
 from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.panels import EXPORTED_PANEL, PanelCell, member_kind_data, panel_cells
+from offline.studies.panel_cells import PanelCell, member_kind_data, panel_cells
+from offline.studies.panels import EXPORTED_PANEL
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
 
 __all__ = [

@@ -27,51 +27,36 @@ at delta 0.05, default by cross-fitting, the served recipe checked on unseen doc
   >= 2 members into the artifact (:func:`export_panel_fits`, the artifact's alpha grid); the full study is this
   module's command only (57 panels x 4 criteria cost about a minute of CPU).
 
-Writes (:mod:`offline.studies.panels_report`) ``conformal/panels.json``
-(:class:`offline.studies.panels_results.PanelStudy`), ``conformal/panels.md`` and ``conformal/panels_set_size.png``.
+The panel's cell (items, verdicts, members' input kinds) lives in :mod:`offline.studies.panel_cells`, the learned
+combination in :mod:`offline.studies.panel_learned`. Writes (:mod:`offline.studies.panels_report`)
+``conformal/panels.json`` (:class:`offline.studies.panels_results.PanelStudy`), ``conformal/panels.md`` and
+``conformal/panels_set_size.png``.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
 
 import numpy as np
 
-from calibration.conformal import fit_conformal, predict_sets
-from calibration.heldout import group_splits, pooled_group_coverage
-from calibration.kind_fit import KindData, KindFit, fit_kind
-from calibration.panel_model import fit_multinomial
-from calibration.panels import (
-    PANEL_INPUT_KIND,
-    expected_scores,
-    is_panel_family,
-    panel_family,
-    panel_kind_data,
-    panel_name,
-)
+from calibration.kind_fit import KindFit, fit_kind
+from calibration.panels import PANEL_INPUT_KIND, is_panel_family, panel_kind_data, panel_name
 from offline.studies.cell_data import JudgeCriterionData
+from offline.studies.panel_cells import PanelCell, member_kind_data, panel_cells
 from offline.studies.panel_gap import candidate_rows, gap_rows
-from offline.studies.panels_results import LearnedRow, LeaveOneOut, MemberOnItems, PanelRow, PanelStudy
-from offline.studies.validity import (
-    ALPHA_GRID,
-    DEFAULT_DELTA,
-    HEADLINE_ALPHA,
-    REPORT_ALPHAS,
-    kind_data,
-    run_validity_study,
-)
+from offline.studies.panel_learned import learned_rows
+from offline.studies.panels_results import LeaveOneOut, MemberOnItems, PanelRow, PanelStudy
+from offline.studies.validity import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, REPORT_ALPHAS, run_validity_study
 
 __all__ = [
     "EXPORTED_PANEL",
     "FIGURE_FILE",
     "JSON_FILE",
     "MARKDOWN_FILE",
-    "PanelCell",
     "export_panel_fits",
-    "member_kind_data",
-    "panel_cells",
+    "fit_panel",
+    "members_on_items",
     "run_panel_study",
 ]
 
@@ -86,30 +71,6 @@ EXPORTED_PANEL: tuple[str, ...] = (
 )
 STUDY_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20)
 
-
-@dataclass(frozen=True)
-class PanelCell:
-    """One panel's items for one criterion: members' expected scores (items x members), labels, documents."""
-
-    members: tuple[str, ...]
-    criterion: str
-    item_ids: tuple[str, ...]
-    expected: np.ndarray
-    labels: np.ndarray
-    groups: np.ndarray
-    inputs: tuple[str, ...] = ()  # each member's input (calibration.panels.member_input), member order
-    n_labels: int = 5
-
-    @property
-    def name(self) -> str:
-        return panel_name(self.members)
-
-    @property
-    def family(self) -> str:
-        """The cell's prompt family: the members' inputs (calibration.panels.panel_family)."""
-        return panel_family(self.inputs)
-
-
 RULES = {
     "verdict": "mean of members' expected scores (mean_of_samples; else sum k p_k of renormalised log-probs; else "
     "the integer score), clipped to [1, K], calibrated as the mean input kind (calibration.panels)",
@@ -119,60 +80,6 @@ RULES = {
     "its items, best input kind)",
     "ratio": "panel served_set_size / best member's served set size, both the recipe as served on unseen documents",
 }
-
-
-def _by_judge(datasets: Sequence[JudgeCriterionData], criterion: str) -> dict[str, JudgeCriterionData]:
-    cells: dict[str, JudgeCriterionData] = {}
-    for data in sorted(datasets, key=lambda d: (d.judge, d.prompt_family)):
-        if data.criterion == criterion and not is_panel_family(data.prompt_family):
-            cells.setdefault(data.judge, data)  # one family per judge: the first in name order
-    return cells
-
-
-def _member_expected(data: JudgeCriterionData, item_ids: Sequence[str]) -> np.ndarray:
-    position = {item: k for k, item in enumerate(data.item_ids)}
-    index = np.array([position[item] for item in item_ids], dtype=np.int64)
-    return expected_scores(
-        data.n_labels,
-        judge_scores=data.judge_scores[index],
-        probabilities=None if data.probabilities is None else data.probabilities[index],
-        means=None if data.means is None else data.means[index],
-    )
-
-
-def panel_cells(datasets: Sequence[JudgeCriterionData], members: Sequence[str], criterion: str) -> PanelCell | None:
-    """The panel's cell for ``criterion`` (module rules); None when a member lacks the criterion or no item is
-    common."""
-    cells = _by_judge(datasets, criterion)
-    if any(m not in cells for m in members):
-        return None
-    ordered = tuple(sorted(members))
-    common = sorted(set.intersection(*(set(cells[m].item_ids) for m in ordered)))
-    if not common:
-        return None
-    first = cells[ordered[0]]
-    position = {item: k for k, item in enumerate(first.item_ids)}
-    index = np.array([position[item] for item in common], dtype=np.int64)
-    groups = (
-        np.asarray(first.groups)[index]
-        if first.groups is not None
-        else np.array([item.split("/", 1)[0] for item in common])
-    )
-    expected = np.column_stack([_member_expected(cells[m], common) for m in ordered])
-    inputs = tuple(
-        "mean" if cells[m].means is not None else "probabilities" if cells[m].probabilities is not None else "score"
-        for m in ordered
-    )
-    return PanelCell(
-        members=ordered,
-        criterion=criterion,
-        item_ids=tuple(common),
-        expected=expected,
-        labels=first.labels[index],
-        groups=groups,
-        inputs=inputs,
-        n_labels=first.n_labels,
-    )
 
 
 def fit_panel(cell: PanelCell, *, alphas: Sequence[float], n_splits: int, seed: int, delta: float | None) -> KindFit:
@@ -217,67 +124,6 @@ def export_panel_fits(
     return fits
 
 
-LEARNED_METHODS: tuple[tuple[str, str], ...] = (
-    ("multinomial_lac", "lac"),
-    ("multinomial_label_conditional", "label_conditional"),
-)
-
-
-def learned_rows(
-    cell: PanelCell, *, alpha: float, delta: float | None, n_splits: int, seed: int, best_member_set_size: float
-) -> list[LearnedRow]:
-    """The multinomial model on the outer splits by document: in each, the calibration documents are halved
-    (``default_rng([seed, 9, split])``), the model is fitted on one half and the method's thresholds (PAC at
-    ``delta``) on the other; figures on the test documents. A fixed method, not chosen by the selection rule."""
-    runs: dict[str, list[tuple[np.ndarray, np.ndarray, np.ndarray]]] = {name: [] for name, _ in LEARNED_METHODS}
-    for split in group_splits(cell.groups, n_splits=n_splits, seed=seed):
-        cal, test = split.calibration, split.test
-        docs = np.unique(cell.groups[cal])
-        model_docs = set(np.random.default_rng([seed, 9, split.split]).permutation(docs)[: docs.size // 2])
-        in_model = np.array([g in model_docs for g in cell.groups[cal]])
-        model = fit_multinomial(cell.expected[cal[in_model]], cell.labels[cal[in_model]], cell.n_labels)
-        probs = model.probabilities(cell.expected)
-        scores = np.argmax(probs, axis=1) + 1
-        threshold = cal[~in_model]
-        for name, method in LEARNED_METHODS:
-            fitted = fit_conformal(
-                method,
-                alpha,
-                cell.labels[threshold],
-                judge_scores=scores[threshold],
-                probabilities=probs[threshold],
-                n_labels=cell.n_labels,
-                delta=delta,
-                rng=np.random.default_rng([seed, 9, split.split]),
-            )
-            sets = predict_sets(fitted, judge_scores=scores[test], probabilities=probs[test])
-            y = cell.labels[test]
-            runs[name].append((sets[np.arange(y.size), y - 1], sets.sum(axis=1), y))
-    rows = []
-    for name, found in runs.items():
-        coverages = np.array([c.mean() for c, _, _ in found])
-        covered = np.concatenate([c for c, _, _ in found])
-        labels = np.concatenate([y for _, _, y in found])
-        pooled = pooled_group_coverage(covered, labels, min_items=20 * len(found))
-        size = float(np.concatenate([s for _, s, _ in found]).mean())
-        rows.append(
-            LearnedRow(
-                members=list(cell.members),
-                panel=cell.name,
-                criterion=cell.criterion,
-                alpha=float(alpha),
-                method=name,
-                coverage=float(coverages.mean()),
-                coverage_p5=float(np.percentile(coverages, 5)),
-                min_label_coverage=min(c for _, _, c in pooled),
-                set_size=size,
-                best_member_set_size=best_member_set_size,
-                ratio_to_best_member=size / best_member_set_size,
-            )
-        )
-    return rows
-
-
 def members_on_items(
     datasets: Sequence[JudgeCriterionData],
     cell: PanelCell,
@@ -316,30 +162,6 @@ def members_on_items(
                 )
         assert best is not None
         result.append(best)
-    return result
-
-
-def member_kind_data(datasets: Sequence[JudgeCriterionData], cell: PanelCell) -> list[tuple[str, list[KindData]]]:
-    """Each member's verdicts on the panel's common items (same order, same documents), as every input kind it
-    supports (:func:`offline.studies.validity.kind_data`)."""
-    cells = _by_judge(datasets, cell.criterion)
-    result = []
-    for member in cell.members:
-        data = cells[member]
-        position = {item: k for k, item in enumerate(data.item_ids)}
-        index = np.array([position[i] for i in cell.item_ids], dtype=np.int64)
-        subset = replace(
-            data,
-            item_ids=cell.item_ids,
-            labels=data.labels[index],
-            judge_scores=data.judge_scores[index],
-            probabilities=None if data.probabilities is None else data.probabilities[index],
-            means=None if data.means is None else data.means[index],
-            groups=tuple(cell.groups.tolist()),
-            n_answered=len(index),
-            n_excluded=0,
-        )
-        result.append((member, kind_data(subset, list(cell.groups))))
     return result
 
 

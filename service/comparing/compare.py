@@ -23,14 +23,7 @@ does not fail the request: that verdict is missing, the call is listed in ``fail
 no verdict left is a missing pair of the tournament (no edge). If every call fails there is nothing to
 report: 502 naming the first failed pair.
 
-Certified decision per pair (``pairs[].decision``; Trust-or-Escalate, :mod:`calibration.pairwise_decision`):
-``accept`` names the ``preferred`` candidate when the judge (the live judge, or ``judge`` given with the caller's
-preferences) holds a certificate at ``accept_alpha`` in the pairwise decisions artifact
-(:mod:`artifact.pairwise`: a threshold fitted on real human votes so that P(human disagrees |
-accepted) <= accept_alpha with confidence 1 - delta) and the pair's vote share (verdicts for the preferred side /
-all verdicts on the pair, both orders and every repetition, ties counted) reaches that threshold. Anything else
-abstains (``preferred`` null) and the pair's ``reason`` says why: no judge named, a judge or alpha never
-calibrated, nothing certified for it, no preferred side, a share below the threshold, or no artifact loaded.
+Certified decision per pair (``pairs[].decision``): :mod:`service.comparing.pair_decisions` states the rule.
 
 Flag rule: ``flagged`` when the tournament has at least FLAG_MIN_CYCLES (default 1) directed 3-cycles: any
 cycle means that no ranking can agree with every majority verdict of this input, so the rankings should not
@@ -51,10 +44,9 @@ from typing import Any
 
 import anyio.to_thread
 
-from artifact.pairwise import PairwiseIndex, decide_pair
+from artifact.pairwise import PairwiseIndex
 from calibration.ranking import rank_bradley_terry, rank_mfas_copeland, rank_schulze, rank_win_rate
 from calibration.tournament import (
-    PairRecord,
     PairwiseVerdict,
     Tournament,
     build_tournament,
@@ -63,7 +55,9 @@ from calibration.tournament import (
     violation_rate,
 )
 from judges.errors import JudgeError
+from service.comparing.compare_request import check_call_budget, check_live, preference_verdicts
 from service.comparing.mfas_limit import rank_mfas_within
+from service.comparing.pair_decisions import pair_result
 from service.config.settings import Settings
 from service.errors import InvalidRequestError, ServiceProblem, problem_from_exception
 from service.judging.model_check import MODEL_MISMATCH_FLAG
@@ -75,9 +69,7 @@ from service.wire.compare import (
     CompareResponse,
     FailedCall,
     IgnoredPreference,
-    PairResult,
     PositionConsistencyInfo,
-    Preference,
     RankingOrders,
     RankingScores,
 )
@@ -169,44 +161,6 @@ def _finite(value: float) -> float | None:
     return value if math.isfinite(value) else None
 
 
-def _check_ids(ids: list[str], limit: int, what: str, minimum: int = 3) -> None:
-    if len(ids) < minimum:
-        raise InvalidRequestError(f"{what} name {len(ids)} distinct candidates; a comparison needs {minimum} or more")
-    if len(ids) > limit:
-        raise InvalidRequestError(f"{what} name {len(ids)} candidates; the limit is MAX_CANDIDATES={limit}")
-
-
-def _preference_verdict(index: int, p: Preference) -> PairwiseVerdict:
-    """One preference as a verdict; 422 naming the index unless it is exactly one of the two forms."""
-    shown = (p.first, p.second, p.verdict)
-    if p.winner is not None and p.loser is not None and shown == (None, None, None):
-        return PairwiseVerdict(first=p.winner, second=p.loser, outcome="tie" if p.tie else "first")
-    if None not in shown and p.winner is None and p.loser is None and not p.tie:
-        return PairwiseVerdict(first=p.first, second=p.second, outcome=p.verdict)  # type: ignore[arg-type]
-    raise InvalidRequestError(
-        f"preferences[{index}] must be either {{winner, loser[, tie]}} or {{first, second, verdict}}, not a mix "
-        "or a part of one"
-    )
-
-
-def _preference_verdicts(
-    request: CompareRequest, settings: Settings
-) -> tuple[list[str], list[PairwiseVerdict], bool, list[IgnoredPreference]]:
-    """(candidate ids in order of first appearance, verdicts, whether every preference gave its order, the
-    self-comparisons left out)."""
-    assert request.preferences is not None
-    given = [_preference_verdict(i, p) for i, p in enumerate(request.preferences)]
-    ids = list(dict.fromkeys(name for v in given for name in (v.first, v.second)))
-    _check_ids(ids, settings.max_candidates, "the preferences", minimum=1)
-    ignored = [
-        IgnoredPreference(index=i, reason=f"a self-comparison: candidate {v.first!r} against itself is no edge")
-        for i, v in enumerate(given)
-        if v.first == v.second
-    ]
-    verdicts = [v for v in given if v.first != v.second]
-    return ids, verdicts, all(p.verdict is not None for p in request.preferences), ignored
-
-
 async def _live_verdicts(ctx: CompareContext, request: CompareRequest, judge: str) -> LiveVerdicts:
     # compare_candidates checked them: a live comparison has candidates, a document and a criterion
     assert request.candidates is not None and request.document is not None and request.criterion is not None
@@ -251,45 +205,6 @@ async def _live_verdicts(ctx: CompareContext, request: CompareRequest, judge: st
         judge_calls=sum(answer.calls for answer in answers),
         model_mismatch=any(answer.model_mismatch for answer in answers),
     )
-
-
-def _check_live(request: CompareRequest, settings: Settings) -> list[str]:
-    if request.document is None or request.candidates is None:
-        raise InvalidRequestError("a live comparison needs both document and candidates")
-    if not request.document.strip():
-        raise InvalidRequestError("document is blank: it must contain some text")
-    if len(request.document) > settings.max_document_chars:
-        raise InvalidRequestError(
-            f"document has {len(request.document)} characters; the limit is "
-            f"MAX_DOCUMENT_CHARS={settings.max_document_chars}"
-        )
-    ids = [candidate.id for candidate in request.candidates]
-    duplicates = sorted({name for name in ids if ids.count(name) > 1})
-    if duplicates:
-        raise InvalidRequestError(f"candidate ids must be unique; repeated: {', '.join(duplicates)}")
-    _check_ids(ids, settings.max_candidates, "the candidates")
-    for candidate in request.candidates:
-        if not candidate.text.strip():
-            raise InvalidRequestError(f"candidate {candidate.id!r} has a blank text")
-        if len(candidate.text) > settings.max_summary_chars:
-            raise InvalidRequestError(
-                f"candidate {candidate.id!r} has {len(candidate.text)} characters; the limit is "
-                f"MAX_SUMMARY_CHARS={settings.max_summary_chars}"
-            )
-    return ids
-
-
-def _check_call_budget(n: int, request: CompareRequest, settings: Settings) -> None:
-    """422 when pairs x repetitions x orders exceeds MAX_JUDGE_CALLS (one request must not amplify into thousands)."""
-    orders = 2 if request.swap else 1
-    calls = math.comb(n, 2) * request.repetitions * orders
-    cap = settings.limits.max_judge_calls
-    if calls > cap:
-        raise InvalidRequestError(
-            f"this comparison needs {calls} judge calls ({math.comb(n, 2)} pairs x {request.repetitions} "
-            f"repetitions x {orders} order(s)); the cap is MAX_JUDGE_CALLS={cap} per request: use fewer "
-            "candidates or repetitions, or swap: false"
-        )
 
 
 def _reason(report: TournamentReport, flagged: bool, settings: Settings, failed: int, calls: int) -> str:
@@ -337,8 +252,8 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         judge = judge or ctx.judges.default_judge()
         ctx.judges.client(judge or "")  # first: 503 without judges (whatever the body asks); 422 if not configured
         assert judge is not None
-        ids = _check_live(request, ctx.settings)
-        _check_call_budget(len(ids), request, ctx.settings)
+        ids = check_live(request, ctx.settings)
+        check_call_budget(len(ids), request, ctx.settings)
         config = ctx.judges.config(judge)
         assert config is not None  # client() above refused an unconfigured judge
         family = config.prompt_family
@@ -352,7 +267,7 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         verdicts, failed, cached = asked.verdicts, asked.failed, asked.cached
         judge_calls, mismatch = asked.judge_calls, asked.model_mismatch
     else:
-        ids, verdicts, presented, ignored = _preference_verdicts(request, ctx.settings)
+        ids, verdicts, presented, ignored = preference_verdicts(request, ctx.settings)
         if len(ids) == 1:
             return _lone_candidate(request, ids[0], ignored)
     both_orders = (live and request.swap) or presented
@@ -382,7 +297,7 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         flagged=flagged,
         reason=reason,
         position_consistency=report.position,
-        pairs=[_pair_result(p, ctx.pairwise, judge, request.accept_alpha) for p in report.tournament.pairs],
+        pairs=[pair_result(p, ctx.pairwise, judge, request.accept_alpha) for p in report.tournament.pairs],
         rankings=RankingOrders(**{name: list(r.order) for name, r in rankings.items()}),  # type: ignore[attr-defined]
         scores=RankingScores(
             **{name: {k: _finite(v) for k, v in r.scores.items()} for name, r in rankings.items()}  # type: ignore[attr-defined]
@@ -394,65 +309,6 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         exact=report.mfas_exact,
         flags=[*([INJECTION_FLAG] if findings else []), *([MODEL_MISMATCH_FLAG] if mismatch else [])],
         ignored_preferences=ignored,
-    )
-
-
-def _abstain_cause(index: PairwiseIndex | None, judge: str | None, alpha: float) -> str | None:
-    """Why no pair of this request can be accepted (None: the judge holds a certificate at alpha)."""
-    if index is None:
-        return "no pairwise decisions artifact is loaded"
-    if judge is None:
-        return "no judge named: only a calibrated judge's verdicts can be accepted"
-    entry = index.entry(judge, alpha)
-    if entry is None:
-        known = index.alphas(judge)
-        return (
-            f"judge {judge!r} was never calibrated on human pairwise votes"
-            if not known
-            else f"judge {judge!r} has no certificate at accept_alpha {alpha:g} (calibrated: "
-            f"{', '.join(f'{a:g}' for a in known)})"
-        )
-    if entry.threshold is None:
-        return (
-            f"no confidence level of judge {judge!r} was certified at accept_alpha {alpha:g} on "
-            f"{entry.dataset} human votes"
-        )
-    return None
-
-
-def _pair_result(p: PairRecord, index: PairwiseIndex | None, judge: str | None, alpha: float) -> PairResult:
-    """One tournament pair with its certified decision (module rules)."""
-    entry = None if index is None else index.entry(judge, alpha)
-    decision = decide_pair(entry, p.wins_a, p.wins_b, p.n)
-    side = {1: p.a, -1: p.b}.get(decision.preferred)
-    cause = _abstain_cause(index, judge, alpha)
-    if cause is None and entry is not None and entry.threshold is not None:
-        delta = index.artifact.delta  # type: ignore[union-attr]
-        if decision.decision == "accept":
-            cause = (
-                f"accepted: {decision.confidence:.3f} of the verdicts prefer {side!r} (certified threshold "
-                f"{entry.threshold:.2f}); P(human disagrees | accepted) <= {alpha:g} with confidence "
-                f"{1 - delta:g}, certified on {entry.dataset} human votes (human ties excluded)"
-            )
-        elif side is None:
-            cause = "no preferred side: the verdicts are tied or split evenly"
-        else:
-            cause = (
-                f"{decision.confidence:.3f} of the verdicts prefer {side!r}, below the certified threshold "
-                f"{entry.threshold:.2f} at accept_alpha {alpha:g}"
-            )
-    return PairResult(
-        a=p.a,
-        b=p.b,
-        wins_a=p.wins_a,
-        wins_b=p.wins_b,
-        ties=p.ties,
-        n=p.n,
-        winner=p.winner,
-        win_share=p.win_share,
-        decision=decision.decision,  # type: ignore[arg-type]
-        preferred=side if decision.decision == "accept" else None,
-        reason=cause or "",
     )
 
 

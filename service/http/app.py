@@ -45,7 +45,7 @@ from service.http.routes.score import score, score_batch
 from service.http.services import Services, handle_exception
 from service.http.spec import refine_spec
 from service.http.spec_values import LiveSpecJson
-from service.jobs.calibrations import CalibrationJobs
+from service.jobs.calibrating.jobs import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging.admission import Admission

@@ -35,7 +35,7 @@ from service.calibrations.state import CalibrationHolder
 from service.config.settings import Settings
 from service.http.auth import check_api_key, require_admin_key
 from service.http.problems import PROBLEM_MEDIA_TYPE, problem_from_exception
-from service.jobs.calibrations import CalibrationJobs
+from service.jobs.calibrating.jobs import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging.admission import Admission

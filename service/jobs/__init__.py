@@ -10,8 +10,7 @@ module                   role
 ``queue``                the SAQ queue: one task per chunk
 ``runner``               one chunk scored with ``service.scoring.score.score_item``
 ``metrics``              job counters and gauges
-``calibration_records``  calibration jobs' records in Redis and their SAQ task name
-``calibrations``         calibration jobs (POST /v1/calibrations): submit, run, activate, delete
+``calibrating``          calibration jobs (POST /v1/calibrations): submit, run, activate, delete; their records
 ======================== ===========================================================================
 
 The HTTP routes are ``service.http.routes.jobs``; the worker process is ``service.worker``. Nothing is imported here,

@@ -6,7 +6,7 @@ The rules are patterns, not a model; each targets what an evaluated text has no 
 searched only in views of its kind (``Check.views``) and only when its cheap gate (``words``, ``needs``) is open.
 
 =============================== ==================================================================================
-rule                            what it looks for (English; the multilingual forms are listed in ``_ML_*``)
+rule                            what it looks for (English; other languages: ``injection_vocabulary``)
 =============================== ==================================================================================
 ``override_instructions``       "ignore / disregard / forget / override ... (previous|above|all|your ...)
                                 instructions|prompt|rules|rubric", paraphrases ("the instructions you received no
@@ -44,6 +44,30 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from service.screening.injection_vocabulary import (
+    ADDRESSEE,
+    HIDDEN_VOCABULARY,
+    JUDGE,
+    JUDGE_WORDS,
+    ML_ADDRESS,
+    ML_ADDRESS_WORDS,
+    ML_ANSWER,
+    ML_ANSWER_PHRASES,
+    ML_GIVE,
+    ML_GIVE_PHRASES,
+    ML_IGNORE,
+    ML_IGNORE_PHRASES,
+    ML_MAX,
+    ML_QUALIFIER,
+    ML_RULES_NOUN,
+    ML_THIS_TEXT,
+    OTHER_ADDRESS,
+    OTHER_DICTATE,
+    OTHER_OVERRIDE,
+    OTHER_SCORE_LINE,
+    SCORE,
+)
+
 __all__ = ["RULES", "Check"]
 
 
@@ -63,11 +87,6 @@ def _re(pattern: str, flags: int = 0) -> re.Pattern[str]:
     return re.compile(pattern, flags)
 
 
-def _alternation(phrases: str) -> str:
-    """A regex group matching any of the ``|``-separated literal ``phrases`` (longest first)."""
-    return "(?:" + "|".join(re.escape(p) for p in sorted(phrases.split("|"), key=len, reverse=True)) + ")"
-
-
 def _words(*phrases: str) -> frozenset[str]:
     """Every word of ``phrases`` (``|``- or space-separated): a gate that any of the phrases passes."""
     return frozenset(word for text in phrases for word in re.findall(r"[a-z]+", text))
@@ -76,121 +95,8 @@ def _words(*phrases: str) -> frozenset[str]:
 # Latin views are lower-cased once, so these patterns are written in lower case and compiled without IGNORECASE
 # (several times faster on long documents). Accents are dropped in the skeleton, so words are written without them.
 _M = re.MULTILINE
-_JUDGE = (
-    r"(?:ai|a\.i\.|assistant|judge|evaluator|grader|rater|scorer|annotator|examiner|reviewer model|language model"
-    r"|llm|model|chatbot|bot)"
-)
-# Whom an attack greets ("dear AI", "note to the grader"); not "judge", which news uses for the human kind.
-_ADDRESSEE = (
-    r"(?:ai|a\.i\.|assistant|evaluator|grader|rater|scorer|annotator|reviewer model|language model|llm|model|chatbot"
-    r"|bot)"
-)
-_JUDGE_WORDS = frozenset(
-    "ai assistant judge evaluator grader rater scorer annotator examiner model llm chatbot bot".split()
-)
-_SCORE = (
-    r"(?:[1-9]|10|one|two|three|four|five|a perfect score|full marks"
-    r"|the (?:highest|maximum|top|best) (?:score|rating|mark|grade))"
-)
 _S = r"[^.!?\n]*"  # the rest of one sentence: the lookaheads below stay inside it
 _SENTENCE_START = r"(?:^|(?<=[.!?\n]))"
-
-# --- multilingual vocabularies, Latin script (matched on the lower-cased skeleton: no accents) ----------------------
-_ML_IGNORE_PHRASES = (
-    "ignorez|oubliez|oublie|ne tenez pas compte|ne tenes pas compte|ne tiens pas compte|faites abstraction|"
-    "fais abstraction|negligez|ignoriere|ignorieren sie|vergiss|vergessen sie|missachte|missachten sie|uberspringe|"
-    "ignora|ignore|ignorad|ignoren|olvida|olvide|olviden|olvidad|omite|omita|descarta|descarte|haz caso omiso|"
-    "hagan caso omiso|dimentica|dimenticate|trascura|trascurate|non tenere conto|esqueca|esquece|desconsidere|"
-    "desconsidera|despreze|negeer|vergeet|zignoruj|ignoruj|zapomnij|pomin|ignorera|glom|glem|ignorer|ohita|unohda|"
-    "ala valita|zapomen|zapomente|ignorujte|hagyd figyelmen kivul|felejtsd el|uita|bo qua|lupakan|abaikan|abaikanlah"
-)
-_ML_IGNORE = _alternation(_ML_IGNORE_PHRASES)
-_ML_QUALIFIER = (
-    r"(?:precedentes?|anterieures?|ci-dessus|toutes|tous|vorherigen?|obigen?|bisherigen?|alle[ns]?|vorigen?|"
-    r"anteriores?|previas?|todas?|todos|precedenti|sopra|tutte|tutti|acima|eerdere|bovenstaande|vorige|"
-    r"poprzednie|wszystkie|powyzsze|onceki|tum|yukaridaki|tidigare|tidligere|alla|aiemmat|aiempia|kaikki|"
-    r"predchozi|vsechny|korabbi|osszes|anterioare|toate|truoc|moi|sebelumnya|semua)"
-)
-_ML_RULES_NOUN = (
-    r"(?:instructions?|consignes?|directives?|regles|criteres|anweisungen|anweisung|instruktionen|regeln|"
-    r"vorgaben|richtlinien|kriterien|instrucciones|indicaciones|reglas|directrices|criterios|rubrica|istruzioni|"
-    r"indicazioni|regole|direttive|criteri|instrucoes|orientacoes|regras|diretrizes|instructies|regels|"
-    r"aanwijzingen|richtlijnen|instrukcje|polecenia|zasady|talimatlar\w*|kurallar\w*|yonergeler\w*|"
-    r"instruktioner\w*|instruksjoner\w*|anvisningar|ohjeet|ohjeita|instrukce|pokyny|utasitasokat|utasitasait|"
-    r"instructiunile|instructiuni|chi dan|huong dan|instruksi|petunjuk|perintah|arahan)"
-)
-_ML_THIS_TEXT = (
-    r"(?:ce (?:resume|texte)|cette reponse|diese[mnrs]? (?:text|zusammenfassung|antwort)|"
-    r"(?:este|a este) (?:resumen|texto|resumo)|esta (?:respuesta|resposta)|(?:questo|a questo) (?:riassunto|testo)|"
-    r"questa risposta|deze (?:samenvatting|tekst)|dit antwoord|(?:ten|temu) (?:tekst|streszczeni)\w*|"
-    r"bu (?:ozet|metin)\w*|(?:tento|tomuto) (?:text|textu|shrnuti)|denna sammanfattning|dette (?:resume|sammendrag)|"
-    r"talle tiivistelmalle|ezt a szoveget|acest rezumat|ban tom tat nay|ringkasan ini)"
-)
-_ML_GIVE_PHRASES = (
-    "donne|donnez|donner|attribue|attribuez|attribuer|accorde|accordez|accorder|mettez|notez|evaluez|gib|"
-    "geben sie|vergib|vergeben sie|bewerte|bewerten sie|dale|asigna|asignale|otorga|otorgue|ponle|califica|"
-    "calificalo|puntua|dai|assegna|assegnate|attribuisci|valuta|atribua|coloque|avalie|geef|beoordeel|daj|"
-    "przyznaj|ocen|ge|giv|gi|anna|dej|dejte|adj|acorda|cho|beri|berikan|pongas|ponga|pon|noter"
-)
-_ML_GIVE = _alternation(_ML_GIVE_PHRASES)
-_ML_ANSWER_PHRASES = (
-    "reponds|repondez|antworte|antworten sie|responde|responda|respondan|contesta|conteste|rispondi|rispondete|"
-    "antwoord|odpowiedz|svara|svar|vastaa|odpovez|valaszolj|raspunde|tra loi|jawab|jawablah"
-)
-_ML_ANSWER = _alternation(_ML_ANSWER_PHRASES)
-_ML_MAX = (
-    r"(?:note maximale|meilleure note|note la plus haute|hochstnote|bestnote|puntuacion maxima|nota maxima|"
-    r"calificacion maxima|punteggio massimo|voto massimo|pontuacao maxima|hoogste (?:cijfer|score)|"
-    r"maksymaln\w+ ocen\w*|tam puan|en yuksek puan|volle punktzahl|maximale punktzahl|hochste punktzahl|"
-    r"maxima nota|nota mas alta|mejor nota|5 sur 5|hogsta betyg\w*|full pott)"
-)
-_ML_ADDRESS_WORDS = (
-    "note|message|remarque|avis|hinweis|nachricht|notiz|anmerkung|nota|mensaje|aviso|messaggio|mensagem|bericht|"
-    "opmerking|uwaga|wiadomosc"
-)
-_ML_ADDRESS = (
-    r"\b" + _alternation(_ML_ADDRESS_WORDS) + r"\s+(?:pour|a|au|aux|an|fur|para|per|voor|dla|to)\s+"
-    r"(?:l'|le |la |les |das |den |die |der |el |los |il |lo |o |os |het |de )?"
-    r"(?:evaluat\w*|correct(?:eur|rice)\w*|ia|modele|bewert\w*|gutacht\w*|prufer\w*|ki(?:-modell)?|modell|"
-    r"evaluador\w*|modelo|valutator\w*|modello|avaliador\w*|beoordelaar|model|ai|oceniajac\w*)\b"
-)
-
-# --- other scripts (matched on the clean text, only when it holds letters of that script) --------------------------
-_OTHER_OVERRIDE = (
-    r"(?:проигнорируй|игнорируй|забудь|не обращай внимания на|пренебреги|отбрось|ігноруй)(?:те)?"
-    r"[^.\n]{0,40}?(?:инструкци|указани|правил|команд|требовани|критери|інструкці|вказівк)"
-    r"|(?:忽略|无视|無視|忽视|忽視|不要理会|不要理會|别管|別管|忘记|忘記|忘掉|抛开|拋開)[^。！？\n]{0,20}?"
-    r"(?:指令|指示|说明|說明|规则|規則|提示|要求|命令|评分标准|評分標準)"
-    r"|(?:指示|命令|ルール|指令|プロンプト|規則|지시|지침|명령|규칙)[^。.\n]{0,15}?(?:無視|忘れ|무시|잊어)"
-    r"|(?:تجاهل|تجاهلي|تجاهلوا|انس|أهمل|اهمل)[^.\n]{0,30}?(?:التعليمات|تعليمات|الأوامر|الاوامر|القواعد|الإرشادات)"
-    r"|निर्देश[^।\n]{0,20}?(?:अनदेखा|नज़रअंदाज़|नजरअंदाज|भूल)"
-    r"|(?:αγνόησε|αγνοήστε|ξέχνα|ξεχάστε|παράβλεψε)[^.\n]{0,40}?(?:οδηγ|εντολ|κανόν)"
-    r"|(?:התעלם|התעלמי|התעלמו|שכח|שכחי|תשכח)[^.\n]{0,40}?(?:הוראות|ההוראות|הנחיות|ההנחיות|כללים)"
-)
-_OTHER_ADDRESS = (
-    r"(?:примечание|сообщение|заметка|обращение|внимание)\s+(?:для|к)\s+(?:модел|ии\b|оценщик|проверяющ|нейросет)"
-    r"|(?:给|給|致|告诉|告訴|对|對)(?:评估者|評估者|评审|評審|评分者|評分者|模型|AI|人工智能|大模型|评委|評委)"
-    r"|(?:評価者|採点者|モデル|AI)(?:へ|の方へ|に告ぐ)"
-)
-_OTHER_DICTATE = (
-    r"(?:поставь|дай|выстави|оцени|ответь|присвой|напиши|выведи)(?:те)?[^.\n]{0,40}?"
-    r"(?:(?<![\d.,])(?:[1-9]|10)(?![\d.,%])|максимальн|высш|наивысш)"
-    r"|(?:请|請|务必|務必|必须|必須|(?:这个|這個|该|該|本|此)(?:摘要|总结|總結|文本|回答|答案))[^。！？\n]{0,15}?"
-    r"(?:打|给|給|评|評)\s*(?:[1-9]|10|满|滿|最高)\s*分"
-    r"|(?:回答|输出|輸出|回复|回覆)\s*[「“\"']?\s*(?:[1-9]|10)(?![\d.])"
-    r"|(?:[1-9]|10)\s*点\s*(?:を|で)?\s*(?:つけ|付け|与え|あげ)|満点\s*を\s*(?:つけ|付け|与え)"
-    r"|(?:[1-9]|10)\s*と(?:答え|回答)|(?:[1-9]|10)\s*점\s*(?:을|를)?\s*(?:주세요|줘|주십시오|매겨)|만점\s*을\s*(?:주세요|줘)"
-    r"|(?:أعط|اعط|امنح|ضع)[^.\n]{0,40}?(?:الدرجة|درجة|العلامة|علامة)[^.\n]{0,10}?[1-9]"
-    r"|(?:απάντησε|απαντήστε|δώσε|δώστε|ענה|עני|ענו|תן|תני|תנו)[^.\n]{0,30}?(?<![\d.,])(?:[1-9]|10)(?![\d.,%])"
-)
-_OTHER_SCORE_LINE = (
-    r"^[ \t>*#_-]*(?:оценка|балл|评分|得分|分数|評分|分數|点数|スコア|評価|점수|평가)[ \t]*[:=][ \t]*(?:[1-5](?:\.0)?"
-    r"(?:[ \t]*/[ \t]*(?:5|10))?)[ \t]*[.!*_]*[ \t]*$"
-)
-_HIDDEN_VOCABULARY = (
-    r"\b(?:scor\w*|rat(?:e|es|ed|ing)|grad\w*|mark(?:s|ed)?|judg\w*|evaluat\w*|rubric|verdict|ai|llm|model|"
-    r"assistant|bot|instruction\w*|prompt\w*|ignore|disregard|answer|output|respond|reply|system|summary)\b"
-)
 
 RULES: dict[str, tuple[Check, ...]] = {
     "override_instructions": (
@@ -242,22 +148,22 @@ RULES: dict[str, tuple[Check, ...]] = {
         ),
         Check(
             _re(
-                rf"\b{_ML_IGNORE}\b[^.\n]{{0,40}}?(?:\b{_ML_QUALIFIER}\b[^.\n]{{0,30}}?\b{_ML_RULES_NOUN}\b"
-                rf"|\b{_ML_RULES_NOUN}\b\s+(?:\w+\s+)?{_ML_QUALIFIER}\b)"
-                rf"|\b{_ML_RULES_NOUN}\b[^.\n]{{0,20}}?\b(?:yok say|gormezden gel|unut)"
+                rf"\b{ML_IGNORE}\b[^.\n]{{0,40}}?(?:\b{ML_QUALIFIER}\b[^.\n]{{0,30}}?\b{ML_RULES_NOUN}\b"
+                rf"|\b{ML_RULES_NOUN}\b\s+(?:\w+\s+)?{ML_QUALIFIER}\b)"
+                rf"|\b{ML_RULES_NOUN}\b[^.\n]{{0,20}}?\b(?:yok say|gormezden gel|unut)"
             ),
-            words=_words(_ML_IGNORE_PHRASES, "yok gormezden unut"),
+            words=_words(ML_IGNORE_PHRASES, "yok gormezden unut"),
         ),
-        Check(_re(_OTHER_OVERRIDE, re.IGNORECASE), views="script"),
+        Check(_re(OTHER_OVERRIDE, re.IGNORECASE), views="script"),
     ),
     "addresses_the_judge": (
         Check(
-            _re(r"\byou are (?:now |actually |no longer |not )?(?:an? |the )?(?:[a-z]+ )?" + _JUDGE + r"\b"),
+            _re(r"\byou are (?:now |actually |no longer |not )?(?:an? |the )?(?:[a-z]+ )?" + JUDGE + r"\b"),
             needs=("you are",),
         ),
         Check(
             _re(
-                r"\bas (?:the |an? |any )" + _JUDGE + r",?\s+(?:you|please|rate|score|give|assign|answer|output|"
+                r"\bas (?:the |an? |any )" + JUDGE + r",?\s+(?:you|please|rate|score|give|assign|answer|output|"
                 r"return|respond|reply)\b"
             ),
             needs=("as the ", "as a", "as an ", "as any "),
@@ -266,13 +172,13 @@ RULES: dict[str, tuple[Check, ...]] = {
             _re(
                 r"\b(?:dear|hey|attention|note (?:to|for)|message (?:to|for)|instructions? (?:to|for)) "
                 r"(?:the |an? |any |all )?"
-                r"(?:\w+ )?" + _ADDRESSEE + r"s?\b"
+                r"(?:\w+ )?" + ADDRESSEE + r"s?\b"
             ),
             words=_words("dear hey attention note message instruction instructions"),
         ),
         Check(
             _re(
-                r"\b(?:the |any |all )?" + _JUDGE + r"s? (?:must|should|shall|is to|are to|has to|needs to) "
+                r"\b(?:the |any |all )?" + JUDGE + r"s? (?:must|should|shall|is to|are to|has to|needs to) "
                 r"(?:now )?(?:rate|score|grade|give|assign|answer|output|return|respond|reply|prefer|pick|choose|"
                 r"select)\b"
             ),
@@ -280,7 +186,7 @@ RULES: dict[str, tuple[Check, ...]] = {
         ),
         Check(
             _re(
-                r"\b(?:any|every|the) " + _JUDGE + r"s? (?:reading|evaluating|grading|scoring|judging|assessing) "
+                r"\b(?:any|every|the) " + JUDGE + r"s? (?:reading|evaluating|grading|scoring|judging|assessing) "
                 r"(?:this|these)"
             ),
             words=_words("reading evaluating grading scoring judging assessing"),
@@ -292,8 +198,8 @@ RULES: dict[str, tuple[Check, ...]] = {
             ),
             words=_words("when while before"),
         ),
-        Check(_re(_ML_ADDRESS), words=_words(_ML_ADDRESS_WORDS)),
-        Check(_re(_OTHER_ADDRESS, re.IGNORECASE), views="script"),
+        Check(_re(ML_ADDRESS), words=_words(ML_ADDRESS_WORDS)),
+        Check(_re(OTHER_ADDRESS, re.IGNORECASE), views="script"),
     ),
     "dictates_the_score": (
         Check(
@@ -303,7 +209,7 @@ RULES: dict[str, tuple[Check, ...]] = {
                 r"(?:answer|respond|reply|output|return|print|say|write|rate|score|grade|give|assign|award|mark)"
                 r"(?: (?:it|this|this one|me|us|them|(?:the|this) (?:summary|text|answer|response|candidate|output)))?"
                 r"(?: only)?(?: with| as| a| an| the| it)*(?: (?:score|rating|grade|mark|verdict))?(?: of)? "
-                r"(?:" + _SCORE + r"|['\"]?[abc]['\"]?)(?![.,]?\d)(?:\s*/\s*(?:5|10))?(?: out of (?:5|five|10|ten))?"
+                r"(?:" + SCORE + r"|['\"]?[abc]['\"]?)(?![.,]?\d)(?:\s*/\s*(?:5|10))?(?: out of (?:5|five|10|ten))?"
                 r"(?=\s*(?:[.!,;:)\n]|$| and| or| regardless| no matter| whatever| immediately| now| only| please))"
             ),
             words=_words("answer respond reply output return print say write rate score grade give assign award mark"),
@@ -313,7 +219,7 @@ RULES: dict[str, tuple[Check, ...]] = {
                 r"\b(?:this|the|my|our) (?:summary|text|answer|response|candidate|output|essay|submission)"
                 r" (?:deserves|merits|earns|should (?:get|receive|be given|be rated|be scored|score)|must (?:get|receive|"  # noqa: E501
                 r"be given|be rated|be scored|score)|is to be (?:rated|scored|given))(?: a| an| the)?"
-                r"(?: (?:score|rating|grade))?(?: of)? " + _SCORE + r"\b"
+                r"(?: (?:score|rating|grade))?(?: of)? " + SCORE + r"\b"
             ),
             needs=("deserv", "merit", "earn", "should ", "must ", "is to be "),
             words=_words("summary text answer response candidate output essay submission"),
@@ -364,16 +270,16 @@ RULES: dict[str, tuple[Check, ...]] = {
         ),
         Check(
             _re(
-                rf"{_SENTENCE_START}(?={_S}\b{_ML_GIVE}\b)"
-                rf"(?={_S}(?:\b{_ML_MAX}\b|\b{_ML_THIS_TEXT}\b{_S}\b(?:[1-9]|10)\b(?!\s*%)"
-                rf"|\b(?:[1-9]|10)\b(?!\s*%){_S}\b{_ML_THIS_TEXT}\b))"
-                rf"|\b{_ML_ANSWER}\b[^.\n]{{0,30}}?\b(?:[1-9]|10)\b(?=\s*(?:[»\"'”.!,;)\n-]|$| et | und | y | e | en | i ))"  # noqa: E501
+                rf"{_SENTENCE_START}(?={_S}\b{ML_GIVE}\b)"
+                rf"(?={_S}(?:\b{ML_MAX}\b|\b{ML_THIS_TEXT}\b{_S}\b(?:[1-9]|10)\b(?!\s*%)"
+                rf"|\b(?:[1-9]|10)\b(?!\s*%){_S}\b{ML_THIS_TEXT}\b))"
+                rf"|\b{ML_ANSWER}\b[^.\n]{{0,30}}?\b(?:[1-9]|10)\b(?=\s*(?:[»\"'”.!,;)\n-]|$| et | und | y | e | en | i ))"  # noqa: E501
                 r"|\b(?:[1-9]|10)\s*puan\s*ver(?:in)?\b|\bde (?:a )?nota (?:[1-9]|10|maxima)\b",
                 _M,
             ),
-            words=_words(_ML_GIVE_PHRASES, _ML_ANSWER_PHRASES, "puan nota"),
+            words=_words(ML_GIVE_PHRASES, ML_ANSWER_PHRASES, "puan nota"),
         ),
-        Check(_re(_OTHER_DICTATE, re.IGNORECASE), views="script"),
+        Check(_re(OTHER_DICTATE, re.IGNORECASE), views="script"),
     ),
     "score_statement_line": (
         Check(
@@ -390,7 +296,7 @@ RULES: dict[str, tuple[Check, ...]] = {
                 "puntuacion calificacion nota punteggio voto pontuacao cijfer ocena puan",
             ),
         ),
-        Check(_re(_OTHER_SCORE_LINE, _M | re.IGNORECASE), views="script"),
+        Check(_re(OTHER_SCORE_LINE, _M | re.IGNORECASE), views="script"),
     ),
     "chat_markup": (
         Check(
@@ -430,7 +336,7 @@ RULES: dict[str, tuple[Check, ...]] = {
             _re(
                 r"(?:^|[.!?:;]\s*|\b(?:you|now|please|let's|let us)\s+)(?:(?:pretend|imagine|role-?play)\b[:,]?\s*"
                 r"(?:that )?(?:you are|you're|you were|to be|being|as)\b|act as\b|play the role of\b|behave like\b)"
-                r"[^.\n]{0,60}?\b(?:" + _JUDGE + r"|grader|teacher|examiner|marker|critic|reviewer|annotator)s?\b",
+                r"[^.\n]{0,60}?\b(?:" + JUDGE + r"|grader|teacher|examiner|marker|critic|reviewer|annotator)s?\b",
                 _M,
             ),
             needs=(
@@ -453,14 +359,14 @@ RULES: dict[str, tuple[Check, ...]] = {
             needs=("from now on", "henceforth", " dan", "anything now", "developer mode", "jailbr", "play a game"),
         ),
         Check(
-            _re(r"\b(?:simulate|emulate|impersonate|become) (?:an? |the )?(?:\w+ )?" + _JUDGE + r"\b"),
+            _re(r"\b(?:simulate|emulate|impersonate|become) (?:an? |the )?(?:\w+ )?" + JUDGE + r"\b"),
             needs=("simulate", "emulate", "impersonate", "become"),
-            words=_JUDGE_WORDS,
+            words=JUDGE_WORDS,
         ),
         # a persona name ("you are GraderBot"): case matters, or "you are Thai" would be one
         Check(_re(r"\b[Yy]ou are (?:now )?[A-Z]\w*(?:Bot|bot|GPT|AI)\b"), needs=("ou are",), views="hidden+clean"),
     ),
-    "hidden_instructions": (Check(_re(_HIDDEN_VOCABULARY), views="hidden"),),
+    "hidden_instructions": (Check(_re(HIDDEN_VOCABULARY), views="hidden"),),
     "fence_forgery": (
         Check(_re(r"<\s*<\s*<\s*/?\s*(?:end\b|[a-z][a-z ]{1,30}>\s*>\s*>)"), needs=("<",)),
         Check(

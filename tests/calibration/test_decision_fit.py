@@ -8,14 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from calibration.decision_fit import (
-    MIN_LABEL_ITEMS,
-    DecisionData,
-    bin_edges,
-    fit_decision_rule,
-    fit_parts,
-    points_of,
-)
+from calibration.decision_bins import bin_edges, fit_parts, points_of
+from calibration.decision_fit import MIN_LABEL_ITEMS, DecisionData, fit_decision_rule
 from calibration.decision_rule import decide, validate_rule
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from calibration.conformal import fit_conformal, predict_sets
 from calibration.heldout import GroupSplit, group_splits, pooled_group_coverage
-from calibration.kind_fit import KindData, cell_kind_data, cross_fit_splits, decision_shares, fit_kind
+from calibration.kind_evaluation import cross_fit_splits
+from calibration.kind_fit import KindData, cell_kind_data, decision_shares, fit_kind
 from calibration.selection import QUALIFY_CHECKS, MethodEvidence, choose_method
 
 

@@ -10,7 +10,8 @@ import pytest
 
 from calibration.conformal import fit_conformal, predict_sets
 from calibration.heldout import group_splits, pooled_group_coverage
-from calibration.kind_fit import KindData, cross_fit_splits
+from calibration.kind_evaluation import cross_fit_splits
+from calibration.kind_fit import KindData
 from calibration.panel_model import fit_multinomial
 from calibration.panel_nested import (
     FALLBACK,

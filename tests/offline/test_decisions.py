@@ -15,15 +15,8 @@ from artifact.thresholds import encode_artifact, load_artifact
 from calibration.decision_fit import DecisionData, fit_decision_rule
 from calibration.decision_rule import decide, feature_of
 from offline.export import DEFAULT_THRESHOLDS, replace_decision_rules
-from offline.studies.decisions import (
-    EXPORT_ALPHAS,
-    EXPORT_GATES,
-    EXPORT_TOLERANCES,
-    cell_kinds,
-    export_rules,
-    run_decision_study,
-    served,
-)
+from offline.studies.decisions import EXPORT_ALPHAS, EXPORT_GATES, EXPORT_TOLERANCES, export_rules, run_decision_study
+from offline.studies.decisions_cells import cell_kinds, served
 
 
 def _cell(recorded_cells, judge: str, criterion: str):

@@ -13,7 +13,8 @@ import numpy as np
 from calibration.decision_rule import decide
 from offline.cli import main
 from offline.export import DEFAULT_THRESHOLDS, replace_decision_rules
-from offline.studies.decisions import cell_kinds, export_rules
+from offline.studies.decisions import export_rules
+from offline.studies.decisions_cells import cell_kinds
 
 
 def _write_labels(cell, path: Path) -> None:

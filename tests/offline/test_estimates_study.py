@@ -11,16 +11,10 @@ import pytest
 
 from offline.cli import main
 from offline.commands.parser import build_parser
-from offline.studies.estimates import (
-    ARENA_MODELS,
-    EstimatesStudy,
-    MeanCell,
-    load_arena,
-    run_arena_study,
-    run_summeval_study,
-    summeval_cells,
-)
+from offline.studies.estimates_arena import ARENA_MODELS, load_arena, run_arena_study
 from offline.studies.estimates_report import markdown, summeval_gains, write_estimates_study
+from offline.studies.estimates_results import EstimatesStudy
+from offline.studies.estimates_summeval import MeanCell, run_summeval_study, summeval_cells
 
 
 @pytest.fixture(scope="module")

@@ -23,20 +23,20 @@ from offline.data.finesure import FINESURE_DIR, RecordedFactCheck, load_finesure
 from offline.data.frank import Frank, load_frank
 from offline.report import build_report
 from offline.store import AnswerStore
-from offline.studies.factuality_sentences import (
-    JSON_FILE,
-    MARKDOWN_FILE,
+from offline.studies.factuality_sentences import JSON_FILE, MARKDOWN_FILE, run_sentence_study
+from offline.studies.factuality_sentences_report import write_sentence_study
+from offline.studies.factuality_sentences_results import SentenceStudySummary
+from offline.studies.factuality_sentences_store import (
     ingest_sentences,
     item_score,
     judge_score_of,
-    run_sentence_study,
     sentence_answers_from_store,
+)
+from offline.studies.factuality_sentences_validity import (
     sentence_validity,
     without_prompt_family,
     write_sentence_validity,
 )
-from offline.studies.factuality_sentences_report import write_sentence_study
-from offline.studies.factuality_sentences_results import SentenceStudySummary
 from offline.studies.faithfulness import faithfulness_data, run_faithfulness_study
 from tests.fakes.judge_server import JudgeServer
 

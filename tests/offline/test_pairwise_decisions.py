@@ -17,13 +17,8 @@ from offline.cli import main
 from offline.data.arena_ppr import load_arena_ppr
 from offline.data.errors import DataError
 from offline.data.vicuna80 import load_vicuna80
-from offline.studies.pairwise_decisions import (
-    PANEL,
-    arena_pairs,
-    export_pairwise_artifact,
-    run_pairwise_decisions,
-    vicuna80_pairs,
-)
+from offline.studies.pairwise_decisions import export_pairwise_artifact, run_pairwise_decisions
+from offline.studies.pairwise_decisions_tables import PANEL, arena_pairs, vicuna80_pairs
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ import pytest
 from calibration.kind_fit import fit_kind
 from calibration.panels import panel_kind_data
 from offline.studies.cell_data import JudgeCriterionData
+from offline.studies.panel_cells import member_kind_data, panel_cells
 from offline.studies.panel_gap import STEPS, candidate_rows, gap_rows
-from offline.studies.panels import member_kind_data, panel_cells
 from tests.offline.test_panels_study import datasets  # noqa: F401  (the synthetic judges fixture)
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from offline.studies.cell_data import JudgeCriterionData
+from offline.studies.panel_cells import member_kind_data, panel_cells
 from offline.studies.panel_nested import LOG_FLOOR, contenders, run_nested_study, write_nested_study
-from offline.studies.panels import member_kind_data, panel_cells
 from tests.offline.test_panels_study import datasets  # noqa: F401  (the synthetic judges fixture)
 
 MEMBERS = ["a-judge", "b-judge", "c-judge"]

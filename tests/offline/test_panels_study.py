@@ -11,7 +11,8 @@ import pytest
 
 from calibration.panels import expected_scores
 from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.panels import export_panel_fits, panel_cells, run_panel_study
+from offline.studies.panel_cells import panel_cells
+from offline.studies.panels import export_panel_fits, run_panel_study
 from offline.studies.panels_report import write_panel_study
 
 N_DOCS, PER_DOC = 30, 8
@@ -153,7 +154,7 @@ def test_cascade_points_route_and_count_calls(datasets: list[JudgeCriterionData]
 
 
 def test_learned_rows_cover_and_report_both_methods(datasets: list[JudgeCriterionData]) -> None:
-    from offline.studies.panels import learned_rows
+    from offline.studies.panel_learned import learned_rows
     from offline.studies.panels_results import PanelStudy
 
     cell = panel_cells(datasets, ["a-judge", "b-judge", "c-judge"], "coherence")

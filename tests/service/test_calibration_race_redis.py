@@ -14,8 +14,8 @@ from artifact.thresholds import ThresholdsArtifact
 from service.calibrations.state import CalibrationHolder
 from service.config.jobs import JobSettings
 from service.errors import NotFoundError
-from service.jobs.calibration_records import CalibrationPlan
-from service.jobs.calibrations import CalibrationJobs
+from service.jobs.calibrating.jobs import CalibrationJobs
+from service.jobs.calibrating.records import CalibrationPlan
 from service.jobs.queue import JobQueue
 from tests.service.jobs.conftest import REDIS_URL, queue_name  # noqa: F401 - the fixture
 from tests.service.test_artifacts_merge import user_artifact

@@ -15,13 +15,15 @@ from pathlib import Path
 import msgspec
 import pytest
 
-import service.jobs.calibrations as calibrations
+import service.jobs.calibrating.fitting as fitting
+import service.jobs.calibrating.jobs as calibration_jobs
 from artifact.labels import labelled_cells, read_labels
 from artifact.thresholds import ThresholdsArtifact, save_artifact
 from service.calibrations.state import CalibrationHolder
 from service.config.limits import LimitSettings
 from service.config.settings import Settings
-from service.jobs.calibrations import CalibrationJob, CalibrationJobs, run_calibration
+from service.jobs.calibrating.fitting import CalibrationJob, run_calibration
+from service.jobs.calibrating.jobs import CalibrationJobs
 from service.openapi_export import DEFAULT_PATH
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.test_artifacts_merge import user_artifact
@@ -187,9 +189,7 @@ def test_a_fit_that_fails_ends_failed_naming_the_cell() -> None:
     job = CalibrationJob(
         id="j", name="cal-j", created_at="t", n_rows=6, cells_planned=[], levels=(0.1, 0.2), warnings=[]
     )
-    asyncio.run(
-        run_calibration(job, cells, n_splits=4, accept_max=2, escalate_min=5, fitter=calibrations.fit_in_thread)
-    )
+    asyncio.run(run_calibration(job, cells, n_splits=4, accept_max=2, escalate_min=5, fitter=fitting.fit_in_thread))
     assert job.status == "failed" and job.error is not None
     assert "'my-judge' / " in job.error and "6 items in 2 group(s)" in job.error and "label more" in job.error
 
@@ -270,7 +270,7 @@ def test_validation_runs_off_the_event_loop_and_fits_outside_the_api_process(
     harness: AppHarness, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     on_loop: list[bool] = []
-    validate = calibrations.job_cells
+    validate = calibration_jobs.job_cells
 
     def spy(body: bytes, scale: int) -> object:
         try:
@@ -283,8 +283,8 @@ def test_validation_runs_off_the_event_loop_and_fits_outside_the_api_process(
     def no_fit_here(*args: object, **kwargs: object) -> object:
         raise AssertionError("a fit ran inside the API process")
 
-    monkeypatch.setattr(calibrations, "job_cells", spy)
-    monkeypatch.setattr(calibrations, "fit_kind", no_fit_here)  # a child process imports its own, unpatched
+    monkeypatch.setattr(calibration_jobs, "job_cells", spy)  # where submit looks it up
+    monkeypatch.setattr(fitting, "fit_kind", no_fit_here)  # a child process imports its own, unpatched
     reply = harness.client.post("/v1/calibrations", headers=LINES, content=_rows(4, 3))
     assert reply.status_code == 202, reply.text
     assert on_loop == [False]

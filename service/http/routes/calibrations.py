@@ -1,6 +1,6 @@
 """POST /v1/calibrations (admin), GET /v1/calibrations/{id}, POST /v1/calibrations/{id}/activate (admin),
 DELETE /v1/calibrations/{id} (admin): calibrate your own judge over HTTP (rules:
-``service.jobs.calibrations``)."""
+``service.jobs.calibrating``)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ from service.errors import BadRequestError, UnsupportedMediaTypeError
 from service.http.routes.calibration import swap_response
 from service.http.services import problem_responses, require_admin_key, services_of
 from service.http.spec import implies
-from service.jobs.calibrations import MIN_CELL_ITEMS, CalibrationJob
+from service.jobs.calibrating.cells import MIN_CELL_ITEMS
+from service.jobs.calibrating.fitting import CalibrationJob
 from service.judging.rubrics import MAX_LABELS
 from service.wire.calibration import (
     ArtifactName,

@@ -32,7 +32,7 @@ Rules, stated once:
   internal error).
 * **Where jobs run.** With REDIS_URL (durable jobs configured) a job is a task on the same SAQ queue as scoring
   chunks, run by any ``python -m service.worker``; its record lives in Redis for JOB_RESULTS_TTL_S
-  (:mod:`service.jobs.calibration_records`), so it survives an API restart and every API process sees it, and a
+  (:mod:`service.jobs.calibrating.records`), so it survives an API restart and every API process sees it, and a
   worker lost mid-fit is replaced by another (the fits are seeded: the same artifact). Without workers it waits,
   queued; the fits run in the worker (in a thread). Without REDIS_URL jobs run as background tasks of this
   process, each fit in a child process (``anyio.to_process``), so neither the API's event loop nor its memory
@@ -54,28 +54,26 @@ another
 from __future__ import annotations
 
 import asyncio
-import collections
 import contextlib
-import datetime as dt
 import uuid
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterator
 
-import anyio.to_process
 import anyio.to_thread
 from redis.exceptions import RedisError
 
-from artifact.kinds import DEFAULT_DELTA, FitKey, fit_keys, kind_artifact, labelled_rules
-from artifact.labels import LabelledCell, LabelRow, labelled_cells, min_items_for, read_labels
-from artifact.thresholds import ThresholdsArtifact
-from calibration.decision_rule import DecisionRule
-from calibration.errors import CalibrationError
-from calibration.kind_fit import KindData, KindFit, fit_kind
+from artifact.labels import LabelledCell
 from service.calibrations.activated import check_name
-from service.calibrations.registry import is_printable_name
 from service.calibrations.state import CalibrationHolder, CalibrationSnapshot
 from service.errors import ENABLE_JOBS_HELP, ConflictError, InvalidRequestError, JobsUnavailableError, NotFoundError
-from service.jobs.calibration_records import CalibrationPlan, beating
+from service.jobs.calibrating.cells import check_cells, job_cells, level_warnings
+from service.jobs.calibrating.fitting import (
+    CalibrationJob,
+    fit_in_process,
+    now_iso,
+    rules_in_process,
+    run_calibration,
+)
+from service.jobs.calibrating.records import CalibrationPlan, beating
 from service.jobs.queue import JobQueue
 from service.judging.families import live_family_warnings
 from service.judging.pool import JudgePool
@@ -84,221 +82,15 @@ __all__ = [
     "CALIBRATION_SPLITS",
     "DEFAULT_LEVELS",
     "MAX_JOBS",
-    "MIN_CELL_GROUPS",
-    "MIN_CELL_ITEMS",
     "REDIS_RETRY_AFTER_S",
-    "CalibrationJob",
     "CalibrationJobs",
-    "check_cells",
-    "fit_in_process",
-    "fit_in_thread",
-    "rules_in_process",
-    "rules_in_thread",
-    "run_calibration",
     "run_queued_calibration",
 ]
 
 CALIBRATION_SPLITS = 20
 MAX_JOBS = 50
 DEFAULT_LEVELS = (0.05, 0.10, 0.15, 0.20)
-MIN_CELL_GROUPS = 4  # outer splits by group, and cross-fitting halves that are split by group again
-MIN_CELL_ITEMS = 8  # learned_lac splits each calibration half again (model and threshold)
 REDIS_RETRY_AFTER_S = 5
-
-Fitter = Callable[[KindData, tuple[float, ...], int, int, int], Awaitable[KindFit]]
-RuleFitter = Callable[[LabelledCell], Awaitable[list[DecisionRule]]]
-
-
-@dataclass(kw_only=True)
-class CalibrationJob:
-    """One calibration job's state (mutated only by its own task and the event loop)."""
-
-    id: str
-    name: str
-    created_at: str
-    n_rows: int
-    cells_planned: list[tuple[str, str, str, int, int]]  # (judge, prompt_family, criterion, K, items)
-    levels: tuple[float, ...]
-    warnings: list[str]
-    status: str = "queued"  # queued | running | done | failed
-    done: int = 0
-    total: int = 0
-    error: str | None = None
-    results: list[tuple[FitKey, int, KindFit]] = field(default_factory=list)  # (cell + kind, K, fit)
-    artifact: ThresholdsArtifact | None = None
-    activated: bool = False
-    finished_at: str | None = None
-    scale: int = 5  # K of rows without scale_max (the queued path reads the body again in a worker)
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def _warnings(cells: Sequence[LabelledCell], levels: Sequence[float]) -> list[str]:
-    lines = []
-    for cell in cells:
-        n = len(cell.item_ids)
-        for alpha in levels:
-            need = min_items_for(alpha)
-            if n < need:
-                lines.append(
-                    f"{cell.judge} / {cell.prompt_family} / {cell.criterion}: {n} labelled items; "
-                    f"alpha={alpha} needs at least {need} for a finite threshold (its sets are the full "
-                    "scale)"
-                )
-    return lines
-
-
-def job_cells(body: bytes, scale: int) -> tuple[int, list[LabelledCell]]:
-    """(rows, the labelled cells) of a body (LabelsError names the line and field of a bad row)."""
-    rows: list[LabelRow] = read_labels([("body", body)], default_scale=scale)
-    return len(rows), labelled_cells(rows)
-
-
-def _cell_name(cell: LabelledCell) -> str:
-    return f"{cell.judge!r} / {cell.prompt_family!r} / {cell.criterion!r}"
-
-
-def check_cells(cells: Sequence[LabelledCell], *, max_cell_rows: int | None) -> None:
-    """InvalidRequestError (422) naming the first cell that cannot be fitted here (module rules: printable names,
-    at least MIN_CELL_GROUPS groups and MIN_CELL_ITEMS items, at most ``max_cell_rows`` rows)."""
-    for cell in cells:
-        bad = [name for name in (cell.judge, cell.prompt_family, cell.criterion) if not is_printable_name(name)]
-        if bad:
-            raise InvalidRequestError(
-                f"cell {_cell_name(cell)}: {', '.join(repr(b) for b in bad)} is not printable text; judge, "
-                "prompt_family and criterion may not contain control, bidi-override or zero-width characters"
-            )
-        n_items, sizes = len(cell.item_ids), sorted(collections.Counter(cell.groups).values())
-        n_groups = len(sizes)
-        quarter = sum(sizes[: n_groups // 4])
-        if n_groups < MIN_CELL_GROUPS or n_items < MIN_CELL_ITEMS or quarter < 2:
-            raise InvalidRequestError(
-                f"cell {_cell_name(cell)} has {n_items} items in {n_groups} group(s) (smallest {sizes[:4]}): a "
-                f"calibration needs at least {MIN_CELL_ITEMS} items in at least {MIN_CELL_GROUPS} distinct groups, "
-                "and at least 2 items in its smallest quarter of the groups (held-out figures and the default method "
-                "are chosen on splits by group, document or source); give a group per row, or label more documents"
-            )
-        if max_cell_rows is not None and n_items > max_cell_rows:
-            raise InvalidRequestError(
-                f"cell {_cell_name(cell)} has {n_items} rows; at most MAX_CALIBRATION_CELL_ROWS={max_cell_rows} "
-                "are fitted per cell (a fit's memory grows with its cell): subsample its items, or raise the limit"
-            )
-
-
-def _fit(data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int) -> KindFit:
-    """``fit_kind`` with the job's fixed settings (module rules); top level so a child process can run it."""
-    return fit_kind(
-        data,
-        alphas=levels,
-        delta=DEFAULT_DELTA,
-        n_splits=n_splits,
-        seed=0,
-        accept_max=accept_max,
-        escalate_min=escalate_min,
-    )
-
-
-async def fit_in_thread(
-    data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
-) -> KindFit:
-    """One fit in a thread of this process (a job worker: its memory is the worker's)."""
-    return await anyio.to_thread.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min)
-
-
-async def fit_in_process(
-    data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
-) -> KindFit:
-    """One fit in a child process (the API without workers: neither its event loop nor its memory carries the fit;
-    a cancelled job kills the child)."""
-    return await anyio.to_process.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min, cancellable=True)
-
-
-async def rules_in_thread(cell: LabelledCell) -> list[DecisionRule]:
-    """The cell's decision rules fitted in a thread of this process (a job worker)."""
-    return await anyio.to_thread.run_sync(labelled_rules, cell)
-
-
-async def rules_in_process(cell: LabelledCell) -> list[DecisionRule]:
-    """The cell's decision rules fitted in a child process (the API without workers, as ``fit_in_process``)."""
-    return await anyio.to_process.run_sync(labelled_rules, cell, cancellable=True)
-
-
-def _fit_failure(cell: LabelledCell, data: KindData, error: Exception) -> str:
-    where = f"cell {_cell_name(cell)} ({data.kind}): {len(cell.item_ids)} items in {len(set(cell.groups))} group(s)"
-    if isinstance(error, CalibrationError):
-        return f"{where} cannot be calibrated: {error}; label more items or documents for this cell"
-    return f"{where}: the fit failed ({type(error).__name__}: {error})"
-
-
-async def run_calibration(
-    job: CalibrationJob,
-    cells: list[LabelledCell],
-    *,
-    n_splits: int,
-    accept_max: int,
-    escalate_min: int,
-    progress: Callable[[CalibrationJob], Awaitable[object]] | None = None,
-    fitter: Fitter = fit_in_thread,
-    rule_fitter: RuleFitter = rules_in_thread,
-) -> None:
-    """Fit every (cell, input kind) of ``job`` with ``fitter`` (a thread, or a child process), then each cell's
-    decision rules with ``rule_fitter``, then build its artifact; ``job`` is updated in place (status, done,
-    results, artifact or an error naming the cell) and ``progress(job)`` awaited after each step."""
-    job.status = "running"
-    tasks = fit_keys(cells)
-    job.total = len(tasks) + len(cells)
-    if progress is not None:
-        await progress(job)
-
-    try:
-        for cell, data in tasks:
-            try:
-                fit = await fitter(data, job.levels, n_splits, accept_max, escalate_min)
-            except Exception as error:  # noqa: BLE001 - named with its cell below
-                raise _CellFailedError(_fit_failure(cell, data, error)) from error
-            job.results.append(((cell.judge, cell.prompt_family, cell.criterion, data.kind), cell.n_labels, fit))
-            job.done += 1
-            if progress is not None and job.done < job.total:
-                await progress(job)
-        rules: list[DecisionRule] = []
-        for cell in cells:
-            try:
-                rules += await rule_fitter(cell)
-            except Exception as error:  # noqa: BLE001 - named with its cell below
-                raise _CellFailedError(
-                    f"cell {_cell_name(cell)}: fitting its decision rules failed ({type(error).__name__}: {error})"
-                ) from error
-            job.done += 1
-            if progress is not None and job.done < job.total:
-                await progress(job)
-        job.artifact = kind_artifact(
-            {key: fit for key, _, fit in job.results},
-            created_at=_now(),
-            code_version="service POST /v1/calibrations",
-            data_hash=f"job {job.id}",
-            decision_rules=rules,
-            source=f"POST /v1/calibrations job {job.id}: {job.n_rows} labelled rows, y* = human rounded to the "
-            f"nearest integer (halves up); per (cell, input kind) calibration.kind_fit.fit_kind: PAC thresholds "
-            f"at delta={DEFAULT_DELTA} fitted on all items with seed 0, held-out figures from {n_splits} "
-            "seeded splits by group, default method by cross-fitting by group; decision rules by "
-            "calibration.cell_rules.fit_cell_rules over the shipped grid (document-level bound, delta 0.05, seed 0)",
-        )
-        job.status = "done"
-    except _CellFailedError as error:
-        job.status = "failed"
-        job.error = str(error)
-    except Exception as error:  # noqa: BLE001 - a failed job reports its error, never the process
-        job.status = "failed"
-        job.error = f"building the artifact failed: {type(error).__name__}: {error}"
-    job.finished_at = _now()
-    if progress is not None:
-        await progress(job)
-
-
-class _CellFailedError(Exception):
-    """A fit failed; the message names the cell and the reason (the job's error)."""
 
 
 @contextlib.contextmanager
@@ -352,12 +144,12 @@ class CalibrationJobs:
         job = CalibrationJob(
             id=job_id,
             name=artifact_name,
-            created_at=_now(),
+            created_at=now_iso(),
             n_rows=n_rows,
             levels=levels,
             scale=scale,
             cells_planned=[(c.judge, c.prompt_family, c.criterion, c.n_labels, len(c.item_ids)) for c in cells],
-            warnings=_warnings(cells, levels)
+            warnings=level_warnings(cells, levels)
             + (
                 []
                 if judges is None

@@ -2,7 +2,7 @@
 
 With Redis configured a calibration runs on the same SAQ queue as scoring chunks: the API validates the body,
 stores it and the job's record here, and queues one ``run_calibration`` task; any worker
-(``python -m service.worker``) runs it with :func:`service.jobs.calibrations.run_calibration`, the same code as
+(``python -m service.worker``) runs it with :func:`service.jobs.calibrating.fitting.run_calibration`, the same code as
 the
 in-process path, writing its progress and finally its artifact here; the API reads the record on every GET.
 

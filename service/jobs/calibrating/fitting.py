@@ -1,0 +1,175 @@
+"""Running one calibration job: each (cell, input kind) fitted by :func:`calibration.kind_fit.fit_kind` in a thread
+or a child process, then each cell's decision rules, then the artifact (rules: ``service.jobs.calibrating.jobs``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import anyio.to_process
+import anyio.to_thread
+
+from artifact.kinds import DEFAULT_DELTA, FitKey, fit_keys, kind_artifact, labelled_rules
+from artifact.labels import LabelledCell
+from artifact.thresholds import ThresholdsArtifact
+from calibration.decision_rule import DecisionRule
+from calibration.errors import CalibrationError
+from calibration.kind_fit import KindData, KindFit, fit_kind
+from service.jobs.calibrating.cells import cell_name
+
+__all__ = [
+    "CalibrationJob",
+    "Fitter",
+    "RuleFitter",
+    "fit_in_process",
+    "fit_in_thread",
+    "now_iso",
+    "rules_in_process",
+    "rules_in_thread",
+    "run_calibration",
+]
+
+Fitter = Callable[[KindData, tuple[float, ...], int, int, int], Awaitable[KindFit]]
+RuleFitter = Callable[[LabelledCell], Awaitable[list[DecisionRule]]]
+
+
+@dataclass(kw_only=True)
+class CalibrationJob:
+    """One calibration job's state (mutated only by its own task and the event loop)."""
+
+    id: str
+    name: str
+    created_at: str
+    n_rows: int
+    cells_planned: list[tuple[str, str, str, int, int]]  # (judge, prompt_family, criterion, K, items)
+    levels: tuple[float, ...]
+    warnings: list[str]
+    status: str = "queued"  # queued | running | done | failed
+    done: int = 0
+    total: int = 0
+    error: str | None = None
+    results: list[tuple[FitKey, int, KindFit]] = field(default_factory=list)  # (cell + kind, K, fit)
+    artifact: ThresholdsArtifact | None = None
+    activated: bool = False
+    finished_at: str | None = None
+    scale: int = 5  # K of rows without scale_max (the queued path reads the body again in a worker)
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _fit(data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int) -> KindFit:
+    """``fit_kind`` with the job's fixed settings (``jobs`` rules); top level so a child process can run it."""
+    return fit_kind(
+        data,
+        alphas=levels,
+        delta=DEFAULT_DELTA,
+        n_splits=n_splits,
+        seed=0,
+        accept_max=accept_max,
+        escalate_min=escalate_min,
+    )
+
+
+async def fit_in_thread(
+    data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
+) -> KindFit:
+    """One fit in a thread of this process (a job worker: its memory is the worker's)."""
+    return await anyio.to_thread.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min)
+
+
+async def fit_in_process(
+    data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
+) -> KindFit:
+    """One fit in a child process (the API without workers: neither its event loop nor its memory carries the fit;
+    a cancelled job kills the child)."""
+    return await anyio.to_process.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min, cancellable=True)
+
+
+async def rules_in_thread(cell: LabelledCell) -> list[DecisionRule]:
+    """The cell's decision rules fitted in a thread of this process (a job worker)."""
+    return await anyio.to_thread.run_sync(labelled_rules, cell)
+
+
+async def rules_in_process(cell: LabelledCell) -> list[DecisionRule]:
+    """The cell's decision rules fitted in a child process (the API without workers, as ``fit_in_process``)."""
+    return await anyio.to_process.run_sync(labelled_rules, cell, cancellable=True)
+
+
+def _fit_failure(cell: LabelledCell, data: KindData, error: Exception) -> str:
+    where = f"cell {cell_name(cell)} ({data.kind}): {len(cell.item_ids)} items in {len(set(cell.groups))} group(s)"
+    if isinstance(error, CalibrationError):
+        return f"{where} cannot be calibrated: {error}; label more items or documents for this cell"
+    return f"{where}: the fit failed ({type(error).__name__}: {error})"
+
+
+async def run_calibration(
+    job: CalibrationJob,
+    cells: list[LabelledCell],
+    *,
+    n_splits: int,
+    accept_max: int,
+    escalate_min: int,
+    progress: Callable[[CalibrationJob], Awaitable[object]] | None = None,
+    fitter: Fitter = fit_in_thread,
+    rule_fitter: RuleFitter = rules_in_thread,
+) -> None:
+    """Fit every (cell, input kind) of ``job`` with ``fitter`` (a thread, or a child process), then each cell's
+    decision rules with ``rule_fitter``, then build its artifact; ``job`` is updated in place (status, done,
+    results, artifact or an error naming the cell) and ``progress(job)`` awaited after each step."""
+    job.status = "running"
+    tasks = fit_keys(cells)
+    job.total = len(tasks) + len(cells)
+    if progress is not None:
+        await progress(job)
+
+    try:
+        for cell, data in tasks:
+            try:
+                fit = await fitter(data, job.levels, n_splits, accept_max, escalate_min)
+            except Exception as error:  # noqa: BLE001 - named with its cell below
+                raise _CellFailedError(_fit_failure(cell, data, error)) from error
+            job.results.append(((cell.judge, cell.prompt_family, cell.criterion, data.kind), cell.n_labels, fit))
+            job.done += 1
+            if progress is not None and job.done < job.total:
+                await progress(job)
+        rules: list[DecisionRule] = []
+        for cell in cells:
+            try:
+                rules += await rule_fitter(cell)
+            except Exception as error:  # noqa: BLE001 - named with its cell below
+                raise _CellFailedError(
+                    f"cell {cell_name(cell)}: fitting its decision rules failed ({type(error).__name__}: {error})"
+                ) from error
+            job.done += 1
+            if progress is not None and job.done < job.total:
+                await progress(job)
+        job.artifact = kind_artifact(
+            {key: fit for key, _, fit in job.results},
+            created_at=now_iso(),
+            code_version="service POST /v1/calibrations",
+            data_hash=f"job {job.id}",
+            decision_rules=rules,
+            source=f"POST /v1/calibrations job {job.id}: {job.n_rows} labelled rows, y* = human rounded to the "
+            f"nearest integer (halves up); per (cell, input kind) calibration.kind_fit.fit_kind: PAC thresholds "
+            f"at delta={DEFAULT_DELTA} fitted on all items with seed 0, held-out figures from {n_splits} "
+            "seeded splits by group, default method by cross-fitting by group; decision rules by "
+            "calibration.cell_rules.fit_cell_rules over the shipped grid (document-level bound, delta 0.05, seed 0)",
+        )
+        job.status = "done"
+    except _CellFailedError as error:
+        job.status = "failed"
+        job.error = str(error)
+    except Exception as error:  # noqa: BLE001 - a failed job reports its error, never the process
+        job.status = "failed"
+        job.error = f"building the artifact failed: {type(error).__name__}: {error}"
+    job.finished_at = now_iso()
+    if progress is not None:
+        await progress(job)
+
+
+class _CellFailedError(Exception):
+    """A fit failed; the message names the cell and the reason (the job's error)."""
