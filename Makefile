@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 
-.PHONY: install install-runtime data test test-fast bench lint mutate calibrate serve worker openapi settings-table demo clean
+.PHONY: install install-runtime data test test-fast bench lint mutate calibrate results serve worker openapi settings-table demo clean
 
 ## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
 ## offline extras on top of them, in the same .venv.
@@ -43,8 +43,18 @@ test: install
 ## DATA_DIR: a fresh clone without them runs `make data` first).
 ## With LABELS="a.jsonl b.jsonl" (and SCALE=K): calibrate your own labelled files instead, into reports/labels/
 ## (report + an artifact holding only your cells; the shipped calibration is not touched).
+## Without LABELS it ends with `make results`.
 calibrate: install
 	$(BIN)/python -m offline calibrate $(foreach f,$(LABELS),--labels $(f)) $(if $(SCALE),--scale $(SCALE))
+	$(if $(LABELS),,$(MAKE) results)
+
+## Regenerate docs/results.md from the JSON reports under reports/ (calibrate's, and the halves check's, run here
+## first when reports/conformal/halves.json is missing); never edit that page by hand.
+results: install reports/conformal/halves.json
+	$(BIN)/python -m offline results-page --reports reports --out docs/results.md
+
+reports/conformal/halves.json:
+	$(BIN)/python -m offline halves --out reports
 
 ## Serve the API on 127.0.0.1:$${PORT:-8000} with the shipped thresholds; no Redis needed.
 ## WORKERS=N runs N server processes; HEADER_TIMEOUT_S, BODY_TIMEOUT_S, KEEPALIVE_TIMEOUT_S bound slow clients.
@@ -55,9 +65,10 @@ serve: install-runtime
 worker: install-runtime
 	exec $(BIN)/python -m service.worker
 
-## Regenerate the committed OpenAPI spec.
+## Regenerate the committed OpenAPI spec and the API reference rendered from it, docs/api.md.
 openapi: install
 	$(BIN)/python -m service.openapi_export
+	$(BIN)/python tools/api_reference.py
 
 ## Regenerate the settings table in docs/operations.md from the settings code (a test checks it is current).
 settings-table: install-runtime

@@ -22,7 +22,9 @@ Pure: arrays in (:class:`KindData`), typed results out (:class:`KindFit`). Offli
   the default is chosen by the same rule from cross-fitting inside the calibration groups only
   (``nested_repeats`` repeats), then that method is fitted on the calibration groups and evaluated on the test
   groups at every ``report_alphas`` level. This is the coverage a user gets from the whole recipe (selection
-  included) on documents it never saw.
+  included) on documents it never saw. ``mean_set_size_ci``: 95% percentile bootstrap over groups (documents
+  resampled whole, every split's test side reweighted; :func:`calibration.unit_bootstrap.split_mean_interval`,
+  2,000 draws from ``default_rng(seed)``).
 * **PAC unit.** With ``group_pac`` (the default) and a ``delta``, and when some group holds more than one item,
   every fit here (held-out, selection, nested, final) uses the document-level PAC rule
   (:mod:`calibration.conformal.group_pac`: coverage >= 1 - alpha with probability >= 1 - delta over calibration
@@ -43,7 +45,7 @@ import msgspec
 import numpy as np
 
 from calibration.conformal import FittedConformal, calibration_scores, fit_from_scores
-from calibration.heldout import group_splits
+from calibration.heldout import SplitSets, group_splits
 from calibration.kind_evaluation import (
     PooledSets,
     choose_on_splits,
@@ -52,6 +54,7 @@ from calibration.kind_evaluation import (
     pooled_evidence,
 )
 from calibration.selection import QUALIFY_CHECKS, MethodChoice, MethodEvidence
+from calibration.unit_bootstrap import split_mean_interval
 from calibration.verdicts import kind_inputs, methods_for_kind
 
 __all__ = [
@@ -109,6 +112,7 @@ class ProcedureFigures(msgspec.Struct, frozen=True, kw_only=True):
     mean_coverage: float
     p5_coverage: float
     mean_set_size: float
+    mean_set_size_ci: list[float] | None = None  # over groups (module rules); None when read from an older file
 
 
 class KindFit(msgspec.Struct, frozen=True, kw_only=True):
@@ -253,6 +257,7 @@ def fit_kind(
         float(a): ([], [], []) for a in report_alphas
     }
     report_levels = [(float(a), delta) for a in report_alphas]
+    served: list[SplitSets] = []
     for split in outer:
         inner_data = _subset(data, split.calibration)
         inner = cross_fit_splits(inner_data.groups, repeats=nested_repeats, seed=seed + 1 + split.split)
@@ -271,6 +276,7 @@ def fit_kind(
             pac_groups=pac_groups,
         )
         (result,) = evaluate_method(choice.method, data, [split], report_levels, [[seed, 1, split.split]], pac_groups)
+        served.append(result)
         for level, alpha in enumerate(report_alphas):
             coverage, size, chosen = procedure_rows[float(alpha)]
             coverage.append(float(result.covered[level].mean()))
@@ -285,8 +291,11 @@ def fit_kind(
             mean_coverage=float(np.mean(c)),
             p5_coverage=float(np.percentile(c, 5)),
             mean_set_size=float(np.mean(s)),
+            mean_set_size_ci=split_mean_interval(
+                data.groups, [r.test_index for r in served], [r.set_sizes[level] for r in served], seed=seed
+            ).bounds,
         )
-        for a, (c, s, m) in procedure_rows.items()
+        for level, (a, (c, s, m)) in enumerate(procedure_rows.items())
     ]
 
     fitted: dict[str, dict[float, FittedConformal]] = {}

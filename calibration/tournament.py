@@ -17,6 +17,9 @@ Rules, stated once:
 * **Missing pairs** (never judged) have no record and no edge.
 * **Random baseline.** In a uniformly random complete tournament each triple is cyclic with probability
   2/8, so the expected violation rate is :data:`RANDOM_TOURNAMENT_VIOLATION_RATE` = 0.25.
+* **Intervals over inputs** (95%, the input is the unit): the share of inputs with a cycle, exact Clopper-Pearson
+  (:func:`calibration.intervals.clopper_pearson`); the mean rate, percentile bootstrap over inputs
+  (:func:`calibration.unit_bootstrap.mean_interval`, 2,000 draws, seed 0 unless given).
 
 ==========================================  ============================================
 call                                        result
@@ -47,6 +50,8 @@ from calibration.errors import (
     SelfComparisonError,
     UnknownCandidateError,
 )
+from calibration.intervals import clopper_pearson
+from calibration.unit_bootstrap import DEFAULT_RESAMPLES, mean_interval
 
 __all__ = [
     "Outcome",
@@ -305,17 +310,24 @@ def violation_rate(t: Tournament) -> float:
 
 
 class ViolationSummary(msgspec.Struct, frozen=True, kw_only=True):
-    """Distribution of per-input violation rates: mean (the paper's rho-bar), share with a cycle, max, median."""
+    """Distribution of per-input violation rates: mean (the paper's rho-bar), share with a cycle, max, median,
+    and the 95% intervals of the mean and of the share over inputs (module rules)."""
 
     mean: float
     share_with_cycle: float
     max: float
     median: float
     n_inputs: int
+    n_with_cycle: int
+    mean_ci: list[float]
+    share_with_cycle_ci: list[float]
 
 
-def summarize_violation_rates(rates: Sequence[float]) -> ViolationSummary:
-    """Summarise per-input violation rates in [0, 1]: mean, share > 0, max, median, count.
+def summarize_violation_rates(
+    rates: Sequence[float], *, seed: int = 0, n_resamples: int = DEFAULT_RESAMPLES
+) -> ViolationSummary:
+    """Summarise per-input violation rates in [0, 1]: mean, share > 0, max, median, count, and the intervals of
+    the mean (bootstrap over inputs with ``seed``) and of the share (Clopper-Pearson).
 
     Raises
     ------
@@ -330,12 +342,16 @@ def summarize_violation_rates(rates: Sequence[float]) -> ViolationSummary:
     for position, value in enumerate(values):
         if not 0.0 <= value <= 1.0:  # also rejects NaN
             raise CalibrationError(f"violation rate {value!r} at position {position} is not in [0, 1]")
+    with_cycle = sum(1 for value in values if value > 0.0)
     return ViolationSummary(
         mean=statistics.fmean(values),
-        share_with_cycle=sum(1 for value in values if value > 0.0) / len(values),
+        share_with_cycle=with_cycle / len(values),
         max=max(values),
         median=statistics.median(values),
         n_inputs=len(values),
+        n_with_cycle=with_cycle,
+        mean_ci=mean_interval(values, n_resamples=n_resamples, seed=seed).bounds,
+        share_with_cycle_ci=list(clopper_pearson(with_cycle, len(values), 0.05)),
     )
 
 

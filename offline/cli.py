@@ -15,6 +15,9 @@ command                                                           does
 ``halves [--data-dir D] [--out reports] [--splits 20]``           fit on half the documents, validate on the
                                                                   other half, both ways (offline.halves); exit 1
                                                                   when a validity check fails
+``results-page [--reports reports] [--out docs/results.md]``        docs/results.md from the reports' JSON files
+                                                                  (offline.results_page); exit 2 naming a missing
+                                                                  report and the command that writes it
 ``panels [--data-dir D] [--out reports] [--alpha 0.1]``           every panel of 2-6 recorded judges vs its best
 ``       [--splits 20] [--max-size 6]``                           member (offline.studies.panels)
 ``cascades [--data-dir D] [--out reports] [--alpha 0.1]``         two-judge cascades: calls vs set size vs
@@ -68,6 +71,7 @@ import structlog
 from offline.commands.calibration import run_calibrate, run_halves, run_report, run_validate
 from offline.commands.collecting import run_collect, run_data
 from offline.commands.parser import build_parser
+from offline.commands.results import run_results_page
 from offline.commands.studies import (
     run_cascades,
     run_decisions,
@@ -109,6 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "report": run_report,
         "validate": run_validate,
         "halves": run_halves,
+        "results-page": run_results_page,
         "panels": run_panels,
         "panels-nested": run_panels_nested,
         "panels-cascades": run_panels_cascades,

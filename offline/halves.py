@@ -17,6 +17,11 @@ ways. The checks, for every judge x criterion x input (score alone; log-probs al
    fitting half, so the rule holds exactly on that estimate; on the other half the two kinds' sizes differ by
    sampling noise of about that size (50 documents).
 
+``mean_set_size_ci``: the 95% interval of each row's mean set size with the unseen half's documents as the unit,
+a percentile bootstrap of the pooled mean over documents (:func:`calibration.unit_bootstrap.ratio_interval`, 2,000
+draws, ``default_rng(seed)``); each item's set is served again with :func:`offline.validate.serve_item` (the
+validator's report gives the mean, not the per-item sizes).
+
 Writes ``conformal/halves.json`` and ``conformal/halves.md``.
 """
 
@@ -29,13 +34,15 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from artifact.thresholds import ThresholdIndex
+from calibration.unit_bootstrap import UnitInterval, ratio_interval
 from offline.export import build_artifact
 from offline.jsonfile import write_json
 from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.validity import DEFAULT_DELTA, run_validity_study
-from offline.validate import ValidationCell, validate_artifact_on
+from offline.validate import INPUTS, ValidationCell, serve_item, validate_artifact_on
 
-__all__ = ["HalvesReport", "HalvesRow", "check_halves", "split_documents", "subset", "write_halves"]
+__all__ = ["HalvesReport", "HalvesRow", "check_halves", "size_interval", "split_documents", "subset", "write_halves"]
 
 CHECK_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.20)
 SLACK = 0.02
@@ -58,6 +65,8 @@ class HalvesRow(msgspec.Struct, frozen=True, kw_only=True):
     mean_set_size: float | None
     empty_sets: int
     empty_accepted: int
+    mean_set_size_ci: list[float] | None = None  # over the unseen half's documents (module rules)
+    n_documents: int | None = None
 
 
 class HalvesReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -103,6 +112,37 @@ def subset(data: JudgeCriterionData, documents: set[str]) -> JudgeCriterionData 
     )
 
 
+def size_interval(
+    index: ThresholdIndex, data: JudgeCriterionData, name: str, alpha: float, seed: int
+) -> UnitInterval | None:
+    """The mean served set size of ``data``'s items under input ``name`` at ``alpha`` and its 95% interval with
+    documents resampled whole; None when no item is served (module rules)."""
+    assert data.groups is not None
+    cell = (data.judge, data.prompt_family, data.criterion)
+    kinds = ("mean",) if name == "mean" else INPUTS[name]
+    totals: dict[str, list[int]] = {}
+    for position in range(data.labels.size):
+        probabilities = None if data.probabilities is None else [float(p) for p in data.probabilities[position]]
+        item = serve_item(
+            index,
+            cell,
+            kinds,
+            alpha,
+            judge_score=int(data.judge_scores[position]),
+            probabilities=probabilities,
+            n_labels=data.n_labels,
+            mean=None if data.means is None else float(data.means[position]),
+        )
+        if item.labels is not None:
+            total = totals.setdefault(data.groups[position], [0, 0])
+            total[0] += len(item.labels)
+            total[1] += 1
+    if not totals:
+        return None
+    sizes, counts = zip(*(totals[d] for d in sorted(totals)), strict=True)
+    return ratio_interval(sizes, counts, seed=seed)
+
+
 def check_halves(
     datasets: Sequence[JudgeCriterionData],
     *,
@@ -114,7 +154,7 @@ def check_halves(
     """Fit on each half of the documents, validate on the other (module rules)."""
     halves = split_documents(datasets, seed)
     rows: list[HalvesRow] = []
-    cells: list[tuple[int, ValidationCell]] = []
+    cells: list[tuple[int, ValidationCell, UnitInterval | None]] = []
     for fit_half, (fit_docs, test_docs) in enumerate(((halves[0], halves[1]), (halves[1], halves[0]))):
         fit_data = [d for d in (subset(x, fit_docs) for x in datasets) if d is not None]
         test_data = [d for d in (subset(x, test_docs) for x in datasets) if d is not None]
@@ -123,8 +163,16 @@ def check_halves(
             fit_data, None, seed=seed, data_hash="halves", code_version="halves", created_at="halves", fits=fits
         )
         report = validate_artifact_on(artifact, test_data, alphas=CHECK_ALPHAS)
-        cells += [(fit_half, c) for c in report.cells]
-    for fit_half, c in cells:
+        index, by_cell = ThresholdIndex(artifact), {(d.judge, d.prompt_family, d.criterion): d for d in test_data}
+        for c in report.cells:
+            data = by_cell[c.judge, c.prompt_family, c.criterion]
+            size_ci = size_interval(index, data, c.input, c.alpha, seed)
+            if (size_ci is None) != (c.mean_set_size is None) or (
+                size_ci is not None and abs(size_ci.estimate - float(c.mean_set_size or 0.0)) > 1e-9
+            ):
+                raise RuntimeError(f"served again, {c.judge}/{c.criterion}/{c.input} at {c.alpha} differs in size")
+            cells.append((fit_half, c, size_ci))
+    for fit_half, c, size_ci in cells:
         empty_accepted = 0  # the decision rule escalates every empty set (calibration.kind_fit.decision_shares)
         rows.append(
             HalvesRow(
@@ -140,6 +188,8 @@ def check_halves(
                 mean_set_size=c.mean_set_size,
                 empty_sets=c.empty_sets,
                 empty_accepted=empty_accepted,
+                mean_set_size_ci=None if size_ci is None else size_ci.bounds,
+                n_documents=None if size_ci is None else size_ci.n_units,
             )
         )
     checked = [r for r in rows if r.input in ("score", "logprobs", "mean") and r.coverage is not None]
@@ -190,16 +240,19 @@ def markdown(report: HalvesReport) -> str:
         f"**{report.n_logprobs_larger}**",
         f"- all checks passed: **{'yes' if report.passed else 'no'}**",
         "",
-        "| fit half | judge | criterion | input | alpha | served by | n | coverage | set size | empty sets |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"Set size: mean over the unseen half's items, 95% CI a bootstrap over its documents (seed {report.seed}).",
+        "",
+        "| fit half | judge | criterion | input | alpha | served by | n | coverage | set size | 95% CI | empty sets |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in report.rows:
         served = "uncalibrated" if r.kind is None else f"{r.kind} / {r.method}"
         coverage = "n/a" if r.coverage is None else f"{r.coverage:.3f}"
         size = "n/a" if r.mean_set_size is None else f"{r.mean_set_size:.2f}"
+        size_ci = "" if not r.mean_set_size_ci else f"[{r.mean_set_size_ci[0]:.2f}, {r.mean_set_size_ci[1]:.2f}]"
         lines.append(
             f"| {r.fit_half} | {r.judge} | {r.criterion} | {r.input} | {r.alpha} | {served} | {r.n} | "
-            f"{coverage} | {size} | {r.empty_sets} |"
+            f"{coverage} | {size} | {size_ci} | {r.empty_sets} |"
         )
     return "\n".join(lines) + "\n"
 

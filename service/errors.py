@@ -44,6 +44,7 @@ __all__ = [
     "IdempotencyConflictError",
     "InvalidRequestError",
     "JobCancelledError",
+    "JobNotFinishedError",
     "JobNotFoundError",
     "JobStoreFullError",
     "JobTooLargeError",
@@ -219,6 +220,14 @@ class JobNotFoundError(ServiceProblem):
     status = 404
     slug = "job-not-found"
     title = "Job not found"
+
+
+class JobNotFinishedError(ServiceProblem):
+    """The job's results are not those of its whole run yet (queued, running) or never will be (cancelled) (409)."""
+
+    status = 409
+    slug = "job-not-finished"
+    title = "Job not finished"
 
 
 class IdempotencyConflictError(ServiceProblem):

@@ -131,6 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
     hal.add_argument("--seed", type=int, default=0)
     hal.add_argument("--no-progress", action="store_true")
 
+    res = commands.add_parser(
+        "results-page", help="write docs/results.md from the JSON reports (calibrate's and halves') under --reports"
+    )
+    res.add_argument("--reports", type=Path, default=Path("reports"), help="the report folder (default reports)")
+    res.add_argument("--out", type=Path, default=Path("docs/results.md"), help="the page (default docs/results.md)")
+
     pan = commands.add_parser(
         "panels",
         help="judge panels: every panel of 2-6 recorded judges calibrated as one "

@@ -9,7 +9,7 @@ import msgspec
 import numpy as np
 
 from offline.data.summeval import CRITERIA
-from offline.report.tables import fmt, markdown_table
+from offline.report.tables import ci, fmt, markdown_table
 from offline.studies.conformal_results import ConformalSummary
 from offline.studies.conformal_rules import COVERAGE_SLACK, HEADLINE_ALPHA, PAPER_METHOD
 from offline.studies.factuality_llm import LLMFactualitySummary
@@ -205,8 +205,9 @@ def _position_lines(p: PositionBiasSummary) -> list[str]:
     lines = []
     for r in pooled:
         lines.append(
-            f"- **Position consistency** of {r.judge} ({p.source}): {fmt(r.consistency)} of "
-            f"{r.n_pairs_both_orders} pairs keep their verdict when the order is swapped; per criterion "
+            f"- **Position consistency** of {r.judge} ({p.source}): {fmt(r.consistency)}"
+            + (f" (95% CI {ci(r.consistency_ci)}, documents as the unit)" if r.consistency_ci else "")
+            + f" of {r.n_pairs_both_orders} pairs keep their verdict when the order is swapped; per criterion "
             + ", ".join(
                 f"{x.criterion} {fmt(x.consistency)} (ties {fmt(x.tie_rate)})" for x in rows if x.judge == r.judge
             )

@@ -33,6 +33,15 @@ def fmt(value: float | None, digits: int = 3, *, signed: bool = False) -> str:
     return f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
 
 
+def ci(bounds: Sequence[float] | None, digits: int = 3, *, percent: bool = False) -> str:
+    """A 95% interval as ``[low, high]`` ("" when the summary has none)."""
+    if not bounds:
+        return ""
+    if percent:
+        return f"[{100 * bounds[0]:.{max(digits - 2, 0)}f}, {100 * bounds[1]:.{max(digits - 2, 0)}f}]%"
+    return f"[{bounds[0]:.{digits}f}, {bounds[1]:.{digits}f}]"
+
+
 def _p(p_value: float | None) -> str:
     if p_value is None:
         return "n/a"
@@ -316,13 +325,26 @@ def transitivity_tables(t: TransitivitySummary) -> str:
     out.append(f"## Tables 1 and 6 — per-input violation rates ρ(x){tag}\n")
     out.append(
         markdown_table(
-            ["Judge", "Criterion", "Agg. ρ̄", "% inputs ≥1 cycle", "Max ρ", "Med. ρ", "inputs", "tied pairs"],
+            [
+                "Judge",
+                "Criterion",
+                "Agg. ρ̄",
+                "ρ̄ 95% CI",
+                "% inputs ≥1 cycle",
+                "95% CI",
+                "Max ρ",
+                "Med. ρ",
+                "inputs",
+                "tied pairs",
+            ],
             [
                 [
                     r.judge,
                     r.criterion,
                     fmt(r.mean),
+                    ci(r.violation_rate_ci),
                     f"{100 * r.share_with_cycle:.1f}%",
+                    ci(r.share_with_cycle_ci, percent=True),
                     f"{100 * r.max:.1f}%",
                     f"{100 * r.median:.1f}%",
                     str(r.n_inputs),
@@ -368,10 +390,12 @@ def position_bias_tables(p: PositionBiasSummary) -> str:
                 "Judge",
                 "Criterion",
                 "consistency",
+                "95% CI",
                 "pairs in both orders",
                 "consistent",
                 "tie rate",
                 "first-shown wins",
+                "95% CI",
                 "verdicts",
                 "unparsed",
             ],
@@ -380,10 +404,12 @@ def position_bias_tables(p: PositionBiasSummary) -> str:
                     r.judge,
                     r.criterion,
                     fmt(r.consistency),
+                    ci(r.consistency_ci),
                     str(r.n_pairs_both_orders),
                     str(r.n_consistent),
                     fmt(r.tie_rate),
                     fmt(r.first_win_rate),
+                    ci(r.first_win_rate_ci),
                     str(r.n_verdicts),
                     str(r.n_unparsed),
                 ]

@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from offline.report.tables import fmt, markdown_table
+from offline.report.tables import ci, fmt, markdown_table
 from offline.studies.vicuna80 import AGGREGATIONS, HUMAN, PANEL, RANKING_METHODS
 from offline.studies.vicuna80_results import Vicuna80RankingRow, Vicuna80Summary
 
@@ -38,6 +38,8 @@ def _tau_cell(r: Vicuna80RankingRow | None, scope: str) -> str:
     if scope == "pooled":
         return fmt(r.mean_tau, 2, signed=True)
     text = f"{fmt(r.mean_tau, 3, signed=True)} ± {fmt(r.std_tau, 2)}"
+    if r.mean_tau_ci:
+        text += f" CI [{r.mean_tau_ci[0]:+.2f}, {r.mean_tau_ci[1]:+.2f}]"
     return text + (f" ({r.n_undefined} undef.)" if r.n_undefined else "")
 
 
@@ -78,9 +80,11 @@ def vicuna80_tables(s: Vicuna80Summary) -> str:
                 "Source",
                 "Aggregation",
                 "mean ρ̄",
+                "95% CI",
                 "median",
                 "max",
                 "% questions ≥1 cycle",
+                "95% CI",
                 "3-cycles",
                 "tied pairs",
                 "missing pairs",
@@ -91,9 +95,11 @@ def vicuna80_tables(s: Vicuna80Summary) -> str:
                     r.judge,
                     r.aggregation,
                     fmt(r.mean, 4),
+                    ci(r.violation_rate_ci, 4),
                     _pct(r.median),
                     _pct(r.max),
                     _pct(r.share_with_cycle),
+                    ci(r.share_with_cycle_ci, percent=True),
                     str(r.n_cycles),
                     str(r.n_tied_pairs),
                     str(r.n_missing_pairs),
@@ -105,7 +111,7 @@ def vicuna80_tables(s: Vicuna80Summary) -> str:
     )
     out.append(f"Random-tournament baseline ρ = {s.random_baseline}.\n")
     for scope, title in (
-        ("per_question", "per question, mean ± std over questions"),
+        ("per_question", "per question, mean ± std over questions, 95% CI of the mean (bootstrap over questions)"),
         ("pooled", "pooled: one tournament per source over all questions"),
     ):
         for reference in ("same_method", "win_rate"):
@@ -138,14 +144,26 @@ def vicuna80_tables(s: Vicuna80Summary) -> str:
     out.append("## Position bias (both orders, per judge)\n")
     out.append(
         markdown_table(
-            ["Judge", "consistency", "pairs in both orders", "consistent", "first-shown wins", "tie rate", "verdicts"],
+            [
+                "Judge",
+                "consistency",
+                "95% CI",
+                "pairs in both orders",
+                "consistent",
+                "first-shown wins",
+                "95% CI",
+                "tie rate",
+                "verdicts",
+            ],
             [
                 [
                     p.judge,
                     fmt(p.consistency),
+                    ci(p.consistency_ci),
                     str(p.n_pairs_both_orders),
                     str(p.n_consistent),
                     fmt(p.first_win_rate),
+                    ci(p.first_win_rate_ci),
                     fmt(p.tie_rate),
                     str(p.n_verdicts),
                 ]
@@ -244,14 +262,18 @@ def vicuna80_section(s: Vicuna80Summary) -> str:
         "## Transitivity on real tournaments (Vicuna80)\n",
         f"{s.n_questions} questions × {len(s.assistants)} assistants, {len(s.judges)} recorded LLM judges and human "
         "votes (`transitivity/vicuna80.json`, tables in `transitivity/tables.md`).\n",
-        "- **Both orders** (net votes; a zero net is no edge), mean ρ̄ / questions with ≥1 cycle: "
+        "- **Both orders** (net votes; a zero net is no edge), mean ρ̄ / questions with ≥1 cycle "
+        "(95% intervals over questions in `transitivity/tables.md`): "
         f"{rates('both_orders')}.",
         f"- **One order alone**: order_a {rates('order_a')}; order_b {rates('order_b')}.",
     ]
     if human is not None:
         lines.append(
-            f"- **Human votes** (majority per pair): ρ̄ {human.mean:.3f}, {_pct(human.share_with_cycle)} of "
-            "questions with ≥1 cycle."
+            f"- **Human votes** (majority per pair): ρ̄ {human.mean:.3f}"
+            + (f" {ci(human.violation_rate_ci)}" if human.violation_rate_ci else "")
+            + f", {_pct(human.share_with_cycle)}"
+            + (f" {ci(human.share_with_cycle_ci, percent=True)}" if human.share_with_cycle_ci else "")
+            + " of questions with ≥1 cycle."
         )
     best: Mapping[str, Any] = s.best_method.get("same_method", {})
     means = best.get("mean_tau_over_judges", {}) if isinstance(best, dict) else {}
@@ -269,7 +291,9 @@ def vicuna80_section(s: Vicuna80Summary) -> str:
     lines.append(
         "- **Position bias**: "
         + ", ".join(
-            f"{p.judge} consistency {fmt(p.consistency)}, first-shown wins {fmt(p.first_win_rate)}"
+            f"{p.judge} consistency {fmt(p.consistency)}"
+            + (f" {ci(p.consistency_ci)}" if p.consistency_ci else "")
+            + f", first-shown wins {fmt(p.first_win_rate)}"
             for p in s.position_bias
         )
         + "."

@@ -8,6 +8,9 @@ answer store, or :mod:`offline.studies.simulate`). Rules, stated once:
   (:func:`calibration.tournament.build_tournament`: majority per pair, ties kept as ties).
 * **rho(x)** = directed 3-cycles / C(n, 3) (:func:`calibration.tournament.violation_rate`); per judge x criterion
   the mean, the share of inputs with >= 1 cycle, the max and the median (``summarize_violation_rates``).
+* **Intervals** (95%, inputs = documents are the unit): ``share_with_cycle_ci`` exact Clopper-Pearson over inputs;
+  ``violation_rate_ci`` (of the mean rate) percentile bootstrap over inputs, 2,000 draws, seed 0
+  (:mod:`calibration.unit_bootstrap`).
 * **Rankings (Table 2).** Per judge x criterion one tournament over the systems pooling every document's
   verdicts; each of the five rankers (:func:`calibration.ranking.rank_all`) is compared with the human ranking by
   Kendall's tau-b (ranking position vs human mean). Human ranking = systems ordered by the mean expert score on
@@ -53,6 +56,8 @@ RULES = {
     "input": "one (judge, criterion, document); candidates = its systems; all readable verdicts over repetitions "
     "and both orders; majority per pair, ties kept",
     "violation_rate": "directed 3-cycles / C(n, 3)",
+    "intervals": "95%, inputs (documents) as the unit: share_with_cycle_ci exact Clopper-Pearson; violation_rate_ci "
+    "(of the mean rate) percentile bootstrap over inputs, 2000 draws, seed 0",
     "rankings": "one tournament per judge x criterion pooling all documents; Kendall tau-b of ranking position vs "
     "human mean expert score over the documents used",
 }
@@ -82,6 +87,10 @@ class TransitivityRow(msgspec.Struct, frozen=True, kw_only=True):
     median: float
     n_inputs: int
     n_tied_pairs: int
+    # 95% intervals over inputs (module rules); None in a summary written before they were reported.
+    n_with_cycle: int | None = None
+    violation_rate_ci: list[float] | None = None  # of ``mean``
+    share_with_cycle_ci: list[float] | None = None
 
 
 class RankingAgreement(msgspec.Struct, frozen=True, kw_only=True):
@@ -230,6 +239,9 @@ def run_transitivity(
                 median=summary.median,
                 n_inputs=summary.n_inputs,
                 n_tied_pairs=tied,
+                n_with_cycle=summary.n_with_cycle,
+                violation_rate_ci=summary.mean_ci,
+                share_with_cycle_ci=summary.share_with_cycle_ci,
             )
         )
         rankings.extend(_rankings(judge, family, criterion, groups, items))

@@ -21,21 +21,23 @@ Rules, stated once (also written into the JSON):
   over all questions, the same comparison once.
 * **Position bias** per judge: candidates are question-scoped; consistency = pairs whose per-order majority
   survives the swap (:func:`calibration.tournament.position_consistency`); first-shown wins over decisive verdicts.
+* **Intervals** (95%, the question is the unit): the share of questions with a cycle, exact Clopper-Pearson; the
+  mean rho, the mean per-question tau (over its defined values) and the pooled position shares (consistency,
+  first-shown wins), percentile bootstrap over questions, 2,000 draws, seed 0 (:mod:`calibration.unit_bootstrap`;
+  :func:`offline.studies.position_bias.unit_intervals`). A pooled ranking is one tournament: no interval.
+
+Modules: verdicts and aggregations in :mod:`offline.studies.vicuna80_verdicts`, rankings and conclusions in
+:mod:`offline.studies.vicuna80_rankings`, result types in :mod:`offline.studies.vicuna80_results`.
 """
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-import msgspec
-import numpy as np
-
 from calibration.errors import CalibrationError
-from calibration.ranking import Ranking, rank_all
-from calibration.stats import kendall_tau_b_statistic
+from calibration.ranking import rank_all
 from calibration.tournament import (
     RANDOM_TOURNAMENT_VIOLATION_RATE,
     PairwiseVerdict,
@@ -46,22 +48,14 @@ from calibration.tournament import (
     three_cycles,
     violation_rate,
 )
-from offline.data.pairwise import presented
 from offline.data.vicuna80 import Vicuna80, load_vicuna80, vicuna80_dir
-from offline.ingest import (
-    RECORDED_LABEL_RULE,
-    VICUNA80_CRITERION,
-    VICUNA80_PROMPT_FAMILY,
-    ChoiceParseCounts,
-    ingest_vicuna80,
-)
+from offline.ingest import RECORDED_LABEL_RULE, ChoiceParseCounts, ingest_vicuna80
 from offline.jsonfile import write_json
 from offline.store import AnswerStore
+from offline.studies.position_bias import unit_intervals
+from offline.studies.vicuna80_rankings import PANEL, RANKING_METHODS, conclusions, pooled_rows, ranking_rows
 from offline.studies.vicuna80_results import (
-    BestMethod,
-    MfasVersusCopeland,
     QuestionRankings,
-    Spread,
     Vicuna80Input,
     Vicuna80ParseRow,
     Vicuna80PositionRow,
@@ -69,6 +63,7 @@ from offline.studies.vicuna80_results import (
     Vicuna80Row,
     Vicuna80Summary,
 )
+from offline.studies.vicuna80_verdicts import AGGREGATIONS, Vicuna80Verdict, aggregate, by_question, verdicts_from_store
 
 __all__ = [
     "AGGREGATIONS",
@@ -85,11 +80,7 @@ __all__ = [
 ]
 
 JSON_FILE = "transitivity/vicuna80.json"
-AGGREGATIONS: tuple[str, ...] = ("both_orders", "order_a", "order_b")
-PANEL = "panel"
 HUMAN = "human"
-RANKING_METHODS: tuple[str, ...] = ("win_rate", "bradley_terry", "schulze", "mfas_copeland", "mfas_ilp")
-REFERENCES: tuple[str, ...] = ("same_method", "win_rate")
 
 RULES = {
     "input": "one (question, source); source = a judge, 'panel' (the five judges pooled) or 'human'; candidates = "
@@ -107,183 +98,11 @@ RULES = {
     "(counted, not averaged); std with ddof 1; pooled = one tournament per source over all questions",
     "position_bias": "question-scoped pairs judged in both orders whose per-order majority names the same assistant "
     "(or ties in both); first_win_rate over decisive verdicts",
+    "intervals": "95%, questions as the unit: share_with_cycle_ci exact Clopper-Pearson; violation_rate_ci (of the "
+    "mean rate) and mean_tau_ci (per question, over the defined taus) percentile bootstrap over questions; "
+    "consistency_ci and first_win_rate_ci percentile bootstrap of the pooled share over questions; 2000 draws, "
+    "seed 0; pooled rankings (one tournament) carry none",
 }
-
-
-class Vicuna80Verdict(msgspec.Struct, frozen=True, kw_only=True):
-    """One verdict as shown (judge or human vote): ``outcome`` relative to the order shown."""
-
-    source: str
-    item_id: str
-    first: str
-    second: str
-    outcome: str
-    repetition: int = 0
-
-
-def verdicts_from_store(
-    store: AnswerStore, judges: Iterable[str] | None = None
-) -> tuple[list[Vicuna80Verdict], dict[str, Counter[str]]]:
-    """The stored Vicuna80 verdicts as shown (store key order) and, per judge, the count of each parse rule;
-    with ``judges``, only theirs (a judge whose file left the data directory keeps its rows in a persistent store)."""
-    verdicts: list[Vicuna80Verdict] = []
-    rules: dict[str, Counter[str]] = {}
-    wanted = None if judges is None else set(judges)
-    for record in store.iter_answers(
-        prompt_family=VICUNA80_PROMPT_FAMILY, task="pairwise", criterion=VICUNA80_CRITERION
-    ):
-        if wanted is not None and record.judge not in wanted:
-            continue
-        if record.outcome is None or record.error is not None:
-            continue  # ingest always stores a verdict; a collected failure has none and no place here
-        item_id, first, second = presented(record.item_id, record.order)
-        verdicts.append(
-            Vicuna80Verdict(
-                source=record.judge,
-                item_id=item_id,
-                first=first,
-                second=second,
-                outcome=record.outcome,
-                repetition=record.repetition,
-            )
-        )
-        rules.setdefault(record.judge, Counter())[record.parse_rule or ""] += 1
-    return verdicts, rules
-
-
-def aggregate(verdicts: Iterable[Vicuna80Verdict], aggregation: str) -> list[PairwiseVerdict]:
-    """The verdicts an aggregation keeps, as tournament verdicts (module rules)."""
-    if aggregation not in AGGREGATIONS:
-        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
-    return [
-        PairwiseVerdict(first=v.first, second=v.second, outcome=v.outcome)  # type: ignore[arg-type]
-        for v in verdicts
-        if aggregation == "both_orders" or (v.first < v.second) == (aggregation == "order_a")
-    ]
-
-
-def _by_question(verdicts: Iterable[Vicuna80Verdict]) -> dict[str, list[Vicuna80Verdict]]:
-    grouped: dict[str, list[Vicuna80Verdict]] = {}
-    for verdict in verdicts:
-        grouped.setdefault(verdict.item_id, []).append(verdict)
-    return grouped
-
-
-def _tau(scores: dict[str, float], reference: dict[str, float], candidates: Sequence[str]) -> float | None:
-    # Statistic only: scipy's per-call overhead was most of the study's time (5,000 five-candidate rankings).
-    return kendall_tau_b_statistic([scores[c] for c in candidates], [reference[c] for c in candidates])
-
-
-def _spread(values: list[float | None]) -> Spread:
-    defined = [v for v in values if v is not None]
-    if not defined:
-        return {"mean_tau": None, "std_tau": None, "q25": None, "median_tau": None, "q75": None}
-    q25, median, q75 = (float(q) for q in np.quantile(defined, [0.25, 0.5, 0.75]))
-    return {
-        "mean_tau": statistics.fmean(defined),
-        "std_tau": statistics.stdev(defined) if len(defined) > 1 else None,
-        "q25": q25,
-        "median_tau": median,
-        "q75": q75,
-    }
-
-
-def _reference_scores(human: dict[str, Ranking], method: str, reference: str) -> dict[str, float]:
-    return human[method if reference == "same_method" else "win_rate"].scores
-
-
-def _ranking_rows(
-    source: str,
-    per_question: dict[str, dict[str, Ranking]],
-    human: dict[str, dict[str, Ranking]],
-    candidates: dict[str, tuple[str, ...]],
-    references: Sequence[str] = REFERENCES,
-) -> list[Vicuna80RankingRow]:
-    rows = []
-    for method in RANKING_METHODS:
-        for reference in references:
-            taus = [
-                _tau(per_question[q][method].scores, _reference_scores(human[q], method, reference), candidates[q])
-                for q in sorted(per_question)
-                if q in human
-            ]
-            rows.append(
-                Vicuna80RankingRow(
-                    judge=source,
-                    method=method,
-                    reference=reference,
-                    scope="per_question",
-                    n_questions=len(taus),
-                    n_undefined=sum(t is None for t in taus),
-                    **_spread(taus),
-                )
-            )
-    return rows
-
-
-def _pooled_rows(
-    source: str, pooled: dict[str, Ranking], human: dict[str, Ranking], candidates: Sequence[str]
-) -> list[Vicuna80RankingRow]:
-    rows = []
-    for method in RANKING_METHODS:
-        for reference in REFERENCES:
-            ref = human[method if reference == "same_method" else "win_rate"]
-            tau = _tau(pooled[method].scores, ref.scores, candidates)
-            rows.append(
-                Vicuna80RankingRow(
-                    judge=source,
-                    method=method,
-                    reference=reference,
-                    scope="pooled",
-                    mean_tau=tau,
-                    std_tau=None,
-                    q25=None,
-                    median_tau=tau,
-                    q75=None,
-                    n_questions=1,
-                    n_undefined=int(tau is None),
-                    order=list(pooled[method].order),
-                    human_order=list(ref.order),
-                )
-            )
-    return rows
-
-
-def _conclusions(
-    rows: list[Vicuna80RankingRow], judges: Sequence[str]
-) -> tuple[dict[str, BestMethod], dict[str, MfasVersusCopeland]]:
-    per_question = {(r.judge, r.method, r.reference): r for r in rows if r.scope == "per_question"}
-    best: dict[str, BestMethod] = {}
-    for reference in REFERENCES:
-        means: dict[str, float | None] = {}
-        for method in RANKING_METHODS:
-            values = [
-                tau
-                for j in judges
-                if (j, method, reference) in per_question
-                and (tau := per_question[j, method, reference].mean_tau) is not None
-            ]
-            means[method] = statistics.fmean(values) if values else None
-        defined = {m: v for m, v in means.items() if v is not None}
-        best[reference] = {
-            "method": max(defined, key=lambda m: defined[m]) if defined else None,
-            "mean_tau_over_judges": means,
-        }
-    versus: dict[str, MfasVersusCopeland] = {}
-    for reference in REFERENCES:
-        diffs: dict[str, float] = {}
-        for judge in (*judges, PANEL):
-            ilp = per_question.get((judge, "mfas_ilp", reference))
-            cop = per_question.get((judge, "mfas_copeland", reference))
-            if ilp is not None and cop is not None and ilp.mean_tau is not None and cop.mean_tau is not None:
-                diffs[judge] = ilp.mean_tau - cop.mean_tau
-        versus[reference] = {
-            "ilp_minus_copeland": diffs,
-            "ilp_better": sorted(j for j, d in diffs.items() if d > 1e-12),
-            "copeland_better": sorted(j for j, d in diffs.items() if d < -1e-12),
-            "equal": sorted(j for j, d in diffs.items() if abs(d) <= 1e-12),
-        }
-    return best, versus
 
 
 def _tournaments(
@@ -324,15 +143,22 @@ def _rate_rows(
         n_tied_pairs=sum(x.n_tied_pairs for x in inputs),
         n_missing_pairs=sum(x.n_missing_pairs for x in inputs),
         n_verdicts=n_verdicts,
+        violation_rate_ci=summary.mean_ci,
+        share_with_cycle_ci=summary.share_with_cycle_ci,
     )
     return row, inputs
 
 
-def _position_row(judge: str, verdicts: Sequence[Vicuna80Verdict]) -> Vicuna80PositionRow:
-    result = position_consistency(
+def _scoped(verdicts: Iterable[Vicuna80Verdict]) -> list[PairwiseVerdict]:
+    return [
         PairwiseVerdict(first=f"{v.item_id}/{v.first}", second=f"{v.item_id}/{v.second}", outcome=v.outcome)  # type: ignore[arg-type]
         for v in verdicts
-    )
+    ]
+
+
+def _position_row(judge: str, verdicts: Sequence[Vicuna80Verdict]) -> Vicuna80PositionRow:
+    result = position_consistency(_scoped(verdicts))
+    consistency_ci, first_win_rate_ci = unit_intervals({q: _scoped(vs) for q, vs in by_question(verdicts).items()})
     return Vicuna80PositionRow(
         judge=judge,
         consistency=result.rate,
@@ -341,6 +167,8 @@ def _position_row(judge: str, verdicts: Sequence[Vicuna80Verdict]) -> Vicuna80Po
         first_win_rate=result.first_win_rate,
         tie_rate=result.tie_rate,
         n_verdicts=result.n_verdicts,
+        consistency_ci=consistency_ci,
+        first_win_rate_ci=first_win_rate_ci,
     )
 
 
@@ -395,7 +223,7 @@ def run_vicuna80_study(
     both: dict[str, dict[str, Tournament]] = {}
     for source_name in progress([*judges, PANEL, HUMAN]):
         group = human if source_name == HUMAN else by_source[source_name]
-        grouped = _by_question(group)
+        grouped = by_question(group)
         for aggregation in AGGREGATIONS if source_name != HUMAN else ("both_orders",):
             tournaments = _tournaments(grouped, candidates, aggregation)
             n_verdicts = len(aggregate(group, aggregation))
@@ -415,12 +243,12 @@ def run_vicuna80_study(
             QuestionRankings(judge=source_name, item_id=q, orders={m: list(r[m].order) for m in RANKING_METHODS})
             for q, r in per_question.items()
         )
-        rankings.extend(_ranking_rows(source_name, per_question, human_rankings, candidates))
+        rankings.extend(ranking_rows(source_name, per_question, human_rankings, candidates))
         pooled = rank_all(build_tournament(everyone, aggregate(by_source[source_name], "both_orders")))
-        rankings.extend(_pooled_rows(source_name, pooled, human_pooled, everyone))
+        rankings.extend(pooled_rows(source_name, pooled, human_pooled, everyone))
     # Context: each method on the human tournament against its win rate (how much the method alone matters).
-    rankings.extend(_ranking_rows(HUMAN, human_rankings, human_rankings, candidates, ("win_rate",)))
-    best, versus = _conclusions(rankings, judges)
+    rankings.extend(ranking_rows(HUMAN, human_rankings, human_rankings, candidates, ("win_rate",)))
+    best, versus = conclusions(rankings, judges)
 
     return Vicuna80Summary(
         label="real tournaments (Vicuna80, PRD): recorded LLM judges and human votes",

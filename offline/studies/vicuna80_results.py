@@ -50,6 +50,9 @@ class Vicuna80Row(msgspec.Struct, frozen=True, kw_only=True):
     n_tied_pairs: int
     n_missing_pairs: int
     n_verdicts: int
+    # 95% intervals over questions (rules in offline.studies.vicuna80); None in a summary written before them.
+    violation_rate_ci: list[float] | None = None  # of ``mean``
+    share_with_cycle_ci: list[float] | None = None
 
 
 class QuestionRankings(msgspec.Struct, frozen=True, kw_only=True):
@@ -78,6 +81,7 @@ class MfasVersusCopeland(TypedDict):
 
 class Spread(TypedDict):
     mean_tau: float | None
+    mean_tau_ci: list[float] | None
     std_tau: float | None
     q25: float | None
     median_tau: float | None
@@ -100,6 +104,7 @@ class Vicuna80RankingRow(msgspec.Struct, frozen=True, kw_only=True):
     n_undefined: int
     order: list[str] = []  # pooled only
     human_order: list[str] = []  # pooled only
+    mean_tau_ci: list[float] | None = None  # per question only: 95% bootstrap over questions
 
 
 class Vicuna80PositionRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -112,6 +117,8 @@ class Vicuna80PositionRow(msgspec.Struct, frozen=True, kw_only=True):
     first_win_rate: float | None
     tie_rate: float | None
     n_verdicts: int
+    consistency_ci: list[float] | None = None  # 95% bootstrap over questions
+    first_win_rate_ci: list[float] | None = None
 
 
 class Vicuna80ParseRow(msgspec.Struct, frozen=True, kw_only=True):

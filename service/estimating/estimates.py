@@ -20,12 +20,17 @@ where the metric does not use them, ``scale_min >= scale_max``, and more values 
 The statistics' own refusals (``CalibrationError``) are 422 ``calibration-error``. In the batch form each system's
 refusal (its data or its own options) is its answer ``{"error": problem}``; a body that mixes forms or holds too
 many values refuses the whole request.
+
+A job may stand in for a system's samples (one system, ``a``, ``b``, or a batch system): ``job`` with ``labelled``
+items ``{id, human}`` and no ``unlabelled``. ``service.estimating.job_samples`` reads the job's results before
+:func:`estimate` runs and hands each such system its ``JobSample`` by place; here the form rules refuse ``judge`` or
+``id`` where they do not belong, and ``judge_value`` / ``criterion`` on a body that names no job.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -45,22 +50,37 @@ from service.wire.estimates import (
     EstimateBatchResponse,
     EstimateRequest,
     EstimateResult,
+    JobSampleUse,
     LabelBudgetAnswer,
+    LabelledItem,
     SystemEstimate,
     SystemEstimateRequest,
     SystemFailure,
     SystemSamples,
 )
 
-__all__ = ["estimate", "estimate_system", "request_form"]
+__all__ = [
+    "JobSample",
+    "JobSamples",
+    "SampleOptions",
+    "check_size",
+    "estimate",
+    "estimate_system",
+    "references_job",
+    "request_form",
+    "system_options",
+]
 
 _WIN_VALUES = (0.0, 0.5, 1.0)
-_OPTIONS = ("metric", "of", "alpha", "scale_min", "scale_max", "threshold", "target_half_width")
-_FORMS = "one system (labelled and unlabelled), a difference (a and b) or a batch (systems)"
-_SYSTEM_FORMS = "one system (labelled and unlabelled) or a difference (a and b)"
+_OPTIONS = (
+    "metric", "of", "alpha", "scale_min", "scale_max", "threshold", "target_half_width", "judge_value", "criterion",
+)  # fmt: skip
+_JOB_OPTIONS = ("judge_value", "criterion")
+_FORMS = "one system (labelled and unlabelled, or job and labelled), a difference (a and b) or a batch (systems)"
+_SYSTEM_FORMS = "one system (labelled and unlabelled, or job and labelled) or a difference (a and b)"
 
 
-class _Options(msgspec.Struct, frozen=True, kw_only=True):
+class SampleOptions(msgspec.Struct, frozen=True, kw_only=True):
     """The options one system is answered with (a batch system's own, else the request's)."""
 
     metric: str | None  # None: given neither by the system nor by the request (refused by _check_options)
@@ -70,6 +90,8 @@ class _Options(msgspec.Struct, frozen=True, kw_only=True):
     scale_max: int
     threshold: float | None
     target_half_width: float | None
+    judge_value: str | None = None  # a job's systems only (default expected_score)
+    criterion: str | None = None
 
     @property
     def base(self) -> str | None:
@@ -77,13 +99,50 @@ class _Options(msgspec.Struct, frozen=True, kw_only=True):
         return (self.of or "mean") if self.metric == "difference" else self.metric
 
 
-def _present(body: EstimateRequest | SystemEstimateRequest, fields: Iterable[str]) -> list[str]:
+class JobSample(msgspec.Struct, frozen=True, kw_only=True):
+    """One system's samples read from a job (``service.estimating.job_samples``) and how they were read."""
+
+    sample: Sample
+    use: JobSampleUse
+
+
+# Samples read from jobs by place: (batch system name or None, "a" / "b" or None) -> the samples, or the problem
+# that refused them (raised when that system is answered, so a batch system fails alone).
+JobSamples = Mapping[tuple[str | None, str | None], JobSample | Exception]
+
+
+def _present(body: Any, fields: Iterable[str]) -> list[str]:
     return [field for field in fields if getattr(body, field) is not None]
+
+
+def references_job(body: EstimateRequest | SystemEstimateRequest) -> bool:
+    """Whether the body reads any system from a job (its own ``job``, ``a``'s, ``b``'s or a batch system's)."""
+    if body.job is not None or any(pair is not None and pair.job is not None for pair in (body.a, body.b)):
+        return True
+    systems = body.systems if isinstance(body, EstimateRequest) else None
+    return systems is not None and any(references_job(system) for system in systems.values())
+
+
+def _check_job_fields(body: Any, where: str) -> None:
+    """A body with ``job`` takes ``labelled`` and no ``unlabelled`` (the job's other items are the unlabelled)."""
+    if body.job is None:
+        return
+    if body.unlabelled is not None:
+        raise InvalidRequestError(
+            f"{where}'unlabelled' and 'job' exclude each other: with a job, its other scored items are the "
+            "unlabelled sample"
+        )
+    if body.labelled is None:
+        raise InvalidRequestError(
+            f"{where}'job' needs 'labelled': the job's items with a human label, each {{id, human}}"
+        )
 
 
 def request_form(body: EstimateRequest | SystemEstimateRequest, where: str = "") -> str:
     """``single``, ``difference`` or ``batch``: the one form the body's fields give (422 naming them otherwise)."""
-    sample_fields = _present(body, ("labelled", "unlabelled"))
+    if body.job is not None:
+        _check_job_fields(body, where)
+    sample_fields = _present(body, ("labelled", "unlabelled", "job"))
     pair_fields = _present(body, ("a", "b"))
     batch_fields = _present(body, ("systems",)) if isinstance(body, EstimateRequest) else []
     groups = [group for group in (sample_fields, pair_fields, batch_fields) if group]
@@ -93,7 +152,7 @@ def request_form(body: EstimateRequest | SystemEstimateRequest, where: str = "")
         raise InvalidRequestError(f"{where}give exactly one form: {forms}; got {given}")
     if not groups:
         raise InvalidRequestError(f"{where}give the data as {forms}")
-    if sample_fields and len(sample_fields) < 2:
+    if sample_fields and len(sample_fields) < 2 and body.job is None:
         missing = "unlabelled" if sample_fields == ["labelled"] else "labelled"
         raise InvalidRequestError(
             f"{where}'{sample_fields[0]}' needs '{missing}' (one system: the labelled items and the unlabelled ones)"
@@ -116,24 +175,15 @@ def _value_count(body: EstimateRequest | SystemEstimateRequest | SystemSamples) 
     return count
 
 
-def _check_size(request: EstimateRequest, limits: LimitSettings) -> None:
-    total = _value_count(request)
-    if total > limits.max_estimate_values:
-        raise InvalidRequestError(
-            f"the request holds {total} values (human labels and judge verdicts, every "
-            f"system); the limit is MAX_ESTIMATE_VALUES={limits.max_estimate_values}"
-        )
-
-
-def _options(request: EstimateRequest, system: SystemEstimateRequest | None) -> _Options:
+def system_options(request: EstimateRequest, system: SystemEstimateRequest | None) -> SampleOptions:
     """The options of one system: its own where it gives them, else the request's."""
     values = {field: getattr(request, field) for field in _OPTIONS}
     if system is not None:
         values.update({field: getattr(system, field) for field in _present(system, _OPTIONS)})
-    return _Options(**values)
+    return SampleOptions(**values)
 
 
-def _check_options(options: _Options, form: str, where: str) -> None:
+def _check_options(options: SampleOptions, form: str, where: str) -> None:
     """The rules between options, and between the metric and the form."""
     if options.metric is None:
         raise InvalidRequestError(f"{where}'metric' is required: mean, pass_rate, win_rate or difference")
@@ -167,16 +217,56 @@ def _check_options(options: _Options, form: str, where: str) -> None:
         raise InvalidRequestError(f"{where}'threshold' belongs to pass_rate; metric {options.base!r} takes none")
 
 
-def _sample(samples: SystemSamples, options: _Options, where: str) -> Sample:
-    """The calibration Sample of ``{labelled, unlabelled}`` after checking every value against the metric."""
+def _check_job_options(body: EstimateRequest | SystemEstimateRequest, where: str) -> None:
+    """``judge_value`` and ``criterion`` only on a body that reads a job (a batch's defaults: some system's)."""
+    given = _present(body, _JOB_OPTIONS)
+    if given and not references_job(body):
+        raise InvalidRequestError(
+            f"{where}'{given[0]}' tells how a job's results are read: give 'job' (and labelled items {{id, human}})"
+        )
+
+
+def _check_explicit_items(labelled: list[LabelledItem], where: str) -> None:
+    """Without a job every labelled item carries the judge's verdict and no item id."""
+    for index, item in enumerate(labelled):
+        if item.judge is None:
+            raise InvalidRequestError(
+                f"{where}labelled[{index}].judge is required: the judge's verdict on the item (or give 'job' and "
+                "each item's 'id', and the judge's value is read from the job)"
+            )
+        if item.id is not None:
+            raise InvalidRequestError(
+                f"{where}labelled[{index}].id names an item of a job: give 'job' too, or leave 'id' out"
+            )
+
+
+def _sample(
+    samples: SystemSamples, options: SampleOptions, where: str, read: JobSample | Exception | None = None
+) -> tuple[Sample, JobSampleUse | None]:
+    """The calibration Sample of ``{labelled, unlabelled}`` (or of the job read for them) after checking every
+    value against the metric; with how the job was read."""
     human = [item.human for item in samples.labelled]
-    judge = [item.judge for item in samples.labelled]
+    if samples.job is not None:
+        if isinstance(read, Exception):
+            raise read
+        assert read is not None, "the job samples are read before estimate() (job_samples.read_job_samples)"
+        _check_values([("labelled", "human", human)], options, where)  # the job's values: checked as read
+        return read.sample, read.use
+    _check_explicit_items(samples.labelled, where)
+    judge = [float(item.judge or 0.0) for item in samples.labelled]  # every judge given (_check_explicit_items)
+    assert samples.unlabelled is not None  # request_form
     judge_unlabelled = [item.judge for item in samples.unlabelled]
-    for field, key, listed in (
-        ("labelled", "human", human),
-        ("labelled", "judge", judge),
-        ("unlabelled", "judge", judge_unlabelled),
-    ):
+    _check_values(
+        [("labelled", "human", human), ("labelled", "judge", judge), ("unlabelled", "judge", judge_unlabelled)],
+        options,
+        where,
+    )
+    return Sample(human=human, judge=judge, judge_unlabelled=judge_unlabelled), None
+
+
+def _check_values(lists: list[tuple[str, str, list[float]]], options: SampleOptions, where: str) -> None:
+    """Every value on the scale (or 0 / 0.5 / 1 for win_rate); 422 naming the first one off it."""
+    for field, key, listed in lists:
         values = np.asarray(listed, dtype=float)
         if options.base == "win_rate":
             bad = ~np.isin(values, _WIN_VALUES)
@@ -187,10 +277,9 @@ def _sample(samples: SystemSamples, options: _Options, where: str) -> Sample:
         if bad.any():
             index = int(np.flatnonzero(bad)[0])
             raise InvalidRequestError(f"{where}{field}[{index}].{key} = {values[index]:g}: values {rule}")
-    return Sample(human=human, judge=judge, judge_unlabelled=judge_unlabelled)
 
 
-def _answer(sample: Sample, options: _Options, alpha: float) -> EstimateAnswer:
+def _answer(sample: Sample, options: SampleOptions, alpha: float) -> EstimateAnswer:
     width = options.target_half_width
     if options.base == "mean":
         return estimate_mean(
@@ -206,8 +295,11 @@ def _finite(value: float | None) -> float | None:
     return None if value is None or not math.isfinite(value) else float(value)
 
 
-def _result(answer: EstimateAnswer, of: str | None, kind: type[EstimateResult]) -> EstimateResult:
+def _result(
+    answer: EstimateAnswer, of: str | None, kind: type[EstimateResult], uses: list[JobSampleUse | None]
+) -> EstimateResult:
     budget = answer.label_budget
+    jobs = [use for use in uses if use is not None]
     return kind(
         estimate=answer.estimate,
         interval=answer.interval,
@@ -227,27 +319,42 @@ def _result(answer: EstimateAnswer, of: str | None, kind: type[EstimateResult]) 
         ppi_interval=answer.ppi_interval,
         betting_interval=answer.betting_interval,
         classical_interval=answer.classical_interval,
+        jobs=jobs or None,
     )
 
 
 def estimate_system(
     body: EstimateRequest | SystemEstimateRequest,
-    options: _Options,
+    options: SampleOptions,
     where: str = "",
     *,
     kind: type[EstimateResult] = EstimateResult,
+    jobs: JobSamples | None = None,
+    system: str | None = None,
 ) -> EstimateResult:
-    """One system's (or one difference's) answer under ``options`` as ``kind`` (422 problem on bad input)."""
+    """One system's (or one difference's) answer under ``options`` as ``kind`` (422 problem on bad input);
+    ``jobs``: the samples read from jobs, ``system`` the batch system's name (their place)."""
     form = request_form(body, where)
     _check_options(options, form, where)
+    _check_job_options(body, where)
+    read = jobs or {}
     if form == "single":
-        assert body.labelled is not None and body.unlabelled is not None  # request_form
-        samples = SystemSamples(labelled=body.labelled, unlabelled=body.unlabelled)
-        return _result(_answer(_sample(samples, options, where), options, options.alpha), None, kind)
+        assert body.labelled is not None  # request_form
+        samples = SystemSamples(labelled=body.labelled, unlabelled=body.unlabelled, job=body.job)
+        sample, use = _sample(samples, options, where, read.get((system, None)))
+        return _result(_answer(sample, options, options.alpha), None, kind, [use])
     assert body.a is not None and body.b is not None  # request_form
-    first = _answer(_sample(body.a, options, f"{where}a."), options, options.alpha / 2)
-    second = _answer(_sample(body.b, options, f"{where}b."), options, options.alpha / 2)
-    return _result(estimate_difference(first, second), options.base, kind)
+    for name, pair in (("a", body.a), ("b", body.b)):
+        if pair.job is None and pair.unlabelled is None:
+            raise InvalidRequestError(
+                f"{where}{name}: 'labelled' needs 'unlabelled' (or 'job', to read them from a job)"
+            )
+        _check_job_fields(pair, f"{where}{name}.")
+    sample_a, use_a = _sample(body.a, options, f"{where}a.", read.get((system, "a")))
+    sample_b, use_b = _sample(body.b, options, f"{where}b.", read.get((system, "b")))
+    first = _answer(sample_a, options, options.alpha / 2)
+    second = _answer(sample_b, options, options.alpha / 2)
+    return _result(estimate_difference(first, second), options.base, kind, [use_a, use_b])
 
 
 def _pointer(name: str) -> str:
@@ -255,12 +362,14 @@ def _pointer(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
-def _batch(request: EstimateRequest, path: str, logger: Any) -> EstimateBatchResponse:
+def _batch(request: EstimateRequest, path: str, logger: Any, jobs: JobSamples | None) -> EstimateBatchResponse:
     assert request.systems is not None  # request_form
+    _check_job_options(request, "")
     answers: dict[str, SystemEstimate | SystemFailure] = {}
     for name, system in request.systems.items():
         try:
-            answer = estimate_system(system, _options(request, system), kind=SystemEstimate)
+            options = system_options(request, system)
+            answer = estimate_system(system, options, kind=SystemEstimate, jobs=jobs, system=name)
             assert isinstance(answer, SystemEstimate)
             answers[name] = answer
         except Exception as error:  # each system's failure stays with it; the problem mapping decides the status
@@ -271,11 +380,28 @@ def _batch(request: EstimateRequest, path: str, logger: Any) -> EstimateBatchRes
     return EstimateBatchResponse(systems=answers)
 
 
+def check_size(request: EstimateRequest, limits: LimitSettings, extra: int = 0) -> None:
+    """422 when the request's values (and ``extra`` more, a job's items) pass MAX_ESTIMATE_VALUES."""
+    total = _value_count(request) + extra
+    if total > limits.max_estimate_values:
+        jobs = f", the jobs' items {extra} of them" if extra else ""
+        raise InvalidRequestError(
+            f"the request holds {total} values (human labels and judge verdicts, every system{jobs}); "
+            f"the limit is MAX_ESTIMATE_VALUES={limits.max_estimate_values}"
+        )
+
+
 def estimate(
-    request: EstimateRequest, limits: LimitSettings, *, path: str = "/v1/estimates", logger: Any = None
+    request: EstimateRequest,
+    limits: LimitSettings,
+    *,
+    path: str = "/v1/estimates",
+    logger: Any = None,
+    jobs: JobSamples | None = None,
 ) -> EstimateResult | EstimateBatchResponse:
-    """The answer of ``POST /v1/estimates``: one system's, one difference's, or one per system of a batch."""
-    _check_size(request, limits)
+    """The answer of ``POST /v1/estimates``: one system's, one difference's, or one per system of a batch;
+    ``jobs``: the samples ``service.estimating.job_samples.read_job_samples`` read for systems given by a job."""
+    check_size(request, limits)
     if request_form(request) == "batch":
-        return _batch(request, path, logger)
-    return estimate_system(request, _options(request, None))
+        return _batch(request, path, logger, jobs)
+    return estimate_system(request, system_options(request, None), jobs=jobs)

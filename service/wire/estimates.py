@@ -9,7 +9,9 @@ domain functions (``service.estimating``).
 ``POST /v1/estimates`` has one body type with three forms (msgspec cannot decode an untagged union of Structs, so
 the form is told by which fields are present and checked in ``service.estimating.estimates``): one system
 (``labelled`` and ``unlabelled``), a difference (``a`` and ``b``, each ``{labelled, unlabelled}``), or a batch
-(``systems``: name -> one system's body, the top-level options its defaults).
+(``systems``: name -> one system's body, the top-level options its defaults). Wherever a system's samples go, a
+job may stand in for them (``service.estimating.job_samples``): ``job`` and ``labelled`` items ``{id, human}``, the
+judge's values read from the job's results, its other scored items the unlabelled sample.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ __all__ = [
     "EstimateBatchResponse",
     "EstimateRequest",
     "EstimateResult",
+    "JobSampleUse",
     "LabelBudgetAnswer",
     "LabelledItem",
     "ModelRanking",
@@ -80,13 +83,29 @@ HalfWidth = Annotated[
     ),
 ]
 Bounds = tuple[float, float]
+JobId = Annotated[
+    str,
+    Meta(
+        pattern="^[0-9a-f]{32}$",
+        description="a job's id (POST /v1/jobs): its results give the judge's values; the caller must be allowed "
+        "to read the job",
+    ),
+]
+ItemId = Annotated[str, Meta(min_length=1, max_length=200, description="the item_id of an item of the job")]
+JudgeValue = Literal["expected_score", "label", "judge_score"]
+JobCriterion = Annotated[
+    str,
+    Meta(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$", description="only the job's items of this criterion"),
+]
 
 
 class LabelledItem(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """A labelled item: the human label and the judge's verdict on it."""
+    """A labelled item: the human label and the judge's verdict on it (``judge``), or, with a ``job``, the human
+    label and the item's ``id`` in the job (the judge's value is then read from the job's results)."""
 
     human: Value
-    judge: Value
+    judge: Value | None = None  # required without a job, refused with one (service.estimating.estimates)
+    id: ItemId | None = None  # required with a job, refused without one
 
 
 class UnlabelledItem(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -100,10 +119,12 @@ Unlabelled = Annotated[list[UnlabelledItem], Meta(min_length=2, max_length=HARD_
 
 
 class SystemSamples(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One system of a ``difference`` (``a`` or ``b``): its labelled and unlabelled items."""
+    """One system of a ``difference`` (``a`` or ``b``): its labelled and unlabelled items, or a ``job`` and the
+    labelled items ``{id, human}`` of it (its other scored items are the unlabelled ones)."""
 
     labelled: Labelled
-    unlabelled: Unlabelled
+    unlabelled: Unlabelled | None = None  # required without a job, refused with one
+    job: JobId | None = None
 
 
 class SystemEstimateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -113,6 +134,7 @@ class SystemEstimateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_un
     unlabelled: Unlabelled | None = None
     a: SystemSamples | None = None
     b: SystemSamples | None = None
+    job: JobId | None = None
     metric: Metric | None = None
     of: BaseMetric | None = None
     alpha: Alpha | None = None
@@ -120,6 +142,8 @@ class SystemEstimateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_un
     scale_max: ScaleMax | None = None
     threshold: Threshold | None = None
     target_half_width: HalfWidth | None = None
+    judge_value: JudgeValue | None = None
+    criterion: JobCriterion | None = None
 
 
 class EstimateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -141,6 +165,10 @@ class EstimateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     scale_max: ScaleMax = 5
     threshold: Threshold | None = None
     target_half_width: HalfWidth | None = None
+    job: JobId | None = None  # one system read from a job: with ``labelled`` items {id, human}, no ``unlabelled``
+    # with a job: which of the item's calibrated outputs is the judge's value (default expected_score)
+    judge_value: JudgeValue | None = None
+    criterion: JobCriterion | None = None  # with a job: only its items of this criterion (required when it has many)
 
 
 class LabelBudgetAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -150,6 +178,21 @@ class LabelBudgetAnswer(msgspec.Struct, frozen=True, kw_only=True):
     labels_needed: int | None  # None: the unlabelled sample alone is too small for W
     more_labels: int | None
     labels_needed_human_only: int | None
+
+
+class JobSampleUse(msgspec.Struct, frozen=True, kw_only=True):
+    """How a job's results became a system's samples: what was read, used and left out."""
+
+    job_id: str
+    system: Literal["a", "b"] | None  # which system of a difference (None: the one system)
+    judge_value: JudgeValue
+    criterion: str | None  # the criterion of the items used
+    n_items: int  # the job's items
+    n_failed: int  # items whose result is an error: in neither sample
+    n_other_criteria: int  # scored items of another criterion than ``criterion``: in neither sample
+    n_labelled: int  # labelled ids used (their items scored)
+    n_unlabelled: int  # the job's other scored items: the unlabelled sample
+    labelled_failed: list[str]  # labelled ids whose item failed: left out of the labelled sample
 
 
 class EstimateResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -173,6 +216,7 @@ class EstimateResult(msgspec.Struct, frozen=True, kw_only=True):
     ppi_interval: Bounds | None
     betting_interval: Bounds | None
     classical_interval: Bounds | None
+    jobs: list[JobSampleUse] | None = None  # the jobs the samples were read from (None: given in the request)
 
 
 # A batch answers each system with its estimate or its problem; the two are told apart by ``outcome`` (msgspec,

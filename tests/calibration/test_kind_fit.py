@@ -763,3 +763,25 @@ def test_one_item_per_group_keeps_the_item_rank_which_is_exact_there():
     assert fit == fit_kind(singletons, **options, group_pac=False)
     assert fit.fitted["residual"][0.1].pac_unit is msgspec.UNSET
     assert fit_kind(base, **options).fitted["residual"][0.1].pac_unit == "group"
+
+
+def test_the_recipes_set_size_interval_is_over_groups_and_narrows_with_more_of_them():
+    widths = []
+    for n_groups in (30, 240):
+        fit = fit_kind(
+            _data(n_groups=n_groups, per_group=8, seed=5),
+            alphas=[0.1, 0.2],
+            delta=None,
+            report_alphas=[0.2],
+            n_splits=4,
+            selection_repeats=1,
+            nested_repeats=1,
+            seed=3,
+            methods=["residual", "label_conditional"],
+        )
+        (row,) = fit.procedure
+        low, high = row.mean_set_size_ci
+        assert low <= row.mean_set_size <= high and low < high
+        widths.append(high - low)
+    # 8 times the groups: about sqrt(8) = 2.8 times narrower
+    assert 1.8 <= widths[0] / widths[1] <= 4.5

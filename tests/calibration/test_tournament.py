@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy import stats as scipy_stats
 
 import calibration.tournament as tournament_module
 from calibration.errors import (
@@ -216,6 +217,22 @@ def test_summarize_violation_rates() -> None:
     assert summary.mean == pytest.approx(0.1)
     assert summary.share_with_cycle == 0.5
     assert summary.max == 0.3 and summary.median == pytest.approx(0.05) and summary.n_inputs == 4
+
+
+def test_summary_intervals_are_over_inputs() -> None:
+    rates = [0.0, 0.0, 0.1, 0.3, 0.0, 0.2, 0.0, 0.1, 0.0, 0.4]
+    summary = summarize_violation_rates(rates, seed=3)
+    exact = scipy_stats.binomtest(5, 10).proportion_ci(confidence_level=0.95, method="exact")
+    assert summary.n_with_cycle == 5
+    assert summary.share_with_cycle_ci == [pytest.approx(exact.low), pytest.approx(exact.high)]
+    boot = scipy_stats.bootstrap(
+        (np.array(rates),), np.mean, n_resamples=2000, method="percentile", rng=np.random.default_rng(3)
+    ).confidence_interval
+    assert summary.mean_ci == [pytest.approx(boot.low), pytest.approx(boot.high)]
+    assert summary.mean_ci[0] <= summary.mean <= summary.mean_ci[1]
+    more = summarize_violation_rates(rates * 10, seed=3)
+    assert more.mean_ci[1] - more.mean_ci[0] < summary.mean_ci[1] - summary.mean_ci[0]
+    assert more.share_with_cycle_ci[1] - more.share_with_cycle_ci[0] < exact.high - exact.low
 
 
 @pytest.mark.parametrize("bad", [1.5, -0.1, float("nan")])

@@ -126,6 +126,29 @@ def test_report_rebuilds_from_saved_summaries(run) -> None:
     assert (out / "conformal" / "width_error.png").read_bytes().startswith(PNG_MAGIC)
 
 
+def test_results_page_generated_from_a_real_calibrate_run(run, tmp_path: Path) -> None:
+    """The page's generator reads calibrate's real reports (their schema, not a synthetic copy); halves.json, which
+    ``calibrate`` does not write, comes from the synthetic folder of ``results_reports.py``."""
+    from offline.results_page.page import check_page
+    from tests.offline.results_reports import write_synthetic_reports
+
+    _, _, out = run
+    synthetic = write_synthetic_reports(tmp_path / "synthetic")
+    halves = out / "conformal" / "halves.json"
+    halves.write_bytes((synthetic / "conformal" / "halves.json").read_bytes())
+    page = tmp_path / "results.md"
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            assert main(["results-page", "--reports", str(out), "--out", str(page)]) == 0
+    finally:
+        halves.unlink()
+    text = page.read_text(encoding="utf-8")
+    assert check_page(text) == []
+    validity = json.loads((out / "conformal" / "validity.json").read_text())
+    assert f"{len(validity['cells'])} cells)" in text
+    assert "## Transitivity on real tournaments (Vicuna80)" in text and "n/a" not in text.split("## Factuality")[0]
+
+
 def test_missing_data_directory_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
+from scipy import stats
 
 from judges.parse import parse_preference
 from offline.data.pairwise import load_pairwise
@@ -74,3 +76,73 @@ def test_consistency_rule_on_a_small_case() -> None:
     assert (row.consistency, row.n_pairs_both_orders, row.n_unparsed) == (0.5, 2, 1)
     assert row.tie_rate == pytest.approx(1 / 5)
     assert row.first_win_rate == pytest.approx(3 / 4)
+
+
+def _per_document(data_dir: Path, criterion: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """Straight from the files: per document (sorted ids), pairs consistent and pairs in both orders
+    (``criterion`` None: every criterion of the document together)."""
+    (judge,) = load_pairwise(data_dir)
+    winners: dict[tuple[str, str, frozenset], dict[bool, str]] = defaultdict(dict)
+    for row in judge.rows:
+        if criterion is not None and row.criterion != criterion:
+            continue
+        outcome = parse_preference(row.response)
+        winner = {"first": row.first, "second": row.second, "tie": "tie"}[outcome]
+        winners[row.doc_id, row.criterion, frozenset((row.first, row.second))][row.first < row.second] = winner
+    same: dict[str, int] = defaultdict(int)
+    pairs: dict[str, int] = defaultdict(int)
+    for (doc, _, _), w in winners.items():
+        if len(w) == 2:
+            pairs[doc] += 1
+            same[doc] += w[True] == w[False]
+    docs = sorted(pairs)
+    return np.array([same[d] for d in docs], dtype=float), np.array([pairs[d] for d in docs], dtype=float)
+
+
+@pytest.mark.parametrize("criterion", ["coherence", "all"])
+def test_consistency_interval_is_a_bootstrap_over_documents(summary, data_dir: Path, criterion: str) -> None:
+    row = next(r for r in summary.rows if r.criterion == criterion)
+    consistent, pairs = _per_document(data_dir, None if criterion == "all" else criterion)
+    assert row.n_documents == consistent.size == 100
+    expected = stats.bootstrap(
+        (consistent, pairs),
+        lambda a, b, axis=-1: a.sum(axis=axis) / b.sum(axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=2000,
+        method="percentile",
+        rng=np.random.default_rng(0),
+    ).confidence_interval
+    assert row.consistency_ci == [pytest.approx(expected.low), pytest.approx(expected.high)]
+    assert row.consistency_ci[0] <= row.consistency <= row.consistency_ci[1]
+    assert row.first_win_rate_ci is not None
+    assert row.first_win_rate_ci[0] <= row.first_win_rate <= row.first_win_rate_ci[1]
+
+
+def test_intervals_narrow_with_more_documents() -> None:
+    rng = np.random.default_rng(0)
+
+    def answers(n_docs: int) -> list[PairwiseAnswer]:
+        out = []
+        for d in range(n_docs):
+            for first, second in (("A", "B"), ("A", "C"), ("B", "C")):
+                for shown in ((first, second), (second, first)):
+                    outcome = "first" if rng.random() < 0.6 else "second"
+                    out.append(
+                        PairwiseAnswer(
+                            judge="j",
+                            prompt_family="p",
+                            criterion="coherence",
+                            doc_id=f"d{d:03d}",
+                            first=shown[0],
+                            second=shown[1],
+                            outcome=outcome,
+                        )
+                    )
+        return out
+
+    small = run_position_bias(answers(20), source="t").rows[0]
+    large = run_position_bias(answers(400), source="t").rows[0]
+    for row in (small, large):
+        assert row.consistency_ci is not None and row.consistency_ci[0] <= row.consistency <= row.consistency_ci[1]
+    assert large.consistency_ci[1] - large.consistency_ci[0] < small.consistency_ci[1] - small.consistency_ci[0]

@@ -104,6 +104,25 @@ def test_violation_rates_match_a_brute_force_count(summary, simulation) -> None:
     rates = [r.violation_rate for r in summary.inputs if (r.judge, r.criterion) == (judge, "coherence")]
     assert row.mean == pytest.approx(np.mean(rates)) and row.median == pytest.approx(np.median(rates))
     assert row.share_with_cycle == pytest.approx(np.mean([r > 0 for r in rates]))
+    # 95% intervals with the document as the unit: exact binomial for the share, bootstrap over documents.
+    exact = scipy_stats.binomtest(sum(r > 0 for r in rates), len(rates)).proportion_ci(method="exact")
+    assert row.n_with_cycle == sum(r > 0 for r in rates)
+    assert row.share_with_cycle_ci == [pytest.approx(exact.low), pytest.approx(exact.high)]
+    boot = scipy_stats.bootstrap(
+        (np.array(rates),), np.mean, n_resamples=2000, method="percentile", rng=np.random.default_rng(0)
+    ).confidence_interval
+    assert row.violation_rate_ci == [pytest.approx(boot.low, abs=1e-12), pytest.approx(boot.high, abs=1e-12)]
+
+
+def test_every_row_carries_intervals_holding_its_figures(summary, tmp_path: Path) -> None:
+    for row in summary.rows:
+        low, high = row.violation_rate_ci
+        assert low <= row.mean <= high
+        low, high = row.share_with_cycle_ci
+        assert low <= row.share_with_cycle <= high
+    raw = json.loads(write_summary(summary, tmp_path / "summary.json").read_text())
+    assert all(len(r["violation_rate_ci"]) == 2 and len(r["share_with_cycle_ci"]) == 2 for r in raw["rows"])
+    assert "ρ̄ 95% CI" in tables.transitivity_tables(summary)
 
 
 def test_ranking_agreement_is_kendall_tau_against_human_means(summary, recorded) -> None:

@@ -14,7 +14,9 @@ from calibration.conformal import PROBABILITY_METHODS, prediction_set
 from calibration.verdicts import methods_for_kind, verdict_inputs
 from offline.export import OTHER_METHOD_ALPHAS, build_artifact
 from offline.halves import SHARE_AT_TARGET, check_halves
+from offline.halves import markdown as halves_markdown
 from offline.studies.validity import ALPHA_GRID, run_validity_study
+from offline.studies.validity import markdown as validity_markdown
 from offline.validate import INPUTS, serve_item, validate_artifact_on
 from service.config.settings import Settings
 from service.http.app import create_app
@@ -72,6 +74,9 @@ def test_the_recipe_as_served_covers_unseen_documents(two_cells):
         for row in cell.procedure:
             assert row.mean_coverage >= 1 - row.alpha - 0.01, (cell.judge, cell.kind, row.alpha)
             assert row.p5_coverage >= 1 - row.alpha - 0.05, (cell.judge, cell.kind, row.alpha)
+            low, high = row.mean_set_size_ci  # bootstrap over documents
+            assert low <= row.mean_set_size <= high, (cell.judge, cell.kind, row.alpha)
+    assert "size [95% CI]" in validity_markdown(summary)
 
 
 def test_fit_on_half_the_documents_holds_on_the_other_half(datasets):
@@ -85,6 +90,14 @@ def test_fit_on_half_the_documents_holds_on_the_other_half(datasets):
     assert report.n_empty_accepted == 0
     assert report.n_logprobs_larger == 0, report.logprobs_larger
     assert report.passed
+    # Every served row carries its mean set size's interval over the unseen half's documents (the re-served sizes
+    # agree with the validator's mean, or check_halves raises).
+    served = [r for r in report.rows if r.mean_set_size is not None]
+    assert served and all(r.n_documents == report.n_documents[1 - r.fit_half] for r in served)
+    for r in served:
+        low, high = r.mean_set_size_ci
+        assert low <= r.mean_set_size <= high
+    assert "| 95% CI |" in halves_markdown(report)
 
 
 def test_the_validator_serves_every_item_exactly_as_the_service(two_cells, tmp_path: Path):

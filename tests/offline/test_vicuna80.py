@@ -10,7 +10,9 @@ from collections import Counter, defaultdict
 from pathlib import Path
 
 import msgspec
+import numpy as np
 import pytest
+from scipy import stats
 
 from judges.parse_choice import parse_choice
 from offline.answer_records import AnswerRecord
@@ -100,6 +102,14 @@ def test_violation_rates_equal_an_independent_enumeration_over_the_raw_rows(stud
         assert row.share_with_cycle == pytest.approx(sum(r > 0 for r in rates) / 80, abs=1e-12), key
         assert row.n_tied_pairs == sum(truth["tied"].values()), key
         assert row.n_verdicts == truth["n"], key
+        # 95% intervals, questions as the unit: exact binomial for the share, bootstrap over questions for the mean.
+        exact = stats.binomtest(sum(r > 0 for r in rates), 80).proportion_ci(method="exact")
+        assert row.share_with_cycle_ci == [pytest.approx(exact.low), pytest.approx(exact.high)], key
+        boot = stats.bootstrap(
+            (np.array(rates),), np.mean, n_resamples=2000, method="percentile", rng=np.random.default_rng(0)
+        ).confidence_interval
+        assert row.violation_rate_ci == [pytest.approx(boot.low, abs=1e-12), pytest.approx(boot.high, abs=1e-12)]
+        assert row.violation_rate_ci[0] <= row.mean <= row.violation_rate_ci[1], key
     per_input = {(x.judge, x.aggregation, x.item_id): x.n_cycles for x in summary.inputs}
     for (source, rule), truth in expected.items():
         for q, count in truth["cycles"].items():
@@ -141,6 +151,7 @@ def test_position_bias_per_judge_by_hand(study) -> None:
             if v.outcome != "tie":
                 per_order[v.item_id, v.first, v.second][v.first if v.outcome == "first" else v.second] += 1
         consistent = both = 0
+        by_question: dict[str, list[int]] = defaultdict(lambda: [0, 0])  # question -> [consistent, both]
         for (q, first, second), tally in per_order.items():
             if first > second:
                 continue
@@ -151,6 +162,8 @@ def test_position_bias_per_judge_by_hand(study) -> None:
 
             both += 1
             consistent += majority(tally) == majority(back)
+            by_question[q][0] += majority(tally) == majority(back)
+            by_question[q][1] += 1
         # pairs whose every verdict in one order was a tie never enter per_order: add them as (None, ...) pairs
         all_pairs = {(v.item_id, *sorted((v.first, v.second))) for v in mine}
         missing = [p for p in all_pairs if (p[0], p[1], p[2]) not in per_order]
@@ -158,8 +171,24 @@ def test_position_bias_per_judge_by_hand(study) -> None:
             back = per_order.get((q, b, a), Counter())
             both += 1
             consistent += (a if back[a] > back[b] else b if back[b] > back[a] else None) is None
+            by_question[q][0] += (a if back[a] > back[b] else b if back[b] > back[a] else None) is None
+            by_question[q][1] += 1
         assert row.n_pairs_both_orders == both == 800
         assert row.n_consistent == consistent
+        # The interval resamples questions whole (the pooled share over a bootstrap draw of questions).
+        counts = np.array([by_question[q] for q in sorted(by_question)], dtype=float)
+        boot = stats.bootstrap(
+            (counts[:, 0], counts[:, 1]),
+            lambda a, b, axis=-1: a.sum(axis=axis) / b.sum(axis=axis),
+            paired=True,
+            vectorized=True,
+            n_resamples=2000,
+            method="percentile",
+            rng=np.random.default_rng(0),
+        ).confidence_interval
+        assert row.consistency_ci == [pytest.approx(boot.low), pytest.approx(boot.high)]
+        assert row.consistency_ci[0] <= row.consistency <= row.consistency_ci[1]
+        assert row.first_win_rate_ci[0] <= row.first_win_rate <= row.first_win_rate_ci[1]
 
 
 def test_rankings_rows_and_conclusions(study) -> None:
@@ -168,6 +197,13 @@ def test_rankings_rows_and_conclusions(study) -> None:
     assert len(per_question) == 6 * 5 * 2
     for r in per_question:
         assert r.n_questions == 80 and r.mean_tau is not None and -1 <= r.mean_tau <= 1
+        # Bootstrap over questions of the mean tau: it holds the mean, and its width is close to the normal
+        # interval's 2 * 1.96 * sd / sqrt(n) over the defined taus (an independent scale check).
+        low, high = r.mean_tau_ci
+        assert low <= r.mean_tau <= high
+        normal = 2 * 1.96 * r.std_tau / math.sqrt(r.n_questions - r.n_undefined)
+        assert 0.8 * normal <= high - low <= 1.2 * normal, (r.judge, r.method, r.reference)
+    assert all(r.mean_tau_ci is None for r in summary.rankings if r.scope == "pooled")
     best = summary.best_method["same_method"]
     means = best["mean_tau_over_judges"]
     assert best["method"] == max(means, key=lambda m: means[m])
@@ -226,6 +262,9 @@ def test_outputs_json_tables_and_index(study, tmp_path: Path) -> None:
         assert {"judge", "aggregation", "mean", "share_with_cycle", "n_inputs"} <= set(row)
         assert row["aggregation"] in AGGREGATIONS
     assert saved["rankings"] and saved["position_bias"]
+    assert all(len(row["violation_rate_ci"]) == 2 and len(row["share_with_cycle_ci"]) == 2 for row in saved["rows"])
+    assert all(len(row["consistency_ci"]) == 2 for row in saved["position_bias"])
+    assert all(len(r["mean_tau_ci"]) == 2 for r in saved["rankings"] if r["scope"] == "per_question")
     # build_report wants one of the SummEval/FRANK summaries beside it: an empty position-bias one will do.
     write_summary(PositionBiasSummary(rows=[], rules={}, source="none"), tmp_path / "position_bias" / "summary.json")
     files = build_report(tmp_path)

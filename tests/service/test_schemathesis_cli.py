@@ -50,6 +50,7 @@ DOCUMENTED_503 = {
         "GET /v1/jobs/{job_id}",
         "DELETE /v1/jobs/{job_id}",
         "GET /v1/jobs/{job_id}/results",
+        "POST /v1/estimates",  # a system read from a job (docs/estimates.md#estimates-from-a-job)
     },
 }
 # (operation, problem type, what the detail says): the rule behind each is one JSON Schema cannot state
@@ -67,14 +68,16 @@ DOCUMENTED_422 = (
     # Rules between fields of an estimate (docs/estimates.md): exactly one form (labelled + unlabelled, a + b, or
     # systems; a batch system's own refusals are its answer, not a 422), a metric given here or in every system, a
     # and b only for a difference, values on the metric's scale, threshold inside the scale, options that belong
-    # to one metric only.
+    # to one metric only; a labelled item's judge without a job and its id with one, job options only with a job.
     (
         "POST /v1/estimates",
         "invalid-request",
         re.compile(
             r"give exactly one form|give the data as|'\w+' needs '\w+'|'metric' is required|needs 'a' and 'b'|"
             r"two systems of a difference|takes none|must be below scale_max|pass_rate needs 'threshold'|"
-            r"must lie in \(|: values "
+            r"must lie in \(|: values |\.judge is required|\.id names an item of a job|\.id is required with 'job'|"
+            r"\.judge: with 'job'|\.id '[^']*' repeats|tells how a job's results are read|exclude each other|"
+            r"win_rate takes pairwise outcomes"
         ),
     ),
     # Rules between battles of a ranking: two different models a battle, at least two models, both labelled and

@@ -1,4 +1,9 @@
-"""POST /v1/estimates and POST /v1/rankings (rules: ``service.estimating``)."""
+"""POST /v1/estimates and POST /v1/rankings (rules: ``service.estimating``).
+
+A request that reads systems from jobs (``service.estimating.job_samples``) follows the jobs routes: without
+REDIS_URL a 503 ``jobs-unavailable``, a Redis that does not answer the same 503 with Retry-After, and a job of
+another API key a 404 like a missing one (the caller's tenant scope from ``service.jobs.tenancy``).
+"""
 
 from __future__ import annotations
 
@@ -8,11 +13,16 @@ import anyio.to_thread
 from litestar import Request, post
 from litestar.openapi.spec import Example, OpenAPIType, Schema
 from litestar.params import Body
+from redis.exceptions import RedisError
 
-from service.estimating.estimates import estimate
+from service.errors import store_unavailable
+from service.estimating.estimates import JobSamples, estimate, references_job
+from service.estimating.job_samples import read_job_samples
 from service.estimating.rankings import rank_models
+from service.http.auth import bearer_token
 from service.http.body import BODY_DECODER, BodyDecoder
-from service.http.services import problem_responses, services_of
+from service.http.services import Services, problem_responses, services_of
+from service.jobs.tenancy import job_caller
 from service.wire.estimates import (
     HARD_MAX_ESTIMATE_SYSTEMS,
     EstimateBatchResponse,
@@ -49,6 +59,13 @@ _BATCH = {
         },
     },
 }
+_FROM_JOB = {
+    "metric": "mean",
+    "alpha": 0.05,
+    "job": "3f2a9c41d7b84e0f9a6c5d2e1b0f7a63",
+    "judge_value": "expected_score",
+    "labelled": [{"id": "item-17", "human": 4}, {"id": "item-203", "human": 3}, {"id": "item-388", "human": 5}],
+}
 _BATTLES = {
     "alpha": 0.1,
     "battles": [
@@ -66,6 +83,9 @@ EstimateBody = Annotated[
             Example(summary="A mean score on 1..5", value=_MEAN),
             Example(summary="A difference of two systems' means", value=_DIFFERENCE),
             Example(summary="Two systems' pass rates (the batch form)", value=_BATCH),
+            Example(
+                summary="A mean from a finished job's results and human labels of some of its items", value=_FROM_JOB
+            ),
         ]
     ),
 ]
@@ -77,17 +97,30 @@ RankingBody = Annotated[RankingRequest, Body(examples=[Example(summary="Three mo
     status_code=200,
     summary="A system's mean, pass rate, win rate or a difference, with an interval valid at the n given, "
     "from a few human labels plus many judge verdicts; or up to 100 systems at once",
-    responses=problem_responses(400, 401, 413, 415, 422),
+    responses=problem_responses(400, 401, 404, 409, 413, 415, 422, 503),
     tags=["estimates"],
     opt={BODY_DECODER: BodyDecoder(EstimateRequest)},
 )
 async def estimates(data: EstimateBody, request: Request) -> EstimateResult | EstimateBatchResponse:
     """PPI++ or the finite-sample betting interval by the switching rule (rules: ``calibration.estimates``); in
-    the batch form a system's bad data fails that system alone."""
+    the batch form a system's bad data fails that system alone. A system may be read from a finished job: ``job``
+    and ``labelled`` items ``{id, human}`` (rules: ``service.estimating.job_samples``)."""
     services = services_of(request)
+    jobs = await _job_samples(data, request, services) if references_job(data) else None
     return await anyio.to_thread.run_sync(  # CPU-bound: off the event loop
-        lambda: estimate(data, services.settings.limits, logger=services.logger)
+        lambda: estimate(data, services.settings.limits, logger=services.logger, jobs=jobs)
     )
+
+
+async def _job_samples(data: EstimateRequest, request: Request, services: Services) -> JobSamples:
+    """The samples of the systems read from jobs, as the caller may see them (module docstring)."""
+    settings = services.settings
+    caller = job_caller(settings.api_keys, settings.admin_api_key, bearer_token(request.headers.get("authorization")))
+    store = services.jobs.store if services.jobs is not None else None
+    try:
+        return await read_job_samples(data, store, caller.scope, settings.limits)
+    except (RedisError, OSError) as error:
+        raise store_unavailable(error, settings.jobs.retry_after_s) from error
 
 
 @post(
@@ -105,7 +138,8 @@ async def rankings(data: RankingBody, request: Request) -> RankingResponse:
 
 
 def document_estimates_openapi(schemas: dict[str, Any]) -> None:
-    """Spec details Litestar drops: closed request objects, a zero bound, the batch's bounds on its names."""
+    """Spec details Litestar drops: closed request objects, zero bounds, the batch's bounds on its names, and a
+    labelled item's two shapes ({human, judge} or, with a job, {human, id})."""
     for name in (
         "EstimateRequest",
         "SystemEstimateRequest",
@@ -121,6 +155,11 @@ def document_estimates_openapi(schemas: dict[str, Any]) -> None:
         properties = schemas[name].properties if name in schemas else None
         if properties:
             properties["threshold"].minimum = 0.0
+    item = schemas.get("LabelledItem")
+    if item is not None and item.properties:
+        item.properties["judge"].minimum = 0.0
+        # without a job an item carries the judge's verdict, with one the item's id (service.estimating.estimates)
+        item.any_of = [Schema(required=["judge"]), Schema(required=["id"])]
     systems = schemas["EstimateRequest"].properties["systems"] if "EstimateRequest" in schemas else None
     for branch in (systems.one_of or []) if systems is not None else []:
         if branch.type == OpenAPIType.OBJECT:

@@ -1,0 +1,25 @@
+"""The ``results-page`` subcommand: ``docs/results.md`` from the JSON reports (:mod:`offline.results_page`)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from offline.data.errors import DataError
+
+__all__ = ["run_results_page"]
+
+
+def run_results_page(args: argparse.Namespace, log: Any) -> int:
+    """``python -m offline results-page``: write the page; a missing report is a data error naming its command."""
+    from offline.results_page import generate
+
+    try:
+        path = generate(args.reports, args.out, reports_label=args.reports.as_posix())
+    except ValueError as error:
+        if isinstance(error, DataError):
+            raise
+        raise DataError(args.out, None, str(error)) from error
+    log.info("results page written", reports=str(args.reports), out=str(path))
+    print(f"written:     {path}")
+    return 0
