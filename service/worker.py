@@ -17,7 +17,10 @@ Lifecycle:
   once per chunk).
 
 Logs are JSON lines on stderr (``job_id`` and ``chunk`` on every chunk line); WORKER_METRICS_PORT > 0 serves
-the worker's Prometheus metrics (judge calls, job items, chunk retries, heartbeats, queue depth) on HOST.
+the worker's Prometheus metrics (judge calls, job items, chunk retries, heartbeats, queue depth) on HOST. With
+OTEL_EXPORTER_OTLP_ENDPOINT set the worker exports traces as the API does (``service.observability.traces``, the
+otel extra; without it start-up fails with status 2 naming the extra): a span per chunk, the judge-call spans
+under it, a ``gen_ai.evaluation.result`` event per verdict; the spans still buffered are sent on exit.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ from service.jobs.runner import ChunkRunner
 from service.judging.pool import JudgePool
 from service.observability.logging import make_logs
 from service.observability.metrics import ServiceMetrics
+from service.observability.traces import make_tracing
+from service.observability.tracing import Tracing
 from service.scoring.context import ScoringContext
 from service.scoring.policy import DecisionPolicy
 
@@ -81,8 +86,12 @@ async def _gauges(jobs: JobQueue, metrics: JobMetrics, every_s: float, logger: A
             await asyncio.wait_for(stop.wait(), every_s)
 
 
-def make_runner(settings: Settings, jobs: JobQueue, logger: Any) -> tuple[ChunkRunner, JudgePool, ServiceMetrics]:
-    """A chunk runner on ``jobs`` scoring with the settings' calibration and judges (start the pool first)."""
+def make_runner(
+    settings: Settings, jobs: JobQueue, logger: Any, tracing: Tracing | None = None
+) -> tuple[ChunkRunner, JudgePool, ServiceMetrics]:
+    """A chunk runner on ``jobs`` scoring with the settings' calibration and judges (start the pool first);
+    ``tracing`` (default none) gets its chunk spans, judge-call spans and verdict events."""
+    tracing = tracing if tracing is not None else Tracing()
     metrics = ServiceMetrics()
     job_metrics = JobMetrics(metrics)
     # the API's artifacts: THRESHOLDS_PATH and the activated ones (ARTIFACTS_DIR / ARTIFACTS_REDIS_KEY), followed
@@ -96,7 +105,7 @@ def make_runner(settings: Settings, jobs: JobQueue, logger: Any) -> tuple[ChunkR
     calibration.load_initial()
     if calibration.current is None:
         logger.error("calibration.unavailable", error=calibration.error)
-    judges = JudgePool(settings, metrics, logger)
+    judges = JudgePool(settings, metrics, logger, tracing)
     policy = DecisionPolicy()
 
     def context() -> ScoringContext:
@@ -117,18 +126,21 @@ def make_runner(settings: Settings, jobs: JobQueue, logger: Any) -> tuple[ChunkR
         slots=asyncio.Semaphore(settings.jobs.worker_concurrency),
         metrics=job_metrics,
         logger=logger,
+        tracing=tracing,
     )
     return runner, judges, metrics
 
 
-async def run_worker(settings: Settings) -> None:
-    """Run one worker until SIGTERM / SIGINT (see the module docstring)."""
+async def run_worker(settings: Settings, tracing: Tracing | None = None) -> None:
+    """Run one worker until SIGTERM / SIGINT (see the module docstring); ``tracing`` defaults to the settings'
+    (``make_tracing``) and is shut down (its spans flushed) on the way out."""
     from saq import Worker
 
+    tracing = tracing if tracing is not None else make_tracing(settings)
     jobs = JobQueue.connect(settings.redis_url, settings.jobs)
     logs = make_logs(settings.log_level, sys.stderr, flush_interval_s=settings.log_flush_ms / 1000)
     logger = logs.logger
-    runner, judges, metrics = make_runner(settings, jobs, logger)
+    runner, judges, metrics = make_runner(settings, jobs, logger, tracing)
     job_metrics = runner.metrics
     worker: Worker[Any] = Worker(
         jobs.queue,
@@ -164,6 +176,7 @@ async def run_worker(settings: Settings) -> None:
         logger.info("worker.stopped", worker_id=worker.id)
         await judges.aclose()
         await jobs.aclose()
+        tracing.shutdown()  # exports the spans still buffered
         logs.flush()
 
 
@@ -176,7 +189,12 @@ def main() -> int:
     except (SettingsError, JobsUnavailableError) as error:
         print(f"service.worker: {error}; {ENABLE_JOBS_HELP}", file=sys.stderr)
         return 2
-    asyncio.run(run_worker(settings))
+    try:
+        tracing = make_tracing(settings)  # SettingsError: the endpoint is set but the otel extra is not installed
+    except SettingsError as error:
+        print(f"service.worker: {error}", file=sys.stderr)
+        return 2
+    asyncio.run(run_worker(settings, tracing))
     return 0
 
 

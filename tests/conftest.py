@@ -7,15 +7,19 @@ from pathlib import Path
 
 import pytest
 
+from offline.data.fetch import INCOMPLETE_MARKER
+from offline.data.paths import DATA_DIR_ENV, default_data_dir
+
 pytest_plugins = ["tests.fakes.fixtures"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def resolve_data_dir() -> Path:
-    """The shared real-data directory: $DATA_DIR, else ../shared/data beside the checkout."""
-    configured = os.environ.get("DATA_DIR")
-    return Path(configured) if configured else REPO_ROOT.parent / "shared" / "data"
+    """The real-data directory: $DATA_DIR, else ``../shared/data`` beside the checkout: the directory
+    ``make data`` builds when DATA_DIR is unset (one rule, ``offline.data.paths.default_data_dir``)."""
+    configured = os.environ.get(DATA_DIR_ENV)
+    return Path(configured) if configured else default_data_dir()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -38,8 +42,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The real data directory; the suite needs it (CI has ../shared/data beside the checkout)."""
+    """The real data directory; the suite needs it (a fresh clone: ``make data`` builds it where this looks)."""
     path = resolve_data_dir()
     if not (path / "summeval" / "items.jsonl").exists():
-        raise RuntimeError(f"real data not found at {path}: set DATA_DIR to the shared data directory")
+        raise RuntimeError(
+            f"real data not found at {path}: run `make data` (it builds that directory), or set {DATA_DIR_ENV} "
+            "to the shared data directory"
+        )
+    if (path / INCOMPLETE_MARKER).exists():
+        raise RuntimeError(f"the data directory {path} is incomplete (an interrupted `make data`): run it again")
     return path

@@ -43,7 +43,15 @@ END = "<!-- settings-table:end -->"
 # Trial values: for each variable the first one that from_env accepts and that changes a field names that field.
 TRIALS = ("7", "3", "0.05", "0.5", "2048", "20000", "3000000000", "ERROR", "off", "x", "http://x")
 
-__all__ = ["Setting", "render_table", "settings", "settings_modules", "settings_variables", "updated_document"]
+__all__ = [
+    "Setting",
+    "documented_defaults",
+    "render_table",
+    "settings",
+    "settings_modules",
+    "settings_variables",
+    "updated_document",
+]
 
 
 def settings_modules() -> tuple[ModuleType, ModuleType, ModuleType]:
@@ -152,32 +160,52 @@ def _default_text(value: Any) -> str:
     return f"`{value!r}`"
 
 
-def _docstring_meanings(module: ModuleType) -> dict[str, str]:
-    """``{VARIABLE: meaning}`` from the simple table in the module's docstring (continuation lines joined)."""
+def _docstring_rows(module: ModuleType) -> dict[str, tuple[str, str]]:
+    """``{VARIABLE: (meaning, default)}`` from the simple table in the module's docstring (continuation lines
+    joined; a row naming two variables, ``A`` / ``B``, gives each its part of a default written ``x`` / ``y``)."""
     lines = (module.__doc__ or "").splitlines()
     borders = [i for i, line in enumerate(lines) if re.fullmatch(r"=+( +=+)+", line.strip())]
     if len(borders) < 3:
         return {}
     columns = [match.start() for match in re.finditer(r"=+", lines[borders[0]])]
     meaning_at, default_at = columns[1], columns[2]
-    meanings: dict[str, list[str]] = {}
-    current: list[str] = []
+    rows: list[tuple[list[str], list[str], list[str]]] = []  # (variables, meaning parts, default parts)
     for line in lines[borders[1] + 1 : borders[2]]:
         head = line[:meaning_at].strip()
         text = line[meaning_at:].rstrip()
         if len(text) > default_at - meaning_at and text[default_at - meaning_at - 1] != " ":
             overflow = re.match(r"^(.*\S)\s+(``[^`]*``.*)$", text)  # a meaning one or two characters too long
-            text = overflow.group(1) if overflow else text
+            meaning, default = (overflow.group(1), overflow.group(2)) if overflow else (text, "")
         else:
-            text = text[: default_at - meaning_at]
+            meaning, default = text[: default_at - meaning_at], text[default_at - meaning_at :]
         names = re.findall(r"``([A-Z][A-Z0-9_]*)``", head)
-        if names:
-            current = [text.strip()]
-            for name in names:
-                meanings[name] = current
-        elif not head and text.strip():
-            current.append(text.strip())
-    return {name: " ".join(part for part in parts if part) for name, parts in meanings.items()}
+        if names or head:  # a row of its own (a head without variables, such as "(jobs, ...)", names none)
+            rows.append((names, [meaning.strip()], [default.strip()]))
+        elif rows and (meaning.strip() or default.strip()):
+            rows[-1][1].append(meaning.strip())
+            rows[-1][2].append(default.strip())
+    found: dict[str, tuple[str, str]] = {}
+    for names, meaning_parts, default_parts in rows:
+        meaning = " ".join(part for part in meaning_parts if part)
+        default = " ".join(part for part in default_parts if part)
+        defaults = default.split(" / ") if len(names) > 1 else [default]
+        for index, name in enumerate(names):
+            found[name] = (meaning, defaults[index] if len(defaults) == len(names) else default)
+    return found
+
+
+def _docstring_meanings(module: ModuleType) -> dict[str, str]:
+    """``{VARIABLE: meaning}`` from the simple table in the module's docstring (continuation lines joined)."""
+    return {name: meaning for name, (meaning, _) in _docstring_rows(module).items()}
+
+
+def documented_defaults() -> dict[str, str]:
+    """``{VARIABLE: default}`` as the settings modules' docstring tables write it (prose, checked by a test
+    against the code's defaults; the generated table takes its defaults from the code)."""
+    found: dict[str, str] = {}
+    for module in settings_modules():
+        found.update({name: default for name, (_, default) in _docstring_rows(module).items()})
+    return found
 
 
 def _comment_meanings(struct: type[msgspec.Struct]) -> dict[str, str]:

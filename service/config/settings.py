@@ -1,41 +1,43 @@
 """The service's settings: one typed, frozen object read from environment variables once, in ``create_app``.
 
-=============================== ===================================================== ==========================
-variable                        meaning                                               default
-=============================== ===================================================== ==========================
-``THRESHOLDS_PATH``             the thresholds artifact loaded at start-up            ``artifact/thresholds.json``
-                                                                                      in the installed package
-``JUDGES_FILE``                 JSON file of live judges (see judges.example.json)    unset: no live judge
-``RUBRICS_FILE``                JSON file of your criteria (service/judging/rubrics.py)       unset: SummEval's four
-``PANELS_FILE``                 JSON file of judge panels (service/scoring/panels.py)         unset: no named panel
-``CASCADES_FILE``               JSON file of judge cascades (service/scoring/cascades.py)     unset: no cascade
-``ARTIFACTS_DIR``               activated calibrations persist here (one file each)   unset: until restart
-``ARTIFACTS_REDIS_KEY``         ... and in this Redis hash, shared by replicas        unset: not in Redis
-``DEFAULT_JUDGE``               judge used when a request names none                  first judge of JUDGES_FILE
-``DEFAULT_ALPHA``               miscoverage level when a request names none           ``0.10``
-``ACCEPT_MAX_SET_SIZE``         set-size shares in calibration jobs' held-out figures ``2``
-``ESCALATE_MIN_SET_SIZE``       (not /v1/score: it decides by the certified rule)     ``5``
-``FLAG_MIN_CYCLES``             /v1/compare flags a tournament with >= this 3-cycles  ``1``
-``API_KEYS``                    comma-separated bearer keys for /v1/*                 unset: no auth
-``ADMIN_API_KEY``               bearer key for POST /v1/calibration/reload            unset: reload refused
-``MAX_BODY_BYTES``              largest request body (413 above it)                   ``10000000``
-``MAX_DOCUMENT_CHARS``          longest ``document`` (422 above it)                   ``100000``
-``MAX_SUMMARY_CHARS``           longest ``summary`` / candidate text (422 above it)   ``20000``
-``MAX_BATCH_ITEMS``             most items in /v1/score/batch (hard cap 1000)         ``1000``
-``MAX_CANDIDATES``              most candidates in /v1/compare (hard cap 20)          ``20``
-``REDIS_URL``                   Redis for the judge-answer cache                      unset: in-process LRU
-``CACHE_TTL_S``                 how long a judge answer stays cached, seconds         ``86400``
-``CACHE_MAX_ENTRIES``           size of the in-process LRU                            ``10000``
-``JUDGE_MAX_REPLY_BYTES``       largest judge reply body read (502 above it, per item) ``262144``
-``BREAKER_PROBE_WAIT_S``        calls wait this long for a half-open breaker's probe  ``30``
-``OTEL_EXPORTER_OTLP_ENDPOINT`` OTLP/HTTP collector base URL: traces on (otel extra)  unset: no traces
-``OTEL_SERVICE_NAME``           ``service.name`` of the exported traces               ``conformal-judge``
-``LOG_LEVEL``                   structlog level (DEBUG, INFO, WARNING, ERROR)         ``INFO``
-``ACCESS_LOG``                  request log lines: all, errors (>= 400) or off        ``all``
-``HOST`` / ``PORT``             where ``python -m service`` listens                   ``127.0.0.1`` / ``8000``
-(cost bounds, timeouts)         ``limits``: ``service/config/limits.py`` lists them          see there
-(jobs, workers, admission)      ``jobs``: ``service/config/jobs.py`` lists them     see there
-=============================== ===================================================== ==========================
+=============================== ========================================================= ============================
+variable                        meaning                                                   default
+=============================== ========================================================= ============================
+``THRESHOLDS_PATH``             the thresholds artifact loaded at start-up                ``artifact/thresholds.json``
+                                                                                          in the installed package
+``JUDGES_FILE``                 JSON file of live judges (see judges.example.json)        unset: no live judge
+``RUBRICS_FILE``                JSON file of your criteria (service/judging/rubrics.py)   unset: SummEval's four
+``PANELS_FILE``                 JSON file of judge panels (service/scoring/panels.py)     unset: no named panel
+``CASCADES_FILE``               JSON file of judge cascades (service/scoring/cascades.py) unset: no cascade
+``ARTIFACTS_DIR``               activated calibrations persist here (one file each)       unset: until restart
+``ARTIFACTS_REDIS_KEY``         ... and in this Redis hash, shared by replicas            unset: not in Redis
+``DEFAULT_JUDGE``               judge used when a request names none                      first judge of JUDGES_FILE
+``DEFAULT_ALPHA``               miscoverage level when a request names none               ``0.10``
+``ACCEPT_MAX_SET_SIZE``         set-size shares in calibration jobs' held-out figures     ``2``
+``ESCALATE_MIN_SET_SIZE``       (not /v1/score: it decides by the certified rule)         ``5``
+``FLAG_MIN_CYCLES``             /v1/compare flags a tournament with >= this 3-cycles      ``1``
+``API_KEYS``                    comma-separated bearer keys for /v1/*                     unset: no auth
+``ADMIN_API_KEY``               bearer key for POST /v1/calibration/reload                unset: reload refused
+``MAX_BODY_BYTES``              largest request body (413 above it)                       ``10000000``
+``MAX_DOCUMENT_CHARS``          longest ``document`` (422 above it)                       ``100000``
+``MAX_SUMMARY_CHARS``           longest ``summary`` / candidate text (422 above it)       ``20000``
+``MAX_BATCH_ITEMS``             most items in /v1/score/batch (hard cap 1000)             ``1000``
+``MAX_CANDIDATES``              most candidates in /v1/compare (hard cap 20)              ``20``
+``REDIS_URL``                   Redis for the judge-answer cache                          unset: in-process LRU
+``CACHE_TTL_S``                 how long a judge answer stays cached, seconds             ``86400``
+``CACHE_MAX_ENTRIES``           size of the in-process LRU                                ``10000``
+``JUDGE_MAX_REPLY_BYTES``       largest judge reply body read (502 above it, per item)    ``262144``
+``BREAKER_PROBE_WAIT_S``        calls wait this long for a half-open breaker's probe      ``30``
+``OTEL_EXPORTER_OTLP_ENDPOINT`` OTLP/HTTP collector base URL: traces on (otel extra)      unset: no traces
+``OTEL_SERVICE_NAME``           ``service.name`` of the exported traces                   ``conformal-judge``
+``LOG_LEVEL``                   structlog level (DEBUG, INFO, WARNING, ERROR)             ``INFO``
+``ACCESS_LOG``                  request log lines: all, errors (>= 400) or off            ``errors``
+``LOG_FLUSH_MS``                DEBUG and INFO log lines wait up to this many ms to leave ``100``
+                                in one write (0: each at once); WARNING, ERROR at once
+``HOST`` / ``PORT``             where ``python -m service`` listens                       ``127.0.0.1`` / ``8000``
+(cost bounds, timeouts)         ``limits``: ``service/config/limits.py`` lists them       see there
+(jobs, workers, admission)      ``jobs``: ``service/config/jobs.py`` lists them           see there
+=============================== ========================================================= ============================
 
 A malformed value raises ``SettingsError`` naming the variable, so a bad deployment fails at start-up.
 """

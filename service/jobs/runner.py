@@ -16,6 +16,10 @@ tests can run chunks in-process. Rules, in order:
 
 While the chunk runs a side task calls ``heartbeat()`` every JOB_HEARTBEAT_S / 3 seconds and checks once a
 second whether the job was cancelled.
+
+Traces (``tracing``, no-op unless OTEL_EXPORTER_OTLP_ENDPOINT is set): one span per chunk, its outcome and counts
+on it; the judge calls' spans (``service.judging.pool``) are its children, and each verdict scored adds the
+``gen_ai.evaluation.result`` event to it, as /v1/score does to its request span.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
@@ -32,6 +36,7 @@ from service.config.jobs import JobSettings
 from service.errors import BadRequestError, ChunkAbandonedError, JobCancelledError, problem_from_exception
 from service.jobs.metrics import JobMetrics
 from service.jobs.store import JobStore
+from service.observability.tracing import Tracing, trace_evaluation
 from service.scoring.context import ScoringContext
 from service.scoring.score import score_item
 from service.wire.decoding import decode_wire_json
@@ -55,7 +60,8 @@ def item_id_of(raw: object) -> str | None:
 
 @dataclass(frozen=True, kw_only=True)
 class ChunkRunner:
-    """What a worker process needs to run chunks: the store, a scoring context per chunk, its slots, metrics."""
+    """What a worker process needs to run chunks: the store, a scoring context per chunk, its slots, metrics,
+    and the traces (none unless configured)."""
 
     store: JobStore
     settings: JobSettings
@@ -63,18 +69,29 @@ class ChunkRunner:
     slots: asyncio.Semaphore
     metrics: JobMetrics
     logger: Any
+    tracing: Tracing = field(default_factory=Tracing)
 
     async def run_chunk(
         self, job_id: str, chunk: int, *, attempt: int = 1, heartbeat: Callable[[], Awaitable[None]] | None = None
     ) -> str:
-        """Run one chunk (module rules); returns the outcome: written, duplicate, abandoned, or why skipped."""
+        """Run one chunk (module rules) inside its span; returns the outcome: written, duplicate, abandoned, or why
+        skipped."""
+        with self.tracing.job_chunk(job_id, chunk, attempt) as span:
+            outcome, n_items, n_failed = await self._run_chunk(job_id, chunk, attempt, heartbeat)
+            span.finish(outcome, n_items=n_items, n_failed=n_failed)
+        return outcome
+
+    async def _run_chunk(
+        self, job_id: str, chunk: int, attempt: int, heartbeat: Callable[[], Awaitable[None]] | None
+    ) -> tuple[str, int, int]:
+        """(outcome, items, failed items) of one chunk (module rules)."""
         status = await self.store.start_chunk(job_id, chunk)
         if status != "running":
             outcome = "duplicate" if status == "chunk_done" else "gone" if status == "missing" else status
-            return self._skipped(job_id, chunk, attempt, outcome)
+            return self._skipped(job_id, chunk, attempt, outcome), 0, 0
         lines = await self.store.chunk_input(job_id, chunk)
         if lines is None:
-            return self._skipped(job_id, chunk, attempt, "gone")
+            return self._skipped(job_id, chunk, attempt, "gone"), 0, 0
         record = await self.store.get(job_id)
         first, _ = record.chunk_bounds(chunk)
         if attempt > 1:
@@ -103,7 +120,7 @@ class ChunkRunner:
             "job.chunk", job_id=job_id, chunk=chunk, attempt=attempt, outcome=outcome, n_items=len(results),
             n_failed=n_failed,
         )  # fmt: skip
-        return outcome
+        return outcome, len(results), n_failed
 
     def _skipped(self, job_id: str, chunk: int, attempt: int, outcome: str) -> str:
         self.metrics.chunks.inc(outcome)
@@ -200,6 +217,8 @@ class ChunkRunner:
             if isinstance(item, Exception):
                 raise item
             result = await score_item(context, item)
+            if self.tracing.enabled:
+                trace_evaluation(self.tracing, result)  # on the chunk's span, as /v1/score on its request's
             if item_id is not None:  # as /v1/score answers: a copy, the memoised answers stay shared
                 result = msgspec.structs.replace(result, item_id=item_id)
         except Exception as error:  # every failure stays with its item, shaped as in /v1/score/batch

@@ -12,10 +12,15 @@ reads the standard OTEL_EXPORTER_OTLP_HEADERS / _TIMEOUT variables itself. What 
   ``chat <model>``: ``cj.judge``, ``cj.judge_call.kind``, ``cj.judge_call.outcome`` (``ok`` or the error's
   type), ``gen_ai.operation.name`` ``chat``, ``gen_ai.request.model``, ``gen_ai.response.model`` (the reply's),
   ``gen_ai.usage.input_tokens`` / ``output_tokens``; a failed call has status ERROR.
-* **event** ``gen_ai.evaluation.result`` on the server span per verdict of /v1/score (each batch item too):
-  ``gen_ai.evaluation.name`` (the criterion), ``gen_ai.evaluation.score.value`` (the calibrated point),
-  ``gen_ai.evaluation.score.label`` (the decision), ``cj.prediction_set``, ``cj.alpha``, ``cj.judge``,
-  ``cj.calibrated``.
+* **job-chunk span** (consumer) per chunk a job worker runs (``service.jobs.runner``), named ``job.chunk``:
+  ``cj.job_id``, ``cj.job.chunk``, ``cj.job.attempt``, and when it ends ``cj.job.outcome`` (``written``,
+  ``duplicate``, ``abandoned`` or why it was skipped), ``cj.job.n_items``, ``cj.job.n_failed``; the chunk's
+  judge-call spans are its children.
+* **event** ``gen_ai.evaluation.result`` on the current span (the server span of /v1/score, each batch item too;
+  the chunk span in a worker) per verdict: ``gen_ai.evaluation.name`` (the criterion),
+  ``gen_ai.evaluation.score.value`` (the calibrated point), ``gen_ai.evaluation.score.label`` (the decision),
+  ``cj.prediction_set``, ``cj.alpha``, ``cj.judge``, ``cj.calibrated``. The SDK keeps at most
+  OTEL_SPAN_EVENT_COUNT_LIMIT events a span (default 128) and counts the rest as dropped.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from service.observability.tracing import JudgeCallRecord, Tracing
+from service.observability.tracing import JobChunkRecord, JudgeCallRecord, Tracing
 
 __all__ = ["EVALUATION_EVENT", "OtelTracing"]
 
@@ -65,6 +70,17 @@ class _SpanRecord(JudgeCallRecord):
         self._span.set_attributes(attributes)
         if outcome != "ok":
             self._span.set_status(Status(StatusCode.ERROR, outcome))
+
+
+class _ChunkSpanRecord(JobChunkRecord):
+    """Writes one job chunk's outcome onto its span."""
+
+    def __init__(self, span: trace.Span) -> None:
+        self._span = span
+
+    def finish(self, outcome: str, *, n_items: int, n_failed: int) -> None:
+        """Outcome and counts as attributes."""
+        self._span.set_attributes({"cj.job.outcome": outcome, "cj.job.n_items": n_items, "cj.job.n_failed": n_failed})
 
 
 class OtelTracing(Tracing):
@@ -137,6 +153,13 @@ class OtelTracing(Tracing):
                 "cj.calibrated": calibrated,
             },
         )
+
+    @contextmanager
+    def job_chunk(self, job_id: str, chunk: int, attempt: int) -> Iterator[JobChunkRecord]:
+        """A consumer span around one job chunk (current while it runs, so its judge calls are its children)."""
+        attributes: dict[str, str | int] = {"cj.job_id": job_id, "cj.job.chunk": chunk, "cj.job.attempt": attempt}
+        with self._tracer.start_as_current_span("job.chunk", kind=SpanKind.CONSUMER, attributes=attributes) as span:
+            yield _ChunkSpanRecord(span)
 
     def shutdown(self) -> None:
         """Export what is buffered and stop the exporter."""

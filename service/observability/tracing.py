@@ -11,7 +11,12 @@ call                                                    effect
 ``with tracing.judge_call(judge, model, kind) as call``  a span around one live judge call;
 ``call.finish(outcome, ...)``                           its outcome, tokens and the reply's model
 ``tracing.evaluation(criterion=..., point=..., ...)``   span event ``gen_ai.evaluation.result`` per verdict
-``tracing.shutdown()``                                  flushes and stops the exporter (lifespan finally)
+``trace_evaluation(tracing, answer)``                   the same event for one ``ScoreResponse`` (API and
+                                                        job worker alike)
+``with tracing.job_chunk(job_id, chunk, attempt) as c``  a span around one job chunk in a worker;
+``c.finish(outcome, n_items=..., n_failed=...)``        its outcome and counts
+``tracing.shutdown()``                                  flushes and stops the exporter (lifespan finally,
+                                                        the worker's exit)
 ======================================================  ===================================================
 """
 
@@ -19,9 +24,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["JudgeCallRecord", "Tracing"]
+if TYPE_CHECKING:
+    from service.wire.score import ScoreResponse
+
+__all__ = ["JobChunkRecord", "JudgeCallRecord", "Tracing", "trace_evaluation"]
 
 
 class JudgeCallRecord:
@@ -38,7 +46,15 @@ class JudgeCallRecord:
         """The call's outcome (``ok`` or the error's type), its token usage and the model the reply named."""
 
 
+class JobChunkRecord:
+    """What one job chunk reports to its span; this one records nothing."""
+
+    def finish(self, outcome: str, *, n_items: int, n_failed: int) -> None:
+        """The chunk's outcome (written, duplicate, abandoned, or why it was skipped) and its item counts."""
+
+
 _NO_RECORD = JudgeCallRecord()
+_NO_CHUNK_RECORD = JobChunkRecord()
 
 
 class Tracing:
@@ -71,5 +87,23 @@ class Tracing:
     ) -> None:
         """No event."""
 
+    @contextmanager
+    def job_chunk(self, job_id: str, chunk: int, attempt: int) -> Iterator[JobChunkRecord]:
+        """No span."""
+        yield _NO_CHUNK_RECORD
+
     def shutdown(self) -> None:
         """Nothing to flush."""
+
+
+def trace_evaluation(tracing: Tracing, answer: ScoreResponse) -> None:
+    """The answer's ``gen_ai.evaluation.result`` event on the current span (service.observability.otel)."""
+    tracing.evaluation(
+        criterion=answer.criterion,
+        judge=answer.judge,
+        point=answer.point,
+        prediction_set=answer.prediction_set,
+        decision=answer.decision,
+        alpha=answer.alpha,
+        calibrated=answer.calibrated,
+    )

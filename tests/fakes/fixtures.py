@@ -6,6 +6,7 @@ fixture / helper                        gives
 ``judge_server``                        a running ``JudgeServer`` (function scope; stopped afterwards)
 ``judge_config_for(server, **kw)``      a ``JudgeConfig`` pointing at it, fast test timings, overridable
 ``server.judge_config(**kw)``           the same, as a method
+``otlp_collector``                      a running ``OtlpCollector`` (OTLP/HTTP traces; skips without otel)
 ======================================  =================================================================
 
 Example::
@@ -31,8 +32,9 @@ from collections.abc import Iterator
 import pytest
 
 from tests.fakes.judge_server import JudgeServer, judge_config_for
+from tests.fakes.otlp_collector import OtlpCollector
 
-__all__ = ["judge_config_for", "judge_server"]
+__all__ = ["judge_config_for", "judge_server", "otlp_collector"]
 
 
 @pytest.fixture
@@ -40,3 +42,11 @@ def judge_server() -> Iterator[JudgeServer]:
     """A judge stand-in on 127.0.0.1, default score 4 and no latency; configure it in the test."""
     with JudgeServer() as server:
         yield server
+
+
+@pytest.fixture
+def otlp_collector() -> Iterator[OtlpCollector]:
+    """An OTLP/HTTP trace collector on 127.0.0.1 (``collector.endpoint``); stopped afterwards."""
+    pytest.importorskip("opentelemetry.proto", reason="the otel extra is part of make install's dev install")
+    with OtlpCollector() as running:
+        yield running

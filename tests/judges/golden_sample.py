@@ -92,6 +92,8 @@ def draw(data_dir: Path) -> list[dict]:
 
 
 if __name__ == "__main__":
-    root = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).resolve().parents[3].parent / "shared" / "data"
+    from tests.conftest import resolve_data_dir  # DATA_DIR, else ../shared/data beside the checkout
+
+    root = Path(sys.argv[1]) if len(sys.argv) > 1 else resolve_data_dir()
     for item in draw(root):
         print(json.dumps(item, ensure_ascii=False))

@@ -33,6 +33,7 @@ from offline.data.fetch import (
     fetch_data,
     load_manifest,
     mirror_url,
+    target_dir,
 )
 from offline.data.vicuna80 import load_vicuna80
 
@@ -414,3 +415,15 @@ def test_mirror_url_comes_from_the_flag_or_the_environment() -> None:
     assert mirror_url("http://127.0.0.1:1/d/", env={"DATA_MIRROR_URL": "https://x/"}) == "http://127.0.0.1:1/d/"
     with pytest.raises(DataError, match="http"):
         mirror_url("ftp://example.org/data", env={})
+
+
+def test_make_data_builds_the_directory_the_tests_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`make data && make test` in a fresh clone: without DATA_DIR both mean ../shared/data beside the checkout;
+    with it, both mean DATA_DIR."""
+    from tests.conftest import REPO_ROOT, resolve_data_dir
+
+    monkeypatch.delenv("DATA_DIR", raising=False)
+    assert target_dir(None, {}) == (REPO_ROOT.parent / "shared" / "data", False)
+    assert resolve_data_dir() == REPO_ROOT.parent / "shared" / "data"
+    monkeypatch.setenv("DATA_DIR", str(tmp_path))
+    assert target_dir(None)[0] == resolve_data_dir() == tmp_path

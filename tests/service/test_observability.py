@@ -3,13 +3,10 @@
 
 from __future__ import annotations
 
-import gzip
 import json
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +21,7 @@ from service.config.settings import Settings
 from service.http.app import create_app
 from service.judging.model_check import MODEL_MISMATCH_FLAG, is_model_mismatch
 from tests.fakes.judge_server import JudgeServer
+from tests.fakes.otlp_collector import OtlpCollector, otlp_attributes
 from tests.service.conftest import STAND_IN, AppHarness
 
 LIVE = {"criterion": "coherence", "document": "The council met on Monday.", "summary": "The council met."}
@@ -173,90 +171,13 @@ def test_prices_do_not_change_the_cache_key(start_app, make_settings, stand_in: 
 # ------------------------------------------------------------------------------------------ OpenTelemetry
 
 
-class _Collector:
-    """A tiny OTLP/HTTP trace collector: records every ExportTraceServiceRequest POSTed to /v1/traces."""
-
-    def __init__(self) -> None:
-        from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-            ExportTraceServiceRequest,
-            ExportTraceServiceResponse,
-        )
-
-        self.requests: list[Any] = []
-        self.paths: list[str] = []
-        collector = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-                return
-
-            def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                if self.headers.get("Content-Encoding") == "gzip":
-                    raw = gzip.decompress(raw)
-                collector.paths.append(self.path)
-                message = ExportTraceServiceRequest()
-                message.ParseFromString(raw)
-                collector.requests.append(message)
-                body = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/x-protobuf")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
-
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def spans(self) -> list[Any]:
-        return [
-            span
-            for request in self.requests
-            for resource in request.resource_spans
-            for scope in resource.scope_spans
-            for span in scope.spans
-        ]
-
-    def __enter__(self) -> _Collector:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
-
-
-def _attributes(items: Any) -> dict[str, Any]:
-    """OTLP KeyValue list -> {key: python value} (arrays as lists)."""
-    found: dict[str, Any] = {}
-    for item in items:
-        value = item.value
-        kind = value.WhichOneof("value")
-        if kind == "array_value":
-            found[item.key] = [getattr(v, v.WhichOneof("value")) for v in value.array_value.values]
-        else:
-            found[item.key] = getattr(value, kind)
-    return found
-
-
-@pytest.fixture
-def collector() -> Iterator[_Collector]:
-    pytest.importorskip("opentelemetry.proto", reason="the otel extra is part of make install's dev install")
-    with _Collector() as running:
-        yield running
-
-
 def test_a_live_score_exports_a_server_span_a_judge_call_span_and_the_evaluation_event(
-    collector: _Collector, make_settings, stand_in: JudgeServer, tmp_path: Path
+    otlp_collector: OtlpCollector, make_settings, stand_in: JudgeServer, tmp_path: Path
 ):
     stand_in.usage = (120, 3)
     settings = make_settings(
         judges_file=_judges_file(tmp_path, stand_in),
-        otel_exporter_otlp_endpoint=collector.endpoint,
+        otel_exporter_otlp_endpoint=otlp_collector.endpoint,
         otel_service_name="cj-under-test",
     )
     app = create_app(settings)
@@ -264,26 +185,26 @@ def test_a_live_score_exports_a_server_span_a_judge_call_span_and_the_evaluation
         reply = client.post("/v1/score", json=LIVE)
         assert reply.status_code == 200, reply.text
     answer = reply.json()  # the lifespan's end flushed the exporter
-    assert collector.paths and set(collector.paths) == {"/v1/traces"}
-    resources = [_attributes(r.resource.attributes) for q in collector.requests for r in q.resource_spans]
+    assert otlp_collector.paths and set(otlp_collector.paths) == {"/v1/traces"}
+    resources = [otlp_attributes(r.resource.attributes) for q in otlp_collector.requests for r in q.resource_spans]
     assert {"service.name": "cj-under-test"}.items() <= resources[0].items()
-    spans = collector.spans()
+    spans = otlp_collector.spans()
     server = [s for s in spans if s.kind == s.SPAN_KIND_SERVER]
     calls = [s for s in spans if s.kind == s.SPAN_KIND_CLIENT]
     assert len(server) == 1 and len(calls) == 1, [s.name for s in spans]  # no receive/send spans either
     assert len(spans) == 2
     assert server[0].name == "POST /v1/score"
-    assert _attributes(server[0].attributes)["http.route"] == "/v1/score"
+    assert otlp_attributes(server[0].attributes)["http.route"] == "/v1/score"
     call = calls[0]
     assert call.trace_id == server[0].trace_id and call.parent_span_id == server[0].span_id
-    attributes = _attributes(call.attributes)
+    attributes = otlp_attributes(call.attributes)
     assert attributes["cj.judge"] == STAND_IN and attributes["gen_ai.request.model"] == "stand-in-judge"
     assert attributes["gen_ai.response.model"] == "stand-in-judge"
     assert (attributes["gen_ai.usage.input_tokens"], attributes["gen_ai.usage.output_tokens"]) == (120, 3)
     assert attributes["cj.judge_call.outcome"] == "ok" and attributes["cj.judge_call.kind"] == "score"
     events = [e for e in server[0].events if e.name == "gen_ai.evaluation.result"]
     assert len(events) == 1
-    event = _attributes(events[0].attributes)
+    event = otlp_attributes(events[0].attributes)
     assert event["gen_ai.evaluation.name"] == "coherence"
     assert event["gen_ai.evaluation.score.value"] == answer["point"]
     assert event["gen_ai.evaluation.score.label"] == answer["decision"]
@@ -292,18 +213,20 @@ def test_a_live_score_exports_a_server_span_a_judge_call_span_and_the_evaluation
 
 
 def test_a_failed_judge_call_span_has_the_error_and_a_refused_request_its_server_span(
-    collector: _Collector, make_settings, stand_in: JudgeServer, tmp_path: Path
+    otlp_collector: OtlpCollector, make_settings, stand_in: JudgeServer, tmp_path: Path
 ):
     stand_in.outage = "error_500"
     settings = make_settings(
-        judges_file=_judges_file(tmp_path, stand_in), otel_exporter_otlp_endpoint=collector.endpoint, api_keys=("k",)
+        judges_file=_judges_file(tmp_path, stand_in),
+        otel_exporter_otlp_endpoint=otlp_collector.endpoint,
+        api_keys=("k",),
     )
     with TestClient(create_app(settings)) as client:
         assert client.post("/v1/score", json=LIVE, headers={"Authorization": "Bearer k"}).status_code == 502
         assert client.post("/v1/score", json=LIVE).status_code == 401  # refused at the edge, before routing
-    spans = collector.spans()
+    spans = otlp_collector.spans()
     call = next(s for s in spans if s.kind == s.SPAN_KIND_CLIENT)
-    assert _attributes(call.attributes)["cj.judge_call.outcome"] == "JudgeCallError"
+    assert otlp_attributes(call.attributes)["cj.judge_call.outcome"] == "JudgeCallError"
     assert call.status.code == call.status.STATUS_CODE_ERROR
     server = [s for s in spans if s.kind == s.SPAN_KIND_SERVER]
     assert len(server) == 2

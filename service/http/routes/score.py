@@ -13,7 +13,7 @@ from service.errors import InvalidRequestError
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.problems import problem_from_exception
 from service.http.services import Services, problem_responses, services_of
-from service.observability.tracing import Tracing
+from service.observability.tracing import Tracing, trace_evaluation
 from service.scoring.context import ScoringContext
 from service.scoring.score import score_item
 from service.wire.common import Problem
@@ -78,19 +78,6 @@ async def score(data: ScoreBody, request: Request) -> ScoreResponse:
     if services.tracing.enabled:
         trace_evaluation(services.tracing, answer)
     return answer
-
-
-def trace_evaluation(tracing: Tracing, answer: ScoreResponse) -> None:
-    """The answer's ``gen_ai.evaluation.result`` span event (service.observability.otel)."""
-    tracing.evaluation(
-        criterion=answer.criterion,
-        judge=answer.judge,
-        point=answer.point,
-        prediction_set=answer.prediction_set,
-        decision=answer.decision,
-        alpha=answer.alpha,
-        calibrated=answer.calibrated,
-    )
 
 
 def batch_width(services: Services) -> int:
