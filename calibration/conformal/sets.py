@@ -176,6 +176,8 @@ def _judge_index(judge_score: int | None, n_labels: int) -> int | None:
     """The judge's score index (score - 1) after checking it lies on the scale 1..n_labels (None: no score)."""
     if judge_score is None:
         return None
+    if type(judge_score) is int and 1 <= judge_score <= n_labels:  # the common case first: a plain int on the scale
+        return judge_score - 1
     if isinstance(judge_score, bool) or not isinstance(judge_score, (int, np.integer)):
         raise ScoreOutOfRangeError(f"judge_score={judge_score!r} must be an integer on the scale 1..{n_labels}")
     if not 1 <= judge_score <= n_labels:
