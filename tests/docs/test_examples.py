@@ -61,6 +61,8 @@ ALLOWED = {
     "export": "sets the environment of the block's other commands",
     "pip install ./client": "installs the client package; `make install` installs it editable and tests/client "
     "runs it against the service (tests/client/test_service.py)",
+    "pip install ./client[integrations]": "installs the client with its eval-tool extras; `make install` installs "
+    "it so, and tests/client/integrations/test_deepeval.py runs each adapter against the service",
 }
 # Single examples (document, a fragment of the command) not run here, each with where it is exercised.
 ALLOWED_EXAMPLES = {
