@@ -62,7 +62,8 @@ ALLOWED = {
     "pip install ./client": "installs the client package; `make install` installs it editable and tests/client "
     "runs it against the service (tests/client/test_service.py)",
     "pip install ./client[integrations]": "installs the client with its eval-tool extras; `make install` installs "
-    "it so, and tests/client/integrations/test_deepeval.py runs each adapter against the service",
+    "it so, and each adapter runs against the service in tests/client/integrations/test_deepeval.py and "
+    "tests/client/integrations/test_inspect.py",
 }
 # Single examples (document, a fragment of the command) not run here, each with where it is exercised.
 ALLOWED_EXAMPLES = {

@@ -30,7 +30,7 @@ class ServiceConnection:
     timeout and the retry policy of the client (``RetryPolicy``; ``None`` is the client's default)."""
 
     base_url: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # never printed with the connection
     timeout: float = 60.0
     retry: RetryPolicy | None = None
 

@@ -4,6 +4,8 @@ package: the metric's score, success and reason are the service's verdict for th
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,17 @@ from tests.client.integrations.conftest import JUDGE, JudgedService
 from tests.fakes.judge_server import ScriptedReply, peaked_logprobs
 
 ARTICLE = "The council approved the new park budget on Monday after a long debate about the cost of upkeep."
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _event_loop_for_deepeval() -> Iterator[None]:
+    """deepeval runs its async metrics on the thread's current event loop, creating one it never closes when
+    there is none: give it one for the module and close it afterwards."""
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    yield
+    asyncio.set_event_loop(None)
+    loop.close()
 
 
 @pytest.fixture(autouse=True)
