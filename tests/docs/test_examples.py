@@ -62,8 +62,8 @@ ALLOWED = {
     "pip install ./client": "installs the client package; `make install` installs it editable and tests/client "
     "runs it against the service (tests/client/test_service.py)",
     "pip install ./client[integrations]": "installs the client with its eval-tool extras; `make install` installs "
-    "it so, and each adapter runs against the service in tests/client/integrations/test_deepeval.py and "
-    "tests/client/integrations/test_inspect.py",
+    "it so, and each adapter runs against the service in tests/client/integrations/test_deepeval.py, "
+    "tests/client/integrations/test_inspect.py and tests/client/integrations/test_langfuse.py",
 }
 # Single examples (document, a fragment of the command) not run here, each with where it is exercised.
 ALLOWED_EXAMPLES = {
