@@ -74,6 +74,7 @@ class ConformalJudgeMetric(BaseMetric):
         """The score request for ``test_case`` (``ValueError`` when it has no ``actual_output`` to judge)."""
         if not test_case.actual_output:
             raise ValueError("the test case has no actual_output to judge")
+        document: str | None
         if self.document_from == "input":
             document = test_case.input
         else:
@@ -106,8 +107,8 @@ class ConformalJudgeMetric(BaseMetric):
     def is_successful(self) -> bool:
         """The service's certified decision was ``accept`` and the point reached ``threshold`` (False after an error
         or before a measure)."""
-        verdict = self.verdict
-        accepted = verdict is not None and verdict.decision == "accept" and verdict.point >= self.threshold
+        verdict, threshold = self.verdict, self.threshold if self.threshold is not None else 1
+        accepted = verdict is not None and verdict.decision == "accept" and verdict.point >= threshold
         self.success = self.error is None and accepted
         return self.success
 

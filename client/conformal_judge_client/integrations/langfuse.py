@@ -72,21 +72,20 @@ def write_verdict(
         raise ValueError("observation_id needs the trace_id of its trace")
     value, data_type = score_value(result, as_)
     score_id = score_id or uuid.uuid4().hex
-    target: dict[str, Any] = {
+    common: dict[str, Any] = {
+        "name": name or f"conformal-judge/{result.criterion}",
+        "comment": explain(result),
+        "metadata": verdict_metadata(result),
+        "score_id": score_id,
         "trace_id": trace_id,
         "observation_id": observation_id,
         "session_id": session_id,
         "dataset_run_id": dataset_run_id,
     }
-    langfuse.create_score(
-        name=name or f"conformal-judge/{result.criterion}",
-        value=value,
-        data_type=data_type,
-        comment=explain(result),
-        metadata=verdict_metadata(result),
-        score_id=score_id,
-        **{key: given for key, given in target.items() if given is not None},
-    )
+    if isinstance(value, str):
+        langfuse.create_score(value=value, data_type="CATEGORICAL", **common)
+    else:
+        langfuse.create_score(value=value, data_type="BOOLEAN" if data_type == "BOOLEAN" else "NUMERIC", **common)
     return score_id
 
 
