@@ -15,6 +15,8 @@ from conformal_judge_client import ApiError, Client
 from conformal_judge_client.integrations.langfuse import score_and_write, write_verdict
 from conformal_judge_client.integrations.verdicts import explain
 from langfuse import Langfuse
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
 
 from tests.client.integrations.conftest import JUDGE, JudgedService
 from tests.fakes.langfuse_server import LangfuseServer
@@ -37,12 +39,17 @@ def public_key() -> str:
 
 @pytest.fixture
 def langfuse(langfuse_api: LangfuseServer, public_key: str) -> Iterator[Langfuse]:
-    """A real Langfuse client pointed at the stand-in."""
+    """A real Langfuse client pointed at the stand-in, with a tracer provider of its own (left alone, the SDK would
+    install its provider as the process's global one for every later test)."""
     langfuse_api.requests.clear()
     langfuse_api.reject_status = None
-    made = Langfuse(public_key=public_key, secret_key="sk-lf-test", base_url=langfuse_api.base_url)
+    provider = TracerProvider()
+    made = Langfuse(
+        public_key=public_key, secret_key="sk-lf-test", base_url=langfuse_api.base_url, tracer_provider=provider
+    )
     yield made
     made.shutdown()
+    provider.shutdown()
 
 
 @pytest.fixture
@@ -109,6 +116,15 @@ def test_a_failed_judge_call_raises_and_writes_nothing(
     assert raised.value.status == 502 and "judge call failed" in raised.value.title.lower()
     langfuse.flush()
     assert langfuse_api.scores() == []
+
+
+def test_the_processs_tracer_provider_is_left_alone(langfuse_api: LangfuseServer, public_key: str) -> None:
+    before = trace.get_tracer_provider()
+    own = TracerProvider()
+    made = Langfuse(public_key=public_key, secret_key="sk", base_url=langfuse_api.base_url, tracer_provider=own)
+    made.shutdown()
+    own.shutdown()
+    assert trace.get_tracer_provider() is before
 
 
 def test_a_score_without_a_target_or_with_a_bad_kind_is_refused(client: Client, langfuse: Langfuse) -> None:
