@@ -69,7 +69,7 @@ class ScoreSpec:
             "document": document,
             "item_id": item_id,
         }
-        body: dict[str, Any] = {"criterion": self.criterion, **dict(self.extra), "summary": summary}
+        body: dict[str, Any] = {**dict(self.extra), "criterion": self.criterion, "summary": summary}
         body.update({name: value for name, value in settings.items() if value is not None})
         return body
 
