@@ -21,7 +21,7 @@ install: $(STAMP)
 
 $(STAMP): $(RUNTIME_STAMP) pyproject.toml client/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,offline,otel]'
-	$(BIN)/python -m pip install --quiet -e ./client
+	$(BIN)/python -m pip install --quiet -e './client[integrations]'
 	touch $(STAMP)
 
 ## The data directory the tests and studies read: $(DATA_DIR), else ../shared/data, used as is when it exists

@@ -61,6 +61,13 @@ ALLOWED = {
     "export": "sets the environment of the block's other commands",
     "pip install ./client": "installs the client package; `make install` installs it editable and tests/client "
     "runs it against the service (tests/client/test_service.py)",
+    "pip install ./client[integrations]": "installs the client with its eval-tool extras; `make install` installs "
+    "it so, and each adapter runs against the service in tests/client/integrations/test_deepeval.py, "
+    "tests/client/integrations/test_inspect.py and tests/client/integrations/test_langfuse.py",
+    "npm install --prefix examples/promptfoo": "installs the pinned promptfoo of the recipe (hundreds of MB); "
+    "tests/client/integrations/test_promptfoo.py runs the recipe with it against the service",
+    "examples/promptfoo/node_modules/.bin/promptfoo": "needs the promptfoo install and a model to evaluate; "
+    "tests/client/integrations/test_promptfoo.py runs this eval with the echo provider against the service",
 }
 # Single examples (document, a fragment of the command) not run here, each with where it is exercised.
 ALLOWED_EXAMPLES = {
