@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 
-.PHONY: install install-runtime data test test-fast bench lint mutate calibrate results serve worker openapi settings-table demo clean
+.PHONY: install install-runtime promptfoo data test test-fast bench lint mutate calibrate results serve worker openapi settings-table demo clean
 
 ## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
 ## offline extras on top of them, in the same .venv.
@@ -23,6 +23,14 @@ $(STAMP): $(RUNTIME_STAMP) pyproject.toml client/pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[dev,offline,otel]'
 	$(BIN)/python -m pip install --quiet -e './client[integrations]'
 	touch $(STAMP)
+
+## The promptfoo recipe's CLI (examples/promptfoo, Node.js 20.20+ and npm), from its committed lock file; the
+## recipe's end-to-end test runs it (without it that one test is skipped on a laptop, and fails under CI=true).
+promptfoo: examples/promptfoo/node_modules/.installed
+
+examples/promptfoo/node_modules/.installed: examples/promptfoo/package.json examples/promptfoo/package-lock.json
+	npm ci --prefix examples/promptfoo --no-audit --no-fund
+	touch $@
 
 ## The data directory the tests and studies read: $(DATA_DIR), else ../shared/data, used as is when it exists
 ## (nothing downloaded); otherwise built from the pinned public sources in offline/data/sources.json, checked

@@ -64,8 +64,9 @@ ALLOWED = {
     "pip install ./client[integrations]": "installs the client with its eval-tool extras; `make install` installs "
     "it so, and each adapter runs against the service in tests/client/integrations/test_deepeval.py, "
     "tests/client/integrations/test_inspect.py and tests/client/integrations/test_langfuse.py",
-    "npm install --prefix examples/promptfoo": "installs the pinned promptfoo of the recipe (hundreds of MB); "
-    "tests/client/integrations/test_promptfoo.py runs the recipe with it against the service",
+    "make promptfoo": "installs the recipe's pinned promptfoo from its lock file (about 1.4 GB of node_modules, "
+    "90 s); .ci/run runs it, and tests/client/integrations/test_promptfoo.py runs the recipe with it against "
+    "the service",
     "examples/promptfoo/node_modules/.bin/promptfoo": "needs the promptfoo install and a model to evaluate; "
     "tests/client/integrations/test_promptfoo.py runs this eval with the echo provider against the service",
 }

@@ -4,7 +4,7 @@ Two levels. The assertion script is run with Node (installed on the test machine
 ``(output, context)``, and must answer the service's verdict for the output, or throw on a problem. Then the real
 promptfoo CLI runs the recipe's assertion config on an eval whose model is promptfoo's ``echo`` provider (it answers
 its prompt, here the summary under test), and its JSON report must carry the service's verdicts. promptfoo is an npm
-package outside the Python environment: ``npm install --prefix examples/promptfoo`` installs the pinned version
+package outside the Python environment: ``make promptfoo`` installs the pinned version
 (or set ``PROMPTFOO_BIN``); without it that test is skipped, saying so.
 """
 
@@ -104,7 +104,7 @@ def test_the_assertion_throws_on_a_problem_never_passes(service: JudgedService) 
 
 
 def promptfoo_binary() -> str | None:
-    """``PROMPTFOO_BIN``, else the recipe's own install (``npm install --prefix examples/promptfoo``)."""
+    """``PROMPTFOO_BIN``, else the recipe's own install (``make promptfoo``)."""
     named = os.environ.get("PROMPTFOO_BIN")
     installed = RECIPE / "node_modules" / ".bin" / "promptfoo"
     return named or (str(installed) if installed.exists() else None)
@@ -113,7 +113,10 @@ def promptfoo_binary() -> str | None:
 def test_promptfoo_runs_the_recipe_against_the_service(service: JudgedService, tmp_path: Path) -> None:
     binary = promptfoo_binary()
     if binary is None:
-        pytest.skip("promptfoo is not installed: npm install --prefix examples/promptfoo (or set PROMPTFOO_BIN)")
+        missing = "promptfoo is not installed: make promptfoo (or set PROMPTFOO_BIN)"
+        if os.environ.get("CI"):
+            pytest.fail(f"{missing} (under CI this test must run, not skip)")
+        pytest.skip(missing)
 
     def by_text(body: dict[str, Any]) -> ScriptedReply:
         prompt = "\n".join(str(message.get("content")) for message in body["messages"])
