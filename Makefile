@@ -43,9 +43,11 @@ data: install
 ## and Redis on 127.0.0.1:6379). One BLAS thread, as
 ## `python -m offline` uses: the studies' small least-squares problems run slower with OpenBLAS threads.
 ## TEST_WORKERS pytest-xdist processes (default 2, one a core of the 2-core machine; 0 = one process), each test
-## file whole on one worker (--dist loadfile: a module's fixtures and its tests' order stay together).
+## file whole on one worker (--dist loadfile: a module's fixtures and its tests' order stay together), handed out in
+## collection order, the longest modules first (tests/conftest.py, LONG_MODULES), so both workers finish together.
 test: install
-	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n $${TEST_WORKERS:-2} --dist loadfile
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n $${TEST_WORKERS:-2} --dist loadfile \
+		--no-loadscope-reorder
 
 ## Run the offline studies on the shipped data, write reports/ and artifact/thresholds.json (needs ../shared/data or
 ## DATA_DIR: a fresh clone without them runs `make data` first).

@@ -44,7 +44,8 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
-from calibration.conformal import FittedConformal, calibration_scores, fit_from_scores
+from calibration.conformal import FittedConformal, calibration_scores
+from calibration.conformal.fit import fits_from_scores
 from calibration.heldout import SplitSets, group_splits
 from calibration.kind_evaluation import (
     PooledSets,
@@ -309,7 +310,8 @@ def fit_kind(
             rng=np.random.default_rng(seed),
             groups=data.groups if pac_groups else None,
         )
-        fitted[method] = {float(a): fit_from_scores(prepared, float(a), delta) for a in alphas}
+        levels_fitted = fits_from_scores(prepared, [float(a) for a in alphas], delta)
+        fitted[method] = {float(a): f for a, f in zip(alphas, levels_fitted, strict=True)}
     return KindFit(
         kind=data.kind,
         n_items=int(data.labels.size),

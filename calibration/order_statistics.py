@@ -24,7 +24,14 @@ from functools import lru_cache
 
 import numpy as np
 
-__all__ = ["as_fraction", "binomial_upper_tail", "marginal_rank", "pac_rank", "threshold_rank"]
+__all__ = [
+    "as_fraction",
+    "binomial_upper_tail",
+    "marginal_rank",
+    "nearest_fraction",
+    "pac_rank",
+    "threshold_rank",
+]
 
 
 def as_fraction(value: float, name: str) -> Fraction:
@@ -33,7 +40,14 @@ def as_fraction(value: float, name: str) -> Fraction:
         raise ValueError(f"{name}={value!r} must be a finite number strictly between 0 and 1")
     if not 0.0 < float(value) < 1.0:
         raise ValueError(f"{name}={value!r} must be strictly between 0 and 1")
-    return Fraction(float(value)).limit_denominator(10**9)
+    return nearest_fraction(float(value))
+
+
+@lru_cache(maxsize=4096)
+def nearest_fraction(value: float) -> Fraction:
+    """The nearest fraction to ``value`` with denominator <= 10**9 (no checks: callers check the range first).
+    Memoised: a fit reads the same few levels hundreds of thousands of times, and ``limit_denominator`` is slow."""
+    return Fraction(value).limit_denominator(10**9)
 
 
 def marginal_rank(n: int, alpha: Fraction) -> int:

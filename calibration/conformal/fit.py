@@ -21,6 +21,7 @@ calibration items for a finite threshold is always in the set.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import msgspec
@@ -29,8 +30,8 @@ import numpy as np
 from calibration.conformal.group_pac import (
     PAC_UNIT_GROUP,
     document_codes,
-    group_pac_threshold,
-    keyed_group_pac_thresholds,
+    group_pac_thresholds,
+    keyed_group_pac_levels,
 )
 from calibration.conformal.inputs import as_labels, check_alpha, check_delta, check_method, judge_inputs
 from calibration.conformal.learned_model import fit_learned_matrix, judge_weights
@@ -44,6 +45,7 @@ __all__ = [
     "calibration_scores",
     "fit_conformal",
     "fit_from_scores",
+    "fits_from_scores",
 ]
 
 
@@ -178,28 +180,54 @@ def _document_halves(
 
 def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | None = None) -> FittedConformal:
     """Thresholds at level alpha (marginal, or PAC at ``delta``) from level-free calibration scores."""
-    check_alpha(alpha)
+    (fitted,) = fits_from_scores(prepared, [alpha], delta)
+    return fitted
+
+
+def fits_from_scores(
+    prepared: CalibrationScores, alphas: Sequence[float], delta: float | None = None
+) -> list[FittedConformal]:
+    """:func:`fit_from_scores` at each of ``alphas`` (the same predictors); the document-level PAC rule's
+    per-document counts are computed once for all of them."""
+    for alpha in alphas:
+        check_alpha(alpha)
     check_delta(delta)
-    grouping = conformal_method(prepared.method).grouping.name
     by_documents = delta is not None and prepared.documents is not None
-    group_thresholds = group_sizes = None
-    if prepared.group_keys is not None:
-        if by_documents:
-            assert delta is not None and prepared.documents is not None
-            group_thresholds, group_sizes = keyed_group_pac_thresholds(
-                prepared.true_scores, prepared.group_keys, prepared.documents, prepared.n_labels, alpha, delta
-            )
-        else:
-            group_thresholds, group_sizes = group_quantiles(
-                prepared.true_scores, prepared.group_keys, prepared.n_labels, alpha, delta
-            )
+    if by_documents and prepared.true_scores.size == 0:
+        raise EmptyCalibrationError("the calibration set is empty: a threshold needs at least one score")
+    keyed: list[tuple[dict[int, float | None], dict[int, int]] | tuple[None, None]] = [(None, None)] * len(alphas)
     if by_documents:
-        assert delta is not None
-        if prepared.true_scores.size == 0:
-            raise EmptyCalibrationError("the calibration set is empty: a threshold needs at least one score")
-        threshold = group_pac_threshold(prepared.true_scores, prepared.documents, alpha, delta)
+        assert delta is not None and prepared.documents is not None
+        levels = [(alpha, delta) for alpha in alphas]
+        if prepared.group_keys is not None:
+            tables, sizes = keyed_group_pac_levels(
+                prepared.true_scores, prepared.group_keys, prepared.documents, prepared.n_labels, levels
+            )
+            keyed = [(table, dict(sizes)) for table in tables]
+        thresholds = group_pac_thresholds(prepared.true_scores, prepared.documents, levels)
     else:
-        threshold = conformal_quantile(prepared.true_scores, alpha, delta)
+        if prepared.group_keys is not None:
+            keyed = [
+                group_quantiles(prepared.true_scores, prepared.group_keys, prepared.n_labels, alpha, delta)
+                for alpha in alphas
+            ]
+        thresholds = [conformal_quantile(prepared.true_scores, alpha, delta) for alpha in alphas]
+    return [
+        _fitted(prepared, alpha, delta, threshold, group_thresholds, group_sizes, by_documents=by_documents)
+        for alpha, threshold, (group_thresholds, group_sizes) in zip(alphas, thresholds, keyed, strict=True)
+    ]
+
+
+def _fitted(
+    prepared: CalibrationScores,
+    alpha: float,
+    delta: float | None,
+    threshold: float | None,
+    group_thresholds: dict[int, float | None] | None,
+    group_sizes: dict[int, int] | None,
+    *,
+    by_documents: bool,
+) -> FittedConformal:
     # the learned table and its fit size when the method learns one, else the struct's defaults (None, 0)
     learned = prepared.learned_matrix
     return FittedConformal(
@@ -210,7 +238,7 @@ def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | No
         threshold=threshold,
         group_thresholds=group_thresholds,
         group_sizes=group_sizes,
-        grouping=grouping,
+        grouping=conformal_method(prepared.method).grouping.name,
         delta=None if delta is None else float(delta),
         pac_unit=PAC_UNIT_GROUP if by_documents else msgspec.UNSET,
         learned_matrix=None if learned is None else learned.tolist(),

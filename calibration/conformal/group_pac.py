@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 from numpy.typing import NDArray
@@ -57,6 +58,7 @@ __all__ = [
     "group_pac_threshold",
     "group_pac_threshold_reference",
     "group_pac_thresholds",
+    "keyed_group_pac_levels",
     "keyed_group_pac_thresholds",
 ]
 
@@ -74,8 +76,12 @@ def document_codes(groups: object) -> np.ndarray:
     return np.unique(keys, return_inverse=True)[1].astype(np.int64).ravel()
 
 
+@lru_cache(maxsize=1024)
 def _order(n_documents: int) -> np.ndarray:
-    return np.random.default_rng(ORDER_SEED).permutation(n_documents)
+    """The documents' test order (memoised per count, read-only: every fit of a cell asks for the same one)."""
+    order = np.random.default_rng(ORDER_SEED).permutation(n_documents)
+    order.flags.writeable = False
+    return order
 
 
 def _check(true_scores: object, documents: object) -> tuple[np.ndarray, np.ndarray]:
@@ -90,8 +96,9 @@ def _check(true_scores: object, documents: object) -> tuple[np.ndarray, np.ndarr
     return scores, codes
 
 
-def _log_capitals(x: np.ndarray, alpha: float) -> np.ndarray:
-    """Row-wise max log-capital of the aGRAPA betting test (calibration.risk_control's arithmetic, vectorised)."""
+def _log_capitals(x: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
+    """Row-wise max log-capital of the aGRAPA betting test (calibration.risk_control's arithmetic, vectorised);
+    ``alpha`` is one level or a column of one level per row (each row's arithmetic is the same either way)."""
     n = x.shape[1]
     counts = np.arange(1, n + 1, dtype=float)
     zeros = np.zeros((x.shape[0], 1))
@@ -117,8 +124,8 @@ class _Counts:
         n_documents = present.size
         # item i is missed at candidate j iff candidates[j] + tol < score_i iff j < c_i
         c = np.searchsorted(self.candidates + _TOLERANCE, scores, side="left")
-        table = np.zeros((n_documents, self.candidates.size + 1), dtype=np.int64)
-        np.add.at(table, (codes, c), 1)
+        width = self.candidates.size + 1
+        table = np.bincount(codes * width + c, minlength=n_documents * width).reshape(n_documents, width)
         # misses at j = items with c_i > j = suffix sum over columns j+1..m
         suffix = np.cumsum(table[:, ::-1], axis=1)[:, ::-1]
         order = _order(n_documents)
@@ -128,22 +135,41 @@ class _Counts:
 
     def threshold(self, alpha: float, delta: float) -> float | None:
         """The fixed-sequence walk from the largest candidate down (module rules)."""
-        limit = math.log(1.0 / delta)
-        m = self.candidates.size
-        lowest: int | None = None
-        top = m
-        while top > 0:
-            columns = np.arange(top - 1, max(top - 1 - _CHUNK, -1), -1)  # descending candidates
-            x = (self.misses[:, columns].T - alpha * self.sizes) / self.scale
-            rejected = _log_capitals(x, alpha) >= limit
-            if not rejected.all():
-                stop = int(np.argmin(rejected))
-                if stop > 0:
-                    lowest = int(columns[stop - 1])
-                break
-            lowest = int(columns[-1])
-            top = int(columns[-1])
-        return None if lowest is None else float(self.candidates[lowest])
+        return self.thresholds([(alpha, delta)])[0]
+
+    def thresholds(self, levels: Sequence[tuple[float, float]]) -> list[float | None]:
+        """:meth:`threshold` at each (alpha, delta), the levels' walks stepped together: each step tests the next
+        chunk of candidates of every level still walking in one array (one row per candidate, its level's alpha
+        beside it), so the numbers are those of one walk at a time, row for row."""
+        limits = [math.log(1.0 / delta) for _, delta in levels]
+        lowest: list[int | None] = [None] * len(levels)
+        tops = [self.candidates.size] * len(levels)
+        walking = list(range(len(levels)))
+        while walking:
+            chunks = [np.arange(tops[i] - 1, max(tops[i] - 1 - _CHUNK, -1), -1) for i in walking]  # descending
+            x = np.concatenate(
+                [
+                    (self.misses[:, columns].T - levels[i][0] * self.sizes) / self.scale
+                    for i, columns in zip(walking, chunks, strict=True)
+                ]
+            )
+            rows = np.repeat(np.arange(len(walking)), [c.size for c in chunks])
+            alphas = np.array([levels[i][0] for i in walking])[rows, None]
+            passed = _log_capitals(x, alphas) >= np.array([limits[i] for i in walking])[rows]
+            still = []
+            for position, (i, columns) in enumerate(zip(walking, chunks, strict=True)):
+                rejected = passed[rows == position]
+                if not rejected.all():
+                    stop = int(np.argmin(rejected))
+                    if stop > 0:
+                        lowest[i] = int(columns[stop - 1])
+                    continue
+                lowest[i] = int(columns[-1])
+                tops[i] = int(columns[-1])
+                if tops[i] > 0:
+                    still.append(i)
+            walking = still
+        return [None if low is None else float(self.candidates[low]) for low in lowest]
 
 
 def group_pac_threshold(true_scores: object, groups: object, alpha: float, delta: float) -> float | None:
@@ -162,13 +188,14 @@ def group_pac_thresholds(
     """:func:`group_pac_threshold` at several (alpha, delta) levels, the per-document counts computed once."""
     scores, codes = _check(true_scores, groups)
     counts = _Counts(scores, codes)
-    result = []
-    for alpha, delta in levels:
-        level, confidence = check_alpha(alpha), check_delta(delta)
-        if confidence is None:
-            raise ValueError("the group PAC rule needs delta")
-        result.append(counts.threshold(float(level), float(confidence)))
-    return result
+    return counts.thresholds([_exact_level(alpha, delta) for alpha, delta in levels])
+
+
+def _exact_level(alpha: float, delta: float) -> tuple[float, float]:
+    level, confidence = check_alpha(alpha), check_delta(delta)
+    if confidence is None:
+        raise ValueError("the group PAC rule needs delta")
+    return float(level), float(confidence)
 
 
 def keyed_group_pac_thresholds(
@@ -176,15 +203,28 @@ def keyed_group_pac_thresholds(
 ) -> tuple[dict[int, float | None], dict[int, int]]:
     """One document-level PAC threshold per key value 1..K (None where the key has no items or cannot be
     certified), and the key's item count: the grouped methods' rule (module rules)."""
-    thresholds: dict[int, float | None] = {}
+    (thresholds,), sizes = keyed_group_pac_levels(true_scores, keys, groups, n_labels, [(alpha, delta)])
+    return thresholds, sizes
+
+
+def keyed_group_pac_levels(
+    true_scores: np.ndarray,
+    keys: np.ndarray,
+    groups: np.ndarray,
+    n_labels: int,
+    levels: Sequence[tuple[float, float]],
+) -> tuple[list[dict[int, float | None]], dict[int, int]]:
+    """:func:`keyed_group_pac_thresholds` at each (alpha, delta) of ``levels`` (one key table per level), each
+    key's per-document counts computed once."""
+    thresholds: list[dict[int, float | None]] = [{} for _ in levels]
     sizes: dict[int, int] = {}
     codes = document_codes(groups)
     for key in range(1, n_labels + 1):
         members = keys == key
         sizes[key] = int(members.sum())
-        thresholds[key] = (
-            group_pac_threshold(true_scores[members], codes[members], alpha, delta) if members.any() else None
-        )
+        values = group_pac_thresholds(true_scores[members], codes[members], levels) if members.any() else None
+        for position, table in enumerate(thresholds):
+            table[key] = None if values is None else values[position]
     return thresholds, sizes
 
 

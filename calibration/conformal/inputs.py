@@ -23,7 +23,7 @@ from calibration.errors import (
     InvalidProbabilitiesError,
     ScoreOutOfRangeError,
 )
-from calibration.order_statistics import as_fraction
+from calibration.order_statistics import as_fraction, nearest_fraction
 
 __all__ = [
     "as_labels",
@@ -41,7 +41,7 @@ def check_alpha(alpha: float) -> Fraction:
         raise InvalidAlphaError(f"alpha={alpha!r} must be a number strictly between 0 and 1")
     if not math.isfinite(float(alpha)) or not 0.0 < float(alpha) < 1.0:
         raise InvalidAlphaError(f"alpha={alpha!r} must be strictly between 0 and 1")
-    return Fraction(float(alpha)).limit_denominator(10**9)
+    return nearest_fraction(float(alpha))
 
 
 def check_delta(delta: float | None) -> Fraction | None:

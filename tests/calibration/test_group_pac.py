@@ -10,7 +10,15 @@ import msgspec
 import numpy as np
 import pytest
 
-from calibration.conformal import METHODS, conformal_quantile, fit_conformal, predict_sets
+from calibration.conformal import (
+    METHODS,
+    calibration_scores,
+    conformal_quantile,
+    fit_conformal,
+    fit_from_scores,
+    predict_sets,
+)
+from calibration.conformal.fit import fits_from_scores
 from calibration.conformal.group_pac import (
     ORDER_SEED,
     group_pac_threshold,
@@ -72,6 +80,29 @@ def test_more_than_one_chunk_of_candidates_is_walked():
     threshold = group_pac_threshold(scores, groups, 0.3, 0.1)
     assert threshold is not None and np.sum(scores > threshold) > 40
     assert threshold == group_pac_threshold_reference(scores, groups, 0.3, 0.1)
+
+
+def test_levels_walked_together_are_each_level_walked_alone():
+    # walks of different lengths (alpha 0.02 stops at once, 0.4 passes several chunks) stepped in one array
+    rng = np.random.default_rng(5)
+    groups = np.repeat(np.arange(90), 5)
+    scores = rng.normal(size=90).repeat(5) * 0.3 + rng.normal(size=450)
+    levels = [(0.4, 0.1), (0.02, 0.05), (0.2, 0.2), (0.1, 0.05), (0.3, 0.5)]
+    together = group_pac_thresholds(scores, groups, levels)
+    assert together == [group_pac_threshold(scores, groups, alpha, delta) for alpha, delta in levels]
+    assert together[0] is not None and np.sum(scores > together[0]) > 64  # the longest walk took 3+ chunks
+
+
+@pytest.mark.parametrize("method", METHODS)
+@pytest.mark.parametrize("delta", [None, 0.1])
+def test_fits_at_several_alphas_are_the_fits_at_each(method: str, delta: float | None):
+    groups, labels, scores, probs = _data()
+    alphas = [0.05, 0.1, 0.2, 0.3]
+    for documents in (groups, None):
+        prepared = calibration_scores(
+            method, labels, judge_scores=scores, probabilities=probs, rng=np.random.default_rng(1), groups=documents
+        )
+        assert fits_from_scores(prepared, alphas, delta) == [fit_from_scores(prepared, a, delta) for a in alphas]
 
 
 def _exact_failure(p_one: float, rho: float, alpha: float, delta: float, n_documents: int) -> tuple[float, float]:
