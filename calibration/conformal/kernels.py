@@ -57,6 +57,10 @@ class Ops(Protocol[C, Ix]):
         """Per item, ``if_true`` where ``condition`` holds, else ``if_false``."""
         ...
 
+    def choose_value(self, condition: Condition, if_true: C, if_false: C) -> C:
+        """Per item, the value ``if_true`` where ``condition`` holds, else ``if_false``."""
+        ...
+
     def zeros(self) -> C:
         """A column of zeros."""
         ...
@@ -103,6 +107,10 @@ class _ScalarOps:
         return columns
 
     def choose(self, condition: Condition, if_true: int, if_false: int) -> int:
+        """``if_true`` if ``condition`` else ``if_false``."""
+        return if_true if condition else if_false
+
+    def choose_value(self, condition: Condition, if_true: float, if_false: float) -> float:
         """``if_true`` if ``condition`` else ``if_false``."""
         return if_true if condition else if_false
 
@@ -165,6 +173,10 @@ class ArrayOps:
 
     def choose(self, condition: Condition, if_true: IndexArray, if_false: IndexArray) -> IndexArray:
         """Per item, ``if_true`` where ``condition`` holds, else ``if_false``."""
+        return np.where(condition, if_true, if_false)
+
+    def choose_value(self, condition: Condition, if_true: FloatArray, if_false: FloatArray) -> FloatArray:
+        """Per item, the value ``if_true`` where ``condition`` holds, else ``if_false``."""
         return np.where(condition, if_true, if_false)
 
     def zeros(self) -> FloatArray:
@@ -260,9 +272,13 @@ def ordinal(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
     mass = ops.take(probabilities, low, 0.0)
     scores = ops.put([ops.zeros()] * x.n_labels, low, mass)
     for _ in range(x.n_labels - 1):
-        go_left = ops.take(probabilities, low - 1, -1.0) >= ops.take(probabilities, high + 1, -1.0)
+        left = ops.take(probabilities, low - 1, -1.0)  # -1: no label there (a probability is never below 0)
+        right = ops.take(probabilities, high + 1, -1.0)
+        go_left = left >= right
         joining = ops.choose(go_left, low - 1, high + 1)
-        mass = mass + ops.take(probabilities, joining, 0.0)
+        # the joining label's probability: the side chosen always holds a label (both sides empty only once the
+        # interval is the whole scale, after the K - 1 steps), so this is left or right itself
+        mass = mass + ops.choose_value(go_left, left, right)
         scores = ops.put(scores, joining, mass)
         low = ops.choose(go_left, joining, low)
         high = ops.choose(go_left, high, joining)
