@@ -50,7 +50,8 @@ def simulate() -> dict[tuple[int, str, int], tuple[float, float]]:
                     cells.setdefault((c, method, floor), []).append(
                         (float(sets.covers(truth).all()), float(sets.size.mean()))
                     )
-    return {key: tuple(np.mean(values, axis=0).tolist()) for key, values in cells.items()}  # type: ignore[misc]
+    means = {key: np.mean(values, axis=0) for key, values in cells.items()}
+    return {key: (float(mean[0]), float(mean[1])) for key, mean in means.items()}
 
 
 def main() -> None:
