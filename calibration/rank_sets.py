@@ -12,6 +12,7 @@ call                                                    what it computes
                                                         judge-only)
 ``ppr_win_rates(labelled, unlabelled, k)``              prediction-powered win rates (power-tuned) and covariance
 ``rank_sets(estimate, alpha)``                          rank set per model from a joint (1 - alpha) region
+``rank_sets(estimate, alpha, min_labelled=m)``          the same with models of fewer than m battles unknown
 ``rank_sets_from_intervals(lower, upper)``              rank sets from simultaneous intervals
 ``true_ranks(theta)``                                   1 + number of models strictly better
 =====================================================  ============================================================
@@ -34,6 +35,17 @@ Rules:
 * **Rank set** of i: ``[1 + #{j certainly above i}, k - #{j certainly below i}]``; ranks are 1 = best. Whenever
   the true win rates lie in the joint region, every model's true rank lies in its rank set (so the rank sets
   cover the true ranking jointly with the region's probability). A model without battles gets ``[1, k]``.
+* **Under-labelled guard** (``min_labelled``, default 0: off): a model with fewer than ``min_labelled`` battles in
+  the estimate (``counts``: the labelled battles of a PPR or human-only estimate) is *unknown*: its variance is
+  taken as infinite, its covariance with every other model as 0. So ``Var(hat_j - hat_i)`` is infinite for every
+  pair involving it and no such pair is ever separated (``gap > inf`` is false; the chi-square quantile keeps k
+  degrees of freedom: the limit of the ellipsoid as that variance grows), its Bonferroni interval is
+  ``[-inf, inf]``, its rank set is ``[1, k]``, and every other model's set counts it neither certainly above nor
+  certainly below (so the set reaches one rank further on each side where it would have).
+  :meth:`WinRateEstimate.intervals` gives it ``(-inf, inf)`` (a caller reporting a win rate may clip to
+  ``[0, 1]``). The rule is explicit (masks, not arithmetic on inf), so no NaN arises from it.
+  Why: a model whose few labelled outcomes are all equal has a zero estimated variance, and the asymptotic region
+  would separate it on almost no evidence.
 """
 
 from __future__ import annotations
@@ -91,11 +103,23 @@ class WinRateEstimate(msgspec.Struct, frozen=True, kw_only=True):
     counts: np.ndarray
     lam: float | None
 
-    def intervals(self, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-        """Marginal (1 - alpha) CLT intervals per model (NaN where a model has no battle)."""
+    def intervals(self, alpha: float, min_labelled: int = 0) -> tuple[np.ndarray, np.ndarray]:
+        """Marginal (1 - alpha) CLT intervals per model (NaN where a model has no battle; ``(-inf, inf)`` where it
+        is under-labelled: fewer than ``min_labelled`` battles)."""
         _check_alpha(alpha)
         half = float(stats.norm.ppf(1 - alpha / 2)) * np.sqrt(np.diag(self.sigma))
-        return self.theta - half, self.theta + half
+        lower, upper = self.theta - half, self.theta + half
+        unknown = self.under_labelled(min_labelled)
+        if unknown.any():
+            lower, upper = np.where(unknown, -np.inf, lower), np.where(unknown, np.inf, upper)
+        return lower, upper
+
+    def under_labelled(self, min_labelled: int) -> np.ndarray:
+        """Per model: fewer than ``min_labelled`` battles (the guard of the module rules; 0: none is)."""
+        if isinstance(min_labelled, bool) or not isinstance(min_labelled, int | np.integer) or min_labelled < 0:
+            raise CalibrationError(f"min_labelled must be an integer >= 0, got {min_labelled!r}")
+        unknown: NDArray[np.bool_] = np.asarray(self.counts) < min_labelled
+        return unknown
 
 
 class RankSets(msgspec.Struct, frozen=True, kw_only=True):
@@ -210,27 +234,41 @@ def _from_above(above: np.ndarray) -> RankSets:
     return RankSets(low=low.astype(int), high=high.astype(int), above=above)
 
 
-def rank_sets(estimate: WinRateEstimate, alpha: float, construction: Construction = "ellipsoid") -> RankSets:
-    """Rank set per model from the joint (1 - alpha) region of ``construction`` (see module rules)."""
-    return rank_sets_grid(estimate, (alpha,), construction)[0]
+def rank_sets(
+    estimate: WinRateEstimate, alpha: float, construction: Construction = "ellipsoid", *, min_labelled: int = 0
+) -> RankSets:
+    """Rank set per model from the joint (1 - alpha) region of ``construction`` (see module rules); models with
+    fewer than ``min_labelled`` battles are unknown (the guard of the module rules)."""
+    return rank_sets_grid(estimate, (alpha,), construction, min_labelled=min_labelled)[0]
 
 
 def rank_sets_grid(
-    estimate: WinRateEstimate, alphas: Sequence[float], construction: Construction = "ellipsoid"
+    estimate: WinRateEstimate,
+    alphas: Sequence[float],
+    construction: Construction = "ellipsoid",
+    *,
+    min_labelled: int = 0,
 ) -> list[RankSets]:
     """:func:`rank_sets` at every level of ``alphas`` (the pairwise differences are computed once)."""
     for alpha in alphas:
         _check_alpha(alpha)
+    unknown = estimate.under_labelled(min_labelled)
     theta, sigma = estimate.theta, estimate.sigma
     k = theta.size
     diag = np.diag(sigma)
     levels = np.asarray(alphas, dtype=float)
     if construction == "bonferroni":
         z = stats.norm.ppf(1 - levels / (2 * k))
-        return [rank_sets_from_intervals(theta - q * np.sqrt(diag), theta + q * np.sqrt(diag)) for q in z]
+        return [
+            rank_sets_from_intervals(*_unknown_wide(theta - q * np.sqrt(diag), theta + q * np.sqrt(diag), unknown))
+            for q in z
+        ]
     if construction != "ellipsoid":
         raise CalibrationError(f"unknown construction {construction!r}: use 'ellipsoid' or 'bonferroni'")
     sd_diff = np.sqrt(np.maximum(diag[:, None] + diag[None, :] - 2 * sigma, 0.0))
+    if unknown.any():  # infinite variance, zero covariance: every difference involving it has infinite sd
+        sd_diff[unknown, :] = np.inf
+        sd_diff[:, unknown] = np.inf
     gap = theta[None, :] - theta[:, None]  # gap[i, j] = theta_j - theta_i
     result = []
     for quantile in stats.chi2.ppf(1 - levels, k):
@@ -239,6 +277,13 @@ def rank_sets_grid(
         np.fill_diagonal(above, False)
         result.append(_from_above(above))
     return result
+
+
+def _unknown_wide(lower: np.ndarray, upper: np.ndarray, unknown: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals with the unknown models' made ``[-inf, inf]`` (unchanged when none is unknown)."""
+    if not unknown.any():
+        return lower, upper
+    return np.where(unknown, -np.inf, lower), np.where(unknown, np.inf, upper)
 
 
 def true_ranks(theta: np.ndarray) -> np.ndarray:

@@ -4,6 +4,12 @@ Battles with a human verdict are the labelled set (their judge verdicts pair wit
 the unlabelled set. Models are numbered in order of first appearance. Each side's outcome: 1 for a win, 0 for a
 loss, and for a tie 0 (``ties: "zero"``, the paper's convention) or 1/2 (``ties: "half"``).
 
+Under-labelled guard (``calibration.rank_sets``, ``min_labelled``): a model with fewer labelled battles than the
+request's ``min_labelled_battles`` (default: the setting ``MIN_LABELLED_BATTLES_PER_MODEL``) is unknown, in the
+PPR and in the human-only answer alike: its rank set is [1, k], no pair involving it is separable, its interval is
+[0, 1] (the range of a win rate: its variance is treated as infinite) and ``under_labelled`` is true. Its win
+rate is still reported.
+
 Refused with a 422 ``invalid-request``: more battles than ``MAX_RANKING_BATTLES`` or more models than
 ``MAX_RANKING_MODELS``, a battle of a model against itself, fewer than two models, no labelled or no unlabelled
 battle.
@@ -57,6 +63,11 @@ def _bounds(low: float, high: float) -> tuple[float, float] | None:
     return (float(low), float(high)) if math.isfinite(low) and math.isfinite(high) else None
 
 
+def _clipped(low: np.ndarray, high: np.ndarray, unknown: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """An under-labelled model's (-inf, inf) as [0, 1], the range of a win rate; other intervals as computed."""
+    return np.where(unknown, 0.0, low), np.where(unknown, 1.0, high)
+
+
 def _pairs(sets: RankSets, names: list[str]) -> list[SeparablePair]:
     worse, better = np.nonzero(sets.above)  # above[i, j]: j is certainly above i
     return [
@@ -91,12 +102,15 @@ def rank_models(request: RankingRequest, limits: LimitSettings) -> RankingRespon
     judge_unlabelled = Battles(model_a=model_a[unl], model_b=model_b[unl], win_a=judge_a[unl], win_b=judge_b[unl])
     estimate = ppr_win_rates(human, judge, judge_unlabelled, k)
     human_only = win_rates(human, k)
-    sets = rank_sets(estimate, request.alpha, request.construction)
-    human_sets = rank_sets(human_only, request.alpha, request.construction)
+    floor = (
+        limits.min_labelled_battles_per_model if request.min_labelled_battles is None else request.min_labelled_battles
+    )
+    sets = rank_sets(estimate, request.alpha, request.construction, min_labelled=floor)
+    human_sets = rank_sets(human_only, request.alpha, request.construction, min_labelled=floor)
     unlabelled_counts = np.bincount(judge_unlabelled.model_a, minlength=k) + np.bincount(
         judge_unlabelled.model_b, minlength=k
     )
-    models = _models(names, estimate, human_only, sets, human_sets, unlabelled_counts, request.alpha)
+    models = _models(names, estimate, human_only, sets, human_sets, unlabelled_counts, request.alpha, floor)
     return RankingResponse(
         alpha=request.alpha,
         construction=request.construction,
@@ -105,6 +119,7 @@ def rank_models(request: RankingRequest, limits: LimitSettings) -> RankingRespon
         lam=None if estimate.lam is None else _finite(estimate.lam),
         n_labelled=int(lab.size),
         n_unlabelled=int(unl.size),
+        min_labelled_battles=floor,
         models=models,
         separable=_pairs(sets, names),
         human_only_separable=_pairs(human_sets, names),
@@ -119,10 +134,13 @@ def _models(
     human_sets: RankSets,
     unlabelled_counts: np.ndarray,
     alpha: float,
+    floor: int,
 ) -> list[ModelRanking]:
     with np.errstate(invalid="ignore"):  # a rounding-negative variance gives NaN: reported as no interval
-        low, high = estimate.intervals(alpha)
-        h_low, h_high = human_only.intervals(alpha)
+        low, high = estimate.intervals(alpha, floor)
+        h_low, h_high = human_only.intervals(alpha, floor)
+    unknown = estimate.under_labelled(floor)  # the same labelled battles as human_only's
+    (low, high), (h_low, h_high) = _clipped(low, high, unknown), _clipped(h_low, h_high, unknown)
     models = [
         ModelRanking(
             model=name,
@@ -134,6 +152,7 @@ def _models(
             human_only_rank_set=(int(human_sets.low[i]), int(human_sets.high[i])),
             battles_labelled=int(estimate.counts[i]),
             battles_unlabelled=int(unlabelled_counts[i]),
+            under_labelled=bool(unknown[i]),
         )
         for i, name in enumerate(names)
     ]

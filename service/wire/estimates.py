@@ -25,6 +25,7 @@ from service.wire.common import Problem
 
 __all__ = [
     "HARD_MAX_ESTIMATE_SYSTEMS",
+    "HARD_MAX_MIN_LABELLED",
     "HARD_MAX_RANKING_BATTLES",
     "HARD_MAX_SAMPLE_VALUES",
     "Battle",
@@ -241,6 +242,16 @@ class EstimateBatchResponse(msgspec.Struct, frozen=True, kw_only=True):
 
 Outcome = Literal["a", "b", "tie"]
 ModelName = Annotated[str, Meta(min_length=1, max_length=200)]
+HARD_MAX_MIN_LABELLED = 10_000
+MinLabelled = Annotated[
+    int,
+    Meta(
+        ge=0,
+        le=HARD_MAX_MIN_LABELLED,
+        description="a model with fewer labelled battles is unknown: its rank set is [1, k], its interval [0, 1] and "
+        "no pair involving it is separable (default: the MIN_LABELLED_BATTLES_PER_MODEL setting; 0: no guard)",
+    ),
+]
 
 
 class Battle(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -259,6 +270,7 @@ class RankingRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_f
     alpha: Alpha = 0.05
     construction: Literal["ellipsoid", "bonferroni"] = "ellipsoid"
     ties: Literal["zero", "half"] = "zero"  # a tie counts 0 for both sides (the paper's convention) or 1/2
+    min_labelled_battles: MinLabelled | None = None
 
 
 class ModelRanking(msgspec.Struct, frozen=True, kw_only=True):
@@ -273,6 +285,7 @@ class ModelRanking(msgspec.Struct, frozen=True, kw_only=True):
     human_only_rank_set: tuple[int, int]
     battles_labelled: int
     battles_unlabelled: int
+    under_labelled: bool  # fewer than min_labelled_battles labelled battles: unknown ([1, k], interval [0, 1])
 
 
 class SeparablePair(msgspec.Struct, frozen=True, kw_only=True):
@@ -292,6 +305,7 @@ class RankingResponse(msgspec.Struct, frozen=True, kw_only=True):
     lam: float | None  # the power-tuning weight of the judge (0: the judge was not used)
     n_labelled: int
     n_unlabelled: int
+    min_labelled_battles: int  # the guard used: models with fewer labelled battles are unknown
     models: list[ModelRanking]  # best first by win rate (models without an estimate last)
     separable: list[SeparablePair]
     human_only_separable: list[SeparablePair]

@@ -10,7 +10,9 @@ import numpy as np
 import pytest
 
 from calibration.rank_sets import Battles, ppr_win_rates, rank_sets, true_ranks, win_rates
+from service.config.errors import SettingsError
 from service.config.limits import LimitSettings
+from service.config.settings import Settings
 
 MODELS = ("m0", "m1", "m2", "m3")
 STRENGTH = np.array([0.0, 0.3, 0.9, 1.6])
@@ -79,6 +81,7 @@ def test_the_answer_is_rank_sets_on_the_same_battles(app, ties: str, tie: float,
     sets, human_sets = rank_sets(estimate, 0.1, construction), rank_sets(human_only, 0.1, construction)
     low, high = estimate.intervals(0.1)
     assert (answer["lam"], answer["n_labelled"], answer["n_unlabelled"]) == (estimate.lam, 300, 2700)
+    assert answer["min_labelled_battles"] == 20 and estimate.counts.min() >= 20  # the guard is inactive here
     by_name = {m["model"]: m for m in answer["models"]}
     for i, name in enumerate(MODELS):
         model = by_name[name]
@@ -86,7 +89,7 @@ def test_the_answer_is_rank_sets_on_the_same_battles(app, ties: str, tie: float,
         assert model["rank_set"] == [sets.low[i], sets.high[i]]
         assert model["human_only_win_rate"] == human_only.theta[i]
         assert model["human_only_rank_set"] == [human_sets.low[i], human_sets.high[i]]
-        assert model["battles_labelled"] == estimate.counts[i]
+        assert model["battles_labelled"] == estimate.counts[i] and model["under_labelled"] is False
     rates = [m["win_rate"] for m in answer["models"]]
     assert rates == sorted(rates, reverse=True)  # best first
     separable = {(p["better"], p["worse"]) for p in answer["separable"]}
@@ -136,6 +139,10 @@ _GOOD = _battles(("x", "y", "a", "a"), ("y", "z", "b", "tie"), ("x", "z", "a", N
         ({"battles": [{**_GOOD[0], "judge": "c"}, *_GOOD[1:]]}, "judge"),
         ({"battles": [{**_GOOD[0], "model_a": ""}, *_GOOD[1:]]}, "model_a"),
         ({"battles": [{**_GOOD[0], "winner": "a"}, *_GOOD[1:]]}, "winner"),
+        ({"battles": _GOOD, "min_labelled_battles": -1}, "min_labelled_battles"),
+        ({"battles": _GOOD, "min_labelled_battles": 10_001}, "min_labelled_battles"),
+        ({"battles": _GOOD, "min_labelled_battles": 2.5}, "min_labelled_battles"),
+        ({"battles": _GOOD, "min_labelled_battles": "20"}, "min_labelled_battles"),
     ],
 )
 def test_bad_input_is_a_422_problem(app, payload: dict[str, Any], detail: str) -> None:
@@ -156,10 +163,64 @@ def test_the_battle_and_model_caps(start_app, make_settings, app) -> None:
     assert reply.status_code == 422 and "MAX_RANKING_MODELS=3" in reply.json()["detail"]
 
 
-def test_a_model_never_labelled_gets_no_estimate_and_the_full_rank_range(app) -> None:
+@pytest.mark.parametrize(("floor", "interval"), [(None, [0.0, 1.0]), (0, None)])
+def test_a_model_never_labelled_gets_no_estimate_and_the_full_rank_range(app, floor, interval) -> None:
+    """Under the guard (default) its interval is [0, 1]; without it (0) there is none."""
     battles = [*_GOOD, *_battles(("w", "x", "a", None))]  # w has unlabelled battles only
-    reply = app.client.post("/v1/rankings", json={"battles": battles})
+    options = {} if floor is None else {"min_labelled_battles": floor}
+    reply = app.client.post("/v1/rankings", json={"battles": battles, **options})
     assert reply.status_code == 200, reply.text
     last = reply.json()["models"][-1]
-    assert last["model"] == "w" and last["win_rate"] is None and last["interval"] is None
+    assert last["model"] == "w" and last["win_rate"] is None and last["interval"] == interval
     assert last["rank_set"] == [1, 4] and (last["battles_labelled"], last["battles_unlabelled"]) == (0, 1)
+    assert last["under_labelled"] is (floor is None)
+
+
+def _sparse_loser_request(rng: np.random.Generator, **options: Any) -> dict[str, Any]:
+    """m0..m3 with 300 labelled battles among them; "rare" in 3 labelled battles, all lost (human and judge agree),
+    and in 300 unlabelled ones where the judge gives it a win half of the time."""
+    pop = battle_population(rng, 3000)
+    keep = np.flatnonzero(pop["a"] != pop["b"])
+    body = request_of(pop, keep[:300], keep[300:], **options)
+    rare = [{"model_a": "rare", "model_b": m, "judge": "b", "human": "b"} for m in ("m1", "m2", "m3")]
+    rare += [{"model_a": "rare", "model_b": MODELS[i % 4], "judge": "a" if i % 2 else "b"} for i in range(300)]
+    return {**body, "battles": [*body["battles"][:300], *rare, *body["battles"][300:]]}
+
+
+def test_a_model_with_three_equal_labelled_outcomes_is_not_separable_under_the_guard(app) -> None:
+    """The bug reproduced with the guard off (the request's 0), then fixed by the default (20)."""
+    rng = np.random.default_rng(21)
+    bare = app.client.post("/v1/rankings", json=_sparse_loser_request(rng, min_labelled_battles=0)).json()
+    rng = np.random.default_rng(21)
+    guarded = app.client.post("/v1/rankings", json=_sparse_loser_request(rng)).json()
+    assert (bare["min_labelled_battles"], guarded["min_labelled_battles"]) == (0, 20)
+    for field in ("separable", "human_only_separable"):
+        assert any("rare" in (p["better"], p["worse"]) for p in bare[field]), field  # claimed on 3 battles
+        assert not any("rare" in (p["better"], p["worse"]) for p in guarded[field]), field
+    rare = next(m for m in guarded["models"] if m["model"] == "rare")
+    assert rare["battles_labelled"] == 3 and rare["under_labelled"] is True
+    assert rare["rank_set"] == rare["human_only_rank_set"] == [1, 5]
+    assert rare["interval"] == rare["human_only_interval"] == [0.0, 1.0]
+    assert rare["win_rate"] == next(m for m in bare["models"] if m["model"] == "rare")["win_rate"]
+    others = [m for m in guarded["models"] if m["model"] != "rare"]
+    assert all(not m["under_labelled"] and m["battles_labelled"] >= 20 for m in others)
+    assert all(0 < m["interval"][1] - m["interval"][0] < 1 for m in others)
+
+
+def test_the_setting_sets_the_default_guard_and_a_request_overrides_it(start_app, make_settings) -> None:
+    harness = start_app(make_settings(limits=LimitSettings(min_labelled_battles_per_model=2)))
+    answer = harness.client.post("/v1/rankings", json={"battles": _GOOD}).json()
+    assert answer["min_labelled_battles"] == 2
+    # x and z have one labelled battle each, y two
+    assert {m["model"]: m["under_labelled"] for m in answer["models"]} == {"x": True, "y": False, "z": True}
+    answer = harness.client.post("/v1/rankings", json={"battles": _GOOD, "min_labelled_battles": 3}).json()
+    assert answer["min_labelled_battles"] == 3 and all(m["under_labelled"] for m in answer["models"])
+    assert all(m["rank_set"] == [1, 3] for m in answer["models"]) and answer["separable"] == []
+
+
+def test_the_guard_setting_is_read_and_checked() -> None:
+    assert Settings.from_env({}).limits.min_labelled_battles_per_model == 20
+    assert Settings.from_env({"MIN_LABELLED_BATTLES_PER_MODEL": "0"}).limits.min_labelled_battles_per_model == 0
+    for bad in ("-1", "many"):
+        with pytest.raises(SettingsError, match="MIN_LABELLED_BATTLES_PER_MODEL"):
+            Settings.from_env({"MIN_LABELLED_BATTLES_PER_MODEL": bad})

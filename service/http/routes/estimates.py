@@ -155,6 +155,9 @@ def document_estimates_openapi(schemas: dict[str, Any]) -> None:
         properties = schemas[name].properties if name in schemas else None
         if properties:
             properties["threshold"].minimum = 0.0
+    ranking = schemas["RankingRequest"].properties if "RankingRequest" in schemas else None
+    if ranking:
+        ranking["min_labelled_battles"].minimum = 0
     item = schemas.get("LabelledItem")
     if item is not None and item.properties:
         item.properties["judge"].minimum = 0.0
