@@ -14,7 +14,8 @@ one the service answers:
 * ``judge_score``, ``mean_of_samples`` (also in ``verdicts``) at most the largest K, log-prob tokens "1".."K";
   a criterion with a smaller K says so (``if criterion in [...] then maximum k``).
 * ``alpha`` at least the smallest calibrated level.
-* ``tolerance`` at most K - 1 and ``pass_threshold`` at most K (service.scoring.policy.asked), per criterion as above.
+* ``tolerance`` at most K - 1 and ``pass_threshold`` at most K (service.scoring.cell_decision.asked), per criterion
+  as above.
 
 The served document (/schema/openapi.json) is re-derived whenever the calibration snapshot changes (reload,
 activate, delete), so it follows the service; ``make openapi`` writes the one of the default settings (the

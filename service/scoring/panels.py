@@ -61,12 +61,10 @@ from calibration.verdicts import InputKind, round_half_up, verdict_inputs
 from service.calibrations.state import CalibrationSnapshot, coverage_target
 from service.errors import InvalidRequestError
 from service.judging.model_check import MODEL_MISMATCH_FLAG
+from service.scoring.cell_decision import DecisionAsk, asked, decide_for_cell
 from service.scoring.context import ScoringContext
 from service.scoring.policy import (
-    DecisionAsk,
     PolicyDecision,
-    asked,
-    decide_for_cell,
     escalate_for_injection,
     full_scale,
     interval_hull,

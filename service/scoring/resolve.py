@@ -15,8 +15,8 @@ from service.calibrations.state import CalibrationSnapshot, coverage_target
 from service.config.settings import Settings
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.families import live_prompt_family
+from service.scoring.cell_decision import DecisionAsk, asked
 from service.scoring.context import ScoringContext
-from service.scoring.policy import DecisionAsk, asked
 from service.wire.common import CRITERIA as BUILTIN_CRITERIA
 from service.wire.score import ScoreRequest
 
