@@ -58,7 +58,7 @@ from calibration.panels import (
     served_panel,
 )
 from calibration.verdicts import InputKind, round_half_up, verdict_inputs
-from service.calibrations.state import CalibrationSnapshot, coverage_target
+from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
 from service.errors import InvalidRequestError
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.cell_decision import DecisionAsk, asked, decide_for_cell

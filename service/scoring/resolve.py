@@ -11,7 +11,7 @@ import msgspec
 
 from calibration.conformal import METHODS
 from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
-from service.calibrations.state import CalibrationSnapshot, coverage_target
+from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
 from service.config.settings import Settings
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.families import live_prompt_family
