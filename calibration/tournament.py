@@ -1,4 +1,4 @@
-"""One input's tournament from repeated pairwise verdicts: majorities, directed 3-cycles, position consistency.
+"""One input's tournament from repeated pairwise verdicts: majorities and directed 3-cycles.
 
 A pairwise judge compares two candidates (e.g. two summaries of one document) k times, possibly in both
 presentation orders. ``build_tournament`` aggregates the verdicts per unordered pair into a
@@ -17,6 +17,8 @@ Rules, stated once:
 * **Missing pairs** (never judged) have no record and no edge.
 * **Random baseline.** In a uniformly random complete tournament each triple is cyclic with probability
   2/8, so the expected violation rate is :data:`RANDOM_TOURNAMENT_VIOLATION_RATE` = 0.25.
+* **Presentation order**: whether a pair's verdict survives swapping the order is
+  :mod:`calibration.position_consistency`.
 * **Intervals over inputs** (95%, the input is the unit): the share of inputs with a cycle, exact Clopper-Pearson
   (:func:`calibration.intervals.clopper_pearson`); the mean rate, percentile bootstrap over inputs
   (:func:`calibration.unit_bootstrap.mean_interval`, 2,000 draws, seed 0 unless given).
@@ -29,7 +31,6 @@ call                                        result
 ``count_three_cycles(t)``                   ``int``
 ``violation_rate(t)``                       ``float`` in [0, 1]
 ``summarize_violation_rates(rates)``        ``ViolationSummary`` over many inputs
-``position_consistency(verdicts)``          ``PositionConsistency``
 ==========================================  ============================================
 """
 
@@ -54,23 +55,22 @@ from calibration.intervals import clopper_pearson
 from calibration.unit_bootstrap import DEFAULT_RESAMPLES, mean_interval
 
 __all__ = [
+    "OUTCOMES",
     "Outcome",
     "PairRecord",
     "PairwiseVerdict",
-    "PositionConsistency",
     "RANDOM_TOURNAMENT_VIOLATION_RATE",
     "Tournament",
     "ViolationSummary",
     "build_tournament",
     "count_three_cycles",
-    "position_consistency",
     "summarize_violation_rates",
     "three_cycles",
     "violation_rate",
 ]
 
 Outcome = Literal["first", "second", "tie"]
-_OUTCOMES = frozenset(("first", "second", "tie"))
+OUTCOMES = frozenset(("first", "second", "tie"))
 
 #: Expected violation rate of a uniformly random complete tournament (each triple cyclic w.p. 1/4).
 RANDOM_TOURNAMENT_VIOLATION_RATE = 0.25
@@ -202,7 +202,7 @@ def build_tournament(candidates: Sequence[str], verdicts: Iterable[PairwiseVerdi
     counts: dict[tuple[int, int], list[int]] = {}
     for number, verdict in enumerate(verdicts):
         first, second = _verdict_positions(verdict, number, index)
-        if verdict.outcome not in _OUTCOMES:
+        if verdict.outcome not in OUTCOMES:
             raise CalibrationError(
                 f"verdict {number} has outcome {verdict.outcome!r}; it must be one of 'first', 'second', 'tie'"
             )
@@ -353,85 +353,3 @@ def summarize_violation_rates(
         mean_ci=mean_interval(values, n_resamples=n_resamples, seed=seed).bounds,
         share_with_cycle_ci=list(clopper_pearson(with_cycle, len(values), 0.05)),
     )
-
-
-class PositionConsistency(msgspec.Struct, frozen=True, kw_only=True):
-    """Does a pair's verdict survive swapping the presentation order? See ``position_consistency``."""
-
-    rate: float | None  # n_consistent / n_pairs_both_orders; None when no pair was judged in both orders
-    n_pairs: int  # distinct unordered pairs with at least one verdict
-    n_pairs_both_orders: int
-    n_consistent: int
-    n_verdicts: int
-    n_ties: int  # "tie" verdicts
-    tie_rate: float | None  # n_ties / n_verdicts; None when there is no verdict
-    first_win_rate: float | None  # share of decisive verdicts won by the first-shown candidate
-
-
-def position_consistency(verdicts: Iterable[PairwiseVerdict]) -> PositionConsistency:
-    """Share of pairs judged in both orders whose per-order majority survives the swap; plus tie and bias rates.
-
-    For each unordered pair {x, y} and each presentation order, the order's majority is the candidate (by
-    identity, not by position) with strictly more won repetitions in that order, or a tie when the wins
-    are equal ("tie" verdicts abstain). The pair is consistent when both orders give the same candidate or
-    both give a tie. Pairs judged in one order only are counted in ``n_pairs`` but not in the rate.
-    ``tie_rate`` is over all verdicts; ``first_win_rate`` (position bias; 0.5 = none) over decisive ones.
-
-    Raises
-    ------
-    SelfComparisonError
-        A verdict compares a candidate with itself.
-    CalibrationError
-        An outcome other than "first" / "second" / "tie".
-    """
-    # per_order[(first, second)] = [wins of first, wins of second] in that presentation order
-    per_order: dict[tuple[str, str], list[int]] = {}
-    n_verdicts = n_ties = first_wins = 0
-    for number, verdict in enumerate(verdicts):
-        if verdict.first == verdict.second:
-            raise SelfComparisonError(
-                f"verdict {number} compares candidate {verdict.first!r} with itself; "
-                "a pairwise verdict needs two different candidates"
-            )
-        if verdict.outcome not in _OUTCOMES:
-            raise CalibrationError(
-                f"verdict {number} has outcome {verdict.outcome!r}; it must be one of 'first', 'second', 'tie'"
-            )
-        n_verdicts += 1
-        tally = per_order.setdefault((verdict.first, verdict.second), [0, 0])
-        if verdict.outcome == "tie":
-            n_ties += 1
-        elif verdict.outcome == "first":
-            tally[0] += 1
-            first_wins += 1
-        else:
-            tally[1] += 1
-
-    pairs = {frozenset(order) for order in per_order}
-    n_both = n_consistent = 0
-    for first, second in per_order:
-        if (second, first) not in per_order or first > second:
-            continue  # visit each pair judged in both orders once
-        n_both += 1
-        forward = _order_majority(first, second, per_order[first, second])
-        backward = _order_majority(second, first, per_order[second, first])
-        n_consistent += forward == backward
-    decisive = n_verdicts - n_ties
-    return PositionConsistency(
-        rate=n_consistent / n_both if n_both else None,
-        n_pairs=len(pairs),
-        n_pairs_both_orders=n_both,
-        n_consistent=n_consistent,
-        n_verdicts=n_verdicts,
-        n_ties=n_ties,
-        tie_rate=n_ties / n_verdicts if n_verdicts else None,
-        first_win_rate=first_wins / decisive if decisive else None,
-    )
-
-
-def _order_majority(first: str, second: str, tally: list[int]) -> str | None:
-    if tally[0] > tally[1]:
-        return first
-    if tally[1] > tally[0]:
-        return second
-    return None

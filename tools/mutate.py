@@ -9,11 +9,10 @@ work in this checkout at once.
                            [--modules artifact/serving.py ...] [--resume] [--survivors]
 
 Targets: ``conformal`` = calibration/conformal (module or package) against tests/calibration; ``calibration`` =
-the rest of calibration/ against tests/calibration; ``policy`` = service/scoring/policy.py and the method and level
-resolution in service/scoring/resolve.py and sets.py (the functions named in ``mutants`` below: criterion, judge,
-prompt family, level, named method, plan, calibrated entry; not the judge call, own-verdict parsing or the response
-assembly)
-against tests/service. mutmut is installed on first use (pinned below).
+the rest of calibration/ against tests/calibration; ``policy`` = service/scoring/policy.py and cell_decision.py and
+the method and level resolution in service/scoring/resolve.py and sets.py (the functions named in ``mutants``
+below: criterion, judge, prompt family, level, named method, plan, calibrated entry; not the judge call,
+own-verdict parsing or the response assembly) against tests/service. mutmut is installed on first use (pinned below).
 
 A target too slow to finish in one sitting runs in parts: ``--modules`` runs only the mutants of those files
 (all of the target's mutants are made, the others stay "not checked" and are not counted); ``--resume`` keeps the
@@ -57,7 +56,12 @@ TARGETS = {
     },
     "policy": {
         "source": "service",
-        "only": ["service/scoring/policy.py", "service/scoring/resolve.py", "service/scoring/sets.py"],
+        "only": [
+            "service/scoring/policy.py",
+            "service/scoring/cell_decision.py",
+            "service/scoring/resolve.py",
+            "service/scoring/sets.py",
+        ],
         "tests": [
             "tests/service/test_policy.py",
             "tests/service/test_score.py",
@@ -65,7 +69,11 @@ TARGETS = {
             "tests/service/test_scoring_resolution.py",
             "tests/service/test_rubrics.py",
         ],
-        "mutants": ["service.scoring.policy.*", "service.scoring.sets.x_calibrated_entry__mutmut_*"]
+        "mutants": [
+            "service.scoring.policy.*",
+            "service.scoring.cell_decision.*",
+            "service.scoring.sets.x_calibrated_entry__mutmut_*",
+        ]
         + [
             f"service.scoring.resolve.x_{name}__mutmut_*"
             for name in (

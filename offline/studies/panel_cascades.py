@@ -39,7 +39,8 @@ import numpy as np
 from calibration.errors import EmptyCalibrationError
 from calibration.heldout import group_splits
 from calibration.kind_fit import KindData
-from calibration.panel_nested import Contender, RecipeSets, choose_recipe, evaluate_recipes, evidence_of, menu_for
+from calibration.panel_nested import choose_recipe, evidence_of
+from calibration.panel_recipes import Contender, RecipeSets, evaluate_recipes, menu_for
 from calibration.panels import panel_kind_data
 from calibration.selection import qualifies
 from offline.jsonfile import write_json

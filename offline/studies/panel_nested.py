@@ -33,7 +33,8 @@ import msgspec
 import numpy as np
 
 from calibration.kind_fit import KindData
-from calibration.panel_nested import Contender, NestedEstimate, fixed_recipes, menu_for, nested_estimate
+from calibration.panel_nested import NestedEstimate, fixed_recipes, nested_estimate
+from calibration.panel_recipes import Contender, menu_for
 from calibration.panels import panel_kind_data
 from calibration.selection import MethodEvidence, qualifies
 from offline.jsonfile import write_json

@@ -6,7 +6,7 @@ Works on any pairwise answers (the shipped chain of GPT-3.5 verdicts, or collect
 Rules, stated once:
 
 * Candidates are document-scoped (``"<doc_id>/<system>"``), so one system pair in two documents is two pairs.
-* Consistency (``calibration.tournament.position_consistency``): per unordered pair judged in both orders, the
+* Consistency (``calibration.position_consistency.position_consistency``): per unordered pair judged in both orders, the
   majority in each order names the same system (or both orders are ties; "tie" verdicts abstain).
 * ``tie_rate``: "tie" verdicts / readable verdicts. ``first_win_rate``: share of decisive verdicts won by the
   candidate shown first (0.5 = no position preference).
@@ -24,7 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import msgspec
 
-from calibration.tournament import Outcome, PairwiseVerdict, position_consistency
+from calibration.position_consistency import position_consistency
+from calibration.tournament import Outcome, PairwiseVerdict
 from calibration.unit_bootstrap import ratio_interval
 from offline.data.pairwise import presented
 from offline.data.summeval import CRITERIA

@@ -20,7 +20,8 @@ Rules, stated once (also written into the JSON):
   averaged). Reported: mean, sample std (ddof 1), quartiles over questions. Pooled: one tournament per source
   over all questions, the same comparison once.
 * **Position bias** per judge: candidates are question-scoped; consistency = pairs whose per-order majority
-  survives the swap (:func:`calibration.tournament.position_consistency`); first-shown wins over decisive verdicts.
+  survives the swap (:func:`calibration.position_consistency.position_consistency`); first-shown wins over
+  decisive verdicts.
 * **Intervals** (95%, the question is the unit): the share of questions with a cycle, exact Clopper-Pearson; the
   mean rho, the mean per-question tau (over its defined values) and the pooled position shares (consistency,
   first-shown wins), percentile bootstrap over questions, 2,000 draws, seed 0 (:mod:`calibration.unit_bootstrap`;
@@ -37,13 +38,13 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from calibration.errors import CalibrationError
+from calibration.position_consistency import position_consistency
 from calibration.ranking import rank_all
 from calibration.tournament import (
     RANDOM_TOURNAMENT_VIOLATION_RATE,
     PairwiseVerdict,
     Tournament,
     build_tournament,
-    position_consistency,
     summarize_violation_rates,
     three_cycles,
     violation_rate,

@@ -17,7 +17,7 @@ import msgspec
 from artifact.serving import LevelRefused, ServedEntry, choose_entry
 from calibration.decision_rule import certification_at
 from service.calibrations.registry import PRIMARY
-from service.calibrations.state import CalibrationSnapshot
+from service.calibrations.snapshot import CalibrationSnapshot
 from service.wire.calibration import ArtifactSummary, CalibrationOverview, CellOverview, ServedLevels
 from service.wire.score import ScoreRequest
 

@@ -45,12 +45,12 @@ from typing import Any
 import anyio.to_thread
 
 from artifact.pairwise import PairwiseIndex
+from calibration.position_consistency import position_consistency
 from calibration.ranking import rank_bradley_terry, rank_mfas_copeland, rank_schulze, rank_win_rate
 from calibration.tournament import (
     PairwiseVerdict,
     Tournament,
     build_tournament,
-    position_consistency,
     three_cycles,
     violation_rate,
 )

@@ -1,5 +1,7 @@
 """``POST /v1/estimates``: the form of the request, its checks, then ``calibration.estimates`` as it is.
 
+The form and the checks between fields are :mod:`service.estimating.estimate_request`; the rules, for both, here.
+
 =========================== ==================================================================================
 metric                      what is estimated (``calibration.estimates``)
 =========================== ==================================================================================
@@ -30,7 +32,7 @@ items ``{id, human}`` and no ``unlabelled``. ``service.estimating.job_samples`` 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -46,57 +48,31 @@ from calibration.estimates import (
 )
 from service.config.limits import LimitSettings
 from service.errors import InvalidRequestError, problem_from_exception
+from service.estimating.estimate_request import (
+    SampleOptions,
+    check_explicit_items,
+    check_job_fields,
+    check_job_options,
+    check_options,
+    check_size,
+    request_form,
+    system_options,
+)
 from service.wire.estimates import (
     EstimateBatchResponse,
     EstimateRequest,
     EstimateResult,
     JobSampleUse,
     LabelBudgetAnswer,
-    LabelledItem,
     SystemEstimate,
     SystemEstimateRequest,
     SystemFailure,
     SystemSamples,
 )
 
-__all__ = [
-    "JobSample",
-    "JobSamples",
-    "SampleOptions",
-    "check_size",
-    "estimate",
-    "estimate_system",
-    "references_job",
-    "request_form",
-    "system_options",
-]
+__all__ = ["JobSample", "JobSamples", "estimate", "estimate_system"]
 
 _WIN_VALUES = (0.0, 0.5, 1.0)
-_OPTIONS = (
-    "metric", "of", "alpha", "scale_min", "scale_max", "threshold", "target_half_width", "judge_value", "criterion",
-)  # fmt: skip
-_JOB_OPTIONS = ("judge_value", "criterion")
-_FORMS = "one system (labelled and unlabelled, or job and labelled), a difference (a and b) or a batch (systems)"
-_SYSTEM_FORMS = "one system (labelled and unlabelled, or job and labelled) or a difference (a and b)"
-
-
-class SampleOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """The options one system is answered with (a batch system's own, else the request's)."""
-
-    metric: str | None  # None: given neither by the system nor by the request (refused by _check_options)
-    of: str | None
-    alpha: float
-    scale_min: int
-    scale_max: int
-    threshold: float | None
-    target_half_width: float | None
-    judge_value: str | None = None  # a job's systems only (default expected_score)
-    criterion: str | None = None
-
-    @property
-    def base(self) -> str | None:
-        """The metric each sample is estimated on (a difference's ``of``, default mean; None without a metric)."""
-        return (self.of or "mean") if self.metric == "difference" else self.metric
 
 
 class JobSample(msgspec.Struct, frozen=True, kw_only=True):
@@ -111,135 +87,6 @@ class JobSample(msgspec.Struct, frozen=True, kw_only=True):
 JobSamples = Mapping[tuple[str | None, str | None], JobSample | Exception]
 
 
-def _present(body: Any, fields: Iterable[str]) -> list[str]:
-    return [field for field in fields if getattr(body, field) is not None]
-
-
-def references_job(body: EstimateRequest | SystemEstimateRequest) -> bool:
-    """Whether the body reads any system from a job (its own ``job``, ``a``'s, ``b``'s or a batch system's)."""
-    if body.job is not None or any(pair is not None and pair.job is not None for pair in (body.a, body.b)):
-        return True
-    systems = body.systems if isinstance(body, EstimateRequest) else None
-    return systems is not None and any(references_job(system) for system in systems.values())
-
-
-def _check_job_fields(body: Any, where: str) -> None:
-    """A body with ``job`` takes ``labelled`` and no ``unlabelled`` (the job's other items are the unlabelled)."""
-    if body.job is None:
-        return
-    if body.unlabelled is not None:
-        raise InvalidRequestError(
-            f"{where}'unlabelled' and 'job' exclude each other: with a job, its other scored items are the "
-            "unlabelled sample"
-        )
-    if body.labelled is None:
-        raise InvalidRequestError(
-            f"{where}'job' needs 'labelled': the job's items with a human label, each {{id, human}}"
-        )
-
-
-def request_form(body: EstimateRequest | SystemEstimateRequest, where: str = "") -> str:
-    """``single``, ``difference`` or ``batch``: the one form the body's fields give (422 naming them otherwise)."""
-    if body.job is not None:
-        _check_job_fields(body, where)
-    sample_fields = _present(body, ("labelled", "unlabelled", "job"))
-    pair_fields = _present(body, ("a", "b"))
-    batch_fields = _present(body, ("systems",)) if isinstance(body, EstimateRequest) else []
-    groups = [group for group in (sample_fields, pair_fields, batch_fields) if group]
-    forms = _FORMS if isinstance(body, EstimateRequest) else _SYSTEM_FORMS
-    if len(groups) > 1:
-        given = ", ".join(field for group in groups for field in group)
-        raise InvalidRequestError(f"{where}give exactly one form: {forms}; got {given}")
-    if not groups:
-        raise InvalidRequestError(f"{where}give the data as {forms}")
-    if sample_fields and len(sample_fields) < 2 and body.job is None:
-        missing = "unlabelled" if sample_fields == ["labelled"] else "labelled"
-        raise InvalidRequestError(
-            f"{where}'{sample_fields[0]}' needs '{missing}' (one system: the labelled items and the unlabelled ones)"
-        )
-    if pair_fields and len(pair_fields) < 2:
-        missing = "b" if pair_fields == ["a"] else "a"
-        raise InvalidRequestError(
-            f"{where}'{pair_fields[0]}' needs '{missing}' (a difference: system a minus system b)"
-        )
-    return "single" if sample_fields else ("difference" if pair_fields else "batch")
-
-
-def _value_count(body: EstimateRequest | SystemEstimateRequest | SystemSamples) -> int:
-    labelled, unlabelled = body.labelled or (), body.unlabelled or ()
-    count = 2 * len(labelled) + len(unlabelled)
-    if not isinstance(body, SystemSamples):
-        count += sum(_value_count(pair) for pair in (body.a, body.b) if pair is not None)
-    if isinstance(body, EstimateRequest) and body.systems is not None:
-        count += sum(_value_count(system) for system in body.systems.values())
-    return count
-
-
-def system_options(request: EstimateRequest, system: SystemEstimateRequest | None) -> SampleOptions:
-    """The options of one system: its own where it gives them, else the request's."""
-    values = {field: getattr(request, field) for field in _OPTIONS}
-    if system is not None:
-        values.update({field: getattr(system, field) for field in _present(system, _OPTIONS)})
-    return SampleOptions(**values)
-
-
-def _check_options(options: SampleOptions, form: str, where: str) -> None:
-    """The rules between options, and between the metric and the form."""
-    if options.metric is None:
-        raise InvalidRequestError(f"{where}'metric' is required: mean, pass_rate, win_rate or difference")
-    if options.metric == "difference" and form != "difference":
-        raise InvalidRequestError(
-            f"{where}metric 'difference' needs 'a' and 'b' (the two systems' labelled and "
-            "unlabelled items) instead of 'labelled' and 'unlabelled'"
-        )
-    if options.metric != "difference" and form == "difference":
-        raise InvalidRequestError(
-            f"{where}'a' and 'b' are the two systems of a difference; metric "
-            f"{options.metric!r} takes 'labelled' and 'unlabelled'"
-        )
-    if options.metric != "difference" and options.of is not None:
-        raise InvalidRequestError(f"{where}'of' names the metric of a difference; metric {options.metric!r} takes none")
-    if options.scale_min >= options.scale_max:
-        raise InvalidRequestError(
-            f"{where}scale_min ({options.scale_min}) must be below scale_max ({options.scale_max})"
-        )
-    if options.base == "pass_rate":
-        if options.threshold is None:
-            raise InvalidRequestError(
-                f"{where}pass_rate needs 'threshold' (an item passes when its score is >= threshold)"
-            )
-        if not options.scale_min < options.threshold <= options.scale_max:
-            raise InvalidRequestError(
-                f"{where}threshold {options.threshold} must lie in ({options.scale_min}, "
-                f"{options.scale_max}]: otherwise every item passes or none does"
-            )
-    elif options.threshold is not None:
-        raise InvalidRequestError(f"{where}'threshold' belongs to pass_rate; metric {options.base!r} takes none")
-
-
-def _check_job_options(body: EstimateRequest | SystemEstimateRequest, where: str) -> None:
-    """``judge_value`` and ``criterion`` only on a body that reads a job (a batch's defaults: some system's)."""
-    given = _present(body, _JOB_OPTIONS)
-    if given and not references_job(body):
-        raise InvalidRequestError(
-            f"{where}'{given[0]}' tells how a job's results are read: give 'job' (and labelled items {{id, human}})"
-        )
-
-
-def _check_explicit_items(labelled: list[LabelledItem], where: str) -> None:
-    """Without a job every labelled item carries the judge's verdict and no item id."""
-    for index, item in enumerate(labelled):
-        if item.judge is None:
-            raise InvalidRequestError(
-                f"{where}labelled[{index}].judge is required: the judge's verdict on the item (or give 'job' and "
-                "each item's 'id', and the judge's value is read from the job)"
-            )
-        if item.id is not None:
-            raise InvalidRequestError(
-                f"{where}labelled[{index}].id names an item of a job: give 'job' too, or leave 'id' out"
-            )
-
-
 def _sample(
     samples: SystemSamples, options: SampleOptions, where: str, read: JobSample | Exception | None = None
 ) -> tuple[Sample, JobSampleUse | None]:
@@ -252,8 +99,8 @@ def _sample(
         assert read is not None, "the job samples are read before estimate() (job_samples.read_job_samples)"
         _check_values([("labelled", "human", human)], options, where)  # the job's values: checked as read
         return read.sample, read.use
-    _check_explicit_items(samples.labelled, where)
-    judge = [float(item.judge or 0.0) for item in samples.labelled]  # every judge given (_check_explicit_items)
+    check_explicit_items(samples.labelled, where)
+    judge = [float(item.judge or 0.0) for item in samples.labelled]  # every judge given (check_explicit_items)
     assert samples.unlabelled is not None  # request_form
     judge_unlabelled = [item.judge for item in samples.unlabelled]
     _check_values(
@@ -286,7 +133,7 @@ def _answer(sample: Sample, options: SampleOptions, alpha: float) -> EstimateAns
             sample, alpha, scale_min=options.scale_min, scale_max=options.scale_max, target_half_width=width
         )
     if options.base == "pass_rate":
-        assert options.threshold is not None  # _check_options
+        assert options.threshold is not None  # check_options
         return estimate_pass_rate(sample, alpha, options.threshold, target_half_width=width)
     return estimate_win_rate(sample, alpha, target_half_width=width)
 
@@ -335,8 +182,8 @@ def estimate_system(
     """One system's (or one difference's) answer under ``options`` as ``kind`` (422 problem on bad input);
     ``jobs``: the samples read from jobs, ``system`` the batch system's name (their place)."""
     form = request_form(body, where)
-    _check_options(options, form, where)
-    _check_job_options(body, where)
+    check_options(options, form, where)
+    check_job_options(body, where)
     read = jobs or {}
     if form == "single":
         assert body.labelled is not None  # request_form
@@ -349,7 +196,7 @@ def estimate_system(
             raise InvalidRequestError(
                 f"{where}{name}: 'labelled' needs 'unlabelled' (or 'job', to read them from a job)"
             )
-        _check_job_fields(pair, f"{where}{name}.")
+        check_job_fields(pair, f"{where}{name}.")
     sample_a, use_a = _sample(body.a, options, f"{where}a.", read.get((system, "a")))
     sample_b, use_b = _sample(body.b, options, f"{where}b.", read.get((system, "b")))
     first = _answer(sample_a, options, options.alpha / 2)
@@ -364,7 +211,7 @@ def _pointer(name: str) -> str:
 
 def _batch(request: EstimateRequest, path: str, logger: Any, jobs: JobSamples | None) -> EstimateBatchResponse:
     assert request.systems is not None  # request_form
-    _check_job_options(request, "")
+    check_job_options(request, "")
     answers: dict[str, SystemEstimate | SystemFailure] = {}
     for name, system in request.systems.items():
         try:
@@ -378,17 +225,6 @@ def _batch(request: EstimateRequest, path: str, logger: Any, jobs: JobSamples | 
                 logger.error("estimates.system_failed", exc_info=error, system=name, problem=problem.type)
             answers[name] = SystemFailure(error=problem)
     return EstimateBatchResponse(systems=answers)
-
-
-def check_size(request: EstimateRequest, limits: LimitSettings, extra: int = 0) -> None:
-    """422 when the request's values (and ``extra`` more, a job's items) pass MAX_ESTIMATE_VALUES."""
-    total = _value_count(request) + extra
-    if total > limits.max_estimate_values:
-        jobs = f", the jobs' items {extra} of them" if extra else ""
-        raise InvalidRequestError(
-            f"the request holds {total} values (human labels and judge verdicts, every system{jobs}); "
-            f"the limit is MAX_ESTIMATE_VALUES={limits.max_estimate_values}"
-        )
 
 
 def estimate(

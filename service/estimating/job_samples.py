@@ -56,13 +56,8 @@ from service.errors import (
     JobsUnavailableError,
     ServiceProblem,
 )
-from service.estimating.estimates import (
-    JobSample,
-    SampleOptions,
-    check_size,
-    request_form,
-    system_options,
-)
+from service.estimating.estimate_request import SampleOptions, check_size, request_form, system_options
+from service.estimating.estimates import JobSample
 from service.wire.estimates import (
     EstimateRequest,
     JobSampleUse,

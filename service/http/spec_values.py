@@ -14,7 +14,8 @@ one the service answers:
 * ``judge_score``, ``mean_of_samples`` (also in ``verdicts``) at most the largest K, log-prob tokens "1".."K";
   a criterion with a smaller K says so (``if criterion in [...] then maximum k``).
 * ``alpha`` at least the smallest calibrated level.
-* ``tolerance`` at most K - 1 and ``pass_threshold`` at most K (service.scoring.policy.asked), per criterion as above.
+* ``tolerance`` at most K - 1 and ``pass_threshold`` at most K (service.scoring.cell_decision.asked), per criterion
+  as above.
 
 The served document (/schema/openapi.json) is re-derived whenever the calibration snapshot changes (reload,
 activate, delete), so it follows the service; ``make openapi`` writes the one of the default settings (the
@@ -31,14 +32,14 @@ from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import OpenAPI, OpenAPIType, Reference, Schema
 
 from calibration.conformal import METHODS
-from service.calibrations.state import CalibrationSnapshot
+from service.calibrations.snapshot import CalibrationSnapshot
 from service.http.services import Services
 from service.http.spec import implies, present, score_branches
 from service.wire.common import CRITERIA
 
 __all__ = ["LiveSpecJson", "SpecValues", "apply_spec_values", "spec_document", "spec_values"]
 
-DEFAULT_SCALE = 5  # service.calibrations.state.CalibrationSnapshot.n_labels_for: an uncalibrated criterion's K
+DEFAULT_SCALE = 5  # service.calibrations.snapshot.CalibrationSnapshot.n_labels_for: an uncalibrated criterion's K
 _DEPLOYMENT = "deployment value (service.http.spec_values)"  # marks the rules this module owns, to replace them
 _OWN_FIELDS = {
     "judge_score": "integer",

@@ -34,7 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import msgspec
 
-from service.calibrations.state import CalibrationSnapshot
+from service.calibrations.snapshot import CalibrationSnapshot
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.context import ScoringContext

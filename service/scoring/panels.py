@@ -37,20 +37,17 @@ live members are configured with the same families.
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import cast
 
 import msgspec
 
 from artifact.serving import LevelRefused, MethodRefused, ServedEntry, choose_entry
-from calibration.conformal import probabilities_from_logprobs
 from calibration.panels import (
     PANEL_INPUT_KIND,
     PANEL_PREFIX,
     PANEL_PROMPT_FAMILY,
     disagreement,
-    expected_score,
     member_input,
     panel_family,
     panel_mean,
@@ -58,25 +55,22 @@ from calibration.panels import (
     served_panel,
 )
 from calibration.verdicts import InputKind, round_half_up, verdict_inputs
-from service.calibrations.state import CalibrationSnapshot, coverage_target
+from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
 from service.errors import InvalidRequestError
 from service.judging.model_check import MODEL_MISMATCH_FLAG
+from service.scoring.cell_decision import DecisionAsk, asked, decide_for_cell
 from service.scoring.context import ScoringContext
+from service.scoring.panel_members import caller_member, live_members, live_panel_members
 from service.scoring.policy import (
-    DecisionAsk,
     PolicyDecision,
-    asked,
-    decide_for_cell,
     escalate_for_injection,
     full_scale,
     interval_hull,
     set_note,
 )
 from service.scoring.resolve import check_method_name, loaded_snapshot
-from service.scoring.verdict import MISSING_LOGPROB
 from service.screening.injection import INJECTION_FLAG, screen_texts
-from service.wire.common import CRITERIA as BUILTIN_CRITERIA
-from service.wire.score import MemberVerdict, PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
+from service.wire.score import PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
 
 __all__ = ["is_panel_request", "score_panel"]
 
@@ -108,95 +102,6 @@ def _check_shape(request: ScoreRequest) -> None:
     check_method_name(request.method)
 
 
-def caller_member(verdict: MemberVerdict, n_labels: int) -> PanelMemberVerdict:
-    """A caller's member verdict with its expected score (rule 2); 422 when it carries nothing usable."""
-    if verdict.judge_score is None and verdict.judge_logprobs is None and verdict.mean_of_samples is None:
-        raise InvalidRequestError(
-            f"verdict of judge {verdict.judge!r} needs judge_score, judge_logprobs or mean_of_samples"
-        )
-    if verdict.judge_score is not None and verdict.judge_score > n_labels:
-        raise InvalidRequestError(
-            f"judge_score={verdict.judge_score} of judge {verdict.judge!r} is outside 1..{n_labels}"
-        )
-    if verdict.mean_of_samples is not None and verdict.mean_of_samples > n_labels:
-        raise InvalidRequestError(
-            f"mean_of_samples={verdict.mean_of_samples} of judge {verdict.judge!r} is outside 1..{n_labels}"
-        )
-    probabilities = None
-    if verdict.judge_logprobs is not None:
-        if verdict.judge_logprobs.highest_token() > n_labels:
-            raise InvalidRequestError(f"judge_logprobs of judge {verdict.judge!r} has a token above {n_labels}")
-        values = verdict.judge_logprobs.values(n_labels)
-        if all(value is None for value in values):
-            raise InvalidRequestError(f"judge_logprobs of judge {verdict.judge!r} holds no token")
-        filled = [MISSING_LOGPROB if value is None else value for value in values]
-        probabilities = [float(p) for p in probabilities_from_logprobs(filled)]
-    expected = expected_score(
-        n_labels, judge_score=verdict.judge_score, probabilities=probabilities, mean=verdict.mean_of_samples
-    )
-    return PanelMemberVerdict(
-        judge=verdict.judge,
-        source="caller",
-        judge_score=verdict.judge_score,
-        probabilities=probabilities,
-        mean_of_samples=verdict.mean_of_samples,
-        expected_score=expected,
-    )
-
-
-class _LiveMembers(msgspec.Struct, frozen=True, kw_only=True):
-    """The live members' verdicts, the judge calls they cost and whether any reply named another model."""
-
-    verdicts: list[PanelMemberVerdict]
-    judge_calls: int
-    model_mismatch: bool
-
-
-async def _live_members(
-    ctx: ScoringContext, request: ScoreRequest, members: Sequence[str], n_labels: int
-) -> _LiveMembers:
-    document, summary = request.document or "", request.summary or ""
-    for member in members:
-        ctx.judges.client(member)  # 503 without judges, 422 for one that is not configured
-    answers = await asyncio.gather(
-        *(ctx.judges.direct(m, request.criterion, document, summary) for m in members), return_exceptions=True
-    )
-    failures = [a for a in answers if isinstance(a, BaseException)]
-    if len(failures) == len(answers):
-        raise failures[0]
-    rubric = ctx.judges.rubrics.get(request.criterion)
-    result = []
-    calls, mismatch = 0, False
-    for member, answer in zip(members, answers, strict=True):
-        config = ctx.judges.config(member)
-        family = rubric.family if rubric is not None else (config.prompt_family if config is not None else None)
-        if isinstance(answer, BaseException):
-            if not isinstance(answer, Exception):
-                raise answer
-            result.append(
-                PanelMemberVerdict(
-                    judge=member, source="judge", prompt_family=family, error=f"{type(answer).__name__}: {answer}"
-                )
-            )
-            continue
-        verdict = answer.value
-        calls += answer.calls
-        mismatch = mismatch or answer.model_mismatch
-        probabilities = None if verdict.probabilities is None else [float(p) for p in verdict.probabilities]
-        result.append(
-            PanelMemberVerdict(
-                judge=member,
-                source="judge",
-                prompt_family=family,
-                judge_score=verdict.judge_score,
-                probabilities=probabilities,
-                cached=answer.cached,
-                expected_score=expected_score(n_labels, judge_score=verdict.judge_score, probabilities=probabilities),
-            )
-        )
-    return _LiveMembers(verdicts=result, judge_calls=calls, model_mismatch=mismatch)
-
-
 async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
     """One panel request -> the combined set, the members' verdicts and their disagreement (module rules)."""
     _check_shape(request)
@@ -214,8 +119,8 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     live = request.panel is not None
     calls, mismatch = 0, False
     if live:
-        members = _live_panel_members(ctx, request)
-        asked_members = await _live_members(ctx, request, members, n_labels)
+        members = live_panel_members(ctx, request)
+        asked_members = await live_members(ctx, request, members, n_labels)
         verdicts, calls, mismatch = asked_members.verdicts, asked_members.judge_calls, asked_members.model_mismatch
     else:
         assert request.verdicts is not None
@@ -280,23 +185,6 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
             verdicts=verdicts,
         ),
     )
-
-
-def _live_panel_members(ctx: ScoringContext, request: ScoreRequest) -> list[str]:
-    """The members of the configured panel ``request.panel`` (422: unknown panel, missing texts, a criterion the
-    judges cannot be asked about)."""
-    panels = ctx.judges.panels
-    if request.panel not in panels:
-        raise InvalidRequestError(f"unknown panel {request.panel!r} (PANELS_FILE)", allowed=sorted(panels))
-    if request.document is None or request.summary is None:
-        raise InvalidRequestError("document and summary are required when the service calls a panel")
-    members = list(panels[request.panel])
-    askable = set(BUILTIN_CRITERIA) | set(ctx.judges.rubric_names())
-    if request.criterion not in askable:
-        raise InvalidRequestError(
-            f"unknown criterion {request.criterion!r} for a live panel call", allowed=sorted(askable)
-        )
-    return members
 
 
 def _panel_names(members: Sequence[str], answered: Sequence[PanelMemberVerdict]) -> tuple[str, str | None, str]:

@@ -11,12 +11,12 @@ import msgspec
 
 from calibration.conformal import METHODS
 from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
-from service.calibrations.state import CalibrationSnapshot, coverage_target
+from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
 from service.config.settings import Settings
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.families import live_prompt_family
+from service.scoring.cell_decision import DecisionAsk, asked
 from service.scoring.context import ScoringContext
-from service.scoring.policy import DecisionAsk, asked
 from service.wire.common import CRITERIA as BUILTIN_CRITERIA
 from service.wire.score import ScoreRequest
 

@@ -55,12 +55,13 @@ from typing import cast
 import msgspec
 
 from calibration.verdicts import InputKind
-from service.calibrations.state import CalibrationSnapshot, coverage_target
+from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.cascades import score_cascade
+from service.scoring.cell_decision import DecisionAsk, decide_for_cell
 from service.scoring.context import ScoringContext
 from service.scoring.panels import is_panel_request, score_panel
-from service.scoring.policy import DecisionAsk, PolicyDecision, decide_for_cell, escalate_for_injection
+from service.scoring.policy import PolicyDecision, escalate_for_injection
 from service.scoring.resolve import Plan, carries_own_verdict, check_limits, loaded_snapshot, resolve, resolve_scale
 from service.scoring.sets import ServedSet, served_set
 from service.scoring.verdict import Verdict, verdict_for

@@ -7,7 +7,7 @@ Every number a request carries is finite and bounded by its type (JSON has no Na
 domain functions (``service.estimating``).
 
 ``POST /v1/estimates`` has one body type with three forms (msgspec cannot decode an untagged union of Structs, so
-the form is told by which fields are present and checked in ``service.estimating.estimates``): one system
+the form is told by which fields are present and checked in ``service.estimating.estimate_request``): one system
 (``labelled`` and ``unlabelled``), a difference (``a`` and ``b``, each ``{labelled, unlabelled}``), or a batch
 (``systems``: name -> one system's body, the top-level options its defaults). Wherever a system's samples go, a
 job may stand in for them (``service.estimating.job_samples``): ``job`` and ``labelled`` items ``{id, human}``, the

@@ -1,5 +1,6 @@
-"""calibration.panel_nested: the menu, one evaluation of every recipe (checked against hand computations), the
-selection rule over recipes, and the nested estimate's use of documents (the choice never sees test documents)."""
+"""calibration.panel_recipes and calibration.panel_nested: the menu, one evaluation of every recipe (checked
+against hand computations), the selection rule over recipes, and the nested estimate's use of documents (the
+choice never sees test documents)."""
 
 from __future__ import annotations
 
@@ -15,17 +16,13 @@ from calibration.kind_fit import KindData
 from calibration.panel_model import fit_multinomial
 from calibration.panel_nested import (
     FALLBACK,
-    Contender,
-    Recipe,
-    RecipeSets,
     choose_recipe,
-    evaluate_recipes,
     evidence_of,
     fixed_recipes,
-    menu_for,
     nested_estimate,
     pick_recipe,
 )
+from calibration.panel_recipes import Contender, Recipe, RecipeSets, evaluate_recipes, menu_for
 from calibration.selection import MethodEvidence
 
 N_DOCS, PER_DOC, K = 40, 10, 5
@@ -337,7 +334,7 @@ def _pac_threshold(scores: np.ndarray, alpha: float, delta: float) -> float:
 
 
 def test_spans_of_hand_made_sets() -> None:
-    from calibration.panel_nested import _spans
+    from calibration.panel_recipes import _spans
 
     membership = np.array(
         [[0, 0, 0, 0, 0], [1, 0, 1, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1], [0, 0, 1, 0, 0]],
@@ -349,7 +346,7 @@ def test_spans_of_hand_made_sets() -> None:
 
 
 def test_learned_thresholds_marginal_bin_and_label_by_hand() -> None:
-    from calibration.panel_nested import _learned_limits
+    from calibration.panel_recipes import _learned_limits
 
     rng = np.random.default_rng(11)
     # threshold items: bin 1 has 15 items, bins 2 and 3 have 40 each; test items in bins 1..4 (4 never seen)

@@ -21,13 +21,13 @@ from calibration.errors import (
     SelfComparisonError,
     UnknownCandidateError,
 )
+from calibration.position_consistency import position_consistency
 from calibration.tournament import (
     RANDOM_TOURNAMENT_VIOLATION_RATE,
     PairwiseVerdict,
     Tournament,
     build_tournament,
     count_three_cycles,
-    position_consistency,
     summarize_violation_rates,
     three_cycles,
     violation_rate,

@@ -17,7 +17,7 @@ from offline.studies.position_bias import PairwiseAnswer, run_position_bias
 @pytest.fixture(scope="module")
 def summary(recorded_pairwise):
     """The study's way: ingest into the answer store, read back (tests/offline/conftest.py: one ingest per session),
-    calibration.tournament.position_consistency."""
+    calibration.position_consistency.position_consistency."""
     return run_position_bias(list(recorded_pairwise), source="shipped")
 
 

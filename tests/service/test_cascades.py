@@ -237,6 +237,7 @@ def test_the_served_spec_names_the_cascades_and_bounds_the_decision_parameters(c
     spec = cascade_app.client.get("/schema/openapi.json").json()
     score = spec["components"]["schemas"]["ScoreRequest"]["properties"]
     assert score["cascade"]["enum"] == ["thrifty", None]
-    assert score["tolerance"]["maximum"] == 4  # K - 1: a larger tolerance is a 422 (service.scoring.policy.asked)
+    # K - 1: a larger tolerance is a 422 (service.scoring.cell_decision.asked)
+    assert score["tolerance"]["maximum"] == 4
     (integer,) = [branch for branch in score["pass_threshold"]["oneOf"] if branch.get("type") == "integer"]
     assert integer["maximum"] == 5

@@ -8,11 +8,11 @@ import re
 
 import pytest
 
+from calibration.position_consistency import position_consistency
 from calibration.ranking import rank_all
 from calibration.tournament import (
     PairwiseVerdict,
     build_tournament,
-    position_consistency,
     three_cycles,
     violation_rate,
 )

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from calibration.decision_rule import Certification, DecisionRule, QualityGate
 from service.errors import InvalidRequestError
+from service.scoring.cell_decision import asked
 from service.scoring.policy import (
     DecisionPolicy,
-    asked,
     find_rule,
     full_scale,
     interval_hull,

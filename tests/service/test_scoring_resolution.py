@@ -17,7 +17,7 @@ import pytest
 
 from artifact.serving import ServedEntry
 from artifact.thresholds import save_artifact
-from service.calibrations.state import CalibrationSnapshot
+from service.calibrations.snapshot import CalibrationSnapshot
 from service.config.settings import Settings
 from service.http.routes.score import scoring_context
 from service.scoring.resolve import resolve

@@ -9,7 +9,7 @@ from litestar.params import JSONBody, Parameter
 
 from service.calibrations.overview import overview
 from service.calibrations.registry import PRIMARY
-from service.calibrations.state import CalibrationSnapshot, coverage_target
+from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.services import problem_responses, require_admin_key, services_of

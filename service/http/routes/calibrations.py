@@ -14,7 +14,7 @@ from litestar.params import Parameter, PathParameter
 
 from artifact.labels import CRITERION_PATTERN
 from calibration.decision_rule import DecisionRule
-from service.calibrations.state import coverage_target
+from service.calibrations.snapshot import coverage_target
 from service.errors import BadRequestError, UnsupportedMediaTypeError
 from service.http.routes.calibration import swap_response
 from service.http.services import problem_responses, require_admin_key, services_of

@@ -16,7 +16,8 @@ from litestar.params import Body
 from redis.exceptions import RedisError
 
 from service.errors import store_unavailable
-from service.estimating.estimates import JobSamples, estimate, references_job
+from service.estimating.estimate_request import references_job
+from service.estimating.estimates import JobSamples, estimate
 from service.estimating.job_samples import read_job_samples
 from service.estimating.rankings import rank_models
 from service.http.auth import bearer_token
@@ -161,7 +162,8 @@ def document_estimates_openapi(schemas: dict[str, Any]) -> None:
     item = schemas.get("LabelledItem")
     if item is not None and item.properties:
         item.properties["judge"].minimum = 0.0
-        # without a job an item carries the judge's verdict, with one the item's id (service.estimating.estimates)
+        # without a job an item carries the judge's verdict, with one the item's id
+        # (service.estimating.estimate_request)
         item.any_of = [Schema(required=["judge"]), Schema(required=["id"])]
     systems = schemas["EstimateRequest"].properties["systems"] if "EstimateRequest" in schemas else None
     for branch in (systems.one_of or []) if systems is not None else []:

@@ -63,7 +63,8 @@ from redis.exceptions import RedisError
 
 from artifact.labels import LabelledCell
 from service.calibrations.activated import check_name
-from service.calibrations.state import CalibrationHolder, CalibrationSnapshot
+from service.calibrations.snapshot import CalibrationSnapshot
+from service.calibrations.state import CalibrationHolder
 from service.errors import ENABLE_JOBS_HELP, ConflictError, InvalidRequestError, JobsUnavailableError, NotFoundError
 from service.jobs.calibrating.cells import check_cells, job_cells, level_warnings
 from service.jobs.calibrating.fitting import (
