@@ -47,7 +47,8 @@ from offline.studies import factuality_sentences_validity
 from offline.studies.cell_data import cell_data_from_store as conformal_data
 from offline.studies.conformal import run_conformal_study
 from offline.studies.decisions import export_rules
-from offline.studies.factuality import baseline_tables, write_baselines_json, write_baselines_markdown
+from offline.studies.factuality import baseline_tables
+from offline.studies.factuality_report import write_baselines_json, write_baselines_markdown
 from offline.studies.factuality_sentences_store import sentence_answers_from_store
 from offline.studies.factuality_sentences_validity import (
     sentence_validity,

@@ -23,13 +23,14 @@ from offline.export import export_thresholds
 from offline.report import build_report
 from offline.store import AnswerStore
 from offline.studies import factuality_sentences, faithfulness
-from offline.studies.factuality import baseline_tables, write_baselines_json, write_baselines_markdown
+from offline.studies.factuality import baseline_tables
 from offline.studies.factuality_llm import (
     factuality_answers_from_store,
     remove_llm_outputs,
     run_llm_study,
     write_llm_study,
 )
+from offline.studies.factuality_report import write_baselines_json, write_baselines_markdown
 from offline.studies.factuality_sentences import run_sentence_study
 from offline.studies.factuality_sentences_report import write_sentence_study
 from offline.studies.factuality_sentences_store import ingest_sentences, sentence_answers_from_store
