@@ -16,18 +16,15 @@ While a run is under way the directory holds ``.download-incomplete``; the defau
 from __future__ import annotations
 
 import hashlib
-import http.client
 import json
 import os
-import time
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO, Protocol, TypedDict
+from typing import Any, TypedDict
 
+from offline.data.download import NoProgress, Progress, download, is_complete
 from offline.data.errors import DataError
 from offline.data.paths import DATA_DIR_ENV, default_data_dir
 
@@ -49,8 +46,6 @@ __all__ = [
 MANIFEST = Path(__file__).with_name("sources.json")
 MIRROR_ENV = "DATA_MIRROR_URL"
 INCOMPLETE_MARKER = ".download-incomplete"
-CHUNK = 1 << 16
-TRANSIENT_STATUS = frozenset({429, 500, 502, 503, 504})
 
 
 @dataclass(frozen=True)
@@ -90,28 +85,6 @@ class FetchReport:
     fetched: tuple[str, ...]
     present: tuple[str, ...]
     used_as_is: bool = False
-
-
-class Progress(Protocol):
-    """The part of a tqdm bar the downloader uses."""
-
-    def update(self, n: int) -> Any:
-        """Advance by ``n`` bytes."""
-
-    def close(self) -> Any:
-        """Finish the bar."""
-
-
-class _NoProgress:
-    def update(self, n: int) -> None:
-        """Ignore progress."""
-
-    def close(self) -> None:
-        """Nothing to close."""
-
-
-class _Refused(Exception):
-    """A download that completed but does not match the manifest (not retried unless it was a resumed one)."""
 
 
 def _safe_path(path: str) -> str:
@@ -216,99 +189,6 @@ def _converter(name: str) -> Callable[[bytes], bytes]:
     raise DataError(MANIFEST, None, f"unknown convert step {name!r}")
 
 
-def _digest(path: Path) -> tuple[int, str]:
-    sha = hashlib.sha256()
-    with path.open("rb") as fh:
-        while chunk := fh.read(CHUNK):
-            sha.update(chunk)
-    return path.stat().st_size, sha.hexdigest()
-
-
-def _is_complete(path: Path, size: int, sha256: str) -> bool:
-    return path.is_file() and path.stat().st_size == size and _digest(path) == (size, sha256)
-
-
-def _open(url: str, offset: int, timeout: float) -> Any:
-    request = urllib.request.Request(url, headers={"User-Agent": "conformal-judge-data/1"})
-    if offset:
-        request.add_header("Range", f"bytes={offset}-")
-    return urllib.request.urlopen(request, timeout=timeout)  # noqa: S310 - the scheme is checked by mirror_url
-
-
-def _copy(response: Any, fh: BinaryIO, limit: int, bar: Progress) -> None:
-    written = fh.tell()
-    while chunk := response.read(CHUNK):
-        written += len(chunk)
-        if written > limit:
-            raise _Refused(f"the server sent more than the expected {limit} bytes")
-        fh.write(chunk)
-        bar.update(len(chunk))
-    fh.flush()
-    os.fsync(fh.fileno())
-
-
-def _download_once(url: str, part: Path, size: int, sha256: str, timeout: float, bar: Progress) -> bool:
-    """One attempt; returns whether it resumed a ``.part``. Raises _Refused on a size or digest mismatch."""
-    offset = part.stat().st_size if part.exists() else 0
-    if offset >= size:
-        part.unlink()
-        offset = 0
-    with _open(url, offset, timeout) as response:
-        resumed = (
-            bool(offset)
-            and response.status == 206
-            and str(response.headers.get("Content-Range", "")).startswith(f"bytes {offset}-")
-        )
-        with part.open("ab" if resumed else "wb") as fh:
-            _copy(response, fh, size, bar)
-    received = part.stat().st_size
-    if received < size:  # http.client's read(n) ends quietly at a premature close: a transient failure
-        raise ConnectionError(f"the transfer stopped after {received} of {size} bytes")
-    got = _digest(part)
-    if got != (size, sha256):
-        part.unlink()
-        raise _Refused(
-            f"got {got[0]} bytes with sha256 {got[1]}, expected {size} bytes with sha256 {sha256} "
-            "(the digest of the copy the project was developed on)"
-        )
-    return resumed
-
-
-def _download(
-    url: str,
-    part: Path,
-    label: str,
-    size: int,
-    sha256: str,
-    *,
-    retries: int,
-    backoff: float,
-    timeout: float,
-    bar: Progress,
-) -> None:
-    """Download ``url`` into ``part`` until its size and digest match, retrying transient failures."""
-    last = ""
-    for attempt in range(1, retries + 1):
-        resuming = part.exists() and part.stat().st_size > 0
-        try:
-            _download_once(url, part, size, sha256, timeout, bar)
-            return
-        except _Refused as exc:
-            if not resuming:
-                raise DataError(label, None, f"refused the download from {url}: {exc}") from None
-            last = f"resumed download refused ({exc}); starting over"
-        except urllib.error.HTTPError as exc:
-            exc.close()  # it holds the response's socket
-            if exc.code not in TRANSIENT_STATUS:
-                raise DataError(label, None, f"HTTP {exc.code} {exc.reason} from {url}") from None
-            last = f"HTTP {exc.code} {exc.reason}"
-        except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:
-            last = f"{type(exc).__name__}: {exc}"
-        if attempt < retries:
-            time.sleep(backoff * 2 ** (attempt - 1))
-    raise DataError(label, None, f"could not download {url} after {retries} attempts: {last}")
-
-
 class _DownloadOptions(TypedDict):
     retries: int
     backoff: float
@@ -325,13 +205,13 @@ def _fetch_one(
     common = _DownloadOptions(retries=retries, backoff=backoff, timeout=timeout, bar=bar)
     url = urllib.parse.urljoin(mirror, urllib.parse.quote(entry.path)) if mirror is not None else entry.url
     if url is not None:
-        _download(url, part, entry.path, entry.size, entry.sha256, **common)
+        download(url, part, entry.path, entry.size, entry.sha256, **common)
         os.replace(part, dest)
         return
     if entry.raw is None or entry.convert is None:
         raise DataError(entry.path, None, f"no source: {entry.note or 'no public source is pinned'}")
     raw_part = dest.with_name(dest.name + ".raw.part")
-    _download(entry.raw.url, raw_part, entry.path, entry.raw.size, entry.raw.sha256, **common)
+    download(entry.raw.url, raw_part, entry.path, entry.raw.size, entry.raw.sha256, **common)
     try:
         converted = _converter(entry.convert)(raw_part.read_bytes())
     except ValueError as exc:
@@ -373,7 +253,7 @@ def fetch_data(
             download fails or is refused (the file named), or a conversion does not give the manifest's digest.
     """
     entries = tuple(files)
-    present = tuple(e.path for e in entries if _is_complete(out / e.path, e.size, e.sha256))
+    present = tuple(e.path for e in entries if is_complete(out / e.path, e.size, e.sha256))
     todo = [e for e in entries if e.path not in present]
     if mirror is None:
         unavailable = [e for e in todo if e.mirror_only]
@@ -390,7 +270,7 @@ def fetch_data(
     marker = out / INCOMPLETE_MARKER
     marker.touch()
     total = sum(e.size if (mirror is not None or e.raw is None) else e.raw.size for e in todo)
-    bar = progress(total) if progress is not None and todo else _NoProgress()
+    bar = progress(total) if progress is not None and todo else NoProgress()
     try:
         for entry in todo:
             _fetch_one(entry, out, mirror, retries=retries, backoff=backoff, timeout=timeout, bar=bar)

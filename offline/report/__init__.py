@@ -27,7 +27,7 @@ from typing import TypeVar
 import msgspec
 
 from offline.jsonfile import write_json
-from offline.report import figures, tables
+from offline.report import conformal_tables, figures, tables
 from offline.report.index import IngestSummary, render_index
 from offline.report.sentences import confusion_figure, sentences_section
 from offline.report.validity import FIGURE_FILE as VALIDITY_FIGURE
@@ -156,7 +156,7 @@ def build_report(out_dir: Path | str) -> ReportFiles:
     written_figures: list[tuple[str, Path]] = []
     if conformal is not None:
         path = out / "conformal" / "tables.md"
-        path.write_text(tables.conformal_tables(conformal), encoding="utf-8")
+        path.write_text(conformal_tables.conformal_tables(conformal), encoding="utf-8")
         written_tables.append(path)
         folder = out / "conformal"
         written_figures += [

@@ -40,15 +40,8 @@ import numpy as np
 from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from offline.data.frank import Frank, FrankDataError, FrankItem, baseline_scores
 from offline.store import AnswerStore
-from offline.studies.factuality import (
-    LLM_METHODS,
-    FactualityTables,
-    baselines_json,
-    cell_json,
-    correlation_cell,
-    llm_tables,
-    render_tables_markdown,
-)
+from offline.studies.factuality import LLM_METHODS, FactualityTables, correlation_cell, llm_tables
+from offline.studies.factuality_report import baselines_json, cell_json, render_tables_markdown
 
 __all__ = [
     "CRITERION",

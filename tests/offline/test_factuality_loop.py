@@ -30,7 +30,7 @@ from judges.untrusted import neutralise
 from offline.cli import main
 from offline.collect_targets import frank_targets
 from offline.data.frank import CATEGORY_COLUMNS, Frank, load_frank
-from offline.pipeline import FactualityResult, calibrate_factuality
+from offline.pipeline_factuality import FactualityResult, calibrate_factuality
 from offline.store import AnswerStore
 from offline.studies.cell_data import SCORE_ONLY_METHODS
 from offline.studies.conformal_rules import ALPHAS

@@ -1,4 +1,7 @@
-"""offline.studies.factuality: FRANK's published partial correlations, the Flip ablation, LLM tables, writers."""
+"""offline.studies.factuality: FRANK's published partial correlations, the Flip ablation, LLM tables, writers.
+
+The writers are offline.studies.factuality_report's.
+"""
 
 from __future__ import annotations
 
@@ -15,12 +18,14 @@ from offline.data.frank import CATEGORY_COLUMNS, Frank, FrankDataError, FrankIte
 from offline.studies.factuality import (
     FactualityTables,
     baseline_tables,
-    baselines_json,
     calibration_split,
     correlation_cell,
     factuality_tables,
     faithfulness_target,
     llm_tables,
+)
+from offline.studies.factuality_report import (
+    baselines_json,
     render_baselines_markdown,
     write_baselines_json,
     write_baselines_markdown,

@@ -14,7 +14,7 @@ from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS, evaluate_sets, predict_sets
 from offline.answer_records import AnswerRecord
 from offline.data.frank import Frank, FrankDataError, load_frank
-from offline.pipeline import calibrate_factuality
+from offline.pipeline_factuality import calibrate_factuality
 from offline.report.index import NO_LLM_FACTUALITY
 from offline.store import AnswerStore
 from offline.studies.cell_data import SCORE_ONLY_METHODS
