@@ -13,7 +13,7 @@ the two paths add the same floats in the same order: they agree to the last bit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate, repeat
 from operator import mul, sub
@@ -26,6 +26,7 @@ __all__ = [
     "SCALAR",
     "ArrayOps",
     "ItemColumns",
+    "LearnedTable",
     "Ops",
     "aps",
     "lac",
@@ -217,6 +218,21 @@ class ArrayOps:
         return np.asarray(np.column_stack(columns).argmax(axis=1), dtype=np.int64)
 
 
+@dataclass(frozen=True, slots=True)
+class LearnedTable:
+    """A learned table ``M[s][y]`` read both ways: ``rows[s]`` (the row at a judge score) and ``columns[y]`` (the
+    column of a label, for the sum over scores). Built once from the fitted matrix (:meth:`of`)."""
+
+    rows: tuple[tuple[float, ...], ...]
+    columns: tuple[tuple[float, ...], ...]
+
+    @classmethod
+    def of(cls, matrix: Iterable[Iterable[float]]) -> LearnedTable:
+        """The table of a fitted matrix (floats, rows by judge score)."""
+        rows = tuple(tuple(map(float, row)) for row in matrix)
+        return cls(rows=rows, columns=tuple(zip(*rows, strict=True)))
+
+
 class ItemColumns(NamedTuple, Generic[C, Ix]):
     """The judge's output for one item (floats) or n items (arrays), as the kernels read it.
 
@@ -229,7 +245,7 @@ class ItemColumns(NamedTuple, Generic[C, Ix]):
     judge: Ix | None
     probabilities: Sequence[C] | None
     uniform: C | None
-    learned: Sequence[Sequence[float]] | None
+    learned: LearnedTable | None
 
 
 def residual(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
@@ -292,6 +308,6 @@ def learned_lac(x: ItemColumns[C, Ix], ops: Ops[C, Ix]) -> list[C]:
     assert x.learned is not None
     if x.probabilities is None:
         assert x.judge is not None
-        return [1.0 - value for value in ops.row(x.learned, x.judge)]
+        return [1.0 - value for value in ops.row(x.learned.rows, x.judge)]
     weights = x.probabilities
-    return [1.0 - sum(map(mul, weights, column)) for column in zip(*x.learned, strict=True)]
+    return [1.0 - sum(map(mul, weights, column)) for column in x.learned.columns]

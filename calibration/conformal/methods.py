@@ -38,7 +38,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibration.conformal import kernels
-from calibration.conformal.kernels import SCALAR, ArrayOps, C, Condition, ItemColumns, Ix, Ops
+from calibration.conformal.kernels import SCALAR, ArrayOps, C, Condition, ItemColumns, Ix, LearnedTable, Ops
 from calibration.conformal.mondrian import BY_JUDGE, BY_LABEL, MARGINAL, Grouping
 from calibration.errors import InvalidProbabilitiesError, ScoreOutOfRangeError, UnknownMethodError
 
@@ -134,7 +134,7 @@ class NonconformityScore:
             judge=None if judge_scores is None else judge_scores.astype(np.int64) - 1,
             probabilities=None if probabilities is None else [probabilities[:, k] for k in range(n_labels)],
             uniform=None if uniforms is None else np.asarray(uniforms, dtype=float),
-            learned=None if learned_matrix is None else np.asarray(learned_matrix, dtype=float).tolist(),
+            learned=None if learned_matrix is None else LearnedTable.of(np.asarray(learned_matrix, dtype=float)),
         )
         scores = self.kernel(columns, ArrayOps(n_items))
         return np.column_stack(scores).astype(float, copy=False)
@@ -153,7 +153,8 @@ class NonconformityScore:
             row = self.rows.get((n_labels, judge))  # type: ignore[arg-type]
             if row is not None:
                 return list(row)
-        columns: ItemColumns[float, int] = ItemColumns(n_labels, judge, probabilities, uniform, learned_matrix)
+        learned = None if learned_matrix is None else LearnedTable.of(learned_matrix)
+        columns: ItemColumns[float, int] = ItemColumns(n_labels, judge, probabilities, uniform, learned)
         return self.kernel(columns, SCALAR)
 
 

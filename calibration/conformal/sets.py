@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 
 from calibration.conformal.fit import FittedConformal
 from calibration.conformal.inputs import judge_inputs
-from calibration.conformal.kernels import SCALAR, ArrayOps, ItemColumns
+from calibration.conformal.kernels import SCALAR, ArrayOps, ItemColumns, LearnedTable
 from calibration.conformal.methods import MEMBERSHIP_TOLERANCE, ConformalMethod, Needs, conformal_method
 from calibration.errors import CalibrationError, InvalidProbabilitiesError, ScoreOutOfRangeError
 
@@ -99,7 +99,7 @@ class SetRule:
     method: ConformalMethod
     n_labels: int
     labels: tuple[int, ...]  # 1..K
-    learned: tuple[tuple[float, ...], ...] | None
+    learned: LearnedTable | None
     bounds: tuple[tuple[float, ...], ...]  # [judge score - 1][label - 1]
     free_bounds: tuple[float, ...] | None  # the bounds of an item without a judge score (None: the grouping reads it)
     accepts: tuple[bool, ...]  # [2 * has judge score + has probabilities]: the method's check_inputs, read once
@@ -147,7 +147,7 @@ def compile_rule(fitted: FittedConformal) -> SetRule:
         method=method,
         n_labels=n_labels,
         labels=tuple(range(1, n_labels + 1)),
-        learned=None if learned is None else tuple(tuple(row) for row in learned),
+        learned=None if learned is None else LearnedTable.of(learned),
         bounds=tuple(bounds(judge) for judge in range(n_labels)),
         free_bounds=None if grouping.reads_judge else bounds(None),
         accepts=tuple(
