@@ -64,6 +64,8 @@ TARGETS = {
         ],
         "tests": [
             "tests/service/test_policy.py",
+            "tests/service/test_decisions.py",
+            "tests/service/test_cascades.py",
             "tests/service/test_score.py",
             "tests/service/test_scoring_memo.py",
             "tests/service/test_scoring_resolution.py",
