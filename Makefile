@@ -32,15 +32,18 @@ examples/promptfoo/node_modules/.installed: examples/promptfoo/package.json exam
 	npm ci --prefix examples/promptfoo --no-audit --no-fund
 	touch $@
 
-## The data directory the tests and studies read: $(DATA_DIR), else ../shared/data, used as is when it exists
-## (nothing downloaded); otherwise built from the pinned public sources in offline/data/sources.json, checked
-## against their sha256. Files without a public source come only from a mirror: DATA_MIRROR_URL=<base URL of a
-## copy of the data directory>. Rerunning resumes an interrupted run. See docs/offline.md, "Getting the data".
+## The data directory the tests and studies read: $(DATA_DIR), else ../shared/data when it exists (then used as is,
+## nothing downloaded), else .data in the checkout, built from the pinned upstream files of offline/data/sources.json
+## and upstream.json (each converted file checked against its sha256), and the licences each source states printed.
+## DATA_SOURCE_BASE=<URL> replaces https://raw.githubusercontent.com in every pinned URL (a loopback or company copy
+## laid out OWNER/REPO/COMMIT/PATH); DATA_MIRROR_URL=<URL> fetches whole files from a copy of the data directory.
+## DATA_FLAGS passes options (e.g. --no-progress). Rerunning resumes an interrupted run. See docs/offline.md.
 data: install
-	DATA_DIR="$(DATA_DIR)" DATA_MIRROR_URL="$(DATA_MIRROR_URL)" $(BIN)/python -m offline data
+	DATA_DIR="$(DATA_DIR)" DATA_MIRROR_URL="$(DATA_MIRROR_URL)" DATA_SOURCE_BASE="$(DATA_SOURCE_BASE)" \
+		$(BIN)/python -m offline data $(DATA_FLAGS)
 
-## The whole test suite (needs ../shared/data or DATA_DIR: a fresh clone without them runs `make data` first;
-## and Redis on 127.0.0.1:6379). One BLAS thread, as
+## The whole test suite (needs the data directory: DATA_DIR, ../shared/data or the .data `make data` builds; and
+## Redis: REDIS_TEST_URL, default redis://127.0.0.1:6379/15, a database the tests may fill and empty). One BLAS thread, as
 ## `python -m offline` uses: the studies' small least-squares problems run slower with OpenBLAS threads.
 ## TEST_WORKERS pytest-xdist processes (default 2, one a core of the 2-core machine; 0 = one process), each test
 ## file whole on one worker (--dist loadfile: a module's fixtures and its tests' order stay together), handed out in

@@ -15,17 +15,22 @@ __all__ = ["run_collect", "run_data"]
 
 
 def run_data(args: argparse.Namespace, log: Any) -> int:
-    """``python -m offline data``: build the data directory from its pinned public sources or a mirror."""
+    """``python -m offline data``: build the data directory from its pinned upstream sources or a mirror, then
+    say what each source repository states about its licence."""
     from tqdm import tqdm
 
-    from offline.data.fetch import MANIFEST, build_data_dir, mirror_url
+    from offline.data.fetch import build_data_dir, mirror_url
+    from offline.data.manifest import MANIFEST, licences, load_manifest
+    from offline.data.upstream import source_base
 
     if args.retries < 1:
         raise DataError(None, None, "--retries must be >= 1")
+    manifest = args.manifest or MANIFEST
     report = build_data_dir(
         args.out,
         mirror=mirror_url(args.mirror),
-        manifest=args.manifest or MANIFEST,
+        source_base=source_base(args.source_base),
+        manifest=manifest,
         retries=args.retries,
         progress=None
         if args.no_progress
@@ -40,8 +45,11 @@ def run_data(args: argparse.Namespace, log: Any) -> int:
     )
     if report.used_as_is:
         print(f"data:        {report.target} exists; used as is, nothing downloaded")
-        return 0
-    print(f"data:        {report.target} ({len(report.fetched)} fetched, {len(report.present)} already present)")
+    else:
+        print(f"data:        {report.target} ({len(report.fetched)} fetched, {len(report.present)} already present)")
+    print("licences (as each source repository states it; see docs/offline.md):")
+    for source in licences(load_manifest(manifest)):
+        print(f"  {source.repo} @ {source.commit[:8]}: {source.licence} ({len(source.files)} data file(s))")
     return 0
 
 

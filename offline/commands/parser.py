@@ -264,7 +264,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     dat = commands.add_parser(
         "data",
-        help="build the data directory from its pinned public sources or a mirror "
+        help="build the data directory from its pinned upstream sources (or a mirror) "
         "(offline.data.fetch); an existing $DATA_DIR or ../shared/data is used as is",
     )
     dat.add_argument(
@@ -278,6 +278,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="URL",
         help="base URL of a copy of the data directory (default: $DATA_MIRROR_URL)",
+    )
+    dat.add_argument(
+        "--source-base",
+        default=None,
+        metavar="URL",
+        help="replaces https://raw.githubusercontent.com in every pinned URL, e.g. a loopback copy of the raw "
+        "upstream files laid out OWNER/REPO/COMMIT/PATH (default: $DATA_SOURCE_BASE)",
     )
     dat.add_argument("--manifest", type=Path, default=None, help="the file list (default: offline/data/sources.json)")
     dat.add_argument("--retries", type=int, default=4, help="attempts per file on transient errors (default 4)")

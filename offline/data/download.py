@@ -1,10 +1,11 @@
 """One file downloaded to its ``.part`` until its size and sha256 match (``python -m offline data``'s transfer).
 
 A ``.part`` left by an interrupted attempt is resumed with an HTTP range request (kept only when the server answers
-``206`` from that offset). Server errors (5xx, 429), dropped connections, short transfers and timeouts are retried
-a bounded number of times with exponential backoff; any other HTTP error, or a digest that differs, stops with a
-:class:`~offline.data.errors.DataError` naming the file (a resumed download that ends with a wrong digest is
-started over, within the same bounded attempts).
+``206`` from that offset). Server errors (5xx, 429), dropped connections (fewer bytes than the response's
+``Content-Length``) and timeouts are retried a bounded number of times with exponential backoff; any other HTTP
+error, a complete response that is shorter than the pinned size (the served file is truncated), or a digest that
+differs, deletes the ``.part`` and stops with a :class:`~offline.data.errors.DataError` naming the file (a resumed
+download that ends wrong is started over once, within the same bounded attempts).
 """
 
 from __future__ import annotations
@@ -93,11 +94,18 @@ def _download_once(url: str, part: Path, size: int, sha256: str, timeout: float,
             and response.status == 206
             and str(response.headers.get("Content-Range", "")).startswith(f"bytes {offset}-")
         )
+        declared = response.headers.get("Content-Length")
         with part.open("ab" if resumed else "wb") as fh:
+            start = fh.tell()
             _copy(response, fh, size, bar)
+            sent = fh.tell() - start
     received = part.stat().st_size
-    if received < size:  # http.client's read(n) ends quietly at a premature close: a transient failure
-        raise ConnectionError(f"the transfer stopped after {received} of {size} bytes")
+    if received < size:
+        if declared is not None and sent < int(declared):
+            # http.client's read(n) ends quietly at a premature close: a transient failure, resumed
+            raise ConnectionError(f"the transfer stopped after {received} of {size} bytes")
+        part.unlink()
+        raise _Refused(f"the server's file is truncated: it sent all it has, {received} of the expected {size} bytes")
     got = _digest(part)
     if got != (size, sha256):
         part.unlink()
@@ -128,12 +136,14 @@ def download(
             _download_once(url, part, size, sha256, timeout, bar)
             return
         except _Refused as exc:
+            part.unlink(missing_ok=True)
             if not resuming:
                 raise DataError(label, None, f"refused the download from {url}: {exc}") from None
             last = f"resumed download refused ({exc}); starting over"
         except urllib.error.HTTPError as exc:
             exc.close()  # it holds the response's socket
             if exc.code not in TRANSIENT_STATUS:
+                part.unlink(missing_ok=True)
                 raise DataError(label, None, f"HTTP {exc.code} {exc.reason} from {url}") from None
             last = f"HTTP {exc.code} {exc.reason}"
         except (urllib.error.URLError, http.client.HTTPException, OSError) as exc:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-import offline.data.custom as custom
-from offline.data.custom import load_custom
+import tests.offline.custom_labels as custom
 from offline.data.errors import DataError
+from tests.offline.custom_labels import load_custom
 
 
 def write_jsonl(path: Path, rows: list[object]) -> Path:

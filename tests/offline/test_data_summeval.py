@@ -148,7 +148,9 @@ def test_missing_file(tmp_path: Path) -> None:
         load_summeval(tmp_path)
 
 
-def test_resolve_data_dir(tmp_path: Path, data_dir: Path) -> None:
+def test_resolve_data_dir(tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import offline.data.paths as paths
+
     assert resolve_data_dir(tmp_path, env={}) == tmp_path
     assert resolve_data_dir(None, env={"DATA_DIR": str(tmp_path)}) == tmp_path
     # explicit beats the environment
@@ -157,8 +159,18 @@ def test_resolve_data_dir(tmp_path: Path, data_dir: Path) -> None:
         resolve_data_dir(None, env={"DATA_DIR": str(tmp_path / "absent")})
     with pytest.raises(DataError, match="does not exist"):
         resolve_data_dir(tmp_path / "absent", env={})
-    # without either, the checkout's ../shared/data (present in development and CI)
-    assert (resolve_data_dir(None, env={}) / "summeval" / "items.jsonl").exists()
+    # without either: ../shared/data beside the checkout when it exists, else the checkout's .data (make data's
+    # default target); the rule is checked on stand-ins for both places, wherever the data lies today
+    shared, built = tmp_path / "shared" / "data", tmp_path / "checkout" / ".data"
+    monkeypatch.setattr(paths, "SHARED_DATA_DIR", shared)
+    monkeypatch.setattr(paths, "BUILT_DATA_DIR", built)
+    assert paths.default_data_dir() == built
+    with pytest.raises(DataError, match="make data"):
+        paths.resolve_data_dir(None, env={})
+    built.mkdir(parents=True)
+    assert paths.resolve_data_dir(None, env={}) == built
+    shared.mkdir(parents=True)
+    assert paths.default_data_dir() == shared == paths.resolve_data_dir(None, env={})
 
 
 def test_resolve_data_dir_says_what_to_set(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,8 +1,9 @@
 """``python -m offline data`` (offline.data.fetch) against a real loopback HTTP server serving the real data.
 
-The server (http.server in a thread) serves a tree whose ``data/`` is the shared data directory itself, with range
-requests, and can be told to corrupt, truncate, or fail a path; it records every request. The manifest under test
-is the shipped ``offline/data/sources.json``, restricted to subsets.
+The server (http.server in a thread) serves a tree whose ``data/`` is the real data directory itself (a mirror of
+the data directory), with range requests, and can be told to corrupt, truncate, or fail a path; it records every
+request. The manifest under test is the shipped ``offline/data/sources.json``, restricted to subsets. The path from
+the pinned upstream files is tested in test_data_upstream.py.
 """
 
 from __future__ import annotations
@@ -22,24 +23,21 @@ from pathlib import Path
 import pytest
 
 from offline.data.arena_ppr import load_arena_ppr
+from offline.data.convert_finesure import convert_rows
 from offline.data.errors import DataError
-from offline.data.fetch import (
-    INCOMPLETE_MARKER,
-    MANIFEST,
-    DataFile,
-    RawSource,
-    build_data_dir,
-    convert_finesure,
-    fetch_data,
-    load_manifest,
-    mirror_url,
-    target_dir,
-)
+from offline.data.fetch import INCOMPLETE_MARKER, STAGING, build_data_dir, fetch_data, mirror_url, target_dir
+from offline.data.manifest import MANIFEST, DataFile, load_manifest
+from offline.data.upstream import GITHUB_RAW, UpstreamFile, load_upstream
 from offline.data.vicuna80 import load_vicuna80
 
 ROOT = Path(__file__).resolve().parents[2]
-# Files of the data directory that no loader reads: its README and the curators' provenance notes.
-NOTES = {"README.md", "pairwise/arena_ppr/SOURCE.json", "frank/llm/finesure/LICENSE-NOTE.txt"}
+# The project's own files (written from the repository, never fetched from a mirror).
+PROJECT = {
+    "README.md",
+    "judges/summeval/judges.json",
+    "pairwise/arena_ppr/SOURCE.json",
+    "frank/llm/finesure/LICENSE-NOTE.txt",
+}
 SMALL = (
     "judges/summeval/judges.json",
     "pairwise/vicuna80/prompts.json",
@@ -140,17 +138,23 @@ def _leftovers(out: Path) -> list[str]:
 
 def test_manifest_lists_every_data_file_with_the_developed_copy_digest(data_dir: Path) -> None:
     files = load_manifest()
-    on_disk = {str(p.relative_to(data_dir)) for p in data_dir.rglob("*") if p.is_file()}
-    assert {f.path for f in files} == on_disk - NOTES
+    on_disk = {str(p.relative_to(data_dir)) for p in data_dir.rglob("*") if p.is_file()} - {INCOMPLETE_MARKER}
+    assert {f.path for f in files} == on_disk
+    pinned = load_upstream()
     for f in files:
         content = (data_dir / f.path).read_bytes()
         assert (len(content), hashlib.sha256(content).hexdigest()) == (f.size, f.sha256), f.path
+        assert not f.mirror_only, f"{f.path} has no pinned source"
         if f.url is not None:
-            assert f.url.startswith("https://raw.githubusercontent.com/"), f.path
+            assert f.url.startswith(GITHUB_RAW + "/"), f.path
             commit = f.url.split("/")[5]
             assert len(commit) == 40 and all(c in "0123456789abcdef" for c in commit), f.path
-        elif f.raw is None:
-            assert f.note and "mirror" in f.note.lower(), f.path
+            assert pinned.repository_of(f.url) is not None, f"{f.path}: its repository is not in upstream.json"
+        elif f.convert is not None:
+            assert f.inputs and all(pinned.files[i.key] == i for i in f.inputs), f.path
+        else:
+            assert f.path in PROJECT and f.project_path is not None and f.project_path.read_bytes() == content
+    assert {f.path for f in files if f.project is not None} == PROJECT
 
 
 def test_cli_builds_the_layout_from_a_mirror(tmp_path: Path, mirror: Mirror, data_dir: Path) -> None:
@@ -184,7 +188,7 @@ def test_cli_builds_the_layout_from_a_mirror(tmp_path: Path, mirror: Mirror, dat
     assert built == sorted(SMALL)
     for path in SMALL:
         assert _sha(out / path) == _sha(data_dir / path)
-    assert sorted(p for p, _ in mirror.requests) == sorted(f"data/{p}" for p in SMALL)
+    assert sorted(p for p, _ in mirror.requests) == sorted(f"data/{p}" for p in SMALL if p not in PROJECT)
 
 
 def test_a_full_size_subset_is_read_by_the_loaders(tmp_path: Path, mirror: Mirror, data_dir: Path) -> None:
@@ -201,7 +205,8 @@ def test_a_full_size_subset_is_read_by_the_loaders(tmp_path: Path, mirror: Mirro
 
     report = fetch_data(out, files, mirror=mirror.url, progress=lambda total: Bar())
     assert set(report.fetched) == {f.path for f in files} and report.present == ()
-    assert sum(t for t in ticks if t > 0) == sum(f.size for f in files) and ticks[-1] == -1
+    transferred = sum(f.size for f in files if f.project is None)
+    assert sum(t for t in ticks if t > 0) == transferred and ticks[-1] == -1
     for f in files:
         assert _sha(out / f.path) == f.sha256
     assert not (out / INCOMPLETE_MARKER).exists() and _leftovers(out) == []
@@ -228,7 +233,7 @@ def test_a_corrupted_file_is_refused_and_not_left_in_place(tmp_path: Path, mirro
 
 
 def test_a_truncated_download_is_resumed_with_a_range_request(tmp_path: Path, mirror: Mirror, data_dir: Path) -> None:
-    path = "judges/summeval/judges.json"
+    path = "pairwise/vicuna80/prompts.json"
     mirror.faults[f"data/{path}"] = "truncate-once"
     out = tmp_path / "out"
     fetch_data(out, _entries(path), mirror=mirror.url, backoff=0)
@@ -246,8 +251,9 @@ def test_an_interrupted_run_resumes_where_it_stopped(tmp_path: Path, mirror: Mir
     with pytest.raises(DataError):
         fetch_data(out, files, mirror=mirror.url, retries=2, backoff=0)
     assert (out / order[0]).exists() and not (out / order[1]).exists()
-    # A half-written .part of the third file, as a killed process leaves it.
-    part = out / (order[2] + ".part")
+    # A half-written .part of the third file, as a killed process leaves it (in the staging folder: never at the
+    # data file's own path).
+    part = out / STAGING / "files" / (order[2] + ".part")
     part.parent.mkdir(parents=True, exist_ok=True)
     content = (data_dir / order[2]).read_bytes()
     part.write_bytes(content[:1000])
@@ -267,8 +273,9 @@ def test_a_stale_part_that_gives_a_wrong_digest_is_downloaded_again(
 ) -> None:
     path = "pairwise/vicuna80/prompts.json"
     out = tmp_path / "out"
-    (out / path).parent.mkdir(parents=True)
-    (out / (path + ".part")).write_bytes(b"x" * 500)
+    part = out / STAGING / "files" / (path + ".part")
+    part.parent.mkdir(parents=True)
+    part.write_bytes(b"x" * 500)
     fetch_data(out, _entries(path), mirror=mirror.url, backoff=0)
     assert mirror.requested(f"data/{path}") == ["bytes=500-", None]
     assert _sha(out / path) == _sha(data_dir / path)
@@ -352,15 +359,19 @@ def test_the_default_directory_is_used_as_is_unless_a_run_was_interrupted(
     assert set(built.fetched) == set(SMALL) and (missing / SMALL[0]).is_file()
 
 
-def test_mirror_only_files_without_a_mirror_fail_before_any_download(tmp_path: Path) -> None:
+def test_files_without_a_source_fail_before_any_download_unless_a_mirror_has_them(
+    tmp_path: Path, mirror: Mirror
+) -> None:
+    (licence,) = _entries("frank/LICENSE")
+    sourceless = DataFile(path=licence.path, sha256=licence.sha256, size=licence.size, note="only the curators have it")
     out = tmp_path / "out"
     with pytest.raises(DataError) as caught:
-        fetch_data(out, load_manifest(), mirror=None)
+        fetch_data(out, [sourceless], mirror=None)
     message = str(caught.value)
-    mirror_only = [f.path for f in load_manifest() if f.mirror_only]
-    assert mirror_only and all(f"  {p}: " in message for p in mirror_only)
-    assert "DATA_MIRROR_URL" in message and "summeval/items.jsonl" in message
+    assert "  frank/LICENSE: only the curators have it" in message and "DATA_MIRROR_URL" in message
     assert not out.exists()
+    fetch_data(out, [sourceless], mirror=mirror.url, backoff=0)
+    assert _sha(out / licence.path) == licence.sha256
 
 
 def _raw_finesure(shipped: bytes) -> bytes:
@@ -388,25 +399,29 @@ def _raw_finesure(shipped: bytes) -> bytes:
 
 def test_a_raw_source_is_converted_and_checked(tmp_path: Path, mirror: Mirror, data_dir: Path) -> None:
     (entry,) = _entries("frank/llm/finesure/gpt-4o-2024-05-13.jsonl")
-    assert entry.raw is not None and entry.convert == "finesure"
+    assert entry.convert == "finesure" and len(entry.inputs) == 1
     raw = _raw_finesure((data_dir / entry.path).read_bytes())
-    assert hashlib.sha256(convert_finesure(raw)).hexdigest() == entry.sha256
-    (mirror.root / "raw.json").write_bytes(raw)
+    assert hashlib.sha256(convert_rows("raw", raw)).hexdigest() == entry.sha256
+    key = "owner/repo/" + "0" * 40 + "/result/raw.json"
+    served = mirror.root / "raw" / key
+    served.parent.mkdir(parents=True)
+    served.write_bytes(raw)
     local = DataFile(
         path=entry.path,
         sha256=entry.sha256,
         size=entry.size,
-        url=None,
         convert="finesure",
-        raw=RawSource(mirror.url.replace("/data/", "/raw.json"), hashlib.sha256(raw).hexdigest(), len(raw)),
+        inputs=(UpstreamFile(key, hashlib.sha256(raw).hexdigest(), len(raw)),),
     )
+    base = mirror.url.replace("/data/", "/raw")
     out = tmp_path / "out"
-    fetch_data(out, [local], backoff=0)
-    assert _sha(out / entry.path) == entry.sha256 and _leftovers(out) == []
-    wrong = DataFile(path=local.path, sha256="0" * 64, size=local.size, url=None, convert="finesure", raw=local.raw)
-    with pytest.raises(DataError, match="conversion of .* gave .* refused"):
-        fetch_data(tmp_path / "wrong", [wrong], backoff=0)
-    assert not (tmp_path / "wrong" / entry.path).exists()
+    fetch_data(out, [local], source_base=base, backoff=0)
+    assert _sha(out / entry.path) == entry.sha256 and _leftovers(out) == [] and not (out / STAGING).exists()
+    assert mirror.requested(f"raw/{key}") == [None]
+    wrong = DataFile(path=local.path, sha256="0" * 64, size=local.size, convert="finesure", inputs=local.inputs)
+    with pytest.raises(DataError, match="finesure conversion of 1 pinned input.* gave .* refused"):
+        fetch_data(tmp_path / "wrong", [wrong], source_base=base, backoff=0)
+    assert not (tmp_path / "wrong" / entry.path).exists() and _leftovers(tmp_path / "wrong") == []
 
 
 def test_mirror_url_comes_from_the_flag_or_the_environment() -> None:
@@ -418,12 +433,17 @@ def test_mirror_url_comes_from_the_flag_or_the_environment() -> None:
 
 
 def test_make_data_builds_the_directory_the_tests_read(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """`make data && make test` in a fresh clone: without DATA_DIR both mean ../shared/data beside the checkout;
+    """`make data && make test` in a fresh clone: without DATA_DIR both mean ../shared/data beside the checkout
+    when it exists, else the checkout's .data;
     with it, both mean DATA_DIR."""
+    from offline.data.paths import default_data_dir
     from tests.conftest import REPO_ROOT, resolve_data_dir
 
     monkeypatch.delenv("DATA_DIR", raising=False)
-    assert target_dir(None, {}) == (REPO_ROOT.parent / "shared" / "data", False)
-    assert resolve_data_dir() == REPO_ROOT.parent / "shared" / "data"
+    expected = REPO_ROOT.parent / "shared" / "data"
+    if not expected.is_dir():
+        expected = REPO_ROOT / ".data"
+    assert target_dir(None, {}) == (expected, False) and default_data_dir() == expected
+    assert resolve_data_dir() == expected
     monkeypatch.setenv("DATA_DIR", str(tmp_path))
     assert target_dir(None)[0] == resolve_data_dir() == tmp_path

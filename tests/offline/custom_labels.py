@@ -1,4 +1,5 @@
-"""A user's own labelled set, for calibrating a judge on their data.
+"""A user's own labelled set (a test-side reference format: no product code reads it; the product's own labelled
+files are read by offline/labelled.py), for calibrating a judge on their data.
 
 Format: a UTF-8 JSON Lines file, one JSON object per line (blank lines are ignored), one line per
 (item, criterion). Fields:
