@@ -1,7 +1,7 @@
 """The real service for the client tests: uvicorn in a thread on the seeded test artifact, with API keys, an admin
 key, Redis jobs on a queue of this session and one real worker process (``python -m service.worker``).
 
-Redis: ``REDIS_TEST_URL`` (default ``redis://127.0.0.1:6379/15``); the queue's keys are deleted afterwards.
+Redis: ``REDIS_TEST_URL`` (tests/redis_url.py); the queue's keys are deleted afterwards.
 """
 
 from __future__ import annotations
@@ -19,11 +19,12 @@ import pytest
 from artifact.thresholds import save_artifact
 from service.config.jobs import JobSettings
 from service.config.settings import Settings
+from tests.redis_url import REDIS_TEST_URL
 from tests.service.conftest import build_artifact
 from tests.service.jobs.conftest import delete_queue_keys
 from tests.service.servers import serve_in_thread
 
-REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
+REDIS_URL = REDIS_TEST_URL
 REPO = Path(__file__).resolve().parents[2]
 API_KEY = "client-tests-key"
 ADMIN_KEY = "client-tests-admin"

@@ -36,13 +36,14 @@ from pathlib import Path
 import pytest
 import redis
 
+from tests.redis_url import REDIS_TEST_URL
 from tests.service.servers import ServedApp, serve_in_thread
 from tools.settings_table import settings_modules
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SHELL_TAGS = {"sh", "bash", "shell", "console"}
-REDIS_URL = "redis://127.0.0.1:6379/15"  # the tests' database; this module's queue keys are removed afterwards
+REDIS_URL = REDIS_TEST_URL  # the tests' database (tests/redis_url.py); this module's queue keys are removed afterwards
 HOST = re.compile(r"^(?:https?://)?(?:localhost|127\.0\.0\.1):\d+")
 JOB_ID_PLACEHOLDER = "3f2a..."
 

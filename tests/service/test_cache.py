@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import os
 import shutil
 import socket
 import subprocess
@@ -29,8 +28,9 @@ from service.caching.cache_contract import CacheStatus
 from service.caching.fallback_cache import FallbackCache
 from service.caching.memory_cache import MemoryCache
 from service.caching.redis_cache import RedisCache
+from tests.redis_url import REDIS_TEST_URL
 
-SHARED_REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
+SHARED_REDIS_URL = REDIS_TEST_URL
 
 MESSAGES = [
     {"role": "system", "content": "You grade summaries."},

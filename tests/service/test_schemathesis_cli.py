@@ -40,6 +40,7 @@ import httpx
 import pytest
 
 from service.openapi_export import DEFAULT_PATH
+from tests.redis_url import REDIS_TEST_URL
 from tests.service.servers import STARTUP_BOUND_S
 
 SCHEMATHESIS = Path(sys.executable).with_name("schemathesis")
@@ -95,7 +96,7 @@ CANCELLED_JOB_READ = re.compile(r"The resource was deleted with `DELETE /v1/jobs
 SEED = "20261130"
 KEY = "schemathesis-cli-key"
 ADMIN_KEY = "schemathesis-cli-admin-key"
-REDIS_URL = "redis://127.0.0.1:6379/15"  # the tests' database
+REDIS_URL = REDIS_TEST_URL  # the tests' database
 # what make serve reads; none of it may leak in from the environment running the tests
 _SETTINGS_ENV = (
     "API_KEYS",

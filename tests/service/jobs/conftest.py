@@ -1,13 +1,12 @@
 """Fixtures of the job tests: a Redis queue name of their own (keys removed afterwards), settings on it, and
 chunks run in-process by the worker's own runner (``service.worker.make_runner``).
 
-Redis: ``REDIS_TEST_URL`` (default ``redis://127.0.0.1:6379/15``, the database the cache tests use).
+Redis: ``REDIS_TEST_URL`` (tests/redis_url.py: the one database every test uses).
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -21,8 +20,9 @@ from service.config.settings import Settings
 from service.jobs.queue import JobQueue
 from service.observability.logging import make_logs
 from service.worker import make_runner
+from tests.redis_url import REDIS_TEST_URL
 
-REDIS_URL = os.environ.get("REDIS_TEST_URL", "redis://127.0.0.1:6379/15")
+REDIS_URL = REDIS_TEST_URL
 
 
 def delete_queue_keys(url: str, queue: str) -> int:

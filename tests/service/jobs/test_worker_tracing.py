@@ -30,6 +30,7 @@ from service.observability.traces import make_tracing
 from service.worker import make_runner
 from tests.fakes.judge_server import JudgeServer
 from tests.fakes.otlp_collector import OtlpCollector, otlp_attributes
+from tests.redis_url import REDIS_TEST_URL
 from tests.service.conftest import STAND_IN, AppHarness
 from tests.service.jobs.test_api import NDJSON, ndjson
 from tests.service.jobs.test_worker import Workers, wait_for
@@ -182,7 +183,7 @@ def test_a_worker_with_the_endpoint_but_without_the_extra_exits_2_naming_it(
     monkeypatch.delitem(sys.modules, "service.observability.otel", raising=False)  # as if never imported
     monkeypatch.delattr(service.observability, "otel", raising=False)
     monkeypatch.setitem(sys.modules, "opentelemetry", None)  # as if not installed: importing it fails
-    monkeypatch.setenv("REDIS_URL", "redis://127.0.0.1:6379/15")
+    monkeypatch.setenv("REDIS_URL", REDIS_TEST_URL)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
     assert service.worker.main() == 2
     assert re.search(r"service\.worker: .*otel extra.*conformal-judge\[otel\]", capsys.readouterr().err)
