@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 
-.PHONY: install install-runtime promptfoo data test test-fast bench lint mutate calibrate results serve worker openapi settings-table demo clean
+.PHONY: install install-runtime promptfoo data standin test test-fast bench lint mutate calibrate results serve worker openapi settings-table demo clean
 
 ## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
 ## offline extras on top of them, in the same .venv.
@@ -68,6 +68,12 @@ results: install reports/conformal/halves.json
 
 reports/conformal/halves.json:
 	$(BIN)/python -m offline halves --out reports
+
+## The judge stand-in (tests/fakes/judge_standin.py): an OpenAI-compatible test double with scripted replies, on
+## 127.0.0.1:$${STANDIN_PORT:-8021}, for trying JUDGES_FILE locally; STANDIN_ARGS adds options, e.g.
+## STANDIN_ARGS="--score 4,2 --latency 0.2 --fault error_500:2 --log" (all: python -m tests.fakes.judge_standin --help).
+standin: install-runtime
+	exec $(BIN)/python -m tests.fakes.judge_standin --port $${STANDIN_PORT:-8021} $(STANDIN_ARGS)
 
 ## Serve the API on 127.0.0.1:$${PORT:-8000} with the shipped thresholds; no Redis needed.
 ## WORKERS=N runs N server processes; HEADER_TIMEOUT_S, BODY_TIMEOUT_S, KEEPALIVE_TIMEOUT_S bound slow clients.

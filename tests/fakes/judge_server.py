@@ -1,13 +1,15 @@
 """A stand-in for an LLM judge: a real HTTP server speaking the OpenAI chat-completions API, for tests only;
 its answers are scripted, not a model's.
 
-It listens on 127.0.0.1 on a free port, in a background thread (stdlib ``ThreadingHTTPServer``: one thread
-per connection, HTTP/1.1 keep-alive), so many requests can be in flight at once, each with its own latency.
+It listens on 127.0.0.1 on a free port (or a given host and port), in a background thread (stdlib
+``ThreadingHTTPServer``: one thread per connection, HTTP/1.1 keep-alive), so many requests can be in flight at once,
+each with its own latency. ``python -m tests.fakes.judge_standin`` runs it from the command line.
 
 ======================================================  ====================================================
 call                                                    effect
 ======================================================  ====================================================
 ``with JudgeServer() as server: ...``                   start on a free port; stop (and end hangs) on exit
+``JudgeServer(host="0.0.0.0", port=8021)``              a given address (``python -m tests.fakes.judge_standin``)
 ``server.base_url``                                     ``http://127.0.0.1:<port>/v1`` for an OpenAI client
 ``server.judge_config(max_retries=1)``                  a ``JudgeConfig`` pointing at the server
 ``server.default_score = 2``                            reply "2" (log-probs peaked at 2) unless scripted
@@ -196,7 +198,11 @@ class _State:
 class JudgeServer:
     """The stand-in judge; see the module docstring for the knobs. Use as a context manager."""
 
-    def __init__(self, *, default_score: int = 4, latency_s: float = 0.0) -> None:
+    def __init__(
+        self, *, default_score: int = 4, latency_s: float = 0.0, host: str = "127.0.0.1", port: int = 0
+    ) -> None:
+        self.host = host
+        self.requested_port = port  # 0: a free port
         self.default_score = default_score
         self.latency_s = latency_s
         self.responder: Responder | None = None
@@ -211,9 +217,9 @@ class JudgeServer:
 
     # -- lifecycle -------------------------------------------------------------------------------------
     def start(self) -> JudgeServer:
-        """Bind 127.0.0.1 on a free port and serve in a background thread."""
+        """Bind ``host`` (127.0.0.1) on ``port`` (a free one by default) and serve in a background thread."""
         handler = type("_BoundHandler", (_Handler,), {"server_owner": self})
-        httpd = _Server(("127.0.0.1", 0), handler)
+        httpd = _Server((self.host, self.requested_port), handler)
         self._httpd = httpd
         self._thread = threading.Thread(
             target=httpd.serve_forever, kwargs={"poll_interval": 0.02}, name="judge-stand-in", daemon=True
@@ -249,7 +255,7 @@ class JudgeServer:
     @property
     def base_url(self) -> str:
         """The OpenAI-style base URL (``.../v1``)."""
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"http://{self.host}:{self.port}/v1"
 
     def judge_config(self, **overrides: Any) -> JudgeConfig:
         """Same as ``judge_config_for(self, **overrides)``."""
