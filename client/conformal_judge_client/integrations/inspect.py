@@ -14,12 +14,21 @@ A failure is never a score. ``on_error="raise"`` (the default) raises the client
 ``fail_on_error`` lets it go on). ``on_error="unscored"`` returns ``Score.unscored(reason="scoring_failed")``
 instead: a NaN value that Inspect's metrics skip, with the problem in ``explanation`` and ``metadata["error"]``.
 
+Offline: nothing here downloads anything, but Inspect's mock model (``mockllm/model``) counts the tokens of a reply
+with tiktoken when the reply carries no token usage, and tiktoken downloads its encoding table on first use.
+``scripted_model(completions)`` gives a mock model whose replies carry their usage, so an eval with it needs no
+network beyond the service (docs/integrations.md runs this example offline in a test)::
+
+    task = Task(dataset=[Sample(input=article, id="doc7")], solver=generate(),
+                scorer=conformal_judge(ServiceConnection("http://localhost:8000"), ScoreSpec(criterion="coherence")))
+    [log] = eval(task, model=scripted_model(["The library closes in August."]), display="none")
+
 Needs inspect_ai: ``pip install './client[inspect]'``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from ..errors import ApiError, ConformalJudgeError
@@ -27,6 +36,7 @@ from ..results import ScoreResult
 from .verdicts import ScoreSpec, ServiceConnection, explain, verdict_metadata
 
 try:
+    from inspect_ai.model import Model, ModelOutput, ModelUsage, get_model
     from inspect_ai.scorer import CORRECT, INCORRECT, Score, Scorer, Target, accuracy, scorer, stderr
     from inspect_ai.solver import TaskState
 except ImportError as missing:  # pragma: no cover - the message is the point
@@ -34,9 +44,21 @@ except ImportError as missing:  # pragma: no cover - the message is the point
         "conformal_judge_client.integrations.inspect needs inspect_ai: pip install 'conformal-judge-client[inspect]'"
     ) from missing
 
-__all__ = ["conformal_judge", "to_score"]
+__all__ = ["conformal_judge", "scripted_model", "to_score"]
 
 ErrorMode = Literal["raise", "unscored"]
+
+
+def scripted_model(completions: Sequence[str], *, name: str = "mockllm/model") -> Model:
+    """Inspect's mock model answering ``completions`` in order, each reply with its token usage (words counted), so
+    that Inspect never counts tokens with tiktoken, whose encoding table is a download: an eval runs offline."""
+    outputs = []
+    for text in completions:
+        output = ModelOutput.from_content(name, text)
+        words = len(text.split())
+        output.usage = ModelUsage(input_tokens=0, output_tokens=words, total_tokens=words)
+        outputs.append(output)
+    return get_model(name, custom_outputs=outputs)
 
 
 def to_score(result: ScoreResult, *, min_point: int = 1) -> Score:
