@@ -52,6 +52,8 @@ JOB_ID_PLACEHOLDER = "3f2a..."
 ALLOWED = {
     "make serve": "blocks while serving; `python -m service` is started by tests/service/test_server.py",
     "make test": "the test suite itself (tests/conftest.py)",
+    "make data": "downloads about 60 MB of pinned upstream files; tests/offline/test_data_upstream.py runs it against "
+    "a loopback server, and .ci/run builds the whole directory with it",
     "make mutate": "tens of minutes to hours (mutmut on a scratch copy); run by hand, not part of the tests",
     "make worker": "blocks; `python -m service.worker` processes run in tests/service/jobs/test_worker.py",
     "python -m service": "blocks while serving; started as a process by tests/service/test_server.py",
