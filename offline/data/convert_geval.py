@@ -61,7 +61,7 @@ def judge(inputs: Inputs, options: Mapping[str, Any]) -> bytes:
     model = str(options["model"])
     order = _item_order(inputs, str(options.get("row_order", "geval")))
     geval = {f"{r['prompt_id']}/{r['candidate_id']}": k for k, r in enumerate(geval_rows(inputs))}
-    out = []
+    out: list[dict[str, Any]] = []
     for criterion in CRITERIA:
         logits_key, logits_raw = inputs.one(f"*/model_logits/{model}/Summeval_{criterion}_logits.csv")
         scores_key, scores_raw = inputs.one(f"*/raw_scores/{model}/Summeval_{criterion}_raw.csv")
