@@ -48,8 +48,12 @@ def run_data(args: argparse.Namespace, log: Any) -> int:
     else:
         print(f"data:        {report.target} ({len(report.fetched)} fetched, {len(report.present)} already present)")
     print("licences (as each source repository states it; see docs/offline.md):")
-    for source in licences(load_manifest(manifest)):
+    files = load_manifest(manifest)
+    for source in licences(files):
         print(f"  {source.repo} @ {source.commit[:8]}: {source.licence} ({len(source.files)} data file(s))")
+    own = [f.path for f in files if f.project is not None]
+    if own:
+        print(f"  this project (offline/data/notes/): the code's licence, MIT ({len(own)} data file(s))")
     return 0
 
 

@@ -158,6 +158,7 @@ def test_make_data_refuses_a_truncated_and_an_altered_file_naming_each_and_leave
     assert f"data:        {out} (1 fetched, 3 already present)" in done.stdout
     assert "bcdnlp/PRD @ 35fb99e5: MIT (2 data file(s))" in done.stdout
     assert "artidoro/frank @ 80a88fb1: MIT (1 data file(s))" in done.stdout
+    assert "this project (offline/data/notes/): the code's licence, MIT (1 data file(s))" in done.stdout
     for path in (LICENCE, PROJECT, TRUNCATED, CONVERTED):
         assert (out / path).read_bytes() == (data_dir / path).read_bytes(), path
     assert not (out / STAGING).exists() and not (out / INCOMPLETE_MARKER).exists()
