@@ -227,7 +227,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--survivors needs --resume")
     _ensure_mutmut()
     env = dict(os.environ)
-    env.setdefault("DATA_DIR", str(REPO.parent / "shared" / "data"))
+    shared = REPO.parent / "shared" / "data"  # the scratch copy needs the checkout's data directory by its path
+    env.setdefault("DATA_DIR", str(shared if shared.is_dir() else REPO / ".data"))
     rows = []
     for name in args.targets:
         target = TARGETS[name]
