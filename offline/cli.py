@@ -20,14 +20,6 @@ command                                                           does
                                                                   report and the command that writes it
 ``panels [--data-dir D] [--out reports] [--alpha 0.1]``           every panel of 2-6 recorded judges vs its best
 ``       [--splits 20] [--max-size 6]``                           member (offline.studies.panels)
-``cascades [--data-dir D] [--out reports] [--alpha 0.1]``         two-judge cascades: calls vs set size vs
-                                                                  coverage (offline.studies.cascades)
-``panels-nested [--data-dir D] [--out reports] [--alpha 0.1]``    the issue's panel vs its members, each choosing
-``       [--seeds 0 1 2] [--splits 10] [--repeats 5]``            from the same menu inside the calibration
-                                                                  documents (offline.studies.panel_nested)
-``panels-cascades [--data-dir D] [--out reports] [--splits 10]``  two-judge cascades of the issue's panel members,
-                                                                  stage methods chosen by the validity rule
-                                                                  (offline.studies.panel_cascades)
 ``decisions [--data-dir D] [--out reports] [--splits 20]``        certified accept/escalate on unseen documents
 ``          [--write-rules ARTIFACT] [--docs [DOCS]]``             (offline.studies.decisions); --write-rules:
                                                                   only the artifact's decision_rules, fitted on all
@@ -73,13 +65,10 @@ from offline.commands.collecting import run_collect, run_data
 from offline.commands.parser import build_parser
 from offline.commands.results import run_results_page
 from offline.commands.studies import (
-    run_cascades,
     run_decisions,
     run_estimates,
     run_pairwise_decisions,
     run_panels,
-    run_panels_cascades,
-    run_panels_nested,
 )
 from offline.data.errors import DataError
 
@@ -115,10 +104,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "halves": run_halves,
         "results-page": run_results_page,
         "panels": run_panels,
-        "panels-nested": run_panels_nested,
-        "panels-cascades": run_panels_cascades,
         "pairwise-decisions": run_pairwise_decisions,
-        "cascades": run_cascades,
         "decisions": run_decisions,
         "estimates": run_estimates,
         "data": run_data,

@@ -222,7 +222,7 @@ def _calibrate_steps(
     # The validity study (what the artifact is built from) and the paper's item-level study are independent and
     # CPU-bound: the first runs in a child process while the second runs here, so a 2-core machine does both at
     # once. Same inputs, same seeds: the result does not depend on where it runs.
-    # The issue-14 panel and its sub-panels (the full panel study is ``python -m offline panels``) go to a second
+    # The four-judge panel and its sub-panels (the full panel study is ``python -m offline panels``) go to a second
     # child for the same reason.
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         validity_job = pool.submit(_validity_in_child, datasets, n_splits=n_splits, seed=seed, delta=delta)

@@ -22,29 +22,36 @@ def resolve_data_dir() -> Path:
     return Path(configured) if configured else default_data_dir()
 
 
-# The modules that take longest, longest first (per-module seconds of a ``--durations=0`` run, on 2 cores): they
-# run first. ``make test`` hands out whole modules (``--dist loadfile``) in collection order
-# (``--no-loadscope-reorder``; xdist's default order is by number of tests, which put these few-test modules
-# last, so one worker ran the last long module while the other had nothing left). Longest first, the last
-# modules handed out are short ones and the two workers finish together. A module missing here only runs in its
-# collection place; nothing else depends on this order.
+# The modules that take longest, longest first (per-module seconds summed from the slowest 80 tests of a
+# ``--durations=80`` run of ``make test``'s command on 2 cores, docs/testing.md): they run first. ``make test`` hands
+# out whole modules (``--dist loadfile``) in collection order (``--no-loadscope-reorder``; xdist's default order
+# is by number of tests, which put these few-test modules last, so one worker ran the last long module while the
+# other had nothing left). Longest first, the last modules handed out are short ones and the two workers finish
+# together. A module missing here only runs in its collection place; nothing else depends on this order.
 LONG_MODULES = (
-    "tests/offline/test_cli.py",
-    "tests/service/test_schemathesis_cli.py",
-    "tests/offline/test_validity.py",
-    "tests/offline/test_shipped_artifact.py",
-    "tests/service/test_calibrations_api.py",
-    "tests/service/test_server.py",
+    "tests/offline/test_shipped_artifact.py",  # 532 s on a loaded machine (its 20-split refit: 499 s)
+    "tests/service/test_schemathesis_cli.py",  # 426 s
+    "tests/offline/test_validity.py",  # 352 s
+    "tests/offline/test_cli.py",  # 272 s
+    "tests/service/test_calibrations_api.py",  # 190 s
+    "tests/service/test_server.py",  # 218 s before its four connection tests shared one server
+    "tests/service/jobs/test_worker.py",  # 133 s
+    "tests/docs/test_examples.py",  # 130 s
+    "tests/service/test_schemathesis.py",  # 115 s
+    "tests/test_readme_walkthrough.py",  # 85 s
+    "tests/service/jobs/test_calibration_queue.py",  # 77 s
+    "tests/service/test_calibration_rules.py",  # 71 s
+    "tests/calibration/test_group_pac.py",  # 63 s
+    "tests/offline/test_panel_gap.py",  # 55 s
+    "tests/offline/test_ingest.py",  # 53 s
+    "tests/offline/test_conformal_study.py",  # 50 s
+    "tests/deploy/test_compose.py",  # 45 s
+    "tests/offline/test_group_pac_summeval.py",  # 43 s
+    "tests/offline/test_vicuna80.py",  # 41 s
     "tests/offline/test_panels_study.py",
-    "tests/offline/test_conformal_study.py",
-    "tests/service/jobs/test_worker.py",
     "tests/offline/test_factuality_loop.py",
-    "tests/offline/test_panel_gap.py",
-    "tests/service/test_schemathesis.py",
     "tests/offline/test_transitivity_study.py",
-    "tests/offline/test_ingest.py",
-    "tests/offline/test_group_pac_summeval.py",
-    "tests/test_readme_walkthrough.py",
+    "tests/research/test_nested_study.py",
 )
 
 

@@ -1,13 +1,16 @@
-"""docs/architecture.md matches the code: it names every package and module of the five layers, and every module
-file it names exists (so a move or a new module without its line in the map fails here)."""
+"""docs/architecture.md matches the code: it names every package and module of the five layers and of research/,
+every module file it names exists (so a move or a new module without its line in the map fails here), and its
+arrows between packages are the imports between them, no more and no fewer."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import grimp
+
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("calibration", "artifact", "judges", "service", "offline")
+PACKAGES = ("calibration", "artifact", "judges", "service", "offline", "research")
 DOC = ROOT / "docs" / "architecture.md"
 
 
@@ -49,3 +52,34 @@ def test_every_module_the_map_names_exists() -> None:
         if name not in existing and not (ROOT / name).exists()
     )
     assert not stale, f"docs/architecture.md names modules that do not exist: {', '.join(stale)}"
+
+
+def _drawn_arrows(text: str) -> set[tuple[str, str]]:
+    """(importer, imported) pairs of the first fenced block's ``importer/  ->  imported/, ...`` lines."""
+    block = text.split("```", 2)[1]
+    arrows = set()
+    for line in block.splitlines():
+        match = re.match(r"\s*([a-z_]+)/\s+->\s+([^(]*)", line)
+        if match:
+            arrows |= {(match.group(1), imported) for imported in re.findall(r"([a-z_]+)/", match.group(2))}
+    return arrows
+
+
+def test_the_arrows_between_packages_are_the_imports() -> None:
+    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
+    real = {
+        (importer, imported)
+        for importer in PACKAGES
+        for imported in PACKAGES
+        if importer != imported and graph.direct_import_exists(importer=importer, imported=imported, as_packages=True)
+    }
+    drawn = _drawn_arrows(DOC.read_text())
+    assert ("artifact", "calibration") in real  # the graph holds the imports
+    assert not drawn - real, f"docs/architecture.md draws imports the code does not make: {sorted(drawn - real)}"
+    assert not real - drawn, f"docs/architecture.md does not draw these imports: {sorted(real - drawn)}"
+    assert {importer for importer, _ in drawn} | {"judges"} == set(PACKAGES) - {"calibration"}
+
+
+def test_the_arrow_reader_reads_a_drawing() -> None:
+    drawing = "x\n```\na/  ->  b/, c/   (a note: d/)\nb/  ->  (none of ours)\n```\n"
+    assert _drawn_arrows(drawing) == {("a", "b"), ("a", "c")}

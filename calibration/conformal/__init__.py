@@ -14,7 +14,6 @@ fit_conformal``), and each rule is stated once, in the module that applies it:
 ``kernels``           each score's rule written once, run on one item (floats) and on n items (arrays); the
                       label-tie rule
 ``mondrian``          the groupings: marginal, by judge score, by human label
-``scores``            the nonconformity scores by method name, (n, K) and for one item
 ``learned_model``     the learned methods' model of the human label given the judge's output
 ``inputs``            alpha, delta, method, labels, judge scores and probabilities: checks and refusals;
                       log-probabilities -> probabilities
@@ -24,7 +23,6 @@ fit_conformal``), and each rule is stated once, in the module that applies it:
                       the group fallback; the PAC unit (items, or documents when ``groups`` are given)
 ``group_pac``         the PAC threshold with documents as the unit: a fixed-sequence walk down the calibration
                       scores, each step a document-level betting test (:mod:`calibration.risk_control`)
-``resampling``        document resampling: how often a PAC fit's population coverage falls below 1 - alpha
 ``sets``              prediction sets from a fitted predictor, vectorised and for one item; the comparison rule
 ``evaluate``          coverage and set size of sets, per group; repeated seeded splits and their seed rule
 ===================== ==========================================================================================
@@ -55,8 +53,8 @@ from calibration.conformal.fit import (
     fit_from_scores,
 )
 from calibration.conformal.inputs import probabilities_from_logprobs
+from calibration.conformal.methods import LEARNED_METHODS, METHODS, PROBABILITY_METHODS, SCORE_METHODS
 from calibration.conformal.quantile import conformal_quantile
-from calibration.conformal.scores import LEARNED_METHODS, METHODS, PROBABILITY_METHODS, SCORE_METHODS, label_scores
 from calibration.conformal.sets import predict_sets, prediction_set
 
 __all__ = [
@@ -76,7 +74,6 @@ __all__ = [
     "evaluate_sets",
     "fit_conformal",
     "fit_from_scores",
-    "label_scores",
     "predict_sets",
     "prediction_set",
     "probabilities_from_logprobs",

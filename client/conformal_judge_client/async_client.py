@@ -131,9 +131,10 @@ class AsyncClient:
         """What calibration is loaded (``GET /v1/calibration``), as JSON."""
         return await self._run(self._operations.calibration_info())
 
-    async def judges(self) -> dict[str, Any]:
-        """The configured judges (``GET /v1/judges``), as JSON."""
-        return await self._run(self._operations.judges())
+    async def judges(self, *, view: str | None = None) -> dict[str, Any]:
+        """The judges (``GET /v1/judges``), as JSON: in short by default; ``view="full"`` adds every calibrated
+        cell's methods, levels and default method."""
+        return await self._run(self._operations.judges(view))
 
     async def health(self) -> Health:
         """Liveness (``GET /healthz``)."""

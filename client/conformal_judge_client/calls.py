@@ -189,9 +189,11 @@ class Operations:
         """``GET /v1/calibration``: the loaded artifacts and entries, as JSON."""
         return (yield from self._call(HttpRequest("GET", "/v1/calibration", idempotent=True)))
 
-    def judges(self) -> Plan[dict[str, Any]]:
-        """``GET /v1/judges``: the configured judges, as JSON."""
-        return (yield from self._call(HttpRequest("GET", "/v1/judges", idempotent=True)))
+    def judges(self, view: str | None = None) -> Plan[dict[str, Any]]:
+        """``GET /v1/judges``: the judges, as JSON; ``view`` "full" for every cell's methods and levels (the
+        server's default, "summary", when None)."""
+        params = {"view": view} if view is not None else {}
+        return (yield from self._call(HttpRequest("GET", "/v1/judges", params=params, idempotent=True)))
 
     # health ------------------------------------------------------------------------------------------------------
     def health(self) -> Plan[Health]:

@@ -129,9 +129,10 @@ class Client:
         """What calibration is loaded (``GET /v1/calibration``), as JSON."""
         return self._run(self._operations.calibration_info())
 
-    def judges(self) -> dict[str, Any]:
-        """The configured judges (``GET /v1/judges``), as JSON."""
-        return self._run(self._operations.judges())
+    def judges(self, *, view: str | None = None) -> dict[str, Any]:
+        """The judges (``GET /v1/judges``), as JSON: in short by default; ``view="full"`` adds every calibrated
+        cell's methods, levels and default method."""
+        return self._run(self._operations.judges(view))
 
     def health(self) -> Health:
         """Liveness (``GET /healthz``)."""

@@ -11,7 +11,7 @@ TASKS = ("direct", "pairwise", "factuality_direct", "factuality_qa")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser of the three subcommands."""
+    """The argparse parser of every subcommand ``offline.cli.main`` dispatches."""
     parser = argparse.ArgumentParser(prog="python -m offline", description="Conformal Judge offline module")
     commands = parser.add_subparsers(dest="command", required=True)
 
@@ -150,50 +150,6 @@ def build_parser() -> argparse.ArgumentParser:
     pan.add_argument("--max-size", type=int, default=6, help="largest panel (default 6)")
     pan.add_argument("--no-progress", action="store_true")
 
-    nes = commands.add_parser(
-        "panels-nested",
-        help="the issue's panel against its members, nested: every side "
-        "chooses from the same menu inside the calibration documents (offline.studies."
-        "panel_nested)",
-    )
-    nes.add_argument("--data-dir", type=Path, default=None)
-    nes.add_argument("--out", type=Path, default=Path("reports"))
-    nes.add_argument("--alpha", type=float, default=0.10)
-    nes.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="outer seeds (default 0 1 2)")
-    nes.add_argument("--splits", type=int, default=10, help="outer splits by document per seed (default 10)")
-    nes.add_argument("--repeats", type=int, default=5, help="2-fold cross-fitting repeats of the choice (default 5)")
-    nes.add_argument(
-        "--cal-fraction",
-        type=float,
-        default=0.5,
-        help="share of documents that calibrate in each outer split (default 0.5)",
-    )
-    nes.add_argument("--no-progress", action="store_true")
-
-    pca = commands.add_parser(
-        "panels-cascades",
-        help="two-judge cascades of the issue's panel members with each "
-        "stage's method chosen by the validity rule (offline.studies.panel_cascades)",
-    )
-    pca.add_argument("--data-dir", type=Path, default=None)
-    pca.add_argument("--out", type=Path, default=Path("reports"))
-    pca.add_argument("--alpha", type=float, default=0.10)
-    pca.add_argument("--seed", type=int, default=0)
-    pca.add_argument("--splits", type=int, default=10)
-    pca.add_argument("--repeats", type=int, default=1, help="2-fold cross-fitting repeats of each stage's choice")
-    pca.add_argument("--no-progress", action="store_true")
-
-    cas = commands.add_parser(
-        "cascades",
-        help="two-judge cascades: ask the second judge only when the first's set "
-        "is wide; calls vs set size vs coverage (offline.studies.cascades)",
-    )
-    cas.add_argument("--data-dir", type=Path, default=None)
-    cas.add_argument("--out", type=Path, default=Path("reports"))
-    cas.add_argument("--splits", type=int, default=20)
-    cas.add_argument("--seed", type=int, default=0)
-    cas.add_argument("--alpha", type=float, default=0.10)
-    cas.add_argument("--no-progress", action="store_true")
     dec = commands.add_parser(
         "decisions",
         help="certified decisions: fit on calibration documents, serve unseen "

@@ -17,12 +17,12 @@ Rules, stated once:
   else ``mean``, else ``score``.
 * **Splits.** ``n_splits`` splits by document (:func:`calibration.heldout.group_splits`, seed ``seed``):
   ``cal_fraction`` of the documents calibrate (FIT + CERTIFY inside them), the rest are served. The main study
-  uses 0.5 (the issue's "calibrate on half"); ``cal_fraction`` 0.8 is reported beside it to show how the
+  uses 0.5 ("calibrate on half"); ``cal_fraction`` 0.8 is reported beside it to show how the
   document-level bound's power grows with the number of calibration documents.
 * **Figures per (cell, kind, bound, tolerance, accept_alpha)**: mean accept share over splits; error among
   accepted = (|y* - point| >= tolerance) among the split's accepted items, averaged over the splits that accept
   something (``mean_error``) and pooled over all splits (``pooled_error``); ``share_ok`` = share of the splits
-  whose error among accepted is <= accept_alpha + 0.02 (0.12 at 0.10, the issue's check), a split that accepts
+  whose error among accepted is <= accept_alpha + 0.02 (0.12 at 0.10, the study's check), a split that accepts
   nothing counting as ok (it accepts no wrong verdict); the rule's certified error averaged over the splits that
   accept; failed-rule splits and reasons.
 * **Bounds.** ``betting`` (document-level, :mod:`calibration.risk_control`, the one offered and exported) and

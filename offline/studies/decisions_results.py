@@ -72,7 +72,7 @@ class GateRow(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Headline(msgspec.Struct, frozen=True, kw_only=True):
-    """The issue's done-when figures for one (bound, cal_fraction, tolerance, accept_alpha)."""
+    """The headline figures (the targets the study checks) for one (bound, cal_fraction, tolerance, accept_alpha)."""
 
     bound: str
     cal_fraction: float

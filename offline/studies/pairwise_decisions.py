@@ -162,7 +162,7 @@ def _decision_row(
 
 
 def _done_when(rows: Sequence[DecisionRow]) -> dict[str, Any]:
-    """The issue's check (Vicuna80 panel at alpha 0.20, held-out questions) under each bound, ties excluded."""
+    """The headline check (Vicuna80 panel at alpha 0.20, held-out questions) under each bound, ties excluded."""
     out: dict[str, Any] = {
         "check": "Vicuna80, alpha 0.20, held-out questions, 5-judge panel: accept share >= 0.60 "
         "and agreement among accepted >= 0.80",

@@ -1,8 +1,8 @@
-"""Why the issue's panel misses its target: its ratio to the best member, one validity rule added at a time.
+"""Why the four-judge panel misses its target: its ratio to the best member, one validity rule added at a time.
 
-The issue's quick check (marginal thresholds, the mean of four expected scores with the absolute residual, no
-within-label rule) reported sets 0.79-0.91x the best member's; under the validity rules the served panel is about
-1.0x. This study (part of ``python -m offline panels``) walks from one setting to the other on the issue's panel
+The quick check this study started from (marginal thresholds, the mean of four expected scores, absolute residual,
+no within-label rule) reported sets 0.79-0.91x the best member's; under the validity rules the served panel is about
+1.0x. This study (part of ``python -m offline panels``) walks from one setting to the other on the four-judge panel
 (:data:`offline.studies.panels.EXPORTED_PANEL`), per criterion, and screens one learned combination. Rules:
 
 * **Items.** The panel's common items (:func:`offline.studies.panel_cells.panel_cells`); every member is refitted on
@@ -11,8 +11,8 @@ within-label rule) reported sets 0.79-0.91x the best member's; under the validit
   documents, fitted there, evaluated on unseen documents; 20 splits by document, seed 0) at ``alpha``: mean set
   size and coverage. The best member is the member and input kind with the smallest served set size under the
   same step's rules. Ratio = panel / best member.
-* **Steps** (:data:`STEPS`), each changing one thing from the row above: (0) the issue's check with every member
-  held to its integer score (the paper's ``residual``), the panel on its members' richest inputs; (1) the issue's
+* **Steps** (:data:`STEPS`), each changing one thing from the row above: (0) that quick check with every member
+  held to its integer score (the paper's ``residual``), the panel on its members' richest inputs; (1) the same
   check with each member's best input kind (log-probs where recorded): marginal
   thresholds, a fixed method (the panel's ``residual_expected``, i.e. |mean - y|; a member's ``residual_expected``
   on log-probs, ``residual`` on a bare score), no rule; (2) PAC thresholds (delta 0.05); (3) the method chosen by
@@ -68,7 +68,7 @@ class GapStep(msgspec.Struct, frozen=True, kw_only=True):
 STEPS: tuple[GapStep, ...] = (
     GapStep(
         key="0",
-        description="the issue's check (marginal, fixed absolute residual, mean coverage only), "
+        description="the simple check this study started from (marginal, fixed absolute residual, mean coverage only), "
         "members on their integer score",
         delta=None,
         fixed_method=True,

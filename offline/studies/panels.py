@@ -20,10 +20,10 @@ at delta 0.05, default by cross-fitting, the served recipe checked on unseen doc
   documents, fitted there, evaluated on unseen ones). Ratios compare served figures: panel / best member.
 * **Leave-one-out.** For a panel of >= 3 members and each member: the served set size of the panel without it
   (itself a panel of the study) minus the panel's: > 0 means the member adds information.
-* **Why the issue's target is missed** (the issue's panel only): :mod:`offline.studies.panel_gap` walks from the
-  issue's quick check to the full validity rules one rule at a time (``gap``) and screens a learned candidate
-  (``candidate``; not served).
-* **Export.** ``make calibrate`` exports the issue's panel (:data:`EXPORTED_PANEL`) and all its sub-panels of
+* **Why the target is missed** (the exported panel only): :mod:`offline.studies.panel_gap` walks from the
+  study's first quick check to the full validity rules one rule at a time (``gap``) and screens a learned
+  candidate (``candidate``; not served).
+* **Export.** ``make calibrate`` exports the four-judge panel (:data:`EXPORTED_PANEL`) and all its sub-panels of
   >= 2 members into the artifact (:func:`export_panel_fits`, the artifact's alpha grid); the full study is this
   module's command only (57 panels x 4 criteria cost about a minute of CPU).
 

@@ -24,7 +24,7 @@ __all__ = [
 
 
 def markdown(study: PanelStudy) -> str:
-    """The panel tables: the issue's panel first, then every panel's default, leave-one-out per member."""
+    """The panel tables: the exported four-judge panel first, then every panel's default, leave-one-out per member."""
     target = 1 - study.alpha
     lines = [
         f"# Judge panels on SummEval (alpha = {study.alpha}, PAC delta = {study.delta}, {study.n_splits} splits by "

@@ -1,7 +1,7 @@
 """The HTTP layer's shared parts: the per-app services, the problem handler and the OpenAPI problem entries.
 
-Route modules (``score``, ``compare``, ``calibration``, ``judges``, ``health``) hold the handlers;
-``edge`` holds the outermost layer (request id, API key, metrics, access log) and ``auth`` the key checks.
+Route modules (``routes/``, one per resource) hold the handlers; ``edge`` holds the outermost layer (request id,
+API key, metrics, access log) and ``auth`` the key checks (``check_api_key``, ``require_admin_key``).
 This module holds what every route shares:
 
 ================================ ==========================================================================
@@ -9,11 +9,8 @@ name                             role
 ================================ ==========================================================================
 ``Services``                     everything a handler needs, built per app and kept on ``app.state``
 ``services_of``                  a handler's way to its app's ``Services`` (``request.app.state``)
-``check_api_key``                on /v1 (run by the edge): ``Authorization: Bearer <key>``, key in API_KEYS
-                                 (or the admin key); a no-op when API_KEYS is unset; 401 otherwise
-``require_admin_key``            guard on reload: 401 without a bearer key, 403 with a wrong one or when
-                                 ADMIN_API_KEY is unset
 ``handle_exception``             every exception -> problem+json (``service.http.problems``), logged, counted
+``record_problem``               a problem answered: logged and counted
 ``problem_responses``            OpenAPI ``responses`` entries for problem+json statuses
 ================================ ==========================================================================
 
@@ -85,7 +82,8 @@ class Services:
     admission: Admission  # 429 bounds (service/judging/admission.py)
     job_metrics: JobMetrics
     jobs: JobQueue | None = None  # durable jobs (service/jobs/); None without REDIS_URL
-    # POST /v1/calibrations jobs (service/jobs/calibrations.py); in-process until they move to the job queue
+    # POST /v1/calibrations jobs (service/jobs/calibrating/jobs.py): run by the workers on the job queue with
+    # REDIS_URL, else as in-process background tasks
     calibrations: CalibrationJobs = field(default_factory=lambda: CalibrationJobs(accept_max=2, escalate_min=5))
     # the served OpenAPI document and the calibration snapshot it was derived for (service.http.spec_values)
     spec_cache: dict[str, object] = field(default_factory=dict)

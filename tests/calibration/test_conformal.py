@@ -16,13 +16,11 @@ from calibration.conformal import (
     coverage_by_group,
     evaluate_sets,
     fit_conformal,
-    label_scores,
     predict_sets,
     prediction_set,
     probabilities_from_logprobs,
     repeated_splits,
 )
-from calibration.conformal.scores import label_scores_one
 from calibration.errors import (
     EmptyCalibrationError,
     InvalidAlphaError,
@@ -30,6 +28,7 @@ from calibration.errors import (
     ScoreOutOfRangeError,
     UnknownMethodError,
 )
+from tests.calibration.reference.scores import label_scores, label_scores_one
 
 FULL = (1, 2, 3, 4, 5)
 

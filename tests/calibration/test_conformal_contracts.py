@@ -20,7 +20,6 @@ from calibration.conformal import (
     evaluate_sets,
     fit_conformal,
     fit_from_scores,
-    label_scores,
     predict_sets,
     prediction_set,
     probabilities_from_logprobs,
@@ -33,6 +32,7 @@ from calibration.errors import (
     ScoreOutOfRangeError,
     UnknownMethodError,
 )
+from tests.calibration.reference.scores import label_scores
 
 ONE_HOT = [1, 0, 0, 0, 0]
 RESIDUAL = FittedConformal(method="residual", alpha=0.1, n_labels=5, n_cal=3, threshold=1.0)
@@ -310,7 +310,7 @@ def _ordinal_by_sets(p: list[float]) -> list[float]:
 @pytest.mark.parametrize("k", [3, 4, 5, 7])
 def test_ordinal_scores_follow_the_rule_at_both_ends_of_the_scale(k):
     # probabilities rounded to tenths: many ties, modes at either end, neighbours beyond the second label
-    from calibration.conformal.scores import label_scores_one
+    from tests.calibration.reference.scores import label_scores_one
 
     rng = np.random.default_rng(k)
     rows = np.round(rng.dirichlet(np.full(k, 0.7), size=300), 1) + 1e-3

@@ -26,9 +26,9 @@ from calibration.conformal.group_pac import (
     group_pac_thresholds,
     keyed_group_pac_thresholds,
 )
-from calibration.conformal.resampling import document_resampling, mc_error
 from calibration.heldout import evaluate_split, group_splits
 from calibration.risk_control import betting_test, min_groups_to_certify
+from tests.calibration.reference.resampling import document_resampling, mc_error
 
 
 def _brute_force(scores: list[float], groups: list[int], alpha: float, delta: float) -> float | None:

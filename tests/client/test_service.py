@@ -66,6 +66,27 @@ def test_health_and_readiness(client: Client) -> None:
     assert ready.raw["status"] == "ready"
 
 
+def raw_get(service: Service, path: str) -> httpx.Response:
+    """A GET sent with plain httpx."""
+    return httpx.get(service.url + path, headers={"Authorization": f"Bearer {service.api_key}"}, timeout=60)
+
+
+def test_judges_in_short_by_default_and_in_full_on_request(client: Client, service: Service) -> None:
+    short, full = client.judges(), client.judges(view="full")
+    assert short == raw_get(service, "/v1/judges").json() and short["view"] == "summary"
+    assert full == raw_get(service, "/v1/judges?view=full").json() and "calibrations" in full["judges"][0]
+    assert [j["name"] for j in short["judges"]] == [j["name"] for j in full["judges"]]
+    with pytest.raises(ApiError) as caught:
+        client.judges(view="bogus")
+    assert caught.value.status == 422
+
+    async def both() -> tuple[dict[str, Any], dict[str, Any]]:
+        async with AsyncClient(service.url, api_key=service.api_key) as aclient:
+            return await aclient.judges(), await aclient.judges(view="full")
+
+    assert asyncio.run(both()) == (short, full)
+
+
 def test_score_with_a_supplied_verdict_is_the_service_answer_typed(client: Client, service: Service) -> None:
     body = {"criterion": "relevance", "judge": STAND_IN, "judge_score": 4, "item_id": "x1"}
     result = client.score(body)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from offline.data.errors import DataError
-from offline.data.official import load_official
 from offline.data.summeval import CRITERIA, SummEval, load_summeval
+from tests.offline.reference.official import load_official
 
 
 @pytest.fixture(scope="module")

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.conformal.resampling import document_resampling, mc_error
 from calibration.kind_fit import cell_kind_data
 from calibration.verdicts import methods_for_kind
+from tests.calibration.reference.resampling import document_resampling, mc_error
 
 ALPHA, DELTA, DRAWS, DOCUMENTS = 0.10, 0.05, 200, 100
 CELLS = (("gpt-4o-mini-2024-07-18", "coherence"), ("qwen2.5-72b-instruct", "fluency"))
@@ -110,7 +110,7 @@ def heldout_table(cells, *, n_splits: int = 20, alphas=(0.05, 0.10, 0.20), delta
 
 def resampling_table(cells, *, n_draws: int = 100, alpha: float = ALPHA, delta: float = DELTA):
     """Per (method, rule): failure rates over document draws (100 documents with replacement), every cell."""
-    from calibration.conformal.resampling import RULES
+    from tests.calibration.reference.resampling import RULES
 
     rows: dict = {}
     for cell, data in _kinds(cells):

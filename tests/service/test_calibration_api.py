@@ -49,25 +49,6 @@ def test_calibration_describes_the_artifact(app: AppHarness, artifact: Threshold
     }
 
 
-def test_judges_lists_configured_then_calibration_only(judge_app: AppHarness):
-    data = judge_app.client.get("/v1/judges").json()
-    assert data["default_judge"] == STAND_IN
-    names = [judge["name"] for judge in data["judges"]]
-    assert names == [STAND_IN, RECORDED]
-    stand_in, recorded = data["judges"]
-    assert stand_in["configured"] is True and stand_in["model"] == "stand-in-judge"
-    assert stand_in["calibrated_criteria"] == ["coherence", "faithfulness", "fluency", "relevance"]
-    assert recorded["configured"] is False and recorded["calibrated_criteria"] == ["coherence"]
-    (cell,) = recorded["calibrations"]
-    assert cell == {
-        "prompt_family": "geval",
-        "criterion": "coherence",
-        "methods": ["residual", "lac"],
-        "levels": [0.1, 0.2],
-        "default_method": "residual",
-    }
-
-
 def test_judges_without_configuration(app: AppHarness):
     data = app.client.get("/v1/judges").json()
     assert data["default_judge"] is None

@@ -478,7 +478,7 @@ def test_live_judge_without_any_calibration_escalates(
     assert data["decision"] == "escalate" and "fresh-judge" in data["reason"]
     judges = harness.client.get("/v1/judges").json()["judges"]
     fresh = next(j for j in judges if j["name"] == "fresh-judge")
-    assert fresh["configured"] is True and fresh["calibrated_criteria"] == []
+    assert fresh["configured"] is True and fresh["criteria"] == []
 
 
 def test_live_call_with_another_prompt_family_is_422(judge_app: AppHarness, stand_in: JudgeServer):

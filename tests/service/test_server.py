@@ -60,9 +60,11 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def server(artifact_path: Path) -> Iterator[int]:
-    """A server with 0.5 s header and body deadlines and a 1 s keep-alive limit; yields its port."""
+    """A server with 0.5 s header and body deadlines and a 1 s keep-alive limit; yields its port. One process for
+    the module's four connection tests (starting one costs seconds): each test opens its own connections and
+    waits for the server to close them, so none leaves state another reads."""
     process, port = _start(artifact_path, HEADER_TIMEOUT_S="0.5", BODY_TIMEOUT_S="0.5", KEEPALIVE_TIMEOUT_S="1")
     yield port
     _stop(process)

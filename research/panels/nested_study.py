@@ -1,9 +1,9 @@
-"""The issue's panel against its members, nested and on the same menu (``python -m offline panels-nested``).
+"""The four-judge panel against its members, nested and on the same menu (``python -m research.panels nested``).
 
-Rules of the estimate in :mod:`calibration.panel_nested`; this module builds the contenders from the recorded
+Rules of the estimate in :mod:`research.panels.nested`; this module builds the contenders from the recorded
 data and writes the result. Rules, stated once:
 
-* **Items.** The issue's panel (:data:`offline.studies.panels.EXPORTED_PANEL`) on its common items per criterion
+* **Items.** The four-judge panel (:data:`offline.studies.panels.EXPORTED_PANEL`) on its common items per criterion
   (:func:`offline.studies.panel_cells.panel_cells`); every member on the same items and documents, once per input
   kind it supports (:func:`offline.studies.panel_cells.member_kind_data`).
 * **Feature sets** of the learned recipes (each standardised by the model, :mod:`calibration.panel_model`):
@@ -16,7 +16,7 @@ data and writes the result. Rules, stated once:
 * **Ratio.** Panel's nested set size / the best member's: the smallest nested set size over members and kinds,
   taken after the fact (favours the members, so the ratio is if anything too high), per criterion and the mean of
   the four ratios. Menu ``core`` repeats the estimate with core methods only on both sides (the service's menu).
-* **Bound** (:func:`calibration.panel_nested.fixed_recipes`): per contender, the smallest recipe of the menu that
+* **Bound** (:func:`research.panels.nested.fixed_recipes`): per contender, the smallest recipe of the menu that
   meets the selection rule on the outer test documents, chosen there (after the fact). ``bound_ratio`` = the
   panel's bound / the smallest member bound; ``panel_bound_ratio`` = the panel's bound / the best member's nested
   size (the most the panel could gain from any choice among the menu against members that choose honestly).
@@ -33,8 +33,6 @@ import msgspec
 import numpy as np
 
 from calibration.kind_fit import KindData
-from calibration.panel_nested import NestedEstimate, fixed_recipes, nested_estimate
-from calibration.panel_recipes import Contender, menu_for
 from calibration.panels import panel_kind_data
 from calibration.selection import MethodEvidence, qualifies
 from offline.jsonfile import write_json
@@ -42,6 +40,8 @@ from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panel_cells import PanelCell, member_kind_data, panel_cells
 from offline.studies.panels import EXPORTED_PANEL
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
+from research.panels.nested import NestedEstimate, fixed_recipes, nested_estimate
+from research.panels.recipes import Contender, menu_for
 
 __all__ = [
     "JSON_FILE",
@@ -155,8 +155,8 @@ def run_nested_study(
     cal_fraction: float = 0.5,
     progress: Callable[[Iterable], Iterable] | None = None,
 ) -> NestedStudy:
-    """The nested estimate for the panel ``members`` (the issue's by default) and each member, per criterion and
-    menu (module rules)."""
+    """The nested estimate for the panel ``members`` (the four-judge panel by default) and each member, per
+    criterion and menu (module rules)."""
     found = sorted({d.criterion for d in datasets if d.judge in members})
     tasks = [(c, m) for c in found if criteria is None or c in criteria for m in menus]
     rows = []
@@ -255,7 +255,7 @@ def markdown(study: NestedStudy) -> str:
     """Per menu: each criterion's panel and best member, the conditions, the ratio, and the mean ratio."""
     target = 1 - study.alpha
     lines = [
-        f"# The issue's panel against its members, nested (alpha = {study.alpha}, PAC delta = {study.delta}, "
+        f"# The four-judge panel against its members, nested (alpha = {study.alpha}, PAC delta = {study.delta}, "
         f"outer seeds {study.outer_seeds} x {study.n_splits} splits by document ({study.cal_fraction:.0%} of "
         f"the documents calibrate), choice by {study.repeats} x 2 folds inside the calibration documents)",
         "",

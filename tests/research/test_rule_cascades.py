@@ -1,4 +1,4 @@
-"""offline.studies.panel_cascades: cascades whose stage methods the validity rule chooses, on the small synthetic
+"""research.panels.rule_cascades: cascades whose stage methods the validity rule chooses, on the small synthetic
 judges of the panel study's tests."""
 
 from __future__ import annotations
@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 
 from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.panel_cascades import MAX_CALLS, SIZE_MARGIN, WIDTHS, run_rule_cascades, write_rule_cascades
-from tests.offline.test_panels_study import datasets  # noqa: F401  (the synthetic judges fixture)
+from research.panels.rule_cascades import MAX_CALLS, SIZE_MARGIN, WIDTHS, run_rule_cascades, write_rule_cascades
 
 
 def test_points_calls_and_the_goal_follow_the_modules_rules(
-    datasets: list[JudgeCriterionData],  # noqa: F811
+    datasets: list[JudgeCriterionData],
     tmp_path: Path,
 ) -> None:
     study = run_rule_cascades(datasets, judges=["a-judge", "b-judge"], n_splits=2, seed=0, repeats=1)

@@ -1,14 +1,14 @@
-"""Two-judge cascades whose stage methods are chosen by the validity rule (``python -m offline panels-cascades``).
+"""Two-judge cascades whose stage methods are chosen by the validity rule (``python -m research.panels rule-cascades``).
 
-The cascade study (:mod:`offline.studies.cascades`) fixes each stage's method (``residual`` on judge 1's score,
+The cascade study (:mod:`research.panels.cascades`) fixes each stage's method (``residual`` on judge 1's score,
 ``residual_expected`` on the pair's mean); its coherence sets miss the lowest human label. Here each stage's
 method is chosen as a served default is: the selection rule over the core methods of the stage's input kind
-(:func:`calibration.panel_nested.choose_recipe`, core menu only), by cross-fitting inside the documents of the
+(:func:`research.panels.nested.choose_recipe`, core menu only), by cross-fitting inside the documents of the
 stage's own fit items. Rules, stated once:
 
 * **Items, splits.** The pair's common items per criterion (:func:`offline.studies.panel_cells.panel_cells`);
   ``n_splits`` outer splits by document (seed ``seed``), half the documents calibrate.
-* **Routing** as in :mod:`offline.studies.cascades`: judge 1's ``residual`` thresholds fitted on half of the
+* **Routing** as in :mod:`research.panels.cascades`: judge 1's ``residual`` thresholds fitted on half of the
   calibration documents (``default_rng([seed, 7, split])``); an item goes on when its stage-1 set width > ``w``.
 * **Stages.** Stage 1: judge 1's richest input kind (probabilities where recorded, else its score) over the fit
   half's items that stop; stage 2: the pair's mean of expected scores (``mean`` kind) over the items routed on.
@@ -22,7 +22,7 @@ stage's own fit items. Rules, stated once:
   rule's four conditions.
 * **Goal** per (pair, criterion): among widths whose cascade meets the rule with < 1.6 calls, the smallest sets;
   met when they are <= the reference's + 0.05 and the reference meets the rule. The width is picked on the test
-  documents (as in :mod:`offline.studies.cascades`), so a met goal is optimistic by that one choice.
+  documents (as in :mod:`research.panels.cascades`), so a met goal is optimistic by that one choice.
 
 Writes ``conformal/panel_cascades.json`` and ``conformal/panel_cascades.md``.
 """
@@ -39,16 +39,16 @@ import numpy as np
 from calibration.errors import EmptyCalibrationError
 from calibration.heldout import group_splits
 from calibration.kind_fit import KindData
-from calibration.panel_nested import choose_recipe, evidence_of
-from calibration.panel_recipes import Contender, RecipeSets, evaluate_recipes, menu_for
 from calibration.panels import panel_kind_data
 from calibration.selection import qualifies
 from offline.jsonfile import write_json
-from offline.studies.cascades import MAX_CALLS, SIZE_MARGIN, routing_split
 from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panel_cells import member_kind_data, panel_cells
 from offline.studies.panels import EXPORTED_PANEL
 from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
+from research.panels.cascades import MAX_CALLS, SIZE_MARGIN, routing_split
+from research.panels.nested import choose_recipe, evidence_of
+from research.panels.recipes import Contender, RecipeSets, evaluate_recipes, menu_for
 
 __all__ = [
     "JSON_FILE",
@@ -259,7 +259,7 @@ def run_rule_cascades(
     judges: Sequence[str] = EXPORTED_PANEL,
     progress: Callable[[Iterable], Iterable] | None = None,
 ) -> RuleCascadeStudy:
-    """Every ordered pair of ``judges`` (the issue's panel by default) x criterion (module rules)."""
+    """Every ordered pair of ``judges`` (the four-judge panel by default) x criterion (module rules)."""
     criteria = sorted({d.criterion for d in datasets if d.judge in judges})
     tasks = [(a, b, c) for a, b in itertools.permutations(sorted(judges), 2) for c in criteria]
     points: list[RuleCascadePoint] = []

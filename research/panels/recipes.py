@@ -1,7 +1,7 @@
 """A panel's or a member's recipes: the contender, its menu and one evaluation of every recipe on (fit, test) items.
 
 Pure (numbers in, typed results out). The honest comparison that chooses among these recipes by document is
-:mod:`calibration.panel_nested`. Rules, stated once:
+:mod:`research.panels.nested`. Rules, stated once:
 
 * **Contender** (:class:`Contender`): one side of the comparison on the panel's common items: its core inputs
   (:class:`calibration.kind_fit.KindData`: a panel's ``mean`` verdicts, a member's ``score`` or

@@ -1,4 +1,4 @@
-"""offline.studies.panel_nested: contenders' feature sets, the ratio to the best member, and the written report, on
+"""research.panels.nested_study: contenders' feature sets, the ratio to the best member, and the written report, on
 the small synthetic judges of the panel study's tests."""
 
 from __future__ import annotations
@@ -11,15 +11,14 @@ import pytest
 
 from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.panel_cells import member_kind_data, panel_cells
-from offline.studies.panel_nested import LOG_FLOOR, contenders, run_nested_study, write_nested_study
-from tests.offline.test_panels_study import datasets  # noqa: F401  (the synthetic judges fixture)
+from research.panels.nested_study import LOG_FLOOR, contenders, run_nested_study, write_nested_study
 
 MEMBERS = ["a-judge", "b-judge", "c-judge"]
 
 
 def test_contenders_are_the_panel_then_every_member_kind_with_the_modules_features(
-    datasets: list[JudgeCriterionData],  # noqa: F811
-) -> None:  # noqa: F811
+    datasets: list[JudgeCriterionData],
+) -> None:
     cell = panel_cells(datasets, MEMBERS, "coherence")
     assert cell is not None
     found = contenders(cell, member_kind_data(datasets, cell))
@@ -51,9 +50,9 @@ def test_contenders_are_the_panel_then_every_member_kind_with_the_modules_featur
 
 
 def test_the_ratio_is_the_panels_nested_size_over_the_smallest_members(
-    datasets: list[JudgeCriterionData],  # noqa: F811
+    datasets: list[JudgeCriterionData],
     tmp_path: Path,
-) -> None:  # noqa: F811
+) -> None:
     study = run_nested_study(datasets, members=MEMBERS, outer_seeds=[0], n_splits=2, repeats=1)
     assert [(r.criterion, r.menu) for r in study.rows] == [("coherence", "full"), ("coherence", "core")]
     for row in study.rows:

@@ -1,6 +1,8 @@
 """Cascades of two judges on SummEval: ask judge 1; only when its set is wide, ask judge 2 and answer from the pair.
 
-Study only (``python -m offline cascades``); the service does not run cascades yet. Rules, stated once:
+Research (``python -m research.panels cascades``). The service serves cascades routed on the certified
+decision instead (a stage that cannot accept passes the item on: ``service.scoring.cascades``, CASCADES_FILE);
+this routing on the width of judge 1's set is not served. Rules, stated once:
 
 * **Items, groups.** The items both judges answered for the criterion (:func:`offline.studies.panel_cells.panel_cells`);
   splits by SummEval document, ``n_splits`` seeded splits (:func:`calibration.heldout.group_splits`, half the

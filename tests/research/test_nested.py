@@ -1,4 +1,4 @@
-"""calibration.panel_recipes and calibration.panel_nested: the menu, one evaluation of every recipe (checked
+"""research.panels.recipes and research.panels.nested: the menu, one evaluation of every recipe (checked
 against hand computations), the selection rule over recipes, and the nested estimate's use of documents (the
 choice never sees test documents)."""
 
@@ -14,7 +14,8 @@ from calibration.heldout import group_splits, pooled_group_coverage
 from calibration.kind_evaluation import cross_fit_splits
 from calibration.kind_fit import KindData
 from calibration.panel_model import fit_multinomial
-from calibration.panel_nested import (
+from calibration.selection import MethodEvidence
+from research.panels.nested import (
     FALLBACK,
     choose_recipe,
     evidence_of,
@@ -22,8 +23,7 @@ from calibration.panel_nested import (
     nested_estimate,
     pick_recipe,
 )
-from calibration.panel_recipes import Contender, Recipe, RecipeSets, evaluate_recipes, menu_for
-from calibration.selection import MethodEvidence
+from research.panels.recipes import Contender, Recipe, RecipeSets, evaluate_recipes, menu_for
 
 N_DOCS, PER_DOC, K = 40, 10, 5
 
@@ -320,7 +320,7 @@ def test_cal_fraction_sets_the_share_of_calibration_documents_in_every_outer_spl
     assert chosen.mean_set_size == pytest.approx(sets.sizes.mean())
 
 
-# --- exact checks added by mutation testing (issue 16): each pins a rule of the module docstring by hand ---------
+# --- exact checks added by mutation testing: each pins a rule of the module docstring by hand ---------
 
 
 def _pac_threshold(scores: np.ndarray, alpha: float, delta: float) -> float:
@@ -334,7 +334,7 @@ def _pac_threshold(scores: np.ndarray, alpha: float, delta: float) -> float:
 
 
 def test_spans_of_hand_made_sets() -> None:
-    from calibration.panel_recipes import _spans
+    from research.panels.recipes import _spans
 
     membership = np.array(
         [[0, 0, 0, 0, 0], [1, 0, 1, 0, 0], [0, 1, 1, 1, 0], [1, 1, 1, 1, 1], [0, 0, 0, 0, 1], [0, 0, 1, 0, 0]],
@@ -346,7 +346,7 @@ def test_spans_of_hand_made_sets() -> None:
 
 
 def test_learned_thresholds_marginal_bin_and_label_by_hand() -> None:
-    from calibration.panel_recipes import _learned_limits
+    from research.panels.recipes import _learned_limits
 
     rng = np.random.default_rng(11)
     # threshold items: bin 1 has 15 items, bins 2 and 3 have 40 each; test items in bins 1..4 (4 never seen)
@@ -504,9 +504,9 @@ def test_choose_recipe_by_hand_with_the_documented_keys() -> None:
 
 
 def test_the_defaults_and_keys_of_the_nested_estimate_and_fixed_recipes(monkeypatch: pytest.MonkeyPatch) -> None:
-    import calibration.panel_nested as module
-    from calibration.panel_nested import NestedEstimate, RecipeChoice
+    import research.panels.nested as module
     from calibration.selection import qualifies
+    from research.panels.nested import NestedEstimate, RecipeChoice
 
     contender = _contender(10)
     calls: list[tuple[str, dict]] = []
@@ -603,7 +603,7 @@ def test_the_defaults_and_keys_of_the_nested_estimate_and_fixed_recipes(monkeypa
 
 
 def test_choose_recipe_pools_groups_of_20_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    import calibration.panel_nested as module
+    import research.panels.nested as module
 
     contender = _contender(13)
     seen: list[tuple[str, int]] = []

@@ -1,10 +1,10 @@
 """A panel against its members, honestly: each side picks its method from the same menu by the selection rule
 inside the calibration documents, and is scored on documents never used for the choice or the fit.
 
-Pure (numbers in, typed results out). The panel study (:mod:`offline.studies.panel_nested`) calls it for the
-issue's panel and each member in each input kind. Rules, stated once:
+Pure (numbers in, typed results out). The panel study (:mod:`research.panels.nested_study`) calls it for the
+four-judge panel and each member in each input kind. Rules, stated once:
 
-* **Contender, menu and one evaluation**: :mod:`calibration.panel_recipes`.
+* **Contender, menu and one evaluation**: :mod:`research.panels.recipes`.
 * **Choice** (:func:`choose_recipe`) inside a set of documents: ``repeats`` 2-fold splits by document, both
   ways (:func:`calibration.kind_evaluation.cross_fit_splits` with ``seed``); evidence per recipe as in
   :mod:`calibration.kind_fit` (mean and 5th-percentile coverage over the folds, lowest coverage within a human
@@ -34,8 +34,8 @@ import numpy as np
 
 from calibration.heldout import group_splits, pooled_group_coverage
 from calibration.kind_evaluation import cross_fit_splits
-from calibration.panel_recipes import Contender, Recipe, RecipeSets, evaluate_recipes, menu_for
 from calibration.selection import MethodEvidence, choose_method, qualifies
+from research.panels.recipes import Contender, Recipe, RecipeSets, evaluate_recipes, menu_for
 
 __all__ = [
     "FALLBACK",
