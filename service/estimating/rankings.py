@@ -69,8 +69,11 @@ def _bounds(low: float, high: float) -> tuple[float, float] | None:
 
 
 def _clipped(low: np.ndarray, high: np.ndarray, unknown: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """An under-labelled model's (-inf, inf) as [0, 1], the range of a win rate; other intervals as computed."""
-    return np.where(unknown, 0.0, low), np.where(unknown, 1.0, high)
+    """Every interval within [0, 1], the range of a win rate (the intersection keeps the coverage); an
+    under-labelled model's (-inf, inf) is then [0, 1]. NaN (no estimate) stays NaN."""
+    low, high = np.where(unknown, 0.0, low), np.where(unknown, 1.0, high)
+    with np.errstate(invalid="ignore"):
+        return np.where(low < 0.0, 0.0, low), np.where(high > 1.0, 1.0, high)
 
 
 def _pairs(sets: RankSets, names: list[str]) -> list[SeparablePair]:
