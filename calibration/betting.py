@@ -101,7 +101,7 @@ def _log_increments(
     m: np.ndarray,
     y: np.ndarray,
     f: np.ndarray,
-    lam: np.ndarray,
+    lam: np.ndarray | None,
     bets: np.ndarray,
     mu_lo: float,
     mu_hi: float,
@@ -111,10 +111,14 @@ def _log_increments(
     """Per-step log-capital factors of the upside and downside bets on theta = m (the worst judge mean on each
     side); ``m`` has one value per row, the other arrays one row or one row per value of ``m``."""
     mm = m[:, None]
-    d_up = y - mm - lam * (f - mu_lo)
-    d_down = y - mm - lam * (f - mu_hi)
-    neg_span = np.maximum(mm - lo + lam * (hi - mu_lo), 1e-12)
-    pos_span = np.maximum(hi - mm + lam * (mu_hi - lo), 1e-12)
+    if lam is None:  # lambda = 0 (the human-only process, the judge's mean): the same numbers, fewer operations
+        d_up = d_down = y - mm
+        neg_span, pos_span = np.maximum(mm - lo, 1e-12), np.maximum(hi - mm, 1e-12)
+    else:
+        d_up = y - mm - lam * (f - mu_lo)
+        d_down = y - mm - lam * (f - mu_hi)
+        neg_span = np.maximum(mm - lo + lam * (hi - mu_lo), 1e-12)
+        pos_span = np.maximum(hi - mm + lam * (mu_hi - lo), 1e-12)
     log_up = np.log1p(np.minimum(bets, _BET_C / neg_span) * d_up)
     log_down = np.log1p(-np.minimum(bets, _BET_C / pos_span) * d_down)
     return log_up, log_down
@@ -150,26 +154,46 @@ def _rejects(
     rejected = np.zeros(rows, dtype=bool)
     active = np.arange(rows)
     block = max(_MIN_BLOCK, _CELL_BUDGET // rows)
+    judge_weighted = bool(lam.any())
     for start in range(0, n, block):
         cols = slice(start, min(n, start + block))
-        y_b, f_b, lam_b, bets_b = (_block(array, active, cols) for array in (y, f, lam, bets))
+        y_b, f_b, bets_b = (_block(array, active, cols) for array in (y, f, bets))
+        lam_b = _block(lam, active, cols) if judge_weighted else None
         mm = m if m.size == 1 else m[active]
         parts = list(_log_increments(mm, y_b, f_b, lam_b, bets_b, mu_lo, mu_hi, lo, hi))
         if human_bets is not None:
-            zeros = np.zeros_like(lam_b)
-            parts += list(_log_increments(mm, y_b, f_b, zeros, _block(human_bets, active, cols), mu_lo, mu_hi, lo, hi))
+            parts += list(_log_increments(mm, y_b, f_b, None, _block(human_bets, active, cols), mu_lo, mu_hi, lo, hi))
         # (parts, rows, items): a single row broadcast against several values of m
-        log_capital = np.cumsum(np.stack(np.broadcast_arrays(*parts)), axis=2)
+        log_capital = np.empty((len(parts), max(part.shape[0] for part in parts), parts[0].shape[1]))
+        for index, part in enumerate(parts):
+            np.cumsum(np.broadcast_to(part, log_capital.shape[1:]), axis=1, out=log_capital[index])
         log_capital += carry[:, active, None]
-        pairs = np.logaddexp(log_capital[0::2], log_capital[1::2])  # up with down (of each process)
-        log_mixture = (pairs[0] if n_parts == 2 else np.logaddexp(pairs[0], pairs[1])) - math.log(n_parts)
-        hit = log_mixture.max(axis=1) >= log_threshold
+        hit = _crossed(log_capital, log_threshold)
         carry[:, active] = log_capital[:, :, -1]
         rejected[active[hit]] = True
         active = active[~hit]
         if active.size == 0:
             break
     return rejected
+
+
+def _crossed(log_capital: np.ndarray, log_threshold: float) -> np.ndarray:
+    """Per row: the equal mixture of the parts' capitals reaches the threshold at some item of the block.
+
+    The mixture's log lies within ``[max part - log(parts), max part]``, so rows whose largest part stays below
+    the threshold, or whose largest part minus ``log(parts)`` reaches it, are decided without the exact mixture;
+    the exact ``logaddexp`` is computed for the others only (the same answer, far fewer logarithms)."""
+    penalty = math.log(log_capital.shape[0])
+    top = log_capital.max(axis=(0, 2))
+    hit = top - penalty >= log_threshold
+    unsure = np.flatnonzero(~hit & (top >= log_threshold))
+    if unsure.size:
+        parts = log_capital[:, unsure]
+        pairs = np.logaddexp(parts[0::2], parts[1::2])  # up with down (of each process)
+        mixture = (pairs[0] if pairs.shape[0] == 1 else np.logaddexp(pairs[0], pairs[1])) - penalty
+        hit[unsure] = mixture.max(axis=1) >= log_threshold
+    crossed: NDArray[np.bool_] = hit
+    return crossed
 
 
 def _block(array: np.ndarray, active: np.ndarray, cols: slice) -> np.ndarray:
