@@ -250,14 +250,11 @@ def _betting_core(
         # the centre is rejected only in degenerate cases (or at a large alpha): seed the bisection elsewhere
         one = slice(row, row + 1)
         hb = None if human_bets is None else human_bets[one]
-        centre[row] = _accepted_seed(
-            float(centre[row]),
-            lambda m, one=one, hb=hb: _rejects(
-                m, y[one], f[one], lam[one], bets[one], mu_lo, mu_hi, lo, hi, threshold, hb
-            ),
-            lo,
-            hi,
-        )
+
+        def row_rejected(m: np.ndarray, one: slice = one, hb: np.ndarray | None = hb) -> np.ndarray:
+            return _rejects(m, y[one], f[one], lam[one], bets[one], mu_lo, mu_hi, lo, hi, threshold, hb)
+
+        centre[row] = _accepted_seed(float(centre[row]), row_rejected, lo, hi)
     bounds = []
     for outer in (lo, hi):
         rej = np.full_like(centre, outer)  # outer end: taken as rejected (the bound is reported there at worst)

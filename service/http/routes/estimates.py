@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 import anyio.to_thread
 from litestar import Request, post
-from litestar.openapi.spec import Example, OpenAPIType, Schema
+from litestar.openapi.spec import Example, OpenAPIType, Reference, Schema
 from litestar.params import Body
 from redis.exceptions import RedisError
 
@@ -138,6 +138,7 @@ async def rankings(data: RankingBody, request: Request) -> RankingResponse:
     return await anyio.to_thread.run_sync(rank_models, data, limits)
 
 
+Properties = dict[str, Schema | Reference]  # a Schema's properties, as Litestar types them
 _NULL = Schema(type=OpenAPIType.NULL)
 _NOT_NULL = Schema(  # any JSON value but null, stated positively (the generator handles it better than a not)
     type=[OpenAPIType.ARRAY, OpenAPIType.OBJECT, OpenAPIType.STRING, OpenAPIType.NUMBER, OpenAPIType.BOOLEAN]
@@ -148,13 +149,13 @@ _WIN_VALUE = Schema(enum=[0, 0.5, 1])
 def _given(*fields: str, **schemas: Schema) -> Schema:
     """Each of ``fields`` present and not null (with ``schemas`` for some of them)."""
     # a keyword such as required or items says nothing of a null: the not-null part is always stated
-    properties = {
+    properties: Properties = {
         field: Schema(all_of=[_NOT_NULL, schemas[field]]) if field in schemas else _NOT_NULL for field in fields
     }
     return Schema(required=list(fields), properties=properties)
 
 
-def _absent(*fields: str) -> dict[str, Schema]:
+def _absent(*fields: str) -> Properties:
     """Each of ``fields`` left out (or null, which the service reads as left out)."""
     return dict.fromkeys(fields, _NULL)
 
@@ -162,7 +163,7 @@ def _absent(*fields: str) -> dict[str, Schema]:
 def _values(value: Schema, *, with_unlabelled: bool = True) -> Schema:
     """Every labelled item's human (and judge) value, and every unlabelled verdict, of schema ``value``."""
     item = Schema(properties={"human": value, "judge": Schema(any_of=[_NULL, value])})
-    properties = {"labelled": Schema(items=item)}
+    properties: Properties = {"labelled": Schema(items=item)}
     if with_unlabelled:
         properties["unlabelled"] = Schema(any_of=[_NULL, Schema(items=Schema(properties={"judge": value}))])
     return Schema(properties=properties)
@@ -179,7 +180,8 @@ def _metric_rules(metric_field: str, values_at: tuple[str, ...] = ()) -> list[Sc
     default_scale = Schema(schema_not=Schema(any_of=[Schema(required=["scale_min"]), Schema(required=["scale_max"])]))
 
     def placed(values: Schema) -> Schema:
-        return Schema(properties=dict.fromkeys(values_at, values)) if values_at else values
+        placed_at: Properties = dict.fromkeys(values_at, values)
+        return Schema(properties=placed_at) if values_at else values
 
     on_scale = Schema(
         properties={"threshold": Schema(any_of=[_NULL, Schema(exclusive_minimum=1, maximum=5)])},
