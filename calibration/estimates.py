@@ -32,9 +32,18 @@ Rules (stated once, used everywhere):
   offline study (``python -m offline estimates``) reports the served coverage they give.
 * **Effective sample gain** = ``var_classical / var_PPI++`` (ratio of the two CLT variance estimates, the same as
   the squared width ratio of the two CLT intervals): how many human labels each label is worth with the judge.
+  ``served_gain`` is the squared width ratio of the intervals served (human-only / served), and ``gain_note``
+  says in the answer which of the two the figures describe (with betting served they differ; see its text).
 * **Label budget**: labels for a target half-width ``W`` under PPI++, ``n = z^2 var0(Y - lambda f) /
-  (W^2 - z^2 lambda^2 var0(f_unl)/N)`` (None when the unlabelled term alone exceeds ``W``), at least ``MIN_N_CLT``;
-  the default target is half the current PPI++ half-width.
+  (W^2 - z^2 lambda^2 var0(f_unl)/N)`` (no count when the unlabelled term alone exceeds ``W``), at least
+  ``MIN_N_CLT``, and never more than the human-only count ``z^2 var0(Y) / W^2`` (PPI++ tunes lambda again at
+  the larger n, and lambda = 0 is the classical interval); the default target is half the current PPI++ half-width.
+* **Order**: the answer depends on the multisets of the sample only. The labelled pairs are sorted (human label,
+  then judge verdict) and the unlabelled verdicts sorted before anything is summed; the betting intervals then
+  read them in ``betting.canonical_order`` (sorted, then the fixed permutation of seed ``betting.ORDER_SEED``).
+* **Estimate inside its interval**: every served interval (and the human-only one) contains its estimate (the
+  betting bounds are widened to it where they miss it, which only happens at large alpha; a superset keeps the
+  coverage).
 """
 
 from __future__ import annotations
@@ -112,6 +121,8 @@ class EstimateAnswer(msgspec.Struct, frozen=True, kw_only=True):
     ppi_interval: tuple[float, float] | None = None
     betting_interval: tuple[float, float] | None = None
     classical_interval: tuple[float, float] | None = None
+    served_gain: float | None = None  # (human-only width / served width)^2: the gain in the intervals served
+    gain_note: str | None = None  # how effective_sample_gain and the label budget relate to the intervals served
 
 
 class Sample(msgspec.Struct, frozen=True, kw_only=True):
@@ -191,8 +202,10 @@ def label_budget(
         )
     var_rect = float((y_arr - lam * f_arr).var())
     room = width**2 - z**2 * lam**2 * float(f_unl.var()) / f_unl.size
-    needed = None if room <= 0 else _label_count(z**2 * var_rect / room)
+    tuned = None if room <= 0 else _label_count(z**2 * var_rect / room)
     human = None if width**2 <= 0 else _label_count(z**2 * float(y_arr.var()) / width**2)
+    # PPI++ at the larger n tunes lambda again and lambda = 0 is the classical interval: never more than humans alone
+    needed = tuned if human is None else human if tuned is None else min(tuned, human)
     return LabelBudget(
         target_half_width=float(width),
         labels_needed=needed,
@@ -207,6 +220,32 @@ def _human_only(y: np.ndarray, lo: float, hi: float, alpha: float, binary: bool)
         return clopper_pearson(int(y.sum()), y.size, alpha), "clopper-pearson"
     result = betting_intervals(y, None, None, lo, hi, alpha)
     return (float(result.low[0]), float(result.high[0])), result.method
+
+
+def _canonical(y: np.ndarray, f: np.ndarray, f_unl: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The sample in one order that depends on its multisets only (labelled pairs sorted by human label, then
+    judge verdict; unlabelled verdicts sorted): every sum below is then the same floating-point sum whatever order
+    the caller sent (the betting interval then reads its own arrival order, ``betting.canonical_order``)."""
+    order = np.lexsort((f, y))
+    return y[order], f[order], np.sort(f_unl)
+
+
+def _gain_note(method: str, gain: float | None, served_gain: float | None) -> str:
+    """How ``effective_sample_gain`` and the label budget relate to the intervals served."""
+    if method == "ppi++":
+        return (
+            "effective_sample_gain and label_budget are those of the PPI++ and classical CLT intervals, the ones "
+            "served here"
+        )
+    served = "not defined" if served_gain is None else f"{served_gain:.3g}"
+    clt = "not defined" if gain is None else f"{gain:.3g}"
+    return (
+        f"effective_sample_gain ({clt}) and label_budget are CLT figures (PPI++ against classical: what the judge is "
+        f"worth once n >= {MIN_N_CLT} serves PPI++); at this n the finite-sample betting intervals are served, and "
+        f"their squared width ratio (human-only / served) is {served}: below 1 the betting interval with the judge "
+        "is wider, because it spends alpha/10 on the judge's mean, hedges its bets over that mean's interval, "
+        "learns lambda from earlier labels only and mixes with the human-only capital (a factor 2)"
+    )
 
 
 def _answer(
@@ -227,6 +266,7 @@ def _answer(
         )
     if y.size < 2 or f_unl.size < 2:
         raise EmptyCalibrationError("need at least 2 labelled and 2 unlabelled items")
+    y, f, f_unl = _canonical(y, f, f_unl)
     ppi = ppi_intervals(y, f, f_unl, alpha)
     classical = classical_intervals(y, alpha)
     bet = betting_intervals(y, f, f_unl, lo, hi, alpha)
@@ -239,15 +279,20 @@ def _answer(
         human_interval, human_method = _human_only(y, lo, hi, alpha, binary)
     se_ppi, se_classical = float(ppi.se[0]), float(classical.se[0])
     gain = se_classical**2 / se_ppi**2 if se_ppi > 0 and se_classical > 0 else None
+    served_width, human_width = interval[1] - interval[0], human_interval[1] - human_interval[0]
+    served_gain = (human_width / served_width) ** 2 if served_width > 0 and human_width > 0 else None
+    method = "ppi++" if clt else "betting"
     return EstimateAnswer(
         metric=metric,
         alpha=alpha,
         estimate=float(ppi.estimate[0]),
         interval=interval,
-        method="ppi++" if clt else "betting",
+        method=method,
         human_only_interval=human_interval,
         human_only_method=human_method,
         effective_sample_gain=gain,
+        served_gain=served_gain,
+        gain_note=_gain_note(method, gain, served_gain),
         n_labelled=int(y.size),
         n_unlabelled=int(f_unl.size),
         lam=float(ppi.lam[0]),

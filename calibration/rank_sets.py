@@ -32,6 +32,9 @@ Rules:
   ``hat_j - hat_i > sqrt(chi2_{k,1-alpha} * Var(hat_j - hat_i))`` (the minimum of ``theta_j - theta_i`` over the
   ellipsoid is positive). ``"bonferroni"``: per-model intervals ``hat_i +- z_{1 - alpha/(2k)} sd_i``; j above i
   when ``lower_j > upper_i``.
+* **Order** (``canonical_battles``): the battles are turned (``model_a < model_b``) and sorted before anything is
+  summed, so the estimate, its covariance and the rank sets are the same floats whatever order (or sides) the
+  battles came in; only the numbering of the models (the caller's) is kept.
 * **Rank set** of i: ``[1 + #{j certainly above i}, k - #{j certainly below i}]``; ranks are 1 = best. Whenever
   the true win rates lie in the joint region, every model's true rank lies in its rank set (so the rank sets
   cover the true ranking jointly with the region's probability). A model without battles gets ``[1, k]``.
@@ -65,6 +68,7 @@ __all__ = [
     "Battles",
     "RankSets",
     "WinRateEstimate",
+    "canonical_battles",
     "ppr_win_rates",
     "rank_sets",
     "rank_sets_from_intervals",
@@ -176,9 +180,33 @@ def _cross(
         return flat.reshape(k, k) / np.outer(counts, counts)
 
 
+def canonical_battles(*aligned: Battles) -> tuple[Battles, ...]:
+    """Aligned battle sets (the same battles with different outcomes: the human's and the judge's) in one order
+    that depends on their multiset only: each battle turned so that ``model_a < model_b`` (its outcomes swapped
+    with it), then sorted by the two models and the outcomes of each set. Every sum is then the same
+    floating-point sum whatever the order (or the sides) the battles came in."""
+    first = aligned[0]
+    swap = first.model_a > first.model_b
+    turned = [
+        Battles(
+            model_a=np.where(swap, b.model_b, b.model_a),
+            model_b=np.where(swap, b.model_a, b.model_b),
+            win_a=np.where(swap, b.win_b, b.win_a),
+            win_b=np.where(swap, b.win_a, b.win_b),
+        )
+        for b in aligned
+    ]
+    keys: list[np.ndarray] = []
+    for b in reversed(turned):
+        keys += [b.win_b, b.win_a]
+    order = np.lexsort([*keys, turned[0].model_b, turned[0].model_a])  # the last key is the primary one
+    return tuple(b.take(order) for b in turned)
+
+
 def win_rates(battles: Battles, k: int, *, method: str = "human only") -> WinRateEstimate:
     """Per-model mean outcome over the battles it is in, with the sandwich covariance (see module rules)."""
     _check(battles, k)
+    (battles,) = canonical_battles(battles)
     theta, counts = _means(battles, k, battles.win_a, battles.win_b)
     ra = battles.win_a - theta[battles.model_a]
     rb = battles.win_b - theta[battles.model_b]
@@ -198,6 +226,7 @@ def ppr_win_rates(
         raise CalibrationError("human and judge must describe the same labelled battles in the same order")
     if len(human) == 0 or len(judge_unlabelled) == 0:
         raise EmptyCalibrationError("need labelled and unlabelled battles")
+    human, judge = canonical_battles(human, judge)
     unl = win_rates(judge_unlabelled, k)
     h_mean, counts = _means(human, k, human.win_a, human.win_b)
     f_mean, _ = _means(human, k, judge.win_a, judge.win_b)

@@ -1,6 +1,7 @@
 """Rankings of one input's candidates from its Tournament: win rate, Bradley-Terry, Schulze, MFAS.
 
-Each ranker returns a :class:`Ranking` (``order`` best first, ``scores`` higher = better). All of them
+Each ranker returns a :class:`Ranking` (``order`` best first, ``scores`` higher = better, ``ranks`` 1 = best with
+tied candidates sharing a rank: a tie is shown as a tie, not as the order the tie-break happened to give). All of them
 read the repetition counts of the tournament (``Tournament.wins_matrix``; "tie" verdicts are half a win for
 each side where a method counts games, and abstain where it counts preferences) and break remaining ties
 by the candidate's position in the input order (earlier first), so equal inputs always give equal output.
@@ -15,21 +16,26 @@ call                            rule
 ``rank_mfas_copeland(t)``       Copeland: majority wins minus majority losses
 ``rank_all(t)``                 all five, keyed by method name
 ==============================  =================================================================
+
+Ties in ``ranks`` (competition ranks: "1, 1, 3"): a candidate shares the rank of the one before it in ``order``
+when the method does not separate them. Win rate, Bradley-Terry, Copeland: their scores differ by at most
+``_TIE_TOLERANCE`` (1e-7). Schulze: the one before does not beat it (equal strongest paths both ways). MFAS: an
+order of the same minimum feedback weight puts it above the one before (acyclic majority graph: no majority path
+joins them; otherwise one constrained ILP solve per neighbour pair, none when the optimum is unique). So a
+perfect 3-cycle ranks every candidate 1 under all five methods.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
-import os
 from collections.abc import Sequence
 
 import msgspec
 import numpy as np
-import pulp
 from numpy.typing import NDArray
 
 from calibration.errors import CalibrationError, ConvergenceError
+from calibration.linear_ordering import solve_linear_ordering, swappable_neighbours
 from calibration.tournament import Tournament
 
 __all__ = [
@@ -41,29 +47,57 @@ __all__ = [
     "rank_mfas_ilp",
     "rank_schulze",
     "rank_win_rate",
+    "ranks_of",
     "schulze_strongest_paths",
+    "tied_ranks",
 ]
 
 # Scores closer than this are treated as equal when ordering, so float noise cannot reorder candidates.
 _SCORE_DECIMALS = 9
+# Scores within this of each other are a tie in ``ranks`` (win rates and Copeland scores are exact ratios and
+# integers; Bradley-Terry's log-strengths converge to 1e-10, so equal strengths land well within it).
+_TIE_TOLERANCE = 1e-7
 
 
 class Ranking(msgspec.Struct, frozen=True, kw_only=True):
-    """A full ranking: ``order`` best first; ``scores`` per candidate, higher = better (method-specific)."""
+    """A full ranking: ``order`` best first; ``scores`` per candidate, higher = better (method-specific);
+    ``ranks`` per candidate, 1 = best, equal for tied candidates (see ``tied_ranks``; empty: no tie stated, each
+    candidate's rank is its place in ``order``, as ``ranks_of`` answers)."""
 
     method: str
     order: tuple[str, ...]
     scores: dict[str, float]
+    ranks: dict[str, int] = msgspec.field(default_factory=dict)
 
 
-def _ranking(method: str, t: Tournament, scores: np.ndarray) -> Ranking:
+def tied_ranks(order: Sequence[str], tied_with_previous: Sequence[bool]) -> dict[str, int]:
+    """Competition ranks ("1, 1, 3") of ``order``: a candidate tied with the one before it shares its rank,
+    otherwise its rank is its place (1-based). ``tied_with_previous[p]`` for the candidate at place p (p >= 1)."""
+    ranks: dict[str, int] = {}
+    for place, name in enumerate(order):
+        tied = place > 0 and bool(tied_with_previous[place])
+        ranks[name] = ranks[order[place - 1]] if tied else place + 1
+    return ranks
+
+
+def ranks_of(ranking: Ranking) -> dict[str, int]:
+    """The ranking's tied ranks, or each candidate's place in the order when it states none."""
+    return ranking.ranks or {name: place + 1 for place, name in enumerate(ranking.order)}
+
+
+def _ranking(method: str, t: Tournament, scores: np.ndarray, tolerance: float = _TIE_TOLERANCE) -> Ranking:
     # Descending score, then input position: a stable sort on the rounded negated scores.
     keys = np.round(-np.asarray(scores, dtype=float), _SCORE_DECIMALS)
     positions = sorted(range(t.n_candidates), key=lambda i: (keys[i], i))
+    order = tuple(t.candidates[i] for i in positions)
+    values = np.asarray(scores, dtype=float)[positions]
+    # tied: the score of the one before is not larger by more than the tolerance (equal scores are a tie)
+    tied = [False, *(bool(values[p - 1] - values[p] <= tolerance) for p in range(1, len(order)))]
     return Ranking(
         method=method,
-        order=tuple(t.candidates[i] for i in positions),
+        order=order,
         scores={name: float(score) for name, score in zip(t.candidates, scores, strict=True)},
+        ranks=tied_ranks(order, tied),
     )
 
 
@@ -166,7 +200,13 @@ def rank_schulze(t: Tournament) -> Ranking:
     """
     strength = schulze_strongest_paths(t.wins_matrix())
     scores = (strength > strength.T).sum(axis=1).astype(float)
-    return _ranking("schulze", t, scores)
+    ranking = _ranking("schulze", t, scores)
+    index = t.index()
+    places = [index[name] for name in ranking.order]
+    # tied: the one before does not beat it (p[prev, this] == p[this, prev])
+    tied = [False, *(bool(strength[places[p - 1], places[p]] <= strength[places[p], places[p - 1]])
+                     for p in range(1, len(places)))]  # fmt: skip
+    return msgspec.structs.replace(ranking, ranks=tied_ranks(ranking.order, tied))
 
 
 def rank_mfas_copeland(t: Tournament) -> Ranking:
@@ -231,15 +271,31 @@ def rank_mfas_ilp(t: Tournament) -> Ranking:
     margins = _margins(t)
     if _is_acyclic(margins > 0):
         positions = _lexicographic_topological_positions(margins > 0)
+        reach = _reachability(margins > 0)
+        order = np.argsort(positions)
+        # a topological order may put the next one above the previous one unless a majority path joins them
+        tied = [False, *(not reach[order[p - 1], order[p]] for p in range(1, n))]
     else:
-        positions = _solve_linear_ordering(margins)
-    order = np.argsort(positions)
+        solved = solve_linear_ordering(margins)
+        positions = solved.positions
+        order = np.argsort(positions)
+        tied = [False, *swappable_neighbours(margins, solved)]
     scores = (n - 1 - positions).astype(float)
+    names = tuple(t.candidates[i] for i in order)
     return Ranking(
         method="mfas_ilp",
-        order=tuple(t.candidates[i] for i in order),
+        order=names,
         scores={name: float(score) for name, score in zip(t.candidates, scores, strict=True)},
+        ranks=tied_ranks(names, tied),
     )
+
+
+def _reachability(edges: np.ndarray) -> np.ndarray:
+    """reach[i, j]: a directed path of majority edges leads from i to j (Warshall's transitive closure)."""
+    reach = edges.astype(bool).copy()
+    for k in range(reach.shape[0]):
+        reach |= reach[:, k : k + 1] & reach[k : k + 1, :]
+    return reach
 
 
 def _is_acyclic(edges: np.ndarray) -> bool:
@@ -264,93 +320,6 @@ def _lexicographic_topological_positions(edges: np.ndarray) -> np.ndarray:
         chosen = sinks[-1]
         positions[chosen] = slot
         remaining[chosen] = False
-    return positions
-
-
-def _cbc() -> pulp.LpSolver:
-    # The CBC binary bundled with PuLP, driven through COIN_CMD: constructing PULP_CBC_CMD itself emits a
-    # PuLP 4.0 DeprecationWarning (an error under our warning policy) for the very same binary.
-    bundled = pulp.PULP_CBC_CMD.pulp_cbc_path
-    return pulp.COIN_CMD(path=bundled, msg=False) if os.path.exists(bundled) else pulp.COIN_CMD(msg=False)
-
-
-class _LinearOrdering:
-    """One linear ordering model over n candidates: x[i, j] (i < j) = 1 iff i is ranked above j."""
-
-    def __init__(self, margins: np.ndarray) -> None:
-        n = margins.shape[0]
-        self.n = n
-        self.problem = pulp.LpProblem("mfas_linear_ordering", pulp.LpMinimize)
-        self.x = {
-            (i, j): self.problem.add_variable(f"x_{i}_{j}", 0, 1, cat=pulp.LpBinary)
-            for i, j in itertools.combinations(range(n), 2)
-        }
-        for i, j, k in itertools.combinations(range(n), 3):
-            triangle = self.x[i, j] + self.x[j, k] - self.x[i, k]
-            self.problem += triangle >= 0
-            self.problem += triangle <= 1
-        self.cost = pulp.lpSum(
-            int(margins[j, i]) * self.above(i, j) for i in range(n) for j in range(n) if margins[j, i]
-        )
-        self.position = [pulp.lpSum(self.above(j, i) for j in range(n) if j != i) for i in range(n)]
-
-    def above(self, i: int, j: int) -> pulp.LpAffineExpression:
-        return self.x[i, j] if i < j else 1 - self.x[j, i]
-
-    def nudged(self, primary: pulp.LpAffineExpression, start: int) -> pulp.LpAffineExpression:
-        """primary, then (never outweighing one unit of it) earlier candidates from ``start`` higher."""
-        n = self.n
-        bound = sum((n - c) * (n - 1) for c in range(start, n))
-        return (bound + 1) * primary + pulp.lpSum((n - c) * self.position[c] for c in range(start, n))
-
-    def solve(self, objective: pulp.LpAffineExpression) -> np.ndarray | None:
-        """Positions (0 = best) of an optimal order, or None when the constraints admit none."""
-        self.problem += objective
-        status = pulp.LpStatus[self.problem.solve(_cbc())]
-        if status == "Infeasible":
-            return None
-        if status != "Optimal":
-            raise ConvergenceError(f"CBC did not solve the MFAS linear ordering problem: status {status!r}")
-        value = {key: round(var.value() or 0.0) for key, var in self.x.items()}
-        n = self.n
-        return np.array([sum(value[j, i] if j < i else 1 - value[i, j] for j in range(n) if j != i) for i in range(n)])
-
-
-def _solve_linear_ordering(margins: np.ndarray) -> np.ndarray:
-    """Positions (0 = best) of the canonical optimal order; see ``rank_mfas_ilp``."""
-    n = margins.shape[0]
-    # Integer weights keep every combined objective exact; the secondary term only steers incumbents
-    # towards the canonical order so that the fixing loop can often skip a solve.
-    first = _LinearOrdering(margins)
-    positions = first.solve(first.nudged(first.cost, 0))
-    if positions is None:  # the linear ordering polytope is never empty
-        raise ConvergenceError("CBC reported the MFAS linear ordering problem infeasible")
-    optimum = int(margins[positions[None, :] < positions[:, None]].sum())
-
-    def constrained(fixed: dict[int, int]) -> _LinearOrdering:
-        model = _LinearOrdering(margins)
-        model.problem += model.cost <= optimum
-        for candidate, slot in fixed.items():
-            model.problem += model.position[candidate] == slot
-        return model
-
-    # Unique optimum (the common case): one solve with the incumbent cut off proves it.
-    check = constrained({})
-    incumbent = positions
-    check.problem += pulp.lpSum(1 - var if incumbent[i] < incumbent[j] else var for (i, j), var in check.x.items()) >= 1
-    if check.solve(check.cost) is None:
-        return positions
-
-    # Otherwise: candidate 0 as high as an optimal order allows, then candidate 1, ...
-    fixed: dict[int, int] = {}
-    for c in range(n - 1):
-        if positions[c] != min(set(range(n)) - set(fixed.values())):  # lowest free slot: already minimal
-            model = constrained(fixed)
-            solved = model.solve(model.nudged(model.position[c], c + 1))
-            if solved is None:
-                raise ConvergenceError("CBC lost a feasible MFAS order while fixing positions")
-            positions = solved
-        fixed[c] = int(positions[c])
     return positions
 
 

@@ -46,7 +46,7 @@ import anyio.to_thread
 
 from artifact.pairwise import PairwiseIndex
 from calibration.position_consistency import position_consistency
-from calibration.ranking import rank_bradley_terry, rank_mfas_copeland, rank_schulze, rank_win_rate
+from calibration.ranking import rank_bradley_terry, rank_mfas_copeland, rank_schulze, rank_win_rate, ranks_of
 from calibration.tournament import (
     PairwiseVerdict,
     Tournament,
@@ -71,6 +71,7 @@ from service.wire.compare import (
     IgnoredPreference,
     PositionConsistencyInfo,
     RankingOrders,
+    RankingRanks,
     RankingScores,
 )
 
@@ -309,6 +310,7 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         exact=report.mfas_exact,
         flags=[*([INJECTION_FLAG] if findings else []), *([MODEL_MISMATCH_FLAG] if mismatch else [])],
         ignored_preferences=ignored,
+        ranks=RankingRanks(**{name: ranks_of(r) for name, r in rankings.items()}),  # type: ignore[arg-type]
     )
 
 
@@ -349,6 +351,7 @@ def _lone_candidate(request: CompareRequest, candidate: str, ignored: list[Ignor
         cached_calls=0,
         judge_calls=0,
         ignored_preferences=ignored,
+        ranks=RankingRanks(**dict.fromkeys(RankingRanks.__struct_fields__, {candidate: 1})),
     )
 
 

@@ -167,6 +167,8 @@ def _result(
         betting_interval=answer.betting_interval,
         classical_interval=answer.classical_interval,
         jobs=jobs or None,
+        served_gain=_finite(answer.served_gain),
+        gain_note=answer.gain_note,
     )
 
 

@@ -1,8 +1,9 @@
 """``POST /v1/rankings``: battles -> ``calibration.rank_sets`` (prediction-powered ranking) as it is.
 
 Battles with a human verdict are the labelled set (their judge verdicts pair with the human ones); the rest are
-the unlabelled set. Models are numbered in order of first appearance. Each side's outcome: 1 for a win, 0 for a
-loss, and for a tie 0 (``ties: "zero"``, the paper's convention) or 1/2 (``ties: "half"``).
+the unlabelled set. Models are numbered by name (sorted), and ``calibration.rank_sets`` sorts the battles, so the
+answer is the same for every order of the same battles (ties in win rate are listed by name). Each side's outcome:
+1 for a win, 0 for a loss, and for a tie 0 (``ties: "zero"``, the paper's convention) or 1/2 (``ties: "half"``).
 
 Under-labelled guard (``calibration.rank_sets``, ``min_labelled``): a model with fewer labelled battles than the
 request's ``min_labelled_battles`` (default: the setting ``MIN_LABELLED_BATTLES_PER_MODEL``) is unknown, in the
@@ -46,7 +47,11 @@ def _model_index(request: RankingRequest, limits: LimitSettings) -> tuple[list[s
             raise InvalidRequestError(
                 f"the battles name more than MAX_RANKING_MODELS={limits.max_ranking_models} models"
             )
-    return list(names), a, b
+    # numbered by name (not by first appearance): the answer then depends on the battles' multiset only
+    ordered = sorted(names)
+    number = np.empty(len(ordered), dtype=np.int64)
+    number[[names[name] for name in ordered]] = np.arange(len(ordered))
+    return ordered, number[a], number[b]
 
 
 def _outcomes(verdicts: list[str], tie: float) -> tuple[np.ndarray, np.ndarray]:
@@ -64,8 +69,11 @@ def _bounds(low: float, high: float) -> tuple[float, float] | None:
 
 
 def _clipped(low: np.ndarray, high: np.ndarray, unknown: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """An under-labelled model's (-inf, inf) as [0, 1], the range of a win rate; other intervals as computed."""
-    return np.where(unknown, 0.0, low), np.where(unknown, 1.0, high)
+    """Every interval within [0, 1], the range of a win rate (the intersection keeps the coverage); an
+    under-labelled model's (-inf, inf) is then [0, 1]. NaN (no estimate) stays NaN."""
+    low, high = np.where(unknown, 0.0, low), np.where(unknown, 1.0, high)
+    with np.errstate(invalid="ignore"):
+        return np.where(low < 0.0, 0.0, low), np.where(high > 1.0, 1.0, high)
 
 
 def _pairs(sets: RankSets, names: list[str]) -> list[SeparablePair]:
@@ -156,4 +164,4 @@ def _models(
         )
         for i, name in enumerate(names)
     ]
-    return sorted(models, key=lambda m: (m.win_rate is None, -(m.win_rate or 0.0)))  # stable: ties keep input order
+    return sorted(models, key=lambda m: (m.win_rate is None, -(m.win_rate or 0.0)))  # stable: ties by name

@@ -100,6 +100,17 @@ class RankingOrders(msgspec.Struct, **RESPONSE_STRUCT):
     mfas_copeland: list[str]
 
 
+class RankingRanks(msgspec.Struct, **RESPONSE_STRUCT):
+    """Each method's rank per candidate id: 1 = best, tied candidates share a rank ("1, 1, 3"), so a tie is shown
+    as a tie and not as the order its tie-break gave (rules: ``calibration.ranking``)."""
+
+    win_rate: dict[str, int]
+    bradley_terry: dict[str, int]
+    schulze: dict[str, int]
+    mfas_ilp: dict[str, int]
+    mfas_copeland: dict[str, int]
+
+
 class RankingScores(msgspec.Struct, **RESPONSE_STRUCT):
     """Each method's score per candidate id (null where a method gives no finite score)."""
 
@@ -157,3 +168,5 @@ class CompareResponse(msgspec.Struct, **RESPONSE_STRUCT):
     flags: list[str] = msgspec.field(default_factory=list)
     # self-comparisons among the caller's preferences: left out of every figure, listed here (service.comparing.compare)
     ignored_preferences: list[IgnoredPreference] = msgspec.field(default_factory=list)
+    # each method's tied ranks (rankings gives each order; with exact false, mfas_ilp's are the heuristic's places)
+    ranks: RankingRanks | None = None

@@ -176,7 +176,7 @@ class LabelBudgetAnswer(msgspec.Struct, frozen=True, kw_only=True):
     """Labels needed for a half-width W under PPI++ (and with humans only), and how many more than today."""
 
     target_half_width: float
-    labels_needed: int | None  # None: the unlabelled sample alone is too small for W
+    labels_needed: int | None  # never more than labels_needed_human_only (lambda = 0 is the classical interval)
     more_labels: int | None
     labels_needed_human_only: int | None
 
@@ -218,6 +218,9 @@ class EstimateResult(msgspec.Struct, frozen=True, kw_only=True):
     betting_interval: Bounds | None
     classical_interval: Bounds | None
     jobs: list[JobSampleUse] | None = None  # the jobs the samples were read from (None: given in the request)
+    # (human-only width / served width)^2: what one label with the judge is worth in the intervals served
+    served_gain: float | None = None
+    gain_note: str | None = None  # which intervals effective_sample_gain and label_budget describe, and why
 
 
 # A batch answers each system with its estimate or its problem; the two are told apart by ``outcome`` (msgspec,

@@ -75,8 +75,6 @@ ALLOWED = {
 }
 # Single examples (document, a fragment of the command) not run here, each with where it is exercised.
 ALLOWED_EXAMPLES = {
-    ("docs/estimates.md", "localhost:8000/v1/rankings"): "abbreviated (`...`): rankings over HTTP with real "
-    "battles run in tests/service/test_rankings_api.py",
     ("docs/estimates.md", '"job": "3f2a'): "needs a finished job and no worker runs here: the same requests run "
     "against jobs scored by the worker's runner in tests/service/jobs/test_estimates_from_jobs.py",
     ("docs/panels.md", '"panel": "jury"'): "needs PANELS_FILE and live judges; a configured panel named jury is "
