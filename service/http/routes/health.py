@@ -111,4 +111,5 @@ def _is_admin(request: Request) -> bool:
 async def metrics(request: Request) -> Response[bytes]:
     """The app's registry in Prometheus text format."""
     services = services_of(request)
-    return Response(services.metrics.render(), media_type=CONTENT_TYPE)
+    # The header given whole: from a text/ media type alone Litestar would append a second "; charset=utf-8".
+    return Response(services.metrics.render(), media_type=CONTENT_TYPE, headers={"content-type": CONTENT_TYPE})
