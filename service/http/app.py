@@ -166,7 +166,10 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         job_metrics=job_metrics,
         jobs=jobs,
         calibrations=CalibrationJobs(
-            accept_max=settings.accept_max_set_size, escalate_min=settings.escalate_min_set_size, queue=jobs
+            accept_max=settings.accept_max_set_size,
+            escalate_min=settings.escalate_min_set_size,
+            queue=jobs,
+            retry_after_s=settings.jobs.retry_after_s,
         ),
         tracing=tracing,
     )
