@@ -119,6 +119,7 @@ def make_runner(
             judges=judges,
             policy=policy,
             metrics=metrics,
+            screened=judges.screened,  # the process's memo: a repeated text is screened once
         )
 
     runner = ChunkRunner(
