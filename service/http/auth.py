@@ -54,7 +54,9 @@ def is_admin(settings: Settings, authorization: str | None) -> bool:
     files and addresses)."""
     key = settings.admin_api_key
     token = bearer_token(authorization)
-    return bool(key) and token is not None and hmac.compare_digest(token.encode(), key.encode())
+    if not key or token is None:
+        return False
+    return hmac.compare_digest(token.encode(), key.encode())
 
 
 async def require_admin_key(connection: ASGIConnection, _: BaseRouteHandler) -> None:
