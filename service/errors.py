@@ -206,10 +206,13 @@ class StoreUnavailableError(JobsUnavailableError):
 
 
 def store_unavailable(error: BaseException, retry_after_s: int) -> StoreUnavailableError:
-    """The 503 for a Redis-backed route whose Redis call failed with ``error`` (a ``RedisError``/``OSError``)."""
+    """The 503 for a Redis-backed route whose Redis call failed with ``error`` (a ``RedisError``/``OSError``): the
+    one title, detail and Retry-After of every route while Redis does not answer (jobs, calibration jobs, estimates
+    from a job)."""
     wait = max(1, int(retry_after_s))
     return StoreUnavailableError(
-        f"Redis does not answer ({type(error).__name__}); retry after {wait} s. {ENABLE_JOBS_HELP}",
+        f"Redis does not answer ({type(error).__name__}); retry after {wait} s. Jobs, calibration jobs and their "
+        "results are kept there; /v1/score and /v1/score/batch work without it",
         retry_after_s=wait,
     )
 

@@ -16,11 +16,13 @@ Lifecycle:
   them, which puts them back in the queue for another worker (nothing written twice: results are written
   once per chunk).
 
-Logs are JSON lines on stderr (``job_id`` and ``chunk`` on every chunk line); WORKER_METRICS_PORT > 0 serves
-the worker's Prometheus metrics (judge calls, job items, chunk retries, heartbeats, queue depth) on HOST. With
-OTEL_EXPORTER_OTLP_ENDPOINT set the worker exports traces as the API does (``service.observability.traces``, the
-otel extra; without it start-up fails with status 2 naming the extra): a span per chunk, the judge-call spans
-under it, a ``gen_ai.evaluation.result`` event per verdict; the spans still buffered are sent on exit.
+Logs are JSON lines on stderr (``job_id`` and ``chunk`` on every chunk line; SAQ's own records, a failed task's
+traceback included, as ``library.log`` lines: ``service.observability.logging.library_logs``);
+WORKER_METRICS_PORT > 0 serves the worker's Prometheus metrics (judge calls, job items, chunk retries, heartbeats,
+queue depth) on HOST. With OTEL_EXPORTER_OTLP_ENDPOINT set the worker exports traces as the API does
+(``service.observability.traces``, the otel extra; without it start-up fails with status 2 naming the extra): a
+span per chunk, the judge-call spans under it, a ``gen_ai.evaluation.result`` event per verdict; the spans still
+buffered are sent on exit.
 """
 
 from __future__ import annotations
@@ -40,7 +42,7 @@ from service.jobs.metrics import JobMetrics
 from service.jobs.queue import CHUNK_TASK, JobQueue
 from service.jobs.runner import ChunkRunner
 from service.judging.pool import JudgePool
-from service.observability.logging import make_logs
+from service.observability.logging import library_logs, make_logs
 from service.observability.metrics import ServiceMetrics
 from service.observability.traces import make_tracing
 from service.observability.tracing import Tracing
@@ -117,6 +119,7 @@ def make_runner(
             judges=judges,
             policy=policy,
             metrics=metrics,
+            screened=judges.screened,  # the process's memo: a repeated text is screened once
         )
 
     runner = ChunkRunner(
@@ -167,6 +170,8 @@ async def run_worker(settings: Settings, tracing: Tracing | None = None) -> None
         "worker.started", worker_id=worker.id, queue=settings.jobs.queue, chunks=settings.jobs.worker_chunks,
         concurrency=settings.jobs.worker_concurrency,
     )  # fmt: skip
+    library = contextlib.ExitStack()
+    library.enter_context(library_logs(logger))  # SAQ's records (a failed task's traceback) as JSON lines
     try:
         await jobs.queue.connect()
         await worker.start()
@@ -177,6 +182,7 @@ async def run_worker(settings: Settings, tracing: Tracing | None = None) -> None
         await judges.aclose()
         await jobs.aclose()
         tracing.shutdown()  # exports the spans still buffered
+        library.close()
         logs.flush()
 
 

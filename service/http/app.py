@@ -13,6 +13,7 @@ endpoint is one more entry there (and, when it is public, in ``service.http.edge
 
 from __future__ import annotations
 
+import contextlib
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -50,7 +51,7 @@ from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging.admission import Admission
 from service.judging.pool import JudgePool
-from service.observability.logging import make_logs
+from service.observability.logging import library_logs, make_logs
 from service.observability.metrics import ServiceMetrics
 from service.observability.traces import make_tracing
 from service.scoring.policy import DecisionPolicy
@@ -88,6 +89,8 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
         services.logger.error("calibration.unavailable", error=services.calibration.error)
     for skipped in services.calibration.skipped:  # a persisted artifact that is broken or claims a taken cell
         services.logger.error("calibration.artifact_skipped", detail=skipped)
+    library = contextlib.ExitStack()
+    library.enter_context(library_logs(services.logger))  # SAQ's, uvicorn's, redis' records as JSON lines too
     try:
         await services.judges.start()
         # What start-up built (modules, the artifact, clients) lives as long as the process: freezing it keeps
@@ -104,6 +107,7 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
         if services.jobs is not None:
             await services.jobs.aclose()
         services.tracing.shutdown()  # exports the spans still buffered
+        library.close()
         services.logs.flush()
 
 
@@ -166,7 +170,10 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         job_metrics=job_metrics,
         jobs=jobs,
         calibrations=CalibrationJobs(
-            accept_max=settings.accept_max_set_size, escalate_min=settings.escalate_min_set_size, queue=jobs
+            accept_max=settings.accept_max_set_size,
+            escalate_min=settings.escalate_min_set_size,
+            queue=jobs,
+            retry_after_s=settings.jobs.retry_after_s,
         ),
         tracing=tracing,
     )

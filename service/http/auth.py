@@ -1,5 +1,5 @@
 """API keys: ``Authorization: Bearer <key>`` on every non-public path (when API_KEYS is set) and the admin key on
-reload.
+the admin routes (reload, calibration jobs).
 
 Keys are compared with ``hmac.compare_digest`` against every configured key (no early exit), so the time
 taken does not tell which key, or which prefix of one, was close.
@@ -15,7 +15,7 @@ from litestar.handlers import BaseRouteHandler
 from service.config.settings import Settings
 from service.errors import ForbiddenError, UnauthorizedError
 
-__all__ = ["bearer_token", "check_api_key", "require_admin_key"]
+__all__ = ["bearer_token", "check_api_key", "is_admin", "require_admin_key"]
 
 
 def bearer_token(header: str | None) -> str | None:
@@ -49,16 +49,27 @@ def check_api_key(settings: Settings, authorization: str | None) -> None:
         raise UnauthorizedError("the bearer key is not valid")
 
 
+def is_admin(settings: Settings, authorization: str | None) -> bool:
+    """True when ADMIN_API_KEY is set and ``authorization`` carries it as the bearer key (what may see the server's
+    files and addresses)."""
+    key = settings.admin_api_key
+    token = bearer_token(authorization)
+    if not key or token is None:
+        return False
+    return hmac.compare_digest(token.encode(), key.encode())
+
+
 async def require_admin_key(connection: ASGIConnection, _: BaseRouteHandler) -> None:
-    """Guard of the reload route: 403 when ADMIN_API_KEY is unset; else 401 without a bearer key, 403 if not it.
+    """Guard of the admin routes (reload, calibration jobs): 403 when ADMIN_API_KEY is unset; else 401 without a
+    bearer key, 403 if not it.
 
     A coroutine on purpose: Litestar runs a synchronous guard in a worker thread.
     """
     settings: Settings = connection.app.state.services.settings
     if not settings.admin_api_key:  # said first: no key the caller could send would help
-        raise ForbiddenError("no admin key is configured, so calibration reload is disabled: set ADMIN_API_KEY")
+        raise ForbiddenError("no admin key is configured, so this admin operation is disabled: set ADMIN_API_KEY")
     token = bearer_token(connection.headers.get("authorization"))
     if token is None:
         raise UnauthorizedError("this operation requires the admin key: send 'Authorization: Bearer <ADMIN_API_KEY>'")
     if not _matches(token, (settings.admin_api_key,)):
-        raise ForbiddenError("this key may not reload the calibration; the admin key is required")
+        raise ForbiddenError("this key may not do this admin operation; the admin key is required")

@@ -5,6 +5,11 @@ loads only the Redoc bundle vendored in ``service/http/static/redoc/`` (MIT; ver
 served by the service itself at a relative URL, and inlines the same JSON document as /schema/openapi.json (with
 the deployment's current names and scales: ``service.http.spec_values.spec_document``). Both paths are public,
 like the JSON document (``service.http.edge.PUBLIC_PATHS``).
+
+Every value placed in the page is escaped for where it goes: the title by ``html.escape``; the inlined JSON by
+``script_safe_json``, which writes ``<``, ``>``, ``&`` and U+2028/U+2029 as JSON ``\\uXXXX`` escapes, so no name
+a deployment carries (a judge or criterion named ``rd<!--<script>``) can end the script, open an HTML comment
+inside it or break the JavaScript; the document parses back to the same JSON.
 """
 
 from __future__ import annotations
@@ -19,11 +24,28 @@ from litestar.openapi.plugins import RedocRenderPlugin
 
 from service.http.spec_values import spec_document
 
-__all__ = ["ASSET", "OfflineRedoc", "REDOC_BUNDLE"]
+__all__ = ["ASSET", "OfflineRedoc", "REDOC_BUNDLE", "script_safe_json"]
 
 REDOC_BUNDLE = Path(__file__).resolve().parent / "static" / "redoc" / "redoc.standalone.js"
 ASSET = "redoc.standalone.js"  # under the OpenAPI router (/schema); the page names it relatively
 _CACHE_CONTROL = "public, max-age=86400"
+# Characters that mean something to the HTML parser inside <script> ("</script", "<!--") or end a JavaScript
+# line (U+2028, U+2029), written as JSON escapes; JSON puts them only inside strings, where the escape is the same.
+_SCRIPT_ESCAPES = (
+    (b"<", b"\\u003c"),
+    (b">", b"\\u003e"),
+    (b"&", b"\\u0026"),
+    ("\u2028".encode(), b"\\u2028"),
+    ("\u2029".encode(), b"\\u2029"),
+)
+
+
+def script_safe_json(document: bytes) -> bytes:
+    """A UTF-8 JSON text safe inside an inline ``<script>``: the same JSON value, without ``<``, ``>``, ``&``,
+    U+2028 or U+2029."""
+    for raw, escaped in _SCRIPT_ESCAPES:
+        document = document.replace(raw, escaped)
+    return document
 
 
 @cache
@@ -52,7 +74,7 @@ class OfflineRedoc(RedocRenderPlugin):
         """The page on the deployment's live document; the script is named relative to the page (a trailing slash
         on the page's path goes up one level), so the page also works behind a path prefix."""
         script = ("../" if request.url.path.endswith("/") else "") + ASSET
-        document = self.render_json(request, spec_document(request.app)).replace(b"</", b"<\\/")
+        document = script_safe_json(self.render_json(request, spec_document(request.app)))
         title = html.escape(str(openapi_schema["info"]["title"]))
         return b"".join(
             [

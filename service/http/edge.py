@@ -10,7 +10,9 @@ Lifespan and websocket calls go straight to ``inner``; each HTTP call gets, in t
    unknown key is answered here with a 401 problem+json, before routing, so an unauthenticated caller learns
    nothing about the routes;
 3. the inner app; its response start gets the ``X-Request-ID`` header, and an automatic OPTIONS answer gets the
-   ``Allow`` list of its route from the route table (``allow_table``);
+   ``Allow`` list of its route from the route table (``allow_table``: HEAD wherever GET is); a HEAD request is
+   routed as GET and answered with GET's status and headers (``Content-Length`` included) and no body (RFC 9110
+   9.3.2), so HEAD works on every GET route and is a 405 with the route's ``Allow`` elsewhere;
 4. afterwards: request count and latency (``cj_http_*`` metrics) and the access log line. A request whose client
    left before any answer is counted with status 499 ("client closed request"), not 500; one whose body the
    server cut for lateness (``service.http.server``, which answered 408 itself) with 408.
@@ -107,13 +109,24 @@ def is_public_path(scope: Scope) -> bool:
     return bytes(raw_path).partition(b"?")[0] == path.encode("ascii")  # no %-escapes, no root_path prefix
 
 
+def _allowed(methods: set[str]) -> set[str]:
+    """A route's methods with HEAD wherever GET is (the edge answers HEAD as GET without the body)."""
+    return methods | {"HEAD"} if "GET" in methods else methods
+
+
 def allow_table(app: Litestar) -> dict[str, bytes]:
     """Each HTTP route's path template (as the router writes it in ``scope["path_template"]``) -> its Allow value."""
     return {
-        route.path_format: ", ".join(sorted(route.methods)).encode("latin-1")
+        route.path_format: ", ".join(sorted(_allowed(set(route.methods)))).encode("latin-1")
         for route in app.routes
         if isinstance(route, HTTPRoute)
     }
+
+
+def _with_head_allowed(headers: Any) -> list[tuple[bytes, bytes]]:
+    """A 405's ``headers`` with its ``allow`` list sorted, HEAD included wherever GET is."""
+    listed = {m.strip() for name, value in headers if name.lower() == b"allow" for m in value.decode().split(",")}
+    return _with_allow(headers, ", ".join(sorted(_allowed(listed - {""}))).encode("latin-1"))
 
 
 def _with_allow(headers: Any, allow: bytes) -> list[tuple[bytes, bytes]]:
@@ -153,8 +166,10 @@ class Edge:
         token = current_request.set(context)
         services = self.services
         request_id_header = (b"x-request-id", context.request_id.encode("latin-1"))
-        allow = self._allow if scope["method"] == "OPTIONS" else None
+        method = scope["method"]
+        allow = self._allow
         traced = self._traced is not None
+        head = method == "HEAD"
 
         async def receive_watching() -> ReceiveMessage:
             message = await receive()
@@ -166,11 +181,15 @@ class Edge:
             if message["type"] == "http.response.start":
                 context.status = message["status"]
                 headers = message.get("headers", ())
-                if allow is not None and context.status == 204 and scope.get("path_template") in allow:
+                if context.status == 204 and method == "OPTIONS" and scope.get("path_template") in allow:
                     headers = _with_allow(headers, allow[scope["path_template"]])
+                elif context.status == 405:  # refused while routing: the router's Allow, HEAD added beside GET
+                    headers = _with_head_allowed(headers)
                 message["headers"] = [*headers, request_id_header]
                 if traced:  # named now: the server span ends with the response body
-                    self._tracing.name_request(scope["method"], context.route)
+                    self._tracing.name_request(method, context.route)
+            elif head and message["type"] == "http.response.body":
+                message = {"type": "http.response.body", "body": b"", "more_body": message.get("more_body", False)}
             await send(message)
 
         try:
@@ -180,11 +199,12 @@ class Edge:
                 except UnauthorizedError as error:
                     await _refuse(services, scope, error, send_with_request_id)
                     return
+            if head:
+                scope["method"] = "GET"  # routed as GET; the body is dropped in send_with_request_id
             await self.inner(scope, receive_watching, send_with_request_id)
         finally:
             status = context.status if context.status is not None else _unanswered_status(context)
             elapsed = time.perf_counter() - context.started
-            method = scope["method"]
             services.metrics.observe_request(method, context.route, status, elapsed)
             services.logs.access.record(context, method, status, elapsed)
             current_request.reset(token)

@@ -34,8 +34,10 @@ chunk written replaces its share of that estimate with the real result size (and
 or cancelled job holds exactly its results' bytes until it expires.
 
 Status rule: ``queued`` until a worker starts a chunk, then ``running``; when every chunk has its results,
-``succeeded`` (``failed`` when some chunk was abandoned after JOB_CHUNK_ATTEMPTS lost workers: its items carry
-a ``chunk-abandoned`` error); ``cancelled`` by DELETE. ``n_done`` counts items with a result line (errors
+``succeeded`` if no item's line is an error, else ``failed`` (some items failed: a judge that did not answer, an
+item refused, a chunk abandoned after JOB_CHUNK_ATTEMPTS lost workers, whose items carry ``chunk-abandoned``).
+A failed job's results are complete and readable like a succeeded one's; ``n_failed`` says how many are errors.
+``cancelled`` by DELETE. ``n_done`` counts items with a result line (errors
 included), ``n_failed`` those whose line is an error. A finished job's keys expire after JOB_RESULTS_TTL_S;
 unfinished ones after the same time counted from submission (a job nobody works on is not kept forever).
 """

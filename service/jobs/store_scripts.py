@@ -41,8 +41,10 @@ if status == 'queued' or status == 'running' then
     redis.call('HINCRBY', KEYS[5], ARGV[7], out_len - in_len - tonumber(ARGV[3]) * tonumber(ARGV[9]))
   end
   if done >= tonumber(redis.call('HGET', KEYS[1], 'n_chunks')) then
+    local failed = tonumber(redis.call('HGET', KEYS[1], 'n_failed') or '0')
     local abandoned = tonumber(redis.call('HGET', KEYS[1], 'chunks_abandoned') or '0')
-    redis.call('HSET', KEYS[1], 'status', abandoned > 0 and 'failed' or 'succeeded', 'finished_at', ARGV[5])
+    local final = (failed > 0 or abandoned > 0) and 'failed' or 'succeeded'  -- store.py's status rule
+    redis.call('HSET', KEYS[1], 'status', final, 'finished_at', ARGV[5])
     redis.call('HDEL', KEYS[4], ARGV[7])
     redis.call('DEL', KEYS[3])
     redis.call('EXPIRE', KEYS[1], ARGV[6])

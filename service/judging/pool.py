@@ -47,6 +47,7 @@ from typing import Any, Generic, TypeVar
 import msgspec
 
 from service.caching.cache import SingleFlight, cache_key, make_cache
+from service.caching.screen_memo import ScreenMemo
 from service.config.settings import Settings
 from service.errors import InvalidRequestError, JudgeNotConfiguredError
 from service.judging.breaker import CircuitBreakers
@@ -100,6 +101,7 @@ class JudgePool:
         self._clients: dict[str, Any] = {}
         self._flight = SingleFlight()
         self.cache: Any = None
+        self.screened = ScreenMemo()  # injection-screen findings of the texts judged in this process
         self.breakers = CircuitBreakers(
             settings.jobs.breaker_failures,
             settings.jobs.breaker_cooldown_s,

@@ -19,6 +19,10 @@ part                role
                     directly (measured); the line's keys, their order and the encoding are the logger's
 ``RequestContext``  the request id and route of the request being answered, held in a ``ContextVar`` that
                     the outermost ASGI layer sets; every logger line written inside the request carries them
+``library_logs``    the libraries' stdlib ``logging`` records (SAQ, uvicorn, redis, asyncio) at WARNING and
+                    above as lines of the same logger (``event: "library.log"``, ``logger``, ``message``, a
+                    traceback as one ``exception`` string), so the process writes JSON lines only; installed on
+                    the root logger by the API's lifespan and by the worker while they run
 =================== =========================================================================================
 
 What is never logged: API keys, the Authorization header, documents, summaries, candidate texts and the
@@ -28,12 +32,15 @@ judge's prompts. Request logs carry sizes and names only.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import logging
 import os
 import re
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import IO, Any
@@ -51,6 +58,7 @@ __all__ = [
     "RequestContext",
     "RequestIds",
     "current_request",
+    "library_logs",
     "make_logs",
     "request_id_from",
 ]
@@ -288,3 +296,34 @@ def make_logs(
         context_class=dict,
     )
     return AppLogs(logger=logger, access=AccessLog(access_log, level, sink, clock, encoder), sink=sink)
+
+
+class _LibraryRecords(logging.Handler):
+    """stdlib ``logging`` records as JSON lines of a structlog ``logger`` (see the module table)."""
+
+    def __init__(self, logger: Any, level: int) -> None:
+        super().__init__(level)
+        self._logger = logger
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            method = getattr(self._logger, record.levelname.lower(), self._logger.error)
+            fields: dict[str, Any] = {"logger": record.name, "message": record.getMessage()}
+            if record.exc_info:
+                fields["exc_info"] = record.exc_info  # rendered by format_exc_info as one "exception" string
+            method("library.log", **fields)
+        except Exception:  # noqa: BLE001 - logging must not raise into the library that logged
+            self.handleError(record)
+
+
+@contextlib.contextmanager
+def library_logs(logger: Any, level: int = logging.WARNING) -> Iterator[None]:
+    """While inside: the process's stdlib log records at ``level`` and above are written by ``logger`` (JSON)
+    instead of Python's last-resort handler (plain text, a traceback over many lines)."""
+    root = logging.getLogger()
+    handler = _LibraryRecords(logger, level)
+    root.addHandler(handler)
+    try:
+        yield
+    finally:
+        root.removeHandler(handler)

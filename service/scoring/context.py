@@ -9,6 +9,7 @@ from service.config.settings import Settings
 from service.judging.pool import JudgePool
 from service.observability.metrics import ServiceMetrics
 from service.scoring.policy import DecisionPolicy
+from service.screening.injection import FindingsMemo
 
 __all__ = ["ScoringContext"]
 
@@ -26,6 +27,7 @@ class ScoringContext(msgspec.Struct, frozen=True, kw_only=True):
     judges: JudgePool
     policy: DecisionPolicy
     metrics: ServiceMetrics
-    # Injection findings per judged text, for the context's life (one request, or one job chunk): items that
-    # share a document (many summaries of one article) screen it once (service.screening.injection.screen_texts).
-    screened: dict[str, list[str]] = msgspec.field(default_factory=dict)
+    # Injection findings per judged text (service.screening.injection.screen_texts): the process's memo
+    # (JudgePool.screened, an LRU) in the API and the worker, so a repeated text is screened once; else the
+    # context's own dict (one request, or one job chunk).
+    screened: dict[str, list[str]] | FindingsMemo = msgspec.field(default_factory=dict)

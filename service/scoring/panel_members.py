@@ -13,7 +13,7 @@ from calibration.conformal import probabilities_from_logprobs
 from calibration.panels import expected_score
 from service.errors import InvalidRequestError
 from service.scoring.context import ScoringContext
-from service.scoring.verdict import MISSING_LOGPROB
+from service.scoring.verdict import filled_logprobs
 from service.wire.common import CRITERIA as BUILTIN_CRITERIA
 from service.wire.score import MemberVerdict, PanelMemberVerdict, ScoreRequest
 
@@ -41,8 +41,7 @@ def caller_member(verdict: MemberVerdict, n_labels: int) -> PanelMemberVerdict:
         values = verdict.judge_logprobs.values(n_labels)
         if all(value is None for value in values):
             raise InvalidRequestError(f"judge_logprobs of judge {verdict.judge!r} holds no token")
-        filled = [MISSING_LOGPROB if value is None else value for value in values]
-        probabilities = [float(p) for p in probabilities_from_logprobs(filled)]
+        probabilities = [float(p) for p in probabilities_from_logprobs(filled_logprobs(values))]
     expected = expected_score(
         n_labels, judge_score=verdict.judge_score, probabilities=probabilities, mean=verdict.mean_of_samples
     )

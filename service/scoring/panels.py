@@ -10,10 +10,10 @@ name from PANELS_FILE: the service asks every member concurrently, through the j
    cell applies; JSON Schema cannot state unique member judges, so such a request is answered).
    ``faithfulness`` is not scored by panels (422). An unknown panel name -> 422 with the configured names;
    ``panel`` needs ``document`` and ``summary`` (422).
-2. **Members' verdicts.** A caller's ``judge_logprobs`` are renormalised over 1..K with a missing token read as
-   ln(1e-5) (service.scoring.verdict's convention); a live member's come from its reply. Each member's expected score
-   follows :func:`calibration.panels.expected_score` (mean_of_samples, else sum k p_k, else the score). A
-   live member whose call fails is reported with its ``error`` and left out; when no member answers, the
+2. **Members' verdicts.** A caller's ``judge_logprobs`` are renormalised over 1..K with a missing token read below
+   every token sent (service.scoring.verdict.filled_logprobs); a live member's come from its reply. Each member's
+   expected score follows :func:`calibration.panels.expected_score` (mean_of_samples, else sum k p_k, else the
+   score). A live member whose call fails is reported with its ``error`` and left out; when no member answers, the
    first failure is the request's error (as for one judge).
 3. **Cell.** The members that answered form the served panel (:func:`calibration.panels.served_panel`): the
    cell (``panel:<sorted members>``, the members' inputs as prompt family (``panel:probabilities+score``...,

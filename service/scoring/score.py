@@ -38,8 +38,8 @@ Resolution rules, in order (each failure is a problem with the allowed values wh
    ``input_kind``, ``point`` (the calibrated label), ``guarantees`` and ``rule_failed``. ``tolerance`` >= K or
    ``pass_threshold`` > K -> 422, checked before the judge is called.
 
-The caller's ``judge_logprobs`` are renormalised over 1..5 (a missing token counts ln(1e-5), the recorded
-data's convention); without ``judge_score`` the verdict's score is the most probable token (lower on ties).
+The caller's ``judge_logprobs`` are renormalised over 1..5 (a missing token reads below every token sent,
+``verdict.filled_logprobs``); without ``judge_score`` the verdict's score is the most probable token (lower on ties).
 
 The flow is a sequence of named steps, one module each: **resolve** (``service.scoring.resolve``: rules 1-5 ->
 judge, prompt family, level, cell, then K and the decision ask) -> **verdict** (``service.scoring.verdict``: the

@@ -1,8 +1,9 @@
 """Scoring step 2, verdict: the caller's own (score, log-probs, mean or sentence verdicts) or the judge's, asked now.
 
-The caller's ``judge_logprobs`` are renormalised over 1..K (a missing token counts ln(1e-5), the recorded data's
-convention); without ``judge_score`` the verdict's score is the most probable token (lower on ties), else the
-rounded mean. The verdict lists the input kinds it carries (``calibration.verdicts``), preferred first.
+The caller's ``judge_logprobs`` are renormalised over 1..K, a token the caller did not send read by
+``filled_logprobs`` (ln(1e-5), the recorded data's convention, or lower: always below every token sent); without
+``judge_score`` the verdict's score is the most probable token (lower on ties), else the rounded mean. The
+verdict lists the input kinds it carries (``calibration.verdicts``), preferred first.
 """
 
 from __future__ import annotations
@@ -20,9 +21,31 @@ from service.errors import InvalidRequestError
 from service.scoring.context import ScoringContext
 from service.wire.score import QAEvidenceItem, ScoreRequest, SentenceEvidenceItem
 
-__all__ = ["MISSING_LOGPROB", "Verdict", "judge_verdict", "own_sentence_verdict", "own_verdict", "verdict_for"]
+__all__ = [
+    "MISSING_LOGPROB",
+    "Verdict",
+    "filled_logprobs",
+    "judge_verdict",
+    "own_sentence_verdict",
+    "own_verdict",
+    "verdict_for",
+]
 
 MISSING_LOGPROB = math.log(1e-5)
+
+
+def filled_logprobs(values: Sequence[float | None]) -> list[float]:
+    """The caller's log-probs with every token it did not send filled below every token it sent.
+
+    A missing token reads ``MISSING_LOGPROB`` (ln 1e-5, the recorded calibration data's fill for tokens outside
+    the judge's top-k) when every value sent is above it, so those answers are the recorded data's; when the
+    lowest value sent is at or below ln 1e-5, a missing token reads that lowest value + ln 1e-5 (1e-5 times as
+    probable as the least probable token sent). The most probable token sent therefore stays the most probable.
+    """
+    sent = [value for value in values if value is not None]
+    lowest = min(sent, default=0.0)
+    fill = MISSING_LOGPROB if lowest > MISSING_LOGPROB else lowest + MISSING_LOGPROB
+    return [fill if value is None else value for value in values]
 
 
 class Verdict(msgspec.Struct, frozen=True, kw_only=True):
@@ -65,8 +88,7 @@ def _caller_probabilities(request: ScoreRequest, n_labels: int) -> list[float] |
         raise InvalidRequestError(
             f'judge_logprobs holds no token: give log-probabilities for some of "1".."{n_labels}"'
         )
-    filled = [MISSING_LOGPROB if value is None else value for value in values]
-    return [float(p) for p in probabilities_from_logprobs(filled)]
+    return [float(p) for p in probabilities_from_logprobs(filled_logprobs(values))]
 
 
 def own_verdict(request: ScoreRequest, n_labels: int = 5) -> Verdict:

@@ -14,10 +14,12 @@ misses, the fence (``judges.untrusted``) still keeps the text inside its markers
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from service.screening.injection_rules import RULES, Check
 from service.screening.text_views import TextViews, View, text_views
 
-__all__ = ["INJECTION_FLAG", "SCREEN_MEMO_LIMIT", "injection_findings", "screen_texts"]
+__all__ = ["INJECTION_FLAG", "SCREEN_MEMO_LIMIT", "FindingsMemo", "injection_findings", "screen_texts"]
 
 INJECTION_FLAG = "possible_prompt_injection"
 
@@ -51,11 +53,19 @@ def injection_findings(text: str | None) -> list[str]:
     return [name for name, checks in RULES.items() if any(_trips(check, views) for check in checks)]
 
 
-def screen_texts(texts: dict[str, str | None], memo: dict[str, list[str]] | None = None) -> list[str]:
+class FindingsMemo(Protocol):
+    """Text -> the rules it trips, remembered by whoever holds it (``service.caching.screen_memo.ScreenMemo``)."""
+
+    def get(self, text: str) -> list[str] | None: ...
+
+    def __setitem__(self, text: str, rules: list[str]) -> None: ...
+
+
+def screen_texts(texts: dict[str, str | None], memo: dict[str, list[str]] | FindingsMemo | None = None) -> list[str]:
     """``["<field>: <rule>", ...]`` for every named text that trips a rule (field order kept).
 
-    ``memo`` (text -> its rules), when given, is read before screening a text and keeps up to
-    SCREEN_MEMO_LIMIT texts: a scoring context passes its own, so items sharing a document screen it once."""
+    ``memo`` (text -> its rules), when given, is read before screening a text and written after: a plain dict keeps
+    up to SCREEN_MEMO_LIMIT texts, a memo that bounds itself (the process's ``ScreenMemo``, an LRU) takes each."""
     findings = []
     for field, text in texts.items():
         if not text:
@@ -63,7 +73,7 @@ def screen_texts(texts: dict[str, str | None], memo: dict[str, list[str]] | None
         rules = memo.get(text) if memo is not None else None
         if rules is None:
             rules = injection_findings(text)
-            if memo is not None and len(memo) < SCREEN_MEMO_LIMIT:
+            if memo is not None and not (isinstance(memo, dict) and len(memo) >= SCREEN_MEMO_LIMIT):
                 memo[text] = rules
         findings += [f"{field}: {rule}" for rule in rules]
     return findings

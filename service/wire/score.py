@@ -49,10 +49,11 @@ __all__ = [
 
 
 class JudgeLogprobs(msgspec.Struct, **REQUEST_STRUCT):
-    """Log-probabilities of the score tokens "1".."K" (K <= 10, the cell's scale; a token above K is a 422); a missing
-    token is read as ln(1e-5) (-11.5129).
+    """Log-probabilities of the score tokens "1".."K" (K <= 10, the cell's scale; a token above K is a 422).
 
-    That fill is the convention of the recorded calibration data (tokens outside the judge's top-k).
+    A token not sent ranks below every token sent: it is read as ln(1e-5) (-11.5129, the recorded calibration
+    data's fill for tokens outside the judge's top-k) when every value sent is above that, else as the lowest value
+    sent + ln(1e-5). So the most probable token sent stays the most probable (ties: the lower token).
     """
 
     p1: LogProb | None = msgspec.field(default=None, name="1")

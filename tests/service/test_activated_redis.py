@@ -55,7 +55,7 @@ def _body() -> bytes:
 def _job(harness: AppHarness) -> str:
     job_id = harness.client.post("/v1/calibrations", headers=HEADERS, content=_body()).json()["id"]
     for _ in range(600):
-        if harness.client.get(f"/v1/calibrations/{job_id}").json()["status"] == "done":
+        if harness.client.get(f"/v1/calibrations/{job_id}", headers=HEADERS).json()["status"] == "done":
             return job_id
         time.sleep(0.05)
     raise AssertionError("job did not finish")
@@ -93,7 +93,7 @@ def test_activated_in_redis_reaches_another_replica_and_delete_removes_it(
     assert line["ok"] is True and line["result"] == first.client.post("/v1/score", json=item).json()
 
     replica = start_app(settings)  # no ARTIFACTS_DIR: the artifact comes from Redis
-    artifacts = {a["name"]: a for a in replica.client.get("/v1/calibration").json()["artifacts"]}
+    artifacts = {a["name"]: a for a in replica.client.get("/v1/calibration", headers=HEADERS).json()["artifacts"]}
     assert artifacts[f"cal-{job_id}"]["path"] == f"redis:{key}/cal-{job_id}"
     scored = replica.client.post("/v1/score", json={"criterion": "tone", "judge": "shared-judge", "judge_score": 3})
     assert scored.json()["calibrated"] is True

@@ -63,7 +63,7 @@ def _calibrate(harness: AppHarness, body: bytes) -> dict:
     reply = harness.client.post("/v1/calibrations", headers=HEADERS, content=body)
     assert reply.status_code == 202, reply.text
     for _ in range(1200):
-        info = harness.client.get(f"/v1/calibrations/{reply.json()['id']}").json()
+        info = harness.client.get(f"/v1/calibrations/{reply.json()['id']}", headers=HEADERS).json()
         if info["status"] in ("done", "failed"):
             assert info["status"] == "done", info
             activated = harness.client.post(f"/v1/calibrations/{info['id']}/activate", headers=HEADERS)

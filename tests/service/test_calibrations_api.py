@@ -52,7 +52,7 @@ def _wait(harness: AppHarness, job_id: str, limit_s: float = 180.0) -> dict:
     loaded 2-core machine, where two fits of the same upload took 27-36 s."""
     deadline = time.monotonic() + limit_s
     while time.monotonic() < deadline:
-        info = harness.client.get(f"/v1/calibrations/{job_id}").json()
+        info = harness.client.get(f"/v1/calibrations/{job_id}", headers=HEADERS).json()
         if info["status"] in ("done", "failed"):
             return info
         time.sleep(0.05)
@@ -114,7 +114,7 @@ def test_http_calibrate_activate_score_on_unseen_documents(harness: AppHarness, 
     assert client.delete(f"/v1/calibrations/{job['id']}", headers=HEADERS).status_code == 204
     gone = client.post("/v1/score", json={"criterion": "helpfulness", "judge": "acme-judge-v1", "judge_score": 6})
     assert gone.status_code == 422
-    assert client.get(f"/v1/calibrations/{job['id']}").status_code == 404
+    assert client.get(f"/v1/calibrations/{job['id']}", headers=HEADERS).status_code == 404
 
 
 def test_cli_artifact_loads_beside_the_shipped_one(harness: AppHarness, halves, tmp_path: Path) -> None:

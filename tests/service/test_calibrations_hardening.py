@@ -52,7 +52,7 @@ def _rows(n_groups: int, per_group: int, *, judge: str = "my-judge", criterion: 
 def _wait(harness: AppHarness, job_id: str) -> dict:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
-        info = harness.client.get(f"/v1/calibrations/{job_id}").json()
+        info = harness.client.get(f"/v1/calibrations/{job_id}", headers=AUTH).json()
         if info["status"] in ("done", "failed"):
             return info
         time.sleep(0.05)
@@ -208,7 +208,7 @@ def test_redis_down_answers_503_with_retry_after_on_every_calibration_route(
     harness = start_app(make_settings(admin_api_key=ADMIN, redis_url="redis://127.0.0.1:1/0"))
     job = "0" * 16
     for method, path, kwargs in [
-        ("GET", f"/v1/calibrations/{job}", {}),
+        ("GET", f"/v1/calibrations/{job}", {"headers": AUTH}),
         ("POST", f"/v1/calibrations/{job}/activate", {"headers": AUTH}),
         ("DELETE", f"/v1/calibrations/{job}", {"headers": AUTH}),
         ("POST", "/v1/calibrations", {"headers": LINES, "content": _rows(6, 3)}),

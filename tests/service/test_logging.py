@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import io
+import logging
 import re
 from collections.abc import Callable
 
@@ -17,6 +18,7 @@ from service.observability.logging import (
     RequestContext,
     RequestIds,
     current_request,
+    library_logs,
     make_logs,
     request_id_from,
 )
@@ -182,3 +184,36 @@ def test_the_app_flushes_buffered_lines_on_shutdown(start_app: Callable[[Setting
     assert not [line for line in harness.log_lines(flush=False) if line["event"] == "request"]  # still buffered
     harness.client.__exit__(None, None, None)  # lifespan shutdown
     assert [line["route"] for line in harness.log_lines(flush=False) if line["event"] == "request"] == ["/healthz"]
+
+
+def test_library_records_are_json_lines_with_the_traceback_in_one_field():
+    stream = io.StringIO()
+    logs = make_logs("INFO", stream, flush_interval_s=0)
+    saq = logging.getLogger("saq.worker")
+    with library_logs(logs.logger):
+        saq.info("Enqueuing %s", "job")  # below WARNING: not written (the libraries' chatter)
+        try:
+            raise RuntimeError("redis went away")
+        except RuntimeError:
+            saq.exception("Error in %s", "poll")
+        logging.getLogger("uvicorn.error").warning("Invalid HTTP request received.")
+    saq.error("after the block")  # the handler is gone: not ours to write
+    text = stream.getvalue()
+    assert text.count("\n") == 2  # two records, one line each
+    first, second = _lines(stream)
+    assert (first["event"], first["logger"], first["level"], first["message"]) == (
+        "library.log", "saq.worker", "error", "Error in poll"
+    )  # fmt: skip
+    assert first["exception"].startswith("Traceback") and "RuntimeError: redis went away" in first["exception"]
+    assert (second["logger"], second["level"], second["message"]) == (
+        "uvicorn.error", "warning", "Invalid HTTP request received."
+    )  # fmt: skip
+    assert all(
+        not isinstance(h, logging.Handler) or "Library" not in type(h).__name__ for h in logging.getLogger().handlers
+    )
+
+
+def test_the_app_writes_library_records_while_it_runs(app: AppHarness):
+    logging.getLogger("saq.queue").warning("queue %s is slow", "cj-jobs")
+    [line] = [line for line in app.log_lines() if line.get("event") == "library.log"]
+    assert (line["logger"], line["message"], line["level"]) == ("saq.queue", "queue cj-jobs is slow", "warning")

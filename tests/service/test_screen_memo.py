@@ -45,3 +45,24 @@ def test_the_memo_stops_growing_at_its_limit() -> None:
         assert screen_texts({"summary": text}, context.screened) == expected
         assert screen_texts({"summary": text}, context.screened) == expected
     assert len(context.screened) == SCREEN_MEMO_LIMIT
+
+
+def test_the_process_memo_is_an_lru_that_equals_the_screen_and_screens_a_repeat_once() -> None:
+    from service.caching.screen_memo import ScreenMemo
+
+    memo = ScreenMemo(capacity=3)
+    texts = [CORPUS["attacks"][0], CORPUS["benign"][0], CORPUS["attacks"][1], CORPUS["benign"][1]]
+    calls: list[str] = []
+
+    def counted(text: str | None) -> list[str]:
+        calls.append(text or "")
+        return injection_findings(text)
+
+    expected = [screen_texts({"summary": t}) for t in texts]
+    with mock.patch.object(injection, "injection_findings", counted):
+        for _ in range(2):
+            assert [screen_texts({"summary": t}, memo) for t in texts[:3]] == expected[:3]
+        assert len(calls) == 3 and len(memo) == 3  # the second round came from the memo
+        assert screen_texts({"summary": texts[3]}, memo) == expected[3]  # evicts the least recently used
+        assert len(memo) == 3 and memo.get(texts[0]) is None and memo.get(texts[2]) is not None
+    assert any(expected)

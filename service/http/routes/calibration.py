@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from pathlib import PurePath
+from typing import Annotated, TypeVar
 
+import msgspec
 from litestar import Request, get, post
 from litestar.params import JSONBody, Parameter
 
@@ -11,6 +13,7 @@ from service.calibrations.overview import overview
 from service.calibrations.registry import PRIMARY
 from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
 from service.errors import CalibrationUnavailableError, InvalidRequestError
+from service.http.auth import is_admin
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.services import problem_responses, require_admin_key, services_of
 from service.scoring.policy import selection_failure
@@ -27,7 +30,7 @@ from service.wire.calibration import (
     ReloadResponse,
 )
 
-__all__ = ["VIEWS", "calibration_info", "describe", "reload_calibration", "swap_response"]
+__all__ = ["VIEWS", "calibration_info", "describe", "paths_for_caller", "reload_calibration", "swap_response"]
 
 
 def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
@@ -95,6 +98,17 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
     )
 
 
+_View = TypeVar("_View", CalibrationInfo, CalibrationOverview)
+
+
+def paths_for_caller(view: _View, admin: bool) -> _View:
+    """``view`` as the caller may see it: the server's file paths for the admin key, else each file's name only."""
+    if admin:
+        return view
+    artifacts = [msgspec.structs.replace(a, path=PurePath(a.path).name) for a in view.artifacts]
+    return msgspec.structs.replace(view, path=PurePath(view.path).name, artifacts=artifacts)
+
+
 VIEWS = ("full", "summary")
 View = Annotated[
     str,
@@ -120,11 +134,14 @@ async def calibration_info(request: Request, view: View = "full") -> Calibration
         raise InvalidRequestError(f"unknown view {view!r}", allowed=list(VIEWS))
     services = services_of(request)
     snapshot = services.calibration.current
+    admin = is_admin(services.settings, request.headers.get("authorization"))
     if snapshot is None:
-        raise CalibrationUnavailableError(f"no thresholds artifact is loaded: {services.calibration.error}")
+        why = services.calibration.error if admin else "its load error is shown with the admin key"
+        raise CalibrationUnavailableError(f"no thresholds artifact is loaded: {why}")
     if view == "summary":
-        return overview(snapshot, default_alpha=services.settings.default_alpha, failure=selection_failure)
-    return describe(snapshot)
+        summary = overview(snapshot, default_alpha=services.settings.default_alpha, failure=selection_failure)
+        return paths_for_caller(summary, admin)
+    return paths_for_caller(describe(snapshot), admin)
 
 
 @post(

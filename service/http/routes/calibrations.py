@@ -1,4 +1,4 @@
-"""POST /v1/calibrations (admin), GET /v1/calibrations/{id}, POST /v1/calibrations/{id}/activate (admin),
+"""POST /v1/calibrations (admin), GET /v1/calibrations/{id} (admin), POST /v1/calibrations/{id}/activate (admin),
 DELETE /v1/calibrations/{id} (admin): calibrate your own judge over HTTP (rules:
 ``service.jobs.calibrating``)."""
 
@@ -237,8 +237,10 @@ def _rows_as_lines(body: bytes, content_type: str) -> bytes:
 
 @get(
     "/calibrations/{job_id:str}",
-    summary="A calibration job: progress; when done, the new cells with their held-out coverage and decision rates",
-    responses=problem_responses(400, 401, 404, 422, 503),  # 503: the job records' Redis does not answer
+    guards=[require_admin_key],
+    summary="A calibration job (admin key): progress; when done, the new cells with their held-out coverage and "
+    "decision rates",
+    responses=problem_responses(400, 401, 403, 404, 422, 503),  # 503: the job records' Redis does not answer
     tags=["calibration"],
 )
 async def calibration_job(request: Request, job_id: JobId) -> CalibrationJobInfo:

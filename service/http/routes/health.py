@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hmac
-
 from litestar import Request, Response, get
 
-from service.http.auth import bearer_token
+from service.http.auth import is_admin
 from service.http.problems import PROBLEM_MEDIA_TYPE
 from service.http.services import Services, problem_responses, services_of
 from service.observability.metrics import CONTENT_TYPE
@@ -102,13 +100,12 @@ def _judges_check(services: Services, degraded: list[str]) -> ReadinessCheck:
 
 def _is_admin(request: Request) -> bool:
     """True when the request carries the admin key (ADMIN_API_KEY set and sent as a bearer key)."""
-    key = services_of(request).settings.admin_api_key
-    token = bearer_token(request.headers.get("authorization"))
-    return bool(key) and token is not None and hmac.compare_digest(token.encode(), key.encode())  # type: ignore[union-attr]
+    return is_admin(services_of(request).settings, request.headers.get("authorization"))
 
 
 @get("/metrics", summary="Prometheus metrics of this app", media_type=CONTENT_TYPE, tags=["health"])
 async def metrics(request: Request) -> Response[bytes]:
     """The app's registry in Prometheus text format."""
     services = services_of(request)
-    return Response(services.metrics.render(), media_type=CONTENT_TYPE)
+    # The header given whole: from a text/ media type alone Litestar would append a second "; charset=utf-8".
+    return Response(services.metrics.render(), media_type=CONTENT_TYPE, headers={"content-type": CONTENT_TYPE})

@@ -59,6 +59,7 @@ def scoring_context(services: Services) -> ScoringContext:
         judges=services.judges,
         policy=services.policy,
         metrics=services.metrics,
+        screened=services.judges.screened,  # the process's memo: a repeated text is screened once
     )
 
 

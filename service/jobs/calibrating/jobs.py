@@ -65,7 +65,12 @@ from artifact.labels import LabelledCell
 from service.calibrations.activated import check_name
 from service.calibrations.snapshot import CalibrationSnapshot
 from service.calibrations.state import CalibrationHolder
-from service.errors import ENABLE_JOBS_HELP, ConflictError, InvalidRequestError, JobsUnavailableError, NotFoundError
+from service.errors import (
+    ConflictError,
+    InvalidRequestError,
+    NotFoundError,
+    store_unavailable,
+)
 from service.jobs.calibrating.cells import check_cells, job_cells, level_warnings
 from service.jobs.calibrating.fitting import (
     CalibrationJob,
@@ -95,25 +100,29 @@ REDIS_RETRY_AFTER_S = 5
 
 
 @contextlib.contextmanager
-def _redis_answers() -> Iterator[None]:
-    """Redis errors (the job records' store does not answer) as a 503 jobs-unavailable with Retry-After."""
+def _redis_answers(retry_after_s: int) -> Iterator[None]:
+    """Redis errors (the job records' store does not answer) as the 503 every Redis-backed route answers
+    (``service.errors.store_unavailable``: one title and detail, Retry-After)."""
     try:
         yield
     except (RedisError, OSError) as error:
-        raise JobsUnavailableError(
-            f"Redis does not answer ({type(error).__name__}); calibration jobs live there: retry later. "
-            f"{ENABLE_JOBS_HELP}",
-            headers={"Retry-After": str(REDIS_RETRY_AFTER_S)},
-        ) from error
+        raise store_unavailable(error, retry_after_s) from error
 
 
 class CalibrationJobs:
     """The app's calibration jobs: on the job queue when ``queue`` is given, else in-process background tasks."""
 
     def __init__(
-        self, *, accept_max: int, escalate_min: int, n_splits: int = CALIBRATION_SPLITS, queue: JobQueue | None = None
+        self,
+        *,
+        accept_max: int,
+        escalate_min: int,
+        n_splits: int = CALIBRATION_SPLITS,
+        queue: JobQueue | None = None,
+        retry_after_s: int = REDIS_RETRY_AFTER_S,
     ) -> None:
         self.accept_max = accept_max
+        self.retry_after_s = retry_after_s  # Retry-After of the 503 while Redis does not answer (RETRY_AFTER_S)
         self.escalate_min = escalate_min
         self.n_splits = n_splits
         self.jobs: dict[str, CalibrationJob] = {}  # the in-process path's jobs
@@ -158,7 +167,7 @@ class CalibrationJobs:
             ),
         )
         if self.queue is not None:
-            with _redis_answers():
+            with _redis_answers(self.retry_after_s):
                 await self.queue.enqueue_calibration(_plan_of(job), body)
             return job
         self._evict()
@@ -183,7 +192,7 @@ class CalibrationJobs:
         if self.queue is None:
             job = self.jobs.get(job_id)
         else:
-            with _redis_answers():
+            with _redis_answers(self.retry_after_s):
                 job = await _queued_job(self.queue, job_id)
         if job is None:
             raise NotFoundError(f"no calibration job {job_id!r} (unknown, deleted, expired, or from before a restart)")
@@ -208,7 +217,7 @@ class CalibrationJobs:
                     kept = False
             if not kept:  # deleted meanwhile (another replica), or its record cannot be marked: undo
                 await holder.remove(job.name)
-                with _redis_answers():
+                with _redis_answers(self.retry_after_s):
                     await self.get(job_id)  # 503 when Redis is down, 404 when the job is gone
                 raise NotFoundError(f"calibration job {job_id!r} was deleted while it was being activated")
             job.activated = True
@@ -220,7 +229,7 @@ class CalibrationJobs:
             if self.queue is None:
                 job = self.jobs.pop(job_id, None)
             else:
-                with _redis_answers():
+                with _redis_answers(self.retry_after_s):
                     job = await _queued_job(self.queue, job_id)
                     await self.queue.calibrations.delete(job_id)
             name = job.name if job is not None else f"cal-{job_id}"

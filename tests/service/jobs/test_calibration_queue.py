@@ -33,7 +33,7 @@ HEADERS = {"Authorization": f"Bearer {ADMIN}", "Content-Type": "application/x-nd
 def wait_done(client: Any, job_id: str, timeout_s: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     while True:
-        info = client.get(f"/v1/calibrations/{job_id}").json()
+        info = client.get(f"/v1/calibrations/{job_id}", headers=HEADERS).json()
         if info["status"] in ("done", "failed") or time.monotonic() > deadline:
             return info
         time.sleep(0.1)
@@ -64,7 +64,7 @@ def test_a_calibration_job_runs_on_a_worker_and_matches_the_in_process_path(
     assert submitted.status_code == 202, submitted.text
     job_id = submitted.json()["id"]
     time.sleep(1.0)
-    waiting = client.get(f"/v1/calibrations/{job_id}").json()
+    waiting = client.get(f"/v1/calibrations/{job_id}", headers=HEADERS).json()
     assert waiting["status"] == "queued" and waiting["progress"] == 0.0  # no worker yet: nothing ran in the API
     assert queued_app.services.calibrations.jobs == {}
 
@@ -81,7 +81,7 @@ def test_a_calibration_job_runs_on_a_worker_and_matches_the_in_process_path(
     assert all(outcome == (job_id, "finished") for outcome in outcomes[1:]), outcomes
 
     other_api = start_app(settings(redis_url=REDIS_URL)).client  # another API process on the same Redis
-    assert other_api.get(f"/v1/calibrations/{job_id}").json() == done
+    assert other_api.get(f"/v1/calibrations/{job_id}", headers=HEADERS).json() == done
 
     in_process = start_app(settings(artifacts_dir=tmp_path / "in-process")).client
     local = in_process.post("/v1/calibrations", headers=HEADERS, content=body)
@@ -96,11 +96,11 @@ def test_a_calibration_job_runs_on_a_worker_and_matches_the_in_process_path(
     activated = client.post(f"/v1/calibrations/{job_id}/activate", headers=HEADERS)
     assert activated.status_code == 200, activated.text
     assert activated.json()["cells_added"] == len(done["cells"]) > 0
-    assert client.get(f"/v1/calibrations/{job_id}").json()["activated"] is True
+    assert client.get(f"/v1/calibrations/{job_id}", headers=HEADERS).json()["activated"] is True
     scored = client.post("/v1/score", json={"criterion": "helpfulness", "judge": "acme-judge-v1", "judge_score": 5})
     assert scored.status_code == 200 and scored.json()["calibrated"] is True
     assert "no certified decision rule" not in scored.json()["reason"]  # the worker's artifact has its rules
 
     assert client.delete(f"/v1/calibrations/{job_id}", headers=HEADERS).status_code == 204
-    assert client.get(f"/v1/calibrations/{job_id}").status_code == 404
-    assert other_api.get(f"/v1/calibrations/{job_id}").status_code == 404
+    assert client.get(f"/v1/calibrations/{job_id}", headers=HEADERS).status_code == 404
+    assert other_api.get(f"/v1/calibrations/{job_id}", headers=HEADERS).status_code == 404

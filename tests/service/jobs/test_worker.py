@@ -212,7 +212,7 @@ def test_live_items_through_a_faulty_judge_are_scored_or_carry_a_typed_error(
     group.start()
     group.start()
     status = wait_for(client, job_id, lambda s: s["status"] != "running" and s["status"] != "queued", 120)
-    assert status["status"] == "succeeded", status
+    assert status["status"] == "failed" and status["n_failed"] > 0, status  # some items failed (docs/jobs.md)
     lines = all_results(client, job_id)
     assert [line["index"] for line in lines] == list(range(200))
     assert [line["item_id"] for line in lines] == [str(i) for i in range(200)]
