@@ -41,6 +41,9 @@ command                                                           does
 ``estimates [--data-dir D] [--out reports] [--part all]``         system means and rank sets with valid intervals
                                                                   from few human labels + judge verdicts
                                                                   (offline.studies.estimates)
+``monitor [--data-dir D] [--out reports] [--streams 200]``        anytime-valid monitors on seeded streams of
+``        [--horizon 1600] [--delta 0.05] [--thresholds F]``      recorded verdicts, unshifted and shifted
+                                                                  (offline.studies.monitoring)
 ``data [--out D] [--mirror URL] [--no-progress]``                 build the data directory from its pinned public
                                                                   sources (offline.data.fetch, sources.json);
                                                                   the default one is used as is when it exists
@@ -82,6 +85,7 @@ from offline.commands.studies import (
     run_panels_nested,
 )
 from offline.data.errors import DataError
+from offline.studies.monitoring.command import run_monitor
 
 __all__ = ["configure_logging", "main"]
 
@@ -121,6 +125,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "cascades": run_cascades,
         "decisions": run_decisions,
         "estimates": run_estimates,
+        "monitor": run_monitor,
         "data": run_data,
     }
     try:
