@@ -16,6 +16,7 @@ from calibration.monitoring.eprocess import (
     GuaranteeSpec,
     bets,
     e_value,
+    prior,
     start_eprocess,
     update_eprocess,
 )
@@ -58,6 +59,7 @@ __all__ = [
     "e_process_path",
     "e_value",
     "observe_document",
+    "prior",
     "rate_estimate",
     "start_cell",
     "start_eprocess",

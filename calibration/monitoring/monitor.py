@@ -126,7 +126,10 @@ def start_cell(spec: CellSpec) -> CellMonitor:
 
 def cell_e_value(spec: CellSpec, state: CellMonitor) -> float:
     """The cell's e-process: the weighted mean of its guarantees' e-values."""
-    return sum(spec.weight(j) * e_value(g.test) for j, g in enumerate(state.guarantees))
+    return sum(
+        spec.weight(j) * e_value(g, s.test)
+        for j, (g, s) in enumerate(zip(spec.guarantees, state.guarantees, strict=True))
+    )
 
 
 def observe_document(
@@ -150,7 +153,7 @@ def observe_document(
     total = cell_e_value(spec, updated)
     if total < 1.0 / spec.delta:
         return updated
-    values = [e_value(g.test) for g in guarantees]
+    values = [e_value(g, s.test) for g, s in zip(spec.guarantees, guarantees, strict=True)]
     named = max(range(len(values)), key=values.__getitem__)
     watched = spec.guarantees[named]
     alarm = Alarm(
@@ -178,7 +181,7 @@ def cell_report(spec: CellSpec, state: CellMonitor) -> CellReport:
                 guarantee=g.guarantee,
                 level=g.level,
                 tolerance=g.tolerance,
-                e_value=e_value(s.test),
+                e_value=e_value(g, s.test),
                 estimate=rate_estimate(s.rate, delta=spec.delta),
             )
             for g, s in zip(spec.guarantees, state.guarantees, strict=True)

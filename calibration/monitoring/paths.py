@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from calibration.monitoring.eprocess import GuaranteeSpec, bets
+from calibration.monitoring.eprocess import GuaranteeSpec, bets, prior
 from calibration.monitoring.monitor import CellSpec
 
 __all__ = ["cell_alarm_index", "cell_e_path", "e_process_path"]
@@ -27,7 +27,7 @@ def e_process_path(spec: GuaranteeSpec, failures: np.ndarray, counted: np.ndarra
     x = (f - spec.level * c) / spec.max_items
     logs = np.cumsum(np.log1p(x[..., None] * bets(spec)), axis=-2)  # (..., documents, bets)
     top = logs.max(axis=-1, keepdims=True)
-    out: np.ndarray = np.exp(top[..., 0]) * np.mean(np.exp(logs - top), axis=-1)
+    out: np.ndarray = np.exp(top[..., 0]) * np.sum(prior(spec) * np.exp(logs - top), axis=-1)
     return out
 
 

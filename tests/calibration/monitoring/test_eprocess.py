@@ -19,6 +19,7 @@ from calibration.monitoring import (
     bets,
     e_process_path,
     e_value,
+    prior,
     start_eprocess,
     update_eprocess,
 )
@@ -27,15 +28,16 @@ SPEC = GuaranteeSpec(guarantee="accept_error", level=0.1, tolerance=2, max_items
 
 
 def _brute(spec: GuaranteeSpec, failures: list[int], counted: list[int]) -> float:
-    """(1/G) sum_g prod_d (1 + lambda_g (f_d - a c_d) / M), written out in plain floats."""
+    """sum_g pi_g prod_d (1 + lambda_g (f_d - a c_d) / M), pi_g = (G + 1 - g) / (G (G + 1) / 2), in plain floats."""
     total = 0.0
-    for g in range(1, spec.grid_size + 1):
+    size = spec.grid_size
+    for g in range(1, size + 1):
         bet = g / spec.grid_size * spec.bet_fraction / spec.level
         wealth = 1.0
         for f, c in zip(failures, counted, strict=True):
             wealth *= 1.0 + bet * (f - spec.level * c) / spec.max_items
-        total += wealth
-    return total / spec.grid_size
+        total += wealth * (size + 1 - g) / (size * (size + 1) / 2)
+    return total
 
 
 def _documents(rng: np.random.Generator, n: int) -> tuple[list[int], list[int]]:
@@ -50,7 +52,7 @@ def test_sequential_vectorised_and_brute_force_agree() -> None:
     values = []
     for f, c in zip(failures, counted, strict=True):
         state = update_eprocess(SPEC, state, DocumentTally(labels=16, counted=c, failures=f))
-        values.append(e_value(state))
+        values.append(e_value(SPEC, state))
     path = e_process_path(SPEC, np.array(failures), np.array(counted))
     assert np.allclose(values, path, rtol=1e-10)
     for t in (1, 10, 60):
@@ -69,6 +71,7 @@ def test_paths_over_many_streams_match_one_at_a_time() -> None:
 
 
 def test_bets_are_sized_by_the_level_and_keep_every_factor_positive() -> None:
+    assert math.isclose(float(prior(SPEC).sum()), 1.0) and np.all(np.diff(prior(SPEC)) < 0)
     lam = bets(SPEC)
     assert lam.size == 10 and math.isclose(lam.max(), 0.9 / 0.1) and lam.min() > 0
     # the worst document for the bettor: every item counted, none failed
@@ -76,7 +79,7 @@ def test_bets_are_sized_by_the_level_and_keep_every_factor_positive() -> None:
     state = start_eprocess(SPEC)
     for _ in range(500):
         state = update_eprocess(SPEC, state, DocumentTally(labels=16, counted=16, failures=0))
-    assert 0.0 < e_value(state) < 1.0
+    assert 0.0 < e_value(SPEC, state) < 1.0
 
 
 @settings(max_examples=40, deadline=None)
@@ -97,7 +100,7 @@ def test_state_is_bounded_and_round_trips_as_json() -> None:
         state = update_eprocess(SPEC, state, DocumentTally(labels=16, counted=12, failures=k % 3))
     assert len(state.log_wealth) == SPEC.grid_size
     back = msgspec.json.decode(msgspec.json.encode(state), type=EProcess)
-    assert back == state and e_value(back) == e_value(state)
+    assert back == state and e_value(SPEC, back) == e_value(SPEC, state)
 
 
 def test_bad_tallies_and_specs_are_refused() -> None:

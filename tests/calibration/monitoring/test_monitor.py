@@ -77,7 +77,7 @@ def test_alarm_rises_at_the_first_crossing_names_the_failing_guarantee_and_stays
 def test_the_cell_e_value_is_the_weighted_mean_and_weights_move_the_alarm() -> None:
     docs = _harmful_accept(40)
     state, _ = _feed(SPEC, docs)
-    parts = [e_value(g.test) for g in state.guarantees]
+    parts = [e_value(g, s.test) for g, s in zip(SPEC.guarantees, state.guarantees, strict=True)]
     assert math.isclose(cell_e_value(SPEC, state), (parts[0] + parts[1]) / 2)
     heavy = CellSpec(guarantees=[COVERAGE, ACCEPT], weights=[0.1, 0.9], delta=0.05)
     light = CellSpec(guarantees=[COVERAGE, ACCEPT], weights=[0.9, 0.1], delta=0.05)
