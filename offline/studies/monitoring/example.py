@@ -58,7 +58,12 @@ def example_stream(
     documents, index = np.unique(outcomes.groups, return_inverse=True)
     members = [np.flatnonzero(index == d) for d in range(documents.size)]
     state = start_cell(spec)
-    labels, cell_e, per, rate, low, high = [], [], [[] for _ in spec.guarantees], [], [], []
+    labels: list[int] = []
+    cell_e: list[float] = []
+    per: list[list[float]] = [[] for _ in spec.guarantees]
+    rate: list[float | None] = []
+    low: list[float] = []
+    high: list[float] = []
     for document in order:
         tallies = [DocumentTally() for _ in spec.guarantees]
         for item in members[document]:
@@ -75,8 +80,8 @@ def example_stream(
         report = cell_report(spec, state)
         labels.append(report.labels)
         cell_e.append(report.e_value)
-        for j, g in enumerate(report.guarantees):
-            per[j].append(g.e_value)
+        for j, watched in enumerate(report.guarantees):
+            per[j].append(watched.e_value)
         last = report.guarantees[-1].estimate
         rate.append(last.rate)
         low.append(last.low)

@@ -200,11 +200,11 @@ def run_study(
             continue
         tasks += [("none", judge, criterion, None), ("harsher", judge, criterion, None)]
         tasks += [("lenient", judge, criterion, None)]
-    for judge, other in SWAPS:
+    for swapped_judge, source_judge in SWAPS:
         tasks += [
-            ("swap", judge, c, by_cell[(other, c)])
+            ("swap", swapped_judge, c, by_cell[(source_judge, c)])
             for (j, c) in sorted(by_cell)
-            if j == judge and (other, c) in by_cell
+            if j == swapped_judge and (source_judge, c) in by_cell
         ]
     rows, examples = [], []
     for kind, judge, criterion, other in progress(tasks) if progress is not None else tasks:
