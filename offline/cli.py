@@ -33,6 +33,9 @@ command                                                           does
 ``estimates [--data-dir D] [--out reports] [--part all]``         system means and rank sets with valid intervals
                                                                   from few human labels + judge verdicts
                                                                   (offline.studies.estimates)
+``monitor [--data-dir D] [--out reports] [--streams 200]``        anytime-valid monitors on seeded streams of
+``        [--horizon 1600] [--delta 0.05] [--thresholds F]``      recorded verdicts, unshifted and shifted
+                                                                  (offline.studies.monitoring)
 ``data [--out D] [--mirror URL] [--no-progress]``                 build the data directory from its pinned public
                                                                   sources (offline.data.fetch, sources.json);
                                                                   the default one is used as is when it exists
@@ -71,6 +74,7 @@ from offline.commands.studies import (
     run_panels,
 )
 from offline.data.errors import DataError
+from offline.studies.monitoring.command import run_monitor
 
 __all__ = ["configure_logging", "main"]
 
@@ -107,6 +111,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "pairwise-decisions": run_pairwise_decisions,
         "decisions": run_decisions,
         "estimates": run_estimates,
+        "monitor": run_monitor,
         "data": run_data,
     }
     try:

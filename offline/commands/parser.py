@@ -218,6 +218,23 @@ def build_parser() -> argparse.ArgumentParser:
     est.add_argument("--seed", type=int, default=0)
     est.add_argument("--no-progress", action="store_true")
 
+    mon = commands.add_parser(
+        "monitor",
+        help="anytime-valid monitors on seeded streams of recorded verdicts, unshifted and shifted: harm, alarm "
+        "rate, labels to the alarm (offline.studies.monitoring)",
+    )
+    mon.add_argument("--data-dir", type=Path, default=None)
+    mon.add_argument("--out", type=Path, default=Path("reports"))
+    mon.add_argument("--thresholds", type=Path, default=None, help="artifact (default: artifact/thresholds.json)")
+    mon.add_argument("--streams", type=int, default=200, help="seeded document orders per scenario (default 200)")
+    mon.add_argument("--horizon", type=int, default=1600, help="labels per stream (default 1600)")
+    mon.add_argument("--delta", type=float, default=0.05, help="false-alarm level of a cell (default 0.05)")
+    mon.add_argument("--input", default="score", help="what the verdicts send: score | logprobs | score+logprobs")
+    mon.add_argument("--criteria", nargs="+", default=None, help="only these criteria (default: all)")
+    mon.add_argument("--splits", type=int, default=10, help="held-out splits of the abstractive fit (default 10)")
+    mon.add_argument("--seed", type=int, default=0)
+    mon.add_argument("--no-progress", action="store_true")
+
     dat = commands.add_parser(
         "data",
         help="build the data directory from its pinned upstream sources (or a mirror) "

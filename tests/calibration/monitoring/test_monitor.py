@@ -1,0 +1,118 @@
+"""A cell's monitor: the weighted-mean e-process, the alarm (first crossing, sticky, names a guarantee whose own
+e-value passed 1/delta), the report, JSON round trips of every state, refusals."""
+
+from __future__ import annotations
+
+import math
+
+import msgspec
+import numpy as np
+import pytest
+
+from calibration.monitoring import (
+    CellMonitor,
+    CellSpec,
+    DocumentTally,
+    GuaranteeSpec,
+    cell_alarm_index,
+    cell_e_path,
+    cell_e_value,
+    cell_report,
+    e_value,
+    observe_document,
+    start_cell,
+)
+
+M = 16
+COVERAGE = GuaranteeSpec(guarantee="coverage", level=0.1, max_items=M)
+ACCEPT = GuaranteeSpec(guarantee="accept_error", level=0.1, tolerance=2, max_items=M)
+SPEC = CellSpec(guarantees=[COVERAGE, ACCEPT], delta=0.05)
+
+
+def _feed(spec: CellSpec, docs: list[tuple[DocumentTally, DocumentTally]]) -> tuple[CellMonitor, list[float]]:
+    state = start_cell(spec)
+    values = []
+    for cov, acc in docs:
+        state = observe_document(spec, state, [cov, acc])
+        values.append(cell_e_value(spec, state))
+    return state, values
+
+
+def _harmful_accept(n: int) -> list[tuple[DocumentTally, DocumentTally]]:
+    rng = np.random.default_rng(4)
+    docs = []
+    for _ in range(n):
+        accepted = int(rng.integers(10, 17))
+        docs.append(
+            (
+                DocumentTally(labels=16, counted=16, failures=int(rng.binomial(16, 0.02))),
+                DocumentTally(labels=16, counted=accepted, failures=int(rng.binomial(accepted, 0.3))),
+            )
+        )
+    return docs
+
+
+def test_alarm_rises_at_the_first_crossing_names_the_failing_guarantee_and_stays() -> None:
+    docs = _harmful_accept(60)
+    state, values = _feed(SPEC, docs)
+    first = next(i for i, v in enumerate(values) if v >= 20)
+    assert state.alarm is not None
+    assert state.alarm.document == first + 1 and state.alarm.label == 16 * (first + 1)
+    assert state.alarm.guarantee == "accept_error" and state.alarm.tolerance == 2
+    assert state.alarm.guarantee_e_value >= 1 / SPEC.delta
+    assert math.isclose(state.alarm.e_value, values[first], rel_tol=1e-12)
+    # sticky: later documents that pull the e-value down do not clear it
+    quiet = [(DocumentTally(labels=16, counted=16), DocumentTally(labels=16, counted=16))] * 200
+    later = state
+    for cov, acc in quiet:
+        later = observe_document(SPEC, later, [cov, acc])
+    assert cell_e_value(SPEC, later) < 20 and later.alarm == state.alarm
+    # the vectorised path finds the same document
+    f = [np.array([d[j].failures for d in docs]) for j in (0, 1)]
+    c = [np.array([d[j].counted for d in docs]) for j in (0, 1)]
+    path = cell_e_path(SPEC, f, c)
+    assert np.allclose(path, values) and int(cell_alarm_index(SPEC, path)) == first
+
+
+def test_the_cell_e_value_is_the_weighted_mean_and_weights_move_the_alarm() -> None:
+    docs = _harmful_accept(40)
+    state, _ = _feed(SPEC, docs)
+    parts = [e_value(g, s.test) for g, s in zip(SPEC.guarantees, state.guarantees, strict=True)]
+    assert math.isclose(cell_e_value(SPEC, state), (parts[0] + parts[1]) / 2)
+    heavy = CellSpec(guarantees=[COVERAGE, ACCEPT], weights=[0.1, 0.9], delta=0.05)
+    light = CellSpec(guarantees=[COVERAGE, ACCEPT], weights=[0.9, 0.1], delta=0.05)
+    early, late = _feed(heavy, docs)[0].alarm, _feed(light, docs)[0].alarm
+    assert early is not None and (late is None or late.document >= early.document)
+
+
+def test_report_and_json_round_trip() -> None:
+    state, _ = _feed(SPEC, _harmful_accept(30))
+    back = msgspec.json.decode(msgspec.json.encode(state), type=CellMonitor)
+    assert back == state
+    report = cell_report(SPEC, back)
+    assert report.status == "alarm" and report.labels == 30 * 16 and report.documents == 30
+    assert report.threshold == 20.0
+    accept = report.guarantees[1]
+    assert accept.guarantee == "accept_error" and accept.estimate.rate is not None
+    assert accept.estimate.low <= accept.estimate.rate <= accept.estimate.high
+    assert report.guarantees[0].estimate.rate < 0.1
+    assert msgspec.json.decode(msgspec.json.encode(SPEC), type=CellSpec) == SPEC
+    fresh = cell_report(SPEC, start_cell(SPEC))
+    assert fresh.status == "ok" and fresh.e_value == 1.0 and fresh.alarm is None
+
+
+def test_state_does_not_grow_with_the_stream() -> None:
+    small, _ = _feed(SPEC, _harmful_accept(5))
+    large, _ = _feed(SPEC, _harmful_accept(400))
+    assert abs(len(msgspec.json.encode(large)) - len(msgspec.json.encode(small))) < 200
+
+
+def test_refusals() -> None:
+    with pytest.raises(ValueError, match="tallies"):
+        observe_document(SPEC, start_cell(SPEC), [DocumentTally()])
+    with pytest.raises(ValueError, match="weights"):
+        CellSpec(guarantees=[COVERAGE, ACCEPT], weights=[0.5, 0.6])
+    with pytest.raises(ValueError, match="at least one"):
+        CellSpec(guarantees=[])
+    with pytest.raises(ValueError, match="max_items"):
+        observe_document(SPEC, start_cell(SPEC), [DocumentTally(labels=20, counted=20), DocumentTally()])
