@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from offline.data.converters import Inputs, dump_jsonl, json_lines
+from offline.data.convert_io import Inputs, dump_jsonl, json_lines
 
 __all__ = ["FIELDS", "convert", "convert_rows"]
 

@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from offline.data.converters import Inputs, dump_jsonl
+from offline.data.convert_io import Inputs, dump_jsonl
 
 __all__ = ["SHARES", "articles", "items"]
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from offline.data.convert_io import Inputs, dump_jsonl
 from offline.data.convert_summeval import CRITERIA, csv_rows, geval_rows
-from offline.data.converters import Inputs, dump_jsonl
 
 __all__ = ["ROW_ORDERS", "judge"]
 

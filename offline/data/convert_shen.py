@@ -17,8 +17,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from offline.data.convert_io import Inputs, dump_jsonl, json_lines
 from offline.data.convert_summeval import CRITERIA
-from offline.data.converters import Inputs, dump_jsonl, json_lines
 
 __all__ = ["pairwise", "rts_judge"]
 

@@ -18,7 +18,7 @@ import io
 from collections.abc import Mapping
 from typing import Any
 
-from offline.data.converters import Inputs, dump_jsonl, json_lines
+from offline.data.convert_io import Inputs, dump_jsonl, json_lines
 
 __all__ = ["CRITERIA", "articles", "geval_rows", "items"]
 

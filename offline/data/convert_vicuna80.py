@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from offline.data.converters import Inputs, dump_jsonl, json_lines
+from offline.data.convert_io import Inputs, dump_jsonl, json_lines
 
 __all__ = ["NAMES", "human", "items", "judge", "prompts"]
 
