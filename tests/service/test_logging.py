@@ -14,6 +14,7 @@ import pytest
 
 from service.config.settings import Settings, SettingsError
 from service.observability.logging import (
+    AppLogs,
     JsonLineSink,
     RequestContext,
     RequestIds,
@@ -186,17 +187,29 @@ def test_the_app_flushes_buffered_lines_on_shutdown(start_app: Callable[[Setting
     assert [line["route"] for line in harness.log_lines(flush=False) if line["event"] == "request"] == ["/healthz"]
 
 
-def test_library_records_are_json_lines_with_the_traceback_in_one_field():
-    stream = io.StringIO()
-    logs = make_logs("INFO", stream, flush_interval_s=0)
-    saq = logging.getLogger("saq.worker")
+def _write_library_records(logs: AppLogs, saq: logging.Logger, uvicorn_error: logging.Logger) -> None:
+    """Inside ``library_logs``: one INFO (dropped), one exception and one warning from the libraries' loggers."""
     with library_logs(logs.logger):
         saq.info("Enqueuing %s", "job")  # below WARNING: not written (the libraries' chatter)
         try:
             raise RuntimeError("redis went away")
         except RuntimeError:
             saq.exception("Error in %s", "poll")
-        logging.getLogger("uvicorn.error").warning("Invalid HTTP request received.")
+        uvicorn_error.warning("Invalid HTTP request received.")
+
+
+def test_library_records_are_json_lines_with_the_traceback_in_one_field():
+    stream = io.StringIO()
+    logs = make_logs("INFO", stream, flush_interval_s=0)
+    saq = logging.getLogger("saq.worker")
+    uvicorn_error = logging.getLogger("uvicorn.error")
+    # another module's in-process uvicorn (log_level="error") may have left this logger at ERROR
+    previous_level = uvicorn_error.level
+    uvicorn_error.setLevel(logging.WARNING)
+    try:
+        _write_library_records(logs, saq, uvicorn_error)
+    finally:
+        uvicorn_error.setLevel(previous_level)
     saq.error("after the block")  # the handler is gone: not ours to write
     text = stream.getvalue()
     assert text.count("\n") == 2  # two records, one line each
