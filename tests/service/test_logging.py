@@ -203,13 +203,20 @@ def test_library_records_are_json_lines_with_the_traceback_in_one_field():
     logs = make_logs("INFO", stream, flush_interval_s=0)
     saq = logging.getLogger("saq.worker")
     uvicorn_error = logging.getLogger("uvicorn.error")
-    # another module's in-process uvicorn (log_level="error") may have left this logger at ERROR
-    previous_level = uvicorn_error.level
-    uvicorn_error.setLevel(logging.WARNING)
+    # another module's in-process uvicorn (its default log config, log_level="error") may have left uvicorn's
+    # loggers at ERROR or not propagating: this test sets what it needs and restores it (the served process runs
+    # uvicorn with log_config=None, so there they propagate)
+    chain = [uvicorn_error, logging.getLogger("uvicorn")]
+    previous = [(logger.level, logger.disabled, logger.propagate) for logger in chain]
+    for logger in chain:
+        logger.setLevel(logging.NOTSET if logger is not uvicorn_error else logging.WARNING)
+        logger.disabled, logger.propagate = False, True
     try:
         _write_library_records(logs, saq, uvicorn_error)
     finally:
-        uvicorn_error.setLevel(previous_level)
+        for logger, (level, disabled, propagate) in zip(chain, previous, strict=True):
+            logger.setLevel(level)
+            logger.disabled, logger.propagate = disabled, propagate
     saq.error("after the block")  # the handler is gone: not ours to write
     text = stream.getvalue()
     assert text.count("\n") == 2  # two records, one line each
