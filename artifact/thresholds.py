@@ -28,15 +28,27 @@ from pathlib import Path
 
 import msgspec
 
-from calibration.conformal import METHODS, PROBABILITY_METHODS, FittedConformal
+from artifact.entries import (
+    FORMAT_VERSION,
+    GUARANTEE_MODES,
+    READABLE_VERSIONS,
+    DefaultMethod,
+    EntryKey,
+    ThresholdEntry,
+    ThresholdsArtifact,
+    alpha_key,
+    derived_kind,
+)
+from calibration.conformal import METHODS
 from calibration.conformal.methods import conformal_method
 from calibration.conformal.sets import SetRule, compile_rule
-from calibration.decision_rule import DecisionRule, validate_rule
+from calibration.decision_rule import validate_rule
 from calibration.errors import ArtifactError
 from calibration.verdicts import INPUT_KINDS, methods_for_kind
 
 __all__ = [
     "FORMAT_VERSION",
+    "GUARANTEE_MODES",
     "READABLE_VERSIONS",
     "DefaultMethod",
     "EntryKey",
@@ -51,90 +63,6 @@ __all__ = [
     "save_artifact",
     "validate_artifact",
 ]
-
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1 has no input kinds: an entry's kind is derived from its method
-
-EntryKey = tuple[str, str, str, str, str, float]  # judge, prompt family, criterion, input kind, method, alpha
-
-
-def derived_kind(method: str) -> str:
-    """The input kind of an entry that names none (format 1): probabilities for probability methods, else score."""
-    return "probabilities" if method in PROBABILITY_METHODS else "score"
-
-
-class ThresholdEntry(msgspec.Struct, frozen=True, kw_only=True):
-    """One calibrated cell: the fitted predictor and the offline study's held-out figures for it."""
-
-    judge: str
-    prompt_family: str
-    criterion: str
-    method: str
-    alpha: float
-    fitted: FittedConformal
-    heldout_coverage: float | None = None
-    heldout_coverage_std: float | None = None
-    heldout_set_size: float | None = None
-    n_splits: int = 0
-    min_bin_coverage: float | None = None  # lowest coverage within a judge-score bin in the study, if measured
-    input_kind: str | None = None  # score | probabilities | mean (calibration.verdicts); None: derived_kind(method)
-    heldout_coverage_p5: float | None = None  # 5th percentile over the splits by document
-    min_label_coverage: float | None = None  # lowest coverage within a human label (small labels pooled)
-    empty_share: float | None = None
-    non_interval_share: float | None = None
-    accept_share: float | None = None  # expected decision shares under the default policy, held out
-    review_share: float | None = None
-    escalate_share: float | None = None
-    accept_accuracy: float | None = None  # share of accepted verdicts whose human label is in the set
-
-    @property
-    def kind(self) -> str:
-        """The input kind the thresholds were fitted on (and may be applied to)."""
-        return self.input_kind or derived_kind(self.method)
-
-    @property
-    def key(self) -> EntryKey:
-        """The entry's identity: (judge, prompt_family, criterion, input kind, method, alpha)."""
-        return (self.judge, self.prompt_family, self.criterion, self.kind, self.method, _alpha_key(self.alpha))
-
-
-class DefaultMethod(msgspec.Struct, frozen=True, kw_only=True):
-    """The method the service uses for a (judge, prompt family, criterion) when a request names none."""
-
-    judge: str
-    prompt_family: str
-    criterion: str
-    method: str
-    reason: str = ""
-    input_kind: str | None = None  # None: derived_kind(method)
-
-    @property
-    def kind(self) -> str:
-        """The input kind this default applies to."""
-        return self.input_kind or derived_kind(self.method)
-
-
-class ThresholdsArtifact(msgspec.Struct, frozen=True, kw_only=True):
-    """The whole artifact: provenance, the label scale, the entries and the default methods.
-
-    ``label_scale`` is 1..K of the widest cell; each entry's ``fitted.n_labels`` is its own cell's scale.
-    """
-
-    format_version: int
-    created_at: str
-    code_version: str
-    data_hash: str
-    label_scale: list[int]
-    entries: list[ThresholdEntry]
-    default_methods: list[DefaultMethod] = []
-    source: str = ""
-    # Certified accept/escalate rules per (judge, prompt family, criterion, input kind): calibration.decision_rule
-    decision_rules: list[DecisionRule] = []
-
-
-def _alpha_key(alpha: float) -> float:
-    """Alphas are compared after rounding to 9 decimals, so 0.1 read from JSON matches 0.1 in a request."""
-    return round(float(alpha), 9)
 
 
 def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>") -> None:
@@ -169,7 +97,7 @@ def _check_entry(entry: ThresholdEntry, where: str, widest: int) -> None:
         raise ArtifactError(f"{where}: method {entry.method!r} cannot be fitted on input kind {entry.kind!r}")
     if entry.fitted.method != entry.method:
         raise ArtifactError(f"{where}: fitted.method {entry.fitted.method!r} differs from the entry's method")
-    if not 0.0 < entry.alpha < 1.0 or _alpha_key(entry.fitted.alpha) != _alpha_key(entry.alpha):
+    if not 0.0 < entry.alpha < 1.0 or alpha_key(entry.fitted.alpha) != alpha_key(entry.alpha):
         raise ArtifactError(f"{where}: alpha must lie in (0, 1) and equal fitted.alpha ({entry.fitted.alpha})")
     k = entry.fitted.n_labels  # each cell carries its own scale 1..k; label_scale is the widest
     if not 2 <= k <= widest:
@@ -205,13 +133,19 @@ def _check_decision_rules(artifact: ThresholdsArtifact, source: str) -> None:
 
 def _check_default_methods(artifact: ThresholdsArtifact, source: str) -> None:
     """Each default method names an entry of its cell and input kind."""
-    cells = {(e.judge, e.prompt_family, e.criterion, e.kind, e.method) for e in artifact.entries}
+    cells = {(e.judge, e.prompt_family, e.criterion, e.kind, e.method, e.mode) for e in artifact.entries}
+    seen: set[tuple[str, str, str, str, str | None]] = set()
     for default in artifact.default_methods:
-        if (default.judge, default.prompt_family, default.criterion, default.kind, default.method) not in cells:
-            raise ArtifactError(
-                f"{source}: default method {default.method!r} for ({default.judge}, {default.prompt_family}, "
-                f"{default.criterion}, {default.kind} verdicts) has no entry"
-            )
+        cell = (default.judge, default.prompt_family, default.criterion, default.kind)
+        where = f"({', '.join(cell)} verdicts{', ' + default.mode if default.mode else ''})"
+        if default.mode is not None and default.mode not in GUARANTEE_MODES:
+            raise ArtifactError(f"{source}: default method for {where}: unknown mode {default.mode!r}")
+        if (*cell, default.mode) in seen:
+            raise ArtifactError(f"{source}: two default methods for {where}")
+        seen.add((*cell, default.mode))
+        modes = GUARANTEE_MODES if default.mode is None else (default.mode,)
+        if not any((*cell, default.method, mode) in cells for mode in modes):
+            raise ArtifactError(f"{source}: default method {default.method!r} for {where} has no entry")
 
 
 def encode_artifact(artifact: ThresholdsArtifact) -> bytes:
@@ -279,23 +213,40 @@ def artifact_id(artifact: ThresholdsArtifact) -> str:
 
 
 class ThresholdIndex:
-    """Read-only look-ups over one artifact, built once when the artifact is loaded."""
+    """Read-only look-ups over one guarantee mode's entries of an artifact, built once when it is loaded.
 
-    def __init__(self, artifact: ThresholdsArtifact) -> None:
+    ``mode`` (GUARANTEE_MODES) picks the entries and defaults the index serves; the service holds one index per
+    mode, so a request in one mode is never served another mode's thresholds. ``mode`` None: the artifact's only
+    mode, or pac when it holds both.
+    """
+
+    def __init__(self, artifact: ThresholdsArtifact, mode: str | None = None) -> None:
+        if mode is None:
+            present = {entry.mode for entry in artifact.entries}
+            mode = present.pop() if len(present) == 1 else "pac"
+        if mode not in GUARANTEE_MODES:
+            raise ValueError(f"unknown guarantee mode {mode!r}; known: {', '.join(GUARANTEE_MODES)}")
         self.artifact = artifact
+        self.mode = mode
         self.calibration_id = artifact_id(artifact)
-        self._entries: dict[EntryKey, ThresholdEntry] = {entry.key: entry for entry in artifact.entries}
+        own = [entry for entry in artifact.entries if entry.mode == mode]
+        self._own = own
+        self._entries: dict[tuple[str, str, str, str, str, float], ThresholdEntry] = {
+            entry.key[:6]: entry for entry in own
+        }
         # The same entries under the alpha exactly as stored: a request that repeats a level finds its entry
         # without the rounding (which costs more than the look-up itself).
-        self._entries_exact: dict[EntryKey, ThresholdEntry] = {
-            (e.judge, e.prompt_family, e.criterion, e.kind, e.method, e.alpha): e for e in artifact.entries
+        self._entries_exact: dict[tuple[str, str, str, str, str, float], ThresholdEntry] = {
+            (e.judge, e.prompt_family, e.criterion, e.kind, e.method, e.alpha): e for e in own
         }
         self._defaults: dict[tuple[str, str, str, str], str] = {
-            (d.judge, d.prompt_family, d.criterion, d.kind): d.method for d in artifact.default_methods
+            (d.judge, d.prompt_family, d.criterion, d.kind): d.method
+            for d in sorted(artifact.default_methods, key=lambda d: d.mode is not None)  # a moded default wins
+            if d.mode in (None, mode)
         }
         self._levels: dict[tuple[str, str, str, str, str], list[float]] = {}
         self._kinds: dict[tuple[str, str, str], list[str]] = {}
-        for entry in artifact.entries:
+        for entry in own:
             self._levels.setdefault(
                 (entry.judge, entry.prompt_family, entry.criterion, entry.kind, entry.method), []
             ).append(entry.alpha)
@@ -306,7 +257,7 @@ class ThresholdIndex:
             levels.sort()
         # Each entry's compiled set rule, by the entry's id, compiled when first asked: at most one per entry of
         # this artifact (the index holds the artifact, so those ids stay theirs); any other entry is not kept.
-        self._entry_ids = frozenset(id(entry) for entry in artifact.entries)
+        self._entry_ids = frozenset(id(entry) for entry in own)
         self._rules: dict[int, SetRule] = {}
         for kinds in self._kinds.values():
             kinds.sort(key=INPUT_KINDS.index)
@@ -322,7 +273,7 @@ class ThresholdIndex:
         found = self._entries_exact.get((judge, prompt_family, criterion, resolved, method, alpha))
         if found is not None:
             return found
-        return self._entries.get((judge, prompt_family, criterion, resolved, method, _alpha_key(alpha)))
+        return self._entries.get((judge, prompt_family, criterion, resolved, method, alpha_key(alpha)))
 
     def rule(self, entry: ThresholdEntry) -> SetRule:
         """The compiled set rule of ``entry`` (``calibration.conformal.sets.compile_rule``): compiled on first use and
@@ -353,23 +304,23 @@ class ThresholdIndex:
         return list(self._kinds.get((judge, prompt_family, criterion), ()))
 
     def entries(self) -> list[ThresholdEntry]:
-        """All entries in artifact order."""
-        return list(self.artifact.entries)
+        """This mode's entries in artifact order."""
+        return list(self._own)
 
     def judges(self) -> list[str]:
         """Judges with at least one entry, sorted."""
-        return sorted({entry.judge for entry in self.artifact.entries})
+        return sorted({entry.judge for entry in self._own})
 
     def prompt_families(self, judge: str) -> list[str]:
         """Prompt families calibrated for a judge, sorted."""
-        return sorted({e.prompt_family for e in self.artifact.entries if e.judge == judge})
+        return sorted({e.prompt_family for e in self._own if e.judge == judge})
 
     def criteria(self, judge: str, prompt_family: str | None = None) -> list[str]:
         """Criteria calibrated for a judge (and prompt family when given), sorted."""
         return sorted(
             {
                 e.criterion
-                for e in self.artifact.entries
+                for e in self._own
                 if e.judge == judge and (prompt_family is None or e.prompt_family == prompt_family)
             }
         )
@@ -378,7 +329,7 @@ class ThresholdIndex:
         """Methods calibrated for a cell (of one input kind when given), in the core's method order."""
         present = {
             e.method
-            for e in self.artifact.entries
+            for e in self._own
             if (e.judge, e.prompt_family, e.criterion) == (judge, prompt_family, criterion)
             and (kind is None or e.kind == kind)
         }

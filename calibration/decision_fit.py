@@ -21,21 +21,23 @@ start are fitted on FIT: :mod:`calibration.decision_bins` states their rules):
 * **Quality gates** per (pass_threshold tau, accept_alpha): candidate bins are those whose point is >= tau; the
   error of an accepted pass is human < tau; ``rule_failed`` also when CERTIFY holds fewer than
   ``MIN_FAILING_ITEMS`` items humans would fail (label < tau).
-* **Per-label rows**: every label 1..K with its CERTIFY count, its share of items in accepted bins and the error
-  rate among them; ``certifiable`` iff the label has >= ``MIN_LABEL_ITEMS`` CERTIFY items. Labels are never
-  pooled.
+* **Expected rows** (mode ``"expected"``, :mod:`calibration.decision_expected`): beside each pac row, on the
+  same parts, bins, points and order, a row whose promise holds on average over the calibration documents.
+* **Per-label rows**: :mod:`calibration.decision_labels`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypedDict
 
+import msgspec
 import numpy as np
 
 from calibration.decision_bins import DEFAULT_WIDTH, bin_edges, bin_order, fit_parts, points_of, walk_start
-from calibration.decision_rule import Certification, DecisionRule, LabelRow, QualityGate
+from calibration.decision_expected import DrawnPart, expected_certification, expected_gate
+from calibration.decision_labels import MIN_LABEL_ITEMS, label_rows
+from calibration.decision_rule import MODES, Certification, DecisionRule, LabelRow, QualityGate
 from calibration.risk_control import (
     BOUNDS,
     StepOutcome,
@@ -63,7 +65,6 @@ DEFAULT_GATES: tuple[int, ...] = (3, 4)
 DEFAULT_FIT_FRACTION = 0.2  # FIT fits points, order and start; the rest certifies (the bound needs documents)
 MIN_CERTIFY_ITEMS = 50
 MIN_FAILING_ITEMS = 20
-MIN_LABEL_ITEMS = 20
 SIGNALS: tuple[str, ...] = ("fit_error", "spread", "margin")
 _SIGNAL_WORDS = {
     "fit_error": "bins ordered by their Laplace-smoothed error rate (errors + 1) / (n + 2) on the FIT documents",
@@ -151,8 +152,12 @@ def fit_decision_rule(
     signal: str = "fit_error",
     bound: str = "betting",
     seed: int = 0,
+    modes: Sequence[str] = MODES,
 ) -> DecisionRule:
-    """The cell's DecisionRule with one certification per (tolerance, alpha) and one gate per (tau, alpha)."""
+    """The cell's DecisionRule with one certification per (tolerance, alpha, mode) and one gate per (tau, alpha,
+    mode); ``modes`` names the guarantees fitted (calibration.decision_rule.MODES)."""
+    if any(mode not in MODES for mode in modes):
+        raise ValueError(f"unknown modes {list(modes)}; known: {', '.join(MODES)}")
     if bound not in BOUNDS:
         raise ValueError(f"unknown bound {bound!r}; known: {', '.join(BOUNDS)}")
     if signal not in SIGNALS:
@@ -183,26 +188,54 @@ def fit_decision_rule(
     n_bins = len(points)
     distance = np.abs(part.labels - point_of[part.bins])
     fit_distance = np.abs(fit_labels - point_of[fit_bins])
-    certifications, per_label = [], []
+    drawn = DrawnPart.of(part.bins, part.labels, part.group_index, part.n_groups, seed)
+    drawn_distance = np.abs(drawn.labels - point_of[drawn.bins])
+    certifications: list[Certification] = []
+    per_label: list[LabelRow] = []
     for tolerance in tolerances:
         sequence = bin_order(fit_bins, fit_distance >= tolerance, range(n_bins), signal, fit_signal)
         bad = distance >= tolerance
         for alpha in alphas:
-            start = walk_start(sequence, fit_bins, fit_distance >= tolerance, float(alpha)) if bound == "betting" else 0
-            row = _certification(
-                part, sequence, start, bad, tolerance=tolerance, alpha=float(alpha), delta=delta, bound=bound
-            )
-            certifications.append(row)
-            per_label += _label_rows(part, bad, row, data.n_labels)
-    gate_rows = []
-    for tau in gates:
-        candidates = [b for b in range(n_bins) if points[b] >= tau]
-        sequence = bin_order(fit_bins, fit_labels < tau, candidates, signal, fit_signal)
-        for alpha in alphas:
-            start = walk_start(sequence, fit_bins, fit_labels < tau, float(alpha)) if bound == "betting" else 0
-            gate_rows.append(
-                _gate(part, sequence, start, part.labels < tau, tau=tau, alpha=float(alpha), delta=delta, bound=bound)
-            )
+            for mode in modes:
+                if mode == "pac":
+                    start = walk_start(sequence, fit_bins, fit_distance >= tolerance, float(alpha))
+                    row = _certification(
+                        part,
+                        sequence,
+                        start if bound == "betting" else 0,
+                        bad,
+                        tolerance=tolerance,
+                        alpha=float(alpha),
+                        delta=delta,
+                        bound=bound,
+                    )
+                else:
+                    row = expected_certification(
+                        drawn,
+                        sequence,
+                        fit_bins,
+                        fit_distance >= tolerance,
+                        drawn_distance >= tolerance,
+                        tolerance=tolerance,
+                        alpha=float(alpha),
+                        position=sum(c.mode == "expected" for c in certifications),
+                        accept_share_of=part.bins,
+                    )
+                certifications.append(row)
+                per_label += label_rows(part.bins, part.labels, part.group_index, bad, row, data.n_labels)
+    gate_rows = _gate_rows(
+        part,
+        drawn,
+        fit_bins,
+        fit_labels,
+        points,
+        gates=gates,
+        alphas=alphas,
+        modes=modes,
+        order=lambda bad, candidates: bin_order(fit_bins, bad, candidates, signal, fit_signal),
+        delta=delta,
+        bound=bound,
+    )
     return DecisionRule(
         judge=judge,
         prompt_family=prompt_family,
@@ -220,22 +253,45 @@ def fit_decision_rule(
     )
 
 
-class _CertificationBase(TypedDict):
-    tolerance: int
-    accept_alpha: float
-    delta: float
-    n_groups: int
-    n_items: int
-    bound: str
-
-
-class _GateBase(TypedDict):
-    pass_threshold: int
-    accept_alpha: float
-    delta: float
-    n_groups: int
-    n_failing_items: int
-    bound: str
+def _gate_rows(
+    part: _Certify,
+    drawn: DrawnPart,
+    fit_bins: np.ndarray,
+    fit_labels: np.ndarray,
+    points: list[int],
+    *,
+    gates: Sequence[int],
+    alphas: Sequence[float],
+    modes: Sequence[str],
+    order: Callable[[np.ndarray, list[int]], list[int]],
+    delta: float,
+    bound: str,
+) -> list[QualityGate]:
+    """One gate per (tau, alpha, mode): the pac walk or the expected test over the same FIT order."""
+    rows: list[QualityGate] = []
+    for tau in gates:
+        sequence = order(fit_labels < tau, [b for b in range(len(points)) if points[b] >= tau])
+        for alpha in alphas:
+            for mode in modes:
+                if mode == "pac":
+                    start = walk_start(sequence, fit_bins, fit_labels < tau, float(alpha)) if bound == "betting" else 0
+                    gate = _gate(
+                        part, sequence, start, part.labels < tau, tau=tau, alpha=float(alpha), delta=delta, bound=bound
+                    )
+                else:
+                    gate = expected_gate(
+                        drawn,
+                        sequence,
+                        fit_bins,
+                        fit_labels < tau,
+                        drawn.labels < tau,
+                        tau=tau,
+                        alpha=float(alpha),
+                        position=sum(g.mode == "expected" for g in rows),
+                        n_failing_items=int((part.labels < tau).sum()),
+                    )
+                rows.append(gate)
+    return rows
 
 
 def _certification(
@@ -249,31 +305,31 @@ def _certification(
     delta: float,
     bound: str,
 ) -> Certification:
-    base = _CertificationBase(
+    row = Certification(
         tolerance=tolerance,
         accept_alpha=alpha,
         delta=delta,
         n_groups=part.n_groups,
         n_items=int(part.bins.size),
         bound=bound,
+        accepted_bins=[],
+        certified_error=None,
+        accept_share=0.0,
     )
     failed = _data_check(part, alpha=alpha, delta=delta, bound=bound)
     if failed:
-        return Certification(
-            **base, accepted_bins=[], certified_error=None, rule_failed=True, reason=failed, accept_share=0.0
-        )
+        return msgspec.structs.replace(row, rule_failed=True, reason=failed)
     accepted, value, first = _walk(part, sequence, start, bad, alpha=alpha, delta=delta, bound=bound)
     if not accepted:
         reason = f"no bin certified: the first tested set (the {start + 1} most confident bin(s)) has bound " + (
             f"{first:.3f} > {alpha:g}" if first is not None else "has no certification items"
         )
-        return Certification(**base, accepted_bins=[], certified_error=None, reason=reason, accept_share=0.0)
-    share = float(np.isin(part.bins, accepted).mean())
-    return Certification(
-        **base,
+        return msgspec.structs.replace(row, reason=reason)
+    return msgspec.structs.replace(
+        row,
         accepted_bins=accepted,
         certified_error=value,
-        accept_share=share,
+        accept_share=float(np.isin(part.bins, accepted).mean()),
         reason=f"{len(accepted)} bin(s) certified in the fixed sequence",
     )
 
@@ -289,13 +345,15 @@ def _gate(
     delta: float,
     bound: str,
 ) -> QualityGate:
-    base = _GateBase(
+    gate = QualityGate(
         pass_threshold=tau,
         accept_alpha=alpha,
         delta=delta,
         n_groups=part.n_groups,
         n_failing_items=int(failing.sum()),
         bound=bound,
+        pass_bins=[],
+        certified_false_pass=None,
     )
     failed = _data_check(part, alpha=alpha, delta=delta, bound=bound)
     if not failed and int(failing.sum()) < MIN_FAILING_ITEMS:
@@ -304,46 +362,20 @@ def _gate(
             f"{MIN_FAILING_ITEMS} are needed to certify a false-pass rate"
         )
     if failed:
-        return QualityGate(**base, pass_bins=[], certified_false_pass=None, rule_failed=True, reason=failed)
+        return msgspec.structs.replace(gate, rule_failed=True, reason=failed)
     if not sequence:
-        return QualityGate(
-            **base, pass_bins=[], certified_false_pass=None, reason=f"no bin's point is >= {tau}: nothing can pass"
-        )
+        return msgspec.structs.replace(gate, reason=f"no bin's point is >= {tau}: nothing can pass")
     accepted, value, first = _walk(part, sequence, start, failing, alpha=alpha, delta=delta, bound=bound)
     if not accepted:
-        return QualityGate(
-            **base,
-            pass_bins=[],
-            certified_false_pass=None,
+        return msgspec.structs.replace(
+            gate,
             reason=f"no pass bin certified: the first tested set (the {start + 1} most confident "
             "pass bin(s)) has bound "
             + (f"{first:.3f} > {alpha:g}" if first is not None else "has no certification items"),
         )
-    return QualityGate(
-        **base,
+    return msgspec.structs.replace(
+        gate,
         pass_bins=accepted,
         certified_false_pass=value,
         reason=f"{len(accepted)} pass bin(s) certified in the fixed sequence",
     )
-
-
-def _label_rows(part: _Certify, bad: np.ndarray, row: Certification, n_labels: int) -> list[LabelRow]:
-    accepted = np.isin(part.bins, row.accepted_bins)
-    rows = []
-    for label in range(1, n_labels + 1):
-        mine = part.labels == label
-        n = int(mine.sum())
-        taken = accepted & mine
-        rows.append(
-            LabelRow(
-                label=label,
-                n_items=n,
-                n_groups=int(np.unique(part.group_index[mine]).size),
-                tolerance=row.tolerance,
-                accept_alpha=row.accept_alpha,
-                accept_share=float(taken.sum() / n) if n else None,
-                error_among_accepted=float(bad[taken].mean()) if taken.any() else None,
-                certifiable=n >= MIN_LABEL_ITEMS,
-            )
-        )
-    return rows

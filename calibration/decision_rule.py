@@ -7,16 +7,22 @@ calibration documents), and ``Certification`` rows, one per (tolerance, accept_a
 whose verdicts may be accepted, with an upper confidence bound on the error rate among accepted verdicts
 
     P(|human - point| >= tolerance | accepted) <= accept_alpha,  with probability >= 1 - delta over calibration
-    documents (documents, not items, are the exchangeable unit).
+    documents (documents, not items, are the exchangeable unit)                         (mode "pac"),
+
+or, in mode ``"expected"`` (:mod:`calibration.selective_risk`), on average over the calibration documents: the
+error rate among accepted verdicts on new documents is <= accept_alpha (a calibration that accepts nothing counts
+as zero error). Every row names its ``mode`` (``MODES``); an expected row has ``delta`` None and no certified
+bound, but the evidence of its test (drawn items in the region, errors, acceptance probability, the uniform).
 
 ``QualityGate`` rows certify a pass/fail reading instead: a verdict whose point is >= ``pass_threshold`` may be
 accepted as a pass only in ``pass_bins``, where P(human < pass_threshold | accepted pass) <= accept_alpha.
 
 Serving (``decide``) is a pure look-up: feature -> bin (``bisect_right`` over ``bin_edges``: bin k holds
 edges[k-1] <= x < edges[k]) -> point; the certification used is the one with the requested tolerance and the
-largest calibrated accept_alpha <= the requested one (the conservative side, as for the conformal level). No such
-row, or a row whose rule failed, gives ``accepted = False`` with the reason. ``decide_gate`` is the same look-up for
-a quality gate (pass threshold, largest calibrated accept_alpha <= the requested one).
+largest calibrated accept_alpha <= the requested one in the requested mode (:mod:`calibration.levels`, the
+conservative side, as for the conformal level). No such row, or a row whose rule failed, gives ``accepted =
+False`` with the reason. ``decide_gate`` is the same look-up for a quality gate (pass threshold, largest
+calibrated accept_alpha <= the requested one, same mode).
 """
 
 from __future__ import annotations
@@ -27,14 +33,19 @@ from collections.abc import Sequence
 
 import msgspec
 
+from calibration.levels import LEVEL_TOLERANCE, served_level
+
 __all__ = [
     "FEATURES",
+    "MODES",
     "Certification",
     "CertifiedDecision",
     "DecisionRule",
     "LabelRow",
     "QualityGate",
+    "SelectiveEvidence",
     "certification_at",
+    "gate_at",
     "GateDecision",
     "decide",
     "decide_gate",
@@ -45,7 +56,22 @@ __all__ = [
 # Which scalar of a verdict a rule bins: "score" (integer judge score), "expected_score" (sum_k k * p_k over the
 # renormalised probabilities of 1..K), "mean" (a mean of sampled scores).
 FEATURES: tuple[str, ...] = ("score", "expected_score", "mean")
-_LEVEL_TOLERANCE = 1e-9
+# The two guarantees: "expected" (on average over the calibration documents) and "pac" (w.p. >= 1 - delta).
+MODES: tuple[str, ...] = ("expected", "pac")
+_LEVEL_TOLERANCE = LEVEL_TOLERANCE
+
+
+class SelectiveEvidence(msgspec.Struct, frozen=True, kw_only=True):
+    """An expected row's test (calibration.selective_risk): the tested region, one drawn item per CERTIFY
+    document, how many fell in the region, errors among them, the acceptance probability and the uniform."""
+
+    tested_bins: list[int]
+    n_drawn: int
+    n_in_region: int
+    n_errors: int
+    acceptance_probability: float
+    uniform: float
+    seed: int
 
 
 class Certification(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,7 +79,7 @@ class Certification(msgspec.Struct, frozen=True, kw_only=True):
 
     tolerance: int  # an error is |human - point| >= tolerance labels (1 = exact match required)
     accept_alpha: float
-    delta: float  # the bound holds with probability >= 1 - delta over calibration documents
+    delta: float | None  # pac: the bound holds with probability >= 1 - delta over calibration documents
     accepted_bins: list[int]  # bin indices whose verdicts are accepted
     certified_error: float | None  # upper confidence bound on the error among accepted (None: nothing accepted)
     rule_failed: bool = False  # the certification could not be made (too few documents, no bin certified...)
@@ -61,8 +87,11 @@ class Certification(msgspec.Struct, frozen=True, kw_only=True):
     n_groups: int = 0  # calibration documents used for the bound
     n_items: int = 0
     accept_share: float | None = None  # share of calibration items in accepted bins
-    # which upper bound certified the row (calibration.risk_control.BOUNDS; "betting" is group-valid); "" unknown
+    # which upper bound certified the row (calibration.risk_control.BOUNDS; "betting" is group-valid); "" unknown;
+    # "selective_test" for an expected row
     bound: str = ""
+    mode: str = "pac"  # one of MODES (rows written before modes existed are pac)
+    test: SelectiveEvidence | None = None  # expected rows: the test of the region
 
 
 class QualityGate(msgspec.Struct, frozen=True, kw_only=True):
@@ -70,7 +99,7 @@ class QualityGate(msgspec.Struct, frozen=True, kw_only=True):
 
     pass_threshold: int  # pass iff label >= pass_threshold
     accept_alpha: float
-    delta: float
+    delta: float | None  # None in expected rows
     pass_bins: list[int]
     certified_false_pass: float | None  # upper bound on P(human < pass_threshold | accepted pass)
     rule_failed: bool = False
@@ -78,6 +107,8 @@ class QualityGate(msgspec.Struct, frozen=True, kw_only=True):
     n_groups: int = 0
     n_failing_items: int = 0  # calibration items humans would fail (the evidence the bound rests on)
     bound: str = ""  # as Certification.bound
+    mode: str = "pac"
+    test: SelectiveEvidence | None = None
 
 
 class LabelRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -91,6 +122,7 @@ class LabelRow(msgspec.Struct, frozen=True, kw_only=True):
     accept_share: float | None
     error_among_accepted: float | None
     certifiable: bool  # False: too few items of this label to say anything (listed, never pooled away)
+    mode: str = "pac"
 
 
 class DecisionRule(msgspec.Struct, frozen=True, kw_only=True):
@@ -141,22 +173,49 @@ def feature_of(feature: str, *, score: int | None, probabilities: Sequence[float
     raise ValueError(f"unknown feature {feature!r}; known: {', '.join(FEATURES)}")
 
 
-def certification_at(rule: DecisionRule, tolerance: int, accept_alpha: float) -> Certification | None:
-    """The row ``decide`` uses: at ``tolerance``, the largest calibrated accept_alpha <= the asked one; else None."""
-    rows = [
-        c for c in rule.certifications if c.tolerance == tolerance and c.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE
-    ]
-    return max(rows, key=lambda c: c.accept_alpha) if rows else None
+def _check_mode(mode: str) -> None:
+    if mode not in MODES:
+        raise ValueError(f"unknown guarantee mode {mode!r}; known: {', '.join(MODES)}")
 
 
-def decide(rule: DecisionRule, feature_value: float, *, tolerance: int, accept_alpha: float) -> CertifiedDecision:
-    """Bin the feature, read the point, accept iff the bin is certified at (tolerance, largest alpha <= asked)."""
+def certification_at(
+    rule: DecisionRule, tolerance: int, accept_alpha: float, mode: str = "pac"
+) -> Certification | None:
+    """The row ``decide`` uses: at ``tolerance`` and ``mode``, the largest calibrated accept_alpha <= the asked
+    one (calibration.levels); else None."""
+    _check_mode(mode)
+    rows = [c for c in rule.certifications if c.tolerance == tolerance and c.mode == mode]
+    level = served_level((c.accept_alpha for c in rows), accept_alpha)
+    return None if level is None else next(c for c in rows if abs(c.accept_alpha - level) <= _LEVEL_TOLERANCE)
+
+
+def gate_at(rule: DecisionRule, pass_threshold: int, accept_alpha: float, mode: str = "pac") -> QualityGate | None:
+    """The gate ``decide_gate`` uses: at ``pass_threshold`` and ``mode``, the largest calibrated accept_alpha
+    <= the asked one; else None."""
+    _check_mode(mode)
+    rows = [g for g in rule.quality_gates if g.pass_threshold == pass_threshold and g.mode == mode]
+    level = served_level((g.accept_alpha for g in rows), accept_alpha)
+    return None if level is None else next(g for g in rows if abs(g.accept_alpha - level) <= _LEVEL_TOLERANCE)
+
+
+def _promise(mode: str, bound: float | None, alpha: float, delta: float | None) -> str:
+    """The accepted row's promise in words."""
+    if mode == "expected":
+        return f"<= {alpha:g} on average over calibrations (new documents)"
+    return f"at most {bound:.3f} (<= {alpha:g}) with confidence {1 - (delta or 0.0):g}"
+
+
+def decide(
+    rule: DecisionRule, feature_value: float, *, tolerance: int, accept_alpha: float, mode: str = "pac"
+) -> CertifiedDecision:
+    """Bin the feature, read the point, accept iff the bin is accepted by the row at (tolerance, mode, largest
+    calibrated accept_alpha <= asked)."""
     index = bisect.bisect_right(rule.bin_edges, feature_value)
     point = rule.points[index]
-    certification = certification_at(rule, tolerance, accept_alpha)
+    certification = certification_at(rule, tolerance, accept_alpha, mode)
     if certification is None:
-        levels = sorted({c.accept_alpha for c in rule.certifications if c.tolerance == tolerance})
-        reason = f"no certification at tolerance {tolerance} and accept_alpha <= {accept_alpha:g}" + (
+        levels = sorted({c.accept_alpha for c in rule.certifications if c.tolerance == tolerance and c.mode == mode})
+        reason = f"no certification at tolerance {tolerance} and accept_alpha <= {accept_alpha:g} ({mode})" + (
             f" (calibrated: {', '.join(f'{a:g}' for a in levels)})" if levels else ""
         )
         return CertifiedDecision(
@@ -172,16 +231,14 @@ def decide(rule: DecisionRule, feature_value: float, *, tolerance: int, accept_a
             reason=f"the certification failed: {certification.reason}",
         )
     accepted = index in certification.accepted_bins
-    bound = certification.certified_error
     if accepted:
-        reason = (
-            f"point {point} accepted: among accepted verdicts, |human - point| >= {tolerance} at most "
-            f"{bound:.3f} (<= {certification.accept_alpha:g}) with confidence {1 - certification.delta:g}"
+        reason = f"point {point} accepted: among accepted verdicts, |human - point| >= {tolerance} " + _promise(
+            mode, certification.certified_error, certification.accept_alpha, certification.delta
         )
     else:
         reason = (
-            f"this verdict's bin is not certified at tolerance {tolerance}, accept_alpha "
-            f"{certification.accept_alpha:g}: escalate"
+            f"this verdict's bin is not accepted at tolerance {tolerance}, accept_alpha "
+            f"{certification.accept_alpha:g} ({mode}): escalate"
         )
     return CertifiedDecision(
         point=point, bin_index=index, accepted=accepted, certification=certification, rule_failed=False, reason=reason
@@ -199,17 +256,14 @@ class GateDecision(msgspec.Struct, frozen=True, kw_only=True):
     reason: str
 
 
-def decide_gate(rule: DecisionRule, feature_value: float, *, pass_threshold: int, accept_alpha: float) -> GateDecision:
-    """Quality-gate look-up: pass iff the bin is a certified pass bin of the gate at ``pass_threshold`` with the
-    largest calibrated accept_alpha <= the requested one; no such gate, or a failed one, escalates with the reason."""
+def decide_gate(
+    rule: DecisionRule, feature_value: float, *, pass_threshold: int, accept_alpha: float, mode: str = "pac"
+) -> GateDecision:
+    """Quality-gate look-up: pass iff the bin is a pass bin of the gate at ``pass_threshold`` and ``mode`` with
+    the largest calibrated accept_alpha <= the requested one; no such gate, or a failed one, escalates."""
     index = bisect.bisect_right(rule.bin_edges, feature_value)
     point = rule.points[index]
-    rows = [
-        g
-        for g in rule.quality_gates
-        if g.pass_threshold == pass_threshold and g.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE
-    ]
-    gate = max(rows, key=lambda g: g.accept_alpha) if rows else None
+    gate = gate_at(rule, pass_threshold, accept_alpha, mode)
     if gate is None:
         return GateDecision(
             point=point,
@@ -217,7 +271,7 @@ def decide_gate(rule: DecisionRule, feature_value: float, *, pass_threshold: int
             passed=False,
             gate=None,
             rule_failed=False,
-            reason=f"no quality gate at pass threshold {pass_threshold} and accept_alpha <= {accept_alpha:g}",
+            reason=f"no quality gate at pass threshold {pass_threshold} and accept_alpha <= {accept_alpha:g} ({mode})",
         )
     if gate.rule_failed:
         return GateDecision(
@@ -236,8 +290,7 @@ def decide_gate(rule: DecisionRule, feature_value: float, *, pass_threshold: int
             gate=gate,
             rule_failed=False,
             reason=f"pass (>= {pass_threshold}) accepted: among accepted passes, humans would fail "
-            f"at most {gate.certified_false_pass:.3f} (<= {gate.accept_alpha:g}) with confidence "
-            f"{1 - gate.delta:g}",
+            + _promise(mode, gate.certified_false_pass, gate.accept_alpha, gate.delta),
         )
     return GateDecision(
         point=point,
@@ -245,7 +298,7 @@ def decide_gate(rule: DecisionRule, feature_value: float, *, pass_threshold: int
         passed=False,
         gate=gate,
         rule_failed=False,
-        reason=f"no certified pass at threshold {pass_threshold}, accept_alpha {gate.accept_alpha:g}: escalate",
+        reason=f"no accepted pass at threshold {pass_threshold}, accept_alpha {gate.accept_alpha:g} ({mode}): escalate",
     )
 
 
@@ -270,12 +323,20 @@ def validate_rule(rule: DecisionRule) -> None:
 def _check_certifications(certifications: Sequence[Certification], n_bins: int) -> None:
     """ValueError for a certified row with a level outside (0, 1), a bin outside 0..n_bins-1 or uncertified bins."""
     for row in certifications:
-        if not 0 < row.accept_alpha < 1 or not 0 < row.delta < 1 or row.tolerance < 1:
-            raise ValueError(f"certification {row.tolerance}/{row.accept_alpha}: tolerance >= 1, alpha, delta in (0,1)")
+        where = f"certification {row.tolerance}/{row.accept_alpha}/{row.mode}"
+        _check_row_mode(where, row.mode, row.delta, row.test, bool(row.accepted_bins))
+        if not 0 < row.accept_alpha < 1 or row.tolerance < 1:
+            raise ValueError(f"{where}: tolerance >= 1, alpha in (0,1)")
         if any(not 0 <= b < n_bins for b in row.accepted_bins):
-            raise ValueError(f"certification {row.tolerance}/{row.accept_alpha}: accepted bin outside 0..{n_bins - 1}")
-        if row.accepted_bins and (
-            row.rule_failed or row.certified_error is None or row.certified_error > row.accept_alpha + _LEVEL_TOLERANCE
+            raise ValueError(f"{where}: accepted bin outside 0..{n_bins - 1}")
+        if (
+            row.mode == "pac"
+            and row.accepted_bins
+            and (
+                row.rule_failed
+                or row.certified_error is None
+                or row.certified_error > row.accept_alpha + _LEVEL_TOLERANCE
+            )
         ):
             raise ValueError(
                 f"certification {row.tolerance}/{row.accept_alpha}: accepted bins need a certified "
@@ -286,14 +347,33 @@ def _check_certifications(certifications: Sequence[Certification], n_bins: int) 
 def _check_quality_gates(gates: Sequence[QualityGate], n_bins: int) -> None:
     """ValueError for a quality gate with a bin outside 0..n_bins-1 or pass bins without a certified rate."""
     for gate in gates:
+        _check_row_mode(f"quality gate {gate.pass_threshold}", gate.mode, gate.delta, gate.test, bool(gate.pass_bins))
         if any(not 0 <= b < n_bins for b in gate.pass_bins):
             raise ValueError(f"quality gate {gate.pass_threshold}: pass bin outside 0..{n_bins - 1}")
-        if gate.pass_bins and (
-            gate.rule_failed
-            or gate.certified_false_pass is None
-            or gate.certified_false_pass > gate.accept_alpha + _LEVEL_TOLERANCE
+        if (
+            gate.mode == "pac"
+            and gate.pass_bins
+            and (
+                gate.rule_failed
+                or gate.certified_false_pass is None
+                or gate.certified_false_pass > gate.accept_alpha + _LEVEL_TOLERANCE
+            )
         ):
             raise ValueError(
                 f"quality gate {gate.pass_threshold}: pass bins need a certified false-pass rate "
                 "<= accept_alpha and a rule that did not fail"
             )
+
+
+def _check_row_mode(where: str, mode: str, delta: float | None, test: SelectiveEvidence | None, accepts: bool) -> None:
+    """ValueError unless a pac row has delta in (0, 1) and an expected row has no delta and, when it accepts, a
+    test whose uniform fell below its acceptance probability."""
+    if mode not in MODES:
+        raise ValueError(f"{where}: mode {mode!r} is not one of {', '.join(MODES)}")
+    if mode == "pac" and (delta is None or not 0 < delta < 1):
+        raise ValueError(f"{where}: a pac row needs delta in (0, 1)")
+    if mode == "expected":
+        if delta is not None:
+            raise ValueError(f"{where}: an expected row has no delta")
+        if accepts and (test is None or not test.uniform < test.acceptance_probability):
+            raise ValueError(f"{where}: accepted bins need a passed selective test")

@@ -277,6 +277,10 @@ def _answer(
     else:
         interval = (float(bet.low[0]), float(bet.high[0]))
         human_interval, human_method = _human_only(y, lo, hi, alpha, binary)
+    estimate = float(ppi.estimate[0])
+    # the point is in its interval: the betting bounds and the PPI++ point are different float paths to one mean,
+    # which can disagree in the last bit (the interval was [2.055555555555556, ...] around 2.0555555555555554)
+    interval = (min(interval[0], estimate), max(interval[1], estimate))
     se_ppi, se_classical = float(ppi.se[0]), float(classical.se[0])
     gain = se_classical**2 / se_ppi**2 if se_ppi > 0 and se_classical > 0 else None
     served_width, human_width = interval[1] - interval[0], human_interval[1] - human_interval[0]
@@ -285,7 +289,7 @@ def _answer(
     return EstimateAnswer(
         metric=metric,
         alpha=alpha,
-        estimate=float(ppi.estimate[0]),
+        estimate=estimate,
         interval=interval,
         method=method,
         human_only_interval=human_interval,

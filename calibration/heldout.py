@@ -14,8 +14,9 @@ Rules, stated once:
   :mod:`calibration.order_statistics` among the sorted calibration scores (per group for grouped methods), and
   a label joins a set when its score is <= threshold + 1e-12: exactly what :func:`calibration.conformal.
   fit_conformal` and :func:`calibration.conformal.predict_sets` give for the same generator (a test checks it).
-* **PAC unit.** With ``groups`` given to :func:`evaluate_split`, PAC levels use the document-level rule of
-  :mod:`calibration.conformal.group_pac` on the calibration part (per key for grouped methods) and the learned
+* **Unit.** With ``groups`` given to :func:`evaluate_split`, PAC levels use the document-level rule of
+  :mod:`calibration.conformal.group_pac` on the calibration part (per key for grouped methods), levels without
+  delta the in-expectation rule of :mod:`calibration.conformal.document_crc`, and the learned
   methods split their model part by document: again exactly what ``fit_conformal(..., groups=...)`` gives.
 * **Randomness.** The split's generator is ``numpy.random.default_rng([seed, i])`` after the permutation; it draws
   the learned methods' model half, then ``aps_randomized``'s calibration and test uniforms, in that order.
@@ -30,6 +31,7 @@ from functools import lru_cache
 import numpy as np
 from numpy.typing import NDArray
 
+from calibration.conformal.document_crc import document_crc_thresholds
 from calibration.conformal.fit import calibration_scores
 from calibration.conformal.group_pac import group_pac_thresholds
 from calibration.conformal.inputs import check_alpha, check_delta
@@ -91,8 +93,8 @@ def _thresholds(sorted_scores: np.ndarray, levels: tuple[tuple[float, float | No
 def _level_thresholds(
     scores: np.ndarray, documents: np.ndarray | None, levels: tuple[tuple[float, float | None], ...]
 ) -> np.ndarray:
-    """Threshold per level (+inf = full scale): the item rank, or the document-level PAC rule for PAC levels
-    when ``documents`` is given."""
+    """Threshold per level (+inf = full scale): the item rank, or with ``documents`` the document-level rule
+    (PAC for PAC levels, in expectation for the others)."""
     result = _thresholds(np.sort(scores), levels)
     if documents is None or scores.size == 0:
         return result
@@ -101,6 +103,10 @@ def _level_thresholds(
         pac_levels = [(alpha, delta) for alpha, delta in levels if delta is not None]  # the levels at pac, in order
         values = group_pac_thresholds(scores, documents, pac_levels)
         result[pac] = [np.inf if v is None else v for v in values]
+    expected = [i for i, (_, delta) in enumerate(levels) if delta is None]
+    if expected:
+        crc = document_crc_thresholds(scores, documents, [levels[i][0] for i in expected])
+        result[expected] = [np.inf if v is None else v for v in crc]
     return result
 
 

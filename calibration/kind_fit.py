@@ -25,11 +25,12 @@ Pure: arrays in (:class:`KindData`), typed results out (:class:`KindFit`). Offli
   included) on documents it never saw. ``mean_set_size_ci``: 95% percentile bootstrap over groups (documents
   resampled whole, every split's test side reweighted; :func:`calibration.unit_bootstrap.split_mean_interval`,
   2,000 draws from ``default_rng(seed)``).
-* **PAC unit.** With ``group_pac`` (the default) and a ``delta``, and when some group holds more than one item,
-  every fit here (held-out, selection, nested, final) uses the document-level PAC rule
+* **Unit.** With ``group_pac`` (the default), when some group holds more than one item, every fit here (held-out,
+  selection, nested, final) counts documents: with a ``delta`` the document-level PAC rule
   (:mod:`calibration.conformal.group_pac`: coverage >= 1 - alpha with probability >= 1 - delta over calibration
-  documents) and the predictors record ``pac_unit = "group"``; otherwise the item-level PAC rank (exact when every
-  group is one item).
+  documents), without one the in-expectation rule (:mod:`calibration.conformal.document_crc`: mean within-document
+  coverage >= 1 - alpha on average over calibrations); the predictors record ``pac_unit = "group"``. Otherwise
+  the item-level rank (exact when every group is one item).
 * **Fit.** Every (method, alpha) is fitted on all items with ``numpy.random.default_rng(seed)``.
 * **Randomness.** An evaluation's generator is ``default_rng([seed, 1, split])`` (outer), ``default_rng([seed,
   2, repeat, fold])`` (selection), ``default_rng([seed, 3, split, repeat, fold])`` (nested selection), each used
@@ -167,8 +168,10 @@ def decision_shares(
 
 
 def uses_group_pac(groups: np.ndarray, delta: float | None, group_pac: bool) -> bool:
-    """Whether fits count documents (module rules): asked for, PAC, and some group holds more than one item."""
-    return group_pac and delta is not None and groups.size > np.unique(groups).size
+    """Whether fits count documents (module rules): asked for, and some group holds more than one item; PAC
+    (``delta``) or in expectation alike."""
+    del delta  # documents are the unit in both modes
+    return group_pac and groups.size > np.unique(groups).size
 
 
 def _subset(data: KindData, index: np.ndarray) -> KindData:

@@ -5,13 +5,14 @@ true labels with their groups), and ``fit_from_scores``, the thresholds at one l
 ``CalibrationScores`` serves every level; ``fit_conformal`` does both steps. The method's registered score and
 Mondrian grouping (:mod:`calibration.conformal.methods`) decide the scores and what shares a threshold.
 
-PAC unit. With ``groups`` (one document id per item) and a ``delta``, the thresholds are the document-level PAC
-rule of :mod:`calibration.conformal.group_pac` (documents i.i.d., items inside one arbitrarily dependent) and the
-predictor records ``pac_unit = "group"``; without ``groups`` they are the item-level PAC rank (``pac_unit`` unset:
-items are the unit, as in artifacts written before the field existed). With groups, ``learned_lac`` and
-``label_conditional`` fit their model on whole documents (``model_fraction`` of the documents), so that no
-document lends items to both the model and the threshold (with a single document, by item as without groups: one
-document can never certify a PAC threshold, so its sets are the full scale either way).
+Unit. With ``groups`` (one document id per item) and a ``delta``, the thresholds are the document-level PAC rule of
+:mod:`calibration.conformal.group_pac` (documents i.i.d., items inside one arbitrarily dependent) and the predictor
+records ``pac_unit = "group"``; with ``groups`` and no ``delta``, the in-expectation rule with documents as the unit
+(:mod:`calibration.conformal.document_crc`), also recorded as ``pac_unit = "group"``; without ``groups`` they are
+the item-level rank (``pac_unit`` unset: items are the unit, as in artifacts written before the field existed). With
+groups, ``learned_lac`` and ``label_conditional`` fit their model on whole documents (``model_fraction`` of the
+documents), so that no document lends items to both the model and the threshold (with a single document, by item as
+without groups: one document can never certify a PAC threshold, so its sets are the full scale either way).
 
 Group fallback (``mondrian_residual``): a group (judge score) whose calibration count is too small for a
 finite threshold, or that never occurs in calibration, gets the full scale, which keeps the per-group guarantee;
@@ -27,6 +28,7 @@ from dataclasses import dataclass
 import msgspec
 import numpy as np
 
+from calibration.conformal.document_crc import document_crc_thresholds, keyed_document_crc_levels
 from calibration.conformal.group_pac import (
     PAC_UNIT_GROUP,
     document_codes,
@@ -187,16 +189,24 @@ def fit_from_scores(prepared: CalibrationScores, alpha: float, delta: float | No
 def fits_from_scores(
     prepared: CalibrationScores, alphas: Sequence[float], delta: float | None = None
 ) -> list[FittedConformal]:
-    """:func:`fit_from_scores` at each of ``alphas`` (the same predictors); the document-level PAC rule's
-    per-document counts are computed once for all of them."""
+    """:func:`fit_from_scores` at each of ``alphas`` (the same predictors); with documents, the document-level
+    rule (PAC at ``delta``, else in expectation) with its per-document counts computed once for all of them."""
     for alpha in alphas:
         check_alpha(alpha)
     check_delta(delta)
-    by_documents = delta is not None and prepared.documents is not None
+    by_documents = prepared.documents is not None
     if by_documents and prepared.true_scores.size == 0:
         raise EmptyCalibrationError("the calibration set is empty: a threshold needs at least one score")
     keyed: list[tuple[dict[int, float | None], dict[int, int]] | tuple[None, None]] = [(None, None)] * len(alphas)
-    if by_documents:
+    if by_documents and delta is None:
+        assert prepared.documents is not None
+        if prepared.group_keys is not None:
+            tables, sizes = keyed_document_crc_levels(
+                prepared.true_scores, prepared.group_keys, prepared.documents, prepared.n_labels, alphas
+            )
+            keyed = [(table, dict(sizes)) for table in tables]
+        thresholds = document_crc_thresholds(prepared.true_scores, prepared.documents, alphas)
+    elif by_documents:
         assert delta is not None and prepared.documents is not None
         levels = [(alpha, delta) for alpha in alphas]
         if prepared.group_keys is not None:

@@ -14,6 +14,8 @@ import msgspec
 from msgspec import Meta
 
 __all__ = [
+    "Confidence",
+    "GuaranteeMode",
     "ReadinessCheck",
     "REQUEST_STRUCT",
     "RESPONSE_STRUCT",
@@ -48,6 +50,18 @@ Criterion = Annotated[
 Decision = Literal["accept", "escalate", "second_opinion"]
 Alpha = Annotated[float, Meta(gt=0, lt=1, description="miscoverage level; the target coverage is 1 - alpha")]
 Text = Annotated[str, Meta(min_length=1)]
+# Which promise every guarantee of an answer keeps (calibration.decision_rule.MODES): "expected" holds on average
+# over the draw of the calibration documents; "pac" with probability >= confidence over it.
+GuaranteeMode = Literal["expected", "pac"]
+Confidence = Annotated[
+    float,
+    Meta(
+        gt=0,
+        lt=1,
+        description="pac only: the probability over the calibration documents that the guarantee holds; served at "
+        "a calibrated confidence >= the asked one (the artifact's: 0.95)",
+    ),
+]
 Name = Annotated[str, Meta(min_length=1, max_length=200)]
 JudgeScore = Annotated[int, Meta(ge=1, le=10, description="the judge's score on the cell's scale 1..K (K <= 10)")]
 MeanOfSamples = Annotated[

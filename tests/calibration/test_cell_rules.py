@@ -50,11 +50,12 @@ def test_one_rule_per_kind_over_the_grid_equal_to_the_direct_fit() -> None:
     rules = fit_cell_rules(judge="j", prompt_family="p", criterion="c", means=None, **cell)
     assert [r.input_kind for r in rules] == ["score", "probabilities"]
     for rule in rules:
-        assert {(c.tolerance, c.accept_alpha) for c in rule.certifications} == {
-            (t, a) for t in ARTIFACT_GRID.tolerances for a in ARTIFACT_GRID.alphas
+        assert {(c.tolerance, c.accept_alpha, c.mode) for c in rule.certifications} == {
+            (t, a, m) for t in ARTIFACT_GRID.tolerances for a in ARTIFACT_GRID.alphas for m in ("expected", "pac")
         }
         assert {g.pass_threshold for g in rule.quality_gates} == set(ARTIFACT_GRID.gates)
-        assert all(c.bound == "betting" and c.delta == 0.05 for c in rule.certifications)
+        assert all(c.bound == "betting" and c.delta == 0.05 for c in rule.certifications if c.mode == "pac")
+        assert all(c.bound == "selective_test" and c.delta is None for c in rule.certifications if c.mode == "expected")
     direct = fit_decision_rule(
         DecisionData(
             labels=cell["labels"],
@@ -76,10 +77,10 @@ def test_documents_are_the_unit() -> None:
     [by_document] = fit_cell_rules(
         judge="j", prompt_family="p", criterion="c", means=None, **{**cell, "probabilities": None}
     )
-    row = next(c for c in by_document.certifications if c.tolerance == 2 and c.accept_alpha == 0.1)
+    row = next(c for c in by_document.certifications if c.tolerance == 2 and c.accept_alpha == 0.1 and c.mode == "pac")
     assert row.rule_failed and row.n_groups == 16 and "certification documents" in row.reason
     each_row = [str(i) for i in range(len(cell["labels"]))]  # a file without groups: every row its own group
     [by_row] = fit_cell_rules(
         judge="j", prompt_family="p", criterion="c", means=None, **{**cell, "probabilities": None, "groups": each_row}
     )
-    assert all(c.n_groups == 128 for c in by_row.certifications)
+    assert all(c.n_groups == 128 for c in by_row.certifications)  # pac: CERTIFY documents; expected: one drawn each

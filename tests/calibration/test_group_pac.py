@@ -177,8 +177,9 @@ def test_fit_with_groups_records_the_unit_and_uses_the_group_rule(method: str):
     assert item.pac_unit is msgspec.UNSET
     assert b"pac_unit" not in msgspec.json.encode(item)  # an item-level predictor encodes as before the field
     assert msgspec.json.decode(msgspec.json.encode(fitted), type=type(fitted)) == fitted
-    marginal = fit_conformal(method, 0.2, labels, judge_scores=scores, probabilities=probs, groups=groups)
-    assert marginal.pac_unit is msgspec.UNSET  # groups change the PAC unit only
+    expected = fit_conformal(method, 0.2, labels, judge_scores=scores, probabilities=probs, groups=groups)
+    assert expected.pac_unit == "group" and expected.delta is None  # in expectation, documents as the unit
+    assert expected.threshold is not None and (fitted.threshold is None or expected.threshold <= fitted.threshold)
 
 
 def test_fit_with_groups_thresholds_are_the_group_rule_on_the_true_labels_scores():

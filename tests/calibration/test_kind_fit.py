@@ -112,7 +112,7 @@ def _sets_of(method, alpha, data, split, seed_words, delta, by_groups=True):
         n_labels=data.n_labels,
         rng=rng,
         delta=delta,
-        groups=data.groups[cal] if by_groups and delta is not None else None,
+        groups=data.groups[cal] if by_groups else None,
     )
     sets = predict_sets(
         fitted, judge_scores=data.judge_scores[test], probabilities=None if probs is None else probs[test], rng=rng
@@ -236,7 +236,7 @@ def _check_fit(
     escalate_min=5,
     group_pac=True,
 ):
-    by_groups = group_pac and delta is not None
+    by_groups = group_pac and data.groups.size > np.unique(data.groups).size  # both modes count documents
     codes = np.unique(data.groups, return_inverse=True)[1]
     coded = KindData(
         kind=data.kind,
@@ -529,6 +529,7 @@ def test_nested_choices_that_differ_by_split_marginal_are_the_reference():
         data,
         alphas=[0.2],
         delta=None,
+        group_pac=False,  # the item-level marginal rank: the data were picked for it
         headline_alpha=0.2,
         report_alphas=(0.2, 0.1),
         n_splits=4,
@@ -543,6 +544,7 @@ def test_nested_choices_that_differ_by_split_marginal_are_the_reference():
         data,
         alphas=[0.2],
         delta=None,
+        group_pac=False,  # the item-level marginal rank: the data were picked for it
         seed=13,
         n_splits=4,
         repeats=1,
@@ -646,6 +648,7 @@ def test_without_the_paper_method_the_first_method_is_the_fallback():
         data,
         alphas=[0.3],
         delta=None,
+        group_pac=False,  # the item-level marginal rank: the data were picked for it
         headline_alpha=0.3,
         report_alphas=(0.3,),
         n_splits=2,
@@ -661,6 +664,7 @@ def test_without_the_paper_method_the_first_method_is_the_fallback():
         data,
         alphas=[0.3],
         delta=None,
+        group_pac=False,  # the item-level marginal rank: the data were picked for it
         seed=7,
         n_splits=2,
         repeats=1,

@@ -138,7 +138,7 @@ def test_a_method_calibrated_for_two_other_kinds_lists_both_and_what_to_send():
         _entry("residual", "probabilities", 0.1, 3.0),
         _entry("lac", "probabilities", 0.1, 2.0),
     ]
-    mean_fit = fit_conformal("mondrian_residual", 0.1, LABELS, judge_scores=LABELS)  # mean verdicts rounded
+    mean_fit = fit_conformal("mondrian_residual", 0.1, LABELS, judge_scores=LABELS, delta=0.05)  # means rounded
     entries.append(
         ThresholdEntry(
             judge=CELL[0],
@@ -232,7 +232,7 @@ def test_an_entry_without_a_held_out_size_loses_to_one_with_it_and_says_n_a():
 
 
 def _three_kinds_index(with_defaults: bool) -> ThresholdIndex:
-    mean_fit = fit_conformal("residual", 0.1, LABELS, judge_scores=LABELS)
+    mean_fit = fit_conformal("residual", 0.1, LABELS, judge_scores=LABELS, delta=0.05)
     entries = [
         _entry("residual", "score", 0.1, 3.0),
         _entry("lac", "probabilities", 0.1, 2.0),
