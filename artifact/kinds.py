@@ -4,8 +4,10 @@ Pure, shared by ``offline`` (``make calibrate``, ``calibrate --labels``: :mod:`o
 calibration jobs (:mod:`service.jobs.calibrating.jobs`), so both write the same entries from the same fits
 (:func:`calibration.kind_fit.fit_kind`). Rules, stated once:
 
-* **Entries.** One per (judge, prompt family, criterion, input kind, method, alpha) fitted on every item, with
-  its held-out figures by document. The default method of a (cell, kind) is exported at every level of the grid;
+* **Entries.** One per (judge, prompt family, criterion, input kind, method, alpha, guarantee mode) fitted on
+  every item, with its held-out figures by document. A fit's mode is ``pac`` when it was fitted at a delta, else
+  ``expected``; a key may hold one fit or one per mode (:data:`ModeFits`), each giving its own entries and its own
+  default (:func:`fit_modes` fits both). The default method of a (cell, kind) is exported at every level of the grid;
   the other methods at ``OTHER_METHOD_ALPHAS`` only (a request between levels is served at the next smaller one),
   which keeps the artifact small. One default per (cell, kind).
 * **Kinds of a labelled cell** (:func:`labelled_kind_data`, the rule of ``offline.studies.validity.kind_data``):
@@ -19,19 +21,23 @@ calibration jobs (:mod:`service.jobs.calibrating.jobs`), so both write the same 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from artifact.labels import LabelledCell
 from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdEntry, ThresholdsArtifact
 from calibration.cell_rules import ARTIFACT_GRID, fit_cell_rules
 from calibration.decision_rule import DecisionRule
-from calibration.kind_fit import KindData, KindFit, cell_kind_data
+from calibration.kind_fit import KindData, KindFit, cell_kind_data, fit_kind
 
 __all__ = [
     "DEFAULT_DELTA",
     "OTHER_METHOD_ALPHAS",
     "FitKey",
+    "ModeFits",
     "fit_keys",
+    "fit_modes",
+    "fit_mode",
     "kind_artifact",
     "kind_entries",
     "labelled_kind_data",
@@ -41,13 +47,28 @@ __all__ = [
 OTHER_METHOD_ALPHAS = frozenset({0.05, 0.1, 0.15, 0.2})
 DEFAULT_DELTA = 0.05
 FitKey = tuple[str, str, str, str]  # (judge, prompt_family, criterion, input kind)
+ModeFits = KindFit | tuple[KindFit, ...]  # one fit, or one per guarantee mode
 
 
-def kind_entries(fits: dict[FitKey, KindFit]) -> tuple[list[ThresholdEntry], list[DefaultMethod]]:
+def fit_mode(fit: KindFit) -> str:
+    """The guarantee mode a fit keeps: pac when fitted at a delta, else expected."""
+    return "expected" if fit.delta is None else "pac"
+
+
+def fit_modes(data: KindData, *, delta: float, **options: Any) -> tuple[KindFit, KindFit]:
+    """:func:`calibration.kind_fit.fit_kind` in both modes: (pac at ``delta``, expected), the same options."""
+    return fit_kind(data, delta=delta, **options), fit_kind(data, delta=None, **options)
+
+
+def _each(fits: Mapping[FitKey, ModeFits]) -> list[tuple[FitKey, KindFit]]:
+    return [(key, fit) for key, value in fits.items() for fit in (value if isinstance(value, tuple) else (value,))]
+
+
+def kind_entries(fits: Mapping[FitKey, ModeFits]) -> tuple[list[ThresholdEntry], list[DefaultMethod]]:
     """Entries and defaults of the fits (module rules)."""
     entries: list[ThresholdEntry] = []
     defaults: list[DefaultMethod] = []
-    for (judge, family, criterion, kind), fit in fits.items():
+    for (judge, family, criterion, kind), fit in _each(fits):
         figures = {(h.method, round(h.alpha, 9)): h for h in fit.heldout}
         for method, by_alpha in fit.fitted.items():
             for alpha, fitted in by_alpha.items():
@@ -86,13 +107,14 @@ def kind_entries(fits: dict[FitKey, KindFit]) -> tuple[list[ThresholdEntry], lis
                 method=fit.default.method,
                 reason=fit.default.reason,
                 input_kind=kind,
+                mode=fit_mode(fit),
             )
         )
     return entries, defaults
 
 
 def kind_artifact(
-    fits: dict[FitKey, KindFit],
+    fits: Mapping[FitKey, ModeFits],
     *,
     created_at: str,
     code_version: str,
@@ -126,8 +148,9 @@ def fit_keys(cells: Sequence[LabelledCell]) -> list[tuple[LabelledCell, KindData
     return [(cell, data) for cell in cells for data in labelled_kind_data(cell)]
 
 
-def labelled_rules(cell: LabelledCell) -> list[DecisionRule]:
-    """The cell's certified decision rules, one per input kind (module rules)."""
+def labelled_rules(cell: LabelledCell, uniform_seed: int | None = None) -> list[DecisionRule]:
+    """The cell's certified decision rules, one per input kind (module rules); ``uniform_seed`` seeds the expected
+    rows' uniforms (a calibration job draws one afresh per job and records it in every row; default 0)."""
     return fit_cell_rules(
         judge=cell.judge,
         prompt_family=cell.prompt_family,
@@ -140,4 +163,5 @@ def labelled_rules(cell: LabelledCell) -> list[DecisionRule]:
         n_labels=cell.n_labels,
         grid=ARTIFACT_GRID,
         seed=0,
+        uniform_seed=uniform_seed,
     )

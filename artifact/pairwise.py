@@ -1,24 +1,31 @@
-"""The pairwise decisions artifact: certified confidence thresholds per (judge, alpha), and the serving rule.
+"""The pairwise decisions artifact: confidence thresholds per (judge, alpha, mode), and the serving rule.
 
-``offline pairwise-decisions --export FILE`` fits each judge's threshold on all of a dataset's groups (the
-fixed-sequence test of :mod:`calibration.pairwise_decision`) and writes this file; the service loads it beside
-the thresholds artifact and answers every pair of ``/v1/compare`` with ``accept`` (the preferred candidate) or
-``abstain``.
+``offline pairwise-decisions --export FILE`` fits each judge's thresholds on all of a dataset's groups and writes
+this file; the service loads it beside the thresholds artifact and answers every pair of ``/v1/compare`` with
+``accept`` (the preferred candidate) or ``abstain``. Two modes, each its own entries:
 
-Serving rule (:func:`decide_pair`): a pair is accepted when the judge has an entry at the requested alpha
+* ``pac`` (an entry without ``mode`` is one): the fixed-sequence test of :mod:`calibration.pairwise_decision`,
+  P(human disagrees | accepted) <= alpha with confidence 1 - ``delta`` (the artifact's ``delta``) over the
+  calibration questions.
+* ``expected``: the rule of :mod:`calibration.pairwise_expected` (one pair per question, a seeded acceptance),
+  the disagreement rate among accepted preferences <= alpha on average over calibrations; no ``delta``. The
+  entry's ``expected`` holds the test's evidence; ``n_accepted`` and ``n_errors`` are the drawn pairs accepted
+  at the chosen level (A) and the errors among them (E).
+
+Serving rule (:func:`decide_pair`): a pair is accepted when the judge has an entry at the requested alpha and mode
 whose threshold is not null, the pair's verdicts prefer one side (vote share over both orders and every
 repetition, ties in the denominator) and that share is >= threshold - 1e-12. Otherwise it abstains, and the
 reason says which condition failed. When one judge name was calibrated on several datasets, the most
-conservative entry serves (a null threshold anywhere means abstain; else the largest threshold).
+conservative entry of the mode serves (a null threshold anywhere means abstain; else the largest threshold).
 
-==========================================  =======================================================
-call                                        result
-==========================================  =======================================================
-``load_pairwise_artifact(path)``            read and validate; ``ArtifactError`` names file and problem
-``encode_pairwise_artifact(artifact)``      indented JSON bytes (validated first)
-``PairwiseIndex(artifact)``                 ``index.entry(judge, alpha)``: the serving entry or None
-``decide_pair(entry, wins_a, wins_b, n)``   ``PairDecision``
-==========================================  =======================================================
+================================================  =================================================
+call                                              result
+================================================  =================================================
+``load_pairwise_artifact(path)``                  read and validate; ``ArtifactError`` names file and problem
+``encode_pairwise_artifact(artifact)``            indented JSON bytes (validated first)
+``PairwiseIndex(artifact)``                       ``index.entry(judge, alpha, mode)``: the serving entry or None
+``decide_pair(entry, wins_a, wins_b, n)``         ``PairDecision``
+================================================  =================================================
 """
 
 from __future__ import annotations
@@ -32,10 +39,13 @@ import msgspec
 
 from calibration.errors import ArtifactError
 from calibration.pairwise_decision import BOUNDS, LEVEL_TOLERANCE
+from calibration.selective_risk import acceptance_probability
 
 __all__ = [
     "DEFAULT_PATH",
     "FORMAT_VERSION",
+    "MODES",
+    "ExpectedEvidence",
     "PairDecision",
     "PairwiseArtifact",
     "PairwiseEntry",
@@ -50,10 +60,25 @@ __all__ = [
 FORMAT_VERSION = 1
 #: The shipped artifact (written by ``python -m offline pairwise-decisions --export``), beside thresholds.json.
 DEFAULT_PATH = Path(__file__).resolve().parent / "pairwise_decisions.json"
+#: The guarantee modes an entry can be made under (module docstring).
+MODES: tuple[str, ...] = ("pac", "expected")
+
+
+class ExpectedEvidence(msgspec.Struct, frozen=True, kw_only=True):
+    """An ``expected`` entry's test (:mod:`calibration.pairwise_expected`): the level chosen on FIT (null: none
+    qualified), the CERTIFY pairs drawn (one per group), the acceptance probability, the uniform and the seed."""
+
+    level: float | None
+    n_drawn: int
+    acceptance_probability: float
+    uniform: float
+    seed: int
+    n_fit_groups: int
+    n_certify_groups: int
 
 
 class PairwiseEntry(msgspec.Struct, frozen=True, kw_only=True):
-    """One judge's certificate at one alpha: the threshold (null: nothing certified) and its evidence."""
+    """One judge's certificate at one alpha and mode: the threshold (null: abstain always) and its evidence."""
 
     judge: str
     dataset: str
@@ -64,10 +89,13 @@ class PairwiseEntry(msgspec.Struct, frozen=True, kw_only=True):
     n_accepted: int  # calibration pairs accepted at the threshold
     n_errors: int
     verdicts_per_pair: int  # verdicts behind each calibration pair's vote share (e.g. 2: both orders)
+    mode: str = "pac"
+    expected: ExpectedEvidence | None = None  # the expected mode's test (null for pac)
 
 
 class PairwiseArtifact(msgspec.Struct, frozen=True, kw_only=True):
-    """The exported certificates with the rule they were made under."""
+    """The exported entries with the rules they were made under (``delta``, ``bound`` and ``starts``: the pac
+    mode's; an expected entry carries its own evidence)."""
 
     format_version: int
     delta: float
@@ -106,10 +134,37 @@ def validate_pairwise_artifact(artifact: PairwiseArtifact, *, source: str = "<ar
             raise bad(f"entries[{i}]: threshold must be null or lie in (0, 1]")
         if min(e.n_pairs, e.n_groups, e.n_accepted, e.n_errors) < 0 or not e.n_errors <= e.n_accepted <= e.n_pairs:
             raise bad(f"entries[{i}]: counts must satisfy 0 <= n_errors <= n_accepted <= n_pairs")
-        key = (e.judge, e.dataset, e.alpha)
+        problem = _mode_problem(e)
+        if problem:
+            raise bad(f"entries[{i}]: {problem}")
+        key = (e.judge, e.dataset, e.alpha, e.mode)
         if key in seen:
-            raise bad(f"entries[{i}]: duplicate (judge, dataset, alpha) {key}")
+            raise bad(f"entries[{i}]: duplicate (judge, dataset, alpha, mode) {key}")
         seen.add(key)
+
+
+def _mode_problem(e: PairwiseEntry) -> str | None:
+    """What is wrong with the entry's mode and evidence (None: nothing)."""
+    if e.mode not in MODES:
+        return f"mode must be one of {MODES}, got {e.mode!r}"
+    x = e.expected
+    if e.mode == "pac":
+        return None if x is None else "a pac entry carries no expected evidence"
+    if x is None:
+        return "an expected entry needs its evidence (expected)"
+    if x.level is not None and not 0 < x.level <= 1:
+        return "expected.level must be null or lie in (0, 1]"
+    passed = x.level is not None and e.n_accepted > 0 and x.uniform < x.acceptance_probability
+    if (e.threshold is not None) != passed or (passed and e.threshold != x.level):
+        return "an expected threshold is the chosen level when uniform < acceptance_probability, else null"
+    if not 0 <= x.uniform < 1 or x.n_fit_groups < 1 or x.n_fit_groups + x.n_certify_groups != e.n_groups:
+        return "expected: uniform in [0, 1), n_fit_groups >= 1 and n_fit_groups + n_certify_groups = n_groups"
+    if not e.n_accepted <= x.n_drawn <= x.n_certify_groups:
+        return "expected: n_accepted <= n_drawn <= n_certify_groups"
+    phi = acceptance_probability(e.n_accepted, e.n_errors, e.alpha) if x.level is not None else 0.0
+    if not math.isclose(x.acceptance_probability, phi, rel_tol=0.0, abs_tol=1e-9):
+        return f"expected.acceptance_probability must be min(1, alpha (A + 1) / (E + 1)) = {phi:g}"
+    return None
 
 
 def encode_pairwise_artifact(artifact: PairwiseArtifact) -> bytes:
@@ -138,26 +193,26 @@ def load_pairwise_artifact(path: str | os.PathLike[str]) -> PairwiseArtifact:
 
 
 class PairwiseIndex:
-    """Serving look-ups: the most conservative entry per (judge, alpha) (module rule)."""
+    """Serving look-ups: the most conservative entry per (judge, alpha, mode) (module rule)."""
 
     def __init__(self, artifact: PairwiseArtifact) -> None:
-        """Index ``artifact``'s entries by (judge, alpha rounded to 6 places)."""
+        """Index ``artifact``'s entries by (judge, alpha rounded to 6 places, mode)."""
         self.artifact = artifact
-        chosen: dict[tuple[str, float], PairwiseEntry] = {}
+        chosen: dict[tuple[str, float, str], PairwiseEntry] = {}
         for entry in artifact.entries:
-            key = (entry.judge, round(entry.alpha, 6))
+            key = (entry.judge, round(entry.alpha, 6), entry.mode)
             old = chosen.get(key)
             if old is None or _stricter(entry, old):
                 chosen[key] = entry
         self._entries = chosen
 
-    def entry(self, judge: str | None, alpha: float) -> PairwiseEntry | None:
-        """The serving entry of ``judge`` at ``alpha``, or None when that judge/alpha was not calibrated."""
-        return None if judge is None else self._entries.get((judge, round(alpha, 6)))
+    def entry(self, judge: str | None, alpha: float, mode: str = "pac") -> PairwiseEntry | None:
+        """The serving entry of ``judge`` at ``alpha`` in ``mode``, or None when it was not calibrated."""
+        return None if judge is None else self._entries.get((judge, round(alpha, 6), mode))
 
-    def alphas(self, judge: str | None) -> list[float]:
-        """The alphas at which ``judge`` has an entry, ascending."""
-        return sorted(a for j, a in self._entries if j == judge)
+    def alphas(self, judge: str | None, mode: str = "pac") -> list[float]:
+        """The alphas at which ``judge`` has an entry in ``mode``, ascending."""
+        return sorted(a for j, a, m in self._entries if j == judge and m == mode)
 
 
 def _stricter(new: PairwiseEntry, old: PairwiseEntry) -> bool:

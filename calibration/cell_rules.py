@@ -137,6 +137,7 @@ def fit_kind_rule(
     criterion: str,
     grid: RuleGrid = ARTIFACT_GRID,
     seed: int = 0,
+    uniform_seed: int | None = None,
 ) -> DecisionRule:
     """The rule of one (cell, kind) fitted on ``data`` (the kind's items or a subset of them) over ``grid``."""
     return fit_decision_rule(
@@ -154,6 +155,7 @@ def fit_kind_rule(
         signal=grid.signal,
         bound=grid.bound,
         seed=seed,
+        uniform_seed=uniform_seed,
     )
 
 
@@ -170,11 +172,20 @@ def fit_cell_rules(
     n_labels: int,
     grid: RuleGrid = ARTIFACT_GRID,
     seed: int = 0,
+    uniform_seed: int | None = None,
 ) -> list[DecisionRule]:
-    """One rule per input kind of the cell, fitted on all its items over ``grid`` (module rules)."""
+    """One rule per input kind of the cell, fitted on all its items over ``grid`` (module rules); ``uniform_seed``
+    seeds the expected rows' uniforms (default ``seed``)."""
     return [
         fit_kind_rule(
-            kind, kind.data, judge=judge, prompt_family=prompt_family, criterion=criterion, grid=grid, seed=seed
+            kind,
+            kind.data,
+            judge=judge,
+            prompt_family=prompt_family,
+            criterion=criterion,
+            grid=grid,
+            seed=seed,
+            uniform_seed=uniform_seed,
         )
         for kind in decision_kinds(labels, judge_scores, probabilities, means, groups, n_labels)
     ]

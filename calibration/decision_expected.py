@@ -2,12 +2,12 @@
 (:mod:`calibration.selective_risk`), on the same FIT / CERTIFY parts, bins, points and confidence order as the
 pac rows of :mod:`calibration.decision_fit`.
 
-Rules, stated once: the region is :func:`calibration.selective_risk.choose_prefix` over the row's FIT order; it
-is tested on one item per CERTIFY document (:func:`calibration.selective_risk.one_per_document`, seed
-``[seed, 4]``) with the row's uniform (:func:`calibration.selective_risk.row_uniform`, position = the row's number
-among the rule's accept rows, or among its gates). An accepted region's bins are the row's accepted bins. The
-row fails (``rule_failed``) when the CERTIFY part has fewer than ``MIN_DRAWN_DOCUMENTS`` documents.
-"""
+Rules, stated once: the region is :func:`calibration.selective_risk.choose_prefix` over the row's FIT order; it is
+tested on one item per CERTIFY document (:func:`calibration.selective_risk.one_per_document`, seed ``[seed, 4]``)
+with the row's uniform (:func:`calibration.selective_risk.row_uniform`, position = the row's number among the rule's
+accept rows, or among its gates, cell = "judge|prompt family|criterion|input kind"). An accepted region's bins are
+the row's accepted bins. The row fails (``rule_failed``) when the CERTIFY part has fewer than
+``MIN_DRAWN_DOCUMENTS`` documents."""
 
 from __future__ import annotations
 
@@ -33,12 +33,30 @@ class DrawnPart:
     labels: np.ndarray
     n_items: int
     seed: int
+    cell: str  # the rule's judge | prompt family | criterion | input kind: its rows' uniforms are its own
+    uniform_seed: int  # seeds the rows' uniforms (a calibration job draws it afresh; recorded in each row)
 
     @classmethod
-    def of(cls, bins: np.ndarray, labels: np.ndarray, group_index: np.ndarray, n_groups: int, seed: int) -> DrawnPart:
+    def of(
+        cls,
+        bins: np.ndarray,
+        labels: np.ndarray,
+        group_index: np.ndarray,
+        n_groups: int,
+        seed: int,
+        cell: str,
+        uniform_seed: int,
+    ) -> DrawnPart:
         """One item per CERTIFY document (module rules)."""
         drawn = one_per_document(group_index, n_groups, seed, keys=(labels, bins))
-        return cls(bins=bins[drawn], labels=labels[drawn], n_items=int(bins.size), seed=seed)
+        return cls(
+            bins=bins[drawn],
+            labels=labels[drawn],
+            n_items=int(bins.size),
+            seed=seed,
+            cell=cell,
+            uniform_seed=uniform_seed,
+        )
 
     @property
     def n_drawn(self) -> int:
@@ -49,7 +67,8 @@ class DrawnPart:
 def _tested(
     part: DrawnPart, region: list[int], bad: np.ndarray, alpha: float, kind: str, position: int
 ) -> tuple[list[int], SelectiveEvidence]:
-    outcome = selective_test(bad, np.isin(part.bins, region), alpha, row_uniform(part.seed, kind, position))
+    uniform = row_uniform(part.uniform_seed, kind, position, part.cell)
+    outcome = selective_test(bad, np.isin(part.bins, region), alpha, uniform)
     evidence = SelectiveEvidence(
         tested_bins=region,
         n_drawn=part.n_drawn,
@@ -57,7 +76,7 @@ def _tested(
         n_errors=outcome.n_errors,
         acceptance_probability=outcome.acceptance_probability,
         uniform=outcome.uniform,
-        seed=part.seed,
+        seed=part.uniform_seed,
     )
     return (region if outcome.accepted else []), evidence
 

@@ -153,9 +153,11 @@ def fit_decision_rule(
     bound: str = "betting",
     seed: int = 0,
     modes: Sequence[str] = MODES,
+    uniform_seed: int | None = None,
 ) -> DecisionRule:
     """The cell's DecisionRule with one certification per (tolerance, alpha, mode) and one gate per (tau, alpha,
-    mode); ``modes`` names the guarantees fitted (calibration.decision_rule.MODES)."""
+    mode); ``modes`` names the guarantees fitted (calibration.decision_rule.MODES); ``uniform_seed`` (default
+    ``seed``) seeds the expected rows' uniforms (calibration.selective_risk.row_uniform)."""
     if any(mode not in MODES for mode in modes):
         raise ValueError(f"unknown modes {list(modes)}; known: {', '.join(MODES)}")
     if bound not in BOUNDS:
@@ -188,7 +190,15 @@ def fit_decision_rule(
     n_bins = len(points)
     distance = np.abs(part.labels - point_of[part.bins])
     fit_distance = np.abs(fit_labels - point_of[fit_bins])
-    drawn = DrawnPart.of(part.bins, part.labels, part.group_index, part.n_groups, seed)
+    drawn = DrawnPart.of(
+        part.bins,
+        part.labels,
+        part.group_index,
+        part.n_groups,
+        seed,
+        f"{judge}|{prompt_family}|{criterion}|{input_kind}",
+        seed if uniform_seed is None else uniform_seed,
+    )
     drawn_distance = np.abs(drawn.labels - point_of[drawn.bins])
     certifications: list[Certification] = []
     per_label: list[LabelRow] = []

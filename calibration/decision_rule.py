@@ -71,7 +71,7 @@ class SelectiveEvidence(msgspec.Struct, frozen=True, kw_only=True):
     n_errors: int
     acceptance_probability: float
     uniform: float
-    seed: int
+    seed: int  # the uniform's seed (calibration.selective_risk.row_uniform)
 
 
 class Certification(msgspec.Struct, frozen=True, kw_only=True):
@@ -215,8 +215,10 @@ def decide(
     certification = certification_at(rule, tolerance, accept_alpha, mode)
     if certification is None:
         levels = sorted({c.accept_alpha for c in rule.certifications if c.tolerance == tolerance and c.mode == mode})
-        reason = f"no certification at tolerance {tolerance} and accept_alpha <= {accept_alpha:g} ({mode})" + (
-            f" (calibrated: {', '.join(f'{a:g}' for a in levels)})" if levels else ""
+        reason = (
+            f"no certification at tolerance {tolerance} and accept_alpha <= {accept_alpha:g}"
+            + (f" (calibrated: {', '.join(f'{a:g}' for a in levels)})" if levels else "")
+            + f" in {mode} mode"
         )
         return CertifiedDecision(
             point=point, bin_index=index, accepted=False, certification=None, rule_failed=False, reason=reason
@@ -237,7 +239,7 @@ def decide(
         )
     else:
         reason = (
-            f"this verdict's bin is not accepted at tolerance {tolerance}, accept_alpha "
+            f"this verdict's bin is not certified at tolerance {tolerance}, accept_alpha "
             f"{certification.accept_alpha:g} ({mode}): escalate"
         )
     return CertifiedDecision(

@@ -10,23 +10,24 @@ documents. Rules, stated once:
   label), so the draw does not depend on the input's order.
 * **Test** (:func:`selective_test`). Among the n drawn items, A fall in R and E of those are errors. R is accepted
   with probability phi = min(1, alpha (A + 1) / (E + 1)), decided by one seeded uniform u per row
-  (:func:`row_uniform`, ``default_rng([seed, 5, kind, level])``): accepted iff u < phi. phi = 1 (accepted
-  whatever u) exactly when E + 1 <= alpha (A + 1).
-* **Promise.** Let r = P(error | item in R) for a random item of a new document (R fixed by FIT). Averaged over
-  the calibration documents, r x P(R accepted) <= alpha: the error rate among accepted verdicts on new documents
-  is <= alpha on average, a calibration that accepts nothing counting as zero error. Proof: given A, E ~ Bin(A, r)
-  and E[1 / (E + 1)] = (1 - (1 - r)^(A + 1)) / ((A + 1) r), so r E[phi | A] <= alpha r (A + 1) E[1 / (E + 1)]
-  = alpha (1 - (1 - r)^(A + 1)) <= alpha. FIT and CERTIFY hold different documents, so R is fixed given FIT.
+  (:func:`row_uniform`, ``default_rng([seed, 5, kind, position, crc32(cell names)])``): accepted iff u < phi. phi =
+  1 (accepted whatever u) exactly when E + 1 <= alpha (A + 1).
+* **Promise.** Let r = P(error | item in R) for a random item of a new document (R fixed by FIT). Averaged over the
+  calibration documents, r x P(R accepted) <= alpha: the error rate among accepted verdicts on new documents is <=
+  alpha on average, a calibration that accepts nothing counting as zero error. Proof: given A, E ~ Bin(A, r) and E[1
+  / (E + 1)] = (1 - (1 - r)^(A + 1)) / ((A + 1) r), so r E[phi | A] <= alpha r (A + 1) E[1 / (E + 1)] = alpha (1 -
+  (1 - r)^(A + 1)) <= alpha. FIT and CERTIFY hold different documents, so R is fixed given FIT.
 * **Choice of R** (:func:`choose_prefix`, FIT only). Among the prefixes of the FIT confidence order whose FIT
-  posterior mean error (e + 1) / (m + 2) is <= alpha (m FIT items in the prefix, e errors), the one maximising
-  share x E[phi], where share = m / (FIT items) and E[phi] is predicted for the CERTIFY document count with a
-  beta-binomial: A = round(share x n), E ~ BetaBinomial(A, e + 1, m - e + 1). Ties: the shorter prefix. No
-  prefix qualifies: nothing is tested (R empty, nothing accepted).
+  posterior mean error (e + 1) / (m + 2) is <= alpha (m FIT items in the prefix, e errors), the one maximising share
+  x E[phi], where share = m / (FIT items) and E[phi] is predicted for the CERTIFY document count with a
+  beta-binomial: A = round(share x n), E ~ BetaBinomial(A, e + 1, m - e + 1). Ties: the shorter prefix. No prefix
+  qualifies: nothing is tested (R empty, nothing accepted).
 """
 
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -70,9 +71,11 @@ def one_per_document(group_index: np.ndarray, n_groups: int, seed: int, keys: Se
     return chosen
 
 
-def row_uniform(seed: int, kind: str, position: int) -> float:
-    """The row's seeded uniform in [0, 1) (module rules): ``kind`` accept or gate, ``position`` its row number."""
-    return float(np.random.default_rng([seed, 5, _KIND_CODES[kind], position]).random())
+def row_uniform(seed: int, kind: str, position: int, cell: str = "") -> float:
+    """The row's seeded uniform in [0, 1) (module rules): ``kind`` accept or gate, ``position`` its row number,
+    ``cell`` the names of what the row decides (so that two cells' rows do not share one draw)."""
+    words = [seed, 5, _KIND_CODES[kind], position, zlib.crc32(cell.encode("utf-8"))]
+    return float(np.random.default_rng(words).random())
 
 
 def acceptance_probability(n_in_region: int, n_errors: int, alpha: float) -> float:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import hashlib
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -43,7 +43,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from artifact.kinds import OTHER_METHOD_ALPHAS, kind_entries  # shared with the service's jobs
+from artifact.kinds import OTHER_METHOD_ALPHAS, ModeFits, kind_entries  # shared with the service's jobs
 from artifact.thresholds import (
     FORMAT_VERSION,
     DefaultMethod,
@@ -171,7 +171,7 @@ def build_artifact(
     created_at: str | None = None,
     source: str = "",
     faithfulness: FaithfulnessStudy | None = None,
-    fits: dict[tuple[str, str, str, str], KindFit] | None = None,
+    fits: Mapping[tuple[str, str, str, str], ModeFits] | None = None,
     decision_rules: Sequence[DecisionRule] = (),
 ) -> ThresholdsArtifact:
     """The artifact: with ``fits`` (the validity study's), its entries and defaults per input kind; else every
@@ -272,21 +272,27 @@ def _artifact(
     )
 
 
+def _fits_of(value: ModeFits) -> tuple[KindFit, ...]:
+    return value if isinstance(value, tuple) else (value,)
+
+
 def _source(
     summary: ConformalSummary | None,
     faithfulness: FaithfulnessStudy | None,
     seed: int,
     store: Path | None,
-    fits: dict | None = None,
+    fits: Mapping[tuple[str, str, str, str], ModeFits] | None = None,
     delta: float | None = None,
 ) -> str:
     parts = []
     if fits is not None:
-        n_splits = next((h.n_splits for fit in fits.values() for h in fit.heldout), 0)
+        n_splits = next((h.n_splits for value in fits.values() for fit in _fits_of(value) for h in fit.heldout), 0)
         rule = (
-            f"PAC thresholds (coverage >= 1-alpha with probability >= {1 - delta:.2f} over the calibration data)"
+            f"PAC thresholds (coverage >= 1-alpha with probability >= {1 - delta:.2f} over the calibration "
+            "documents) and expected-mode thresholds (on average over the calibration documents, document-level "
+            "conformal risk control)"
             if delta is not None
-            else "marginal split-conformal thresholds"
+            else "expected-mode thresholds (on average over the calibration documents)"
         )
         parts.append(
             f"recorded SummEval judges, y* = rounded expert mean, per input kind (score | probabilities), "
@@ -319,7 +325,7 @@ def export_thresholds(
     seed: int,
     faithfulness: FaithfulnessStudy | None = None,
     store: Path | None = None,
-    fits: dict[tuple[str, str, str, str], KindFit] | None = None,
+    fits: Mapping[tuple[str, str, str, str], ModeFits] | None = None,
     delta: float | None = None,
     decision_rules: Sequence[DecisionRule] = (),
 ) -> ThresholdsArtifact:

@@ -174,11 +174,25 @@ def calibrate(
         workers.shutdown(wait=True, cancel_futures=True)
 
 
+def _both_modes(pac: dict, expected: dict | None) -> dict:
+    """The artifact's fits per key: (pac, expected) when both were fitted, else the one."""
+    return dict(pac) if expected is None else {key: (fit, expected[key]) for key, fit in pac.items()}
+
+
 def _validity_in_child(datasets: list, **options: Any) -> tuple[Any, Any, float]:
-    """run_validity_study in the child process, with the CPU seconds it took there."""
+    """run_validity_study in the child process in both guarantee modes (the summary is the pac one, or the only
+    one when ``delta`` is None), with the CPU seconds it took there."""
     started = time.process_time()
     summary, fits = run_validity_study(datasets, **options)
-    return summary, fits, time.process_time() - started
+    expected = None if options.get("delta") is None else run_validity_study(datasets, **{**options, "delta": None})[1]
+    return summary, _both_modes(fits, expected), time.process_time() - started
+
+
+def _panels_in_child(datasets: list, **options: Any) -> dict:
+    """export_panel_fits in both guarantee modes (only the one when ``delta`` is None)."""
+    fits = export_panel_fits(datasets, **options)
+    expected = None if options.get("delta") is None else export_panel_fits(datasets, **{**options, "delta": None})
+    return _both_modes(fits, expected)
 
 
 def _frank_baselines(data_dir: Path, out: Path) -> tuple[tuple[Path, ...], int, Frank]:
@@ -226,7 +240,7 @@ def _calibrate_steps(
     # child for the same reason.
     with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
         validity_job = pool.submit(_validity_in_child, datasets, n_splits=n_splits, seed=seed, delta=delta)
-        panels_job = pool.submit(export_panel_fits, datasets, n_splits=n_splits, seed=seed, delta=delta)
+        panels_job = pool.submit(_panels_in_child, datasets, n_splits=n_splits, seed=seed, delta=delta)
         conformal = run_conformal_study(datasets, n_splits=n_splits, seed=seed, progress=lambda t: bar(t, "conformal"))
         summaries["conformal"] = write_summary(conformal, out / SUMMARY_FILES["conformal"])
         lap("conformal", cells=len(conformal.cells), datasets=len(datasets))
@@ -288,9 +302,15 @@ def _calibrate_steps(
         )
         # The sentence-level cells reach the artifact through the validity rules (PAC, splits by FRANK article),
         # not through the faithfulness study's one FRANK valid/test split (which stays in its report).
+        sentence_answers = sentence_answers_from_store(store, frank.items)
         validity, sentence_fits = sentence_validity(
-            frank.items, sentence_answers_from_store(store, frank.items), n_splits=n_splits, seed=seed, delta=delta
+            frank.items, sentence_answers, n_splits=n_splits, seed=seed, delta=delta
         )
+        if delta is not None:  # the expected mode's entries beside the pac ones
+            _, expected_sentence_fits = sentence_validity(
+                frank.items, sentence_answers, n_splits=n_splits, seed=seed, delta=None
+            )
+            sentence_fits = _both_modes(sentence_fits, expected_sentence_fits)
     if validity.cells:
         sentence_files = (*sentence_files, *write_sentence_validity(validity, out))
     else:

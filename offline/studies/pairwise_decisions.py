@@ -24,6 +24,9 @@ Rules, stated once (also written into the JSON):
   0.95, ..., 0.05. Per (dataset, ties, bound, alpha, source): mean accept share over splits, agreement among
   accepted held-out pairs pooled over splits (and its mean over splits that accepted something), splits whose
   held-out error exceeds alpha.
+* **Modes.** The ``expected`` mode (:mod:`calibration.pairwise_expected`; Vicuna80 questions, Arena battles as
+  the unit) beside ``pac`` (the group-bound certificate) on the same splits, ties excluded:
+  :mod:`offline.studies.pairwise_decisions_modes` states the figures.
 * **Validity simulation.** The full dataset is the population; each draw takes as many groups as a calibration
   half, with replacement (``default_rng([seed, 1000 + draw])``), certifies, and fails when the population's error
   among pairs accepted at the certified threshold exceeds alpha. Failure rate vs delta with its Monte-Carlo
@@ -41,7 +44,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from artifact.pairwise import FORMAT_VERSION, PairwiseArtifact, PairwiseEntry
+from artifact.pairwise import FORMAT_VERSION, ExpectedEvidence, PairwiseArtifact, PairwiseEntry
 from calibration.heldout import group_splits
 from calibration.pairwise_decision import (
     BOUNDS,
@@ -53,7 +56,9 @@ from calibration.pairwise_decision import (
     certify_threshold,
     disagreements,
 )
-from offline.studies.pairwise_decisions_results import DecisionRow, PairwiseDecisionSummary, SimulationRow
+from calibration.pairwise_expected import expected_threshold
+from offline.studies.pairwise_decisions_modes import MODE_RULES, expected_units, mode_check, mode_rows
+from offline.studies.pairwise_decisions_results import DecisionRow, ModeRow, PairwiseDecisionSummary, SimulationRow
 from offline.studies.pairwise_decisions_simulation import population_risks, simulation_rows
 from offline.studies.pairwise_decisions_tables import PANEL, PairTable, bound_starts, sources
 
@@ -97,6 +102,7 @@ RULES = {
     "a_g) / m; valid over independent groups",
     "pair_binomial": "exact binomial P(Bin(n_accepted, alpha) <= n_errors) over pairs (Trust-or-Escalate)",
     "simulation": "population = the full dataset; draws of a calibration half's group count with replacement",
+    **MODE_RULES,
 }
 
 
@@ -201,6 +207,7 @@ def run_pairwise_decisions(
 ) -> PairwiseDecisionSummary:
     """Every table of the study (module rules) for the given datasets; ``n_draws = 0`` skips the simulation."""
     rows: list[DecisionRow] = []
+    modes: list[ModeRow] = []
     simulation: list[SimulationRow] = []
     datasets: dict[str, dict[str, Any]] = {}
     jobs = [(t, s, ties, alpha) for t in tables for s in sources(t) for ties in TIES for alpha in alphas]
@@ -218,6 +225,8 @@ def run_pairwise_decisions(
             "human_tie": int((table.human == 0).sum()),
             "n_cal_groups": int(np.unique(table.groups[splits[table.dataset][0].calibration]).size),
         }
+    for table in progress(tables):
+        modes.extend(mode_rows(table, sources(table), alphas, splits[table.dataset], seed=seed, delta=delta))
     for table, source, ties, alpha in progress(jobs):
         for bound in BOUNDS:
             rows.append(_decision_row(table, source, ties, bound, alpha, delta, splits[table.dataset]))
@@ -264,15 +273,22 @@ def run_pairwise_decisions(
         datasets=datasets,
         rows=rows,
         simulation=simulation,
-        done_when=_done_when(rows),
+        done_when={**_done_when(rows), "modes": mode_check(modes)},
+        modes=modes,
     )
 
 
 def export_pairwise_artifact(
-    tables: Sequence[PairTable], *, delta: float = DELTA, alphas: Sequence[float] = ALPHAS, source: str = ""
+    tables: Sequence[PairTable],
+    *,
+    delta: float = DELTA,
+    alphas: Sequence[float] = ALPHAS,
+    source: str = "",
+    seed: int = 0,
 ) -> PairwiseArtifact:
-    """Each single judge's certificate per alpha fitted on every group of its dataset (headline bound and tie
-    rule); panels are left out (``/v1/compare`` asks one judge)."""
+    """Each single judge's entries per alpha fitted on every group of its dataset (headline tie rule): the pac
+    certificate (headline bound) and the expected rule (seed ``seed``, the alpha's grid index as position, the
+    expected mode's unit); panels are left out (``/v1/compare`` asks one judge)."""
     entries = []
     for table in tables:
         for judge in sources(table):
@@ -280,7 +296,7 @@ def export_pairwise_artifact(
                 continue
             signal = table.signals[judge]
             errors, counted = disagreements(signal.preferred, table.human, HEADLINE["ties"])
-            for alpha in alphas:
+            for position, alpha in enumerate(alphas):
                 cert = certify_threshold(
                     signal.confidence[counted],
                     signal.preferred[counted],
@@ -306,6 +322,40 @@ def export_pairwise_artifact(
                         verdicts_per_pair=table.verdicts_per_pair[judge],
                     )
                 )
+                x = expected_threshold(
+                    signal.confidence[counted],
+                    signal.preferred[counted],
+                    table.human[counted],
+                    expected_units(table)[counted],
+                    alpha=alpha,
+                    seed=seed,
+                    position=position,
+                    ties=HEADLINE["ties"],
+                    cell=f"{judge}|{table.dataset}",
+                )
+                entries.append(
+                    PairwiseEntry(
+                        judge=judge,
+                        dataset=table.dataset,
+                        alpha=float(alpha),
+                        mode="expected",
+                        threshold=x.threshold,
+                        n_pairs=x.n_pairs,
+                        n_groups=x.n_groups,
+                        n_accepted=x.n_in_region,
+                        n_errors=x.n_errors,
+                        verdicts_per_pair=table.verdicts_per_pair[judge],
+                        expected=ExpectedEvidence(
+                            level=x.level,
+                            n_drawn=x.n_drawn,
+                            acceptance_probability=x.acceptance_probability,
+                            uniform=x.uniform,
+                            seed=x.seed,
+                            n_fit_groups=x.n_fit_groups,
+                            n_certify_groups=x.n_certify_groups,
+                        ),
+                    )
+                )
     return PairwiseArtifact(
         format_version=FORMAT_VERSION,
         delta=delta,
@@ -313,6 +363,8 @@ def export_pairwise_artifact(
         ties=HEADLINE["ties"],
         starts=list(GROUP_STARTS if HEADLINE["bound"] == "group_betting" else ()),
         signal=RULES["signal"],
-        source=source or "offline pairwise-decisions (Vicuna80, Arena PPR human votes)",
+        source=source
+        or "offline pairwise-decisions (Vicuna80, Arena PPR human votes); pac: delta above; expected: "
+        "calibration.pairwise_expected, seed 0, Vicuna80 questions and Arena battles as the unit",
         entries=entries,
     )

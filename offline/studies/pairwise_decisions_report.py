@@ -1,5 +1,5 @@
 """The pairwise certified-decisions study's outputs: the accept-vs-agreement figure, the summary files under
-``pairwise_decisions/`` and the lines the command prints.
+``pairwise_decisions/`` (``summary.json``, the modes table ``modes.md``) and the lines the command prints.
 """
 
 from __future__ import annotations
@@ -11,9 +11,13 @@ from calibration.pairwise_decision import (
 )
 from offline.jsonfile import write_json
 from offline.studies.pairwise_decisions import FIGURE_FILE, JSON_FILE
-from offline.studies.pairwise_decisions_results import PairwiseDecisionSummary
+from offline.studies.pairwise_decisions_results import ModeRow, PairwiseDecisionSummary
+
+MODES_FILE = "pairwise_decisions/modes.md"
 
 __all__ = [
+    "MODES_FILE",
+    "mode_lines",
     "print_lines",
     "write_pairwise_decisions",
 ]
@@ -75,9 +79,70 @@ def _figure(summary: PairwiseDecisionSummary, path: Path) -> Path:
     return path
 
 
+def _mode_cell(row: ModeRow | None) -> str:
+    if row is None:
+        return "-"
+    return f"{row.accept_share:.3f} / {row.disagreement_mean:.3f} / {row.share_nothing_accepted:.2f}"
+
+
+def mode_lines(summary: PairwiseDecisionSummary) -> list[str]:
+    """The modes table (Markdown): per dataset, source and alpha, accept share / mean disagreement among accepted
+    / share of calibrations accepting nothing, expected beside pac."""
+    if not summary.modes:
+        return []
+    lines = [
+        f"# Pairwise decisions: expected vs pac mode ({summary.n_splits} splits by group, seed {summary.seed}, "
+        "human ties excluded)",
+        "",
+        "Each cell: mean accept share (held-out pairs) / mean disagreement with the human majority among accepted "
+        "held-out pairs (a split accepting nothing counts 0) / share of calibrations accepting nothing. Expected "
+        "mode's unit: Vicuna80 question, Arena battle; pac: the group bound at delta "
+        f"{summary.delta:g}.",
+        "",
+    ]
+    for name in summary.datasets:
+        lines += [f"## {name}", ""]
+        header = "| source | " + " | ".join(f"{m} a={a:.2f}" for a in summary.alphas for m in ("expected", "pac"))
+        lines += [header + " |", "|---" * (1 + 2 * len(summary.alphas)) + "|"]
+        for source in summary.datasets[name]["sources"]:
+            cells = [
+                _mode_cell(
+                    next(
+                        (
+                            r
+                            for r in summary.modes
+                            if r.dataset == name and r.source == source and r.mode == mode and r.alpha == alpha
+                        ),
+                        None,
+                    )
+                )
+                for alpha in summary.alphas
+                for mode in ("expected", "pac")
+            ]
+            lines.append(f"| {source} | " + " | ".join(cells) + " |")
+        lines.append("")
+    check = summary.done_when.get("modes", {})
+    for mode in ("expected", "pac"):
+        d = check.get(mode)
+        if d:
+            lines.append(
+                f"- target ({check['check']}), {mode}: accept {d['accept_share']:.3f}, mean disagreement "
+                f"{d['disagreement_mean']:.3f}, nothing accepted in {d['share_nothing_accepted']:.2f} of "
+                f"calibrations -> {'met' if d['met'] else 'not met'}"
+            )
+    return lines
+
+
 def write_pairwise_decisions(summary: PairwiseDecisionSummary, out: Path) -> list[Path]:
-    """``<out>/pairwise_decisions/summary.json`` (indented) and the accept-vs-agreement PNG."""
-    return [write_json(summary, out / JSON_FILE), _figure(summary, out / FIGURE_FILE)]
+    """``<out>/pairwise_decisions/summary.json`` (indented), the accept-vs-agreement PNG and the modes table."""
+    paths = [write_json(summary, out / JSON_FILE), _figure(summary, out / FIGURE_FILE)]
+    lines = mode_lines(summary)
+    if lines:
+        path = out / MODES_FILE
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(path)
+    return paths
 
 
 def _pct(value: float | None) -> str:
@@ -118,6 +183,7 @@ def print_lines(summary: PairwiseDecisionSummary) -> list[str]:
                 f"delta + 2 MC se of draws; worst {worst.failure_rate:.3f} ({worst.dataset} {worst.source} "
                 f"{worst.ties} alpha {worst.alpha})"
             )
+    lines += [line for line in mode_lines(summary) if line.startswith(("|", "##", "- target"))]
     for bound in BOUNDS:
         d = summary.done_when.get(bound)
         if d:

@@ -10,6 +10,7 @@ import msgspec
 
 __all__ = [
     "DecisionRow",
+    "ModeRow",
     "PairwiseDecisionSummary",
     "SimulationRow",
 ]
@@ -37,6 +38,25 @@ class DecisionRow(msgspec.Struct, frozen=True, kw_only=True):
     all_decisive_accept_share: float
     all_decisive_agreement: float | None
     n_test_pairs_mean: float
+
+
+class ModeRow(msgspec.Struct, frozen=True, kw_only=True):
+    """Held-out figures of one (dataset, source, mode, alpha) over the splits, human ties excluded
+    (rules: :mod:`offline.studies.pairwise_decisions_modes`)."""
+
+    dataset: str
+    source: str
+    mode: str  # "expected" | "pac"
+    alpha: float
+    unit: str  # the expected rule's unit ("question" | "battle"); "group" for pac (the study's groups)
+    n_splits: int
+    accept_share: float  # mean over splits, over all held-out pairs
+    accept_share_min: float
+    accept_share_max: float
+    disagreement_mean: float  # mean over splits of the disagreement among accepted (nothing accepted: 0)
+    disagreement_max: float
+    share_nothing_accepted: float  # share of calibrations whose threshold is null
+    thresholds: dict[str, int]  # threshold ("none" = abstain always) -> splits
 
 
 class SimulationRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -72,3 +92,4 @@ class PairwiseDecisionSummary(msgspec.Struct, frozen=True, kw_only=True):
     rows: list[DecisionRow]
     simulation: list[SimulationRow]
     done_when: dict[str, Any]
+    modes: list[ModeRow] = msgspec.field(default_factory=list)  # the expected and pac modes side by side

@@ -1,4 +1,5 @@
-"""The loaded calibration in short (GET /v1/calibration?view=summary): one line per cell and input kind.
+"""The loaded calibration in short (GET /v1/calibration?view=summary): one line per cell, input kind and guarantee
+mode (``expected`` and ``pac``: each line read from that mode's entries and decision rows only).
 
 A line says what serves the cell (``artifact.serving.choose_entry`` at each calibrated level, for a verdict of that
 input kind alone, grouped by method), the held-out mean set size and coverage of the entry served at the default
@@ -29,10 +30,13 @@ DEFAULT_TOLERANCE: int = next(f.default for f in msgspec.structs.fields(ScoreReq
 SelectionFailure = Callable[[str], "str | None"]  # a default's reason -> why its selection failed, or None
 
 
-def _served(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], kind: str, alpha: float) -> ServedEntry | None:
-    """The entry serving a verdict of ``kind`` alone at ``alpha``, or None when alpha is below every level."""
+def _served(
+    snapshot: CalibrationSnapshot, cell: tuple[str, str, str], kind: str, alpha: float, mode: str
+) -> ServedEntry | None:
+    """The entry of ``mode`` serving a verdict of ``kind`` alone at ``alpha``, or None when alpha is below every
+    level."""
     try:
-        served = choose_entry(snapshot.index, cell, [kind], alpha)
+        served = choose_entry(snapshot.index_for(mode), cell, [kind], alpha)
     except LevelRefused:
         return None
     return served if isinstance(served, ServedEntry) else None
@@ -42,6 +46,7 @@ def _cell(
     snapshot: CalibrationSnapshot,
     cell: tuple[str, str, str],
     kind: str,
+    mode: str,
     levels: list[float],
     *,
     alpha: float,
@@ -50,22 +55,23 @@ def _cell(
 ) -> CellOverview:
     by_method: dict[str, list[float]] = {}
     for level in levels:
-        served = _served(snapshot, cell, kind, level)
+        served = _served(snapshot, cell, kind, level, mode)
         if served is not None:
             by_method.setdefault(served.method, []).append(served.alpha)
-    at_default = _served(snapshot, cell, kind, alpha)
+    at_default = _served(snapshot, cell, kind, alpha, mode)
     rule = snapshot.decision_rules.get((*cell, kind))
-    row = None if rule is None else certification_at(rule, tolerance, alpha)
+    row = None if rule is None else certification_at(rule, tolerance, alpha, mode)
     usable = row is not None and not row.rule_failed
     return CellOverview(
         judge=cell[0],
         prompt_family=cell[1],
         criterion=cell[2],
         input_kind=kind,
+        mode="expected" if mode == "expected" else "pac",
         artifact=snapshot.artifacts.owners.get(cell, PRIMARY),
         n_labels=snapshot.n_labels_for(cell),
         served=[ServedLevels(method=method, alphas=alphas) for method, alphas in by_method.items()],
-        selection_failed=failure(snapshot.default_reasons.get((*cell, kind), "")) is not None,
+        selection_failed=failure(snapshot.default_reasons.get((*cell, kind, mode), "")) is not None,
         set_size=None if at_default is None else at_default.entry.heldout_set_size,
         coverage=None if at_default is None else at_default.entry.heldout_coverage,
         decision_rule=rule is not None,
@@ -90,20 +96,21 @@ def overview(
     if isinstance(known, CalibrationOverview):
         return known
     artifact = snapshot.artifact
-    levels: dict[tuple[str, str, str, str], set[float]] = {}
+    levels: dict[tuple[str, str, str, str, str], set[float]] = {}
     for e in artifact.entries:
-        levels.setdefault((e.judge, e.prompt_family, e.criterion, e.kind), set()).add(e.alpha)
+        levels.setdefault((e.judge, e.prompt_family, e.criterion, e.kind, e.mode), set()).add(e.alpha)
     lines = [
         _cell(
             snapshot,
             (judge, family, criterion),
             kind,
-            sorted(levels[judge, family, criterion, kind]),
+            mode,
+            sorted(levels[judge, family, criterion, kind, mode]),
             alpha=default_alpha,
             tolerance=tolerance,
             failure=failure,
         )
-        for judge, family, criterion, kind in sorted(levels)
+        for judge, family, criterion, kind, mode in sorted(levels)
     ]
     summary = CalibrationOverview(
         view="summary",

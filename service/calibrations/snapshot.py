@@ -11,7 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from artifact.thresholds import ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
+from artifact.thresholds import GUARANTEE_MODES, ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
 from calibration.conformal import METHODS
 from calibration.decision_rule import DecisionRule
 from calibration.errors import ArtifactError
@@ -67,7 +67,7 @@ class CalibrationSnapshot:
     """
 
     artifact: ThresholdsArtifact
-    index: ThresholdIndex
+    index: ThresholdIndex  # the artifact's only mode, or pac when it holds both (listings)
     path: str
     loaded_at: str
     all_levels: tuple[float, ...] = ()
@@ -83,7 +83,10 @@ class CalibrationSnapshot:
     decision_rules: dict[tuple[str, str, str, str], DecisionRule] = field(default_factory=dict)
     # Why each default method was chosen, by (judge, prompt family, criterion, input kind): a failed selection
     # ("fallback to ...") is served as a failed rule (service.scoring.policy.selection_failure)
-    default_reasons: dict[tuple[str, str, str, str], str] = field(default_factory=dict)
+    default_reasons: dict[tuple[str, str, str, str, str], str] = field(default_factory=dict)  # + guarantee mode
+    # One index per guarantee mode (artifact.thresholds.GUARANTEE_MODES): a request is served its mode's entries only
+    indexes: dict[str, ThresholdIndex] = field(default_factory=dict)
+    pac_confidences: tuple[float, ...] = ()  # 1 - delta of the pac entries, ascending
 
     @classmethod
     def build(
@@ -109,6 +112,10 @@ class CalibrationSnapshot:
             criterion_labels=criterion_labels,
             artifact=artifact,
             index=ThresholdIndex(artifact),
+            indexes={mode: ThresholdIndex(artifact, mode) for mode in GUARANTEE_MODES},
+            pac_confidences=tuple(
+                sorted({round(1.0 - e.fitted.delta, 12) for e in artifact.entries if e.fitted.delta is not None})
+            ),
             path=path,
             loaded_at=loaded_at,
             all_levels=tuple(sorted({entry.alpha for entry in artifact.entries})),
@@ -118,7 +125,9 @@ class CalibrationSnapshot:
             coverage_targets={entry.alpha: coverage_target(entry.alpha) for entry in artifact.entries},
             decision_rules={(r.judge, r.prompt_family, r.criterion, r.input_kind): r for r in artifact.decision_rules},
             default_reasons={
-                (d.judge, d.prompt_family, d.criterion, d.kind): d.reason for d in artifact.default_methods
+                (d.judge, d.prompt_family, d.criterion, d.kind, mode): d.reason
+                for d in sorted(artifact.default_methods, key=lambda d: d.mode is not None)  # a moded default wins
+                for mode in ((d.mode,) if d.mode is not None else GUARANTEE_MODES)
             },
         )
 
@@ -141,11 +150,16 @@ class CalibrationSnapshot:
         """Keep ``value`` in ``memo`` under ``key`` (the least recently used entry goes when it is full)."""
         self.memo.put(key, value)
 
+    def index_for(self, mode: str) -> ThresholdIndex:
+        """The index of one guarantee mode's entries."""
+        return self.indexes[mode]
+
     def prediction_set(
         self, entry: ThresholdEntry, judge_score: int, probabilities: list[float] | None
     ) -> tuple[int, ...]:
         """``calibration.conformal.prediction_set`` for an entry of this snapshot, by the entry's compiled rule."""
-        return self.index.rule(entry).prediction_set(judge_score=judge_score, probabilities=probabilities)
+        rule = self.indexes[entry.mode].rule(entry) if self.indexes else self.index.rule(entry)
+        return rule.prediction_set(judge_score=judge_score, probabilities=probabilities)
 
     def levels(self) -> list[float]:
         """Every calibrated alpha in the artifact, ascending."""

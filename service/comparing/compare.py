@@ -23,7 +23,8 @@ does not fail the request: that verdict is missing, the call is listed in ``fail
 no verdict left is a missing pair of the tournament (no edge). If every call fails there is nothing to
 report: 502 naming the first failed pair.
 
-Certified decision per pair (``pairs[].decision``): :mod:`service.comparing.pair_decisions` states the rule.
+Decision per pair (``pairs[].decision``) under the request's ``guarantee`` mode (default ``expected``; echoed as
+``mode`` beside ``accept_alpha``): :mod:`service.comparing.pair_decisions` states the rule and each mode's promise.
 
 Flag rule: ``flagged`` when the tournament has at least FLAG_MIN_CYCLES (default 1) directed 3-cycles: any
 cycle means that no ranking can agree with every majority verdict of this input, so the rankings should not
@@ -57,7 +58,7 @@ from calibration.tournament import (
 from judges.errors import JudgeError
 from service.comparing.compare_request import check_call_budget, check_live, preference_verdicts
 from service.comparing.mfas_limit import rank_mfas_within
-from service.comparing.pair_decisions import pair_result
+from service.comparing.pair_decisions import check_guarantee, pair_result
 from service.config.settings import Settings
 from service.errors import InvalidRequestError, ServiceProblem, problem_from_exception
 from service.judging.model_check import MODEL_MISMATCH_FLAG
@@ -243,6 +244,7 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         raise InvalidRequestError(
             "a live comparison needs a criterion (the judge is asked about it)", allowed=list(CRITERIA)
         )
+    check_guarantee(ctx.pairwise, request.guarantee, request.confidence)
     presented = False
     ignored: list[IgnoredPreference] = []
     judge: str | None = request.judge
@@ -298,11 +300,16 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
         flagged=flagged,
         reason=reason,
         position_consistency=report.position,
-        pairs=[pair_result(p, ctx.pairwise, judge, request.accept_alpha) for p in report.tournament.pairs],
+        pairs=[
+            pair_result(p, ctx.pairwise, judge, request.accept_alpha, request.guarantee)
+            for p in report.tournament.pairs
+        ],
         rankings=RankingOrders(**{name: list(r.order) for name, r in rankings.items()}),  # type: ignore[attr-defined]
         scores=RankingScores(
             **{name: {k: _finite(v) for k, v in r.scores.items()} for name, r in rankings.items()}  # type: ignore[attr-defined]
         ),
+        accept_alpha=request.accept_alpha,
+        mode=request.guarantee,
         complete=not failed,
         failed_calls=failed,
         cached_calls=cached,
@@ -346,6 +353,8 @@ def _lone_candidate(request: CompareRequest, candidate: str, ignored: list[Ignor
             mfas_ilp={candidate: None},
             mfas_copeland={candidate: None},
         ),
+        accept_alpha=request.accept_alpha,
+        mode=request.guarantee,
         complete=True,
         failed_calls=[],
         cached_calls=0,

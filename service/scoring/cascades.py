@@ -15,8 +15,12 @@ last judge. A request names one with ``cascade``. Rules:
    judge when it has ``document`` and ``summary``; otherwise (the caller's own verdict without the texts) the answer
    is ``second_opinion``, naming the next judge. No stage accepting -> ``escalate`` (the human). A stage flagged for
    prompt injection stops the cascade (``escalate``): the next judge would read the same text.
-3. **Guarantee.** Among items the cascade accepts, P(|human - point| >= tolerance) <= the sum over stages of each
-   stage's certified bound <= accept_alpha, with confidence >= 1 - the sum of the stages' delta (a union bound).
+3. **Guarantee**, in the request's mode (``guarantee``). ``pac``: among items the cascade accepts,
+   P(|human - point| >= tolerance) <= the sum over stages of each stage's certified bound <= accept_alpha, with
+   confidence >= 1 - the sum of the stages' delta (a union bound). ``expected``: averaged over calibrations, the
+   error among accepted items is <= accept_alpha: given a calibration, the cascade's error among accepted is <=
+   sum_s r_s 1{stage s's region accepted} (each region's items are a subset of the accepted ones), and each stage's
+   rule keeps E[r_s 1{accepted}] <= accept_alpha / S.
    Why: the cascade accepts at stage s only items stage s's rule accepts, and every rule is certified on the whole
    calibration population, so P(error and accepted) <= sum_s e_s P(stage s accepts) <= (sum_s e_s) P(accepted).
    A stage with no certified row never accepts and adds nothing. In quality-gate mode (``pass_threshold``) the same
@@ -31,9 +35,11 @@ last judge. A request names one with ``cascade``. Rules:
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Literal
 
 import msgspec
 
+from calibration.decision_rule import certification_at, gate_at
 from service.calibrations.snapshot import CalibrationSnapshot
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.model_check import MODEL_MISMATCH_FLAG
@@ -43,7 +49,6 @@ from service.wire.score import CascadeAnswer, CascadeStage, Guarantee, ScoreRequ
 
 __all__ = ["score_cascade"]
 
-_LEVEL_TOLERANCE = 1e-9
 ScoreOne = Callable[["ScoringContext", ScoreRequest], Awaitable[ScoreResponse]]
 
 
@@ -90,29 +95,25 @@ def _stages(ctx: ScoringContext, request: ScoreRequest) -> tuple[tuple[str, ...]
 def _stage_rows(
     snapshot: CalibrationSnapshot, cell: tuple[str, str, str], request: ScoreRequest, stage_alpha: float
 ) -> tuple[float, float] | None:
-    """(largest delta, largest bound) over the cell's rules' rows serving (tolerance or pass_threshold, level); None
-    when no row may accept (the stage never accepts)."""
-    found = []
+    """(largest delta, largest bound) over the cell's rules' rows of the request's mode serving (tolerance or
+    pass_threshold, level); (0, 0) for an expected row that may accept; None when no row may accept."""
+    found: list[tuple[float, float]] = []
     for (judge, family, criterion, _), rule in snapshot.decision_rules.items():
         if (judge, family, criterion) != cell:
             continue
         if request.pass_threshold is not None:
-            rows = [
-                (g.accept_alpha, g.delta, g.certified_false_pass, g.rule_failed)
-                for g in rule.quality_gates
-                if g.pass_threshold == request.pass_threshold
-            ]
+            gate = gate_at(rule, request.pass_threshold, stage_alpha, request.guarantee)
+            row = None if gate is None else (gate.delta, gate.certified_false_pass, gate.rule_failed, gate.pass_bins)
         else:
-            rows = [
-                (c.accept_alpha, c.delta, c.certified_error, c.rule_failed)
-                for c in rule.certifications
-                if c.tolerance == request.tolerance
-            ]
-        usable = [row for row in rows if row[0] <= stage_alpha + _LEVEL_TOLERANCE]
-        if usable:
-            _, delta, bound, failed = max(usable, key=lambda row: row[0])
-            if not failed and bound is not None:
-                found.append((delta, bound))
+            cert = certification_at(rule, request.tolerance, stage_alpha, request.guarantee)
+            row = None if cert is None else (cert.delta, cert.certified_error, cert.rule_failed, cert.accepted_bins)
+        if row is None or row[2] or not row[3]:
+            continue
+        delta, bound = row[0], row[1]
+        if request.guarantee == "expected":
+            found.append((0.0, 0.0))
+        elif delta is not None and bound is not None:
+            found.append((delta, bound))
     if not found:
         return None
     return max(d for d, _ in found), max(b for _, b in found)
@@ -140,21 +141,18 @@ def _overall(
             bounds.append(rows[1])
     if not deltas:
         return None
-    confidence = round(max(0.0, 1.0 - sum(deltas)), 12)
-    if request.pass_threshold is not None:
-        return Guarantee(
-            kind="quality_gate",
-            alpha=accept_alpha,
-            confidence=confidence,
-            pass_threshold=request.pass_threshold,
-            bound=round(sum(bounds), 12),
-        )
+    gate = request.pass_threshold is not None
+    kind: Literal["accept_error", "quality_gate"] = "quality_gate" if gate else "accept_error"
+    where = {"pass_threshold": request.pass_threshold} if gate else {"tolerance": request.tolerance}
+    if request.guarantee == "expected":
+        return Guarantee(kind=kind, alpha=accept_alpha, mode="expected", **where)
     return Guarantee(
-        kind="accept_error",
+        kind=kind,
         alpha=accept_alpha,
-        confidence=confidence,
-        tolerance=request.tolerance,
+        mode="pac",
+        confidence=round(max(0.0, 1.0 - sum(deltas)), 12),
         bound=round(sum(bounds), 12),
+        **where,
     )
 
 

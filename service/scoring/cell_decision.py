@@ -67,12 +67,14 @@ def decide_for_cell(
     mean: float | None,
     prediction_set: Sequence[int],
     ask: DecisionAsk,
+    mode: str = "pac",
 ) -> PolicyDecision:
-    """The module table for a verdict served by the cell's entry of ``served_kind`` at level ``alpha``."""
-    key = ("selection", cell, served_kind)
+    """The module table for a verdict served by the cell's entry of ``served_kind`` at level ``alpha``, the decision
+    rule's rows of ``mode`` deciding."""
+    key = ("selection", cell, served_kind, mode)
     failed = snapshot.memo.get(key, _UNSET)
     if failed is _UNSET:
-        failed = selection_failure(snapshot.default_reasons.get((*cell, served_kind), ""))
+        failed = selection_failure(snapshot.default_reasons.get((*cell, served_kind, mode), ""))
         snapshot.remember(key, failed)
     rule = find_rule(snapshot.decision_rules, cell, kinds)
     no_rule = (
@@ -91,4 +93,5 @@ def decide_for_cell(
         accept_alpha=ask.accept_alpha,
         pass_threshold=ask.pass_threshold,
         no_rule=no_rule,
+        mode=mode,
     )

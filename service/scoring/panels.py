@@ -68,7 +68,7 @@ from service.scoring.policy import (
     interval_hull,
     set_note,
 )
-from service.scoring.resolve import check_method_name, loaded_snapshot
+from service.scoring.resolve import check_method_name, loaded_snapshot, request_mode
 from service.screening.injection import INJECTION_FLAG, screen_texts
 from service.wire.score import PanelAnswer, PanelMemberVerdict, ScoreRequest, ScoreResponse
 
@@ -106,6 +106,7 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     """One panel request -> the combined set, the members' verdicts and their disagreement (module rules)."""
     _check_shape(request)
     snapshot = loaded_snapshot(ctx)
+    mode = request_mode(snapshot, request)
     rubric = ctx.judges.rubrics.get(request.criterion)
     n_labels = rubric.scale_max if rubric is not None else snapshot.criterion_labels.get(request.criterion, 5)
     ask = asked(
@@ -129,7 +130,7 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     answered = [v for v in verdicts if v.expected_score is not None]
     full_name, cell_name, why = _panel_names(members, answered)
     alpha = request.alpha if request.alpha is not None else ctx.settings.default_alpha
-    family, served, why = _panel_entry(snapshot, request, cell_name, answered, alpha, why)
+    family, served, why = _panel_entry(snapshot, request, cell_name, answered, alpha, why, mode)
     expected = [float(v.expected_score) for v in answered if v.expected_score is not None]
     mean = panel_mean(expected, n_labels) if len(expected) >= 2 else None
     spread = disagreement(expected) if expected else None
@@ -142,7 +143,16 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
         entry, method, kind, used_alpha = served.entry, served.method, served.kind, served.alpha
         missing = [m for m in members if m not in {v.judge for v in answered}]
         labels, decision = _panel_decision(
-            ctx, snapshot, (cell_name, family, request.criterion), served, mean, n_labels, judge_score, ask, missing
+            ctx,
+            snapshot,
+            (cell_name, family, request.criterion),
+            served,
+            mean,
+            n_labels,
+            judge_score,
+            ask,
+            missing,
+            mode,
         )
     findings = screen_texts({"document": request.document, "summary": request.summary}) if live else []
     if findings:
@@ -218,6 +228,7 @@ def _panel_entry(
     answered: Sequence[PanelMemberVerdict],
     alpha: float,
     why: str,
+    mode: str,
 ) -> tuple[str, ServedEntry | None, str]:
     """Rule 3: the members' inputs as prompt family, the entry serving the panel cell (None when none does) and
     why none does."""
@@ -239,7 +250,7 @@ def _panel_entry(
     if not snapshot.cell_methods.get(cell):
         return family, None, why
     try:
-        found = choose_entry(snapshot.index, cell, (PANEL_INPUT_KIND,), alpha, request.method)
+        found = choose_entry(snapshot.index_for(mode), cell, (PANEL_INPUT_KIND,), alpha, request.method)
     except (LevelRefused, MethodRefused) as error:  # no threshold for this: never an invented set
         return family, None, str(error)
     if isinstance(found, ServedEntry):
@@ -257,6 +268,7 @@ def _panel_decision(
     judge_score: int,
     ask: DecisionAsk,
     missing: Sequence[str],
+    mode: str,
 ) -> tuple[tuple[int, ...], PolicyDecision]:
     """The panel mean's set from the served entry and the cell's certified decision on it (rules 3-4)."""
     score, probabilities = verdict_inputs(PANEL_INPUT_KIND, n_labels, mean=mean)
@@ -276,6 +288,7 @@ def _panel_decision(
         mean=mean,
         prediction_set=labels,
         ask=ask,
+        mode=mode,
     )
     note = set_note(conformal, labels, served.alpha) + served.note
     if missing:

@@ -44,7 +44,7 @@ from typing import Literal
 import msgspec
 
 from artifact.serving import interval_hull
-from calibration.decision_rule import DecisionRule, QualityGate, decide, feature_of
+from calibration.decision_rule import DecisionRule, decide, feature_of, gate_at
 from calibration.selection import BIN_SLACK, COVERAGE_SLACK, P5_SLACK
 from service.wire.score import Guarantee
 
@@ -64,7 +64,6 @@ __all__ = [
 
 Decision = Literal["accept", "escalate", "second_opinion"]
 RuleKey = tuple[str, str, str, str]  # judge, prompt family, criterion, input kind
-_LEVEL_TOLERANCE = 1e-9
 # The prefix calibration.selection (and the offline study) gives a default method chosen because none qualified.
 _FALLBACK = "fallback to "
 _FIGURES = re.compile(
@@ -121,8 +120,35 @@ def selection_failure(reason: str) -> str | None:
 
 
 def set_guarantee(alpha: float, delta: float | None) -> Guarantee:
-    """The set-coverage guarantee of a served entry: level alpha, confidence 1 - delta for PAC thresholds."""
-    return Guarantee(kind="set_coverage", alpha=alpha, confidence=None if delta is None else round(1.0 - delta, 12))
+    """The set-coverage guarantee of a served entry: level alpha; pac (confidence 1 - delta) for PAC thresholds,
+    else expected."""
+    if delta is None:
+        return Guarantee(kind="set_coverage", alpha=alpha, mode="expected")
+    return Guarantee(kind="set_coverage", alpha=alpha, mode="pac", confidence=round(1.0 - delta, 12))
+
+
+def _row_guarantee(
+    kind: Literal["accept_error", "quality_gate"],
+    alpha: float,
+    mode: str,
+    delta: float | None,
+    bound: float | None,
+    *,
+    tolerance: int | None = None,
+    pass_threshold: int | None = None,
+) -> Guarantee:
+    """An accept or gate row's guarantee: pac rows carry their confidence and bound, expected rows neither."""
+    if mode == "expected" or delta is None:
+        return Guarantee(kind=kind, alpha=alpha, mode="expected", tolerance=tolerance, pass_threshold=pass_threshold)
+    return Guarantee(
+        kind=kind,
+        alpha=alpha,
+        mode="pac",
+        confidence=round(1.0 - delta, 12),
+        tolerance=tolerance,
+        pass_threshold=pass_threshold,
+        bound=bound,
+    )
 
 
 def find_rule(
@@ -155,16 +181,6 @@ def _escalate(
     )
 
 
-def _gate(rule: DecisionRule, pass_threshold: int, accept_alpha: float) -> QualityGate | None:
-    """The gate at pass_threshold with the largest calibrated alpha <= the asked one (the conservative side)."""
-    rows = [
-        g
-        for g in rule.quality_gates
-        if g.pass_threshold == pass_threshold and g.accept_alpha <= accept_alpha + _LEVEL_TOLERANCE
-    ]
-    return max(rows, key=lambda g: g.accept_alpha) if rows else None
-
-
 class DecisionPolicy:
     """The service step over calibration.decision_rule.decide (module table); stateless, one per app."""
 
@@ -193,8 +209,10 @@ class DecisionPolicy:
         accept_alpha: float,
         pass_threshold: int | None,
         no_rule: str,
+        mode: str = "pac",
     ) -> PolicyDecision:
-        """Apply the module table to a calibrated verdict (the set already served from the cell's entry)."""
+        """Apply the module table to a calibrated verdict (the set already served from the cell's entry), the rows of
+        ``mode`` (calibration.decision_rule.MODES) deciding."""
         point, decided, unreadable = judge_score, None, ""
         if rule is not None:
             try:
@@ -203,7 +221,7 @@ class DecisionPolicy:
                 unreadable = str(error)
             else:
                 if math.isfinite(value):
-                    decided = decide(rule, value, tolerance=tolerance, accept_alpha=accept_alpha)
+                    decided = decide(rule, value, tolerance=tolerance, accept_alpha=accept_alpha, mode=mode)
                     point = decided.point
                 else:
                     unreadable = f"the verdict's {rule.feature} is not finite"
@@ -227,19 +245,20 @@ class DecisionPolicy:
             )
         if pass_threshold is not None:
             return self._quality_gate(
-                rule, decided.point, decided.bin_index, covered, prediction_set, pass_threshold, accept_alpha
+                rule, decided.point, decided.bin_index, covered, prediction_set, pass_threshold, accept_alpha, mode
             )
         certification = decided.certification
         if certification is None or decided.rule_failed:
             return _escalate(point, decided.reason + "; ask a human", covered, rule_failed=decided.rule_failed)
         guarantees = (
             *covered,
-            Guarantee(
-                kind="accept_error",
-                alpha=certification.accept_alpha,
-                confidence=round(1.0 - certification.delta, 12),
+            _row_guarantee(
+                "accept_error",
+                certification.accept_alpha,
+                certification.mode,
+                certification.delta,
+                certification.certified_error,
                 tolerance=certification.tolerance,
-                bound=certification.certified_error,
             ),
         )
         if not prediction_set:
@@ -269,11 +288,14 @@ class DecisionPolicy:
         prediction_set: Sequence[int],
         pass_threshold: int,
         accept_alpha: float,
+        mode: str,
     ) -> PolicyDecision:
         """Quality-gate mode: accept only a pass the gate certifies; everything else escalates, saying why."""
-        gate = _gate(rule, pass_threshold, accept_alpha)
+        gate = gate_at(rule, pass_threshold, accept_alpha, mode)
         if gate is None:
-            levels = sorted({g.accept_alpha for g in rule.quality_gates if g.pass_threshold == pass_threshold})
+            levels = sorted(
+                {g.accept_alpha for g in rule.quality_gates if g.pass_threshold == pass_threshold and g.mode == mode}
+            )
             thresholds = sorted({g.pass_threshold for g in rule.quality_gates})
             known = (
                 f" (calibrated at accept_alpha {', '.join(f'{a:g}' for a in levels)})"
@@ -283,7 +305,7 @@ class DecisionPolicy:
             return _escalate(
                 point,
                 f"no quality gate certified at pass_threshold {pass_threshold} and accept_alpha "
-                f"<= {accept_alpha:g}{known}; ask a human",
+                f"<= {accept_alpha:g} ({mode}){known}; ask a human",
                 covered,
             )
         if gate.rule_failed:
@@ -297,12 +319,13 @@ class DecisionPolicy:
             )
         guarantees = (
             *covered,
-            Guarantee(
-                kind="quality_gate",
-                alpha=gate.accept_alpha,
-                confidence=round(1.0 - gate.delta, 12),
+            _row_guarantee(
+                "quality_gate",
+                gate.accept_alpha,
+                gate.mode,
+                gate.delta,
+                gate.certified_false_pass,
                 pass_threshold=pass_threshold,
-                bound=gate.certified_false_pass,
             ),
         )
         if not prediction_set:
@@ -327,16 +350,19 @@ class DecisionPolicy:
                 guarantees,
             )
         bound = gate.certified_false_pass
+        promise = (
+            f"at most {gate.accept_alpha:g} on average over calibrations (new documents)"
+            if gate.mode == "expected" or gate.delta is None
+            else f"at most {bound:.3f} (<= {gate.accept_alpha:g}) with confidence {1 - gate.delta:g}"
+        )
         return PolicyDecision(
             decision="accept",
             escalate=False,
             point=point,
             guarantees=guarantees,
             rule_failed=False,
-            reason=(
-                f"pass accepted (point {point} >= {pass_threshold}): among accepted passes, humans would fail at "
-                f"most {bound:.3f} (<= {gate.accept_alpha:g}) with confidence {1 - gate.delta:g}"
-            ),
+            reason=f"pass accepted (point {point} >= {pass_threshold}): among accepted passes, humans would fail "
+            + promise,
         )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from calibration.conformal import METHODS
+from calibration.levels import LEVEL_TOLERANCE
 from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
 from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
 from service.config.settings import Settings
@@ -27,11 +28,10 @@ __all__ = [
     "check_limits",
     "check_method_name",
     "loaded_snapshot",
+    "request_mode",
     "resolve",
     "resolve_scale",
 ]
-
-_LEVEL_TOLERANCE = 1e-9
 
 
 class Plan(msgspec.Struct, frozen=True):
@@ -43,6 +43,7 @@ class Plan(msgspec.Struct, frozen=True):
     coverage_target: float
     cell: tuple[str, str, str]
     calibrated_cell: bool
+    mode: str = "expected"  # the guarantee mode every guarantee of the answer keeps (request.guarantee)
 
 
 class Scale(msgspec.Struct, frozen=True):
@@ -166,13 +167,33 @@ def _resolve_alpha(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: 
     calibrated ones is served at the next smaller one (artifact.serving), which the answer states."""
     alpha = request.alpha if request.alpha is not None else ctx.settings.default_alpha
     levels = snapshot.all_levels
-    if levels and alpha < levels[0] - _LEVEL_TOLERANCE:
+    if levels and alpha < levels[0] - LEVEL_TOLERANCE:
         raise InvalidRequestError(
             f"alpha={alpha} is below every calibrated level (the smallest is {levels[0]}); calibrated levels: "
             f"{', '.join(map(str, levels))}",
             allowed=[str(level) for level in levels],
         )
     return alpha
+
+
+def request_mode(snapshot: CalibrationSnapshot, request: ScoreRequest) -> str:
+    """The request's guarantee mode; ``confidence`` with ``expected``, or above every calibrated confidence of the
+    artifact's pac entries, is a 422."""
+    if request.confidence is None:
+        return request.guarantee
+    if request.guarantee != "pac":
+        raise InvalidRequestError(
+            'confidence applies to guarantee "pac" only (the expected guarantee holds on average over the '
+            'calibration documents, with no confidence level); send guarantee: "pac" or drop confidence'
+        )
+    calibrated = snapshot.pac_confidences
+    if calibrated and request.confidence > calibrated[0] + LEVEL_TOLERANCE:
+        raise InvalidRequestError(
+            f"confidence={request.confidence} is above the calibrated confidence {calibrated[0]:g} of the pac "
+            "guarantees (a guarantee is served at a calibrated confidence >= the asked one)",
+            allowed=[f"{c:g}" for c in calibrated],
+        )
+    return "pac"
 
 
 def _check_named_method(snapshot: CalibrationSnapshot, cell: tuple[str, str, str], method: str) -> None:
@@ -198,6 +219,8 @@ def resolve(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRe
         request.alpha,
         request.method,
         request.factuality_method,
+        request.guarantee,
+        request.confidence,
     )
     plan = snapshot.memo.get(key)
     if plan is not None:
@@ -206,12 +229,13 @@ def resolve(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRe
     _check_criterion(ctx, snapshot, request, own)
     prompt_family = _resolve_prompt_family(ctx, snapshot, request, judge, own)
     alpha = _resolve_alpha(ctx, snapshot, request)
+    mode = request_mode(snapshot, request)
     cell = (judge, prompt_family or "", request.criterion)
     calibrated_cell = prompt_family is not None and bool(snapshot.cell_methods.get(cell))
     if calibrated_cell and request.method is not None and not own:
         _check_named_method(snapshot, cell, request.method)  # before paying for a judge call
     coverage = snapshot.coverage_targets.get(alpha) or coverage_target(alpha)
-    plan = Plan(judge, prompt_family, alpha, coverage, cell, calibrated_cell)
+    plan = Plan(judge, prompt_family, alpha, coverage, cell, calibrated_cell, mode)
     snapshot.remember(key, plan)
     return plan
 

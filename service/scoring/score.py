@@ -162,6 +162,7 @@ def _decide(
             mean=verdict.mean,
             prediction_set=served.labels,
             ask=ask,
+            mode=plan.mode,
         )
         decision = msgspec.structs.replace(decision, reason=decision.reason + served.note)
     if findings:  # the judge read a text that tries to steer it (service.screening.injection): never accept its verdict

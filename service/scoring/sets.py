@@ -38,14 +38,19 @@ def calibrated_entry(
     snapshot: CalibrationSnapshot, plan: Plan, requested: str | None, verdict: Verdict
 ) -> ServedEntry | Uncalibrated:
     """Rule 6 for a calibrated cell (artifact.serving: input kind, level, method), memoised on the snapshot."""
-    key = ("entry", plan.cell, plan.alpha, requested, verdict.kinds)
+    key = ("entry", plan.cell, plan.alpha, requested, verdict.kinds, plan.mode)
     found = snapshot.memo.get(key)
     if found is not None:
         return found  # type: ignore[return-value]
     try:
-        served = choose_entry(snapshot.index, plan.cell, verdict.kinds, plan.alpha, requested)
+        served = choose_entry(snapshot.index_for(plan.mode), plan.cell, verdict.kinds, plan.alpha, requested)
     except (LevelRefused, MethodRefused) as error:  # the cell has no threshold for this: never an invented set
         served = Uncalibrated(reason=str(error))
+    if isinstance(served, Uncalibrated) and not snapshot.index_for(plan.mode).kinds(*plan.cell):
+        served = Uncalibrated(
+            reason=f"the cell has no {plan.mode}-mode calibration (the artifact predates guarantee "
+            f"modes, or was fitted in one mode only): ask the other guarantee or recalibrate"
+        )
     snapshot.remember(key, served)
     return served
 

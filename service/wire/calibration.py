@@ -8,7 +8,7 @@ import msgspec
 from msgspec import Meta
 
 from calibration.decision_rule import DecisionRule
-from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT
+from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, GuaranteeMode
 
 __all__ = [
     "ArtifactCell",
@@ -61,6 +61,8 @@ class CalibrationEntryInfo(msgspec.Struct, **RESPONSE_STRUCT):
     review_share: float | None = None
     escalate_share: float | None = None
     accept_accuracy: float | None = None  # share of accepted verdicts whose human label is in the set
+    # the guarantee mode of the entry: expected (on average over calibration documents) | pac (confidence 1 - delta)
+    mode: GuaranteeMode = "pac"
 
 
 class DefaultMethodInfo(msgspec.Struct, **RESPONSE_STRUCT):
@@ -74,6 +76,7 @@ class DefaultMethodInfo(msgspec.Struct, **RESPONSE_STRUCT):
     input_kind: str = "score"  # the kind of verdict this default applies to
     # no method met the selection rule (the default is its fallback): /v1/score escalates this cell with rule_failed
     rule_failed: bool = False
+    mode: GuaranteeMode | None = None  # the guarantee mode whose entries it chooses among (None: every mode)
 
 
 class CalibrationInfo(msgspec.Struct, **RESPONSE_STRUCT):
@@ -112,7 +115,7 @@ class ArtifactCell(msgspec.Struct, **RESPONSE_STRUCT):
     methods: list[str]
     levels: list[float]
     default_method: str | None  # for score-only verdicts (see default_methods for every input kind)
-    default_methods: dict[str, str] = {}  # input kind -> default method
+    default_methods: dict[str, str] = {}  # input kind -> default method of the default (expected) guarantee
 
 
 class ArtifactInfo(msgspec.Struct, **RESPONSE_STRUCT):
@@ -171,6 +174,8 @@ class CellOverview(msgspec.Struct, **RESPONSE_STRUCT):
     prompt_family: str
     criterion: str
     input_kind: str  # score | probabilities | mean
+    # the guarantee mode of this line's entries and decision rows: expected (on average over calibrations) | pac
+    mode: GuaranteeMode
     artifact: str  # the artifact that owns the cell
     n_labels: int
     served: list[ServedLevels]  # per calibrated level, the method serving it (one row per method)
@@ -182,7 +187,7 @@ class CellOverview(msgspec.Struct, **RESPONSE_STRUCT):
     # the certification row used at (tolerance, the largest calibrated accept_alpha <= the default); None: no rule/row
     accept_alpha: float | None
     accept_share: float | None  # share of calibration items the row accepts (None: no row, or it failed)
-    certified_error: float | None  # upper bound on the error among accepted (None: nothing accepted)
+    certified_error: float | None  # pac: upper bound on the error among accepted (None: nothing accepted, or expected)
     certification_failed: bool  # the row exists but its certification failed: every verdict escalates
 
 
@@ -268,6 +273,9 @@ class CellCertification(msgspec.Struct, **RESPONSE_STRUCT):
     rule_failed: bool  # the data cannot certify at this level at all (too few documents or items): reason says which
     reason: str
     n_groups: int  # documents that certified (the bound's unit)
+    # "expected": accepted when averaged over calibrations the error among accepted is <= accept_alpha (no bound);
+    # "pac": certified_error holds with confidence 1 - delta
+    mode: GuaranteeMode = "pac"
 
 
 class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):

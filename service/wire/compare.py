@@ -8,7 +8,17 @@ import msgspec
 from msgspec import Meta
 
 from service.config.settings import HARD_MAX_CANDIDATES
-from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, CandidateId, Criterion, Name, Problem, Text
+from service.wire.common import (
+    REQUEST_STRUCT,
+    RESPONSE_STRUCT,
+    CandidateId,
+    Confidence,
+    Criterion,
+    GuaranteeMode,
+    Name,
+    Problem,
+    Text,
+)
 
 __all__ = [
     "Candidate",
@@ -59,9 +69,13 @@ class CompareRequest(msgspec.Struct, **REQUEST_STRUCT):
     prompt_family: Name | None = None
     repetitions: Annotated[int, Meta(ge=1, le=10)] = 3
     swap: bool = True
-    # Level of each pair's certified decision: P(human disagrees | accepted) <= accept_alpha
-    # (service.comparing.compare).
+    # Level of each pair's decision: humans disagree with accepted preferences at most accept_alpha, in the
+    # promise of ``guarantee`` (service.comparing.pair_decisions).
     accept_alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.10
+    # "expected": on average over calibrations; "pac": with probability >= confidence over them (confidence: pac
+    # only, at most the artifact's 1 - delta; with "expected" a 422).
+    guarantee: GuaranteeMode = "expected"
+    confidence: Confidence | None = None
 
 
 class PairResult(msgspec.Struct, **RESPONSE_STRUCT):
@@ -156,6 +170,8 @@ class CompareResponse(msgspec.Struct, **RESPONSE_STRUCT):
     pairs: list[PairResult]
     rankings: RankingOrders
     scores: RankingScores
+    accept_alpha: float  # the level of every pair's decision
+    mode: GuaranteeMode  # the guarantee mode whose entries decided the pairs (the request's ``guarantee``)
     complete: bool
     failed_calls: list[FailedCall]
     cached_calls: int

@@ -12,8 +12,10 @@ from service.wire.common import (
     REQUEST_STRUCT,
     RESPONSE_STRUCT,
     Alpha,
+    Confidence,
     Criterion,
     Decision,
+    GuaranteeMode,
     ItemIdText,
     JudgeScore,
     LogProb,
@@ -142,6 +144,10 @@ class ScoreRequest(msgspec.Struct, **REQUEST_STRUCT):
     tolerance: Tolerance = 2
     accept_alpha: Alpha | None = None  # default: the request's alpha (itself DEFAULT_ALPHA)
     pass_threshold: PassThreshold | None = None
+    # Which promise every guarantee of the answer keeps: "expected" (on average over the calibration documents) or
+    # "pac" (with probability >= confidence over them; confidence only with pac, default the calibrated 0.95).
+    guarantee: GuaranteeMode = "expected"
+    confidence: Confidence | None = None
     # A judge panel (service.scoring.panels): the members' own verdicts, or the name of a panel of PANELS_FILE whose
     # members the service calls; either answers one set from the panel's calibrated cell.
     verdicts: Annotated[list[MemberVerdict], Meta(min_length=2, max_length=16)] | None = None
@@ -199,17 +205,19 @@ class PanelAnswer(msgspec.Struct, **RESPONSE_STRUCT):
 
 
 class Guarantee(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One guarantee behind an answer (service.scoring.policy), valid over calibration documents with ``confidence``.
+    """One guarantee behind an answer (service.scoring.policy), documents as the unit, in one ``mode``.
 
-    ``set_coverage``: P(human label in prediction_set) >= 1 - alpha (confidence null: on average over calibration
-    draws, the split-conformal guarantee). ``accept_error``: among accepted verdicts, P(|human - point| >=
-    tolerance) <= alpha, ``bound`` its certified upper bound. ``quality_gate``: among accepted passes,
-    P(human < pass_threshold) <= alpha, ``bound`` its certified upper bound.
+    ``set_coverage``: the human label is in prediction_set for >= 1 - alpha of a new document's verdicts.
+    ``accept_error``: among accepted verdicts, |human - point| >= tolerance at most alpha of the time.
+    ``quality_gate``: among accepted passes, human < pass_threshold at most alpha of the time. ``mode``
+    ``expected``: on average over the draw of the calibration documents (no ``confidence``, no ``bound``);
+    ``pac``: with probability >= ``confidence`` over it, ``bound`` the certified upper bound.
     """
 
     kind: Literal["set_coverage", "accept_error", "quality_gate"]
     alpha: float
-    confidence: float | None
+    mode: GuaranteeMode
+    confidence: float | None = None
     tolerance: int | None = None
     pass_threshold: int | None = None
     bound: float | None = None

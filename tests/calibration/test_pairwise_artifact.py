@@ -10,6 +10,8 @@ import pytest
 from artifact.pairwise import (
     DEFAULT_PATH,
     FORMAT_VERSION,
+    MODES,
+    ExpectedEvidence,
     PairwiseArtifact,
     PairwiseEntry,
     PairwiseIndex,
@@ -36,6 +38,16 @@ def _entry(**changes: object) -> PairwiseEntry:
     return PairwiseEntry(**{**base, **changes})  # type: ignore[arg-type]
 
 
+def _expected(evidence: dict | None = None, **changes: object) -> PairwiseEntry:
+    """A valid expected entry: level 0.5 accepted (A = 4, E = 1, phi = min(1, 0.2 x 5 / 2) = 0.5 > u = 0.3)."""
+    base: dict[str, object] = dict(
+        level=0.5, n_drawn=4, acceptance_probability=0.5, uniform=0.3, seed=0, n_fit_groups=1, n_certify_groups=4
+    )
+    evidence_fields = {**base, **(evidence or {})}
+    fields = dict(mode="expected", n_accepted=4, n_errors=1, expected=ExpectedEvidence(**evidence_fields))
+    return _entry(**{**fields, **changes})
+
+
 def _artifact(*entries: PairwiseEntry, **changes: object) -> PairwiseArtifact:
     base = dict(
         format_version=FORMAT_VERSION,
@@ -59,6 +71,16 @@ def _artifact(*entries: PairwiseEntry, **changes: object) -> PairwiseArtifact:
         _artifact(_entry(threshold=1.5)),
         _artifact(_entry(n_errors=7)),
         _artifact(_entry(), _entry()),
+        _artifact(_entry(mode="bayes")),
+        _artifact(_entry(expected=_expected().expected)),  # a pac entry carries no expected evidence
+        _artifact(_expected(expected=None)),
+        _artifact(_expected(threshold=0.75)),  # an expected threshold is the chosen level
+        _artifact(_expected(evidence={"uniform": 0.6})),  # accepted only when uniform < phi
+        _artifact(_expected(threshold=None)),  # uniform < phi: the level was accepted, the threshold is not null
+        _artifact(_expected(evidence={"acceptance_probability": 0.9})),  # phi is min(1, alpha (A + 1) / (E + 1))
+        _artifact(_expected(evidence={"n_certify_groups": 3})),  # FIT + CERTIFY groups = n_groups
+        _artifact(_expected(n_accepted=5, n_errors=1, evidence={"acceptance_probability": 0.6})),  # A > n_drawn
+        _artifact(_expected(), _expected()),
     ],
 )
 def test_broken_artifacts_are_refused(bad: PairwiseArtifact) -> None:
@@ -81,6 +103,38 @@ def test_the_shipped_artifact_is_valid() -> None:
     artifact = load_pairwise_artifact(DEFAULT_PATH)
     assert artifact.bound == "group_betting" and artifact.ties == "exclude"
     assert msgspec.json.decode(DEFAULT_PATH.read_bytes())["format_version"] == FORMAT_VERSION
+    # both modes for every (judge, dataset, alpha); the expected ones fitted with seed 0
+    keys = {mode: {(e.judge, e.dataset, e.alpha) for e in artifact.entries if e.mode == mode} for mode in MODES}
+    assert keys["pac"] == keys["expected"] and len(keys["pac"]) == 24
+    assert all(e.expected.seed == 0 for e in artifact.entries if e.expected is not None)
+
+
+def test_expected_entries_round_trip_and_old_entries_decode_as_pac() -> None:
+    refused = _expected(threshold=None, evidence={"uniform": 0.6})  # tested, not accepted: abstain always
+    nothing = _expected(threshold=None, n_accepted=0, n_errors=0, evidence={"level": None, "acceptance_probability": 0})
+    artifact = _artifact(
+        _entry(), _expected(alpha=0.2), _expected(alpha=0.3, evidence={"acceptance_probability": 0.75})
+    )
+    for entries in (artifact.entries, [refused], [nothing]):
+        again = _artifact(*entries)
+        assert decode_pairwise_artifact(encode_pairwise_artifact(again)) == again
+    old = msgspec.json.encode(_artifact(_entry()))
+    plain = msgspec.json.decode(old)
+    for entry in plain["entries"]:
+        del entry["mode"], entry["expected"]  # a file written before the modes
+    decoded = decode_pairwise_artifact(msgspec.json.encode(plain))
+    assert decoded.entries[0].mode == "pac" and decoded.entries[0].expected is None
+
+
+def test_index_keeps_modes_apart() -> None:
+    index = PairwiseIndex(
+        _artifact(_entry(threshold=0.75), _expected(), _expected(alpha=0.3, evidence={"acceptance_probability": 0.75}))
+    )
+    assert index.entry("j", 0.2).threshold == 0.75  # type: ignore[union-attr]
+    assert index.entry("j", 0.2, "pac").mode == "pac"  # type: ignore[union-attr]
+    assert index.entry("j", 0.2, "expected").threshold == 0.5  # type: ignore[union-attr]
+    assert index.alphas("j") == [0.2] and index.alphas("j", "expected") == [0.2, 0.3]
+    assert index.entry("j", 0.3) is None and index.entry("j", 0.3, "expected") is not None
 
 
 def test_index_keeps_the_most_conservative_entry_per_judge_and_alpha() -> None:

@@ -217,7 +217,7 @@ def test_accepted_and_input_checks():
     with pytest.raises(CalibrationError):
         certify_threshold(**ok, alpha=0.1, delta=0.1, levels=(0.5, 0.9))
     with pytest.raises(CalibrationError):
-        certify_threshold(**ok, alpha=0.1, delta=0.1, bound="nope")  # type: ignore[arg-type]
+        certify_threshold(**ok, alpha=0.1, delta=0.1, bound="nope")
     with pytest.raises(CalibrationError):
         certify_threshold(conf, pref, np.zeros(3, bool), np.zeros(3), alpha=0.1, delta=0.1, group_size_bound=2)
     with pytest.raises(CalibrationError):
@@ -252,7 +252,7 @@ def test_pair_binomial_breaks_when_a_question_shares_its_errors_and_the_group_bo
         for bound in failures:
             cert = certify_threshold(
                 conf.ravel(), np.ones(conf.size, int), err.ravel(), groups, alpha=alpha, delta=delta, bound=bound
-            )  # type: ignore[arg-type]
+            )
             failures[bound] += cert.threshold is not None and cert.threshold <= 0.6
     se = math.sqrt(delta * (1 - delta) / draws)
     assert failures["pair_binomial"] / draws > delta + 2 * se

@@ -10,14 +10,16 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from artifact.pairwise import decode_pairwise_artifact, encode_pairwise_artifact
+from artifact.pairwise import DEFAULT_PATH, decode_pairwise_artifact, encode_pairwise_artifact, load_pairwise_artifact
 from calibration.heldout import group_splits
-from calibration.pairwise_decision import DEFAULT_LEVELS
+from calibration.pairwise_decision import DEFAULT_LEVELS, accepted
+from calibration.pairwise_expected import expected_threshold
 from offline.cli import main
 from offline.data.arena_ppr import load_arena_ppr
 from offline.data.errors import DataError
 from offline.data.vicuna80 import load_vicuna80
 from offline.studies.pairwise_decisions import export_pairwise_artifact, run_pairwise_decisions
+from offline.studies.pairwise_decisions_modes import rule_seed
 from offline.studies.pairwise_decisions_tables import PANEL, arena_pairs, vicuna80_pairs
 
 
@@ -144,6 +146,52 @@ def test_study_rows_on_both_datasets(vicuna, arena) -> None:
     assert gpt4.all_decisive_agreement == pytest.approx(0.833, abs=0.01)  # held-out halves of the README figure
 
 
+def test_mode_rows_on_both_datasets(vicuna, arena) -> None:
+    summary = run_pairwise_decisions([vicuna, arena], n_splits=3, n_draws=0, alphas=(0.1, 0.2))
+    for name, n_sources, unit in (("vicuna80", 6, "question"), ("arena_ppr", 4, "battle")):
+        rows = [r for r in summary.modes if r.dataset == name]
+        assert len(rows) == n_sources * 2 * 2  # sources x modes x alphas
+        for r in rows:
+            assert 0 <= r.accept_share <= 1 and 0 <= r.disagreement_mean <= r.disagreement_max <= 1
+            assert r.share_nothing_accepted == r.thresholds.get("none", 0) / 3
+            assert r.unit == (unit if r.mode == "expected" else "group")
+            if r.mode == "pac":  # the pac mode is the study's served rule: group bound, ties excluded
+                same = next(
+                    d
+                    for d in summary.rows
+                    if (d.dataset, d.source, d.alpha, d.bound, d.ties)
+                    == (name, r.source, r.alpha, "group_betting", "exclude")
+                )
+                assert (r.accept_share, r.thresholds) == (same.accept_share, same.thresholds)
+    check = summary.done_when["modes"]
+    assert set(check) >= {"check", "expected", "pac"}
+    # One expected row redone by hand: Vicuna80 panel at alpha 0.2 (grid position 1).
+    row = next(
+        r for r in summary.modes if (r.dataset, r.source, r.mode, r.alpha) == ("vicuna80", PANEL, "expected", 0.2)
+    )
+    s = vicuna.signals[PANEL]
+    counted = vicuna.human != 0
+    shares, rates = [], []
+    for split in group_splits(vicuna.groups, n_splits=3, seed=0):
+        cal = split.calibration[counted[split.calibration]]
+        cert = expected_threshold(
+            s.confidence[cal],
+            s.preferred[cal],
+            vicuna.human[cal],
+            vicuna.groups[cal],
+            alpha=0.2,
+            seed=rule_seed(0, split.split),
+            position=1,
+        )
+        acc = accepted(s.preferred[split.test], s.confidence[split.test], cert.threshold)
+        shares.append(acc.mean())
+        scored = acc & counted[split.test]
+        rates.append((scored & (s.preferred[split.test] != vicuna.human[split.test])).sum() / max(scored.sum(), 1))
+    assert row.accept_share == pytest.approx(float(np.mean(shares)))
+    assert row.disagreement_mean == pytest.approx(float(np.mean(rates)))
+    assert check["expected"]["accept_share"] == row.accept_share
+
+
 def test_validity_simulation_rows(vicuna) -> None:
     summary = run_pairwise_decisions([vicuna], n_splits=2, n_draws=20, alphas=(0.2,))
     sims = summary.simulation
@@ -158,6 +206,18 @@ def test_export_artifact_round_trips_and_leaves_panels_out(vicuna, arena) -> Non
     judges = {(e.dataset, e.judge) for e in artifact.entries}
     assert len(judges) == 5 + 3 and all(j != PANEL for _, j in judges)
     assert all(e.n_errors <= e.n_accepted <= e.n_pairs for e in artifact.entries)
+    pac = {(e.dataset, e.judge, e.alpha) for e in artifact.entries if e.mode == "pac"}
+    expected = [e for e in artifact.entries if e.mode == "expected"]
+    assert {(e.dataset, e.judge, e.alpha) for e in expected} == pac and len(expected) == 8 * 3
+    # Arena battles are their own units: as many groups as counted battles; seed 0, a fifth of them FIT.
+    arena_gpt4 = next(e for e in expected if e.dataset == "arena_ppr" and e.judge == "gpt-4-0125-preview")
+    assert arena_gpt4.expected is not None and arena_gpt4.n_groups == arena_gpt4.n_pairs == int(
+        (arena.human != 0).sum()
+    )
+    assert arena_gpt4.expected.seed == 0 and arena_gpt4.expected.n_fit_groups == arena_gpt4.n_groups // 5
+    # the shipped file is this export
+    shipped = load_pairwise_artifact(DEFAULT_PATH)
+    assert shipped.entries == artifact.entries
 
 
 def test_cli_writes_json_figure_and_artifact(tmp_path: Path, data_dir: Path, capsys) -> None:
@@ -180,8 +240,10 @@ def test_cli_writes_json_figure_and_artifact(tmp_path: Path, data_dir: Path, cap
     assert code == 0
     out = capsys.readouterr().out
     assert "done-when" in out and "vicuna80" in out and "arena_ppr" in out
+    assert "- target" in out and "expected" in out
+    assert "| panel |" in (tmp_path / "pairwise_decisions" / "modes.md").read_text()
     summary = json.loads((tmp_path / "pairwise_decisions" / "summary.json").read_text())
-    assert summary["n_splits"] == 2 and summary["rows"]
+    assert summary["n_splits"] == 2 and summary["rows"] and summary["modes"]
     assert (tmp_path / "pairwise_decisions" / "accept_vs_agreement.png").read_bytes()[:4] == b"\x89PNG"
     decode_pairwise_artifact((tmp_path / "pd.json").read_bytes())
 

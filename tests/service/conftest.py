@@ -55,7 +55,7 @@ def synthetic_verdicts(n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.nd
 
 
 def _entries(
-    judge: str, family: str, criterion: str, methods: tuple[str, ...], n: int, seed: int
+    judge: str, family: str, criterion: str, methods: tuple[str, ...], n: int, seed: int, delta: float | None = None
 ) -> list[ThresholdEntry]:
     labels, scores, probabilities = synthetic_verdicts(n, seed)
     entries = []
@@ -68,6 +68,7 @@ def _entries(
                 judge_scores=scores,
                 probabilities=probabilities if method in PROBABILITY_METHODS or method == "learned_lac" else None,
                 rng=np.random.default_rng(seed),
+                delta=delta,
             )
             entries.append(
                 ThresholdEntry(

@@ -9,10 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from artifact.kinds import kind_artifact, labelled_kind_data
+from artifact.kinds import fit_modes, kind_artifact, labelled_kind_data
 from artifact.labels import LabelledCell
 from artifact.thresholds import ThresholdsArtifact, save_artifact
-from calibration.kind_fit import fit_kind
 from service.calibrations.registry import ArtifactSet, LoadedArtifact, OwnershipConflictError
 from service.config.limits import LimitSettings
 from service.config.settings import Settings
@@ -41,7 +40,7 @@ def user_artifact(
         groups=tuple(f"d{i // 4}" for i in range(400)),
     )
     fits = {
-        (judge, family, criterion, data.kind): fit_kind(
+        (judge, family, criterion, data.kind): fit_modes(  # both guarantee modes, as a calibration job fits
             data, alphas=[0.1, 0.2], delta=0.05, n_splits=4, selection_repeats=2, nested_repeats=1
         )
         for data in labelled_kind_data(cell)

@@ -216,11 +216,17 @@ def shipped_app(start_app: Callable[[Settings], AppHarness]) -> AppHarness:
     return start_app(Settings(thresholds_path=SHIPPED, api_keys=("k1",), admin_api_key=ADMIN))
 
 
-def _expected_line(full: dict, cell: tuple[str, str, str, str], alpha: float, tolerance: int) -> dict:
-    """A summary line recomputed from the full view alone (its entries, defaults and decision rules)."""
-    entries = [e for e in full["entries"] if (e["judge"], e["prompt_family"], e["criterion"], e["input_kind"]) == cell]
+def _expected_line(full: dict, cell: tuple[str, str, str, str], alpha: float, tolerance: int, mode: str) -> dict:
+    """A summary line recomputed from the full view alone (its entries, defaults and decision rules) in one mode."""
+    entries = [
+        e
+        for e in full["entries"]
+        if (e["judge"], e["prompt_family"], e["criterion"], e["input_kind"]) == cell and e["mode"] == mode
+    ]
     defaults = [
-        d for d in full["default_methods"] if (d["judge"], d["prompt_family"], d["criterion"], d["input_kind"]) == cell
+        d
+        for d in full["default_methods"]
+        if (d["judge"], d["prompt_family"], d["criterion"], d["input_kind"]) == cell and d["mode"] in (None, mode)
     ]
     method = defaults[0]["method"] if defaults else entries[0]["method"]
     served = sorted((e for e in entries if e["method"] == method), key=lambda e: e["alpha"])
@@ -232,7 +238,7 @@ def _expected_line(full: dict, cell: tuple[str, str, str, str], alpha: float, to
         c
         for r in rules
         for c in r["certifications"]
-        if c["tolerance"] == tolerance and c["accept_alpha"] <= alpha + 1e-9
+        if c["tolerance"] == tolerance and c["accept_alpha"] <= alpha + 1e-9 and c["mode"] == mode
     ]
     row = max(rows, key=lambda c: c["accept_alpha"]) if rows else None
     usable = row is not None and not row["rule_failed"]
@@ -256,7 +262,7 @@ def test_summary_is_small_and_agrees_with_the_full_view(shipped_app: AppHarness)
     full_reply = shipped_app.client.get("/v1/calibration", headers=headers)
     reply = shipped_app.client.get("/v1/calibration", params={"view": "summary"}, headers=headers)
     assert full_reply.status_code == reply.status_code == 200
-    assert len(reply.content) < 64 * 1024 < len(full_reply.content)
+    assert len(reply.content) < 128 * 1024 < len(full_reply.content)  # one line per cell, kind and guarantee mode
     full, summary = full_reply.json(), reply.json()
     assert summary["view"] == "summary"
     for key in (
@@ -273,12 +279,15 @@ def test_summary_is_small_and_agrees_with_the_full_view(shipped_app: AppHarness)
     ):
         assert summary[key] == full[key], key
     assert (summary["default_alpha"], summary["tolerance"], summary["accept_alpha"]) == (0.1, 2, 0.1)
-    cells = sorted({(e["judge"], e["prompt_family"], e["criterion"], e["input_kind"]) for e in full["entries"]})
-    assert [(c["judge"], c["prompt_family"], c["criterion"], c["input_kind"]) for c in summary["cells"]] == cells
+    cells = sorted(
+        {(e["judge"], e["prompt_family"], e["criterion"], e["input_kind"], e["mode"]) for e in full["entries"]}
+    )
+    keys = ("judge", "prompt_family", "criterion", "input_kind", "mode")
+    assert [tuple(c[k] for k in keys) for c in summary["cells"]] == cells
     assert summary["n_cells"] == len(cells)
     for line in summary["cells"]:
         cell = (line["judge"], line["prompt_family"], line["criterion"], line["input_kind"])
-        expected = _expected_line(full, cell, summary["default_alpha"], summary["tolerance"])
+        expected = _expected_line(full, cell, summary["default_alpha"], summary["tolerance"], line["mode"])
         assert {k: line[k] for k in expected} == expected, cell
     # the shipped artifact exercises both sides: cells with an accepting rule, and cells with none
     assert any(c["accept_share"] for c in summary["cells"]) and not all(c["decision_rule"] for c in summary["cells"])

@@ -85,12 +85,14 @@ def test_an_http_calibration_certifies_and_score_accepts(harness: AppHarness, ro
     assert len({r["group"] for r in rows}) == 100
     job = _calibrate(harness, _body(rows))
     [cell] = job["cells"]
-    by_level = {(c["tolerance"], c["accept_alpha"]): c for c in cell["certifications"]}
+    assert {c["mode"] for c in cell["certifications"]} == {"expected", "pac"}
+    by_level = {(c["tolerance"], c["accept_alpha"]): c for c in cell["certifications"] if c["mode"] == "pac"}
     assert set(by_level) == {(t, a) for t in (1, 2) for a in (0.05, 0.1, 0.2)}
     headline = by_level[(2, 0.1)]
     assert headline["certified"] and not headline["rule_failed"] and headline["n_groups"] == 80
     assert headline["certified_error"] <= 0.1 and headline["accept_share"] > 0.5
-    assert cell["decision_summary"].startswith("certified at tolerance 2, accept_alpha 0.1:")
+    assert "pac: certified at tolerance 2, accept_alpha 0.1:" in cell["decision_summary"]
+    assert cell["decision_summary"].startswith("expected: accepted at tolerance 2, accept_alpha 0.1:")
     assert not any("decision rule" in w for w in job["warnings"])
 
     # the same rule offline shipped for the same data (one fit for both paths), names aside
@@ -100,20 +102,49 @@ def test_an_http_calibration_certifies_and_score_accepts(harness: AppHarness, ro
         for r in load_artifact(default_thresholds_path()).decision_rules
         if (r.judge, r.criterion, r.input_kind) == (SOURCE_JUDGE, SOURCE_CRITERION, "score")
     ]
-    assert served == [
-        msgspec.to_builtins(msgspec.structs.replace(shipped, judge=JUDGE, criterion=CRITERION, prompt_family="custom"))
-    ]
+    renamed = msgspec.to_builtins(
+        msgspec.structs.replace(shipped, judge=JUDGE, criterion=CRITERION, prompt_family="custom")
+    )
+    # identical but for the expected rows' uniform: a calibration job draws its seed afresh (recorded in each row)
+    assert [_without_uniforms(r) for r in served] == [_without_uniforms(renamed)]
+    seeds = {row["test"]["seed"] for row in served[0]["certifications"] if row["mode"] == "expected" and row["test"]}
+    assert len(seeds) == 1
 
-    accepted = 0
-    for score in range(1, 6):
-        answer = _score(harness, score, tolerance=2, accept_alpha=0.1)
-        assert answer["rule_failed"] is False, answer
-        if answer["decision"] == "accept":
-            accepted += 1
-            [guarantee] = [g for g in answer["guarantees"] if g["kind"] == "accept_error"]
-            assert guarantee["tolerance"] == 2 and guarantee["alpha"] == 0.1
-            assert guarantee["bound"] is not None and guarantee["bound"] <= guarantee["alpha"]
-    assert accepted > 0
+    for mode in ("expected", "pac"):
+        accepted = 0
+        for score in range(1, 6):
+            answer = _score(harness, score, tolerance=2, accept_alpha=0.1, guarantee=mode)
+            assert answer["rule_failed"] is False, answer
+            if answer["decision"] == "accept":
+                accepted += 1
+                [guarantee] = [g for g in answer["guarantees"] if g["kind"] == "accept_error"]
+                assert guarantee["tolerance"] == 2 and guarantee["alpha"] == 0.1 and guarantee["mode"] == mode
+                if mode == "pac":
+                    assert guarantee["bound"] is not None and guarantee["bound"] <= guarantee["alpha"]
+                else:
+                    assert "bound" not in guarantee and "confidence" not in guarantee
+        assert accepted > 0, mode
+
+
+def _without_uniforms(rule: dict) -> dict:
+    """A rule's builtins with each expected row's uniform, seed, outcome and words left out."""
+    copy = dict(rule)
+    for field in ("certifications", "quality_gates", "per_label"):
+        rows = []
+        for row in copy[field]:
+            if row.get("mode") == "expected":
+                row = {
+                    k: v
+                    for k, v in row.items()
+                    if k not in ("accepted_bins", "pass_bins", "accept_share", "reason", "error_among_accepted")
+                }
+                if row.get("test"):
+                    row["test"] = {
+                        k: v for k, v in row["test"].items() if k not in ("uniform", "seed", "acceptance_probability")
+                    }
+            rows.append(row)
+        copy[field] = rows
+    return copy
 
 
 def test_a_too_small_upload_cannot_certify_and_escalates_saying_so(harness: AppHarness, rows: list[dict]) -> None:
@@ -122,7 +153,11 @@ def test_a_too_small_upload_cannot_certify_and_escalates_saying_so(harness: AppH
     [cell] = job["cells"]
     assert cell["certifications"] and all(c["rule_failed"] and not c["certified"] for c in cell["certifications"])
     assert cell["decision_summary"].startswith(
-        "not certifiable at tolerance 2, accept_alpha 0.1: only 8 certification documents"
+        "expected: not certifiable at tolerance 2, accept_alpha 0.1: only 8 certification documents"
+    )
+    assert (
+        "pac: not certifiable at tolerance 2, accept_alpha 0.1: only 8 certification documents"
+        in (cell["decision_summary"])
     )
     assert any(JUDGE in w and "not certifiable" in w for w in job["warnings"])
     for score in (1, 3, 5):

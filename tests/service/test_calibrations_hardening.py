@@ -284,7 +284,7 @@ def test_validation_runs_off_the_event_loop_and_fits_outside_the_api_process(
         raise AssertionError("a fit ran inside the API process")
 
     monkeypatch.setattr(calibration_jobs, "job_cells", spy)  # where submit looks it up
-    monkeypatch.setattr(fitting, "fit_kind", no_fit_here)  # a child process imports its own, unpatched
+    monkeypatch.setattr(fitting, "fit_modes", no_fit_here)  # a child process imports its own, unpatched
     reply = harness.client.post("/v1/calibrations", headers=LINES, content=_rows(4, 3))
     assert reply.status_code == 202, reply.text
     assert on_loop == [False]

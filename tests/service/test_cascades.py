@@ -47,8 +47,8 @@ def _rule(judge: str, rows: list[tuple[float, list[int], float]]) -> DecisionRul
 
 @pytest.fixture
 def cascade_app(start_app: Callable[[Settings], AppHarness], stand_in: JudgeServer, tmp_path: Path) -> AppHarness:
-    entries = _entries("cheap", "paper", "coherence", ("residual",), 400, 21) + _entries(
-        "strong", "paper", "coherence", ("residual",), 400, 22
+    entries = _entries("cheap", "paper", "coherence", ("residual",), 400, 21, delta=0.05) + _entries(
+        "strong", "paper", "coherence", ("residual",), 400, 22, delta=0.05
     )
     artifact = ThresholdsArtifact(
         format_version=FORMAT_VERSION,
@@ -95,7 +95,8 @@ def _models(stand_in: JudgeServer) -> list[str]:
 
 
 def _score(app: AppHarness, body: dict) -> dict:
-    reply = app.client.post("/v1/score", json={"criterion": "coherence", **body})
+    # the module's rows are pac ones (hand-written bounds); the expected mode's cascade has a test of its own
+    reply = app.client.post("/v1/score", json={"criterion": "coherence", "guarantee": "pac", **body})
     assert reply.status_code == 200, reply.text
     return reply.json()
 
@@ -122,6 +123,7 @@ def test_the_strong_judge_is_called_only_when_the_cheap_one_cannot_accept(
     assert cascade["called"][1]["guarantees"][1] == {
         "kind": "accept_error",
         "alpha": 0.05,
+        "mode": "pac",
         "confidence": 0.95,
         "tolerance": 2,
         "bound": 0.03,
@@ -129,6 +131,7 @@ def test_the_strong_judge_is_called_only_when_the_cheap_one_cannot_accept(
     assert data["guarantees"][1] == {
         "kind": "accept_error",
         "alpha": 0.1,
+        "mode": "pac",
         "confidence": 0.9,
         "tolerance": 2,
         "bound": 0.07,

@@ -1,4 +1,5 @@
-"""POST /v1/compare: each pair's certified decision (accept with the preferred candidate, or abstain with why)."""
+"""POST /v1/compare: each pair's certified decision (accept with the preferred candidate, or abstain with why),
+pac mode (``guarantee: "pac"``; the default expected mode is tested in test_compare_modes.py)."""
 
 from __future__ import annotations
 
@@ -64,7 +65,7 @@ PREFERENCES = [
 
 
 def _pairs(app: AppHarness, **extra: object) -> dict[tuple[str, str], dict]:
-    reply = app.client.post("/v1/compare", json={"preferences": PREFERENCES, **extra})
+    reply = app.client.post("/v1/compare", json={"preferences": PREFERENCES, "guarantee": "pac", **extra})
     assert reply.status_code == 200, reply.text
     return {(p["a"], p["b"]): p for p in reply.json()["pairs"]}
 
@@ -141,7 +142,9 @@ def test_the_shipped_artifact_is_loaded_at_start_up(app: AppHarness):
 
 
 def _quality(text: str, label: str) -> int:
-    return int(re.search(rf"Summary {label}:\s*<<<SUMMARY {label}>>>\s*Q(\d+)", text).group(1))
+    found = re.search(rf"Summary {label}:\s*<<<SUMMARY {label}>>>\s*Q(\d+)", text)
+    assert found is not None
+    return int(found.group(1))
 
 
 def test_live_judge_pairs_are_decided_from_both_orders(judge_app: AppHarness, stand_in: JudgeServer):
@@ -159,7 +162,13 @@ def test_live_judge_pairs_are_decided_from_both_orders(judge_app: AppHarness, st
     candidates = [{"id": f"s{k}", "text": f"Q{q} summary number {k}."} for k, q in enumerate((3, 9, 1))]
     reply = judge_app.client.post(
         "/v1/compare",
-        json={"criterion": "coherence", "document": "The article.", "candidates": candidates, "repetitions": 1},
+        json={
+            "criterion": "coherence",
+            "document": "The article.",
+            "candidates": candidates,
+            "repetitions": 1,
+            "guarantee": "pac",
+        },
     )
     assert reply.status_code == 200, reply.text
     pairs = {(p["a"], p["b"]): p for p in reply.json()["pairs"]}
@@ -187,7 +196,8 @@ def test_vicuna80_verdicts_through_the_api_reproduce_the_shipped_certificate(
     for item_id, group in itertools.groupby(mine, key=lambda v: v.item_id):
         preferences = [{"first": v.first, "second": v.second, "verdict": v.outcome} for v in group]
         body = app.client.post(
-            "/v1/compare", json={"preferences": preferences, "judge": "gpt-4", "accept_alpha": alpha}
+            "/v1/compare",
+            json={"preferences": preferences, "judge": "gpt-4", "accept_alpha": alpha, "guarantee": "pac"},
         ).json()
         for pair in body["pairs"]:
             count = votes[item_id, frozenset((pair["a"], pair["b"]))]

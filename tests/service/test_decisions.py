@@ -153,9 +153,9 @@ def _probability_rule() -> DecisionRule:
 def build_decision_artifact() -> ThresholdsArtifact:
     """The artifact of the module docstring."""
     entries = (
-        _entries(JUDGE, "paper", "coherence", ("residual", "lac"), 400, 11)
-        + _entries(JUDGE, "paper", "relevance", ("residual",), 400, 12)
-        + _entries(JUDGE, "paper", "fluency", ("residual",), 400, 13)
+        _entries(JUDGE, "paper", "coherence", ("residual", "lac"), 400, 11, delta=0.05)
+        + _entries(JUDGE, "paper", "relevance", ("residual",), 400, 12, delta=0.05)
+        + _entries(JUDGE, "paper", "fluency", ("residual",), 400, 13, delta=0.05)
     )
     defaults = [
         DefaultMethod(
@@ -221,12 +221,13 @@ def certified(
 
 
 def _score(app: AppHarness, **body: object) -> dict:
-    reply = app.client.post("/v1/score", json={"criterion": "coherence", "judge": JUDGE, **body})
+    # the module's rows and thresholds are pac ones (the expected mode has tests of its own)
+    reply = app.client.post("/v1/score", json={"criterion": "coherence", "judge": JUDGE, "guarantee": "pac", **body})
     assert reply.status_code == 200, reply.text
     return reply.json()
 
 
-SET_10 = {"kind": "set_coverage", "alpha": 0.1, "confidence": None}
+SET_10 = {"kind": "set_coverage", "alpha": 0.1, "mode": "pac", "confidence": 0.95}
 
 
 def test_a_certified_bin_is_accepted_with_both_guarantees(certified: AppHarness):
@@ -234,7 +235,7 @@ def test_a_certified_bin_is_accepted_with_both_guarantees(certified: AppHarness)
     assert (data["decision"], data["escalate"], data["point"], data["rule_failed"]) == ("accept", False, 2, False)
     assert data["guarantees"] == [
         SET_10,
-        {"kind": "accept_error", "alpha": 0.1, "confidence": 0.95, "tolerance": 2, "bound": 0.08},
+        {"kind": "accept_error", "alpha": 0.1, "mode": "pac", "confidence": 0.95, "tolerance": 2, "bound": 0.08},
     ]
     assert "confidence" not in data  # the ambiguous top-level field is gone
     assert "point 2 accepted" in data["reason"] and "0.080" in data["reason"]
@@ -359,7 +360,14 @@ def test_quality_gate_mode(
     assert "accept_error" not in kinds  # the gate decides, not the tolerance certification
     if pass_threshold == 4:
         (gate,) = [g for g in data["guarantees"] if g["kind"] == "quality_gate"]
-        assert gate == {"kind": "quality_gate", "alpha": 0.1, "confidence": 0.95, "pass_threshold": 4, "bound": 0.07}
+        assert gate == {
+            "kind": "quality_gate",
+            "alpha": 0.1,
+            "mode": "pac",
+            "confidence": 0.95,
+            "pass_threshold": 4,
+            "bound": 0.07,
+        }
     else:
         assert kinds == ["set_coverage"]
 
@@ -398,12 +406,13 @@ def test_bad_decision_parameters_are_422_naming_the_field(certified: AppHarness,
 
 
 def test_batch_items_carry_their_own_decision_parameters(certified: AppHarness):
+    pac = {"judge": JUDGE, "guarantee": "pac"}
     items = [
-        {"criterion": "coherence", "judge": JUDGE, "judge_score": 5},
-        {"criterion": "coherence", "judge": JUDGE, "judge_score": 5, "accept_alpha": 0.2},
-        {"criterion": "coherence", "judge": JUDGE, "judge_score": 5, "pass_threshold": 4},
-        {"criterion": "coherence", "judge": JUDGE, "judge_score": 5, "tolerance": 0},
-        {"criterion": "relevance", "judge": JUDGE, "judge_score": 2},
+        {"criterion": "coherence", **pac, "judge_score": 5},
+        {"criterion": "coherence", **pac, "judge_score": 5, "accept_alpha": 0.2},
+        {"criterion": "coherence", **pac, "judge_score": 5, "pass_threshold": 4},
+        {"criterion": "coherence", **pac, "judge_score": 5, "tolerance": 0},
+        {"criterion": "relevance", **pac, "judge_score": 2},
     ]
     reply = certified.client.post("/v1/score/batch", json={"items": items})
     assert reply.status_code == 200, reply.text

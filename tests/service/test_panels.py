@@ -16,11 +16,10 @@ import msgspec
 import numpy as np
 import pytest
 
-from artifact.kinds import kind_artifact
+from artifact.kinds import fit_modes, kind_artifact
 from artifact.serving import ServedEntry, choose_entry
 from artifact.thresholds import ThresholdIndex, save_artifact
 from calibration.conformal import prediction_set
-from calibration.kind_fit import fit_kind
 from calibration.panels import expected_scores, panel_family, panel_kind_data, panel_means
 from calibration.verdicts import kind_inputs
 from offline.studies.cell_data import probability_row
@@ -70,7 +69,7 @@ def panel_artifact(recorded: dict[str, object], tmp_path_factory: pytest.TempPat
         )
         data = panel_kind_data(expected, recorded["labels"], recorded["groups"])
         key = ("panel:" + "+".join(members), panel_family(["probabilities"] * len(members)), "coherence", "mean")
-        fits[key] = fit_kind(data, alphas=(0.1, 0.2), delta=0.05, n_splits=3, selection_repeats=2, nested_repeats=1)
+        fits[key] = fit_modes(data, alphas=(0.1, 0.2), delta=0.05, n_splits=3, selection_repeats=2, nested_repeats=1)
     artifact = kind_artifact(
         fits,
         created_at="2026-01-01T00:00:00+00:00",
@@ -103,7 +102,7 @@ def test_callers_verdicts_equal_the_offline_path(
 ) -> None:
     from artifact.thresholds import load_artifact
 
-    index = ThresholdIndex(load_artifact(panel_artifact))
+    index = ThresholdIndex(load_artifact(panel_artifact), "expected")  # the default guarantee's entries
     family = "panel:probabilities+probabilities+probabilities"
     served = choose_entry(index, (FULL, family, "coherence"), ("mean",), 0.1)
     assert isinstance(served, ServedEntry)
@@ -311,6 +310,7 @@ def test_a_panel_cell_is_decided_by_its_own_certified_rule(
     peaked = {"1": -6.0, "2": -3.0, "3": -0.1, "4": -3.0, "5": -6.0}  # each member's expected score is 3
     body = {
         "criterion": "coherence",
+        "guarantee": "pac",  # the hand-written row is a pac one
         "verdicts": [{"judge": m, "judge_logprobs": peaked} for m in ("judge-a", "judge-b", "judge-c")],
     }
     answer = harness.client.post("/v1/score", json=body).json()
@@ -319,6 +319,7 @@ def test_a_panel_cell_is_decided_by_its_own_certified_rule(
     assert answer["guarantees"][1] == {
         "kind": "accept_error",
         "alpha": 0.1,
+        "mode": "pac",
         "confidence": 0.95,
         "tolerance": 2,
         "bound": 0.06,

@@ -42,7 +42,7 @@ def test_residual_sets_equal_the_core(app: AppHarness, artifact: ThresholdsArtif
     # and only the set's guarantee is stated
     assert (data["decision"], data["escalate"], data["rule_failed"]) == ("escalate", True, False)
     assert data["point"] == judge_score
-    assert data["guarantees"] == [{"kind": "set_coverage", "alpha": alpha, "confidence": None}]
+    assert data["guarantees"] == [{"kind": "set_coverage", "alpha": alpha, "mode": "expected"}]
     assert data["reason"].startswith("no certified decision rule")
     assert data["source"] == "caller" and data["cached"] is False and data["raw_reply"] is None
 
@@ -155,10 +155,15 @@ def test_pac_entries_report_their_confidence(tmp_path, start_app):
     save_artifact(artifact, path)
     harness = start_app(Settings(thresholds_path=path))
     data = harness.client.post(
-        "/v1/score", json={"criterion": "coherence", "judge": "pac-judge", "judge_score": 3}
+        "/v1/score", json={"criterion": "coherence", "judge": "pac-judge", "judge_score": 3, "guarantee": "pac"}
     ).json()
     assert data["coverage_target"] == 0.9 and data["calibrated"] is True
-    assert data["guarantees"] == [{"kind": "set_coverage", "alpha": 0.1, "confidence": 0.95}]
+    assert data["guarantees"] == [{"kind": "set_coverage", "alpha": 0.1, "mode": "pac", "confidence": 0.95}]
+    # the artifact holds pac entries only: the default (expected) guarantee has no entry to serve and says so
+    expected = harness.client.post(
+        "/v1/score", json={"criterion": "coherence", "judge": "pac-judge", "judge_score": 3}
+    ).json()
+    assert expected["calibrated"] is False and "expected-mode calibration" in expected["reason"]
     assert "confidence" not in data  # the top-level field is gone: the guarantee says what it is the confidence of
 
 

@@ -157,7 +157,7 @@ def test_the_default_level_comes_from_the_settings(start_app: Callable[[Settings
     data = _answer(harness, {"criterion": "coherence", "judge": STAND_IN, "judge_score": 3})
     assert (data["alpha"], data["coverage_target"], data["calibrated"]) == (0.2, 0.8, True)
     assert "the 80% prediction set is {" in data["reason"]
-    assert data["guarantees"][0] == {"kind": "set_coverage", "alpha": 0.2, "confidence": None}
+    assert data["guarantees"][0] == {"kind": "set_coverage", "alpha": 0.2, "mode": "expected"}
     # a default between levels is served at the next smaller one and says so
     harness = start_app(make_settings(default_alpha=0.15))
     data = _answer(harness, {"criterion": "coherence", "judge": STAND_IN, "judge_score": 3})

@@ -9,6 +9,7 @@ import msgspec
 from litestar import Request, get, post
 from litestar.params import JSONBody, Parameter
 
+from artifact.thresholds import GUARANTEE_MODES
 from service.calibrations.overview import overview
 from service.calibrations.registry import PRIMARY
 from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
@@ -36,7 +37,11 @@ __all__ = ["VIEWS", "calibration_info", "describe", "paths_for_caller", "reload_
 def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
     """Everything about a loaded artifact: provenance, the grid it covers and each entry's figures."""
     artifact, index = snapshot.artifact, snapshot.index
-    defaults = {(d.judge, d.prompt_family, d.criterion, d.kind): d.method for d in artifact.default_methods}
+    defaults = {
+        (d.judge, d.prompt_family, d.criterion, d.kind, mode): d.method
+        for d in sorted(artifact.default_methods, key=lambda d: d.mode is not None)  # a moded default wins
+        for mode in ((d.mode,) if d.mode is not None else GUARANTEE_MODES)
+    }
     owners = snapshot.artifacts.owners
     entries = [
         CalibrationEntryInfo(
@@ -51,7 +56,7 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
             heldout_coverage_std=e.heldout_coverage_std,
             heldout_set_size=e.heldout_set_size,
             n_splits=e.n_splits,
-            is_default=defaults.get((e.judge, e.prompt_family, e.criterion, e.kind)) == e.method,
+            is_default=defaults.get((e.judge, e.prompt_family, e.criterion, e.kind, e.mode)) == e.method,
             artifact=owners.get((e.judge, e.prompt_family, e.criterion), PRIMARY),
             n_labels=e.fitted.n_labels,
             input_kind=e.kind,
@@ -61,6 +66,7 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
             review_share=e.review_share,
             escalate_share=e.escalate_share,
             accept_accuracy=e.accept_accuracy,
+            mode="expected" if e.mode == "expected" else "pac",
         )
         for e in artifact.entries
     ]
@@ -90,6 +96,7 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
                 reason=d.reason,
                 input_kind=d.kind,
                 rule_failed=selection_failure(d.reason) is not None,
+                mode="expected" if d.mode == "expected" else "pac" if d.mode == "pac" else None,
             )
             for d in artifact.default_methods
         ],
@@ -229,8 +236,9 @@ def _artifact_infos(snapshot: CalibrationSnapshot) -> list[ArtifactInfo]:
     for member in snapshot.artifacts.members:
         art = member.artifact
         defaults: dict[tuple[str, str, str], dict[str, str]] = {}
-        for d in art.default_methods:
-            defaults.setdefault((d.judge, d.prompt_family, d.criterion), {})[d.kind] = d.method
+        for d in sorted(art.default_methods, key=lambda d: d.mode is not None):  # a moded default wins
+            if d.mode in (None, "expected"):  # the default guarantee's
+                defaults.setdefault((d.judge, d.prompt_family, d.criterion), {})[d.kind] = d.method
         infos.append(
             ArtifactInfo(
                 name=member.name,

@@ -13,7 +13,7 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Sc
 from litestar.params import Parameter, PathParameter
 
 from artifact.labels import CRITERION_PATTERN
-from calibration.decision_rule import DecisionRule
+from calibration.decision_rule import MODES, Certification, DecisionRule
 from service.calibrations.snapshot import coverage_target
 from service.errors import BadRequestError, UnsupportedMediaTypeError
 from service.http.routes.calibration import swap_response
@@ -81,40 +81,57 @@ def _certifications(rule: DecisionRule) -> list[CellCertification]:
             rule_failed=c.rule_failed,
             reason=c.reason,
             n_groups=c.n_groups,
+            mode="expected" if c.mode == "expected" else "pac",
         )
         for c in rule.certifications
     ]
 
 
 def decision_summary(rule: DecisionRule | None) -> tuple[str, bool]:
-    """(the rule at SUMMARY_TOLERANCE / SUMMARY_ACCEPT_ALPHA in words, whether the data cannot certify there)."""
+    """(the rule at SUMMARY_TOLERANCE / SUMMARY_ACCEPT_ALPHA in words, each guarantee mode, whether the data cannot
+    certify there in any mode)."""
     if rule is None:
         return "", False
     where = f"tolerance {SUMMARY_TOLERANCE}, accept_alpha {SUMMARY_ACCEPT_ALPHA:g}"
-    row = next(
-        (
-            c
-            for c in rule.certifications
-            if c.tolerance == SUMMARY_TOLERANCE and abs(c.accept_alpha - SUMMARY_ACCEPT_ALPHA) < 1e-9
-        ),
-        None,
-    )
+    parts, failed = [], []
+    for mode in MODES:
+        row = next(
+            (
+                c
+                for c in rule.certifications
+                if c.mode == mode
+                and c.tolerance == SUMMARY_TOLERANCE
+                and abs(c.accept_alpha - SUMMARY_ACCEPT_ALPHA) < 1e-9
+            ),
+            None,
+        )
+        failed.append(row is not None and row.rule_failed)
+        parts.append(f"{mode}: {_row_words(row, where)}")
+    return "; ".join(parts), all(failed)
+
+
+def _row_words(row: Certification | None, where: str) -> str:
     if row is None:
-        return f"no certification at {where}: /v1/score escalates at these defaults", False
+        return f"no certification at {where}: /v1/score escalates at these defaults"
     if row.rule_failed:
         return (
             f"not certifiable at {where}: {row.reason}; /v1/score escalates every verdict of this cell there "
             "(label more documents)"
-        ), True
+        )
     if not row.accepted_bins:
         return (
-            f"nothing certified at {where}: {row.reason}; /v1/score escalates every verdict there (see "
+            f"nothing accepted at {where}: {row.reason}; /v1/score escalates every verdict there (see "
             "certifications for other levels)"
-        ), False
+        )
+    if row.mode == "expected":
+        return (
+            f"accepted at {where}: {row.accept_share:.0%} of the calibration verdicts accepted; on average over "
+            f"calibrations the error among accepted verdicts is <= {row.accept_alpha:g} ({row.n_groups} documents)"
+        )
     return (
         f"certified at {where}: {row.accept_share:.0%} of the calibration verdicts accepted, error among accepted "
-        f"<= {row.certified_error:.3f} with confidence {1 - row.delta:g} over {row.n_groups} documents"
-    ), False
+        f"<= {row.certified_error:.3f} with confidence {1 - (row.delta or 0.0):g} over {row.n_groups} documents"
+    )
 
 
 def job_info(job: CalibrationJob) -> CalibrationJobInfo:

@@ -5,18 +5,19 @@ or a child process, then each cell's decision rules, then the artifact (rules: `
 from __future__ import annotations
 
 import datetime as dt
+import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio.to_process
 import anyio.to_thread
 
-from artifact.kinds import DEFAULT_DELTA, FitKey, fit_keys, kind_artifact, labelled_rules
+from artifact.kinds import DEFAULT_DELTA, FitKey, fit_keys, fit_modes, kind_artifact, labelled_rules
 from artifact.labels import LabelledCell
 from artifact.thresholds import ThresholdsArtifact
 from calibration.decision_rule import DecisionRule
 from calibration.errors import CalibrationError
-from calibration.kind_fit import KindData, KindFit, fit_kind
+from calibration.kind_fit import KindData, KindFit
 from service.jobs.calibrating.cells import cell_name
 
 __all__ = [
@@ -31,8 +32,10 @@ __all__ = [
     "run_calibration",
 ]
 
-Fitter = Callable[[KindData, tuple[float, ...], int, int, int], Awaitable[KindFit]]
-RuleFitter = Callable[[LabelledCell], Awaitable[list[DecisionRule]]]
+# a fitter returns the cell's fits in both guarantee modes: (pac, expected)
+Fitter = Callable[[KindData, tuple[float, ...], int, int, int], Awaitable[tuple[KindFit, KindFit]]]
+# a rule fitter takes the cell and the job's uniform seed (the expected rows' draw, fresh per job)
+RuleFitter = Callable[[LabelledCell, int], Awaitable[list[DecisionRule]]]
 
 
 @dataclass(kw_only=True)
@@ -61,9 +64,12 @@ def now_iso() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def _fit(data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int) -> KindFit:
-    """``fit_kind`` with the job's fixed settings (``jobs`` rules); top level so a child process can run it."""
-    return fit_kind(
+def _fit(
+    data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
+) -> tuple[KindFit, KindFit]:
+    """``fit_kind`` in both guarantee modes (pac at DEFAULT_DELTA, expected) with the job's fixed settings
+    (``jobs`` rules); top level so a child process can run it."""
+    return fit_modes(
         data,
         alphas=levels,
         delta=DEFAULT_DELTA,
@@ -76,27 +82,27 @@ def _fit(data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: i
 
 async def fit_in_thread(
     data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
-) -> KindFit:
+) -> tuple[KindFit, KindFit]:
     """One fit in a thread of this process (a job worker: its memory is the worker's)."""
     return await anyio.to_thread.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min)
 
 
 async def fit_in_process(
     data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
-) -> KindFit:
+) -> tuple[KindFit, KindFit]:
     """One fit in a child process (the API without workers: neither its event loop nor its memory carries the fit;
     a cancelled job kills the child)."""
     return await anyio.to_process.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min, cancellable=True)
 
 
-async def rules_in_thread(cell: LabelledCell) -> list[DecisionRule]:
+async def rules_in_thread(cell: LabelledCell, uniform_seed: int) -> list[DecisionRule]:
     """The cell's decision rules fitted in a thread of this process (a job worker)."""
-    return await anyio.to_thread.run_sync(labelled_rules, cell)
+    return await anyio.to_thread.run_sync(labelled_rules, cell, uniform_seed)
 
 
-async def rules_in_process(cell: LabelledCell) -> list[DecisionRule]:
+async def rules_in_process(cell: LabelledCell, uniform_seed: int) -> list[DecisionRule]:
     """The cell's decision rules fitted in a child process (the API without workers, as ``fit_in_process``)."""
-    return await anyio.to_process.run_sync(labelled_rules, cell, cancellable=True)
+    return await anyio.to_process.run_sync(labelled_rules, cell, uniform_seed, cancellable=True)
 
 
 def _fit_failure(cell: LabelledCell, data: KindData, error: Exception) -> str:
@@ -126,20 +132,26 @@ async def run_calibration(
     if progress is not None:
         await progress(job)
 
+    both: dict[FitKey, tuple[KindFit, KindFit]] = {}
     try:
         for cell, data in tasks:
             try:
-                fit = await fitter(data, job.levels, n_splits, accept_max, escalate_min)
+                fit, expected = await fitter(data, job.levels, n_splits, accept_max, escalate_min)
             except Exception as error:  # noqa: BLE001 - named with its cell below
                 raise _CellFailedError(_fit_failure(cell, data, error)) from error
-            job.results.append(((cell.judge, cell.prompt_family, cell.criterion, data.kind), cell.n_labels, fit))
+            key = (cell.judge, cell.prompt_family, cell.criterion, data.kind)
+            job.results.append((key, cell.n_labels, expected))  # the job shows the default guarantee's figures
+            both[key] = (fit, expected)
             job.done += 1
             if progress is not None and job.done < job.total:
                 await progress(job)
         rules: list[DecisionRule] = []
+        # The expected rows accept with a seeded uniform that must be independent of the labels: drawn afresh per
+        # job (the operating system's entropy), recorded in every row (SelectiveEvidence.seed) so a refit reproduces it.
+        uniform_seed = secrets.randbits(32)
         for cell in cells:
             try:
-                rules += await rule_fitter(cell)
+                rules += await rule_fitter(cell, uniform_seed)
             except Exception as error:  # noqa: BLE001 - named with its cell below
                 raise _CellFailedError(
                     f"cell {cell_name(cell)}: fitting its decision rules failed ({type(error).__name__}: {error})"
@@ -148,14 +160,15 @@ async def run_calibration(
             if progress is not None and job.done < job.total:
                 await progress(job)
         job.artifact = kind_artifact(
-            {key: fit for key, _, fit in job.results},
+            both,
             created_at=now_iso(),
             code_version="service POST /v1/calibrations",
             data_hash=f"job {job.id}",
             decision_rules=rules,
             source=f"POST /v1/calibrations job {job.id}: {job.n_rows} labelled rows, y* = human rounded to the "
-            f"nearest integer (halves up); per (cell, input kind) calibration.kind_fit.fit_kind: PAC thresholds "
-            f"at delta={DEFAULT_DELTA} fitted on all items with seed 0, held-out figures from {n_splits} "
+            f"nearest integer (halves up); per (cell, input kind) calibration.kind_fit.fit_kind in both guarantee "
+            f"modes: PAC thresholds at delta={DEFAULT_DELTA} and expected-mode thresholds (document-level conformal "
+            "risk control), fitted on all items with seed 0, held-out figures from {n_splits} "
             "seeded splits by group, default method by cross-fitting by group; decision rules by "
             "calibration.cell_rules.fit_cell_rules over the shipped grid (document-level bound, delta 0.05, seed 0)",
         )

@@ -25,7 +25,7 @@ def test_job_items_pass_their_decision_parameters_through(queue_name: str, tmp_p
     path = tmp_path / "decisions.json"
     save_artifact(build_decision_artifact(), path)
     settings = Settings(thresholds_path=path, redis_url=REDIS_URL, jobs=JobSettings(queue=queue_name))
-    base = {"criterion": "coherence", "judge": JUDGE, "judge_score": 5}
+    base = {"criterion": "coherence", "judge": JUDGE, "judge_score": 5, "guarantee": "pac"}  # the rows are pac ones
     lines = [
         json.dumps({**base, **extra}).encode()
         for extra in ({}, {"accept_alpha": 0.2}, {"pass_threshold": 4}, {"tolerance": 1}, {"tolerance": 0})
