@@ -63,7 +63,7 @@ from collections.abc import Sequence
 
 import structlog
 
-from offline.commands.calibration import run_calibrate, run_halves, run_report, run_validate
+from offline.commands.calibration import run_calibrate, run_guarantees, run_halves, run_report, run_validate
 from offline.commands.collecting import run_collect, run_data
 from offline.commands.parser import build_parser
 from offline.commands.results import run_results_page
@@ -106,6 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "report": run_report,
         "validate": run_validate,
         "halves": run_halves,
+        "guarantees": run_guarantees,
         "results-page": run_results_page,
         "panels": run_panels,
         "pairwise-decisions": run_pairwise_decisions,

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from artifact.kinds import ModeFits
 from artifact.labels import DEFAULT_SCALE, LabelRow, labelled_cells, min_items_for, read_labels
 from artifact.thresholds import save_artifact
 from calibration.errors import LabelsError
@@ -149,6 +150,10 @@ def calibrate_labels(
     summary, fits = run_validity_study(
         datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas, progress=progress
     )
+    both: dict[tuple[str, str, str, str], ModeFits] = dict(fits)
+    if delta is not None:  # the expected mode's entries beside the pac ones (the service's default guarantee)
+        _, expected = run_validity_study(datasets, n_splits=n_splits, seed=seed, delta=None, alphas=alphas)
+        both = {key: (fit, expected[key]) for key, fit in fits.items()}
     out = Path(out_dir)
     summary_json, summary_md = write_validity(summary, out)
     k_of = {(d.judge, d.prompt_family, d.criterion): d.n_labels for d in datasets}
@@ -168,7 +173,7 @@ def calibrate_labels(
         seed=seed,
         data_hash=labels_hash(paths),
         code_version=code_version(),
-        fits=fits,
+        fits=both,
         decision_rules=export_rules(datasets, seed=seed),
         source=f"offline calibrate --labels {names}: y* = human rounded to the nearest integer (halves up); per "
         f"(cell, input kind) calibration.kind_fit.fit_kind: thresholds at delta={delta} fitted on all labelled "

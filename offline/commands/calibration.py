@@ -13,7 +13,7 @@ from typing import Any
 from offline.data.errors import DataError
 from offline.data.paths import resolve_data_dir
 
-__all__ = ["run_calibrate", "run_halves", "run_report", "run_validate"]
+__all__ = ["run_calibrate", "run_guarantees", "run_halves", "run_report", "run_validate"]
 
 
 def _calibrate_labels(args: argparse.Namespace, log: Any) -> int:
@@ -170,3 +170,22 @@ def run_halves(args: argparse.Namespace, log: Any) -> int:
     for path in paths:
         print(f"written:     {path}")
     return 0 if report.passed else 1
+
+
+def run_guarantees(args: argparse.Namespace, log: Any) -> int:
+    """``python -m offline guarantees``: both guarantee modes fitted on half the documents, served on the other."""
+    from tqdm import tqdm
+
+    from offline.studies.guarantees import run_guarantees_study, write_guarantees
+    from offline.validate import recorded_datasets
+
+    study = run_guarantees_study(
+        recorded_datasets(resolve_data_dir(args.data_dir)),
+        n_splits=args.splits,
+        seed=args.seed,
+        progress=None if args.no_progress else (lambda t: tqdm(t, desc="guarantees", leave=False)),
+    )
+    for path in write_guarantees(study, args.out):
+        print(f"written:     {path}")
+    log.info("guarantees finished", splits=study.n_splits)
+    return 0

@@ -131,6 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
     hal.add_argument("--seed", type=int, default=0)
     hal.add_argument("--no-progress", action="store_true")
 
+    gua = commands.add_parser(
+        "guarantees", help="both guarantee modes: rules fitted on half the documents, the other half served"
+    )
+    gua.add_argument("--data-dir", type=Path, default=None)
+    gua.add_argument("--out", type=Path, default=Path("reports"))
+    gua.add_argument("--splits", type=int, default=20, help="splits by document (default 20)")
+    gua.add_argument("--seed", type=int, default=0)
+    gua.add_argument("--no-progress", action="store_true")
+
     res = commands.add_parser(
         "results-page", help="write docs/results.md from the JSON reports (calibrate's and halves') under --reports"
     )
