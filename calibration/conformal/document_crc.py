@@ -29,31 +29,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from calibration.conformal.group_pac import document_codes
+from calibration.conformal.group_pac import checked_scores, document_codes
 from calibration.conformal.inputs import check_alpha
 from calibration.conformal.methods import MEMBERSHIP_TOLERANCE
-from calibration.errors import EmptyCalibrationError, InvalidProbabilitiesError
 
 __all__ = ["document_crc_threshold", "document_crc_thresholds", "keyed_document_crc_levels"]
 
 _SLACK = 1e-9
 
 
-def _checked(true_scores: object, documents: object) -> tuple[np.ndarray, np.ndarray]:
-    scores = np.asarray(true_scores, dtype=float).ravel()
-    codes = document_codes(documents)
-    if scores.size == 0:
-        raise EmptyCalibrationError("the calibration set is empty: a threshold needs at least one score")
-    if codes.size != scores.size:
-        raise EmptyCalibrationError(f"{codes.size} group ids for {scores.size} calibration scores")
-    if not np.isfinite(scores).all():
-        raise InvalidProbabilitiesError("calibration scores hold NaN or infinity")
-    return scores, codes
-
-
 def document_crc_thresholds(true_scores: object, documents: object, alphas: Sequence[float]) -> list[float | None]:
     """The threshold at each alpha (module rules); None where alpha (n + 1) < 1 (full scale)."""
-    scores, codes = _checked(true_scores, documents)
+    scores, codes = checked_scores(true_scores, documents)
     _, codes = np.unique(codes, return_inverse=True)  # documents with items here, 0..n-1
     n_documents = int(codes.max()) + 1
     weights = 1.0 / np.bincount(codes, minlength=n_documents)[codes]  # each item's share of its document's loss

@@ -84,7 +84,9 @@ def _order(n_documents: int) -> np.ndarray:
     return order
 
 
-def _check(true_scores: object, documents: object) -> tuple[np.ndarray, np.ndarray]:
+def checked_scores(true_scores: object, documents: object) -> tuple[np.ndarray, np.ndarray]:
+    """Calibration scores as floats and their documents as codes; EmptyCalibrationError / InvalidProbabilitiesError
+    for an empty, mismatched or non-finite input (shared by the document-level rules)."""
     scores = np.asarray(true_scores, dtype=float).ravel()
     codes = document_codes(documents)
     if scores.size == 0:
@@ -178,7 +180,7 @@ def group_pac_threshold(true_scores: object, groups: object, alpha: float, delta
     level, confidence = check_alpha(alpha), check_delta(delta)
     if confidence is None:
         raise ValueError("the group PAC rule needs delta")
-    scores, codes = _check(true_scores, groups)
+    scores, codes = checked_scores(true_scores, groups)
     return _Counts(scores, codes).threshold(float(level), float(confidence))
 
 
@@ -186,7 +188,7 @@ def group_pac_thresholds(
     true_scores: object, groups: object, levels: Sequence[tuple[float, float]]
 ) -> list[float | None]:
     """:func:`group_pac_threshold` at several (alpha, delta) levels, the per-document counts computed once."""
-    scores, codes = _check(true_scores, groups)
+    scores, codes = checked_scores(true_scores, groups)
     counts = _Counts(scores, codes)
     return counts.thresholds([_exact_level(alpha, delta) for alpha, delta in levels])
 
@@ -230,7 +232,7 @@ def keyed_group_pac_levels(
 
 def group_pac_threshold_reference(true_scores: object, groups: object, alpha: float, delta: float) -> float | None:
     """The rule one candidate at a time through calibration.risk_control.betting_test (slow; the definition)."""
-    scores, codes = _check(true_scores, groups)
+    scores, codes = checked_scores(true_scores, groups)
     present = np.unique(codes)
     order = _order(present.size)
     sizes = np.array([np.sum(codes == d) for d in present])
