@@ -44,7 +44,7 @@ from service.http.routes.jobs import cancel_job, document_jobs_openapi, job_resu
 from service.http.routes.judges import list_judges
 from service.http.routes.score import score, score_batch
 from service.http.services import Services, handle_exception
-from service.http.spec import refine_spec
+from service.http.spec import refine_spec, restore_zero_bounds
 from service.http.spec_values import LiveSpecJson
 from service.jobs.calibrating.jobs import CalibrationJobs
 from service.jobs.metrics import JobMetrics
@@ -124,12 +124,7 @@ def _refine_openapi(app: Litestar, settings: Settings) -> None:
     for name in ("JudgeLogprobs", "Candidate", "Preference"):
         if name in schemas:
             schemas[name].additional_properties = False
-    # Litestar drops zero-valued bounds (gt=0, le=0); restore the ones the wire types declare.
-    if "ScoreRequest" in schemas and schemas["ScoreRequest"].properties:
-        schemas["ScoreRequest"].properties["alpha"].exclusive_minimum = 0.0  # type: ignore[union-attr]
-    if "JudgeLogprobs" in schemas and schemas["JudgeLogprobs"].properties:
-        for token in schemas["JudgeLogprobs"].properties.values():
-            token.maximum = 0.0  # type: ignore[union-attr]
+    restore_zero_bounds(schemas, _REQUEST_TYPES)  # Litestar drops gt=0 / le=0 (service/http/spec.py)
     batch, single = schemas.get("ScoreBatchRequest"), schemas.get("ScoreRequest")
     if batch is not None and single is not None and batch.properties:
         batch.properties["items"].items = Reference(ref="#/components/schemas/ScoreRequest")  # type: ignore[union-attr]

@@ -16,7 +16,9 @@ and the request rules the service enforces that JSON Schema can state.
   excludes ``panel`` (service.scoring.panels); a member verdict carries a score, log-probs or a mean, and its judge has
   no "+" and is no ``panel:`` name; log-probs hold at
   least one token; a ``{first, second, verdict}`` preference has no ``tie: true``; texts are not blank; compare's
-  candidates are unique items (their ids must be: the part JSON Schema can state).
+  candidates are unique items (their ids must be: the part JSON Schema can state); ``confidence`` (score and
+  compare) needs ``guarantee: "pac"``.
+* **Zero bounds** (``gt=0``, ``le=0``) the generator drops are restored from msgspec's schema of the wire types.
 * **Artifact names** (``ReloadRequest.name``, the ``name`` query of POST /v1/calibrations):
 service.calibrations.activated's
   check_name (1-64 letters, digits, ``_ - .`` starting with a letter or digit, no ``..``, not ending in ``.json``,
@@ -28,15 +30,17 @@ service.calibrations.activated's
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from typing import Any
 
+import msgspec
 from litestar.openapi.spec import OpenAPI, OpenAPIType, Reference, Schema
 
 from service.calibrations.activated import NAME_PATTERN
 from service.calibrations.registry import RESERVED_NAMES
 from service.config.settings import Settings
 
-__all__ = ["absent", "implies", "present", "refine_spec", "score_branches"]
+__all__ = ["absent", "implies", "present", "refine_spec", "restore_zero_bounds", "score_branches"]
 
 _OWN_VERDICT_FIELDS = {
     "judge_score": "integer",
@@ -89,6 +93,41 @@ def score_branches(score: Schema, *, judge_required: bool) -> list[Schema]:
     return [present({"document": "string", "summary": "string"}), *own, *panel]
 
 
+_BOUNDS = {
+    "minimum": "minimum",
+    "maximum": "maximum",
+    "exclusiveMinimum": "exclusive_minimum",
+    "exclusiveMaximum": "exclusive_maximum",
+}
+
+
+def restore_zero_bounds(schemas: dict[str, Any], request_types: Iterable[type]) -> None:
+    """Litestar's generator drops bounds equal to zero (``gt=0``, ``le=0``): copy them from msgspec's own schema of
+    the wire types (``msgspec.json.schema_components``), so that no bound the decoder enforces is missing."""
+    _, components = msgspec.json.schema_components(tuple(request_types))
+    for name, component in components.items():
+        target = schemas.get(name)
+        if target is None or not target.properties:
+            continue
+        for field_name, declared in component.get("properties", {}).items():
+            prop = target.properties.get(field_name)
+            if not isinstance(prop, Schema):
+                continue
+            for member in (declared, *declared.get("anyOf", ())):
+                for key, attribute in _BOUNDS.items():
+                    if member.get(key) == 0 and getattr(prop, attribute) is None:
+                        setattr(prop, attribute, 0.0)
+
+
+def _pac_confidence() -> Schema:
+    """``confidence`` applies to the pac guarantee only (service.scoring.resolve.request_mode,
+    service.comparing.pair_decisions.check_guarantee): a confidence needs ``guarantee: "pac"``."""
+    return implies(
+        present({"confidence": "number"}),
+        Schema(required=["guarantee"], properties={"guarantee": Schema(const="pac")}),
+    )
+
+
 def _score_rules(score: Schema) -> None:
     assert score.properties is not None
     score.any_of = score_branches(score, judge_required=True)
@@ -114,6 +153,8 @@ def _score_rules(score: Schema) -> None:
                 ),
             ),
         ]
+    if "confidence" in score.properties:
+        rules.append(_pac_confidence())
     score.all_of = rules
     for name in ("document", "summary"):
         if name in score.properties:
@@ -147,6 +188,8 @@ def _compare_rules(schemas: dict[str, Any]) -> None:
             # states
             # the part it can (two equal candidates share their id), the rest is the documented 422.
             compare.properties["candidates"].unique_items = True
+        if "confidence" in compare.properties:
+            compare.all_of = [*(compare.all_of or []), _pac_confidence()]
     candidate = schemas.get("Candidate")
     if candidate is not None and candidate.properties and "text" in candidate.properties:
         candidate.properties["text"].pattern = _NOT_BLANK

@@ -61,6 +61,8 @@ class SpecValues:
     cascades: tuple[str, ...] = ()
     scales: dict[str, int] = field(default_factory=dict)  # K per criterion
     min_alpha: float | None = None
+    max_confidence: float | None = None  # the largest pac confidence of the score thresholds
+    max_pairwise_confidence: float | None = None  # of the pairwise decisions (1 - their delta)
     several_families: tuple[tuple[str, str], ...] = ()  # (judge, criterion) needing prompt_family
 
 
@@ -78,6 +80,7 @@ def spec_values(services: Services) -> SpecValues:
         for criterion in criteria
     }
     known = set(snapshot.judge_names) if snapshot is not None else set()
+    pairwise = services.calibration.pairwise
     several: list[tuple[str, str]] = []
     if snapshot is not None:
         families: dict[tuple[str, str], set[str]] = {}
@@ -94,6 +97,8 @@ def spec_values(services: Services) -> SpecValues:
         cascades=tuple(sorted(judges.cascades)),
         scales=scales,
         min_alpha=snapshot.all_levels[0] if snapshot is not None and snapshot.all_levels else None,
+        max_confidence=snapshot.pac_confidences[-1] if snapshot is not None and snapshot.pac_confidences else None,
+        max_pairwise_confidence=None if pairwise is None else 1 - pairwise.artifact.delta,
         several_families=tuple(several),
     )
 
@@ -160,6 +165,12 @@ def apply_spec_values(spec: OpenAPI, values: SpecValues) -> None:
         _names(props["cascade"], values.cascades, nullable=True)
     if values.min_alpha is not None:
         props["alpha"].minimum = values.min_alpha
+    # a pac confidence above the calibrated one is a 422 (service.scoring.resolve, service.comparing.pair_decisions)
+    if values.max_confidence is not None and "confidence" in props:
+        props["confidence"].maximum = values.max_confidence
+    compare_props = (schemas["CompareRequest"].properties if "CompareRequest" in schemas else None) or {}
+    if values.max_pairwise_confidence is not None and "confidence" in compare_props:
+        compare_props["confidence"].maximum = values.max_pairwise_confidence
     largest = max(values.scales.values(), default=DEFAULT_SCALE)
     _bound_scales(schemas, largest)
     rules = _deployment_rules(values, largest)

@@ -187,9 +187,9 @@ def request_mode(snapshot: CalibrationSnapshot, request: ScoreRequest) -> str:
             'calibration documents, with no confidence level); send guarantee: "pac" or drop confidence'
         )
     calibrated = snapshot.pac_confidences
-    if calibrated and request.confidence > calibrated[0] + LEVEL_TOLERANCE:
+    if calibrated and request.confidence > calibrated[-1] + LEVEL_TOLERANCE:  # ascending: the largest
         raise InvalidRequestError(
-            f"confidence={request.confidence} is above the calibrated confidence {calibrated[0]:g} of the pac "
+            f"confidence={request.confidence} is above the calibrated confidence {calibrated[-1]:g} of the pac "
             "guarantees (a guarantee is served at a calibrated confidence >= the asked one)",
             allowed=[f"{c:g}" for c in calibrated],
         )

@@ -58,8 +58,8 @@ Confidence = Annotated[
     Meta(
         gt=0,
         lt=1,
-        description="pac only: the probability over the calibration documents that the guarantee holds; served at "
-        "a calibrated confidence >= the asked one (the artifact's: 0.95)",
+        description="pac only (send guarantee: pac): the probability over the calibration documents that the "
+        "guarantee holds; served at the calibrated confidence, which is this field's maximum",
     ),
 ]
 Name = Annotated[str, Meta(min_length=1, max_length=200)]

@@ -7,6 +7,7 @@ import io
 import json
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -92,22 +93,21 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
         "mean"
     }
     assert {e.input_kind for e in summeval} == {"score", "probabilities"}
-    assert all(e.fitted.delta == 0.05 and e.heldout_coverage_p5 is not None for e in summeval)
-    assert (
-        len(
-            [
-                d
-                for d in artifact.default_methods
-                if d.criterion != "faithfulness" and not is_panel_family(d.prompt_family)
-            ]
-        )
-        == 24 + 8
-    )
+    # both guarantee modes: pac at delta 0.05 and expected (no delta), the same cells and one default each
+    assert all(e.fitted.delta == {"pac": 0.05, "expected": None}[e.mode] for e in summeval)
+    assert all(e.heldout_coverage_p5 is not None for e in summeval)
+    assert sum(e.mode == "pac" for e in summeval) == sum(e.mode == "expected" for e in summeval) > 0
+    summeval_defaults = [
+        d for d in artifact.default_methods if d.criterion != "faithfulness" and not is_panel_family(d.prompt_family)
+    ]
+    assert sorted(Counter(d.mode for d in summeval_defaults).items()) == [("expected", 24 + 8), ("pac", 24 + 8)]
     faithful = [e for e in artifact.entries if e.criterion == "faithfulness"]
     # direct/qa: uncalibrated until collected; the sentence-level cells under the validity rules (PAC, by article)
     assert {(e.prompt_family, e.input_kind) for e in faithful} == {("factuality_sentences", "score")}
-    assert len({e.judge for e in faithful}) == 8 and all(e.fitted.delta is not None for e in faithful)
-    assert len([d for d in artifact.default_methods if d.prompt_family == "factuality_sentences"]) == 8
+    assert len({e.judge for e in faithful}) == 8
+    assert all((e.fitted.delta is not None) == (e.mode == "pac") for e in faithful)
+    sentence_defaults = [d for d in artifact.default_methods if d.prompt_family == "factuality_sentences"]
+    assert sorted(Counter(d.mode for d in sentence_defaults).items()) == [("expected", 8), ("pac", 8)]
     assert (out / "factuality" / "llm_sentences_validity.md").exists()
     assert (out / "answers.sqlite").exists()
     for line in ("report:", "thresholds:", "wall time:"):

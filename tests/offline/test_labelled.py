@@ -33,14 +33,28 @@ def test_calibrate_labels_writes_report_and_an_artifact_of_only_these_cells(
     }
     assert artifact.label_scale == list(range(1, 8))
     assert all(e.fitted.n_labels == 7 and e.heldout_coverage is not None for e in artifact.entries)
-    assert [d.criterion for d in artifact.default_methods] == ["helpfulness"]
+    # one default method per guarantee mode (both are fitted)
+    assert sorted((d.criterion, d.mode) for d in artifact.default_methods) == [
+        ("helpfulness", "expected"),
+        ("helpfulness", "pac"),
+    ]
+    assert {e.mode for e in artifact.entries} == {"expected", "pac"}
     # the user's cells get certified decision rules too (fitted on all their groups), or a stated failure
     [rule] = artifact.decision_rules
     assert (rule.judge, rule.criterion, rule.input_kind, rule.n_labels) == ("acme-judge-v1", "helpfulness", "score", 7)
-    assert {(c.tolerance, c.accept_alpha) for c in rule.certifications} >= {(2, 0.1), (1, 0.1)}
+    assert {(c.tolerance, c.accept_alpha, c.mode) for c in rule.certifications} >= {
+        (2, 0.1, "pac"),
+        (1, 0.1, "pac"),
+        (2, 0.1, "expected"),
+    }
     for row in rule.certifications:
         assert row.rule_failed or row.n_groups > 0
-        assert not row.accepted_bins or (row.certified_error is not None and row.certified_error <= row.accept_alpha)
+        if row.mode == "pac":
+            assert not row.accepted_bins or (
+                row.certified_error is not None and row.certified_error <= row.accept_alpha
+            )
+        else:  # an expected row names its test, unless it failed
+            assert row.rule_failed or row.test is not None
     assert {label.label for label in rule.per_label} <= set(range(1, 8))
     index = (out / "index.md").read_text()
     assert index.startswith("# Calibration report") and "## What this means for your pipeline" in index

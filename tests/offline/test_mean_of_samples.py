@@ -92,6 +92,7 @@ def test_mean_rows_flow_into_a_mean_kind_cell_and_are_served(mean_dir: Path, tmp
     index = ThresholdIndex(artifact)
     with TestClient(create_app(Settings(thresholds_path=path))) as client:
         body = {"criterion": "coherence", "judge": "geval-mean", "prompt_family": "unknown", "mean_of_samples": 3.4}
+        body["guarantee"] = "pac"  # run_validity_study fits the pac mode by default
         answer = client.post("/v1/score", json=body).json()
         assert answer["calibrated"] is True and answer["input_kind"] == "mean" and answer["judge_score"] == 3
         entry = index.lookup("geval-mean", "unknown", "coherence", answer["method"], answer["alpha"], "mean")

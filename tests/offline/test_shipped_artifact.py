@@ -47,7 +47,10 @@ def shipped():
 
 def test_shipped_summeval_cells_equal_a_fresh_fit(shipped, recorded_cells):
     datasets = list(recorded_cells)  # recorded_datasets(data_dir), once per session (tests/offline/conftest.py)
-    _, fits = run_validity_study(datasets, n_splits=20, seed=0, delta=DEFAULT_DELTA)
+    # both guarantee modes, as `make calibrate` fits them (offline.pipeline)
+    _, pac = run_validity_study(datasets, n_splits=20, seed=0, delta=DEFAULT_DELTA)
+    _, expected = run_validity_study(datasets, n_splits=20, seed=0, delta=None)
+    fits = {key: (fit, expected[key]) for key, fit in pac.items()}
     fresh = build_artifact(datasets, None, seed=0, data_hash="x", code_version="x", created_at="x", fits=fits)
     judges = {d.judge for d in datasets}
     shipped_entries = {e.key: e for e in shipped.entries if e.judge in judges}
@@ -67,6 +70,8 @@ def test_shipped_summeval_cells_equal_a_fresh_fit(shipped, recorded_cells):
     }
 
 
-def test_shipped_artifact_records_this_package_version_and_pac(shipped):
+def test_shipped_artifact_records_this_package_version_and_both_modes(shipped):
     assert shipped.code_version.split("+")[0] == metadata.version("conformal-judge")
-    assert all(e.fitted.delta == DEFAULT_DELTA for e in shipped.entries if e.input_kind is not None)
+    moded = [e for e in shipped.entries if e.input_kind is not None]
+    assert {e.mode for e in moded} == {"pac", "expected"}
+    assert all(e.fitted.delta == (DEFAULT_DELTA if e.mode == "pac" else None) for e in moded)

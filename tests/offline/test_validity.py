@@ -121,6 +121,7 @@ def test_the_validator_serves_every_item_exactly_as_the_service(two_cells, tmp_p
                         "judge": data.judge,
                         "prompt_family": data.prompt_family,
                         "alpha": 0.13,
+                        "guarantee": "pac",  # the fixture fits the pac mode only
                     }
                     if "score" in kinds:
                         body["judge_score"] = score

@@ -20,10 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from msgspec.structs import replace
 
 from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdIndex, ThresholdsArtifact, save_artifact
 from calibration.conformal import prediction_set, probabilities_from_logprobs
-from calibration.decision_rule import Certification, DecisionRule, LabelRow, QualityGate
+from calibration.decision_rule import Certification, DecisionRule, LabelRow, QualityGate, SelectiveEvidence
 from service.config.settings import Settings
 from tests.service.conftest import AppHarness, _entries
 
@@ -150,13 +151,36 @@ def _probability_rule() -> DecisionRule:
     )
 
 
-def build_decision_artifact() -> ThresholdsArtifact:
-    """The artifact of the module docstring."""
-    entries = (
-        _entries(JUDGE, "paper", "coherence", ("residual", "lac"), 400, 11, delta=0.05)
-        + _entries(JUDGE, "paper", "relevance", ("residual",), 400, 12, delta=0.05)
-        + _entries(JUDGE, "paper", "fluency", ("residual",), 400, 13, delta=0.05)
+def _expected_twin(rule: DecisionRule) -> DecisionRule:
+    """``rule`` with an expected-mode copy of each row beside the pac one: the same bins, no delta, and a passed
+    selective test (acceptance probability 1) where the pac row accepts; the per-label rows stay pac."""
+    passed = {"n_drawn": 80, "n_in_region": 40, "n_errors": 2, "acceptance_probability": 1.0, "uniform": 0.5}
+
+    def test(bins: list[int]) -> SelectiveEvidence | None:
+        return SelectiveEvidence(tested_bins=bins, seed=0, **passed) if bins else None
+
+    certifications = [
+        replace(c, mode="expected", delta=None, bound="selective_test", test=test(c.accepted_bins))
+        for c in rule.certifications
+    ]
+    gates = [replace(g, mode="expected", delta=None, test=test(g.pass_bins)) for g in rule.quality_gates]
+    return replace(
+        rule, certifications=[*rule.certifications, *certifications], quality_gates=[*rule.quality_gates, *gates]
     )
+
+
+def build_decision_artifact(*, with_expected: bool = False) -> ThresholdsArtifact:
+    """The artifact of the module docstring, in the pac mode; ``with_expected``: each threshold and decision row
+    also in the expected mode (the same rows, for the clients that send the default guarantee)."""
+    deltas = (0.05, None) if with_expected else (0.05,)
+    entries = [
+        entry
+        for delta in deltas
+        for entry in _entries(JUDGE, "paper", "coherence", ("residual", "lac"), 400, 11, delta=delta)
+        + _entries(JUDGE, "paper", "relevance", ("residual",), 400, 12, delta=delta)
+        + _entries(JUDGE, "paper", "fluency", ("residual",), 400, 13, delta=delta)
+    ]
+    rules = [_score_rule("coherence"), _probability_rule(), _score_rule("relevance", accept_all=True)]
     defaults = [
         DefaultMethod(
             judge=JUDGE,
@@ -199,7 +223,7 @@ def build_decision_artifact() -> ThresholdsArtifact:
         label_scale=[1, 2, 3, 4, 5],
         entries=entries,
         default_methods=defaults,
-        decision_rules=[_score_rule("coherence"), _probability_rule(), _score_rule("relevance", accept_all=True)],
+        decision_rules=[_expected_twin(rule) for rule in rules] if with_expected else rules,
         source="tests/service/test_decisions.py",
     )
 

@@ -4,14 +4,17 @@ accepted point always lies in the served set."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
+import jsonschema_rs
 import msgspec
 import pytest
 
 from artifact.thresholds import load_artifact
 from service.config.settings import Settings
+from service.openapi_export import DEFAULT_PATH
 from tests.service.conftest import AppHarness
 
 SHIPPED = Path(__file__).resolve().parents[2] / "artifact" / "thresholds.json"
@@ -119,3 +122,49 @@ def test_the_calibration_summary_lists_both_modes_per_cell(shipped: AppHarness) 
     expected_share = [line["accept_share"] or 0 for line in lines if line["mode"] == "expected"]
     pac_share = [line["accept_share"] or 0 for line in lines if line["mode"] == "pac"]
     assert sum(expected_share) > sum(pac_share)
+
+
+def _spec_validator(schema_name: str) -> jsonschema_rs.Validator:
+    """A validator of one request schema of the committed spec (the shipped calibration's deployment values)."""
+    spec = json.loads(DEFAULT_PATH.read_text())
+    return jsonschema_rs.validator_for(
+        {"$ref": f"#/components/schemas/{schema_name}", "components": spec["components"]}
+    )
+
+
+MODE_BODIES = [  # (fields added to a valid body, whether the service accepts it)
+    ({}, True),
+    ({"guarantee": "pac"}, True),
+    ({"guarantee": "pac", "confidence": 0.9}, True),
+    ({"guarantee": "pac", "confidence": 0.95}, True),
+    ({"confidence": 0.9}, False),  # the default guarantee is expected: no confidence
+    ({"guarantee": "expected", "confidence": 0.9}, False),
+    ({"guarantee": "pac", "confidence": 0.96}, False),  # above the calibrated 0.95
+    ({"guarantee": "pac", "confidence": 0.0}, False),
+    ({"accept_alpha": 0.0}, False),  # a zero bound the spec generator used to drop
+    ({"guarantee": "sometimes"}, False),
+]
+
+
+@pytest.mark.parametrize(("extra", "accepted"), MODE_BODIES)
+def test_the_spec_states_the_mode_rules_the_score_route_enforces(
+    shipped: AppHarness, extra: dict, accepted: bool
+) -> None:
+    body = {"criterion": "coherence", "judge": JUDGE, "prompt_family": FAMILY, "judge_score": 4, **extra}
+    status, answer = _score(shipped, **extra)
+    assert (status == 200) is accepted and status in (200, 422), answer
+    assert _spec_validator("ScoreRequest").is_valid(body) is accepted
+
+
+# the shipped pairwise decisions are certified at confidence 0.9 (delta 0.1)
+COMPARE_BODIES = [*MODE_BODIES[:3], ({"guarantee": "pac", "confidence": 0.95}, False), *MODE_BODIES[4:]]
+
+
+@pytest.mark.parametrize(("extra", "accepted"), COMPARE_BODIES)
+def test_the_spec_states_the_mode_rules_the_compare_route_enforces(
+    shipped: AppHarness, extra: dict, accepted: bool
+) -> None:
+    body = {"preferences": [{"winner": "a", "loser": "b"}, {"winner": "b", "loser": "c"}], **extra}
+    response = shipped.client.post("/v1/compare", json=body)
+    assert (response.status_code == 200) is accepted and response.status_code in (200, 422), response.text
+    assert _spec_validator("CompareRequest").is_valid(body) is accepted

@@ -3,6 +3,7 @@ test artifact of tests/service/test_decisions.py, whose judge ``cert-judge`` is 
 ``tests/fakes`` (an OpenAI-compatible server on 127.0.0.1). No Redis: the adapters score one test case at a time
 with ``POST /v1/score``.
 
+The artifact holds each row in both guarantee modes (the adapters send the service's default, expected).
 The stand-in answers with log-probs, so the service serves the ``probabilities`` rule of ``cert-judge / paper /
 coherence``: a reply peaked at 3 (``judge_replies(3)``) has an expected score in the middle bin, which the rule
 accepts at tolerance 2 and alpha 0.1 (point 3); a reply peaked at 5 falls in the top bin, which escalates
@@ -49,7 +50,7 @@ def judged_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JudgedS
     """The API with auth on and the judge ``cert-judge`` pointing at a stand-in server, for the whole module."""
     folder = tmp_path_factory.mktemp("integrations-service")
     thresholds = folder / "thresholds.json"
-    save_artifact(build_decision_artifact(), thresholds)
+    save_artifact(build_decision_artifact(with_expected=True), thresholds)
     with JudgeServer() as stand_in:
         judges = folder / "judges.json"
         judges.write_bytes(msgspec.json.encode([stand_in.judge_config(name=JUDGE, max_retries=0)]))

@@ -11,6 +11,7 @@ process (``python -m service.worker``, started by the test) fits them, and the r
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -88,10 +89,15 @@ def test_a_calibration_job_runs_on_a_worker_and_matches_the_in_process_path(
     assert local.status_code == 202
     local_done = wait_done(in_process, local.json()["id"], timeout_s=120)
     assert local_done["status"] == "done"
-    for field in ("cells", "n_rows", "levels", "warnings"):
+    for field in ("n_rows", "levels", "warnings"):
         assert done[field] == local_done[field], field
+    # the same fit, but each job draws its own seed for the uniforms of its expected rows' randomised tests
+    assert _drawn_part(done["cells"]) == _drawn_part(local_done["cells"])
+
     # the worker fitted the decision rules too (the same ones: compared with the cells above)
-    assert all(len(cell["certifications"]) == 6 and cell["decision_summary"] for cell in done["cells"])
+    for cell in done["cells"]:  # six rows in each guarantee mode
+        assert sorted(Counter(c["mode"] for c in cell["certifications"]).items()) == [("expected", 6), ("pac", 6)]
+        assert cell["decision_summary"]
 
     activated = client.post(f"/v1/calibrations/{job_id}/activate", headers=HEADERS)
     assert activated.status_code == 200, activated.text
@@ -104,3 +110,23 @@ def test_a_calibration_job_runs_on_a_worker_and_matches_the_in_process_path(
     assert client.delete(f"/v1/calibrations/{job_id}", headers=HEADERS).status_code == 204
     assert client.get(f"/v1/calibrations/{job_id}", headers=HEADERS).status_code == 404
     assert other_api.get(f"/v1/calibrations/{job_id}", headers=HEADERS).status_code == 404
+
+
+def _drawn_part(cells: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The cells without what a job's uniforms decide: whether each expected row's test accepted (certified,
+    accept share, the end of its reason) and so the expected half of the decision summary."""
+
+    def row(certification: dict[str, Any]) -> dict[str, Any]:
+        if certification["mode"] != "expected":
+            return certification
+        tested = certification["reason"].rsplit(": ", 1)[0]
+        return {**certification, "certified": None, "accept_share": None, "reason": tested}
+
+    return [
+        {
+            **cell,
+            "certifications": [row(c) for c in cell["certifications"]],
+            "decision_summary": cell["decision_summary"].split("; pac: ", 1)[-1],
+        }
+        for cell in cells
+    ]
