@@ -23,10 +23,10 @@ from collections.abc import Sequence
 import msgspec
 
 from artifact.thresholds import ThresholdEntry, ThresholdIndex
+from calibration.levels import same_level, served_level
 
 __all__ = ["LevelRefused", "MethodRefused", "ServedEntry", "Uncalibrated", "choose_entry", "interval_hull"]
 
-_TOLERANCE = 1e-9
 _WHAT_TO_SEND = {"score": "integer score", "probabilities": "log-probs", "mean": "mean_of_samples"}
 
 
@@ -62,11 +62,6 @@ class MethodRefused(ValueError):
         self.allowed = allowed
 
 
-def _level(levels: Sequence[float], alpha: float) -> float | None:
-    usable = [level for level in levels if level <= alpha + _TOLERANCE]
-    return usable[-1] if usable else None
-
-
 def choose_entry(
     index: ThresholdIndex,
     cell: tuple[str, str, str],
@@ -92,7 +87,7 @@ def choose_entry(
         for name in names:
             levels = index.alphas(*cell, name, kind)
             all_levels.update(levels)
-            level = _level(levels, alpha)
+            level = served_level(levels, alpha)  # calibration.levels: the one level rule
             if level is not None:
                 offers.append((kind, name, level))
     if not offers:
@@ -128,7 +123,7 @@ def choose_entry(
         served.append((size, kinds.index(kind), kind, name, level, entry))
     size, _, kind, name, level, entry = min(served, key=lambda row: (row[0], row[1]))
     note = ""
-    if abs(level - alpha) > _TOLERANCE:
+    if not same_level(level, alpha):
         note = f"; alpha={alpha} is not a calibrated level, so the next smaller one ({level}) was used"
     if len(served) > 1:
         others = ", ".join(

@@ -33,9 +33,10 @@ from collections.abc import Sequence
 
 import msgspec
 
-from calibration.levels import LEVEL_TOLERANCE, served_level
+from calibration.levels import LEVEL_TOLERANCE, same_level, served_level
 
 __all__ = [
+    "accept_promise",
     "FEATURES",
     "MODES",
     "Certification",
@@ -58,7 +59,6 @@ __all__ = [
 FEATURES: tuple[str, ...] = ("score", "expected_score", "mean")
 # The two guarantees: "expected" (on average over the calibration documents) and "pac" (w.p. >= 1 - delta).
 MODES: tuple[str, ...] = ("expected", "pac")
-_LEVEL_TOLERANCE = LEVEL_TOLERANCE
 
 
 class SelectiveEvidence(msgspec.Struct, frozen=True, kw_only=True):
@@ -186,7 +186,7 @@ def certification_at(
     _check_mode(mode)
     rows = [c for c in rule.certifications if c.tolerance == tolerance and c.mode == mode]
     level = served_level((c.accept_alpha for c in rows), accept_alpha)
-    return None if level is None else next(c for c in rows if abs(c.accept_alpha - level) <= _LEVEL_TOLERANCE)
+    return None if level is None else next(c for c in rows if same_level(c.accept_alpha, level))
 
 
 def gate_at(rule: DecisionRule, pass_threshold: int, accept_alpha: float, mode: str = "pac") -> QualityGate | None:
@@ -195,13 +195,13 @@ def gate_at(rule: DecisionRule, pass_threshold: int, accept_alpha: float, mode: 
     _check_mode(mode)
     rows = [g for g in rule.quality_gates if g.pass_threshold == pass_threshold and g.mode == mode]
     level = served_level((g.accept_alpha for g in rows), accept_alpha)
-    return None if level is None else next(g for g in rows if abs(g.accept_alpha - level) <= _LEVEL_TOLERANCE)
+    return None if level is None else next(g for g in rows if same_level(g.accept_alpha, level))
 
 
-def _promise(mode: str, bound: float | None, alpha: float, delta: float | None) -> str:
+def accept_promise(mode: str, bound: float | None, alpha: float, delta: float | None) -> str:
     """The accepted row's promise in words."""
     if mode == "expected":
-        return f"<= {alpha:g} on average over calibrations (new documents)"
+        return f"at most {alpha:g} on average over calibrations (new documents)"
     return f"at most {bound:.3f} (<= {alpha:g}) with confidence {1 - (delta or 0.0):g}"
 
 
@@ -234,8 +234,9 @@ def decide(
         )
     accepted = index in certification.accepted_bins
     if accepted:
-        reason = f"point {point} accepted: among accepted verdicts, |human - point| >= {tolerance} " + _promise(
-            mode, certification.certified_error, certification.accept_alpha, certification.delta
+        reason = (
+            f"point {point} accepted: the share of accepted verdicts with |human - point| >= {tolerance} is "
+            + accept_promise(mode, certification.certified_error, certification.accept_alpha, certification.delta)
         )
     else:
         reason = (
@@ -291,8 +292,8 @@ def decide_gate(
             passed=True,
             gate=gate,
             rule_failed=False,
-            reason=f"pass (>= {pass_threshold}) accepted: among accepted passes, humans would fail "
-            + _promise(mode, gate.certified_false_pass, gate.accept_alpha, gate.delta),
+            reason=f"pass (>= {pass_threshold}) accepted: the share of accepted passes humans would fail is "
+            + accept_promise(mode, gate.certified_false_pass, gate.accept_alpha, gate.delta),
         )
     return GateDecision(
         point=point,
@@ -337,7 +338,7 @@ def _check_certifications(certifications: Sequence[Certification], n_bins: int) 
             and (
                 row.rule_failed
                 or row.certified_error is None
-                or row.certified_error > row.accept_alpha + _LEVEL_TOLERANCE
+                or row.certified_error > row.accept_alpha + LEVEL_TOLERANCE
             )
         ):
             raise ValueError(
@@ -358,7 +359,7 @@ def _check_quality_gates(gates: Sequence[QualityGate], n_bins: int) -> None:
             and (
                 gate.rule_failed
                 or gate.certified_false_pass is None
-                or gate.certified_false_pass > gate.accept_alpha + _LEVEL_TOLERANCE
+                or gate.certified_false_pass > gate.accept_alpha + LEVEL_TOLERANCE
             )
         ):
             raise ValueError(

@@ -176,13 +176,21 @@ def run_guarantees(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline guarantees``: both guarantee modes fitted on half the documents, served on the other."""
     from tqdm import tqdm
 
-    from offline.studies.guarantees import run_guarantees_study, write_guarantees
+    if args.docs is not None:
+        from offline.studies.guarantees_docs import write_docs
+
+        for path in write_docs(args.out, args.docs):
+            print(f"written:     {path}")
+        return 0
+    from offline.studies.guarantees import run_guarantees_study
+    from offline.studies.guarantees_report import write_guarantees
     from offline.validate import recorded_datasets
 
     study = run_guarantees_study(
         recorded_datasets(resolve_data_dir(args.data_dir)),
         n_splits=args.splits,
         seed=args.seed,
+        calibration_documents=args.calibration_documents,
         progress=None if args.no_progress else (lambda t: tqdm(t, desc="guarantees", leave=False)),
     )
     for path in write_guarantees(study, args.out):

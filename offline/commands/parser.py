@@ -138,6 +138,19 @@ def build_parser() -> argparse.ArgumentParser:
     gua.add_argument("--out", type=Path, default=Path("reports"))
     gua.add_argument("--splits", type=int, default=20, help="splits by document (default 20)")
     gua.add_argument("--seed", type=int, default=0)
+    gua.add_argument(
+        "--calibration-documents", type=int, default=50, help="documents each split calibrates on (default 50)"
+    )
+    gua.add_argument(
+        "--docs",
+        type=Path,
+        nargs="?",
+        const=Path("docs"),
+        default=None,
+        help="instead of running the study, read every guarantees_<N>docs.json under --out and write, under the "
+        "docs folder DOCS (default docs/), figures/guarantees.json, figures/guarantees_curve.png and the generated "
+        "region of guarantees.md",
+    )
     gua.add_argument("--no-progress", action="store_true")
 
     res = commands.add_parser(

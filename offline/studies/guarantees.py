@@ -1,10 +1,12 @@
 """Both guarantee modes measured as a new user meets them: rules fitted on half of the documents by the service's
 own path, the other half served through the artifact they make.
 
-``python -m offline guarantees [--data-dir D] [--out reports] [--splits 20] [--seed 0]``. Rules, stated once:
+``python -m offline guarantees [--data-dir D] [--out reports] [--splits 20] [--seed 0] [--calibration-documents
+50]``. Rules, stated once:
 
-* **Splits.** Split s cuts the SummEval documents in two halves with :func:`offline.halves.split_documents` at
-  seed ``seed + s``; the first half calibrates, the second is served (50 / 50 documents).
+* **Splits.** Split s permutes the sorted SummEval documents with ``default_rng(seed + s)``; the first
+  ``calibration_documents`` calibrate, the rest are served (at 50: the halves of
+  :func:`offline.halves.split_documents`, 50 / 50 documents; at 80: 80 / 20).
 * **Fit, as served.** On the calibration half, the artifact is built as ``make calibrate`` builds it: the validity
   fits in both modes (:func:`offline.studies.validity.run_validity_study`, PAC at delta 0.05 and expected, with
   ``inner_splits`` held-out splits for the method choice), the decision rules of
@@ -20,13 +22,13 @@ own path, the other half served through the artifact they make.
   promise's convention), both item-weighted and document-weighted (each document's share weighed equally, the
   promise's unit). Reported: means over the splits and the share of splits that accept nothing.
 
-Writes ``guarantees/guarantees.json`` and ``guarantees/guarantees.md``.
+:mod:`offline.studies.guarantees_report` writes ``guarantees/guarantees_<N>docs.json`` and ``.md`` (N the
+calibration documents).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -38,17 +40,25 @@ from calibration.conformal import predict_sets
 from calibration.decision_rule import DecisionRule, certification_at, feature_of
 from calibration.verdicts import kind_inputs
 from offline.export import build_artifact
-from offline.halves import split_documents, subset
-from offline.jsonfile import write_json
+from offline.halves import subset
 from offline.studies.cell_data import JudgeCriterionData
 from offline.studies.validity import DEFAULT_DELTA, run_validity_study
 
-__all__ = ["GuaranteeRow", "GuaranteesStudy", "SetRow", "run_guarantees_study", "served_decisions", "write_guarantees"]
+__all__ = [
+    "GuaranteeRow",
+    "GuaranteesStudy",
+    "LabelFigures",
+    "SetRow",
+    "run_guarantees_study",
+    "served_decisions",
+    "split_calibration",
+]
 
 SET_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.20)
 DECISION_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.20)
 TOLERANCES: tuple[int, ...] = (1, 2)
 EMPTY_SET_ALPHA = 0.10  # the request's default alpha: an empty set there escalates
+HEADLINE = (2, 0.10)  # (tolerance, accept_alpha) of the per-label figures; sets at EMPTY_SET_ALPHA
 
 
 class SetRow(msgspec.Struct, frozen=True, kw_only=True):
@@ -83,16 +93,32 @@ class GuaranteeRow(msgspec.Struct, frozen=True, kw_only=True):
     none_accepted_share: float
 
 
+class LabelFigures(msgspec.Struct, frozen=True, kw_only=True):
+    """One (mode, input kind, human label), pooled over cells and splits: set coverage at EMPTY_SET_ALPHA and the
+    accept decisions at HEADLINE."""
+
+    mode: str
+    kind: str
+    label: int
+    n_items: int
+    coverage: float
+    accept_share: float
+    error_among_accepted: float | None  # None: nothing accepted
+
+
 class GuaranteesStudy(msgspec.Struct, frozen=True, kw_only=True):
     """The whole study: settings, rules and rows."""
 
     seed: int
     n_splits: int
+    calibration_documents: int  # documents each split calibrates on
+    served_documents: int  # the others, served
     inner_splits: int
     delta: float
     rules: dict[str, str]
     sets: list[SetRow]
     decisions: list[GuaranteeRow]
+    per_label: list[LabelFigures]
 
 
 def _kinds(data: JudgeCriterionData) -> list[str]:
@@ -150,6 +176,21 @@ def _document_rate(groups: np.ndarray, accepted: np.ndarray, errors: np.ndarray)
     return float(np.sum(weight * (accepted & errors)) / taken) if taken > 0 else 0.0
 
 
+def split_calibration(
+    datasets: Sequence[JudgeCriterionData], seed: int, calibration_documents: int
+) -> tuple[set[str], set[str]]:
+    """(calibration, served) documents: the sorted documents permuted with ``default_rng(seed)``, the first
+    ``calibration_documents`` calibrate (module rules)."""
+    documents = sorted({g for data in datasets for g in (data.groups or ())})
+    if not 2 <= calibration_documents < len(documents):
+        raise ValueError(f"calibration_documents must be in 2..{len(documents) - 1}, got {calibration_documents}")
+    order = np.random.default_rng(seed).permutation(len(documents))
+    return (
+        {documents[i] for i in order[:calibration_documents]},
+        {documents[i] for i in order[calibration_documents:]},
+    )
+
+
 def _fit_half(
     fit_data: list[JudgeCriterionData], *, seed: int, rule_seed: int, inner_splits: int
 ) -> ThresholdsArtifact:
@@ -190,14 +231,17 @@ def run_guarantees_study(
     n_splits: int = 20,
     seed: int = 0,
     inner_splits: int = 4,
+    calibration_documents: int = 50,
     progress: Callable[[Iterable], Iterable] | None = None,
 ) -> GuaranteesStudy:
-    """Fit on one half, serve the other, ``n_splits`` times, both modes (module rules)."""
+    """Fit on ``calibration_documents`` documents, serve the others, ``n_splits`` times, both modes (module
+    rules)."""
     sets: dict[tuple, list[tuple[float, float]]] = {}
     decisions: dict[tuple, list[tuple[float, float, float]]] = {}
+    by_label: dict[tuple[str, str, int], np.ndarray] = {}  # (mode, kind, label) -> items, covered, accepted, errors
     splits = range(n_splits)
     for split in progress(splits) if progress is not None else splits:
-        fit_docs, test_docs = split_documents(datasets, seed + split)
+        fit_docs, test_docs = split_calibration(datasets, seed + split, calibration_documents)
         fit_data = [d for d in (subset(x, fit_docs) for x in datasets) if d is not None]
         test_data = [d for d in (subset(x, test_docs) for x in datasets) if d is not None]
         artifact = _fit_half(fit_data, seed=seed, rule_seed=seed + split, inner_splits=inner_splits)
@@ -216,6 +260,7 @@ def run_guarantees_study(
                             )
                     at_default = _served_sets(index, data, kind, EMPTY_SET_ALPHA)
                     nonempty = np.ones(data.labels.size, bool) if at_default is None else at_default[1] > 0
+                    covered = np.zeros(data.labels.size, bool) if at_default is None else at_default[0]
                     rule = rules.get((data.judge, data.prompt_family, data.criterion, kind))
                     if rule is None:
                         continue
@@ -226,6 +271,8 @@ def run_guarantees_study(
                             )
                             accepted &= nonempty
                             errors = np.abs(data.labels - points) >= tolerance
+                            if (tolerance, accept_alpha) == HEADLINE:
+                                _tally_labels(by_label, mode, kind, data.labels, covered, accepted, errors)
                             n = int(accepted.sum())
                             decisions.setdefault((*cell, tolerance, accept_alpha), []).append(
                                 (
@@ -237,6 +284,8 @@ def run_guarantees_study(
     return GuaranteesStudy(
         seed=seed,
         n_splits=n_splits,
+        calibration_documents=calibration_documents,
+        served_documents=len({g for data in datasets for g in (data.groups or ())}) - calibration_documents,
         inner_splits=inner_splits,
         delta=DEFAULT_DELTA,
         rules={"study": __doc__.split("Rules, stated once:")[1].split("Writes")[0].strip() if __doc__ else ""},
@@ -272,88 +321,35 @@ def run_guarantees_study(
             )
             for key, values in decisions.items()
         ],
-    )
-
-
-def _summary_line(rows: Sequence[GuaranteeRow], what: str) -> str:
-    if not rows:
-        return f"| {what} | n/a | n/a | n/a |"
-    share = float(np.mean([r.mean_accept_share for r in rows]))
-    worst = max(rows, key=lambda r: r.mean_error)
-    worst_doc = max(r.mean_document_error for r in rows)
-    return (
-        f"| {what} | {share:.3f} | {worst.mean_error:.3f} ({worst.judge} {worst.criterion} {worst.kind}) | "
-        f"{worst_doc:.3f} |"
-    )
-
-
-def markdown(study: GuaranteesStudy) -> str:
-    """The headline tables, then every row."""
-    lines = [
-        "# Guarantees on documents the rules never saw: expected and pac modes",
-        "",
-        f"{study.n_splits} splits by document (50 calibrate, 50 served), seed {study.seed}; rules fitted on the "
-        f"calibration half by the service's own path (method choice with {study.inner_splits} inner splits), the "
-        "other half served through the artifact they make. Rules: " + study.rules.get("study", "").replace("\n", " "),
-        "",
-    ]
-    for tolerance in TOLERANCES:
-        for alpha in DECISION_ALPHAS:
-            lines += [
-                f"## Accept decisions at tolerance {tolerance}, accept_alpha {alpha:g}",
-                "",
-                "| mode, cells | mean accept share | worst cell's mean error among accepted (items) | worst cell's "
-                "mean error (documents) |",
-                "|---|---|---|---|",
-            ]
-            for mode in GUARANTEE_MODES:
-                rows = [
-                    r
-                    for r in study.decisions
-                    if r.mode == mode and r.tolerance == tolerance and abs(r.accept_alpha - alpha) < 1e-9
-                ]
-                lines.append(_summary_line([r for r in rows if r.kind == "probabilities"], f"{mode}, log-prob cells"))
-                lines.append(_summary_line(rows, f"{mode}, all cells"))
-            lines.append("")
-    lines += [
-        "## Sets",
-        "",
-        "| mode | alpha | mean set size, log-prob cells | lowest mean coverage (cell) |",
-        "|---|---|---|---|",
-    ]
-    for mode in GUARANTEE_MODES:
-        for alpha in SET_ALPHAS:
-            set_rows = [r for r in study.sets if r.mode == mode and abs(r.alpha - alpha) < 1e-9]
-            if not set_rows:
-                continue
-            logprob = [r.mean_set_size for r in set_rows if r.kind == "probabilities"]
-            low = min(set_rows, key=lambda r: r.mean_coverage)
-            size = f"{float(np.mean(logprob)):.2f}" if logprob else "n/a"
-            lines.append(
-                f"| {mode} | {alpha:g} | {size} | {low.mean_coverage:.3f} ({low.judge} {low.criterion} {low.kind}) |"
+        per_label=[
+            LabelFigures(
+                mode=mode,
+                kind=kind,
+                label=label,
+                n_items=int(counts[0]),
+                coverage=float(counts[1] / counts[0]),
+                accept_share=float(counts[2] / counts[0]),
+                error_among_accepted=float(counts[3] / counts[2]) if counts[2] else None,
             )
-    lines += [
-        "",
-        "## Every decision row",
-        "",
-        "| mode | judge | criterion | kind | tolerance | accept_alpha | accept share | error among accepted | "
-        "document-weighted error | share of splits accepting nothing |",
-        "|---|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in sorted(study.decisions, key=lambda r: (r.mode, r.tolerance, r.accept_alpha, r.judge, r.criterion, r.kind)):
-        lines.append(
-            f"| {r.mode} | {r.judge} | {r.criterion} | {r.kind} | {r.tolerance} | {r.accept_alpha:g} | "
-            f"{r.mean_accept_share:.3f} | {r.mean_error:.3f} | {r.mean_document_error:.3f} | "
-            f"{r.none_accepted_share:.2f} |"
+            for (mode, kind, label), counts in sorted(by_label.items())
+        ],
+    )
+
+
+def _tally_labels(
+    by_label: dict[tuple[str, str, int], np.ndarray],
+    mode: str,
+    kind: str,
+    labels: np.ndarray,
+    covered: np.ndarray,
+    accepted: np.ndarray,
+    errors: np.ndarray,
+) -> None:
+    """Add one cell's items to the per-label counts: items, covered at EMPTY_SET_ALPHA, accepted, accepted errors."""
+    for label in np.unique(labels):
+        mine = labels == label
+        counts = np.array(
+            [mine.sum(), (covered & mine).sum(), (accepted & mine).sum(), (accepted & errors & mine).sum()]
         )
-    return "\n".join(lines) + "\n"
-
-
-def write_guarantees(study: GuaranteesStudy, out: Path) -> tuple[Path, Path]:
-    """Write ``guarantees/guarantees.json`` and ``.md`` under ``out``."""
-    folder = Path(out) / "guarantees"
-    folder.mkdir(parents=True, exist_ok=True)
-    json_path = write_json(study, folder / "guarantees.json")
-    md_path = folder / "guarantees.md"
-    md_path.write_text(markdown(study), encoding="utf-8")
-    return json_path, md_path
+        key = (mode, kind, int(label))
+        by_label[key] = by_label.get(key, np.zeros(4, dtype=np.int64)) + counts

@@ -44,7 +44,7 @@ from typing import Literal
 import msgspec
 
 from artifact.serving import interval_hull
-from calibration.decision_rule import DecisionRule, decide, feature_of, gate_at
+from calibration.decision_rule import DecisionRule, accept_promise, decide, feature_of, gate_at
 from calibration.selection import BIN_SLACK, COVERAGE_SLACK, P5_SLACK
 from service.wire.score import Guarantee
 
@@ -349,20 +349,15 @@ class DecisionPolicy:
                 f"certify at accept_alpha {gate.accept_alpha:g}; ask a human",
                 guarantees,
             )
-        bound = gate.certified_false_pass
-        promise = (
-            f"at most {gate.accept_alpha:g} on average over calibrations (new documents)"
-            if gate.mode == "expected" or gate.delta is None
-            else f"at most {bound:.3f} (<= {gate.accept_alpha:g}) with confidence {1 - gate.delta:g}"
-        )
+        promise = accept_promise(gate.mode, gate.certified_false_pass, gate.accept_alpha, gate.delta)
         return PolicyDecision(
             decision="accept",
             escalate=False,
             point=point,
             guarantees=guarantees,
             rule_failed=False,
-            reason=f"pass accepted (point {point} >= {pass_threshold}): among accepted passes, humans would fail "
-            + promise,
+            reason=f"pass accepted (point {point} >= {pass_threshold}): the share of accepted passes humans would "
+            f"fail is {promise}",
         )
 
 

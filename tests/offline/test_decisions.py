@@ -13,7 +13,7 @@ import pytest
 
 from artifact.thresholds import encode_artifact, load_artifact
 from calibration.decision_fit import DecisionData, fit_decision_rule
-from calibration.decision_rule import decide, feature_of
+from calibration.decision_rule import MODES, decide, feature_of
 from offline.export import DEFAULT_THRESHOLDS, replace_decision_rules
 from offline.studies.decisions import EXPORT_ALPHAS, EXPORT_GATES, EXPORT_TOLERANCES, export_rules, run_decision_study
 from offline.studies.decisions_cells import cell_kinds, served
@@ -81,13 +81,14 @@ def test_exported_rules_cover_every_cell_and_kind_and_validate(recorded_cells, t
         (c.criterion, k.kind) for c in list(recorded_cells)[:2] for k in cell_kinds(c)
     ]
     for rule in rules:
-        assert {(c.tolerance, c.accept_alpha) for c in rule.certifications} == {
-            (t, a) for t in EXPORT_TOLERANCES for a in EXPORT_ALPHAS
+        # every row in both guarantee modes: pac certified by the betting bound, expected by the selective test
+        assert {(c.tolerance, c.accept_alpha, c.mode) for c in rule.certifications} == {
+            (t, a, m) for t in EXPORT_TOLERANCES for a in EXPORT_ALPHAS for m in MODES
         }
-        assert {(g.pass_threshold, g.accept_alpha) for g in rule.quality_gates} == {
-            (t, a) for t in EXPORT_GATES for a in EXPORT_ALPHAS
+        assert {(g.pass_threshold, g.accept_alpha, g.mode) for g in rule.quality_gates} == {
+            (t, a, m) for t in EXPORT_GATES for a in EXPORT_ALPHAS for m in MODES
         }
-        assert all(c.bound == "betting" for c in rule.certifications)
+        assert all(c.bound == {"pac": "betting", "expected": "selective_test"}[c.mode] for c in rule.certifications)
     copy = tmp_path / "thresholds.json"
     shutil.copyfile(DEFAULT_THRESHOLDS, copy)
     before = load_artifact(copy)

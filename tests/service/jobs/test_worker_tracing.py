@@ -165,12 +165,16 @@ def test_a_worker_process_exports_the_spans_of_the_chunks_it_runs(
         group.stop_all()
     spans = otlp_collector.spans()
     assert {"service.name": "cj-worker-process"}.items() <= otlp_collector.resources()[0].items()
-    chunks = _chunk_spans(spans)
+    every_chunk = _chunk_spans(spans)
+    assert {otlp_attributes(s.attributes)["cj.job_id"] for s in every_chunk} == {job_id}
+    # Each chunk written once. On a loaded machine SAQ's sweep may deliver a chunk again (at-least-once): that run
+    # finds the chunk done, or loses the race to write it, and its span says "duplicate", never a second "written".
+    chunks = [s for s in every_chunk if otlp_attributes(s.attributes)["cj.job.outcome"] == "written"]
     assert sorted(otlp_attributes(s.attributes)["cj.job.chunk"] for s in chunks) == [0, 1]
-    assert {otlp_attributes(s.attributes)["cj.job_id"] for s in chunks} == {job_id}
-    assert all(otlp_attributes(s.attributes)["cj.job.outcome"] == "written" for s in chunks)
-    calls = [span for span in spans if span.kind == span.SPAN_KIND_CLIENT]
-    assert len(calls) == 6 and {c.parent_span_id for c in calls} == {s.span_id for s in chunks}
+    assert all(otlp_attributes(s.attributes)["cj.job.outcome"] == "duplicate" for s in every_chunk if s not in chunks)
+    written_ids = {s.span_id for s in chunks}
+    calls = [span for span in spans if span.kind == span.SPAN_KIND_CLIENT and span.parent_span_id in written_ids]
+    assert len(calls) == 6 and {c.parent_span_id for c in calls} == written_ids
     assert sum(1 for s in chunks for e in s.events if e.name == EVALUATION) == 6
 
 
