@@ -67,11 +67,14 @@ class Problem(_Raw):
 
 @dataclass(frozen=True)
 class Guarantee(_Raw):
-    """One promise of a score answer: its kind (set_coverage, accept_error, quality_gate), level and confidence."""
+    """One promise of a score answer: its kind (set_coverage, accept_error, quality_gate), level, guarantee mode
+    (``expected``: on average over calibrations; ``pac``: with ``confidence`` over them; None from a service
+    older than the modes) and, in pac, its confidence and bound."""
 
     kind: str
     alpha: float
     confidence: float | None
+    mode: str | None = None
     bound: float | None = None
     tolerance: int | None = None
     pass_threshold: int | None = None
@@ -83,6 +86,7 @@ class Guarantee(_Raw):
             kind=data["kind"],
             alpha=data["alpha"],
             confidence=data.get("confidence"),
+            mode=data.get("mode"),
             bound=data.get("bound"),
             tolerance=data.get("tolerance"),
             pass_threshold=data.get("pass_threshold"),

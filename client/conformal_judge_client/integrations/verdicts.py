@@ -47,6 +47,7 @@ class ServiceConnection:
 class ScoreSpec:
     """How a test case is scored: the criterion, the judge (``None``: the service's default), the prediction set's
     ``alpha``, the certified decision's ``tolerance`` / ``accept_alpha`` or its quality gate ``pass_threshold``,
+    the ``guarantee`` mode (``"expected"``, the service's default, or ``"pac"``) and its ``confidence`` (pac only),
     and any other field of the score request in ``extra`` (``prompt_family``, ``method``, ``panel`` ...).
     ``None`` leaves a setting to the service's default."""
 
@@ -56,6 +57,8 @@ class ScoreSpec:
     tolerance: int | None = None
     accept_alpha: float | None = None
     pass_threshold: int | None = None
+    guarantee: str | None = None
+    confidence: float | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
 
     def body(self, *, document: str | None, summary: str, item_id: str | None = None) -> dict[str, Any]:
@@ -66,6 +69,8 @@ class ScoreSpec:
             "tolerance": self.tolerance,
             "accept_alpha": self.accept_alpha,
             "pass_threshold": self.pass_threshold,
+            "guarantee": self.guarantee,
+            "confidence": self.confidence,
             "document": document,
             "item_id": item_id,
         }

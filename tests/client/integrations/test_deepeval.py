@@ -72,6 +72,20 @@ def test_an_accepted_verdict_is_a_success_with_the_calibrated_point(service: Jud
     assert service.judge.call_count == 1 and scored.verdict.item_id == "case-accept"
 
 
+def test_the_pac_mode_is_asked_for_and_named_in_the_verdict(service: JudgedService) -> None:
+    default = metric(service)
+    pac = metric(service, guarantee="pac")
+    case = LLMTestCase(input=ARTICLE, actual_output="The council approved the park budget.", name="case-pac")
+    default.measure(case)
+    pac.measure(case)
+    assert default.verdict is not None and pac.verdict is not None
+    assert {g.mode for g in default.verdict.guarantees} == {"expected"}
+    assert all(g.confidence is None for g in default.verdict.guarantees)
+    assert {g.mode for g in pac.verdict.guarantees} == {"pac"}
+    assert all(g.confidence == 0.95 for g in pac.verdict.guarantees)
+    assert default.verdict.decision == pac.verdict.decision == "accept"  # the middle bin, certified in both modes
+
+
 def test_an_escalated_verdict_is_not_a_success(service: JudgedService) -> None:
     service.judge_replies(5)
     scored = metric(service)

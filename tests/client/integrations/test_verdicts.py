@@ -30,6 +30,18 @@ def test_the_request_carries_the_given_settings_and_drops_the_unset_ones() -> No
     assert crossed.body(document=None, summary="s") == {"criterion": "coherence", "judge": "j", "summary": "s"}
 
 
+def test_the_guarantee_mode_and_its_confidence_are_sent_when_set() -> None:
+    spec = ScoreSpec("coherence", judge="j", guarantee="pac", confidence=0.9)
+    assert spec.body(document=None, summary="s") == {
+        "criterion": "coherence",
+        "summary": "s",
+        "judge": "j",
+        "guarantee": "pac",
+        "confidence": 0.9,
+    }
+    assert "guarantee" not in ScoreSpec("coherence").body(document=None, summary="s")  # the service's default
+
+
 def test_the_api_key_is_not_in_the_connections_repr() -> None:
     assert "secret-key" not in repr(ServiceConnection("http://localhost:8000", api_key="secret-key"))
 
