@@ -92,13 +92,19 @@ def _headline(summary: GuaranteesSummary, run: StudyRun) -> list[str]:
     return lines
 
 
+def _curve_runs(summary: GuaranteesSummary) -> list[StudyRun]:
+    """The runs the curve shows: HEADLINE_DOCUMENTS documents and more (all runs when there are none such)."""
+    runs = [r for r in summary.runs if r.calibration_documents >= HEADLINE_DOCUMENTS]
+    return runs or list(summary.runs)
+
+
 def _curve_table(summary: GuaranteesSummary) -> list[str]:
     lines = [
         "| calibration documents | mode | tolerance | accept_alpha | accept share, log-prob cells | accept share, "
         "all cells | mean error among accepted (mean over cells) | worst cell |",
         "|---:|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for run in summary.runs:
+    for run in _curve_runs(summary):
         n = run.calibration_documents
         for mode in MODES:
             keys = sorted({(p.tolerance, p.accept_alpha) for p in summary.decisions if p.calibration_documents == n})
@@ -216,8 +222,7 @@ def _figure(summary: GuaranteesSummary, path: Path, *, dpi: int = 100) -> None:
     import matplotlib.pyplot as plt
 
     tolerance = HEADLINE[0]
-    sizes = [r.calibration_documents for r in summary.runs if r.calibration_documents >= HEADLINE_DOCUMENTS]
-    sizes = sizes or [r.calibration_documents for r in summary.runs]
+    sizes = [r.calibration_documents for r in _curve_runs(summary)]
     fig, axes = plt.subplots(2, len(sizes), figsize=(5.2 * len(sizes), 7.2), squeeze=False, sharex=True)
     colors = {"expected": "tab:blue", "pac": "tab:orange"}
     lines = {"logprob": ("-", "o", "log-prob cells"), "all": (":", "s", "all cells")}
