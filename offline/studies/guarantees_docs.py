@@ -196,8 +196,10 @@ def region(summary: GuaranteesSummary) -> str:
         _wrap(
             f"Pooled over the cells and splits of the {HEADLINE_DOCUMENTS}-document study: coverage of the sets at "
             f"alpha {SET_HEADLINE:g} and the decisions at tolerance {tolerance}, accept_alpha {alpha:g}, by the "
-            "human label. The promises are over all verdicts of a cell, not per label: rare extreme labels are "
-            "covered and accepted less often, and their accepted verdicts err more."
+            "human label. The promises are over all verdicts of a cell, not per label, and this table shows what "
+            "that leaves out: the judges score bad summaries too high, so the accepted verdicts of the rare low "
+            "labels are mostly errors. A pipeline that must catch bad outputs should ask for a quality gate "
+            "(`pass_threshold`), whose promise bounds the false passes among accepted passes."
         ),
         "",
         *_label_table(summary),

@@ -141,7 +141,7 @@ def test_the_cli_writes_the_page_figure_and_summary_from_the_study_files(tmp_pat
         assert main(["guarantees", "--out", str(out), "--docs", str(docs)]) == 0
     page = (docs / "guarantees.md").read_text()
     assert page.startswith("# Title\n\nhand-written\n\n" + BEGIN) and page.endswith(END + "\n\nafter\n")
-    assert "old" not in page and "| `expected` | 70.0% |" in page
+    assert "\nold\n" not in page and "| `expected` | 70.0% |" in page
     assert load_summary(docs / "figures" / "guarantees.json") == summarise([study(50, 0.7), study(80, 0.85)])
     assert (docs / "figures" / "guarantees_curve.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "guarantees.md" in printed.getvalue()
