@@ -20,19 +20,18 @@ are printed to 3 decimals, shares as percentages to 1 decimal.
 
 from __future__ import annotations
 
-import io
-import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 import numpy as np
-from PIL import Image
 
 from offline.data.errors import DataError
 from offline.jsonfile import write_json
+from offline.studies import docs_region
 from offline.studies.decisions import DIRECTORY
 from offline.studies.decisions_results import Row
+from offline.studies.docs_region import page_with_region
 
 __all__ = ["BEGIN", "END", "CurvePoint", "curve_points", "load_curve", "region", "replace_region", "write_docs"]
 
@@ -141,7 +140,7 @@ def region(curve: Curve) -> str:
         "",
         f"![Operating curve: accept share and error among accepted vs accept_alpha, tolerance 1 and 2]({CURVE_PNG})",
         "",
-        _wrap(
+        docs_region.wrap(
             f"Rules fitted on 50 SummEval documents and served on the other 50 ({curve.n_splits} random splits by "
             f"document, seed {curve.seed}; document-level bound, delta {curve.delta:g}), over the {n_all} judge x "
             f"criterion cells ({n_logprob} of them with log-probs, served on the expected score; the others on the "
@@ -166,17 +165,9 @@ def region(curve: Curve) -> str:
     return "\n".join([*lines, "", END])
 
 
-def _wrap(text: str) -> str:
-    """A paragraph wrapped at 120 characters, like the hand-written ones (words never broken)."""
-    return textwrap.fill(text, width=120, break_long_words=False, break_on_hyphens=False)
-
-
 def replace_region(page: str, generated: str) -> str:
     """``page`` with its text from BEGIN to END (inclusive) replaced by ``generated``; ValueError without markers."""
-    start, end = page.find(BEGIN), page.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"the page has no operating-curve region: add the lines {BEGIN!r} and {END!r}")
-    return page[:start] + generated + page[end + len(END) :]
+    return docs_region.replace_region(page, generated, begin=BEGIN, end=END, name="operating-curve")
 
 
 def _figure(curve: Curve, path: Path, *, dpi: int = 100) -> None:
@@ -236,24 +227,14 @@ def _figure(curve: Curve, path: Path, *, dpi: int = 100) -> None:
             axis.legend(fontsize=8, loc="upper left")
     fig.suptitle(f"Certified decisions on unseen documents (calibrate on 50 documents, {curve.n_splits} splits)")
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, dpi=dpi, format="png")
-    plt.close(fig)
-    # a committed figure: 128 colours (a line plot needs no more) keep it a few tens of KB
-    with Image.open(buffer) as image:
-        image.convert("RGB").quantize(colors=128).save(path, optimize=True)
+    docs_region.save_line_plot(fig, path, dpi=dpi)
 
 
 def write_docs(out: Path, docs: Path) -> tuple[Path, Path, Path]:
     """From ``out/decisions/decisions.json``: the curve JSON, the figure and the page's region under ``docs``."""
     curve = curve_of_report(Path(out) / DIRECTORY / "decisions.json")
     page = Path(docs) / PAGE
-    if not page.is_file():
-        raise DataError(None, None, f"{page} not found: --docs names the docs folder holding {PAGE}")
-    try:
-        text = replace_region(page.read_text(), region(curve))
-    except ValueError as error:
-        raise DataError(None, None, f"{page}: {error}") from error
+    text = page_with_region(page, region(curve), begin=BEGIN, end=END, name="operating-curve")
     data, figure = write_json(curve, Path(docs) / CURVE_JSON), Path(docs) / CURVE_PNG
     _figure(curve, figure)
     page.write_text(text)

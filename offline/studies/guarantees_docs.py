@@ -16,14 +16,11 @@ The figures are :mod:`offline.studies.guarantees_summary`'s (its rules).
 
 from __future__ import annotations
 
-import io
-import textwrap
 from pathlib import Path
 
-from PIL import Image
-
-from offline.data.errors import DataError
 from offline.jsonfile import write_json
+from offline.studies import docs_region
+from offline.studies.docs_region import page_with_region
 from offline.studies.guarantees_summary import (
     GROUPS,
     HEADLINE,
@@ -57,17 +54,13 @@ def _num(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
 
 
-def _wrap(text: str) -> str:
-    return textwrap.fill(text, width=120, break_long_words=False, break_on_hyphens=False)
-
-
 def _headline(summary: GuaranteesSummary, run: StudyRun) -> list[str]:
     n = run.calibration_documents
     tolerance, alpha = HEADLINE
     lines = [
         f"### Fitted on {n} documents, served on the other {run.served_documents}",
         "",
-        _wrap(
+        docs_region.wrap(
             f"{run.n_splits} random splits by document (seed {run.seed}); on each, the artifact is fitted on the "
             f"calibration documents exactly as `make calibrate` fits it (both modes; pac at delta {run.delta:g}) "
             "and every verdict of the other documents is served through it, one input kind at a time. Accept "
@@ -171,7 +164,7 @@ def region(summary: GuaranteesSummary) -> str:
         "",
         f"![Accept share and error among accepted vs accept_alpha, both modes]({CURVE_PNG})",
         "",
-        _wrap(
+        docs_region.wrap(
             "*Accept share*: accepted verdicts / all served verdicts, mean over the cells. *Error among accepted*: "
             "the share of accepted verdicts with |human - point| >= tolerance, per cell its mean over the splits "
             "(a split that accepts nothing counts 0, as the promise counts it), then the mean over cells and the "
@@ -183,7 +176,7 @@ def region(summary: GuaranteesSummary) -> str:
         "",
         "## Labelled documents needed",
         "",
-        _wrap(
+        docs_region.wrap(
             f"Accept share at tolerance {tolerance}, accept_alpha {alpha:g}, by the number of labelled documents the "
             "rules were fitted on (the other documents served), and the fewest studied documents that reach a given "
             "share. Count documents, not items: here each document carries 16 scored summaries."
@@ -193,7 +186,7 @@ def region(summary: GuaranteesSummary) -> str:
         "",
         "## Per human label",
         "",
-        _wrap(
+        docs_region.wrap(
             f"Pooled over the cells and splits of the {HEADLINE_DOCUMENTS}-document study: coverage of the sets at "
             f"alpha {SET_HEADLINE:g} and the decisions at tolerance {tolerance}, accept_alpha {alpha:g}, by the "
             "human label. The promises are over all verdicts of a cell, not per label, and this table shows what "
@@ -211,10 +204,7 @@ def region(summary: GuaranteesSummary) -> str:
 
 def replace_region(page: str, generated: str) -> str:
     """``page`` with its text from BEGIN to END (inclusive) replaced by ``generated``; ValueError without markers."""
-    start, end = page.find(BEGIN), page.find(END)
-    if start < 0 or end < start:
-        raise ValueError(f"the page has no guarantees region: add the lines {BEGIN!r} and {END!r}")
-    return page[:start] + generated + page[end + len(END) :]
+    return docs_region.replace_region(page, generated, begin=BEGIN, end=END, name="guarantees")
 
 
 def _figure(summary: GuaranteesSummary, path: Path, *, dpi: int = 100) -> None:
@@ -270,23 +260,14 @@ def _figure(summary: GuaranteesSummary, path: Path, *, dpi: int = 100) -> None:
             axis.legend(fontsize=7, loc="upper left")
     fig.suptitle(f"Both guarantee modes on unseen documents (tolerance {tolerance})")
     fig.tight_layout()
-    buffer = io.BytesIO()
-    fig.savefig(buffer, dpi=dpi, format="png")
-    plt.close(fig)
-    with Image.open(buffer) as image:  # a committed line plot: 128 colours keep it small
-        image.convert("RGB").quantize(colors=128).save(path, optimize=True)
+    docs_region.save_line_plot(fig, path, dpi=dpi)
 
 
 def write_docs(out: Path, docs: Path) -> tuple[Path, Path, Path]:
     """From the study runs under ``out``: the summary JSON, the figure and the page's region under ``docs``."""
     summary = summarise(read_studies(out))
     page = Path(docs) / PAGE
-    if not page.is_file():
-        raise DataError(None, None, f"{page} not found: --docs names the docs folder holding {PAGE}")
-    try:
-        text = replace_region(page.read_text(), region(summary))
-    except ValueError as error:
-        raise DataError(None, None, f"{page}: {error}") from error
+    text = page_with_region(page, region(summary), begin=BEGIN, end=END, name="guarantees")
     data, figure = write_json(summary, Path(docs) / SUMMARY_JSON), Path(docs) / CURVE_PNG
     _figure(summary, figure)
     page.write_text(text)
