@@ -10,7 +10,7 @@ from __future__ import annotations
 import msgspec
 
 from calibration.conformal import PROBABILITY_METHODS, FittedConformal
-from calibration.decision_rule import DecisionRule
+from calibration.decisions.rule import DecisionRule
 
 __all__ = [
     "FORMAT_VERSION",
@@ -29,7 +29,7 @@ READABLE_VERSIONS = (1, 2)  # version 1 has no input kinds: an entry's kind is d
 
 # judge, prompt family, criterion, input kind, method, alpha, guarantee mode
 EntryKey = tuple[str, str, str, str, str, float, str]
-GUARANTEE_MODES = ("expected", "pac")  # calibration.decision_rule.MODES
+GUARANTEE_MODES = ("expected", "pac")  # calibration.decisions.rule.MODES
 
 
 def derived_kind(method: str) -> str:
@@ -51,7 +51,9 @@ class ThresholdEntry(msgspec.Struct, frozen=True, kw_only=True):
     heldout_set_size: float | None = None
     n_splits: int = 0
     min_bin_coverage: float | None = None  # lowest coverage within a judge-score bin in the study, if measured
-    input_kind: str | None = None  # score | probabilities | mean (calibration.verdicts); None: derived_kind(method)
+    input_kind: str | None = (
+        None  # score | probabilities | mean (calibration.kinds.verdicts); None: derived_kind(method)
+    )
     heldout_coverage_p5: float | None = None  # 5th percentile over the splits by document
     min_label_coverage: float | None = None  # lowest coverage within a human label (small labels pooled)
     empty_share: float | None = None
@@ -119,7 +121,7 @@ class ThresholdsArtifact(msgspec.Struct, frozen=True, kw_only=True):
     entries: list[ThresholdEntry]
     default_methods: list[DefaultMethod] = []
     source: str = ""
-    # Certified accept/escalate rules per (judge, prompt family, criterion, input kind): calibration.decision_rule
+    # Certified accept/escalate rules per (judge, prompt family, criterion, input kind): calibration.decisions.rule
     decision_rules: list[DecisionRule] = []
 
 

@@ -2,7 +2,7 @@
 
 Pure, shared by ``offline`` (``make calibrate``, ``calibrate --labels``: :mod:`offline.export`) and the service's
 calibration jobs (:mod:`service.jobs.calibrating.jobs`), so both write the same entries from the same fits
-(:func:`calibration.kind_fit.fit_kind`). Rules, stated once:
+(:func:`calibration.kinds.fit.fit_kind`). Rules, stated once:
 
 * **Entries.** One per (judge, prompt family, criterion, input kind, method, alpha, guarantee mode) fitted on
   every item, with its held-out figures by document. A fit's mode is ``pac`` when it was fitted at a delta, else
@@ -10,12 +10,12 @@ calibration jobs (:mod:`service.jobs.calibrating.jobs`), so both write the same 
   default (:func:`fit_modes` fits both). The default method of a (cell, kind) is exported at every level of the grid;
   the other methods at ``OTHER_METHOD_ALPHAS`` only (a request between levels is served at the next smaller one),
   which keeps the artifact small. One default per (cell, kind).
-* **Kinds of a labelled cell** (:func:`labelled_kind_data`, the rule of ``offline.studies.validity.kind_data``):
-  ``mean`` only when every row has ``mean_of_samples`` (a mean-of-samples judge); else ``score`` (the integer
-  verdict of every row) and ``probabilities`` when every row has ``judge_logprobs`` (core inputs by
-  :func:`calibration.verdicts.kind_inputs`).
+* **Kinds of a labelled cell** (:func:`labelled_kind_data`, the rule of
+  ``offline.studies.conformal.validity.kind_data``): ``mean`` only when every row has ``mean_of_samples`` (a
+  mean-of-samples judge); else ``score`` (the integer verdict of every row) and ``probabilities`` when every row has
+  ``judge_logprobs`` (core inputs by :func:`calibration.kinds.verdicts.kind_inputs`).
 * **Decision rules of a labelled cell** (:func:`labelled_rules`): one certified rule per input kind over the
-  shipped artifact's grid (:func:`calibration.cell_rules.fit_cell_rules` with ``ARTIFACT_GRID``, seed 0), the
+  shipped artifact's grid (:func:`calibration.decisions.cell_rules.fit_cell_rules` with ``ARTIFACT_GRID``, seed 0), the
   cell's groups (documents) the unit of the bound: what ``offline`` exports for the shipped cells.
 """
 
@@ -26,9 +26,9 @@ from typing import Any
 
 from artifact.labels import LabelledCell
 from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdEntry, ThresholdsArtifact
-from calibration.cell_rules import ARTIFACT_GRID, fit_cell_rules
-from calibration.decision_rule import DecisionRule
-from calibration.kind_fit import KindData, KindFit, cell_kind_data, fit_kind
+from calibration.decisions.cell_rules import ARTIFACT_GRID, fit_cell_rules
+from calibration.decisions.rule import DecisionRule
+from calibration.kinds.fit import KindData, KindFit, cell_kind_data, fit_kind
 
 __all__ = [
     "DEFAULT_DELTA",
@@ -56,7 +56,7 @@ def fit_mode(fit: KindFit) -> str:
 
 
 def fit_modes(data: KindData, *, delta: float, **options: Any) -> tuple[KindFit, KindFit]:
-    """:func:`calibration.kind_fit.fit_kind` in both modes: (pac at ``delta``, expected), the same options."""
+    """:func:`calibration.kinds.fit.fit_kind` in both modes: (pac at ``delta``, expected), the same options."""
     return fit_kind(data, delta=delta, **options), fit_kind(data, delta=None, **options)
 
 

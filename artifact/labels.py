@@ -38,11 +38,11 @@ A cell (judge, prompt family, criterion) uses probabilities only when every one 
 Prompt family and live judges: the service matches a verdict to thresholds by (``judge``, ``prompt_family``,
 ``criterion``), all three exactly. A live call of a configured judge (JUDGES_FILE) is looked up under the family of
 the prompt the service sends: the judge's configured ``prompt_family`` (``paper``, ``geval`` or ``rts``;
-``judges.prompts.PROMPT_FAMILIES``), ``rubric-<criterion>`` (or the rubric's own ``prompt_family``) for a criterion of
-RUBRICS_FILE, and ``factuality_direct`` / ``factuality_qa`` / ``factuality_sentences`` for faithfulness. The default
-``custom`` is none of these, so rows calibrating a live judge must set ``prompt_family`` to the family its live calls
-use; under ``custom`` the cell serves only verdicts sent with ``"prompt_family": "custom"`` (a calibration job warns
-about such cells of a configured judge).
+``judges.prompts.families.PROMPT_FAMILIES``), ``rubric-<criterion>`` (or the rubric's own ``prompt_family``) for a
+criterion of RUBRICS_FILE, and ``factuality_direct`` / ``factuality_qa`` / ``factuality_sentences`` for faithfulness.
+The default ``custom`` is none of these, so rows calibrating a live judge must set ``prompt_family`` to the family its
+live calls use; under ``custom`` the cell serves only verdicts sent with ``"prompt_family": "custom"`` (a calibration
+job warns about such cells of a configured judge).
 """
 
 from __future__ import annotations

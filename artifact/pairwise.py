@@ -4,10 +4,10 @@
 this file; the service loads it beside the thresholds artifact and answers every pair of ``/v1/compare`` with
 ``accept`` (the preferred candidate) or ``abstain``. Two modes, each its own entries:
 
-* ``pac`` (an entry without ``mode`` is one): the fixed-sequence test of :mod:`calibration.pairwise_decision`,
+* ``pac`` (an entry without ``mode`` is one): the fixed-sequence test of :mod:`calibration.decisions.pairwise`,
   P(human disagrees | accepted) <= alpha with confidence 1 - ``delta`` (the artifact's ``delta``) over the
   calibration questions.
-* ``expected``: the rule of :mod:`calibration.pairwise_expected` (one pair per question, a seeded acceptance),
+* ``expected``: the rule of :mod:`calibration.decisions.pairwise_expected` (one pair per question, a seeded acceptance),
   the disagreement rate among accepted preferences <= alpha on average over calibrations; no ``delta``. The
   entry's ``expected`` holds the test's evidence; ``n_accepted`` and ``n_errors`` are the drawn pairs accepted
   at the chosen level (A) and the errors among them (E).
@@ -37,9 +37,9 @@ from pathlib import Path
 
 import msgspec
 
+from calibration.decisions.pairwise import BOUNDS, LEVEL_TOLERANCE
+from calibration.decisions.selective_risk import acceptance_probability
 from calibration.errors import ArtifactError
-from calibration.pairwise_decision import BOUNDS, LEVEL_TOLERANCE
-from calibration.selective_risk import acceptance_probability
 
 __all__ = [
     "DEFAULT_PATH",
@@ -65,8 +65,8 @@ MODES: tuple[str, ...] = ("pac", "expected")
 
 
 class ExpectedEvidence(msgspec.Struct, frozen=True, kw_only=True):
-    """An ``expected`` entry's test (:mod:`calibration.pairwise_expected`): the level chosen on FIT (null: none
-    qualified), the CERTIFY pairs drawn (one per group), the acceptance probability, the uniform and the seed."""
+    """An ``expected`` entry's test (:mod:`calibration.decisions.pairwise_expected`): the level chosen on FIT (null:
+    none qualified), the CERTIFY pairs drawn (one per group), the acceptance probability, the uniform and the seed."""
 
     level: float | None
     n_drawn: int

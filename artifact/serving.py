@@ -1,7 +1,7 @@
 """Which calibrated entry serves a verdict: the one rule the service and ``offline validate`` both apply.
 
 Inputs: the artifact's index, the cell (judge, prompt family, criterion), the input kinds the verdict carries
-(:mod:`calibration.verdicts`), the requested level and, optionally, a method. Rules, in order:
+(:mod:`calibration.kinds.verdicts`), the requested level and, optionally, a method. Rules, in order:
 
 1. **Kinds.** Only kinds the verdict carries *and* the cell was calibrated on are candidates; a verdict with log-
    probs and a score carries both ``probabilities`` and ``score``. No candidate -> uncalibrated (never a threshold

@@ -42,9 +42,9 @@ from artifact.entries import (
 from calibration.conformal import METHODS
 from calibration.conformal.methods import conformal_method
 from calibration.conformal.sets import SetRule, compile_rule
-from calibration.decision_rule import validate_rule
+from calibration.decisions.rule import validate_rule
 from calibration.errors import ArtifactError
-from calibration.verdicts import INPUT_KINDS, methods_for_kind
+from calibration.kinds.verdicts import INPUT_KINDS, methods_for_kind
 
 __all__ = [
     "FORMAT_VERSION",
@@ -117,7 +117,7 @@ def _check_entry(entry: ThresholdEntry, where: str, widest: int) -> None:
 
 
 def _check_decision_rules(artifact: ThresholdsArtifact, source: str) -> None:
-    """Each decision rule valid (calibration.decision_rule.validate_rule), at most one per cell and input kind."""
+    """Each decision rule valid (calibration.decisions.rule.validate_rule), at most one per cell and input kind."""
     rule_cells: set[tuple[str, str, str, str]] = set()
     for position, rule in enumerate(artifact.decision_rules):
         cell = (rule.judge, rule.prompt_family, rule.criterion, rule.input_kind)

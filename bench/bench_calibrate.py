@@ -42,8 +42,8 @@ def _calibrate_seconds(out: Path, splits: int) -> float:
 def _validity_cpu_seconds(alphas: tuple[float, ...]) -> float:
     """CPU seconds of the validity study on the shipped data at these levels (20 splits, seed 0)."""
     from offline.data.paths import resolve_data_dir
-    from offline.studies.validity import run_validity_study
-    from offline.validate import recorded_datasets
+    from offline.studies.conformal.validity import run_validity_study
+    from offline.validation.artifact import recorded_datasets
 
     datasets = recorded_datasets(resolve_data_dir(None))
     started = time.process_time()
@@ -53,7 +53,7 @@ def _validity_cpu_seconds(alphas: tuple[float, ...]) -> float:
 
 def main() -> None:
     """Print the calibrate wall time (20 splits) beside the 2-split floor, and the alpha grid's cost."""
-    from offline.studies.validity import ALPHA_GRID, TABLE_ALPHAS
+    from offline.studies.conformal.validity import ALPHA_GRID, TABLE_ALPHAS
 
     with tempfile.TemporaryDirectory() as folder:
         full = _calibrate_seconds(Path(folder) / "full", 20)

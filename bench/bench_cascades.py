@@ -16,18 +16,18 @@ Rules, stated once:
 * **Items.** The SummEval items both judges of the pair answered, all four criteria pooled; the human label is
   the study's y* (expert mean rounded, halves up). An *error* is |y* - point| >= tolerance (tolerance 2: more than
   one label off), ``point`` being the accepting stage's calibrated label.
-* **Serving.** Each verdict is served as the service serves it: the set from :func:`offline.validate.serve_item`
-  (``artifact.serving.choose_entry`` + the conformal set's interval hull, set level 0.10 = ``DEFAULT_ALPHA``), the
-  decision from :func:`service.scoring.cell_decision.decide_for_cell` on a
-  :class:`service.calibrations.snapshot.CalibrationSnapshot` of the artifact, the verdict's kinds in the service's
-  order (``probabilities`` before ``score`` when the judge gave log-probs). A cascade of S = 2 stages decides each
-  stage at accept_alpha / 2 and calls the strong judge only when the cheap stage does not accept
-  (``service.scoring.cascades``); judge calls per item = 1 + the share not accepted by stage 1.
+* **Serving.** Each verdict is served as the service serves it: the set from
+  :func:`offline.validation.artifact.serve_item` (``artifact.serving.choose_entry`` + the conformal set's interval hull,
+  set level 0.10 = ``DEFAULT_ALPHA``), the decision from :func:`service.scoring.cell_decision.decide_for_cell` on a
+  :class:`service.calibrations.snapshot.CalibrationSnapshot` of the artifact, the verdict's kinds in the service's order
+  (``probabilities`` before ``score`` when the judge gave log-probs). A cascade of S = 2 stages decides each stage at
+  accept_alpha / 2 and calls the strong judge only when the cheap stage does not accept (``service.scoring.cascades``);
+  judge calls per item = 1 + the share not accepted by stage 1.
 * **Held-out (the rows that count).** The shipped ``artifact/thresholds.json`` has its decision rules fitted on all
   100 documents, so on the recorded data it is in-sample. The held-out rows refit the rules exactly as the shipped
-  ones are fitted (:func:`offline.studies.decisions.export_rules`: document-level bound, the same grid) on half the
-  documents (``N_SPLITS`` seeded splits by document, :func:`calibration.heldout.group_splits`, seed 0), put them in
-  the shipped artifact in place of its rules and serve the other half; figures are pooled over the splits. The
+  ones are fitted (:func:`offline.studies.decisions.study.export_rules`: document-level bound, the same grid) on half
+  the documents (``N_SPLITS`` seeded splits by document, :func:`calibration.kinds.heldout.group_splits`, seed 0), put
+  them in the shipped artifact in place of its rules and serve the other half; figures are pooled over the splits. The
   conformal entries stay the shipped ones (they only decide an empty-set escalation).
 * **In-sample.** The shipped artifact as it is, on every item: what the served rules do on their own data.
 """
@@ -44,11 +44,11 @@ import numpy as np
 
 from artifact.thresholds import ThresholdsArtifact, load_artifact
 from bench.table import BenchRow, print_table
-from calibration.heldout import group_splits
+from calibration.kinds.heldout import group_splits
 from offline.data.paths import resolve_data_dir
-from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.decisions import export_rules
-from offline.validate import recorded_datasets, serve_item
+from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.studies.decisions.study import export_rules
+from offline.validation.artifact import recorded_datasets, serve_item
 from service.calibrations.snapshot import CalibrationSnapshot
 from service.scoring.cell_decision import DecisionAsk, decide_for_cell
 from service.scoring.policy import DecisionPolicy

@@ -1,4 +1,4 @@
-"""POST /v1/estimates on 1,000 labelled + 100,000 unlabelled items against calibration.estimates directly
+"""POST /v1/estimates on 1,000 labelled + 100,000 unlabelled items against calibration.estimates.system directly
 (run: python -m bench.bench_estimates).
 
 === ===================================================== =========================================================
@@ -12,8 +12,8 @@ a   POST /v1/estimates, metric mean, the issue's shape    ``estimate_mean`` call
 
 The app runs in-process (Litestar's TestClient, the same app as ``python -m service``), default settings
 (``MAX_ESTIMATE_VALUES`` 200,000: this body holds 102,000 values). Data: seeded synthetic scores on 1..5 in thirds
-and a noisy biased judge (as tests/service/test_estimates_api.py), so PPI++ is the served interval and the betting
-and classical intervals are computed beside it, as for every request. The API's answer is checked to be the
+and a noisy biased judge (as tests/service/estimating/test_estimates_api.py), so PPI++ is the served interval and the
+betting and classical intervals are computed beside it, as for every request. The API's answer is checked to be the
 direct call's. Each timing is the median of ``REPEAT`` runs after one warm-up.
 """
 
@@ -26,7 +26,7 @@ import numpy as np
 from litestar.testing import TestClient
 
 from bench.table import BenchRow, median_seconds, print_table
-from calibration.estimates import Sample, estimate_mean
+from calibration.estimates.system import Sample, estimate_mean
 from service.config.settings import Settings, default_thresholds_path
 from service.http.app import create_app
 
@@ -71,7 +71,7 @@ def bench_estimates() -> tuple[list[BenchRow], list[str]]:
             direct.interval,
             direct.method,
         ):
-            raise RuntimeError(f"the API's answer differs from calibration.estimates': {answer} vs {direct}")
+            raise RuntimeError(f"the API's answer differs from calibration.estimates.system': {answer} vs {direct}")
         ours = median_seconds(post, repeat=REPEAT)
     baseline = median_seconds(lambda: estimate_mean(sample, 0.05), repeat=REPEAT)
     started = time.perf_counter()

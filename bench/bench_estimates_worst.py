@@ -25,7 +25,7 @@ import tracemalloc
 import numpy as np
 
 from bench.table import BenchRow, median_seconds, print_table
-from calibration.estimates import EstimateAnswer, Sample, estimate_mean
+from calibration.estimates.system import EstimateAnswer, Sample, estimate_mean
 
 N_UNLABELLED = 199_980
 REPEAT = 3
@@ -103,7 +103,7 @@ def bench_estimates_worst() -> tuple[list[BenchRow], list[str]]:
 def main() -> None:
     """Print the worst-case estimates table."""
     rows, notes = bench_estimates_worst()
-    print_table("Estimates at the cap, the worst order (calibration.betting)", rows)
+    print_table("Estimates at the cap, the worst order (calibration.estimates.betting)", rows)
     for note in notes:
         print(f"- {note}")
 

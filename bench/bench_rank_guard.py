@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibration.rank_sets import ppr_win_rates, rank_sets, true_ranks, win_rates
+from calibration.estimates.rank_sets import ppr_win_rates, rank_sets, true_ranks, win_rates
 from offline.data.paths import resolve_data_dir
-from offline.studies.estimates_arena import load_arena
+from offline.studies.estimates.arena import load_arena
 
 RARE_COUNTS = (3, 5, 10, 15, 20, 30, 40)
 FLOORS = (0, 10, 20, 30)

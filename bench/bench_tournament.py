@@ -20,8 +20,8 @@ import itertools
 import numpy as np
 
 from bench.table import BenchRow, median_seconds, print_table
-from calibration.ranking import feedback_weight, rank_mfas_ilp
-from calibration.tournament import (
+from calibration.tournaments.ranking import feedback_weight, rank_mfas_ilp
+from calibration.tournaments.tournament import (
     PairwiseVerdict,
     Tournament,
     build_tournament,

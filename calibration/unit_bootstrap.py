@@ -21,7 +21,7 @@ Rules, stated once:
 * **Interval**: the percentile interval, numpy's linear quantiles at ``alpha / 2`` and ``1 - alpha / 2`` of the
   draws' statistics (``scipy.stats.bootstrap(..., method="percentile")``).
 * **Shares with one 0/1 observation per unit** use the exact Clopper-Pearson interval instead
-  (:func:`calibration.intervals.clopper_pearson`); no resampling there.
+  (:func:`calibration.estimates.intervals.clopper_pearson`); no resampling there.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import msgspec
 import numpy as np
 
 from calibration.errors import CalibrationError, EmptyCalibrationError
-from calibration.intervals import check_alpha
+from calibration.estimates.intervals import check_alpha
 
 __all__ = [
     "DEFAULT_RESAMPLES",

@@ -6,7 +6,6 @@ Re-exports the public names of ``client``, ``config``, ``results``, ``distributi
 
 from judges.client import JudgeClient
 from judges.config import DEFAULT_MAX_REPLY_BYTES, NO_KEY_PLACEHOLDER, TOP_LOGPROBS, JudgeConfig, load_judge_configs
-from judges.distribution import TokenLogprobs, score_distribution
 from judges.errors import (
     PROVIDER_FAULT_STATUSES,
     JudgeCallError,
@@ -16,7 +15,9 @@ from judges.errors import (
     JudgeReplyTooLarge,
     UnknownPromptError,
 )
-from judges.parse import (
+from judges.parsing.choice import ParsedChoice, parse_choice
+from judges.parsing.distribution import TokenLogprobs, score_distribution
+from judges.parsing.reply import (
     RULES,
     ParsedScore,
     Preference,
@@ -24,8 +25,7 @@ from judges.parse import (
     parse_rate,
     parse_score,
 )
-from judges.parse_choice import ParsedChoice, parse_choice
-from judges.prompts import CRITERIA, PROMPT_FAMILIES, ChatMessage, direct_prompt, pairwise_prompt
+from judges.prompts.families import CRITERIA, PROMPT_FAMILIES, ChatMessage, direct_prompt, pairwise_prompt
 from judges.results import Completion, DirectVerdict, PreferenceVerdict
 
 __all__ = [

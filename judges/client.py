@@ -68,10 +68,10 @@ import msgspec
 import openai
 
 from judges.config import DEFAULT_MAX_REPLY_BYTES, NO_KEY_PLACEHOLDER, TOP_LOGPROBS, JudgeConfig
-from judges.distribution import score_distribution
 from judges.errors import JudgeCallError, JudgeConfigError, JudgeReplyError, JudgeReplyTooLarge, UnknownPromptError
-from judges.parse import parse_preference, parse_score
-from judges.prompts import PROMPT_FAMILIES, ChatMessage, direct_prompt, pairwise_prompt
+from judges.parsing.distribution import score_distribution
+from judges.parsing.reply import parse_preference, parse_score
+from judges.prompts.families import PROMPT_FAMILIES, ChatMessage, direct_prompt, pairwise_prompt
 from judges.replies import REQUEST_ENCODER, ChatCompletion, decode_chat, tokens, usage
 from judges.results import Completion, DirectVerdict, PreferenceVerdict
 from judges.transport import Deadline, ReplyTooLarge, SlottedPoster, UnusableReply, reply_cap, retry_after_s

@@ -10,7 +10,7 @@ from typing import Annotated, Any
 import msgspec
 
 from judges.errors import JudgeConfigError
-from judges.prompts import PROMPT_FAMILIES
+from judges.prompts.families import PROMPT_FAMILIES
 
 __all__ = ["DEFAULT_MAX_REPLY_BYTES", "JudgeConfig", "NO_KEY_PLACEHOLDER", "TOP_LOGPROBS", "load_judge_configs"]
 

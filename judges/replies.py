@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import msgspec
 
-from judges.distribution import TokenLogprobs
+from judges.parsing.distribution import TokenLogprobs
 from judges.results import Completion
 from judges.transport import UnusableReply
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import msgspec
 
-from judges.distribution import TokenLogprobs
-from judges.parse import Preference
+from judges.parsing.distribution import TokenLogprobs
+from judges.parsing.reply import Preference
 
 __all__ = ["Completion", "DirectVerdict", "PreferenceVerdict"]
 

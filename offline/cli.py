@@ -10,29 +10,30 @@ command                                                           does
 ``        [--store S]``
 ``report --out reports``                                          rebuild tables/figures/index from summaries
 ``validate --thresholds F [--data-dir D] [--out reports/validate]``  a fixed artifact on labelled data, served as
-``         [--labels FILE ...]``                                   the service serves (offline.validate); --labels:
+``         [--labels FILE ...]``                                   the service serves (offline.validation.artifact);
+--labels:
                                                                   your own held-out labelled files
 ``halves [--data-dir D] [--out reports] [--splits 20]``           fit on half the documents, validate on the
-                                                                  other half, both ways (offline.halves); exit 1
-                                                                  when a validity check fails
+                                                                  other half, both ways (offline.validation.halves);
+                                                                  exit 1 when a validity check fails
 ``results-page [--reports reports] [--out docs/results.md]``        docs/results.md from the reports' JSON files
                                                                   (offline.results_page); exit 2 naming a missing
                                                                   report and the command that writes it
 ``panels [--data-dir D] [--out reports] [--alpha 0.1]``           every panel of 2-6 recorded judges vs its best
-``       [--splits 20] [--max-size 6]``                           member (offline.studies.panels)
+``       [--splits 20] [--max-size 6]``                           member (offline.studies.panels.study)
 ``decisions [--data-dir D] [--out reports] [--splits 20]``        certified accept/escalate on unseen documents
-``          [--write-rules ARTIFACT] [--docs [DOCS]]``             (offline.studies.decisions); --write-rules:
+``          [--write-rules ARTIFACT] [--docs [DOCS]]``             (offline.studies.decisions.study); --write-rules:
                                                                   only the artifact's decision_rules, fitted on all
                                                                   data; --docs: the operating curve (figure, table) from
                                                                   <out>/decisions/decisions.json into DOCS (default
-                                                                  docs/; offline.studies.decisions_docs)
+                                                                  docs/; offline.studies.decisions.docs)
 ``pairwise-decisions [--data-dir D] [--out reports]``             certified accept/abstain of pairwise verdicts
 ``       [--splits 20] [--seed 0] [--delta 0.1] [--draws 300]``   on human votes (offline.studies.
 ``       [--export FILE]``                                          pairwise_decisions); --export: the served
                                                                   certificates (artifact.pairwise)
 ``estimates [--data-dir D] [--out reports] [--part all]``         system means and rank sets with valid intervals
                                                                   from few human labels + judge verdicts
-                                                                  (offline.studies.estimates)
+                                                                  (offline.studies.estimates.study)
 ``monitor [--data-dir D] [--out reports] [--streams 200]``        anytime-valid monitors on seeded streams of
 ``        [--horizon 1600] [--delta 0.05] [--thresholds F]``      recorded verdicts, unshifted and shifted
                                                                   (offline.studies.monitoring)
@@ -44,7 +45,7 @@ command                                                           does
 Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
 ``factuality_direct``/``factuality_qa`` on FRANK items of ``--split valid|test|all`` (default all) with
 their articles (``frank/articles.jsonl``), ``--limit N`` = a seeded sample of N of them
-(``offline.collect_targets.frank_targets``: the first N of ``numpy.random.default_rng(--seed).permutation``, in file
+(``offline.collecting.targets.frank_targets``: the first N of ``numpy.random.default_rng(--seed).permutation``, in file
 order; a larger N with the same seed extends a smaller one). ``--repetitions`` defaults to 3 for
 direct/pairwise and 1 for the factuality tasks (one verdict per summary, as in the paper; the studies read
 repetition 0).

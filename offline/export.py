@@ -2,7 +2,7 @@
 
 Rules, stated once:
 
-* **Entries** (``make calibrate``): from the validity study (:mod:`offline.studies.validity`), one per (judge,
+* **Entries** (``make calibrate``): from the validity study (:mod:`offline.studies.conformal.validity`), one per (judge,
   prompt family, criterion, input kind, method, alpha), fitted on *all* labelled items of that cell as verdicts
   of that kind (PAC thresholds at the study's delta, recorded in each predictor), with held-out figures by
   document; the default method of a (cell, kind) at every level of the 0.01-0.30 grid, the other methods at
@@ -12,15 +12,15 @@ Rules, stated once:
   items fits the matrix; ``aps_randomized``: calibration uniforms).
 * **Beside each entry**: the study's held-out mean coverage, its std, mean set size, number of splits and the
   lowest coverage within a judge-score bin (``min_bin_coverage``).
-* **Faithfulness** (only when LLM factuality answers were collected; :mod:`offline.studies.faithfulness`): one
-  entry per (judge, ``factuality_direct`` | ``factuality_qa``, ``faithfulness``, method, alpha), the predictor
+* **Faithfulness** (only when LLM factuality answers were collected; :mod:`offline.studies.factuality.faithfulness`):
+  one entry per (judge, ``factuality_direct`` | ``factuality_qa``, ``faithfulness``, method, alpha), the predictor
   fitted on FRANK's valid split; its held-out figures are the FRANK test split's (``n_splits = 1``,
-  ``heldout_coverage_std`` null: one split has no spread); the default per cell is the faithfulness study's
-  (the SummEval rule). Without such answers nothing is exported for faithfulness and the service answers
-  faithfulness uncalibrated.
+  ``heldout_coverage_std`` null: one split has no spread); the default per cell is the faithfulness study's (the
+  SummEval rule). Without such answers nothing is exported for faithfulness and the service answers faithfulness
+  uncalibrated.
 * **Decision rules** (``decision_rules``): one certified accept/escalate rule per (judge, prompt family, criterion,
   input kind) of the recorded SummEval judges, fitted on all their labelled items by
-  :func:`offline.studies.decisions.export_rules` (document-level bound, tolerances 1-2, accept_alpha 0.05 / 0.10 /
+  :func:`offline.studies.decisions.study.export_rules` (document-level bound, tolerances 1-2, accept_alpha 0.05 / 0.10 /
   0.20, quality gates tau 3 and 4, delta 0.05). :func:`replace_decision_rules` swaps only that list in an existing
   artifact (every other byte of the file is re-encoded unchanged: msgspec writes back the floats it read).
 * **Provenance.** ``created_at`` ISO-8601 UTC; ``code_version`` = package version, plus ``+g<git short hash>``
@@ -53,12 +53,12 @@ from artifact.thresholds import (
     save_artifact,
 )
 from calibration.conformal import fit_conformal
-from calibration.decision_rule import DecisionRule
-from calibration.kind_fit import KindFit
+from calibration.decisions.rule import DecisionRule
+from calibration.kinds.fit import KindFit
 from offline.artifact_stability import save_unless_unmoved
-from offline.studies.cell_data import JudgeCriterionData, methods_for
-from offline.studies.conformal_results import ConformalSummary
-from offline.studies.faithfulness import FaithfulnessStudy
+from offline.studies.conformal.cell_data import JudgeCriterionData, methods_for
+from offline.studies.conformal.results import ConformalSummary
+from offline.studies.factuality.faithfulness import FaithfulnessStudy
 
 __all__ = [
     "DEFAULT_THRESHOLDS",

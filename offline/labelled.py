@@ -2,8 +2,8 @@
 
 The format is :mod:`artifact.labels` (one reader for the CLI and the service). Steps: read and check every file
 together (a problem stops the run with ``file:line: field: problem``); one cell per (judge, prompt family,
-criterion) with its own scale 1..K and the rows' groups; the validity study (:func:`offline.studies.validity.
-run_validity_study`: per cell and input kind :func:`calibration.kind_fit.fit_kind`, PAC thresholds at delta = 0.05,
+criterion) with its own scale 1..K and the rows' groups; the validity study (:func:`offline.studies.conformal.validity.
+run_validity_study`: per cell and input kind :func:`calibration.kinds.fit.fit_kind`, PAC thresholds at delta = 0.05,
 splits by group, the default chosen by cross-fitting) on those cells only, exactly as ``make calibrate`` calibrates
 the shipped judges and as ``POST /v1/calibrations`` does; the report under ``--out`` (:mod:`offline.report.labelled`
 plus ``conformal/validity.{json,md}``); the artifact holding only these cells
@@ -28,9 +28,15 @@ from calibration.errors import LabelsError
 from offline.data.errors import DataError
 from offline.export import build_artifact, code_version
 from offline.report.labelled import write_labelled_report
-from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.decisions import export_rules
-from offline.studies.validity import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, run_validity_study, write_validity
+from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.studies.conformal.validity import (
+    ALPHA_GRID,
+    DEFAULT_DELTA,
+    HEADLINE_ALPHA,
+    run_validity_study,
+    write_validity,
+)
+from offline.studies.decisions.study import export_rules
 
 __all__ = ["LabelledRun", "calibrate_labels", "cell_data", "labels_hash", "load_label_files", "size_warnings"]
 
@@ -176,7 +182,7 @@ def calibrate_labels(
         fits=both,
         decision_rules=export_rules(datasets, seed=seed),
         source=f"offline calibrate --labels {names}: y* = human rounded to the nearest integer (halves up); per "
-        f"(cell, input kind) calibration.kind_fit.fit_kind: thresholds at delta={delta} fitted on all labelled "
+        f"(cell, input kind) calibration.kinds.fit.fit_kind: thresholds at delta={delta} fitted on all labelled "
         f"items with seed {seed}, held-out figures from {n_splits} seeded splits by group, default method by "
         "cross-fitting by group",
     )

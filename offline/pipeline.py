@@ -1,10 +1,10 @@
 """``calibrate``: ingest -> studies -> report -> export, in one call (the CLI's and ``make calibrate``'s work).
 
-Steps: (1) recorded answers into the SQLite answer store (``offline.ingest``); (2) the conformal study on every
+Steps: (1) recorded answers into the SQLite answer store (``offline.answers.ingest``); (2) the conformal study on every
 judge's direct answers; (3) position bias on the stored pairwise verdicts; (4) transitivity on stored full
 tournaments when some judge has them (collected with ``python -m offline collect``), otherwise on tournaments
 simulated from the recorded score distributions (labelled as such), then on the real Vicuna80 tournaments
-(``offline.studies.vicuna80``: its verdicts into the store, ``transitivity/vicuna80.json``); (5) the FRANK
+(``offline.studies.vicuna80.study``: its verdicts into the store, ``transitivity/vicuna80.json``); (5) the FRANK
 baselines, and the recorded sentence-level LLM fact-checks (``frank/llm/finesure``, ``offline.studies.
 factuality_sentences``): into the store under ``factuality_sentences``, their study
 (``factuality/llm_sentences.{json,md}``) and their faithfulness cells by the validity rules (PAC, splits by FRANK
@@ -14,8 +14,8 @@ the LLM factuality tables (``factuality/llm.{json,md}``) and the faithfulness ca
 (``factuality/faithfulness.{json,md}``), otherwise nothing for them (a previous run's files are removed and
 ``index.md`` says how to collect); (7) the report; (8) the thresholds artifact (faithfulness entries only when
 (6) ran; the panel {gpt-3.5-turbo-0301, gpt-4o-mini-2024-07-18, llama-2-70b-chat, qwen2.5-72b-instruct} and
-its sub-panels as ``panel:<members>`` cells, ``offline.studies.panels``; one certified decision rule per recorded
-SummEval (judge, criterion, input kind), ``offline.studies.decisions.export_rules``).
+its sub-panels as ``panel:<members>`` cells, ``offline.studies.panels.study``; one certified decision rule per recorded
+SummEval (judge, criterion, input kind), ``offline.studies.decisions.study.export_rules``).
 
 The sentence fact-checks' study of (5) and the LLM factuality of (6) are :mod:`offline.pipeline_factuality`'s
 steps; that module also runs the factuality part alone (``calibrate_factuality``).
@@ -35,32 +35,32 @@ import msgspec
 import structlog
 from tqdm import tqdm
 
+from offline.answers.ingest import IngestReport, ingest_recorded
+from offline.answers.store import AnswerStore
 from offline.data.frank import Frank, load_frank
 from offline.data.summeval import load_summeval
 from offline.export import export_thresholds
-from offline.ingest import IngestReport, ingest_recorded
 from offline.pipeline_factuality import factuality_step, sentences_step
 from offline.report import SUMMARY_FILES, build_report, write_summary
 from offline.report.index import IngestRow, IngestSummary, unusable_judges
-from offline.store import AnswerStore
-from offline.studies import factuality_sentences_validity
-from offline.studies.cell_data import cell_data_from_store as conformal_data
-from offline.studies.conformal import run_conformal_study
-from offline.studies.decisions import export_rules
-from offline.studies.factuality import baseline_tables
-from offline.studies.factuality_report import write_baselines_json, write_baselines_markdown
-from offline.studies.factuality_sentences_store import sentence_answers_from_store
-from offline.studies.factuality_sentences_validity import (
+from offline.studies.conformal.cell_data import cell_data_from_store as conformal_data
+from offline.studies.conformal.study import run_conformal_study
+from offline.studies.conformal.validity import DEFAULT_DELTA, run_validity_study, write_validity
+from offline.studies.decisions.study import export_rules
+from offline.studies.factuality import sentences_validity as factuality_sentences_validity
+from offline.studies.factuality.report import write_baselines_json, write_baselines_markdown
+from offline.studies.factuality.sentences_store import sentence_answers_from_store
+from offline.studies.factuality.sentences_validity import (
     sentence_validity,
     without_prompt_family,
     write_sentence_validity,
 )
-from offline.studies.panels import export_panel_fits
-from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store, run_position_bias
-from offline.studies.simulate import SimulationConfig, simulate_tournaments
-from offline.studies.transitivity import has_triangles, run_transitivity
-from offline.studies.validity import DEFAULT_DELTA, run_validity_study, write_validity
-from offline.studies.vicuna80 import vicuna80_step
+from offline.studies.factuality.study import baseline_tables
+from offline.studies.panels.study import export_panel_fits
+from offline.studies.tournaments.position_bias import PairwiseAnswer, pairwise_answers_from_store, run_position_bias
+from offline.studies.tournaments.simulate import SimulationConfig, simulate_tournaments
+from offline.studies.tournaments.transitivity import has_triangles, run_transitivity
+from offline.studies.vicuna80.study import vicuna80_step
 
 __all__ = [
     "CalibrateResult",
@@ -275,7 +275,7 @@ def _calibrate_steps(
             simulated=True,
             label=simulation.label,
             source="the stored pairwise data holds no triangles (a chain), so tournaments are "
-            f"{simulation.label} (offline/studies/simulate.py, seed {seed})",
+            f"{simulation.label} (offline/studies/tournaments/simulate.py, seed {seed})",
             simulation={
                 "config": msgspec.to_builtins(simulation.config),
                 "judges": msgspec.to_builtins(simulation.judges),

@@ -17,29 +17,30 @@ from typing import Any
 
 import structlog
 
+from offline.answers.store import AnswerStore
 from offline.data.finesure import load_finesure
 from offline.data.frank import Frank, load_frank
 from offline.export import export_thresholds
 from offline.report import build_report
-from offline.store import AnswerStore
-from offline.studies import factuality_sentences, faithfulness
-from offline.studies.factuality import baseline_tables
-from offline.studies.factuality_llm import (
-    factuality_answers_from_store,
-    remove_llm_outputs,
-    run_llm_study,
-    write_llm_study,
-)
-from offline.studies.factuality_report import write_baselines_json, write_baselines_markdown
-from offline.studies.factuality_sentences import run_sentence_study
-from offline.studies.factuality_sentences_report import write_sentence_study
-from offline.studies.factuality_sentences_store import ingest_sentences, sentence_answers_from_store
-from offline.studies.faithfulness import (
+from offline.studies.factuality import faithfulness
+from offline.studies.factuality import sentences as factuality_sentences
+from offline.studies.factuality.faithfulness import (
     FaithfulnessStudy,
     faithfulness_data,
     run_faithfulness_study,
     write_faithfulness_study,
 )
+from offline.studies.factuality.llm import (
+    factuality_answers_from_store,
+    remove_llm_outputs,
+    run_llm_study,
+    write_llm_study,
+)
+from offline.studies.factuality.report import write_baselines_json, write_baselines_markdown
+from offline.studies.factuality.sentences import run_sentence_study
+from offline.studies.factuality.sentences_report import write_sentence_study
+from offline.studies.factuality.sentences_store import ingest_sentences, sentence_answers_from_store
+from offline.studies.factuality.study import baseline_tables
 
 __all__ = ["FactualityResult", "calibrate_factuality", "factuality_step", "sentences_step"]
 

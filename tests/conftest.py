@@ -30,27 +30,27 @@ def resolve_data_dir() -> Path:
 # together. A module missing here only runs in its collection place; nothing else depends on this order.
 LONG_MODULES = (
     "tests/offline/test_shipped_artifact.py",  # 532 s on a loaded machine (its 20-split refit: 499 s)
-    "tests/service/test_schemathesis_cli.py",  # 426 s
-    "tests/offline/test_validity.py",  # 352 s
+    "tests/service/http/test_schemathesis_cli.py",  # 426 s
+    "tests/offline/studies/conformal/test_validity.py",  # 352 s
     "tests/offline/test_cli.py",  # 272 s
-    "tests/service/test_calibrations_api.py",  # 190 s
-    "tests/service/test_server.py",  # 218 s before its four connection tests shared one server
+    "tests/service/calibrations/test_calibrations_api.py",  # 190 s
+    "tests/service/http/test_server.py",  # 218 s before its four connection tests shared one server
     "tests/service/jobs/test_worker.py",  # 133 s
     "tests/docs/test_examples.py",  # 130 s
-    "tests/service/test_schemathesis.py",  # 115 s
+    "tests/service/http/test_schemathesis.py",  # 115 s
     "tests/test_readme_walkthrough.py",  # 85 s
     "tests/service/jobs/test_calibration_queue.py",  # 77 s
-    "tests/service/test_calibration_rules.py",  # 71 s
-    "tests/calibration/test_group_pac.py",  # 63 s
-    "tests/offline/test_panel_gap.py",  # 55 s
-    "tests/offline/test_ingest.py",  # 53 s
-    "tests/offline/test_conformal_study.py",  # 50 s
+    "tests/service/calibrations/test_calibration_rules.py",  # 71 s
+    "tests/calibration/conformal/test_group_pac.py",  # 63 s
+    "tests/offline/studies/panels/test_gap.py",  # 55 s
+    "tests/offline/answers/test_ingest.py",  # 53 s
+    "tests/offline/studies/conformal/test_study.py",  # 50 s
     "tests/deploy/test_compose.py",  # 45 s
-    "tests/offline/test_group_pac_summeval.py",  # 43 s
-    "tests/offline/test_vicuna80.py",  # 41 s
-    "tests/offline/test_panels_study.py",
-    "tests/offline/test_factuality_loop.py",
-    "tests/offline/test_transitivity_study.py",
+    "tests/offline/studies/conformal/test_group_pac_summeval.py",  # 43 s
+    "tests/offline/studies/vicuna80/test_study.py",  # 41 s
+    "tests/offline/studies/panels/test_study.py",
+    "tests/offline/studies/factuality/test_loop.py",
+    "tests/offline/studies/tournaments/test_transitivity.py",
     "tests/research/test_nested_study.py",
 )
 

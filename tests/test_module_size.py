@@ -1,4 +1,5 @@
-"""Small modules, one concept each: no module of the packages is longer than MAX_LINES, except those listed here.
+"""Small modules, one concept each: no module of the packages is longer than MAX_LINES, except those listed here,
+and packages by concept: no package folder holds more than MAX_MODULES modules (``__init__.py`` not counted).
 
 Each exception names its module and why it stays long; a module that shrinks under the limit must leave the list
 (the test says so), so the list only ever holds real exceptions.
@@ -12,8 +13,9 @@ from pathlib import Path
 EXCEPTIONS: dict[str, str] = {}
 
 MAX_LINES = 400
+MAX_MODULES = 14
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("artifact", "calibration", "judges", "service", "offline")
+PACKAGES = ("artifact", "calibration", "judges", "service", "offline", "research")
 
 
 def _modules() -> list[Path]:
@@ -51,3 +53,24 @@ def test_the_limit_is_counted_in_lines(tmp_path: Path):
     sample = tmp_path / "m.py"
     sample.write_text("x = 1\n" * (MAX_LINES + 1))
     assert _lines(sample) == MAX_LINES + 1
+
+
+def _folder_sizes() -> dict[str, int]:
+    folders: dict[str, int] = {}
+    for path in _modules():
+        if path.name != "__init__.py" and "__pycache__" not in path.parts:
+            key = str(path.parent.relative_to(ROOT))
+            folders[key] = folders.get(key, 0) + 1
+    return folders
+
+
+def test_no_package_folder_holds_more_than_the_cap():
+    sizes = _folder_sizes()
+    assert "calibration/conformal" in sizes and "offline/studies/monitoring" in sizes  # subpackages counted
+    crowded = {folder: n for folder, n in sizes.items() if n > MAX_MODULES}
+    assert not crowded, f"package folders over {MAX_MODULES} modules (split by concept): {crowded}"
+
+
+def test_every_package_folder_is_a_package():
+    loose = [folder for folder in _folder_sizes() if not (ROOT / folder / "__init__.py").is_file()]
+    assert not loose, f"folders of modules without __init__.py: {loose}"

@@ -59,7 +59,7 @@ def test_every_offline_command_is_dispatched_to_a_reached_handler(graph: grimp.I
     handlers = [name for name in main.__code__.co_names if name.startswith("run_")]
     assert len(handlers) == len(commands.choices), (sorted(commands.choices), handlers)
     reached = reached_from(graph, ENTRY_POINTS)
-    assert "offline.commands.studies" in reached and "offline.studies.panels" in reached
+    assert "offline.commands.studies" in reached and "offline.studies.panels.study" in reached
 
 
 def test_every_product_module_is_reached_from_an_entry_point(graph: grimp.ImportGraph) -> None:
@@ -75,6 +75,6 @@ def test_every_product_module_is_reached_from_an_entry_point(graph: grimp.Import
 
 def test_the_walk_finds_a_module_imported_inside_a_function_and_skips_a_stranger(graph: grimp.ImportGraph) -> None:
     # offline.commands.studies imports each study inside its handler; research is no product package
-    assert "offline.studies.estimates" in graph.find_modules_directly_imported_by("offline.commands.studies")
+    assert "offline.studies.estimates.study" in graph.find_modules_directly_imported_by("offline.commands.studies")
     reached = reached_from(graph, ("offline.commands.studies",))
-    assert "offline.studies.estimates" in reached and "offline" in reached and "service.http.app" not in reached
+    assert "offline.studies.estimates.study" in reached and "offline" in reached and "service.http.app" not in reached

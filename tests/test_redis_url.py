@@ -13,7 +13,7 @@ from tests import redis_url
 TESTS = Path(__file__).resolve().parent
 LOCAL_DATABASE = re.compile(r"redis://(?:127\.0\.0\.1|localhost):6379/\d+")
 # Settings-parsing values, never connected to.
-PARSED_ONLY = {"tests/service/test_auth_limits.py"}
+PARSED_ONLY = {"tests/service/http/test_auth_limits.py"}
 
 
 def test_no_test_module_hard_codes_a_database_of_the_local_server() -> None:

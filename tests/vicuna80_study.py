@@ -5,12 +5,12 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
+from offline.answers.ingest import Vicuna80Ingest, ingest_vicuna80
+from offline.answers.store import AnswerStore
 from offline.data.vicuna80 import Vicuna80, load_vicuna80
-from offline.ingest import Vicuna80Ingest, ingest_vicuna80
-from offline.store import AnswerStore
-from offline.studies.vicuna80 import run_vicuna80_study
-from offline.studies.vicuna80_results import Vicuna80Summary
-from offline.studies.vicuna80_verdicts import Vicuna80Verdict, verdicts_from_store
+from offline.studies.vicuna80.results import Vicuna80Summary
+from offline.studies.vicuna80.study import run_vicuna80_study
+from offline.studies.vicuna80.verdicts import Vicuna80Verdict, verdicts_from_store
 
 
 @cache

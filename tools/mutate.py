@@ -50,8 +50,8 @@ TARGETS = {
         "tests": ["tests/calibration"],
         # these list a module's public names with vars(): mutmut's trampolines add names, so they always fail
         "deselect": [
-            "tests/calibration/test_ranking.py::test_all_lists_the_public_names",
-            "tests/calibration/test_tournament.py::test_all_lists_the_public_names",
+            "tests/calibration/tournaments/test_ranking.py::test_all_lists_the_public_names",
+            "tests/calibration/tournaments/test_tournament.py::test_all_lists_the_public_names",
         ],
     },
     "policy": {
@@ -63,13 +63,13 @@ TARGETS = {
             "service/scoring/sets.py",
         ],
         "tests": [
-            "tests/service/test_policy.py",
-            "tests/service/test_decisions.py",
-            "tests/service/test_cascades.py",
-            "tests/service/test_score.py",
-            "tests/service/test_scoring_memo.py",
-            "tests/service/test_scoring_resolution.py",
-            "tests/service/test_rubrics.py",
+            "tests/service/scoring/test_policy.py",
+            "tests/service/scoring/test_decisions.py",
+            "tests/service/scoring/test_cascades.py",
+            "tests/service/scoring/test_score.py",
+            "tests/service/scoring/test_scoring_memo.py",
+            "tests/service/scoring/test_scoring_resolution.py",
+            "tests/service/judging/test_rubrics.py",
         ],
         "mutants": [
             "service.scoring.policy.*",

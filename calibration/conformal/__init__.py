@@ -22,7 +22,7 @@ fit_conformal``), and each rule is stated once, in the module that applies it:
 ``fit``               ``FittedConformal`` and the fit: level-free calibration scores, then thresholds per level;
                       the group fallback; the PAC unit (items, or documents when ``groups`` are given)
 ``group_pac``         the PAC threshold with documents as the unit: a fixed-sequence walk down the calibration
-                      scores, each step a document-level betting test (:mod:`calibration.risk_control`)
+                      scores, each step a document-level betting test (:mod:`calibration.decisions.risk_control`)
 ``sets``              prediction sets from a fitted predictor, vectorised and for one item; the comparison rule
 ``evaluate``          coverage and set size of sets, per group; repeated seeded splits and their seed rule
 ===================== ==========================================================================================

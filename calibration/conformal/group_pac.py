@@ -14,8 +14,8 @@ Rules, stated once:
   among the items of new documents (item-weighted, what pooled coverage over fresh documents measures).
   ``m`` is non-increasing in q.
 * **Test.** H0(q): m(q) > alpha is tested at level delta by the document-level betting test of
-  :func:`calibration.risk_control.betting_test` (Ville's inequality on z_d = e_d - alpha * a_d, scaled by M = the
-  largest ``a_d`` among the calibration documents used), documents in the order ``ORDER_SEED`` fixes (a seeded
+  :func:`calibration.decisions.risk_control.betting_test` (Ville's inequality on z_d = e_d - alpha * a_d, scaled by M =
+  the largest ``a_d`` among the calibration documents used), documents in the order ``ORDER_SEED`` fixes (a seeded
   permutation of their sorted ids: independent of the scores).
 * **Walk (fixed sequence).** The candidates are the distinct calibration scores, from the largest down; the walk
   rejects H0 at each in turn and stops at the first non-rejection. The threshold is the last rejected candidate;
@@ -34,7 +34,7 @@ Rules, stated once:
   documents of at most M items; with equal document sizes (SummEval: 16) M is a constant.
 
 :func:`group_pac_threshold_reference` is the same rule one candidate at a time through
-:func:`calibration.risk_control.betting_test` (the definition; tests check the vectorised walk against it).
+:func:`calibration.decisions.risk_control.betting_test` (the definition; tests check the vectorised walk against it).
 """
 
 from __future__ import annotations
@@ -48,8 +48,8 @@ from numpy.typing import NDArray
 
 from calibration.conformal.inputs import check_alpha, check_delta
 from calibration.conformal.methods import MEMBERSHIP_TOLERANCE
+from calibration.decisions.risk_control import BET_CAP, PRIOR_VARIANCE, betting_test
 from calibration.errors import EmptyCalibrationError, InvalidProbabilitiesError
-from calibration.risk_control import BET_CAP, PRIOR_VARIANCE, betting_test
 
 __all__ = [
     "ORDER_SEED",
@@ -99,8 +99,9 @@ def checked_scores(true_scores: object, documents: object) -> tuple[np.ndarray, 
 
 
 def _log_capitals(x: np.ndarray, alpha: float | np.ndarray) -> np.ndarray:
-    """Row-wise max log-capital of the aGRAPA betting test (calibration.risk_control's arithmetic, vectorised);
-    ``alpha`` is one level or a column of one level per row (each row's arithmetic is the same either way)."""
+    """Row-wise max log-capital of the aGRAPA betting test (calibration.decisions.risk_control's arithmetic,
+    vectorised); ``alpha`` is one level or a column of one level per row (each row's arithmetic is the same either
+    way)."""
     n = x.shape[1]
     counts = np.arange(1, n + 1, dtype=float)
     zeros = np.zeros((x.shape[0], 1))
@@ -231,7 +232,8 @@ def keyed_group_pac_levels(
 
 
 def group_pac_threshold_reference(true_scores: object, groups: object, alpha: float, delta: float) -> float | None:
-    """The rule one candidate at a time through calibration.risk_control.betting_test (slow; the definition)."""
+    """The rule one candidate at a time through calibration.decisions.risk_control.betting_test (slow; the
+    definition)."""
     scores, codes = checked_scores(true_scores, groups)
     present = np.unique(codes)
     order = _order(present.size)

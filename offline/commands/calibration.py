@@ -122,8 +122,8 @@ def run_validate(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline validate``: a fixed artifact on labelled data, served as the service serves."""
     from artifact.thresholds import load_artifact
     from calibration.errors import ArtifactError
-    from offline.validate import recorded_datasets, validate_artifact_on
-    from offline.validate_report import write_validation
+    from offline.validation.artifact import recorded_datasets, validate_artifact_on
+    from offline.validation.report import write_validation
 
     try:
         artifact = load_artifact(args.thresholds)
@@ -149,8 +149,8 @@ def run_halves(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline halves``: fit on half the documents, validate on the other half, both ways."""
     from tqdm import tqdm
 
-    from offline.halves import check_halves, write_halves
-    from offline.validate import recorded_datasets
+    from offline.validation.artifact import recorded_datasets
+    from offline.validation.halves import check_halves, write_halves
 
     data_dir = resolve_data_dir(args.data_dir)
     report = check_halves(
@@ -177,14 +177,14 @@ def run_guarantees(args: argparse.Namespace, log: Any) -> int:
     from tqdm import tqdm
 
     if args.docs is not None:
-        from offline.studies.guarantees_docs import write_docs
+        from offline.studies.guarantees.docs import write_docs
 
         for path in write_docs(args.out, args.docs):
             print(f"written:     {path}")
         return 0
-    from offline.studies.guarantees import run_guarantees_study
-    from offline.studies.guarantees_report import write_guarantees
-    from offline.validate import recorded_datasets
+    from offline.studies.guarantees.report import write_guarantees
+    from offline.studies.guarantees.study import run_guarantees_study
+    from offline.validation.artifact import recorded_datasets
 
     study = run_guarantees_study(
         recorded_datasets(resolve_data_dir(args.data_dir)),

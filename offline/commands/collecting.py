@@ -59,8 +59,8 @@ def run_data(args: argparse.Namespace, log: Any) -> int:
 
 def _collect_items(args: argparse.Namespace, data_dir: Path) -> tuple[list[Any], dict[str, Any] | None, list[str]]:
     """The items, articles and criteria of a collection task (SummEval subset, or a FRANK sample)."""
-    from offline.collect import FACTUALITY_CRITERION, FACTUALITY_TASKS
-    from offline.collect_targets import default_subset, frank_targets
+    from offline.collecting.run import FACTUALITY_CRITERION, FACTUALITY_TASKS
+    from offline.collecting.targets import default_subset, frank_targets
     from offline.data.summeval import CRITERIA, load_summeval
 
     if args.limit is not None and args.limit < 1:
@@ -80,8 +80,8 @@ def _collect_labels(args: argparse.Namespace, log: Any) -> int:
 
     from judges.client import JudgeClient
     from judges.config import load_judge_configs
-    from judges.rubric_prompt import RubricError, decode_rubrics
-    from offline.collect_labels import collect_labels, default_out, read_unjudged
+    from judges.prompts.rubric import RubricError, decode_rubrics
+    from offline.collecting.labels import collect_labels, default_out, read_unjudged
 
     configs = load_judge_configs(args.judges_file)
     if args.judge not in configs:
@@ -123,8 +123,8 @@ def run_collect(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline collect``: a live judge's answers into the answer store (or onto your labelled files)."""
     from judges.client import JudgeClient
     from judges.config import load_judge_configs
-    from offline.collect import collect
-    from offline.store import AnswerStore
+    from offline.answers.store import AnswerStore
+    from offline.collecting.run import collect
 
     if args.labels is not None:
         return _collect_labels(args, log)

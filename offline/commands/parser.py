@@ -81,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="FILE",
         help="judge the rows of your labelled file that have texts but no verdict "
-        "(offline.collect_labels) and write a labelled file for calibrate --labels",
+        "(offline.collecting.labels) and write a labelled file for calibrate --labels",
     )
     col.add_argument("--rubrics", type=Path, default=None, help="with --labels: RUBRICS_FILE of your criteria")
     col.add_argument(
@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     pan = commands.add_parser(
         "panels",
         help="judge panels: every panel of 2-6 recorded judges calibrated as one "
-        "mean verdict, against its best member (offline.studies.panels)",
+        "mean verdict, against its best member (offline.studies.panels.study)",
     )
     pan.add_argument("--data-dir", type=Path, default=None)
     pan.add_argument("--out", type=Path, default=Path("reports"))
@@ -204,7 +204,7 @@ def build_parser() -> argparse.ArgumentParser:
     pwd = commands.add_parser(
         "pairwise-decisions",
         help="certified accept/abstain of pairwise verdicts on Vicuna80 "
-        "and Arena PPR human votes (offline.studies.pairwise_decisions)",
+        "and Arena PPR human votes (offline.studies.pairwise_decisions.study)",
     )
     pwd.add_argument("--data-dir", type=Path, default=None)
     pwd.add_argument("--out", type=Path, default=Path("reports"))
@@ -224,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     est = commands.add_parser(
         "estimates",
         help="system means and rank sets with valid intervals from a few human "
-        "labels plus judge verdicts: SummEval and Arena PPR (offline.studies.estimates)",
+        "labels plus judge verdicts: SummEval and Arena PPR (offline.studies.estimates.study)",
     )
     est.add_argument("--data-dir", type=Path, default=None)
     est.add_argument("--out", type=Path, default=Path("reports"))

@@ -20,9 +20,9 @@ def run_panels(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline panels``: every panel of 2-6 recorded judges against its best member."""
     from tqdm import tqdm
 
-    from offline.studies.panels import headline, run_panel_study
-    from offline.studies.panels_report import gap_table, write_panel_study
-    from offline.validate import recorded_datasets
+    from offline.studies.panels.report import gap_table, write_panel_study
+    from offline.studies.panels.study import headline, run_panel_study
+    from offline.validation.artifact import recorded_datasets
 
     if args.splits < 2 or not 0 < args.alpha < 1 or args.max_size < 2:
         raise DataError(None, None, "--splits must be >= 2, --alpha in (0, 1), --max-size >= 2")
@@ -55,14 +55,14 @@ def run_decisions(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline decisions``: the certified-decisions study, its decision rules or its docs."""
     from tqdm import tqdm
 
-    from offline.studies.decisions import export_rules, run_decision_study
-    from offline.studies.decisions_report import write_decision_study
-    from offline.validate import recorded_datasets
+    from offline.studies.decisions.report import write_decision_study
+    from offline.studies.decisions.study import export_rules, run_decision_study
+    from offline.validation.artifact import recorded_datasets
 
     if args.splits < 1:
         raise DataError(None, None, "--splits must be >= 1")
     if args.docs is not None:
-        from offline.studies.decisions_docs import write_docs
+        from offline.studies.decisions.docs import write_docs
 
         for path in write_docs(args.out, args.docs):
             print(f"written:     {path}")
@@ -101,9 +101,9 @@ def run_pairwise_decisions(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline pairwise-decisions``: the pairwise certified-decisions study."""
     from tqdm import tqdm
 
-    from offline.studies.pairwise_decisions import export_pairwise_artifact, run_pairwise_decisions
-    from offline.studies.pairwise_decisions_report import print_lines, write_pairwise_decisions
-    from offline.studies.pairwise_decisions_tables import load_tables
+    from offline.studies.pairwise_decisions.report import print_lines, write_pairwise_decisions
+    from offline.studies.pairwise_decisions.study import export_pairwise_artifact, run_pairwise_decisions
+    from offline.studies.pairwise_decisions.tables import load_tables
 
     if args.splits < 1 or args.draws < 0 or not 0 < args.delta < 1:
         raise DataError(None, None, "--splits must be >= 1, --draws >= 0 and --delta in (0, 1)")
@@ -135,8 +135,8 @@ def run_estimates(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline estimates``: system means and rank sets with valid intervals."""
     from tqdm import tqdm
 
-    from offline.studies.estimates import run_estimates_study
-    from offline.studies.estimates_report import write_estimates_study
+    from offline.studies.estimates.report import write_estimates_study
+    from offline.studies.estimates.study import run_estimates_study
 
     if min(args.resamples, args.iterations) < 1 or args.betting_resamples < 0:
         raise DataError(None, None, "--resamples and --iterations must be >= 1, --betting-resamples >= 0")

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
-from offline.data.converters import Inputs, converter
+from offline.data.convert.registry import Inputs, converter
 from offline.data.download import NoProgress, Progress, download, is_complete
 from offline.data.errors import DataError
 from offline.data.manifest import MANIFEST, DataFile, load_manifest

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from offline.data.converters import converter_names
+from offline.data.convert.registry import converter_names
 from offline.data.errors import DataError
 from offline.data.paths import REPO_ROOT
 from offline.data.upstream import UPSTREAM, Upstream, UpstreamFile, load_upstream

@@ -33,18 +33,21 @@ from offline.report.sentences import confusion_figure, sentences_section
 from offline.report.validity import FIGURE_FILE as VALIDITY_FIGURE
 from offline.report.validity import validity_figure, validity_section
 from offline.report.vicuna80 import vicuna80_figures, vicuna80_section, vicuna80_tables
-from offline.studies import factuality_llm, factuality_sentences, factuality_sentences_validity, faithfulness
-from offline.studies.conformal_results import ConformalSummary
-from offline.studies.factuality_llm import LLMFactualitySummary
-from offline.studies.factuality_sentences_results import SentenceStudySummary
-from offline.studies.faithfulness import FaithfulnessSummary
-from offline.studies.position_bias import PositionBiasSummary
-from offline.studies.transitivity import TransitivitySummary
-from offline.studies.validity import JSON_FILE as VALIDITY_JSON
-from offline.studies.validity import MARKDOWN_FILE as VALIDITY_MARKDOWN
-from offline.studies.validity import ValiditySummary
-from offline.studies.vicuna80 import JSON_FILE as VICUNA80_JSON
-from offline.studies.vicuna80_results import Vicuna80Summary
+from offline.studies.conformal.results import ConformalSummary
+from offline.studies.conformal.validity import JSON_FILE as VALIDITY_JSON
+from offline.studies.conformal.validity import MARKDOWN_FILE as VALIDITY_MARKDOWN
+from offline.studies.conformal.validity import ValiditySummary
+from offline.studies.factuality import faithfulness
+from offline.studies.factuality import llm as factuality_llm
+from offline.studies.factuality import sentences as factuality_sentences
+from offline.studies.factuality import sentences_validity as factuality_sentences_validity
+from offline.studies.factuality.faithfulness import FaithfulnessSummary
+from offline.studies.factuality.llm import LLMFactualitySummary
+from offline.studies.factuality.sentences_results import SentenceStudySummary
+from offline.studies.tournaments.position_bias import PositionBiasSummary
+from offline.studies.tournaments.transitivity import TransitivitySummary
+from offline.studies.vicuna80.results import Vicuna80Summary
+from offline.studies.vicuna80.study import JSON_FILE as VICUNA80_JSON
 
 __all__ = ["SUMMARY_FILES", "ReportFiles", "build_report", "read_summary", "write_summary"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from offline.data.summeval import CRITERIA
 from offline.report.tables import fmt, markdown_table
-from offline.studies.conformal_results import ConformalSummary, CorrelationResult
-from offline.studies.conformal_rules import HEADLINE_ALPHA, PAPER_METHOD
+from offline.studies.conformal.results import ConformalSummary, CorrelationResult
+from offline.studies.conformal.rules import HEADLINE_ALPHA, PAPER_METHOD
 
 __all__ = ["conformal_tables"]
 

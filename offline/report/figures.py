@@ -12,10 +12,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from offline.data.summeval import CRITERIA
-from offline.studies.conformal_results import ConformalSummary
-from offline.studies.conformal_rules import HEADLINE_ALPHA, PAPER_METHOD
-from offline.studies.factuality_llm import LLMFactualitySummary
-from offline.studies.transitivity import TransitivitySummary
+from offline.studies.conformal.results import ConformalSummary
+from offline.studies.conformal.rules import HEADLINE_ALPHA, PAPER_METHOD
+from offline.studies.factuality.llm import LLMFactualitySummary
+from offline.studies.tournaments.transitivity import TransitivitySummary
 
 __all__ = [
     "coverage_vs_alpha",

@@ -10,12 +10,12 @@ import numpy as np
 
 from offline.data.summeval import CRITERIA
 from offline.report.tables import ci, fmt, markdown_table
-from offline.studies.conformal_results import ConformalSummary
-from offline.studies.conformal_rules import COVERAGE_SLACK, HEADLINE_ALPHA, PAPER_METHOD
-from offline.studies.factuality_llm import LLMFactualitySummary
-from offline.studies.faithfulness import FaithfulnessSummary
-from offline.studies.position_bias import PositionBiasSummary
-from offline.studies.transitivity import TransitivitySummary
+from offline.studies.conformal.results import ConformalSummary
+from offline.studies.conformal.rules import COVERAGE_SLACK, HEADLINE_ALPHA, PAPER_METHOD
+from offline.studies.factuality.faithfulness import FaithfulnessSummary
+from offline.studies.factuality.llm import LLMFactualitySummary
+from offline.studies.tournaments.position_bias import PositionBiasSummary
+from offline.studies.tournaments.transitivity import TransitivitySummary
 
 __all__ = ["NO_LLM_FACTUALITY", "IngestRow", "IngestSummary", "render_index"]
 

@@ -3,7 +3,7 @@
 Written under the report folder: ``index.md`` (opens with "What this means for your pipeline"),
 ``pipeline/heldout.json`` (per cell and input kind: the default method and its reason, every method's held-out
 figures by group at every level, and the served recipe's figures on unseen groups, from
-:class:`calibration.kind_fit.KindFit` without the fitted predictors) and ``pipeline/coverage.png`` (held-out
+:class:`calibration.kinds.fit.KindFit` without the fitted predictors) and ``pipeline/coverage.png`` (held-out
 coverage and set size against alpha per cell, default method); the caller writes ``conformal/validity.{json,md}``.
 
 A cell is flagged *almost always the full scale* when, with its default method at the headline alpha, at least half
@@ -19,7 +19,7 @@ import msgspec
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from calibration.kind_fit import HeldoutFigures, KindFit
+from calibration.kinds.fit import HeldoutFigures, KindFit
 from offline.jsonfile import write_json
 from offline.report.tables import fmt, markdown_table
 

@@ -12,9 +12,9 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from offline.report.tables import fmt
-from offline.studies.factuality_sentences import BASELINES
-from offline.studies.factuality_sentences_report import ranking
-from offline.studies.factuality_sentences_results import SentenceStudySummary
+from offline.studies.factuality.sentences import BASELINES
+from offline.studies.factuality.sentences_report import ranking
+from offline.studies.factuality.sentences_results import SentenceStudySummary
 
 __all__ = ["PAPER_CLAIM", "confusion_figure", "sentences_section"]
 

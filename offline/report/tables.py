@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from offline.data.summeval import CRITERIA
-from offline.studies.position_bias import PositionBiasSummary
-from offline.studies.transitivity import RANKING_METHODS, TransitivitySummary
+from offline.studies.tournaments.position_bias import PositionBiasSummary
+from offline.studies.tournaments.transitivity import RANKING_METHODS, TransitivitySummary
 
 __all__ = [
     "fmt",

@@ -1,6 +1,6 @@
 """The report's first section: what the artifact serves, measured on documents it was not fitted on.
 
-Figures come from :mod:`offline.studies.validity` (``conformal/validity.json``) and, when ``python -m offline
+Figures come from :mod:`offline.studies.conformal.validity` (``conformal/validity.json``) and, when ``python -m offline
 halves`` has run into the same folder, from its fit-on-one-half / serve-the-other check
 (``conformal/halves.json``).
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from offline.studies.validity import KindCell, ValiditySummary
+from offline.studies.conformal.validity import KindCell, ValiditySummary
 
 __all__ = ["FIGURE_FILE", "HeadlineRatio", "headline_ratios", "validity_figure", "validity_section"]
 

@@ -14,10 +14,10 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from offline.report.tables import ci, fmt, markdown_table
-from offline.studies.vicuna80 import HUMAN
-from offline.studies.vicuna80_rankings import PANEL, RANKING_METHODS
-from offline.studies.vicuna80_results import Vicuna80RankingRow, Vicuna80Summary
-from offline.studies.vicuna80_verdicts import AGGREGATIONS
+from offline.studies.vicuna80.rankings import PANEL, RANKING_METHODS
+from offline.studies.vicuna80.results import Vicuna80RankingRow, Vicuna80Summary
+from offline.studies.vicuna80.study import HUMAN
+from offline.studies.vicuna80.verdicts import AGGREGATIONS
 
 __all__ = ["RATES_FIGURE", "TAU_FIGURE", "vicuna80_figures", "vicuna80_section", "vicuna80_tables"]
 

@@ -191,7 +191,8 @@ def _calibration(v: dict[str, Any], faith: dict[str, Any], f: Figures) -> list[s
     return [
         "- **Calibration:** the sentence-level score maps to a verdict `1 + round_half_up(4 × share)` and is "
         "calibrated per LLM for the target `round_half_up(1 + 4 × Factuality)` under prompt family "
-        "`factuality_sentences`, by the same validity rules as the SummEval cells (`offline.studies.validity`: input "
+        "`factuality_sentences`, by the same validity rules as the SummEval cells "
+        "(`offline.studies.conformal.validity`: input "
         f"kind `score`, {f.count(v['n_splits'])} splits that keep each FRANK article on one side, "
         + (f"PAC thresholds at δ = {f.num(v['delta'])}" if v["delta"] is not None else "marginal thresholds")
         + f", the default chosen inside the calibration articles): on unseen articles at α = {f.num(HEADLINE)} the "
@@ -203,7 +204,7 @@ def _calibration(v: dict[str, Any], faith: dict[str, Any], f: Figures) -> list[s
         f"{f.span([p['n_fit'] for p in parts], 0)} `valid` items, test on {f.span([p['n_test'] for p in parts], 0)}, "
         "marginal thresholds).",
         '- **The service** answers `criterion: "faithfulness"` with `factuality_method: "sentences"`: the live '
-        "judge gets our own sentence-level prompt (`judges/sentence_check.py`; the summary is split after "
+        "judge gets our own sentence-level prompt (`judges/factuality/sentence_check.py`; the summary is split after "
         '`.`/`!`/`?` and at line breaks), and the answer carries per-sentence `evidence` (`{kind: "sentence", '
         "sentence, error, category, reason}`), `sentence_score`, the mapped `judge_score` and the calibrated set. A "
         "caller may send its own `sentence_verdicts` (`[{sentence, category, reason}]`, categories as above) "

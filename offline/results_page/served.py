@@ -106,7 +106,7 @@ def _halves_bullet(h: dict[str, Any], alphas: list[float], f: Figures) -> str:
         + " / ".join(f.num(mean(by_alpha[a]) if by_alpha[a] else None, 3) for a in alphas)
         + f"), {f.count(h['n_empty_accepted'])} empty sets accepted, and log-probs beside the score gave a larger "
         f"mean set than the score alone (beyond sampling noise) in {f.count(h['n_logprobs_larger'])} cells. A test "
-        "asserts these checks on the real data (`tests/offline/test_validity.py`)."
+        "asserts these checks on the real data (`tests/offline/studies/conformal/test_validity.py`)."
     )
 
 

@@ -4,17 +4,17 @@ Research (``python -m research.panels cascades``). The service serves cascades r
 decision instead (a stage that cannot accept passes the item on: ``service.scoring.cascades``, CASCADES_FILE);
 this routing on the width of judge 1's set is not served. Rules, stated once:
 
-* **Items, groups.** The items both judges answered for the criterion (:func:`offline.studies.panel_cells.panel_cells`);
-  splits by SummEval document, ``n_splits`` seeded splits (:func:`calibration.heldout.group_splits`, half the
-  documents calibrate, half test).
+* **Items, groups.** The items both judges answered for the criterion
+  (:func:`offline.studies.panels.cells.panel_cells`); splits by SummEval document, ``n_splits`` seeded splits
+  (:func:`calibration.kinds.heldout.group_splits`, half the documents calibrate, half test).
 * **Routing is fitted apart.** Inside each split the calibration documents are cut in two (seeded:
   ``numpy.random.default_rng([seed, 7, split])``): the *routing* half fits judge 1's ``residual`` thresholds,
   which give every item a stage-1 set width; an item goes to stage 2 when that width exceeds ``w``
   (``w`` = -1: always, 5: never). The routing rule is then a fixed function of judge 1's verdict.
 * **Each stage is fitted on the items that reach it** (the *fit* half): stage 1 ``residual`` on judge 1's integer
   score over the items that stop there; stage 2 ``residual_expected`` on the pair's mean of expected scores
-  (:mod:`calibration.panels`, the ``mean`` kind) over the items routed on. Both PAC at ``delta``. A stage with no
-  fit item answers the full scale. Each stage covers >= 1 - alpha among the items that reach it (Mondrian over
+  (:mod:`calibration.panels.mean_panel`, the ``mean`` kind) over the items routed on. Both PAC at ``delta``. A stage
+  with no fit item answers the full scale. Each stage covers >= 1 - alpha among the items that reach it (Mondrian over
   the routing outcome), hence overall.
 * **Figures** on the test documents, averaged over splits: coverage, set size, judge calls per item
   (1 + share routed on), the lowest coverage within a human label (pooled over splits). References fitted on the
@@ -39,12 +39,12 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from calibration.conformal import fit_conformal, predict_sets
-from calibration.heldout import group_splits
-from calibration.verdicts import kind_inputs
+from calibration.kinds.heldout import group_splits
+from calibration.kinds.verdicts import kind_inputs
 from offline.jsonfile import write_json
-from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.panel_cells import panel_cells
-from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
+from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.studies.conformal.validity import DEFAULT_DELTA, HEADLINE_ALPHA
+from offline.studies.panels.cells import panel_cells
 
 __all__ = ["HEADLINE_PAIR", "CascadePoint", "CascadeStudy", "routing_split", "run_cascade_study", "write_cascade_study"]
 

@@ -15,7 +15,7 @@ def run_nested(args: argparse.Namespace, log: Any) -> int:
     """``python -m research.panels nested``: the four-judge panel against its members, nested."""
     from tqdm import tqdm
 
-    from offline.validate import recorded_datasets
+    from offline.validation.artifact import recorded_datasets
     from research.panels.nested_study import run_nested_study, write_nested_study
 
     if args.splits < 1 or args.repeats < 1 or not 0 < args.alpha < 1 or not 0 < args.cal_fraction < 1:
@@ -61,7 +61,7 @@ def run_rule_cascades(args: argparse.Namespace, log: Any) -> int:
     chosen by the validity rule."""
     from tqdm import tqdm
 
-    from offline.validate import recorded_datasets
+    from offline.validation.artifact import recorded_datasets
     from research.panels.rule_cascades import run_rule_cascades, write_rule_cascades
 
     if args.splits < 1 or args.repeats < 1 or not 0 < args.alpha < 1:
@@ -88,7 +88,7 @@ def run_cascades(args: argparse.Namespace, log: Any) -> int:
     """``python -m research.panels cascades``: the two-judge cascade study (fixed stage methods)."""
     from tqdm import tqdm
 
-    from offline.validate import recorded_datasets
+    from offline.validation.artifact import recorded_datasets
     from research.panels.cascades import run_cascade_study, write_cascade_study
 
     if args.splits < 2 or not 0 < args.alpha < 1:

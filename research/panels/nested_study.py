@@ -3,10 +3,10 @@
 Rules of the estimate in :mod:`research.panels.nested`; this module builds the contenders from the recorded
 data and writes the result. Rules, stated once:
 
-* **Items.** The four-judge panel (:data:`offline.studies.panels.EXPORTED_PANEL`) on its common items per criterion
-  (:func:`offline.studies.panel_cells.panel_cells`); every member on the same items and documents, once per input
-  kind it supports (:func:`offline.studies.panel_cells.member_kind_data`).
-* **Feature sets** of the learned recipes (each standardised by the model, :mod:`calibration.panel_model`):
+* **Items.** The four-judge panel (:data:`offline.studies.panels.study.EXPORTED_PANEL`) on its common items per
+  criterion (:func:`offline.studies.panels.cells.panel_cells`); every member on the same items and documents, once per
+  input kind it supports (:func:`offline.studies.panels.cells.member_kind_data`).
+* **Feature sets** of the learned recipes (each standardised by the model, :mod:`calibration.panels.model`):
   ``expected``: the expected scores (panel: the members', n x 4; member: its own, n x 1);
   ``disagreement`` (panel only): ``expected`` + the members' population std and spread (max - min);
   ``full``: every member's full output: log(max(p, 1e-6)) of its five probabilities where the kind has them,
@@ -32,14 +32,14 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from calibration.kind_fit import KindData
-from calibration.panels import panel_kind_data
-from calibration.selection import MethodEvidence, qualifies
+from calibration.kinds.fit import KindData
+from calibration.kinds.selection import MethodEvidence, qualifies
+from calibration.panels.mean_panel import panel_kind_data
 from offline.jsonfile import write_json
-from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.panel_cells import PanelCell, member_kind_data, panel_cells
-from offline.studies.panels import EXPORTED_PANEL
-from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
+from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.studies.conformal.validity import DEFAULT_DELTA, HEADLINE_ALPHA
+from offline.studies.panels.cells import PanelCell, member_kind_data, panel_cells
+from offline.studies.panels.study import EXPORTED_PANEL
 from research.panels.nested import NestedEstimate, fixed_recipes, nested_estimate
 from research.panels.recipes import Contender, menu_for
 

@@ -6,7 +6,7 @@ method is chosen as a served default is: the selection rule over the core method
 (:func:`research.panels.nested.choose_recipe`, core menu only), by cross-fitting inside the documents of the
 stage's own fit items. Rules, stated once:
 
-* **Items, splits.** The pair's common items per criterion (:func:`offline.studies.panel_cells.panel_cells`);
+* **Items, splits.** The pair's common items per criterion (:func:`offline.studies.panels.cells.panel_cells`);
   ``n_splits`` outer splits by document (seed ``seed``), half the documents calibrate.
 * **Routing** as in :mod:`research.panels.cascades`: judge 1's ``residual`` thresholds fitted on half of the
   calibration documents (``default_rng([seed, 7, split])``); an item goes on when its stage-1 set width > ``w``.
@@ -37,15 +37,15 @@ import msgspec
 import numpy as np
 
 from calibration.errors import EmptyCalibrationError
-from calibration.heldout import group_splits
-from calibration.kind_fit import KindData
-from calibration.panels import panel_kind_data
-from calibration.selection import qualifies
+from calibration.kinds.fit import KindData
+from calibration.kinds.heldout import group_splits
+from calibration.kinds.selection import qualifies
+from calibration.panels.mean_panel import panel_kind_data
 from offline.jsonfile import write_json
-from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.panel_cells import member_kind_data, panel_cells
-from offline.studies.panels import EXPORTED_PANEL
-from offline.studies.validity import DEFAULT_DELTA, HEADLINE_ALPHA
+from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.studies.conformal.validity import DEFAULT_DELTA, HEADLINE_ALPHA
+from offline.studies.panels.cells import member_kind_data, panel_cells
+from offline.studies.panels.study import EXPORTED_PANEL
 from research.panels.cascades import MAX_CALLS, SIZE_MARGIN, routing_split
 from research.panels.nested import choose_recipe, evidence_of
 from research.panels.recipes import Contender, RecipeSets, evaluate_recipes, menu_for

@@ -4,7 +4,7 @@ mode (``expected`` and ``pac``: each line read from that mode's entries and deci
 A line says what serves the cell (``artifact.serving.choose_entry`` at each calibrated level, for a verdict of that
 input kind alone, grouped by method), the held-out mean set size and coverage of the entry served at the default
 alpha, whether the default method's selection rule failed, and what the cell's certified decision rule
-(``calibration.decision_rule``) accepts at /v1/score's defaults: ``tolerance`` 2 and ``accept_alpha`` = the default
+(``calibration.decisions.rule``) accepts at /v1/score's defaults: ``tolerance`` 2 and ``accept_alpha`` = the default
 alpha, read as ``decide`` reads it (the row with the largest calibrated accept_alpha <= the asked one). Everything is
 read from the artifact; nothing is re-estimated. The full view (``describe``) has every entry and rule.
 """
@@ -16,7 +16,7 @@ from collections.abc import Callable
 import msgspec
 
 from artifact.serving import LevelRefused, ServedEntry, choose_entry
-from calibration.decision_rule import certification_at
+from calibration.decisions.rule import certification_at
 from service.calibrations.registry import PRIMARY
 from service.calibrations.snapshot import CalibrationSnapshot
 from service.wire.calibration import ArtifactSummary, CalibrationOverview, CellOverview, ServedLevels

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from artifact.thresholds import GUARANTEE_MODES, ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
 from calibration.conformal import METHODS
-from calibration.decision_rule import DecisionRule
+from calibration.decisions.rule import DecisionRule
 from calibration.errors import ArtifactError
 from service.calibrations.registry import PRIMARY, ArtifactSet, LoadedArtifact
 

@@ -46,9 +46,15 @@ from typing import Any
 import anyio.to_thread
 
 from artifact.pairwise import PairwiseIndex
-from calibration.position_consistency import position_consistency
-from calibration.ranking import rank_bradley_terry, rank_mfas_copeland, rank_schulze, rank_win_rate, ranks_of
-from calibration.tournament import (
+from calibration.tournaments.position_consistency import position_consistency
+from calibration.tournaments.ranking import (
+    rank_bradley_terry,
+    rank_mfas_copeland,
+    rank_schulze,
+    rank_win_rate,
+    ranks_of,
+)
+from calibration.tournaments.tournament import (
     PairwiseVerdict,
     Tournament,
     build_tournament,

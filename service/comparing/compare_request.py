@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 
-from calibration.tournament import PairwiseVerdict
+from calibration.tournaments.tournament import PairwiseVerdict
 from service.config.settings import Settings
 from service.errors import InvalidRequestError
 from service.wire.compare import CompareRequest, IgnoredPreference, Preference

@@ -7,8 +7,9 @@
   module preloaded in the server) that first makes itself a process-group leader, so the CBC solver it starts
   is in the same group; the caller waits at most ``limit_s`` seconds for the answer and then kills the whole
   group with SIGKILL (the solver included: no orphaned CBC keeps a core busy);
-* past the limit, or if the worker fails, the answer is ``calibration.mfas_heuristic.rank_mfas_local_search``
-  (Copeland order improved by single-candidate moves) with ``exact = False``.
+* past the limit, or if the worker fails, the answer is
+  ``calibration.tournaments.mfas_heuristic.rank_mfas_local_search`` (Copeland order improved by single-candidate moves)
+  with ``exact = False``.
 
 Blocking (it waits on a pipe): call it from a worker thread, as ``service.comparing.compare`` does.
 """
@@ -25,13 +26,13 @@ from typing import Any
 
 import numpy as np
 
-from calibration.mfas_heuristic import rank_mfas_local_search
-from calibration.ranking import Ranking, rank_mfas_ilp
-from calibration.tournament import Tournament
+from calibration.tournaments.mfas_heuristic import rank_mfas_local_search
+from calibration.tournaments.ranking import Ranking, rank_mfas_ilp
+from calibration.tournaments.tournament import Tournament
 
 __all__ = ["rank_mfas_within"]
 
-_PRELOAD = ["calibration.ranking"]
+_PRELOAD = ["calibration.tournaments.ranking"]
 
 
 def _acyclic(t: Tournament) -> bool:

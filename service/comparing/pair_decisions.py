@@ -1,15 +1,15 @@
 """The decision of one tournament pair of a compare request, under the request's guarantee mode.
 
-Decision per pair (``pairs[].decision``; Trust-or-Escalate, :mod:`calibration.pairwise_decision`): ``accept``
+Decision per pair (``pairs[].decision``; Trust-or-Escalate, :mod:`calibration.decisions.pairwise`): ``accept``
 names the ``preferred`` candidate when the judge (the live judge, or ``judge`` given with the caller's
 preferences) has an entry at ``accept_alpha`` in the request's ``guarantee`` mode in the pairwise decisions
 artifact (:mod:`artifact.pairwise`) whose threshold is not null, and the pair's vote share (verdicts for the
 preferred side / all verdicts on the pair, both orders and every repetition, ties counted) reaches that
 threshold. The modes' promises:
 
-* ``expected`` (default; :mod:`calibration.pairwise_expected`): on average over calibrations, humans disagree with
-  accepted preferences on new questions at most accept_alpha (a calibration accepting nothing counts as zero).
-* ``pac`` (:mod:`calibration.pairwise_decision`): P(human disagrees | accepted) <= accept_alpha with confidence
+* ``expected`` (default; :mod:`calibration.decisions.pairwise_expected`): on average over calibrations, humans disagree
+  with accepted preferences on new questions at most accept_alpha (a calibration accepting nothing counts as zero).
+* ``pac`` (:mod:`calibration.decisions.pairwise`): P(human disagrees | accepted) <= accept_alpha with confidence
   1 - delta over the calibration questions (the artifact's delta). ``confidence`` may ask for less, never for
   more: a confidence above 1 - delta is a 422 naming the calibrated one; ``confidence`` with ``expected`` is a 422.
 
@@ -21,7 +21,7 @@ loaded. Every reason about the judge's calibration names the mode.
 from __future__ import annotations
 
 from artifact.pairwise import PairwiseEntry, PairwiseIndex, decide_pair
-from calibration.tournament import PairRecord
+from calibration.tournaments.tournament import PairRecord
 from service.errors import InvalidRequestError
 from service.wire.compare import PairResult
 

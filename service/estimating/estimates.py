@@ -1,9 +1,9 @@
-"""``POST /v1/estimates``: the form of the request, its checks, then ``calibration.estimates`` as it is.
+"""``POST /v1/estimates``: the form of the request, its checks, then ``calibration.estimates.system`` as it is.
 
 The form and the checks between fields are :mod:`service.estimating.estimate_request`; the rules, for both, here.
 
 =========================== ==================================================================================
-metric                      what is estimated (``calibration.estimates``)
+metric                      what is estimated (``calibration.estimates.system``)
 =========================== ==================================================================================
 ``mean``                    mean human score on ``scale_min..scale_max`` (``estimate_mean``)
 ``pass_rate``               share of items whose human score is >= ``threshold`` (``estimate_pass_rate``)
@@ -38,7 +38,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from calibration.estimates import (
+from calibration.estimates.system import (
     EstimateAnswer,
     Sample,
     estimate_difference,

@@ -1,15 +1,15 @@
-"""``POST /v1/rankings``: battles -> ``calibration.rank_sets`` (prediction-powered ranking) as it is.
+"""``POST /v1/rankings``: battles -> ``calibration.estimates.rank_sets`` (prediction-powered ranking) as it is.
 
 Battles with a human verdict are the labelled set (their judge verdicts pair with the human ones); the rest are
-the unlabelled set. Models are numbered by name (sorted), and ``calibration.rank_sets`` sorts the battles, so the
-answer is the same for every order of the same battles (ties in win rate are listed by name). Each side's outcome:
-1 for a win, 0 for a loss, and for a tie 0 (``ties: "zero"``, the paper's convention) or 1/2 (``ties: "half"``).
+the unlabelled set. Models are numbered by name (sorted), and ``calibration.estimates.rank_sets`` sorts the battles, so
+the answer is the same for every order of the same battles (ties in win rate are listed by name). Each side's outcome: 1
+for a win, 0 for a loss, and for a tie 0 (``ties: "zero"``, the paper's convention) or 1/2 (``ties: "half"``).
 
-Under-labelled guard (``calibration.rank_sets``, ``min_labelled``): a model with fewer labelled battles than the
-request's ``min_labelled_battles`` (default: the setting ``MIN_LABELLED_BATTLES_PER_MODEL``) is unknown, in the
-PPR and in the human-only answer alike: its rank set is [1, k], no pair involving it is separable, its interval is
-[0, 1] (the range of a win rate: its variance is treated as infinite) and ``under_labelled`` is true. Its win
-rate is still reported.
+Under-labelled guard (``calibration.estimates.rank_sets``, ``min_labelled``): a model with fewer labelled battles than
+the request's ``min_labelled_battles`` (default: the setting ``MIN_LABELLED_BATTLES_PER_MODEL``) is unknown, in the PPR
+and in the human-only answer alike: its rank set is [1, k], no pair involving it is separable, its interval is [0, 1]
+(the range of a win rate: its variance is treated as infinite) and ``under_labelled`` is true. Its win rate is still
+reported.
 
 Refused with a 422 ``invalid-request``: more battles than ``MAX_RANKING_BATTLES`` or more models than
 ``MAX_RANKING_MODELS``, a battle of a model against itself, fewer than two models, no labelled or no unlabelled
@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from calibration.rank_sets import Battles, RankSets, WinRateEstimate, ppr_win_rates, rank_sets, win_rates
+from calibration.estimates.rank_sets import Battles, RankSets, WinRateEstimate, ppr_win_rates, rank_sets, win_rates
 from service.config.limits import LimitSettings
 from service.errors import InvalidRequestError
 from service.wire.estimates import ModelRanking, RankingRequest, RankingResponse, SeparablePair

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
+from judges.factuality.methods import FAITHFULNESS_PROMPT_FAMILIES
 from service.judging.pool import JudgePool
 
 __all__ = ["live_family_warnings", "live_prompt_families", "live_prompt_family"]

@@ -281,7 +281,7 @@ class JudgePool:
 
     async def direct(self, name: str, criterion: str, document: str, summary: str) -> Cached[Any]:
         """The judge's 1..5 verdict on the summary for a criterion (the judge's prompt family)."""
-        from judges.prompts import direct_prompt
+        from judges.prompts.families import direct_prompt
         from judges.results import DirectVerdict
 
         client = self.client(name)
@@ -301,8 +301,8 @@ class JudgePool:
 
     async def faithfulness_direct(self, name: str, document: str, summary: str) -> Cached[Any]:
         """The factuality module's direct 1..5 faithfulness verdict."""
-        from judges.factuality import judge_faithfulness_direct
-        from judges.factuality_prompts import direct_faithfulness_messages
+        from judges.factuality.methods import judge_faithfulness_direct
+        from judges.factuality.prompts import direct_faithfulness_messages
         from judges.results import DirectVerdict
 
         client = self.client(name)
@@ -318,8 +318,8 @@ class JudgePool:
 
     async def faithfulness_qa(self, name: str, document: str, summary: str, n_questions: int) -> Cached[Any]:
         """The factuality module's QA verdict (questions from the summary answered from the article)."""
-        from judges.factuality import QAFactuality, judge_faithfulness_qa
-        from judges.factuality_prompts import qa_generation_messages
+        from judges.factuality.methods import QAFactuality, judge_faithfulness_qa
+        from judges.factuality.prompts import qa_generation_messages
 
         client = self.client(name)
         messages = qa_generation_messages(summary, n_questions)
@@ -335,8 +335,8 @@ class JudgePool:
         )
 
     async def faithfulness_sentences(self, name: str, document: str, summary: str) -> Cached[Any]:
-        """The sentence-level fact-check (``judges.sentence_check``): a verdict per summary sentence."""
-        from judges.sentence_check import (
+        """The sentence-level fact-check (``judges.factuality.sentence_check``): a verdict per summary sentence."""
+        from judges.factuality.sentence_check import (
             SentenceFactuality,
             judge_faithfulness_sentences,
             sentence_check_messages,
@@ -358,7 +358,7 @@ class JudgePool:
         self, name: str, criterion: str, document: str, first: str, second: str, repetition: int
     ) -> Cached[Any]:
         """The judge's preference between two texts shown in this order, for one repetition."""
-        from judges.prompts import pairwise_prompt
+        from judges.prompts.families import pairwise_prompt
         from judges.results import PreferenceVerdict
 
         client = self.client(name)

@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from judges.rubric_prompt import BUILTIN, MAX_LABELS, Rubric, RubricError, decode_rubrics, rubric_messages
+from judges.prompts.rubric import BUILTIN, MAX_LABELS, Rubric, RubricError, decode_rubrics, rubric_messages
 
 __all__ = ["BUILTIN", "MAX_LABELS", "Rubric", "RubricError", "decode_rubrics", "load_rubrics", "rubric_messages"]
 

@@ -39,7 +39,7 @@ from typing import Literal
 
 import msgspec
 
-from calibration.decision_rule import certification_at, gate_at
+from calibration.decisions.rule import certification_at, gate_at
 from service.calibrations.snapshot import CalibrationSnapshot
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.model_check import MODEL_MISMATCH_FLAG

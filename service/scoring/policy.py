@@ -1,4 +1,4 @@
-"""The decision: what a pipeline does with a verdict, from the cell's certified rule (calibration.decision_rule).
+"""The decision: what a pipeline does with a verdict, from the cell's certified rule (calibration.decisions.rule).
 
 Every outcome has one documented action: ``accept`` (use ``point`` as the label), ``escalate`` (ask a human) or,
 in a cascade, ``second_opinion`` (ask the next judge). The rule, in order (the first that fires decides):
@@ -44,8 +44,8 @@ from typing import Literal
 import msgspec
 
 from artifact.serving import interval_hull
-from calibration.decision_rule import DecisionRule, accept_promise, decide, feature_of, gate_at
-from calibration.selection import BIN_SLACK, COVERAGE_SLACK, P5_SLACK
+from calibration.decisions.rule import DecisionRule, accept_promise, decide, feature_of, gate_at
+from calibration.kinds.selection import BIN_SLACK, COVERAGE_SLACK, P5_SLACK
 from service.wire.score import Guarantee
 
 __all__ = [
@@ -64,7 +64,7 @@ __all__ = [
 
 Decision = Literal["accept", "escalate", "second_opinion"]
 RuleKey = tuple[str, str, str, str]  # judge, prompt family, criterion, input kind
-# The prefix calibration.selection (and the offline study) gives a default method chosen because none qualified.
+# The prefix calibration.kinds.selection (and the offline study) gives a default method chosen because none qualified.
 _FALLBACK = "fallback to "
 _FIGURES = re.compile(
     r"\((?P<method>[A-Za-z_]+): size [\d.]+, coverage (?P<mean>[\d.]+) \(5th pct (?P<p5>[\d.]+)\), "
@@ -89,7 +89,7 @@ def set_note(conformal: tuple[int, ...], served: tuple[int, ...], alpha: float) 
 
 
 def selection_failure(reason: str) -> str | None:
-    """None when a default method qualified; else which checks of calibration.selection's rule failed, in words.
+    """None when a default method qualified; else which checks of calibration.kinds.selection's rule failed, in words.
 
     The artifact records a failed selection only in the default's reason (``fallback to <method>: no method
     qualified ... (<method>: size, coverage (5th pct), min label, min score bin ...)``); the figures, printed to 2-3
@@ -182,7 +182,7 @@ def _escalate(
 
 
 class DecisionPolicy:
-    """The service step over calibration.decision_rule.decide (module table); stateless, one per app."""
+    """The service step over calibration.decisions.rule.decide (module table); stateless, one per app."""
 
     __slots__ = ()
 
@@ -212,7 +212,7 @@ class DecisionPolicy:
         mode: str = "pac",
     ) -> PolicyDecision:
         """Apply the module table to a calibrated verdict (the set already served from the cell's entry), the rows of
-        ``mode`` (calibration.decision_rule.MODES) deciding."""
+        ``mode`` (calibration.decisions.rule.MODES) deciding."""
         point, decided, unreadable = judge_score, None, ""
         if rule is not None:
             try:

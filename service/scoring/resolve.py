@@ -11,7 +11,7 @@ import msgspec
 
 from calibration.conformal import METHODS
 from calibration.levels import LEVEL_TOLERANCE
-from judges.factuality import FAITHFULNESS_PROMPT_FAMILIES
+from judges.factuality.methods import FAITHFULNESS_PROMPT_FAMILIES
 from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
 from service.config.settings import Settings
 from service.errors import CalibrationUnavailableError, InvalidRequestError

@@ -8,8 +8,8 @@ Scope and honesty: these are patterns; an attacker who paraphrases beyond them i
 quotes an attack (a news story about prompt injection) is flagged. The rates on the rules' own corpus
 (``tests/service/injection_corpus.json``), on the development corpus the rules were tuned on
 (``injection_dev.json``) and on the held-out corpora they were not tuned on (``injection_heldout*.json``) are
-stated in ``docs/prompt-injection.md`` and held by ``tests/service/test_injection.py``. Whatever the detector
-misses, the fence (``judges.untrusted``) still keeps the text inside its markers.
+stated in ``docs/prompt-injection.md`` and held by ``tests/service/screening/test_injection.py``. Whatever the detector
+misses, the fence (``judges.prompts.untrusted``) still keeps the text inside its markers.
 """
 
 from __future__ import annotations

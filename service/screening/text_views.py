@@ -3,7 +3,7 @@
 Every rule is matched against several *views* of a text, so that spelling tricks do not hide an attack:
 
 * ``clean``: NFKC, invisible characters (zero-width, bidi controls, tag characters, soft hyphens, variation
-  selectors) removed: what the judge is shown (``judges.normalise.clean``);
+  selectors) removed: what the judge is shown (``judges.prompts.normalise.clean``);
 * ``skeleton``: the clean text with confusables folded to ASCII (Cyrillic/Greek/Armenian/Cherokee look-alikes,
   fullwidth and mathematical letters via NFKC), accents dropped, angle look-alikes as ``<``/``>``;
 * leet (``1gn0r3`` -> ``ignore``, only in tokens mixing letters and digits), letters separated by spaces or
@@ -25,7 +25,7 @@ import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from judges.normalise import clean, fold, skeleton
+from judges.prompts.normalise import clean, fold, skeleton
 
 __all__ = ["TextViews", "View", "text_views"]
 

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from calibration.decision_rule import DecisionRule
+from calibration.decisions.rule import DecisionRule
 from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, GuaranteeMode
 
 __all__ = [
@@ -100,7 +100,7 @@ class CalibrationInfo(msgspec.Struct, **RESPONSE_STRUCT):
     entries: list[CalibrationEntryInfo]
     default_methods: list[DefaultMethodInfo]
     artifacts: list[ArtifactInfo] = []  # the artifacts merged into this calibration, each with the cells it owns
-    # The certified decision rules (calibration.decision_rule, as in the artifact): per cell and input kind, the
+    # The certified decision rules (calibration.decisions.rule, as in the artifact): per cell and input kind, the
     # bins, calibrated points, certifications per (tolerance, accept_alpha), quality gates and per-label rows
     decision_rules: list[DecisionRule] = []
 
@@ -293,7 +293,7 @@ class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
     reason: str
     heldout: list[HeldoutLevel]
     full_scale_flag: bool  # at the default level the sets are (almost) always the whole scale
-    # The decision rule /v1/score applies (the artifact's decision_rules, calibration.cell_rules): one row per
+    # The decision rule /v1/score applies (the artifact's decision_rules, calibration.decisions.cell_rules): one row per
     # (tolerance, accept_alpha) of the grid, and in words at tolerance 2, accept_alpha 0.1 (the defaults); empty
     # until the job is done
     certifications: list[CellCertification] = []

@@ -50,7 +50,7 @@ Criterion = Annotated[
 Decision = Literal["accept", "escalate", "second_opinion"]
 Alpha = Annotated[float, Meta(gt=0, lt=1, description="miscoverage level; the target coverage is 1 - alpha")]
 Text = Annotated[str, Meta(min_length=1)]
-# Which promise every guarantee of an answer keeps (calibration.decision_rule.MODES): "expected" holds on average
+# Which promise every guarantee of an answer keeps (calibration.decisions.rule.MODES): "expected" holds on average
 # over the draw of the calibration documents; "pac" with probability >= confidence over it.
 GuaranteeMode = Literal["expected", "pac"]
 Confidence = Annotated[

@@ -116,7 +116,7 @@ class RankingOrders(msgspec.Struct, **RESPONSE_STRUCT):
 
 class RankingRanks(msgspec.Struct, **RESPONSE_STRUCT):
     """Each method's rank per candidate id: 1 = best, tied candidates share a rank ("1, 1, 3"), so a tie is shown
-    as a tie and not as the order its tie-break gave (rules: ``calibration.ranking``)."""
+    as a tie and not as the order its tie-break gave (rules: ``calibration.tournaments.ranking``)."""
 
     win_rate: dict[str, int]
     bradley_terry: dict[str, int]

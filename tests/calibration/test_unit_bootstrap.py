@@ -7,7 +7,7 @@ import pytest
 from scipy import stats
 
 from calibration.errors import CalibrationError, EmptyCalibrationError
-from calibration.intervals import clopper_pearson
+from calibration.estimates.intervals import clopper_pearson
 from calibration.unit_bootstrap import (
     cluster_bootstrap_interval,
     mean_interval,

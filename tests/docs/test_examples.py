@@ -50,16 +50,16 @@ JOB_ID_PLACEHOLDER = "3f2a..."
 # Command prefixes (after environment assignments; `.venv/bin/` and `python3` normalised) not run here, each with
 # where it is exercised. Every test file named in a reason must exist, and every entry must still be used.
 ALLOWED = {
-    "make serve": "blocks while serving; `python -m service` is started by tests/service/test_server.py",
+    "make serve": "blocks while serving; `python -m service` is started by tests/service/http/test_server.py",
     "make test": "the test suite itself (tests/conftest.py)",
-    "make data": "downloads about 60 MB of pinned upstream files; tests/offline/test_data_upstream.py runs it against "
+    "make data": "downloads about 60 MB of pinned upstream files; tests/offline/data/test_upstream.py runs it against "
     "a loopback server, and .ci/run builds the whole directory with it",
     "make mutate": "tens of minutes to hours (mutmut on a scratch copy); run by hand, not part of the tests",
     "make worker": "blocks; `python -m service.worker` processes run in tests/service/jobs/test_worker.py",
-    "python -m service": "blocks while serving; started as a process by tests/service/test_server.py",
+    "python -m service": "blocks while serving; started as a process by tests/service/http/test_server.py",
     "python -m service.worker": "blocks; worker processes run in tests/service/jobs/test_worker.py",
     "schemathesis run": "minutes per run; the CLI runs against `python -m service` in "
-    "tests/service/test_schemathesis_cli.py",
+    "tests/service/http/test_schemathesis_cli.py",
     "docker compose": "no Docker engine in the tests; compose.yaml is checked by tests/deploy/test_compose.py",
     "export": "sets the environment of the block's other commands",
     "pip install ./client": "installs the client package; `make install` installs it editable and tests/client "
@@ -78,7 +78,7 @@ ALLOWED_EXAMPLES = {
     ("docs/estimates.md", '"job": "3f2a'): "needs a finished job and no worker runs here: the same requests run "
     "against jobs scored by the worker's runner in tests/service/jobs/test_estimates_from_jobs.py",
     ("docs/panels.md", '"panel": "jury"'): "needs PANELS_FILE and live judges; a configured panel named jury is "
-    "served against judge stand-ins in tests/service/test_panels.py",
+    "served against judge stand-ins in tests/service/scoring/test_panels.py",
 }
 ITEMS = [
     {"item_id": "doc7/sysB", "criterion": "relevance", "judge": "gpt-4o-mini-2024-07-18", "judge_score": 4},

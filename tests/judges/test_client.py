@@ -23,7 +23,6 @@ from judges import config as config_module
 from judges import transport as transport_module
 from judges.client import JudgeClient
 from judges.config import JudgeConfig, load_judge_configs
-from judges.distribution import TokenLogprobs, score_distribution
 from judges.errors import (
     JudgeCallError,
     JudgeConfigError,
@@ -31,6 +30,7 @@ from judges.errors import (
     JudgeReplyTooLarge,
     UnknownPromptError,
 )
+from judges.parsing.distribution import TokenLogprobs, score_distribution
 from judges.results import DirectVerdict
 from tests.fakes.judge_server import NO_SCORE_REPLY, JudgeServer, ScriptedReply, peaked_logprobs
 

@@ -15,18 +15,20 @@ from types import ModuleType
 
 import pytest
 
-from judges import factuality, factuality_prompts, qa_similarity
 from judges.client import JudgeClient
 from judges.config import JudgeConfig
 from judges.errors import JudgeCallError, JudgeReplyError
-from judges.factuality import (
+from judges.factuality import methods as factuality
+from judges.factuality import prompts as factuality_prompts
+from judges.factuality import qa_similarity
+from judges.factuality.methods import (
     MAX_QUESTIONS,
     QAFactuality,
     judge_faithfulness_direct,
     judge_faithfulness_qa,
     judge_score_from_qa,
 )
-from judges.factuality_prompts import (
+from judges.factuality.prompts import (
     QAPair,
     direct_faithfulness_messages,
     parse_article_answer,
@@ -34,8 +36,8 @@ from judges.factuality_prompts import (
     qa_answer_messages,
     qa_generation_messages,
 )
+from judges.prompts.untrusted import fence
 from judges.results import DirectVerdict
-from judges.untrusted import fence
 from tests.fakes.judge_server import NO_SCORE_REPLY, JudgeServer, Responder, ScriptedReply, peaked_logprobs
 
 ARTICLE = (

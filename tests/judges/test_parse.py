@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judges.parse import RULES, ParsedScore, parse_preference, parse_rate, parse_score
+from judges.parsing.reply import RULES, ParsedScore, parse_preference, parse_rate, parse_score
 
 RTS_JUDGES = ("gpt-3.5-turbo-0301", "llama-2-7b-chat", "llama-2-13b-chat", "llama-2-70b-chat")
 RULE_NAMES = {name for name, _ in RULES}

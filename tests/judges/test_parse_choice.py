@@ -7,7 +7,7 @@ from collections import Counter
 
 import pytest
 
-from judges.parse_choice import parse_choice
+from judges.parsing.choice import parse_choice
 from offline.data.paths import resolve_data_dir
 
 

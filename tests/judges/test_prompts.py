@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from judges.errors import UnknownPromptError
-from judges.parse import parse_preference, parse_score
-from judges.prompts import CRITERIA, PROMPT_FAMILIES, direct_prompt, pairwise_prompt
+from judges.parsing.reply import parse_preference, parse_score
+from judges.prompts.families import CRITERIA, PROMPT_FAMILIES, direct_prompt, pairwise_prompt
 
 DOCUMENT = "The council voted on Tuesday to reopen the Elm Street library after a two-year closure."
 SUMMARY = "Elm Street library will reopen, the council decided."

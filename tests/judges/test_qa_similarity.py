@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from judges.qa_similarity import exact_match, normalize_answer, token_f1
+from judges.factuality.qa_similarity import exact_match, normalize_answer, token_f1
 
 
 @pytest.mark.parametrize(

@@ -10,7 +10,7 @@ import pytest
 from judges.client import JudgeClient
 from judges.config import JudgeConfig
 from judges.errors import JudgeReplyError
-from judges.sentence_check import (
+from judges.factuality.sentence_check import (
     MAX_SENTENCES,
     SentenceFactuality,
     judge_faithfulness_sentences,
@@ -19,8 +19,8 @@ from judges.sentence_check import (
     sentence_score,
     split_sentences,
 )
-from judges.sentence_parse import SentenceVerdict
-from judges.untrusted import UNTRUSTED_NOTE
+from judges.factuality.sentence_parse import SentenceVerdict
+from judges.prompts.untrusted import UNTRUSTED_NOTE
 from tests.fakes.judge_server import JudgeServer
 
 ARTICLE = "Mayor Jane Holt opened the Riverside Bridge on Saturday. It cost 12 million pounds."

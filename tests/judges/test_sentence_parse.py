@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from judges.sentence_parse import CATEGORIES, category_code, parse_sentence_verdicts
+from judges.factuality.sentence_parse import CATEGORIES, category_code, parse_sentence_verdicts
 
 
 def _reply(*categories: str, fence: bool = False) -> str:

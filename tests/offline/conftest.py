@@ -17,11 +17,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from offline.answers.ingest import ingest_recorded
+from offline.answers.store import AnswerStore
 from offline.data.summeval import load_summeval
-from offline.ingest import ingest_recorded
-from offline.store import AnswerStore
-from offline.studies.cell_data import JudgeCriterionData, cell_data_from_store
-from offline.studies.position_bias import PairwiseAnswer, pairwise_answers_from_store
+from offline.studies.conformal.cell_data import JudgeCriterionData, cell_data_from_store
+from offline.studies.tournaments.position_bias import PairwiseAnswer, pairwise_answers_from_store
 
 
 def _read_only(cell: JudgeCriterionData) -> JudgeCriterionData:
@@ -34,10 +34,10 @@ def _read_only(cell: JudgeCriterionData) -> JudgeCriterionData:
 
 @pytest.fixture(scope="session")
 def _recorded(data_dir: Path) -> tuple[tuple[JudgeCriterionData, ...], tuple[PairwiseAnswer, ...]]:
-    """One ingest of the recorded judges serves both reads below: ``offline.validate.recorded_datasets``'s steps
-    (ingest into a temporary answer store, then ``cell_data_from_store``, as ``make calibrate`` reads them), and
-    the pairwise verdicts read back from the same store (both reads are in store key order, so which store the
-    verdicts come from changes nothing)."""
+    """One ingest of the recorded judges serves both reads below: ``offline.validation.artifact.recorded_datasets``'s
+    steps (ingest into a temporary answer store, then ``cell_data_from_store``, as ``make calibrate`` reads them), and
+    the pairwise verdicts read back from the same store (both reads are in store key order, so which store the verdicts
+    come from changes nothing)."""
     summeval = load_summeval(data_dir)
     with tempfile.TemporaryDirectory() as folder, AnswerStore(Path(folder) / "answers.sqlite") as store:
         ingest_recorded(store, data_dir)
@@ -47,7 +47,7 @@ def _recorded(data_dir: Path) -> tuple[tuple[JudgeCriterionData, ...], tuple[Pai
 
 @pytest.fixture(scope="session")
 def recorded_cells(_recorded) -> tuple[JudgeCriterionData, ...]:
-    """Every recorded SummEval judge x criterion as study arrays (what ``offline.validate.recorded_datasets``
+    """Every recorded SummEval judge x criterion as study arrays (what ``offline.validation.artifact.recorded_datasets``
     returns)."""
     return _recorded[0]
 

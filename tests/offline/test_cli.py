@@ -14,10 +14,10 @@ import pytest
 
 from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS
-from calibration.panels import is_panel_family
+from calibration.panels.mean_panel import is_panel_family
 from offline.cli import main
 from offline.report.index import NO_LLM_FACTUALITY
-from offline.studies.cell_data import SCORE_ONLY_METHODS
+from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -85,7 +85,7 @@ def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     validity = json.loads((out / "conformal" / "validity.json").read_text())
     assert len(validity["cells"]) == 24 + 8 and validity["delta"] == 0.05
     summeval = [e for e in artifact.entries if e.criterion != "faithfulness" and not is_panel_family(e.prompt_family)]
-    # the issue-14 panel and its 10 sub-panels, 4 criteria each, input-matched (offline.studies.panels)
+    # the issue-14 panel and its 10 sub-panels, 4 criteria each, input-matched (offline.studies.panels.study)
     panels = {
         (d.judge, d.prompt_family, d.criterion) for d in artifact.default_methods if is_panel_family(d.prompt_family)
     }

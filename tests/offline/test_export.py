@@ -13,10 +13,10 @@ import pytest
 from artifact.thresholds import ThresholdIndex, load_artifact
 from calibration.conformal import METHODS, PROBABILITY_METHODS, predict_sets, prediction_set
 from offline.export import DEFAULT_THRESHOLDS, build_artifact, code_version, data_files, data_hash, export_thresholds
-from offline.studies.cell_data import SCORE_ONLY_METHODS
-from offline.studies.conformal import run_conformal_study
-from offline.studies.conformal_rules import ALPHAS
-from offline.studies.validity import ALPHA_GRID
+from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS
+from offline.studies.conformal.rules import ALPHAS
+from offline.studies.conformal.study import run_conformal_study
+from offline.studies.conformal.validity import ALPHA_GRID
 
 SEED = 3
 

@@ -18,11 +18,11 @@ import pytest
 
 from offline.cli import main
 from offline.data.errors import DataError
-from offline.halves import HalvesReport, HalvesRow
 from offline.results_page import build_page, generate
 from offline.results_page.figures import MASK, Figures
 from offline.results_page.page import NOTATION, check_page, stray_numbers
 from offline.results_page.reports import SOURCES, ReportMissing
+from offline.validation.halves import HalvesReport, HalvesRow
 from tests.offline.results_reports import write_synthetic_reports
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -17,7 +17,7 @@ import pytest
 
 from artifact.thresholds import load_artifact
 from offline.export import DEFAULT_THRESHOLDS, build_artifact
-from offline.studies.validity import DEFAULT_DELTA, run_validity_study
+from offline.studies.conformal.validity import DEFAULT_DELTA, run_validity_study
 
 TOLERANCE = 1e-12
 CHECKED_JUDGES = {"gpt-4o-mini-2024-07-18", "llama-2-13b-chat"}  # refitted below

@@ -1,3 +1,3 @@
 """The research tests share the panel study's small synthetic judges (its ``datasets`` fixture)."""
 
-from tests.offline.test_panels_study import datasets  # noqa: F401  (a fixture, found by pytest under this name)
+from tests.offline.studies.panels.test_study import datasets  # noqa: F401  (a fixture, found by pytest under this name)

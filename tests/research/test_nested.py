@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from calibration.conformal import fit_conformal, predict_sets
-from calibration.heldout import group_splits, pooled_group_coverage
-from calibration.kind_evaluation import cross_fit_splits
-from calibration.kind_fit import KindData
-from calibration.panel_model import fit_multinomial
-from calibration.selection import MethodEvidence
+from calibration.kinds.evaluation import cross_fit_splits
+from calibration.kinds.fit import KindData
+from calibration.kinds.heldout import group_splits, pooled_group_coverage
+from calibration.kinds.selection import MethodEvidence
+from calibration.panels.model import fit_multinomial
 from research.panels.nested import (
     FALLBACK,
     choose_recipe,
@@ -451,7 +451,7 @@ def test_evidence_counts_full_scale_and_empty_sets() -> None:
 
 
 def test_pick_recipe_margin_and_rounding_edges() -> None:
-    from calibration.selection import INTERVAL_MARGIN
+    from calibration.kinds.selection import INTERVAL_MARGIN
 
     # exactly at smallest + margin + 1e-12: still near, so fewer holes wins
     assert pick_recipe(
@@ -505,7 +505,7 @@ def test_choose_recipe_by_hand_with_the_documented_keys() -> None:
 
 def test_the_defaults_and_keys_of_the_nested_estimate_and_fixed_recipes(monkeypatch: pytest.MonkeyPatch) -> None:
     import research.panels.nested as module
-    from calibration.selection import qualifies
+    from calibration.kinds.selection import qualifies
     from research.panels.nested import NestedEstimate, RecipeChoice
 
     contender = _contender(10)

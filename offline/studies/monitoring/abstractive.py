@@ -1,8 +1,8 @@
 """A calibration fitted on SummEval's abstractive systems only: the study's "new kind of input" starts from it.
 
-The same fit functions as ``calibrate --labels`` (:func:`offline.studies.validity.run_validity_study`: per cell and
-input kind, PAC thresholds at delta = 0.05, held-out splits by document, the default method by cross-fitting;
-:func:`offline.studies.decisions.export_rules`: certified decision rules over the shipped grid, documents as the
+The same fit functions as ``calibrate --labels`` (:func:`offline.studies.conformal.validity.run_validity_study`: per
+cell and input kind, PAC thresholds at delta = 0.05, held-out splits by document, the default method by cross-fitting;
+:func:`offline.studies.decisions.study.export_rules`: certified decision rules over the shipped grid, documents as the
 unit; :func:`offline.export.build_artifact`), run on the abstractive items of the given cells (12 of 16 systems).
 """
 
@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 from artifact.thresholds import ThresholdsArtifact
 from offline.export import build_artifact, code_version
-from offline.studies.cell_data import JudgeCriterionData
-from offline.studies.decisions import export_rules
+from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.studies.conformal.validity import run_validity_study
+from offline.studies.decisions.study import export_rules
 from offline.studies.monitoring.scenarios import by_systems
-from offline.studies.validity import run_validity_study
 
 __all__ = ["abstractive_artifact"]
 

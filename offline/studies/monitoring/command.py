@@ -23,7 +23,7 @@ def run_monitor(args: argparse.Namespace, log: Any) -> int:
     from offline.studies.monitoring.report import write_monitoring_report
     from offline.studies.monitoring.served import ServedLevels
     from offline.studies.monitoring.study import StudySettings, run_study
-    from offline.validate import INPUTS, recorded_datasets
+    from offline.validation.artifact import INPUTS, recorded_datasets
 
     if args.streams < 1 or args.horizon < 1 or args.splits < 2:
         raise DataError(None, None, "--streams and --horizon must be >= 1, --splits >= 2")

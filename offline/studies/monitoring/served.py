@@ -1,15 +1,15 @@
 """What the service served for each labelled verdict of a stream: the study's one coupling to the artifact.
 
 For a cell of an artifact (:mod:`artifact.thresholds`) and labelled verdicts (a
-:class:`offline.studies.cell_data.JudgeCriterionData`, possibly shifted or swapped), each item is served as the
-service serves it: the set by :func:`offline.validate.serve_item` (:func:`artifact.serving.choose_entry`: input kind,
-the largest calibrated alpha <= the asked one, the kind's default method; the interval hull of the conformal set)
-and the decision by :func:`calibration.decision_rule.decide` on the cell's rule for the first of the verdict's kinds
-that has one (the service's ``find_rule`` order), at the asked tolerance and the largest calibrated accept_alpha <=
-the asked one; as in ``service.scoring.policy``, an empty set, a failed row and a cell whose default method is a
+:class:`offline.studies.conformal.cell_data.JudgeCriterionData`, possibly shifted or swapped), each item is served as
+the service serves it: the set by :func:`offline.validation.artifact.serve_item` (:func:`artifact.serving.choose_entry`:
+input kind, the largest calibrated alpha <= the asked one, the kind's default method; the interval hull of the conformal
+set) and the decision by :func:`calibration.decisions.rule.decide` on the cell's rule for the first of the verdict's
+kinds that has one (the service's ``find_rule`` order), at the asked tolerance and the largest calibrated accept_alpha
+<= the asked one; as in ``service.scoring.policy``, an empty set, a failed row and a cell whose default method is a
 fallback never accept. Outcomes per item: covered (human label in the served set), accepted, error among accepted
-(``|human - point| >= tolerance``). The guarantees watched are the served ones: coverage at the served alpha, and
-accept error at the served row when the row accepts at least one bin (a rule that accepts nothing promises nothing).
+(``|human - point| >= tolerance``). The guarantees watched are the served ones: coverage at the served alpha, and accept
+error at the served row when the row accepts at least one bin (a rule that accepts nothing promises nothing).
 Re-pointing the study at another artifact shape changes this module only.
 """
 
@@ -21,10 +21,10 @@ import msgspec
 import numpy as np
 
 from artifact.thresholds import ThresholdIndex, ThresholdsArtifact
-from calibration.decision_rule import DecisionRule, certification_at, decide, feature_of
+from calibration.decisions.rule import DecisionRule, certification_at, decide, feature_of
 from calibration.monitoring import GuaranteeSpec
-from offline.studies.cell_data import JudgeCriterionData
-from offline.validate import INPUTS, serve_item
+from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.validation.artifact import INPUTS, serve_item
 
 __all__ = ["ServedLevels", "ServedOutcomes", "serve_outcomes", "watched_guarantees"]
 
@@ -34,7 +34,7 @@ _FALLBACK = "fallback to "
 class ServedLevels(msgspec.Struct, frozen=True, kw_only=True):
     """What each verdict of the stream asks: the input sent and the levels (the service's defaults)."""
 
-    input: str = "score"  # a key of offline.validate.INPUTS
+    input: str = "score"  # a key of offline.validation.artifact.INPUTS
     alpha: float = 0.10
     tolerance: int = 2
     accept_alpha: float = 0.10

@@ -13,7 +13,7 @@ from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Sc
 from litestar.params import Parameter, PathParameter
 
 from artifact.labels import CRITERION_PATTERN
-from calibration.decision_rule import MODES, Certification, DecisionRule
+from calibration.decisions.rule import MODES, Certification, DecisionRule
 from service.calibrations.snapshot import coverage_target
 from service.errors import BadRequestError, UnsupportedMediaTypeError
 from service.http.routes.calibration import swap_response

@@ -103,7 +103,7 @@ RankingBody = Annotated[RankingRequest, Body(examples=[Example(summary="Three mo
     opt={BODY_DECODER: BodyDecoder(EstimateRequest)},
 )
 async def estimates(data: EstimateBody, request: Request) -> EstimateResult | EstimateBatchResponse:
-    """PPI++ or the finite-sample betting interval by the switching rule (rules: ``calibration.estimates``); in
+    """PPI++ or the finite-sample betting interval by the switching rule (rules: ``calibration.estimates.system``); in
     the batch form a system's bad data fails that system alone. A system may be read from a finished job: ``job``
     and ``labelled`` items ``{id, human}`` (rules: ``service.estimating.job_samples``)."""
     services = services_of(request)
@@ -133,7 +133,7 @@ async def _job_samples(data: EstimateRequest, request: Request, services: Servic
     opt={BODY_DECODER: BodyDecoder(RankingRequest)},
 )
 async def rankings(data: RankingBody, request: Request) -> RankingResponse:
-    """Prediction-powered ranking (rules: ``calibration.rank_sets``, ``service.estimating.rankings``)."""
+    """Prediction-powered ranking (rules: ``calibration.estimates.rank_sets``, ``service.estimating.rankings``)."""
     limits = services_of(request).settings.limits
     return await anyio.to_thread.run_sync(rank_models, data, limits)
 

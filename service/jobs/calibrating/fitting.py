@@ -1,4 +1,4 @@
-"""Running one calibration job: each (cell, input kind) fitted by :func:`calibration.kind_fit.fit_kind` in a thread
+"""Running one calibration job: each (cell, input kind) fitted by :func:`calibration.kinds.fit.fit_kind` in a thread
 or a child process, then each cell's decision rules, then the artifact (rules: ``service.jobs.calibrating.jobs``).
 """
 
@@ -15,9 +15,9 @@ import anyio.to_thread
 from artifact.kinds import DEFAULT_DELTA, FitKey, fit_keys, fit_modes, kind_artifact, labelled_rules
 from artifact.labels import LabelledCell
 from artifact.thresholds import ThresholdsArtifact
-from calibration.decision_rule import DecisionRule
+from calibration.decisions.rule import DecisionRule
 from calibration.errors import CalibrationError
-from calibration.kind_fit import KindData, KindFit
+from calibration.kinds.fit import KindData, KindFit
 from service.jobs.calibrating.cells import cell_name
 
 __all__ = [
@@ -166,11 +166,12 @@ async def run_calibration(
             data_hash=f"job {job.id}",
             decision_rules=rules,
             source=f"POST /v1/calibrations job {job.id}: {job.n_rows} labelled rows, y* = human rounded to the "
-            f"nearest integer (halves up); per (cell, input kind) calibration.kind_fit.fit_kind in both guarantee "
+            f"nearest integer (halves up); per (cell, input kind) calibration.kinds.fit.fit_kind in both guarantee "
             f"modes: PAC thresholds at delta={DEFAULT_DELTA} and expected-mode thresholds (document-level conformal "
             "risk control), fitted on all items with seed 0, held-out figures from {n_splits} "
             "seeded splits by group, default method by cross-fitting by group; decision rules by "
-            "calibration.cell_rules.fit_cell_rules over the shipped grid (document-level bound, delta 0.05, seed 0)",
+            "calibration.decisions.cell_rules.fit_cell_rules over the shipped grid (document-level bound, delta 0.05, "
+            "seed 0)",
         )
         job.status = "done"
     except _CellFailedError as error:

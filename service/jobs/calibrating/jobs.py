@@ -18,7 +18,7 @@ Rules, stated once:
   - an artifact name that is malformed or reserved (``primary``: ``service.calibrations.activated.check_name``).
 
   Then it runs the job (**Where jobs run**): each (cell, input kind) is calibrated by
-  :func:`calibration.kind_fit.fit_kind`, exactly as ``make calibrate`` and ``calibrate --labels`` do (PAC
+  :func:`calibration.kinds.fit.fit_kind`, exactly as ``make calibrate`` and ``calibrate --labels`` do (PAC
   thresholds at delta = 0.05, splits by group, the default chosen by cross-fitting), and the artifact is written by
   :func:`artifact.kinds.kind_artifact` (pure functions: the service never imports ``offline``). The
   levels are the primary artifact's (so DEFAULT_ALPHA and every level a request may name work for the new cells

@@ -32,7 +32,7 @@ import msgspec
 
 from artifact.kinds import FitKey
 from artifact.thresholds import ThresholdsArtifact
-from calibration.kind_fit import KindFit
+from calibration.kinds.fit import KindFit
 
 __all__ = ["CALIBRATION_TASK", "CalibrationPlan", "CalibrationRecords", "beating"]
 

@@ -1,5 +1,5 @@
 """The real service for the eval-tool adapters: uvicorn in a thread, API keys on, serving the certified-decision
-test artifact of tests/service/test_decisions.py, whose judge ``cert-judge`` is the HTTP judge stand-in of
+test artifact of tests/service/scoring/test_decisions.py, whose judge ``cert-judge`` is the HTTP judge stand-in of
 ``tests/fakes`` (an OpenAI-compatible server on 127.0.0.1). No Redis: the adapters score one test case at a time
 with ``POST /v1/score``.
 
@@ -22,8 +22,8 @@ import pytest
 from artifact.thresholds import save_artifact
 from service.config.settings import Settings
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
+from tests.service.scoring.test_decisions import JUDGE, build_decision_artifact
 from tests.service.servers import serve_in_thread
-from tests.service.test_decisions import JUDGE, build_decision_artifact
 
 __all__ = ["API_KEY", "JUDGE", "JudgedService"]
 

@@ -1,5 +1,6 @@
 """Job items carry the certified decision's parameters like /v1/score items (tolerance, accept_alpha,
-pass_threshold): the worker scores each line with the same score_item (tests/service/test_decisions.py's artifact)."""
+pass_threshold): the worker scores each line with the same score_item (tests/service/scoring/test_decisions.py's
+artifact)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from service.jobs.queue import JobQueue
 from service.observability.logging import make_logs
 from service.worker import make_runner
 from tests.service.jobs.conftest import REDIS_URL
-from tests.service.test_decisions import JUDGE, build_decision_artifact
+from tests.service.scoring.test_decisions import JUDGE, build_decision_artifact
 
 pytestmark = pytest.mark.redis
 

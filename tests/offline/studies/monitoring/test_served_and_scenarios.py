@@ -10,7 +10,7 @@ from artifact.thresholds import load_artifact
 from offline.export import DEFAULT_THRESHOLDS
 from offline.studies.monitoring.scenarios import by_systems, shifted, swapped
 from offline.studies.monitoring.served import ServedLevels, serve_outcomes, watched_guarantees
-from offline.validate import validate_artifact_on
+from offline.validation.artifact import validate_artifact_on
 
 GPT = "gpt-4o-mini-2024-07-18"
 QWEN = "qwen2.5-72b-instruct"

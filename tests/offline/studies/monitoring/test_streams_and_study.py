@@ -98,7 +98,7 @@ def test_information_bound_matches_scipy() -> None:
 
 def test_cli_monitor_writes_the_report(recorded_cells, monkeypatch, tmp_path: Path, capsys) -> None:
     # the session's ingest of the recorded judges stands in for the command's own (same function, same data)
-    monkeypatch.setattr("offline.validate.recorded_datasets", lambda data_dir: list(recorded_cells))
+    monkeypatch.setattr("offline.validation.artifact.recorded_datasets", lambda data_dir: list(recorded_cells))
     code = main(
         [
             "monitor",
