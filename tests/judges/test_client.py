@@ -512,7 +512,16 @@ def test_missing_config_file(tmp_path: Path) -> None:
 def test_package_exports_are_sorted_and_complete() -> None:
     exported = judge_pkg.__all__
     assert exported == sorted(exported)
-    modules = ("client", "config", "results", "distribution", "errors", "parse", "parse_choice", "prompts")
+    modules = (
+        "client",
+        "config",
+        "results",
+        "errors",
+        "parsing.distribution",
+        "parsing.reply",
+        "parsing.choice",
+        "prompts.families",
+    )
     public = {name for m in modules for name in __import__(f"judges.{m}", fromlist=["__all__"]).__all__}
     assert set(exported) == public
     assert all(getattr(judge_pkg, name) is not None for name in exported)
