@@ -29,7 +29,7 @@ from artifact.kinds import kind_artifact
 from artifact.thresholds import save_artifact
 from bench.table import BenchRow, print_table
 from calibration.kinds.fit import fit_kind
-from calibration.panels.mean_panel import panel_family, panel_kind_data, panel_name
+from calibration.kinds.mean_panel import panel_family, panel_kind_data, panel_name
 from service.config.settings import Settings
 from service.http.app import create_app
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, judge_config_for, peaked_logprobs

@@ -10,7 +10,7 @@ import pytest
 from offline.data.fetch import INCOMPLETE_MARKER
 from offline.data.paths import DATA_DIR_ENV, default_data_dir
 
-pytest_plugins = ["tests.fakes.fixtures"]
+pytest_plugins = ["tests.fakes.fixtures", "tests.recorded_fixtures"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -42,7 +42,7 @@ LONG_MODULES = (
     "tests/service/jobs/test_calibration_queue.py",  # 77 s
     "tests/service/calibrations/test_calibration_rules.py",  # 71 s
     "tests/calibration/conformal/test_group_pac.py",  # 63 s
-    "tests/offline/studies/panels/test_gap.py",  # 55 s
+    "tests/research/test_gap.py",  # 55 s
     "tests/offline/answers/test_ingest.py",  # 53 s
     "tests/offline/studies/conformal/test_study.py",  # 50 s
     "tests/deploy/test_compose.py",  # 45 s

@@ -20,7 +20,7 @@ def run_panels(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline panels``: every panel of 2-6 recorded judges against its best member."""
     from tqdm import tqdm
 
-    from offline.studies.panels.report import gap_table, write_panel_study
+    from offline.studies.panels.report import write_panel_study
     from offline.studies.panels.study import headline, run_panel_study
     from offline.validation.artifact import recorded_datasets
 
@@ -42,10 +42,6 @@ def run_panels(args: argparse.Namespace, log: Any) -> int:
             f"{row.criterion:12s} served coverage {row.served_coverage:.3f}  set size {row.served_set_size:.2f}  "
             f"best member {row.best_member} {row.best_member_set_size:.2f}  ratio {row.ratio_to_best_member:.3f}"
         )
-    if study.gap:
-        print("ratio to the best member (same items), one validity rule at a time:")
-        for line in gap_table(study):
-            print(line)
     for path in paths:
         print(f"written:     {path}")
     return 0

@@ -1,4 +1,5 @@
-"""``python -m research.panels nested | cascades | rule-cascades``: rerun the panel research of docs/panels.md.
+"""``python -m research.panels nested | cascades | rule-cascades | why-missed``: rerun the panel research of
+docs/panels.md.
 
 ==============================================================  ================================================
 command                                                         does
@@ -10,6 +11,9 @@ command                                                         does
                                                                 calls vs set size vs coverage (``cascades``)
 ``rule-cascades [--data-dir D] [--out reports] [--splits 10]``  the same, each stage's method chosen by the
                                                                 validity rule (``rule_cascades``)
+``why-missed [--data-dir D] [--out reports] [--splits 20]``     the exported panel's gap one validity rule at a
+                                                                time, a screened candidate, a learned model
+                                                                (``why_missed``)
 ==============================================================  ================================================
 
 Data directory and exit status as ``python -m offline``: 0 on success, 2 on a usage or data error.
@@ -30,11 +34,11 @@ import structlog  # noqa: E402  (after the BLAS setting)
 
 from offline.cli import configure_logging  # noqa: E402
 from offline.data.errors import DataError  # noqa: E402
-from research.panels.commands import run_cascades, run_nested, run_rule_cascades  # noqa: E402
+from research.panels.commands import run_cascades, run_nested, run_rule_cascades, run_why_missed  # noqa: E402
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argparse parser of the three research commands."""
+    """The argparse parser of the four research commands."""
     parser = argparse.ArgumentParser(prog="python -m research.panels", description="the panel research")
     commands = parser.add_subparsers(dest="command", required=True)
     nes = commands.add_parser(
@@ -77,6 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
     rca.add_argument("--splits", type=int, default=10)
     rca.add_argument("--repeats", type=int, default=1, help="2-fold cross-fitting repeats of each stage's choice")
     rca.add_argument("--no-progress", action="store_true")
+
+    why = commands.add_parser(
+        "why-missed",
+        help="why the four-judge panel misses its target: the ratio one validity rule at a time, a screened "
+        "candidate and a learned model, none served (research.panels.why_missed)",
+    )
+    why.add_argument("--data-dir", type=Path, default=None)
+    why.add_argument("--out", type=Path, default=Path("reports"))
+    why.add_argument("--alpha", type=float, default=0.10)
+    why.add_argument("--seed", type=int, default=0)
+    why.add_argument("--splits", type=int, default=20)
     return parser
 
 
@@ -85,7 +100,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging()
     log = structlog.get_logger("research")
-    handlers = {"nested": run_nested, "cascades": run_cascades, "rule-cascades": run_rule_cascades}
+    handlers = {
+        "nested": run_nested,
+        "cascades": run_cascades,
+        "rule-cascades": run_rule_cascades,
+        "why-missed": run_why_missed,
+    }
     try:
         return handlers[args.command](args, log)
     except (DataError, FileNotFoundError) as error:

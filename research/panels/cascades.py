@@ -13,7 +13,7 @@ this routing on the width of judge 1's set is not served. Rules, stated once:
   (``w`` = -1: always, 5: never). The routing rule is then a fixed function of judge 1's verdict.
 * **Each stage is fitted on the items that reach it** (the *fit* half): stage 1 ``residual`` on judge 1's integer
   score over the items that stop there; stage 2 ``residual_expected`` on the pair's mean of expected scores
-  (:mod:`calibration.panels.mean_panel`, the ``mean`` kind) over the items routed on. Both PAC at ``delta``. A stage
+  (:mod:`calibration.kinds.mean_panel`, the ``mean`` kind) over the items routed on. Both PAC at ``delta``. A stage
   with no fit item answers the full scale. Each stage covers >= 1 - alpha among the items that reach it (Mondrian over
   the routing outcome), hence overall.
 * **Figures** on the test documents, averaged over splits: coverage, set size, judge calls per item

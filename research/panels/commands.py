@@ -8,7 +8,7 @@ from typing import Any
 from offline.data.errors import DataError
 from offline.data.paths import resolve_data_dir
 
-__all__ = ["run_cascades", "run_nested", "run_rule_cascades"]
+__all__ = ["run_cascades", "run_nested", "run_rule_cascades", "run_why_missed"]
 
 
 def run_nested(args: argparse.Namespace, log: Any) -> int:
@@ -104,6 +104,27 @@ def run_cascades(args: argparse.Namespace, log: Any) -> int:
     met = sum(bool(g["met"]) for g in study.goal)
     log.info("cascades finished", points=len(study.points), met=met, checked=len(study.goal))
     print(f"goal met:    {met} of {len(study.goal)} (pair, criterion)")
+    for path in paths:
+        print(f"written:     {path}")
+    return 0
+
+
+def run_why_missed(args: argparse.Namespace, log: Any) -> int:
+    """``python -m research.panels why-missed``: the exported panel's gap, candidate and learned model."""
+    from offline.validation.artifact import recorded_datasets
+    from research.panels.why_missed import run_why_missed as run_study
+    from research.panels.why_missed_report import gap_table, write_why_missed
+
+    if args.splits < 2 or not 0 < args.alpha < 1:
+        raise DataError(None, None, "--splits must be >= 2 and --alpha in (0, 1)")
+    study = run_study(
+        recorded_datasets(resolve_data_dir(args.data_dir)), alpha=args.alpha, n_splits=args.splits, seed=args.seed
+    )
+    paths = write_why_missed(study, args.out)
+    log.info("why-missed finished", gap=len(study.gap), candidate=len(study.candidate), learned=len(study.learned))
+    print("ratio to the best member (same items), one validity rule at a time:")
+    for line in gap_table(study):
+        print(line)
     for path in paths:
         print(f"written:     {path}")
     return 0

@@ -6,7 +6,7 @@ data and writes the result. Rules, stated once:
 * **Items.** The four-judge panel (:data:`offline.studies.panels.study.EXPORTED_PANEL`) on its common items per
   criterion (:func:`offline.studies.panels.cells.panel_cells`); every member on the same items and documents, once per
   input kind it supports (:func:`offline.studies.panels.cells.member_kind_data`).
-* **Feature sets** of the learned recipes (each standardised by the model, :mod:`calibration.panels.model`):
+* **Feature sets** of the learned recipes (each standardised by the model, :mod:`research.panels.model`):
   ``expected``: the expected scores (panel: the members', n x 4; member: its own, n x 1);
   ``disagreement`` (panel only): ``expected`` + the members' population std and spread (max - min);
   ``full``: every member's full output: log(max(p, 1e-6)) of its five probabilities where the kind has them,
@@ -33,8 +33,8 @@ import msgspec
 import numpy as np
 
 from calibration.kinds.fit import KindData
+from calibration.kinds.mean_panel import panel_kind_data
 from calibration.kinds.selection import MethodEvidence, qualifies
-from calibration.panels.mean_panel import panel_kind_data
 from offline.jsonfile import write_json
 from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import DEFAULT_DELTA, HEADLINE_ALPHA

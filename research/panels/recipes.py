@@ -9,10 +9,10 @@ Pure (numbers in, typed results out). The honest comparison that chooses among t
   integer score: a panel's rounded mean, a member's score) for the bin condition and Mondrian thresholds.
 * **Menu** (:func:`menu_for`): every core method of the contender's kind (:func:`calibration.kinds.verdicts.
   methods_for_kind`), then, per feature set the contender has, the learned recipes: a multinomial model of the
-  human label (:func:`calibration.panels.model.fit_multinomial`, ridge ``l2`` of the feature set) with score
+  human label (:func:`research.panels.model.fit_multinomial`, ridge ``l2`` of the feature set) with score
   ``lac`` (1 - P(y | x)) or ``balanced`` (1 - the class-balanced probability,
-  :func:`calibration.panels.candidate.balanced_probabilities`), and thresholds ``marginal`` (one), ``bin`` (one per
-  pooled score bin, :func:`calibration.panels.candidate.bin_thresholds`) or ``label`` (one per human label; a label
+  :func:`research.panels.candidate.balanced_probabilities`), and thresholds ``marginal`` (one), ``bin`` (one per
+  pooled score bin, :func:`research.panels.candidate.bin_thresholds`) or ``label`` (one per human label; a label
   whose threshold items give no finite threshold always joins the set). A panel and a member get the same menu
   over their own inputs: anything the panel may use, a member may use on its own output.
 * **One evaluation** (:func:`evaluate_recipes`) of every recipe on (fit items, test items): a core method is
@@ -33,8 +33,8 @@ from calibration.conformal import conformal_quantile
 from calibration.kinds.fit import KindData
 from calibration.kinds.heldout import GroupSplit, evaluate_split
 from calibration.kinds.verdicts import methods_for_kind
-from calibration.panels.candidate import balanced_probabilities, bin_thresholds, finite_rank_items, label_prior
-from calibration.panels.model import fit_multinomial
+from research.panels.candidate import balanced_probabilities, bin_thresholds, finite_rank_items, label_prior
+from research.panels.model import fit_multinomial
 
 __all__ = [
     "LEARNED_SCORES",

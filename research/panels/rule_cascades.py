@@ -39,8 +39,8 @@ import numpy as np
 from calibration.errors import EmptyCalibrationError
 from calibration.kinds.fit import KindData
 from calibration.kinds.heldout import group_splits
+from calibration.kinds.mean_panel import panel_kind_data
 from calibration.kinds.selection import qualifies
-from calibration.panels.mean_panel import panel_kind_data
 from offline.jsonfile import write_json
 from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import DEFAULT_DELTA, HEADLINE_ALPHA

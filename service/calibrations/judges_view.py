@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from calibration.panels.mean_panel import is_panel_name, panel_members
+from calibration.kinds.mean_panel import is_panel_name, panel_members
 from service.calibrations.snapshot import CalibrationSnapshot
 from service.wire.judges import JudgeCalibration, JudgeGroup, JudgeInfo, JudgesResponse, JudgesSummary, JudgeSummary
 

@@ -216,7 +216,7 @@ def _compare_rules(schemas: dict[str, Any]) -> None:
 def _verdict_parts(schemas: dict[str, Any]) -> None:
     member = schemas.get("MemberVerdict")
     if member is not None and member.properties:
-        judge = member.properties["judge"]  # calibration.panels.mean_panel.panel_name: no "+", not itself a panel
+        judge = member.properties["judge"]  # calibration.kinds.mean_panel.panel_name: no "+", not itself a panel
         judge.pattern, judge.schema_not = r"^[^+]*$", Schema(pattern="^panel:")
         member.any_of = [  # service.scoring.panel_members.caller_member: a member carries something to read
             present({name: kind}) for name, kind in _OWN_VERDICT_FIELDS.items() if name in member.properties

@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from calibration.panels.mean_panel import panel_name
+from calibration.kinds.mean_panel import panel_name
 
 __all__ = [
     "CascadeConfigError",

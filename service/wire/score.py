@@ -103,7 +103,7 @@ class SentenceVerdictItem(msgspec.Struct, **REQUEST_STRUCT):
 
 class MemberVerdict(msgspec.Struct, **REQUEST_STRUCT):
     """One panel member's verdict, sent by the caller: ``judge`` and at least one of ``judge_score``,
-    ``judge_logprobs``, ``mean_of_samples`` (its expected score: calibration.panels.mean_panel)."""
+    ``judge_logprobs``, ``mean_of_samples`` (its expected score: calibration.kinds.mean_panel)."""
 
     judge: Name
     judge_score: JudgeScore | None = None
@@ -186,7 +186,7 @@ class PanelMemberVerdict(msgspec.Struct, **RESPONSE_STRUCT):
     judge_score: int | None = None
     probabilities: list[float] | None = None
     mean_of_samples: float | None = None
-    expected_score: float | None = None  # the member's expected score (calibration.panels.mean_panel rule)
+    expected_score: float | None = None  # the member's expected score (calibration.kinds.mean_panel rule)
     cached: bool = False
     error: str | None = None
 

@@ -14,7 +14,7 @@ import pytest
 
 from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS
-from calibration.panels.mean_panel import is_panel_family
+from calibration.kinds.mean_panel import is_panel_family
 from offline.cli import main
 from offline.report.index import NO_LLM_FACTUALITY
 from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS

@@ -23,7 +23,7 @@ SEED = 3
 
 @pytest.fixture(scope="module")
 def datasets(recorded_cells):
-    """The recorded judges' cells, ingested once per session (tests/offline/conftest.py)."""
+    """The recorded judges' cells, ingested once per session (tests/recorded_fixtures.py)."""
     return list(recorded_cells)
 
 

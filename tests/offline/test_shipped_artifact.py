@@ -48,7 +48,7 @@ def shipped():
 
 
 def test_shipped_summeval_cells_equal_a_fresh_fit(shipped, recorded_cells):
-    datasets = list(recorded_cells)  # recorded_datasets(data_dir), once per session (tests/offline/conftest.py)
+    datasets = list(recorded_cells)  # recorded_datasets(data_dir), once per session (tests/recorded_fixtures.py)
     # both guarantee modes, as `make calibrate` fits them (offline.pipeline), on the cells of two judges (one with
     # log-probs, one without): a cell's fit depends on its own data and the seed only, and any code change that
     # moves a threshold moves these cells' too; fitting all 32 cells twice took minutes

@@ -14,7 +14,7 @@ from calibration.kinds.evaluation import cross_fit_splits
 from calibration.kinds.fit import KindData
 from calibration.kinds.heldout import group_splits, pooled_group_coverage
 from calibration.kinds.selection import MethodEvidence
-from calibration.panels.model import fit_multinomial
+from research.panels.model import fit_multinomial
 from research.panels.nested import (
     FALLBACK,
     choose_recipe,

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from calibration.kinds.fit import KindData
-from calibration.panels.mean_panel import expected_scores, is_panel_family, panel_family, panel_name
+from calibration.kinds.mean_panel import expected_scores, is_panel_family, panel_family, panel_name
 from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import kind_data
 
@@ -33,7 +33,7 @@ class PanelCell:
     expected: np.ndarray
     labels: np.ndarray
     groups: np.ndarray
-    inputs: tuple[str, ...] = ()  # each member's input (calibration.panels.mean_panel.member_input), member order
+    inputs: tuple[str, ...] = ()  # each member's input (calibration.kinds.mean_panel.member_input), member order
     n_labels: int = 5
 
     @property
@@ -42,7 +42,7 @@ class PanelCell:
 
     @property
     def family(self) -> str:
-        """The cell's prompt family: the members' inputs (calibration.panels.mean_panel.panel_family)."""
+        """The cell's prompt family: the members' inputs (calibration.kinds.mean_panel.panel_family)."""
         return panel_family(self.inputs)
 
 

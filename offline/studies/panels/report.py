@@ -1,6 +1,4 @@
-"""The panel study's outputs: markdown tables, the ratio-to-best-member gap table, the set-size figure, and the
-files written under ``conformal/``.
-"""
+"""The panel study's outputs: markdown tables, the set-size figure, and the files written under ``conformal/``."""
 
 from __future__ import annotations
 
@@ -16,8 +14,6 @@ from offline.studies.panels.study import EXPORTED_PANEL, FIGURE_FILE, JSON_FILE,
 
 __all__ = [
     "figure",
-    "gap_markdown",
-    "gap_table",
     "markdown",
     "write_panel_study",
 ]
@@ -73,23 +69,6 @@ def markdown(study: PanelStudy) -> str:
                     f"{top.served_set_size:.2f} | {top.served_coverage:.3f} | "
                     f"{row.served_set_size / top.served_set_size:.3f} |"
                 )
-    if study.learned:
-        lines += [
-            "",
-            "### A learned model of the human label (multinomial logistic regression on the members' "
-            "expected scores; study only, fixed methods)",
-            "",
-            "Model fitted on half of each split's calibration documents, thresholds (PAC) on the other half.",
-            "",
-            "| criterion | method | coverage | 5th pct | min label coverage | set size | ratio |",
-            "|---|---|---|---|---|---|---|",
-        ]
-        lines += [
-            f"| {r.criterion} | {r.method} | {r.coverage:.3f} | {r.coverage_p5:.3f} | "
-            f"{r.min_label_coverage:.3f} | {r.set_size:.2f} | {r.ratio_to_best_member:.3f} |"
-            for r in study.learned
-        ]
-    lines += gap_markdown(study)
     lines += [
         "",
         "## Mean ratio to the best member by panel size (default method, served recipe)",
@@ -138,77 +117,6 @@ def markdown(study: PanelStudy) -> str:
             f"({row.best_member_set_size:.2f}) | {row.ratio_to_best_member:.3f} |"
         )
     return "\n".join(lines) + "\n"
-
-
-def gap_table(study: PanelStudy) -> list[str]:
-    """The decomposition as plain lines: one per step, each criterion's ratio and their mean."""
-    criteria = sorted({r.criterion for r in study.gap})
-    lines = []
-    for key in dict.fromkeys(r.step for r in study.gap):
-        rows = {r.criterion: r for r in study.gap if r.step == key}
-        ratios = [rows[c].ratio for c in criteria if c in rows]
-        lines.append(
-            f"{key:>2s} {next(iter(rows.values())).description:62s} "
-            + "  ".join(f"{c[:4]} {rows[c].ratio:.2f}" for c in criteria if c in rows)
-            + f"  mean {np.mean(ratios):.2f}"
-        )
-    return lines
-
-
-def gap_markdown(study: PanelStudy) -> list[str]:
-    """The decomposition and the screened candidate, as markdown lines (empty when the study has none)."""
-    if not study.gap:
-        return []
-    criteria = sorted({r.criterion for r in study.gap})
-    lines = [
-        "",
-        "### Where the target is lost: the ratio to the best member, one validity rule at a time",
-        "",
-        "Served recipe on the panel's common items, members refitted on the same items under the same rules "
-        "(offline.studies.panels.gap). Cell: panel size / best member's size = ratio (panel method; best "
-        "member, its kind and method).",
-        "",
-        "| step | " + " | ".join(criteria) + " | mean ratio |",
-        "|---|" + "---|" * (len(criteria) + 1),
-    ]
-    for key in dict.fromkeys(r.step for r in study.gap):
-        rows = {r.criterion: r for r in study.gap if r.step == key}
-        cells = [
-            f"{rows[c].panel_set_size:.2f} / {rows[c].best_member_set_size:.2f} = **{rows[c].ratio:.2f}** "
-            f"({rows[c].panel_method}; {rows[c].best_member}, {rows[c].best_member_kind}, "
-            f"{rows[c].best_member_method})"
-            if c in rows
-            else "n/a"
-            for c in criteria
-        ]
-        mean = np.mean([rows[c].ratio for c in criteria if c in rows])
-        lines.append(f"| {key}: {next(iter(rows.values())).description} | " + " | ".join(cells) + f" | {mean:.2f} |")
-    if study.candidate:
-        lines += [
-            "",
-            "### A screened candidate (not served): balanced LAC on a multinomial model, Mondrian by pooled score bin",
-            "",
-            "Held-out figures of the fixed method (no nested selection); chosen by screening "
-            "about 40 variants on these data, so optimistic by that search. Cell: set size, coverage, min "
-            "label / min bin coverage, * = meets the selection rule.",
-            "",
-            "| who | " + " | ".join(criteria) + " |",
-            "|---|" + "---|" * len(criteria),
-        ]
-        for who in dict.fromkeys(r.who for r in study.candidate):
-            row_of = {r.criterion: r for r in study.candidate if r.who == who}
-            lines.append(
-                f"| {who} | "
-                + " | ".join(
-                    f"{row_of[c].set_size:.2f}, {row_of[c].coverage:.3f}, {row_of[c].min_label_coverage:.2f} / "
-                    f"{row_of[c].min_bin_coverage:.2f}{' *' if row_of[c].qualifies else ''}"
-                    if c in row_of
-                    else "n/a"
-                    for c in criteria
-                )
-                + " |"
-            )
-    return lines
 
 
 def figure(study: PanelStudy) -> Figure:

@@ -1,15 +1,12 @@
-"""The panel study's result types: one row per (panel, criterion, method), leave-one-out, the learned model,
-members on the panel's items, and the study that holds them.
+"""The panel study's result types: one row per (panel, criterion, method), leave-one-out, members on the panel's
+items, and the study that holds them.
 """
 
 from __future__ import annotations
 
 import msgspec
 
-from offline.studies.panels.gap import CandidateRow, GapRow
-
 __all__ = [
-    "LearnedRow",
     "LeaveOneOut",
     "MemberOnItems",
     "PanelRow",
@@ -22,7 +19,7 @@ class PanelRow(msgspec.Struct, frozen=True, kw_only=True):
 
     members: list[str]
     panel: str
-    prompt_family: str  # the members' inputs (calibration.panels.mean_panel.panel_family)
+    prompt_family: str  # the members' inputs (calibration.kinds.mean_panel.panel_family)
     criterion: str
     alpha: float
     method: str
@@ -76,25 +73,5 @@ class PanelStudy(msgspec.Struct, frozen=True, kw_only=True):
     rules: dict[str, str]
     rows: list[PanelRow]
     leave_one_out: list[LeaveOneOut]
-    learned: list[LearnedRow] = msgspec.field(default_factory=list)  # EXPORTED_PANEL only: study, not served
     # EXPORTED_PANEL only: each member refitted on the panel's own items (same rules), per criterion
     members_on_panel_items: list[MemberOnItems] = msgspec.field(default_factory=list)
-    # EXPORTED_PANEL only: the ratio to the best member one validity rule at a time (offline.studies.panels.gap)
-    gap: list[GapRow] = msgspec.field(default_factory=list)
-    candidate: list[CandidateRow] = msgspec.field(default_factory=list)  # EXPORTED_PANEL: screened, not served
-
-
-class LearnedRow(msgspec.Struct, frozen=True, kw_only=True):
-    """The learned multinomial model (calibration.panels.model) of one (panel, criterion) under a fixed method."""
-
-    members: list[str]
-    panel: str
-    criterion: str
-    alpha: float
-    method: str
-    coverage: float
-    coverage_p5: float
-    min_label_coverage: float
-    set_size: float
-    best_member_set_size: float
-    ratio_to_best_member: float

@@ -1,7 +1,7 @@
 """Judge panels on SummEval: does a calibrated set over several judges beat the best single judge's?
 
 Every panel of 2..6 shipped judges (``python -m offline panels``), per criterion. A panel's verdict on an item
-is the mean of its members' expected scores (:mod:`calibration.panels.mean_panel`), calibrated as the ``mean`` input
+is the mean of its members' expected scores (:mod:`calibration.kinds.mean_panel`), calibrated as the ``mean`` input
 kind by :func:`calibration.kinds.fit.fit_kind` with the validity study's settings (splits by document, PAC thresholds at
 delta 0.05, default by cross-fitting, the served recipe checked on unseen documents). Rules:
 
@@ -9,7 +9,7 @@ delta 0.05, default by cross-fitting, the served recipe checked on unseen docume
   members' items for the criterion); groups are SummEval documents. Human label: the validity study's y*.
   Each member's expected score comes from its richest recorded input (mean_of_samples for a mean judge, else
   log-probs when every item has them, else the integer score), recorded in the cell's prompt family
-  (:func:`calibration.panels.mean_panel.panel_family`), which the service matches.
+  (:func:`calibration.kinds.mean_panel.panel_family`), which the service matches.
 * **Members' figures.** The best single member is taken from the members' own validity fits
   (:func:`offline.studies.conformal.validity.run_validity_study`, each judge on all of its items, every input kind it
   supports): a member's figure is the smaller of its kinds' served-recipe mean set sizes at the level (the
@@ -20,17 +20,16 @@ delta 0.05, default by cross-fitting, the served recipe checked on unseen docume
   documents, fitted there, evaluated on unseen ones). Ratios compare served figures: panel / best member.
 * **Leave-one-out.** For a panel of >= 3 members and each member: the served set size of the panel without it
   (itself a panel of the study) minus the panel's: > 0 means the member adds information.
-* **Why the target is missed** (the exported panel only): :mod:`offline.studies.panels.gap` walks from the
+* **Why the target is missed** (the exported panel only): :mod:`research.panels.gap` walks from the
   study's first quick check to the full validity rules one rule at a time (``gap``) and screens a learned
   candidate (``candidate``; not served).
 * **Export.** ``make calibrate`` exports the four-judge panel (:data:`EXPORTED_PANEL`) and all its sub-panels of
   >= 2 members into the artifact (:func:`export_panel_fits`, the artifact's alpha grid); the full study is this
   module's command only (57 panels x 4 criteria cost about a minute of CPU).
 
-The panel's cell (items, verdicts, members' input kinds) lives in :mod:`offline.studies.panels.cells`, the learned
-combination in :mod:`offline.studies.panels.learned`. Writes (:mod:`offline.studies.panels.report`)
-``conformal/panels.json`` (:class:`offline.studies.panels.results.PanelStudy`), ``conformal/panels.md`` and
-``conformal/panels_set_size.png``.
+The panel's cell (items, verdicts, members' input kinds) lives in :mod:`offline.studies.panels.cells`. Writes
+(:mod:`offline.studies.panels.report`) ``conformal/panels.json`` (:class:`offline.studies.panels.results.PanelStudy`),
+``conformal/panels.md`` and ``conformal/panels_set_size.png``.
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from calibration.kinds.fit import KindFit, fit_kind
-from calibration.panels.mean_panel import PANEL_INPUT_KIND, is_panel_family, panel_kind_data, panel_name
+from calibration.kinds.mean_panel import PANEL_INPUT_KIND, is_panel_family, panel_kind_data, panel_name
 from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import (
     ALPHA_GRID,
@@ -51,8 +50,6 @@ from offline.studies.conformal.validity import (
     run_validity_study,
 )
 from offline.studies.panels.cells import PanelCell, member_kind_data, panel_cells
-from offline.studies.panels.gap import candidate_rows, gap_rows
-from offline.studies.panels.learned import learned_rows
 from offline.studies.panels.results import LeaveOneOut, MemberOnItems, PanelRow, PanelStudy
 
 __all__ = [
@@ -60,6 +57,8 @@ __all__ = [
     "FIGURE_FILE",
     "JSON_FILE",
     "MARKDOWN_FILE",
+    "STUDY_ALPHAS",
+    "best_members",
     "export_panel_fits",
     "fit_panel",
     "members_on_items",
@@ -79,7 +78,7 @@ STUDY_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20)
 
 RULES = {
     "verdict": "mean of members' expected scores (mean_of_samples; else sum k p_k of renormalised log-probs; else "
-    "the integer score), clipped to [1, K], calibrated as the mean input kind (calibration.panels.mean_panel)",
+    "the integer score), clipped to [1, K], calibrated as the mean input kind (calibration.kinds.mean_panel)",
     "items": "the items every member answered for the criterion; splits by SummEval document",
     "thresholds": "PAC at delta (calibration.kinds.fit.fit_kind, the validity study's settings)",
     "best_member": "smallest served-recipe mean set size among the members' own validity fits (each judge on all "
@@ -176,7 +175,7 @@ def _procedure(fit: KindFit, alpha: float) -> tuple[float, float]:
     return row.mean_coverage, row.mean_set_size
 
 
-def _best_members(
+def best_members(
     member_fits: dict[tuple[str, str, str, str], KindFit], alpha: float
 ) -> dict[tuple[str, str], tuple[float, float]]:
     """(judge, criterion) -> (served coverage, served set size) of the kind with the smaller served set size."""
@@ -201,7 +200,7 @@ def run_panel_study(
     """Every panel of 2..``max_size`` judges x criterion (module rules)."""
     alphas = sorted({*STUDY_ALPHAS, alpha})
     _summary, member_fits = run_validity_study(datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas)
-    members_best = _best_members(member_fits, alpha)
+    members_best = best_members(member_fits, alpha)
     judges = sorted({d.judge for d in datasets if not is_panel_family(d.prompt_family)})
     criteria = sorted({d.criterion for d in datasets})
     tasks = [
@@ -263,39 +262,11 @@ def run_panel_study(
         for member in subset
         if (tuple(m for m in subset if m != member), criterion) in served
     ]
-    learned, on_items, gap, candidate = [], [], [], []
+    on_items = []
     for criterion in criteria:
         cell = panel_cells(datasets, EXPORTED_PANEL, criterion)
         if cell is not None and np.unique(cell.groups).size >= 4:
-            best = min(members_best[(m, criterion)][1] for m in EXPORTED_PANEL)
-            learned.extend(
-                learned_rows(cell, alpha=alpha, delta=delta, n_splits=n_splits, seed=seed, best_member_set_size=best)
-            )
             on_items.extend(members_on_items(datasets, cell, alpha=alpha, delta=delta, n_splits=n_splits, seed=seed))
-            gap.extend(
-                gap_rows(
-                    panel_kind_data(cell.expected, cell.labels, cell.groups, cell.n_labels),
-                    member_kind_data(datasets, cell),
-                    criterion,
-                    alpha=alpha,
-                    n_splits=n_splits,
-                    seed=seed,
-                )
-            )
-            candidate.extend(
-                candidate_rows(
-                    cell.expected,
-                    cell.members,
-                    cell.labels,
-                    cell.groups,
-                    criterion,
-                    alpha=alpha,
-                    delta=delta,
-                    n_splits=n_splits,
-                    seed=seed,
-                    n_labels=cell.n_labels,
-                )
-            )
     return PanelStudy(
         alpha=float(alpha),
         delta=delta,
@@ -305,10 +276,7 @@ def run_panel_study(
         rules=dict(RULES),
         rows=rows,
         leave_one_out=leave_one_out,
-        learned=learned,
         members_on_panel_items=on_items,
-        gap=gap,
-        candidate=candidate,
     )
 
 

@@ -1,7 +1,7 @@
 """Judge panels in /v1/score (service.scoring.panels): the caller's verdicts and ``panel: NAME`` against the judge
 stand-in.
 
-The artifact holds panel cells fitted by the offline path (calibration.panels.mean_panel.panel_kind_data ->
+The artifact holds panel cells fitted by the offline path (calibration.kinds.mean_panel.panel_kind_data ->
 calibration.kinds.fit.fit_kind -> artifact.kinds.kind_entries) on seeded synthetic members, so the
 service's sets can be compared with the offline prediction on the same entries.
 """
@@ -20,8 +20,8 @@ from artifact.kinds import fit_modes, kind_artifact
 from artifact.serving import ServedEntry, choose_entry
 from artifact.thresholds import ThresholdIndex, save_artifact
 from calibration.conformal import prediction_set
+from calibration.kinds.mean_panel import expected_scores, panel_family, panel_kind_data, panel_means
 from calibration.kinds.verdicts import kind_inputs
-from calibration.panels.mean_panel import expected_scores, panel_family, panel_kind_data, panel_means
 from offline.studies.conformal.cell_data import probability_row
 from service.config.settings import Settings
 from service.judging.groups import PanelConfigError, load_panels

@@ -28,7 +28,7 @@ SEED = 0
 @pytest.fixture(scope="module")
 def datasets(recorded_cells):
     """Every (judge, criterion) of the shipped recorded judges, read back from an ingested answer store (once per
-    session: tests/offline/conftest.py)."""
+    session: tests/recorded_fixtures.py)."""
     return list(recorded_cells)
 
 

@@ -26,7 +26,7 @@ PICK = {("gpt-4o-mini-2024-07-18", "coherence"), ("llama-2-7b-chat", "fluency")}
 
 @pytest.fixture(scope="module")
 def datasets(recorded_cells):
-    """``recorded_datasets(data_dir)``, computed once per session (tests/offline/conftest.py)."""
+    """``recorded_datasets(data_dir)``, computed once per session (tests/recorded_fixtures.py)."""
     return list(recorded_cells)
 
 

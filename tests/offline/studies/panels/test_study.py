@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import msgspec
 import numpy as np
 import pytest
 
-from calibration.panels.mean_panel import expected_scores
+from calibration.kinds.mean_panel import expected_scores
 from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.panels.cells import panel_cells
 from offline.studies.panels.report import write_panel_study
@@ -134,26 +133,9 @@ def test_export_keys_the_panel_and_its_sub_panels(datasets: list[JudgeCriterionD
     assert export_panel_fits(datasets, members=("a-judge", "z-judge"), n_splits=3) == {}
 
 
-def test_learned_rows_cover_and_report_both_methods(datasets: list[JudgeCriterionData]) -> None:
-    from offline.studies.panels.learned import learned_rows
-    from offline.studies.panels.results import PanelStudy
-
-    cell = panel_cells(datasets, ["a-judge", "b-judge", "c-judge"], "coherence")
-    assert cell is not None
-    rows = learned_rows(cell, alpha=0.1, delta=0.05, n_splits=4, seed=0, best_member_set_size=2.0)
-    assert [r.method for r in rows] == ["multinomial_lac", "multinomial_label_conditional"]
-    for row in rows:
-        assert 0.8 <= row.coverage <= 1.0 and 1.0 <= row.set_size <= 5.0
-        assert row.ratio_to_best_member == pytest.approx(row.set_size / 2.0)
-    study = PanelStudy(
-        alpha=0.1, delta=0.05, n_splits=4, seed=0, judges=[], rules={}, rows=[], leave_one_out=[], learned=rows
-    )
-    assert json.loads(msgspec.json.encode(study))["learned"][0]["method"] == "multinomial_lac"
-
-
 @pytest.fixture(scope="module")
 def recorded(recorded_cells: tuple[JudgeCriterionData, ...]) -> list[JudgeCriterionData]:
-    """``offline.validation.artifact.recorded_datasets(data_dir)``, once per session (tests/offline/conftest.py)."""
+    """``offline.validation.artifact.recorded_datasets(data_dir)``, once per session (tests/recorded_fixtures.py)."""
     return list(recorded_cells)
 
 

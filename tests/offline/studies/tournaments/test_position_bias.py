@@ -16,7 +16,7 @@ from offline.studies.tournaments.position_bias import PairwiseAnswer, run_positi
 
 @pytest.fixture(scope="module")
 def summary(recorded_pairwise):
-    """The study's way: ingest into the answer store, read back (tests/offline/conftest.py: one ingest per session),
+    """The study's way: ingest into the answer store, read back (tests/recorded_fixtures.py: one ingest per session),
     calibration.tournaments.position_consistency.position_consistency."""
     return run_position_bias(list(recorded_pairwise), source="shipped")
 

@@ -21,7 +21,7 @@ from offline.studies.tournaments.transitivity import has_triangles, run_transiti
 
 @pytest.fixture(scope="module")
 def recorded(data_dir: Path, recorded_cells, recorded_pairwise):
-    """(datasets, shipped pairwise answers, SummEval items) from an ingested answer store (tests/offline/conftest.py:
+    """(datasets, shipped pairwise answers, SummEval items) from an ingested answer store (tests/recorded_fixtures.py:
     one ingest per session)."""
     return list(recorded_cells), list(recorded_pairwise), load_summeval(data_dir).items
 

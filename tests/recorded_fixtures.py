@@ -1,4 +1,5 @@
-"""Session-wide reads of the shipped recorded answers, shared by the offline tests that only read them.
+"""Session-wide reads of the shipped recorded answers, shared by every test that only reads them (a plugin of
+tests/conftest.py, so the offline and research tests share one ingest per test process).
 
 Ingesting the recorded judges (parsing ~19,000 free-text replies into an answer store) takes 4-6 s; eight test
 modules each did it for themselves with the same inputs and the same code, so it now runs once per test process

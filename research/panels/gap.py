@@ -19,7 +19,7 @@ no within-label rule) reported sets 0.79-0.91x the best member's; under the vali
   the selection rule (:mod:`calibration.kinds.selection`) with only its mean-coverage condition; (4) + its
   5th-percentile condition; (5) + coverage within human labels; (6) + coverage within score bins: the full rule. (6m) is
   (6) with marginal thresholds. The study's headline (members on all their own items) is the last row of the report.
-* **Candidate** (:func:`candidate_rows`, :mod:`calibration.panels.candidate`): balanced LAC on a multinomial model of
+* **Candidate** (:func:`candidate_rows`, :mod:`research.panels.candidate`): balanced LAC on a multinomial model of
   the human label given the members' expected scores, Mondrian thresholds per pooled score bin (the panel's rounded
   mean; for a member, its rounded expected score and a model on that score alone). Per outer split the calibration
   documents are halved (``default_rng([seed, 9, split])``): model on one half, thresholds (PAC) on the other.
@@ -39,17 +39,17 @@ import numpy as np
 
 from calibration.kinds.fit import KindData, fit_kind
 from calibration.kinds.heldout import group_splits, pooled_group_coverage
+from calibration.kinds.mean_panel import panel_means
 from calibration.kinds.selection import QUALIFY_CHECKS, MethodEvidence, qualifies
 from calibration.kinds.verdicts import round_half_up
-from calibration.panels.candidate import (
+from research.panels.candidate import (
     balanced_probabilities,
     bin_thresholds,
     candidate_sets,
     finite_rank_items,
     label_prior,
 )
-from calibration.panels.mean_panel import panel_means
-from calibration.panels.model import fit_multinomial
+from research.panels.model import fit_multinomial
 
 __all__ = ["STEPS", "CandidateRow", "GapRow", "GapStep", "candidate_rows", "gap_rows"]
 

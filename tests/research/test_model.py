@@ -1,4 +1,4 @@
-"""The panel's learned model (calibration.panels.model) against scikit-learn's multinomial logistic regression."""
+"""The panel's learned model (research.panels.model) against scikit-learn's multinomial logistic regression."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from scipy.optimize import check_grad
 
-from calibration.panels.model import _objective, fit_multinomial
+from research.panels.model import _objective, fit_multinomial
 
 
 def _data(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:

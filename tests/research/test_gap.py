@@ -1,4 +1,4 @@
-"""offline.studies.panels.gap: the ratio decomposition and the screened candidate, on small synthetic judges and
+"""research.panels.gap: the ratio decomposition and the screened candidate, on small synthetic judges and
 (candidate and the first two steps) on the real SummEval data."""
 
 from __future__ import annotations
@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from calibration.kinds.fit import fit_kind
-from calibration.panels.mean_panel import panel_kind_data
+from calibration.kinds.mean_panel import panel_kind_data
 from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.panels.cells import member_kind_data, panel_cells
-from offline.studies.panels.gap import STEPS, candidate_rows, gap_rows
+from research.panels.gap import STEPS, candidate_rows, gap_rows
 from tests.offline.studies.panels.test_study import datasets  # noqa: F401  (the synthetic judges fixture)
 
 
@@ -89,7 +89,7 @@ def test_candidate_rows_for_the_panel_and_each_member(datasets: list[JudgeCriter
 
 @pytest.fixture(scope="module")
 def recorded(recorded_cells: tuple[JudgeCriterionData, ...]) -> list[JudgeCriterionData]:
-    """``offline.validation.artifact.recorded_datasets(data_dir)``, once per session (tests/offline/conftest.py)."""
+    """``offline.validation.artifact.recorded_datasets(data_dir)``, once per session (tests/recorded_fixtures.py)."""
     return list(recorded_cells)
 
 

@@ -1,4 +1,4 @@
-"""calibration.panels.candidate: balanced probabilities, pooled score bins and their PAC thresholds, checked against
+"""research.panels.candidate: balanced probabilities, pooled score bins and their PAC thresholds, checked against
 independent computations (exact binomial tails with math.comb, hand-pooled bins)."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from calibration.panels.candidate import (
+from research.panels.candidate import (
     balanced_probabilities,
     bin_thresholds,
     candidate_sets,

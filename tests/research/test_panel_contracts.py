@@ -1,4 +1,4 @@
-"""Contracts of the panel modules (calibration.panels.mean_panel, panel_model, panel_candidate) pinned for mutation
+"""Contracts of the panel modules (calibration.kinds.mean_panel, panel_model, panel_candidate) pinned for mutation
 testing: each refusal word for word, the edges of each rule (clipping to the scale, the 1e-12 membership tolerance, the
 smallest sub-panel), and the multinomial model's stated objective and first-order optimum written out here."""
 
@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import log_softmax
 
-from calibration.panels.candidate import balanced_probabilities, candidate_sets, label_prior, pooled_bins
-from calibration.panels.mean_panel import (
+from calibration.kinds.mean_panel import (
     MEMBER_INPUTS,
     PANEL_INPUT_KIND,
     PANEL_PREFIX,
@@ -30,7 +29,8 @@ from calibration.panels.mean_panel import (
     panel_name,
     served_panel,
 )
-from calibration.panels.model import MultinomialModel, _objective, fit_multinomial
+from research.panels.candidate import balanced_probabilities, candidate_sets, label_prior, pooled_bins
+from research.panels.model import MultinomialModel, _objective, fit_multinomial
 
 
 @pytest.mark.parametrize(
@@ -190,7 +190,7 @@ def test_candidate_helpers_edges() -> None:
 
 
 def test_finite_rank_items_names_the_bad_level() -> None:
-    from calibration.panels.candidate import finite_rank_items
+    from research.panels.candidate import finite_rank_items
 
     with pytest.raises(ValueError) as caught:
         finite_rank_items(1.5, None)

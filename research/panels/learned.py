@@ -4,16 +4,17 @@ verdict: the method's figures on the outer splits by document, not served.
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 
 from calibration.conformal import fit_conformal, predict_sets
 from calibration.kinds.heldout import group_splits, pooled_group_coverage
-from calibration.panels.model import fit_multinomial
 from offline.studies.panels.cells import PanelCell
-from offline.studies.panels.results import LearnedRow
+from research.panels.model import fit_multinomial
 
 __all__ = [
     "LEARNED_METHODS",
+    "LearnedRow",
     "learned_rows",
 ]
 
@@ -21,6 +22,22 @@ LEARNED_METHODS: tuple[tuple[str, str], ...] = (
     ("multinomial_lac", "lac"),
     ("multinomial_label_conditional", "label_conditional"),
 )
+
+
+class LearnedRow(msgspec.Struct, frozen=True, kw_only=True):
+    """The learned multinomial model (research.panels.model) of one (panel, criterion) under a fixed method."""
+
+    members: list[str]
+    panel: str
+    criterion: str
+    alpha: float
+    method: str
+    coverage: float
+    coverage_p5: float
+    min_label_coverage: float
+    set_size: float
+    best_member_set_size: float
+    ratio_to_best_member: float
 
 
 def learned_rows(

@@ -4,7 +4,7 @@ pooled score bin.
 Pure (numbers in, numbers out). Rules, stated once:
 
 * **Model.** A multinomial model of the human label given the members' expected scores
-  (:func:`calibration.panels.model.fit_multinomial`), fitted on items the thresholds do not use.
+  (:func:`research.panels.model.fit_multinomial`), fitted on items the thresholds do not use.
 * **Balanced probabilities** (:func:`balanced_probabilities`): the model's P(y | x) divided by the prior of y
   among the model's training labels (Laplace-smoothed: (count + 1) / (n + K), :func:`label_prior`), renormalised
   per item. Up to a constant per item this is the likelihood P(x | y): a rare human label is not excluded merely
