@@ -36,7 +36,18 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 MUTMUT = "mutmut==3.8.1"
-COPY = ("calibration", "artifact", "judges", "service", "offline", "research", "tests", "tools", "pyproject.toml", "openapi")
+COPY = (
+    "calibration",
+    "artifact",
+    "judges",
+    "service",
+    "offline",
+    "research",
+    "tests",
+    "tools",
+    "pyproject.toml",
+    "openapi",
+)
 TARGETS = {
     "conformal": {
         "source": "calibration",

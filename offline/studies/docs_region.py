@@ -6,6 +6,8 @@ small committed PNG.
 * :func:`replace_region`: the page with its text from ``begin`` to ``end`` (inclusive) replaced; ValueError naming
   the markers when the page lacks them.
 * :func:`page_with_region`: the same read from a page file, a missing file or region a DataError naming the page.
+* :func:`style_operating_axes`: the two axes of an operating curve (accept share above, error among accepted
+  below, both against ``accept_alpha``) given their line at error = accept_alpha, titles, labels, limits and legends.
 * :func:`save_line_plot`: a matplotlib figure saved as a 128-colour PNG (a line plot needs no more; a few tens of
   KB), then closed.
 """
@@ -21,7 +23,7 @@ from PIL import Image
 
 from offline.data.errors import DataError
 
-__all__ = ["page_with_region", "replace_region", "save_line_plot", "wrap"]
+__all__ = ["page_with_region", "replace_region", "save_line_plot", "style_operating_axes", "wrap"]
 
 
 def wrap(text: str) -> str:
@@ -46,6 +48,33 @@ def page_with_region(page: Path, generated: str, *, begin: str, end: str, name: 
         return replace_region(page.read_text(), generated, begin=begin, end=end, name=name)
     except ValueError as error:
         raise DataError(None, None, f"{page}: {error}") from error
+
+
+def style_operating_axes(
+    share_axis: Any,
+    error_axis: Any,
+    *,
+    limit: float,
+    titles: tuple[str, str],
+    error_label: str,
+    error_top: float,
+    legend_size: int,
+) -> None:
+    """Finish an operating curve's pair of axes: the line error = accept_alpha up to ``limit`` on ``error_axis``,
+    the ``titles`` (share, error), the y labels (``error_label`` below), y limits [0, 1] and [0, ``error_top``],
+    x from 0 to 1.05 ``limit``, a light grid and an upper-left legend of ``legend_size`` points on both."""
+    error_axis.plot([0, limit], [0, limit], color="red", linewidth=1.0, label="error = accept_alpha")
+    share_axis.set_title(titles[0])
+    error_axis.set_title(titles[1])
+    share_axis.set_ylabel("accepted / all verdicts")
+    error_axis.set_ylabel(error_label)
+    share_axis.set_ylim(0, 1)
+    error_axis.set_ylim(0, error_top)
+    error_axis.set_xlabel("accept_alpha")
+    for axis in (share_axis, error_axis):
+        axis.set_xlim(0, limit * 1.05)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=legend_size, loc="upper left")
 
 
 def save_line_plot(fig: Any, path: Path, *, dpi: int = 100) -> None:

@@ -213,18 +213,15 @@ def _figure(curve: Curve, path: Path, *, dpi: int = 100) -> None:
                     label="certified bound (mean)",
                 )
         limit = max((p.accept_alpha for p in curve.points), default=0.3)
-        error_axis.plot([0, limit], [0, limit], color="red", linewidth=1.0, label="error = accept_alpha")
-        share_axis.set_title(f"tolerance {tolerance}: accept share")
-        error_axis.set_title(f"tolerance {tolerance}: error among accepted")
-        share_axis.set_ylabel("accepted / all verdicts")
-        error_axis.set_ylabel(f"|human - point| >= {tolerance}, among accepted")
-        share_axis.set_ylim(0, 1)
-        error_axis.set_ylim(0, limit * 1.1)
-        error_axis.set_xlabel("accept_alpha")
-        for axis in (share_axis, error_axis):
-            axis.set_xlim(0, limit * 1.05)
-            axis.grid(alpha=0.3)
-            axis.legend(fontsize=8, loc="upper left")
+        docs_region.style_operating_axes(
+            share_axis,
+            error_axis,
+            limit=limit,
+            titles=(f"tolerance {tolerance}: accept share", f"tolerance {tolerance}: error among accepted"),
+            error_label=f"|human - point| >= {tolerance}, among accepted",
+            error_top=limit * 1.1,
+            legend_size=8,
+        )
     fig.suptitle(f"Certified decisions on unseen documents (calibrate on 50 documents, {curve.n_splits} splits)")
     fig.tight_layout()
     docs_region.save_line_plot(fig, path, dpi=dpi)

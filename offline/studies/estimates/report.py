@@ -4,8 +4,9 @@ files written under ``estimates/``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -198,47 +199,37 @@ def _figures(study: EstimatesStudy, out: Path) -> list[Path]:
         figure = Figure(figsize=(12, 4.5))
         size_ax, cov_ax = figure.subplots(1, 2)
         alpha = 0.05 if 0.05 in alphas else alphas[0]
-        size_ax.plot(
-            ns,
-            [by_key[("-", "human only", "ellipsoid", n, alpha)].mean_set_size for n in ns],
-            marker="s",
-            color="black",
-            linestyle="--",
-            zorder=5,
-            label="human only",
+        _human_and_ppr(
+            size_ax, ns, judges, lambda who, method, n: by_key[(who, method, "ellipsoid", n, alpha)].mean_set_size
         )
-        for judge in judges:
-            size_ax.plot(
-                ns,
-                [by_key[(judge, "ppr", "ellipsoid", n, alpha)].mean_set_size for n in ns],
-                marker="o",
-                label=f"PPR {judge}",
-            )
         size_ax.set(xlabel="human votes n", ylabel="mean rank-set size", title=f"rank-set size, alpha = {alpha:g}")
         size_ax.legend(fontsize=8)
         n_mid = 1000 if 1000 in ns else ns[len(ns) // 2]
         cov_ax.plot(alphas, [1 - a for a in alphas], color="grey", linestyle=":", label="1 - alpha")
-        cov_ax.plot(
-            alphas,
-            [by_key[("-", "human only", "ellipsoid", n_mid, a)].coverage for a in alphas],
-            marker="s",
-            color="black",
-            linestyle="--",
-            zorder=5,
-            label="human only",
+        _human_and_ppr(
+            cov_ax, alphas, judges, lambda who, method, a: by_key[(who, method, "ellipsoid", n_mid, a)].coverage
         )
-        for judge in judges:
-            cov_ax.plot(
-                alphas,
-                [by_key[(judge, "ppr", "ellipsoid", n_mid, a)].coverage for a in alphas],
-                marker="o",
-                label=f"PPR {judge}",
-            )
         cov_ax.set(xlabel="alpha", ylabel="joint coverage of the true ranking", title=f"coverage, n = {n_mid}")
         cov_ax.legend(fontsize=8)
         figure.tight_layout()
         paths.append(_save(figure, out / "estimates" / "arena_rank_sets.png", FigureCanvasAgg))
     return paths
+
+
+def _human_and_ppr(axis: Any, xs: list, judges: list[str], value: Callable[[str, str, Any], float]) -> None:
+    """On ``axis`` over ``xs``: the human-only line (black, dashed, on top), then one PPR line per judge;
+    ``value(judge or "-", method, x)`` reads the row's figure."""
+    axis.plot(
+        xs,
+        [value("-", "human only", x) for x in xs],
+        marker="s",
+        color="black",
+        linestyle="--",
+        zorder=5,
+        label="human only",
+    )
+    for judge in judges:
+        axis.plot(xs, [value(judge, "ppr", x) for x in xs], marker="o", label=f"PPR {judge}")
 
 
 def _save(figure: object, path: Path, canvas: type) -> Path:

@@ -246,18 +246,15 @@ def _figure(summary: GuaranteesSummary, path: Path, *, dpi: int = 100) -> None:
                     color=colors[mode],
                     label=f"{label}, worst",
                 )
-        error_axis.plot([0, limit], [0, limit], color="red", linewidth=1.0, label="error = accept_alpha")
-        share_axis.set_title(f"{n} calibration documents: accept share")
-        error_axis.set_title(f"{n} calibration documents: error among accepted")
-        share_axis.set_ylabel("accepted / all verdicts")
-        error_axis.set_ylabel(f"|human - point| >= {tolerance} among accepted, worst cell")
-        share_axis.set_ylim(0, 1)
-        error_axis.set_ylim(0, limit * 1.2)
-        error_axis.set_xlabel("accept_alpha")
-        for axis in (share_axis, error_axis):
-            axis.set_xlim(0, limit * 1.05)
-            axis.grid(alpha=0.3)
-            axis.legend(fontsize=7, loc="upper left")
+        docs_region.style_operating_axes(
+            share_axis,
+            error_axis,
+            limit=limit,
+            titles=(f"{n} calibration documents: accept share", f"{n} calibration documents: error among accepted"),
+            error_label=f"|human - point| >= {tolerance} among accepted, worst cell",
+            error_top=limit * 1.2,
+            legend_size=7,
+        )
     fig.suptitle(f"Both guarantee modes on unseen documents (tolerance {tolerance})")
     fig.tight_layout()
     docs_region.save_line_plot(fig, path, dpi=dpi)
