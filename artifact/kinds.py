@@ -1,7 +1,7 @@
 """Fits per (cell, input kind) -> artifact entries and defaults; a user's labelled cell -> its kinds.
 
 Pure, shared by ``offline`` (``make calibrate``, ``calibrate --labels``: :mod:`offline.export`) and the service's
-calibration jobs (:mod:`service.jobs.calibrating.jobs`), so both write the same entries from the same fits
+calibration jobs (:mod:`service.jobs.calibration_jobs.jobs`), so both write the same entries from the same fits
 (:func:`calibration.kinds.fit.fit_kind`). Rules, stated once:
 
 * **Entries.** One per (judge, prompt family, criterion, input kind, method, alpha, guarantee mode) fitted on

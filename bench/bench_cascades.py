@@ -19,7 +19,7 @@ Rules, stated once:
 * **Serving.** Each verdict is served as the service serves it: the set from
   :func:`offline.validation.artifact.serve_item` (``artifact.serving.choose_entry`` + the conformal set's interval hull,
   set level 0.10 = ``DEFAULT_ALPHA``), the decision from :func:`service.scoring.cell_decision.decide_for_cell` on a
-  :class:`service.calibrations.snapshot.CalibrationSnapshot` of the artifact, the verdict's kinds in the service's order
+  :class:`service.artifacts.snapshot.CalibrationSnapshot` of the artifact, the verdict's kinds in the service's order
   (``probabilities`` before ``score`` when the judge gave log-probs). A cascade of S = 2 stages decides each stage at
   accept_alpha / 2 and calls the strong judge only when the cheap stage does not accept (``service.scoring.cascades``);
   judge calls per item = 1 + the share not accepted by stage 1.
@@ -49,7 +49,7 @@ from offline.data.paths import resolve_data_dir
 from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.decisions.study import export_rules
 from offline.validation.artifact import recorded_datasets, serve_item
-from service.calibrations.snapshot import CalibrationSnapshot
+from service.artifacts.snapshot import CalibrationSnapshot
 from service.scoring.cell_decision import DecisionAsk, decide_for_cell
 from service.scoring.policy import DecisionPolicy
 

@@ -169,7 +169,7 @@ class ForbiddenError(ServiceProblem):
 
 class OwnershipConflictError(ServiceProblem):
     """An artifact claims a cell another artifact owns (409 ``cell-owned``); the message names the cell and both
-    artifacts (raised by ``service.calibrations.registry``)."""
+    artifacts (raised by ``service.artifacts.registry``)."""
 
     status = 409
     slug = "cell-owned"

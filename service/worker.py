@@ -3,8 +3,8 @@
 A worker takes chunk tasks from the SAQ queue JOB_QUEUE (WORKER_CHUNKS at a time, WORKER_CONCURRENCY items at
 once over all of them) and scores them with the same ``service.scoring.score.score_item`` as the API, on the same
 settings (THRESHOLDS_PATH, JUDGES_FILE, REDIS_URL for the shared judge-answer cache, ...). It also runs the
-calibration jobs of POST /v1/calibrations queued there (``service.jobs.calibrating.jobs.run_queued_calibration``: the
-fits run in a thread, one job per task slot).
+calibration jobs of POST /v1/calibrations queued there (``service.jobs.calibration_jobs.jobs.run_queued_calibration``:
+the fits run in a thread, one job per task slot).
 
 Lifecycle:
 
@@ -33,11 +33,11 @@ import gc
 import sys
 from typing import Any
 
-from service.calibrations.state import CalibrationHolder
+from service.artifacts.state import CalibrationHolder
 from service.config.settings import Settings, SettingsError
 from service.errors import ENABLE_JOBS_HELP, JobsUnavailableError
-from service.jobs.calibrating.jobs import CALIBRATION_SPLITS, run_queued_calibration
-from service.jobs.calibrating.records import CALIBRATION_TASK
+from service.jobs.calibration_jobs.jobs import CALIBRATION_SPLITS, run_queued_calibration
+from service.jobs.calibration_jobs.records import CALIBRATION_TASK
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import CHUNK_TASK, JobQueue
 from service.jobs.runner import ChunkRunner

@@ -33,14 +33,14 @@ LONG_MODULES = (
     "tests/service/http/test_schemathesis_cli.py",  # 426 s
     "tests/offline/studies/conformal/test_validity.py",  # 352 s
     "tests/offline/test_cli.py",  # 272 s
-    "tests/service/calibrations/test_calibrations_api.py",  # 190 s
+    "tests/service/artifacts/test_calibrations_api.py",  # 190 s
     "tests/service/http/test_server.py",  # 218 s before its four connection tests shared one server
     "tests/service/jobs/test_worker.py",  # 133 s
     "tests/docs/test_examples.py",  # 130 s
     "tests/service/http/test_schemathesis.py",  # 115 s
     "tests/test_readme_walkthrough.py",  # 85 s
     "tests/service/jobs/test_calibration_queue.py",  # 77 s
-    "tests/service/calibrations/test_calibration_rules.py",  # 71 s
+    "tests/service/artifacts/test_calibration_rules.py",  # 71 s
     "tests/calibration/conformal/test_group_pac.py",  # 63 s
     "tests/research/test_gap.py",  # 55 s
     "tests/offline/answers/test_ingest.py",  # 53 s

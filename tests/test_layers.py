@@ -55,7 +55,7 @@ def _import_graph() -> nx.DiGraph:
 
 def test_the_packages_are_read_from_this_tree():
     graph = grimp.build_graph("service", cache_dir=None)
-    assert "service.errors" in graph.modules and "service.jobs.calibrating.jobs" in graph.modules
+    assert "service.errors" in graph.modules and "service.jobs.calibration_jobs.jobs" in graph.modules
 
 
 def test_no_import_cycle():

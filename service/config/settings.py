@@ -83,7 +83,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     panels_file: Path | None = None  # PANELS_FILE: named judge panels (service/scoring/panels.py)
     cascades_file: Path | None = None  # CASCADES_FILE: named judge cascades (service/scoring/cascades.py)
     artifacts_dir: Path | None = None  # ARTIFACTS_DIR: activated artifacts persist here
-    # (service/calibrations/activated.py)
+    # (service/artifacts/activated.py)
     artifacts_redis_key: str | None = None  # ARTIFACTS_REDIS_KEY: ... and in this Redis hash (with REDIS_URL)
     default_judge: str | None = None
     default_alpha: float = 0.10

@@ -24,7 +24,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, Reference, SecurityScheme
 
-from service.calibrations.state import CalibrationHolder
+from service.artifacts.state import CalibrationHolder
 from service.config.settings import Settings
 from service.http.body import JSONRequest
 from service.http.docs_page import OfflineRedoc
@@ -46,7 +46,7 @@ from service.http.routes.score import score, score_batch
 from service.http.services import Services, handle_exception
 from service.http.spec import refine_spec, restore_zero_bounds
 from service.http.spec_values import LiveSpecJson
-from service.jobs.calibrating.jobs import CalibrationJobs
+from service.jobs.calibration_jobs.jobs import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging.admission import Admission

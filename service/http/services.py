@@ -28,11 +28,11 @@ from litestar import Request, Response
 from litestar.connection import ASGIConnection
 from litestar.openapi.datastructures import ResponseSpec
 
-from service.calibrations.state import CalibrationHolder
+from service.artifacts.state import CalibrationHolder
 from service.config.settings import Settings
 from service.http.auth import check_api_key, require_admin_key
 from service.http.problems import PROBLEM_MEDIA_TYPE, problem_from_exception
-from service.jobs.calibrating.jobs import CalibrationJobs
+from service.jobs.calibration_jobs.jobs import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging.admission import Admission
@@ -82,7 +82,7 @@ class Services:
     admission: Admission  # 429 bounds (service/judging/admission.py)
     job_metrics: JobMetrics
     jobs: JobQueue | None = None  # durable jobs (service/jobs/); None without REDIS_URL
-    # POST /v1/calibrations jobs (service/jobs/calibrating/jobs.py): run by the workers on the job queue with
+    # POST /v1/calibrations jobs (service/jobs/calibration_jobs/jobs.py): run by the workers on the job queue with
     # REDIS_URL, else as in-process background tasks
     calibrations: CalibrationJobs = field(default_factory=lambda: CalibrationJobs(accept_max=2, escalate_min=5))
     # the served OpenAPI document and the calibration snapshot it was derived for (service.http.spec_values)

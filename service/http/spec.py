@@ -20,7 +20,7 @@ and the request rules the service enforces that JSON Schema can state.
   compare) needs ``guarantee: "pac"``.
 * **Zero bounds** (``gt=0``, ``le=0``) the generator drops are restored from msgspec's schema of the wire types.
 * **Artifact names** (``ReloadRequest.name``, the ``name`` query of POST /v1/calibrations):
-service.calibrations.activated's
+service.artifacts.activated's
   check_name (1-64 letters, digits, ``_ - .`` starting with a letter or digit, no ``..``, not ending in ``.json``,
   not the reserved ``primary`` in any case); the query's empty ``name`` means the default name.
 * **Deployment values** (names and scales that depend on the loaded calibration, JUDGES_FILE, RUBRICS_FILE and
@@ -36,8 +36,8 @@ from typing import Any
 import msgspec
 from litestar.openapi.spec import OpenAPI, OpenAPIType, Reference, Schema
 
-from service.calibrations.activated import NAME_PATTERN
-from service.calibrations.registry import RESERVED_NAMES
+from service.artifacts.activated import NAME_PATTERN
+from service.artifacts.registry import RESERVED_NAMES
 from service.config.settings import Settings
 
 __all__ = ["absent", "implies", "present", "refine_spec", "restore_zero_bounds", "score_branches"]
@@ -272,7 +272,7 @@ def _any_case(word: str) -> str:
 
 
 def _artifact_names(spec: OpenAPI) -> None:
-    """service.calibrations.activated.check_name's rules on the two artifact names a caller gives (module rules)."""
+    """service.artifacts.activated.check_name's rules on the two artifact names a caller gives (module rules)."""
     reserved = "|".join(f"^{_any_case(name)}$" for name in sorted(RESERVED_NAMES))
     refused = Schema(type=OpenAPIType.STRING, pattern=rf"\.\.|\.{_any_case('json')}$|{reserved}")
     schemas = (spec.components.schemas if spec.components else None) or {}

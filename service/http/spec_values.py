@@ -32,14 +32,14 @@ from litestar.openapi.plugins import JsonRenderPlugin
 from litestar.openapi.spec import OpenAPI, OpenAPIType, Reference, Schema
 
 from calibration.conformal import METHODS
-from service.calibrations.snapshot import CalibrationSnapshot
+from service.artifacts.snapshot import CalibrationSnapshot
 from service.http.services import Services
 from service.http.spec import implies, present, score_branches
 from service.wire.common import CRITERIA
 
 __all__ = ["LiveSpecJson", "SpecValues", "apply_spec_values", "spec_document", "spec_values"]
 
-DEFAULT_SCALE = 5  # service.calibrations.snapshot.CalibrationSnapshot.n_labels_for: an uncalibrated criterion's K
+DEFAULT_SCALE = 5  # service.artifacts.snapshot.CalibrationSnapshot.n_labels_for: an uncalibrated criterion's K
 _DEPLOYMENT = "deployment value (service.http.spec_values)"  # marks the rules this module owns, to replace them
 _OWN_FIELDS = {
     "judge_score": "integer",

@@ -8,7 +8,7 @@ call                                    effect
                                         the same Redis client
 ``await jobs.enqueue_chunks(id, n)``    one SAQ task ``score_chunk(job_id, chunk)`` per chunk, keyed
                                         ``<job id>:<chunk>`` (SAQ refuses a second task with a live key)
-``await jobs.enqueue_calibration(p, b)`` a calibration job's record and body (``jobs.calibrating``) and its
+``await jobs.enqueue_calibration(p, b)`` a calibration job's record and body (``jobs.calibration_jobs``) and its
                                         SAQ task ``run_calibration(calibration_id)``, keyed ``cal:<id>``
 ``await jobs.calibration_record(id)``   that job's stored record (plan, state), or None
 ``await jobs.depth()``                  chunk tasks queued and running (for metrics)
@@ -31,7 +31,7 @@ from redis.exceptions import RedisError
 
 from service.config.jobs import JobSettings
 from service.errors import ENABLE_JOBS_HELP, JobsUnavailableError
-from service.jobs.calibrating.records import CALIBRATION_TASK, CalibrationPlan, CalibrationRecords
+from service.jobs.calibration_jobs.records import CALIBRATION_TASK, CalibrationPlan, CalibrationRecords
 from service.jobs.store import JobStore, key_prefix
 
 __all__ = ["CHUNK_TASK", "JobQueue"]

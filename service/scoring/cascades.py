@@ -40,7 +40,7 @@ from typing import Literal
 import msgspec
 
 from calibration.decisions.rule import certification_at, gate_at
-from service.calibrations.snapshot import CalibrationSnapshot
+from service.artifacts.snapshot import CalibrationSnapshot
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.context import ScoringContext

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import msgspec
 
-from service.calibrations.snapshot import CalibrationSnapshot
+from service.artifacts.snapshot import CalibrationSnapshot
 from service.errors import InvalidRequestError
 from service.scoring.policy import DecisionPolicy, PolicyDecision, find_rule, selection_failure, set_guarantee
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 
-from service.calibrations.snapshot import CalibrationSnapshot
+from service.artifacts.snapshot import CalibrationSnapshot
 from service.config.settings import Settings
 from service.judging.pool import JudgePool
 from service.observability.metrics import ServiceMetrics

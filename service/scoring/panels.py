@@ -56,7 +56,7 @@ from calibration.kinds.mean_panel import (
     served_panel,
 )
 from calibration.kinds.verdicts import InputKind, round_half_up, verdict_inputs
-from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
+from service.artifacts.snapshot import CalibrationSnapshot, coverage_target
 from service.errors import InvalidRequestError
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.cell_decision import DecisionAsk, asked, decide_for_cell

@@ -12,7 +12,7 @@ import msgspec
 from calibration.conformal import METHODS
 from calibration.levels import LEVEL_TOLERANCE
 from judges.factuality.methods import FAITHFULNESS_PROMPT_FAMILIES
-from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
+from service.artifacts.snapshot import CalibrationSnapshot, coverage_target
 from service.config.settings import Settings
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.judging.families import live_prompt_family

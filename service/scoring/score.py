@@ -55,7 +55,7 @@ from typing import cast
 import msgspec
 
 from calibration.kinds.verdicts import InputKind
-from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
+from service.artifacts.snapshot import CalibrationSnapshot, coverage_target
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.cascades import score_cascade
 from service.scoring.cell_decision import DecisionAsk, decide_for_cell

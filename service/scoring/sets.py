@@ -14,7 +14,7 @@ import msgspec
 from artifact.serving import LevelRefused, MethodRefused, ServedEntry, Uncalibrated, choose_entry
 from artifact.thresholds import ThresholdEntry
 from calibration.kinds.verdicts import verdict_inputs
-from service.calibrations.snapshot import CalibrationSnapshot
+from service.artifacts.snapshot import CalibrationSnapshot
 from service.scoring.policy import full_scale, interval_hull, set_note
 from service.scoring.resolve import Plan
 from service.scoring.verdict import Verdict

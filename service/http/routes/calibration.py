@@ -10,9 +10,9 @@ from litestar import Request, get, post
 from litestar.params import JSONBody, Parameter
 
 from artifact.thresholds import GUARANTEE_MODES
-from service.calibrations.overview import overview
-from service.calibrations.registry import PRIMARY
-from service.calibrations.snapshot import CalibrationSnapshot, coverage_target
+from service.artifacts.overview import overview
+from service.artifacts.registry import PRIMARY
+from service.artifacts.snapshot import CalibrationSnapshot, coverage_target
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.http.auth import is_admin
 from service.http.body import BODY_DECODER, BodyDecoder

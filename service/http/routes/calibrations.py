@@ -1,6 +1,6 @@
 """POST /v1/calibrations (admin), GET /v1/calibrations/{id} (admin), POST /v1/calibrations/{id}/activate (admin),
 DELETE /v1/calibrations/{id} (admin): calibrate your own judge over HTTP (rules:
-``service.jobs.calibrating``)."""
+``service.jobs.calibration_jobs``)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from litestar.params import Parameter, PathParameter
 
 from artifact.labels import CRITERION_PATTERN
 from calibration.decisions.rule import MODES, Certification, DecisionRule
-from service.calibrations.snapshot import coverage_target
+from service.artifacts.snapshot import coverage_target
 from service.errors import BadRequestError, UnsupportedMediaTypeError
 from service.http.routes.calibration import swap_response
 from service.http.services import problem_responses, require_admin_key, services_of
 from service.http.spec import implies
-from service.jobs.calibrating.cells import MIN_CELL_ITEMS
-from service.jobs.calibrating.fitting import CalibrationJob
+from service.jobs.calibration_jobs.cells import MIN_CELL_ITEMS
+from service.jobs.calibration_jobs.fitting import CalibrationJob
 from service.judging.rubrics import MAX_LABELS
 from service.wire.calibration import (
     ArtifactName,

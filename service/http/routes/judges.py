@@ -7,7 +7,7 @@ from typing import Annotated
 from litestar import Request, get
 from litestar.params import Parameter
 
-from service.calibrations.judges_view import ConfiguredJudge, judges_full, judges_summary
+from service.artifacts.judges_view import ConfiguredJudge, judges_full, judges_summary
 from service.errors import InvalidRequestError
 from service.http.services import problem_responses, services_of
 from service.wire.judges import JudgesResponse, JudgesSummary

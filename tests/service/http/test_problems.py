@@ -165,7 +165,7 @@ def test_internal_error_in_a_route_is_a_logged_500_problem(app: AppHarness, monk
     def boom(*args, **kwargs):
         raise RuntimeError("unexpected internals")
 
-    monkeypatch.setattr("service.calibrations.snapshot.CalibrationSnapshot.prediction_set", boom)
+    monkeypatch.setattr("service.artifacts.snapshot.CalibrationSnapshot.prediction_set", boom)
     body = {"criterion": "relevance", "judge": "stand-in", "judge_score": 3}
     problem = _assert_problem(app.client.post("/v1/score", json=body), 500)
     assert "unexpected internals" not in problem["detail"]

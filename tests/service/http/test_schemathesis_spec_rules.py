@@ -15,7 +15,7 @@ import pytest
 
 from artifact.labels import parse_labels
 from calibration.errors import LabelsError
-from service.calibrations.activated import check_name
+from service.artifacts.activated import check_name
 from service.openapi_export import DEFAULT_PATH
 
 BASE = {"item_id": "a", "criterion": "helpfulness", "human": 3, "judge": "j", "judge_score": 3}

@@ -13,7 +13,7 @@ from service.config.limits import LimitSettings
 from service.config.settings import Settings
 from service.judging.rubrics import RubricError, decode_rubrics, rubric_messages
 from tests.fakes.judge_server import JudgeServer
-from tests.service.calibrations.test_artifacts_merge import user_artifact
+from tests.service.artifacts.test_artifacts_merge import user_artifact
 from tests.service.conftest import STAND_IN, AppHarness
 
 ADMIN = "rubric-admin"

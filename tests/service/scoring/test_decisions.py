@@ -483,10 +483,10 @@ def test_calibration_evidence_lists_rules_per_label_and_failed_selections(certif
 
 
 def test_merged_artifacts_keep_every_decision_rule(decision_artifact: ThresholdsArtifact):
-    # an activated artifact's rules must reach the merged view the service reads (service.calibrations.registry)
+    # an activated artifact's rules must reach the merged view the service reads (service.artifacts.registry)
     import msgspec
 
-    from service.calibrations.registry import PRIMARY, ArtifactSet, LoadedArtifact
+    from service.artifacts.registry import PRIMARY, ArtifactSet, LoadedArtifact
     from tests.service.conftest import build_artifact
 
     primary = LoadedArtifact.of(PRIMARY, build_artifact(), path="p", loaded_at="t")

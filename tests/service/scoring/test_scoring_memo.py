@@ -11,7 +11,7 @@ import pytest
 from artifact.thresholds import ThresholdsArtifact
 from calibration.conformal import PROBABILITY_METHODS, prediction_set
 from calibration.errors import CalibrationError
-from service.calibrations.snapshot import MEMO_LIMIT, CalibrationSnapshot, LruMemo
+from service.artifacts.snapshot import MEMO_LIMIT, CalibrationSnapshot, LruMemo
 from service.errors import InvalidRequestError
 from service.http.routes.score import scoring_context
 from service.scoring.score import score_item

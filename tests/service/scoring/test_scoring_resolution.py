@@ -17,14 +17,14 @@ import pytest
 
 from artifact.serving import ServedEntry
 from artifact.thresholds import save_artifact
-from service.calibrations.snapshot import CalibrationSnapshot
+from service.artifacts.snapshot import CalibrationSnapshot
 from service.config.settings import Settings
 from service.http.routes.score import scoring_context
 from service.scoring.resolve import resolve
 from service.scoring.sets import calibrated_entry
 from service.scoring.verdict import own_verdict
 from service.wire.score import ScoreRequest
-from tests.service.calibrations.test_artifacts_merge import user_artifact
+from tests.service.artifacts.test_artifacts_merge import user_artifact
 from tests.service.conftest import RECORDED, STAND_IN, AppHarness
 
 CRITERIA = ["coherence", "consistency", "faithfulness", "fluency", "relevance"]

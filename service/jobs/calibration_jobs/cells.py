@@ -1,6 +1,6 @@
 """The labelled cells of a calibration job's body, and whether each can be fitted here (rules:
-``service.jobs.calibrating.jobs``): printable names, enough items and groups, at most ``max_cell_rows`` rows; and the
-warnings for levels a cell is too small for.
+``service.jobs.calibration_jobs.jobs``): printable names, enough items and groups, at most ``max_cell_rows`` rows; and
+the warnings for levels a cell is too small for.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import collections
 from collections.abc import Sequence
 
 from artifact.labels import LabelledCell, LabelRow, labelled_cells, min_items_for, read_labels
-from service.calibrations.registry import is_printable_name
+from service.artifacts.registry import is_printable_name
 from service.errors import InvalidRequestError
 
 __all__ = ["MIN_CELL_GROUPS", "MIN_CELL_ITEMS", "cell_name", "check_cells", "job_cells", "level_warnings"]

@@ -33,7 +33,7 @@ def key() -> Iterator[str]:
     except redis.RedisError:
         pytest.fail("these tests need Redis on 127.0.0.1:6379 (make test documents it)")
     yield name
-    client.delete(name, f"{name}:version")  # the hash and its change counter (service.calibrations.activated)
+    client.delete(name, f"{name}:version")  # the hash and its change counter (service.artifacts.activated)
     client.close()
 
 

@@ -1,15 +1,15 @@
 """The loaded calibration, held for the app and swapped atomically.
 
-A request takes one ``CalibrationSnapshot`` (``holder.current``; :mod:`service.calibrations.snapshot`) at its
+A request takes one ``CalibrationSnapshot`` (``holder.current``; :mod:`service.artifacts.snapshot`) at its
 start and uses only that snapshot, so a reload in the middle of a request (or a batch) never mixes two artifacts.
 A reload loads and validates the new file completely (in a worker thread) before the one reference assignment
 that publishes it; a broken file raises ``ArtifactError`` and the old snapshot stays. Reloads are serialised by
 a lock.
 
-Names: an activated artifact's name follows ``service.calibrations.activated.check_name`` (a reserved name such as
+Names: an activated artifact's name follows ``service.artifacts.activated.check_name`` (a reserved name such as
 ``primary``
 is refused: the primary artifact is replaced only by a reload without a name, and is never removed through the
-API); every judge, prompt family and criterion of any artifact is printable text (``service.calibrations.registry``),
+API); every judge, prompt family and criterion of any artifact is printable text (``service.artifacts.registry``),
 checked
 before anything is published.
 
@@ -29,16 +29,16 @@ from artifact.pairwise import DEFAULT_PATH as DEFAULT_PAIRWISE_PATH
 from artifact.pairwise import PairwiseIndex, load_pairwise_artifact
 from artifact.thresholds import ThresholdsArtifact
 from calibration.errors import ArtifactError
-from service.calibrations.activated import ActivatedStore, check_name
-from service.calibrations.artifact_file import decode_artifact_bytes, read_artifact_file, resolve_reload_path
-from service.calibrations.registry import (
+from service.artifacts.activated import ActivatedStore, check_name
+from service.artifacts.artifact_file import decode_artifact_bytes, read_artifact_file, resolve_reload_path
+from service.artifacts.registry import (
     PRIMARY,
     ArtifactSet,
     LoadedArtifact,
     OwnershipConflictError,
     unprintable_names,
 )
-from service.calibrations.snapshot import CalibrationSnapshot, load_snapshot
+from service.artifacts.snapshot import CalibrationSnapshot, load_snapshot
 from service.errors import ConflictError, InvalidRequestError
 
 __all__ = ["CalibrationHolder"]
@@ -48,7 +48,7 @@ class CalibrationHolder:
     """The current snapshot (or None with the load error), replaced atomically by ``reload``.
 
     A reload reads only regular files inside ``reload_dir`` (default: the start-up file's directory) of at most
-    ``max_artifact_bytes`` (rules: ``service.calibrations.artifact_file``).
+    ``max_artifact_bytes`` (rules: ``service.artifacts.artifact_file``).
     """
 
     def __init__(
@@ -72,7 +72,7 @@ class CalibrationHolder:
         self.current: CalibrationSnapshot | None = None
         self.error: str | None = "not loaded yet"
         self._lock = asyncio.Lock()
-        # Activated artifacts persist here (ARTIFACTS_DIR, ARTIFACTS_REDIS_KEY; service.calibrations.activated).
+        # Activated artifacts persist here (ARTIFACTS_DIR, ARTIFACTS_REDIS_KEY; service.artifacts.activated).
         self.activated = ActivatedStore(artifacts_dir, redis_url=redis_url, redis_key=artifacts_redis_key)
         self.artifacts = ArtifactSet()
         self.skipped: list[str] = []  # persisted artifacts refused at start-up, with the reason
@@ -159,7 +159,7 @@ class CalibrationHolder:
     async def activate(
         self, name: str, artifact: ThresholdsArtifact, *, source: str
     ) -> tuple[CalibrationSnapshot | None, CalibrationSnapshot]:
-        """Add or replace the artifact ``name`` (service.calibrations.registry rules; OwnershipConflictError leaves
+        """Add or replace the artifact ``name`` (service.artifacts.registry rules; OwnershipConflictError leaves
         all as it
         was; a reserved or malformed name is a 422, unprintable cell names an ArtifactError), persist it
         (ARTIFACTS_DIR), then publish the merged snapshot; returns (previous, new), read under the lock."""
@@ -226,7 +226,7 @@ class CalibrationHolder:
 
 def _check_activation_name(name: str) -> None:
     """InvalidRequestError (422) unless ``name`` may name an activated artifact
-    (``service.calibrations.activated.check_name``)."""
+    (``service.artifacts.activated.check_name``)."""
     try:
         check_name(name)
     except ValueError as error:

@@ -20,7 +20,7 @@ from typing import Any
 import msgspec
 
 from calibration.kinds.mean_panel import is_panel_name, panel_members
-from service.calibrations.snapshot import CalibrationSnapshot
+from service.artifacts.snapshot import CalibrationSnapshot
 from service.wire.judges import JudgeCalibration, JudgeGroup, JudgeInfo, JudgesResponse, JudgesSummary, JudgeSummary
 
 __all__ = ["ConfiguredJudge", "judges_full", "judges_summary"]

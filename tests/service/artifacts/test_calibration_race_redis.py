@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 
 from artifact.thresholds import ThresholdsArtifact
-from service.calibrations.state import CalibrationHolder
+from service.artifacts.state import CalibrationHolder
 from service.config.jobs import JobSettings
 from service.errors import NotFoundError
-from service.jobs.calibrating.jobs import CalibrationJobs
-from service.jobs.calibrating.records import CalibrationPlan
+from service.jobs.calibration_jobs.jobs import CalibrationJobs
+from service.jobs.calibration_jobs.records import CalibrationPlan
 from service.jobs.queue import JobQueue
-from tests.service.calibrations.test_artifacts_merge import user_artifact
+from tests.service.artifacts.test_artifacts_merge import user_artifact
 from tests.service.jobs.conftest import REDIS_URL, queue_name  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.redis

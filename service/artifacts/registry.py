@@ -20,7 +20,7 @@ activated. Rules, stated once:
   order); the label scale is the widest (each entry keeps its own ``fitted.n_labels``); with one artifact the
   merged view *is* that artifact (so its ``calibration_id`` is unchanged).
 
-Pure: no I/O, no framework; :mod:`service.calibrations.state` holds the current set and builds the snapshot from it.
+Pure: no I/O, no framework; :mod:`service.artifacts.state` holds the current set and builds the snapshot from it.
 """
 
 from __future__ import annotations

@@ -2,9 +2,8 @@
 
 With Redis configured a calibration runs on the same SAQ queue as scoring chunks: the API validates the body,
 stores it and the job's record here, and queues one ``run_calibration`` task; any worker
-(``python -m service.worker``) runs it with :func:`service.jobs.calibrating.fitting.run_calibration`, the same code as
-the
-in-process path, writing its progress and finally its artifact here; the API reads the record on every GET.
+(``python -m service.worker``) runs it with :func:`service.jobs.calibration_jobs.fitting.run_calibration`, the same code
+as the in-process path, writing its progress and finally its artifact here; the API reads the record on every GET.
 
 Keys (``p`` = ``cj:<JOB_QUEUE>:``), both expiring JOB_RESULTS_TTL_S after submission:
 

@@ -14,8 +14,8 @@ Rules, stated once:
     configuration tried, 4-13 groups of 1-3 items; it is not a characterisation);
   - a cell with more than ``max_cell_rows`` rows (MAX_CALIBRATION_CELL_ROWS): a fit's memory grows with its cell;
   - a judge, prompt family or criterion name that is not printable text (control, bidi or zero-width characters:
-    ``service.calibrations.registry.is_printable_name``);
-  - an artifact name that is malformed or reserved (``primary``: ``service.calibrations.activated.check_name``).
+    ``service.artifacts.registry.is_printable_name``);
+  - an artifact name that is malformed or reserved (``primary``: ``service.artifacts.activated.check_name``).
 
   Then it runs the job (**Where jobs run**): each (cell, input kind) is calibrated by
   :func:`calibration.kinds.fit.fit_kind`, exactly as ``make calibrate`` and ``calibrate --labels`` do (PAC
@@ -32,7 +32,7 @@ Rules, stated once:
   internal error).
 * **Where jobs run.** With REDIS_URL (durable jobs configured) a job is a task on the same SAQ queue as scoring
   chunks, run by any ``python -m service.worker``; its record lives in Redis for JOB_RESULTS_TTL_S
-  (:mod:`service.jobs.calibrating.records`), so it survives an API restart and every API process sees it, and a
+  (:mod:`service.jobs.calibration_jobs.records`), so it survives an API restart and every API process sees it, and a
   worker lost mid-fit is replaced by another (the fits are seeded: the same artifact). Without workers it waits,
   queued; the fits run in the worker (in a thread). Without REDIS_URL jobs run as background tasks of this
   process, each fit in a child process (``anyio.to_process``), so neither the API's event loop nor its memory
@@ -40,7 +40,7 @@ Rules, stated once:
   forgets them. Either way activated
   artifacts do not depend on the job: they persist in ARTIFACTS_DIR under the name ``cal-<id>`` (or the
   ``name`` given at submission).
-* **Activate** hands the job's artifact to the calibration holder (:mod:`service.calibrations.registry` rules: a cell
+* **Activate** hands the job's artifact to the calibration holder (:mod:`service.artifacts.registry` rules: a cell
 another
   artifact owns is a 409 and nothing changes). A job that is not done is a 409.
 * **Delete** removes the job and, when it was activated, its artifact (its cells answer uncalibrated again).
@@ -62,24 +62,24 @@ import anyio.to_thread
 from redis.exceptions import RedisError
 
 from artifact.labels import LabelledCell
-from service.calibrations.activated import check_name
-from service.calibrations.snapshot import CalibrationSnapshot
-from service.calibrations.state import CalibrationHolder
+from service.artifacts.activated import check_name
+from service.artifacts.snapshot import CalibrationSnapshot
+from service.artifacts.state import CalibrationHolder
 from service.errors import (
     ConflictError,
     InvalidRequestError,
     NotFoundError,
     store_unavailable,
 )
-from service.jobs.calibrating.cells import check_cells, job_cells, level_warnings
-from service.jobs.calibrating.fitting import (
+from service.jobs.calibration_jobs.cells import check_cells, job_cells, level_warnings
+from service.jobs.calibration_jobs.fitting import (
     CalibrationJob,
     fit_in_process,
     now_iso,
     rules_in_process,
     run_calibration,
 )
-from service.jobs.calibrating.records import CalibrationPlan, beating
+from service.jobs.calibration_jobs.records import CalibrationPlan, beating
 from service.jobs.queue import JobQueue
 from service.judging.families import live_family_warnings
 from service.judging.pool import JudgePool

@@ -15,17 +15,17 @@ from pathlib import Path
 import msgspec
 import pytest
 
-import service.jobs.calibrating.fitting as fitting
-import service.jobs.calibrating.jobs as calibration_jobs
+import service.jobs.calibration_jobs.fitting as fitting
+import service.jobs.calibration_jobs.jobs as calibration_jobs
 from artifact.labels import labelled_cells, read_labels
 from artifact.thresholds import ThresholdsArtifact, save_artifact
-from service.calibrations.state import CalibrationHolder
+from service.artifacts.state import CalibrationHolder
 from service.config.limits import LimitSettings
 from service.config.settings import Settings
-from service.jobs.calibrating.fitting import CalibrationJob, run_calibration
-from service.jobs.calibrating.jobs import CalibrationJobs
+from service.jobs.calibration_jobs.fitting import CalibrationJob, run_calibration
+from service.jobs.calibration_jobs.jobs import CalibrationJobs
 from service.openapi_export import DEFAULT_PATH
-from tests.service.calibrations.test_artifacts_merge import user_artifact
+from tests.service.artifacts.test_artifacts_merge import user_artifact
 from tests.service.conftest import STAND_IN, AppHarness
 
 ADMIN = "hardening-admin"

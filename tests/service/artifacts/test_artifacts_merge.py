@@ -12,7 +12,7 @@ import pytest
 from artifact.kinds import fit_modes, kind_artifact, labelled_kind_data
 from artifact.labels import LabelledCell
 from artifact.thresholds import ThresholdsArtifact, save_artifact
-from service.calibrations.registry import ArtifactSet, LoadedArtifact, OwnershipConflictError
+from service.artifacts.registry import ArtifactSet, LoadedArtifact, OwnershipConflictError
 from service.config.limits import LimitSettings
 from service.config.settings import Settings
 from tests.service.conftest import STAND_IN, AppHarness, build_artifact

@@ -1,5 +1,5 @@
 """Running one calibration job: each (cell, input kind) fitted by :func:`calibration.kinds.fit.fit_kind` in a thread
-or a child process, then each cell's decision rules, then the artifact (rules: ``service.jobs.calibrating.jobs``).
+or a child process, then each cell's decision rules, then the artifact (rules: ``service.jobs.calibration_jobs.jobs``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from artifact.thresholds import ThresholdsArtifact
 from calibration.decisions.rule import DecisionRule
 from calibration.errors import CalibrationError
 from calibration.kinds.fit import KindData, KindFit
-from service.jobs.calibrating.cells import cell_name
+from service.jobs.calibration_jobs.cells import cell_name
 
 __all__ = [
     "CalibrationJob",

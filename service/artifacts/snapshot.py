@@ -1,6 +1,6 @@
 """One loaded calibration as a request sees it: the artifact, its look-up tables built once per load, and a memo.
 
-A ``CalibrationSnapshot`` never changes once built; ``service.calibrations.state`` holds the current one and swaps it
+A ``CalibrationSnapshot`` never changes once built; ``service.artifacts.state`` holds the current one and swaps it
 atomically on a reload or an activation. ``load_snapshot`` loads, validates and indexes one thresholds file.
 """
 
@@ -15,7 +15,7 @@ from artifact.thresholds import GUARANTEE_MODES, ThresholdEntry, ThresholdIndex,
 from calibration.conformal import METHODS
 from calibration.decisions.rule import DecisionRule
 from calibration.errors import ArtifactError
-from service.calibrations.registry import PRIMARY, ArtifactSet, LoadedArtifact
+from service.artifacts.registry import PRIMARY, ArtifactSet, LoadedArtifact
 
 __all__ = ["MEMO_LIMIT", "CalibrationSnapshot", "LruMemo", "coverage_target", "load_snapshot"]
 

@@ -17,8 +17,8 @@ import msgspec
 
 from artifact.serving import LevelRefused, ServedEntry, choose_entry
 from calibration.decisions.rule import certification_at
-from service.calibrations.registry import PRIMARY
-from service.calibrations.snapshot import CalibrationSnapshot
+from service.artifacts.registry import PRIMARY
+from service.artifacts.snapshot import CalibrationSnapshot
 from service.wire.calibration import ArtifactSummary, CalibrationOverview, CellOverview, ServedLevels
 from service.wire.score import ScoreRequest
 

@@ -3,7 +3,7 @@ Redis (a hash ``ARTIFACTS_REDIS_KEY``: name -> artifact JSON) when that and REDI
 
 Neither set: activation lasts for the process only. A name is 1-64 characters of letters, digits, ``_``, ``-`` and
 ``.`` starting with a letter or digit, without ``..`` and not ending in ``.json``, so it is always a plain file name
-inside the directory; a reserved name (``service.calibrations.registry.RESERVED_NAMES``: ``primary``, any case) is
+inside the directory; a reserved name (``service.artifacts.registry.RESERVED_NAMES``: ``primary``, any case) is
 refused, so a
 file or hash entry of that name is never loaded as an activated artifact. Files are written
 atomically (``artifact.thresholds.save_artifact``: temp file + rename). At start-up the directory's files and
@@ -28,7 +28,7 @@ from redis.exceptions import RedisError
 
 from artifact.thresholds import ThresholdsArtifact, decode_artifact, encode_artifact, load_artifact, save_artifact
 from calibration.errors import ArtifactError
-from service.calibrations.registry import RESERVED_NAMES
+from service.artifacts.registry import RESERVED_NAMES
 from service.errors import CalibrationUnavailableError
 
 __all__ = ["NAME_PATTERN", "PERSIST_RETRY_AFTER_S", "ActivatedStore", "PersistError", "check_name"]
