@@ -21,6 +21,8 @@ bounded by the three settings above, whatever the stream's length.
 
 from __future__ import annotations
 
+import asyncio
+import random
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -114,12 +116,14 @@ class MonitorStore:
         """Add the items' labels to the monitor of ``key`` (created with ``spec`` on its first label), closing the
         documents marked done, in one transaction (retried while another writer changes the monitor)."""
         monitor_id = key.monitor_id
-        for _ in range(_ATTEMPTS):
+        for attempt in range(_ATTEMPTS):
             async with self.redis.pipeline(transaction=True) as pipe:
                 try:
                     return await self._record(pipe, monitor_id, key, spec, items)
                 except WatchError:
-                    continue
+                    pass
+            # another writer won: wait a jittered, growing moment so that contending writers take turns
+            await asyncio.sleep(random.uniform(0.0, min(0.2, 0.002 * 2**attempt)))
         raise ConflictError(f"monitor {monitor_id} changed {_ATTEMPTS} times while this feedback was recorded; retry")
 
     async def _record(
