@@ -258,6 +258,9 @@ class _Batch:
         """Tally one item (or count it a duplicate, or refuse it), closing its document when it says done."""
         if item.item_id in self.seen:
             self.result.duplicates += 1
+            open_document = self.documents.get(item.group)
+            if item.done and open_document is not None:  # a resent last label still closes its document
+                self._close(item.group, open_document)
             return
         document, refusal = self._document(item.group)
         if refusal is not None:
@@ -276,12 +279,16 @@ class _Batch:
             self.documents[item.group] = document
             self.touched.add(item.group)
             return
+        self._close(item.group, document)
+
+    def _close(self, group: str, document: OpenDocument) -> None:
+        """Count the finished document in the monitor (calibration.monitoring.observe_document)."""
         self.state = observe_document(self.spec, self.state, document.tallies, labels=document.labels)
-        if self.documents.pop(item.group, None) is not None:
+        if self.documents.pop(group, None) is not None:
             self.n_open -= 1
-        self.touched.discard(item.group)
-        self.closed.add(item.group)
-        self.newly_closed.append(item.group)
+        self.touched.discard(group)
+        self.closed.add(group)
+        self.newly_closed.append(group)
         self.result.closed += 1
 
     def _document(self, group: str) -> tuple[OpenDocument | None, ServiceProblem | None]:

@@ -157,3 +157,15 @@ def test_a_harmless_stream_raises_no_alarm(
     assert client.post("/v1/feedback", json={"items": items}).json()["alarms_raised"] == 0
     assert client.get("/v1/monitor").json()["cells"][0]["status"] == "ok"
     assert client.post("/v1/score", json=SCORE).json()["rule_failed"] is False
+
+
+def test_a_resent_last_label_with_done_closes_its_document(
+    start_app: Callable[[Settings], AppHarness], jobs_settings: Callable[..., Settings]
+) -> None:
+    client = start_app(jobs_settings()).client
+    first = [feedback_item("r1", 3, group="doc-r"), feedback_item("r2", 3, group="doc-r")]
+    assert client.post("/v1/feedback", json={"items": first}).json()["documents_closed"] == 0
+    resent = client.post("/v1/feedback", json={"items": [feedback_item("r2", 3, group="doc-r", done=True)]}).json()
+    assert (resent["accepted"], resent["duplicates"], resent["documents_closed"]) == (0, 1, 1)
+    cell = client.get("/v1/monitor").json()["cells"][0]
+    assert (cell["labels"], cell["groups"], cell["open_groups"]) == (2, 1, 0)
