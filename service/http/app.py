@@ -42,7 +42,7 @@ from service.http.routes.estimates import document_estimates_openapi, estimates,
 from service.http.routes.health import healthz, metrics, readyz
 from service.http.routes.jobs import cancel_job, document_jobs_openapi, job_results, job_status, submit_job
 from service.http.routes.judges import list_judges
-from service.http.routes.monitoring import feedback, monitor, monitor_reset
+from service.http.routes.monitoring import feedback, monitor, monitor_recalibrate, monitor_reset
 from service.http.routes.score import score, score_batch
 from service.http.services import Services, handle_exception
 from service.http.spec import refine_spec, restore_zero_bounds
@@ -60,7 +60,7 @@ from service.observability.traces import make_tracing
 from service.scoring.policy import DecisionPolicy
 from service.wire.calibration import ReloadRequest
 from service.wire.compare import CompareRequest
-from service.wire.monitoring import FeedbackRequest, MonitorResetRequest
+from service.wire.monitoring import FeedbackRequest, MonitorRecalibrateRequest, MonitorResetRequest
 from service.wire.score import ScoreBatchRequest, ScoreRequest
 
 __all__ = ["API_VERSION", "create_app"]
@@ -72,10 +72,13 @@ V1_HANDLERS = (
     submit_job, job_status, job_results, cancel_job,
     submit_calibration, calibration_job, activate_calibration, delete_calibration,
     estimates, rankings,
-    feedback, monitor, monitor_reset,
+    feedback, monitor, monitor_reset, monitor_recalibrate,
 )  # fmt: skip
 PUBLIC_HANDLERS = (healthz, readyz, metrics)
-_REQUEST_TYPES = (ScoreRequest, ScoreBatchRequest, CompareRequest, ReloadRequest, FeedbackRequest, MonitorResetRequest)
+_REQUEST_TYPES = (
+    ScoreRequest, ScoreBatchRequest, CompareRequest, ReloadRequest,
+    FeedbackRequest, MonitorResetRequest, MonitorRecalibrateRequest,
+)  # fmt: skip
 _DESCRIPTION = (
     "LLM-judge verdicts wrapped with split-conformal prediction sets (accept / review / escalate), "
     "pairwise tournament diagnostics (3-cycles, violation rate, rankings) and factuality evidence. "

@@ -9,6 +9,7 @@ module                   role
 ``feedback``             POST /v1/feedback's items: recompute what was served, record the labels
 ``board``                the raised alarms every answer checks: a cached copy, refreshed cheaply
 ``views``                a monitor as GET /v1/monitor shows it, and the admin reset (audited)
+``recalibration``        a monitor's kept labelled rows as the body of a calibration job
 ``metrics``              the monitors' Prometheus gauges
 ``monitors``             what one process holds: store, board, gauges, the fixed settings
 ======================== ===========================================================================

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
+
 from service.errors import InvalidRequestError, problem_from_exception
 from service.monitoring.cells import MonitorKey, label_outcome, monitor_key, watched_spec
 from service.monitoring.monitors import Monitors
@@ -34,7 +36,7 @@ from service.wire.decoding import as_wire_type
 from service.wire.monitoring import FeedbackItem, FeedbackRefusal, FeedbackResponse
 from service.wire.score import ScoreRequest
 
-__all__ = ["record_feedback"]
+__all__ = ["labelled_row", "record_feedback"]
 
 
 def _served_request(item: FeedbackItem) -> ScoreRequest:
@@ -69,7 +71,28 @@ async def _labelled(ctx: ScoringContext, index: int, item: FeedbackItem, tenant:
     outcome = label_outcome(answer, key, item.human, n_labels)
     group = item.group if item.group is not None else item.item_id
     done = item.done or item.group is None
-    return key, Labelled(index=index, item_id=item.item_id, group=group, done=done, outcome=outcome)
+    row = labelled_row(item, judge=answer.judge, prompt_family=family, group=group, n_labels=n_labels)
+    return key, Labelled(index=index, item_id=item.item_id, group=group, done=done, outcome=outcome, row=row)
+
+
+def labelled_row(item: FeedbackItem, *, judge: str, prompt_family: str, group: str, n_labels: int) -> bytes:
+    """The item as a row of the labelled JSON Lines format (artifact.labels), under the judge and prompt family
+    that served it: what a recalibration from feedback fits on."""
+    row: dict[str, Any] = {
+        "item_id": item.item_id,
+        "criterion": item.criterion,
+        "judge": judge,
+        "prompt_family": prompt_family,
+        "human": item.human,
+        "group": group,
+        "scale_max": n_labels,
+    }
+    if item.judge_score is not None:
+        row["judge_score"] = item.judge_score
+    if item.judge_logprobs is not None:
+        values = item.judge_logprobs.values(n_labels)
+        row["judge_logprobs"] = {str(k): v for k, v in enumerate(values, start=1) if v is not None}
+    return msgspec.json.encode(row)
 
 
 async def record_feedback(

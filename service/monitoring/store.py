@@ -9,6 +9,8 @@ key                     type   content
 ``p m:<id>:open``       hash   group -> the open document's tallies (JSON), at most MONITOR_MAX_OPEN_GROUPS
 ``p m:<id>:seen``       zset   item ids labelled (score: when), the latest MONITOR_REMEMBERED_IDS kept
 ``p m:<id>:closed``     zset   groups closed (score: when), the latest MONITOR_REMEMBERED_IDS kept
+``p m:<id>:rows``       list   the labelled rows (the labelled JSON Lines format), newest first, as many kept:
+                               what a recalibration from feedback fits on
 ``p monitors``          hash   monitor id -> tenant (the listing)
 ``p alarms``            hash   monitor id -> the alarm's cell and guarantee (JSON): what escalates answers
 ======================= ====== ===================================================================================
@@ -16,7 +18,7 @@ key                     type   content
 One feedback request updates each monitor it touches in one optimistic transaction (WATCH the monitor's four
 keys, read, compute with :mod:`calibration.monitoring`, MULTI/EXEC the writes; a concurrent writer makes EXEC fail
 and the update is recomputed), so replicas and workers never lose or double-count a label. Memory per monitor is
-bounded by the three settings above, whatever the stream's length.
+bounded by the settings above, whatever the stream's length.
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class Labelled(msgspec.Struct, frozen=True, kw_only=True):
     group: str
     done: bool
     outcome: LabelOutcome
+    row: bytes = b""  # the item as a labelled row (artifact.labels format), kept for a recalibration
 
 
 class UpdateResult(msgspec.Struct, kw_only=True):
@@ -111,6 +114,9 @@ class MonitorStore:
     def _keys(self, monitor_id: str) -> tuple[str, str, str, str]:
         base = f"{self.prefix}m:{monitor_id}"
         return base, base + ":open", base + ":seen", base + ":closed"
+
+    def _rows_key(self, monitor_id: str) -> str:
+        return f"{self.prefix}m:{monitor_id}:rows"
 
     async def record(self, key: MonitorKey, spec: CellSpec, items: Sequence[Labelled]) -> UpdateResult:
         """Add the items' labels to the monitor of ``key`` (created with ``spec`` on its first label), closing the
@@ -169,6 +175,9 @@ class MonitorStore:
         if batch.labelled:
             pipe.zadd(seen_key, dict.fromkeys(batch.labelled, now))
             pipe.zremrangebyrank(seen_key, 0, -self.remembered_ids - 1)
+        if batch.rows:
+            pipe.lpush(self._rows_key(monitor_id), *batch.rows)
+            pipe.ltrim(self._rows_key(monitor_id), 0, self.remembered_ids - 1)
         if state.alarm is None and batch.state.alarm is not None:
             result.alarm = _alarm_record(monitor_id, key, batch.state)
             pipe.hset(f"{self.prefix}alarms", monitor_id, msgspec.json.encode(result.alarm))
@@ -200,6 +209,10 @@ class MonitorStore:
             open_groups=int(n_open),
         )
 
+    async def rows(self, monitor_id: str) -> list[bytes]:
+        """The monitor's kept labelled rows, oldest first."""
+        return list(reversed(await self.redis.lrange(self._rows_key(monitor_id), 0, -1)))
+
     async def owner(self, monitor_id: str) -> str | None:
         """The tenant of a stored monitor, or None when there is none."""
         raw = await self.redis.hget(f"{self.prefix}monitors", monitor_id)
@@ -209,7 +222,7 @@ class MonitorStore:
         """Remove a monitor's state, documents, ids and alarm; whether it had an alarm."""
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hexists(f"{self.prefix}alarms", monitor_id)
-            pipe.delete(*self._keys(monitor_id))
+            pipe.delete(*self._keys(monitor_id), self._rows_key(monitor_id))
             pipe.hdel(f"{self.prefix}monitors", monitor_id)
             pipe.hdel(f"{self.prefix}alarms", monitor_id)
             had_alarm, *_ = await pipe.execute()
@@ -253,6 +266,7 @@ class _Batch:
     touched: set[str] = field(default_factory=set)  # open documents to write
     newly_closed: list[str] = field(default_factory=list)
     labelled: list[str] = field(default_factory=list)
+    rows: list[bytes] = field(default_factory=list)
 
     def add(self, item: Labelled) -> None:
         """Tally one item (or count it a duplicate, or refuse it), closing its document when it says done."""
@@ -274,6 +288,8 @@ class _Batch:
         document = OpenDocument(tallies=tallies, labels=document.labels + 1)
         self.seen.add(item.item_id)
         self.labelled.append(item.item_id)
+        if item.row:
+            self.rows.append(item.row)
         self.result.accepted += 1
         if not item.done:
             self.documents[item.group] = document

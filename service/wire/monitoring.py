@@ -31,6 +31,8 @@ __all__ = [
     "MonitorAlarm",
     "MonitorCell",
     "MonitorGuarantee",
+    "MonitorRecalibrateRequest",
+    "MonitorRecalibration",
     "MonitorReset",
     "MonitorResetRequest",
     "MonitorResponse",
@@ -160,3 +162,23 @@ class MonitorReset(msgspec.Struct, **RESPONSE_STRUCT):
     monitor_id: str
     reset: bool
     had_alarm: bool
+
+
+class MonitorRecalibrateRequest(msgspec.Struct, **REQUEST_STRUCT):
+    """Which monitor's feedback to calibrate on (its ``monitor_id`` from GET /v1/monitor)."""
+
+    monitor_id: Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[0-9a-f]{1,64}$")]
+
+
+class MonitorRecalibration(msgspec.Struct, **RESPONSE_STRUCT):
+    """The calibration job started from a monitor's feedback: poll ``status_url`` for what the new rule accepts
+    (its cells' ``decision_summary``), then activate it."""
+
+    monitor_id: str
+    job_id: str
+    status: str
+    artifact_name: str
+    rows: int
+    documents: int
+    status_url: str
+    note: str

@@ -1,5 +1,6 @@
-"""POST /v1/feedback, GET /v1/monitor and POST /v1/monitor/reset (admin): human feedback on served verdicts and the
-monitors it feeds (rules: ``service.monitoring``).
+"""POST /v1/feedback, GET /v1/monitor, POST /v1/monitor/reset (admin) and POST /v1/monitor/recalibrate (admin):
+human feedback on served verdicts, the monitors it feeds (rules: ``service.monitoring``) and a calibration job from
+a monitor's feedback (``service.monitoring.recalibration``, run by ``service.jobs.calibrating``).
 
 Without REDIS_URL each answers 503 ``jobs-unavailable`` saying how to enable Redis; a Redis that does not answer is
 the same 503 with Retry-After (the jobs routes' wording). Feedback and monitors belong to the caller's tenant
@@ -24,16 +25,19 @@ from service.http.services import Services, problem_responses, require_admin_key
 from service.jobs.tenancy import JobCaller, job_caller
 from service.monitoring.feedback import record_feedback
 from service.monitoring.monitors import Monitors
+from service.monitoring.recalibration import feedback_file
 from service.monitoring.views import list_monitors, reset_monitor
 from service.wire.monitoring import (
     FeedbackRequest,
     FeedbackResponse,
+    MonitorRecalibrateRequest,
+    MonitorRecalibration,
     MonitorReset,
     MonitorResetRequest,
     MonitorResponse,
 )
 
-__all__ = ["feedback", "monitor", "monitor_reset"]
+__all__ = ["feedback", "monitor", "monitor_recalibrate", "monitor_reset"]
 
 _EXAMPLE_ITEM = {
     "criterion": "relevance",
@@ -125,3 +129,58 @@ async def monitor_reset(data: ResetBody, request: Request) -> MonitorReset:
         return await reset_monitor(monitors, data.monitor_id, reason=data.reason)
     except (RedisError, OSError) as error:
         raise store_unavailable(error, services.settings.jobs.retry_after_s) from error
+
+
+RecalibrateBody = Annotated[
+    MonitorRecalibrateRequest,
+    Body(examples=[Example(summary="Calibrate on a monitor's feedback", value={"monitor_id": "0" * 32})]),
+]
+
+
+@post(
+    "/monitor/recalibrate",
+    status_code=202,
+    summary="Start a calibration job on a monitor's collected feedback (admin)",
+    responses=problem_responses(400, 401, 403, 404, 415, 422, 503),
+    tags=["monitor"],
+    guards=[require_admin_key],
+    opt={BODY_DECODER: BodyDecoder(MonitorRecalibrateRequest)},
+)
+async def monitor_recalibrate(data: RecalibrateBody, request: Request) -> MonitorRecalibration:
+    """The monitor's labelled rows become a calibration job (the rules of POST /v1/calibrations); poll its status
+    for what the new rule accepts, then activate it: the cell's new calibration id clears the alarm."""
+    services = services_of(request)
+    monitors = _monitors(services)
+    snapshot = services.calibration.current
+    try:
+        labelled = await feedback_file(monitors, snapshot, data.monitor_id)
+        job = await services.calibrations.submit(
+            labelled.body,
+            scale=labelled.scale,
+            name=labelled.name,
+            snapshot=snapshot,
+            max_cell_rows=services.settings.limits.max_calibration_cell_rows,
+            judges=services.judges,
+        )
+    except (RedisError, OSError) as error:
+        raise store_unavailable(error, services.settings.jobs.retry_after_s) from error
+    note = (
+        f"activating it replaces artifact {labelled.name!r}, so the cell's calibration id changes and the alarm clears"
+        if labelled.name is not None
+        else "the cell belongs to the primary artifact (THRESHOLDS_PATH), which an activation cannot replace: "
+        "merge the job's artifact into the primary one and reload it (POST /v1/calibration/reload) to serve it"
+    )
+    services.logger.warning(
+        "monitor.recalibrate", audit=True, monitor_id=data.monitor_id, job=job.id, rows=labelled.rows,
+        documents=labelled.documents,
+    )  # fmt: skip
+    return MonitorRecalibration(
+        monitor_id=data.monitor_id,
+        job_id=job.id,
+        status=job.status,
+        artifact_name=job.name,
+        rows=labelled.rows,
+        documents=labelled.documents,
+        status_url=f"/v1/calibrations/{job.id}",
+        note=note,
+    )
