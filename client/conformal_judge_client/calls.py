@@ -96,6 +96,11 @@ class Operations:
         body = {"monitor_id": monitor_id, "reason": reason}
         return (yield from self._call(HttpRequest("POST", "/v1/monitor/reset", json=body, idempotent=True)))
 
+    def recalibrate_monitor(self, monitor_id: str) -> Plan[dict[str, Any]]:
+        """``POST /v1/monitor/recalibrate`` (admin key): a calibration job on the monitor's feedback."""
+        request = HttpRequest("POST", "/v1/monitor/recalibrate", json={"monitor_id": monitor_id})
+        return (yield from self._call(request, (200, 202)))
+
     # durable jobs ------------------------------------------------------------------------------------------------
     def submit_job(self, items: Iterable[Item], idempotency_key: str | None = None) -> Plan[JobAccepted]:
         """``POST /v1/jobs`` as JSON Lines, under an Idempotency-Key (a fresh one unless given): safe to resend."""

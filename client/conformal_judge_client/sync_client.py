@@ -91,6 +91,11 @@ class Client:
         """Reset a monitor and clear its alarm (``POST /v1/monitor/reset``, admin key)."""
         return self._run(self._operations.reset_monitor(monitor_id, reason))
 
+    def recalibrate_monitor(self, monitor_id: str) -> dict[str, Any]:
+        """Start a calibration job on a monitor's feedback (``POST /v1/monitor/recalibrate``, admin key); poll
+        ``calibration_job(answer["job_id"])`` for what the new rule accepts, then activate it."""
+        return self._run(self._operations.recalibrate_monitor(monitor_id))
+
     def submit_job(self, items: Iterable[Item], *, idempotency_key: str | None = None) -> JobAccepted:
         """Submit a durable job (``POST /v1/jobs``); a fresh Idempotency-Key is used unless one is given."""
         return self._run(self._operations.submit_job(items, idempotency_key))

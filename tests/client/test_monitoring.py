@@ -59,5 +59,8 @@ def test_feedback_and_monitor(service: Service) -> None:
 
     assert asyncio.run(run_async()).raw == state.raw
     with Client(service.url, api_key=service.admin_key) as admin:
+        with pytest.raises(ApiError) as too_small:  # 4 labels in 2 documents: too few to calibrate on
+            admin.recalibrate_monitor(cell.monitor_id)
+        assert too_small.value.status == 422
         reset = admin.reset_monitor(cell.monitor_id, reason="client test")
         assert reset == {"monitor_id": cell.monitor_id, "reset": True, "had_alarm": False}

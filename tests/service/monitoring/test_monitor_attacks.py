@@ -17,7 +17,12 @@ from tests.service.monitoring.test_feedback_api import ADMIN, SCORE
 
 pytestmark = pytest.mark.redis
 KEY = "tenant-one-key-7c1d"
-ROUTES = (("POST", "/v1/feedback"), ("GET", "/v1/monitor"), ("POST", "/v1/monitor/reset"))
+ROUTES = (
+    ("POST", "/v1/feedback"),
+    ("GET", "/v1/monitor"),
+    ("POST", "/v1/monitor/reset"),
+    ("POST", "/v1/monitor/recalibrate"),
+)
 
 
 def _dead_port() -> int:
@@ -29,7 +34,7 @@ def _dead_port() -> int:
 def _body(path: str) -> dict[str, Any] | None:
     if path == "/v1/feedback":
         return {"items": [feedback_item("x1", 3)]}
-    if path == "/v1/monitor/reset":
+    if path in ("/v1/monitor/reset", "/v1/monitor/recalibrate"):
         return {"monitor_id": "0" * 32}
     return None
 
@@ -51,6 +56,8 @@ def test_keys_are_required_on_every_spelling(
     assert client.post("/v1/monitor/reset", json=_body("/v1/monitor/reset"), headers=keyed).status_code == 403
     admin = {"authorization": f"Bearer {ADMIN}"}
     assert client.post("/v1/monitor/reset", json=_body("/v1/monitor/reset"), headers=admin).status_code == 404
+    assert client.post("/v1/monitor/recalibrate", json=_body("/v1/monitor/reset"), headers=keyed).status_code == 403
+    assert client.post("/v1/monitor/recalibrate", json=_body("/v1/monitor/reset"), headers=admin).status_code == 404
     assert client.delete("/v1/monitor", headers=keyed).status_code == 405
 
 
