@@ -99,6 +99,7 @@ async def record_feedback(
     monitors: Monitors, ctx: ScoringContext, items: list[Any], *, tenant: str, path: str
 ) -> FeedbackResponse:
     """Record the items (module rules) for ``tenant``; ``ctx`` scores without alarms (the verdict as served)."""
+    ctx = msgspec.structs.replace(ctx, metrics=monitors.recomputed, alarms={})  # recomputed, not served
     refusals: dict[int, FeedbackRefusal] = {}
     bound: dict[str, tuple[MonitorKey, list[Labelled]]] = {}
     for index, raw in enumerate(items):

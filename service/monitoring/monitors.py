@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from service.config.settings import Settings
@@ -25,6 +25,8 @@ class Monitors:
     max_items: int
     delta: float
     admin_tenant: str | None  # the tenant whose feedback and alarms apply to every caller (None: no such key)
+    # the recomputed answers' decision counts go here, never into the served ones (cj_decisions_total)
+    recomputed: ServiceMetrics = field(default_factory=ServiceMetrics)
 
     @classmethod
     def on(

@@ -48,6 +48,7 @@ def test_feedback_counts_duplicates_refusals_and_documents(
     ]
     answer = client.post("/v1/feedback", json={"items": items})
     assert answer.status_code == 200, answer.text
+    assert "cj_decisions_total{" not in client.get("/metrics").text  # recomputing is not serving
     body = answer.json()
     assert (body["accepted"], body["duplicates"], body["refused"], body["documents_closed"]) == (4, 1, 4, 2)
     refused = {r["index"]: r for r in body["refusals"]}
