@@ -41,12 +41,15 @@ from service.jobs.calibration_jobs.records import CALIBRATION_TASK
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import CHUNK_TASK, JobQueue
 from service.jobs.runner import ChunkRunner
+from service.jobs.tenancy import admin_tenant
 from service.judging.pool import JudgePool
+from service.monitoring.monitors import Monitors
 from service.observability.logging import library_logs, make_logs
 from service.observability.metrics import ServiceMetrics
 from service.observability.traces import make_tracing
 from service.observability.tracing import Tracing
 from service.scoring.context import ScoringContext
+from service.scoring.monitor_alarm import AlarmedCell, AlarmNote
 from service.scoring.policy import DecisionPolicy
 
 __all__ = ["main", "make_runner", "run_worker"]
@@ -122,7 +125,14 @@ def make_runner(
             screened=judges.screened,  # the process's memo: a repeated text is screened once
         )
 
+    owner = admin_tenant(settings.api_keys, settings.admin_api_key)  # its alarms apply to every tenant's jobs
+    monitors = Monitors.on(jobs.store.redis, settings, metrics, logger, admin_tenant=owner)
+
+    async def alarms(tenant: str) -> dict[AlarmedCell, AlarmNote]:
+        return await monitors.board.for_caller(tenant, monitors.admin_tenant)
+
     runner = ChunkRunner(
+        alarms=alarms,
         store=jobs.store,
         settings=settings.jobs,
         context=context,

@@ -3,6 +3,7 @@
 from .async_client import AsyncClient
 from .calls import PollPolicy
 from .errors import ApiError, ConformalJudgeError, JobTimeout, TransportError
+from .monitoring import FeedbackRefusal, FeedbackResult, MonitorCell, MonitorState
 from .results import (
     Activation,
     BatchItem,
@@ -32,6 +33,8 @@ __all__ = [
     "Client",
     "CompareResult",
     "ConformalJudgeError",
+    "FeedbackRefusal",
+    "FeedbackResult",
     "Guarantee",
     "Health",
     "HealthCheck",
@@ -39,6 +42,8 @@ __all__ = [
     "JobOutcome",
     "JobStatus",
     "JobTimeout",
+    "MonitorCell",
+    "MonitorState",
     "PairResult",
     "PollPolicy",
     "Problem",

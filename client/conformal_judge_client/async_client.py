@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import httpx
 
 from .calls import Operations, PollPolicy
+from .monitoring import FeedbackResult, MonitorState
 from .results import (
     Activation,
     BatchItem,
@@ -78,6 +79,24 @@ class AsyncClient:
     async def compare(self, body: Item) -> CompareResult:
         """Rank candidates from pairwise verdicts (``POST /v1/compare``): ``preferences`` or ``candidates``."""
         return await self._run(self._operations.compare(body))
+
+    async def feedback(self, items: Iterable[Item]) -> FeedbackResult:
+        """Send human labels of served verdicts (``POST /v1/feedback``): each item the ``/v1/score`` body with
+        ``human``, ``item_id`` and optionally ``group`` and ``done`` (which closes the document)."""
+        return await self._run(self._operations.feedback(items))
+
+    async def monitor(self) -> MonitorState:
+        """The feedback monitors (``GET /v1/monitor``): status, labels, e-values, alarms."""
+        return await self._run(self._operations.monitor())
+
+    async def reset_monitor(self, monitor_id: str, *, reason: str = "") -> dict[str, Any]:
+        """Reset a monitor and clear its alarm (``POST /v1/monitor/reset``, admin key)."""
+        return await self._run(self._operations.reset_monitor(monitor_id, reason))
+
+    async def recalibrate_monitor(self, monitor_id: str) -> dict[str, Any]:
+        """Start a calibration job on a monitor's feedback (``POST /v1/monitor/recalibrate``, admin key); poll
+        ``calibration_job(answer["job_id"])`` for what the new rule accepts, then activate it."""
+        return await self._run(self._operations.recalibrate_monitor(monitor_id))
 
     async def submit_job(self, items: Iterable[Item], *, idempotency_key: str | None = None) -> JobAccepted:
         """Submit a durable job (``POST /v1/jobs``); a fresh Idempotency-Key is used unless one is given."""

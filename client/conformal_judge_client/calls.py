@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from .errors import JobTimeout, api_error
+from .monitoring import FeedbackResult, MonitorState
 from .results import (
     Activation,
     BatchItem,
@@ -78,6 +79,27 @@ class Operations:
     def compare(self, body: Item) -> Plan[CompareResult]:
         """``POST /v1/compare``."""
         return CompareResult.from_json((yield from self._call(HttpRequest("POST", "/v1/compare", json=dict(body)))))
+
+    # feedback monitors -------------------------------------------------------------------------------------------
+    def feedback(self, items: Iterable[Item]) -> Plan[FeedbackResult]:
+        """``POST /v1/feedback``: human labels of served verdicts (resending is safe: a repeated item_id is a
+        duplicate, so the request is retried like an idempotent one)."""
+        request = HttpRequest("POST", "/v1/feedback", json={"items": [dict(i) for i in items]}, idempotent=True)
+        return FeedbackResult.from_json((yield from self._call(request)))
+
+    def monitor(self) -> Plan[MonitorState]:
+        """``GET /v1/monitor``."""
+        return MonitorState.from_json((yield from self._call(HttpRequest("GET", "/v1/monitor", idempotent=True))))
+
+    def reset_monitor(self, monitor_id: str, reason: str = "") -> Plan[dict[str, Any]]:
+        """``POST /v1/monitor/reset`` (admin key): clear a monitor and its alarm."""
+        body = {"monitor_id": monitor_id, "reason": reason}
+        return (yield from self._call(HttpRequest("POST", "/v1/monitor/reset", json=body, idempotent=True)))
+
+    def recalibrate_monitor(self, monitor_id: str) -> Plan[dict[str, Any]]:
+        """``POST /v1/monitor/recalibrate`` (admin key): a calibration job on the monitor's feedback."""
+        request = HttpRequest("POST", "/v1/monitor/recalibrate", json={"monitor_id": monitor_id})
+        return (yield from self._call(request, (200, 202)))
 
     # durable jobs ------------------------------------------------------------------------------------------------
     def submit_job(self, items: Iterable[Item], idempotency_key: str | None = None) -> Plan[JobAccepted]:

@@ -35,6 +35,13 @@ variable                        meaning                                         
 ``LOG_FLUSH_MS``                DEBUG and INFO log lines wait up to this many ms to leave ``100``
                                 in one write (0: each at once); WARNING, ERROR at once
 ``HOST`` / ``PORT``             where ``python -m service`` listens                       ``127.0.0.1`` / ``8000``
+``MONITOR_DELTA``               feedback monitors' false-alarm level per cell (whole      ``0.05``
+                                stream); docs/monitoring.md
+``MONITOR_MAX_ITEMS``           most labels of one document (more are refused)            ``16``
+``MONITOR_MAX_OPEN_GROUPS``     most open documents per monitor (more are refused)        ``10000``
+``MONITOR_REMEMBERED_IDS``      item ids and closed documents a monitor remembers         ``100000``
+``MONITOR_REFRESH_S``           answers re-read the raised alarms at most this often      ``1.0``
+``MONITOR_READ_TIMEOUT_S``      that read's bound (the last copy is kept past it)         ``0.5``
 (cost bounds, timeouts)         ``limits``: ``service/config/limits.py`` lists them       see there
 (jobs, workers, admission)      ``jobs``: ``service/config/jobs.py`` lists them           see there
 =============================== ========================================================= ============================
@@ -109,6 +116,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     log_flush_ms: int = 100
     host: str = "127.0.0.1"
     port: int = 8000
+    monitor_delta: float = 0.05  # MONITOR_DELTA (service/monitoring/)
+    monitor_max_items: int = 16
+    monitor_max_open_groups: int = 10_000
+    monitor_remembered_ids: int = 100_000
+    monitor_refresh_s: float = 1.0
+    monitor_read_timeout_s: float = 0.5
     limits: LimitSettings = msgspec.field(default_factory=LimitSettings)  # service/config/limits.py
     jobs: JobSettings = msgspec.field(default_factory=JobSettings)  # durable jobs: service/config/jobs.py
 
@@ -158,6 +171,15 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         _check(0 <= self.log_flush_ms <= 10_000, "LOG_FLUSH_MS", self.log_flush_ms, "must lie in 0..10000")
         _check(1 <= self.port <= 65535, "PORT", self.port, "must lie in 1..65535")
         _check(all(self.api_keys), "API_KEYS", "<hidden>", "must not contain empty keys")
+        _check(0.0 < self.monitor_delta < 1.0, "MONITOR_DELTA", self.monitor_delta, "must lie in (0, 1)")
+        for name, value in (
+            ("MONITOR_MAX_ITEMS", self.monitor_max_items),
+            ("MONITOR_MAX_OPEN_GROUPS", self.monitor_max_open_groups),
+            ("MONITOR_REMEMBERED_IDS", self.monitor_remembered_ids),
+        ):
+            _check(value >= 1, name, value, "must be >= 1")
+        _check(self.monitor_refresh_s >= 0, "MONITOR_REFRESH_S", self.monitor_refresh_s, "must be >= 0")
+        _check(self.monitor_read_timeout_s > 0, "MONITOR_READ_TIMEOUT_S", self.monitor_read_timeout_s, "must be > 0")
 
     def __repr__(self) -> str:
         """The settings with API keys, the admin key and a Redis password masked: a logged repr leaks none."""
@@ -216,6 +238,12 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             log_flush_ms=get("LOG_FLUSH_MS", int, 100),
             host=get("HOST", str, "127.0.0.1"),
             port=get("PORT", int, 8000),
+            monitor_delta=get("MONITOR_DELTA", float, 0.05),
+            monitor_max_items=get("MONITOR_MAX_ITEMS", int, 16),
+            monitor_max_open_groups=get("MONITOR_MAX_OPEN_GROUPS", int, 10_000),
+            monitor_remembered_ids=get("MONITOR_REMEMBERED_IDS", int, 100_000),
+            monitor_refresh_s=get("MONITOR_REFRESH_S", float, 1.0),
+            monitor_read_timeout_s=get("MONITOR_READ_TIMEOUT_S", float, 0.5),
             limits=LimitSettings.from_env(get),
             jobs=JobSettings.from_env(get),
         )

@@ -42,6 +42,7 @@ from service.http.routes.estimates import document_estimates_openapi, estimates,
 from service.http.routes.health import healthz, metrics, readyz
 from service.http.routes.jobs import cancel_job, document_jobs_openapi, job_results, job_status, submit_job
 from service.http.routes.judges import list_judges
+from service.http.routes.monitoring import feedback, monitor, monitor_recalibrate, monitor_reset
 from service.http.routes.score import score, score_batch
 from service.http.services import Services, handle_exception
 from service.http.spec import refine_spec, restore_zero_bounds
@@ -49,14 +50,17 @@ from service.http.spec_values import LiveSpecJson
 from service.jobs.calibration_jobs.jobs import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
+from service.jobs.tenancy import admin_tenant
 from service.judging.admission import Admission
 from service.judging.pool import JudgePool
+from service.monitoring.monitors import Monitors
 from service.observability.logging import library_logs, make_logs
 from service.observability.metrics import ServiceMetrics
 from service.observability.traces import make_tracing
 from service.scoring.policy import DecisionPolicy
 from service.wire.calibration import ReloadRequest
 from service.wire.compare import CompareRequest
+from service.wire.monitoring import FeedbackRequest, MonitorRecalibrateRequest, MonitorResetRequest
 from service.wire.score import ScoreBatchRequest, ScoreRequest
 
 __all__ = ["API_VERSION", "create_app"]
@@ -68,9 +72,13 @@ V1_HANDLERS = (
     submit_job, job_status, job_results, cancel_job,
     submit_calibration, calibration_job, activate_calibration, delete_calibration,
     estimates, rankings,
+    feedback, monitor, monitor_reset, monitor_recalibrate,
 )  # fmt: skip
 PUBLIC_HANDLERS = (healthz, readyz, metrics)
-_REQUEST_TYPES = (ScoreRequest, ScoreBatchRequest, CompareRequest, ReloadRequest)
+_REQUEST_TYPES = (
+    ScoreRequest, ScoreBatchRequest, CompareRequest, ReloadRequest,
+    FeedbackRequest, MonitorResetRequest, MonitorRecalibrateRequest,
+)  # fmt: skip
 _DESCRIPTION = (
     "LLM-judge verdicts wrapped with split-conformal prediction sets (accept / review / escalate), "
     "pairwise tournament diagnostics (3-cycles, violation rate, rankings) and factuality evidence. "
@@ -131,6 +139,12 @@ def _refine_openapi(app: Litestar, settings: Settings) -> None:
     refine_spec(app.openapi_schema, settings)  # service/http/spec.py
 
 
+def _monitors(jobs: JobQueue, settings: Settings, metrics: ServiceMetrics, logger: object) -> Monitors:
+    """The feedback monitors on the jobs' Redis (service/monitoring/)."""
+    owner = admin_tenant(settings.api_keys, settings.admin_api_key)
+    return Monitors.on(jobs.store.redis, settings, metrics, logger, admin_tenant=owner)
+
+
 def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None = None) -> Edge:
     """The ASGI app for ``settings`` (default: from the environment); logs go to ``log_stream`` (stderr)."""
     settings = settings if settings is not None else Settings.from_env()
@@ -171,6 +185,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             retry_after_s=settings.jobs.retry_after_s,
         ),
         tracing=tracing,
+        monitors=None if jobs is None else _monitors(jobs, settings, metrics_, logs.logger),
     )
     v1 = Router(path="/v1", route_handlers=list(V1_HANDLERS), security=[{"bearerAuth": []}])
     app = Litestar(

@@ -37,6 +37,7 @@ from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging.admission import Admission
 from service.judging.pool import JudgePool
+from service.monitoring.monitors import Monitors
 from service.observability.logging import AppLogs
 from service.observability.metrics import ServiceMetrics
 from service.observability.tracing import Tracing
@@ -88,6 +89,7 @@ class Services:
     # the served OpenAPI document and the calibration snapshot it was derived for (service.http.spec_values)
     spec_cache: dict[str, object] = field(default_factory=dict)
     tracing: Tracing = field(default_factory=Tracing)  # no-op unless OTEL_EXPORTER_OTLP_ENDPOINT is set
+    monitors: Monitors | None = None  # feedback monitors (service/monitoring/); None without REDIS_URL
 
 
 def services_of(connection: ASGIConnection) -> Services:

@@ -243,6 +243,14 @@ def _either_or(schemas: dict[str, Any]) -> None:
         batch.properties["items"].items = Schema(
             description="a /v1/score body (schema ScoreRequest); anything else fails alone, in its result"
         )
+    feedback = schemas.get("FeedbackRequest")
+    if feedback is not None and feedback.properties and "items" in feedback.properties:
+        feedback.properties["items"].items = Schema(  # likewise: a refused item is refused alone
+            description="the verdict as sent to /v1/score (criterion, judge, prompt_family, judge_score and/or "
+            "judge_logprobs, alpha, method, tolerance, accept_alpha, guarantee, confidence) plus human (the label), "
+            "item_id (required; the same id again is a duplicate), group (the document; default the item) and "
+            "done (true closes the document); anything else is refused alone, with its problem"
+        )
 
 
 def _security(spec: OpenAPI, settings: Settings) -> None:

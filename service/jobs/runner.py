@@ -38,6 +38,7 @@ from service.jobs.metrics import JobMetrics
 from service.jobs.store import JobStore
 from service.observability.tracing import Tracing, trace_evaluation
 from service.scoring.context import ScoringContext
+from service.scoring.monitor_alarm import AlarmedCell, AlarmNote
 from service.scoring.score import score_item
 from service.wire.decoding import decode_wire_json
 from service.wire.jobs import JobItemResult
@@ -70,6 +71,8 @@ class ChunkRunner:
     metrics: JobMetrics
     logger: Any
     tracing: Tracing = field(default_factory=Tracing)
+    # the feedback monitors' alarms that apply to a job's tenant (service.monitoring.board), None: no monitors
+    alarms: Callable[[str], Awaitable[dict[AlarmedCell, AlarmNote]]] | None = None
 
     async def run_chunk(
         self, job_id: str, chunk: int, *, attempt: int = 1, heartbeat: Callable[[], Awaitable[None]] | None = None
@@ -102,7 +105,7 @@ class ChunkRunner:
             if attempt > self.settings.chunk_attempts:
                 results = [self._abandoned(job_id, first + offset, line, attempt) for offset, line in enumerate(lines)]
             else:
-                results = await self._score_lines(job_id, first, lines, cancelled)
+                results = await self._score_lines(job_id, first, lines, cancelled, record.tenant)
         finally:
             done.set()  # the watcher ends at its next wake-up, even if a Redis call absorbed a cancellation
             watcher.cancel()
@@ -165,11 +168,13 @@ class ChunkRunner:
         return JobItemResult(index=index, item_id=item_id, ok=False, error=problem)
 
     async def _score_lines(
-        self, job_id: str, first: int, lines: list[bytes], cancelled: asyncio.Event
+        self, job_id: str, first: int, lines: list[bytes], cancelled: asyncio.Event, tenant: str = ""
     ) -> list[JobItemResult]:
         """Every line's result, in order: the caller's own verdicts inline (they never wait on anything, so a
         task each would only add overhead), live items concurrently within the worker's slots."""
         context = self.context()
+        if self.alarms is not None:  # an alarmed cell escalates in jobs too (service.scoring.monitor_alarm)
+            context = msgspec.structs.replace(context, alarms=await self.alarms(tenant))
         results: list[JobItemResult | None] = [None] * len(lines)
         live: list[tuple[int, str | None, ScoreRequest]] = []
         for offset, line in enumerate(lines):

@@ -21,7 +21,7 @@ import msgspec
 
 from service.errors import UnauthorizedError
 
-__all__ = ["JobCaller", "job_caller", "tenant_digest"]
+__all__ = ["JobCaller", "admin_tenant", "job_caller", "tenant_digest"]
 
 _LABEL = b"conformal-judge/jobs-tenant\x00"  # keeps the digest from matching a plain sha256 of the key elsewhere
 
@@ -52,3 +52,10 @@ def job_caller(api_keys: tuple[str, ...], admin_api_key: str | None, token: str 
         raise UnauthorizedError("this service requires an API key: send 'Authorization: Bearer <key>'")
     is_admin = admin_api_key is not None and hmac.compare_digest(token.encode(), admin_api_key.encode())
     return JobCaller(tenant=tenant_digest(token), sees_all=is_admin)
+
+
+def admin_tenant(api_keys: tuple[str, ...], admin_api_key: str | None) -> str | None:
+    """The admin key's tenant when keys are on (its feedback and monitor alarms apply to every tenant), else None."""
+    if not api_keys or not admin_api_key:
+        return None
+    return tenant_digest(admin_api_key)

@@ -8,6 +8,7 @@ from service.artifacts.snapshot import CalibrationSnapshot
 from service.config.settings import Settings
 from service.judging.pool import JudgePool
 from service.observability.metrics import ServiceMetrics
+from service.scoring.monitor_alarm import AlarmedCell, AlarmNote
 from service.scoring.policy import DecisionPolicy
 from service.screening.injection import FindingsMemo
 
@@ -31,3 +32,5 @@ class ScoringContext(msgspec.Struct, frozen=True, kw_only=True):
     # (JudgePool.screened, an LRU) in the API and the worker, so a repeated text is screened once; else the
     # context's own dict (one request, or one job chunk).
     screened: dict[str, list[str]] | FindingsMemo = msgspec.field(default_factory=dict)
+    # The feedback monitors' alarms that apply to this caller (service.scoring.monitor_alarm); empty without Redis.
+    alarms: dict[AlarmedCell, AlarmNote] = msgspec.field(default_factory=dict)

@@ -60,6 +60,7 @@ from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.cascades import score_cascade
 from service.scoring.cell_decision import DecisionAsk, decide_for_cell
 from service.scoring.context import ScoringContext
+from service.scoring.monitor_alarm import escalate_for_alarm
 from service.scoring.panels import is_panel_request, score_panel
 from service.scoring.policy import PolicyDecision, escalate_for_injection
 from service.scoring.resolve import Plan, carries_own_verdict, check_limits, loaded_snapshot, resolve, resolve_scale
@@ -72,7 +73,15 @@ __all__ = ["score_item"]
 
 
 async def score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
-    """Resolve -> verdict -> set -> decision -> response for one request (rules in the module docstring)."""
+    """Resolve -> verdict -> set -> decision -> response for one request (rules in the module docstring); a cell
+    whose feedback monitor is in alarm escalates (service.scoring.monitor_alarm)."""
+    answer = await _score_item(ctx, request)
+    if ctx.alarms and ctx.snapshot is not None:
+        return escalate_for_alarm(ctx.snapshot, answer, ctx.alarms)
+    return answer
+
+
+async def _score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreResponse:
     check_limits(ctx.settings, request)
     if request.cascade is not None:  # a cascade of judges: each stage scored by this function
         return await score_cascade(ctx, request, score_item)

@@ -95,7 +95,9 @@ def explain(result: ScoreResult) -> str:
 def verdict_metadata(result: ScoreResult) -> dict[str, Any]:
     """The verdict as plain JSON: ``point``, ``prediction_set``, ``set_size``, ``decision``, ``confidence`` (the
     prediction set's coverage level, 1 - alpha), ``alpha``, ``rule_failed``, ``guarantees`` (as the service sent
-    them), ``criterion``, ``judge``, ``judge_score``, ``item_id`` and ``calibration_id``."""
+    them), ``criterion``, ``judge``, ``prompt_family``, ``input_kind``, ``judge_score``, ``item_id`` and
+    ``calibration_id`` (what a feedback item needs to name the verdict again:
+    ``integrations.langfuse_feedback``)."""
     return {
         "point": result.point,
         "prediction_set": list(result.prediction_set),
@@ -107,6 +109,8 @@ def verdict_metadata(result: ScoreResult) -> dict[str, Any]:
         "guarantees": [dict(guarantee.raw) for guarantee in result.guarantees],
         "criterion": result.criterion,
         "judge": result.judge,
+        "prompt_family": result.raw.get("prompt_family"),
+        "input_kind": result.input_kind,
         "judge_score": result.judge_score,
         "item_id": result.item_id,
         "calibration_id": result.calibration_id,

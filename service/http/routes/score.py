@@ -10,17 +10,20 @@ from litestar.openapi.spec import Example
 from litestar.params import Body
 
 from service.errors import InvalidRequestError
+from service.http.auth import bearer_token
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.problems import problem_from_exception
 from service.http.services import Services, problem_responses, services_of
+from service.jobs.tenancy import job_caller
 from service.observability.tracing import Tracing, trace_evaluation
 from service.scoring.context import ScoringContext
+from service.scoring.monitor_alarm import AlarmedCell, AlarmNote
 from service.scoring.score import score_item
 from service.wire.common import Problem
 from service.wire.decoding import as_wire_type
 from service.wire.score import BatchItemResult, ScoreBatchRequest, ScoreBatchResponse, ScoreRequest, ScoreResponse
 
-__all__ = ["score", "score_batch", "scoring_context"]
+__all__ = ["caller_alarms", "score", "score_batch", "scoring_context"]
 
 _OWN_VERDICT = {"criterion": "relevance", "judge": "gpt-4o-mini-2024-07-18", "judge_score": 4}
 _OWN_LOGPROBS = {
@@ -50,8 +53,20 @@ BatchBody = Annotated[
 ]
 
 
-def scoring_context(services: Services) -> ScoringContext:
-    """A scoring context holding the calibration snapshot current at the request's start."""
+async def caller_alarms(request: Request, services: Services) -> dict[AlarmedCell, AlarmNote]:
+    """The feedback monitors' alarms that change this caller's answers (its tenant's and the admin's; none without
+    Redis): a cached copy (service.monitoring.board), never a failure when Redis is down."""
+    monitors = services.monitors
+    if monitors is None:
+        return {}
+    settings = services.settings
+    caller = job_caller(settings.api_keys, settings.admin_api_key, bearer_token(request.headers.get("authorization")))
+    return await monitors.board.for_caller(caller.tenant, monitors.admin_tenant)
+
+
+def scoring_context(services: Services, alarms: dict[AlarmedCell, AlarmNote] | None = None) -> ScoringContext:
+    """A scoring context holding the calibration snapshot current at the request's start (and the caller's
+    alarms, when given)."""
     return ScoringContext(
         settings=services.settings,
         snapshot=services.calibration.current,
@@ -60,6 +75,7 @@ def scoring_context(services: Services) -> ScoringContext:
         policy=services.policy,
         metrics=services.metrics,
         screened=services.judges.screened,  # the process's memo: a repeated text is screened once
+        alarms=alarms or {},
     )
 
 
@@ -75,7 +91,8 @@ async def score(data: ScoreBody, request: Request) -> ScoreResponse:
     """Verdict -> prediction set -> certified accept / escalate (rules: ``service.scoring.score``,
     ``service.scoring.policy``)."""
     services = services_of(request)
-    answer = await score_item(scoring_context(services), data)  # echoes data.item_id
+    context = scoring_context(services, await caller_alarms(request, services))
+    answer = await score_item(context, data)  # echoes data.item_id
     if services.tracing.enabled:
         trace_evaluation(services.tracing, answer)
     return answer
@@ -141,7 +158,7 @@ async def score_batch(data: BatchBody, request: Request) -> ScoreBatchResponse:
     limit = services.settings.max_batch_items
     if len(data.items) > limit:
         raise InvalidRequestError(f"the batch has {len(data.items)} items; the limit is MAX_BATCH_ITEMS={limit}")
-    context = scoring_context(services)
+    context = scoring_context(services, await caller_alarms(request, services))
     window = asyncio.Semaphore(batch_width(services))
     services.admission.admit(len(data.items))  # 429 past MAX_INFLIGHT_ITEMS (service/judging/admission.py)
     try:

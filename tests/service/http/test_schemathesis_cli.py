@@ -52,6 +52,10 @@ DOCUMENTED_503 = {
         "DELETE /v1/jobs/{job_id}",
         "GET /v1/jobs/{job_id}/results",
         "POST /v1/estimates",  # a system read from a job (docs/estimates.md#estimates-from-a-job)
+        "POST /v1/feedback",  # the feedback monitors live in Redis (docs/monitoring.md)
+        "GET /v1/monitor",
+        "POST /v1/monitor/reset",
+        "POST /v1/monitor/recalibrate",
     },
 }
 # (operation, problem type, what the detail says): the rule behind each is one JSON Schema cannot state
@@ -80,6 +84,13 @@ DOCUMENTED_422 = (
             r"\.judge: with 'job'|\.id '[^']*' repeats|tells how a job's results are read|exclude each other|"
             r"win_rate takes pairwise outcomes"
         ),
+    ),
+    # A recalibration from feedback fits the monitor's labels with the calibration jobs' rules (enough items and
+    # groups per cell), which depend on what was fed, not on the request.
+    (
+        "POST /v1/monitor/recalibrate",
+        "invalid-request",
+        re.compile(r"distinct groups|kept no labelled row"),
     ),
     # Rules between battles of a ranking: two different models a battle, at least two models, both labelled and
     # unlabelled battles.

@@ -1,0 +1,102 @@
+"""A stored monitor as GET /v1/monitor shows it (``calibration.monitoring.cell_report``), and the admin reset."""
+
+from __future__ import annotations
+
+from calibration.monitoring import cell_report
+from service.artifacts.snapshot import CalibrationSnapshot
+from service.errors import NotFoundError
+from service.monitoring.monitors import Monitors
+from service.monitoring.store import MonitorRecord
+from service.scoring.monitor_alarm import cell_calibration_id
+from service.wire.monitoring import MonitorAlarm, MonitorCell, MonitorGuarantee, MonitorReset, MonitorResponse
+
+__all__ = ["list_monitors", "monitor_view", "reset_monitor"]
+
+
+def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) -> MonitorCell:
+    """The monitor's status, counts, e-values, running rates and alarm; ``active`` when its calibration still owns
+    the cell in ``snapshot``."""
+    report = cell_report(record.spec, record.state)
+    cell = record.key.cell
+    active = snapshot is not None and (
+        cell_calibration_id(snapshot, cell.judge, cell.prompt_family, cell.criterion) == cell.calibration_id
+        and (cell.judge, cell.prompt_family, cell.criterion) in snapshot.cell_levels
+    )
+    alarm = report.alarm
+    return MonitorCell(
+        monitor_id=record.monitor_id,
+        calibration_id=cell.calibration_id,
+        judge=cell.judge,
+        prompt_family=cell.prompt_family,
+        criterion=cell.criterion,
+        input_kind=cell.input_kind,
+        mode=record.key.mode,
+        status=report.status,
+        labels=report.labels,
+        groups=report.documents,
+        open_groups=record.open_groups,
+        e_value=report.e_value,
+        threshold=report.threshold,
+        delta=record.spec.delta,
+        max_items=record.spec.guarantees[0].max_items,
+        guarantees=[
+            MonitorGuarantee(
+                guarantee=g.guarantee,
+                level=g.level,
+                tolerance=g.tolerance,
+                e_value=g.e_value,
+                rate=g.estimate.rate,
+                low=g.estimate.low,
+                high=g.estimate.high,
+                counted=g.estimate.counted,
+                failures=g.estimate.failures,
+            )
+            for g in report.guarantees
+        ],
+        alarm=None
+        if alarm is None
+        else MonitorAlarm(
+            guarantee=alarm.guarantee,
+            level=alarm.level,
+            tolerance=alarm.tolerance,
+            label=alarm.label,
+            document=alarm.document,
+            e_value=alarm.e_value,
+            guarantee_e_value=alarm.guarantee_e_value,
+        ),
+        active=active,
+    )
+
+
+async def list_monitors(monitors: Monitors, snapshot: CalibrationSnapshot | None, scope: str | None) -> MonitorResponse:
+    """The monitors of tenant ``scope`` (None: every tenant's), their gauges set on the way."""
+    records = await monitors.store.monitors(scope)
+    for record in records:
+        monitors.metrics.observe(record.monitor_id, record.key, record.spec, record.state)
+    return MonitorResponse(cells=[monitor_view(record, snapshot) for record in records])
+
+
+async def reset_monitor(monitors: Monitors, monitor_id: str, *, reason: str) -> MonitorReset:
+    """Remove a monitor and its alarm (the admin's decision, logged as an audit event); 404 for an unknown id."""
+    record = await monitors.store.load(monitor_id)
+    if record is None:
+        raise NotFoundError(f"no monitor {monitor_id!r}: GET /v1/monitor lists the monitor ids")
+    had_alarm = await monitors.store.reset(monitor_id)
+    monitors.board.cleared(monitor_id)
+    monitors.metrics.forget(monitor_id, record.key)
+    cell = record.key.cell
+    monitors.logger.warning(
+        "monitor.reset",
+        audit=True,
+        monitor_id=monitor_id,
+        calibration_id=cell.calibration_id,
+        judge=cell.judge,
+        prompt_family=cell.prompt_family,
+        criterion=cell.criterion,
+        input_kind=cell.input_kind,
+        had_alarm=had_alarm,
+        labels=record.state.labels,
+        groups=record.state.documents,
+        reason=reason,
+    )
+    return MonitorReset(monitor_id=monitor_id, reset=True, had_alarm=had_alarm)

@@ -1,0 +1,184 @@
+"""POST /v1/feedback and GET /v1/monitor: human labels of served verdicts, and the monitors they feed."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+from msgspec import Meta
+
+from service.config.settings import HARD_MAX_BATCH_ITEMS
+from service.wire.common import (
+    REQUEST_STRUCT,
+    RESPONSE_STRUCT,
+    Alpha,
+    Confidence,
+    Criterion,
+    GuaranteeMode,
+    ItemIdText,
+    JudgeScore,
+    Name,
+    Problem,
+    Tolerance,
+)
+from service.wire.score import JudgeLogprobs
+
+__all__ = [
+    "FeedbackItem",
+    "FeedbackRefusal",
+    "FeedbackRequest",
+    "FeedbackResponse",
+    "MonitorAlarm",
+    "MonitorCell",
+    "MonitorGuarantee",
+    "MonitorRecalibrateRequest",
+    "MonitorRecalibration",
+    "MonitorReset",
+    "MonitorResetRequest",
+    "MonitorResponse",
+]
+
+Human = Annotated[
+    float, Meta(ge=1, le=10, description="the human label on the cell's scale 1..K: one rating or a mean (rounded)")
+]
+GroupText = Annotated[
+    str, Meta(min_length=1, max_length=200, description="the document the item belongs to (default: its item_id)")
+]
+
+
+class FeedbackItem(msgspec.Struct, **REQUEST_STRUCT):
+    """A verdict as it was sent to /v1/score (the caller's own: ``judge_score`` and/or ``judge_logprobs``) with the
+    human label, the item's stable id and its document. ``done: true`` closes the document after this item: its
+    labels are then counted by the monitor, and a later label for it is refused. A document whose item brings no
+    ``group`` is the item alone and closes with it."""
+
+    criterion: Criterion
+    item_id: ItemIdText
+    human: Human
+    judge: Name | None = None
+    prompt_family: Name | None = None
+    judge_score: JudgeScore | None = None
+    judge_logprobs: JudgeLogprobs | None = None
+    alpha: Alpha | None = None
+    method: Name | None = None
+    tolerance: Tolerance = 2
+    accept_alpha: Alpha | None = None
+    guarantee: GuaranteeMode = "expected"
+    confidence: Confidence | None = None
+    group: GroupText | None = None
+    done: bool = False
+
+
+class FeedbackRequest(msgspec.Struct, **REQUEST_STRUCT):
+    """Up to MAX_BATCH_ITEMS feedback items; each is checked on its own, so one bad item is refused alone."""
+
+    items: Annotated[list[Any], Meta(max_length=HARD_MAX_BATCH_ITEMS)]
+
+
+class FeedbackRefusal(msgspec.Struct, **RESPONSE_STRUCT):
+    """One refused item: its index, its item_id when it had one, and why (a problem object)."""
+
+    index: int
+    item_id: str | None
+    error: Problem
+
+
+class FeedbackResponse(msgspec.Struct, **RESPONSE_STRUCT):
+    """What the feedback did: labels recorded, duplicates dropped, items refused, documents closed, alarms raised."""
+
+    accepted: int
+    duplicates: int
+    refused: int
+    documents_closed: int
+    alarms_raised: int
+    refusals: list[FeedbackRefusal]
+
+
+class MonitorGuarantee(msgspec.Struct, **RESPONSE_STRUCT):
+    """One watched guarantee: its level, its e-value and its running failure rate with a confidence sequence."""
+
+    guarantee: str  # coverage | accept_error
+    level: float
+    tolerance: int | None
+    e_value: float
+    rate: float | None  # failures / counted so far (None before any counted item)
+    low: float  # the confidence sequence at 1 - delta, valid at every time at once
+    high: float
+    counted: int
+    failures: int
+
+
+class MonitorAlarm(msgspec.Struct, **RESPONSE_STRUCT):
+    """The alarm: the guarantee it names, its level, the label and document it rose at, and the e-values."""
+
+    guarantee: str
+    level: float
+    tolerance: int | None
+    label: int
+    document: int
+    e_value: float
+    guarantee_e_value: float
+
+
+class MonitorCell(msgspec.Struct, **RESPONSE_STRUCT):
+    """One monitor: a served cell (judge, prompt family, criterion, input kind) of one calibration at its levels."""
+
+    monitor_id: str
+    calibration_id: str
+    judge: str
+    prompt_family: str
+    criterion: str
+    input_kind: str
+    mode: str
+    status: str  # ok | alarm
+    labels: int
+    groups: int  # documents closed and counted
+    open_groups: int
+    e_value: float
+    threshold: float
+    delta: float
+    max_items: int
+    guarantees: list[MonitorGuarantee]
+    alarm: MonitorAlarm | None
+    active: bool  # False: its calibration no longer serves the cell (kept for the record)
+
+
+class MonitorResponse(msgspec.Struct, **RESPONSE_STRUCT):
+    """Every monitor the caller may read."""
+
+    cells: list[MonitorCell]
+
+
+class MonitorResetRequest(msgspec.Struct, **REQUEST_STRUCT):
+    """Which monitor to reset (its ``monitor_id`` from GET /v1/monitor), and why (kept in the audit log)."""
+
+    monitor_id: Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[0-9a-f]{1,64}$")]
+    reason: Annotated[str, Meta(max_length=500)] = ""
+
+
+class MonitorReset(msgspec.Struct, **RESPONSE_STRUCT):
+    """The reset monitor: its state is gone, and so is its alarm."""
+
+    monitor_id: str
+    reset: bool
+    had_alarm: bool
+
+
+class MonitorRecalibrateRequest(msgspec.Struct, **REQUEST_STRUCT):
+    """Which monitor's feedback to calibrate on (its ``monitor_id`` from GET /v1/monitor)."""
+
+    monitor_id: Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[0-9a-f]{1,64}$")]
+
+
+class MonitorRecalibration(msgspec.Struct, **RESPONSE_STRUCT):
+    """The calibration job started from a monitor's feedback: poll ``status_url`` for what the new rule accepts
+    (its cells' ``decision_summary``), then activate it."""
+
+    monitor_id: str
+    job_id: str
+    status: str
+    artifact_name: str
+    rows: int
+    documents: int
+    status_url: str
+    note: str
