@@ -147,6 +147,7 @@ def section_sizes(tally: Tally, limits: dict[str, int]) -> None:
         started = time.monotonic()
         reply = tally.send("sizes", "POST", "/v1/estimates", body=body, headers=headers)
         tally.expect("sizes", reply, allowed, f"an estimate of {n} values")
+        tally.notes.append(f"an estimate of {n} sorted values: {reply.status} in {time.monotonic() - started:.2f} s")
         if time.monotonic() - started > 10:
             tally.finding(f"[sizes] an estimate of {n} values took {time.monotonic() - started:.1f} s")
     many = [
@@ -222,6 +223,8 @@ def report(tally: Tally, stack: Stack, seconds: float, rss: tuple[float, float])
     print(f"status 500: {tally.statuses[500]} answered, metrics lines: {status_500_in_metrics(tally) or 'none'}")
     print(f"job items checked: {tally.job_items} ({tally.lost} lost, {tally.duplicated} duplicated)")
     print(f"API RSS: {rss[0]:.0f} MB before, {rss[1]:.0f} MB after")
+    for note in tally.notes:
+        print(note)
     print(f"findings: {len(tally.findings)}")
     for finding in tally.findings:
         print(f"- {finding}")

@@ -22,6 +22,7 @@ class Tally:
         self.statuses: Counter[int] = Counter()
         self.by_section: Counter[str] = Counter()
         self.findings: list[str] = []
+        self.notes: list[str] = []
         self.job_items = 0
         self.lost = 0
         self.duplicated = 0
