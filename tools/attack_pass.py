@@ -6,7 +6,8 @@
 It starts the judge stand-in, the API and two workers (``tools/attack_stack.py``), with two tenants' keys and the
 admin key, then sends, to every route of the committed spec: path spellings (trailing slash, case, ``//``,
 percent-encoding, dot segments), keys (none, wrong, the other tenant's, admin), sizes (bodies at and above the
-caps, many items, deep JSON), malformed bodies and content types, HEAD; submits jobs of both tenants and kills a
+caps, many items, deep JSON, worst-case estimates at once), malformed bodies and content types, oversized headers and
+odd request targets, HEAD; submits jobs of both tenants and kills a
 worker mid-job; pauses Redis (``CLIENT PAUSE``) and runs an API against a dead Redis port. It prints the counts
 (requests, statuses), the findings and the job items checked. Invariants (a breach is a finding):
 
@@ -27,6 +28,7 @@ import argparse
 import json
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 from tools.attack_bodies import BODIES, ROUTES, calibration_rows, job_lines
 from tools.attack_jobs import section_redis_dead, section_redis_paused, section_worker_killed
@@ -150,6 +152,23 @@ def section_sizes(tally: Tally, limits: dict[str, int]) -> None:
         tally.notes.append(f"an estimate of {n} sorted values: {reply.status} in {time.monotonic() - started:.2f} s")
         if time.monotonic() - started > 10:
             tally.finding(f"[sizes] an estimate of {n} values took {time.monotonic() - started:.1f} s")
+    body = json.dumps(estimate_at(values - 10)).encode()
+
+    def timed(_: int) -> tuple[int, float]:
+        started = time.monotonic()
+        reply = tally.send("sizes", "POST", "/v1/estimates", body=body, headers=headers)
+        return reply.status, time.monotonic() - started
+
+    with ThreadPoolExecutor(4) as pool:  # several worst cases at once, /healthz probed meanwhile
+        probe = pool.submit(_probe_health, tally, 4.0)
+        answers = list(pool.map(timed, range(3)))
+        worst = probe.result()
+    tally.notes.append(
+        f"3 such estimates at once: {[status for status, _ in answers]}, the slowest in "
+        f"{max(seconds for _, seconds in answers):.2f} s; slowest /healthz meanwhile {worst:.2f} s"
+    )
+    if worst > 3:
+        tally.finding(f"[sizes] /healthz took {worst:.1f} s while three worst-case estimates ran")
     many = [
         {"model_a": f"m{i}", "model_b": f"m{i + 1}", "judge": "a", "human": "a"}
         for i in range(limits["max_ranking_models"] + 1)
@@ -160,6 +179,18 @@ def section_sizes(tally: Tally, limits: dict[str, int]) -> None:
     body = json.dumps({"criterion": "coherence", "document": "d", "candidates": candidates}).encode()
     reply = tally.send("sizes", "POST", "/v1/compare", body=body, headers=headers)
     tally.expect("sizes", reply, {422}, "a compare of too many candidates")
+
+
+def _probe_health(tally: Tally, seconds: float) -> float:
+    """GET /healthz every 50 ms for ``seconds``; the slowest answer's time."""
+    worst = 0.0
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        started = time.monotonic()
+        tally.send("sizes", "GET", "/healthz")
+        worst = max(worst, time.monotonic() - started)
+        time.sleep(0.05)
+    return worst
 
 
 def estimate_at(n_values: int) -> dict[str, object]:
@@ -211,6 +242,23 @@ def section_malformed(tally: Tally) -> None:
             reply = tally.send("malformed", method, path, body=b"{}", headers={**auth(ADMIN), **JSON, **extra})
 
 
+def section_headers(tally: Tally) -> None:
+    """Oversized and numerous headers, a long key, absolute-form and asterisk targets: a 4xx problem or an answer."""
+    key = auth(TENANT_A)
+    cases = [
+        ("GET", "/v1/judges", {**key, "X-Big": "a" * 200_000}, {400}),
+        ("GET", "/v1/judges", {**key, **{f"X-{i}": "1" for i in range(3000)}}, {200, 400, 431}),
+        ("GET", "/v1/judges", {"Authorization": "Bearer " + "k" * 100_000}, {400, 401}),
+        ("GET", "/v1/judges?" + "a=1&" * 20_000, key, {200, 400, 414}),
+        ("GET", "http://evil.example/v1/judges", key, {200, 400, 404}),
+        ("GET", "*", key, {400, 404}),
+        ("OPTIONS", "/v1/score", key, {200, 204}),
+    ]
+    for method, target, headers, allowed in cases:
+        reply = tally.send("headers", method, target, headers=headers)
+        tally.expect("headers", reply, allowed, f"{method} {target[:40]} with {len(headers)} headers")
+
+
 def status_500_in_metrics(tally: Tally) -> list[str]:
     reply = send(tally.port, "GET", "/metrics")
     return [line for line in reply.body.decode().splitlines() if 'status="500"' in line]
@@ -222,7 +270,7 @@ def report(tally: Tally, stack: Stack, seconds: float, rss: tuple[float, float])
     print("statuses: " + ", ".join(f"{status} x{n}" for status, n in sorted(tally.statuses.items())))
     print(f"status 500: {tally.statuses[500]} answered, metrics lines: {status_500_in_metrics(tally) or 'none'}")
     print(f"job items checked: {tally.job_items} ({tally.lost} lost, {tally.duplicated} duplicated)")
-    print(f"API RSS: {rss[0]:.0f} MB before, {rss[1]:.0f} MB after")
+    print(f"API RSS: {rss[0]:.0f} MB before, {rss[1]:.0f} MB after, peak {stack.rss_mb('api', 'VmHWM'):.0f} MB")
     for note in tally.notes:
         print(note)
     print(f"findings: {len(tally.findings)}")
@@ -260,6 +308,7 @@ def main(argv: list[str] | None = None) -> int:
             "keys": lambda: section_keys(tally),
             "sizes": lambda: section_sizes(tally, limits),
             "malformed": lambda: section_malformed(tally),
+            "headers": lambda: section_headers(tally),
             "worker-killed": lambda: section_worker_killed(tally, stack, args.jobs, args.items),
             "redis-paused": lambda: section_redis_paused(tally, stack, args.pause_ms),
             "redis-dead": lambda: section_redis_dead(tally, stack),

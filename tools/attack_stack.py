@@ -223,10 +223,10 @@ class Stack:
                 process.wait()
         self.processes.clear()
 
-    def rss_mb(self, name: str) -> float:
-        """The resident set of one process, from /proc (0 where unavailable)."""
+    def rss_mb(self, name: str, field: str = "VmRSS") -> float:
+        """The resident set of one process (``VmHWM``: its peak so far), from /proc (0 where unavailable)."""
         try:
             status = Path(f"/proc/{self.processes[name].pid}/status").read_text()
         except (OSError, KeyError):
             return 0.0
-        return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith("VmRSS")), 0.0)
+        return next((int(line.split()[1]) / 1024 for line in status.splitlines() if line.startswith(field)), 0.0)
