@@ -6,10 +6,10 @@
 It starts the judge stand-in, the API and two workers (``tools/attack_stack.py``), with two tenants' keys and the
 admin key, then sends, to every route of the committed spec: path spellings (trailing slash, case, ``//``,
 percent-encoding, dot segments), keys (none, wrong, the other tenant's, admin), sizes (bodies at and above the
-caps, many items, deep JSON, worst-case estimates at once), malformed bodies and content types, oversized headers and
-odd request targets, HEAD; submits jobs of both tenants and kills a
-worker mid-job; pauses Redis (``CLIENT PAUSE``) and runs an API against a dead Redis port. It prints the counts
-(requests, statuses), the findings and the job items checked. Invariants (a breach is a finding):
+caps, many items, deep JSON, worst-case estimates at once), malformed bodies and content types, oversized headers
+and odd request targets, HEAD; submits jobs of both tenants and kills a worker mid-job; pauses Redis
+(``CLIENT PAUSE``) and runs an API against a dead Redis port. It prints the counts (requests, statuses), the
+findings and the job items checked. Invariants (a breach is a finding):
 
 * no status 500, and no 5xx but a 502/503 problem that says what is down;
 * every 4xx/5xx with a body is ``application/problem+json`` whose ``status`` is the HTTP status;

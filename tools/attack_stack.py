@@ -158,6 +158,7 @@ class Stack:
             JOB_HEARTBEAT_S="3",
             JOB_SWEEP_S="1",
             BODY_TIMEOUT_S="3",
+            CACHE_TTL_S="600",  # the judge answers it caches (keys not named by the queue) expire soon after
             HOST=HOST,
             PORT=str(self.port),
         )
