@@ -489,6 +489,12 @@ def bench_batch(ours: RunningServer, judge: Any) -> tuple[list[BenchRow], list[s
             cpu = "" if cpu_before is None or cpu_after is None else f", service CPU {cpu_after - cpu_before:.2f} s"
             notes.append(f"(b) round {round_}: {wall:.3f} s wall, {calls} judge calls{cpu}")
     wall = statistics.median(walls)
+    alone = _stand_in_alone(judge)
+    notes.append(
+        f"(b) the stand-in alone, {BATCH_ITEMS} calls at concurrency {JUDGE_MAX_CONCURRENCY} straight from this "
+        f"process (no service), in the same run: median {statistics.median(alone):.3f} s "
+        f"({', '.join(f'{s:.3f}' for s in alone)}); the batch's wall time is bounded below by it"
+    )
     rows = [
         BenchRow(
             name=f"(b) /v1/score/batch {BATCH_ITEMS} items, judge 50 ms, max_concurrency 32",
@@ -501,6 +507,17 @@ def bench_batch(ours: RunningServer, judge: Any) -> tuple[list[BenchRow], list[s
         ),
     ]
     return rows, notes
+
+
+def _stand_in_alone(judge: Any) -> list[float]:
+    """Seconds the stand-in takes for BATCH_ITEMS chat completions at the judge's concurrency, sent by the load
+    generator directly (BATCH_ROUNDS rounds): what the batch row would take with a service that cost nothing."""
+    port = int(judge_url(judge).rsplit(":", 1)[1].split("/", 1)[0])
+    body = {"model": "bench-model", "messages": [{"role": "user", "content": DOCUMENT}], "logprobs": True}
+    return [
+        load(port, "/v1/chat/completions", body, concurrency=JUDGE_MAX_CONCURRENCY, n_requests=BATCH_ITEMS).seconds
+        for _ in range(BATCH_ROUNDS)
+    ]
 
 
 def bench_cache_hit(ours: RunningServer, judge: Any) -> tuple[list[BenchRow], list[str]]:

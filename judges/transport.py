@@ -23,6 +23,10 @@ from typing import Any, cast
 import httpx
 import httpx2
 import openai
+from openai._base_client import get_platform
+from openai._httpx2 import request_exceptions, timeout_exceptions
+from openai._models import FinalRequestOptions
+from openai._utils import asyncify
 
 from judges.config import JudgeConfig
 
@@ -130,6 +134,26 @@ def reply_cap(max_bytes: int) -> Callable[[httpx2.Response], Awaitable[None]]:
     return cap
 
 
+async def _request_template(
+    client: openai.AsyncOpenAI, timeout_s: float
+) -> tuple[httpx2.URL, list[tuple[bytes, bytes]], dict[str, Any]]:
+    """URL, headers (without the body's length) and extensions (the timeout) of a chat-completion POST, as the
+    SDK builds them."""
+    if client._platform is None:  # noqa: SLF001 (the SDK reads the platform off the event loop, once)
+        client._platform = await asyncify(get_platform)()  # noqa: SLF001
+    options = FinalRequestOptions.construct(
+        method="post",
+        url="/chat/completions",
+        content=b"",
+        headers={"Content-Type": "application/json"},
+        timeout=timeout_s,
+    )
+    options = await client._prepare_options(options)  # noqa: SLF001
+    built = client._build_request(options, retries_taken=0)  # noqa: SLF001
+    headers = [(k, v) for k, v in built.headers.raw if k.lower() not in (b"content-length", b"transfer-encoding")]
+    return built.url, headers, dict(built.extensions)
+
+
 class SlottedPoster:
     """POSTs chat-completion bodies through the SDK under one judge's ``max_concurrency`` slots."""
 
@@ -138,6 +162,8 @@ class SlottedPoster:
         self._openai = openai_client
         self._semaphore = asyncio.Semaphore(config.max_concurrency)
         self._draining: set[asyncio.Future[Any]] = set()  # timed-out requests still holding their slot
+        self._template: tuple[httpx2.URL, list[tuple[bytes, bytes]], dict[str, Any]] | None = None
+        self._template_lock = asyncio.Lock()
 
     async def post(self, body: bytes, deadline: Deadline) -> Any:
         """POST under the concurrency slot; past the attempt's time (what is left of the deadline, at most
@@ -152,22 +178,9 @@ class SlottedPoster:
             self._semaphore.release()
             raise openai.APITimeoutError(request=self._request_for_errors())
         request = asyncio.ensure_future(
-            # The SDK's transport, auth, base URL and errors, without its per-call rebuilding of typed request
-            # and response models: the body is encoded, and the reply decoded, by msgspec. The outer wait_for
-            # is the drain bound: the transport's own timeouts are per read, and a provider dripping one byte
-            # at a time never trips them.
-            asyncio.wait_for(
-                self._openai.post(
-                    "/chat/completions",
-                    cast_to=httpx.Response,
-                    content=body,
-                    options={
-                        "timeout": self.config.timeout_s * DRAIN_FACTOR,
-                        "headers": {"Content-Type": "application/json"},
-                    },
-                ),
-                self.config.timeout_s * DRAIN_FACTOR,
-            )
+            # The outer wait_for is the drain bound: the transport's own timeouts are per read, and a provider
+            # dripping one byte at a time never trips them.
+            asyncio.wait_for(self._send(body), self.config.timeout_s * DRAIN_FACTOR)
         )
         request.add_done_callback(self._release_slot)
         try:
@@ -179,6 +192,42 @@ class SlottedPoster:
         except asyncio.CancelledError:
             request.cancel()  # our caller is gone: close the connection (the provider sees it) and free the slot
             raise
+
+    async def _send(self, body: bytes) -> Any:
+        """POST ``body`` through the SDK's HTTP client (its transport, auth hooks, response hooks and error
+        types), without its per-call copying of options and building of the request, which cost about half the
+        CPU of a call (measured on the batch bench): the request is built by the SDK once per judge and copied
+        for each body. The body is encoded, and the reply decoded, by msgspec; the SDK retries nothing
+        (``max_retries=0``: the call policy is ours)."""
+        client = self._openai
+        if not isinstance(client._client, httpx2.AsyncClient):  # noqa: SLF001 (a caller's legacy httpx client)
+            return await client.post(
+                "/chat/completions",
+                cast_to=httpx.Response,
+                content=body,
+                options={
+                    "timeout": self.config.timeout_s * DRAIN_FACTOR,
+                    "headers": {"Content-Type": "application/json"},
+                },
+            )
+        if self._template is None:
+            async with self._template_lock:  # the first calls of a batch arrive together: build it once
+                if self._template is None:
+                    self._template = await _request_template(client, self.config.timeout_s * DRAIN_FACTOR)
+        url, headers, extensions = self._template
+        request = httpx2.Request("POST", url, headers=headers, content=body, extensions=dict(extensions))
+        await client._prepare_request(request)  # noqa: SLF001 (the SDK's per-request auth hook)
+        try:
+            response = await client._send_request(request, stream=False)  # noqa: SLF001
+        except timeout_exceptions() as err:
+            raise openai.APITimeoutError(request=request) from err
+        except openai.OpenAIError:
+            raise  # ours (reply too large) or the SDK's own: as the SDK passes them on
+        except request_exceptions() as err:
+            raise openai.APIConnectionError(request=request) from err
+        if response.is_error:
+            raise client._make_status_error_from_response(response)  # noqa: SLF001 (the SDK's error types)
+        return response
 
     def _request_for_errors(self) -> httpx2.Request:
         return httpx2.Request("POST", f"{self.config.base_url.rstrip('/')}/chat/completions")

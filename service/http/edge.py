@@ -59,7 +59,7 @@ from service.observability.logging import (
     request_id_from,
 )
 
-__all__ = ["PUBLIC_PATHS", "Edge", "allow_table", "is_public_path"]
+__all__ = ["PUBLIC_PATHS", "Edge", "allow_table", "is_public_path", "origin_form"]
 
 # The paths answered without a key when API_KEYS is set (service/http/routes/health.py, the spec's JSON document,
 # and its offline HTML page with the page's script: service/http/docs_page.py).
@@ -96,6 +96,15 @@ def _request_headers(scope: Scope) -> tuple[str | None, str | None]:
         elif name == b"authorization":
             authorization = value.decode("latin-1")
     return request_id, authorization
+
+
+def origin_form(scope: Any) -> None:
+    """An absolute-form target (``GET http://host/path``, RFC 9112 section 3.2.2: a server MUST accept it) routed as
+    its origin form, the path after the authority (``/`` when none); any other target is left as it is. ``raw_path``
+    keeps the spelling sent, so a public path written so is not public (``is_public_path``) and needs a key."""
+    scheme, separator, rest = scope["path"].partition("://")
+    if separator and scheme.lower() in ("http", "https"):
+        scope["path"] = rest[rest.find("/") :] if "/" in rest else "/"
 
 
 def is_public_path(scope: Scope) -> bool:
@@ -153,6 +162,8 @@ class Edge:
         if scope["type"] != "http":
             await self.inner(scope, receive, send)
             return
+        if scope["path"][:1] != "/":
+            origin_form(scope)
         if self._traced is not None:
             await self._traced(scope, receive, send)
             return

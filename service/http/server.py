@@ -57,6 +57,21 @@ def _body_timeout_problem(path: str) -> tuple[bytes, str]:
     return msgspec.json.encode(problem), CUT_STATUS_EXTENSION
 
 
+# What a request h11 cannot parse is told (400 problem+json); uvicorn's own answer is text/plain
+_UNPARSABLE_DETAIL = (
+    "the request is not valid HTTP/1.1 (request line, headers or framing, e.g. conflicting Content-Length "
+    "headers), so it was not read"
+)
+
+
+def _unparsable_problem() -> bytes:
+    from service.errors import BadRequestError  # imported here for the reason given in _body_timeout_problem
+    from service.http.problems import problem_from_exception
+
+    problem, _ = problem_from_exception(BadRequestError(_UNPARSABLE_DETAIL), instance=None)
+    return msgspec.json.encode(problem)
+
+
 class ServerConfig(uvicorn.Config):
     """uvicorn's Config plus the deadlines the protocol reads (it is pickled to worker processes)."""
 
@@ -211,6 +226,25 @@ class TimedH11Protocol(H11Protocol):
         if self.transport.can_write_eof():
             self.transport.write_eof()
         self._linger_timer = self.loop.call_later(_LINGER_S, self.transport.close)
+
+    def send_400_response(self, msg: str) -> None:
+        """A request h11 refused: 400 problem+json (uvicorn's text/plain otherwise), then close. ``msg`` is
+        uvicorn's fixed "Invalid HTTP request received."; the parser's reason is not echoed to the client."""
+        body = _unparsable_problem()
+        headers = [
+            (b"content-type", b"application/problem+json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        try:
+            output = self.conn.send(h11.Response(status_code=400, headers=headers, reason=b"Bad Request"))
+            output = (output or b"") + (self.conn.send(h11.Data(data=body)) or b"")
+            output += self.conn.send(h11.EndOfMessage()) or b""
+        except h11.LocalProtocolError:  # h11 cannot answer in this state: uvicorn's own way
+            super().send_400_response(msg)
+            return
+        self.transport.write(output)
+        self.transport.close()
 
     def _send_expired(self) -> None:
         self._write_timer = None
