@@ -145,12 +145,13 @@ def kill_one_worker_mid_job(
     group = workers(settings)
     # The doomed worker starts alone, so the job cannot be over before it is seen holding a chunk (with both
     # workers started at once, a fast machine's workers could finish all 20,000 items while the test polled);
-    # the survivor starts next and the doomed worker dies holding that chunk, unwritten, mid-job.
+    # it is killed the moment it is seen holding that chunk unwritten (starting the survivor first left it time
+    # to finish the chunk on a loaded machine, and then no chunk needed a re-run), and the survivor starts after.
     doomed = group.start()
     wait_until_holding_a_chunk(group, 0, settings.jobs.queue)
-    survivor = group.start()
     doomed.send_signal(signal.SIGKILL)
     doomed.wait(timeout=10)
+    survivor = group.start()
     status = client.get(f"/v1/jobs/{job_id}").json()
     assert status["status"] == "running" and status["n_done"] < n_items, status
     status = wait_for(client, job_id, lambda s: s["status"] != "running", 180)
