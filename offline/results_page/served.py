@@ -121,10 +121,12 @@ def _headline_bullet(v: dict[str, Any], f: Figures) -> str:
             f"{f.name(cr)} {f.num(served)}/{f.num(paper)} = ×{f.num(served / paper)}"
             for cr, served, paper in headline_ratios(cells)
         )
-        + f". The sets are honest and wide: at α = {f.num(HEADLINE)} the served defaults answer `accept` "
-        f"{f.pct(shares['accept'])}, `review` {f.pct(shares['review'])}, `escalate` {f.pct(shares['escalate'])} of "
-        "held-out items. One judge's score carries little information about the human label; the item-level "
-        "figures below are the paper's reproduction, with marginal thresholds and item-level splits, which is why "
+        + f". The sets are honest and wide: at α = {f.num(HEADLINE)} the served defaults' held-out sets hold at "
+        f"most two labels for {f.pct(shares['accept'])} of items, three or four labels for "
+        f"{f.pct(shares['review'])} and the full scale (or none) for {f.pct(shares['escalate'])}; `accept` and "
+        "`escalate` come from the certified decision rules ([guarantees](guarantees.md)), not from the set's size. "
+        "One judge's score carries little information about the human label; the item-level figures below are the "
+        "paper's reproduction, with marginal thresholds and item-level splits, which is why "
         "they look smaller."
     )
 

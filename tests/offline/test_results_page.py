@@ -48,7 +48,7 @@ def test_page_carries_each_figure_as_formatted(reports: Path) -> None:
         f"**{halves['n_below_floor']} below 1 − α − 0.02, {_pct(halves['share_at_target'])} at or above 1 − α**",
         "(lowest 0.934 / 0.944 at α = 0.10 / 0.20; means 0.962 / 0.967)",
         # validity: served decisions at alpha = 0.10, empty sets, defaults, the grid
-        "`accept` 1.6%, `review` 46.7%, `escalate` 51.7%",
+        "at most two labels for 1.6% of items, three or four labels for 46.7% and the full scale (or none) for 51.7%",
         "at most 10.34% of items, judge-b fluency `learned_lac` at α = 0.20",
         "`mondrian_residual` 3, `residual` 2 of 5; 1 fell back",
         "over 30 levels beside 2",
