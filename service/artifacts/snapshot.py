@@ -17,7 +17,7 @@ from calibration.decisions.rule import DecisionRule
 from calibration.errors import ArtifactError
 from service.artifacts.registry import PRIMARY, ArtifactSet, LoadedArtifact
 
-__all__ = ["MEMO_LIMIT", "CalibrationSnapshot", "LruMemo", "coverage_target", "load_snapshot"]
+__all__ = ["MEMO_LIMIT", "CalibrationSnapshot", "LruMemo", "coverage_target", "load_snapshot", "read_thresholds_file"]
 
 
 Cell = tuple[str, str, str]  # (judge, prompt_family, criterion)
@@ -191,8 +191,8 @@ class CalibrationSnapshot:
         return [method for method in METHODS if method in present]
 
 
-def load_snapshot(path: str | Path) -> CalibrationSnapshot:
-    """Load, validate and index the artifact at path; ArtifactError names the file and the problem."""
+def read_thresholds_file(path: str | Path) -> ThresholdsArtifact:
+    """Load and validate the artifact at path, without indexing it; ArtifactError names the file and the problem."""
     location = Path(path)
     try:
         is_directory = location.is_dir()
@@ -200,7 +200,11 @@ def load_snapshot(path: str | Path) -> CalibrationSnapshot:
         raise ArtifactError(f"{location}: cannot read thresholds file: {error.strerror or error}") from error
     if is_directory:
         raise ArtifactError(f"{location}: is a directory, not a thresholds file")
-    artifact = load_artifact(location)
+    return load_artifact(location)
+
+
+def load_snapshot(path: str | Path) -> CalibrationSnapshot:
+    """Load, validate and index the artifact at path; ArtifactError names the file and the problem."""
     return CalibrationSnapshot.build(
-        artifact, path=str(location), loaded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        read_thresholds_file(path), path=str(path), loaded_at=dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     )

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from artifact.labels import LabelledCell, LabelRow, labelled_cells, min_items_for, read_labels
 from service.artifacts.registry import is_printable_name
 from service.errors import InvalidRequestError
+from service.jobs.calibration_jobs.fitting import cell_name
 
 __all__ = ["MIN_CELL_GROUPS", "MIN_CELL_ITEMS", "cell_name", "check_cells", "job_cells", "level_warnings"]
 
@@ -37,10 +38,6 @@ def job_cells(body: bytes, scale: int) -> tuple[int, list[LabelledCell]]:
     """(rows, the labelled cells) of a body (LabelsError names the line and field of a bad row)."""
     rows: list[LabelRow] = read_labels([("body", body)], default_scale=scale)
     return len(rows), labelled_cells(rows)
-
-
-def cell_name(cell: LabelledCell) -> str:
-    return f"{cell.judge!r} / {cell.prompt_family!r} / {cell.criterion!r}"
 
 
 def check_cells(cells: Sequence[LabelledCell], *, max_cell_rows: int | None) -> None:

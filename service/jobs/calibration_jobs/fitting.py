@@ -18,12 +18,12 @@ from artifact.thresholds import ThresholdsArtifact
 from calibration.decisions.rule import DecisionRule
 from calibration.errors import CalibrationError
 from calibration.kinds.fit import KindData, KindFit
-from service.jobs.calibration_jobs.cells import cell_name
 
 __all__ = [
     "CalibrationJob",
     "Fitter",
     "RuleFitter",
+    "cell_name",
     "fit_in_process",
     "fit_in_thread",
     "now_iso",
@@ -58,6 +58,13 @@ class CalibrationJob:
     activated: bool = False
     finished_at: str | None = None
     scale: int = 5  # K of rows without scale_max (the queued path reads the body again in a worker)
+
+
+def cell_name(cell: LabelledCell) -> str:
+    """The cell as errors name it. Defined here, not in ``cells`` (which re-exports it): the child process of
+    ``fit_in_process`` imports this module to unpickle ``_fit``, and ``cells`` pulls in ``service.errors`` and
+    through it ``judges`` and the OpenAI SDK, 1.1 s of CPU in every new child and none of it used there."""
+    return f"{cell.judge!r} / {cell.prompt_family!r} / {cell.criterion!r}"
 
 
 def now_iso() -> str:

@@ -4,16 +4,19 @@ accepted point always lies in the served set."""
 
 from __future__ import annotations
 
+import io
 import json
-from collections.abc import Callable
+from collections.abc import Iterator
 from pathlib import Path
 
 import jsonschema_rs
 import msgspec
 import pytest
+from litestar.testing import TestClient
 
 from artifact.thresholds import load_artifact
 from service.config.settings import Settings
+from service.http.app import create_app
 from service.openapi_export import DEFAULT_PATH
 from tests.service.conftest import AppHarness
 
@@ -21,9 +24,15 @@ SHIPPED = Path(__file__).resolve().parents[3] / "artifact" / "thresholds.json"
 JUDGE, FAMILY = "gpt-3.5-turbo-0301", "rts"
 
 
-@pytest.fixture
-def shipped(start_app: Callable[[Settings], AppHarness]) -> AppHarness:
-    return start_app(Settings(thresholds_path=SHIPPED))
+@pytest.fixture(scope="module")
+def shipped() -> Iterator[AppHarness]:
+    """One app on the shipped artifact for the whole module (each start costs about 0.7 s of CPU, and 31 tests
+    used to start their own): no test changes its state, every one only posts score, compare or summary requests
+    that read the loaded artifact, so sharing it changes no answer."""
+    logs = io.StringIO()
+    app = create_app(Settings(thresholds_path=SHIPPED), log_stream=logs)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield AppHarness(app, client, logs)
 
 
 def _score(app: AppHarness, **body: object) -> tuple[int, dict]:
