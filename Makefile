@@ -45,11 +45,12 @@ data: install
 ## The whole test suite (needs the data directory: DATA_DIR, ../shared/data or the .data `make data` builds; and
 ## Redis: REDIS_TEST_URL, default redis://127.0.0.1:6379/15, a database the tests may fill and empty). One BLAS thread, as
 ## `python -m offline` uses: the studies' small least-squares problems run slower with OpenBLAS threads.
-## TEST_WORKERS pytest-xdist processes (default 2, one a core of the 2-core machine; 0 = one process), each test
+## TEST_WORKERS pytest-xdist processes (default 3 on the 2-core machine: with 2 the suite's processes use 1.24 of
+## the 2 cores, as many tests wait on servers, subprocesses and Redis; 0 = one process), each test
 ## file whole on one worker (--dist loadfile: a module's fixtures and its tests' order stay together), handed out in
 ## collection order, the longest modules first (tests/conftest.py, LONG_MODULES), so both workers finish together.
 test: install
-	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n $${TEST_WORKERS:-2} --dist loadfile \
+	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n $${TEST_WORKERS:-3} --dist loadfile \
 		--no-loadscope-reorder
 
 ## Run the offline studies on the shipped data, write reports/ and artifact/thresholds.json (needs ../shared/data or

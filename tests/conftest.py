@@ -22,43 +22,44 @@ def resolve_data_dir() -> Path:
     return Path(configured) if configured else default_data_dir()
 
 
-# The modules that take longest, longest first (per-module seconds summed from the slowest 80 tests of a
-# ``--durations=80`` run of ``make test``'s command on 2 cores, docs/testing.md): they run first. ``make test`` hands
-# out whole modules (``--dist loadfile``) in collection order (``--no-loadscope-reorder``; xdist's default order
-# is by number of tests, which put these few-test modules last, so one worker ran the last long module while the
-# other had nothing left). Longest first, the last modules handed out are short ones and the two workers finish
-# together. A module missing here only runs in its collection place; nothing else depends on this order.
+# The modules that take longest, longest first (per-module seconds summed over every test of a ``--durations=0``
+# run of ``make test``'s command, 3 workers, docs/testing.md): they run first. ``make test`` hands out whole modules
+# (``--dist loadfile``) in collection order (``--no-loadscope-reorder``; xdist's default order is by number of
+# tests, which put these few-test modules last, so one worker ran the last long module while the others had
+# nothing left). Longest first, the last modules handed out are short ones and the workers finish together. A
+# module missing here only runs in its collection place; nothing else depends on this order.
 LONG_MODULES = (
-    "tests/offline/test_shipped_artifact.py",  # 532 s on a loaded machine (its 20-split refit: 499 s)
-    "tests/service/http/test_schemathesis_cli.py",  # 426 s
-    "tests/offline/studies/conformal/test_validity.py",  # 352 s
-    "tests/offline/test_cli.py",  # 272 s
-    "tests/service/artifacts/test_calibrations_api.py",  # 190 s
-    "tests/service/http/test_server.py",  # 218 s before its four connection tests shared one server
-    "tests/service/jobs/test_worker.py",  # 133 s
-    "tests/docs/test_examples.py",  # 130 s
-    "tests/service/http/test_schemathesis.py",  # 115 s
-    "tests/test_readme_walkthrough.py",  # 85 s
-    "tests/service/jobs/test_calibration_queue.py",  # 77 s
-    "tests/service/artifacts/test_calibration_rules.py",  # 71 s
-    "tests/calibration/conformal/test_group_pac.py",  # 63 s
-    "tests/research/test_gap.py",  # 55 s
-    "tests/offline/answers/test_ingest.py",  # 53 s
-    "tests/offline/studies/conformal/test_study.py",  # 50 s
-    "tests/deploy/test_compose.py",  # 45 s
-    "tests/offline/studies/conformal/test_group_pac_summeval.py",  # 43 s
-    "tests/offline/studies/vicuna80/test_study.py",  # 41 s
-    "tests/offline/studies/panels/test_study.py",
-    "tests/offline/studies/factuality/test_loop.py",
-    "tests/offline/studies/tournaments/test_transitivity.py",
-    "tests/research/test_nested_study.py",
+    "tests/service/http/test_schemathesis_cli.py",  # 200 s
+    "tests/offline/test_cli.py",  # 102 s
+    "tests/offline/test_shipped_artifact.py",  # 93 s
+    "tests/offline/studies/conformal/test_validity.py",  # 90 s
+    "tests/service/artifacts/test_calibrations_api.py",  # 66 s
+    "tests/service/http/test_server.py",  # 46 s
+    "tests/service/scoring/test_guarantee_modes.py",  # 36 s
+    "tests/service/estimating/test_estimates_api.py",  # 34 s
+    "tests/service/artifacts/test_calibrations_hardening.py",  # 33 s
+    "tests/service/http/test_schemathesis.py",  # 31 s
+    "tests/service/jobs/test_worker.py",  # 29 s
+    "tests/docs/test_examples.py",  # 26 s
+    "tests/service/artifacts/test_calibration_rules.py",  # 17 s
+    "tests/test_readme_walkthrough.py",  # 15 s
+    "tests/service/scoring/test_score.py",  # 15 s
+    "tests/client/integrations/test_inspect_offline.py",  # 15 s
+    "tests/service/jobs/test_calibration_queue.py",  # 14 s
+    "tests/service/judging/test_judge_faults.py",  # 13 s
+    "tests/research/test_gap.py",  # 13 s
+    "tests/offline/studies/monitoring/test_streams_and_study.py",  # 13 s
+    "tests/service/http/test_openapi.py",  # 11 s
+    "tests/service/comparing/test_compare_vicuna80.py",  # 10 s
+    "tests/offline/studies/conformal/test_study.py",  # 10 s
+    "tests/offline/studies/conformal/test_group_pac_summeval.py",  # 10 s
 )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """One node id per test: schemathesis' ``schema.parametrize()`` names each operation's item
     ``test_x[GET /path]``, but pytest 9 builds a node id from the item's original name, so every operation of a
-    test shared one id. Node ids are how pytest-xdist hands tests to workers (``make test`` runs two) and how
+    test shared one id. Node ids are how pytest-xdist hands tests to workers (``make test`` runs three) and how
     ``-k``/``--lf``/node-id selection finds them; with one id for 17 items, xdist ran one of them. Each such item
     gets the id of its own name, as pytest 8 gave it; the set of items collected does not change."""
     by_id: dict[str, int] = {}

@@ -18,6 +18,7 @@ import pytest
 
 from artifact.thresholds import save_artifact
 from service.config.jobs import JobSettings
+from service.config.limits import LimitSettings
 from service.config.settings import Settings
 from tests.redis_url import REDIS_TEST_URL
 from tests.service.conftest import build_artifact
@@ -54,6 +55,9 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         redis_url=REDIS_URL,
         artifacts_dir=artifacts,
         jobs=JobSettings(queue=queue, chunk_size=4),
+        # The exact MFAS of a few candidates solves in milliseconds, but CBC's start can pass the 2 s default on a
+        # loaded machine, and then two identical compare requests differ (exact order vs the Copeland fallback).
+        limits=LimitSettings(mfas_time_limit_s=30.0),
         log_level="WARNING",
     )
     environ = {key: value for key, value in os.environ.items() if not key.startswith(("JOB", "WORKER", "JUDGES"))}

@@ -35,18 +35,6 @@ def halves(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Pa
     return fit, [r for r in rows if r["group"] not in fit_docs]
 
 
-@pytest.fixture(scope="module")
-def small_fit(halves: tuple[Path, list[dict]], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The first 20 documents of the fit half: for the tests of the upload's form and of activation, which do not
-    depend on how much is fitted (a job on it takes a fraction of the half's)."""
-    fit, _ = halves
-    rows = [json.loads(line) for line in fit.read_text().splitlines()]
-    kept = set(sorted({r["group"] for r in rows})[:20])
-    small = tmp_path_factory.mktemp("small") / "fit20.jsonl"
-    small.write_text("".join(json.dumps(r) + "\n" for r in rows if r["group"] in kept))
-    return small
-
-
 @pytest.fixture
 def harness(start_app: Callable[[Settings], AppHarness], tmp_path: Path) -> AppHarness:
     return start_app(
@@ -200,9 +188,9 @@ def test_calibration_lists_decision_shares_per_cell_kind_and_level(harness: AppH
 
 
 def test_activation_without_artifacts_dir_warns_it_lasts_for_the_process(
-    start_app: Callable[[Settings], AppHarness], harness: AppHarness, small_fit: Path
+    start_app: Callable[[Settings], AppHarness], harness: AppHarness, halves
 ) -> None:
-    fit = small_fit
+    fit, _ = halves
     transient = start_app(Settings(thresholds_path=default_thresholds_path(), admin_api_key=ADMIN))
     for app, expect_warning in ((harness, False), (transient, True)):
         job = _wait(app, app.client.post("/v1/calibrations", headers=HEADERS, content=fit.read_bytes()).json()["id"])
@@ -286,8 +274,8 @@ def test_a_mean_of_samples_judge_over_http(harness: AppHarness) -> None:
     assert scored["calibrated"] is True and scored["input_kind"] == "mean"
 
 
-def test_a_json_array_of_rows_is_the_same_upload_as_json_lines(harness: AppHarness, small_fit: Path) -> None:
-    fit = small_fit
+def test_a_json_array_of_rows_is_the_same_upload_as_json_lines(harness: AppHarness, halves) -> None:
+    fit, _ = halves
     lines = fit.read_bytes()
     as_lines = harness.client.post("/v1/calibrations", headers=HEADERS, content=lines)
     rows = [json.loads(line) for line in lines.splitlines()]
