@@ -32,7 +32,9 @@ OPTIONS: Litestar answers OPTIONS on every route with 204 and an ``Allow`` heade
 path (``GET`` and ``DELETE /v1/jobs/{job_id}``) the answering handler is the one built with the path's first
 handler, and its ``Allow`` names only that handler's methods. The router has matched the request by then (every
 spelling of the path included) and left the route's template in the scope (``path_template``), so the edge sets
-``Allow`` from the final route table (``Litestar.routes``, each route's ``methods``) on the way out.
+``Allow`` from the final route table (``Litestar.routes``, each route's ``methods``) on the way out. The
+asterisk-form target is answered by the edge itself, after the key check: ``OPTIONS *`` with 204 and the methods of
+every route (``server_allow``), any other method on ``*`` with a 400 problem.
 """
 
 from __future__ import annotations
@@ -46,7 +48,7 @@ from litestar import Litestar
 from litestar.routes import HTTPRoute
 from litestar.types import HTTPScope, Message, ReceiveMessage, Scope, Send
 
-from service.errors import UnauthorizedError
+from service.errors import BadRequestError, ServiceProblem, UnauthorizedError
 from service.http.auth import check_api_key
 from service.http.body import CUT_STATUS_EXTENSION, ClientClosedRequestError
 from service.http.problems import PROBLEM_MEDIA_TYPE, problem_from_exception
@@ -132,6 +134,15 @@ def allow_table(app: Litestar) -> dict[str, bytes]:
     }
 
 
+def server_allow(app: Litestar) -> bytes:
+    """The Allow value of ``OPTIONS *``: every method some HTTP route answers (HEAD wherever GET is)."""
+    methods: set[str] = set()
+    for route in app.routes:
+        if isinstance(route, HTTPRoute):
+            methods |= _allowed(set(route.methods))
+    return ", ".join(sorted(methods)).encode("latin-1")
+
+
 def _with_head_allowed(headers: Any) -> list[tuple[bytes, bytes]]:
     """A 405's ``headers`` with its ``allow`` list sorted, HEAD included wherever GET is."""
     listed = {m.strip() for name, value in headers if name.lower() == b"allow" for m in value.decode().split(",")}
@@ -154,6 +165,7 @@ class Edge:
         self.services = services
         self._request_ids = RequestIds()
         self._allow: Mapping[str, bytes] = allow_table(inner)
+        self._server_allow = server_allow(inner)
         self._tracing = services.tracing
         self._traced = services.tracing.wrap(self._serve) if services.tracing.enabled else None
 
@@ -168,6 +180,21 @@ class Edge:
             await self._traced(scope, receive, send)
             return
         await self._serve(scope, receive, send)
+
+    async def _answered_at_edge(self, scope: Any, authorization: str | None, send: Send) -> bool:
+        """True when the edge answered the request itself: a missing or wrong API key (401), or the asterisk-form
+        target ``*`` (never routed)."""
+        services = self.services
+        if services.settings.api_keys and not is_public_path(scope):
+            try:
+                check_api_key(services.settings, authorization)
+            except UnauthorizedError as error:
+                await _refuse(services, scope, error, send)
+                return True
+        if scope["path"] == "*":
+            await _asterisk(services, scope, self._server_allow, send)
+            return True
+        return False
 
     async def _serve(self, scope: Any, receive: Any, send: Any) -> None:
         """One HTTP call: request id, API key, the inner app, then metrics and the access log."""
@@ -204,12 +231,8 @@ class Edge:
             await send(message)
 
         try:
-            if services.settings.api_keys and not is_public_path(scope):
-                try:
-                    check_api_key(services.settings, authorization)
-                except UnauthorizedError as error:
-                    await _refuse(services, scope, error, send_with_request_id)
-                    return
+            if await self._answered_at_edge(scope, authorization, send_with_request_id):
+                return
             if head:
                 scope["method"] = "GET"  # routed as GET; the body is dropped in send_with_request_id
             await self.inner(scope, receive_watching, send_with_request_id)
@@ -221,8 +244,19 @@ class Edge:
             current_request.reset(token)
 
 
-async def _refuse(services: Services, scope: HTTPScope, error: UnauthorizedError, send: Send) -> None:
-    """Answer 401 problem+json without routing (the request never reaches a handler)."""
+async def _asterisk(services: Services, scope: HTTPScope, allow: bytes, send: Send) -> None:
+    """``OPTIONS *`` (RFC 9110 section 9.3.7: the server as a whole) is 204 with the methods of every route; the
+    asterisk-form with any other method is a 400 problem (RFC 9112 section 3.2.4: it is only for OPTIONS)."""
+    if scope["method"] == "OPTIONS":
+        await send({"type": "http.response.start", "status": 204, "headers": [(b"allow", allow)]})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
+        return
+    error = BadRequestError(f"the target * (asterisk-form) is only for OPTIONS, not {scope['method']}")
+    await _refuse(services, scope, error, send)
+
+
+async def _refuse(services: Services, scope: HTTPScope, error: ServiceProblem, send: Send) -> None:
+    """Answer a problem+json without routing (the request never reaches a handler): 401, or a 400 for ``*``."""
     problem, headers = problem_from_exception(error, instance=scope["path"])
     body = msgspec.json.encode(problem)
     record_problem(services, problem, error)

@@ -1,6 +1,7 @@
 """A request the HTTP parser itself refuses (conflicting Content-Length, a bad request line, a header without a
 colon) is answered 400 problem+json, like every other bad input, not uvicorn's ``text/plain`` "Invalid HTTP
-request received."; the connection then closes. An absolute-form target is served as its path."""
+request received."; the connection then closes. An absolute-form target is served as its path; the asterisk-form is
+``OPTIONS *`` only."""
 
 from __future__ import annotations
 
@@ -81,3 +82,36 @@ def test_an_absolute_form_target_needs_the_key_its_path_needs(artifact_path):
     assert allowed.startswith(b"HTTP/1.1 200"), allowed[:300]
     assert health.startswith(b"HTTP/1.1 401"), health[:300]
     assert keyed_health.startswith(b"HTTP/1.1 200"), keyed_health[:300]
+
+
+def _request(method: str, target: str, *headers: str) -> bytes:
+    lines = [f"{method} {target} HTTP/1.1", "Host: x", "Connection: close", *headers]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+def test_options_asterisk_names_every_method_the_server_answers(port: int):
+    """RFC 9110 section 9.3.7: ``OPTIONS *`` asks about the server as a whole (it was a 404)."""
+    head = _exchange(port, _request("OPTIONS", "*")).partition(b"\r\n\r\n")[0].decode("latin-1").lower()
+    assert head.startswith("http/1.1 204"), head
+    [allow] = [line.split(":", 1)[1].strip() for line in head.split("\r\n") if line.startswith("allow:")]
+    assert allow.split(", ") == ["delete", "get", "head", "options", "post"]
+
+
+@pytest.mark.parametrize("method", ["GET", "POST", "DELETE"])
+def test_the_asterisk_form_with_another_method_is_a_400_problem(port: int, method: str):
+    """RFC 9112 section 3.2.4: the asterisk-form is only for OPTIONS."""
+    reply = _exchange(port, _request(method, "*", "Content-Length: 0"))
+    head, _, body = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400") and b"application/problem+json" in head, reply[:300]
+    problem = json.loads(body)
+    assert problem["type"].endswith(":bad-request") and method in problem["detail"] and problem["instance"] == "*"
+
+
+def test_options_asterisk_needs_a_key_like_any_route(artifact_path):
+    from service.config.settings import Settings
+
+    with serve_in_thread(Settings(thresholds_path=artifact_path, api_keys=("k1",))) as served:
+        refused = _exchange(served.port, _request("OPTIONS", "*"))
+        allowed = _exchange(served.port, _request("OPTIONS", "*", "Authorization: Bearer k1"))
+    assert refused.startswith(b"HTTP/1.1 401"), refused[:300]
+    assert allowed.startswith(b"HTTP/1.1 204"), allowed[:300]
