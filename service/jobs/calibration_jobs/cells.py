@@ -13,7 +13,7 @@ from service.artifacts.registry import is_printable_name
 from service.errors import InvalidRequestError
 from service.jobs.calibration_jobs.fitting import cell_name
 
-__all__ = ["MIN_CELL_GROUPS", "MIN_CELL_ITEMS", "cell_name", "check_cells", "job_cells", "level_warnings"]
+__all__ = ["MIN_CELL_GROUPS", "MIN_CELL_ITEMS", "check_cells", "job_cells", "level_warnings"]
 
 MIN_CELL_GROUPS = 4  # outer splits by group, and cross-fitting halves that are split by group again
 MIN_CELL_ITEMS = 8  # learned_lac splits each calibration half again (model and threshold)

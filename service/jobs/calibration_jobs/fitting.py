@@ -61,7 +61,7 @@ class CalibrationJob:
 
 
 def cell_name(cell: LabelledCell) -> str:
-    """The cell as errors name it. Defined here, not in ``cells`` (which re-exports it): the child process of
+    """The cell as errors name it. Defined here, not in ``cells`` (which uses it): the child process of
     ``fit_in_process`` imports this module to unpickle ``_fit``, and ``cells`` pulls in ``service.errors`` and
     through it ``judges`` and the OpenAI SDK, 1.1 s of CPU in every new child and none of it used there."""
     return f"{cell.judge!r} / {cell.prompt_family!r} / {cell.criterion!r}"
