@@ -8,7 +8,7 @@ import msgspec
 from msgspec import Meta
 
 from calibration.decisions.rule import DecisionRule
-from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, GuaranteeMode
+from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, MarginalMode
 
 __all__ = [
     "ArtifactCell",
@@ -62,7 +62,7 @@ class CalibrationEntryInfo(msgspec.Struct, **RESPONSE_STRUCT):
     escalate_share: float | None = None
     accept_accuracy: float | None = None  # share of accepted verdicts whose human label is in the set
     # the guarantee mode of the entry: expected (on average over calibration documents) | pac (confidence 1 - delta)
-    mode: GuaranteeMode = "pac"
+    mode: MarginalMode = "pac"
 
 
 class DefaultMethodInfo(msgspec.Struct, **RESPONSE_STRUCT):
@@ -76,7 +76,7 @@ class DefaultMethodInfo(msgspec.Struct, **RESPONSE_STRUCT):
     input_kind: str = "score"  # the kind of verdict this default applies to
     # no method met the selection rule (the default is its fallback): /v1/score escalates this cell with rule_failed
     rule_failed: bool = False
-    mode: GuaranteeMode | None = None  # the guarantee mode whose entries it chooses among (None: every mode)
+    mode: MarginalMode | None = None  # the guarantee mode whose entries it chooses among (None: every mode)
 
 
 class CalibrationInfo(msgspec.Struct, **RESPONSE_STRUCT):
@@ -175,7 +175,7 @@ class CellOverview(msgspec.Struct, **RESPONSE_STRUCT):
     criterion: str
     input_kind: str  # score | probabilities | mean
     # the guarantee mode of this line's entries and decision rows: expected (on average over calibrations) | pac
-    mode: GuaranteeMode
+    mode: MarginalMode
     artifact: str  # the artifact that owns the cell
     n_labels: int
     served: list[ServedLevels]  # per calibrated level, the method serving it (one row per method)
@@ -275,7 +275,7 @@ class CellCertification(msgspec.Struct, **RESPONSE_STRUCT):
     n_groups: int  # documents that certified (the bound's unit)
     # "expected": accepted when averaged over calibrations the error among accepted is <= accept_alpha (no bound);
     # "pac": certified_error holds with confidence 1 - delta
-    mode: GuaranteeMode = "pac"
+    mode: MarginalMode = "pac"
 
 
 class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
