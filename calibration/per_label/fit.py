@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
 import numpy as np
 
 from calibration.decisions.cell_rules import decision_kinds
 from calibration.per_label.intervals import fit_label_intervals
 from calibration.per_label.rule import LabelRule, feature_bin
 from calibration.per_label.skill import skill_test
+from calibration.per_label.summary import summarise
 from calibration.per_label.support import evidence_groups, is_supported
 
 __all__ = ["LABEL_ALPHAS", "fit_cell_label_rules", "fit_label_rule"]
@@ -37,8 +39,10 @@ def fit_label_rule(
     input_kind: str,
     feature: str,
     alphas: Sequence[float] = LABEL_ALPHAS,
+    summarised: bool = True,
 ) -> LabelRule:
-    """One (cell, input kind)'s per-label rule (module rules)."""
+    """One (cell, input kind)'s per-label rule (module rules), with its held-out figures on the file
+    (:mod:`calibration.per_label.summary`) unless ``summarised`` is False."""
     f = np.asarray(features, dtype=float)
     y = np.asarray(labels, dtype=np.int64)
     docs = np.asarray(documents)
@@ -46,7 +50,7 @@ def fit_label_rule(
     supported = [is_supported(y, docs, group) for group in groups]
     levels = fit_label_intervals(f, y, docs, groups, sorted(alphas), supported=supported)
     bins = np.array([feature_bin(float(v), n_labels) for v in f], dtype=np.int64)
-    return LabelRule(
+    rule = LabelRule(
         judge=judge,
         prompt_family=prompt_family,
         criterion=criterion,
@@ -62,6 +66,16 @@ def fit_label_rule(
         feature_items=[int((bins == label).sum()) for label in range(1, n_labels + 1)],
         skill=skill_test(f, y, docs, n_labels),
     )
+    if not summarised:
+        return rule
+
+    def refit(mask: np.ndarray) -> LabelRule:
+        return fit_label_rule(
+            f[mask], y[mask], docs[mask], n_labels=n_labels, judge=judge, prompt_family=prompt_family,
+            criterion=criterion, input_kind=input_kind, feature=feature, alphas=alphas, summarised=False,
+        )  # fmt: skip
+
+    return msgspec.structs.replace(rule, summary=summarise(f, y, docs, n_labels=n_labels, refit=refit, full=rule))
 
 
 def fit_cell_label_rules(

@@ -39,6 +39,8 @@ __all__ = [
     "LabelAnswer",
     "LabelAsk",
     "LabelRule",
+    "LabelSummary",
+    "RuleSummary",
     "answer_per_label",
     "pooled_groups",
     "validate_label_rule",
@@ -51,6 +53,28 @@ MIN_FEATURE_ITEMS = 20
 def feature_bin(feature: float, n_labels: int) -> int:
     """The feature rounded half up to a label, clipped to 1..n_labels."""
     return int(min(max(math.floor(feature + 0.5), 1), n_labels))
+
+
+class LabelSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """One human label on the file, held out."""
+
+    label: int
+    n_items: int
+    coverage: float | None
+    accept_share: float | None
+    wrongly_accepted: float | None
+
+
+class RuleSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """A rule's figures on its calibration file (module rules)."""
+
+    held_out: bool
+    folds: int
+    alpha: float
+    tolerance: int
+    set_size: float
+    accept_share: float
+    labels: list[LabelSummary]
 
 
 class LabelRule(msgspec.Struct, frozen=True, kw_only=True):
@@ -70,6 +94,7 @@ class LabelRule(msgspec.Struct, frozen=True, kw_only=True):
     n_documents: int
     feature_items: list[int]  # calibration items per rounded feature (feature_bin) 1..K
     skill: SkillTest
+    summary: RuleSummary | None = None  # held-out figures on the calibration file (calibration.per_label.summary)
 
 
 class LabelAsk(msgspec.Struct, frozen=True, kw_only=True):

@@ -182,6 +182,21 @@ def run_guarantees(args: argparse.Namespace, log: Any) -> int:
         for path in write_docs(args.out, args.docs):
             print(f"written:     {path}")
         return 0
+    if args.per_label:
+        from offline.studies.guarantees.per_label import run_per_label_study
+        from offline.studies.guarantees.per_label_report import write_per_label
+        from offline.validation.artifact import recorded_datasets
+
+        per_label = run_per_label_study(
+            recorded_datasets(resolve_data_dir(args.data_dir)),
+            n_splits=args.splits,
+            seed=args.seed,
+            calibration_documents=args.calibration_documents,
+            progress=None if args.no_progress else (lambda t: tqdm(t, desc="per-label", leave=False)),
+        )
+        for path in write_per_label(per_label, args.out):
+            print(f"written:     {path}")
+        return 0
     from offline.studies.guarantees.report import write_guarantees
     from offline.studies.guarantees.study import run_guarantees_study
     from offline.validation.artifact import recorded_datasets

@@ -14,8 +14,8 @@ from pathlib import Path
 from artifact.thresholds import GUARANTEE_MODES, ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
 from calibration.conformal import METHODS
 from calibration.decisions.rule import DecisionRule
-from calibration.per_label.rule import LabelRule
 from calibration.errors import ArtifactError
+from calibration.per_label.rule import LabelRule
 from service.artifacts.registry import PRIMARY, ArtifactSet, LoadedArtifact
 
 __all__ = ["MEMO_LIMIT", "CalibrationSnapshot", "LruMemo", "coverage_target", "load_snapshot", "read_thresholds_file"]

@@ -8,6 +8,8 @@ import msgspec
 from msgspec import Meta
 
 from calibration.decisions.rule import DecisionRule
+from calibration.per_label.rule import RuleSummary
+from calibration.per_label.skill import SkillTest
 from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, MarginalMode
 
 __all__ = [
@@ -17,6 +19,7 @@ __all__ = [
     "ArtifactSummary",
     "CalibratedCell",
     "CellCertification",
+    "PerLabelFigures",
     "CalibrationEntryInfo",
     "CalibrationInfo",
     "CalibrationJobInfo",
@@ -278,6 +281,17 @@ class CellCertification(msgspec.Struct, **RESPONSE_STRUCT):
     mode: MarginalMode = "pac"
 
 
+class PerLabelFigures(msgspec.Struct, **RESPONSE_STRUCT):
+    """A cell's per-label rule (the default guarantee, calibration.per_label): the skill test against the label
+    distribution alone, the labels pooled for want of evidence, and its held-out figures on the calibration file
+    (the same figures ``offline calibrate --labels`` reports and ``GET /v1/calibration`` shows)."""
+
+    skill: SkillTest
+    pooled_labels: list[list[int]]
+    summary: RuleSummary | None
+    words: str
+
+
 class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
     """One (cell, input kind) a calibration job fitted: scale, size, default method, its held-out figures per alpha,
     and its certified decision rule."""
@@ -298,6 +312,7 @@ class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
     # until the job is done
     certifications: list[CellCertification] = []
     decision_summary: str = ""
+    per_label: PerLabelFigures | None = None  # the default guarantee's rule (None until the job is done)
 
 
 class CalibrationJobInfo(msgspec.Struct, **RESPONSE_STRUCT):

@@ -14,6 +14,8 @@ from litestar.params import Parameter, PathParameter
 
 from artifact.labels import CRITERION_PATTERN
 from calibration.decisions.rule import MODES, Certification, DecisionRule
+from calibration.per_label.rule import pooled_groups
+from calibration.per_label.summary import rule_words
 from service.artifacts.snapshot import coverage_target
 from service.errors import BadRequestError, UnsupportedMediaTypeError
 from service.http.routes.calibration import swap_response
@@ -28,6 +30,7 @@ from service.wire.calibration import (
     CalibrationJobInfo,
     CellCertification,
     HeldoutLevel,
+    PerLabelFigures,
     ReloadResponse,
 )
 
@@ -141,6 +144,10 @@ def job_info(job: CalibrationJob) -> CalibrationJobInfo:
         (r.judge, r.prompt_family, r.criterion, r.input_kind): r
         for r in (job.artifact.decision_rules if job.artifact is not None else [])
     }
+    label_rules = {
+        (r.judge, r.prompt_family, r.criterion, r.input_kind): r
+        for r in (job.artifact.label_rules if job.artifact is not None else [])
+    }
     cells, warnings = [], list(job.warnings)
     for (judge, family, criterion, kind), n_labels, fit in job.results:
         figures = sorted(
@@ -168,6 +175,9 @@ def job_info(job: CalibrationJob) -> CalibrationJobInfo:
         ]
         headline = min(levels, key=lambda h: (abs(h.alpha - 0.10), h.alpha), default=None)
         rule = rules.get((judge, family, criterion, kind))
+        label_rule = label_rules.get((judge, family, criterion, kind))
+        if label_rule is not None and not label_rule.skill.skilled:
+            warnings.append(f"{judge} / {family} / {criterion} ({kind} verdicts): {rule_words(label_rule)}")
         summary, uncertifiable = decision_summary(rule)
         if uncertifiable:
             warnings.append(f"{judge} / {family} / {criterion} ({kind} verdicts): decision rule {summary}")
@@ -187,6 +197,14 @@ def job_info(job: CalibrationJob) -> CalibrationJobInfo:
                 and (headline.share_full_scale >= FULL_SCALE_SHARE or headline.set_size >= n_labels - 0.5),
                 certifications=_certifications(rule) if rule is not None else [],
                 decision_summary=summary,
+                per_label=None
+                if label_rule is None
+                else PerLabelFigures(
+                    skill=label_rule.skill,
+                    pooled_labels=pooled_groups(label_rule),
+                    summary=label_rule.summary,
+                    words=rule_words(label_rule),
+                ),
             )
         )
     return CalibrationJobInfo(
