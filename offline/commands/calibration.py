@@ -176,6 +176,12 @@ def run_guarantees(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline guarantees``: both guarantee modes fitted on half the documents, served on the other."""
     from tqdm import tqdm
 
+    if args.per_label and args.docs is not None:
+        from offline.studies.guarantees.per_label_report import write_per_label_docs
+
+        for path in write_per_label_docs(args.out, args.docs, args.calibration_documents):
+            print(f"written:     {path}")
+        return 0
     if args.docs is not None:
         from offline.studies.guarantees.docs import write_docs
 
