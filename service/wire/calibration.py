@@ -10,7 +10,7 @@ from msgspec import Meta
 from calibration.decisions.rule import DecisionRule
 from calibration.per_label.rule import RuleSummary
 from calibration.per_label.skill import SkillTest
-from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, MarginalMode
+from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, GuaranteeMode, MarginalMode
 
 __all__ = [
     "ArtifactCell",
@@ -177,8 +177,9 @@ class CellOverview(msgspec.Struct, **RESPONSE_STRUCT):
     prompt_family: str
     criterion: str
     input_kind: str  # score | probabilities | mean
-    # the guarantee mode of this line's entries and decision rows: expected (on average over calibrations) | pac
-    mode: MarginalMode
+    # the guarantee mode of this line: per_label (its per-label rule; figures held out on its own file), expected or
+    # pac (its entries and decision rows)
+    mode: GuaranteeMode
     artifact: str  # the artifact that owns the cell
     n_labels: int
     served: list[ServedLevels]  # per calibrated level, the method serving it (one row per method)
@@ -192,6 +193,7 @@ class CellOverview(msgspec.Struct, **RESPONSE_STRUCT):
     accept_share: float | None  # share of calibration items the row accepts (None: no row, or it failed)
     certified_error: float | None  # pac: upper bound on the error among accepted (None: nothing accepted, or expected)
     certification_failed: bool  # the row exists but its certification failed: every verdict escalates
+    skilled: bool | None = None  # per_label: the judge beats the label distribution alone (None: other modes)
 
 
 class CalibrationOverview(msgspec.Struct, **RESPONSE_STRUCT):
