@@ -43,7 +43,9 @@ def test_residual_sets_equal_the_core(app: AppHarness, artifact: ThresholdsArtif
     assert (data["decision"], data["escalate"], data["rule_failed"]) == ("escalate", True, False)
     assert data["point"] == judge_score
     assert data["guarantees"] == [{"kind": "set_coverage", "alpha": alpha, "mode": "expected"}]
-    assert data["reason"].startswith("no certified decision rule")
+    # nor per-label rules: the default guarantee serves the expected set and says why it cannot decide
+    assert data["reason"].startswith("this cell has no per-label calibration")
+    assert "no certified decision rule" in data["reason"]
     assert data["source"] == "caller" and data["cached"] is False and data["raw_reply"] is None
 
 
