@@ -130,7 +130,9 @@ def test_the_calibration_summary_lists_both_modes_per_cell(shipped: AppHarness) 
         by_cell.setdefault((line["judge"], line["prompt_family"], line["criterion"], line["input_kind"]), set()).add(
             line["mode"]
         )
-    assert by_cell and all(modes == {"per_label", "expected", "pac"} for modes in by_cell.values())
+    # every cell has both marginal modes; the recorded SummEval judges' cells have their per-label rule too
+    assert by_cell and all(modes - {"per_label"} == {"expected", "pac"} for modes in by_cell.values())
+    assert sum("per_label" in modes for modes in by_cell.values()) == 32
     assert all(line["skilled"] is not None for line in lines if line["mode"] == "per_label")
     expected_share = [line["accept_share"] or 0 for line in lines if line["mode"] == "expected"]
     pac_share = [line["accept_share"] or 0 for line in lines if line["mode"] == "pac"]
