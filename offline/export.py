@@ -24,7 +24,8 @@ Rules, stated once:
   0.20, quality gates tau 3 and 4, delta 0.05). :func:`replace_decision_rules` swaps only that list in an existing
   artifact (every other byte of the file is re-encoded unchanged: msgspec writes back the floats it read).
 * **Provenance.** ``created_at`` ISO-8601 UTC; ``code_version`` = package version, plus ``+g<git short hash>``
-  when the checkout has a commit (``.dirty`` when tracked files changed); ``data_hash`` = sha256 over the data
+  when the checkout is that commit, unchanged; with tracked files changed it is ``<version> (uncommitted changes)``
+  and names no commit (no commit holds the code that fitted it); ``data_hash`` = sha256 over the data
   files the thresholds were fitted from (SummEval's when SummEval entries are exported, FRANK's ``items.jsonl``
   when faithfulness entries are; the judges' collected answers live in the answer store and are named in
   ``source``), in sorted relative-path order, hashing for each file its relative path,
@@ -55,7 +56,7 @@ from artifact.thresholds import (
 from calibration.conformal import fit_conformal
 from calibration.decisions.rule import DecisionRule
 from calibration.kinds.fit import KindFit
-from offline.artifact_stability import save_unless_unmoved
+from offline.artifact_stability import UNCOMMITTED, save_unless_unmoved
 from offline.studies.conformal.cell_data import JudgeCriterionData, methods_for
 from offline.studies.conformal.results import ConformalSummary
 from offline.studies.factuality.faithfulness import FaithfulnessStudy
@@ -102,11 +103,11 @@ def data_hash(files: Iterable[Path], root: Path) -> str:
     return digest.hexdigest()
 
 
-def _git(*args: str) -> str | None:
+def _git(*args: str, cwd: Path | None = None) -> str | None:
     try:
         result = subprocess.run(
             ["git", *args],
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=cwd or Path(__file__).resolve().parents[1],
             capture_output=True,
             text=True,
             timeout=10,
@@ -117,17 +118,19 @@ def _git(*args: str) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
-def code_version() -> str:
-    """The package version, with ``+g<short hash>`` (and ``.dirty``) when git knows the checkout's commit."""
+def code_version(checkout: Path | None = None) -> str:
+    """The package version; with ``+g<short hash>`` when the checkout (default: this one) is that commit unchanged,
+    with `` (uncommitted changes)`` and no commit when tracked files differ from it."""
     try:
         version = metadata.version(PACKAGE)
     except metadata.PackageNotFoundError:
         version = "0+unknown"
-    commit = _git("rev-parse", "--short", "HEAD")
+    commit = _git("rev-parse", "--short", "HEAD", cwd=checkout)
     if not commit:
         return version
-    dirty = _git("status", "--porcelain", "--untracked-files=no")
-    return f"{version}+g{commit}" + (".dirty" if dirty else "")
+    if _git("status", "--porcelain", "--untracked-files=no", cwd=checkout):
+        return f"{version} ({UNCOMMITTED})"
+    return f"{version}+g{commit}"
 
 
 def faithfulness_entries(study: FaithfulnessStudy) -> tuple[list[ThresholdEntry], list[DefaultMethod]]:
