@@ -17,7 +17,7 @@ from litestar.openapi.spec import Example
 from litestar.params import Body
 from redis.exceptions import RedisError
 
-from service.errors import ENABLE_JOBS_HELP, InvalidRequestError, JobsUnavailableError, store_unavailable
+from service.errors import ENABLE_MONITORS_HELP, InvalidRequestError, JobsUnavailableError, store_unavailable
 from service.http.auth import bearer_token
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.routes.score import scoring_context
@@ -61,7 +61,7 @@ ResetBody = Annotated[
 
 def _monitors(services: Services) -> Monitors:
     if services.monitors is None:
-        raise JobsUnavailableError(f"REDIS_URL is not set: {ENABLE_JOBS_HELP}")
+        raise JobsUnavailableError(f"REDIS_URL is not set: {ENABLE_MONITORS_HELP}")
     return services.monitors
 
 
