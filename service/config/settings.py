@@ -35,8 +35,9 @@ variable                        meaning                                         
 ``LOG_FLUSH_MS``                DEBUG and INFO log lines wait up to this many ms to leave ``100``
                                 in one write (0: each at once); WARNING, ERROR at once
 ``HOST`` / ``PORT``             where ``python -m service`` listens                       ``127.0.0.1`` / ``8000``
-``MONITOR_DELTA``               feedback monitors' false-alarm level per cell (whole      ``0.05``
-                                stream); docs/monitoring.md
+``MONITOR_DELTA``               feedback monitors' false-alarm level per cell (over       ``0.05``
+                                MONITOR_HORIZON documents); docs/monitoring.md
+``MONITOR_HORIZON``             documents over which MONITOR_DELTA bounds false alarms    ``1000``
 ``MONITOR_MAX_ITEMS``           most labels of one document (more are refused)            ``16``
 ``MONITOR_MAX_OPEN_GROUPS``     most open documents per monitor (more are refused)        ``10000``
 ``MONITOR_REMEMBERED_IDS``      item ids and closed documents a monitor remembers         ``100000``
@@ -117,6 +118,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     host: str = "127.0.0.1"
     port: int = 8000
     monitor_delta: float = 0.05  # MONITOR_DELTA (service/monitoring/)
+    monitor_horizon: int = 1000
     monitor_max_items: int = 16
     monitor_max_open_groups: int = 10_000
     monitor_remembered_ids: int = 100_000
@@ -173,6 +175,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
         _check(all(self.api_keys), "API_KEYS", "<hidden>", "must not contain empty keys")
         _check(0.0 < self.monitor_delta < 1.0, "MONITOR_DELTA", self.monitor_delta, "must lie in (0, 1)")
         for name, value in (
+            ("MONITOR_HORIZON", self.monitor_horizon),
             ("MONITOR_MAX_ITEMS", self.monitor_max_items),
             ("MONITOR_MAX_OPEN_GROUPS", self.monitor_max_open_groups),
             ("MONITOR_REMEMBERED_IDS", self.monitor_remembered_ids),
@@ -239,6 +242,7 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             host=get("HOST", str, "127.0.0.1"),
             port=get("PORT", int, 8000),
             monitor_delta=get("MONITOR_DELTA", float, 0.05),
+            monitor_horizon=get("MONITOR_HORIZON", int, 1000),
             monitor_max_items=get("MONITOR_MAX_ITEMS", int, 16),
             monitor_max_open_groups=get("MONITOR_MAX_OPEN_GROUPS", int, 10_000),
             monitor_remembered_ids=get("MONITOR_REMEMBERED_IDS", int, 100_000),

@@ -17,6 +17,7 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from service.monitoring.metrics import MonitorMetrics
 from service.monitoring.store import AlarmRecord, MonitorStore
 from service.scoring.monitor_alarm import AlarmedCell, AlarmNote
 
@@ -26,8 +27,11 @@ __all__ = ["AlarmBoard"]
 class AlarmBoard:
     """A process's cached copy of the raised alarms."""
 
-    def __init__(self, store: MonitorStore, *, refresh_s: float, timeout_s: float, logger: Any) -> None:
+    def __init__(
+        self, store: MonitorStore, *, refresh_s: float, timeout_s: float, logger: Any, metrics: MonitorMetrics
+    ) -> None:
         self.store = store
+        self.metrics = metrics
         self.refresh_s = refresh_s
         self.timeout_s = timeout_s
         self.logger = logger
@@ -74,6 +78,7 @@ class AlarmBoard:
     def _replace(self, records: Sequence[AlarmRecord]) -> None:
         self._records = {record.monitor_id: record for record in records}
         self._by_caller = {}
+        self.metrics.alarms.set(len(self._records))
 
 
 def _cell(record: AlarmRecord) -> AlarmedCell:
@@ -82,5 +87,9 @@ def _cell(record: AlarmRecord) -> AlarmedCell:
 
 def _note(record: AlarmRecord) -> AlarmNote:
     return AlarmNote(
-        monitor_id=record.monitor_id, guarantee=record.guarantee, level=record.level, e_value=record.e_value
+        monitor_id=record.monitor_id,
+        guarantee=record.guarantee,
+        level=record.level,
+        e_value=record.e_value,
+        explanation=record.explanation,
     )

@@ -6,24 +6,26 @@ Keys (``p`` = ``cj:<JOB_QUEUE>:mon:``, the jobs' Redis and prefix):
 key                     type   content
 ======================= ====== ===================================================================================
 ``p m:<id>``            hash   ``key`` (the MonitorKey), ``spec`` (its CellSpec), ``state`` (its CellMonitor), JSON
-``p m:<id>:open``       hash   group -> the open document's tallies (JSON), at most MONITOR_MAX_OPEN_GROUPS
-``p m:<id>:seen``       zset   item ids labelled (score: when), the latest MONITOR_REMEMBERED_IDS kept
-``p m:<id>:closed``     zset   groups closed (score: when), the latest MONITOR_REMEMBERED_IDS kept
+``p m:<id>:open``       hash   group digest -> the open document's tallies (JSON), at most MONITOR_MAX_OPEN_GROUPS
+``p m:<id>:seen``       zset   item id digests labelled (score: when), the latest MONITOR_REMEMBERED_IDS kept
+``p m:<id>:closed``     zset   group digests closed (score: when), the latest MONITOR_REMEMBERED_IDS kept
 ``p m:<id>:rows``       list   the labelled rows (the labelled JSON Lines format), newest first, as many kept:
                                what a recalibration from feedback fits on
 ``p monitors``          hash   monitor id -> tenant (the listing)
 ``p alarms``            hash   monitor id -> the alarm's cell and guarantee (JSON): what escalates answers
 ======================= ====== ===================================================================================
 
-One feedback request updates each monitor it touches in one optimistic transaction (WATCH the monitor's four
-keys, read, compute with :mod:`calibration.monitoring`, MULTI/EXEC the writes; a concurrent writer makes EXEC fail
-and the update is recomputed), so replicas and workers never lose or double-count a label. Memory per monitor is
-bounded by the settings above, whatever the stream's length.
+Item ids and groups are kept as 24-hex-digit digests (``digest``): a member's size does not depend on what the
+caller sent. One feedback request updates each monitor it touches in one optimistic transaction (WATCH the
+monitor's four keys, read, compute with :mod:`calibration.monitoring`, MULTI/EXEC the writes; a concurrent writer
+makes EXEC fail and the update is recomputed), so replicas and workers never lose or double-count a label. Memory
+per monitor is bounded by the settings above, whatever the stream's length.
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import random
 import time
 from collections.abc import Sequence
@@ -33,13 +35,26 @@ from typing import Any
 import msgspec
 from redis.exceptions import WatchError
 
-from calibration.monitoring import CellMonitor, CellSpec, DocumentTally, add_item, observe_document, start_cell
+from calibration.monitoring import (
+    CellMonitor,
+    CellSpec,
+    DocumentTally,
+    add_item,
+    explain_alarm,
+    observe_document,
+    start_cell,
+)
 from service.errors import ConflictError, InvalidRequestError, ServiceProblem
-from service.monitoring.cells import LabelOutcome, MonitorKey
+from service.monitoring.cells import MonitorKey, ServedLabel, label_outcome
 
-__all__ = ["AlarmRecord", "Labelled", "MonitorRecord", "MonitorStore", "UpdateResult", "monitor_prefix"]
+__all__ = ["AlarmRecord", "Labelled", "MonitorRecord", "MonitorStore", "UpdateResult", "digest", "monitor_prefix"]
 
 _ATTEMPTS = 50
+
+
+def digest(text: str) -> str:
+    """24 hex digits of BLAKE2b: how an item id or a document is kept (a fixed size, whatever the caller sent)."""
+    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
 
 
 def monitor_prefix(queue: str) -> str:
@@ -67,6 +82,7 @@ class AlarmRecord(msgspec.Struct, frozen=True, kw_only=True):
     level: float
     e_value: float
     monitor_id: str
+    explanation: str = ""  # the alarm in words (calibration.monitoring.explain_alarm)
 
 
 class Labelled(msgspec.Struct, frozen=True, kw_only=True):
@@ -76,7 +92,7 @@ class Labelled(msgspec.Struct, frozen=True, kw_only=True):
     item_id: str
     group: str
     done: bool
-    outcome: LabelOutcome
+    served: ServedLabel
     row: bytes = b""  # the item as a labelled row (artifact.labels format), kept for a recalibration
 
 
@@ -141,8 +157,8 @@ class MonitorStore:
         if stored[0] is not None:
             spec = msgspec.json.decode(stored[0], type=CellSpec)  # fixed at the first label, never re-read
         state = start_cell(spec) if stored[1] is None else msgspec.json.decode(stored[1], type=CellMonitor)
-        ids = list(dict.fromkeys(item.item_id for item in items))
-        groups = list(dict.fromkeys(item.group for item in items))
+        ids = list(dict.fromkeys(digest(item.item_id) for item in items))
+        groups = list(dict.fromkeys(digest(item.group) for item in items))
         seen_scores = await pipe.zmscore(seen_key, ids)
         closed_scores = await pipe.zmscore(closed_key, groups)
         batch = _Batch(
@@ -248,6 +264,7 @@ def _alarm_record(monitor_id: str, key: MonitorKey, state: CellMonitor) -> Alarm
         level=state.alarm.level,
         e_value=state.alarm.e_value,
         monitor_id=monitor_id,
+        explanation=explain_alarm(state.alarm),
     )
 
 
@@ -270,32 +287,34 @@ class _Batch:
 
     def add(self, item: Labelled) -> None:
         """Tally one item (or count it a duplicate, or refuse it), closing its document when it says done."""
-        if item.item_id in self.seen:
+        item_key, group = digest(item.item_id), digest(item.group)
+        if item_key in self.seen:
             self.result.duplicates += 1
-            open_document = self.documents.get(item.group)
+            open_document = self.documents.get(group)
             if item.done and open_document is not None:  # a resent last label still closes its document
-                self._close(item.group, open_document)
+                self._close(group, open_document)
             return
-        document, refusal = self._document(item.group)
+        document, refusal = self._document(group, item.group)
         if refusal is not None:
             self.result.refused[item.index] = refusal
             return
         assert document is not None
+        outcome = label_outcome(self.spec, item.served)
         tallies = [
-            add_item(t, counted=c, failed=f)
-            for t, c, f in zip(document.tallies, item.outcome.counted, item.outcome.failed, strict=True)
+            add_item(t, counted=c, failed=f, level=level)
+            for t, c, f, level in zip(document.tallies, outcome.counted, outcome.failed, outcome.levels, strict=True)
         ]
         document = OpenDocument(tallies=tallies, labels=document.labels + 1)
-        self.seen.add(item.item_id)
-        self.labelled.append(item.item_id)
+        self.seen.add(item_key)
+        self.labelled.append(item_key)
         if item.row:
             self.rows.append(item.row)
         self.result.accepted += 1
         if not item.done:
-            self.documents[item.group] = document
-            self.touched.add(item.group)
+            self.documents[group] = document
+            self.touched.add(group)
             return
-        self._close(item.group, document)
+        self._close(group, document)
 
     def _close(self, group: str, document: OpenDocument) -> None:
         """Count the finished document in the monitor (calibration.monitoring.observe_document)."""
@@ -307,11 +326,12 @@ class _Batch:
         self.newly_closed.append(group)
         self.result.closed += 1
 
-    def _document(self, group: str) -> tuple[OpenDocument | None, ServiceProblem | None]:
-        """The group's open document (a new one when it has none), or why a label for it is refused."""
+    def _document(self, group: str, name: str) -> tuple[OpenDocument | None, ServiceProblem | None]:
+        """The open document of digest ``group`` (named ``name``; a new one when it has none), or why a label for it
+        is refused."""
         if group in self.closed:
             return None, ConflictError(
-                f"document {group!r} is closed (done was sent for it): a label after its document closed is "
+                f"document {name!r} is closed (done was sent for it): a label after its document closed is "
                 "refused, never counted as a new document"
             )
         document = self.documents.get(group)
@@ -326,7 +346,7 @@ class _Batch:
         max_items = self.spec.guarantees[0].max_items
         if document.labels >= max_items:
             return None, InvalidRequestError(
-                f"document {group!r} has {document.labels} labels already, the monitor's MONITOR_MAX_ITEMS="
+                f"document {name!r} has {document.labels} labels already, the monitor's MONITOR_MAX_ITEMS="
                 f"{max_items}: a document with more labels is refused (the bets are sized for it)"
             )
         return document, None

@@ -95,29 +95,38 @@ class FeedbackResponse(msgspec.Struct, **RESPONSE_STRUCT):
 
 
 class MonitorGuarantee(msgspec.Struct, **RESPONSE_STRUCT):
-    """One watched guarantee: its level, its e-value and its running failure rate with a confidence sequence."""
+    """One watched guarantee (of every item, or of the items of one human label): its level, its detector's value
+    and its running failure rate, with a confidence sequence once that says something."""
 
     guarantee: str  # coverage | accept_error
-    level: float
+    human_label: int | None  # None: every item; y: the items whose human label is y
+    level: float  # the level of the monitor's first served answer (items count at their own levels)
+    allowed: float | None  # the counted items' mean served level: the failure rate their guarantees allow
     tolerance: int | None
     e_value: float
     rate: float | None  # failures / counted so far (None before any counted item)
-    low: float  # the confidence sequence at 1 - delta, valid at every time at once
-    high: float
+    # the confidence sequence at 1 - delta, valid at every time at once; null while it is wider than 0.5
+    low: float | None
+    high: float | None
     counted: int
     failures: int
 
 
 class MonitorAlarm(msgspec.Struct, **RESPONSE_STRUCT):
-    """The alarm: the guarantee it names, its level, the label and document it rose at, and the e-values."""
+    """The alarm: the guarantee (and human label) it names and how far its failures went, in words too; the label
+    and document it rose at, and the detector values."""
 
     guarantee: str
+    human_label: int | None
     level: float
     tolerance: int | None
     label: int
     document: int
     e_value: float
     guarantee_e_value: float
+    failures: int
+    counted: int
+    explanation: str
 
 
 class MonitorCell(msgspec.Struct, **RESPONSE_STRUCT):
@@ -129,14 +138,14 @@ class MonitorCell(msgspec.Struct, **RESPONSE_STRUCT):
     prompt_family: str
     criterion: str
     input_kind: str
-    mode: str
     status: str  # ok | alarm
     labels: int
     groups: int  # documents closed and counted
     open_groups: int
     e_value: float
     threshold: float
-    delta: float
+    delta: float  # this monitor's share of MONITOR_DELTA
+    horizon: int  # documents over which delta bounds a false alarm (threshold = horizon / delta)
     max_items: int
     guarantees: list[MonitorGuarantee]
     alarm: MonitorAlarm | None

@@ -11,7 +11,7 @@ import msgspec
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from offline.studies.monitoring.checks import StudyChecks, study_checks
+from offline.studies.monitoring.checks import HEADLINE_TARGET, StudyChecks, study_checks
 from offline.studies.monitoring.example import ExampleStream
 from offline.studies.monitoring.study import MonitoringStudy, ScenarioRow
 
@@ -75,7 +75,7 @@ def markdown_tables(study: MonitoringStudy, checks: StudyChecks) -> str:
         f"shifts); the most alarmed {checks.null_max_alarm_rate:.1%} of streams (limit {checks.null_alarm_limit:.1%}: "
         f"delta + Monte-Carlo error): {'pass' if checks.false_alarms_ok else 'FAIL'}.",
         f"- Headline (gpt-4o-mini / relevance, one label harsher): median {_labels(checks.headline_median_labels)} "
-        f"labels, 90th percentile {_labels(checks.headline_p90_labels)} (target <= 600): "
+        f"labels, 90th percentile {_labels(checks.headline_p90_labels)} (target <= {HEADLINE_TARGET}): "
         f"{'pass' if checks.headline_ok else 'FAIL'}.",
         f"- Harmful shifts detected in >= 90% of streams within {s.horizon:,} labels: {checks.harmful_detected} of "
         f"{checks.harmful_rows}."

@@ -80,7 +80,8 @@ def test_feedback_counts_duplicates_refusals_and_documents(
     assert (cell["labels"], cell["groups"], cell["open_groups"]) == (4, 2, 1)  # doc-e is still open
     assert [g["guarantee"] for g in cell["guarantees"]] == ["coverage"]  # no decision rule: nothing accepted
     coverage = cell["guarantees"][0]
-    assert coverage["counted"] == 4 and 0.0 <= coverage["low"] <= coverage["high"] <= 1.0
+    assert coverage["counted"] == 4 and coverage["human_label"] is None
+    assert coverage["low"] is None and coverage["high"] is None  # 4 labels: the interval says nothing yet, not shown
 
 
 def _raise_alarm(client: Any, headers: dict[str, str] | None = None, prefix: str = "h") -> dict[str, Any]:
@@ -110,17 +111,21 @@ def test_a_harsh_stream_raises_an_alarm_that_escalates_answers_and_survives_a_re
     assert cell["status"] == "alarm"
     alarm = cell["alarm"]
     assert alarm["guarantee"] == "coverage" and alarm["level"] == pytest.approx(0.1)
-    assert alarm["e_value"] >= cell["threshold"] == pytest.approx(20.0)
+    # without API_KEYS every caller is one tenant: its one monitor per cell holds all of MONITOR_DELTA
+    assert cell["delta"] == pytest.approx(0.05) and cell["horizon"] == 1000
+    assert alarm["e_value"] >= cell["threshold"] == pytest.approx(1000 / 0.05)
+    assert alarm["explanation"].startswith("set coverage: ") and "fell outside the served set" in alarm["explanation"]
     assert 1 <= alarm["label"] <= 12
     events = [line for line in harness.log_lines() if line.get("event") == "monitor.alarm"]
     assert len(events) == 1 and events[0]["guarantee"] == "coverage" and events[0]["monitor_id"] == cell["monitor_id"]
     metrics = client.get("/metrics").text
-    assert f'cj_monitor_alarm{{calibration_id="{cell["calibration_id"]}"' in metrics
-    assert "cj_monitor_e_value{" in metrics and "cj_monitor_labels{" in metrics
+    assert "cj_monitor_alarms 1.0" in metrics and "cj_monitor_labels_recorded_total" in metrics
+    assert cell["calibration_id"] not in metrics and cell["monitor_id"] not in metrics  # bounded, names no cell
 
     after = client.post("/v1/score", json=SCORE).json()
     assert after["decision"] == "escalate" and after["rule_failed"] is True
     assert cell["monitor_id"] in after["reason"] and "set coverage" in after["reason"]
+    assert "fell outside the served set" in after["reason"]  # the alarm explained in words
     assert after["prediction_set"] == before["prediction_set"]  # the set is still returned
     batch = client.post("/v1/score/batch", json={"items": [SCORE, {**SCORE, "criterion": "coherence"}]}).json()
     assert batch["results"][0]["result"]["rule_failed"] is True
