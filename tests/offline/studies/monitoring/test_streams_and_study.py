@@ -116,5 +116,8 @@ def test_cli_monitor_writes_the_report(recorded_cells, monkeypatch, tmp_path: Pa
     )
     assert code == 0
     assert (tmp_path / "monitoring" / "monitoring.json").exists()
-    assert "false alarms" in capsys.readouterr().out
+    skill = (tmp_path / "monitoring" / "skill.md").read_text()
+    assert "| relevance | gpt-4o-mini-2024-07-18 | llama-2-7b-chat |" in skill and "(own)" in skill
+    out = capsys.readouterr().out
+    assert "false alarms" in out and "skill.md" in out
     assert main(["monitor", "--streams", "0", "--out", str(tmp_path)]) == 2
