@@ -39,7 +39,10 @@ variable                        meaning                                         
                                 MONITOR_HORIZON documents); docs/monitoring.md
 ``MONITOR_HORIZON``             documents over which MONITOR_DELTA bounds false alarms    ``1000``
 ``MONITOR_MAX_ITEMS``           most labels of one document (more are refused)            ``16``
-``MONITOR_MAX_OPEN_GROUPS``     most open documents per monitor (more are refused)        ``10000``
+``MONITOR_MAX_OPEN_GROUPS``     most open documents per monitor (more are refused)        ``1000``
+``MONITOR_MAX_PER_TENANT``      most monitors of one tenant (a new one past it: 429)      ``20``
+``MONITOR_TENANT_MAX_BYTES``    bytes of kept feedback labels per tenant (past it: 429)   ``50000000``
+``MONITOR_TTL_S``               a monitor's keys expire this long after its last label    ``2592000``
 ``MONITOR_REMEMBERED_IDS``      item ids and closed documents a monitor remembers         ``100000``
 ``MONITOR_REFRESH_S``           answers re-read the raised alarms at most this often      ``1.0``
 ``MONITOR_READ_TIMEOUT_S``      that read's bound (the last copy is kept past it)         ``0.5``
@@ -120,7 +123,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
     monitor_delta: float = 0.05  # MONITOR_DELTA (service/monitoring/)
     monitor_horizon: int = 1000
     monitor_max_items: int = 16
-    monitor_max_open_groups: int = 10_000
+    monitor_max_open_groups: int = 1_000
+    monitor_max_per_tenant: int = 20
+    monitor_tenant_max_bytes: int = 50_000_000
+    monitor_ttl_s: int = 2_592_000
     monitor_remembered_ids: int = 100_000
     monitor_refresh_s: float = 1.0
     monitor_read_timeout_s: float = 0.5
@@ -178,6 +184,9 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             ("MONITOR_HORIZON", self.monitor_horizon),
             ("MONITOR_MAX_ITEMS", self.monitor_max_items),
             ("MONITOR_MAX_OPEN_GROUPS", self.monitor_max_open_groups),
+            ("MONITOR_MAX_PER_TENANT", self.monitor_max_per_tenant),
+            ("MONITOR_TENANT_MAX_BYTES", self.monitor_tenant_max_bytes),
+            ("MONITOR_TTL_S", self.monitor_ttl_s),
             ("MONITOR_REMEMBERED_IDS", self.monitor_remembered_ids),
         ):
             _check(value >= 1, name, value, "must be >= 1")
@@ -244,7 +253,10 @@ class Settings(msgspec.Struct, frozen=True, kw_only=True):
             monitor_delta=get("MONITOR_DELTA", float, 0.05),
             monitor_horizon=get("MONITOR_HORIZON", int, 1000),
             monitor_max_items=get("MONITOR_MAX_ITEMS", int, 16),
-            monitor_max_open_groups=get("MONITOR_MAX_OPEN_GROUPS", int, 10_000),
+            monitor_max_open_groups=get("MONITOR_MAX_OPEN_GROUPS", int, 1_000),
+            monitor_max_per_tenant=get("MONITOR_MAX_PER_TENANT", int, 20),
+            monitor_tenant_max_bytes=get("MONITOR_TENANT_MAX_BYTES", int, 50_000_000),
+            monitor_ttl_s=get("MONITOR_TTL_S", int, 2_592_000),
             monitor_remembered_ids=get("MONITOR_REMEMBERED_IDS", int, 100_000),
             monitor_refresh_s=get("MONITOR_REFRESH_S", float, 1.0),
             monitor_read_timeout_s=get("MONITOR_READ_TIMEOUT_S", float, 0.5),

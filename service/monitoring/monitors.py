@@ -45,6 +45,9 @@ class Monitors:
             settings.jobs.queue,
             max_open_groups=settings.monitor_max_open_groups,
             remembered_ids=settings.monitor_remembered_ids,
+            max_per_tenant=settings.monitor_max_per_tenant,
+            tenant_max_bytes=settings.monitor_tenant_max_bytes,
+            ttl_s=settings.monitor_ttl_s,
         )
         gauges = MonitorMetrics(metrics)
         board = AlarmBoard(

@@ -81,10 +81,12 @@ def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) ->
     )
 
 
-async def list_monitors(monitors: Monitors, snapshot: CalibrationSnapshot | None, scope: str | None) -> MonitorResponse:
-    """The monitors of tenant ``scope`` (None: every tenant's), their gauges set on the way."""
-    records = await monitors.store.monitors(scope)
-    return MonitorResponse(cells=[monitor_view(record, snapshot) for record in records])
+async def list_monitors(
+    monitors: Monitors, snapshot: CalibrationSnapshot | None, scope: str | None, *, after: str, limit: int
+) -> MonitorResponse:
+    """One page of the monitors of tenant ``scope`` (None: every tenant's): ids above ``after``, at most ``limit``."""
+    records, cursor = await monitors.store.monitors(scope, after=after, limit=limit)
+    return MonitorResponse(cells=[monitor_view(record, snapshot) for record in records], next_after=cursor)
 
 
 async def reset_monitor(monitors: Monitors, monitor_id: str, *, reason: str) -> MonitorReset:

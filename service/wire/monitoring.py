@@ -153,9 +153,11 @@ class MonitorCell(msgspec.Struct, **RESPONSE_STRUCT):
 
 
 class MonitorResponse(msgspec.Struct, **RESPONSE_STRUCT):
-    """Every monitor the caller may read."""
+    """One page of the monitors the caller may read, in monitor id order; ``next_after``: pass it as ``after`` for
+    the next page (null: this is the last)."""
 
     cells: list[MonitorCell]
+    next_after: str | None = None
 
 
 class MonitorResetRequest(msgspec.Struct, **REQUEST_STRUCT):
