@@ -13,7 +13,17 @@ from calibration.monitoring import CellMonitor, CellSpec, DocumentTally, add_ite
 from service.errors import ConflictError, InvalidRequestError, MonitorQuotaError, ServiceProblem
 from service.monitoring.cells import ServedLabel, label_outcome
 
-__all__ = ["LABEL_BYTES", "AlarmRecord", "Batch", "Labelled", "OpenDocument", "UpdateResult", "digest"]
+__all__ = [
+    "LABEL_BYTES",
+    "AlarmRecord",
+    "Batch",
+    "Labelled",
+    "OpenDocument",
+    "UpdateResult",
+    "candidate_digests",
+    "digest",
+    "label_digest",
+]
 
 # what a kept label costs beside its row, charged to the tenant's MONITOR_TENANT_MAX_BYTES: its item id digest in
 # the seen set and at most one closed document's digest, with Redis's per-member overhead (measured ~60 bytes each)
@@ -23,6 +33,17 @@ LABEL_BYTES = 128
 def digest(text: str) -> str:
     """24 hex digits of BLAKE2b: how an item id or a document is kept (a fixed size, whatever the caller sent)."""
     return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+
+def label_digest(item_id: str, label: int) -> str:
+    """How a labelled item is remembered: its id with the label it was given, so that the same label again is a
+    duplicate and another label for the same id is recognised as a correction."""
+    return digest(f"{item_id}\x00{label}")
+
+
+def candidate_digests(item: Labelled) -> list[str]:
+    """Every digest under which the item's id may have been remembered (one per label of the scale)."""
+    return [label_digest(item.item_id, y) for y in range(1, item.served.scale + 1)]
 
 
 class OpenDocument(msgspec.Struct, frozen=True, kw_only=True):
@@ -92,7 +113,15 @@ class Batch:
 
     def add(self, item: Labelled) -> None:
         """Tally one item (or count it a duplicate, or refuse it), closing its document when it says done."""
-        item_key, group = digest(item.item_id), digest(item.group)
+        item_key, group = label_digest(item.item_id, item.served.label), digest(item.group)
+        earlier = next((y for y in range(1, item.served.scale + 1) if label_digest(item.item_id, y) in self.seen), None)
+        if earlier is not None and earlier != item.served.label:
+            self.result.refused[item.index] = ConflictError(
+                f"item {item.item_id!r} was labelled {earlier} earlier and that label is counted; a corrected label "
+                f"({item.served.label}) is refused, not applied: a document is observed once, so a correction cannot "
+                "change what the detector has seen (an admin resets the monitor to start again)"
+            )
+            return
         if item_key in self.seen:
             self.result.duplicates += 1
             open_document = self.documents.get(group)

@@ -143,6 +143,7 @@ class ServedLabel(msgspec.Struct, frozen=True, kw_only=True):
     covered it, whether the answer was accepted with a point ``tolerance`` or more away, and the served levels."""
 
     label: int
+    scale: int  # K: the labels 1..K the cell's scale has
     covered: bool
     coverage_alpha: float
     per_label: bool  # the served guarantee promised each human label its own rates
@@ -160,6 +161,7 @@ def served_label(answer: ScoreResponse, human: float, n_labels: int) -> ServedLa
     accepted = answer.decision == "accept" and accept is not None
     return ServedLabel(
         label=label,
+        scale=n_labels,
         covered=label in answer.prediction_set,
         coverage_alpha=coverage.alpha,
         per_label=coverage.mode in PER_LABEL_MODES,

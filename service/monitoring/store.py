@@ -41,7 +41,16 @@ from redis.exceptions import WatchError
 
 from calibration.monitoring import CellMonitor, CellSpec, explain_alarm, start_cell
 from service.errors import ConflictError, MonitorQuotaError
-from service.monitoring.batch import LABEL_BYTES, AlarmRecord, Batch, Labelled, OpenDocument, UpdateResult, digest
+from service.monitoring.batch import (
+    LABEL_BYTES,
+    AlarmRecord,
+    Batch,
+    Labelled,
+    OpenDocument,
+    UpdateResult,
+    candidate_digests,
+    digest,
+)
 from service.monitoring.cells import MonitorKey
 
 __all__ = ["AlarmRecord", "Labelled", "MonitorRecord", "MonitorStore", "UpdateResult", "digest", "monitor_prefix"]
@@ -127,7 +136,7 @@ class MonitorStore:
             )
             return UpdateResult(refused={item.index: refusal for item in items})
         state = start_cell(spec) if stored[1] is None else msgspec.json.decode(stored[1], type=CellMonitor)
-        ids = list(dict.fromkeys(digest(item.item_id) for item in items))
+        ids = list(dict.fromkeys(key for item in items for key in candidate_digests(item)))
         groups = list(dict.fromkeys(digest(item.group) for item in items))
         seen_scores = await pipe.zmscore(seen_key, ids)
         closed_scores = await pipe.zmscore(closed_key, groups)

@@ -48,6 +48,9 @@ def escalate_for_alarm(
     note = alarms.get((cell_id, answer.judge, answer.prompt_family, answer.criterion, answer.input_kind))
     if note is None:
         return answer
+    if note.guarantee == "unknown":  # the alarms could not be read: fail closed, saying why
+        reason = f"{note.explanation}; ask a human (served: {answer.reason})"
+        return msgspec.structs.replace(answer, decision="escalate", escalate=True, rule_failed=True, reason=reason)
     guarantee = "set coverage" if note.guarantee == "coverage" else "error among accepted"
     rejected = note.explanation or (
         f"human labels reject its {guarantee} guarantee at level {note.level:g} (e-value {note.e_value:.3g})"

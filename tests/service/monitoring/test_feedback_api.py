@@ -61,6 +61,10 @@ def test_feedback_counts_duplicates_refusals_and_documents(
 
     again = client.post("/v1/feedback", json={"items": [feedback_item("a2", 3, group="doc-a")]}).json()
     assert (again["accepted"], again["duplicates"]) == (0, 1)  # across requests too
+    corrected = client.post("/v1/feedback", json={"items": [feedback_item("a2", 5, group="doc-a")]}).json()
+    assert (corrected["accepted"], corrected["duplicates"], corrected["refused"]) == (0, 0, 1)  # never dropped
+    problem = corrected["refusals"][0]["error"]
+    assert problem["status"] == 409 and "labelled 3 earlier" in problem["detail"] and "corrected" in problem["detail"]
 
     four = [feedback_item(f"e{i}", 3, group="doc-e") for i in range(4)]  # one more than MONITOR_MAX_ITEMS
     over = client.post("/v1/feedback", json={"items": four}).json()

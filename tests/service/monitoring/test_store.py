@@ -25,8 +25,8 @@ KEY = MonitorKey(
         tenant="", calibration_id="c0ffee", judge="j", prompt_family="f", criterion="relevance", input_kind="score"
     ),
 )
-SERVED = ServedLabel(label=3, covered=True, coverage_alpha=0.1, per_label=False, accept_alpha=None, accepted=False,
-                     wrong=False)  # fmt: skip
+SERVED = ServedLabel(label=3, scale=5, covered=True, coverage_alpha=0.1, per_label=False, accept_alpha=None,
+                     accepted=False, wrong=False)  # fmt: skip
 
 
 def watched_spec(*, max_items: int, delta: float) -> CellSpec:
@@ -100,6 +100,23 @@ class _FlakyStore:
         if self.down:
             raise RedisConnectionError("down")
         return [self.record]
+
+
+def test_a_board_that_never_read_the_alarms_escalates_every_cell_until_it_does() -> None:
+    store = _FlakyStore()
+    store.down = True  # a process started while Redis does not answer
+    board = AlarmBoard(store, refresh_s=0.0, timeout_s=0.5, logger=make_logs("ERROR").logger,  # type: ignore[arg-type]
+                       metrics=MonitorMetrics(ServiceMetrics()))  # fmt: skip
+
+    async def main() -> tuple[Any, Any]:
+        before = await board.for_caller("u", None)
+        store.down = False
+        return before, await board.for_caller("u", None)
+
+    before, after = asyncio.run(main())
+    note = before.get(("any", "j", "f", "relevance", "score"))
+    assert before and note is not None and "have not been read" in note.explanation  # fail closed, said why
+    assert after == {} and board.read  # read: tenant "u" has no alarm of its own
 
 
 def test_the_board_keeps_its_copy_while_redis_is_down_and_filters_by_tenant() -> None:
