@@ -176,9 +176,11 @@ class MonitorReset(msgspec.Struct, **RESPONSE_STRUCT):
 
 
 class MonitorRecalibrateRequest(msgspec.Struct, **REQUEST_STRUCT):
-    """Which monitor's feedback to calibrate on (its ``monitor_id`` from GET /v1/monitor)."""
+    """Which monitor's feedback to calibrate on (its ``monitor_id`` from GET /v1/monitor); ``for_every_tenant``:
+    fit on a tenant's labels although the activated calibration serves every tenant (the admin's choice)."""
 
     monitor_id: Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[0-9a-f]{1,64}$")]
+    for_every_tenant: bool = False
 
 
 class MonitorRecalibration(msgspec.Struct, **RESPONSE_STRUCT):
@@ -191,5 +193,8 @@ class MonitorRecalibration(msgspec.Struct, **RESPONSE_STRUCT):
     artifact_name: str
     rows: int
     documents: int
+    rows_kept: int  # the monitor's kept rows before subsampling to MAX_CALIBRATION_CELL_ROWS (== rows: none)
+    whose_rows: str  # admin | single tenant | tenant <digest prefix>
+    rows_after_alarm: int  # labels in documents closed after the alarm
     status_url: str
     note: str

@@ -160,7 +160,7 @@ RecalibrateBody = Annotated[
     "/monitor/recalibrate",
     status_code=202,
     summary="Start a calibration job on a monitor's collected feedback (admin)",
-    responses=problem_responses(400, 401, 403, 404, 415, 422, 503),
+    responses=problem_responses(400, 401, 403, 404, 409, 415, 422, 503),
     tags=["monitor"],
     guards=[require_admin_key],
     opt={BODY_DECODER: BodyDecoder(MonitorRecalibrateRequest)},
@@ -172,13 +172,16 @@ async def monitor_recalibrate(data: RecalibrateBody, request: Request) -> Monito
     monitors = _monitors(services)
     snapshot = services.calibration.current
     try:
-        labelled = await feedback_file(monitors, snapshot, data.monitor_id)
+        limit = services.settings.limits.max_calibration_cell_rows
+        labelled = await feedback_file(
+            monitors, snapshot, data.monitor_id, max_rows=limit, for_every_tenant=data.for_every_tenant
+        )
         job = await services.calibrations.submit(
             labelled.body,
             scale=labelled.scale,
             name=labelled.name,
             snapshot=snapshot,
-            max_cell_rows=services.settings.limits.max_calibration_cell_rows,
+            max_cell_rows=limit,
             judges=services.judges,
         )
     except (RedisError, OSError) as error:
@@ -189,9 +192,19 @@ async def monitor_recalibrate(data: RecalibrateBody, request: Request) -> Monito
         else "the cell belongs to the primary artifact (THRESHOLDS_PATH), which an activation cannot replace: "
         "merge the job's artifact into the primary one and reload it (POST /v1/calibration/reload) to serve it"
     )
+    note += (
+        f"; the rows are the labels of {labelled.tenant}, {labelled.rows_after_alarm} of them in documents closed "
+        "after the alarm"
+    )
+    if labelled.rows < labelled.kept_from:
+        note += (
+            f"; {labelled.rows} of the {labelled.kept_from} kept rows (whole documents drawn at random) fit "
+            f"MAX_CALIBRATION_CELL_ROWS={limit}"
+        )
+    note += "; a worker (python -m service.worker) must be running for the job to run, else it stays queued"
     services.logger.warning(
         "monitor.recalibrate", audit=True, monitor_id=data.monitor_id, job=job.id, rows=labelled.rows,
-        documents=labelled.documents,
+        documents=labelled.documents, whose_rows=labelled.tenant, for_every_tenant=data.for_every_tenant,
     )  # fmt: skip
     return MonitorRecalibration(
         monitor_id=data.monitor_id,
@@ -200,6 +213,9 @@ async def monitor_recalibrate(data: RecalibrateBody, request: Request) -> Monito
         artifact_name=job.name,
         rows=labelled.rows,
         documents=labelled.documents,
+        rows_kept=labelled.kept_from,
+        whose_rows=labelled.tenant,
+        rows_after_alarm=labelled.rows_after_alarm,
         status_url=f"/v1/calibrations/{job.id}",
         note=note,
     )
