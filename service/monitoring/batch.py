@@ -61,6 +61,7 @@ class Labelled(msgspec.Struct, frozen=True, kw_only=True):
     group: str
     done: bool
     served: ServedLabel
+    group_size: int | None = None  # the document closes once it holds this many labels
     row: bytes = b""  # the item as a labelled row (artifact.labels format), kept for a recalibration
 
 
@@ -88,6 +89,7 @@ class UpdateResult(msgspec.Struct, kw_only=True):
     closed: int = 0
     refused: dict[int, ServiceProblem] = msgspec.field(default_factory=dict)
     alarm: AlarmRecord | None = None  # set when this update raised the alarm
+    open_documents: int = 0  # the monitor's open documents after the update
     spec: CellSpec | None = None  # the monitor after the update
     state: CellMonitor | None = None
 
@@ -152,7 +154,7 @@ class Batch:
             self.rows.append(item.row)
             self.bytes_left -= len(item.row) + LABEL_BYTES
         self.result.accepted += 1
-        if not item.done:
+        if not item.done and (item.group_size is None or document.labels < item.group_size):
             self.documents[group] = document
             self.touched.add(group)
             return

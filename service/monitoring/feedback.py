@@ -12,8 +12,9 @@ Rules, per item (each refusal is that item's own problem; the others are recorde
    a document already closed, past MONITOR_MAX_ITEMS in its document, or opening a document past
    MONITOR_MAX_OPEN_GROUPS is refused (409 / 422 / 409).
 
-A **document** (``group``, default the item itself) closes with the item that says ``done: true``; an item without
-a ``group`` is its own document and closes at once. Closing is the caller's decision, never a rule that looks at
+A **document** (``group``, default the item itself) closes with the item that says ``done: true``, or once it holds
+``group_size`` labels when its items declare that size; an item without a ``group`` is its own document and closes
+at once; the answer warns while documents stay open. Closing is the caller's decision, never a rule that looks at
 the labels. Each monitor touched is updated in one transaction; a Redis failure answers 503 for the request
 (the monitors updated before it keep their labels, and the same items sent again are duplicates there).
 """
@@ -91,8 +92,16 @@ async def _labelled(
     )
     group = item.group if item.group is not None else item.item_id
     done = item.done or item.group is None
+    if item.group_size is not None and item.group_size > monitors.max_items:
+        raise InvalidRequestError(
+            f"group_size={item.group_size} exceeds MONITOR_MAX_ITEMS={monitors.max_items}: such a document would "
+            "never close by its size (its labels past MONITOR_MAX_ITEMS are refused)"
+        )
     row = labelled_row(item, judge=answer.judge, prompt_family=family, group=group, n_labels=n_labels)
-    return key, spec, Labelled(index=index, item_id=item.item_id, group=group, done=done, served=served, row=row)
+    labelled = Labelled(
+        index=index, item_id=item.item_id, group=group, done=done, served=served, row=row, group_size=item.group_size
+    )
+    return key, spec, labelled
 
 
 def labelled_row(item: FeedbackItem, *, judge: str, prompt_family: str, group: str, n_labels: int) -> bytes:
@@ -135,7 +144,7 @@ async def record_feedback(
             )
             continue
         bound.setdefault(key.monitor_id, (key, spec, []))[2].append(labelled)
-    accepted = duplicates = closed = raised = 0
+    accepted = duplicates = closed = raised = still_open = 0
     for key, spec, bound_items in bound.values():
         # spec: what a new monitor watches (from its first item's answer); a stored monitor keeps its own
         result = await monitors.store.record(key, spec, bound_items)
@@ -144,6 +153,7 @@ async def record_feedback(
             duplicates + result.duplicates,
             closed + result.closed,
         )
+        still_open += result.open_documents
         raised += _observed(monitors, key, bound_items, result, path, refusals)
     return FeedbackResponse(
         accepted=accepted,
@@ -152,6 +162,15 @@ async def record_feedback(
         documents_closed=closed,
         alarms_raised=raised,
         refusals=[refusals[i] for i in sorted(refusals)],
+        open_documents=still_open,
+        warnings=[] if still_open == 0 else [_open_warning(still_open)],
+    )
+
+
+def _open_warning(still_open: int) -> str:
+    return (
+        f"{still_open} document(s) are still open in the monitors this feedback fed: a document's labels count only "
+        "once it closes, with done: true on its last item or when it holds group_size labels"
     )
 
 

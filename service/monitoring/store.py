@@ -191,7 +191,7 @@ class MonitorStore:
             result.alarm = _alarm_record(monitor_id, key, batch.state)
             pipe.hset(f"{self.prefix}alarms", monitor_id, msgspec.json.encode(result.alarm))
         await pipe.execute()
-        result.spec, result.state = spec, batch.state
+        result.spec, result.state, result.open_documents = spec, batch.state, batch.n_open
         return result
 
     async def monitors(

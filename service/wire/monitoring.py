@@ -67,6 +67,8 @@ class FeedbackItem(msgspec.Struct, **REQUEST_STRUCT):
     confidence: Confidence | None = None
     group: GroupText | None = None
     done: bool = False
+    # the document's number of labelled items, when known: it closes once that many are recorded (as with done)
+    group_size: Annotated[int, Meta(ge=1, le=1000)] | None = None
 
 
 class FeedbackRequest(msgspec.Struct, **REQUEST_STRUCT):
@@ -92,6 +94,8 @@ class FeedbackResponse(msgspec.Struct, **RESPONSE_STRUCT):
     documents_closed: int
     alarms_raised: int
     refusals: list[FeedbackRefusal]
+    open_documents: int = 0  # documents still open in the monitors this request fed (their labels not yet counted)
+    warnings: list[str] = []
 
 
 class MonitorGuarantee(msgspec.Struct, **RESPONSE_STRUCT):

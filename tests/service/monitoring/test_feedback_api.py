@@ -169,6 +169,20 @@ def test_a_harmless_stream_raises_no_alarm(
     assert client.post("/v1/score", json=SCORE).json()["rule_failed"] is False
 
 
+def test_a_declared_size_closes_a_document_and_open_documents_are_warned_about(
+    start_app: Callable[[Settings], AppHarness], jobs_settings: Callable[..., Settings]
+) -> None:
+    client = start_app(jobs_settings()).client
+    first = client.post("/v1/feedback", json={"items": [feedback_item("s1", 3, group="doc-s", group_size=2)]}).json()
+    assert first["documents_closed"] == 0 and first["open_documents"] == 1
+    assert "still open" in first["warnings"][0] and "group_size" in first["warnings"][0]
+    second = client.post("/v1/feedback", json={"items": [feedback_item("s2", 3, group="doc-s", group_size=2)]}).json()
+    assert (second["documents_closed"], second["open_documents"], second["warnings"]) == (1, 0, [])
+    too_big = client.post("/v1/feedback", json={"items": [feedback_item("s3", 3, group="doc-t", group_size=99)]})
+    refusal = too_big.json()["refusals"][0]["error"]
+    assert refusal["status"] == 422 and "MONITOR_MAX_ITEMS" in refusal["detail"]
+
+
 def test_a_resent_last_label_with_done_closes_its_document(
     start_app: Callable[[Settings], AppHarness], jobs_settings: Callable[..., Settings]
 ) -> None:
