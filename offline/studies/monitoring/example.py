@@ -1,5 +1,5 @@
 """One stream of a scenario fed to the monitor one document at a time, as a feedback store would feed it: what the
-figures draw (the e-processes and the running error with its confidence sequence over labels).
+figures draw (the detectors and the running error with its confidence sequence over labels).
 
 The stream is the scenario's first seeded order (:func:`offline.studies.monitoring.streams.stream_orders`), cut at
 the horizon; every document is tallied item by item (:func:`calibration.monitoring.add_item`) and observed with

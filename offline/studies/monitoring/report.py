@@ -1,5 +1,5 @@
 """The monitoring study's files: ``monitoring.json`` (settings, rows, checks, example streams), ``monitoring.md``
-(the tables docs/monitoring.md quotes) and one PNG per example stream (the e-processes and the running error with
+(the tables docs/monitoring.md quotes) and one PNG per example stream (the detectors and the running error with
 its confidence sequence over labels), all under ``<out>/monitoring/``."""
 
 from __future__ import annotations
@@ -104,7 +104,7 @@ def markdown_tables(study: MonitoringStudy, checks: StudyChecks) -> str:
 def _figure(example: ExampleStream, path: Path) -> Path:
     figure = Figure(figsize=(7.5, 5.6))
     top, bottom = figure.subplots(2, 1, sharex=True)
-    top.plot(example.labels, example.cell_e_value, color="black", label="cell e-process")
+    top.plot(example.labels, example.cell_e_value, color="black", label="cell detector")
     for name, level, values in zip(example.guarantees, example.levels, example.e_values, strict=True):
         top.plot(example.labels, values, alpha=0.7, label=f"{name.replace('_', ' ')} at {level:g}")
     top.axhline(example.threshold, color="red", linestyle="--", label=f"1/delta = {example.threshold:g}")
