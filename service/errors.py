@@ -269,6 +269,15 @@ class OverloadedError(ServiceProblem):
         super().__init__(detail, headers={"Retry-After": str(int(retry_after_s))})
 
 
+class MonitorQuotaError(ServiceProblem):
+    """A tenant's feedback monitors reached a bound: MONITOR_MAX_PER_TENANT monitors or MONITOR_TENANT_MAX_BYTES of
+    kept rows (429, the detail names the limit)."""
+
+    status = 429
+    slug = "monitor-quota"
+    title = "Monitor quota reached"
+
+
 class JobStoreFullError(ServiceProblem):
     """Admission control: the jobs kept in Redis hold JOB_STORE_MAX_BYTES already (503 + Retry-After: when the
     earliest kept job expires, at least RETRY_AFTER_S)."""

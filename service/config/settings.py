@@ -156,15 +156,27 @@ class Settings(DeclaredSettings, frozen=True, kw_only=True):
     port: Annotated[int, Env("PORT", "where `python -m service` listens", ge=1, le=65535)] = 8000
     monitor_delta: Annotated[
         float,
-        Env("MONITOR_DELTA", "feedback monitors' false-alarm level per cell (whole stream); docs/monitoring.md",
-            gt=0.0, lt=1.0),
+        Env("MONITOR_DELTA", "feedback monitors' false-alarm level per cell (over MONITOR_HORIZON documents); "
+            "docs/monitoring.md", gt=0.0, lt=1.0),
     ] = 0.05  # fmt: skip
+    monitor_horizon: Annotated[
+        int, Env("MONITOR_HORIZON", "documents over which MONITOR_DELTA bounds false alarms", ge=1)
+    ] = 1000
     monitor_max_items: Annotated[
         int, Env("MONITOR_MAX_ITEMS", "most labels of one document (more are refused)", ge=1)
     ] = 16
     monitor_max_open_groups: Annotated[
         int, Env("MONITOR_MAX_OPEN_GROUPS", "most open documents per monitor (more are refused)", ge=1)
-    ] = 10_000
+    ] = 1_000
+    monitor_max_per_tenant: Annotated[
+        int, Env("MONITOR_MAX_PER_TENANT", "most monitors of one tenant (a new one past it: 429)", ge=1)
+    ] = 20
+    monitor_tenant_max_bytes: Annotated[
+        int, Env("MONITOR_TENANT_MAX_BYTES", "bytes of kept feedback labels per tenant (past it: 429)", ge=1)
+    ] = 50_000_000
+    monitor_ttl_s: Annotated[
+        int, Env("MONITOR_TTL_S", "a monitor's keys expire this long after its last label", ge=1)
+    ] = 2_592_000
     monitor_remembered_ids: Annotated[
         int, Env("MONITOR_REMEMBERED_IDS", "item ids and closed documents a monitor remembers", ge=1)
     ] = 100_000
