@@ -28,7 +28,6 @@ from judges.client import JudgeClient
 from judges.errors import JudgeCallError
 from judges.parsing.distribution import score_distribution
 from judges.parsing.reply import parse_score
-from judges.prompts.families import direct_prompt
 from service.config.jobs import JobSettings
 from service.config.settings import Settings
 from tests.redis_url import REDIS_TEST_URL
@@ -91,7 +90,10 @@ def test_log_probs_are_read_from_the_real_top_logprobs(local_judge: LocalJudge) 
     """The distribution the client reads from a real reply equals the one computed here from the raw top-20, by
     the documented rule: token texts stripped (" 4" and "4" are label 4, their probabilities add), number words
     ("Three") are not labels, labels missing from the top-k get probability 0 and no log-prob."""
-    messages = direct_prompt("relevance", DOCUMENT, SUMMARY, prompt_family="paper")
+    # A short rating request whose greedy reply opens with a digit, so the score token's top-20 is read (the
+    # paper prompt's reply to this document is prose without a digit, whose rule is checked below as well).
+    messages = [{"role": "user", "content": f"Rate the coherence of this summary from 1 to 5. Article: {DOCUMENT} "
+                                            f"Summary: {SUMMARY} Answer with one digit."}]  # fmt: skip
 
     async def ask() -> Any:
         async with JudgeClient(local_judge.config()) as judge:
