@@ -34,6 +34,7 @@ LONG_MODULES = (
     "tests/offline/test_cli.py",  # 102 s
     "tests/offline/test_shipped_artifact.py",  # 93 s
     "tests/offline/studies/conformal/test_validity.py",  # 90 s
+    "tests/offline/studies/local_judge/test_command.py",  # 85 s on a loaded machine (three calibrations)
     "tests/service/artifacts/test_calibrations_api.py",  # 66 s
     "tests/service/http/test_server.py",  # 46 s
     "tests/service/scoring/test_guarantee_modes.py",  # 36 s
