@@ -368,13 +368,18 @@ def export_thresholds(
     return artifact
 
 
-def replace_decision_rules(path: Path, rules: Sequence[DecisionRule], label_rules: Sequence[LabelRule]) -> int:
-    """Load the artifact at ``path``, replace its ``decision_rules`` and ``label_rules`` only (in the current format
-    version), validate and save it; the rule count."""
+def replace_decision_rules(
+    path: Path, rules: Sequence[DecisionRule], label_rules: Sequence[LabelRule] | None = None
+) -> int:
+    """Load the artifact at ``path``, replace its ``decision_rules`` and, when given, its ``label_rules`` (in the
+    current format version), validate and save it; the rule count."""
     artifact = load_artifact(path)
     replaced = msgspec.structs.replace(
-        artifact, decision_rules=list(rules), label_rules=list(label_rules), format_version=FORMAT_VERSION
+        artifact,
+        decision_rules=list(rules),
+        label_rules=list(artifact.label_rules if label_rules is None else label_rules),
+        format_version=FORMAT_VERSION,
     )
     save_artifact(replaced, path)
     Path(path).chmod(0o644)
-    return len(rules) + len(label_rules)
+    return len(rules) + (0 if label_rules is None else len(label_rules))

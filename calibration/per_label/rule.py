@@ -188,7 +188,7 @@ def answer_per_label(rule: LabelRule, feature: float, ask: LabelAsk) -> LabelAns
         tau = ask.pass_threshold
         if low_d >= tau:
             return answer(True, f"pass accepted: every label of {at} is >= {tau}")
-        return answer(False, f"{at} reaches below the pass threshold {tau}: no certified pass")
+        return answer(False, f"{at} reaches below pass_threshold {tau}: no certified pass")
     reach = max(point - low_d, high_d - point)
     if reach <= ask.tolerance - 1:
         return answer(True, f"point {point} accepted: every label of {at} is within {ask.tolerance - 1} of it")

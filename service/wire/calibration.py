@@ -8,7 +8,7 @@ import msgspec
 from msgspec import Meta
 
 from calibration.decisions.rule import DecisionRule
-from calibration.per_label.rule import RuleSummary
+from calibration.per_label.rule import LabelRule, RuleSummary
 from calibration.per_label.skill import SkillTest
 from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, GuaranteeMode, MarginalMode
 
@@ -106,6 +106,8 @@ class CalibrationInfo(msgspec.Struct, **RESPONSE_STRUCT):
     # The certified decision rules (calibration.decisions.rule, as in the artifact): per cell and input kind, the
     # bins, calibrated points, certifications per (tolerance, accept_alpha), quality gates and per-label rows
     decision_rules: list[DecisionRule] = []
+    # the per-label guarantee's rules (the default; calibration.per_label.rule), with their skill tests and figures
+    label_rules: list[LabelRule] = []
 
 
 class ArtifactCell(msgspec.Struct, **RESPONSE_STRUCT):

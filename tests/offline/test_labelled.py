@@ -57,7 +57,7 @@ def test_calibrate_labels_writes_report_and_an_artifact_of_only_these_cells(
             assert row.rule_failed or row.test is not None
     assert {label.label for label in rule.per_label} <= set(range(1, 8))
     index = (out / "index.md").read_text()
-    assert index.startswith("# Calibration report") and "## What this means for your pipeline" in index
+    assert index.startswith("# Calibration report") and "## The default guarantee: per human label" in index
     assert (out / "pipeline" / "coverage.png").read_bytes()[:4] == b"\x89PNG"
     heldout = json.loads((out / "pipeline" / "heldout.json").read_text())
     [cell] = heldout  # score-only verdicts: one input kind

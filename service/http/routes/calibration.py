@@ -102,6 +102,7 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
         ],
         artifacts=_artifact_infos(snapshot),
         decision_rules=list(artifact.decision_rules),
+        label_rules=list(artifact.label_rules),
     )
 
 

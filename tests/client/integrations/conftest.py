@@ -3,7 +3,8 @@ test artifact of tests/service/scoring/test_decisions.py, whose judge ``cert-jud
 ``tests/fakes`` (an OpenAI-compatible server on 127.0.0.1). No Redis: the adapters score one test case at a time
 with ``POST /v1/score``.
 
-The artifact holds each row in both guarantee modes (the adapters send the service's default, expected).
+The artifact holds each row in both guarantee modes, and per-label rules for coherence (the adapters send the
+service's default guarantee, per label: the coherence cell's per-label rules answer as its certified rows do).
 The stand-in answers with log-probs, so the service serves the ``probabilities`` rule of ``cert-judge / paper /
 coherence``: a reply peaked at 3 (``judge_replies(3)``) has an expected score in the middle bin, which the rule
 accepts at tolerance 2 and alpha 0.1 (point 3); a reply peaked at 5 falls in the top bin, which escalates

@@ -79,7 +79,7 @@ def test_the_pac_mode_is_asked_for_and_named_in_the_verdict(service: JudgedServi
     default.measure(case)
     pac.measure(case)
     assert default.verdict is not None and pac.verdict is not None
-    assert {g.mode for g in default.verdict.guarantees} == {"expected"}
+    assert {g.mode for g in default.verdict.guarantees} == {"per_label"}
     assert all(g.confidence is None for g in default.verdict.guarantees)
     assert {g.mode for g in pac.verdict.guarantees} == {"pac"}
     assert all(g.confidence == 0.95 for g in pac.verdict.guarantees)

@@ -282,10 +282,22 @@ def test_summary_is_small_and_agrees_with_the_full_view(shipped_app: AppHarness)
     cells = sorted(
         {(e["judge"], e["prompt_family"], e["criterion"], e["input_kind"], e["mode"]) for e in full["entries"]}
     )
+    per_label = sorted(
+        (r["judge"], r["prompt_family"], r["criterion"], r["input_kind"], "per_label") for r in full["label_rules"]
+    )
     keys = ("judge", "prompt_family", "criterion", "input_kind", "mode")
-    assert [tuple(c[k] for k in keys) for c in summary["cells"]] == cells
-    assert summary["n_cells"] == len(cells)
-    for line in summary["cells"]:
+    assert [tuple(c[k] for k in keys) for c in summary["cells"]] == cells + per_label
+    assert summary["n_cells"] == len(cells) + len(per_label) and len(per_label) == 32
+    by_cell = sorted(
+        full["label_rules"], key=lambda r: (r["judge"], r["prompt_family"], r["criterion"], r["input_kind"])
+    )
+    for rule, line in zip(by_cell, summary["cells"][len(cells) :], strict=True):
+        assert (line["set_size"], line["accept_share"]) == (
+            rule["summary"]["set_size"],
+            rule["summary"]["accept_share"],
+        )
+        assert line["skilled"] == rule["skill"]["skilled"]
+    for line in summary["cells"][: len(cells)]:
         cell = (line["judge"], line["prompt_family"], line["criterion"], line["input_kind"])
         expected = _expected_line(full, cell, summary["default_alpha"], summary["tolerance"], line["mode"])
         assert {k: line[k] for k in expected} == expected, cell

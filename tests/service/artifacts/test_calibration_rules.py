@@ -161,9 +161,10 @@ def test_a_too_small_upload_cannot_certify_and_escalates_saying_so(harness: AppH
     )
     assert any(JUDGE in w and "not certifiable" in w for w in job["warnings"])
     for score in (1, 3, 5):
-        answer = _score(harness, score)
+        answer = _score(harness, score, guarantee="expected")
         assert answer["decision"] == "escalate" and answer["rule_failed"] is True
         assert "certification documents" in answer["reason"], answer["reason"]
+        assert _score(harness, score)["decision"] == "escalate"  # the default, per label: 10 documents accept nothing
 
 
 def test_without_groups_each_row_is_its_own_document(harness: AppHarness, rows: list[dict]) -> None:

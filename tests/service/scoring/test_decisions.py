@@ -25,6 +25,9 @@ from msgspec.structs import replace
 from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdIndex, ThresholdsArtifact, save_artifact
 from calibration.conformal import prediction_set, probabilities_from_logprobs
 from calibration.decisions.rule import Certification, DecisionRule, LabelRow, QualityGate, SelectiveEvidence
+from calibration.per_label.intervals import LabelIntervals
+from calibration.per_label.rule import LabelRule
+from calibration.per_label.skill import SkillTest
 from service.config.settings import Settings
 from tests.service.conftest import AppHarness, _entries
 
@@ -169,9 +172,33 @@ def _expected_twin(rule: DecisionRule) -> DecisionRule:
     )
 
 
+def _label_rule(input_kind: str, lower: list[float | None], upper: list[float | None]) -> LabelRule:
+    """A hand-written per-label rule of the coherence cell, the same intervals at every level, the judge skilled."""
+    levels = [LabelIntervals(alpha=alpha, lower=lower, upper=upper) for alpha in (0.05, 0.1, 0.2)]
+    return LabelRule(
+        judge=JUDGE, prompt_family="paper", criterion="coherence", input_kind=input_kind,
+        feature="score" if input_kind == "score" else "expected_score", n_labels=5, levels=levels,
+        groups=[[label] for label in range(1, 6)], supported=[True] * 5, label_items=[80] * 5, n_items=400,
+        n_documents=80, feature_items=[80] * 5,
+        skill=SkillTest(skilled=True, p_value=1e-9, level=0.05, n_documents=80, baseline_label=3,
+                        baseline_error=1.6, judge_error=1.1),
+    )  # fmt: skip
+
+
+# The coherence cell's per-label rules, answering as its certified rules do at tolerance 2, accept_alpha 0.1: scores
+# 1-3 give sets {1, 2}, {1, 2, 3}, {2, 3, 4} (accepted, points 1-3), scores 4 and 5 the set {2, ..., 5} (point 4,
+# escalated); expected scores in [2.5, 3.5) give {2, 3, 4} (point 3, accepted), below {1, ..., 4} (point 2), above
+# {2, ..., 5} (point 4), both escalated.
+LABEL_RULES = [
+    _label_rule("score", [None, 1.0, 2.0, 3.0, 4.0], [2.0, None, None, None, None]),
+    _label_rule("probabilities", [None, 1.0, 1.0, 1.0, 3.5], [2.49, None, None, None, None]),
+]
+
+
 def build_decision_artifact(*, with_expected: bool = False) -> ThresholdsArtifact:
     """The artifact of the module docstring, in the pac mode; ``with_expected``: each threshold and decision row
-    also in the expected mode (the same rows, for the clients that send the default guarantee)."""
+    also in the expected mode, and the coherence cell's per-label rules (:data:`LABEL_RULES`), for the clients that
+    send the default guarantee."""
     deltas = (0.05, None) if with_expected else (0.05,)
     entries = [
         entry
@@ -224,6 +251,7 @@ def build_decision_artifact(*, with_expected: bool = False) -> ThresholdsArtifac
         entries=entries,
         default_methods=defaults,
         decision_rules=[_expected_twin(rule) for rule in rules] if with_expected else rules,
+        label_rules=LABEL_RULES if with_expected else [],
         source="tests/service/scoring/test_decisions.py",
     )
 
