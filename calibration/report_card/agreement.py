@@ -9,8 +9,8 @@ Rules, stated once:
 
 * **Quadratic weighted kappa** (Cohen 1968): ``1 - sum w O / sum w E`` with disagreement weights
   ``w[j, h] = (j - h)^2`` and ``E`` the outer product of the margins over the total (``sklearn``'s
-  ``cohen_kappa_score(..., weights="quadratic")``). Undefined (NaN) when ``sum w E`` is 0 (one label alone on
-  either side).
+  ``cohen_kappa_score(..., weights="quadratic")``). A constant answer has kappa 0; undefined (NaN) when
+  ``sum w E`` is 0 (both sides on one and the same label).
 * **Spearman's rho** of the table: each label's midrank from its margin (ties share the average rank), then the
   Pearson correlation of the midranks weighted by the table (``scipy.stats.spearmanr`` of the expanded pairs).
   Undefined when either side holds one label.
@@ -142,7 +142,7 @@ def table_interval(
         raise CalibrationError(f"n_resamples must be >= 1, got {n_resamples}")
     estimate = float(figure(t.sum(axis=0)))
     if np.isnan(estimate):
-        raise EmptyCalibrationError("the figure is undefined on these items (one label alone on a side)")
+        raise EmptyCalibrationError("the figure is undefined on these items (a side holds one label alone)")
     n = t.shape[0]
     draws = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
     flat = (np.arange(n_resamples)[:, None] * n + draws).ravel()
