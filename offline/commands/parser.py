@@ -171,6 +171,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="the artifact whose cells get a card (default artifact/thresholds.json); the cards go to "
         "report_cards.json in its folder",
     )
+    rc.add_argument(
+        "--planner-check",
+        action="store_true",
+        help="instead, print per cell the planner's share at 50 documents predicted from a 30-document file "
+        "against the share measured at 50 documents (a Markdown table; offline.report_cards.planner_check)",
+    )
 
     pan = commands.add_parser(
         "panels",

@@ -28,8 +28,11 @@ def run_results_page(args: argparse.Namespace, log: Any) -> int:
 def run_report_cards(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline report-cards``: the shipped cells' report cards beside the artifact."""
     from offline.data.paths import resolve_data_dir
-    from offline.report_cards import write_report_cards
+    from offline.report_cards import print_planner_checks, write_report_cards
 
+    if args.planner_check:
+        print_planner_checks(resolve_data_dir(args.data_dir), args.thresholds)
+        return 0
     path = write_report_cards(
         resolve_data_dir(args.data_dir), args.thresholds, progress=lambda cell: log.info("report card", cell=cell)
     )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from artifact.report_cards import ReportCards, cards_beside, load_report_cards
 from calibration.report_card.card import ReportCard
-from service.errors import NotFoundError
+from service.errors import CalibrationUnavailableError, NotFoundError
 
 __all__ = ["ShippedReportCards", "cards_of"]
 
@@ -27,18 +27,27 @@ class ShippedReportCards:
         self._loaded: tuple[float, ReportCards] | None = None
 
     def current(self) -> ReportCards | None:
-        """The file's cards, or None when there is no file (a ValueError names a malformed one)."""
+        """The file's cards, or None when there is no file; a file that cannot be read or is malformed is a 503
+        problem naming it (the service's calibration still serves; ``make calibrate`` writes the file again)."""
         try:
             stamp = self.path.stat().st_mtime
         except OSError:
             return None
         if self._loaded is None or self._loaded[0] != stamp:
-            self._loaded = (stamp, load_report_cards(self.path))
+            try:
+                self._loaded = (stamp, load_report_cards(self.path))
+            except (OSError, ValueError) as error:
+                raise CalibrationUnavailableError(
+                    f"the report cards file cannot be read: {error}; run `python -m offline report-cards`"
+                ) from None
         return self._loaded[1]
 
     def judges(self) -> set[str]:
-        """The judges with a shipped card."""
-        cards = self.current()
+        """The judges with a shipped card (none when the file is missing or unreadable: /v1/judges still answers)."""
+        try:
+            cards = self.current()
+        except CalibrationUnavailableError:
+            return set()
         return set() if cards is None else {card.judge for card in cards.cards}
 
 

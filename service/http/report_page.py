@@ -80,8 +80,7 @@ def _skill(card: ReportCard, at: str) -> str:
     verdict = (
         "The judge adds information over the human-label distribution: its weighted kappa's interval lies above 0."
         if card.beats_baseline
-        else "The judge adds no information over the label distribution here: its weighted kappa's interval "
-        "reaches 0."
+        else "The judge adds no information over the label distribution here: its weighted kappa's interval reaches 0."
     )
     if not card.agrees_more_than_baseline:
         verdict += (

@@ -124,7 +124,7 @@ def _page(request: Request, report: JudgeReport) -> Response[str]:
     "/judges/{judge:str}/report",
     summary="A shipped judge's report cards: skill with intervals against the no-information baseline and the "
     "human-human ceiling, per-label evidence, operating curves, the planner, and its monitors",
-    responses=problem_responses(400, 401, 404, 422),
+    responses=problem_responses(400, 401, 404, 422, 503),
     tags=["judges"],
 )
 async def judge_report(
@@ -137,7 +137,7 @@ async def judge_report(
 @get(
     "/judges/{judge:str}/report.html",
     summary="The same report as an HTML page (server-rendered tables and SVG, no script)",
-    responses=problem_responses(400, 401, 404, 422),
+    responses=problem_responses(400, 401, 404, 422, 503),
     tags=["judges"],
     media_type=MediaType.HTML,
 )
