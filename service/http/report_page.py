@@ -69,7 +69,7 @@ def _skill(card: ReportCard, at: str) -> str:
     rows = [
         ("weighted kappa (quadratic)", _interval(s.weighted_kappa, f"{at}.skill.weighted_kappa"),
          _num(b.weighted_kappa, f"{at}.baseline.weighted_kappa"), ceiling("weighted_kappa")),
-        ("Spearman's rho", _interval(s.spearman, f"{at}.skill.spearman"), "0 (constant)", "n/a"),
+        ("Spearman's rho", _interval(s.spearman, f"{at}.skill.spearman"), "undefined (constant)", "not computed"),
         ("exact agreement", _interval(s.exact_agreement, f"{at}.skill.exact_agreement"),
          _num(b.exact_agreement, f"{at}.baseline.exact_agreement"), ceiling("exact_agreement")),
         (f"agreement within tolerance {s.tolerance} (|judge - human| &lt; {s.tolerance})",

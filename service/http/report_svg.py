@@ -17,7 +17,7 @@ INK = "#1a1a1a"  # text
 MARK = "#1f4e79"  # first series (8.9:1 on white)
 MARK_2 = "#a4400b"  # second series (6.0:1 on white)
 BAND = "#9db8d2"  # a spread band, behind the marks (decorative: the table beside it gives its bounds)
-_WIDTH, _HEIGHT, _LEFT, _BOTTOM, _TOP, _RIGHT = 520, 220, 48, 36, 16, 16
+_WIDTH, _HEIGHT, _LEFT, _BOTTOM, _TOP, _RIGHT = 520, 240, 48, 36, 36, 16
 
 
 def _frame(figure_id: str, title: str, description: str, body: list[str], x_label: str, y_label: str) -> str:
@@ -95,7 +95,7 @@ def line_chart(
     top: float = 1.0,
 ) -> str:
     """Lines (one per named series, missing values skipped) over evenly spaced ``x_values``, on 0..top; ``band``
-    (low, high) shades a spread behind the first series. A legend names the series."""
+    (low, high) shades a spread behind the first series. A legend above the plot names the series."""
     count = len(x_values)
     body = _y_ticks(top, ".2f")
     if band is not None:
@@ -110,7 +110,7 @@ def line_chart(
         body.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"{dash}/>')
         body += [f'<circle cx="{_x(i, count):.1f}" cy="{_y(v, top):.1f}" r="3" fill="{colour}"/>' for i, v in points]
         body.append(
-            f'<text x="{_WIDTH - _RIGHT}" y="{_TOP + 12 + 14 * number}" text-anchor="end" fill="{colour}" '
+            f'<text x="{_LEFT + 8 + 200 * number}" y="14" text-anchor="start" fill="{colour}" '
             f'font-size="12">{"—" if number == 0 else "- -"} {html.escape(name)}</text>'
         )
     body += [_tick(_x(i, count), x) for i, x in enumerate(x_values)]

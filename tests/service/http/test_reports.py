@@ -160,3 +160,36 @@ def test_a_monitor_store_that_does_not_answer_leaves_the_report_without_monitors
     reply = harness.client.get(f"/v1/judges/{STAND_IN}/report")
     assert reply.status_code == 200, reply.text
     assert reply.json()["monitors"] is None and "did not answer" in reply.json()["monitors_note"]
+
+
+def test_a_calibration_jobs_answer_links_its_report_and_the_report_holds_its_cards(start_app, shipped: Path) -> None:
+    import time
+
+    harness = start_app(Settings(thresholds_path=shipped, admin_api_key=ADMIN))
+    admin = {"Authorization": f"Bearer {ADMIN}"}
+    labels, scores, _ = synthetic_verdicts(120, 9)
+    rows = "".join(
+        f'{{"item_id": "d{i // 4}/{i % 4}", "criterion": "helpfulness", "judge": "my-judge", "human": {int(h)}, '
+        f'"judge_score": {int(s)}, "group": "d{i // 4}"}}\n'
+        for i, (h, s) in enumerate(zip(labels, scores, strict=True))
+    )
+    submitted = harness.client.post(
+        "/v1/calibrations", content=rows, headers={"Content-Type": "application/x-ndjson", **admin}
+    )
+    assert submitted.status_code == 202, submitted.text
+    job = submitted.json()
+    assert job["report"] is None  # nothing to show before the job is done
+    deadline = time.monotonic() + 300
+    while job["status"] not in ("done", "failed") and time.monotonic() < deadline:
+        time.sleep(0.5)
+        job = harness.client.get(f"/v1/calibrations/{job['id']}", headers=admin).json()
+    assert job["status"] == "done", job
+    assert job["report"] == f"/v1/calibrations/{job['id']}/report.html"
+    report = harness.client.get(job["report"].removesuffix(".html"), headers=admin).json()
+    (card,) = report["cards"]
+    assert (report["judge"], card["criterion"], card["n_items"], card["n_documents"]) == ("my-judge", "helpfulness",
+                                                                                           120, 30)  # fmt: skip
+    assert card["planner"]["points"] and card["ceiling"] is None  # one label per item: no ceiling
+    assert sum(map(sum, card["confusion"])) == 120
+    page = harness.client.get(job["report"], headers=admin)
+    assert page.status_code == 200 and "Report card: my-judge" in page.text
