@@ -193,3 +193,17 @@ def test_a_calibration_jobs_answer_links_its_report_and_the_report_holds_its_car
     assert sum(map(sum, card["confusion"])) == 120
     page = harness.client.get(job["report"], headers=admin)
     assert page.status_code == 200 and "Report card: my-judge" in page.text
+
+
+def test_the_report_address_make_serve_prints_opens_the_shipped_judges_page(start_app) -> None:
+    from urllib.parse import urlsplit
+
+    from service.__main__ import report_example
+
+    root = Path(__file__).resolve().parents[3]
+    settings = Settings(thresholds_path=root / "artifact" / "thresholds.json", port=8123)
+    address = urlsplit(report_example(settings))
+    assert (address.hostname, address.port) == ("127.0.0.1", 8123)
+    page = start_app(settings).client.get(address.path)
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "weighted kappa" in page.text and "Planner" in page.text
