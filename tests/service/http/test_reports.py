@@ -17,8 +17,10 @@ from artifact.report_cards import ReportCards, save_report_cards
 from artifact.report_evidence import ReportOptions, build_report_card
 from artifact.thresholds import ThresholdsArtifact
 from calibration.report_card.card import ReportCard
+from service.config.jobs import JobSettings
 from service.config.settings import Settings
 from tests.service.conftest import STAND_IN, AppHarness, synthetic_verdicts
+from tests.service.jobs.conftest import REDIS_URL, queue_name  # noqa: F401 - the fixture
 
 FAST = ReportOptions(n_resamples=100, planner_sizes=(10, 60), planner_draws=2)
 ADMIN, KEY = "admin-key", "k1"
@@ -207,3 +209,21 @@ def test_the_report_address_make_serve_prints_opens_the_shipped_judges_page(star
     page = start_app(settings).client.get(address.path)
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     assert "weighted kappa" in page.text and "Planner" in page.text
+
+
+@pytest.mark.redis
+def test_the_report_shows_the_judges_monitors_from_the_monitor_view(start_app, shipped: Path, queue_name) -> None:  # noqa: F811
+    settings = Settings(thresholds_path=shipped, redis_url=REDIS_URL, jobs=JobSettings(queue=queue_name))
+    client = start_app(settings).client
+    items = [
+        {"criterion": "relevance", "judge": STAND_IN, "prompt_family": "paper", "judge_score": 3, "human": h,
+         "item_id": f"r{i}", "group": f"g{i}", "done": True}
+        for i, h in enumerate((3, 3, 4, 2))
+    ]  # fmt: skip
+    assert client.post("/v1/feedback", json={"items": items}).status_code == 200
+    report = client.get(f"/v1/judges/{STAND_IN}/report").json()
+    monitors = client.get("/v1/monitor").json()["cells"]
+    assert report["monitors"] == monitors and len(monitors) == 1 and monitors[0]["labels"] == 4
+    assert client.get(f"/v1/judges/{STAND_IN}/report", params={"criterion": "coherence"}).json()["monitors"] == []
+    page = client.get(f"/v1/judges/{STAND_IN}/report.html").text
+    assert 'data-figure="monitors.0.labels">4<' in page and monitors[0]["status"] in page
