@@ -15,7 +15,7 @@ from litestar.params import Parameter, PathParameter
 from redis.exceptions import RedisError
 
 from service.artifacts.report_cards import cards_of
-from service.errors import InvalidRequestError
+from service.errors import InvalidRequestError, NotFoundError
 from service.http.auth import bearer_token
 from service.http.report_page import report_page
 from service.http.services import Services, problem_responses, require_admin_key, services_of
@@ -84,12 +84,13 @@ async def _of_job(request: Request, job_id: str, criterion: str | None, prompt_f
     services = services_of(request)
     job = await services.calibrations.get(job_id)
     where = f"calibration job {job.id} ({job.status})"
+    if not job.report_cards:
+        detail = "its cards come when it is done" if job.status in ("queued", "running") else "see its warnings"
+        raise NotFoundError(f"{where} has no report card: {detail}")
     judges = sorted({card.judge for card in job.report_cards})
     judge = judges[0] if len(judges) == 1 else ", ".join(judges) or "(none)"
     cards = [c for j in judges for c in cards_of(job.report_cards, j, criterion=criterion, prompt_family=prompt_family,
                                                  where=where)]  # fmt: skip
-    if not cards:
-        cards_of([], "", criterion=None, prompt_family=None, where=where)  # the 404 naming the job
     monitors, note = await _monitors(request, services, judge, criterion)
     return JudgeReport(
         judge=judge,

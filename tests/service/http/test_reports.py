@@ -181,6 +181,8 @@ def test_a_calibration_jobs_answer_links_its_report_and_the_report_holds_its_car
     assert submitted.status_code == 202, submitted.text
     job = submitted.json()
     assert job["report"] is None  # nothing to show before the job is done
+    early = harness.client.get(f"/v1/calibrations/{job['id']}/report", headers=admin)
+    assert early.status_code == 404 or early.json()["cards"]  # 404 until done (unless it finished already)
     deadline = time.monotonic() + 300
     while job["status"] not in ("done", "failed") and time.monotonic() < deadline:
         time.sleep(0.5)
