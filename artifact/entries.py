@@ -11,6 +11,7 @@ import msgspec
 
 from calibration.conformal import PROBABILITY_METHODS, FittedConformal
 from calibration.decisions.rule import DecisionRule
+from calibration.per_label.rule import LabelRule
 
 __all__ = [
     "FORMAT_VERSION",
@@ -24,8 +25,9 @@ __all__ = [
     "derived_kind",
 ]
 
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)  # version 1 has no input kinds: an entry's kind is derived from its method
+FORMAT_VERSION = 3
+# version 1 has no input kinds (an entry's kind is derived from its method); version 2 has no per-label rules
+READABLE_VERSIONS = (1, 2, 3)
 
 # judge, prompt family, criterion, input kind, method, alpha, guarantee mode
 EntryKey = tuple[str, str, str, str, str, float, str]
@@ -123,6 +125,8 @@ class ThresholdsArtifact(msgspec.Struct, frozen=True, kw_only=True):
     source: str = ""
     # Certified accept/escalate rules per (judge, prompt family, criterion, input kind): calibration.decisions.rule
     decision_rules: list[DecisionRule] = []
+    # The per-label guarantee's rules per (judge, prompt family, criterion, input kind): calibration.per_label.rule
+    label_rules: list[LabelRule] = []
 
 
 def alpha_key(alpha: float) -> float:

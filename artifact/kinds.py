@@ -29,6 +29,8 @@ from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdEntry, T
 from calibration.decisions.cell_rules import ARTIFACT_GRID, fit_cell_rules
 from calibration.decisions.rule import DecisionRule
 from calibration.kinds.fit import KindData, KindFit, cell_kind_data, fit_kind
+from calibration.per_label.fit import fit_cell_label_rules
+from calibration.per_label.rule import LabelRule
 
 __all__ = [
     "DEFAULT_DELTA",
@@ -42,6 +44,7 @@ __all__ = [
     "kind_entries",
     "labelled_kind_data",
     "labelled_rules",
+    "labelled_label_rules",
 ]
 
 OTHER_METHOD_ALPHAS = frozenset({0.05, 0.1, 0.15, 0.2})
@@ -121,8 +124,10 @@ def kind_artifact(
     data_hash: str,
     source: str,
     decision_rules: Sequence[DecisionRule] = (),
+    label_rules: Sequence[LabelRule] = (),
 ) -> ThresholdsArtifact:
-    """An artifact holding exactly these fits and decision rules (label_scale 1..K of the widest cell)."""
+    """An artifact holding exactly these fits, decision rules and per-label rules (label_scale 1..K of the widest
+    cell)."""
     entries, defaults = kind_entries(fits)
     scale = max((e.fitted.n_labels for e in entries), default=5)
     return ThresholdsArtifact(
@@ -135,6 +140,7 @@ def kind_artifact(
         default_methods=defaults,
         source=source,
         decision_rules=list(decision_rules),
+        label_rules=list(label_rules),
     )
 
 
@@ -164,4 +170,19 @@ def labelled_rules(cell: LabelledCell, uniform_seed: int | None = None) -> list[
         grid=ARTIFACT_GRID,
         seed=0,
         uniform_seed=uniform_seed,
+    )
+
+
+def labelled_label_rules(cell: LabelledCell) -> list[LabelRule]:
+    """The cell's per-label rules, one per input kind (calibration.per_label.fit: no split, no seed)."""
+    return fit_cell_label_rules(
+        judge=cell.judge,
+        prompt_family=cell.prompt_family,
+        criterion=cell.criterion,
+        labels=cell.labels,
+        judge_scores=cell.judge_scores,
+        probabilities=cell.probabilities,
+        means=cell.means,
+        groups=cell.groups,
+        n_labels=cell.n_labels,
     )

@@ -45,6 +45,7 @@ from calibration.conformal.sets import SetRule, compile_rule
 from calibration.decisions.rule import validate_rule
 from calibration.errors import ArtifactError
 from calibration.kinds.verdicts import INPUT_KINDS, methods_for_kind
+from calibration.per_label.rule import validate_label_rule
 
 __all__ = [
     "FORMAT_VERSION",
@@ -86,6 +87,7 @@ def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>
             raise ArtifactError(f"{where}: duplicate entry")
         seen.add(entry.key)
     _check_decision_rules(artifact, source)
+    _check_label_rules(artifact, source)
     _check_default_methods(artifact, source)
 
 
@@ -127,6 +129,21 @@ def _check_decision_rules(artifact: ThresholdsArtifact, source: str) -> None:
         rule_cells.add(cell)
         try:
             validate_rule(rule)
+        except ValueError as error:
+            raise ArtifactError(f"{where}: {error}") from error
+
+
+def _check_label_rules(artifact: ThresholdsArtifact, source: str) -> None:
+    """Each per-label rule valid (calibration.per_label.rule.validate_label_rule), at most one per cell and kind."""
+    seen: set[tuple[str, str, str, str]] = set()
+    for position, rule in enumerate(artifact.label_rules):
+        cell = (rule.judge, rule.prompt_family, rule.criterion, rule.input_kind)
+        where = f"{source}: label_rules[{position}] ({', '.join(cell)})"
+        if cell in seen:
+            raise ArtifactError(f"{where}: duplicate per-label rule")
+        seen.add(cell)
+        try:
+            validate_label_rule(rule)
         except ValueError as error:
             raise ArtifactError(f"{where}: {error}") from error
 

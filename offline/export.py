@@ -55,6 +55,8 @@ from artifact.thresholds import (
 from calibration.conformal import fit_conformal
 from calibration.decisions.rule import DecisionRule
 from calibration.kinds.fit import KindFit
+from calibration.per_label.fit import fit_cell_label_rules
+from calibration.per_label.rule import LabelRule
 from offline.artifact_stability import save_unless_unmoved
 from offline.studies.conformal.cell_data import JudgeCriterionData, methods_for
 from offline.studies.conformal.results import ConformalSummary
@@ -173,6 +175,7 @@ def build_artifact(
     faithfulness: FaithfulnessStudy | None = None,
     fits: Mapping[tuple[str, str, str, str], ModeFits] | None = None,
     decision_rules: Sequence[DecisionRule] = (),
+    label_rules: Sequence[LabelRule] = (),
 ) -> ThresholdsArtifact:
     """The artifact: with ``fits`` (the validity study's), its entries and defaults per input kind; else every
     (judge, family, criterion, method, alpha) of the item-level study fitted on all items (entries whose kind is
@@ -191,6 +194,7 @@ def build_artifact(
             created_at=created_at,
             source=source,
             decision_rules=decision_rules,
+            label_rules=label_rules,
         )
     entries = []
     if summary is not None:
@@ -240,6 +244,7 @@ def build_artifact(
         created_at=created_at,
         source=source,
         decision_rules=decision_rules,
+        label_rules=label_rules,
     )
 
 
@@ -254,6 +259,7 @@ def _artifact(
     created_at: str | None,
     source: str,
     decision_rules: Sequence[DecisionRule] = (),
+    label_rules: Sequence[LabelRule] = (),
 ) -> ThresholdsArtifact:
     if faithfulness is not None:
         more_entries, more_defaults = faithfulness_entries(faithfulness)
@@ -269,6 +275,7 @@ def _artifact(
         default_methods=defaults,
         source=source,
         decision_rules=list(decision_rules),
+        label_rules=list(label_rules),
     )
 
 
@@ -328,6 +335,7 @@ def export_thresholds(
     fits: Mapping[tuple[str, str, str, str], ModeFits] | None = None,
     delta: float | None = None,
     decision_rules: Sequence[DecisionRule] = (),
+    label_rules: Sequence[LabelRule] = (),
 ) -> ThresholdsArtifact:
     """Build the artifact (provenance from ``data_dir`` and the checkout) and save it atomically at ``path``,
     unless the file there already holds it within 1e-12 (``offline.artifact_stability``); returns what is there.
@@ -347,6 +355,7 @@ def export_thresholds(
         faithfulness=faithfulness,
         fits=fits,
         decision_rules=decision_rules,
+        label_rules=label_rules,
     )
     # Re-running on the same data must not churn the tracked file: numbers that moved by <= 1e-12 (another
     # machine kind's last bits) keep their written value, and a file where nothing moved is left as it is.
@@ -357,9 +366,33 @@ def export_thresholds(
     return artifact
 
 
-def replace_decision_rules(path: Path, rules: Sequence[DecisionRule]) -> int:
-    """Load the artifact at ``path``, replace its ``decision_rules`` only, validate and save it; the rule count."""
+def replace_decision_rules(path: Path, rules: Sequence[DecisionRule], label_rules: Sequence[LabelRule]) -> int:
+    """Load the artifact at ``path``, replace its ``decision_rules`` and ``label_rules`` only (in the current format
+    version), validate and save it; the rule count."""
     artifact = load_artifact(path)
-    save_artifact(msgspec.structs.replace(artifact, decision_rules=list(rules)), path)
+    replaced = msgspec.structs.replace(
+        artifact, decision_rules=list(rules), label_rules=list(label_rules), format_version=FORMAT_VERSION
+    )
+    save_artifact(replaced, path)
     Path(path).chmod(0o644)
-    return len(rules)
+    return len(rules) + len(label_rules)
+
+
+def export_label_rules(datasets: Sequence[JudgeCriterionData]) -> list[LabelRule]:
+    """The per-label rules of every (cell, kind), fitted on all its items (calibration.per_label.fit): what the
+    artifact's ``label_rules`` carry. Cells without groups use the item id's prefix before ``/``."""
+    rules: list[LabelRule] = []
+    for data in datasets:
+        groups = data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids]
+        rules += fit_cell_label_rules(
+            judge=data.judge,
+            prompt_family=data.prompt_family,
+            criterion=data.criterion,
+            labels=data.labels,
+            judge_scores=data.judge_scores,
+            probabilities=data.probabilities,
+            means=data.means,
+            groups=groups,
+            n_labels=data.n_labels,
+        )
+    return rules

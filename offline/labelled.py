@@ -26,7 +26,7 @@ from artifact.labels import DEFAULT_SCALE, LabelRow, labelled_cells, min_items_f
 from artifact.thresholds import save_artifact
 from calibration.errors import LabelsError
 from offline.data.errors import DataError
-from offline.export import build_artifact, code_version
+from offline.export import build_artifact, code_version, export_label_rules
 from offline.report.labelled import write_labelled_report
 from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import (
@@ -163,6 +163,7 @@ def calibrate_labels(
     out = Path(out_dir)
     summary_json, summary_md = write_validity(summary, out)
     k_of = {(d.judge, d.prompt_family, d.criterion): d.n_labels for d in datasets}
+    label_rules = export_label_rules(datasets)
     index, heldout_path, figure = write_labelled_report(
         out,
         fits,
@@ -171,6 +172,7 @@ def calibrate_labels(
         headline_alpha=HEADLINE_ALPHA,
         thresholds=Path(thresholds_path),
         files=list(paths),
+        label_rules=label_rules,
     )
     names = ", ".join(Path(p).name for p in paths)
     artifact = build_artifact(
@@ -181,6 +183,7 @@ def calibrate_labels(
         code_version=code_version(),
         fits=both,
         decision_rules=export_rules(datasets, seed=seed),
+        label_rules=label_rules,
         source=f"offline calibrate --labels {names}: y* = human rounded to the nearest integer (halves up); per "
         f"(cell, input kind) calibration.kinds.fit.fit_kind: thresholds at delta={delta} fitted on all labelled "
         f"items with seed {seed}, held-out figures from {n_splits} seeded splits by group, default method by "

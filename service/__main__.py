@@ -18,7 +18,7 @@ __all__ = ["curl_example", "main", "report_example"]
 def curl_example(settings: Settings) -> str:
     """A curl command scoring a caller-supplied verdict against this server (with the bearer header if needed)."""
     auth = ' -H "Authorization: Bearer $API_KEY"' if settings.api_keys else ""
-    body = '{"criterion": "relevance", "judge": "gpt-4o-mini-2024-07-18", "judge_score": 4}'
+    body = '{"criterion": "coherence", "judge": "gpt-4o-mini-2024-07-18", "judge_score": 4}'
     return (
         f"curl -s -X POST http://{settings.host}:{settings.port}/v1/score"
         f" -H 'Content-Type: application/json'{auth} -d '{body}'"

@@ -176,10 +176,31 @@ def run_guarantees(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline guarantees``: both guarantee modes fitted on half the documents, served on the other."""
     from tqdm import tqdm
 
+    if args.per_label and args.docs is not None:
+        from offline.studies.guarantees.per_label_report import write_per_label_docs
+
+        for path in write_per_label_docs(args.out, args.docs, args.calibration_documents):
+            print(f"written:     {path}")
+        return 0
     if args.docs is not None:
         from offline.studies.guarantees.docs import write_docs
 
         for path in write_docs(args.out, args.docs):
+            print(f"written:     {path}")
+        return 0
+    if args.per_label:
+        from offline.studies.guarantees.per_label import run_per_label_study
+        from offline.studies.guarantees.per_label_report import write_per_label
+        from offline.validation.artifact import recorded_datasets
+
+        per_label = run_per_label_study(
+            recorded_datasets(resolve_data_dir(args.data_dir)),
+            n_splits=args.splits,
+            seed=args.seed,
+            calibration_documents=args.calibration_documents,
+            progress=None if args.no_progress else (lambda t: tqdm(t, desc="per-label", leave=False)),
+        )
+        for path in write_per_label(per_label, args.out):
             print(f"written:     {path}")
         return 0
     from offline.studies.guarantees.report import write_guarantees

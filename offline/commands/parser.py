@@ -151,6 +151,11 @@ def build_parser() -> argparse.ArgumentParser:
         "docs folder DOCS (default docs/), figures/guarantees.json, figures/guarantees_curve.png and the generated "
         "region of guarantees.md",
     )
+    gua.add_argument(
+        "--per-label",
+        action="store_true",
+        help="the per-label guarantee with its controls (a constant and a shuffled judge), not the marginal modes",
+    )
     gua.add_argument("--no-progress", action="store_true")
 
     res = commands.add_parser(

@@ -20,6 +20,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from calibration.kinds.fit import HeldoutFigures, KindFit
+from calibration.per_label.rule import LabelRule
+from calibration.per_label.summary import rule_words
 from offline.jsonfile import write_json
 from offline.report.tables import fmt, markdown_table
 
@@ -45,13 +47,14 @@ def _pct(value: float | None) -> str:
 
 def _pipeline(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, str], int], alpha: float) -> list[str]:
     lines = [
-        "## What this means for your pipeline",
+        "## The marginal guarantees' sets (opt-in: `guarantee: expected` or `pac`)",
         "",
         f"Per cell and kind of verdict you send (`score` alone, `probabilities` from log-probs), with its "
-        f"default method at α = {alpha} (the human label lies in the set for at least {1 - alpha:.0%} of items "
-        "with probability 95% over the calibration data), on **documents the fit never saw** (held-out splits "
-        "by `group`): of 100 new items, how many the service would accept (set of ≤ 2 labels), send to "
-        "review, or escalate to a human, and how often an accepted set holds the human label. `recipe` is "
+        f"default method at α = {alpha} (the human label lies in the set for at least {1 - alpha:.0%} of items, "
+        "all labels together, with probability 95% over the calibration data), on **documents the fit never saw** "
+        "(held-out splits by `group`): of 100 new items, how many get a set of at most two labels, of three or four, "
+        "or of the full scale, and how often a set of at most two labels holds the human label. These are set "
+        "sizes, not decisions: what `/v1/score` accepts is decided by the certified rules. `recipe` is "
         "the coverage of the whole procedure (default chosen, then fitted) on unseen documents.",
         "",
     ]
@@ -98,10 +101,10 @@ def _pipeline(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, 
                 "5th pct",
                 "recipe",
                 "set size",
-                "accept",
-                "review",
-                "escalate",
-                "accepted sets holding the human label",
+                "sets ≤ 2 labels",
+                "sets of 3-4",
+                "full scale",
+                "small sets holding the human label",
                 "flag",
             ],
             rows,
@@ -159,10 +162,10 @@ def _figures_table(fits: Mapping[FitKey, KindFit]) -> str:
             "set size",
             "empty",
             "full scale",
-            "accept",
-            "review",
-            "escalate",
-            "accept holds label",
+            "sets ≤ 2 labels",
+            "sets of 3-4",
+            "full scale",
+            "small set holds label",
             "min label cov.",
         ],
         rows,
@@ -193,6 +196,59 @@ def _coverage_figure(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str
     return path
 
 
+def _per_label(rules: Sequence[LabelRule]) -> list[str]:
+    """The default guarantee's figures per cell and kind: the rule's own held-out summary, as every view shows it."""
+    if not rules:
+        return []
+    rows = []
+    for rule in rules:
+        figures = rule.summary
+        per_label = (
+            "; ".join(
+                f"{f.label}: {_pct(f.coverage)} / {_pct(f.wrongly_accepted)} ({f.n_items})" for f in figures.labels
+            )
+            if figures is not None
+            else "-"
+        )
+        rows.append(
+            [
+                rule.judge,
+                rule.prompt_family,
+                rule.criterion,
+                rule.input_kind,
+                "yes" if rule.skill.skilled else "**no**",
+                "-" if figures is None else fmt(figures.set_size, 2),
+                "-" if figures is None else _pct(figures.accept_share),
+                per_label,
+            ]
+        )
+    return [
+        "## The default guarantee: per human label",
+        "",
+        "What `/v1/score` answers by default (`guarantee: per_label`): for every human label, its items' labels lie "
+        "in the set at least 90% of the time and at most 10% of its items are accepted with a point 2 or more away "
+        "(alpha = accept_alpha = 0.10, tolerance 2; documents as the unit). Figures held out on 5 folds by `group`, "
+        "answered by the service's own function; `skill`: does the judge beat the label distribution alone "
+        "(a judge that does not is never accepted).",
+        "",
+        markdown_table(
+            [
+                "judge",
+                "prompt family",
+                "criterion",
+                "kind",
+                "skill",
+                "set size",
+                "accepted",
+                "per label: coverage / wrongly accepted (items)",
+            ],
+            rows,
+        ),  # fmt: skip
+        *(f"- {rule.judge} / {rule.criterion} ({rule.input_kind}): {rule_words(rule)}" for rule in rules),
+        "",
+    ]
+
+
 def write_labelled_report(
     out: Path,
     fits: Mapping[FitKey, KindFit],
@@ -202,6 +258,7 @@ def write_labelled_report(
     headline_alpha: float,
     thresholds: Path,
     files: Sequence[Path],
+    label_rules: Sequence[LabelRule] = (),
 ) -> tuple[Path, Path, Path]:
     """Write index.md, pipeline/heldout.json and pipeline/coverage.png; return their paths (module layout)."""
     heldout = out / "pipeline" / "heldout.json"
@@ -226,6 +283,7 @@ def write_labelled_report(
         "serve it by copying it into ARTIFACTS_DIR, or `POST /v1/calibration/reload` with a `name` (README).",
         "",
     ]
+    lines += _per_label(label_rules)
     lines += _pipeline(fits, n_labels, headline_alpha)
     if warnings:
         lines += ["## Too few labels", "", *(f"- {w}" for w in warnings), ""]

@@ -56,6 +56,7 @@ class DecisionCheck(msgspec.Struct, frozen=True, kw_only=True):
     ci_high: float | None
     above_alpha: bool  # observed error among accepted > accept_alpha
     by_label: list[DecisionLabel]
+    mode: str = "pac"  # the row's guarantee mode (calibration.decisions.rule.MODES): each row decided in its own mode
 
 
 def _features(rule: DecisionRule, data: JudgeCriterionData) -> np.ndarray | None:
@@ -125,7 +126,8 @@ def check_decisions(artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriter
         )
         for row in rule.certifications:
             outcomes = [
-                decide(rule, float(x), tolerance=row.tolerance, accept_alpha=row.accept_alpha) for x in features
+                decide(rule, float(x), tolerance=row.tolerance, accept_alpha=row.accept_alpha, mode=row.mode)
+                for x in features
             ]
             accepted = np.array([o.accepted for o in outcomes])
             bad = np.abs(labels - np.array([o.point for o in outcomes])) >= row.tolerance
@@ -142,13 +144,18 @@ def check_decisions(artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriter
                     pass_threshold=None,
                     rule_failed=row.rule_failed,
                     certified=row.certified_error,
+                    mode=row.mode,
                 )
             )
         for gate in rule.quality_gates:
             accepted = np.array(
                 [
                     decide_gate(
-                        rule, float(x), pass_threshold=gate.pass_threshold, accept_alpha=gate.accept_alpha
+                        rule,
+                        float(x),
+                        pass_threshold=gate.pass_threshold,
+                        accept_alpha=gate.accept_alpha,
+                        mode=gate.mode,
                     ).passed
                     for x in features
                 ],
@@ -167,6 +174,7 @@ def check_decisions(artifact: ThresholdsArtifact, datasets: Sequence[JudgeCriter
                     pass_threshold=gate.pass_threshold,
                     rule_failed=gate.rule_failed,
                     certified=gate.certified_false_pass,
+                    mode=gate.mode,
                 )
             )
     return checks

@@ -17,6 +17,7 @@ import msgspec
 
 from artifact.serving import LevelRefused, ServedEntry, choose_entry
 from calibration.decisions.rule import certification_at
+from calibration.per_label.rule import LabelRule
 from service.artifacts.registry import PRIMARY
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.wire.calibration import ArtifactSummary, CalibrationOverview, CellOverview, ServedLevels
@@ -82,6 +83,31 @@ def _cell(
     )
 
 
+def _label_line(snapshot: CalibrationSnapshot, rule: LabelRule) -> CellOverview:
+    """A per-label rule's line: its levels, and its held-out figures on its own file (calibration.per_label.summary)."""
+    cell = (rule.judge, rule.prompt_family, rule.criterion)
+    figures = rule.summary
+    return CellOverview(
+        judge=rule.judge,
+        prompt_family=rule.prompt_family,
+        criterion=rule.criterion,
+        input_kind=rule.input_kind,
+        mode="per_label",
+        artifact=snapshot.artifacts.owners.get(cell, PRIMARY),
+        n_labels=rule.n_labels,
+        served=[ServedLevels(method="per_label_intervals", alphas=[row.alpha for row in rule.levels])],
+        selection_failed=False,
+        set_size=None if figures is None else figures.set_size,
+        coverage=None,
+        decision_rule=True,
+        accept_alpha=None if figures is None else figures.alpha,
+        accept_share=None if figures is None else figures.accept_share,
+        certified_error=None,
+        certification_failed=False,
+        skilled=rule.skill.skilled,
+    )
+
+
 def overview(
     snapshot: CalibrationSnapshot,
     *,
@@ -112,6 +138,7 @@ def overview(
         )
         for judge, family, criterion, kind, mode in sorted(levels)
     ]
+    lines += [_label_line(snapshot, rule) for _, rule in sorted(snapshot.label_rules.items())]
     summary = CalibrationOverview(
         view="summary",
         calibration_id=snapshot.calibration_id,

@@ -145,5 +145,6 @@ class ArtifactSet:
             entries=[e for m in self.members for e in m.artifact.entries],
             default_methods=[d for m in self.members for d in m.artifact.default_methods],
             decision_rules=[r for m in self.members for r in m.artifact.decision_rules],
+            label_rules=[r for m in self.members for r in m.artifact.label_rules],
             source="merged: " + "; ".join(f"{m.name} ({m.calibration_id})" for m in self.members),
         )

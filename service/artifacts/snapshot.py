@@ -15,6 +15,7 @@ from artifact.thresholds import GUARANTEE_MODES, ThresholdEntry, ThresholdIndex,
 from calibration.conformal import METHODS
 from calibration.decisions.rule import DecisionRule
 from calibration.errors import ArtifactError
+from calibration.per_label.rule import LabelRule
 from service.artifacts.registry import PRIMARY, ArtifactSet, LoadedArtifact
 
 __all__ = ["MEMO_LIMIT", "CalibrationSnapshot", "LruMemo", "coverage_target", "load_snapshot", "read_thresholds_file"]
@@ -81,6 +82,8 @@ class CalibrationSnapshot:
     criterion_labels: dict[str, int] = field(default_factory=dict)  # K of a criterion (its first cell's)
     # Certified decision rules by (judge, prompt family, criterion, input kind) (service.scoring.policy)
     decision_rules: dict[tuple[str, str, str, str], DecisionRule] = field(default_factory=dict)
+    # The per-label guarantee's rules by (judge, prompt family, criterion, input kind) (service.scoring.per_label)
+    label_rules: dict[tuple[str, str, str, str], LabelRule] = field(default_factory=dict)
     # Why each default method was chosen, by (judge, prompt family, criterion, input kind): a failed selection
     # ("fallback to ...") is served as a failed rule (service.scoring.policy.selection_failure)
     default_reasons: dict[tuple[str, str, str, str, str], str] = field(default_factory=dict)  # + guarantee mode
@@ -124,6 +127,7 @@ class CalibrationSnapshot:
             cell_levels={cell: tuple(sorted(found)) for cell, found in levels.items()},
             coverage_targets={entry.alpha: coverage_target(entry.alpha) for entry in artifact.entries},
             decision_rules={(r.judge, r.prompt_family, r.criterion, r.input_kind): r for r in artifact.decision_rules},
+            label_rules={(r.judge, r.prompt_family, r.criterion, r.input_kind): r for r in artifact.label_rules},
             default_reasons={
                 (d.judge, d.prompt_family, d.criterion, d.kind, mode): d.reason
                 for d in sorted(artifact.default_methods, key=lambda d: d.mode is not None)  # a moded default wins

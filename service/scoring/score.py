@@ -62,6 +62,7 @@ from service.scoring.cell_decision import DecisionAsk, decide_for_cell
 from service.scoring.context import ScoringContext
 from service.scoring.monitor_alarm import escalate_for_alarm
 from service.scoring.panels import is_panel_request, score_panel
+from service.scoring.per_label import per_label_step, without_label_rule
 from service.scoring.policy import PolicyDecision, escalate_for_injection
 from service.scoring.resolve import Plan, carries_own_verdict, check_limits, loaded_snapshot, resolve, resolve_scale
 from service.scoring.sets import ServedSet, served_set
@@ -96,12 +97,23 @@ async def _score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
         return remembered
     scale = resolve_scale(ctx, snapshot, request, plan, own)
     verdict = await verdict_for(ctx, request, plan.judge, own, scale.n_labels)
-    served = served_set(snapshot, plan, request.method, verdict, scale.n_labels)
     findings = [] if own else screen_texts({"document": request.document, "summary": request.summary}, ctx.screened)
-    decision = _decide(ctx, snapshot, plan, verdict, served, scale.ask, findings)
-    ctx.metrics.count_decision(request.criterion, decision.decision, served.entry is not None)
+    stepped = per_label_step(snapshot, plan, verdict, scale.ask) if plan.mode == "per_label" else None
+    if stepped is not None:
+        served, decision = stepped
+        if findings:
+            decision = escalate_for_injection(decision, findings)
+    else:
+        marginal = msgspec.structs.replace(plan, mode="expected") if plan.mode == "per_label" else plan
+        served = served_set(snapshot, marginal, request.method, verdict, scale.n_labels)
+        decision = _decide(ctx, snapshot, marginal, verdict, served, scale.ask, findings)
+        if plan.mode == "per_label" and served.entry is not None:
+            decision = without_label_rule(decision)
+    ctx.metrics.count_decision(
+        request.criterion, decision.decision, served.entry is not None or served.label_rule is not None
+    )
     response = _respond(snapshot, request, plan, verdict, served, decision, own=own, flagged=bool(findings))
-    if answer_key is not None and served.entry is not None:
+    if answer_key is not None and (served.entry is not None or served.label_rule is not None):
         remembered = response if request.item_id is None else msgspec.structs.replace(response, item_id=None)
         snapshot.remember(answer_key, remembered)
     return response
@@ -191,7 +203,7 @@ def _respond(
     flagged: bool,
 ) -> ScoreResponse:
     """The ScoreResponse of the steps' results (the caller's item_id echoed)."""
-    entry, alpha = served.entry, served.alpha
+    entry, alpha, label_rule = served.entry, served.alpha, served.label_rule
     faithfulness = request.criterion == "faithfulness"
     return ScoreResponse(
         criterion=request.criterion,
@@ -206,7 +218,7 @@ def _respond(
         coverage_target=plan.coverage_target if alpha == plan.alpha else coverage_target(alpha),
         input_kind=cast(InputKind, served.kind),  # one of INPUT_KINDS (artifact.thresholds checks entries)
         method=served.method,
-        calibrated=entry is not None,
+        calibrated=entry is not None or label_rule is not None,
         decision=decision.decision,
         escalate=decision.escalate,
         point=decision.point,
@@ -214,7 +226,7 @@ def _respond(
         rule_failed=decision.rule_failed,
         reason=decision.reason,
         calibration_id=snapshot.calibration_id,
-        n_cal=None if entry is None else entry.fitted.n_cal,
+        n_cal=label_rule.n_items if label_rule is not None else None if entry is None else entry.fitted.n_cal,
         heldout_coverage=None if entry is None else entry.heldout_coverage,
         cached=verdict.cached,
         judge_calls=verdict.judge_calls,

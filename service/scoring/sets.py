@@ -14,6 +14,7 @@ import msgspec
 from artifact.serving import LevelRefused, MethodRefused, ServedEntry, Uncalibrated, choose_entry
 from artifact.thresholds import ThresholdEntry
 from calibration.kinds.verdicts import verdict_inputs
+from calibration.per_label.rule import LabelRule
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.scoring.policy import full_scale, interval_hull, set_note
 from service.scoring.resolve import Plan
@@ -32,6 +33,7 @@ class ServedSet(msgspec.Struct, frozen=True, kw_only=True):
     method: str | None
     alpha: float
     note: str
+    label_rule: LabelRule | None = None  # the per-label rule that served the set (entry None then)
 
 
 def calibrated_entry(

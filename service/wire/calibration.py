@@ -8,7 +8,9 @@ import msgspec
 from msgspec import Meta
 
 from calibration.decisions.rule import DecisionRule
-from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, GuaranteeMode
+from calibration.per_label.rule import RuleSummary
+from calibration.per_label.skill import SkillTest
+from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, GuaranteeMode, MarginalMode
 
 __all__ = [
     "ArtifactCell",
@@ -17,6 +19,7 @@ __all__ = [
     "ArtifactSummary",
     "CalibratedCell",
     "CellCertification",
+    "PerLabelFigures",
     "CalibrationEntryInfo",
     "CalibrationInfo",
     "CalibrationJobInfo",
@@ -62,7 +65,7 @@ class CalibrationEntryInfo(msgspec.Struct, **RESPONSE_STRUCT):
     escalate_share: float | None = None
     accept_accuracy: float | None = None  # share of accepted verdicts whose human label is in the set
     # the guarantee mode of the entry: expected (on average over calibration documents) | pac (confidence 1 - delta)
-    mode: GuaranteeMode = "pac"
+    mode: MarginalMode = "pac"
 
 
 class DefaultMethodInfo(msgspec.Struct, **RESPONSE_STRUCT):
@@ -76,7 +79,7 @@ class DefaultMethodInfo(msgspec.Struct, **RESPONSE_STRUCT):
     input_kind: str = "score"  # the kind of verdict this default applies to
     # no method met the selection rule (the default is its fallback): /v1/score escalates this cell with rule_failed
     rule_failed: bool = False
-    mode: GuaranteeMode | None = None  # the guarantee mode whose entries it chooses among (None: every mode)
+    mode: MarginalMode | None = None  # the guarantee mode whose entries it chooses among (None: every mode)
 
 
 class CalibrationInfo(msgspec.Struct, **RESPONSE_STRUCT):
@@ -174,7 +177,8 @@ class CellOverview(msgspec.Struct, **RESPONSE_STRUCT):
     prompt_family: str
     criterion: str
     input_kind: str  # score | probabilities | mean
-    # the guarantee mode of this line's entries and decision rows: expected (on average over calibrations) | pac
+    # the guarantee mode of this line: per_label (its per-label rule; figures held out on its own file), expected or
+    # pac (its entries and decision rows)
     mode: GuaranteeMode
     artifact: str  # the artifact that owns the cell
     n_labels: int
@@ -189,6 +193,7 @@ class CellOverview(msgspec.Struct, **RESPONSE_STRUCT):
     accept_share: float | None  # share of calibration items the row accepts (None: no row, or it failed)
     certified_error: float | None  # pac: upper bound on the error among accepted (None: nothing accepted, or expected)
     certification_failed: bool  # the row exists but its certification failed: every verdict escalates
+    skilled: bool | None = None  # per_label: the judge beats the label distribution alone (None: other modes)
 
 
 class CalibrationOverview(msgspec.Struct, **RESPONSE_STRUCT):
@@ -275,7 +280,18 @@ class CellCertification(msgspec.Struct, **RESPONSE_STRUCT):
     n_groups: int  # documents that certified (the bound's unit)
     # "expected": accepted when averaged over calibrations the error among accepted is <= accept_alpha (no bound);
     # "pac": certified_error holds with confidence 1 - delta
-    mode: GuaranteeMode = "pac"
+    mode: MarginalMode = "pac"
+
+
+class PerLabelFigures(msgspec.Struct, **RESPONSE_STRUCT):
+    """A cell's per-label rule (the default guarantee, calibration.per_label): the skill test against the label
+    distribution alone, the labels pooled for want of evidence, and its held-out figures on the calibration file
+    (the same figures ``offline calibrate --labels`` reports and ``GET /v1/calibration`` shows)."""
+
+    skill: SkillTest
+    pooled_labels: list[list[int]]
+    summary: RuleSummary | None
+    words: str
 
 
 class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
@@ -298,6 +314,7 @@ class CalibratedCell(msgspec.Struct, **RESPONSE_STRUCT):
     # until the job is done
     certifications: list[CellCertification] = []
     decision_summary: str = ""
+    per_label: PerLabelFigures | None = None  # the default guarantee's rule (None until the job is done)
 
 
 class CalibrationJobInfo(msgspec.Struct, **RESPONSE_STRUCT):

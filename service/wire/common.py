@@ -16,6 +16,7 @@ from msgspec import Meta
 __all__ = [
     "Confidence",
     "GuaranteeMode",
+    "MarginalMode",
     "ReadinessCheck",
     "REQUEST_STRUCT",
     "RESPONSE_STRUCT",
@@ -50,9 +51,12 @@ Criterion = Annotated[
 Decision = Literal["accept", "escalate", "second_opinion"]
 Alpha = Annotated[float, Meta(gt=0, lt=1, description="miscoverage level; the target coverage is 1 - alpha")]
 Text = Annotated[str, Meta(min_length=1)]
-# Which promise every guarantee of an answer keeps (calibration.decisions.rule.MODES): "expected" holds on average
-# over the draw of the calibration documents; "pac" with probability >= confidence over it.
-GuaranteeMode = Literal["expected", "pac"]
+# Which promise every guarantee of an answer keeps: "per_label" holds for every human label separately, on average over
+# the draw of the calibration documents (calibration.per_label); "expected" holds for all labels together on average
+# over that draw; "pac" for all labels together with probability >= confidence over it (calibration.decisions.rule).
+GuaranteeMode = Literal["per_label", "expected", "pac"]
+# The marginal promises alone: pairwise decisions and conformal entries keep one of these.
+MarginalMode = Literal["expected", "pac"]
 Confidence = Annotated[
     float,
     Meta(

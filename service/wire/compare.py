@@ -14,7 +14,7 @@ from service.wire.common import (
     CandidateId,
     Confidence,
     Criterion,
-    GuaranteeMode,
+    MarginalMode,
     Name,
     Problem,
     Text,
@@ -74,7 +74,7 @@ class CompareRequest(msgspec.Struct, **REQUEST_STRUCT):
     accept_alpha: Annotated[float, Meta(gt=0, lt=1)] = 0.10
     # "expected": on average over calibrations; "pac": with probability >= confidence over them (confidence: pac
     # only, at most the artifact's 1 - delta; with "expected" a 422).
-    guarantee: GuaranteeMode = "expected"
+    guarantee: MarginalMode = "expected"
     confidence: Confidence | None = None
 
 
@@ -171,7 +171,7 @@ class CompareResponse(msgspec.Struct, **RESPONSE_STRUCT):
     rankings: RankingOrders
     scores: RankingScores
     accept_alpha: float  # the level of every pair's decision
-    mode: GuaranteeMode  # the guarantee mode whose entries decided the pairs (the request's ``guarantee``)
+    mode: MarginalMode  # the guarantee mode whose entries decided the pairs (the request's ``guarantee``)
     complete: bool
     failed_calls: list[FailedCall]
     cached_calls: int

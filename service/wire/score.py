@@ -144,9 +144,10 @@ class ScoreRequest(msgspec.Struct, **REQUEST_STRUCT):
     tolerance: Tolerance = 2
     accept_alpha: Alpha | None = None  # default: the request's alpha (itself DEFAULT_ALPHA)
     pass_threshold: PassThreshold | None = None
-    # Which promise every guarantee of the answer keeps: "expected" (on average over the calibration documents) or
-    # "pac" (with probability >= confidence over them; confidence only with pac, default the calibrated 0.95).
-    guarantee: GuaranteeMode = "expected"
+    # Which promise every guarantee of the answer keeps: "per_label" (the default: for every human label, on average
+    # over the calibration documents), "expected" (all labels together, on average over them) or "pac" (all labels
+    # together, with probability >= confidence over them; confidence only with pac, default the calibrated 0.95).
+    guarantee: GuaranteeMode = "per_label"
     confidence: Confidence | None = None
     # A judge panel (service.scoring.panels): the members' own verdicts, or the name of a panel of PANELS_FILE whose
     # members the service calls; either answers one set from the panel's calibrated cell.
@@ -211,7 +212,11 @@ class Guarantee(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     ``accept_error``: among accepted verdicts, |human - point| >= tolerance at most alpha of the time.
     ``quality_gate``: among accepted passes, human < pass_threshold at most alpha of the time. ``mode``
     ``expected``: on average over the draw of the calibration documents (no ``confidence``, no ``bound``);
-    ``pac``: with probability >= ``confidence`` over it, ``bound`` the certified upper bound.
+    ``pac``: with probability >= ``confidence`` over it, ``bound`` the certified upper bound. ``per_label``: for
+    every human label y separately, on average over that draw: y is in the set for >= 1 - alpha of label-y verdicts;
+    at most alpha of label-y verdicts are accepted with |y - point| >= tolerance; at most alpha of the verdicts whose
+    human label is below pass_threshold pass. ``pooled_labels``: labels with too little calibration evidence of
+    their own, whose promise holds for each listed group taken together.
     """
 
     kind: Literal["set_coverage", "accept_error", "quality_gate"]
@@ -221,6 +226,7 @@ class Guarantee(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
     tolerance: int | None = None
     pass_threshold: int | None = None
     bound: float | None = None
+    pooled_labels: list[list[int]] | None = None
 
 
 class CascadeStage(msgspec.Struct, **RESPONSE_STRUCT):

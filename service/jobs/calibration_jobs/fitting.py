@@ -5,20 +5,30 @@ or a child process, then each cell's decision rules, then the artifact (rules: `
 from __future__ import annotations
 
 import datetime as dt
-import secrets
+import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import anyio.to_process
 import anyio.to_thread
+import numpy as np
 
-from artifact.kinds import DEFAULT_DELTA, FitKey, fit_keys, fit_modes, kind_artifact, labelled_rules
+from artifact.kinds import (
+    DEFAULT_DELTA,
+    FitKey,
+    fit_keys,
+    fit_modes,
+    kind_artifact,
+    labelled_label_rules,
+    labelled_rules,
+)
 from artifact.labels import LabelledCell
 from artifact.report_evidence import ReportOptions, build_report_card
 from artifact.thresholds import ThresholdsArtifact
 from calibration.decisions.rule import DecisionRule
 from calibration.errors import CalibrationError
 from calibration.kinds.fit import KindData, KindFit
+from calibration.per_label.rule import LabelRule
 from calibration.report_card.card import ReportCard
 
 __all__ = [
@@ -114,6 +124,19 @@ async def fit_in_process(
     return await anyio.to_process.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min, cancellable=True)
 
 
+def cells_seed(cells: list[LabelledCell]) -> int:
+    """A 32-bit seed from the labelled cells' content (names, items, labels, verdicts, groups): same file, same seed."""
+    digest = hashlib.sha256()
+    for cell in cells:
+        digest.update(cell_name(cell).encode("utf-8"))
+        digest.update("\x1f".join(map(str, cell.item_ids)).encode("utf-8"))
+        digest.update("\x1f".join(map(str, cell.groups)).encode("utf-8"))
+        for values in (cell.labels, cell.judge_scores, cell.probabilities, cell.means):
+            if values is not None:
+                digest.update(np.ascontiguousarray(np.asarray(values, dtype=float)).tobytes())
+    return int.from_bytes(digest.digest()[:4], "big")
+
+
 async def rules_in_thread(cell: LabelledCell, uniform_seed: int) -> list[DecisionRule]:
     """The cell's decision rules fitted in a thread of this process (a job worker)."""
     return await anyio.to_thread.run_sync(labelled_rules, cell, uniform_seed)
@@ -183,12 +206,14 @@ async def run_calibration(
             if progress is not None and job.done < job.total:
                 await progress(job)
         rules: list[DecisionRule] = []
-        # The expected rows accept with a seeded uniform that must be independent of the labels: drawn afresh per
-        # job (the operating system's entropy), recorded in every row (SelectiveEvidence.seed) so a refit reproduces it.
-        uniform_seed = secrets.randbits(32)
+        label_rules: list[LabelRule] = []
+        # The expected rows accept with a seeded uniform; the seed is the labelled file's own digest, so the same
+        # file always gives the same rules (recorded in every row, SelectiveEvidence.seed, so a refit reproduces it).
+        uniform_seed = cells_seed(cells)
         for cell in cells:
             try:
                 rules += await rule_fitter(cell, uniform_seed)
+                label_rules += await anyio.to_thread.run_sync(labelled_label_rules, cell)
             except Exception as error:  # noqa: BLE001 - named with its cell below
                 raise _CellFailedError(
                     f"cell {cell_name(cell)}: fitting its decision rules failed ({type(error).__name__}: {error})"
@@ -202,6 +227,7 @@ async def run_calibration(
             code_version="service POST /v1/calibrations",
             data_hash=f"job {job.id}",
             decision_rules=rules,
+            label_rules=label_rules,
             source=f"POST /v1/calibrations job {job.id}: {job.n_rows} labelled rows, y* = human rounded to the "
             f"nearest integer (halves up); per (cell, input kind) calibration.kinds.fit.fit_kind in both guarantee "
             f"modes: PAC thresholds at delta={DEFAULT_DELTA} and expected-mode thresholds (document-level conformal "

@@ -1,0 +1,109 @@
+"""Fitting the ``per_label`` rules of a cell: every input kind, every calibrated level, no split and no seed.
+
+Rules, stated once: the kinds and their features are those of
+:func:`calibration.decisions.cell_rules.decision_kinds` (the feature computed item by item as the service computes
+it); the evidence groups from :mod:`calibration.per_label.support`; the intervals at every level of ``alphas``
+(:mod:`calibration.per_label.intervals`), all calibration items used (no part is spent on fitting anything); the
+skill test on the same items (:mod:`calibration.per_label.skill`). The same file gives the same rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import msgspec
+import numpy as np
+
+from calibration.decisions.cell_rules import decision_kinds
+from calibration.per_label.intervals import fit_label_intervals
+from calibration.per_label.rule import LabelRule, feature_bin
+from calibration.per_label.skill import skill_test
+from calibration.per_label.summary import summarise
+from calibration.per_label.support import evidence_groups, is_supported
+
+__all__ = ["LABEL_ALPHAS", "fit_cell_label_rules", "fit_label_rule"]
+
+# The levels a per-label rule is fitted at: the shipped set levels 0.01 .. 0.30.
+LABEL_ALPHAS: tuple[float, ...] = tuple(round(0.01 * k, 2) for k in range(1, 31))
+
+
+def fit_label_rule(
+    features: object,
+    labels: object,
+    documents: object,
+    *,
+    n_labels: int,
+    judge: str,
+    prompt_family: str,
+    criterion: str,
+    input_kind: str,
+    feature: str,
+    alphas: Sequence[float] = LABEL_ALPHAS,
+    summarised: bool = True,
+) -> LabelRule:
+    """One (cell, input kind)'s per-label rule (module rules), with its held-out figures on the file
+    (:mod:`calibration.per_label.summary`) unless ``summarised`` is False."""
+    f = np.asarray(features, dtype=float)
+    y = np.asarray(labels, dtype=np.int64)
+    docs = np.asarray(documents)
+    groups = evidence_groups(y, docs, n_labels)
+    supported = [is_supported(y, docs, group) for group in groups]
+    levels = fit_label_intervals(f, y, docs, groups, sorted(alphas), supported=supported)
+    bins = np.array([feature_bin(float(v), n_labels) for v in f], dtype=np.int64)
+    rule = LabelRule(
+        judge=judge,
+        prompt_family=prompt_family,
+        criterion=criterion,
+        input_kind=input_kind,
+        feature=feature,
+        n_labels=n_labels,
+        levels=levels,
+        groups=[list(group) for group in groups],
+        supported=supported,
+        label_items=[int((y == label).sum()) for label in range(1, n_labels + 1)],
+        n_items=int(y.size),
+        n_documents=int(np.unique(docs).size),
+        feature_items=[int((bins == label).sum()) for label in range(1, n_labels + 1)],
+        skill=skill_test(f, y, docs, n_labels),
+    )
+    if not summarised:
+        return rule
+
+    def refit(mask: np.ndarray) -> LabelRule:
+        return fit_label_rule(
+            f[mask], y[mask], docs[mask], n_labels=n_labels, judge=judge, prompt_family=prompt_family,
+            criterion=criterion, input_kind=input_kind, feature=feature, alphas=alphas, summarised=False,
+        )  # fmt: skip
+
+    return msgspec.structs.replace(rule, summary=summarise(f, y, docs, n_labels=n_labels, refit=refit, full=rule))
+
+
+def fit_cell_label_rules(
+    *,
+    judge: str,
+    prompt_family: str,
+    criterion: str,
+    labels: np.ndarray,
+    judge_scores: np.ndarray,
+    probabilities: np.ndarray | None,
+    means: np.ndarray | None,
+    groups: Sequence[object] | np.ndarray,
+    n_labels: int,
+    alphas: Sequence[float] = LABEL_ALPHAS,
+) -> list[LabelRule]:
+    """One per-label rule per input kind of the cell (module rules)."""
+    return [
+        fit_label_rule(
+            kind.data.features,
+            kind.data.labels,
+            kind.data.groups,
+            n_labels=n_labels,
+            judge=judge,
+            prompt_family=prompt_family,
+            criterion=criterion,
+            input_kind=kind.kind,
+            feature=kind.feature,
+            alphas=alphas,
+        )
+        for kind in decision_kinds(labels, judge_scores, probabilities, means, groups, n_labels)
+    ]
