@@ -27,14 +27,12 @@ import numpy as np
 
 from artifact.kinds import DEFAULT_DELTA, labelled_kind_data
 from artifact.labels import LabelledCell
-from artifact.serving import ServedEntry, choose_entry, interval_hull
+from artifact.report_served import decision_rule_on, label_rule_on, per_label_answers, served_sets
+from artifact.serving import ServedEntry, choose_entry
 from artifact.thresholds import ThresholdIndex, ThresholdsArtifact
-from calibration.conformal.fit import calibration_scores, fit_from_scores
-from calibration.conformal.sets import predict_sets
-from calibration.decisions.cell_rules import ARTIFACT_GRID, DecisionKind, decision_kinds, fit_kind_rule
-from calibration.decisions.fit import DecisionData
-from calibration.decisions.rule import MODES, DecisionRule, decide
-from calibration.kinds.fit import KindData, uses_group_pac
+from calibration.decisions.cell_rules import ARTIFACT_GRID, DecisionKind, decision_kinds
+from calibration.decisions.rule import MODES, decide
+from calibration.kinds.fit import KindData
 from calibration.kinds.verdicts import methods_for_kind
 from calibration.report_card.agreement import (
     agreement_within,
@@ -61,6 +59,7 @@ __all__ = [
 # The conformal delta each guarantee mode's sets are fitted at (artifact.kinds.fit_modes: pac at DEFAULT_DELTA,
 # expected without one); a mode not listed here has no sets of its own and is left out of the held-out evidence.
 MODE_DELTAS: dict[str, float | None] = {"pac": DEFAULT_DELTA, "expected": None}
+PER_LABEL = "per_label"  # the default guarantee: sets, points and accepts from calibration.per_label.rule
 
 
 @dataclass(frozen=True)
@@ -70,7 +69,8 @@ class ReportOptions:
     alpha: float = 0.10
     tolerance: int = 2
     accept_alpha: float = 0.10
-    planner_mode: str = "expected"
+    planner_mode: str = PER_LABEL  # /v1/score's default guarantee
+    entry_mode: str = "expected"  # the index whose served kind and method the set-based modes use
     folds: int = 2
     seed: int = 0
     n_resamples: int = 1000
@@ -87,7 +87,7 @@ def served_choice(cell: LabelledCell, artifact: ThresholdsArtifact | None, optio
     """(input kind, method) per the module rules."""
     kinds = [data.kind for data in labelled_kind_data(cell)]
     if artifact is not None:
-        index = ThresholdIndex(artifact, options.planner_mode)
+        index = ThresholdIndex(artifact, options.entry_mode)
         try:
             served = choose_entry(index, cell.key, kinds, options.alpha)
         except ValueError:
@@ -96,85 +96,6 @@ def served_choice(cell: LabelledCell, artifact: ThresholdsArtifact | None, optio
             return served.kind, served.method
     kind = kinds[-1] if cell.probabilities is not None and cell.means is None else kinds[0]
     return kind, methods_for_kind(kind)[0]
-
-
-def _subset(data: KindData, index: np.ndarray, groups: np.ndarray | None = None) -> KindData:
-    """The items at ``index`` (repeats allowed), with ``groups`` in place of theirs when given."""
-    return KindData(
-        kind=data.kind,
-        labels=data.labels[index],
-        judge_scores=data.judge_scores[index],
-        probabilities=None if data.probabilities is None else data.probabilities[index],
-        groups=data.groups[index] if groups is None else groups,
-        n_labels=data.n_labels,
-    )
-
-
-def _decision_subset(kind: DecisionKind, index: np.ndarray, groups: np.ndarray | None = None) -> DecisionData:
-    data = kind.data
-    signals = None if data.signals is None else {name: values[index] for name, values in data.signals.items()}
-    return DecisionData(
-        labels=data.labels[index],
-        features=data.features[index],
-        groups=data.groups[index] if groups is None else groups,
-        n_labels=data.n_labels,
-        signals=signals,
-    )
-
-
-def _served_sets(
-    data: KindData,
-    method: str,
-    alpha: float,
-    delta: float | None,
-    train: np.ndarray,
-    test: np.ndarray,
-    seed: int,
-    train_groups: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """(low, high) of the served interval hull of each test item, from a predictor fitted on the train items."""
-    fit_on = _subset(data, train, train_groups)
-    groups = np.unique(fit_on.groups, return_inverse=True)[1]
-    prepared = calibration_scores(
-        method,
-        fit_on.labels,
-        judge_scores=fit_on.judge_scores,
-        probabilities=fit_on.probabilities,
-        n_labels=data.n_labels,
-        rng=np.random.default_rng(seed),
-        groups=groups if uses_group_pac(groups, delta, True) else None,
-    )
-    fitted = fit_from_scores(prepared, alpha, delta)
-    served = _subset(data, test)
-    members = predict_sets(
-        fitted, judge_scores=served.judge_scores, probabilities=served.probabilities, rng=np.random.default_rng(seed)
-    )
-    low, high = np.zeros(test.size, dtype=np.int64), np.full(test.size, -1, dtype=np.int64)
-    for row, member in enumerate(members):
-        hull = interval_hull([int(k) + 1 for k in np.flatnonzero(member)])
-        if hull:
-            low[row], high[row] = hull[0], hull[-1]
-    return low, high
-
-
-def _rule(
-    cell: LabelledCell,
-    kind: DecisionKind,
-    index: np.ndarray,
-    seed: int,
-    groups: np.ndarray | None = None,
-    uniform_seed: int | None = None,
-) -> DecisionRule:
-    return fit_kind_rule(
-        kind,
-        _decision_subset(kind, index, groups),
-        judge=cell.judge,
-        prompt_family=cell.prompt_family,
-        criterion=cell.criterion,
-        grid=ARTIFACT_GRID,
-        seed=seed,
-        uniform_seed=uniform_seed,
-    )
 
 
 def _kinds(cell: LabelledCell, kind: str) -> tuple[KindData, DecisionKind]:
@@ -192,27 +113,35 @@ def _kinds(cell: LabelledCell, kind: str) -> tuple[KindData, DecisionKind]:
 def _heldout(cell: LabelledCell, kind: str, method: str, options: ReportOptions) -> list[HeldoutAnswers]:
     data, decision = _kinds(cell, kind)
     folds = split_documents(cell.groups, options.folds, options.seed)
-    modes = [mode for mode in MODES if mode in MODE_DELTAS]
+    modes = [PER_LABEL] + [mode for mode in MODES if mode in MODE_DELTAS]
+    levels = tuple(ARTIFACT_GRID.alphas)
     columns: dict[str, dict[str, list[Any]]] = {m: {k: [] for k in ("i", "low", "high", "point", "acc")} for m in modes}
     for number, test in enumerate(folds):
         train = np.setdiff1d(np.arange(cell.labels.size), test)
-        rule = _rule(cell, decision, train, options.seed)
+        rule = decision_rule_on(cell, decision, train, options.seed)
         for mode in modes:
-            low, high = _served_sets(data, method, options.alpha, MODE_DELTAS[mode], train, test, options.seed + number)
-            answers = [
-                [
-                    decide(
-                        rule, float(decision.data.features[i]), tolerance=options.tolerance, accept_alpha=a, mode=mode
-                    )
-                    for a in ARTIFACT_GRID.alphas
+            features = decision.data.features[test]
+            if mode == PER_LABEL:
+                low, high, points, accepted = per_label_answers(
+                    label_rule_on(cell, decision, train),
+                    features,
+                    alpha=options.alpha,
+                    tolerance=options.tolerance,
+                    levels=levels,
+                )
+            else:
+                lows, highs = served_sets(data, method, options.alpha, MODE_DELTAS[mode], train, test,
+                                           options.seed + number)  # fmt: skip
+                low, high = lows.tolist(), highs.tolist()
+                answers = [
+                    [decide(rule, float(v), tolerance=options.tolerance, accept_alpha=a, mode=mode) for a in levels]
+                    for v in features
                 ]
-                for i in test
-            ]
-            columns[mode]["i"].extend(test.tolist())
-            columns[mode]["low"].extend(low.tolist())
-            columns[mode]["high"].extend(high.tolist())
-            columns[mode]["point"].extend(row[0].point for row in answers)
-            columns[mode]["acc"].extend([d.accepted for d in row] for row in answers)
+                points = [[d.point for d in row] for row in answers]
+                accepted = [[d.accepted for d in row] for row in answers]
+            for name, values in (("i", test.tolist()), ("low", low), ("high", high), ("point", points),
+                                 ("acc", accepted)):  # fmt: skip
+                columns[mode][name].extend(values)
     result = []
     for mode in modes:
         order = np.argsort(columns[mode]["i"], kind="stable")
@@ -225,8 +154,8 @@ def _heldout(cell: LabelledCell, kind: str, method: str, options: ReportOptions)
                 groups=[str(cell.groups[i]) for i in pick],
                 set_low=[int(columns[mode]["low"][j]) for j in order],
                 set_high=[int(columns[mode]["high"][j]) for j in order],
-                points=[int(columns[mode]["point"][j]) for j in order],
-                accept_alphas=list(ARTIFACT_GRID.alphas),
+                points=[columns[mode]["point"][j] for j in order],
+                accept_alphas=list(levels),
                 accepted=[columns[mode]["acc"][j] for j in order],
             )
         )
@@ -248,19 +177,25 @@ def subsample_share(
         # each draw its own uniform (the expected rows' randomised acceptance): a calibration's share averages
         # over the uniform as well as over the documents, as the expected guarantee does
         uniform = int(np.random.default_rng([options.seed, n_documents, number]).integers(2**32))
-        rule = _rule(cell, decision, fitted, options.seed, groups, uniform)
-        delta = MODE_DELTAS.get(options.planner_mode)
-        low, high = _served_sets(data, method, options.alpha, delta, fitted, served, options.seed, groups)
-        accepted = [
-            decide(
-                rule,
-                float(decision.data.features[i]),
+        features = decision.data.features[served]
+        if options.planner_mode == PER_LABEL:
+            low_l, high_l, _, accepted_l = per_label_answers(
+                label_rule_on(cell, decision, fitted, groups),
+                features,
+                alpha=options.alpha,
                 tolerance=options.tolerance,
-                accept_alpha=options.accept_alpha,
-                mode=options.planner_mode,
-            ).accepted
-            for i in served
-        ]
+                levels=(options.accept_alpha,),
+            )
+            low, high, accepted = np.asarray(low_l), np.asarray(high_l), [row[0] for row in accepted_l]
+        else:
+            rule = decision_rule_on(cell, decision, fitted, options.seed, groups, uniform)
+            delta = MODE_DELTAS.get(options.planner_mode)
+            low, high = served_sets(data, method, options.alpha, delta, fitted, served, options.seed, groups)
+            accepted = [
+                decide(rule, float(v), tolerance=options.tolerance, accept_alpha=options.accept_alpha,
+                       mode=options.planner_mode).accepted
+                for v in features
+            ]  # fmt: skip
         shares.append(float(np.mean(accepted)))
         sizes.append(float(np.mean(np.where(high >= low, high - low + 1, 0))))
     return projected, shares, sizes

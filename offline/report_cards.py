@@ -76,7 +76,7 @@ def recorded_report_cards(
     progress: Callable[[str], object] | None = None,
 ) -> list[ReportCard]:
     """A card per cell the artifact serves (sorted by judge, prompt family, criterion)."""
-    index = ThresholdIndex(artifact, options.planner_mode)
+    index = ThresholdIndex(artifact, options.entry_mode)
     cards = []
     for data in sorted(cells, key=lambda c: (c.judge, c.prompt_family, c.criterion)):
         if not index.kinds(data.judge, data.prompt_family, data.criterion):
@@ -179,7 +179,7 @@ def print_planner_checks(data_dir: Path, thresholds: Path) -> None:
     from offline.validation.artifact import recorded_datasets
 
     artifact = load_artifact(thresholds)
-    index = ThresholdIndex(artifact, SHIPPED_REPORT_OPTIONS.planner_mode)
+    index = ThresholdIndex(artifact, SHIPPED_REPORT_OPTIONS.entry_mode)
     print("| judge | criterion | predicted at 50 from 30 (10th-90th) | measured at 50 | within 0.10 |")
     print("|---|---|---|---|---|")
     for data in sorted(recorded_datasets(data_dir), key=lambda c: (c.judge, c.prompt_family, c.criterion)):

@@ -23,7 +23,8 @@ __all__ = ["HeldoutAnswers", "mode_evidence", "split_documents"]
 
 
 class HeldoutAnswers(msgspec.Struct, frozen=True, kw_only=True):
-    """One guarantee mode's answers on held-out items: ``accepted[i, a]`` at ``accept_alphas[a]``."""
+    """One guarantee mode's answers on held-out items: ``points[i][a]`` and ``accepted[i][a]`` at
+    ``accept_alphas[a]`` (a per-label point moves with the decision's level; a decision rule's does not)."""
 
     mode: str
     alpha: float
@@ -31,7 +32,7 @@ class HeldoutAnswers(msgspec.Struct, frozen=True, kw_only=True):
     groups: list[str]
     set_low: list[int]
     set_high: list[int]
-    points: list[int]
+    points: list[list[int]]
     accept_alphas: list[float]
     accepted: list[list[bool]]
 
@@ -46,18 +47,19 @@ def mode_evidence(answers: HeldoutAnswers, *, n_labels: int, tolerance: int, acc
     if labels.size == 0:
         raise EmptyCalibrationError("no held-out items")
     low, high = np.asarray(answers.set_low), np.asarray(answers.set_high)
-    points = np.asarray(answers.points, dtype=np.int64)
-    accepted = np.asarray(answers.accepted, dtype=bool).reshape(labels.size, len(answers.accept_alphas))
-    if not (low.size == high.size == points.size == labels.size == len(answers.groups)):
+    shape = (labels.size, len(answers.accept_alphas))
+    points = np.asarray(answers.points, dtype=np.int64).reshape(shape)
+    accepted = np.asarray(answers.accepted, dtype=bool).reshape(shape)
+    if not (low.size == high.size == labels.size == len(answers.groups)):
         raise CalibrationError("every held-out item needs a label, a group, a set and a point")
     column = next((i for i, a in enumerate(answers.accept_alphas) if abs(a - accept_alpha) < 1e-9), None)
     if column is None:
         raise CalibrationError(f"accept_alpha {accept_alpha} is not one of {answers.accept_alphas}")
     covered = (low <= labels) & (labels <= high)
     sizes = np.where(high >= low, high - low + 1, 0)
-    wrong = np.abs(labels - points) >= tolerance
+    wrong = np.abs(labels[:, None] - points) >= tolerance  # (items, levels)
     groups = np.asarray(answers.groups, dtype=object)
-    chosen = accepted[:, column]
+    chosen, chosen_wrong = accepted[:, column], wrong[:, column]
     per_label = []
     for label in range(1, n_labels + 1):
         mine = labels == label
@@ -68,7 +70,7 @@ def mode_evidence(answers: HeldoutAnswers, *, n_labels: int, tolerance: int, acc
                 n_documents=len(set(groups[mine].tolist())),
                 set_coverage=_share(covered & mine, mine),
                 accept_share=_share(chosen & mine, mine),
-                wrongly_accepted_share=_share(chosen & wrong & mine, mine),
+                wrongly_accepted_share=_share(chosen & chosen_wrong & mine, mine),
             )
         )
     curve = []
@@ -78,7 +80,7 @@ def mode_evidence(answers: HeldoutAnswers, *, n_labels: int, tolerance: int, acc
             OperatingPoint(
                 accept_alpha=level,
                 accept_share=float(taken.mean()),
-                error_among_accepted=_share(taken & wrong, taken),
+                error_among_accepted=_share(taken & wrong[:, index], taken),
                 n_accepted=int(taken.sum()),
             )
         )
@@ -90,7 +92,7 @@ def mode_evidence(answers: HeldoutAnswers, *, n_labels: int, tolerance: int, acc
         mean_set_size=float(sizes.mean()),
         set_size_counts=[int(c) for c in np.bincount(sizes, minlength=n_labels + 1)[: n_labels + 1]],
         accept_share=float(chosen.mean()),
-        wrongly_accepted_share=float((chosen & wrong).mean()),
+        wrongly_accepted_share=float((chosen & chosen_wrong).mean()),
         per_label=per_label,
         operating_curve=curve,
     )

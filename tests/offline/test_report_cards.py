@@ -65,7 +65,7 @@ def test_the_ceiling_is_the_three_experts_of_the_abstractive_systems(card_and_ce
 
 def test_held_out_evidence_covers_every_item_once_per_mode(card_and_cell) -> None:
     card, _ = card_and_cell
-    assert {m.mode for m in card.modes} == {"expected", "pac"}
+    assert [m.mode for m in card.modes] == ["per_label", "expected", "pac"]
     for mode in card.modes:
         assert sum(row.n_items for row in mode.per_label) == 1600
         assert sum(mode.set_size_counts) == 1600
@@ -94,12 +94,23 @@ def test_expert_annotations_follow_the_cells_item_order(recorded_cells, data_dir
     assert rounded == [label for label, m in zip(cell.labels, marks, strict=True) if (m > 0).all()]
 
 
-@pytest.mark.parametrize("criterion", ["consistency", "relevance"])
+_OVER_PROJECTED = pytest.mark.xfail(
+    strict=True,
+    reason="the bootstrap projection over-projects per-label accepts from a 30-document file here (documents drawn "
+    "twice make the per-label intervals too sure): docs/report-cards.md, 'How good the planner's projection is'",
+)
+
+
+@pytest.mark.parametrize(
+    "criterion",
+    ["coherence", "fluency", pytest.param("consistency", marks=_OVER_PROJECTED),
+     pytest.param("relevance", marks=_OVER_PROJECTED)],
+)  # fmt: skip
 def test_the_planners_share_at_50_documents_from_a_30_document_file_is_within_010_of_the_measured(
     recorded_cells, artifact, criterion: str
 ) -> None:
-    # One judge's cells (the G-Eval judge with log-probs); every cell's figure, the misses included, is in
-    # docs/report-cards.md (python -m offline report-cards --planner-check)
+    # The G-Eval judge with log-probs, every criterion, in the served default mode (per_label); every shipped cell's
+    # figure is in docs/report-cards.md (python -m offline report-cards --planner-check)
     check = planner_check(_cell(recorded_cells, "gpt-4o-mini-2024-07-18", criterion), artifact)
     assert (check.file_documents, check.at_documents) == (30, 50)
     assert abs(check.predicted - check.measured) <= 0.10, check

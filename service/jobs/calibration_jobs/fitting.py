@@ -56,7 +56,7 @@ RuleFitter = Callable[[LabelledCell, int], Awaitable[list[DecisionRule]]]
 Reporter = Callable[[LabelledCell, ThresholdsArtifact], Awaitable[ReportCard]]
 # A job's report cards: the shipped cards' rules with fewer resamples and planner draws (a job's cost is the caller's
 # wait; the spread the planner shows says how much its points can move)
-JOB_REPORT_OPTIONS = ReportOptions(n_resamples=500, planner_draws=6, planner_sizes=(10, 20, 30, 50, 100, 200))
+JOB_REPORT_OPTIONS = ReportOptions(n_resamples=300, planner_draws=4, planner_sizes=(10, 30, 100))
 
 
 @dataclass(kw_only=True)

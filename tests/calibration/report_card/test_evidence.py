@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -17,7 +18,7 @@ def _answers() -> HeldoutAnswers:
         groups=["a", "a", "b", "b", "c", "c"],
         set_low=[1, 2, 2, 3, 1, 2],
         set_high=[2, 3, 3, 1, 3, 2],  # item 3: an empty set (low > high)
-        points=[1, 3, 2, 3, 5, 2],
+        points=[[1, 1], [3, 3], [2, 2], [3, 3], [5, 5], [2, 2]],
         accept_alphas=[0.05, 0.1],
         accepted=[[False, True], [False, True], [True, True], [False, False], [False, True], [False, False]],
     )
@@ -55,3 +56,11 @@ def test_folds_deal_whole_documents() -> None:
     assert sorted(np.concatenate(folds).tolist()) == list(range(30))
     names = [{groups[i] for i in fold} for fold in folds]
     assert not names[0] & names[1] and len(names[0]) == len(names[1]) == 5
+
+
+def test_a_point_that_moves_with_the_level_is_read_at_each_level() -> None:
+    answers = msgspec.structs.replace(_answers(), points=[[1, 3], [3, 3], [2, 2], [3, 3], [3, 5], [2, 2]])
+    evidence = mode_evidence(answers, n_labels=3, tolerance=2, accept_alpha=0.1)
+    loose = evidence.operating_curve[1]
+    assert loose.error_among_accepted == pytest.approx(3 / 4)  # item 0's point 3 at 0.1 is now wrong too
+    assert evidence.per_label[0].wrongly_accepted_share == pytest.approx(1.0)
