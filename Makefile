@@ -4,8 +4,9 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
+DATA_STAMP := $(VENV)/.installed-data
 
-.PHONY: install install-runtime promptfoo data standin test test-fast bench lint mutate calibrate report-cards results serve worker openapi settings-table demo clean
+.PHONY: install install-runtime install-data promptfoo data standin test test-fast bench lint mutate calibrate report-cards results serve worker openapi settings-table demo clean
 
 ## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
 ## offline extras on top of them, in the same .venv.
@@ -16,6 +17,13 @@ $(RUNTIME_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e .
 	touch $(RUNTIME_STAMP)
+
+## `make data` needs the runtime and the data extra (its progress bars) only, not the test and study tooling.
+install-data: $(DATA_STAMP)
+
+$(DATA_STAMP): $(RUNTIME_STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet -e '.[data]'
+	touch $(DATA_STAMP)
 
 install: $(STAMP)
 
@@ -38,7 +46,7 @@ examples/promptfoo/node_modules/.installed: examples/promptfoo/package.json exam
 ## DATA_SOURCE_BASE=<URL> replaces https://raw.githubusercontent.com in every pinned URL (a loopback or company copy
 ## laid out OWNER/REPO/COMMIT/PATH); DATA_MIRROR_URL=<URL> fetches whole files from a copy of the data directory.
 ## DATA_FLAGS passes options (e.g. --no-progress). Rerunning resumes an interrupted run. See docs/offline.md.
-data: install
+data: install-data
 	DATA_DIR="$(DATA_DIR)" DATA_MIRROR_URL="$(DATA_MIRROR_URL)" DATA_SOURCE_BASE="$(DATA_SOURCE_BASE)" \
 		$(BIN)/python -m offline data $(DATA_FLAGS)
 

@@ -9,7 +9,8 @@ Rules (``settle``): two values are the same when they are equal, or both numbers
 ``FLOAT_TOLERANCE`` absolute or relative; dicts key by key, lists item by item, entries by their key
 (judge, prompt family, criterion, input kind, method, alpha). Provenance that changes on every run
 (``created_at``, and the ``+g<hash>`` suffix of ``code_version``) does not count as a move; the package
-version, ``data_hash`` and ``source`` do.
+version, ``data_hash`` and ``source`` do, and so does a build from a clean commit over one that recorded
+uncommitted changes (the same numbers, now traceable to a commit).
 """
 
 from __future__ import annotations
@@ -24,9 +25,11 @@ import msgspec
 from artifact.thresholds import ThresholdsArtifact, load_artifact, save_artifact
 from calibration.errors import ArtifactError
 
-__all__ = ["FLOAT_TOLERANCE", "same_within", "save_unless_unmoved", "settle"]
+__all__ = ["FLOAT_TOLERANCE", "UNCOMMITTED", "same_within", "save_unless_unmoved", "settle"]
 
 FLOAT_TOLERANCE = 1e-12
+# What offline.export.code_version says instead of a commit when tracked files differ from the checkout's commit.
+UNCOMMITTED = "uncommitted changes"
 _PROVENANCE = ("created_at", "code_version")
 
 
@@ -81,9 +84,16 @@ def settle(
     rest_old = {k: v for k, v in old.items() if k not in ("entries", *_PROVENANCE)}
     rest_new = {k: v for k, v in new.items() if k not in ("entries", *_PROVENANCE)}
     rest, moved_rest = _keep_old_floats(rest_old, rest_new, tolerance)
-    version_moved = old["code_version"].split("+")[0] != new["code_version"].split("+")[0]
+    version_moved = _release(old["code_version"]) != _release(new["code_version"]) or (
+        UNCOMMITTED in old["code_version"] and UNCOMMITTED not in new["code_version"]
+    )
     merged = {**rest, "entries": entries, "created_at": new["created_at"], "code_version": new["code_version"]}
     return msgspec.convert(merged, ThresholdsArtifact), moved or moved_rest or version_moved
+
+
+def _release(code_version: str) -> str:
+    """The package version of a ``code_version`` (without ``+g<hash>`` or `` (uncommitted changes)``)."""
+    return code_version.split("+")[0].split(" (")[0]
 
 
 def save_unless_unmoved(artifact: ThresholdsArtifact, path: str | os.PathLike[str]) -> tuple[ThresholdsArtifact, bool]:

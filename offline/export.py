@@ -24,7 +24,8 @@ Rules, stated once:
   0.20, quality gates tau 3 and 4, delta 0.05). :func:`replace_decision_rules` swaps only that list in an existing
   artifact (every other byte of the file is re-encoded unchanged: msgspec writes back the floats it read).
 * **Provenance.** ``created_at`` ISO-8601 UTC; ``code_version`` = package version, plus ``+g<git short hash>``
-  when the checkout has a commit (``.dirty`` when tracked files changed); ``data_hash`` = sha256 over the data
+  when the checkout is that commit, unchanged; with tracked files changed it is ``<version> (uncommitted changes)``
+  and names no commit (no commit holds the code that fitted it); ``data_hash`` = sha256 over the data
   files the thresholds were fitted from (SummEval's when SummEval entries are exported, FRANK's ``items.jsonl``
   when faithfulness entries are; the judges' collected answers live in the answer store and are named in
   ``source``), in sorted relative-path order, hashing for each file its relative path,
@@ -55,9 +56,8 @@ from artifact.thresholds import (
 from calibration.conformal import fit_conformal
 from calibration.decisions.rule import DecisionRule
 from calibration.kinds.fit import KindFit
-from calibration.per_label.fit import fit_cell_label_rules
 from calibration.per_label.rule import LabelRule
-from offline.artifact_stability import save_unless_unmoved
+from offline.artifact_stability import UNCOMMITTED, save_unless_unmoved
 from offline.studies.conformal.cell_data import JudgeCriterionData, methods_for
 from offline.studies.conformal.results import ConformalSummary
 from offline.studies.factuality.faithfulness import FaithfulnessStudy
@@ -104,11 +104,11 @@ def data_hash(files: Iterable[Path], root: Path) -> str:
     return digest.hexdigest()
 
 
-def _git(*args: str) -> str | None:
+def _git(*args: str, cwd: Path | None = None) -> str | None:
     try:
         result = subprocess.run(
             ["git", *args],
-            cwd=Path(__file__).resolve().parents[1],
+            cwd=cwd or Path(__file__).resolve().parents[1],
             capture_output=True,
             text=True,
             timeout=10,
@@ -119,17 +119,19 @@ def _git(*args: str) -> str | None:
     return result.stdout.strip() if result.returncode == 0 else None
 
 
-def code_version() -> str:
-    """The package version, with ``+g<short hash>`` (and ``.dirty``) when git knows the checkout's commit."""
+def code_version(checkout: Path | None = None) -> str:
+    """The package version; with ``+g<short hash>`` when the checkout (default: this one) is that commit unchanged,
+    with `` (uncommitted changes)`` and no commit when tracked files differ from it."""
     try:
         version = metadata.version(PACKAGE)
     except metadata.PackageNotFoundError:
         version = "0+unknown"
-    commit = _git("rev-parse", "--short", "HEAD")
+    commit = _git("rev-parse", "--short", "HEAD", cwd=checkout)
     if not commit:
         return version
-    dirty = _git("status", "--porcelain", "--untracked-files=no")
-    return f"{version}+g{commit}" + (".dirty" if dirty else "")
+    if _git("status", "--porcelain", "--untracked-files=no", cwd=checkout):
+        return f"{version} ({UNCOMMITTED})"
+    return f"{version}+g{commit}"
 
 
 def faithfulness_entries(study: FaithfulnessStudy) -> tuple[list[ThresholdEntry], list[DefaultMethod]]:
@@ -376,23 +378,3 @@ def replace_decision_rules(path: Path, rules: Sequence[DecisionRule], label_rule
     save_artifact(replaced, path)
     Path(path).chmod(0o644)
     return len(rules) + len(label_rules)
-
-
-def export_label_rules(datasets: Sequence[JudgeCriterionData]) -> list[LabelRule]:
-    """The per-label rules of every (cell, kind), fitted on all its items (calibration.per_label.fit): what the
-    artifact's ``label_rules`` carry. Cells without groups use the item id's prefix before ``/``."""
-    rules: list[LabelRule] = []
-    for data in datasets:
-        groups = data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids]
-        rules += fit_cell_label_rules(
-            judge=data.judge,
-            prompt_family=data.prompt_family,
-            criterion=data.criterion,
-            labels=data.labels,
-            judge_scores=data.judge_scores,
-            probabilities=data.probabilities,
-            means=data.means,
-            groups=groups,
-            n_labels=data.n_labels,
-        )
-    return rules

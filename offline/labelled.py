@@ -26,7 +26,8 @@ from artifact.labels import DEFAULT_SCALE, LabelRow, labelled_cells, min_items_f
 from artifact.thresholds import save_artifact
 from calibration.errors import LabelsError
 from offline.data.errors import DataError
-from offline.export import build_artifact, code_version, export_label_rules
+from offline.export import build_artifact, code_version
+from offline.label_rules import export_label_rules
 from offline.report.labelled import write_labelled_report
 from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import (

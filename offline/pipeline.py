@@ -39,7 +39,8 @@ from offline.answers.ingest import IngestReport, ingest_recorded
 from offline.answers.store import AnswerStore
 from offline.data.frank import Frank, load_frank
 from offline.data.summeval import load_summeval
-from offline.export import export_label_rules, export_thresholds
+from offline.export import export_thresholds
+from offline.label_rules import export_label_rules
 from offline.pipeline_factuality import factuality_step, sentences_step
 from offline.report import SUMMARY_FILES, build_report, write_summary
 from offline.report.index import IngestRow, IngestSummary, unusable_judges

@@ -34,6 +34,7 @@ from service.wire.common import Problem, ProblemError
 
 __all__ = [
     "ENABLE_JOBS_HELP",
+    "ENABLE_MONITORS_HELP",
     "PROBLEM_TYPE_PREFIX",
     "RAW_REPLY_LIMIT",
     "BadRequestError",
@@ -72,6 +73,11 @@ ENABLE_JOBS_HELP = (
     "durable jobs need Redis: set REDIS_URL (for example redis://127.0.0.1:6379/0) for the API and start one "
     "or more workers with `python -m service.worker` (or `make worker`) on the same REDIS_URL; "
     "/v1/score and /v1/score/batch work without it"
+)
+# Feedback and the monitors live in Redis and are updated by the API itself: no worker takes part.
+ENABLE_MONITORS_HELP = (
+    "feedback and the monitors need Redis: set REDIS_URL (for example redis://127.0.0.1:6379/0) for the API and "
+    "restart it (no worker is needed for them); /v1/score and /v1/score/batch work without it"
 )
 
 
@@ -117,9 +123,12 @@ class UnsupportedMediaTypeError(ServiceProblem):
 
 
 class JudgeNotConfiguredError(ServiceProblem):
-    """The request needs a live judge call but no judge is configured (503, says how to configure one)."""
+    """The request needs a live judge call but no judge is configured (422, says how to configure one).
 
-    status = 503
+    Not a 503: nothing is temporarily unavailable, so a retry (which clients do on a 503) gets the same answer; the
+    request as sent cannot be served here, and the same request carrying its own verdict can."""
+
+    status = 422
     slug = "judge-not-configured"
     title = "No judge configured"
 
@@ -258,6 +267,15 @@ class OverloadedError(ServiceProblem):
 
     def __init__(self, detail: str, *, retry_after_s: int) -> None:
         super().__init__(detail, headers={"Retry-After": str(int(retry_after_s))})
+
+
+class MonitorQuotaError(ServiceProblem):
+    """A tenant's feedback monitors reached a bound: MONITOR_MAX_PER_TENANT monitors or MONITOR_TENANT_MAX_BYTES of
+    kept rows (429, the detail names the limit)."""
+
+    status = 429
+    slug = "monitor-quota"
+    title = "Monitor quota reached"
 
 
 class JobStoreFullError(ServiceProblem):

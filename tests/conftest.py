@@ -10,7 +10,7 @@ import pytest
 from offline.data.fetch import INCOMPLETE_MARKER
 from offline.data.paths import DATA_DIR_ENV, default_data_dir
 
-pytest_plugins = ["tests.fakes.fixtures", "tests.recorded_fixtures"]
+pytest_plugins = ["tests.fakes.fixtures", "tests.recorded_fixtures", "tests.redis_cleanup"]
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

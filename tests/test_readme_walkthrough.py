@@ -81,13 +81,15 @@ def test_readme_walkthrough_runs_as_written(tmp_path: Path) -> None:
     answers = [json.loads(line) for line in re.findall(r"^\{.*\}$", out, flags=re.MULTILINE)]
     scores = [a for a in answers if "prediction_set" in a]
     mine = [a for a in scores if a["judge"] == "my-judge"]
-    assert len(mine) == 4 and all(a["calibrated"] and set(a["prediction_set"]) <= set(range(1, 8)) for a in mine)
+    assert len(mine) == 5 and all(a["calibrated"] and set(a["prediction_set"]) <= set(range(1, 8)) for a in mine)
     # step 3b, as the page states: accepted at accept_alpha 0.20 in the expected mode (point 6), escalated in pac
-    expected_answer, pac_answer = mine[1], mine[2]
+    expected_answer, pac_answer, top = mine[1], mine[2], mine[3]
     assert (expected_answer["decision"], expected_answer["point"]) == ("accept", 6)
     assert [g["mode"] for g in expected_answer["guarantees"]] == ["expected", "expected"]
     assert pac_answer["decision"] == "escalate" and {g["mode"] for g in pac_answer["guarantees"]} == {"pac"}
-    assert mine[0]["decision"] == "escalate"  # the defaults (tolerance 2, accept_alpha 0.10) accept nothing here
+    # the default guarantee: score 6 escalates at the defaults, score 7 is accepted with set {5, 6, 7} and point 6
+    assert mine[0]["decision"] == "escalate" and {g["mode"] for g in mine[0]["guarantees"]} == {"per_label"}
+    assert (top["decision"], top["point"], top["prediction_set"]) == ("accept", 6, [5, 6, 7])
     shipped = [a for a in scores if a["judge"] == "gpt-4o-mini-2024-07-18"]
     assert len(shipped) == 1 and shipped[0]["calibrated"] is True
     activated = [a for a in answers if "cells_added" in a]

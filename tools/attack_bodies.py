@@ -27,6 +27,10 @@ ROUTES = [
     ("GET", "/v1/jobs/nope", False),
     ("DELETE", "/v1/jobs/nope", False),
     ("GET", "/v1/jobs/nope/results", False),
+    ("POST", "/v1/feedback", False),
+    ("GET", "/v1/monitor", False),
+    ("POST", "/v1/monitor/reset", True),
+    ("POST", "/v1/monitor/recalibrate", True),
 ]
 
 SCORE = {"criterion": "coherence", "judge": JUDGE, "judge_score": 3}
@@ -102,4 +106,7 @@ BODIES: dict[str, bytes] = {
     "/v1/estimates": json.dumps(estimate()).encode(),
     "/v1/rankings": json.dumps(rankings()).encode(),
     "/v1/jobs": json.dumps({"items": [SCORE, SCORE]}).encode(),
+    "/v1/feedback": json.dumps({"items": [{**SCORE, "human": 3, "item_id": "attack-1"}]}).encode(),
+    "/v1/monitor/reset": json.dumps({"monitor_id": "0" * 32}).encode(),
+    "/v1/monitor/recalibrate": json.dumps({"monitor_id": "0" * 32}).encode(),
 }

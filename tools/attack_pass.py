@@ -16,6 +16,8 @@ findings and the job items checked. Invariants (a breach is a finding):
 * a protected route never answers 2xx without a valid key, an admin route never to a tenant's key, a tenant never
   sees the other's job (404);
 * an over-cap body is a 413 or 422, never processed;
+* the feedback monitors: one tenant's labels never change another's answers, a flood is refused at its cap with
+  Redis growth bounded, an API started with Redis down never answers ``accept`` (``tools/attack_monitoring.py``);
 * every job ends with exactly one result line per item (indices 0..n-1, none missing, none twice), whatever
   worker died; a Redis pause costs 503s with ``Retry-After`` at worst, never a 500 or a lost item.
 
@@ -32,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from tools.attack_bodies import BODIES, ROUTES, calibration_rows, job_lines
 from tools.attack_jobs import section_redis_dead, section_redis_paused, section_worker_killed
+from tools.attack_monitoring import section_monitoring
 from tools.attack_stack import ADMIN, TENANT_A, TENANT_B, Stack, send
 from tools.attack_tally import Tally
 
@@ -312,6 +315,7 @@ def main(argv: list[str] | None = None) -> int:
             "worker-killed": lambda: section_worker_killed(tally, stack, args.jobs, args.items),
             "redis-paused": lambda: section_redis_paused(tally, stack, args.pause_ms),
             "redis-dead": lambda: section_redis_dead(tally, stack),
+            "monitoring": lambda: section_monitoring(tally, stack),
         }
         for name, run in sections.items():
             if name not in args.skip:

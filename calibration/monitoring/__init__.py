@@ -1,24 +1,25 @@
-"""Anytime-valid monitors of the served guarantees: alarms with false-alarm probability <= delta over the whole
-stream, with documents as the unit, and running failure rates with confidence sequences.
+"""Change detectors for the served guarantees: alarms whose false-alarm probability over a horizon of documents is
+<= delta (mean time to a false alarm >= horizon / delta), with documents as the unit, and running failure rates
+with confidence sequences.
 
 ===================== ==========================================================================================
-``tally``             one document's labelled outcomes for one guarantee (labels, counted, failures)
-``eprocess``          one guarantee's alarm statistic: a mixture of betting test martingales over documents
+``tally``             one document's labelled outcomes for one guarantee (labels, counted, failures, excess)
+``detector``          one guarantee's change detector: a Shiryaev-Roberts e-detector, a mixture over bets
 ``rate_sequence``     the running failure rate and its empirical-Bernstein confidence sequence, O(1) state
-``monitor``           a cell: its guarantees, the weighted-mean e-process, the alarm and the report
+``monitor``           a cell: its guarantees, the weighted-mean detector, the alarm, its explanation, the report
 ``paths``             the same rules vectorised over whole streams (studies, simulations)
 ===================== ==========================================================================================
 """
 
-from calibration.monitoring.eprocess import (
+from calibration.monitoring.detector import (
     GUARANTEES,
-    EProcess,
+    DetectorState,
     GuaranteeSpec,
     bets,
     e_value,
     prior,
-    start_eprocess,
-    update_eprocess,
+    start_detector,
+    update_detector,
 )
 from calibration.monitoring.monitor import (
     Alarm,
@@ -29,12 +30,13 @@ from calibration.monitoring.monitor import (
     GuaranteeState,
     cell_e_value,
     cell_report,
+    explain_alarm,
     observe_document,
     start_cell,
 )
-from calibration.monitoring.paths import cell_alarm_index, cell_e_path, e_process_path
+from calibration.monitoring.paths import cell_alarm_index, cell_e_path, detector_path, excess_path
 from calibration.monitoring.rate_sequence import RateEstimate, RateSequence, rate_estimate, update_rate
-from calibration.monitoring.tally import DocumentTally, add_item, check_tally
+from calibration.monitoring.tally import DocumentTally, add_item, check_tally, single_level_tally
 
 __all__ = [
     "GUARANTEES",
@@ -42,8 +44,8 @@ __all__ = [
     "CellMonitor",
     "CellReport",
     "CellSpec",
+    "DetectorState",
     "DocumentTally",
-    "EProcess",
     "GuaranteeReport",
     "GuaranteeSpec",
     "GuaranteeState",
@@ -56,13 +58,16 @@ __all__ = [
     "cell_e_value",
     "cell_report",
     "check_tally",
-    "e_process_path",
+    "detector_path",
     "e_value",
+    "excess_path",
+    "explain_alarm",
     "observe_document",
     "prior",
     "rate_estimate",
+    "single_level_tally",
     "start_cell",
-    "start_eprocess",
-    "update_eprocess",
+    "start_detector",
+    "update_detector",
     "update_rate",
 ]

@@ -47,6 +47,7 @@ class RateSequence(msgspec.Struct, frozen=True, kw_only=True):
     q: float = 0.0  # sum psi f' c'
     s: float = 0.0  # sum psi c'^2
     w2: float = 0.0  # sum of the plug-in's squared residuals
+    allowed: float = 0.0  # sum of the counted items' served levels
 
 
 class RateEstimate(msgspec.Struct, frozen=True, kw_only=True):
@@ -57,6 +58,7 @@ class RateEstimate(msgspec.Struct, frozen=True, kw_only=True):
     high: float
     failures: int
     counted: int
+    allowed: float | None = None  # the counted items' mean served level (None before any counted item)
 
 
 def _psi(bet: float) -> float:
@@ -87,6 +89,7 @@ def update_rate(state: RateSequence, tally: DocumentTally, *, max_items: int, de
         q=state.q + psi * f * c,
         s=state.s + psi * c * c,
         w2=state.w2 + (f - previous * c) ** 2,
+        allowed=state.allowed + tally.allowed,
     )
 
 
@@ -124,17 +127,21 @@ def _subtract(pieces: list[tuple[float, float]], cut: tuple[float, float] | None
 def rate_estimate(state: RateSequence, *, delta: float) -> RateEstimate:
     """R_hat and the hull of the r in [0, 1] neither side rejects at 2/delta (module rule)."""
     rate = state.failures / state.counted if state.counted else None
+    allowed = state.allowed / state.counted if state.counted else None
     threshold = math.log(2.0 / delta)
     lower_side = _rejected(state.s, 2.0 * state.q - state.b, state.a - state.p, threshold)
     upper_side = _rejected(state.s, 2.0 * state.q + state.b, -state.a - state.p, threshold)
     pieces = _subtract(_subtract([(0.0, 1.0)], lower_side), upper_side)
     if not pieces:
         point = 0.0 if rate is None else rate
-        return RateEstimate(rate=rate, low=point, high=point, failures=state.failures, counted=state.counted)
+        return RateEstimate(
+            rate=rate, low=point, high=point, failures=state.failures, counted=state.counted, allowed=allowed
+        )
     return RateEstimate(
         rate=rate,
         low=min(p[0] for p in pieces),
         high=max(p[1] for p in pieces),
         failures=state.failures,
         counted=state.counted,
+        allowed=allowed,
     )

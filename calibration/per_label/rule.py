@@ -75,6 +75,9 @@ class RuleSummary(msgspec.Struct, frozen=True, kw_only=True):
     set_size: float
     accept_share: float
     labels: list[LabelSummary]
+    # the rule fitted on the whole file answering the file's own verdicts: exactly what /v1/score serves for them
+    served_set_size: float = 0.0
+    served_accept_share: float = 0.0
 
 
 class LabelRule(msgspec.Struct, frozen=True, kw_only=True):

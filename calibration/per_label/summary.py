@@ -7,7 +7,8 @@ fold count; nothing random); each fold is answered by a rule fitted on the other
 the service's defaults (alpha = accept_alpha = ``SUMMARY_ALPHA``, tolerance ``SUMMARY_TOLERANCE``). Figures: the mean
 set size, the accept share, and per human label its items, coverage, accept share and wrongly accepted share
 (|human - point| >= tolerance), all item-weighted over the whole file. A file of fewer documents than folds is
-answered by the rule fitted on all of it (in sample), and ``held_out`` says so.
+answered by the rule fitted on all of it (in sample), and ``held_out`` says so. Beside them, ``served_*``: the rule
+fitted on the whole file answering the file's own verdicts, which is what ``/v1/score`` answers for them.
 """
 
 from __future__ import annotations
@@ -63,6 +64,7 @@ def summarise(
             covered[index] = int(labels[index]) in answer.prediction_set
             points[index] = answer.point
     wrong = accepted & (np.abs(points - labels) >= SUMMARY_TOLERANCE)
+    served = [answer_per_label(full, float(value), ask) for value in features]
     rows = []
     for label in range(1, n_labels + 1):
         mine = labels == label
@@ -84,6 +86,8 @@ def summarise(
         set_size=float(sizes.mean()) if sizes.size else 0.0,
         accept_share=float(accepted.mean()) if accepted.size else 0.0,
         labels=rows,
+        served_set_size=float(np.mean([len(a.prediction_set) for a in served])) if served else 0.0,
+        served_accept_share=float(np.mean([a.accepted for a in served])) if served else 0.0,
     )
 
 

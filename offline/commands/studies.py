@@ -66,7 +66,8 @@ def run_decisions(args: argparse.Namespace, log: Any) -> int:
     datasets = recorded_datasets(resolve_data_dir(args.data_dir))
     bar = None if args.no_progress else (lambda t: tqdm(t, desc="decisions", leave=False))
     if args.write_rules is not None:
-        from offline.export import export_label_rules, replace_decision_rules
+        from offline.export import replace_decision_rules
+        from offline.label_rules import export_label_rules
 
         rules = replace_decision_rules(
             args.write_rules, export_rules(datasets, seed=args.seed, progress=bar), export_label_rules(datasets)

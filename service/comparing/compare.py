@@ -259,7 +259,7 @@ async def compare_candidates(ctx: CompareContext, request: CompareRequest) -> Co
     mismatch = False
     if live:
         judge = judge or ctx.judges.default_judge()
-        ctx.judges.client(judge or "")  # first: 503 without judges (whatever the body asks); 422 if not configured
+        ctx.judges.client(judge or "")  # first: 422 without judges (whatever the body asks); 422 if not configured
         assert judge is not None
         ids = check_live(request, ctx.settings)
         check_call_budget(len(ids), request, ctx.settings)

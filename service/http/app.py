@@ -13,6 +13,7 @@ endpoint is one more entry there (and, when it is public, in ``service.http.edge
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import gc
 from collections.abc import AsyncIterator
@@ -26,6 +27,7 @@ from litestar.openapi.spec import Components, Reference, SecurityScheme
 
 from service.artifacts.report_cards import ShippedReportCards
 from service.artifacts.state import CalibrationHolder
+from service.comparing.mfas_limit import start_solver_server
 from service.config.settings import Settings
 from service.http.body import JSONRequest
 from service.http.docs_page import OfflineRedoc
@@ -97,6 +99,8 @@ _DESCRIPTION = (
 @asynccontextmanager
 async def _lifespan(app: Litestar) -> AsyncIterator[None]:
     services: Services = app.state.services
+    # so that the first /v1/compare's MFAS limit is not spent starting its workers' server (about 1 s, in a thread)
+    await asyncio.to_thread(start_solver_server)
     services.calibration.load_initial()
     if services.calibration.current is not None:
         services.metrics.calibration_entries.set(len(services.calibration.current.artifact.entries))

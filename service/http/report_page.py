@@ -230,14 +230,10 @@ def _monitors(report: JudgeReport) -> str:
         return "<h2>Monitors</h2><p>No feedback monitor of this judge yet: send labels to POST /v1/feedback.</p>"
     rows = []
     for i, m in enumerate(report.monitors):
-        alarm = (
-            "none"
-            if m.alarm is None
-            else f"{html.escape(m.alarm.guarantee)} at level {m.alarm.level:g}: the evidence against the guarantee "
-            f"(e-value {m.alarm.e_value:.3g}) passed 1/delta"
-        )
+        alarm = "none" if m.alarm is None else html.escape(m.alarm.explanation)
         rows.append(
-            f"<tr><th scope=row>{html.escape(m.prompt_family)} / {html.escape(m.criterion)} ({html.escape(m.mode)})"
+            f"<tr><th scope=row>{html.escape(m.prompt_family)} / {html.escape(m.criterion)} "
+            f"({html.escape(m.input_kind)})"
             f"</th><td>{html.escape(m.status)}</td><td>{_count(m.labels, f'monitors.{i}.labels')}</td>"
             f"<td>{_num(m.e_value, f'monitors.{i}.e_value')}</td><td>{alarm}</td></tr>"
         )

@@ -63,10 +63,11 @@ _PROBLEM_DESCRIPTIONS = {
     409: "Idempotency-Key reused with another body, or a cell owned by another artifact",
     413: "Request body larger than MAX_BODY_BYTES",
     415: "The request body is not declared as JSON (Content-Type must be application/json)",
-    422: "Validation failed, or a name/level/limit the service does not accept (see `allowed`)",
+    422: "Validation failed, a name/level/limit the service does not accept (see `allowed`), or a live judge call "
+    "with no judge configured (send your own verdict)",
     502: "The judge call failed or its reply could not be read",
     429: "Admission control: too many items queued or in flight; retry after Retry-After seconds",
-    503: "No judge configured, or no calibration loaded",
+    503: "Unavailable for now: no calibration loaded, Redis absent or down, or a judge's breaker open",
 }
 
 

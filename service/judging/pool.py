@@ -176,7 +176,7 @@ class JudgePool:
         return next(iter(self._configs), None)
 
     def client(self, name: str) -> Any:
-        """The client of a configured judge; 503 with set-up help when none is configured, 422 for others."""
+        """The client of a configured judge; 422 with set-up help when none is configured, 422 for others."""
         if not self._clients:
             raise JudgeNotConfiguredError(NO_JUDGE_HELP)
         client = self._clients.get(name)

@@ -4,8 +4,10 @@
 admin tenant's (the admin's feedback speaks for everyone), keyed as ``service.scoring.monitor_alarm`` reads them.
 A request that finds the copy older than MONITOR_REFRESH_S re-reads the one small ``alarms`` hash (bounded by
 MONITOR_READ_TIMEOUT_S); a Redis that does not answer keeps the last copy (logged once per outage), so scoring
-never fails or waits long because of the monitors. An alarm raised or reset in this process is in its copy at once;
-other processes see it within MONITOR_REFRESH_S.
+never fails or waits long because of the monitors. **Fail closed**: until the alarms have been read once (a process
+started while Redis does not answer), any cell may be in alarm, so every caller gets ``UnreadAlarms``, which
+escalates every answer with a reason saying so, until a read succeeds. An alarm raised or reset in this process is
+in its copy at once; other processes see it within MONITOR_REFRESH_S.
 """
 
 from __future__ import annotations
@@ -17,17 +19,41 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
+from service.monitoring.metrics import MonitorMetrics
 from service.monitoring.store import AlarmRecord, MonitorStore
 from service.scoring.monitor_alarm import AlarmedCell, AlarmNote
 
-__all__ = ["AlarmBoard"]
+__all__ = ["UNREAD_EXPLANATION", "AlarmBoard", "UnreadAlarms"]
+
+UNREAD_EXPLANATION = (
+    "the alarms of the feedback monitors have not been read since this process started (Redis does not answer), so "
+    "this cell may be in alarm and is escalated until they are read"
+)
+
+
+_UNREAD = AlarmNote(monitor_id="unread", guarantee="unknown", level=0.0, e_value=0.0, explanation=UNREAD_EXPLANATION)
+
+
+class UnreadAlarms(dict[AlarmedCell, AlarmNote]):
+    """The alarms before the first successful read: every cell's look-up finds a note saying they are unread (a
+    dict, as the scoring context carries, that is never empty)."""
+
+    def get(self, key: AlarmedCell, default: object = None) -> AlarmNote:
+        """The unread note, whatever the cell."""
+        return _UNREAD
+
+    def __len__(self) -> int:
+        return 1  # never empty: an answer must look its cell up
 
 
 class AlarmBoard:
     """A process's cached copy of the raised alarms."""
 
-    def __init__(self, store: MonitorStore, *, refresh_s: float, timeout_s: float, logger: Any) -> None:
+    def __init__(
+        self, store: MonitorStore, *, refresh_s: float, timeout_s: float, logger: Any, metrics: MonitorMetrics
+    ) -> None:
         self.store = store
+        self.metrics = metrics
         self.refresh_s = refresh_s
         self.timeout_s = timeout_s
         self.logger = logger
@@ -35,11 +61,15 @@ class AlarmBoard:
         self._by_caller: dict[tuple[str, str | None], dict[AlarmedCell, AlarmNote]] = {}
         self._read_at = float("-inf")
         self._failing = False
+        self._read_once = False
 
     async def for_caller(self, tenant: str, admin_tenant: str | None) -> dict[AlarmedCell, AlarmNote]:
-        """The alarms that apply to a caller of ``tenant`` (its own and ``admin_tenant``'s)."""
+        """The alarms that apply to a caller of ``tenant`` (its own and ``admin_tenant``'s); ``UnreadAlarms``
+        until they have been read once."""
         if time.monotonic() - self._read_at >= self.refresh_s:
             await self.refresh()
+        if not self._read_once:
+            return UnreadAlarms()
         cached = self._by_caller.get((tenant, admin_tenant))
         if cached is None:
             cached = {
@@ -61,7 +91,13 @@ class AlarmBoard:
             self._failing = True
             return
         self._failing = False
+        self._read_once = True
         self._replace(records)
+
+    @property
+    def read(self) -> bool:
+        """Whether the alarms have been read at least once (before that, every cell escalates)."""
+        return self._read_once
 
     def raised(self, record: AlarmRecord) -> None:
         """An alarm this process raised: in the copy at once."""
@@ -74,6 +110,7 @@ class AlarmBoard:
     def _replace(self, records: Sequence[AlarmRecord]) -> None:
         self._records = {record.monitor_id: record for record in records}
         self._by_caller = {}
+        self.metrics.alarms.set(len(self._records))
 
 
 def _cell(record: AlarmRecord) -> AlarmedCell:
@@ -82,5 +119,9 @@ def _cell(record: AlarmRecord) -> AlarmedCell:
 
 def _note(record: AlarmRecord) -> AlarmNote:
     return AlarmNote(
-        monitor_id=record.monitor_id, guarantee=record.guarantee, level=record.level, e_value=record.e_value
+        monitor_id=record.monitor_id,
+        guarantee=record.guarantee,
+        level=record.level,
+        e_value=record.e_value,
+        explanation=record.explanation,
     )

@@ -2,16 +2,24 @@
 
 A **monitor** is one served cell (judge, prompt family, criterion, input kind) of one calibration (the id of the
 artifact that owns the cell, so activating a new calibration for the cell starts a new monitor and leaves the
-others alone), at the levels the answer was served at (guarantee mode, the coverage level alpha, and the accept
-row's tolerance and accept_alpha when the answer named one), for one tenant. Its ``CellSpec`` is fixed when its
-first label arrives, from those served levels and the settings (MONITOR_MAX_ITEMS, MONITOR_DELTA): nothing in
-it depends on a label.
+others alone), for one tenant: every level and guarantee mode the cell is served at feeds the same monitor, so one
+change detector (one false-alarm budget) stands for everything that can escalate the cell for that tenant. Its
+``CellSpec`` is fixed when its first label arrives, from the served answer and the calibration, never from a label:
 
-A label (``human``, rounded half up and checked against the cell's scale, as calibration reads it) gives:
+* **coverage** over every item, each item at the alpha it was served at;
+* **accept error** over the accepted items, each at its served accept_alpha and tolerance, watched only when some
+  row of the cell's certified rule accepts a bin (a rule that accepts nothing promises nothing);
+* when the answer's guarantee is label-conditional (mode ``per_label``: for every human label y, coverage of y and
+  the share of label-y items accepted with a wrong point are each promised): the same two for each label y = 1..K,
+  over the items whose human label is y. These watch the judge's skill: a judge replaced by one that says the same
+  score for everything keeps the marginal rates but misses the labels it no longer tells apart.
 
-* **coverage** at alpha: counted always; failed when the label is outside the served prediction set;
-* **accept error** at (tolerance, accept_alpha): counted when the answer was ``accept``; failed when
-  ``|label - point| >= tolerance``.
+Weights: the whole-cell guarantees share half of the budget and the per-label ones the other half (all of it when
+there are none). The monitor's delta is MONITOR_DELTA split between the tenant's own monitor and the admin's, the
+two that can escalate one caller's cell (``service.monitoring.monitors``).
+
+A label (``human``, rounded half up and checked against the cell's scale, as calibration reads it) gives, per
+watched guarantee: counted, failed, and the level the item was served at.
 """
 
 from __future__ import annotations
@@ -23,9 +31,22 @@ import msgspec
 from calibration.kinds.verdicts import round_half_up
 from calibration.monitoring import CellSpec, GuaranteeSpec
 from service.errors import InvalidRequestError
-from service.wire.score import ScoreResponse
+from service.wire.score import Guarantee, ScoreResponse
 
-__all__ = ["CellKey", "LabelOutcome", "MonitorKey", "label_outcome", "monitor_key", "watched_spec"]
+__all__ = [
+    "PER_LABEL_MODES",
+    "CellKey",
+    "LabelOutcome",
+    "MonitorKey",
+    "ServedLabel",
+    "label_outcome",
+    "monitor_key",
+    "served_label",
+    "served_levels",
+    "watched_spec",
+]
+
+PER_LABEL_MODES = frozenset({"per_label"})  # guarantee modes that promise each human label its own rates
 
 
 class CellKey(msgspec.Struct, frozen=True, kw_only=True):
@@ -40,13 +61,9 @@ class CellKey(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class MonitorKey(msgspec.Struct, frozen=True, kw_only=True):
-    """A monitor: its cell and the levels it watches (accept_alpha None: no accept row was served)."""
+    """A monitor: its cell (every level and mode the cell is served at feeds it)."""
 
     cell: CellKey
-    mode: str
-    alpha: float
-    tolerance: int | None = None
-    accept_alpha: float | None = None
 
     @property
     def monitor_id(self) -> str:
@@ -55,14 +72,15 @@ class MonitorKey(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class LabelOutcome(msgspec.Struct, frozen=True, kw_only=True):
-    """One label's outcome per guarantee of its monitor, in the spec's order (coverage, then accept error)."""
+    """One label's outcome per guarantee of its monitor, in the spec's order: counted, failed, served level."""
 
     counted: tuple[bool, ...]
     failed: tuple[bool, ...]
+    levels: tuple[float, ...]
 
 
-def monitor_key(answer: ScoreResponse, *, tenant: str, calibration_id: str) -> MonitorKey:
-    """The monitor of a served answer; InvalidRequestError when the answer carries no guarantee to watch."""
+def served_levels(answer: ScoreResponse) -> tuple[Guarantee, Guarantee | None]:
+    """The answer's coverage and accept-error guarantees; InvalidRequestError when it carries no coverage."""
     if not answer.calibrated or answer.prompt_family is None:
         raise InvalidRequestError(
             "this verdict is not calibrated (no thresholds serve it), so no guarantee was served to monitor: "
@@ -74,7 +92,13 @@ def monitor_key(answer: ScoreResponse, *, tenant: str, calibration_id: str) -> M
             "this verdict was served without a coverage guarantee (the cell's rule failed), so there is nothing to "
             "monitor: " + answer.reason
         )
-    accept = next((g for g in answer.guarantees if g.kind == "accept_error"), None)
+    return coverage, next((g for g in answer.guarantees if g.kind == "accept_error"), None)
+
+
+def monitor_key(answer: ScoreResponse, *, tenant: str, calibration_id: str) -> MonitorKey:
+    """The monitor of a served answer; InvalidRequestError when the answer carries no guarantee to watch."""
+    served_levels(answer)
+    assert answer.prompt_family is not None
     cell = CellKey(
         tenant=tenant,
         calibration_id=calibration_id,
@@ -83,35 +107,85 @@ def monitor_key(answer: ScoreResponse, *, tenant: str, calibration_id: str) -> M
         criterion=answer.criterion,
         input_kind=answer.input_kind or "",
     )
-    return MonitorKey(
-        cell=cell,
-        mode=coverage.mode,
-        alpha=coverage.alpha,
-        tolerance=None if accept is None else accept.tolerance,
-        accept_alpha=None if accept is None else accept.alpha,
-    )
+    return MonitorKey(cell=cell)
 
 
-def watched_spec(key: MonitorKey, *, max_items: int, delta: float) -> CellSpec:
-    """What the monitor watches: coverage at alpha, and accept error at the served row when there was one."""
-    guarantees = [GuaranteeSpec(guarantee="coverage", level=key.alpha, max_items=max_items)]
-    if key.accept_alpha is not None:
-        accept = GuaranteeSpec(
-            guarantee="accept_error", level=key.accept_alpha, tolerance=key.tolerance, max_items=max_items
-        )
-        guarantees.append(accept)
-    return CellSpec(guarantees=guarantees, delta=delta)
+def watched_spec(
+    answer: ScoreResponse, *, n_labels: int, accepts: bool, max_items: int, delta: float, horizon: int
+) -> CellSpec:
+    """What a new monitor watches (module rules): ``accepts`` says whether the cell's rule accepts any bin."""
+    coverage, accept = served_levels(answer)
+    whole = [GuaranteeSpec(guarantee="coverage", level=coverage.alpha, max_items=max_items)]
+    watch_accept = accepts and accept is not None
+    if watch_accept:
+        assert accept is not None
+        tolerance = accept.tolerance or 1
+        whole.append(GuaranteeSpec(guarantee="accept_error", level=accept.alpha, tolerance=tolerance,
+                                   max_items=max_items))  # fmt: skip
+    per_label: list[GuaranteeSpec] = []
+    if coverage.mode in PER_LABEL_MODES:
+        for y in range(1, n_labels + 1):
+            per_label.append(GuaranteeSpec(guarantee="coverage", level=coverage.alpha, human_label=y,
+                                           max_items=max_items))  # fmt: skip
+            if watch_accept:
+                assert accept is not None
+                per_label.append(GuaranteeSpec(guarantee="accept_error", level=accept.alpha,
+                                               tolerance=accept.tolerance or 1, human_label=y,
+                                               max_items=max_items))  # fmt: skip
+    share = 0.5 if per_label else 1.0
+    weights = [share / len(whole)] * len(whole) + [(1.0 - share) / max(1, len(per_label))] * len(per_label)
+    total = sum(weights)
+    return CellSpec(guarantees=whole + per_label, weights=[w / total for w in weights], delta=delta, horizon=horizon)
 
 
-def label_outcome(answer: ScoreResponse, key: MonitorKey, human: float, n_labels: int) -> LabelOutcome:
-    """The label's outcome per watched guarantee; InvalidRequestError for a label outside the scale 1..n_labels."""
+class ServedLabel(msgspec.Struct, frozen=True, kw_only=True):
+    """What one label says of the answer it labels, whatever the monitor watches: the label, whether the set
+    covered it, whether the answer was accepted with a point ``tolerance`` or more away, and the served levels."""
+
+    label: int
+    scale: int  # K: the labels 1..K the cell's scale has
+    covered: bool
+    coverage_alpha: float
+    per_label: bool  # the served guarantee promised each human label its own rates
+    accept_alpha: float | None  # None: no accept-error guarantee was served
+    accepted: bool
+    wrong: bool  # accepted with |label - point| >= tolerance
+
+
+def served_label(answer: ScoreResponse, human: float, n_labels: int) -> ServedLabel:
+    """The label read as calibration reads it, against the answer; InvalidRequestError outside the scale."""
     if not 1 <= human <= n_labels:
         raise InvalidRequestError(f"human={human!r} is outside this cell's scale 1..{n_labels}")
     label = min(n_labels, round_half_up(human))
-    counted = [True]
-    failed = [label not in answer.prediction_set]
-    if key.accept_alpha is not None:
-        accepted = answer.decision == "accept"
-        counted.append(accepted)
-        failed.append(accepted and abs(label - answer.point) >= (key.tolerance or 1))
-    return LabelOutcome(counted=tuple(counted), failed=tuple(failed))
+    coverage, accept = served_levels(answer)
+    accepted = answer.decision == "accept" and accept is not None
+    return ServedLabel(
+        label=label,
+        scale=n_labels,
+        covered=label in answer.prediction_set,
+        coverage_alpha=coverage.alpha,
+        per_label=coverage.mode in PER_LABEL_MODES,
+        accept_alpha=None if accept is None else accept.alpha,
+        accepted=accepted,
+        wrong=accepted and accept is not None and abs(label - answer.point) >= (accept.tolerance or 1),
+    )
+
+
+def label_outcome(spec: CellSpec, served: ServedLabel) -> LabelOutcome:
+    """The label's outcome per guarantee of the monitor's spec (module rules)."""
+    counted: list[bool] = []
+    failed: list[bool] = []
+    levels: list[float] = []
+    for watched in spec.guarantees:
+        mine = watched.human_label is None or (served.per_label and watched.human_label == served.label)
+        if watched.guarantee == "coverage":
+            counted.append(mine)
+            failed.append(mine and not served.covered)
+            levels.append(served.coverage_alpha)
+            continue
+        # whole cell: error among accepted; one label: the share of its items accepted with a wrong point
+        count = mine and (served.accepted if watched.human_label is None else served.accept_alpha is not None)
+        counted.append(count)
+        failed.append(count and served.wrong)
+        levels.append(watched.level if served.accept_alpha is None else served.accept_alpha)
+    return LabelOutcome(counted=tuple(counted), failed=tuple(failed), levels=tuple(levels))

@@ -1,4 +1,5 @@
-"""The monitors in Redis: one monitor's state, its open documents and the ids it has seen, changed atomically.
+"""The monitors in Redis: one monitor's state, its open documents and the ids it has seen, changed atomically, within
+each tenant's quotas.
 
 Keys (``p`` = ``cj:<JOB_QUEUE>:mon:``, the jobs' Redis and prefix):
 
@@ -6,19 +7,25 @@ Keys (``p`` = ``cj:<JOB_QUEUE>:mon:``, the jobs' Redis and prefix):
 key                     type   content
 ======================= ====== ===================================================================================
 ``p m:<id>``            hash   ``key`` (the MonitorKey), ``spec`` (its CellSpec), ``state`` (its CellMonitor), JSON
-``p m:<id>:open``       hash   group -> the open document's tallies (JSON), at most MONITOR_MAX_OPEN_GROUPS
-``p m:<id>:seen``       zset   item ids labelled (score: when), the latest MONITOR_REMEMBERED_IDS kept
-``p m:<id>:closed``     zset   groups closed (score: when), the latest MONITOR_REMEMBERED_IDS kept
-``p m:<id>:rows``       list   the labelled rows (the labelled JSON Lines format), newest first, as many kept:
-                               what a recalibration from feedback fits on
+``p m:<id>:open``       hash   group digest -> the open document's tallies (JSON), at most MONITOR_MAX_OPEN_GROUPS
+``p m:<id>:seen``       zset   item id digests labelled (score: when), the latest MONITOR_REMEMBERED_IDS kept
+``p m:<id>:closed``     zset   group digests closed (score: when), the latest MONITOR_REMEMBERED_IDS kept
+``p m:<id>:rows``       list   the labelled rows (the labelled JSON Lines format, each with its tenant), newest
+                               first, as many kept: what a recalibration from feedback fits on
+``p t:<tenant>``        set    the tenant's monitor ids (at most MONITOR_MAX_PER_TENANT)
+``p b:<tenant>``        string bytes of the tenant's kept rows and their digests (<= MONITOR_TENANT_MAX_BYTES)
 ``p monitors``          hash   monitor id -> tenant (the listing)
 ``p alarms``            hash   monitor id -> the alarm's cell and guarantee (JSON): what escalates answers
 ======================= ====== ===================================================================================
 
-One feedback request updates each monitor it touches in one optimistic transaction (WATCH the monitor's four
-keys, read, compute with :mod:`calibration.monitoring`, MULTI/EXEC the writes; a concurrent writer makes EXEC fail
-and the update is recomputed), so replicas and workers never lose or double-count a label. Memory per monitor is
-bounded by the settings above, whatever the stream's length.
+Item ids and groups are kept as 24-hex-digit digests (``service.monitoring.batch.digest``): a member's size does not
+depend on what the caller sent. A monitor's keys and its tenant's expire MONITOR_TTL_S after their last label.
+One feedback request updates each monitor it touches in one optimistic transaction (WATCH the monitor's keys and
+its tenant's, read, compute with :mod:`calibration.monitoring`, MULTI/EXEC the writes; a concurrent writer makes
+EXEC fail and the update is recomputed), so replicas and workers never lose or double-count a label. A tenant's
+new monitor past MONITOR_MAX_PER_TENANT, or a row past MONITOR_TENANT_MAX_BYTES, is refused (429 ``monitor-quota``
+naming the limit): Redis holds per tenant at most its monitors' fixed state and open documents plus that many
+bytes of rows, whatever the stream's length.
 """
 
 from __future__ import annotations
@@ -27,17 +34,26 @@ import asyncio
 import random
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 from redis.exceptions import WatchError
 
-from calibration.monitoring import CellMonitor, CellSpec, DocumentTally, add_item, observe_document, start_cell
-from service.errors import ConflictError, InvalidRequestError, ServiceProblem
-from service.monitoring.cells import LabelOutcome, MonitorKey
+from calibration.monitoring import CellMonitor, CellSpec, explain_alarm, start_cell
+from service.errors import ConflictError, MonitorQuotaError
+from service.monitoring.batch import (
+    LABEL_BYTES,
+    AlarmRecord,
+    Batch,
+    Labelled,
+    OpenDocument,
+    UpdateResult,
+    candidate_digests,
+    digest,
+)
+from service.monitoring.cells import MonitorKey
 
-__all__ = ["AlarmRecord", "Labelled", "MonitorRecord", "MonitorStore", "UpdateResult", "monitor_prefix"]
+__all__ = ["AlarmRecord", "Labelled", "MonitorRecord", "MonitorStore", "UpdateResult", "digest", "monitor_prefix"]
 
 _ATTEMPTS = 50
 
@@ -45,51 +61,6 @@ _ATTEMPTS = 50
 def monitor_prefix(queue: str) -> str:
     """The prefix of every monitor key, beside the jobs of queue ``queue``."""
     return f"cj:{queue}:mon:"
-
-
-class OpenDocument(msgspec.Struct, frozen=True, kw_only=True):
-    """An open document's tallies, one per watched guarantee, and its labels."""
-
-    tallies: list[DocumentTally]
-    labels: int = 0
-
-
-class AlarmRecord(msgspec.Struct, frozen=True, kw_only=True):
-    """An alarm as the answers read it: the monitor's cell and the guarantee it names."""
-
-    tenant: str
-    calibration_id: str
-    judge: str
-    prompt_family: str
-    criterion: str
-    input_kind: str
-    guarantee: str
-    level: float
-    e_value: float
-    monitor_id: str
-
-
-class Labelled(msgspec.Struct, frozen=True, kw_only=True):
-    """One feedback item bound for a monitor: where it came from and what its label says."""
-
-    index: int
-    item_id: str
-    group: str
-    done: bool
-    outcome: LabelOutcome
-    row: bytes = b""  # the item as a labelled row (artifact.labels format), kept for a recalibration
-
-
-class UpdateResult(msgspec.Struct, kw_only=True):
-    """What one monitor's update did: accepted and duplicate labels, refusals by index, documents closed."""
-
-    accepted: int = 0
-    duplicates: int = 0
-    closed: int = 0
-    refused: dict[int, ServiceProblem] = msgspec.field(default_factory=dict)
-    alarm: AlarmRecord | None = None  # set when this update raised the alarm
-    spec: CellSpec | None = None  # the monitor after the update
-    state: CellMonitor | None = None
 
 
 class MonitorRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,11 +76,24 @@ class MonitorRecord(msgspec.Struct, frozen=True, kw_only=True):
 class MonitorStore:
     """The monitors on one Redis client (``redis.asyncio.Redis``, bytes replies) under one prefix."""
 
-    def __init__(self, redis: Any, queue: str, *, max_open_groups: int, remembered_ids: int) -> None:
+    def __init__(
+        self,
+        redis: Any,
+        queue: str,
+        *,
+        max_open_groups: int,
+        remembered_ids: int,
+        max_per_tenant: int = 20,
+        tenant_max_bytes: int = 50_000_000,
+        ttl_s: int = 2_592_000,
+    ) -> None:
         self.redis = redis
         self.prefix = monitor_prefix(queue)
         self.max_open_groups = max_open_groups
         self.remembered_ids = remembered_ids
+        self.max_per_tenant = max_per_tenant
+        self.tenant_max_bytes = tenant_max_bytes
+        self.ttl_s = ttl_s
 
     def _keys(self, monitor_id: str) -> tuple[str, str, str, str]:
         base = f"{self.prefix}m:{monitor_id}"
@@ -117,6 +101,9 @@ class MonitorStore:
 
     def _rows_key(self, monitor_id: str) -> str:
         return f"{self.prefix}m:{monitor_id}:rows"
+
+    def _tenant_keys(self, tenant: str) -> tuple[str, str]:
+        return f"{self.prefix}t:{tenant}", f"{self.prefix}b:{tenant}"
 
     async def record(self, key: MonitorKey, spec: CellSpec, items: Sequence[Labelled]) -> UpdateResult:
         """Add the items' labels to the monitor of ``key`` (created with ``spec`` on its first label), closing the
@@ -136,16 +123,25 @@ class MonitorStore:
         self, pipe: Any, monitor_id: str, key: MonitorKey, spec: CellSpec, items: Sequence[Labelled]
     ) -> UpdateResult:
         main, open_key, seen_key, closed_key = self._keys(monitor_id)
-        await pipe.watch(main, open_key, seen_key, closed_key)
+        rows_key = self._rows_key(monitor_id)
+        tenant_set, tenant_bytes = self._tenant_keys(key.cell.tenant)
+        await pipe.watch(main, open_key, seen_key, closed_key, rows_key, tenant_set, tenant_bytes)
         stored = await pipe.hmget(main, "spec", "state")
         if stored[0] is not None:
             spec = msgspec.json.decode(stored[0], type=CellSpec)  # fixed at the first label, never re-read
+        elif not await pipe.sismember(tenant_set, monitor_id) and await pipe.scard(tenant_set) >= self.max_per_tenant:
+            refusal = MonitorQuotaError(
+                f"this tenant has {self.max_per_tenant} monitors, MONITOR_MAX_PER_TENANT={self.max_per_tenant}: a "
+                "label for another cell would start one more (an admin resets monitors to free them)"
+            )
+            return UpdateResult(refused={item.index: refusal for item in items})
         state = start_cell(spec) if stored[1] is None else msgspec.json.decode(stored[1], type=CellMonitor)
-        ids = list(dict.fromkeys(item.item_id for item in items))
-        groups = list(dict.fromkeys(item.group for item in items))
+        ids = list(dict.fromkeys(key for item in items for key in candidate_digests(item)))
+        groups = list(dict.fromkeys(digest(item.group) for item in items))
         seen_scores = await pipe.zmscore(seen_key, ids)
         closed_scores = await pipe.zmscore(closed_key, groups)
-        batch = _Batch(
+        used = int(await pipe.get(tenant_bytes) or 0)
+        batch = Batch(
             spec=spec,
             state=state,
             seen={i for i, score in zip(ids, seen_scores, strict=True) if score is not None},
@@ -157,15 +153,24 @@ class MonitorStore:
             },
             n_open=await pipe.hlen(open_key),
             max_open=self.max_open_groups,
+            bytes_left=max(0, self.tenant_max_bytes - used),
+            max_bytes=self.tenant_max_bytes,
         )
         for item in items:
             batch.add(item)
         result = batch.result
+        freed = 0
+        if batch.rows:  # the oldest rows the trim below drops: their bytes leave the tenant's count
+            kept = await pipe.llen(rows_key)
+            start = max(0, self.remembered_ids - len(batch.rows))
+            if kept > start:
+                freed = sum(len(row) + LABEL_BYTES for row in await pipe.lrange(rows_key, start, -1))
         pipe.multi()
         now = time.time()
         pipe.hset(main, mapping={"key": msgspec.json.encode(key), "spec": msgspec.json.encode(spec),
                                  "state": msgspec.json.encode(batch.state)})  # fmt: skip
         pipe.hset(f"{self.prefix}monitors", monitor_id, key.cell.tenant)
+        pipe.sadd(tenant_set, monitor_id)
         if batch.touched:
             pipe.hset(open_key, mapping={g: msgspec.json.encode(batch.documents[g]) for g in batch.touched})
         if batch.newly_closed:
@@ -176,24 +181,41 @@ class MonitorStore:
             pipe.zadd(seen_key, dict.fromkeys(batch.labelled, now))
             pipe.zremrangebyrank(seen_key, 0, -self.remembered_ids - 1)
         if batch.rows:
-            pipe.lpush(self._rows_key(monitor_id), *batch.rows)
-            pipe.ltrim(self._rows_key(monitor_id), 0, self.remembered_ids - 1)
+            pipe.lpush(rows_key, *batch.rows)
+            pipe.ltrim(rows_key, 0, self.remembered_ids - 1)
+            charged = sum(len(row) + LABEL_BYTES for row in batch.rows[-self.remembered_ids :])
+            pipe.incrby(tenant_bytes, charged - freed)
+        for expiring in (main, open_key, seen_key, closed_key, rows_key, tenant_set, tenant_bytes):
+            pipe.expire(expiring, self.ttl_s)
         if state.alarm is None and batch.state.alarm is not None:
             result.alarm = _alarm_record(monitor_id, key, batch.state)
             pipe.hset(f"{self.prefix}alarms", monitor_id, msgspec.json.encode(result.alarm))
         await pipe.execute()
-        result.spec, result.state = spec, batch.state
+        result.spec, result.state, result.open_documents = spec, batch.state, batch.n_open
         return result
 
-    async def monitors(self, tenant: str | None) -> list[MonitorRecord]:
-        """Every stored monitor of ``tenant`` (None: all), in id order."""
+    async def monitors(
+        self, tenant: str | None, *, after: str = "", limit: int | None = None
+    ) -> tuple[list[MonitorRecord], str | None]:
+        """The stored monitors of ``tenant`` (None: all) in id order, those with an id above ``after``, at most
+        ``limit`` of them, and the cursor of the next page (None: no more). Monitors whose keys expired leave the
+        listing on the way."""
         owners = await self.redis.hgetall(f"{self.prefix}monitors")
         ids = sorted(m.decode() for m, t in owners.items() if tenant is None or t.decode() == tenant)
-        records = [await self.load(monitor_id) for monitor_id in ids]
-        return [record for record in records if record is not None]
+        ids = [monitor_id for monitor_id in ids if monitor_id > after]
+        records: list[MonitorRecord] = []
+        for monitor_id in ids:
+            if limit is not None and len(records) == limit:
+                return records, records[-1].monitor_id
+            record = await self.load(monitor_id)
+            if record is None:
+                await self.redis.hdel(f"{self.prefix}monitors", monitor_id)  # expired
+                continue
+            records.append(record)
+        return records, None
 
     async def load(self, monitor_id: str) -> MonitorRecord | None:
-        """One stored monitor, or None (never created, or reset)."""
+        """One stored monitor, or None (never created, reset or expired)."""
         main, open_key, _, _ = self._keys(monitor_id)
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hmget(main, "key", "spec", "state")
@@ -219,12 +241,19 @@ class MonitorStore:
         return None if raw is None else raw.decode()
 
     async def reset(self, monitor_id: str) -> bool:
-        """Remove a monitor's state, documents, ids and alarm; whether it had an alarm."""
+        """Remove a monitor's state, documents, ids, rows (their bytes leave its tenant's count) and alarm; whether
+        it had an alarm."""
+        tenant = await self.owner(monitor_id)
+        rows = await self.redis.lrange(self._rows_key(monitor_id), 0, -1)
         async with self.redis.pipeline(transaction=True) as pipe:
             pipe.hexists(f"{self.prefix}alarms", monitor_id)
             pipe.delete(*self._keys(monitor_id), self._rows_key(monitor_id))
             pipe.hdel(f"{self.prefix}monitors", monitor_id)
             pipe.hdel(f"{self.prefix}alarms", monitor_id)
+            if tenant is not None:
+                tenant_set, tenant_bytes = self._tenant_keys(tenant)
+                pipe.srem(tenant_set, monitor_id)
+                pipe.decrby(tenant_bytes, sum(len(row) + LABEL_BYTES for row in rows))
             had_alarm, *_ = await pipe.execute()
         return bool(had_alarm)
 
@@ -248,85 +277,5 @@ def _alarm_record(monitor_id: str, key: MonitorKey, state: CellMonitor) -> Alarm
         level=state.alarm.level,
         e_value=state.alarm.e_value,
         monitor_id=monitor_id,
+        explanation=explain_alarm(state.alarm),
     )
-
-
-@dataclass(kw_only=True)
-class _Batch:
-    """One monitor's update in the making: the rules of ``MonitorStore.record`` applied item by item."""
-
-    spec: CellSpec
-    state: CellMonitor
-    seen: set[str]
-    closed: set[str]
-    documents: dict[str, OpenDocument]
-    n_open: int
-    max_open: int
-    result: UpdateResult = field(default_factory=UpdateResult)
-    touched: set[str] = field(default_factory=set)  # open documents to write
-    newly_closed: list[str] = field(default_factory=list)
-    labelled: list[str] = field(default_factory=list)
-    rows: list[bytes] = field(default_factory=list)
-
-    def add(self, item: Labelled) -> None:
-        """Tally one item (or count it a duplicate, or refuse it), closing its document when it says done."""
-        if item.item_id in self.seen:
-            self.result.duplicates += 1
-            open_document = self.documents.get(item.group)
-            if item.done and open_document is not None:  # a resent last label still closes its document
-                self._close(item.group, open_document)
-            return
-        document, refusal = self._document(item.group)
-        if refusal is not None:
-            self.result.refused[item.index] = refusal
-            return
-        assert document is not None
-        tallies = [
-            add_item(t, counted=c, failed=f)
-            for t, c, f in zip(document.tallies, item.outcome.counted, item.outcome.failed, strict=True)
-        ]
-        document = OpenDocument(tallies=tallies, labels=document.labels + 1)
-        self.seen.add(item.item_id)
-        self.labelled.append(item.item_id)
-        if item.row:
-            self.rows.append(item.row)
-        self.result.accepted += 1
-        if not item.done:
-            self.documents[item.group] = document
-            self.touched.add(item.group)
-            return
-        self._close(item.group, document)
-
-    def _close(self, group: str, document: OpenDocument) -> None:
-        """Count the finished document in the monitor (calibration.monitoring.observe_document)."""
-        self.state = observe_document(self.spec, self.state, document.tallies, labels=document.labels)
-        if self.documents.pop(group, None) is not None:
-            self.n_open -= 1
-        self.touched.discard(group)
-        self.closed.add(group)
-        self.newly_closed.append(group)
-        self.result.closed += 1
-
-    def _document(self, group: str) -> tuple[OpenDocument | None, ServiceProblem | None]:
-        """The group's open document (a new one when it has none), or why a label for it is refused."""
-        if group in self.closed:
-            return None, ConflictError(
-                f"document {group!r} is closed (done was sent for it): a label after its document closed is "
-                "refused, never counted as a new document"
-            )
-        document = self.documents.get(group)
-        if document is None:
-            if self.n_open >= self.max_open:
-                return None, ConflictError(
-                    f"this monitor has {self.n_open} open documents (MONITOR_MAX_OPEN_GROUPS={self.max_open}): "
-                    "close documents with done: true before opening more"
-                )
-            self.n_open += 1
-            self.documents[group] = document = OpenDocument(tallies=[DocumentTally() for _ in self.spec.guarantees])
-        max_items = self.spec.guarantees[0].max_items
-        if document.labels >= max_items:
-            return None, InvalidRequestError(
-                f"document {group!r} has {document.labels} labels already, the monitor's MONITOR_MAX_ITEMS="
-                f"{max_items}: a document with more labels is refused (the bets are sized for it)"
-            )
-        return document, None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from calibration.monitoring import cell_report
+from calibration.monitoring import RateEstimate, cell_report, explain_alarm
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.errors import NotFoundError
 from service.monitoring.monitors import Monitors
@@ -11,6 +11,13 @@ from service.scoring.monitor_alarm import cell_calibration_id
 from service.wire.monitoring import MonitorAlarm, MonitorCell, MonitorGuarantee, MonitorReset, MonitorResponse
 
 __all__ = ["list_monitors", "monitor_view", "reset_monitor"]
+
+
+INFORMATIVE_WIDTH = 0.5  # a confidence sequence wider than this says nothing a reader can use: not shown
+
+
+def _bound(estimate: RateEstimate, value: float) -> float | None:
+    return value if estimate.high - estimate.low < INFORMATIVE_WIDTH else None
 
 
 def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) -> MonitorCell:
@@ -30,7 +37,6 @@ def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) ->
         prompt_family=cell.prompt_family,
         criterion=cell.criterion,
         input_kind=cell.input_kind,
-        mode=record.key.mode,
         status=report.status,
         labels=report.labels,
         groups=report.documents,
@@ -38,16 +44,19 @@ def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) ->
         e_value=report.e_value,
         threshold=report.threshold,
         delta=record.spec.delta,
+        horizon=record.spec.horizon,
         max_items=record.spec.guarantees[0].max_items,
         guarantees=[
             MonitorGuarantee(
                 guarantee=g.guarantee,
+                human_label=g.human_label,
                 level=g.level,
+                allowed=g.estimate.allowed,
                 tolerance=g.tolerance,
                 e_value=g.e_value,
                 rate=g.estimate.rate,
-                low=g.estimate.low,
-                high=g.estimate.high,
+                low=_bound(g.estimate, g.estimate.low),
+                high=_bound(g.estimate, g.estimate.high),
                 counted=g.estimate.counted,
                 failures=g.estimate.failures,
             )
@@ -57,23 +66,27 @@ def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) ->
         if alarm is None
         else MonitorAlarm(
             guarantee=alarm.guarantee,
+            human_label=alarm.human_label,
             level=alarm.level,
             tolerance=alarm.tolerance,
             label=alarm.label,
             document=alarm.document,
             e_value=alarm.e_value,
             guarantee_e_value=alarm.guarantee_e_value,
+            failures=alarm.failures,
+            counted=alarm.counted,
+            explanation=explain_alarm(alarm),
         ),
         active=active,
     )
 
 
-async def list_monitors(monitors: Monitors, snapshot: CalibrationSnapshot | None, scope: str | None) -> MonitorResponse:
-    """The monitors of tenant ``scope`` (None: every tenant's), their gauges set on the way."""
-    records = await monitors.store.monitors(scope)
-    for record in records:
-        monitors.metrics.observe(record.monitor_id, record.key, record.spec, record.state)
-    return MonitorResponse(cells=[monitor_view(record, snapshot) for record in records])
+async def list_monitors(
+    monitors: Monitors, snapshot: CalibrationSnapshot | None, scope: str | None, *, after: str, limit: int
+) -> MonitorResponse:
+    """One page of the monitors of tenant ``scope`` (None: every tenant's): ids above ``after``, at most ``limit``."""
+    records, cursor = await monitors.store.monitors(scope, after=after, limit=limit)
+    return MonitorResponse(cells=[monitor_view(record, snapshot) for record in records], next_after=cursor)
 
 
 async def reset_monitor(monitors: Monitors, monitor_id: str, *, reason: str) -> MonitorReset:
@@ -83,7 +96,6 @@ async def reset_monitor(monitors: Monitors, monitor_id: str, *, reason: str) -> 
         raise NotFoundError(f"no monitor {monitor_id!r}: GET /v1/monitor lists the monitor ids")
     had_alarm = await monitors.store.reset(monitor_id)
     monitors.board.cleared(monitor_id)
-    monitors.metrics.forget(monitor_id, record.key)
     cell = record.key.cell
     monitors.logger.warning(
         "monitor.reset",

@@ -20,7 +20,9 @@ last judge. A request names one with ``cascade``. Rules:
    confidence >= 1 - the sum of the stages' delta (a union bound). ``expected``: averaged over calibrations, the
    error among accepted items is <= accept_alpha: given a calibration, the cascade's error among accepted is <=
    sum_s r_s 1{stage s's region accepted} (each region's items are a subset of the accepted ones), and each stage's
-   rule keeps E[r_s 1{accepted}] <= accept_alpha / S.
+   rule keeps E[r_s 1{accepted}] <= accept_alpha / S. ``per_label``: for every human label y, the share of label-y
+   items the cascade accepts with a wrong point is <= accept_alpha on average over calibrations: such an item is
+   accepted wrongly by some stage s, and each stage's per-label rule keeps that share <= accept_alpha / S.
    Why: the cascade accepts at stage s only items stage s's rule accepts, and every rule is certified on the whole
    calibration population, so P(error and accepted) <= sum_s e_s P(stage s accepts) <= (sum_s e_s) P(accepted).
    A stage with no certified row never accepts and adds nothing. In quality-gate mode (``pass_threshold``) the same
@@ -98,6 +100,11 @@ def _stage_rows(
     """(largest delta, largest bound) over the cell's rules' rows of the request's mode serving (tolerance or
     pass_threshold, level); (0, 0) for an expected row that may accept; None when no row may accept."""
     found: list[tuple[float, float]] = []
+    if request.guarantee == "per_label":  # a stage may accept when its per-label rule's judge has skill
+        skilled = any(
+            rule.skill.skilled for key, rule in snapshot.label_rules.items() if (key[0], key[1], key[2]) == cell
+        )
+        return (0.0, 0.0) if skilled else None
     for (judge, family, criterion, _), rule in snapshot.decision_rules.items():
         if (judge, family, criterion) != cell:
             continue
@@ -144,8 +151,8 @@ def _overall(
     gate = request.pass_threshold is not None
     kind: Literal["accept_error", "quality_gate"] = "quality_gate" if gate else "accept_error"
     where = {"pass_threshold": request.pass_threshold} if gate else {"tolerance": request.tolerance}
-    if request.guarantee == "expected":
-        return Guarantee(kind=kind, alpha=accept_alpha, mode="expected", **where)
+    if request.guarantee in ("expected", "per_label"):
+        return Guarantee(kind=kind, alpha=accept_alpha, mode=request.guarantee, **where)
     return Guarantee(
         kind=kind,
         alpha=accept_alpha,

@@ -28,6 +28,7 @@ class AlarmNote(msgspec.Struct, frozen=True, kw_only=True):
     guarantee: str
     level: float
     e_value: float
+    explanation: str = ""  # the alarm in words: which guarantee or human label, how far
 
 
 def cell_calibration_id(snapshot: CalibrationSnapshot, judge: str, prompt_family: str, criterion: str) -> str:
@@ -47,11 +48,16 @@ def escalate_for_alarm(
     note = alarms.get((cell_id, answer.judge, answer.prompt_family, answer.criterion, answer.input_kind))
     if note is None:
         return answer
+    if note.guarantee == "unknown":  # the alarms could not be read: fail closed, saying why
+        reason = f"{note.explanation}; ask a human (served: {answer.reason})"
+        return msgspec.structs.replace(answer, decision="escalate", escalate=True, rule_failed=True, reason=reason)
     guarantee = "set coverage" if note.guarantee == "coverage" else "error among accepted"
+    rejected = note.explanation or (
+        f"human labels reject its {guarantee} guarantee at level {note.level:g} (e-value {note.e_value:.3g})"
+    )
     reason = (
-        f"the feedback monitor {note.monitor_id} of this cell is in alarm: human labels reject its {guarantee} "
-        f"guarantee at level {note.level:g} (e-value {note.e_value:.3g}); the calibration no longer holds for "
-        "this stream, so every verdict of the cell escalates until a new calibration is activated or an admin "
-        f"resets the monitor; ask a human (served: {answer.reason})"
+        f"the feedback monitor {note.monitor_id} of this cell is in alarm: {rejected}; the calibration no longer "
+        "holds for this stream, so every verdict of the cell escalates until a new calibration is activated or an "
+        f"admin resets the monitor; ask a human (served: {answer.reason})"
     )
     return msgspec.structs.replace(answer, decision="escalate", escalate=True, rule_failed=True, reason=reason)

@@ -62,6 +62,7 @@ from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.cell_decision import DecisionAsk, asked, decide_for_cell
 from service.scoring.context import ScoringContext
 from service.scoring.panel_members import caller_member, live_members, live_panel_members
+from service.scoring.per_label import without_label_rule
 from service.scoring.policy import (
     PolicyDecision,
     escalate_for_injection,
@@ -107,7 +108,9 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     """One panel request -> the combined set, the members' verdicts and their disagreement (module rules)."""
     _check_shape(request)
     snapshot = loaded_snapshot(ctx)
-    mode = request_mode(snapshot, request)
+    asked_mode = request_mode(snapshot, request)
+    # no panel cell has a per-label rule yet: the default guarantee serves its expected set and escalates, saying so
+    mode = "expected" if asked_mode == "per_label" else asked_mode
     rubric = ctx.judges.rubrics.get(request.criterion)
     n_labels = rubric.scale_max if rubric is not None else snapshot.criterion_labels.get(request.criterion, 5)
     ask = asked(
@@ -155,6 +158,8 @@ async def score_panel(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
             missing,
             mode,
         )
+    if asked_mode == "per_label" and entry is not None:
+        decision = without_label_rule(decision)
     findings = screen_texts({"document": request.document, "summary": request.summary}) if live else []
     if findings:
         decision = escalate_for_injection(decision, findings)

@@ -67,6 +67,8 @@ class FeedbackItem(msgspec.Struct, **REQUEST_STRUCT):
     confidence: Confidence | None = None
     group: GroupText | None = None
     done: bool = False
+    # the document's number of labelled items, when known: it closes once that many are recorded (as with done)
+    group_size: Annotated[int, Meta(ge=1, le=1000)] | None = None
 
 
 class FeedbackRequest(msgspec.Struct, **REQUEST_STRUCT):
@@ -92,32 +94,43 @@ class FeedbackResponse(msgspec.Struct, **RESPONSE_STRUCT):
     documents_closed: int
     alarms_raised: int
     refusals: list[FeedbackRefusal]
+    open_documents: int = 0  # documents still open in the monitors this request fed (their labels not yet counted)
+    warnings: list[str] = []
 
 
 class MonitorGuarantee(msgspec.Struct, **RESPONSE_STRUCT):
-    """One watched guarantee: its level, its e-value and its running failure rate with a confidence sequence."""
+    """One watched guarantee (of every item, or of the items of one human label): its level, its detector's value
+    and its running failure rate, with a confidence sequence once that says something."""
 
     guarantee: str  # coverage | accept_error
-    level: float
+    human_label: int | None  # None: every item; y: the items whose human label is y
+    level: float  # the level of the monitor's first served answer (items count at their own levels)
+    allowed: float | None  # the counted items' mean served level: the failure rate their guarantees allow
     tolerance: int | None
     e_value: float
     rate: float | None  # failures / counted so far (None before any counted item)
-    low: float  # the confidence sequence at 1 - delta, valid at every time at once
-    high: float
+    # the confidence sequence at 1 - delta, valid at every time at once; null while it is wider than 0.5
+    low: float | None
+    high: float | None
     counted: int
     failures: int
 
 
 class MonitorAlarm(msgspec.Struct, **RESPONSE_STRUCT):
-    """The alarm: the guarantee it names, its level, the label and document it rose at, and the e-values."""
+    """The alarm: the guarantee (and human label) it names and how far its failures went, in words too; the label
+    and document it rose at, and the detector values."""
 
     guarantee: str
+    human_label: int | None
     level: float
     tolerance: int | None
     label: int
     document: int
     e_value: float
     guarantee_e_value: float
+    failures: int
+    counted: int
+    explanation: str
 
 
 class MonitorCell(msgspec.Struct, **RESPONSE_STRUCT):
@@ -129,14 +142,14 @@ class MonitorCell(msgspec.Struct, **RESPONSE_STRUCT):
     prompt_family: str
     criterion: str
     input_kind: str
-    mode: str
     status: str  # ok | alarm
     labels: int
     groups: int  # documents closed and counted
     open_groups: int
     e_value: float
     threshold: float
-    delta: float
+    delta: float  # this monitor's share of MONITOR_DELTA
+    horizon: int  # documents over which delta bounds a false alarm (threshold = horizon / delta)
     max_items: int
     guarantees: list[MonitorGuarantee]
     alarm: MonitorAlarm | None
@@ -144,9 +157,11 @@ class MonitorCell(msgspec.Struct, **RESPONSE_STRUCT):
 
 
 class MonitorResponse(msgspec.Struct, **RESPONSE_STRUCT):
-    """Every monitor the caller may read."""
+    """One page of the monitors the caller may read, in monitor id order; ``next_after``: pass it as ``after`` for
+    the next page (null: this is the last)."""
 
     cells: list[MonitorCell]
+    next_after: str | None = None
 
 
 class MonitorResetRequest(msgspec.Struct, **REQUEST_STRUCT):
@@ -165,9 +180,11 @@ class MonitorReset(msgspec.Struct, **RESPONSE_STRUCT):
 
 
 class MonitorRecalibrateRequest(msgspec.Struct, **REQUEST_STRUCT):
-    """Which monitor's feedback to calibrate on (its ``monitor_id`` from GET /v1/monitor)."""
+    """Which monitor's feedback to calibrate on (its ``monitor_id`` from GET /v1/monitor); ``for_every_tenant``:
+    fit on a tenant's labels although the activated calibration serves every tenant (the admin's choice)."""
 
     monitor_id: Annotated[str, Meta(min_length=1, max_length=64, pattern=r"^[0-9a-f]{1,64}$")]
+    for_every_tenant: bool = False
 
 
 class MonitorRecalibration(msgspec.Struct, **RESPONSE_STRUCT):
@@ -180,5 +197,8 @@ class MonitorRecalibration(msgspec.Struct, **RESPONSE_STRUCT):
     artifact_name: str
     rows: int
     documents: int
+    rows_kept: int  # the monitor's kept rows before subsampling to MAX_CALIBRATION_CELL_ROWS (== rows: none)
+    whose_rows: str  # admin | single tenant | tenant <digest prefix>
+    rows_after_alarm: int  # labels in documents closed after the alarm
     status_url: str
     note: str

@@ -108,7 +108,8 @@ def test_wrong_version_is_refused_with_both_versions(tmp_path):
     raw = json.loads(msgspec.json.encode(_artifact()))
     raw["format_version"] = 99
     path.write_text(json.dumps(raw))
-    with pytest.raises(ArtifactError, match=r"old.json: format_version 99 is not supported \(this code reads 1, 2\)"):
+    refused = r"old.json: format_version 99 is not supported \(this code reads 1, 2, 3\)"
+    with pytest.raises(ArtifactError, match=refused):
         load_artifact(path)
 
 
@@ -156,14 +157,14 @@ def test_index_lookups():
 def test_a_future_format_of_another_shape_is_refused_by_its_version(tmp_path):
     # msgspec cannot read it (another shape); its format_version is read on its own to say why
     path = tmp_path / "future.json"
-    path.write_text(json.dumps({"format_version": 3, "entries": "a new shape"}))
+    path.write_text(json.dumps({"format_version": 4, "entries": "a new shape"}))
     with pytest.raises(ArtifactError) as refused:
         load_artifact(path)
-    assert str(refused.value) == f"{path}: format_version 3 is not supported (this code reads 1, 2)"
+    assert str(refused.value) == f"{path}: format_version 4 is not supported (this code reads 1, 2, 3)"
     # a readable version in a wrong shape, a version that is not an integer, or no object at all: wrong shape
     for body in (
         {"format_version": 2, "entries": "nope"},
-        {"format_version": "3", "entries": "nope"},
+        {"format_version": "4", "entries": "nope"},
         [3],
         {"entries": "nope"},
     ):
@@ -186,9 +187,9 @@ def test_an_unreadable_path_names_the_file_and_the_reason(tmp_path):
 def test_the_encoding_is_indented_by_one_space_and_ends_with_a_newline():
     artifact = _artifact(entries=[], defaults=[])
     assert encode_artifact(artifact) == (
-        b'{\n "format_version": 2,\n "created_at": "2026-11-29T00:00:00Z",\n "code_version": "test",\n'
+        b'{\n "format_version": 3,\n "created_at": "2026-11-29T00:00:00Z",\n "code_version": "test",\n'
         b' "data_hash": "' + b"0" * 64 + b'",\n "label_scale": [\n  1,\n  2,\n  3,\n  4,\n  5\n ],\n'
-        b' "entries": [],\n "default_methods": [],\n "source": "",\n "decision_rules": []\n}\n'
+        b' "entries": [],\n "default_methods": [],\n "source": "",\n "decision_rules": [],\n "label_rules": []\n}\n'
     )
     assert decode_artifact(encode_artifact(artifact)) == artifact
 

@@ -85,6 +85,17 @@ def test_a_new_package_version_or_data_counts_as_a_move(shipped):
     assert not settle(shipped, msgspec.structs.replace(shipped, created_at="2099-01-01T00:00:00+00:00"))[1]
 
 
+def test_a_clean_build_over_one_with_uncommitted_changes_rewrites_the_provenance(shipped):
+    """The same numbers, now traceable to a commit: the file is rewritten; the other way round it is not (the
+    numbers in the file still came from the clean commit it names)."""
+    version = shipped.code_version.split("+")[0].split(" (")[0]
+    dirty = msgspec.structs.replace(shipped, code_version=f"{version} (uncommitted changes)")
+    clean = msgspec.structs.replace(shipped, code_version=f"{version}+g1234567")
+    assert settle(dirty, clean)[1] and settle(dirty, clean)[0].code_version == f"{version}+g1234567"
+    assert not settle(clean, dirty)[1]
+    assert not settle(clean, msgspec.structs.replace(shipped, code_version=f"{version}+gabcdef0"))[1]
+
+
 @pytest.mark.parametrize(
     ("old", "new", "same"),
     [

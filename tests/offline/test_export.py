@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import subprocess
 from datetime import datetime
 from importlib import metadata
 from pathlib import Path
@@ -139,3 +140,31 @@ def test_shipped_artifact_loads_and_covers_every_cell() -> None:
     # the sentence-level fact-checkers (8 LLMs) and the issue-14 panel with its sub-panels are shipped too
     assert len({e.judge for e in artifact.entries if e.prompt_family == "factuality_sentences"}) == 8
     assert len({e.judge for e in artifact.entries if e.judge.startswith("panel:")}) == 11
+
+
+def _git(checkout: Path, *args: str) -> str:
+    done = subprocess.run(
+        ["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false", *args],
+        cwd=checkout, capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    return done.stdout.strip()
+
+
+def test_code_version_names_a_commit_only_when_the_checkout_is_that_commit(tmp_path: Path) -> None:
+    """Clean: ``<version>+g<short hash>`` of HEAD. A tracked file changed: ``<version> (uncommitted changes)``, no
+    commit and no ``.dirty`` suffix (no commit holds the code that would have fitted the artifact). An untracked
+    file does not change it."""
+    version = metadata.version("conformal-judge")
+    _git(tmp_path, "init", "-q")
+    (tmp_path / "module.py").write_text("x = 1\n")
+    _git(tmp_path, "add", "module.py")
+    _git(tmp_path, "commit", "-q", "-m", "first")
+    head = _git(tmp_path, "rev-parse", "--short", "HEAD")
+    assert code_version(tmp_path) == f"{version}+g{head}"
+    (tmp_path / "notes.txt").write_text("untracked\n")
+    assert code_version(tmp_path) == f"{version}+g{head}"
+    (tmp_path / "module.py").write_text("x = 2\n")
+    assert code_version(tmp_path) == f"{version} (uncommitted changes)"
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"  # no git checkout: the package version alone
+    outside.mkdir()
+    assert code_version(outside) == version

@@ -9,6 +9,7 @@ BLAS or libm) differs in the last bits (118 entries by at most 3.3e-16 on one), 
 from __future__ import annotations
 
 import math
+import re
 from importlib import metadata
 from typing import Any
 
@@ -85,7 +86,9 @@ def test_shipped_summeval_cells_equal_a_fresh_fit(shipped, recorded_cells):
 
 
 def test_shipped_artifact_records_this_package_version_and_both_modes(shipped):
-    assert shipped.code_version.split("+")[0] == metadata.version("conformal-judge")
+    # built from a commit (+g<hash>) or saying it was not: never a made-up version such as "+g<hash>.dirty"
+    version = re.escape(metadata.version("conformal-judge"))
+    assert re.fullmatch(rf"{version}(\+g[0-9a-f]{{7,40}}| \(uncommitted changes\))", shipped.code_version)
     moded = [e for e in shipped.entries if e.input_kind is not None]
     assert {e.mode for e in moded} == {"pac", "expected"}
     assert all(e.fitted.delta == (DEFAULT_DELTA if e.mode == "pac" else None) for e in moded)

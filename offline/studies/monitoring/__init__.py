@@ -1,5 +1,5 @@
 """The monitoring study (``python -m offline monitor``): seeded streams of recorded verdicts, unshifted and shifted,
-through the anytime-valid monitors of :mod:`calibration.monitoring`; its computation and report side by side.
+through the change detectors of :mod:`calibration.monitoring`; its computation and report side by side.
 
 ===================== ==========================================================================================
 ``served``            what the service served for each labelled verdict: the one coupling to the artifact

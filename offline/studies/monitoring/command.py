@@ -57,7 +57,12 @@ def run_monitor(args: argparse.Namespace, log: Any) -> int:
         harmful_detected=f"{checks.harmful_detected}/{checks.harmful_rows}",
     )
     folder = args.out / "monitoring"
+    from offline.studies.monitoring.skill import SkillSettings, skill_markdown, skill_table
+
+    skill = skill_table(list(datasets), SkillSettings(streams=args.streams, seed=args.seed))
+    (folder / "skill.md").write_text(skill_markdown(skill), encoding="utf-8")
     print(f"written:     {folder / 'monitoring.json'}, {folder / 'monitoring.md'}, {len(report.figures)} figures")
+    print(f"skill:       {folder / 'skill.md'} ({len(skill)} judge pairs and own streams)")
     print(
         f"false alarms: max {checks.null_max_alarm_rate:.1%} of streams over {checks.null_rows} null rows "
         f"(limit {checks.null_alarm_limit:.1%}); headline median {checks.headline_median_labels} labels "

@@ -1,5 +1,5 @@
 """One stream of a scenario fed to the monitor one document at a time, as a feedback store would feed it: what the
-figures draw (the e-processes and the running error with its confidence sequence over labels).
+figures draw (the detectors and the running error with its confidence sequence over labels).
 
 The stream is the scenario's first seeded order (:func:`offline.studies.monitoring.streams.stream_orders`), cut at
 the horizon; every document is tallied item by item (:func:`calibration.monitoring.add_item`) and observed with
@@ -69,10 +69,13 @@ def example_stream(
         for item in members[document]:
             for j, g in enumerate(spec.guarantees):
                 if g.guarantee == "coverage":
-                    tallies[j] = add_item(tallies[j], counted=True, failed=not outcomes.covered[item])
+                    tallies[j] = add_item(tallies[j], counted=True, failed=not outcomes.covered[item], level=g.level)
                 else:
                     tallies[j] = add_item(
-                        tallies[j], counted=bool(outcomes.accepted[item]), failed=bool(outcomes.errors[item])
+                        tallies[j],
+                        counted=bool(outcomes.accepted[item]),
+                        failed=bool(outcomes.errors[item]),
+                        level=g.level,
                     )
         state = observe_document(spec, state, tallies)
         if state.labels > horizon:
@@ -98,7 +101,7 @@ def example_stream(
         verdicts_of=verdicts_of,
         guarantees=[g.guarantee for g in spec.guarantees],
         levels=[g.level for g in spec.guarantees],
-        threshold=1.0 / spec.delta,
+        threshold=spec.threshold,
         labels=labels,
         cell_e_value=cell_e,
         e_values=per,

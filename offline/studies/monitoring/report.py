@@ -1,5 +1,5 @@
 """The monitoring study's files: ``monitoring.json`` (settings, rows, checks, example streams), ``monitoring.md``
-(the tables docs/monitoring.md quotes) and one PNG per example stream (the e-processes and the running error with
+(the tables docs/monitoring.md quotes) and one PNG per example stream (the detectors and the running error with
 its confidence sequence over labels), all under ``<out>/monitoring/``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import msgspec
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from offline.studies.monitoring.checks import StudyChecks, study_checks
+from offline.studies.monitoring.checks import HEADLINE_TARGET, StudyChecks, study_checks
 from offline.studies.monitoring.example import ExampleStream
 from offline.studies.monitoring.study import MonitoringStudy, ScenarioRow
 
@@ -75,7 +75,7 @@ def markdown_tables(study: MonitoringStudy, checks: StudyChecks) -> str:
         f"shifts); the most alarmed {checks.null_max_alarm_rate:.1%} of streams (limit {checks.null_alarm_limit:.1%}: "
         f"delta + Monte-Carlo error): {'pass' if checks.false_alarms_ok else 'FAIL'}.",
         f"- Headline (gpt-4o-mini / relevance, one label harsher): median {_labels(checks.headline_median_labels)} "
-        f"labels, 90th percentile {_labels(checks.headline_p90_labels)} (target <= 600): "
+        f"labels, 90th percentile {_labels(checks.headline_p90_labels)} (target <= {HEADLINE_TARGET}): "
         f"{'pass' if checks.headline_ok else 'FAIL'}.",
         f"- Harmful shifts detected in >= 90% of streams within {s.horizon:,} labels: {checks.harmful_detected} of "
         f"{checks.harmful_rows}."
@@ -104,7 +104,7 @@ def markdown_tables(study: MonitoringStudy, checks: StudyChecks) -> str:
 def _figure(example: ExampleStream, path: Path) -> Path:
     figure = Figure(figsize=(7.5, 5.6))
     top, bottom = figure.subplots(2, 1, sharex=True)
-    top.plot(example.labels, example.cell_e_value, color="black", label="cell e-process")
+    top.plot(example.labels, example.cell_e_value, color="black", label="cell detector")
     for name, level, values in zip(example.guarantees, example.levels, example.e_values, strict=True):
         top.plot(example.labels, values, alpha=0.7, label=f"{name.replace('_', ' ')} at {level:g}")
     top.axhline(example.threshold, color="red", linestyle="--", label=f"1/delta = {example.threshold:g}")

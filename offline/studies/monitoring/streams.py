@@ -9,13 +9,15 @@ counts as not detected (its delay is +inf, so medians and 90th percentiles over 
 half / 90% of the streams alarmed). The "plain" comparison is a document-level betting test with the certification
 side's bets: aGRAPA plug-in (one pseudo-document at 0 with variance 0.01), clipped to [0, 0.95 / (1 - level)].
 
-The information bound of a population (``information_labels``): with x_d the document's excess
-(:mod:`calibration.monitoring.eprocess`), KL_inf = max over 0 <= lambda < 1 / level of E[log(1 + lambda x_d)] (the
-population's distance to the null "E[x_d] <= 0" of bounded variables: Honda and Takemura 2010; Agrawal, Juneja and
-Koolen 2021), and log(1/delta) / KL_inf documents is, for small delta, the least expected number of documents any
-level-delta sequential test with documents as the unit needs (Lai's bound); times the mean labels of a document it
-is the number of labels reported. It is also what the best constant bet chosen in hindsight would need: the
-benchmark the monitor's delays are read against. None when the population meets the null (E[x_d] <= 0).
+The information bound of a population (``information_labels``): with x_d the document's excess in units of the
+level (:mod:`calibration.monitoring.detector`), KL_inf = max over 0 <= lambda < 1 / level of E[log(1 + lambda x_d)]
+(the population's distance to the null "E[x_d] <= 0" of bounded variables: Honda and Takemura 2010; Agrawal, Juneja
+and Koolen 2021), and log(1/delta) / KL_inf documents is, for small delta, the least expected number of documents
+any level-delta sequential test with documents as the unit needs (Lai's bound); the study passes the detector's
+threshold as 1/delta (horizon / delta: what a detector with that mean time to a false alarm must reach); times the
+mean labels of a document it is the number of labels reported. It is also what the best constant bet chosen in
+hindsight would need: the benchmark the monitor's delays are read against. None when the population meets the null
+(E[x_d] <= 0).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibration.monitoring import CellSpec, cell_alarm_index, cell_e_path, e_process_path
+from calibration.monitoring import CellSpec, cell_alarm_index, cell_e_path, detector_path
 from offline.studies.monitoring.served import ServedOutcomes
 
 __all__ = [
@@ -109,7 +111,7 @@ def run_streams(spec: CellSpec, counts: DocumentCounts, orders: np.ndarray, hori
     named = np.full(orders.shape[0], "", dtype=object)
     for stream in np.flatnonzero(np.isfinite(delays)):
         values = [
-            e_process_path(g, f[stream], c[stream])[first[stream]]
+            detector_path(g, f[stream], c[stream])[first[stream]]
             for g, f, c in zip(spec.guarantees, failures, counted, strict=True)
         ]
         named[stream] = spec.guarantees[int(np.argmax(values))].guarantee

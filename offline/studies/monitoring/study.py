@@ -142,7 +142,7 @@ def _row(
             counts.labels,
             level=g.level,
             max_items=max_items,
-            delta=settings.delta,
+            delta=1.0 / spec.threshold,
         )
         for g in spec.guarantees
     ]

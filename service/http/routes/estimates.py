@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import anyio.to_thread
+import msgspec
 from litestar import Request, post
 from litestar.openapi.spec import Example, OpenAPIType, Reference, Schema
 from litestar.params import Body
@@ -255,6 +256,23 @@ def _estimate_forms() -> list[Schema]:
     return [single, from_job, difference, batch]
 
 
+def _scale_order() -> Schema:
+    """scale_min < scale_max, a left-out bound being its default: JSON Schema cannot compare two fields, but the
+    bounds are small integers, so one branch per scale_min states it (the wire type's bounds and defaults)."""
+    request = msgspec.json.schema(EstimateRequest)["$defs"]["EstimateRequest"]["properties"]
+    low, high = request["scale_min"], request["scale_max"]
+    branches = []
+    for lowest in range(low["minimum"], low["maximum"] + 1):
+        required = [
+            name
+            for name, needed in (("scale_min", lowest != low["default"]), ("scale_max", high["default"] <= lowest))
+            if needed
+        ]
+        properties: Properties = {"scale_min": Schema(const=lowest), "scale_max": Schema(minimum=lowest + 1)}
+        branches.append(Schema(required=required, properties=properties) if required else Schema(properties=properties))
+    return Schema(any_of=branches)
+
+
 def document_estimates_openapi(schemas: dict[str, Any]) -> None:
     """Spec details Litestar drops: closed request objects, zero bounds, the batch's bounds on its names, and a
     labelled item's two shapes ({human, judge} or, with a job, {human, id})."""
@@ -286,6 +304,7 @@ def document_estimates_openapi(schemas: dict[str, Any]) -> None:
         # the forms exclude each other (each leaves out the others' fields), so anyOf states exactly oneOf; anyOf
         # because schemathesis' generator cannot prove the difference form disjoint and gives up on a oneOf
         schemas["EstimateRequest"].any_of = _estimate_forms()
+        schemas["EstimateRequest"].all_of = [_scale_order()]
     if "RankingRequest" in schemas and schemas["RankingRequest"].properties:
         # at least one labelled and one unlabelled battle (two different models a battle: JSON Schema cannot
         # compare two values, so that rule stays in the description and the 422)

@@ -14,10 +14,16 @@ from typing import Annotated
 
 from litestar import Request, get, post
 from litestar.openapi.spec import Example
-from litestar.params import Body
+from litestar.params import Body, Parameter
 from redis.exceptions import RedisError
 
-from service.errors import ENABLE_JOBS_HELP, InvalidRequestError, JobsUnavailableError, store_unavailable
+from service.errors import (
+    ENABLE_MONITORS_HELP,
+    InvalidRequestError,
+    JobsUnavailableError,
+    MonitorQuotaError,
+    store_unavailable,
+)
 from service.http.auth import bearer_token
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.routes.score import scoring_context
@@ -37,7 +43,9 @@ from service.wire.monitoring import (
     MonitorResponse,
 )
 
-__all__ = ["feedback", "monitor", "monitor_recalibrate", "monitor_reset"]
+__all__ = ["MAX_MONITOR_PAGE", "feedback", "monitor", "monitor_recalibrate", "monitor_reset"]
+
+MAX_MONITOR_PAGE = 200
 
 _EXAMPLE_ITEM = {
     "criterion": "relevance",
@@ -61,7 +69,7 @@ ResetBody = Annotated[
 
 def _monitors(services: Services) -> Monitors:
     if services.monitors is None:
-        raise JobsUnavailableError(f"REDIS_URL is not set: {ENABLE_JOBS_HELP}")
+        raise JobsUnavailableError(f"REDIS_URL is not set: {ENABLE_MONITORS_HELP}")
     return services.monitors
 
 
@@ -74,7 +82,7 @@ def _caller(request: Request, services: Services) -> JobCaller:
     "/feedback",
     status_code=200,
     summary="Human labels of served verdicts: recorded into the monitors of their cells",
-    responses=problem_responses(400, 401, 413, 415, 422, 503),
+    responses=problem_responses(400, 401, 413, 415, 422, 429, 503),
     tags=["monitor"],
     opt={BODY_DECODER: BodyDecoder(FeedbackRequest)},
 )
@@ -89,24 +97,35 @@ async def feedback(data: FeedbackBody, request: Request) -> FeedbackResponse:
     tenant = _caller(request, services).tenant
     try:
         context = scoring_context(services)  # no alarms: the verdict as it was served
-        return await record_feedback(monitors, context, data.items, tenant=tenant, path="/v1/feedback")
+        answer = await record_feedback(monitors, context, data.items, tenant=tenant, path="/v1/feedback")
     except (RedisError, OSError) as error:
         raise store_unavailable(error, services.settings.jobs.retry_after_s) from error
+    quota = [r for r in answer.refusals if r.error.type.endswith(MonitorQuotaError.slug)]
+    if data.items and len(quota) == len(data.items):  # nothing recorded, all for a quota: the request is refused
+        raise MonitorQuotaError(quota[0].error.detail)
+    return answer
 
 
 @get(
     "/monitor",
     summary="The feedback monitors: status, labels, documents, e-values, running rates and alarms",
-    responses=problem_responses(401, 503),
+    responses=problem_responses(400, 401, 422, 503),
     tags=["monitor"],
 )
-async def monitor(request: Request) -> MonitorResponse:
-    """The caller's monitors (the admin: every tenant's), each from ``calibration.monitoring.cell_report``."""
+async def monitor(
+    request: Request,
+    limit: Annotated[int, Parameter(ge=1, le=MAX_MONITOR_PAGE, description="monitors per page")] = 50,
+    after: Annotated[
+        str, Parameter(max_length=64, pattern=r"^[0-9a-f]{0,64}$", description="the previous page's next_after")
+    ] = "",
+) -> MonitorResponse:
+    """One page of the caller's monitors (the admin: every tenant's), in monitor id order, each from
+    ``calibration.monitoring.cell_report``."""
     services = services_of(request)
     monitors = _monitors(services)
     scope = _caller(request, services).scope
     try:
-        return await list_monitors(monitors, services.calibration.current, scope)
+        return await list_monitors(monitors, services.calibration.current, scope, after=after, limit=limit)
     except (RedisError, OSError) as error:
         raise store_unavailable(error, services.settings.jobs.retry_after_s) from error
 
@@ -141,7 +160,7 @@ RecalibrateBody = Annotated[
     "/monitor/recalibrate",
     status_code=202,
     summary="Start a calibration job on a monitor's collected feedback (admin)",
-    responses=problem_responses(400, 401, 403, 404, 415, 422, 503),
+    responses=problem_responses(400, 401, 403, 404, 409, 415, 422, 503),
     tags=["monitor"],
     guards=[require_admin_key],
     opt={BODY_DECODER: BodyDecoder(MonitorRecalibrateRequest)},
@@ -153,13 +172,16 @@ async def monitor_recalibrate(data: RecalibrateBody, request: Request) -> Monito
     monitors = _monitors(services)
     snapshot = services.calibration.current
     try:
-        labelled = await feedback_file(monitors, snapshot, data.monitor_id)
+        limit = services.settings.limits.max_calibration_cell_rows
+        labelled = await feedback_file(
+            monitors, snapshot, data.monitor_id, max_rows=limit, for_every_tenant=data.for_every_tenant
+        )
         job = await services.calibrations.submit(
             labelled.body,
             scale=labelled.scale,
             name=labelled.name,
             snapshot=snapshot,
-            max_cell_rows=services.settings.limits.max_calibration_cell_rows,
+            max_cell_rows=limit,
             judges=services.judges,
         )
     except (RedisError, OSError) as error:
@@ -170,9 +192,19 @@ async def monitor_recalibrate(data: RecalibrateBody, request: Request) -> Monito
         else "the cell belongs to the primary artifact (THRESHOLDS_PATH), which an activation cannot replace: "
         "merge the job's artifact into the primary one and reload it (POST /v1/calibration/reload) to serve it"
     )
+    note += (
+        f"; the rows are the labels of {labelled.tenant}, {labelled.rows_after_alarm} of them in documents closed "
+        "after the alarm"
+    )
+    if labelled.rows < labelled.kept_from:
+        note += (
+            f"; {labelled.rows} of the {labelled.kept_from} kept rows (whole documents drawn at random) fit "
+            f"MAX_CALIBRATION_CELL_ROWS={limit}"
+        )
+    note += "; a worker (python -m service.worker) must be running for the job to run, else it stays queued"
     services.logger.warning(
         "monitor.recalibrate", audit=True, monitor_id=data.monitor_id, job=job.id, rows=labelled.rows,
-        documents=labelled.documents,
+        documents=labelled.documents, whose_rows=labelled.tenant, for_every_tenant=data.for_every_tenant,
     )  # fmt: skip
     return MonitorRecalibration(
         monitor_id=data.monitor_id,
@@ -181,6 +213,9 @@ async def monitor_recalibrate(data: RecalibrateBody, request: Request) -> Monito
         artifact_name=job.name,
         rows=labelled.rows,
         documents=labelled.documents,
+        rows_kept=labelled.kept_from,
+        whose_rows=labelled.tenant,
+        rows_after_alarm=labelled.rows_after_alarm,
         status_url=f"/v1/calibrations/{job.id}",
         note=note,
     )

@@ -18,6 +18,7 @@ from service.artifacts.report_cards import cards_of
 from service.errors import InvalidRequestError, NotFoundError
 from service.http.auth import bearer_token
 from service.http.report_page import report_page
+from service.http.routes.monitoring import MAX_MONITOR_PAGE
 from service.http.services import Services, problem_responses, require_admin_key, services_of
 from service.jobs.tenancy import job_caller
 from service.monitoring.views import list_monitors
@@ -35,6 +36,7 @@ PromptFamily = Annotated[
     str | None, Parameter(description="only this prompt family's cards (default: every one)", max_length=200)
 ]
 _PAGE_TYPE = "text/html; charset=utf-8"
+_MONITOR_PAGES = 20  # at most this many pages of monitors are read for one report
 
 
 async def _monitors(request: Request, services: Services, judge: str, criterion: str | None) -> tuple[
@@ -45,11 +47,19 @@ async def _monitors(request: Request, services: Services, judge: str, criterion:
         return None, "No monitor store: the service runs without REDIS_URL, so it keeps no feedback monitors."
     settings = services.settings
     scope = job_caller(settings.api_keys, settings.admin_api_key, bearer_token(request.headers.get("authorization")))
+    cells: list[MonitorCell] = []
+    after: str | None = ""
     try:
-        found = await list_monitors(services.monitors, services.calibration.current, scope.scope)
+        for _ in range(_MONITOR_PAGES):  # GET /v1/monitor's pages, as many as a judge's report reads
+            page = await list_monitors(services.monitors, services.calibration.current, scope.scope, after=after or "",
+                                       limit=MAX_MONITOR_PAGE)  # fmt: skip
+            cells += page.cells
+            after = page.next_after
+            if after is None:
+                break
     except (RedisError, OSError) as error:
         return None, f"The monitor store did not answer ({type(error).__name__}); the report shows no monitors."
-    mine = [m for m in found.cells if m.judge == judge and (criterion is None or m.criterion == criterion)]
+    mine = [m for m in cells if m.judge == judge and (criterion is None or m.criterion == criterion)]
     return mine, f"{len(mine)} monitor(s) of this judge"
 
 

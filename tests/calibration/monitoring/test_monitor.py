@@ -1,5 +1,5 @@
-"""A cell's monitor: the weighted-mean e-process, the alarm (first crossing, sticky, names a guarantee whose own
-e-value passed 1/delta), the report, JSON round trips of every state, refusals."""
+"""A cell's monitor: the weighted-mean detector, the alarm (first crossing, sticky, names a guarantee whose own
+statistic passed horizon/delta, explained in words), the report, JSON round trips of every state, refusals."""
 
 from __future__ import annotations
 
@@ -19,14 +19,21 @@ from calibration.monitoring import (
     cell_e_value,
     cell_report,
     e_value,
+    explain_alarm,
     observe_document,
+    single_level_tally,
     start_cell,
 )
 
 M = 16
 COVERAGE = GuaranteeSpec(guarantee="coverage", level=0.1, max_items=M)
 ACCEPT = GuaranteeSpec(guarantee="accept_error", level=0.1, tolerance=2, max_items=M)
-SPEC = CellSpec(guarantees=[COVERAGE, ACCEPT], delta=0.05)
+SPEC = CellSpec(guarantees=[COVERAGE, ACCEPT], delta=0.05, horizon=10)
+THRESHOLD = 200.0
+
+
+def _t(labels: int, counted: int, failures: int = 0) -> DocumentTally:
+    return single_level_tally(labels=labels, counted=counted, failures=failures, level=0.1)
 
 
 def _feed(spec: CellSpec, docs: list[tuple[DocumentTally, DocumentTally]]) -> tuple[CellMonitor, list[float]]:
@@ -45,8 +52,8 @@ def _harmful_accept(n: int) -> list[tuple[DocumentTally, DocumentTally]]:
         accepted = int(rng.integers(10, 17))
         docs.append(
             (
-                DocumentTally(labels=16, counted=16, failures=int(rng.binomial(16, 0.02))),
-                DocumentTally(labels=16, counted=accepted, failures=int(rng.binomial(accepted, 0.3))),
+                _t(16, 16, int(rng.binomial(16, 0.02))),
+                _t(16, accepted, int(rng.binomial(accepted, 0.3))),
             )
         )
     return docs
@@ -55,18 +62,22 @@ def _harmful_accept(n: int) -> list[tuple[DocumentTally, DocumentTally]]:
 def test_alarm_rises_at_the_first_crossing_names_the_failing_guarantee_and_stays() -> None:
     docs = _harmful_accept(60)
     state, values = _feed(SPEC, docs)
-    first = next(i for i, v in enumerate(values) if v >= 20)
+    first = next(i for i, v in enumerate(values) if v >= THRESHOLD)
     assert state.alarm is not None
     assert state.alarm.document == first + 1 and state.alarm.label == 16 * (first + 1)
     assert state.alarm.guarantee == "accept_error" and state.alarm.tolerance == 2
-    assert state.alarm.guarantee_e_value >= 1 / SPEC.delta
+    assert state.alarm.guarantee_e_value >= SPEC.threshold == THRESHOLD
     assert math.isclose(state.alarm.e_value, values[first], rel_tol=1e-12)
+    assert state.alarm.counted > 0 and state.alarm.failures / state.alarm.counted > 0.2
+    words = explain_alarm(state.alarm)
+    assert words.startswith("error among accepted:") and f"of {state.alarm.counted} items" in words
+    assert "allows 10%" in words
     # sticky: later documents that pull the e-value down do not clear it
-    quiet = [(DocumentTally(labels=16, counted=16), DocumentTally(labels=16, counted=16))] * 200
+    quiet = [(_t(16, 16), _t(16, 16))] * 200
     later = state
     for cov, acc in quiet:
         later = observe_document(SPEC, later, [cov, acc])
-    assert cell_e_value(SPEC, later) < 20 and later.alarm == state.alarm
+    assert cell_e_value(SPEC, later) < THRESHOLD and later.alarm == state.alarm
     # the vectorised path finds the same document
     f = [np.array([d[j].failures for d in docs]) for j in (0, 1)]
     c = [np.array([d[j].counted for d in docs]) for j in (0, 1)]
@@ -79,8 +90,8 @@ def test_the_cell_e_value_is_the_weighted_mean_and_weights_move_the_alarm() -> N
     state, _ = _feed(SPEC, docs)
     parts = [e_value(g, s.test) for g, s in zip(SPEC.guarantees, state.guarantees, strict=True)]
     assert math.isclose(cell_e_value(SPEC, state), (parts[0] + parts[1]) / 2)
-    heavy = CellSpec(guarantees=[COVERAGE, ACCEPT], weights=[0.1, 0.9], delta=0.05)
-    light = CellSpec(guarantees=[COVERAGE, ACCEPT], weights=[0.9, 0.1], delta=0.05)
+    heavy = CellSpec(guarantees=[COVERAGE, ACCEPT], weights=[0.1, 0.9], delta=0.05, horizon=10)
+    light = CellSpec(guarantees=[COVERAGE, ACCEPT], weights=[0.9, 0.1], delta=0.05, horizon=10)
     early, late = _feed(heavy, docs)[0].alarm, _feed(light, docs)[0].alarm
     assert early is not None and (late is None or late.document >= early.document)
 
@@ -91,20 +102,20 @@ def test_report_and_json_round_trip() -> None:
     assert back == state
     report = cell_report(SPEC, back)
     assert report.status == "alarm" and report.labels == 30 * 16 and report.documents == 30
-    assert report.threshold == 20.0
+    assert report.threshold == THRESHOLD
     accept = report.guarantees[1]
     assert accept.guarantee == "accept_error" and accept.estimate.rate is not None
     assert accept.estimate.low <= accept.estimate.rate <= accept.estimate.high
     assert report.guarantees[0].estimate.rate < 0.1
     assert msgspec.json.decode(msgspec.json.encode(SPEC), type=CellSpec) == SPEC
     fresh = cell_report(SPEC, start_cell(SPEC))
-    assert fresh.status == "ok" and fresh.e_value == 1.0 and fresh.alarm is None
+    assert fresh.status == "ok" and fresh.e_value == 0.0 and fresh.alarm is None
 
 
 def test_state_does_not_grow_with_the_stream() -> None:
     small, _ = _feed(SPEC, _harmful_accept(5))
     large, _ = _feed(SPEC, _harmful_accept(400))
-    assert abs(len(msgspec.json.encode(large)) - len(msgspec.json.encode(small))) < 200
+    assert abs(len(msgspec.json.encode(large)) - len(msgspec.json.encode(small))) < 400  # the alarm record
 
 
 def test_refusals() -> None:
@@ -116,3 +127,15 @@ def test_refusals() -> None:
         CellSpec(guarantees=[])
     with pytest.raises(ValueError, match="max_items"):
         observe_document(SPEC, start_cell(SPEC), [DocumentTally(labels=20, counted=20), DocumentTally()])
+    with pytest.raises(ValueError, match="horizon"):
+        CellSpec(guarantees=[COVERAGE], horizon=0)
+
+
+def test_a_per_label_alarm_is_explained_by_its_label() -> None:
+    spec = CellSpec(guarantees=[GuaranteeSpec(guarantee="coverage", level=0.1, human_label=2, max_items=M)], horizon=1)
+    state = start_cell(spec)
+    while state.alarm is None:
+        state = observe_document(spec, state, [_t(4, 4, 4)])
+    assert state.alarm.human_label == 2
+    words = explain_alarm(state.alarm)
+    assert words.startswith("set coverage of human label 2:") and "items labelled 2 (100%) fell outside" in words

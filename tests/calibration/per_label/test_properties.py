@@ -17,7 +17,7 @@ from calibration.per_label.rule import LabelAsk, answer_per_label, validate_labe
 from calibration.per_label.support import evidence_groups, is_supported
 
 SHIPPED = load_artifact(Path(__file__).resolve().parents[3] / "artifact" / "thresholds.json")
-LEVELS = (0.05, 0.10, 0.20)
+LEVELS = ((0.05, 0.05), (0.10, 0.10), (0.20, 0.10), (0.10, 0.20))  # (alpha, accept_alpha)
 FEATURES = [1 + 0.125 * k for k in range(33)]  # 1.0 .. 5.0
 
 
@@ -29,7 +29,7 @@ def test_the_shipped_artifact_has_a_rule_per_recorded_cell_and_kind() -> None:
 
 @pytest.mark.parametrize("rule", SHIPPED.label_rules, ids=lambda r: f"{r.judge}-{r.criterion}-{r.input_kind}")
 def test_answers_are_coherent(rule) -> None:
-    for alpha, accept_alpha, tolerance in itertools.product(LEVELS, LEVELS, (1, 2)):
+    for (alpha, accept_alpha), tolerance in itertools.product(LEVELS, (1, 2)):
         for threshold in (None, 3, 4):
             ask = LabelAsk(alpha=alpha, tolerance=tolerance, accept_alpha=accept_alpha, pass_threshold=threshold)
             answers = [answer_per_label(rule, f, ask) for f in FEATURES]

@@ -6,12 +6,18 @@ the Vicuna80 prompts' raw JSON Lines are their rows one a line). ``make data`` r
 server: a truncated file and an altered raw input each stop it with an error naming the file, and nothing
 half-written remains; once the server serves the right bytes, the run completes and prints each source's licence.
 The whole directory from ``../shared/sources`` is rebuilt by ``.ci/run`` (the same command, every file).
+
+``make data`` installs the runtime and the ``data`` extra only (a fresh clone needs neither the test nor the study
+tooling to build its data): the runs here import with every module of the other extras' own packages refused, and a
+dry run of ``make data`` into an empty virtual environment installs nothing else.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 from offline.data.fetch import INCOMPLETE_MARKER, STAGING
 from offline.data.manifest import MANIFEST, load_manifest
@@ -91,21 +98,77 @@ def upstream(tmp_path: Path, data_dir: Path) -> Iterator[Upstream]:
         server.wait(timeout=10)
 
 
+def _closure(requirements: list[str], extras: set[str]) -> set[str]:
+    """The distributions ``requirements`` (this project's, with ``extras``) pull in, transitively (normalised names)."""
+    found: set[str] = set()
+    pending = [(Requirement(text), extras) for text in requirements]
+    while pending:
+        requirement, wanted = pending.pop()
+        if requirement.marker is not None and not any(
+            requirement.marker.evaluate({"extra": extra}) for extra in (wanted or {""})
+        ):
+            continue
+        name = re.sub(r"[-_.]+", "-", requirement.name).lower()
+        if name in found and not requirement.extras:
+            continue
+        found.add(name)
+        try:
+            nested = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue  # an optional dependency that is not installed here
+        pending += [(Requirement(text), set(requirement.extras)) for text in nested]
+    return found
+
+
+def _other_extras_modules() -> list[str]:
+    """Top-level modules of the distributions only the dev, offline and otel extras bring (not the runtime's or the
+    data extra's): what ``make data`` does not install, so must not import."""
+    own = importlib.metadata.requires("conformal-judge") or []
+    needed = _closure(own, {"data"})
+    everything = _closure(own, {"data", "dev", "offline", "otel"})
+    refused = everything - needed - {"conformal-judge"}
+    return sorted(
+        module
+        for module, distributions in importlib.metadata.packages_distributions().items()
+        if {re.sub(r"[-_.]+", "-", d).lower() for d in distributions} <= refused and module.isidentifier()
+    )
+
+
+_REFUSING_SITECUSTOMIZE = """
+import importlib.abc, sys
+
+REFUSED = frozenset({modules!r})
+
+
+class Refuse(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in REFUSED:
+            raise ImportError(f"{{name}} is not installed by make data (refused by the test)")
+        return None
+
+
+sys.meta_path.insert(0, Refuse())
+"""
+
+
 def _make_data(tmp_path: Path, out: Path, base: str) -> subprocess.CompletedProcess[str]:
     manifest = tmp_path / "sources.json"
     document = json.loads(MANIFEST.read_text())
     chosen = [f for f in document["files"] if f["path"] in (LICENCE, PROJECT, TRUNCATED, CONVERTED)]
     manifest.write_text(json.dumps({"files": chosen}))
+    refusing = tmp_path / "refusing"  # the extras make data does not install: importing one fails the run
+    refusing.mkdir(exist_ok=True)
+    (refusing / "sitecustomize.py").write_text(_REFUSING_SITECUSTOMIZE.format(modules=_other_extras_modules()))
     environment = {
         **{k: v for k, v in os.environ.items() if k not in ("DATA_DIR", "DATA_MIRROR_URL", "DATA_SOURCE_BASE")},
-        "PYTHONPATH": f"{ROOT}:{ROOT / 'client'}",
+        "PYTHONPATH": f"{refusing}:{ROOT}:{ROOT / 'client'}",
     }
     return subprocess.run(
         [
             "make",
             "--no-print-directory",
             "-o",
-            "install",
+            "install-data",
             "data",
             f"DATA_DIR={out}",
             f"DATA_SOURCE_BASE={base}",
@@ -165,3 +228,25 @@ def test_make_data_refuses_a_truncated_and_an_altered_file_naming_each_and_leave
     assert sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file()) == sorted(
         (LICENCE, PROJECT, TRUNCATED, CONVERTED)
     )
+
+
+def test_the_refused_modules_are_the_other_extras_and_the_runtime_is_not_among_them() -> None:
+    refused = _other_extras_modules()
+    assert {"matplotlib", "pytest", "hypothesis", "schemathesis", "sklearn", "opentelemetry"} <= set(refused)
+    assert not {"numpy", "msgspec", "tqdm", "httpx", "openai", "litestar", "offline"} & set(refused)
+
+
+def test_make_data_installs_the_runtime_and_the_data_extra_only(tmp_path: Path) -> None:
+    """A dry run into an empty virtual environment: the pip commands ``make data`` would run."""
+    dry = subprocess.run(
+        ["make", "--no-print-directory", "-n", "data", f"VENV={tmp_path / 'venv'}", "DATA_DIR=/nonexistent"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    installs = [line.split("pip install", 1)[1].split() for line in dry.stdout.splitlines() if "pip install" in line]
+    targets = [next(word for word in words if not word.startswith("-")) for words in installs]
+    assert [t for t in targets if t != "pip"] == [".", "'.[data]'"], dry.stdout
+    assert "offline data" in dry.stdout.splitlines()[-1]

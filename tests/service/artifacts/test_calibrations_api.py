@@ -295,3 +295,35 @@ def test_a_json_array_of_rows_is_the_same_upload_as_json_lines(harness: AppHarne
     )
     assert broken.status_code == 400
     assert _wait(harness, as_lines.json()["id"])["status"] == _wait(harness, as_array.json()["id"])["status"] == "done"
+
+
+def test_the_cli_the_job_and_the_service_show_the_same_per_label_figures(
+    harness: AppHarness, halves, tmp_path: Path
+) -> None:
+    """One labelled file: the CLI's artifact, the HTTP job's answer, GET /v1/calibration's summary line and the
+    answers /v1/score serves for the file's own verdicts agree on the per-label rule's figures."""
+    fit, _ = halves
+    out = tmp_path / "views"
+    assert offline_main(["calibrate", "--labels", str(fit), "--out", str(out), "--splits", "2", "--no-progress"]) == 0
+    [cli_rule] = json.loads((out / "thresholds.json").read_text())["label_rules"]
+    assert "per human label" in (out / "index.md").read_text()
+    reply = harness.client.post("/v1/calibrations", headers=HEADERS, content=fit.read_bytes())
+    job = _wait(harness, reply.json()["id"])
+    [cell] = job["cells"]
+    assert cell["per_label"]["summary"] == cli_rule["summary"]
+    assert cell["per_label"]["skill"] == cli_rule["skill"]
+    assert harness.client.post(f"/v1/calibrations/{job['id']}/activate", headers=HEADERS).status_code == 200
+    lines = harness.client.get("/v1/calibration", params={"view": "summary"}).json()["cells"]
+    [line] = [x for x in lines if x["judge"] == "acme-judge-v1" and x["mode"] == "per_label"]
+    summary = cli_rule["summary"]
+    assert (line["set_size"], line["accept_share"]) == (summary["set_size"], summary["accept_share"])
+    rows = [json.loads(row) for row in fit.read_text().splitlines()]
+    items = [{"criterion": "helpfulness", "judge": "acme-judge-v1", "judge_score": r["judge_score"]} for r in rows]
+    sizes, accepted = [], []
+    for start in range(0, len(items), 500):
+        answer = harness.client.post("/v1/score/batch", json={"items": items[start : start + 500]})
+        for result in answer.json()["results"]:
+            sizes.append(result["result"]["set_size"])
+            accepted.append(result["result"]["decision"] == "accept")
+    assert sum(sizes) / len(sizes) == pytest.approx(summary["served_set_size"], abs=1e-12)
+    assert sum(accepted) / len(accepted) == pytest.approx(summary["served_accept_share"], abs=1e-12)

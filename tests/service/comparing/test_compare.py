@@ -195,9 +195,13 @@ def test_two_candidates_fail_validation(app: AppHarness):
     assert reply.status_code == 422 and reply.json()["errors"]
 
 
-def test_live_compare_without_judges_is_503(app: AppHarness):
+def test_live_compare_without_judges_is_a_422_that_says_to_send_preferences(app: AppHarness):
+    """Not a 503: nothing is temporarily down, a retry would get the same answer; preferences work without judges."""
     reply = app.client.post("/v1/compare", json={"criterion": "coherence", "document": "D.", "candidates": CANDIDATES})
-    assert reply.status_code == 503 and "JUDGES_FILE" in reply.json()["detail"]
+    assert reply.status_code == 422 and "retry-after" not in reply.headers
+    problem = reply.json()
+    assert problem["type"].endswith("judge-not-configured")
+    assert "JUDGES_FILE" in problem["detail"] and "preferences" in problem["detail"]
 
 
 def test_two_candidates_from_preferences_are_compared(app: AppHarness):

@@ -6,8 +6,10 @@ from __future__ import annotations
 import itertools
 import os
 import subprocess
+import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +20,8 @@ from service.config.settings import Settings
 from tests.calibration.tournaments.test_mfas_heuristic import random_tournament
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import AppHarness
+
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _orphaned_solvers() -> list[str]:
@@ -108,9 +112,58 @@ def test_judge_calls_per_request_are_capped(
 
 
 def test_the_default_cap_refuses_the_red_team_request(judge_app: AppHarness, stand_in: JudgeServer):
-    # with a judge configured (without one every live call is the 503 judge-not-configured first)
+    # with a judge configured (without one every live call is the 422 judge-not-configured first)
     candidates = [{"id": f"c{i}", "text": f"Candidate {i}."} for i in range(20)]
     body = {"criterion": "coherence", "document": "Doc.", "candidates": candidates, "repetitions": 10}
     reply = judge_app.client.post("/v1/compare", json=body)  # 190 pairs x 10 x 2 = 3,800 calls
     assert reply.status_code == 422 and "3800" in reply.json()["detail"]
     assert stand_in.call_count == 0
+
+
+_SOLVER_SERVER_PROBE = """
+import os
+import sys
+from pathlib import Path
+
+from litestar.testing import TestClient
+
+from service.config.settings import Settings
+from service.http.app import create_app
+
+
+def forkservers():
+    \"\"\"This process's children that are multiprocessing fork servers (their command lines).\"\"\"
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = stat.read_text().rsplit(")", 1)[1].split()[1]
+            command = (stat.parent / "cmdline").read_bytes().replace(bytes(1), b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if parent == str(os.getpid()) and "forkserver" in command:
+            found.append(command)
+    return found
+
+
+if __name__ == "__main__":
+    before = forkservers()
+    with TestClient(create_app(Settings(thresholds_path=Path(sys.argv[1])))):
+        started = forkservers()
+    print(len(before), len(started), started[0] if started else "")
+"""
+
+
+def test_the_app_starts_the_solver_server_before_the_first_compare(tmp_path: Path, artifact_path: Path) -> None:
+    """Started lazily, the fork server's start (preloading numpy and PuLP: 6.7 s measured under load) counted
+    against the first compare's MFAS_TIME_LIMIT_S, so the first compare after start was inexact. A fresh
+    interpreter (no earlier test started the server in it): no fork server before the app, one with the ranking
+    module preloaded once the app has started, before any request."""
+    probe = tmp_path / "probe.py"
+    probe.write_text(_SOLVER_SERVER_PROBE)
+    done = subprocess.run(
+        [sys.executable, str(probe), str(artifact_path)], capture_output=True, text=True, timeout=300, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    before, started, command = done.stdout.split(" ", 2)
+    assert (before, started) == ("0", "1"), done.stdout
+    assert "calibration.tournaments.ranking" in command

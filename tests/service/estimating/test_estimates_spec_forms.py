@@ -91,3 +91,22 @@ def test_a_ranking_needs_labelled_and_unlabelled_battles_in_the_schema() -> None
     assert not RANKING.is_valid({"battles": [unlabelled, unlabelled]})
     assert not RANKING.is_valid({"battles": [labelled, labelled]})
     assert RANKING.is_valid({"battles": [labelled, {**unlabelled, "human": None}]})  # null: not labelled
+
+
+def test_the_spec_states_scale_min_below_scale_max_as_the_service_does(app: AppHarness) -> None:
+    """Every (scale_min, scale_max) within the wire bounds, each given or left out (then 1 and 5): the spec admits
+    exactly the pairs the service answers (schemathesis once generated scale_min 7 alone, under the default
+    scale_max 5, and it was refused: a schema-valid request rejected)."""
+    for low in (None, *range(0, 10)):
+        for high in (None, *range(1, 11)):
+            scale = {key: value for key, value in (("scale_min", low), ("scale_max", high)) if value is not None}
+            lowest = 1 if low is None else low
+            ordered = lowest < (5 if high is None else high)
+            body = {
+                "metric": "mean",
+                "labelled": [{"human": lowest, "judge": lowest}] * 3,
+                "unlabelled": [{"judge": lowest}] * 3,
+                **scale,
+            }
+            assert ESTIMATE.is_valid(body) == ordered, scale
+            assert (app.client.post("/v1/estimates", json=body).status_code == 200) == ordered, scale

@@ -78,7 +78,7 @@ def test_unknown_route_and_method(app: AppHarness):
     ("exception", "status", "slug"),
     [
         (InvalidRequestError("bad", allowed=["a"]), 422, "invalid-request"),
-        (JudgeNotConfiguredError("none"), 503, "judge-not-configured"),
+        (JudgeNotConfiguredError("none"), 422, "judge-not-configured"),
         (CalibrationUnavailableError("none"), 503, "calibration-unavailable"),
         (UnauthorizedError("who"), 401, "unauthorized"),
         (ForbiddenError("no"), 403, "forbidden"),

@@ -61,6 +61,10 @@ def test_feedback_counts_duplicates_refusals_and_documents(
 
     again = client.post("/v1/feedback", json={"items": [feedback_item("a2", 3, group="doc-a")]}).json()
     assert (again["accepted"], again["duplicates"]) == (0, 1)  # across requests too
+    corrected = client.post("/v1/feedback", json={"items": [feedback_item("a2", 5, group="doc-a")]}).json()
+    assert (corrected["accepted"], corrected["duplicates"], corrected["refused"]) == (0, 0, 1)  # never dropped
+    problem = corrected["refusals"][0]["error"]
+    assert problem["status"] == 409 and "labelled 3 earlier" in problem["detail"] and "corrected" in problem["detail"]
 
     four = [feedback_item(f"e{i}", 3, group="doc-e") for i in range(4)]  # one more than MONITOR_MAX_ITEMS
     over = client.post("/v1/feedback", json={"items": four}).json()
@@ -80,7 +84,8 @@ def test_feedback_counts_duplicates_refusals_and_documents(
     assert (cell["labels"], cell["groups"], cell["open_groups"]) == (4, 2, 1)  # doc-e is still open
     assert [g["guarantee"] for g in cell["guarantees"]] == ["coverage"]  # no decision rule: nothing accepted
     coverage = cell["guarantees"][0]
-    assert coverage["counted"] == 4 and 0.0 <= coverage["low"] <= coverage["high"] <= 1.0
+    assert coverage["counted"] == 4 and coverage["human_label"] is None
+    assert coverage["low"] is None and coverage["high"] is None  # 4 labels: the interval says nothing yet, not shown
 
 
 def _raise_alarm(client: Any, headers: dict[str, str] | None = None, prefix: str = "h") -> dict[str, Any]:
@@ -110,17 +115,21 @@ def test_a_harsh_stream_raises_an_alarm_that_escalates_answers_and_survives_a_re
     assert cell["status"] == "alarm"
     alarm = cell["alarm"]
     assert alarm["guarantee"] == "coverage" and alarm["level"] == pytest.approx(0.1)
-    assert alarm["e_value"] >= cell["threshold"] == pytest.approx(20.0)
+    # without API_KEYS every caller is one tenant: its one monitor per cell holds all of MONITOR_DELTA
+    assert cell["delta"] == pytest.approx(0.05) and cell["horizon"] == 1000
+    assert alarm["e_value"] >= cell["threshold"] == pytest.approx(1000 / 0.05)
+    assert alarm["explanation"].startswith("set coverage: ") and "fell outside the served set" in alarm["explanation"]
     assert 1 <= alarm["label"] <= 12
     events = [line for line in harness.log_lines() if line.get("event") == "monitor.alarm"]
     assert len(events) == 1 and events[0]["guarantee"] == "coverage" and events[0]["monitor_id"] == cell["monitor_id"]
     metrics = client.get("/metrics").text
-    assert f'cj_monitor_alarm{{calibration_id="{cell["calibration_id"]}"' in metrics
-    assert "cj_monitor_e_value{" in metrics and "cj_monitor_labels{" in metrics
+    assert "cj_monitor_alarms 1.0" in metrics and "cj_monitor_labels_recorded_total" in metrics
+    assert cell["calibration_id"] not in metrics and cell["monitor_id"] not in metrics  # bounded, names no cell
 
     after = client.post("/v1/score", json=SCORE).json()
     assert after["decision"] == "escalate" and after["rule_failed"] is True
     assert cell["monitor_id"] in after["reason"] and "set coverage" in after["reason"]
+    assert "fell outside the served set" in after["reason"]  # the alarm explained in words
     assert after["prediction_set"] == before["prediction_set"]  # the set is still returned
     batch = client.post("/v1/score/batch", json={"items": [SCORE, {**SCORE, "criterion": "coherence"}]}).json()
     assert batch["results"][0]["result"]["rule_failed"] is True
@@ -158,6 +167,20 @@ def test_a_harmless_stream_raises_no_alarm(
     assert client.post("/v1/feedback", json={"items": items}).json()["alarms_raised"] == 0
     assert client.get("/v1/monitor").json()["cells"][0]["status"] == "ok"
     assert client.post("/v1/score", json=SCORE).json()["rule_failed"] is False
+
+
+def test_a_declared_size_closes_a_document_and_open_documents_are_warned_about(
+    start_app: Callable[[Settings], AppHarness], jobs_settings: Callable[..., Settings]
+) -> None:
+    client = start_app(jobs_settings()).client
+    first = client.post("/v1/feedback", json={"items": [feedback_item("s1", 3, group="doc-s", group_size=2)]}).json()
+    assert first["documents_closed"] == 0 and first["open_documents"] == 1
+    assert "still open" in first["warnings"][0] and "group_size" in first["warnings"][0]
+    second = client.post("/v1/feedback", json={"items": [feedback_item("s2", 3, group="doc-s", group_size=2)]}).json()
+    assert (second["documents_closed"], second["open_documents"], second["warnings"]) == (1, 0, [])
+    too_big = client.post("/v1/feedback", json={"items": [feedback_item("s3", 3, group="doc-t", group_size=99)]})
+    refusal = too_big.json()["refusals"][0]["error"]
+    assert refusal["status"] == 422 and "MONITOR_MAX_ITEMS" in refusal["detail"]
 
 
 def test_a_resent_last_label_with_done_closes_its_document(

@@ -44,6 +44,8 @@ def test_a_tenants_alarm_is_its_own(
 
     own = client.get("/v1/monitor", headers=bearer(KEY_1)).json()["cells"]
     assert len(own) == 1 and own[0]["status"] == "alarm"
+    # one budget per caller's cell: its own monitor and the admin's escalate it, each at half of MONITOR_DELTA
+    assert own[0]["delta"] == pytest.approx(0.025) and own[0]["threshold"] == pytest.approx(1000 / 0.025)
     assert client.get("/v1/monitor", headers=bearer(KEY_2)).json()["cells"] == []  # cannot read it
     # the same item ids from another tenant are its own labels, not duplicates of tenant one's
     other = client.post("/v1/feedback", json={"items": [feedback_item("t1-0", 3)]}, headers=bearer(KEY_2)).json()

@@ -10,10 +10,13 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
 
+from calibration.monitoring import CellSpec, GuaranteeSpec
 from service.monitoring.board import AlarmBoard
-from service.monitoring.cells import CellKey, LabelOutcome, MonitorKey, watched_spec
+from service.monitoring.cells import CellKey, MonitorKey, ServedLabel
+from service.monitoring.metrics import MonitorMetrics
 from service.monitoring.store import AlarmRecord, Labelled, MonitorStore
 from service.observability.logging import make_logs
+from service.observability.metrics import ServiceMetrics
 from tests.redis_url import REDIS_TEST_URL
 
 pytestmark = pytest.mark.redis
@@ -21,9 +24,13 @@ KEY = MonitorKey(
     cell=CellKey(
         tenant="", calibration_id="c0ffee", judge="j", prompt_family="f", criterion="relevance", input_kind="score"
     ),
-    mode="expected",
-    alpha=0.1,
 )
+SERVED = ServedLabel(label=3, scale=5, covered=True, coverage_alpha=0.1, per_label=False, accept_alpha=None,
+                     accepted=False, wrong=False)  # fmt: skip
+
+
+def watched_spec(*, max_items: int, delta: float) -> CellSpec:
+    return CellSpec(guarantees=[GuaranteeSpec(guarantee="coverage", level=0.1, max_items=max_items)], delta=delta)
 
 
 def _items(writer: int, n: int) -> list[Labelled]:
@@ -33,7 +40,7 @@ def _items(writer: int, n: int) -> list[Labelled]:
             item_id=f"w{writer}-{i}",
             group=f"w{writer}-doc{i // 2}",
             done=i % 2 == 1,
-            outcome=LabelOutcome(counted=(True,), failed=(False,)),
+            served=SERVED,
         )
         for i in range(n)
     ]
@@ -48,7 +55,7 @@ def test_concurrent_writers_count_every_label_once(queue_name: str) -> None:
         clients = [aioredis.Redis.from_url(REDIS_TEST_URL) for _ in range(4)]
         try:
             stores = [_store(client, queue_name) for client in clients]
-            spec = watched_spec(KEY, max_items=4, delta=0.05)
+            spec = watched_spec(max_items=4, delta=0.05)
             documents = [(w, _items(w, 20)[i : i + 2]) for w in range(4) for i in range(0, 20, 2)]
             batches = [stores[w].record(KEY, spec, items) for w, items in documents]  # 40 writers at once
             results = await asyncio.gather(*batches)
@@ -69,8 +76,8 @@ def test_the_spec_is_fixed_at_the_first_label(queue_name: str) -> None:
         client = aioredis.Redis.from_url(REDIS_TEST_URL)
         try:
             store = _store(client, queue_name)
-            await store.record(KEY, watched_spec(KEY, max_items=2, delta=0.05), _items(0, 2))
-            later = watched_spec(KEY, max_items=16, delta=0.01)  # the settings changed since: the monitor keeps its own
+            await store.record(KEY, watched_spec(max_items=2, delta=0.05), _items(0, 2))
+            later = watched_spec(max_items=16, delta=0.01)  # the settings changed since: the monitor keeps its own
             await store.record(KEY, later, _items(1, 2))
             record = await store.load(KEY.monitor_id)
             assert record is not None and record.spec.delta == 0.05
@@ -95,9 +102,27 @@ class _FlakyStore:
         return [self.record]
 
 
+def test_a_board_that_never_read_the_alarms_escalates_every_cell_until_it_does() -> None:
+    store = _FlakyStore()
+    store.down = True  # a process started while Redis does not answer
+    board = AlarmBoard(store, refresh_s=0.0, timeout_s=0.5, logger=make_logs("ERROR").logger,  # type: ignore[arg-type]
+                       metrics=MonitorMetrics(ServiceMetrics()))  # fmt: skip
+
+    async def main() -> tuple[Any, Any]:
+        before = await board.for_caller("u", None)
+        store.down = False
+        return before, await board.for_caller("u", None)
+
+    before, after = asyncio.run(main())
+    note = before.get(("any", "j", "f", "relevance", "score"))
+    assert before and note is not None and "have not been read" in note.explanation  # fail closed, said why
+    assert after == {} and board.read  # read: tenant "u" has no alarm of its own
+
+
 def test_the_board_keeps_its_copy_while_redis_is_down_and_filters_by_tenant() -> None:
     store = _FlakyStore()
-    board = AlarmBoard(store, refresh_s=0.0, timeout_s=0.5, logger=make_logs("ERROR").logger)  # type: ignore[arg-type]
+    metrics = MonitorMetrics(ServiceMetrics())
+    board = AlarmBoard(store, refresh_s=0.0, timeout_s=0.5, logger=make_logs("ERROR").logger, metrics=metrics)  # type: ignore[arg-type]
 
     async def main() -> tuple[int, int, int, int]:
         own = len(await board.for_caller("t", None))
@@ -108,5 +133,6 @@ def test_the_board_keeps_its_copy_while_redis_is_down_and_filters_by_tenant() ->
         return own, other, via_admin, kept
 
     assert asyncio.run(main()) == (1, 0, 1, 1)
+    assert metrics.alarms._value.get() == 1  # the bounded gauge: monitors in alarm, no names
     board.cleared("m1")
     assert asyncio.run(board.for_caller("t", None)) == {}

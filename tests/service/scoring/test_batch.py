@@ -111,7 +111,7 @@ def test_batch_without_judges_fails_live_items_only(app: AppHarness):
         {"criterion": "relevance", "judge": STAND_IN, "judge_score": 5},
     ]
     results = app.client.post("/v1/score/batch", json={"items": items}).json()["results"]
-    assert results[0]["error"]["status"] == 503 and "JUDGES_FILE" in results[0]["error"]["detail"]
+    assert results[0]["error"]["status"] == 422 and "JUDGES_FILE" in results[0]["error"]["detail"]
     assert results[1]["ok"]
 
 

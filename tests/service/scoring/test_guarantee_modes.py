@@ -52,11 +52,14 @@ def test_the_shipped_artifact_holds_both_modes_for_every_cell() -> None:
         assert all(c.delta is None for c in rule.certifications if c.mode == "expected")
 
 
-def test_the_default_is_expected_and_names_its_mode_without_confidence(shipped: AppHarness) -> None:
+def test_the_default_is_per_label_and_names_its_mode_without_confidence(shipped: AppHarness) -> None:
     status, body = _score(shipped)
     assert status == 200, body
-    assert body["guarantees"] and all(g["mode"] == "expected" for g in body["guarantees"])
+    assert body["guarantees"] and all(g["mode"] == "per_label" for g in body["guarantees"])
     assert all("confidence" not in g and "bound" not in g for g in body["guarantees"])
+    assert body["method"] == "per_label_intervals"
+    status, expected = _score(shipped, guarantee="expected")
+    assert status == 200 and all(g["mode"] == "expected" for g in expected["guarantees"])
 
 
 def test_pac_names_its_confidence_and_never_gives_a_smaller_set(shipped: AppHarness) -> None:
@@ -113,7 +116,7 @@ def test_batch_items_carry_their_own_mode(shipped: AppHarness) -> None:
     )
     assert response.status_code == 200, response.text
     first, second, third = response.json()["results"]
-    assert {g["mode"] for g in first["result"]["guarantees"]} == {"expected"}
+    assert {g["mode"] for g in first["result"]["guarantees"]} == {"per_label"}
     assert {g["mode"] for g in second["result"]["guarantees"]} == {"pac"}
     assert third["ok"] is False and "confidence" in third["error"]["detail"]
 
@@ -127,7 +130,10 @@ def test_the_calibration_summary_lists_both_modes_per_cell(shipped: AppHarness) 
         by_cell.setdefault((line["judge"], line["prompt_family"], line["criterion"], line["input_kind"]), set()).add(
             line["mode"]
         )
-    assert by_cell and all(modes == {"expected", "pac"} for modes in by_cell.values())
+    # every cell has both marginal modes; the recorded SummEval judges' cells have their per-label rule too
+    assert by_cell and all(modes - {"per_label"} == {"expected", "pac"} for modes in by_cell.values())
+    assert sum("per_label" in modes for modes in by_cell.values()) == 32
+    assert all(line["skilled"] is not None for line in lines if line["mode"] == "per_label")
     expected_share = [line["accept_share"] or 0 for line in lines if line["mode"] == "expected"]
     pac_share = [line["accept_share"] or 0 for line in lines if line["mode"] == "pac"]
     assert sum(expected_share) > sum(pac_share)
@@ -146,7 +152,7 @@ MODE_BODIES = [  # (fields added to a valid body, whether the service accepts it
     ({"guarantee": "pac"}, True),
     ({"guarantee": "pac", "confidence": 0.9}, True),
     ({"guarantee": "pac", "confidence": 0.95}, True),
-    ({"confidence": 0.9}, False),  # the default guarantee is expected: no confidence
+    ({"confidence": 0.9}, False),  # the default guarantee is per_label: no confidence
     ({"guarantee": "expected", "confidence": 0.9}, False),
     ({"guarantee": "pac", "confidence": 0.96}, False),  # above the calibrated 0.95
     ({"guarantee": "pac", "confidence": 0.0}, False),

@@ -43,7 +43,9 @@ def test_residual_sets_equal_the_core(app: AppHarness, artifact: ThresholdsArtif
     assert (data["decision"], data["escalate"], data["rule_failed"]) == ("escalate", True, False)
     assert data["point"] == judge_score
     assert data["guarantees"] == [{"kind": "set_coverage", "alpha": alpha, "mode": "expected"}]
-    assert data["reason"].startswith("no certified decision rule")
+    # nor per-label rules: the default guarantee serves the expected set and says why it cannot decide
+    assert data["reason"].startswith("this cell has no per-label calibration")
+    assert "no certified decision rule" in data["reason"]
     assert data["source"] == "caller" and data["cached"] is False and data["raw_reply"] is None
 
 
@@ -235,10 +237,13 @@ def test_caller_verdict_needs_a_judge_name(app: AppHarness):
     assert "judge is required" in reply.json()["detail"]
 
 
-def test_no_judge_configured_is_503_with_help(app: AppHarness):
+def test_no_judge_configured_is_a_422_with_help_not_a_retryable_503(app: AppHarness):
+    """A body without a verdict on a service without judges: the request cannot be served here, now or later."""
     reply = app.client.post("/v1/score", json={"criterion": "coherence", "document": "A text.", "summary": "A."})
-    assert reply.status_code == 503
+    assert reply.status_code == 422 and "retry-after" not in reply.headers
+    assert reply.headers["content-type"].startswith("application/problem+json")
     problem = reply.json()
+    assert problem["status"] == 422
     assert problem["type"].endswith("judge-not-configured")
     assert "JUDGES_FILE" in problem["detail"] and "api_key_env" in problem["detail"]
     assert "judges.example.json" in problem["detail"]

@@ -191,7 +191,8 @@ def test_plans_and_served_entries_are_remembered_on_the_snapshot(app: AppHarness
     context = scoring_context(app.services)
     snapshot = CalibrationSnapshot.build(context.snapshot.artifact, path="memory", loaded_at="now")
     request = msgspec.convert(
-        {"criterion": "coherence", "judge": STAND_IN, "judge_score": 3, "alpha": 0.15}, ScoreRequest
+        {"criterion": "coherence", "judge": STAND_IN, "judge_score": 3, "alpha": 0.15, "guarantee": "expected"},
+        ScoreRequest,
     )
     plan = resolve(context, snapshot, request, True)
     assert (plan.judge, plan.prompt_family, plan.alpha, plan.cell, plan.calibrated_cell) == (

@@ -15,6 +15,7 @@ from scipy.optimize import minimize_scalar
 from artifact.thresholds import load_artifact
 from offline.cli import main
 from offline.export import DEFAULT_THRESHOLDS
+from offline.studies.monitoring.checks import HEADLINE_TARGET
 from offline.studies.monitoring.report import MonitoringReport, write_monitoring_report
 from offline.studies.monitoring.streams import information_labels, stream_orders
 from offline.studies.monitoring.study import StudySettings, run_study
@@ -45,10 +46,10 @@ def test_every_scenario_kind_has_rows_and_the_headline_is_caught(study) -> None:
     assert {r.kind for r in study.rows} == {"none", "harsher", "lenient", "swap", "abstractive", "new_input"}
     harsher = _row(study, "harsher")
     assert harsher.harmful and harsher.harms == ["accept_error"]
-    assert harsher.alarm_rate == 1.0 and harsher.median_labels <= 600
+    assert harsher.alarm_rate == 1.0 and harsher.median_labels <= HEADLINE_TARGET
     assert harsher.plain_median_labels > harsher.median_labels
     assert harsher.named["accept_error"] == harsher.streams
-    assert harsher.information_labels == pytest.approx(207, abs=10)
+    assert harsher.information_labels == pytest.approx(686, abs=15)  # log(horizon / delta) / KL_inf, in labels
     for kind in ("none", "abstractive"):
         quiet = _row(study, kind)
         assert not quiet.harmful and quiet.alarm_rate <= 0.05 and quiet.median_labels is None
@@ -115,5 +116,8 @@ def test_cli_monitor_writes_the_report(recorded_cells, monkeypatch, tmp_path: Pa
     )
     assert code == 0
     assert (tmp_path / "monitoring" / "monitoring.json").exists()
-    assert "false alarms" in capsys.readouterr().out
+    skill = (tmp_path / "monitoring" / "skill.md").read_text()
+    assert "| relevance | gpt-4o-mini-2024-07-18 | llama-2-7b-chat |" in skill and "(own)" in skill
+    out = capsys.readouterr().out
+    assert "false alarms" in out and "skill.md" in out
     assert main(["monitor", "--streams", "0", "--out", str(tmp_path)]) == 2
