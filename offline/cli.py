@@ -40,12 +40,16 @@ command                                                           does
 ``monitor [--data-dir D] [--out reports] [--streams 200]``        anytime-valid monitors on seeded streams of
 ``        [--horizon 1600] [--delta 0.05] [--thresholds F]``      recorded verdicts, unshifted and shifted
                                                                   (offline.studies.monitoring)
+``local-judge [--store S] [--out reports/local-judge]``           the local judge's recorded SummEval answers:
+``            [--page docs/local-judge.md]``                       calibrated, studied, its report page
+                                                                  (offline.studies.local_judge)
 ``data [--out D] [--mirror URL] [--no-progress]``                 build the data directory from its pinned public
                                                                   sources (offline.data.fetch, sources.json);
                                                                   the default one is used as is when it exists
 ================================================================  ===============================================
 
-Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items);
+Collect items: ``direct``/``pairwise`` run on the paper's SummEval subset (``--limit N``: its first N items;
+``--documents N``, ``--all-systems`` (16 summaries a document) and ``--criteria`` widen or narrow it);
 ``factuality_direct``/``factuality_qa`` on FRANK items of ``--split valid|test|all`` (default all) with
 their articles (``frank/articles.jsonl``), ``--limit N`` = a seeded sample of N of them
 (``offline.collecting.targets.frank_targets``: the first N of ``numpy.random.default_rng(--seed).permutation``, in file
@@ -78,6 +82,7 @@ from offline.commands.studies import (
     run_panels,
 )
 from offline.data.errors import DataError
+from offline.studies.local_judge.command import run_local_judge
 from offline.studies.monitoring.command import run_monitor
 
 __all__ = ["configure_logging", "main"]
@@ -118,6 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "decisions": run_decisions,
         "estimates": run_estimates,
         "monitor": run_monitor,
+        "local-judge": run_local_judge,
         "data": run_data,
     }
     try:

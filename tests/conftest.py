@@ -30,9 +30,11 @@ def resolve_data_dir() -> Path:
 # module missing here only runs in its collection place; nothing else depends on this order.
 LONG_MODULES = (
     "tests/service/http/test_schemathesis_cli.py",  # 200 s
+    "tests/service/live_judge/test_live_judge.py",  # 210 s on a loaded machine (a real model answers every call)
     "tests/offline/test_cli.py",  # 102 s
     "tests/offline/test_shipped_artifact.py",  # 93 s
     "tests/offline/studies/conformal/test_validity.py",  # 90 s
+    "tests/offline/studies/local_judge/test_command.py",  # 85 s on a loaded machine (three calibrations)
     "tests/service/artifacts/test_calibrations_api.py",  # 66 s
     "tests/offline/test_report_cards.py",  # 40 s (with another module's recorded ingest)
     "tests/service/http/test_reports.py",  # 35 s

@@ -13,6 +13,8 @@ from offline.data.paths import resolve_data_dir
 
 __all__ = ["run_collect", "run_data"]
 
+SUMMEVAL_SYSTEMS_PER_DOCUMENT = 16  # SummEval's summaries of each document, in one per-document system order
+
 
 def run_data(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline data``: build the data directory from its pinned upstream sources or a mirror, then
@@ -60,7 +62,7 @@ def run_data(args: argparse.Namespace, log: Any) -> int:
 def _collect_items(args: argparse.Namespace, data_dir: Path) -> tuple[list[Any], dict[str, Any] | None, list[str]]:
     """The items, articles and criteria of a collection task (SummEval subset, or a FRANK sample)."""
     from offline.collecting.run import FACTUALITY_CRITERION, FACTUALITY_TASKS
-    from offline.collecting.targets import default_subset, frank_targets
+    from offline.collecting.targets import PAPER_SYSTEM_POSITIONS, default_subset, frank_targets
     from offline.data.summeval import CRITERIA, load_summeval
 
     if args.limit is not None and args.limit < 1:
@@ -71,8 +73,17 @@ def _collect_items(args: argparse.Namespace, data_dir: Path) -> tuple[list[Any],
         items = frank_targets(load_frank(data_dir), split=args.split, limit=args.limit, seed=args.seed)
         return items, None, [FACTUALITY_CRITERION]
     summeval = load_summeval(data_dir)
-    subset = default_subset(summeval)
-    return (subset[: args.limit] if args.limit else subset), summeval.articles, list(CRITERIA)
+    # --all-systems: every summary of each document (SummEval has 16 per document) instead of the paper's 8.
+    positions = range(SUMMEVAL_SYSTEMS_PER_DOCUMENT) if args.all_systems else PAPER_SYSTEM_POSITIONS
+    try:
+        subset = default_subset(summeval, n_documents=args.documents, positions=tuple(positions))
+    except ValueError as error:
+        raise DataError(None, None, str(error)) from None
+    criteria = list(args.criteria or CRITERIA)
+    unknown = sorted(set(criteria) - set(CRITERIA))
+    if unknown:
+        raise DataError(None, None, f"unknown criteria {', '.join(unknown)}; known: {', '.join(CRITERIA)}")
+    return (subset[: args.limit] if args.limit else subset), summeval.articles, criteria
 
 
 def _collect_labels(args: argparse.Namespace, log: Any) -> int:
@@ -172,4 +183,7 @@ def run_collect(args: argparse.Namespace, log: Any) -> int:
     )
     print(f"store:       {args.store}")
     print(f"answers:     {report.succeeded} new, {report.skipped} already stored, {report.failed} failed")
+    if report.calls:
+        # Wall time over calls: with --concurrency 1 this is each call's latency, retries and format retries included.
+        print(f"time:        {report.seconds:.1f} s, {report.seconds / report.calls:.2f} s per call")
     return 0

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from offline.studies.local_judge.command import add_parser as add_local_judge_parser
+
 __all__ = ["build_parser"]
 
 TASKS = ("direct", "pairwise", "factuality_direct", "factuality_qa")
@@ -63,6 +65,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="SummEval: the first N items of the subset; FRANK: a seeded sample of N items",
+    )
+    col.add_argument(
+        "--documents", type=int, default=30, help="SummEval: the first N documents in file order (default 30)"
+    )
+    col.add_argument(
+        "--all-systems",
+        action="store_true",
+        help="SummEval: all 16 summaries of each document (default: the paper's 8 systems)",
+    )
+    col.add_argument(
+        "--criteria", nargs="+", default=None, metavar="NAME", help="SummEval: these criteria only (default: all four)"
     )
     col.add_argument(
         "--split",
@@ -308,4 +321,6 @@ def build_parser() -> argparse.ArgumentParser:
     dat.add_argument("--manifest", type=Path, default=None, help="the file list (default: offline/data/sources.json)")
     dat.add_argument("--retries", type=int, default=4, help="attempts per file on transient errors (default 4)")
     dat.add_argument("--no-progress", action="store_true")
+
+    add_local_judge_parser(commands)
     return parser

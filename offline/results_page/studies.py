@@ -31,6 +31,13 @@ ROWS = (
         "`reports/estimates/estimates.md`",
     ),
     (
+        "python -m offline local-judge",
+        "a real small judge served on this machine (`make local-judge`): its recorded SummEval verdicts, its skill "
+        "against the human labels, and the service's sets, accept share and per-label figures on unseen documents "
+        "beside the label distribution alone",
+        "[docs/local-judge.md](local-judge.md) (committed, rewritten by the command)",
+    ),
+    (
         "python -m offline halves",
         "the served recipe fitted on half the documents, checked on the other half, both ways",
         "`reports/conformal/halves.md`",

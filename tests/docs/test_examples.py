@@ -67,6 +67,11 @@ ALLOWED = {
     "pip install ./client[integrations]": "installs the client with its eval-tool extras; `make install` installs "
     "it so, and each adapter runs against the service in tests/client/integrations/test_deepeval.py, "
     "tests/client/integrations/test_inspect.py and tests/client/integrations/test_langfuse.py",
+    "make local-judge": "builds llama-cpp-python (7-10 minutes the first time) and blocks while serving; .ci/run "
+    "runs `make local-judge-install`, and tests/service/live_judge/conftest.py starts the same server "
+    "(tools/local_judge.py serve) for the end-to-end tests",
+    "make local-judge-report": "calibrates the recorded answers and rewrites docs/local-judge.md; "
+    "tests/offline/studies/local_judge/test_command.py runs `python -m offline local-judge` on them",
     "make promptfoo": "installs the recipe's pinned promptfoo from its lock file (about 1.4 GB of node_modules, "
     "90 s); .ci/run runs it, and tests/client/integrations/test_promptfoo.py runs the recipe with it against "
     "the service",
@@ -77,6 +82,12 @@ ALLOWED = {
 ALLOWED_EXAMPLES = {
     ("docs/estimates.md", '"job": "3f2a'): "needs a finished job and no worker runs here: the same requests run "
     "against jobs scored by the worker's runner in tests/service/jobs/test_estimates_from_jobs.py",
+    ("docs/user-guide.md", '"judge": "smollm2-135m"'): "needs the local judge (make local-judge) and its "
+    "calibration: tests/service/live_judge/test_live_judge.py sends the same request to a service whose "
+    "JUDGES_FILE is examples/local-judge/judges.json",
+    ("README.md", '"judge": "smollm2-135m"'): "needs the local judge (make local-judge) and its calibration: "
+    "tests/service/live_judge/test_live_judge.py sends the same request to a service whose JUDGES_FILE is "
+    "examples/local-judge/judges.json",
     ("docs/panels.md", '"panel": "jury"'): "needs PANELS_FILE and live judges; a configured panel named jury is "
     "served against judge stand-ins in tests/service/scoring/test_panels.py",
 }
