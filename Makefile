@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 DATA_STAMP := $(VENV)/.installed-data
 
-.PHONY: install install-runtime install-data promptfoo data standin local-judge local-judge-install local-judge-report test test-fast bench lint mutate calibrate results serve worker openapi settings-table demo clean
+.PHONY: install install-runtime install-data promptfoo data standin local-judge local-judge-install local-judge-report test test-fast bench lint mutate calibrate report-cards results serve worker openapi settings-table demo clean
 
 ## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
 ## offline extras on top of them, in the same .venv.
@@ -68,7 +68,12 @@ test: install
 ## Without LABELS it ends with `make results`.
 calibrate: install
 	$(BIN)/python -m offline calibrate $(foreach f,$(LABELS),--labels $(f)) $(if $(SCALE),--scale $(SCALE))
+	$(if $(LABELS),,$(BIN)/python -m offline report-cards)
 	$(if $(LABELS),,$(MAKE) results)
+
+## The report cards of the shipped artifact's recorded cells (artifact/report_cards.json), alone
+report-cards: install
+	$(BIN)/python -m offline report-cards
 
 ## Regenerate docs/results.md from the JSON reports under reports/ (calibrate's, and the halves check's, run here
 ## first when reports/conformal/halves.json is missing); never edit that page by hand.

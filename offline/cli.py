@@ -19,6 +19,9 @@ command                                                           does
 ``results-page [--reports reports] [--out docs/results.md]``        docs/results.md from the reports' JSON files
                                                                   (offline.results_page); exit 2 naming a missing
                                                                   report and the command that writes it
+``report-cards [--data-dir D] [--thresholds P]``                  the report card of each recorded SummEval cell
+                                                                  P serves, to report_cards.json beside P
+                                                                  (offline.report_cards)
 ``panels [--data-dir D] [--out reports] [--alpha 0.1]``           every panel of 2-6 recorded judges vs its best
 ``       [--splits 20] [--max-size 6]``                           member (offline.studies.panels.study)
 ``decisions [--data-dir D] [--out reports] [--splits 20]``        certified accept/escalate on unseen documents
@@ -71,7 +74,7 @@ import structlog
 from offline.commands.calibration import run_calibrate, run_guarantees, run_halves, run_report, run_validate
 from offline.commands.collecting import run_collect, run_data
 from offline.commands.parser import build_parser
-from offline.commands.results import run_results_page
+from offline.commands.results import run_report_cards, run_results_page
 from offline.commands.studies import (
     run_decisions,
     run_estimates,
@@ -114,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "halves": run_halves,
         "guarantees": run_guarantees,
         "results-page": run_results_page,
+        "report-cards": run_report_cards,
         "panels": run_panels,
         "pairwise-decisions": run_pairwise_decisions,
         "decisions": run_decisions,

@@ -1,6 +1,7 @@
 """``python -m service``: serve the app with uvicorn on HOST:PORT (default 127.0.0.1:8000).
 
-Prints a curl example that works on a fresh machine (the caller's own verdict needs no judge).
+Prints a curl example that works on a fresh machine (the caller's own verdict needs no judge) and the address of
+a shipped judge's report page.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from service.config.settings import Settings, SettingsError
 from service.http.app import create_app
 from service.http.server import serve
 
-__all__ = ["curl_example", "main"]
+__all__ = ["curl_example", "main", "report_example"]
 
 
 def curl_example(settings: Settings) -> str:
@@ -22,6 +23,11 @@ def curl_example(settings: Settings) -> str:
         f"curl -s -X POST http://{settings.host}:{settings.port}/v1/score"
         f" -H 'Content-Type: application/json'{auth} -d '{body}'"
     )
+
+
+def report_example(settings: Settings) -> str:
+    """The report page of the shipped G-Eval judge on this server (``docs/report-cards.md``)."""
+    return f"http://{settings.host}:{settings.port}/v1/judges/gpt-4o-mini-2024-07-18/report.html"
 
 
 def main() -> int:
@@ -39,6 +45,7 @@ def main() -> int:
     )
     print("Try:")
     print(f"  {curl_example(settings)}")
+    print(f"A judge's report card (open in a browser): {report_example(settings)}")
     sys.stdout.flush()
     serve(settings, app)  # header/body read timeouts, keep-alive limit, WORKERS (service/http/server.py)
     return 0

@@ -36,11 +36,14 @@ LONG_MODULES = (
     "tests/offline/studies/conformal/test_validity.py",  # 90 s
     "tests/offline/studies/local_judge/test_command.py",  # 85 s on a loaded machine (three calibrations)
     "tests/service/artifacts/test_calibrations_api.py",  # 66 s
+    "tests/offline/test_report_cards.py",  # 40 s (with another module's recorded ingest)
+    "tests/service/http/test_reports.py",  # 35 s
     "tests/service/http/test_server.py",  # 46 s
     "tests/service/scoring/test_guarantee_modes.py",  # 36 s
     "tests/service/estimating/test_estimates_api.py",  # 34 s
     "tests/service/artifacts/test_calibrations_hardening.py",  # 33 s
     "tests/service/http/test_schemathesis.py",  # 31 s
+    "tests/service/http/test_report_browser.py",  # 25 s
     "tests/service/jobs/test_worker.py",  # 29 s
     "tests/docs/test_examples.py",  # 26 s
     "tests/service/artifacts/test_calibration_rules.py",  # 17 s

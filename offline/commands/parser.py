@@ -177,6 +177,25 @@ def build_parser() -> argparse.ArgumentParser:
     res.add_argument("--reports", type=Path, default=Path("reports"), help="the report folder (default reports)")
     res.add_argument("--out", type=Path, default=Path("docs/results.md"), help="the page (default docs/results.md)")
 
+    rc = commands.add_parser(
+        "report-cards",
+        help="the report cards of the artifact's recorded SummEval cells, written beside it (offline.report_cards)",
+    )
+    rc.add_argument("--data-dir", type=Path, default=None)
+    rc.add_argument(
+        "--thresholds",
+        type=Path,
+        default=Path("artifact/thresholds.json"),
+        help="the artifact whose cells get a card (default artifact/thresholds.json); the cards go to "
+        "report_cards.json in its folder",
+    )
+    rc.add_argument(
+        "--planner-check",
+        action="store_true",
+        help="instead, print per cell the planner's share at 50 documents predicted from a 30-document file "
+        "against the share measured at 50 documents (a Markdown table; offline.report_cards.planner_check)",
+    )
+
     pan = commands.add_parser(
         "panels",
         help="judge panels: every panel of 2-6 recorded judges calibrated as one "

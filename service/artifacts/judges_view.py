@@ -14,8 +14,9 @@ caller sends their verdicts). Two views of the same list:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from typing import Any
+from urllib.parse import quote
 
 import msgspec
 
@@ -23,7 +24,7 @@ from calibration.kinds.mean_panel import is_panel_name, panel_members
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.wire.judges import JudgeCalibration, JudgeGroup, JudgeInfo, JudgesResponse, JudgesSummary, JudgeSummary
 
-__all__ = ["ConfiguredJudge", "judges_full", "judges_summary"]
+__all__ = ["ConfiguredJudge", "judges_full", "judges_summary", "report_path", "with_reports"]
 
 
 class ConfiguredJudge(msgspec.Struct, frozen=True, kw_only=True):
@@ -153,3 +154,19 @@ def judges_summary(
     if snapshot is not None:
         snapshot.remember(key, summary)
     return summary
+
+
+def with_reports(summary: JudgesSummary, reported: Set[str]) -> JudgesSummary:
+    """The summary with each judge's report page linked when it has a shipped report card."""
+    if not reported:
+        return summary
+    judges = [
+        msgspec.structs.replace(judge, report=report_path(judge.name)) if judge.name in reported else judge
+        for judge in summary.judges
+    ]
+    return msgspec.structs.replace(summary, judges=judges)
+
+
+def report_path(judge: str) -> str:
+    """The path of a judge's report page (its name percent-encoded as one path segment)."""
+    return f"/v1/judges/{quote(judge, safe='')}/report.html"

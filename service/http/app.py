@@ -25,6 +25,7 @@ from litestar.datastructures import State
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, Reference, SecurityScheme
 
+from service.artifacts.report_cards import ShippedReportCards
 from service.artifacts.state import CalibrationHolder
 from service.comparing.mfas_limit import start_solver_server
 from service.config.settings import Settings
@@ -45,6 +46,12 @@ from service.http.routes.health import healthz, metrics, readyz
 from service.http.routes.jobs import cancel_job, document_jobs_openapi, job_results, job_status, submit_job
 from service.http.routes.judges import list_judges
 from service.http.routes.monitoring import feedback, monitor, monitor_recalibrate, monitor_reset
+from service.http.routes.reports import (
+    calibration_report,
+    calibration_report_page,
+    judge_report,
+    judge_report_page,
+)
 from service.http.routes.score import score, score_batch
 from service.http.services import Services, handle_exception
 from service.http.spec import refine_spec, restore_zero_bounds
@@ -75,6 +82,7 @@ V1_HANDLERS = (
     submit_calibration, calibration_job, activate_calibration, delete_calibration,
     estimates, rankings,
     feedback, monitor, monitor_reset, monitor_recalibrate,
+    judge_report, judge_report_page, calibration_report, calibration_report_page,
 )  # fmt: skip
 PUBLIC_HANDLERS = (healthz, readyz, metrics)
 _REQUEST_TYPES = (
@@ -174,6 +182,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             artifacts_redis_key=settings.artifacts_redis_key,
         ),
         judges=JudgePool(settings, metrics_, logs.logger, tracing),
+        report_cards=ShippedReportCards(settings.thresholds_path),
         admission=Admission(
             max_inflight_items=settings.jobs.max_inflight_items,
             max_queued_items=settings.jobs.max_queued_items,

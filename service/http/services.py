@@ -28,6 +28,7 @@ from litestar import Request, Response
 from litestar.connection import ASGIConnection
 from litestar.openapi.datastructures import ResponseSpec
 
+from service.artifacts.report_cards import ShippedReportCards
 from service.artifacts.state import CalibrationHolder
 from service.config.settings import Settings
 from service.http.auth import check_api_key, require_admin_key
@@ -81,6 +82,7 @@ class Services:
     policy: DecisionPolicy
     calibration: CalibrationHolder
     judges: JudgePool
+    report_cards: ShippedReportCards  # the report cards file beside THRESHOLDS_PATH (service/artifacts/report_cards.py)
     admission: Admission  # 429 bounds (service/judging/admission.py)
     job_metrics: JobMetrics
     jobs: JobQueue | None = None  # durable jobs (service/jobs/); None without REDIS_URL

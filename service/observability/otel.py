@@ -19,8 +19,14 @@ reads the standard OTEL_EXPORTER_OTLP_HEADERS / _TIMEOUT variables itself. What 
 * **event** ``gen_ai.evaluation.result`` on the current span (the server span of /v1/score, each batch item too;
   the chunk span in a worker) per verdict: ``gen_ai.evaluation.name`` (the criterion),
   ``gen_ai.evaluation.score.value`` (the calibrated point), ``gen_ai.evaluation.score.label`` (the decision),
-  ``cj.prediction_set``, ``cj.alpha``, ``cj.judge``, ``cj.calibrated``. The SDK keeps at most
-  OTEL_SPAN_EVENT_COUNT_LIMIT events a span (default 128) and counts the rest as dropped.
+  ``gen_ai.evaluation.explanation`` (the answer's reason), ``cj.prediction_set``, ``cj.alpha``, ``cj.judge``,
+  ``cj.calibrated``, ``cj.guarantees`` (each guarantee behind the answer as ``kind:mode:alpha[:tolerance=t]
+  [:pass_threshold=p][:bound=b]``) and ``cj.guarantee.mode``; for a calibrated verdict the served set's interval as
+  the proposed score-interval attributes (semantic-conventions-genai issue 43, not yet in the conventions):
+  ``gen_ai.evaluation.score.ci.lower`` / ``.upper`` (the set's smallest and largest label) and ``.ci.level``
+  (1 - alpha, the set's coverage target; a prediction interval for this item's human label, not a confidence
+  interval of a mean). The SDK keeps at most OTEL_SPAN_EVENT_COUNT_LIMIT events a span (default 128) and counts
+  the rest as dropped.
 """
 
 from __future__ import annotations
@@ -139,20 +145,30 @@ class OtelTracing(Tracing):
         decision: str,
         alpha: float,
         calibrated: bool,
+        guarantees: Sequence[str] = (),
+        mode: str | None = None,
+        explanation: str = "",
     ) -> None:
-        """One ``gen_ai.evaluation.result`` event on the current (server) span."""
-        trace.get_current_span().add_event(
-            EVALUATION_EVENT,
-            {
-                "gen_ai.evaluation.name": criterion,
-                "gen_ai.evaluation.score.value": float(point),
-                "gen_ai.evaluation.score.label": decision,
-                "cj.prediction_set": list(prediction_set),
-                "cj.alpha": alpha,
-                "cj.judge": judge,
-                "cj.calibrated": calibrated,
-            },
-        )
+        """One ``gen_ai.evaluation.result`` event on the current (server) span (module docstring)."""
+        attributes: dict[str, Any] = {
+            "gen_ai.evaluation.name": criterion,
+            "gen_ai.evaluation.score.value": float(point),
+            "gen_ai.evaluation.score.label": decision,
+            "cj.prediction_set": list(prediction_set),
+            "cj.alpha": alpha,
+            "cj.judge": judge,
+            "cj.calibrated": calibrated,
+            "cj.guarantees": list(guarantees),
+        }
+        if explanation:
+            attributes["gen_ai.evaluation.explanation"] = explanation
+        if mode is not None:
+            attributes["cj.guarantee.mode"] = mode
+        if calibrated and prediction_set:
+            attributes["gen_ai.evaluation.score.ci.lower"] = float(min(prediction_set))
+            attributes["gen_ai.evaluation.score.ci.upper"] = float(max(prediction_set))
+            attributes["gen_ai.evaluation.score.ci.level"] = 1.0 - alpha
+        trace.get_current_span().add_event(EVALUATION_EVENT, attributes)
 
     @contextmanager
     def job_chunk(self, job_id: str, chunk: int, attempt: int) -> Iterator[JobChunkRecord]:

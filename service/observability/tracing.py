@@ -27,9 +27,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from service.wire.score import ScoreResponse
+    from service.wire.score import Guarantee, ScoreResponse
 
-__all__ = ["JobChunkRecord", "JudgeCallRecord", "Tracing", "trace_evaluation"]
+__all__ = ["JobChunkRecord", "JudgeCallRecord", "Tracing", "guarantee_name", "trace_evaluation"]
 
 
 class JudgeCallRecord:
@@ -84,6 +84,9 @@ class Tracing:
         decision: str,
         alpha: float,
         calibrated: bool,
+        guarantees: Sequence[str] = (),
+        mode: str | None = None,
+        explanation: str = "",
     ) -> None:
         """No event."""
 
@@ -106,4 +109,20 @@ def trace_evaluation(tracing: Tracing, answer: ScoreResponse) -> None:
         decision=answer.decision,
         alpha=answer.alpha,
         calibrated=answer.calibrated,
+        guarantees=[guarantee_name(g) for g in answer.guarantees],
+        mode=answer.guarantees[0].mode if answer.guarantees else None,
+        explanation=answer.reason,
     )
+
+
+def guarantee_name(guarantee: Guarantee) -> str:
+    """One guarantee in a span attribute's words: ``kind:mode:alpha`` and, where it has one, ``:tolerance=t``,
+    ``:pass_threshold=p`` and ``:bound=b`` (e.g. ``accept_error:pac:0.1:tolerance=2:bound=0.083``)."""
+    parts = [guarantee.kind, guarantee.mode, f"{guarantee.alpha:g}"]
+    if guarantee.tolerance is not None:
+        parts.append(f"tolerance={guarantee.tolerance}")
+    if guarantee.pass_threshold is not None:
+        parts.append(f"pass_threshold={guarantee.pass_threshold}")
+    if guarantee.bound is not None:
+        parts.append(f"bound={guarantee.bound:.4g}")
+    return ":".join(parts)

@@ -334,3 +334,4 @@ class CalibrationJobInfo(msgspec.Struct, **RESPONSE_STRUCT):
     error: str | None
     activated: bool
     cells: list[CalibratedCell]
+    report: str | None = None  # the report page of the job's cells (skill, per-label evidence, planner) once done

@@ -56,6 +56,7 @@ class JudgeSummary(msgspec.Struct, **RESPONSE_STRUCT):
     alpha_range: list[float] | None  # [smallest, largest] calibrated alpha over its cells; None when uncalibrated
     decisions: list[str]  # criteria with a certified accept/escalate rule (accept_alpha, tolerance)
     quality_gates: list[str]  # criteria with a certified quality gate (pass_threshold)
+    report: str | None = None  # the judge's report page (its shipped report cards); None when it has none
 
 
 class JudgeGroup(msgspec.Struct, **RESPONSE_STRUCT):

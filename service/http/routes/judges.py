@@ -7,7 +7,7 @@ from typing import Annotated
 from litestar import Request, get
 from litestar.params import Parameter
 
-from service.artifacts.judges_view import ConfiguredJudge, judges_full, judges_summary
+from service.artifacts.judges_view import ConfiguredJudge, judges_full, judges_summary, with_reports
 from service.errors import InvalidRequestError
 from service.http.services import problem_responses, services_of
 from service.wire.judges import JudgesResponse, JudgesSummary
@@ -43,4 +43,5 @@ async def list_judges(request: Request, view: View = "summary") -> JudgesSummary
     snapshot = services.calibration.current
     if view == "full":
         return judges_full(snapshot, configured, pool.default_judge())
-    return judges_summary(snapshot, configured, pool.default_judge(), panels=pool.panels, cascades=pool.cascades)
+    summary = judges_summary(snapshot, configured, pool.default_judge(), panels=pool.panels, cascades=pool.cascades)
+    return with_reports(summary, services.report_cards.judges())

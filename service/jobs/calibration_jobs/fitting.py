@@ -23,16 +23,22 @@ from artifact.kinds import (
     labelled_rules,
 )
 from artifact.labels import LabelledCell
+from artifact.report_evidence import ReportOptions, build_report_card
 from artifact.thresholds import ThresholdsArtifact
 from calibration.decisions.rule import DecisionRule
 from calibration.errors import CalibrationError
 from calibration.kinds.fit import KindData, KindFit
 from calibration.per_label.rule import LabelRule
+from calibration.report_card.card import ReportCard
 
 __all__ = [
+    "JOB_REPORT_OPTIONS",
     "CalibrationJob",
     "Fitter",
+    "Reporter",
     "RuleFitter",
+    "cards_in_process",
+    "cards_in_thread",
     "cell_name",
     "fit_in_process",
     "fit_in_thread",
@@ -46,6 +52,11 @@ __all__ = [
 Fitter = Callable[[KindData, tuple[float, ...], int, int, int], Awaitable[tuple[KindFit, KindFit]]]
 # a rule fitter takes the cell and the job's uniform seed (the expected rows' draw, fresh per job)
 RuleFitter = Callable[[LabelledCell, int], Awaitable[list[DecisionRule]]]
+# a reporter computes a cell's report card from the cell and the job's artifact (artifact.report_evidence)
+Reporter = Callable[[LabelledCell, ThresholdsArtifact], Awaitable[ReportCard]]
+# A job's report cards: the shipped cards' rules with fewer resamples and planner draws (a job's cost is the caller's
+# wait; the spread the planner shows says how much its points can move)
+JOB_REPORT_OPTIONS = ReportOptions(n_resamples=300, planner_draws=4, planner_sizes=(10, 30, 100))
 
 
 @dataclass(kw_only=True)
@@ -68,6 +79,7 @@ class CalibrationJob:
     activated: bool = False
     finished_at: str | None = None
     scale: int = 5  # K of rows without scale_max (the queued path reads the body again in a worker)
+    report_cards: list[ReportCard] = field(default_factory=list)  # one per cell whose card could be computed
 
 
 def cell_name(cell: LabelledCell) -> str:
@@ -135,6 +147,21 @@ async def rules_in_process(cell: LabelledCell, uniform_seed: int) -> list[Decisi
     return await anyio.to_process.run_sync(labelled_rules, cell, uniform_seed, cancellable=True)
 
 
+def _card(cell: LabelledCell, artifact: ThresholdsArtifact) -> ReportCard:
+    """The cell's report card at the job's options (top level so a child process can run it)."""
+    return build_report_card(cell, artifact, JOB_REPORT_OPTIONS)
+
+
+async def cards_in_thread(cell: LabelledCell, artifact: ThresholdsArtifact) -> ReportCard:
+    """A cell's report card in a thread of this process (a job worker)."""
+    return await anyio.to_thread.run_sync(_card, cell, artifact)
+
+
+async def cards_in_process(cell: LabelledCell, artifact: ThresholdsArtifact) -> ReportCard:
+    """A cell's report card in a child process (the API without workers, as ``fit_in_process``)."""
+    return await anyio.to_process.run_sync(_card, cell, artifact, cancellable=True)
+
+
 def _fit_failure(cell: LabelledCell, data: KindData, error: Exception) -> str:
     where = f"cell {cell_name(cell)} ({data.kind}): {len(cell.item_ids)} items in {len(set(cell.groups))} group(s)"
     if isinstance(error, CalibrationError):
@@ -152,10 +179,13 @@ async def run_calibration(
     progress: Callable[[CalibrationJob], Awaitable[object]] | None = None,
     fitter: Fitter = fit_in_thread,
     rule_fitter: RuleFitter = rules_in_thread,
+    reporter: Reporter = cards_in_thread,
 ) -> None:
     """Fit every (cell, input kind) of ``job`` with ``fitter`` (a thread, or a child process), then each cell's
-    decision rules with ``rule_fitter``, then build its artifact; ``job`` is updated in place (status, done,
-    results, artifact or an error naming the cell) and ``progress(job)`` awaited after each step."""
+    decision rules with ``rule_fitter``, then build its artifact, then each cell's report card with ``reporter`` (a
+    cell whose card cannot be computed is named in ``warnings``; the job is still done); ``job`` is updated in place
+    (status, done, results, artifact, report cards or an error naming the cell) and ``progress(job)`` awaited after
+    each step."""
     job.status = "running"
     tasks = fit_keys(cells)
     job.total = len(tasks) + len(cells)
@@ -206,6 +236,7 @@ async def run_calibration(
             "calibration.decisions.cell_rules.fit_cell_rules over the shipped grid (document-level bound, delta 0.05, "
             "seed 0)",
         )
+        await _report_cards(job, cells, reporter)
         job.status = "done"
     except _CellFailedError as error:
         job.status = "failed"
@@ -216,6 +247,18 @@ async def run_calibration(
     job.finished_at = now_iso()
     if progress is not None:
         await progress(job)
+
+
+async def _report_cards(job: CalibrationJob, cells: list[LabelledCell], reporter: Reporter) -> None:
+    """Each cell's report card into ``job.report_cards``; a cell whose card fails is a warning (the card is evidence
+    about the calibration, not the calibration)."""
+    assert job.artifact is not None
+    job.report_cards = []
+    for cell in cells:
+        try:
+            job.report_cards.append(await reporter(cell, job.artifact))
+        except Exception as error:  # noqa: BLE001 - named in the warning
+            job.warnings.append(f"cell {cell_name(cell)}: no report card ({type(error).__name__}: {error})")
 
 
 class _CellFailedError(Exception):

@@ -74,6 +74,7 @@ from service.errors import (
 from service.jobs.calibration_jobs.cells import check_cells, job_cells, level_warnings
 from service.jobs.calibration_jobs.fitting import (
     CalibrationJob,
+    cards_in_process,
     fit_in_process,
     now_iso,
     rules_in_process,
@@ -185,7 +186,7 @@ class CalibrationJobs:
     async def _run(self, job: CalibrationJob, cells: list[LabelledCell]) -> None:
         await run_calibration(job, cells, n_splits=self.n_splits, accept_max=self.accept_max,
                               escalate_min=self.escalate_min, fitter=fit_in_process,
-                              rule_fitter=rules_in_process)  # fmt: skip
+                              rule_fitter=rules_in_process, reporter=cards_in_process)  # fmt: skip
 
     async def get(self, job_id: str) -> CalibrationJob:
         """The job (from the queue's records when jobs run there), or NotFoundError (404); 503 when Redis is down."""
@@ -256,10 +257,11 @@ async def _queued_job(queue: JobQueue, job_id: str) -> CalibrationJob | None:
     if found is None:
         return None
     plan, state = found
+    run_warnings = state.pop("run_warnings", [])
     return CalibrationJob(
         id=plan.id, name=plan.name, created_at=plan.created_at, n_rows=plan.n_rows,
         cells_planned=[tuple(cell) for cell in plan.cells_planned],  # type: ignore[misc]
-        levels=tuple(plan.levels), warnings=list(plan.warnings), scale=plan.scale, **state,
+        levels=tuple(plan.levels), warnings=list(plan.warnings) + run_warnings, scale=plan.scale, **state,
     )  # fmt: skip
 
 
@@ -287,6 +289,7 @@ async def run_queued_calibration(
     if job.status in ("done", "failed") or body is None:
         return "finished"
     job.results, job.done = [], 0  # a re-run after a lost worker starts again (the fits are seeded)
+    job_plan_warnings = list(job.warnings)
     _, cells = job_cells(body, job.scale)
 
     async def progress(state: CalibrationJob) -> None:
@@ -294,7 +297,8 @@ async def run_queued_calibration(
         await queue.calibrations.save(
             state.id, status=state.status, done=state.done, total=state.total, error=state.error,
             finished_at=state.finished_at, results=state.results if final else None,
-            artifact=state.artifact if final else None,
+            artifact=state.artifact if final else None, report_cards=state.report_cards if final else None,
+            warnings=state.warnings[len(job_plan_warnings):] if final else None,
         )  # fmt: skip
 
     work = run_calibration(job, cells, n_splits=n_splits, accept_max=accept_max, escalate_min=escalate_min,

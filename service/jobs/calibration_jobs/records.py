@@ -11,8 +11,9 @@ Keys (``p`` = ``cj:<JOB_QUEUE>:``), both expiring JOB_RESULTS_TTL_S after submis
 key                    type   content
 ====================== ====== ================================================================================
 ``p cal:<id>``         hash   ``plan`` (msgpack: name, times, rows, cells, levels, warnings, scale), ``status``,
-                              ``done``, ``total``, ``error``, ``finished_at``, ``results`` and ``artifact``
-                              (msgpack, once done), ``activated`` (0/1, written by the API only)
+                              ``done``, ``total``, ``error``, ``finished_at``, ``results``, ``artifact``,
+                              ``report_cards`` and ``run_warnings`` (msgpack, once done: the warnings the run
+                              added to the plan's), ``activated`` (0/1, written by the API only)
 ``p cal:<id>:body``    string the labelled JSON Lines as submitted; removed when the job ends
 ====================== ====== ================================================================================
 
@@ -32,6 +33,7 @@ import msgspec
 from artifact.kinds import FitKey
 from artifact.thresholds import ThresholdsArtifact
 from calibration.kinds.fit import KindFit
+from calibration.report_card.card import ReportCard
 
 __all__ = ["CALIBRATION_TASK", "CalibrationPlan", "CalibrationRecords", "beating"]
 
@@ -61,6 +63,8 @@ class CalibrationPlan(msgspec.Struct, frozen=True, kw_only=True):
 _RESULTS = msgspec.msgpack.Decoder(list[tuple[tuple[str, str, str, str], int, KindFit]])
 _ARTIFACT = msgspec.msgpack.Decoder(ThresholdsArtifact)
 _PLAN = msgspec.msgpack.Decoder(CalibrationPlan)
+_CARDS = msgspec.msgpack.Decoder(list[ReportCard])
+_WARNINGS = msgspec.msgpack.Decoder(list[str])
 
 
 class CalibrationRecords:
@@ -109,6 +113,8 @@ class CalibrationRecords:
             "activated": text("activated") == "1",
             "results": _RESULTS.decode(raw[b"results"]) if b"results" in raw else [],
             "artifact": _ARTIFACT.decode(raw[b"artifact"]) if b"artifact" in raw else None,
+            "report_cards": _CARDS.decode(raw[b"report_cards"]) if b"report_cards" in raw else [],
+            "run_warnings": _WARNINGS.decode(raw[b"run_warnings"]) if b"run_warnings" in raw else [],
         }
         return _PLAN.decode(raw[b"plan"]), state
 
@@ -123,14 +129,21 @@ class CalibrationRecords:
         finished_at: str | None = None,
         results: list[tuple[FitKey, int, KindFit]] | None = None,
         artifact: ThresholdsArtifact | None = None,
+        report_cards: list[ReportCard] | None = None,
+        warnings: list[str] | None = None,
     ) -> bool:
-        """Write a worker's progress (and, at the end, results and artifact); False when the job is gone."""
+        """Write a worker's progress (and, at the end, results, artifact, report cards and the warnings the run
+        added); False when the job is gone."""
         fields: list[Any] = ["status", status, "done", done, "total", total, "error", error or "",
                              "finished_at", finished_at or ""]  # fmt: skip
         if results is not None:
             fields += ["results", msgspec.msgpack.encode(results)]
         if artifact is not None:
             fields += ["artifact", msgspec.msgpack.encode(artifact)]
+        if report_cards is not None:
+            fields += ["report_cards", msgspec.msgpack.encode(report_cards)]
+        if warnings is not None:
+            fields += ["run_warnings", msgspec.msgpack.encode(warnings)]
         written = await self._update(keys=[self._key(job_id)], args=fields)
         if status in ("done", "failed"):
             await self.redis.delete(self._key(job_id) + ":body")

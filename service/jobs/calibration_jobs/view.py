@@ -171,4 +171,5 @@ def job_info(job: CalibrationJob) -> CalibrationJobInfo:
         error=job.error,
         activated=job.activated,
         cells=cells,
+        report=f"/v1/calibrations/{job.id}/report.html" if job.report_cards else None,
     )

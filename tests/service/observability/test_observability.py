@@ -20,6 +20,8 @@ from service.config.errors import SettingsError
 from service.config.settings import Settings
 from service.http.app import create_app
 from service.judging.model_check import MODEL_MISMATCH_FLAG, is_model_mismatch
+from service.observability.tracing import guarantee_name
+from service.wire.score import Guarantee
 from tests.fakes.judge_server import JudgeServer
 from tests.fakes.otlp_collector import OtlpCollector, otlp_attributes
 from tests.service.conftest import STAND_IN, AppHarness
@@ -210,6 +212,15 @@ def test_a_live_score_exports_a_server_span_a_judge_call_span_and_the_evaluation
     assert event["gen_ai.evaluation.score.label"] == answer["decision"]
     assert event["cj.prediction_set"] == answer["prediction_set"]
     assert event["cj.alpha"] == pytest.approx(answer["alpha"]) and event["cj.judge"] == STAND_IN
+    # the guarantee and the set as the proposed score-interval attributes (service.observability.otel)
+    assert event["gen_ai.evaluation.explanation"] == answer["reason"]
+    assert event["cj.guarantee.mode"] == answer["guarantees"][0]["mode"]
+    assert event["cj.guarantees"] == [guarantee_name(msgspec.convert(g, Guarantee)) for g in answer["guarantees"]]
+    assert any(name.startswith("set_coverage:") for name in event["cj.guarantees"])
+    assert answer["calibrated"] and answer["prediction_set"]
+    assert event["gen_ai.evaluation.score.ci.lower"] == min(answer["prediction_set"])
+    assert event["gen_ai.evaluation.score.ci.upper"] == max(answer["prediction_set"])
+    assert event["gen_ai.evaluation.score.ci.level"] == pytest.approx(1 - answer["alpha"])
 
 
 def test_a_failed_judge_call_span_has_the_error_and_a_refused_request_its_server_span(
