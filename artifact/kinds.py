@@ -109,6 +109,8 @@ def kind_entries(fits: Mapping[FitKey, ModeFits]) -> tuple[list[ThresholdEntry],
                 criterion=criterion,
                 method=fit.default.method,
                 reason=fit.default.reason,
+                selection_qualified=fit.default.qualified,
+                selection_failures=list(fit.default.failed_checks),
                 input_kind=kind,
                 mode=fit_mode(fit),
             )

@@ -26,6 +26,7 @@ from calibration.conformal import METHODS
 
 __all__ = [
     "BIN_SLACK",
+    "CHECK_WORDS",
     "COVERAGE_SLACK",
     "INTERVAL_MARGIN",
     "P5_SLACK",
@@ -34,6 +35,7 @@ __all__ = [
     "MethodChoice",
     "MethodEvidence",
     "choose_method",
+    "failed_checks",
     "qualifies",
 ]
 
@@ -73,6 +75,7 @@ class MethodChoice(msgspec.Struct, frozen=True, kw_only=True):
     qualified: bool
     qualifying: list[str]
     reason: str
+    failed_checks: list[str] = []  # not qualified: each check the fallback fails, with its figure and floor
 
 
 def qualifies(evidence: MethodEvidence, checks: Sequence[str] = QUALIFY_CHECKS) -> bool:
@@ -89,6 +92,31 @@ def qualifies(evidence: MethodEvidence, checks: Sequence[str] = QUALIFY_CHECKS) 
         "bin": evidence.min_bin_coverage >= target - BIN_SLACK - 1e-12,
     }
     return all(conditions[c] for c in checks)
+
+
+CHECK_WORDS = {
+    "mean": ("mean coverage", COVERAGE_SLACK),
+    "p5": ("5th-percentile coverage", P5_SLACK),
+    "label": ("coverage within a human label", BIN_SLACK),
+    "bin": ("coverage within a judge-score bin", BIN_SLACK),
+}
+
+
+def failed_checks(evidence: MethodEvidence, checks: Sequence[str] = QUALIFY_CHECKS) -> list[str]:
+    """Each of rule 1's conditions ``evidence`` fails, as '<check> <figure> < <floor>' (empty when it qualifies)."""
+    target = 1.0 - evidence.alpha
+    figures = {
+        "mean": evidence.mean_coverage,
+        "p5": evidence.p5_coverage,
+        "label": evidence.min_label_coverage,
+        "bin": evidence.min_bin_coverage,
+    }
+    failed = []
+    for check in checks:
+        words, slack = CHECK_WORDS[check]
+        if figures[check] < target - slack - 1e-12:
+            failed.append(f"{words} {figures[check]:.3g} < {target - slack:.2f}")
+    return failed
 
 
 def _figures(e: MethodEvidence) -> str:
@@ -125,6 +153,8 @@ def choose_method(
             method=fallback,
             qualified=False,
             qualifying=[],
+            failed_checks=failed_checks(by_method[fallback], checks)
+            + [f"{m} fails the rule at alpha={a}" for m, a in sorted(failing.items()) if m == fallback],
             reason=(
                 f"fallback to {fallback}: no method qualified{where} ({_figures(by_method[fallback])}; "
                 f"smallest sets: {_figures(failed)}{elsewhere})"

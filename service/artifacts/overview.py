@@ -11,8 +11,6 @@ read from the artifact; nothing is re-estimated. The full view (``describe``) ha
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import msgspec
 
 from artifact.serving import LevelRefused, ServedEntry, choose_entry
@@ -27,8 +25,6 @@ __all__ = ["DEFAULT_TOLERANCE", "overview"]
 
 # /v1/score's default tolerance (ScoreRequest.tolerance), read from the wire type so the two cannot drift.
 DEFAULT_TOLERANCE: int = next(f.default for f in msgspec.structs.fields(ScoreRequest) if f.name == "tolerance")
-
-SelectionFailure = Callable[[str], "str | None"]  # a default's reason -> why its selection failed, or None
 
 
 def _served(
@@ -52,7 +48,6 @@ def _cell(
     *,
     alpha: float,
     tolerance: int,
-    failure: SelectionFailure,
 ) -> CellOverview:
     by_method: dict[str, list[float]] = {}
     for level in levels:
@@ -72,7 +67,7 @@ def _cell(
         artifact=snapshot.artifacts.owners.get(cell, PRIMARY),
         n_labels=snapshot.n_labels_for(cell),
         served=[ServedLevels(method=method, alphas=alphas) for method, alphas in by_method.items()],
-        selection_failed=failure(snapshot.default_reasons.get((*cell, kind, mode), "")) is not None,
+        selection_failed=snapshot.default_failures.get((*cell, kind, mode)) is not None,
         set_size=None if at_default is None else at_default.entry.heldout_set_size,
         coverage=None if at_default is None else at_default.entry.heldout_coverage,
         decision_rule=rule is not None,
@@ -112,11 +107,10 @@ def overview(
     snapshot: CalibrationSnapshot,
     *,
     default_alpha: float,
-    failure: SelectionFailure,
     tolerance: int = DEFAULT_TOLERANCE,
 ) -> CalibrationOverview:
-    """The summary of ``snapshot`` read at ``default_alpha`` and ``tolerance``; ``failure`` reads a default's reason
-    (service.scoring.policy.selection_failure, passed in: that module sits above this one)."""
+    """The summary of ``snapshot`` read at ``default_alpha`` and ``tolerance`` (a default's failed selection from the
+    snapshot's ``default_failures``, artifact.selection)."""
     key = ("overview", default_alpha, tolerance)
     known = snapshot.memo.get(key)
     if isinstance(known, CalibrationOverview):
@@ -134,7 +128,6 @@ def overview(
             sorted(levels[judge, family, criterion, kind, mode]),
             alpha=default_alpha,
             tolerance=tolerance,
-            failure=failure,
         )
         for judge, family, criterion, kind, mode in sorted(levels)
     ]

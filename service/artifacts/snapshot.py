@@ -11,6 +11,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from artifact.selection import selection_failure
 from artifact.thresholds import GUARANTEE_MODES, ThresholdEntry, ThresholdIndex, ThresholdsArtifact, load_artifact
 from calibration.conformal import METHODS
 from calibration.decisions.rule import DecisionRule
@@ -84,9 +85,9 @@ class CalibrationSnapshot:
     decision_rules: dict[tuple[str, str, str, str], DecisionRule] = field(default_factory=dict)
     # The per-label guarantee's rules by (judge, prompt family, criterion, input kind) (service.scoring.per_label)
     label_rules: dict[tuple[str, str, str, str], LabelRule] = field(default_factory=dict)
-    # Why each default method was chosen, by (judge, prompt family, criterion, input kind): a failed selection
-    # ("fallback to ...") is served as a failed rule (service.scoring.policy.selection_failure)
-    default_reasons: dict[tuple[str, str, str, str, str], str] = field(default_factory=dict)  # + guarantee mode
+    # Why each default method's selection failed (None: it qualified), by (judge, prompt family, criterion, input
+    # kind, guarantee mode): a failed selection is served as a failed rule (artifact.selection.selection_failure)
+    default_failures: dict[tuple[str, str, str, str, str], str | None] = field(default_factory=dict)
     # One index per guarantee mode (artifact.thresholds.GUARANTEE_MODES): a request is served its mode's entries only
     indexes: dict[str, ThresholdIndex] = field(default_factory=dict)
     pac_confidences: tuple[float, ...] = ()  # 1 - delta of the pac entries, ascending
@@ -128,8 +129,8 @@ class CalibrationSnapshot:
             coverage_targets={entry.alpha: coverage_target(entry.alpha) for entry in artifact.entries},
             decision_rules={(r.judge, r.prompt_family, r.criterion, r.input_kind): r for r in artifact.decision_rules},
             label_rules={(r.judge, r.prompt_family, r.criterion, r.input_kind): r for r in artifact.label_rules},
-            default_reasons={
-                (d.judge, d.prompt_family, d.criterion, d.kind, mode): d.reason
+            default_failures={
+                (d.judge, d.prompt_family, d.criterion, d.kind, mode): selection_failure(d)
                 for d in sorted(artifact.default_methods, key=lambda d: d.mode is not None)  # a moded default wins
                 for mode in ((d.mode,) if d.mode is not None else GUARANTEE_MODES)
             },

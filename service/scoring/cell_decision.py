@@ -16,7 +16,7 @@ import msgspec
 
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.errors import InvalidRequestError
-from service.scoring.policy import DecisionPolicy, PolicyDecision, find_rule, selection_failure, set_guarantee
+from service.scoring.policy import DecisionPolicy, PolicyDecision, find_rule, set_guarantee
 
 __all__ = ["DecisionAsk", "asked", "decide_for_cell"]
 
@@ -50,9 +50,6 @@ def asked(
     return DecisionAsk(tolerance, level, pass_threshold)
 
 
-_UNSET = object()
-
-
 def decide_for_cell(
     policy: DecisionPolicy,
     snapshot: CalibrationSnapshot,
@@ -71,11 +68,7 @@ def decide_for_cell(
 ) -> PolicyDecision:
     """The module table for a verdict served by the cell's entry of ``served_kind`` at level ``alpha``, the decision
     rule's rows of ``mode`` deciding."""
-    key = ("selection", cell, served_kind, mode)
-    failed = snapshot.memo.get(key, _UNSET)
-    if failed is _UNSET:
-        failed = selection_failure(snapshot.default_reasons.get((*cell, served_kind, mode), ""))
-        snapshot.remember(key, failed)
+    failed = snapshot.default_failures.get((*cell, served_kind, mode))
     rule = find_rule(snapshot.decision_rules, cell, kinds)
     no_rule = (
         f"the calibration has none for judge={cell[0]!r}, prompt_family={cell[1]!r}, criterion={cell[2]!r} "
@@ -88,7 +81,7 @@ def decide_for_cell(
         mean=mean,
         coverage=set_guarantee(alpha, delta),
         prediction_set=prediction_set,
-        selection_failed=failed,  # type: ignore[arg-type]
+        selection_failed=failed,
         tolerance=ask.tolerance,
         accept_alpha=ask.accept_alpha,
         pass_threshold=ask.pass_threshold,

@@ -37,7 +37,6 @@ the coverage guarantee still holds, and on an ordinal scale a label between two 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping, Sequence
 from typing import Literal
 
@@ -45,7 +44,6 @@ import msgspec
 
 from artifact.serving import interval_hull
 from calibration.decisions.rule import DecisionRule, accept_promise, decide, feature_of, gate_at
-from calibration.kinds.selection import BIN_SLACK, COVERAGE_SLACK, P5_SLACK
 from service.wire.score import Guarantee
 
 __all__ = [
@@ -57,20 +55,12 @@ __all__ = [
     "find_rule",
     "full_scale",
     "interval_hull",
-    "selection_failure",
     "set_guarantee",
     "set_note",
 ]
 
 Decision = Literal["accept", "escalate", "second_opinion"]
 RuleKey = tuple[str, str, str, str]  # judge, prompt family, criterion, input kind
-# The prefix calibration.kinds.selection (and the offline study) gives a default method chosen because none qualified.
-_FALLBACK = "fallback to "
-_FIGURES = re.compile(
-    r"\((?P<method>[A-Za-z_]+): size [\d.]+, coverage (?P<mean>[\d.]+) \(5th pct (?P<p5>[\d.]+)\), "
-    r"min label (?P<label>[\d.]+), min score bin (?P<bin>[\d.]+)"
-)
-_ALPHA = re.compile(r"alpha=(?P<alpha>0?\.\d+)")
 
 
 def full_scale(n_labels: int) -> tuple[int, ...]:
@@ -86,37 +76,6 @@ def set_note(conformal: tuple[int, ...], served: tuple[int, ...], alpha: float) 
         holed = "{" + ", ".join(map(str, conformal)) + "}"
         note += f" (the interval hull of the conformal set {holed}, which has a hole; a superset, so still covered)"
     return note
-
-
-def selection_failure(reason: str) -> str | None:
-    """None when a default method qualified; else which checks of calibration.kinds.selection's rule failed, in words.
-
-    The artifact records a failed selection only in the default's reason (``fallback to <method>: no method
-    qualified ... (<method>: size, coverage (5th pct), min label, min score bin ...)``); the figures, printed to 2-3
-    decimals, are checked against the rule's floors. Figures that cannot be read leave the reason itself.
-    """
-    if not reason.startswith(_FALLBACK):
-        return None
-    figures, level = _FIGURES.search(reason), _ALPHA.search(reason)
-    if figures is None or level is None:
-        return f"no method met the selection rule ({reason})"
-    target = 1.0 - float(level["alpha"])
-    floors = (
-        ("mean", "mean coverage", COVERAGE_SLACK),
-        ("p5", "5th-percentile coverage", P5_SLACK),
-        ("label", "coverage within a human label", BIN_SLACK),
-        ("bin", "coverage within a judge-score bin", BIN_SLACK),
-    )
-    failed = [
-        f"{name} {float(figures[key]):g} < {target - slack:.2f}"
-        for key, name, slack in floors
-        if float(figures[key]) < target - slack - 1e-12
-    ]
-    what = "; ".join(failed) if failed else "no check could be named from the recorded figures"
-    return (
-        f"no method met the selection rule at alpha={float(level['alpha']):g}; the fallback "
-        f"{figures['method']} fails: {what}"
-    )
 
 
 def set_guarantee(alpha: float, delta: float | None) -> Guarantee:

@@ -120,6 +120,7 @@ def test_the_default_at_every_level_others_only_at_the_listed_levels_each_with_i
             reason="why residual",
             input_kind="score",
             mode="pac" if fit.delta is not None else "expected",
+            selection_qualified=True,  # the fit's typed selection outcome
         )
     ]
 

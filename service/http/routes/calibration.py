@@ -9,6 +9,7 @@ import msgspec
 from litestar import Request, get, post
 from litestar.params import JSONBody, Parameter
 
+from artifact.selection import selection_failure
 from artifact.thresholds import GUARANTEE_MODES
 from service.artifacts.overview import overview
 from service.artifacts.registry import PRIMARY
@@ -17,7 +18,6 @@ from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.http.auth import is_admin
 from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.services import problem_responses, require_admin_key, services_of
-from service.scoring.policy import selection_failure
 from service.wire.calibration import (
     ArtifactCell,
     ArtifactInfo,
@@ -95,7 +95,7 @@ def describe(snapshot: CalibrationSnapshot) -> CalibrationInfo:
                 method=d.method,
                 reason=d.reason,
                 input_kind=d.kind,
-                rule_failed=selection_failure(d.reason) is not None,
+                rule_failed=selection_failure(d) is not None,
                 mode="expected" if d.mode == "expected" else "pac" if d.mode == "pac" else None,
             )
             for d in artifact.default_methods
@@ -147,7 +147,7 @@ async def calibration_info(request: Request, view: View = "full") -> Calibration
         why = services.calibration.error if admin else "its load error is shown with the admin key"
         raise CalibrationUnavailableError(f"no thresholds artifact is loaded: {why}")
     if view == "summary":
-        summary = overview(snapshot, default_alpha=services.settings.default_alpha, failure=selection_failure)
+        summary = overview(snapshot, default_alpha=services.settings.default_alpha)
         return paths_for_caller(summary, admin)
     return paths_for_caller(describe(snapshot), admin)
 

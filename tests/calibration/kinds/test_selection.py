@@ -187,6 +187,7 @@ def test_the_fallback_reason_states_the_fallback_the_smallest_sets_and_other_lev
         "coverage 0.920 (5th pct 0.900), min label 0.50, min score bin 0.88, non-interval 0.0%; smallest "
         "sets: lac: size 3.00, coverage 0.920 (5th pct 0.700), min label 0.88, min score bin 0.88, "
         "non-interval 0.0%)",
+        failed_checks=["coverage within a human label 0.5 < 0.85"],  # the typed outcome the artifact carries
     )
     at_02 = [
         MethodEvidence(

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from artifact.selection import legacy_selection_failure
 from calibration.decisions.rule import Certification, DecisionRule, QualityGate
 from service.errors import InvalidRequestError
 from service.scoring.cell_decision import asked
@@ -18,7 +19,6 @@ from service.scoring.policy import (
     find_rule,
     full_scale,
     interval_hull,
-    selection_failure,
     set_guarantee,
 )
 
@@ -148,10 +148,10 @@ def test_the_shipped_fallback_reasons_name_the_failed_checks():
     # fallback here; reading a fallback reason is checked on a written one below.
     fallbacks = [d for d in artifact["default_methods"] if d["reason"].startswith("fallback to")]
     for default in fallbacks:
-        failure = selection_failure(default["reason"])
+        failure = legacy_selection_failure(default["reason"])
         assert failure is not None and "no method met the selection rule" in failure
     qualified = [d for d in artifact["default_methods"] if not d["reason"].startswith("fallback to")]
-    assert all(selection_failure(d["reason"]) is None for d in qualified)
+    assert all(legacy_selection_failure(d["reason"]) is None for d in qualified)
 
 
 def test_a_fallback_reason_is_read_against_the_rules_floors():
@@ -159,14 +159,14 @@ def test_a_fallback_reason_is_read_against_the_rules_floors():
         "fallback to residual: no method qualified over 10 held-out evaluations (alpha=0.2) (residual: size "
         "3.36, coverage 0.795 (5th pct 0.761), min label 0.74, min score bin 0.76, non-interval 0.0%)"
     )
-    failure = selection_failure(reason)
+    failure = legacy_selection_failure(reason)
     assert failure == (
         "no method met the selection rule at alpha=0.2; the fallback residual fails: 5th-percentile "
         "coverage 0.761 < 0.78; coverage within a human label 0.74 < 0.75"
     )
     other = "fallback to residual: no method had mean coverage >= 0.89 at alpha=0.1"  # the offline study's form
-    assert selection_failure(other) == f"no method met the selection rule ({other})"
-    assert selection_failure("smallest qualifying sets among 3 of 9 methods") is None
+    assert legacy_selection_failure(other) == f"no method met the selection rule ({other})"
+    assert legacy_selection_failure("smallest qualifying sets among 3 of 9 methods") is None
 
 
 def test_rules_are_found_in_the_verdicts_kind_order():
