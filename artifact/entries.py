@@ -102,9 +102,9 @@ class DefaultMethod(msgspec.Struct, frozen=True, kw_only=True):
     # the guarantee mode whose entries it chooses among (GUARANTEE_MODES); None: every mode its method has entries in
     # (artifacts written before modes existed)
     mode: str | None = None
-    # the selection rule's outcome, typed (calibration.kinds.selection); None where it was not recorded (before format 3), whose
-    # outcome is read from ``reason`` (artifact.selection); False: no method qualified and ``selection_failures``
-    # names each check the fallback fails
+    # the selection rule's outcome, typed (calibration.kinds.selection); None where it was not recorded (before
+    # format 3), whose outcome is read from ``reason`` (artifact.selection); False: no method qualified and
+    # ``selection_failures`` names each check the fallback fails
     selection_qualified: bool | None = None
     selection_failures: list[str] = []
 
