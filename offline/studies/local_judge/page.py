@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from calibration.per_label.summary import rule_words
 from offline.studies.local_judge.recorded import Recorded
 from offline.studies.local_judge.study import LocalJudgeStudy
 
@@ -80,14 +81,41 @@ def render_page(study: LocalJudgeStudy, recorded: Recorded) -> str:
             for s in study.skill
         ),
         "",
-        "## What the service answers on unseen documents",
+        "## The default guarantee: per human label",
+        "",
+        "What `/v1/score` answers by default once the recording calibrates this judge: its skill against the label "
+        "distribution alone (a judge that does not beat it is never accepted), and held out on 5 folds by "
+        "document at alpha = accept_alpha = 0.10, tolerance 2: the mean set size, the accept share, and per human "
+        "label the coverage / the share wrongly accepted (items).",
+        "",
+        "| criterion | kind | skill (p) | set size | accepted | per label |",
+        "|---|---|---|---|---|---|",
+        *(
+            f"| {r.criterion} | {r.input_kind} | {'yes' if r.skill.skilled else 'no'} ({r.skill.p_value:.2g}) | "
+            + (
+                "- | - | - |"
+                if r.summary is None
+                else f"{_f(r.summary.set_size)} | {_pct(r.summary.accept_share)} | "
+                + "; ".join(
+                    f"{f.label}: {_pct(f.coverage)} / {_pct(f.wrongly_accepted)} ({f.n_items})"
+                    for f in r.summary.labels
+                )
+                + " |"
+            )
+            for r in study.per_label
+        ),  # fmt: skip
+        "",
+        *(f"- {r.criterion} ({r.input_kind}): {rule_words(r)}" for r in study.per_label),
+        "",
+        "## The marginal sets on unseen documents",
         "",
         f"Calibrated on one half of the documents ({study.n_documents[0]} / {study.n_documents[1]}, seed "
-        f"{study.seed}) with the service's defaults, served on the other half, both ways: coverage, mean set size "
-        "and the default decision's shares, beside the no-information set (the label distribution of the fitting "
-        "half alone). Inputs: what a live call sends (the score, the log-probs of the score token, or both).",
+        f"{study.seed}) as `make calibrate` calibrates, served on the other half, both ways: coverage, mean set size "
+        "and the shares of sets of at most two labels, of three or four and of the full scale (set sizes, not "
+        "decisions), beside the no-information set (the label distribution of the fitting half alone). Inputs: "
+        "what a live call sends (the score, the log-probs of the score token, or both).",
         "",
-        "| criterion | input | alpha | n | coverage | mean set | accept | review | escalate | "
+        "| criterion | input | alpha | n | coverage | mean set | sets ≤ 2 | sets of 3-4 | full scale | "
         "no-information set | its coverage |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
         *(
@@ -99,7 +127,7 @@ def render_page(study: LocalJudgeStudy, recorded: Recorded) -> str:
         "",
         f"### Per human label (alpha {PAGE_ALPHA:g}, score and log-probs sent)",
         "",
-        "| criterion | human label | n | coverage | mean set | accept | no-information coverage |",
+        "| criterion | human label | n | coverage | mean set | sets ≤ 2 | no-information coverage |",
         "|---|---|---|---|---|---|---|",
         *(
             f"| {r.criterion} | {r.label} | {r.n} | {_pct(r.coverage)} | {_f(r.mean_set_size)} | "
@@ -138,7 +166,7 @@ def _reading(study: LocalJudgeStudy) -> list[str]:
                 else "the judge adds no information over the label distribution here, and the service's wide "
                 "sets say so."
             )
-            + f" It accepts {_pct(r.accept_share)} of the verdicts."
+            + f" {_pct(r.accept_share)} of its sets hold at most two labels."
         )
     return lines
 

@@ -11,10 +11,14 @@ Rules:
   half is calibrated exactly as ``make calibrate`` calibrates (``run_validity_study`` then ``build_artifact``: the
   service's default methods and guarantees) and every item of the *other* half is served by the service's own
   functions (``offline.validation.artifact.serve_item``) with what a live call sends: the score alone, the log-probs
-  alone, and both; the decision is the service's default rule (``calibration.kinds.fit.decision_shares``: an empty
-  set or one of at least min(5, K) labels escalates, at most 2 labels accepts, else review). Both ways, pooled, so
-  every item is served once. Per criterion, input and alpha: coverage, mean set size, accept / review / escalate
-  shares; and per human label the same.
+  alone, and both, under the marginal pac guarantee's sets; their sizes are counted in three classes
+  (``calibration.kinds.fit.decision_shares``: at most 2 labels, 3 or 4, the full scale or an empty set). Both ways,
+  pooled, so every item is served once. Per criterion, input and alpha: coverage, mean set size and the three
+  set-size shares; and per human label the same.
+* **The default guarantee** (per criterion and input kind): the per-label rule fitted on every recorded item
+  (:func:`calibration.per_label.fit.fit_cell_label_rules`, as ``make calibrate`` and a calibration job fit it), with
+  its skill test against the label distribution and its held-out figures on the recording
+  (:mod:`calibration.per_label.summary`): the same figures a calibration job shows.
 * **No-information baseline** (per half): the human-label distribution of the fitting half alone: the labels in
   order of frequency (ties: the lower label first) until their share reaches 1 - alpha, one set for every item of
   the other half. A judge adds information where its sets are smaller than this one at the same coverage.
@@ -30,6 +34,8 @@ from scipy import stats
 
 from artifact.thresholds import ThresholdIndex
 from calibration.kinds.fit import decision_shares
+from calibration.per_label.fit import fit_cell_label_rules
+from calibration.per_label.rule import LabelRule
 from offline.export import build_artifact
 from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import DEFAULT_DELTA, run_validity_study
@@ -98,6 +104,7 @@ class LocalJudgeStudy(msgspec.Struct, frozen=True, kw_only=True):
     skill: list[Skill]
     served: list[Served]
     by_label: list[LabelServed]
+    per_label: list[LabelRule] = []  # the default guarantee's rules, with their skill tests and held-out figures
 
 
 def baseline_set(labels: np.ndarray, alpha: float, n_labels: int) -> tuple[int, ...]:
@@ -262,4 +269,19 @@ def run_study(
         skill=[_skill(d, means, halves) for d in datasets],
         served=served,
         by_label=by_label,
+        per_label=[
+            rule
+            for d in datasets
+            for rule in fit_cell_label_rules(
+                judge=d.judge,
+                prompt_family=d.prompt_family,
+                criterion=d.criterion,
+                labels=d.labels,
+                judge_scores=d.judge_scores,
+                probabilities=d.probabilities,
+                means=None,
+                groups=np.asarray(d.groups),
+                n_labels=d.n_labels,
+            )
+        ],
     )

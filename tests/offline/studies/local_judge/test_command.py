@@ -126,6 +126,11 @@ def test_the_study_reports_skill_sets_and_labels_as_computed_independently(
     assert "| coherence | score+logprobs | 0.1 |" in text and "Spearman" in text
     assert "a score read from the reply: 960 (100%)" in text and "961 answers" in text  # the unanswered one counted
     assert "time per call" in text and "1.25 s" in text
+    # the default guarantee's rules: one per criterion and input kind, each as calibration.per_label fits it
+    rules = {(r["criterion"], r["input_kind"]): r for r in study["per_label"]}
+    assert {kind for _, kind in rules} == {"score", "probabilities"} and len(rules) == 2 * len(study["skill"])
+    assert all(r["summary"] is not None and r["skill"]["n_documents"] == 30 for r in rules.values())
+    assert "## The default guarantee: per human label" in text and " review " not in text
 
 
 def test_export_writes_ids_scores_and_logprobs_without_text(tmp_path: Path) -> None:
