@@ -31,6 +31,7 @@ UNREAD_EXPLANATION = (
 )
 
 
+FIRST_READ_TIMEOUT_S = 5.0  # the first read of the alarms: a slow Redis under load is waited for, once
 _UNREAD = AlarmNote(monitor_id="unread", guarantee="unknown", level=0.0, e_value=0.0, explanation=UNREAD_EXPLANATION)
 
 
@@ -62,11 +63,18 @@ class AlarmBoard:
         self._read_at = float("-inf")
         self._failing = False
         self._read_once = False
+        self._first_read = asyncio.Lock()  # callers before the first read wait for it, never skip it
 
     async def for_caller(self, tenant: str, admin_tenant: str | None) -> dict[AlarmedCell, AlarmNote]:
         """The alarms that apply to a caller of ``tenant`` (its own and ``admin_tenant``'s); ``UnreadAlarms``
         until they have been read once."""
-        if time.monotonic() - self._read_at >= self.refresh_s:
+        if not self._read_once:
+            # Concurrent first callers share one read, given FIRST_READ_TIMEOUT_S (it gates every answer); a process
+            # whose Redis does not answer then fails closed, re-trying at most every refresh_s.
+            async with self._first_read:
+                if not self._read_once and time.monotonic() - self._read_at >= self.refresh_s:
+                    await self.refresh(max(self.timeout_s, FIRST_READ_TIMEOUT_S))
+        elif time.monotonic() - self._read_at >= self.refresh_s:
             await self.refresh()
         if not self._read_once:
             return UnreadAlarms()
@@ -80,11 +88,11 @@ class AlarmBoard:
             self._by_caller[(tenant, admin_tenant)] = cached
         return cached
 
-    async def refresh(self) -> None:
+    async def refresh(self, timeout_s: float | None = None) -> None:
         """Re-read the alarms (a failure keeps the last copy and is logged once until Redis answers again)."""
         self._read_at = time.monotonic()  # concurrent requests keep the copy meanwhile
         try:
-            records = await asyncio.wait_for(self.store.alarms(), self.timeout_s)
+            records = await asyncio.wait_for(self.store.alarms(), self.timeout_s if timeout_s is None else timeout_s)
         except (RedisError, OSError, TimeoutError) as error:
             if not self._failing:
                 self.logger.warning("monitor.alarms_unreadable", error_type=type(error).__name__)

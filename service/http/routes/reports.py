@@ -30,10 +30,22 @@ __all__ = ["calibration_report", "calibration_report_page", "judge_report", "jud
 JudgeName = Annotated[str, PathParameter(description="the judge's name, as /v1/judges lists it", max_length=300)]
 JobId = Annotated[str, PathParameter(description="the calibration job's id", max_length=64)]
 Criterion = Annotated[
-    str | None, Parameter(description="only this criterion's card (default: every card of the judge)", max_length=64)
+    str | None,
+    Parameter(
+        description="only this criterion's card (default: every card of the judge); not blank",
+        min_length=1,
+        max_length=64,
+        pattern=r"\S",
+    ),
 ]
 PromptFamily = Annotated[
-    str | None, Parameter(description="only this prompt family's cards (default: every one)", max_length=200)
+    str | None,
+    Parameter(
+        description="only this prompt family's cards (default: every one); not blank",
+        min_length=1,
+        max_length=200,
+        pattern=r"\S",
+    ),
 ]
 _PAGE_TYPE = "text/html; charset=utf-8"
 _MONITOR_PAGES = 20  # at most this many pages of monitors are read for one report

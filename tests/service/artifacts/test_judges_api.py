@@ -31,6 +31,7 @@ JUDGE_KEYS = {
     "alpha_range",
     "decisions",
     "quality_gates",
+    "report",
 }
 FULL_JUDGE_KEYS = {"name", "configured", "model", "prompt_family", "logprobs", "calibrated_criteria", "calibrations"}
 
@@ -159,6 +160,7 @@ def test_the_short_view_names_configured_judges_panels_and_cascades(
         "alpha_range": [0.1, 0.2],
         "decisions": [],
         "quality_gates": [],
+        "report": None,  # no report card for this judge in the test artifact
     }
 
 

@@ -20,6 +20,7 @@ VERDICT = {
     "judge_score": 4,
     "alpha": 0.2,
     "accept_alpha": 0.1,
+    "guarantee": "expected",  # the marginal accept-error promise this test watches (score 4 accepts under it)
 }
 
 
