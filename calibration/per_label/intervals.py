@@ -86,13 +86,15 @@ def fit_label_intervals(
         if not supported[label - 1]:
             continue
         inside = np.isin(y, groups[label - 1])
-        for position, alpha in enumerate(alphas):
-            low_level, high_level = _side_levels(label, n_labels, float(alpha))
-            if high_level > 0:
-                bound = document_crc_thresholds(f[inside], docs[inside], [high_level])[0]
+        sides = [_side_levels(label, n_labels, float(alpha)) for alpha in alphas]
+        # one document-level CRC curve per side, read at every level (document_crc_thresholds takes them all)
+        if sides and sides[0][1] > 0:
+            for position, bound in enumerate(document_crc_thresholds(f[inside], docs[inside], [h for _, h in sides])):
                 raw_high[position][label - 1] = math.inf if bound is None else bound
-            if low_level > 0:
-                bound = document_crc_thresholds(-f[inside], docs[inside], [low_level])[0]
+        if sides and sides[0][0] > 0:
+            for position, bound in enumerate(
+                document_crc_thresholds(-f[inside], docs[inside], [lo for lo, _ in sides])
+            ):
                 raw_low[position][label - 1] = -math.inf if bound is None else -bound
     result = []
     for position, alpha in enumerate(alphas):
