@@ -75,8 +75,9 @@ def skill_test(features: object, labels: object, documents: object, n_labels: in
         baseline = (marginal + 1.0) / (marginal.sum() + n_labels)
         by_bin = (rest + 1.0) / (rest.sum(axis=1, keepdims=True) + n_labels)
         mine = codes == d
-        baseline_losses.append(float(-np.log(baseline[y[mine] - 1]).mean()))
-        judge_losses.append(float(-np.log(by_bin[bins[mine] - 1, y[mine] - 1]).mean()))
+        # exactly rounded sums (math.fsum): the figures do not depend on the order of the items
+        baseline_losses.append(-math.fsum(np.log(baseline[y[mine] - 1])) / int(mine.sum()))
+        judge_losses.append(-math.fsum(np.log(by_bin[bins[mine] - 1, y[mine] - 1])) / int(mine.sum()))
     differences = np.asarray(baseline_losses) - np.asarray(judge_losses)
     p_value = 1.0
     if n_docs >= MIN_SKILL_DOCUMENTS and np.any(np.abs(differences) > 1e-12):
@@ -90,6 +91,6 @@ def skill_test(features: object, labels: object, documents: object, n_labels: in
         level=SKILL_LEVEL,
         n_documents=n_docs,
         baseline_label=baseline_all,
-        baseline_error=float(np.mean(baseline_losses)) if n_docs else 0.0,
-        judge_error=float(np.mean(judge_losses)) if n_docs else 0.0,
+        baseline_error=math.fsum(baseline_losses) / n_docs if n_docs else 0.0,
+        judge_error=math.fsum(judge_losses) / n_docs if n_docs else 0.0,
     )

@@ -95,3 +95,28 @@ def test_quality_gate_passes_few_bad_outputs() -> None:
 def test_the_same_file_gives_the_same_rule() -> None:
     labels, scores, documents = labelled_file(np.random.default_rng(5), 50, 4)
     assert _rule(labels, scores, documents) == _rule(labels.copy(), scores.copy(), documents.copy())
+
+
+def test_the_rule_does_not_depend_on_the_order_of_the_file() -> None:
+    labels, scores, documents = labelled_file(np.random.default_rng(9), 50, 4)
+    order = np.random.default_rng(10).permutation(labels.size)
+    assert _rule(labels, scores, documents) == _rule(labels[order], scores[order], documents[order])
+    by_score = np.argsort(scores, kind="stable")  # sorted input
+    assert _rule(labels, scores, documents) == _rule(labels[by_score], scores[by_score], documents[by_score])
+
+
+@pytest.mark.parametrize("shape", ["alternating", "one_document", "one_label"])
+def test_degenerate_files_give_valid_rules_that_accept_nothing_unearned(shape: str) -> None:
+    rng = np.random.default_rng(4)
+    labels, scores, documents = labelled_file(rng, 50, 4)
+    if shape == "alternating":  # the judge flips between the scale's ends whatever the label
+        scores = np.where(np.arange(labels.size) % 2 == 0, 1.0, 5.0)
+    elif shape == "one_document":
+        documents = np.zeros_like(documents)
+    else:
+        labels = np.full_like(labels, 3)
+    rule = _rule(labels, scores, documents)
+    answers = [answer_per_label(rule, float(s), ASK) for s in (1.0, 3.0, 5.0)]
+    assert all(a.prediction_set for a in answers)
+    if shape in ("alternating", "one_document"):
+        assert not any(a.accepted for a in answers)
