@@ -96,9 +96,11 @@ class Operations:
         body = {"monitor_id": monitor_id, "reason": reason}
         return (yield from self._call(HttpRequest("POST", "/v1/monitor/reset", json=body, idempotent=True)))
 
-    def recalibrate_monitor(self, monitor_id: str) -> Plan[dict[str, Any]]:
-        """``POST /v1/monitor/recalibrate`` (admin key): a calibration job on the monitor's feedback."""
-        request = HttpRequest("POST", "/v1/monitor/recalibrate", json={"monitor_id": monitor_id})
+    def recalibrate_monitor(self, monitor_id: str, for_every_tenant: bool = False) -> Plan[dict[str, Any]]:
+        """``POST /v1/monitor/recalibrate`` (admin key): a calibration job on the monitor's feedback;
+        ``for_every_tenant``: a tenant's rows may change every tenant's answers (the service refuses it otherwise)."""
+        body = {"monitor_id": monitor_id, "for_every_tenant": for_every_tenant}
+        request = HttpRequest("POST", "/v1/monitor/recalibrate", json=body)
         return (yield from self._call(request, (200, 202)))
 
     # durable jobs ------------------------------------------------------------------------------------------------

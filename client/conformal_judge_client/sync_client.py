@@ -91,10 +91,12 @@ class Client:
         """Reset a monitor and clear its alarm (``POST /v1/monitor/reset``, admin key)."""
         return self._run(self._operations.reset_monitor(monitor_id, reason))
 
-    def recalibrate_monitor(self, monitor_id: str) -> dict[str, Any]:
+    def recalibrate_monitor(self, monitor_id: str, *, for_every_tenant: bool = False) -> dict[str, Any]:
         """Start a calibration job on a monitor's feedback (``POST /v1/monitor/recalibrate``, admin key); poll
-        ``calibration_job(answer["job_id"])`` for what the new rule accepts, then activate it."""
-        return self._run(self._operations.recalibrate_monitor(monitor_id))
+        ``calibration_job(answer["job_id"])`` for what the new rule accepts, then activate it. ``for_every_tenant``:
+        fit on another tenant's rows for every tenant (refused without it: one tenant's labels never rewrite
+        another's answers by default)."""
+        return self._run(self._operations.recalibrate_monitor(monitor_id, for_every_tenant))
 
     def submit_job(self, items: Iterable[Item], *, idempotency_key: str | None = None) -> JobAccepted:
         """Submit a durable job (``POST /v1/jobs``); a fresh Idempotency-Key is used unless one is given."""

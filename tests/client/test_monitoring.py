@@ -62,5 +62,8 @@ def test_feedback_and_monitor(service: Service) -> None:
         with pytest.raises(ApiError) as not_chosen:  # a tenant's labels: only with the admin's for_every_tenant
             admin.recalibrate_monitor(cell.monitor_id)
         assert not_chosen.value.status == 409 and "for_every_tenant" in str(not_chosen.value)
+        with pytest.raises(ApiError) as chosen:  # chosen: past the tenant rule, to the rows' own (4 labels are few)
+            admin.recalibrate_monitor(cell.monitor_id, for_every_tenant=True)
+        assert chosen.value.status == 422 and "for_every_tenant" not in str(chosen.value), chosen.value
         reset = admin.reset_monitor(cell.monitor_id, reason="client test")
         assert reset == {"monitor_id": cell.monitor_id, "reset": True, "had_alarm": False}
