@@ -150,7 +150,14 @@ def targets(
 def direct_keys(
     judge: str, prompt_family: str, task: str, items: Sequence[TargetItem], criteria: Sequence[str], repetitions: int
 ) -> list[AnswerKey]:
-    """One key per (item, criterion, repetition), item-major, for a one-item task."""
+    """One key per (item, criterion, repetition) for a one-item task, in the order that lets a server reuse its
+    prompt cache: document by document (in the items' order), and within a document criterion by criterion, every
+    item of the document in turn. Consecutive calls then share the prompt up to the end of the article (llama.cpp,
+    vLLM and Ollama reuse a cached prefix): on the local judge a SummEval call's prompt fell from about 700 tokens to
+    evaluate to the summary's few dozen."""
+    by_document: dict[str, list[TargetItem]] = {}
+    for item in items:
+        by_document.setdefault(item.doc_id, []).append(item)
     return [
         AnswerKey(
             judge=judge,
@@ -160,8 +167,9 @@ def direct_keys(
             item_id=item.item_id,
             repetition=rep,
         )
-        for item in items
+        for document_items in by_document.values()
         for criterion in criteria
+        for item in document_items
         for rep in range(repetitions)
     ]
 
