@@ -17,8 +17,14 @@ rejected with the same false-alarm guarantee. The alarm is kept (the test has re
 outside this module (a new calibration starts a new monitor). The rate sequences are each at 1 - delta,
 simultaneously over time.
 
-State: k detectors and k rate sequences (O(k * grid_size) floats), updated in O(k * grid_size) per document;
-every value a msgspec Struct, so a store can persist it as JSON.
+The e-process over time: after each document the cell's statistic joins a bounded trail
+(:mod:`calibration.monitoring.trail`, at most ``TRAIL_POINTS`` evenly spaced points over the whole stream plus the
+latest), stored as log(1 + R) = log sum_j sum_g w_j pi_g (1 + R_jg) (the weights and each prior sum to 1), computed
+from the detectors' logs without leaving float range.
+
+State: k detectors and k rate sequences (O(k * grid_size) floats) and the trail (at most ``TRAIL_POINTS`` points),
+updated in O(k * grid_size) per document; every value a msgspec Struct, so a store can persist it as JSON (a state
+stored before the trail decodes with an empty one).
 """
 
 from __future__ import annotations
@@ -26,10 +32,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import msgspec
+import numpy as np
 
-from calibration.monitoring.detector import DetectorState, GuaranteeSpec, e_value, start_detector, update_detector
+from calibration.monitoring.detector import (
+    DetectorState,
+    GuaranteeSpec,
+    e_value,
+    prior,
+    start_detector,
+    update_detector,
+)
 from calibration.monitoring.rate_sequence import RateEstimate, RateSequence, rate_estimate, update_rate
 from calibration.monitoring.tally import DocumentTally
+from calibration.monitoring.trail import Trail, TrailPoint, extend_trail, trail_points
 
 __all__ = [
     "Alarm",
@@ -39,6 +54,7 @@ __all__ = [
     "GuaranteeReport",
     "GuaranteeState",
     "cell_e_value",
+    "cell_log_e_value",
     "cell_report",
     "explain_alarm",
     "observe_document",
@@ -104,12 +120,14 @@ class Alarm(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CellMonitor(msgspec.Struct, frozen=True, kw_only=True):
-    """A cell's state: every guarantee's state, the documents and labels seen, the alarm once raised."""
+    """A cell's state: every guarantee's state, the documents and labels seen, the alarm once raised, the trail of
+    its statistic (empty for a state stored before trails were kept)."""
 
     guarantees: list[GuaranteeState]
     documents: int = 0
     labels: int = 0
     alarm: Alarm | None = None
+    trail: Trail = msgspec.field(default_factory=Trail)
 
 
 class GuaranteeReport(msgspec.Struct, frozen=True, kw_only=True):
@@ -124,7 +142,8 @@ class GuaranteeReport(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class CellReport(msgspec.Struct, frozen=True, kw_only=True):
-    """A cell as reported: ok or alarm, labels and documents, the cell's statistic and each guarantee."""
+    """A cell as reported: ok or alarm, labels and documents, the cell's statistic, its trail over time (the
+    e-process) and each guarantee."""
 
     status: str  # "ok" | "alarm"
     labels: int
@@ -133,6 +152,8 @@ class CellReport(msgspec.Struct, frozen=True, kw_only=True):
     threshold: float  # horizon / delta
     guarantees: list[GuaranteeReport]
     alarm: Alarm | None
+    e_process: list[TrailPoint]  # ascending by document, at most TRAIL_POINTS
+    e_process_step: int  # documents between two kept points of the trail
 
 
 def start_cell(spec: CellSpec) -> CellMonitor:
@@ -148,6 +169,18 @@ def cell_e_value(spec: CellSpec, state: CellMonitor) -> float:
         spec.weight(j) * e_value(g, s.test)
         for j, (g, s) in enumerate(zip(spec.guarantees, state.guarantees, strict=True))
     )
+
+
+def cell_log_e_value(spec: CellSpec, state: CellMonitor) -> float:
+    """log(1 + R) of the cell's statistic R, finite however large R is (module docstring)."""
+    terms = np.concatenate(
+        [
+            np.asarray(s.test.log_statistic, dtype=float) + np.log(spec.weight(j) * prior(g))
+            for j, (g, s) in enumerate(zip(spec.guarantees, state.guarantees, strict=True))
+        ]
+    )
+    top = float(terms.max())
+    return max(0.0, top + float(np.log(np.sum(np.exp(terms - top)))))
 
 
 def observe_document(
@@ -166,6 +199,9 @@ def observe_document(
     ]
     seen = state.labels + (max(t.labels for t in tallies) if labels is None else labels)
     updated = CellMonitor(guarantees=guarantees, documents=state.documents + 1, labels=seen, alarm=state.alarm)
+    point = TrailPoint(documents=updated.documents, labels=seen, log_e_value=cell_log_e_value(spec, updated))
+    trail = extend_trail(state.trail, point)
+    updated = msgspec.structs.replace(updated, trail=trail)
     if state.alarm is not None:
         return updated
     total = cell_e_value(spec, updated)
@@ -187,7 +223,7 @@ def observe_document(
         counted=rate.counted,
         allowed=rate.allowed / rate.counted if rate.counted else None,
     )
-    return CellMonitor(guarantees=guarantees, documents=updated.documents, labels=seen, alarm=alarm)
+    return CellMonitor(guarantees=guarantees, documents=updated.documents, labels=seen, alarm=alarm, trail=trail)
 
 
 def explain_alarm(alarm: Alarm) -> str:
@@ -233,4 +269,6 @@ def cell_report(spec: CellSpec, state: CellMonitor) -> CellReport:
             for g, s in zip(spec.guarantees, state.guarantees, strict=True)
         ],
         alarm=state.alarm,
+        e_process=trail_points(state.trail),
+        e_process_step=state.trail.step,
     )

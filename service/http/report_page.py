@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 from calibration.report_card.card import ModeEvidence, Planner, ReportCard
 from calibration.unit_bootstrap import UnitInterval
-from service.http.report_svg import INK, MARK, bar_chart, line_chart
+from service.http.report_svg import INK, MARK, bar_chart, e_process_chart, line_chart
+from service.wire.monitoring import MonitorCell
 from service.wire.reports import JudgeReport
 
 __all__ = ["report_page"]
@@ -223,6 +224,52 @@ def _planner(card: ReportCard, planner: Planner, at: str) -> str:
     )
 
 
+def _e_process(m: MonitorCell, i: int) -> str:
+    at = f"monitors.{i}"
+    cell = f"{m.prompt_family} / {m.criterion} ({m.input_kind})"
+    head = f"<h3>e-process of {html.escape(cell)}</h3>"
+    points = m.e_process
+    if not points:
+        why = ("no document of it is closed yet" if m.groups == 0
+               else "it was stored before monitors kept their e-process; it starts at its next document")  # fmt: skip
+        return f"{head}<p class=note>No point to draw: {why}.</p>"
+    alarm = m.alarm
+    said = (
+        "No alarm: the e-value has stayed below the threshold."
+        if alarm is None
+        else f"Alarm at label {_count(alarm.label, at + '.alarm.label')} (document "
+        f"{_count(alarm.document, at + '.alarm.document')}): e-value {_num(alarm.e_value, at + '.alarm.e_value')} "
+        f"reached the threshold. {html.escape(alarm.explanation)}."
+    )
+    chart = e_process_chart(
+        f"monitor-{m.monitor_id}-e-process",
+        f"e-process of {cell}",
+        f"The cell's e-value after {points[-1].documents} documents and {points[-1].labels} labels, at "
+        f"{len(points)} points, on a log scale (log10 of 1 + e-value) against labels counted; the dashed line is the "
+        f"alarm threshold {m.threshold:.6g} (horizon {m.horizon} over delta {m.delta:g})"
+        + ("" if alarm is None else f"; the diamond marks the alarm at label {alarm.label}")
+        + ". The table below gives the values.",
+        [p.labels for p in points],
+        [p.e_value for p in points],
+        threshold=m.threshold,
+        alarm=None if alarm is None else (alarm.label, alarm.e_value),
+    )
+    rows = "".join(
+        f"<tr><th scope=row>{_count(p.documents, f'{at}.e_process.{j}.documents')}</th>"
+        f"<td>{_count(p.labels, f'{at}.e_process.{j}.labels')}</td>"
+        f"<td>{_num(p.e_value, f'{at}.e_process.{j}.e_value')}</td></tr>"
+        for j, p in enumerate(points)
+    )
+    return (
+        f"{head}<p>The cell's e-value at {len(points)} points: every "
+        f"{_count(m.e_process_step, at + '.e_process_step')} documents counted, and the latest; the monitor alarms "
+        f"when it reaches {_num(m.threshold, at + '.threshold', 1)}. {said}</p><figure>{chart}</figure>"
+        f"<details><summary>The points of the e-process ({len(points)})</summary><table><caption>e-process of "
+        f"{html.escape(cell)}</caption><thead><tr><th scope=col>documents</th><th scope=col>labels</th>"
+        f"<th scope=col>e-value</th></tr></thead><tbody>{rows}</tbody></table></details>"
+    )
+
+
 def _monitors(report: JudgeReport) -> str:
     if report.monitors is None:
         return f"<h2>Monitors</h2><p>{html.escape(report.monitors_note)}</p>"
@@ -241,6 +288,7 @@ def _monitors(report: JudgeReport) -> str:
         "<h2>Monitors</h2><table><caption>Feedback monitors of this judge's cells</caption><thead><tr>"
         "<th scope=col>cell</th><th scope=col>status</th><th scope=col>labels</th><th scope=col>e-value</th>"
         f"<th scope=col>alarm</th></tr></thead><tbody>{''.join(rows)}</tbody></table>"
+        + "".join(_e_process(m, i) for i, m in enumerate(report.monitors))
     )
 
 

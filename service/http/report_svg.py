@@ -9,9 +9,10 @@ checks both).
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Sequence
 
-__all__ = ["INK", "MARK", "MARK_2", "bar_chart", "line_chart"]
+__all__ = ["INK", "MARK", "MARK_2", "bar_chart", "e_process_chart", "line_chart"]
 
 INK = "#1a1a1a"  # text
 MARK = "#1f4e79"  # first series (8.9:1 on white)
@@ -115,3 +116,63 @@ def line_chart(
         )
     body += [_tick(_x(i, count), x) for i, x in enumerate(x_values)]
     return _frame(figure_id, title, description, body, x_label, y_label)
+
+
+def _decade(value: float) -> float:
+    """log10(1 + value) for a statistic value >= 0 (the e-process chart's scale)."""
+    return math.log1p(max(value, 0.0)) / math.log(10.0)
+
+
+def e_process_chart(
+    figure_id: str,
+    title: str,
+    description: str,
+    labels: Sequence[int],
+    values: Sequence[float],
+    *,
+    threshold: float,
+    alarm: tuple[int, float] | None = None,
+) -> str:
+    """A monitor's statistic R (>= 0) against the labels counted, on a log scale: log10(1 + R), drawn from the
+    origin (R = 0 before any label) through one dot per point; the alarm threshold as a dashed line and the alarm,
+    ``(labels, R)`` when it rose, as a diamond."""
+    right = max([1, *labels, *([alarm[0]] if alarm else [])])
+    limit = _decade(threshold)
+    marked = [*values, *([alarm[1]] if alarm else [])]
+    highest = max(1, math.ceil(max([limit, *(_decade(v) for v in marked)]) * 1.05))
+    stride = math.ceil(highest / 5)  # at most 6 ticks, whole decades, the last at the top
+    top = float(stride * math.ceil(highest / stride))
+    span = _WIDTH - _LEFT - _RIGHT
+
+    def x(label: float) -> float:
+        return _LEFT + span * label / right
+
+    body = [
+        f'<text x="{_LEFT - 4}" y="{_y(k, top) + 4:.1f}" text-anchor="end" fill="{INK}" font-size="11">{k}</text>'
+        for k in range(0, int(top) + 1, stride)
+    ]
+    body += [_tick(x(v), str(v)) for v in sorted({0, right // 2, right})]
+    body.append(
+        f'<line x1="{_LEFT}" y1="{_y(limit, top):.1f}" x2="{_WIDTH - _RIGHT}" y2="{_y(limit, top):.1f}" '
+        f'stroke="{MARK_2}" stroke-width="1.5" stroke-dasharray="6 3"/>'
+    )
+    body.append(
+        f'<text x="{_WIDTH - _RIGHT}" y="{_y(limit, top) - 4:.1f}" text-anchor="end" fill="{MARK_2}" font-size="11">'
+        f"alarm threshold {threshold:,.0f}</text>"
+    )
+    dots = [(x(n), _y(_decade(v), top)) for n, v in zip(labels, values, strict=True)]
+    path = " ".join(f"{px:.1f},{py:.1f}" for px, py in [(x(0), _y(0.0, top)), *dots])
+    body.append(f'<polyline points="{path}" fill="none" stroke="{MARK}" stroke-width="2"/>')
+    body += [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="2.5" fill="{MARK}"/>' for px, py in dots]
+    body.append(
+        f'<text x="{_LEFT + 8}" y="14" text-anchor="start" fill="{MARK}" font-size="12">— e-value (cell)</text>'
+    )
+    if alarm is not None:
+        ax, ay = x(alarm[0]), _y(_decade(alarm[1]), top)
+        diamond = f"{ax:.1f},{ay - 6:.1f} {ax + 6:.1f},{ay:.1f} {ax:.1f},{ay + 6:.1f} {ax - 6:.1f},{ay:.1f}"
+        body.append(f'<polygon points="{diamond}" fill="{MARK_2}" data-alarm="{alarm[0]}"/>')
+        body.append(
+            f'<text x="{_LEFT + 208}" y="14" text-anchor="start" fill="{MARK_2}" font-size="12">'
+            f"◆ alarm at label {alarm[0]}</text>"
+        )
+    return _frame(figure_id, title, description, body, "labels counted", "log10(1 + e-value)")

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from calibration.monitoring import RateEstimate, cell_report, explain_alarm
+from calibration.monitoring import RateEstimate, cell_report, explain_alarm, trail_value
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.errors import NotFoundError
 from service.monitoring.monitors import Monitors
 from service.monitoring.store import MonitorRecord
 from service.scoring.monitor_alarm import cell_calibration_id
-from service.wire.monitoring import MonitorAlarm, MonitorCell, MonitorGuarantee, MonitorReset, MonitorResponse
+from service.wire.monitoring import (
+    MonitorAlarm,
+    MonitorCell,
+    MonitorEProcessPoint,
+    MonitorGuarantee,
+    MonitorReset,
+    MonitorResponse,
+)
 
 __all__ = ["list_monitors", "monitor_view", "reset_monitor"]
 
@@ -21,8 +28,8 @@ def _bound(estimate: RateEstimate, value: float) -> float | None:
 
 
 def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) -> MonitorCell:
-    """The monitor's status, counts, e-values, running rates and alarm; ``active`` when its calibration still owns
-    the cell in ``snapshot``."""
+    """The monitor's status, counts, e-values (now and over time), running rates and alarm; ``active`` when its
+    calibration still owns the cell in ``snapshot``."""
     report = cell_report(record.spec, record.state)
     cell = record.key.cell
     active = snapshot is not None and (
@@ -43,6 +50,11 @@ def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) ->
         open_groups=record.open_groups,
         e_value=report.e_value,
         threshold=report.threshold,
+        e_process=[
+            MonitorEProcessPoint(documents=p.documents, labels=p.labels, e_value=trail_value(p))
+            for p in report.e_process
+        ],
+        e_process_step=report.e_process_step,
         delta=record.spec.delta,
         horizon=record.spec.horizon,
         max_items=record.spec.guarantees[0].max_items,

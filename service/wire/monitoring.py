@@ -30,6 +30,7 @@ __all__ = [
     "FeedbackResponse",
     "MonitorAlarm",
     "MonitorCell",
+    "MonitorEProcessPoint",
     "MonitorGuarantee",
     "MonitorRecalibrateRequest",
     "MonitorRecalibration",
@@ -133,6 +134,14 @@ class MonitorAlarm(msgspec.Struct, **RESPONSE_STRUCT):
     explanation: str
 
 
+class MonitorEProcessPoint(msgspec.Struct, **RESPONSE_STRUCT):
+    """The cell's statistic after ``documents`` documents (``labels`` labels): one point of its e-process."""
+
+    documents: int
+    labels: int
+    e_value: float  # the largest float when past float range
+
+
 class MonitorCell(msgspec.Struct, **RESPONSE_STRUCT):
     """One monitor: a served cell (judge, prompt family, criterion, input kind) of one calibration at its levels."""
 
@@ -148,6 +157,9 @@ class MonitorCell(msgspec.Struct, **RESPONSE_STRUCT):
     open_groups: int
     e_value: float
     threshold: float
+    # the cell's e-value over time: at most 64 points, every e_process_step documents from the first and the latest
+    e_process: list[MonitorEProcessPoint]
+    e_process_step: int
     delta: float  # this monitor's share of MONITOR_DELTA
     horizon: int  # documents over which delta bounds a false alarm (threshold = horizon / delta)
     max_items: int

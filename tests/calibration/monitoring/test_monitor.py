@@ -10,10 +10,12 @@ import numpy as np
 import pytest
 
 from calibration.monitoring import (
+    TRAIL_POINTS,
     CellMonitor,
     CellSpec,
     DocumentTally,
     GuaranteeSpec,
+    Trail,
     cell_alarm_index,
     cell_e_path,
     cell_e_value,
@@ -23,6 +25,7 @@ from calibration.monitoring import (
     observe_document,
     single_level_tally,
     start_cell,
+    trail_points,
 )
 
 M = 16
@@ -115,7 +118,10 @@ def test_report_and_json_round_trip() -> None:
 def test_state_does_not_grow_with_the_stream() -> None:
     small, _ = _feed(SPEC, _harmful_accept(5))
     large, _ = _feed(SPEC, _harmful_accept(400))
-    assert abs(len(msgspec.json.encode(large)) - len(msgspec.json.encode(small))) < 400  # the alarm record
+    no_trail = [msgspec.structs.replace(s, trail=Trail()) for s in (small, large)]
+    sizes = [len(msgspec.json.encode(s)) for s in no_trail]
+    assert abs(sizes[1] - sizes[0]) < 400  # the alarm record
+    assert len(trail_points(large.trail)) <= TRAIL_POINTS and len(msgspec.json.encode(large.trail)) < 5_000
 
 
 def test_refusals() -> None:

@@ -230,3 +230,9 @@ def test_the_report_shows_the_judges_monitors_from_the_monitor_view(start_app, s
     assert client.get(f"/v1/judges/{STAND_IN}/report", params={"criterion": "coherence"}).json()["monitors"] == []
     page = client.get(f"/v1/judges/{STAND_IN}/report.html").text
     assert 'data-figure="monitors.0.labels">4<' in page and monitors[0]["status"] in page
+    # the e-process: one point per closed document (4), drawn as 4 dots, each figure tagged with its JSON path
+    points = monitors[0]["e_process"]
+    assert [(p["documents"], p["labels"]) for p in points] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    svg = page[page.index(f'aria-labelledby="monitor-{monitors[0]["monitor_id"]}-e-process-title') :]
+    assert svg[: svg.index("</svg>")].count("<circle") == 4
+    assert f'data-figure="monitors.0.e_process.3.e_value">{points[3]["e_value"]:.3f}<' in page
