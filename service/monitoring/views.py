@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from calibration.monitoring import RateEstimate, cell_report, explain_alarm, trail_value
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.errors import NotFoundError
@@ -21,6 +23,12 @@ __all__ = ["list_monitors", "monitor_view", "reset_monitor"]
 
 
 INFORMATIVE_WIDTH = 0.5  # a confidence sequence wider than this says nothing a reader can use: not shown
+
+
+def _finite(e_value: float) -> float:
+    """An e-value as JSON can carry it: the largest float for one past float range (JSON has no infinity; msgspec
+    would write null, off the spec)."""
+    return min(e_value, sys.float_info.max)
 
 
 def _bound(estimate: RateEstimate, value: float) -> float | None:
@@ -48,7 +56,7 @@ def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) ->
         labels=report.labels,
         groups=report.documents,
         open_groups=record.open_groups,
-        e_value=report.e_value,
+        e_value=_finite(report.e_value),
         threshold=report.threshold,
         e_process=[
             MonitorEProcessPoint(documents=p.documents, labels=p.labels, e_value=trail_value(p))
@@ -65,7 +73,7 @@ def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) ->
                 level=g.level,
                 allowed=g.estimate.allowed,
                 tolerance=g.tolerance,
-                e_value=g.e_value,
+                e_value=_finite(g.e_value),
                 rate=g.estimate.rate,
                 low=_bound(g.estimate, g.estimate.low),
                 high=_bound(g.estimate, g.estimate.high),
@@ -83,8 +91,8 @@ def monitor_view(record: MonitorRecord, snapshot: CalibrationSnapshot | None) ->
             tolerance=alarm.tolerance,
             label=alarm.label,
             document=alarm.document,
-            e_value=alarm.e_value,
-            guarantee_e_value=alarm.guarantee_e_value,
+            e_value=_finite(alarm.e_value),
+            guarantee_e_value=_finite(alarm.guarantee_e_value),
             failures=alarm.failures,
             counted=alarm.counted,
             explanation=explain_alarm(alarm),

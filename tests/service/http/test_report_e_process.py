@@ -12,7 +12,15 @@ import re
 import msgspec
 import numpy as np
 
-from calibration.monitoring import CellSpec, GuaranteeSpec, Trail, observe_document, single_level_tally, start_cell
+from calibration.monitoring import (
+    CellSpec,
+    GuaranteeSpec,
+    Trail,
+    cell_e_value,
+    observe_document,
+    single_level_tally,
+    start_cell,
+)
 from service.http.report_page import report_page
 from service.http.report_svg import _BOTTOM, _HEIGHT, _TOP  # the plot's frame, to read heights back
 from service.monitoring.cells import CellKey, MonitorKey
@@ -94,3 +102,27 @@ def test_the_page_draws_each_monitors_e_process_with_its_threshold_and_alarm() -
     assert {f"monitors.0.e_process.{j}.e_value" for j in range(len(alarmed.e_process))} <= set(parsed.figures)
     assert shown >= 3 * (len(alarmed.e_process) + len(quiet.e_process))
     _assert_accessible(parsed)
+
+
+def test_a_statistic_past_float_range_is_the_largest_float_in_json_never_null() -> None:
+    # 400 documents each failing every item: the detectors' logs pass 700, R is inf in the pure report
+    monitor = _monitor("coherence", 400, 1.0)
+    assert monitor.alarm is not None and math.isinf(_pure_statistic())
+    decoded = msgspec.json.decode(msgspec.json.encode(monitor))
+    values = [decoded["e_value"], *(g["e_value"] for g in decoded["guarantees"]), decoded["alarm"]["e_value"]]
+    assert all(isinstance(v, float) and math.isfinite(v) for v in values), values
+    assert decoded["e_value"] == np.finfo(float).max
+    msgspec.json.decode(msgspec.json.encode(monitor), type=MonitorCell)  # and it reads back as the wire type
+
+
+def _pure_statistic() -> float:
+    """The pure statistic of the same stream (the view caps it): inf, so the test above tests the cap."""
+    rng = np.random.default_rng(7)
+    state = start_cell(SPEC)
+    for _ in range(400):
+        tallies = [
+            single_level_tally(labels=8, counted=8, failures=int(rng.binomial(8, 0.05)), level=0.1),
+            single_level_tally(labels=8, counted=8, failures=int(rng.binomial(8, 1.0)), level=0.1),
+        ]
+        state = observe_document(SPEC, state, tallies)
+    return cell_e_value(SPEC, state)
