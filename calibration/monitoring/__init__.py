@@ -10,6 +10,7 @@ with confidence sequences.
 ``monitor``           a cell: its guarantees, the weighted-mean detector, the alarm, its explanation, the trail,
                       the report
 ``paths``             the same rules vectorised over whole streams (studies, simulations)
+``watched``           what a served cell watches, with which weights, and what one label says to each guarantee
 ===================== ==========================================================================================
 """
 
@@ -20,6 +21,7 @@ from calibration.monitoring.detector import (
     bets,
     e_value,
     prior,
+    scaled_excess,
     start_detector,
     update_detector,
 )
@@ -41,6 +43,7 @@ from calibration.monitoring.paths import cell_alarm_index, cell_e_path, detector
 from calibration.monitoring.rate_sequence import RateEstimate, RateSequence, rate_estimate, update_rate
 from calibration.monitoring.tally import DocumentTally, add_item, check_tally, single_level_tally
 from calibration.monitoring.trail import TRAIL_POINTS, Trail, TrailPoint, extend_trail, trail_points, trail_value
+from calibration.monitoring.watched import watched_cell_spec, watched_outcome
 
 __all__ = [
     "GUARANTEES",
@@ -74,6 +77,7 @@ __all__ = [
     "observe_document",
     "prior",
     "rate_estimate",
+    "scaled_excess",
     "single_level_tally",
     "start_cell",
     "start_detector",
@@ -81,4 +85,6 @@ __all__ = [
     "trail_value",
     "update_detector",
     "update_rate",
+    "watched_cell_spec",
+    "watched_outcome",
 ]

@@ -7,7 +7,11 @@ at the level a_i it was served at, and
 
     x_d = e_d / M   in [-1, inf),
 
-with M = ``max_items``, a bound on a document's labelled items fixed before the stream. For each bet
+with M = ``max_items``, a bound on a document's labelled items fixed before the stream (``unit`` "item", the
+default: the null is item-weighted). With ``unit`` "document" the null is each document's own share (the promise
+of document-level conformal risk control: on average over documents, the share of a document's counted items that
+fail is <= the level), and x_d = e_d / n_d with n_d the document's counted items (x_d = 0 when it counts none):
+the mean over its counted items of (failed / a_i - 1), again in [-1, inf). For each bet
 lambda_g = g / G * ``bet_fraction`` (g = 1..G) the detector is the Shiryaev-Roberts recursion
 
     R_g(0) = 0,   R_g(t) = (1 + lambda_g x_t) (R_g(t - 1) + 1)
@@ -21,8 +25,10 @@ small bets, which a small harm needs). The state stores log(1 + R_g) >= 0, so it
 healthy stream nor holds -inf.
 
 Validity. Null: the documents of the stream are drawn independently from a population on which every served
-level's guarantee holds (E[failures] <= a E[counted] for the items served at level a), whatever the dependence
-between the items of one document. Then E[x_d | earlier documents] <= 0 and each factor is >= 1 - bet_fraction > 0,
+level's guarantee holds (unit "item": E[failures] <= a E[counted] for the items served at level a; unit
+"document": E[mean over a document's counted items of failed / a_i] <= 1 over the documents that count any, i.e.
+E[share failed] <= a at one level), whatever the dependence between the items of one document. Then
+E[x_d | earlier documents] <= 0 and each factor is >= 1 - bet_fraction > 0,
 so E[R_g(t) | earlier documents] <= R_g(t - 1) + 1: R(t) - t is a supermartingale (R is an e-detector, Shin,
 Ramdas and Rinaldo 2023). Two guarantees follow for the alarm "R(t) >= c":
 
@@ -51,12 +57,14 @@ __all__ = [
     "bets",
     "e_value",
     "prior",
+    "scaled_excess",
     "start_detector",
     "update_detector",
 ]
 
 Guarantee = Literal["coverage", "accept_error"]
 GUARANTEES: tuple[str, ...] = ("coverage", "accept_error")
+Unit = Literal["item", "document"]
 
 
 class GuaranteeSpec(msgspec.Struct, frozen=True, kw_only=True):
@@ -71,6 +79,7 @@ class GuaranteeSpec(msgspec.Struct, frozen=True, kw_only=True):
     max_items: int  # M: the most labelled items a document may bring (bets are sized by it)
     grid_size: int = 10
     bet_fraction: float = 0.9  # largest bet: a factor never falls below 1 - bet_fraction
+    unit: Unit = "item"  # item: x_d = excess / max_items; document: x_d = excess / the document's counted items
 
     def __post_init__(self) -> None:
         if not 0.0 < self.level < 1.0:
@@ -106,6 +115,16 @@ def prior(spec: GuaranteeSpec) -> np.ndarray:
     return weights
 
 
+def scaled_excess(spec: GuaranteeSpec, excess: object, counted: object) -> np.ndarray:
+    """x_d of documents (module rule): excess / max_items, or excess / counted (0 where nothing is counted)."""
+    e = np.asarray(excess, dtype=float)
+    if spec.unit == "item":
+        return e / spec.max_items
+    c = np.asarray(counted, dtype=float)
+    out: np.ndarray = np.where(c > 0, e / np.maximum(c, 1.0), 0.0)
+    return out
+
+
 def start_detector(spec: GuaranteeSpec) -> DetectorState:
     """Every R_g at 0 (log(1 + R_g) = 0): the statistic is 0 before any document."""
     return DetectorState(log_statistic=[0.0] * spec.grid_size)
@@ -114,7 +133,7 @@ def start_detector(spec: GuaranteeSpec) -> DetectorState:
 def update_detector(spec: GuaranteeSpec, state: DetectorState, tally: DocumentTally) -> DetectorState:
     """The state after one finished document (module rule); ValueError for a tally outside the spec."""
     check_tally(tally, spec.max_items)
-    x = tally.excess / spec.max_items
+    x = float(scaled_excess(spec, tally.excess, tally.counted))
     logs = np.logaddexp(np.asarray(state.log_statistic, dtype=float) + np.log1p(bets(spec) * x), 0.0)
     return DetectorState(
         log_statistic=[float(v) for v in logs], documents=state.documents + 1, labels=state.labels + tally.labels

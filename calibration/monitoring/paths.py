@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from calibration.monitoring.detector import GuaranteeSpec, bets, prior
+from calibration.monitoring.detector import GuaranteeSpec, bets, prior, scaled_excess
 from calibration.monitoring.monitor import CellSpec
 
 __all__ = ["cell_alarm_index", "cell_e_path", "detector_path", "excess_path"]
@@ -27,16 +27,22 @@ def detector_path(spec: GuaranteeSpec, failures: np.ndarray, counted: np.ndarray
     c = np.asarray(counted, dtype=float)
     if f.shape != c.shape or np.any(f < 0) or np.any(f > c) or np.any(c > spec.max_items):
         raise ValueError("per-document counts need matching shapes and 0 <= failures <= counted <= max_items")
-    return excess_path(spec, f / spec.level - c)
+    return excess_path(spec, f / spec.level - c, counted=c)
 
 
-def excess_path(spec: GuaranteeSpec, excess: np.ndarray) -> np.ndarray:
-    """R after each document from the documents' excesses (items at any levels, :mod:`calibration.monitoring.tally`);
-    the last axis indexes documents. ValueError for an excess below -max_items."""
+def excess_path(spec: GuaranteeSpec, excess: np.ndarray, *, counted: np.ndarray | None = None) -> np.ndarray:
+    """R after each document from the documents' excesses (items at any levels, :mod:`calibration.monitoring.tally`)
+    and, for a spec of unit "document", their counted items; the last axis indexes documents. ValueError for an
+    excess below -max_items (below -counted), or a document-unit spec without ``counted``."""
     e = np.asarray(excess, dtype=float)
     if np.any(e < -spec.max_items - 1e-9):
         raise ValueError("a document's excess is at least -max_items")
-    growth = np.log1p((e / spec.max_items)[..., None] * bets(spec))  # (..., documents, bets)
+    if spec.unit == "document":
+        if counted is None or np.shape(counted) != e.shape:
+            raise ValueError("a guarantee watched per document needs each document's counted items")
+        if np.any(e < -np.asarray(counted, dtype=float) - 1e-9):
+            raise ValueError("a document's excess is at least -counted")
+    growth = np.log1p(scaled_excess(spec, e, counted)[..., None] * bets(spec))  # (..., documents, bets)
     logs = np.zeros(growth.shape[:-2] + growth.shape[-1:])
     out = np.empty(e.shape)
     weights = prior(spec)

@@ -7,15 +7,17 @@ change detector (one false-alarm budget) stands for everything that can escalate
 ``CellSpec`` is fixed when its first label arrives, from the served answer and the calibration, never from a label:
 
 * **coverage** over every item, each item at the alpha it was served at;
-* **accept error** over the accepted items, each at its served accept_alpha and tolerance, watched only when some
-  row of the cell's certified rule accepts a bin (a rule that accepts nothing promises nothing);
+* **accept error** over the accepted items, each at its served accept_alpha and tolerance, watched only when the
+  rule that served the answer can accept (a rule that accepts nothing promises nothing);
 * when the answer's guarantee is label-conditional (mode ``per_label``: for every human label y, coverage of y and
   the share of label-y items accepted with a wrong point are each promised): the same two for each label y = 1..K,
-  over the items whose human label is y. These watch the judge's skill: a judge replaced by one that says the same
-  score for everything keeps the marginal rates but misses the labels it no longer tells apart.
+  over the items whose human label is y, each document's share against the level (the promise's unit). These watch
+  the judge's skill: a judge replaced by one that says the same score for everything keeps the marginal rates but
+  misses the labels it no longer tells apart.
 
 Weights: the whole-cell guarantees share half of the budget and the per-label ones the other half (all of it when
-there are none). The monitor's delta is MONITOR_DELTA split between the tenant's own monitor and the admin's, the
+there are none). The spec and each label's outcome are the pure rule :mod:`calibration.monitoring.watched`, which
+the studies use too. The monitor's delta is MONITOR_DELTA split between the tenant's own monitor and the admin's, the
 two that can escalate one caller's cell (``service.monitoring.monitors``).
 
 A label (``human``, rounded half up and checked against the cell's scale, as calibration reads it) gives, per
@@ -29,7 +31,7 @@ import hashlib
 import msgspec
 
 from calibration.kinds.verdicts import round_half_up
-from calibration.monitoring import CellSpec, GuaranteeSpec
+from calibration.monitoring import CellSpec, watched_cell_spec, watched_outcome
 from service.errors import InvalidRequestError
 from service.wire.score import Guarantee, ScoreResponse
 
@@ -111,31 +113,28 @@ def monitor_key(answer: ScoreResponse, *, tenant: str, calibration_id: str) -> M
 
 
 def watched_spec(
-    answer: ScoreResponse, *, n_labels: int, accepts: bool, max_items: int, delta: float, horizon: int
+    answer: ScoreResponse,
+    *,
+    n_labels: int,
+    accepts: bool,
+    max_items: int,
+    delta: float,
+    horizon: int,
 ) -> CellSpec:
-    """What a new monitor watches (module rules): ``accepts`` says whether the cell's rule accepts any bin."""
+    """What a new monitor watches (module rules, :func:`calibration.monitoring.watched_cell_spec`): ``accepts`` says
+    whether the cell's rule accepts any bin."""
     coverage, accept = served_levels(answer)
-    whole = [GuaranteeSpec(guarantee="coverage", level=coverage.alpha, max_items=max_items)]
     watch_accept = accepts and accept is not None
-    if watch_accept:
-        assert accept is not None
-        tolerance = accept.tolerance or 1
-        whole.append(GuaranteeSpec(guarantee="accept_error", level=accept.alpha, tolerance=tolerance,
-                                   max_items=max_items))  # fmt: skip
-    per_label: list[GuaranteeSpec] = []
-    if coverage.mode in PER_LABEL_MODES:
-        for y in range(1, n_labels + 1):
-            per_label.append(GuaranteeSpec(guarantee="coverage", level=coverage.alpha, human_label=y,
-                                           max_items=max_items))  # fmt: skip
-            if watch_accept:
-                assert accept is not None
-                per_label.append(GuaranteeSpec(guarantee="accept_error", level=accept.alpha,
-                                               tolerance=accept.tolerance or 1, human_label=y,
-                                               max_items=max_items))  # fmt: skip
-    share = 0.5 if per_label else 1.0
-    weights = [share / len(whole)] * len(whole) + [(1.0 - share) / max(1, len(per_label))] * len(per_label)
-    total = sum(weights)
-    return CellSpec(guarantees=whole + per_label, weights=[w / total for w in weights], delta=delta, horizon=horizon)
+    return watched_cell_spec(
+        alpha=coverage.alpha,
+        accept_alpha=accept.alpha if watch_accept and accept is not None else None,
+        tolerance=(accept.tolerance or 1) if accept is not None else 1,
+        per_label=coverage.mode in PER_LABEL_MODES,
+        n_labels=n_labels,
+        max_items=max_items,
+        delta=delta,
+        horizon=horizon,
+    )
 
 
 class ServedLabel(msgspec.Struct, frozen=True, kw_only=True):
@@ -172,20 +171,24 @@ def served_label(answer: ScoreResponse, human: float, n_labels: int) -> ServedLa
 
 
 def label_outcome(spec: CellSpec, served: ServedLabel) -> LabelOutcome:
-    """The label's outcome per guarantee of the monitor's spec (module rules)."""
+    """The label's outcome per guarantee of the monitor's spec (:func:`calibration.monitoring.watched_outcome`)."""
     counted: list[bool] = []
     failed: list[bool] = []
     levels: list[float] = []
     for watched in spec.guarantees:
-        mine = watched.human_label is None or (served.per_label and watched.human_label == served.label)
+        count, fail = watched_outcome(
+            watched,
+            label=served.label,
+            covered=served.covered,
+            accepted=served.accepted,
+            wrong=served.wrong,
+            per_label=served.per_label,
+            accept_served=served.accept_alpha is not None,
+        )
+        counted.append(bool(count))
+        failed.append(bool(fail))
         if watched.guarantee == "coverage":
-            counted.append(mine)
-            failed.append(mine and not served.covered)
             levels.append(served.coverage_alpha)
-            continue
-        # whole cell: error among accepted; one label: the share of its items accepted with a wrong point
-        count = mine and (served.accepted if watched.human_label is None else served.accept_alpha is not None)
-        counted.append(count)
-        failed.append(count and served.wrong)
-        levels.append(watched.level if served.accept_alpha is None else served.accept_alpha)
+        else:
+            levels.append(watched.level if served.accept_alpha is None else served.accept_alpha)
     return LabelOutcome(counted=tuple(counted), failed=tuple(failed), levels=tuple(levels))

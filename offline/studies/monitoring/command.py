@@ -62,7 +62,8 @@ def run_monitor(args: argparse.Namespace, log: Any) -> int:
     skill = skill_table(list(datasets), SkillSettings(streams=args.streams, seed=args.seed))
     (folder / "skill.md").write_text(skill_markdown(skill), encoding="utf-8")
     print(f"written:     {folder / 'monitoring.json'}, {folder / 'monitoring.md'}, {len(report.figures)} figures")
-    print(f"skill:       {folder / 'skill.md'} ({len(skill)} judge pairs and own streams)")
+    swaps = sum(row.verdicts_of != row.calibrated for row in skill)
+    print(f"skill:       {folder / 'skill.md'} ({swaps} swaps to the weakest judge, {len(skill) - swaps} own streams)")
     print(
         f"false alarms: max {checks.null_max_alarm_rate:.1%} of streams over {checks.null_rows} null rows "
         f"(limit {checks.null_alarm_limit:.1%}); headline median {checks.headline_median_labels} labels "
