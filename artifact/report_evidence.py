@@ -14,8 +14,10 @@ the point and the accept flag are :func:`calibration.decisions.rule.decide` of a
   each fold is answered by a set predictor and a rule fitted on the other folds' items.
 * **Skill**: the judge's integer score (the kind's core score: the score, the most probable label, the rounded mean)
   against the human label, documents resampled (``n_resamples``, ``seed``).
-* **Planner**: rules and sets fitted on drawn documents (:mod:`calibration.report_card.planner`), served on the
-  file's other documents, at the request defaults (``tolerance``, ``accept_alpha``, ``planner_mode``).
+* **Planner** (:mod:`calibration.report_card.planner`): per-label rules fitted on drawn documents and served on
+  the file's other documents below the file's size, the file projected to n documents from it on, at the request
+  defaults (``tolerance``, ``accept_alpha``; ``planner_mode`` must be ``per_label``, the one guarantee the planner
+  projects).
 """
 
 from __future__ import annotations
@@ -42,9 +44,15 @@ from calibration.report_card.agreement import (
     table_interval,
 )
 from calibration.report_card.baseline import human_ceiling, no_information_baseline
-from calibration.report_card.card import HeldoutPlan, ModeEvidence, Planner, ReportCard, Skill
+from calibration.report_card.card import HeldoutPlan, ModeEvidence, Planner, PlannerPoint, ReportCard, Skill
 from calibration.report_card.evidence import HeldoutAnswers, mode_evidence, split_documents
-from calibration.report_card.planner import document_draws, documents_for, planner_point
+from calibration.report_card.planner import (
+    DocumentDraw,
+    document_draws,
+    documents_for,
+    file_projection,
+    planner_point,
+)
 from calibration.unit_bootstrap import UnitInterval
 
 __all__ = [
@@ -52,8 +60,8 @@ __all__ = [
     "SHIPPED_REPORT_OPTIONS",
     "ReportOptions",
     "build_report_card",
+    "planner_point_at",
     "served_choice",
-    "subsample_share",
 ]
 
 # The conformal delta each guarantee mode's sets are fitted at (artifact.kinds.fit_modes: pac at DEFAULT_DELTA,
@@ -69,7 +77,7 @@ class ReportOptions:
     alpha: float = 0.10
     tolerance: int = 2
     accept_alpha: float = 0.10
-    planner_mode: str = PER_LABEL  # /v1/score's default guarantee
+    planner_mode: str = PER_LABEL  # /v1/score's default guarantee, the one the planner projects
     entry_mode: str = "expected"  # the index whose served kind and method the set-based modes use
     folds: int = 2
     seed: int = 0
@@ -162,53 +170,42 @@ def _heldout(cell: LabelledCell, kind: str, method: str, options: ReportOptions)
     return result
 
 
-def subsample_share(
-    cell: LabelledCell, kind: str, method: str, n_documents: int, options: ReportOptions
-) -> tuple[bool, list[float], list[float]]:
-    """(projected, accept shares, mean set sizes) of the draws of ``n_documents`` documents (planner rules) at the
-    options' defaults."""
-    data, decision = _kinds(cell, kind)
-    shares, sizes, projected = [], [], False
+def _planner_answers(
+    cell: LabelledCell, decision: DecisionKind, draw: DocumentDraw, options: ReportOptions
+) -> tuple[float, float]:
+    """(accept share, mean set size) of the served items of one draw, under the per-label rule fitted on its items
+    (each fitted document counted ``draw.document_weight`` times) at the options' defaults."""
+    fitted = np.asarray(draw.fitted)
+    rule = label_rule_on(cell, decision, fitted, np.asarray(draw.fitted_groups), draw.document_weight)
+    low, high, _, accepted = per_label_answers(
+        rule,
+        decision.data.features[np.asarray(draw.served)],
+        alpha=options.alpha,
+        tolerance=options.tolerance,
+        levels=(options.accept_alpha,),
+    )
+    sizes = np.asarray(high) - np.asarray(low) + 1
+    return float(np.mean([row[0] for row in accepted])), float(np.mean(sizes))
+
+
+def planner_point_at(cell: LabelledCell, kind: str, n_documents: int, options: ReportOptions) -> PlannerPoint:
+    """The planner's point at ``n_documents`` (:mod:`calibration.report_card.planner`: measured below the file's
+    size, projected from it on) in the ``per_label`` guarantee at the options' defaults."""
+    if options.planner_mode != PER_LABEL:
+        raise ValueError(f"the planner measures and projects the {PER_LABEL} guarantee, not {options.planner_mode}")
+    _, decision = _kinds(cell, kind)
     draws = document_draws(cell.groups, n_documents, options.planner_draws, options.seed)
-    for number, draw in enumerate(draws):
-        fitted, groups = np.asarray(draw.fitted), np.asarray(draw.fitted_groups)
-        served = np.asarray(draw.served)
-        projected = draw.projected
-        # each draw its own uniform (the expected rows' randomised acceptance): a calibration's share averages
-        # over the uniform as well as over the documents, as the expected guarantee does
-        uniform = int(np.random.default_rng([options.seed, n_documents, number]).integers(2**32))
-        features = decision.data.features[served]
-        if options.planner_mode == PER_LABEL:
-            low_l, high_l, _, accepted_l = per_label_answers(
-                label_rule_on(cell, decision, fitted, groups),
-                features,
-                alpha=options.alpha,
-                tolerance=options.tolerance,
-                levels=(options.accept_alpha,),
-            )
-            low, high, accepted = np.asarray(low_l), np.asarray(high_l), [row[0] for row in accepted_l]
-        else:
-            rule = decision_rule_on(cell, decision, fitted, options.seed, groups, uniform)
-            delta = MODE_DELTAS.get(options.planner_mode)
-            low, high = served_sets(data, method, options.alpha, delta, fitted, served, options.seed, groups)
-            accepted = [
-                decide(rule, float(v), tolerance=options.tolerance, accept_alpha=options.accept_alpha,
-                       mode=options.planner_mode).accepted
-                for v in features
-            ]  # fmt: skip
-        shares.append(float(np.mean(accepted)))
-        sizes.append(float(np.mean(np.where(high >= low, high - low + 1, 0))))
-    return projected, shares, sizes
+    answers = [_planner_answers(cell, decision, draw, options) for draw in draws]
+    projected = draws[0].projected
+    centre = _planner_answers(cell, decision, file_projection(cell.groups, n_documents), options) if projected else None
+    shares, sizes = [a[0] for a in answers], [a[1] for a in answers]
+    return planner_point(n_documents, projected, shares, sizes, centre=centre, n_labels=cell.n_labels)
 
 
-def _planner(cell: LabelledCell, kind: str, method: str, options: ReportOptions) -> Planner | None:
-    n_documents = len(set(cell.groups))
-    if n_documents < 2:
+def _planner(cell: LabelledCell, kind: str, options: ReportOptions) -> Planner | None:
+    if len(set(cell.groups)) < 2:
         return None
-    points = []
-    for n in sorted(set(options.planner_sizes)):
-        projected, shares, set_sizes = subsample_share(cell, kind, method, n, options)
-        points.append(planner_point(n, projected, shares, set_sizes))
+    points = [planner_point_at(cell, kind, n, options) for n in sorted(set(options.planner_sizes))]
     return Planner(
         mode=options.planner_mode,
         tolerance=options.tolerance,
@@ -286,7 +283,7 @@ def build_report_card(
         confusion=tables.sum(axis=0).astype(int).tolist(),
         heldout=HeldoutPlan(folds=options.folds, seed=options.seed, n_documents=len(set(cell.groups))),
         modes=modes,
-        planner=_planner(cell, kind, method, options),
+        planner=_planner(cell, kind, options),
         beats_baseline=kappa is not None and kappa.low > 0,
         agrees_more_than_baseline=skill.within_tolerance.estimate > baseline.within_tolerance,
     )

@@ -115,9 +115,14 @@ def decision_rule_on(
 
 
 def label_rule_on(
-    cell: LabelledCell, kind: DecisionKind, index: np.ndarray, groups: np.ndarray | None = None
+    cell: LabelledCell,
+    kind: DecisionKind,
+    index: np.ndarray,
+    groups: np.ndarray | None = None,
+    document_weight: float = 1.0,
 ) -> LabelRule:
-    """The per-label rule fitted on the items at ``index`` as the artifact fits it (no held-out summary)."""
+    """The per-label rule fitted on the items at ``index`` as the artifact fits it (no held-out summary); a
+    ``document_weight`` other than 1 is the planner's projection (:mod:`calibration.report_card.planner`)."""
     return fit_label_rule(
         kind.data.features[index],
         cell.labels[index],
@@ -129,6 +134,7 @@ def label_rule_on(
         input_kind=kind.kind,
         feature=FEATURE_OF_KIND[kind.kind],
         summarised=False,
+        document_weight=document_weight,
     )
 
 

@@ -21,8 +21,8 @@ from artifact.report_evidence import (
     SHIPPED_REPORT_OPTIONS,
     ReportOptions,
     build_report_card,
+    planner_point_at,
     served_choice,
-    subsample_share,
 )
 from artifact.thresholds import ThresholdIndex, ThresholdsArtifact, load_artifact
 from calibration.report_card.card import ReportCard
@@ -123,10 +123,20 @@ class PlannerCheck:
     criterion: str
     file_documents: int
     at_documents: int
-    predicted: float  # the planner's mean share at ``at_documents`` from the small file (projected draws)
-    predicted_low: float
+    predicted: float  # the planner's projected share at ``at_documents`` from the small file
+    predicted_low: float  # the projection's band (calibration.report_card.planner)
     predicted_high: float
-    measured: float  # rules fitted on ``at_documents`` of the full data's documents, served on the others
+    measured: float  # rules fitted on ``at_documents`` of the full data's documents, served on the others (mean)
+
+    @property
+    def within(self) -> bool:
+        """The spec's check: the prediction within 0.10 of the measurement."""
+        return abs(self.predicted - self.measured) <= 0.10
+
+    @property
+    def in_band(self) -> bool:
+        """Whether the measurement lies in the prediction's band."""
+        return self.predicted_low <= self.measured <= self.predicted_high
 
 
 def _cell_of(cell: LabelledCell, documents: set[str]) -> LabelledCell:
@@ -155,22 +165,24 @@ def planner_check(
     seed: int = 7,
 ) -> PlannerCheck:
     """The planner run on ``file_documents`` documents of the cell (``default_rng(seed).choice`` of its sorted
-    documents) predicts the accept share at ``at_documents``; measured: the same draws' rule on the full cell."""
-    kind, method = served_choice(cell, artifact, options)
+    documents) projects the accept share at ``at_documents``; measured: the planner's measured point at
+    ``at_documents`` on the full cell (which must hold more documents)."""
+    kind, _ = served_choice(cell, artifact, options)
     documents = sorted(set(cell.groups))
     few = set(np.random.default_rng(seed).choice(documents, file_documents, replace=False).tolist())
-    _, predicted, _ = subsample_share(_cell_of(cell, few), kind, method, at_documents, options)
-    _, measured, _ = subsample_share(cell, kind, method, at_documents, options)
-    low, high = np.quantile(predicted, [0.1, 0.9])
+    predicted = planner_point_at(_cell_of(cell, few), kind, at_documents, options)
+    measured = planner_point_at(cell, kind, at_documents, options)
+    if not predicted.projected or measured.projected:
+        raise ValueError(f"need file_documents <= {at_documents} < the cell's {len(documents)} documents")
     return PlannerCheck(
         judge=cell.judge,
         criterion=cell.criterion,
         file_documents=file_documents,
         at_documents=at_documents,
-        predicted=float(np.mean(predicted)),
-        predicted_low=float(low),
-        predicted_high=float(high),
-        measured=float(np.mean(measured)),
+        predicted=predicted.accept_share,
+        predicted_low=predicted.accept_share_low,
+        predicted_high=predicted.accept_share_high,
+        measured=measured.accept_share,
     )
 
 
@@ -180,15 +192,15 @@ def print_planner_checks(data_dir: Path, thresholds: Path) -> None:
 
     artifact = load_artifact(thresholds)
     index = ThresholdIndex(artifact, SHIPPED_REPORT_OPTIONS.entry_mode)
-    print("| judge | criterion | predicted at 50 from 30 (10th-90th) | measured at 50 | within 0.10 |")
-    print("|---|---|---|---|---|")
+    print("| judge | criterion | projected at 50 from 30 (band) | measured at 50 | within 0.10 | in the band |")
+    print("|---|---|---|---|---|---|")
     for data in sorted(recorded_datasets(data_dir), key=lambda c: (c.judge, c.prompt_family, c.criterion)):
         if not index.kinds(data.judge, data.prompt_family, data.criterion):
             continue
         check = planner_check(labelled_cell(data), artifact)
-        near = "yes" if abs(check.predicted - check.measured) <= 0.10 else "no"
         print(
             f"| {check.judge} | {check.criterion} | {check.predicted:.2f} ({check.predicted_low:.2f}-"
-            f"{check.predicted_high:.2f}) | {check.measured:.2f} | {near} |",
+            f"{check.predicted_high:.2f}) | {check.measured:.2f} | {'yes' if check.within else 'no'} | "
+            f"{'yes' if check.in_band else 'no'} |",
             flush=True,
         )

@@ -19,12 +19,18 @@ the loss is taken per document. Rules, stated once:
   E[L_{n+1}(q_hat)] <= E[L_{n+1}(q')] <= alpha.
 * **Items as documents.** When every document holds one item the rule is the split-conformal quantile: the
   ceil((1 - alpha)(n + 1))-th smallest score (a test checks it).
+* **Documents counted more than once** (``document_weight`` w, the planner's projection of the file to a file of
+  w n documents like its own, :mod:`calibration.report_card.planner`): each document counts w times, in the sum
+  and in n: the smallest candidate q with w sum_d L_d(q) <= alpha (w n + 1) - 1. For a whole number w it is the
+  rule above on the file with every document copied w times (a test checks it); w = 1 is the rule above. A
+  projection, not a calibration: no promise is made for w != 1.
 * **Keys** (Mondrian methods): per key value 1..K the same rule over the documents that hold items of that key,
   each document's loss taken over its items of that key (None where the key has no items or cannot qualify).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -32,14 +38,19 @@ import numpy as np
 from calibration.conformal.group_pac import checked_scores, document_codes
 from calibration.conformal.inputs import check_alpha
 from calibration.conformal.methods import MEMBERSHIP_TOLERANCE
+from calibration.errors import CalibrationError
 
 __all__ = ["document_crc_threshold", "document_crc_thresholds", "keyed_document_crc_levels"]
 
 _SLACK = 1e-9
 
 
-def document_crc_thresholds(true_scores: object, documents: object, alphas: Sequence[float]) -> list[float | None]:
-    """The threshold at each alpha (module rules); None where alpha (n + 1) < 1 (full scale)."""
+def document_crc_thresholds(
+    true_scores: object, documents: object, alphas: Sequence[float], *, document_weight: float = 1.0
+) -> list[float | None]:
+    """The threshold at each alpha (module rules); None where alpha (w n + 1) < 1 (full scale)."""
+    if not (math.isfinite(document_weight) and document_weight > 0):
+        raise CalibrationError(f"document_weight must be a positive number, got {document_weight}")
     scores, codes = checked_scores(true_scores, documents)
     _, codes = np.unique(codes, return_inverse=True)  # documents with items here, 0..n-1
     n_documents = int(codes.max()) + 1
@@ -48,10 +59,10 @@ def document_crc_thresholds(true_scores: object, documents: object, alphas: Sequ
     # item i is uncovered at candidate j iff candidates[j] + tol < score_i iff j < c_i
     c = np.searchsorted(candidates + MEMBERSHIP_TOLERANCE, scores, side="left")
     lost_from = np.bincount(c, weights=weights, minlength=candidates.size + 1)
-    loss = np.cumsum(lost_from[::-1])[::-1][1:]  # loss[j] = sum of weights of items with c_i > j
+    loss = np.cumsum(lost_from[::-1])[::-1][1:] * document_weight  # loss[j]: weights of items with c_i > j, times w
     result: list[float | None] = []
     for alpha in alphas:
-        budget = float(check_alpha(alpha)) * (n_documents + 1) - 1.0
+        budget = float(check_alpha(alpha)) * (document_weight * n_documents + 1) - 1.0
         if budget < -_SLACK:
             result.append(None)
             continue

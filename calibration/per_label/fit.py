@@ -5,10 +5,15 @@ Rules, stated once: the kinds and their features are those of
 it); the evidence groups from :mod:`calibration.per_label.support`; the intervals at every level of ``alphas``
 (:mod:`calibration.per_label.intervals`), all calibration items used (no part is spent on fitting anything); the
 skill test on the same items (:mod:`calibration.per_label.skill`). The same file gives the same rules.
+``document_weight`` w != 1 is the planner's projection (:mod:`calibration.report_card.planner`), never a served
+rule: every document counts w times in the evidence groups and the intervals, the verdict-evidence counts
+(``feature_items``) are w times the file's rounded down (1e-9 of slack), and the skill test is projected
+(:func:`calibration.per_label.skill.projected_skill_test`); the other counts stay the file's.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import msgspec
@@ -17,7 +22,7 @@ import numpy as np
 from calibration.decisions.cell_rules import decision_kinds
 from calibration.per_label.intervals import fit_label_intervals
 from calibration.per_label.rule import LabelRule, feature_bin
-from calibration.per_label.skill import skill_test
+from calibration.per_label.skill import projected_skill_test, skill_test
 from calibration.per_label.summary import summarise
 from calibration.per_label.support import evidence_groups, is_supported
 
@@ -40,16 +45,21 @@ def fit_label_rule(
     feature: str,
     alphas: Sequence[float] = LABEL_ALPHAS,
     summarised: bool = True,
+    document_weight: float = 1.0,
 ) -> LabelRule:
     """One (cell, input kind)'s per-label rule (module rules), with its held-out figures on the file
-    (:mod:`calibration.per_label.summary`) unless ``summarised`` is False."""
+    (:mod:`calibration.per_label.summary`) unless ``summarised`` is False (always False for a projection)."""
+    if document_weight != 1.0 and summarised:
+        raise ValueError("a projected rule (document_weight != 1) has no held-out summary: pass summarised=False")
     f = np.asarray(features, dtype=float)
     y = np.asarray(labels, dtype=np.int64)
     docs = np.asarray(documents)
-    groups = evidence_groups(y, docs, n_labels)
-    supported = [is_supported(y, docs, group) for group in groups]
-    levels = fit_label_intervals(f, y, docs, groups, sorted(alphas), supported=supported)
+    weight = document_weight
+    groups = evidence_groups(y, docs, n_labels, document_weight=weight)
+    supported = [is_supported(y, docs, group, document_weight=weight) for group in groups]
+    levels = fit_label_intervals(f, y, docs, groups, sorted(alphas), supported=supported, document_weight=weight)
     bins = np.array([feature_bin(float(v), n_labels) for v in f], dtype=np.int64)
+    seen = [int((bins == label).sum()) for label in range(1, n_labels + 1)]
     rule = LabelRule(
         judge=judge,
         prompt_family=prompt_family,
@@ -63,8 +73,8 @@ def fit_label_rule(
         label_items=[int((y == label).sum()) for label in range(1, n_labels + 1)],
         n_items=int(y.size),
         n_documents=int(np.unique(docs).size),
-        feature_items=[int((bins == label).sum()) for label in range(1, n_labels + 1)],
-        skill=skill_test(f, y, docs, n_labels),
+        feature_items=seen if weight == 1.0 else [math.floor(weight * count + 1e-9) for count in seen],
+        skill=projected_skill_test(skill_test(f, y, docs, n_labels), weight),
     )
     if not summarised:
         return rule

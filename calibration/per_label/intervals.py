@@ -9,6 +9,8 @@ mean of samples):
   the items of label y's evidence group (:mod:`calibration.per_label.support`), the upper bound is the document-level
   conformal risk control threshold of the scores f, the lower bound minus that of the scores -f. A side that cannot
   qualify (alpha (n + 1) < 1 with n documents, or a label with no evidence) is unbounded.
+* **Projected** (``document_weight`` w, the planner's projection, :mod:`calibration.report_card.planner`): every
+  document counts w times in each side's conformal risk control (:mod:`calibration.conformal.document_crc`).
 * **Monotone and without gaps.** The raw intervals [a_y, b_y] are widened, never narrowed: a_y <- min over y' >= y
   of a_y', then b_y <- max over y' <= y of b_y', then b_y <- max(b_y, a_(y+1)). Widening keeps every promise. After it
   both ends are non-decreasing in y, a_1 = -inf and b_K = +inf.
@@ -73,13 +75,14 @@ def fit_label_intervals(
     alphas: Sequence[float],
     *,
     supported: Sequence[bool],
+    document_weight: float = 1.0,
 ) -> list[LabelIntervals]:
     """The widened intervals at each alpha (module rules); ``groups[y-1]`` is label y's evidence group and
     ``supported[y-1]`` whether it has any evidence."""
     f = np.asarray(features, dtype=float)
     y = np.asarray(labels, dtype=np.int64)
     docs = np.asarray(documents)
-    n_labels = len(groups)
+    n_labels, weight = len(groups), document_weight
     raw_low = [[-math.inf] * n_labels for _ in alphas]
     raw_high = [[math.inf] * n_labels for _ in alphas]
     for label in range(1, n_labels + 1):
@@ -89,12 +92,12 @@ def fit_label_intervals(
         sides = [_side_levels(label, n_labels, float(alpha)) for alpha in alphas]
         # one document-level CRC curve per side, read at every level (document_crc_thresholds takes them all)
         if sides and sides[0][1] > 0:
-            for position, bound in enumerate(document_crc_thresholds(f[inside], docs[inside], [h for _, h in sides])):
+            highs = document_crc_thresholds(f[inside], docs[inside], [h for _, h in sides], document_weight=weight)
+            for position, bound in enumerate(highs):
                 raw_high[position][label - 1] = math.inf if bound is None else bound
         if sides and sides[0][0] > 0:
-            for position, bound in enumerate(
-                document_crc_thresholds(-f[inside], docs[inside], [lo for lo, _ in sides])
-            ):
+            lows = document_crc_thresholds(-f[inside], docs[inside], [lo for lo, _ in sides], document_weight=weight)
+            for position, bound in enumerate(lows):
                 raw_low[position][label - 1] = -math.inf if bound is None else -bound
     result = []
     for position, alpha in enumerate(alphas):

@@ -14,6 +14,11 @@ Rules, stated once (documents as the unit, nothing random):
   one-sided "greater", zero differences dropped) at level ``SKILL_LEVEL``; skill iff p <= SKILL_LEVEL. Fewer than
   ``MIN_SKILL_DOCUMENTS`` documents, or every difference zero (a constant judge): no skill.
 * **Figures**: both mean log losses (documents weighed equally), the baseline's constant label, the p-value.
+* **Projected** (:func:`projected_skill_test`, the planner's projection to a file of w times as many documents
+  like these, :mod:`calibration.report_card.planner`): the p-value's normal score z = Phi^-1(1 - p) grows as the
+  square root of the number of documents at a fixed effect (the standardised statistic of an asymptotically normal
+  test), so the projected p-value is 1 - Phi(z sqrt(w)); skill iff it is <= ``SKILL_LEVEL``. A judge worse than the
+  baseline (p > 1/2) only gets worse, a test that did not run (p = 1) stays at 1. A projection, not a test.
 """
 
 from __future__ import annotations
@@ -24,7 +29,14 @@ import msgspec
 import numpy as np
 from scipy import stats
 
-__all__ = ["MIN_SKILL_DOCUMENTS", "SKILL_LEVEL", "NO_SKILL_WORDS", "SkillTest", "skill_test"]
+__all__ = [
+    "MIN_SKILL_DOCUMENTS",
+    "SKILL_LEVEL",
+    "NO_SKILL_WORDS",
+    "SkillTest",
+    "projected_skill_test",
+    "skill_test",
+]
 
 SKILL_LEVEL = 0.05
 MIN_SKILL_DOCUMENTS = 6
@@ -93,4 +105,20 @@ def skill_test(features: object, labels: object, documents: object, n_labels: in
         baseline_label=baseline_all,
         baseline_error=math.fsum(baseline_losses) / n_docs if n_docs else 0.0,
         judge_error=math.fsum(judge_losses) / n_docs if n_docs else 0.0,
+    )
+
+
+def projected_skill_test(test: SkillTest, document_weight: float) -> SkillTest:
+    """``test`` projected to a file of ``document_weight`` times as many documents (module rules)."""
+    if document_weight == 1.0:
+        return test
+    z = float(stats.norm.isf(test.p_value)) * math.sqrt(document_weight)
+    p_value = float(stats.norm.sf(z))
+    return msgspec.structs.replace(
+        test,
+        skilled=p_value <= test.level,
+        p_value=p_value,
+        n_documents=round(document_weight * test.n_documents),
+        test=f"projected from {test.n_documents} documents: the normal score of the p-value times "
+        f"sqrt({document_weight:.6g}) ({test.test})",
     )

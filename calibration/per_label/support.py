@@ -8,6 +8,9 @@ centre, the neighbour with more items, the upper one on a tie). A label whose gr
 its own; a pooled label's promise holds for its group taken together (the answer names the group). A group equal to
 the whole scale that is still unsupported has no evidence at all: the label is always in the set.
 The grouping reads only the calibration labels and documents, never the judge's verdicts.
+With ``document_weight`` w (the planner's projection to a file of w times as many documents like these,
+:mod:`calibration.report_card.planner`) every item and document counts w times: w items >= ``MIN_LABEL_ITEMS``
+and w documents >= ``MIN_LABEL_DOCUMENTS``, each with 1e-9 of slack; w = 1 is the rule above.
 """
 
 from __future__ import annotations
@@ -18,12 +21,19 @@ __all__ = ["MIN_LABEL_DOCUMENTS", "MIN_LABEL_ITEMS", "evidence_groups", "is_supp
 
 MIN_LABEL_ITEMS = 20
 MIN_LABEL_DOCUMENTS = 10
+_SLACK = 1e-9  # a weighted count within rounding of a minimum reaches it
 
 
-def is_supported(labels: np.ndarray, documents: np.ndarray, group: tuple[int, ...]) -> bool:
+def is_supported(
+    labels: np.ndarray, documents: np.ndarray, group: tuple[int, ...], *, document_weight: float = 1.0
+) -> bool:
     """Whether the items whose label is in ``group`` reach both minimums (module rules)."""
     inside = np.isin(labels, group)
-    return int(inside.sum()) >= MIN_LABEL_ITEMS and int(np.unique(documents[inside]).size) >= MIN_LABEL_DOCUMENTS
+    items, documents_in = int(inside.sum()), int(np.unique(documents[inside]).size)
+    return (
+        document_weight * items >= MIN_LABEL_ITEMS - _SLACK
+        and document_weight * documents_in >= MIN_LABEL_DOCUMENTS - _SLACK
+    )
 
 
 def _grown(group: list[int], labels: np.ndarray, n_labels: int) -> list[int]:
@@ -38,14 +48,19 @@ def _grown(group: list[int], labels: np.ndarray, n_labels: int) -> list[int]:
     return [*group, high + 1] if above >= below else [low - 1, *group]
 
 
-def evidence_groups(labels: object, documents: object, n_labels: int) -> list[tuple[int, ...]]:
+def evidence_groups(
+    labels: object, documents: object, n_labels: int, *, document_weight: float = 1.0
+) -> list[tuple[int, ...]]:
     """Label y's evidence group for y = 1..n_labels (module rules)."""
     label_array = np.asarray(labels, dtype=np.int64)
     document_array = np.asarray(documents)
     groups: list[tuple[int, ...]] = []
     for label in range(1, n_labels + 1):
         group = [label]
-        while not is_supported(label_array, document_array, tuple(group)) and len(group) < n_labels:
+        while (
+            not is_supported(label_array, document_array, tuple(group), document_weight=document_weight)
+            and len(group) < n_labels
+        ):
             group = _grown(group, label_array, n_labels)
         groups.append(tuple(group))
     return groups

@@ -92,16 +92,17 @@ class ModeEvidence(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class PlannerPoint(msgspec.Struct, frozen=True, kw_only=True):
-    """Rules fitted on ``n_documents`` drawn documents, ``n_draws`` times: served on the file's other documents
-    (measured), or, from the file's size on, documents drawn with replacement and served on the whole file
-    (``projected``; :mod:`calibration.report_card.planner`)."""
+    """Below the file's size, rules fitted on ``n_documents`` distinct drawn documents, ``n_draws`` times, served on
+    the file's other documents (measured); from it on, the file projected to a file of ``n_documents`` documents
+    like its own, with a band from ``n_draws`` files drawn with replacement from it (``projected``;
+    :mod:`calibration.report_card.planner`)."""
 
     n_documents: int
     projected: bool
     n_draws: int
-    accept_share: float  # mean over draws
-    accept_share_low: float  # 10th percentile over draws
-    accept_share_high: float  # 90th percentile over draws
+    accept_share: float  # measured: the mean over draws; projected: the file's projection
+    accept_share_low: float  # measured: the 10th percentile over draws (at most the mean); projected: the band's
+    accept_share_high: float  # measured: the 90th percentile (at least the mean); projected: the band's
     mean_set_size: float
     set_size_low: float
     set_size_high: float

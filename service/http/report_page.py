@@ -186,8 +186,8 @@ def _planner(card: ReportCard, planner: Planner, at: str) -> str:
     chart = line_chart(
         f"{figure}-planner",
         "Planner: accept share by labelled documents",
-        "Mean accept share over draws of each number of documents, with the 10th to 90th percentile band; the "
-        "table below gives the values.",
+        "Accept share by number of documents (measured: the mean over draws; projected: the file projected to "
+        "that size), with the 10th to 90th percentile band; the table below gives the values.",
         [str(p.n_documents) for p in points],
         [("accept share", [p.accept_share for p in points])],
         band=([p.accept_share_low for p in points], [p.accept_share_high for p in points]),
@@ -216,9 +216,10 @@ def _planner(card: ReportCard, planner: Planner, at: str) -> str:
     return (
         f"<h3>Planner: how many documents to label</h3><p>At /v1/score's defaults ({html.escape(planner.mode)} mode, "
         f"tolerance {planner.tolerance}, accept_alpha {planner.accept_alpha:g}, alpha {planner.alpha:g}). {answer}</p>"
-        f"<figure>{chart}</figure><table><caption>Planner: rules fitted on drawn documents; below the file's size "
-        "served on its other documents, from it on (projected) drawn with replacement and served on the whole file"
-        "</caption><thead><tr><th scope=col>documents</th><th scope=col>accept share</th>"
+        f"<figure>{chart}</figure><table><caption>Planner: below the file's size, rules fitted on drawn documents "
+        "and served on its other documents; from it on (projected), the file counted as that many documents, the "
+        "band from files drawn with replacement</caption><thead><tr><th scope=col>documents</th>"
+        "<th scope=col>accept share</th>"
         "<th scope=col>10th to 90th percentile</th><th scope=col>mean set size</th>"
         f"<th scope=col>10th to 90th percentile</th></tr></thead><tbody>{rows}</tbody></table>"
     )

@@ -92,3 +92,33 @@ def test_on_clustered_documents_the_mean_document_miscoverage_keeps_the_promise_
     assert mean_document <= alpha + 3 * se
     assert mean_document >= alpha - 0.04  # not trivially the full scale
     assert float(np.mean(item_losses)) > alpha + 0.1
+
+
+@pytest.mark.parametrize("weight", [2, 3])
+def test_a_document_counted_w_times_is_the_file_with_every_document_copied_w_times(weight: int) -> None:
+    rng = np.random.default_rng(weight)
+    alphas = [0.02, 0.05, 0.1, 0.2, 0.3]
+    for trial in range(100):
+        n_docs = int(rng.integers(2, 25))
+        sizes = rng.integers(1, 5, size=n_docs)
+        documents = np.repeat(np.arange(n_docs), sizes)
+        scores = rng.integers(0, 6, size=documents.size).astype(float)  # ties on purpose
+        copies = np.concatenate([documents + copy * n_docs for copy in range(weight)])
+        copied = document_crc_thresholds(np.tile(scores, weight), copies, alphas)
+        assert document_crc_thresholds(scores, documents, alphas, document_weight=weight) == copied, trial
+
+
+def test_a_weight_of_one_is_the_rule_and_a_weight_must_be_positive() -> None:
+    rng = np.random.default_rng(4)
+    documents = np.repeat(np.arange(30), 3)
+    scores = rng.uniform(size=documents.size)
+    alphas = [0.05, 0.1, 0.2]
+    assert document_crc_thresholds(scores, documents, alphas, document_weight=1.0) == document_crc_thresholds(
+        scores, documents, alphas
+    )
+    # more documents like these: a smaller correction, so a threshold that never rises
+    few, many = (document_crc_thresholds(scores, documents, alphas, document_weight=w) for w in (1.0, 2.5))
+    assert all(b is not None and (a is None or b <= a) for a, b in zip(few, many, strict=True))
+    for bad in (0.0, -1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="document_weight"):
+            document_crc_thresholds(scores, documents, alphas, document_weight=bad)
