@@ -146,3 +146,28 @@ def test_export_writes_ids_scores_and_logprobs_without_text(tmp_path: Path) -> N
     assert "SECRET" not in text and read_recorded(tmp_path / "recorded.json") == exported
     assert [a.judge_score for a in exported.answers] == [4, None, 2] and exported.seconds_per_call == 2.0
     assert len(text.splitlines()) == 7 + 3 + 2  # "{", six header lines; one line per answer; "]" and "}"
+
+
+def test_the_committed_recording_is_thirty_documents_of_sixteen_summaries_on_two_criteria(data_dir: Path) -> None:
+    from offline.studies.local_judge.page import _recording
+    from offline.studies.local_judge.recorded import RECORDED
+
+    recorded = read_recorded(RECORDED)
+    assert (recorded.judge, recorded.task, recorded.prompt_family) == ("smollm2-135m", "direct", "paper")
+    summeval = load_summeval(data_dir)
+    document_of = {item.item_id: item.doc_id for item in summeval.items}
+    keys = [(a.item_id, a.criterion) for a in recorded.answers]
+    assert len(set(keys)) == len(keys) == 960  # every (item, criterion) once
+    per_document: dict[str, set[tuple[str, str]]] = {}
+    for item_id, criterion in keys:
+        per_document.setdefault(document_of[item_id], set()).add((item_id, criterion))
+    assert len(per_document) == 30 and all(len(pairs) == 16 * 2 for pairs in per_document.values())
+    assert {criterion for _, criterion in keys} == set(CRITERIA)
+    scored = [a for a in recorded.answers if a.judge_score is not None]
+    assert all(1 <= a.judge_score <= 5 for a in scored) and len(scored) >= 0.8 * len(keys)  # 818: 85% read
+    text = RECORDED.read_text()
+    for item in summeval.items[:50]:  # ids, scores and log-probs only: no upstream text
+        assert item.summary.strip()[:40] not in text
+    # the committed page's recording section is this file's (make local-judge-report rewrites the page)
+    page = (Path(__file__).resolve().parents[4] / "docs" / "local-judge.md").read_text()
+    assert all(line in page for line in _recording(recorded))
