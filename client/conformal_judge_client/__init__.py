@@ -3,7 +3,7 @@
 from .async_client import AsyncClient
 from .calls import PollPolicy
 from .errors import ApiError, ConformalJudgeError, JobTimeout, TransportError
-from .monitoring import FeedbackRefusal, FeedbackResult, MonitorCell, MonitorState
+from .monitoring import EProcessPoint, FeedbackRefusal, FeedbackResult, MonitorCell, MonitorState
 from .results import (
     Activation,
     BatchItem,
@@ -33,6 +33,7 @@ __all__ = [
     "Client",
     "CompareResult",
     "ConformalJudgeError",
+    "EProcessPoint",
     "FeedbackRefusal",
     "FeedbackResult",
     "Guarantee",

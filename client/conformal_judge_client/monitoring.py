@@ -8,7 +8,7 @@ from typing import Any
 
 from .results import Problem, _Raw
 
-__all__ = ["FeedbackRefusal", "FeedbackResult", "MonitorCell", "MonitorState"]
+__all__ = ["EProcessPoint", "FeedbackRefusal", "FeedbackResult", "MonitorCell", "MonitorState"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,15 @@ class FeedbackResult(_Raw):
 
 
 @dataclass(frozen=True)
+class EProcessPoint:
+    """The monitor's statistic after ``documents`` finished documents and ``labels`` labels."""
+
+    documents: int
+    labels: int
+    e_value: float
+
+
+@dataclass(frozen=True)
 class MonitorCell(_Raw):
     """One monitor: its cell, status (``ok`` | ``alarm``), labels, documents, e-value and alarm (raw JSON)."""
 
@@ -67,6 +76,8 @@ class MonitorCell(_Raw):
     groups: int
     e_value: float
     alarm: Mapping[str, Any] | None
+    threshold: float | None = None  # the alarm level horizon / delta (None from a service that does not send it)
+    e_process: tuple[EProcessPoint, ...] = ()  # the statistic over time, at most 64 evenly spaced points and the latest
 
     @property
     def in_alarm(self) -> bool:
@@ -88,6 +99,11 @@ class MonitorCell(_Raw):
             groups=int(data["groups"]),
             e_value=float(data["e_value"]),
             alarm=data.get("alarm"),
+            threshold=float(data["threshold"]) if data.get("threshold") is not None else None,
+            e_process=tuple(
+                EProcessPoint(documents=int(p["documents"]), labels=int(p["labels"]), e_value=float(p["e_value"]))
+                for p in data.get("e_process", [])
+            ),
             raw=data,
         )
 

@@ -48,6 +48,12 @@ def test_feedback_and_monitor(service: Service) -> None:
         assert state.raw == raw
         cell = next(c for c in state.cells if c.judge == RECORDED)
         assert (cell.labels, cell.groups, cell.status, cell.in_alarm) == (4, 2, "ok", False)
+        raw_cell = next(c for c in raw["cells"] if c["monitor_id"] == cell.monitor_id)
+        assert cell.threshold == raw_cell["threshold"] > 0
+        assert [(p.documents, p.labels, p.e_value) for p in cell.e_process] == [
+            (p["documents"], p["labels"], p["e_value"]) for p in raw_cell["e_process"]
+        ]
+        assert [p.documents for p in cell.e_process] == [1, 2] and cell.e_process[-1].labels == 4  # two documents
         with pytest.raises(ApiError) as refused:
             client.reset_monitor(cell.monitor_id)
         assert refused.value.status == 403  # a tenant key may not reset
