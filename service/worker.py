@@ -44,7 +44,7 @@ from service.jobs.runner import ChunkRunner
 from service.jobs.tenancy import admin_tenant
 from service.judging.pool import JudgePool
 from service.monitoring.monitors import Monitors
-from service.observability.logging import library_logs, make_logs
+from service.observability.logging import EventLogger, library_logs, make_logs
 from service.observability.metrics import ServiceMetrics
 from service.observability.traces import make_tracing
 from service.observability.tracing import Tracing
@@ -73,7 +73,9 @@ async def _run_calibration(ctx: dict[str, Any], *, calibration_id: str) -> str:
     return outcome
 
 
-async def _gauges(jobs: JobQueue, metrics: JobMetrics, every_s: float, logger: Any, stop: asyncio.Event) -> None:
+async def _gauges(
+    jobs: JobQueue, metrics: JobMetrics, every_s: float, logger: EventLogger, stop: asyncio.Event
+) -> None:
     """Refresh the queue-depth gauges every ``every_s`` until ``stop`` is set.
 
     A stop event rather than cancellation: a cancellation that lands inside a Redis call can be absorbed by
@@ -92,7 +94,7 @@ async def _gauges(jobs: JobQueue, metrics: JobMetrics, every_s: float, logger: A
 
 
 def make_runner(
-    settings: Settings, jobs: JobQueue, logger: Any, tracing: Tracing | None = None
+    settings: Settings, jobs: JobQueue, logger: EventLogger, tracing: Tracing | None = None
 ) -> tuple[ChunkRunner, JudgePool, ServiceMetrics]:
     """A chunk runner on ``jobs`` scoring with the settings' calibration and judges (start the pool first);
     ``tracing`` (default none) gets its chunk spans, judge-call spans and verdict events."""

@@ -69,6 +69,7 @@ from service.config.settings import Settings
 from service.errors import InvalidRequestError, ServiceProblem, problem_from_exception
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.judging.pool import JudgePool
+from service.observability.logging import EventLogger
 from service.screening.injection import INJECTION_FLAG, screen_texts
 from service.wire.common import CRITERIA
 from service.wire.compare import (
@@ -106,7 +107,7 @@ class CompareContext:
 
     settings: Settings
     judges: JudgePool
-    logger: object
+    logger: EventLogger
     pairwise: PairwiseIndex | None = None  # the certified pairwise thresholds (None: every pair abstains)
 
 
@@ -205,7 +206,7 @@ async def _live_verdicts(ctx: CompareContext, request: CompareRequest, judge: st
             f"({first.first}, {first.second}), repetition {first.repetition}: {first.error.detail}"
         )
     if failed:
-        ctx.logger.warning("compare.judge_calls_failed", judge=judge, failed=len(failed), calls=len(calls))  # type: ignore[attr-defined]
+        ctx.logger.warning("compare.judge_calls_failed", judge=judge, failed=len(failed), calls=len(calls))
     return LiveVerdicts(
         verdicts=verdicts,
         failed=failed,

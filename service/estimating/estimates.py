@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 import msgspec
 import numpy as np
@@ -58,6 +57,7 @@ from service.estimating.estimate_request import (
     request_form,
     system_options,
 )
+from service.observability.logging import EventLogger
 from service.wire.estimates import (
     EstimateBatchResponse,
     EstimateRequest,
@@ -211,7 +211,9 @@ def _pointer(name: str) -> str:
     return name.replace("~", "~0").replace("/", "~1")
 
 
-def _batch(request: EstimateRequest, path: str, logger: Any, jobs: JobSamples | None) -> EstimateBatchResponse:
+def _batch(
+    request: EstimateRequest, path: str, logger: EventLogger | None, jobs: JobSamples | None
+) -> EstimateBatchResponse:
     assert request.systems is not None  # request_form
     check_job_options(request, "")
     answers: dict[str, SystemEstimate | SystemFailure] = {}
@@ -234,7 +236,7 @@ def estimate(
     limits: LimitSettings,
     *,
     path: str = "/v1/estimates",
-    logger: Any = None,
+    logger: EventLogger | None = None,
     jobs: JobSamples | None = None,
 ) -> EstimateResult | EstimateBatchResponse:
     """The answer of ``POST /v1/estimates``: one system's, one difference's, or one per system of a batch;

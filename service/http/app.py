@@ -63,7 +63,7 @@ from service.jobs.tenancy import admin_tenant
 from service.judging.admission import Admission
 from service.judging.pool import JudgePool
 from service.monitoring.monitors import Monitors
-from service.observability.logging import library_logs, make_logs
+from service.observability.logging import EventLogger, library_logs, make_logs
 from service.observability.metrics import ServiceMetrics
 from service.observability.traces import make_tracing
 from service.scoring.policy import DecisionPolicy
@@ -151,7 +151,7 @@ def _refine_openapi(app: Litestar, settings: Settings) -> None:
     refine_spec(app.openapi_schema, settings)  # service/http/spec.py
 
 
-def _monitors(jobs: JobQueue, settings: Settings, metrics: ServiceMetrics, logger: object) -> Monitors:
+def _monitors(jobs: JobQueue, settings: Settings, metrics: ServiceMetrics, logger: EventLogger) -> Monitors:
     """The feedback monitors on the jobs' Redis (service/monitoring/)."""
     owner = admin_tenant(settings.api_keys, settings.admin_api_key)
     return Monitors.on(jobs.store.redis, settings, metrics, logger, admin_tenant=owner)

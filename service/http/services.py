@@ -22,7 +22,6 @@ even a cached dependency costs about 8 us a request (a quarter of a bare echo en
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from litestar import Request, Response
 from litestar.connection import ASGIConnection
@@ -39,7 +38,7 @@ from service.jobs.queue import JobQueue
 from service.judging.admission import Admission
 from service.judging.pool import JudgePool
 from service.monitoring.monitors import Monitors
-from service.observability.logging import AppLogs
+from service.observability.logging import AppLogs, EventLogger
 from service.observability.metrics import ServiceMetrics
 from service.observability.tracing import Tracing
 from service.scoring.policy import DecisionPolicy
@@ -77,7 +76,7 @@ class Services:
 
     settings: Settings
     metrics: ServiceMetrics
-    logger: Any
+    logger: EventLogger
     logs: AppLogs
     policy: DecisionPolicy
     calibration: CalibrationHolder

@@ -28,7 +28,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import msgspec
 
@@ -36,6 +35,7 @@ from service.config.jobs import JobSettings
 from service.errors import BadRequestError, ChunkAbandonedError, JobCancelledError, problem_from_exception
 from service.jobs.metrics import JobMetrics
 from service.jobs.store import JobStore
+from service.observability.logging import EventLogger
 from service.observability.tracing import Tracing, trace_evaluation
 from service.scoring.context import ScoringContext
 from service.scoring.monitor_alarm import AlarmedCell, AlarmNote
@@ -69,7 +69,7 @@ class ChunkRunner:
     context: Callable[[], ScoringContext]
     slots: asyncio.Semaphore
     metrics: JobMetrics
-    logger: Any
+    logger: EventLogger
     tracing: Tracing = field(default_factory=Tracing)
     # the feedback monitors' alarms that apply to a job's tenant (service.monitoring.board), None: no monitors
     alarms: Callable[[str], Awaitable[dict[AlarmedCell, AlarmNote]]] | None = None

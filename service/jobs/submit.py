@@ -23,7 +23,6 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator
-from typing import Any
 
 import msgspec
 from redis.exceptions import RedisError
@@ -35,6 +34,7 @@ from service.jobs.job_record import JobRecord
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.judging.admission import Admission
+from service.observability.logging import EventLogger
 
 __all__ = ["JobIntake", "Submitted", "Upload", "submit_job"]
 
@@ -56,7 +56,7 @@ class JobIntake(msgspec.Struct, frozen=True, kw_only=True):
     admission: Admission
     metrics: JobMetrics
     max_json_body_bytes: int  # MAX_BODY_BYTES: a JSON {"items": [...]} body is parsed whole
-    logger: Any
+    logger: EventLogger
 
 
 class Submitted(msgspec.Struct, frozen=True, kw_only=True):

@@ -54,6 +54,7 @@ from service.judging.breaker import CircuitBreakers
 from service.judging.groups import check_cascade_stages, check_panel_members, load_cascades, load_panels
 from service.judging.model_check import is_model_mismatch
 from service.judging.rubrics import Rubric, load_rubrics, rubric_messages
+from service.observability.logging import EventLogger
 from service.observability.metrics import ServiceMetrics
 from service.observability.tracing import Tracing
 
@@ -90,7 +91,7 @@ class JudgePool:
     """The configured judges' clients, the answer cache and the single-flight table of one app."""
 
     def __init__(
-        self, settings: Settings, metrics: ServiceMetrics, logger: Any, tracing: Tracing | None = None
+        self, settings: Settings, metrics: ServiceMetrics, logger: EventLogger, tracing: Tracing | None = None
     ) -> None:
         self._settings = settings
         self._metrics = metrics

@@ -15,12 +15,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from redis.exceptions import RedisError
 
 from service.monitoring.metrics import MonitorMetrics
 from service.monitoring.store import AlarmRecord, MonitorStore
+from service.observability.logging import EventLogger
 from service.scoring.monitor_alarm import AlarmedCell, AlarmNote
 
 __all__ = ["UNREAD_EXPLANATION", "AlarmBoard", "UnreadAlarms"]
@@ -51,7 +51,7 @@ class AlarmBoard:
     """A process's cached copy of the raised alarms."""
 
     def __init__(
-        self, store: MonitorStore, *, refresh_s: float, timeout_s: float, logger: Any, metrics: MonitorMetrics
+        self, store: MonitorStore, *, refresh_s: float, timeout_s: float, logger: EventLogger, metrics: MonitorMetrics
     ) -> None:
         self.store = store
         self.metrics = metrics

@@ -9,6 +9,7 @@ from service.config.settings import Settings
 from service.monitoring.board import AlarmBoard
 from service.monitoring.metrics import MonitorMetrics
 from service.monitoring.store import MonitorStore
+from service.observability.logging import EventLogger
 from service.observability.metrics import ServiceMetrics
 
 __all__ = ["Monitors"]
@@ -21,7 +22,7 @@ class Monitors:
     store: MonitorStore
     board: AlarmBoard
     metrics: MonitorMetrics
-    logger: Any
+    logger: EventLogger
     max_items: int
     delta: float  # MONITOR_DELTA: the false-alarm budget of one caller's cell
     horizon: int  # MONITOR_HORIZON: documents over which delta holds
@@ -37,7 +38,7 @@ class Monitors:
 
     @classmethod
     def on(
-        cls, redis: Any, settings: Settings, metrics: ServiceMetrics, logger: Any, *, admin_tenant: str | None
+        cls, redis: Any, settings: Settings, metrics: ServiceMetrics, logger: EventLogger, *, admin_tenant: str | None
     ) -> Monitors:
         """The monitors on ``redis`` (the jobs' client) under the jobs' queue prefix."""
         store = MonitorStore(

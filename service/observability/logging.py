@@ -43,7 +43,7 @@ import time
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import msgspec
 import structlog
@@ -242,11 +242,21 @@ class AccessLog:
         return text
 
 
+class EventLogger(Protocol):
+    """What the service's code asks of a logger: an event name and its fields, at a level (the structlog logger
+    ``make_logs`` builds is one; so is structlog's default)."""
+
+    def debug(self, event: str, /, **fields: Any) -> Any: ...
+    def info(self, event: str, /, **fields: Any) -> Any: ...
+    def warning(self, event: str, /, **fields: Any) -> Any: ...
+    def error(self, event: str, /, **fields: Any) -> Any: ...
+
+
 @dataclass(frozen=True, kw_only=True)
 class AppLogs:
     """The app's structlog ``logger`` and its ``access`` log, writing to the same ``sink``."""
 
-    logger: Any
+    logger: EventLogger
     access: AccessLog
     sink: JsonLineSink
 

@@ -15,6 +15,7 @@ from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.problems import problem_from_exception
 from service.http.services import Services, problem_responses, services_of
 from service.jobs.tenancy import job_caller
+from service.observability.logging import EventLogger
 from service.observability.tracing import Tracing, trace_evaluation
 from service.scoring.context import ScoringContext
 from service.scoring.monitor_alarm import AlarmedCell, AlarmNote
@@ -110,7 +111,7 @@ def batch_width(services: Services) -> int:
 
 async def _batch_item(
     context: ScoringContext,
-    logger: object,
+    logger: EventLogger,
     index: int,
     raw: object,
     path: str,
@@ -133,15 +134,15 @@ async def _batch_item(
     return BatchItemResult(index=index, item_id=item_id, ok=True, result=result)
 
 
-def _log_failed_item(logger: object, index: int, item_id: str | None, problem: Problem, error: Exception) -> None:
+def _log_failed_item(logger: EventLogger, index: int, item_id: str | None, problem: Problem, error: Exception) -> None:
     """One JSON line per failed batch item (the request id comes with it): error for 5xx, info for bad input."""
     fields = {"index": index, "item_id": item_id, "status": problem.status, "problem": problem.type}
     if problem.type.endswith("internal-error"):
-        logger.error("batch.item_failed", exc_info=error, **fields)  # type: ignore[attr-defined]
+        logger.error("batch.item_failed", exc_info=error, **fields)
     elif problem.status >= 500:
-        logger.warning("batch.item_failed", detail=problem.detail[:300], **fields)  # type: ignore[attr-defined]
+        logger.warning("batch.item_failed", detail=problem.detail[:300], **fields)
     else:
-        logger.info("batch.item_failed", detail=problem.detail[:300], **fields)  # type: ignore[attr-defined]
+        logger.info("batch.item_failed", detail=problem.detail[:300], **fields)
 
 
 @post(
