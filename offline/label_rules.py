@@ -17,7 +17,6 @@ def export_label_rules(datasets: Sequence[JudgeCriterionData]) -> list[LabelRule
     artifact's ``label_rules`` carry. Cells without groups use the item id's prefix before ``/``."""
     rules: list[LabelRule] = []
     for data in datasets:
-        groups = data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids]
         rules += fit_cell_label_rules(
             judge=data.judge,
             prompt_family=data.prompt_family,
@@ -26,7 +25,7 @@ def export_label_rules(datasets: Sequence[JudgeCriterionData]) -> list[LabelRule
             judge_scores=data.judge_scores,
             probabilities=data.probabilities,
             means=data.means,
-            groups=groups,
+            groups=data.documents,
             n_labels=data.n_labels,
         )
     return rules

@@ -66,6 +66,14 @@ class JudgeCriterionData:
     n_labels: int = N_LABELS  # K of the cell's scale 1..K
 
     @property
+    def documents(self) -> tuple[str, ...]:
+        """The document of each item, the unit of every document-level fit and split: its group, else the item id's
+        prefix before ``/`` (SummEval's ``<document>/<system>``)."""
+        if self.groups is not None:
+            return tuple(self.groups)
+        return tuple(item_id.split("/", 1)[0] for item_id in self.item_ids)
+
+    @property
     def errors(self) -> np.ndarray:
         """Absolute judge error |judge_score - y*| per item."""
         return np.abs(self.judge_scores - self.labels)

@@ -109,12 +109,6 @@ def kind_data(data: JudgeCriterionData, groups: Sequence[str]) -> list[KindData]
     return cell_kind_data(data.labels, data.judge_scores, data.probabilities, data.means, groups, data.n_labels)
 
 
-def _groups_of(data: JudgeCriterionData) -> list[str]:
-    if data.groups is not None:
-        return list(data.groups)
-    return [item_id.split("/", 1)[0] for item_id in data.item_ids]
-
-
 def run_validity_study(
     datasets: Sequence[JudgeCriterionData],
     *,
@@ -125,7 +119,7 @@ def run_validity_study(
     progress: Callable[[Iterable], Iterable] | None = None,
 ) -> tuple[ValiditySummary, dict[tuple[str, str, str, str], KindFit]]:
     """Fit every (cell, kind) with :func:`calibration.kinds.fit.fit_kind`; return the summary and the fits."""
-    tasks = [(data, kd) for data in datasets for kd in kind_data(data, _groups_of(data))]
+    tasks = [(data, kd) for data in datasets for kd in kind_data(data, data.documents)]
     fits: dict[tuple[str, str, str, str], KindFit] = {}
     cells = []
     for data, kd in progress(tasks) if progress is not None else tasks:

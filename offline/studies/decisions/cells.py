@@ -49,7 +49,7 @@ class CellKind:
 def cell_kinds(data: JudgeCriterionData) -> list[CellKind]:
     """The cell's kinds as decision inputs (:func:`calibration.decisions.cell_rules.decision_kinds`: features computed
     with ``feature_of`` exactly as the service does); the headline kind is the last."""
-    groups = np.asarray(data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids])
+    groups = np.asarray(data.documents)
     kinds = decision_kinds(data.labels, data.judge_scores, data.probabilities, data.means, groups, data.n_labels)
     return [
         CellKind(

@@ -282,7 +282,6 @@ def export_rules(
     jobs): what the artifact's ``decision_rules`` carry. Cells without groups use the item id's prefix before ``/``."""
     rules: list[DecisionRule] = []
     for data in progress(datasets) if progress is not None else datasets:
-        groups = data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids]
         rules += fit_cell_rules(
             judge=data.judge,
             prompt_family=data.prompt_family,
@@ -291,7 +290,7 @@ def export_rules(
             judge_scores=data.judge_scores,
             probabilities=data.probabilities,
             means=data.means,
-            groups=groups,
+            groups=data.documents,
             n_labels=data.n_labels,
             grid=ARTIFACT_GRID,
             seed=seed,

@@ -94,7 +94,7 @@ def calibration_items(data: JudgeCriterionData, settings: SkillSettings) -> np.n
 
 
 def _documents(data: JudgeCriterionData) -> np.ndarray:
-    return np.asarray(data.groups if data.groups is not None else [i.split("/", 1)[0] for i in data.item_ids])
+    return np.asarray(data.documents)
 
 
 def served_rule(data: JudgeCriterionData, calibration: np.ndarray) -> LabelRule:
