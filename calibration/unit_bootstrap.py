@@ -41,6 +41,7 @@ __all__ = [
     "mean_interval",
     "ratio_interval",
     "split_mean_interval",
+    "unit_draw_weights",
 ]
 
 DEFAULT_RESAMPLES = 2000
@@ -61,6 +62,14 @@ class UnitInterval(msgspec.Struct, frozen=True, kw_only=True):
     def bounds(self) -> list[float]:
         """``[low, high]``, the form the study reports write."""
         return [self.low, self.high]
+
+
+def unit_draw_weights(n: int, n_resamples: int, seed: int) -> np.ndarray:
+    """The draws of the module's resampling rule as weights: row r counts how often draw r took each of the n units
+    (``default_rng(seed).integers(0, n, (n_resamples, n))``), shape (n_resamples, n), floats."""
+    draws = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
+    flat = (np.arange(n_resamples)[:, None] * n + draws).ravel()
+    return np.bincount(flat, minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
 
 
 def _statistic(numerators: np.ndarray, denominators: np.ndarray) -> np.ndarray:
@@ -108,9 +117,7 @@ def cluster_bootstrap_interval(
     if np.isnan(estimate):
         raise EmptyCalibrationError("every denominator is 0: the figure is undefined")
     n = a.shape[0]
-    draws = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
-    flat = (np.arange(n_resamples)[:, None] * n + draws).ravel()
-    weights = np.bincount(flat, minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
+    weights = unit_draw_weights(n, n_resamples, seed)
     statistics = _statistic(weights @ a, weights @ b)
     kept = statistics[~np.isnan(statistics)]
     low, high = np.quantile(kept, [alpha / 2, 1 - alpha / 2])

@@ -28,7 +28,7 @@ import numpy as np
 
 from calibration.errors import CalibrationError, EmptyCalibrationError
 from calibration.estimates.intervals import check_alpha
-from calibration.unit_bootstrap import DEFAULT_RESAMPLES, UnitInterval
+from calibration.unit_bootstrap import DEFAULT_RESAMPLES, UnitInterval, unit_draw_weights
 
 __all__ = [
     "TableFigure",
@@ -144,9 +144,7 @@ def table_interval(
     if np.isnan(estimate):
         raise EmptyCalibrationError("the figure is undefined on these items (a side holds one label alone)")
     n = t.shape[0]
-    draws = np.random.default_rng(seed).integers(0, n, (n_resamples, n))
-    flat = (np.arange(n_resamples)[:, None] * n + draws).ravel()
-    weights = np.bincount(flat, minlength=n_resamples * n).reshape(n_resamples, n).astype(float)
+    weights = unit_draw_weights(n, n_resamples, seed)
     statistics = figure(np.tensordot(weights, t, axes=1))
     kept = statistics[~np.isnan(statistics)]
     low, high = np.quantile(kept, [alpha / 2, 1 - alpha / 2]) if kept.size else (np.nan, np.nan)
