@@ -24,7 +24,9 @@ import hashlib
 import math
 import os
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 import msgspec
 
@@ -42,10 +44,10 @@ from artifact.entries import (
 from calibration.conformal import METHODS
 from calibration.conformal.methods import conformal_method
 from calibration.conformal.sets import SetRule, compile_rule
-from calibration.decisions.rule import validate_rule
+from calibration.decisions.rule import DecisionRule, validate_rule
 from calibration.errors import ArtifactError
 from calibration.kinds.verdicts import INPUT_KINDS, methods_for_kind
-from calibration.per_label.rule import validate_label_rule
+from calibration.per_label.rule import LabelRule, validate_label_rule
 
 __all__ = [
     "FORMAT_VERSION",
@@ -86,8 +88,9 @@ def validate_artifact(artifact: ThresholdsArtifact, *, source: str = "<artifact>
         if entry.key in seen:
             raise ArtifactError(f"{where}: duplicate entry")
         seen.add(entry.key)
-    _check_decision_rules(artifact, source)
-    _check_label_rules(artifact, source)
+    # calibration.decisions.rule.validate_rule and calibration.per_label.rule.validate_label_rule
+    _check_rules(artifact.decision_rules, validate_rule, source=source, field="decision_rules", noun="decision rule")
+    _check_rules(artifact.label_rules, validate_label_rule, source=source, field="label_rules", noun="per-label rule")
     _check_default_methods(artifact, source)
 
 
@@ -118,32 +121,27 @@ def _check_entry(entry: ThresholdEntry, where: str, widest: int) -> None:
             raise ArtifactError(f"{where}: {entry.method} needs a {k}x{k} learned_matrix")
 
 
-def _check_decision_rules(artifact: ThresholdsArtifact, source: str) -> None:
-    """Each decision rule valid (calibration.decisions.rule.validate_rule), at most one per cell and input kind."""
-    rule_cells: set[tuple[str, str, str, str]] = set()
-    for position, rule in enumerate(artifact.decision_rules):
-        cell = (rule.judge, rule.prompt_family, rule.criterion, rule.input_kind)
-        where = f"{source}: decision_rules[{position}] ({', '.join(cell)})"
-        if cell in rule_cells:
-            raise ArtifactError(f"{where}: duplicate decision rule")
-        rule_cells.add(cell)
-        try:
-            validate_rule(rule)
-        except ValueError as error:
-            raise ArtifactError(f"{where}: {error}") from error
+_Rule = TypeVar("_Rule", DecisionRule, LabelRule)
 
 
-def _check_label_rules(artifact: ThresholdsArtifact, source: str) -> None:
-    """Each per-label rule valid (calibration.per_label.rule.validate_label_rule), at most one per cell and kind."""
+def _check_rules(
+    rules: Sequence[_Rule],
+    validate: Callable[[_Rule], None],
+    *,
+    source: str,
+    field: str,
+    noun: str,
+) -> None:
+    """Each rule of ``field`` valid (``validate`` raises ValueError), at most one per cell and input kind."""
     seen: set[tuple[str, str, str, str]] = set()
-    for position, rule in enumerate(artifact.label_rules):
+    for position, rule in enumerate(rules):
         cell = (rule.judge, rule.prompt_family, rule.criterion, rule.input_kind)
-        where = f"{source}: label_rules[{position}] ({', '.join(cell)})"
+        where = f"{source}: {field}[{position}] ({', '.join(cell)})"
         if cell in seen:
-            raise ArtifactError(f"{where}: duplicate per-label rule")
+            raise ArtifactError(f"{where}: duplicate {noun}")
         seen.add(cell)
         try:
-            validate_label_rule(rule)
+            validate(rule)
         except ValueError as error:
             raise ArtifactError(f"{where}: {error}") from error
 

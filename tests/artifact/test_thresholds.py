@@ -361,3 +361,13 @@ def test_kinds_ids_and_level_rounding():
     with pytest.raises(ArtifactError) as refused:
         decode_artifact(b"{")
     assert str(refused.value).startswith("<bytes>: malformed JSON: ")
+
+
+def test_a_rule_repeated_for_its_cell_and_input_kind_is_refused_naming_its_place() -> None:
+    shipped = load_artifact(Path(__file__).resolve().parents[2] / "artifact" / "thresholds.json")
+    validate_artifact(shipped, source="shipped")
+    for field, noun in (("decision_rules", "decision rule"), ("label_rules", "per-label rule")):
+        rules = getattr(shipped, field)
+        repeated = msgspec.structs.replace(shipped, **{field: [*rules, rules[0]]})
+        with pytest.raises(ArtifactError, match=rf"shipped: {field}\[{len(rules)}\] \(.*\): duplicate {noun}$"):
+            validate_artifact(repeated, source="shipped")
