@@ -47,7 +47,6 @@ PromptFamily = Annotated[
         pattern=r"\S",
     ),
 ]
-_PAGE_TYPE = "text/html; charset=utf-8"
 _MONITOR_PAGES = 20  # at most this many pages of monitors are read for one report
 
 
@@ -140,7 +139,8 @@ def _json_path(request: Request) -> str:
 
 
 def _page(request: Request, report: JudgeReport) -> Response[str]:
-    return Response(report_page(report, _json_path(request)), media_type=_PAGE_TYPE)
+    # text/html alone: Litestar appends "; charset=utf-8" to a text/ type (given whole, the page said it twice)
+    return Response(report_page(report, _json_path(request)), media_type=MediaType.HTML)
 
 
 @get(

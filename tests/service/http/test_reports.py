@@ -84,7 +84,7 @@ def test_criterion_selects_one_card_and_an_unknown_one_is_a_404_naming_the_cards
 
 def test_the_page_is_html_and_shows_the_jsons_figures(reports: AppHarness) -> None:
     page = reports.client.get(f"/v1/judges/{STAND_IN}/report.html", params={"criterion": "coherence"})
-    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert page.status_code == 200 and page.headers["content-type"] == "text/html; charset=utf-8"  # charset once
     card = reports.client.get(f"/v1/judges/{STAND_IN}/report", params={"criterion": "coherence"}).json()["cards"][0]
     kappa = card["skill"]["weighted_kappa"]["estimate"]
     assert f'data-figure="cards.0.skill.weighted_kappa.estimate">{kappa:.3f}<' in page.text
