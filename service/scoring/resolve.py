@@ -2,7 +2,8 @@
 
 Rules 1-5 of ``service.scoring.score`` (and the named method's check of rule 6, before a judge is paid for). The
 names a request resolves to depend on the snapshot and the app's fixed settings only, so ``resolve`` memoises
-the ``Plan`` on the snapshot; ``resolve_scale`` adds what depends on the cell's scale (K and the decision ask).
+the ``Plan`` on the snapshot; ``resolve_ask`` adds what depends on the cell's scale (K, and the decision ask
+checked against it).
 """
 
 from __future__ import annotations
@@ -23,14 +24,14 @@ from service.wire.score import ScoreRequest
 
 __all__ = [
     "Plan",
-    "Scale",
+    "CheckedAsk",
     "carries_own_verdict",
     "check_limits",
     "check_method_name",
     "loaded_snapshot",
     "request_mode",
     "resolve",
-    "resolve_scale",
+    "resolve_ask",
 ]
 
 
@@ -46,8 +47,8 @@ class Plan(msgspec.Struct, frozen=True):
     mode: str = "expected"  # the guarantee mode every guarantee of the answer keeps (request.guarantee)
 
 
-class Scale(msgspec.Struct, frozen=True):
-    """The cell's scale size K and the request's decision parameters checked against it (rule 7)."""
+class CheckedAsk(msgspec.Struct, frozen=True):
+    """The request's decision parameters (``ask``) checked against the cell's scale size K (``n_labels``, rule 7)."""
 
     n_labels: int
     ask: DecisionAsk
@@ -240,9 +241,9 @@ def resolve(ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRe
     return plan
 
 
-def resolve_scale(
+def resolve_ask(
     ctx: ScoringContext, snapshot: CalibrationSnapshot, request: ScoreRequest, plan: Plan, own: bool
-) -> Scale:
+) -> CheckedAsk:
     """The texts a live call needs (422), K (the calibrated cell's, else an uncalibrated rubric's or the
     criterion's) and the decision ask checked against K (rule 7's 422s, before the judge is called)."""
     if not own and (request.document is None or request.summary is None):
@@ -260,4 +261,4 @@ def resolve_scale(
         pass_threshold=request.pass_threshold,
         n_labels=n_labels,
     )
-    return Scale(n_labels, ask)
+    return CheckedAsk(n_labels, ask)

@@ -64,7 +64,7 @@ from service.scoring.monitor_alarm import escalate_for_alarm
 from service.scoring.panels import is_panel_request, score_panel
 from service.scoring.per_label import per_label_step, without_label_rule
 from service.scoring.policy import PolicyDecision, escalate_for_injection
-from service.scoring.resolve import Plan, carries_own_verdict, check_limits, loaded_snapshot, resolve, resolve_scale
+from service.scoring.resolve import Plan, carries_own_verdict, check_limits, loaded_snapshot, resolve, resolve_ask
 from service.scoring.sets import ServedSet, served_set
 from service.scoring.verdict import Verdict, verdict_for
 from service.screening.injection import INJECTION_FLAG, screen_texts
@@ -95,18 +95,18 @@ async def _score_item(ctx: ScoringContext, request: ScoreRequest) -> ScoreRespon
     remembered = _remembered_answer(ctx, snapshot, request, answer_key)
     if remembered is not None:
         return remembered
-    scale = resolve_scale(ctx, snapshot, request, plan, own)
-    verdict = await verdict_for(ctx, request, plan.judge, own, scale.n_labels)
+    checked = resolve_ask(ctx, snapshot, request, plan, own)
+    verdict = await verdict_for(ctx, request, plan.judge, own, checked.n_labels)
     findings = [] if own else screen_texts({"document": request.document, "summary": request.summary}, ctx.screened)
-    stepped = per_label_step(snapshot, plan, verdict, scale.ask) if plan.mode == "per_label" else None
+    stepped = per_label_step(snapshot, plan, verdict, checked.ask) if plan.mode == "per_label" else None
     if stepped is not None:
         served, decision = stepped
         if findings:
             decision = escalate_for_injection(decision, findings)
     else:
         marginal = msgspec.structs.replace(plan, mode="expected") if plan.mode == "per_label" else plan
-        served = served_set(snapshot, marginal, request.method, verdict, scale.n_labels)
-        decision = _decide(ctx, snapshot, marginal, verdict, served, scale.ask, findings)
+        served = served_set(snapshot, marginal, request.method, verdict, checked.n_labels)
+        decision = _decide(ctx, snapshot, marginal, verdict, served, checked.ask, findings)
         if plan.mode == "per_label" and served.entry is not None:
             decision = without_label_rule(decision)
     ctx.metrics.count_decision(
