@@ -2,7 +2,7 @@
 
 Pure: one cell's arrays in, :class:`calibration.decisions.rule.DecisionRule` per input kind out. ``offline``
 (``make calibrate``, ``calibrate --labels``, ``decisions --write-rules``:
-``offline.studies.decisions.study.export_rules``) and the service's calibration jobs (``POST /v1/calibrations``) both
+``offline.build.rules.export_rules``) and the service's calibration jobs (``POST /v1/calibrations``) both
 call :func:`fit_cell_rules`, so a cell calibrated over HTTP carries the same rules as the same cell calibrated offline.
 Rules, stated once:
 

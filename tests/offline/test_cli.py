@@ -15,9 +15,9 @@ import pytest
 from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS
 from calibration.kinds.mean_panel import is_panel_family
+from offline.build.cell_data import SCORE_ONLY_METHODS
 from offline.cli import main
 from offline.report.index import NO_LLM_FACTUALITY
-from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 

@@ -13,8 +13,15 @@ import pytest
 
 from artifact.thresholds import ThresholdIndex, load_artifact
 from calibration.conformal import METHODS, PROBABILITY_METHODS, predict_sets, prediction_set
-from offline.export import DEFAULT_THRESHOLDS, build_artifact, code_version, data_files, data_hash, export_thresholds
-from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS
+from offline.build.cell_data import SCORE_ONLY_METHODS
+from offline.build.export import (
+    DEFAULT_THRESHOLDS,
+    build_artifact,
+    code_version,
+    data_files,
+    data_hash,
+    export_thresholds,
+)
 from offline.studies.conformal.rules import ALPHAS
 from offline.studies.conformal.study import run_conformal_study
 from offline.studies.conformal.validity import ALPHA_GRID

@@ -14,13 +14,13 @@ import pytest
 from artifact.thresholds import encode_artifact, load_artifact
 from calibration.decisions.fit import DecisionData, fit_decision_rule
 from calibration.decisions.rule import MODES, decide, feature_of
-from offline.export import DEFAULT_THRESHOLDS, replace_decision_rules
+from offline.build.export import DEFAULT_THRESHOLDS, replace_decision_rules
+from offline.build.rules import export_rules
 from offline.studies.decisions.cells import cell_kinds, served
 from offline.studies.decisions.study import (
     EXPORT_ALPHAS,
     EXPORT_GATES,
     EXPORT_TOLERANCES,
-    export_rules,
     run_decision_study,
 )
 
