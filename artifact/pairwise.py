@@ -1,7 +1,7 @@
 """The pairwise decisions artifact: confidence thresholds per (judge, alpha, mode), and the serving rule.
 
-``python -m offline build`` (``offline.build.pairwise``) fits each judge's thresholds on all of a dataset's groups and writes
-this file; the service loads it beside the thresholds artifact and answers every pair of ``/v1/compare`` with
+``python -m offline build`` (``offline.build.pairwise``) fits each judge's thresholds on all of a dataset's groups
+and writes this file; the service loads it beside the thresholds artifact and answers every pair of ``/v1/compare`` with
 ``accept`` (the preferred candidate) or ``abstain``. Two modes, each its own entries:
 
 * ``pac`` (an entry without ``mode`` is one): the fixed-sequence test of :mod:`calibration.decisions.pairwise`,

@@ -7,9 +7,9 @@ own path, the other half served through the artifact they make.
 * **Splits.** Split s permutes the sorted SummEval documents with ``default_rng(seed + s)``; the first
   ``calibration_documents`` calibrate, the rest are served (at 50: the halves of
   :func:`offline.validation.halves.split_documents`, 50 / 50 documents; at 80: 80 / 20).
-* **Fit, as served.** On the calibration half, the artifact is built as ``make calibrate`` builds it: the validity
-  fits in both modes (:func:`offline.build.kinds.fit_kinds` by :func:`offline.build.modes.both_modes`, PAC at delta 0.05 and expected,
-  with ``inner_splits`` held-out splits for the method choice), the decision rules of
+* **Fit, as served.** On the calibration half, the artifact is built as ``make artifact`` builds it: the fits in
+  both modes (:func:`offline.build.kinds.fit_kinds` by :func:`offline.build.modes.both_modes`, PAC at delta 0.05
+  and expected, with ``inner_splits`` held-out splits for the method choice), the decision rules of
   :func:`calibration.decisions.cell_rules.fit_cell_rules` over the shipped grid with seed ``seed + s`` (the row uniforms
   of the expected rows differ between splits, as they do between users), and
   :func:`offline.build.export.build_artifact`.
