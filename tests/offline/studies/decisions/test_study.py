@@ -114,7 +114,7 @@ def test_shipped_decision_rules_equal_a_fresh_fit(recorded_cells) -> None:
     shipped = load_artifact(DEFAULT_THRESHOLDS)
     fresh = export_rules(list(recorded_cells))
     assert shipped.decision_rules == fresh, (
-        "stale: run `python -m offline decisions --write-rules artifact/thresholds.json`"
+        "stale: run `python -m offline build` (make artifact)"
     )
 
 

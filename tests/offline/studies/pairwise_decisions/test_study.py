@@ -221,7 +221,7 @@ def test_export_artifact_round_trips_and_leaves_panels_out(vicuna, arena) -> Non
     assert shipped.entries == artifact.entries
 
 
-def test_cli_writes_json_figure_and_artifact(tmp_path: Path, data_dir: Path, capsys) -> None:
+def test_cli_writes_json_and_figure_and_no_artifact(tmp_path: Path, data_dir: Path, capsys) -> None:
     code = main(
         [
             "pairwise-decisions",
@@ -234,8 +234,6 @@ def test_cli_writes_json_figure_and_artifact(tmp_path: Path, data_dir: Path, cap
             "--draws",
             "0",
             "--no-progress",
-            "--export",
-            str(tmp_path / "pd.json"),
         ]
     )
     assert code == 0
@@ -246,7 +244,10 @@ def test_cli_writes_json_figure_and_artifact(tmp_path: Path, data_dir: Path, cap
     summary = json.loads((tmp_path / "pairwise_decisions" / "summary.json").read_text())
     assert summary["n_splits"] == 2 and summary["rows"] and summary["modes"]
     assert (tmp_path / "pairwise_decisions" / "accept_vs_agreement.png").read_bytes()[:4] == b"\x89PNG"
-    decode_pairwise_artifact((tmp_path / "pd.json").read_bytes())
+    # the study reads the build's rules and never writes the artifact (offline.build.pairwise does): no --export
+    with pytest.raises(SystemExit) as refused:
+        main(["pairwise-decisions", "--out", str(tmp_path), "--export", str(tmp_path / "pd.json")])
+    assert refused.value.code == 2 and not (tmp_path / "pd.json").exists()
 
 
 def test_cli_refuses_bad_arguments(tmp_path: Path, data_dir: Path) -> None:
