@@ -17,7 +17,7 @@ entries at those levels give the full scale (``threshold`` null), which the serv
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,7 +160,7 @@ def calibrate_labels(
     )
     # the expected mode's entries beside the pac ones (the service's default guarantee)
     expected = None if delta is None else fit_kinds(datasets, n_splits=n_splits, seed=seed, delta=None, alphas=alphas)
-    both: dict[FitKey, ModeFits] = pair_modes(fits, expected)
+    both: Mapping[FitKey, ModeFits] = pair_modes(fits, expected)
     out = Path(out_dir)
     summary_json, summary_md = write_validity(summary, out)
     k_of = {(d.judge, d.prompt_family, d.criterion): d.n_labels for d in datasets}

@@ -21,7 +21,7 @@ factuality part alone (``calibrate_factuality``).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,7 +109,7 @@ def _tournament_answers(answers: list[PairwiseAnswer]) -> list[PairwiseAnswer]:
     return [a for a in answers if a.judge in keep]
 
 
-def _pac(fits: dict[FitKey, ModeFits]) -> dict[FitKey, KindFit]:
+def _pac(fits: Mapping[FitKey, ModeFits]) -> dict[FitKey, KindFit]:
     """The fits of one mode per key: the pac fit when both modes were fitted, else the only one."""
     return {key: value[0] if isinstance(value, tuple) else value for key, value in fits.items()}
 

@@ -24,7 +24,7 @@ import multiprocessing
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -75,9 +75,9 @@ class BuiltArtifacts:
     store: Path
     ingest: IngestReport
     datasets: list[JudgeCriterionData]  # the SummEval cells as read from the store
-    fits: dict[FitKey, ModeFits]  # SummEval cells per input kind: (pac, expected), or the one mode
-    panel_fits: dict[FitKey, ModeFits]
-    sentence_fits: dict[FitKey, ModeFits]
+    fits: Mapping[FitKey, ModeFits]  # SummEval cells per input kind: (pac, expected), or the one mode
+    panel_fits: Mapping[FitKey, ModeFits]
+    sentence_fits: Mapping[FitKey, ModeFits]
     sentence_stats: list[ParseStats]  # how each recorded fact-checker's replies parsed (empty without them)
     faithfulness: FaithfulnessStudy | None  # every factuality cell, sentence ones included (None: no answers)
     frank: Frank
@@ -234,4 +234,3 @@ def build_faithfulness_artifact(
         store=Path(store_path),
     )
     return faithfulness, frank
-

@@ -18,10 +18,10 @@ import numpy as np
 
 from calibration.conformal import METHODS, SplitStudy
 from calibration.errors import CalibrationError
+from calibration.kinds.selection import BIN_SLACK, COVERAGE_SLACK
 from calibration.stats import spearman
 from offline.build.cell_data import N_LABELS, JudgeCriterionData
 from offline.build.cell_results import BinCoverage, CellResult, CorrelationResult, DefaultChoice, ReliabilityBin
-from calibration.kinds.selection import BIN_SLACK, COVERAGE_SLACK
 
 __all__ = [
     "BIN_SLACK",

@@ -12,9 +12,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import TypeVar
 
-from artifact.kinds import DEFAULT_DELTA, OTHER_METHOD_ALPHAS
+from artifact.kinds import DEFAULT_DELTA, OTHER_METHOD_ALPHAS, FitKey, ModeFits
+from calibration.kinds.fit import KindFit
 from calibration.levels import LEVEL_GRID
 
 __all__ = [
@@ -32,11 +32,8 @@ TABLE_ALPHAS: tuple[float, ...] = tuple(sorted(OTHER_METHOD_ALPHAS))
 REPORT_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.20)
 HEADLINE_ALPHA = 0.10
 
-Key = TypeVar("Key")
-Fit = TypeVar("Fit")
 
-
-def pair_modes(pac: Mapping[Key, Fit], expected: Mapping[Key, Fit] | None) -> dict[Key, Fit | tuple[Fit, Fit]]:
+def pair_modes(pac: Mapping[FitKey, KindFit], expected: Mapping[FitKey, KindFit] | None) -> dict[FitKey, ModeFits]:
     """The artifact's fits per key: (pac, expected) when both were fitted, else the one."""
     if expected is None:
         return dict(pac)
@@ -44,8 +41,8 @@ def pair_modes(pac: Mapping[Key, Fit], expected: Mapping[Key, Fit] | None) -> di
 
 
 def both_modes(
-    fit: Callable[[float | None], Mapping[Key, Fit]], delta: float | None = DEFAULT_DELTA
-) -> dict[Key, Fit | tuple[Fit, Fit]]:
+    fit: Callable[[float | None], Mapping[FitKey, KindFit]], delta: float | None = DEFAULT_DELTA
+) -> dict[FitKey, ModeFits]:
     """``fit(delta)`` (pac) and ``fit(None)`` (expected), paired per key; ``fit(None)`` alone when ``delta`` is None."""
     pac = fit(delta)
     return pair_modes(pac, None if delta is None else fit(None))

@@ -15,8 +15,8 @@ Rules (the panel study, :mod:`offline.studies.panels.study`, compares every pane
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np

@@ -14,9 +14,9 @@ from judges.factuality.sentence_check import judge_score_from_share
 from judges.factuality.sentence_parse import ParsedSentences, parse_sentence_verdicts
 from offline.answers.records import AnswerRecord
 from offline.answers.store import AnswerStore
+from offline.build.factuality.answers import CRITERION, FactualityAnswer
 from offline.data.finesure import FactCheckRow, RecordedFactCheck
 from offline.data.frank import FrankDataError, FrankItem
-from offline.build.factuality.answers import CRITERION, FactualityAnswer
 
 __all__ = [
     "METHOD",

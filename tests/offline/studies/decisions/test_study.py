@@ -113,9 +113,7 @@ def test_exported_rules_cover_every_cell_and_kind_and_validate(recorded_cells, t
 def test_shipped_decision_rules_equal_a_fresh_fit(recorded_cells) -> None:
     shipped = load_artifact(DEFAULT_THRESHOLDS)
     fresh = export_rules(list(recorded_cells))
-    assert shipped.decision_rules == fresh, (
-        "stale: run `python -m offline build` (make artifact)"
-    )
+    assert shipped.decision_rules == fresh, "stale: run `python -m offline build` (make artifact)"
 
 
 def test_document_resampling_on_real_data_fails_at_most_delta(recorded_cells) -> None:
