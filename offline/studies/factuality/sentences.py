@@ -14,8 +14,9 @@ call                                                       result
 =========================================================  ==============================================
 
 The parse and store calls live in :mod:`offline.build.factuality.sentences`, the artifact's calibration of
-these cells (``sentence_validity``, ``write_sentence_validity``, ``without_prompt_family``) in
-:mod:`offline.build.factuality.validity`, the result types in
+these cells (``sentence_fits``, ``without_prompt_family``) in :mod:`offline.build.factuality.validity` and its
+report (``sentence_validity``, ``write_sentence_validity``) in :mod:`offline.studies.factuality.sentences_validity`,
+the result types in
 :mod:`offline.studies.factuality.sentences_results`; ``write_sentence_study`` and the markdown in
 :mod:`offline.studies.factuality.sentences_report`.
 

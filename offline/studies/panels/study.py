@@ -23,11 +23,12 @@ delta 0.05, default by cross-fitting, the served recipe checked on unseen docume
 * **Why the target is missed** (the exported panel only): :mod:`research.panels.gap` walks from the
   study's first quick check to the full validity rules one rule at a time (``gap``) and screens a learned
   candidate (``candidate``; not served).
-* **Export.** ``make calibrate`` exports the four-judge panel (:data:`EXPORTED_PANEL`) and all its sub-panels of
-  >= 2 members into the artifact (:func:`export_panel_fits`, the artifact's alpha grid); the full study is this
-  module's command only (57 panels x 4 criteria cost about a minute of CPU).
+* **Export.** ``make artifact`` exports the four-judge panel and all its sub-panels of >= 2 members into the
+  artifact (:mod:`offline.build.panels`, the artifact's alpha grid); the full study is this module's command only
+  (57 panels x 4 criteria cost about a minute of CPU).
 
-The panel's cell (items, verdicts, members' input kinds) lives in :mod:`offline.studies.panels.cells`. Writes
+The panel's cell (items, verdicts, members' input kinds) and its fit are the build's (:mod:`offline.build.panels`);
+the members on the panel's items live in :mod:`offline.studies.panels.cells`. Writes
 (:mod:`offline.studies.panels.report`) ``conformal/panels.json`` (:class:`offline.studies.panels.results.PanelStudy`),
 ``conformal/panels.md`` and ``conformal/panels_set_size.png``.
 """
