@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 RUNTIME_STAMP := $(VENV)/.installed-runtime
 DATA_STAMP := $(VENV)/.installed-data
 
-.PHONY: install install-runtime install-data promptfoo data standin local-judge local-judge-install local-judge-report test test-fast bench lint mutate calibrate report-cards results serve worker openapi settings-table demo clean
+.PHONY: install install-runtime install-data promptfoo data standin local-judge local-judge-install local-judge-report test test-fast bench lint mutate artifact calibrate report-cards results serve worker openapi settings-table demo clean
 
 ## Serving needs the runtime dependencies only (no test or study tooling); everything else installs the dev and
 ## offline extras on top of them, in the same .venv.
@@ -61,8 +61,14 @@ test: install
 	OPENBLAS_NUM_THREADS=$${OPENBLAS_NUM_THREADS:-1} $(BIN)/python -m pytest -q -n $${TEST_WORKERS:-3} --dist loadfile \
 		--no-loadscope-reorder
 
-## Run the offline studies on the shipped data, write reports/ and artifact/thresholds.json (needs ../shared/data or
-## DATA_DIR: a fresh clone without them runs `make data` first).
+## Build the shipped artifacts alone from the shipped data: the recorded answers into reports/answers.sqlite, every
+## fit, artifact/thresholds.json and artifact/pairwise_decisions.json (offline/build/; no study, no report; a file
+## whose content did not move is left untouched). Needs ../shared/data or DATA_DIR (else `make data` first).
+artifact: install
+	$(BIN)/python -m offline build
+
+## The build (as `make artifact`), then the offline studies on what it built: reports/, the report cards and
+## docs/results.md. Studies read the built artifacts and the answer store and never feed them.
 ## With LABELS="a.jsonl b.jsonl" (and SCALE=K): calibrate your own labelled files instead, into reports/labels/
 ## (report + an artifact holding only your cells; the shipped calibration is not touched).
 ## Without LABELS it ends with `make results`.

@@ -1,6 +1,6 @@
 """Fits per (cell, input kind) -> artifact entries and defaults; a user's labelled cell -> its kinds.
 
-Pure, shared by ``offline`` (``make calibrate``, ``calibrate --labels``: :mod:`offline.export`) and the service's
+Pure, shared by ``offline`` (``make calibrate``, ``calibrate --labels``: :mod:`offline.build.export`) and the service's
 calibration jobs (:mod:`service.jobs.calibration_jobs.jobs`), so both write the same entries from the same fits
 (:func:`calibration.kinds.fit.fit_kind`). Rules, stated once:
 

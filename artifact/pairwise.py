@@ -1,7 +1,7 @@
 """The pairwise decisions artifact: confidence thresholds per (judge, alpha, mode), and the serving rule.
 
-``offline pairwise-decisions --export FILE`` fits each judge's thresholds on all of a dataset's groups and writes
-this file; the service loads it beside the thresholds artifact and answers every pair of ``/v1/compare`` with
+``python -m offline build`` (``offline.build.pairwise``) fits each judge's thresholds on all of a dataset's groups
+and writes this file; the service loads it beside the thresholds artifact and answers every pair of ``/v1/compare`` with
 ``accept`` (the preferred candidate) or ``abstain``. Two modes, each its own entries:
 
 * ``pac`` (an entry without ``mode`` is one): the fixed-sequence test of :mod:`calibration.decisions.pairwise`,
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 FORMAT_VERSION = 1
-#: The shipped artifact (written by ``python -m offline pairwise-decisions --export``), beside thresholds.json.
+#: The shipped artifact (written by ``python -m offline build``, ``make artifact``), beside thresholds.json.
 DEFAULT_PATH = Path(__file__).resolve().parent / "pairwise_decisions.json"
 #: The guarantee modes an entry can be made under (module docstring).
 MODES: tuple[str, ...] = ("pac", "expected")

@@ -53,7 +53,7 @@ def _validity_cpu_seconds(alphas: tuple[float, ...]) -> float:
 
 def main() -> None:
     """Print the calibrate wall time (20 splits) beside the 2-split floor, and the alpha grid's cost."""
-    from offline.studies.conformal.validity import ALPHA_GRID, TABLE_ALPHAS
+    from offline.build.modes import ALPHA_GRID, TABLE_ALPHAS
 
     with tempfile.TemporaryDirectory() as folder:
         full = _calibrate_seconds(Path(folder) / "full", 20)

@@ -25,7 +25,7 @@ Rules, stated once:
   judge calls per item = 1 + the share not accepted by stage 1.
 * **Held-out (the rows that count).** The shipped ``artifact/thresholds.json`` has its decision rules fitted on all
   100 documents, so on the recorded data it is in-sample. The held-out rows refit the rules exactly as the shipped
-  ones are fitted (:func:`offline.studies.decisions.study.export_rules`: document-level bound, the same grid) on half
+  ones are fitted (:func:`offline.build.rules.export_rules`: document-level bound, the same grid) on half
   the documents (``N_SPLITS`` seeded splits by document, :func:`calibration.kinds.heldout.group_splits`, seed 0), put
   them in the shipped artifact in place of its rules and serve the other half; figures are pooled over the splits. The
   conformal entries stay the shipped ones (they only decide an empty-set escalation).
@@ -45,9 +45,9 @@ import numpy as np
 from artifact.thresholds import ThresholdsArtifact, load_artifact
 from bench.table import BenchRow, print_table
 from calibration.kinds.heldout import group_splits
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.rules import export_rules
 from offline.data.paths import resolve_data_dir
-from offline.studies.conformal.cell_data import JudgeCriterionData
-from offline.studies.decisions.study import export_rules
 from offline.validation.artifact import recorded_datasets, serve_item
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.scoring.cell_decision import DecisionAsk, decide_for_cell

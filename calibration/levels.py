@@ -4,15 +4,18 @@ A request's level (alpha for sets, accept_alpha for decisions and gates) is serv
 level <= the asked one, compared with ``LEVEL_TOLERANCE`` (1e-9) of slack so that 0.1 read from JSON matches 0.1
 in a request: the conservative side. No calibrated level <= the asked one: None (the caller refuses or
 escalates, saying so).
+
+``LEVEL_GRID`` is the grid every shipped cell is calibrated at (sets, per-label rules): 0.01 .. 0.30 by 0.01.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-__all__ = ["LEVEL_TOLERANCE", "same_level", "served_level"]
+__all__ = ["LEVEL_GRID", "LEVEL_TOLERANCE", "same_level", "served_level"]
 
 LEVEL_TOLERANCE = 1e-9
+LEVEL_GRID: tuple[float, ...] = tuple(round(0.01 * step, 2) for step in range(1, 31))
 
 
 def served_level(calibrated: Iterable[float], asked: float) -> float | None:

@@ -3,8 +3,10 @@
 ================================================================  ===============================================
 command                                                           does
 ================================================================  ===============================================
-``calibrate [--data-dir D] [--out reports] [--thresholds P]``     ingest -> studies -> report -> thresholds
-``          [--store S] [--splits 20] [--seed 0] [--no-progress]``
+``build [--data-dir D] [--thresholds P] [--pairwise P]``          the artifacts alone: ingest -> fit -> both
+``      [--store S] [--splits 20] [--seed 0] [--no-progress]``      artifacts (offline.build.build; make artifact)
+``calibrate [--data-dir D] [--out reports] [--thresholds P]``     the build, then the studies and the report on it
+``          [--pairwise P] [--store S] [--splits 20] [--seed 0]``
 ``collect --judges-file F --judge J --task T [--repetitions R]``  a live judge's answers into the answer store
 ``        [--both-orders] [--limit N] [--split S] [--seed 0]``
 ``        [--store S]``
@@ -25,15 +27,13 @@ command                                                           does
 ``panels [--data-dir D] [--out reports] [--alpha 0.1]``           every panel of 2-6 recorded judges vs its best
 ``       [--splits 20] [--max-size 6]``                           member (offline.studies.panels.study)
 ``decisions [--data-dir D] [--out reports] [--splits 20]``        certified accept/escalate on unseen documents
-``          [--write-rules ARTIFACT] [--docs [DOCS]]``             (offline.studies.decisions.study); --write-rules:
-                                                                  only the artifact's decision_rules, fitted on all
-                                                                  data; --docs: the operating curve (figure, table) from
+``          [--docs [DOCS]]``                                      (offline.studies.decisions.study);
+                                                                  --docs: the operating curve (figure, table) from
                                                                   <out>/decisions/decisions.json into DOCS (default
                                                                   docs/; offline.studies.decisions.docs)
 ``pairwise-decisions [--data-dir D] [--out reports]``             certified accept/abstain of pairwise verdicts
 ``       [--splits 20] [--seed 0] [--delta 0.1] [--draws 300]``   on human votes (offline.studies.
-``       [--export FILE]``                                          pairwise_decisions); --export: the served
-                                                                  certificates (artifact.pairwise)
+                                                                  pairwise_decisions)
 ``estimates [--data-dir D] [--out reports] [--part all]``         system means and rank sets with valid intervals
                                                                   from few human labels + judge verdicts
                                                                   (offline.studies.estimates.study)
@@ -71,7 +71,14 @@ from collections.abc import Sequence
 
 import structlog
 
-from offline.commands.calibration import run_calibrate, run_guarantees, run_halves, run_report, run_validate
+from offline.commands.calibration import (
+    run_build,
+    run_calibrate,
+    run_guarantees,
+    run_halves,
+    run_report,
+    run_validate,
+)
 from offline.commands.collecting import run_collect, run_data
 from offline.commands.parser import build_parser
 from offline.commands.results import run_report_cards, run_results_page
@@ -110,6 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging()
     log = structlog.get_logger("offline")
     handlers = {
+        "build": run_build,
         "calibrate": run_calibrate,
         "collect": run_collect,
         "report": run_report,

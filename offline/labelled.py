@@ -7,7 +7,7 @@ run_validity_study`: per cell and input kind :func:`calibration.kinds.fit.fit_ki
 splits by group, the default chosen by cross-fitting) on those cells only, exactly as ``make calibrate`` calibrates
 the shipped judges and as ``POST /v1/calibrations`` does; the report under ``--out`` (:mod:`offline.report.labelled`
 plus ``conformal/validity.{json,md}``); the artifact holding only these cells
-(:func:`offline.export.build_artifact` with the fits), whose ``data_hash`` is over the labelled files.
+(:func:`offline.build.export.build_artifact` with the fits), whose ``data_hash`` is over the labelled files.
 
 A cell whose items are too few for a finite threshold at some alpha (:func:`artifact.labels.min_items_for`; PAC
 at delta = 0.05 needs 59 items at alpha 0.05, 29 at 0.10) is reported in ``warnings`` with the number needed; its
@@ -17,19 +17,21 @@ entries at those levels give the full scale (``threshold`` null), which the serv
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from artifact.kinds import ModeFits
+from artifact.kinds import FitKey, ModeFits
 from artifact.labels import DEFAULT_SCALE, LabelRow, labelled_cells, min_items_for, read_labels
 from artifact.thresholds import save_artifact
 from calibration.errors import LabelsError
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.export import build_artifact, code_version
+from offline.build.kinds import fit_kinds
+from offline.build.modes import pair_modes
+from offline.build.rules import export_label_rules, export_rules
 from offline.data.errors import DataError
-from offline.export import build_artifact, code_version
-from offline.label_rules import export_label_rules
 from offline.report.labelled import write_labelled_report
-from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import (
     ALPHA_GRID,
     DEFAULT_DELTA,
@@ -37,7 +39,6 @@ from offline.studies.conformal.validity import (
     run_validity_study,
     write_validity,
 )
-from offline.studies.decisions.study import export_rules
 
 __all__ = ["LabelledRun", "calibrate_labels", "cell_data", "labels_hash", "load_label_files", "size_warnings"]
 
@@ -157,10 +158,9 @@ def calibrate_labels(
     summary, fits = run_validity_study(
         datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas, progress=progress
     )
-    both: dict[tuple[str, str, str, str], ModeFits] = dict(fits)
-    if delta is not None:  # the expected mode's entries beside the pac ones (the service's default guarantee)
-        _, expected = run_validity_study(datasets, n_splits=n_splits, seed=seed, delta=None, alphas=alphas)
-        both = {key: (fit, expected[key]) for key, fit in fits.items()}
+    # the expected mode's entries beside the pac ones (the service's default guarantee)
+    expected = None if delta is None else fit_kinds(datasets, n_splits=n_splits, seed=seed, delta=None, alphas=alphas)
+    both: Mapping[FitKey, ModeFits] = pair_modes(fits, expected)
     out = Path(out_dir)
     summary_json, summary_md = write_validity(summary, out)
     k_of = {(d.judge, d.prompt_family, d.criterion): d.n_labels for d in datasets}
@@ -177,9 +177,6 @@ def calibrate_labels(
     )
     names = ", ".join(Path(p).name for p in paths)
     artifact = build_artifact(
-        datasets,
-        None,
-        seed=seed,
         data_hash=labels_hash(paths),
         code_version=code_version(),
         fits=both,

@@ -1,32 +1,28 @@
-"""``calibrate``: ingest -> studies -> report -> export, in one call (the CLI's and ``make calibrate``'s work).
+"""``calibrate``: the artifact build, then the studies and the report on what it built (``make calibrate``'s work).
 
-Steps: (1) recorded answers into the SQLite answer store (``offline.answers.ingest``); (2) the conformal study on every
-judge's direct answers; (3) position bias on the stored pairwise verdicts; (4) transitivity on stored full
-tournaments when some judge has them (collected with ``python -m offline collect``), otherwise on tournaments
+Steps: (1) the build (:func:`offline.build.build.build_artifacts`: the recorded answers into the answer store, every
+fit, ``artifact/thresholds.json`` and ``artifact/pairwise_decisions.json``); then the studies, which read what the
+build fitted and the answer store and never feed the artifacts: (2) the validity reports of the build's fits
+(``conformal/validity.{json,md}``; the sentence fact-checks' ``factuality/llm_sentences_validity.{json,md}``) and the
+paper's item-level conformal study; (3) position bias on the stored pairwise verdicts; (4) transitivity on stored
+full tournaments when some judge has them (collected with ``python -m offline collect``), otherwise on tournaments
 simulated from the recorded score distributions (labelled as such), then on the real Vicuna80 tournaments
 (``offline.studies.vicuna80.study``: its verdicts into the store, ``transitivity/vicuna80.json``); (5) the FRANK
-baselines, and the recorded sentence-level LLM fact-checks (``frank/llm/finesure``, ``offline.studies.
-factuality_sentences``): into the store under ``factuality_sentences``, their study
-(``factuality/llm_sentences.{json,md}``) and their faithfulness cells by the validity rules (PAC, splits by FRANK
-article: ``factuality/llm_sentences_validity.{json,md}``, exported with the SummEval fits); (6) when the
-answer store holds LLM factuality answers (``python -m offline collect --task factuality_direct|factuality_qa``):
-the LLM factuality tables (``factuality/llm.{json,md}``) and the faithfulness calibration
-(``factuality/faithfulness.{json,md}``), otherwise nothing for them (a previous run's files are removed and
-``index.md`` says how to collect); (7) the report; (8) the thresholds artifact (faithfulness entries only when
-(6) ran; the panel {gpt-3.5-turbo-0301, gpt-4o-mini-2024-07-18, llama-2-70b-chat, qwen2.5-72b-instruct} and
-its sub-panels as ``panel:<members>`` cells, ``offline.studies.panels.study``; one certified decision rule per recorded
-SummEval (judge, criterion, input kind), ``offline.studies.decisions.study.export_rules``).
+baselines and the study of the recorded sentence-level LLM fact-checks (``factuality/llm_sentences.{json,md}``);
+(6) when the answer store holds LLM factuality answers (``python -m offline collect --task
+factuality_direct|factuality_qa``): the LLM factuality tables (``factuality/llm.{json,md}``) and the report of the
+faithfulness fits (``factuality/faithfulness.{json,md}``), otherwise nothing for them (a previous run's files are
+removed and ``index.md`` says how to collect); (7) the report.
 
-The sentence fact-checks' study of (5) and the LLM factuality of (6) are :mod:`offline.pipeline_factuality`'s
-steps; that module also runs the factuality part alone (``calibrate_factuality``).
+The factuality reports of (5) and (6) are :mod:`offline.pipeline_factuality`'s steps; that module also runs the
+factuality part alone (``calibrate_factuality``).
 """
 
 from __future__ import annotations
 
-import multiprocessing
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,29 +31,23 @@ import msgspec
 import structlog
 from tqdm import tqdm
 
-from offline.answers.ingest import IngestReport, ingest_recorded
+from artifact.kinds import FitKey, ModeFits
+from calibration.kinds.fit import KindFit
+from offline.answers.ingest import IngestReport
 from offline.answers.store import AnswerStore
-from offline.data.frank import Frank, load_frank
+from offline.build.build import DEFAULT_PAIRWISE, BuiltArtifacts, build_artifacts
+from offline.build.modes import DEFAULT_DELTA
+from offline.data.frank import Frank
 from offline.data.summeval import load_summeval
-from offline.export import export_thresholds
-from offline.label_rules import export_label_rules
 from offline.pipeline_factuality import factuality_step, sentences_step
 from offline.report import SUMMARY_FILES, build_report, write_summary
-from offline.report.index import IngestRow, IngestSummary, unusable_judges
-from offline.studies.conformal.cell_data import cell_data_from_store as conformal_data
+from offline.report.index import IngestRow, IngestSummary
 from offline.studies.conformal.study import run_conformal_study
-from offline.studies.conformal.validity import DEFAULT_DELTA, run_validity_study, write_validity
-from offline.studies.decisions.study import export_rules
+from offline.studies.conformal.validity import validity_summary, write_validity
 from offline.studies.factuality import sentences_validity as factuality_sentences_validity
 from offline.studies.factuality.report import write_baselines_json, write_baselines_markdown
-from offline.studies.factuality.sentences_store import sentence_answers_from_store
-from offline.studies.factuality.sentences_validity import (
-    sentence_validity,
-    without_prompt_family,
-    write_sentence_validity,
-)
+from offline.studies.factuality.sentences_validity import sentence_validity, write_sentence_validity
 from offline.studies.factuality.study import baseline_tables
-from offline.studies.panels.study import export_panel_fits
 from offline.studies.tournaments.position_bias import PairwiseAnswer, pairwise_answers_from_store, run_position_bias
 from offline.studies.tournaments.simulate import SimulationConfig, simulate_tournaments
 from offline.studies.tournaments.transitivity import has_triangles, run_transitivity
@@ -77,6 +67,7 @@ class CalibrateResult:
     out_dir: Path
     store: Path
     thresholds: Path
+    pairwise: Path
     index: Path
     summaries: dict[str, Path]
     tables: tuple[Path, ...]
@@ -118,11 +109,23 @@ def _tournament_answers(answers: list[PairwiseAnswer]) -> list[PairwiseAnswer]:
     return [a for a in answers if a.judge in keep]
 
 
+def _pac(fits: Mapping[FitKey, ModeFits]) -> dict[FitKey, KindFit]:
+    """The fits of one mode per key: the pac fit when both modes were fitted, else the only one."""
+    return {key: value[0] if isinstance(value, tuple) else value for key, value in fits.items()}
+
+
+def _frank_baselines(frank: Frank, out: Path) -> tuple[tuple[Path, ...], int]:
+    """FRANK baseline tables (stats-frank's study) written under ``out/factuality``; (paths, metrics)."""
+    tables = baseline_tables(frank)
+    return (write_baselines_json(tables, out), write_baselines_markdown(tables, out)), len(tables)
+
+
 def calibrate(
     *,
     data_dir: Path,
     out_dir: Path,
     thresholds_path: Path,
+    pairwise_path: Path = DEFAULT_PAIRWISE,
     store_path: Path | None = None,
     n_splits: int = 20,
     seed: int = 0,
@@ -130,131 +133,73 @@ def calibrate(
     progress: bool = True,
     log: Any = None,
 ) -> CalibrateResult:
-    """Run every step (module docstring) on ``data_dir``; write the report under ``out_dir`` and the artifact."""
+    """The build, then every study (module docstring) on ``data_dir``; the report under ``out_dir``."""
     log = log or structlog.get_logger("offline.calibrate")
     out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
     store_file = Path(store_path) if store_path is not None else out / "answers.sqlite"
-    seconds: dict[str, float] = {}
+    built = build_artifacts(
+        data_dir=Path(data_dir),
+        store_path=store_file,
+        thresholds_path=Path(thresholds_path),
+        pairwise_path=Path(pairwise_path),
+        n_splits=n_splits,
+        seed=seed,
+        delta=delta,
+        progress=progress,
+        log=log,
+    )
+    return _studies(built, data_dir=Path(data_dir), out=out, n_splits=n_splits, seed=seed, progress=progress, log=log)
+
+
+def _studies(
+    built: BuiltArtifacts, *, data_dir: Path, out: Path, n_splits: int, seed: int, progress: bool, log: Any
+) -> CalibrateResult:
+    seconds = {f"build: {step}": value for step, value in built.seconds.items()}
     clock = time.perf_counter()
 
-    cpu_clock = time.process_time()
-
     def lap(step: str, **fields: object) -> None:
-        # Wall seconds and this process's CPU seconds (its threads; not the validity child): on a shared machine
-        # the CPU figure says what the step costs, the wall figure what the machine's load made of it.
-        nonlocal clock, cpu_clock
-        now, cpu_now = time.perf_counter(), time.process_time()
+        nonlocal clock
+        now = time.perf_counter()
         seconds[step] = round(now - clock, 3)
-        cpu = round(cpu_now - cpu_clock, 3)
-        clock, cpu_clock = now, cpu_now
-        log.info("step done", step=step, seconds=seconds[step], cpu_seconds=cpu, **fields)
+        clock = now
+        log.info("step done", step=step, seconds=seconds[step], **fields)
 
     def bar(iterable: Iterable, desc: str) -> Iterable:
         return tqdm(iterable, desc=desc, disable=not progress, leave=False)
 
-    out.mkdir(parents=True, exist_ok=True)
     # The FRANK baselines are independent of every other step and spend their time in LAPACK (which releases
     # the GIL), so they run in a worker thread while the SummEval studies run here.
-    workers = ThreadPoolExecutor(max_workers=1, thread_name_prefix="frank")
-    frank_job = workers.submit(_frank_baselines, Path(data_dir), out)
-    try:
-        return _calibrate_steps(
-            data_dir=Path(data_dir),
-            out=out,
-            thresholds_path=Path(thresholds_path),
-            store_file=store_file,
-            n_splits=n_splits,
-            seed=seed,
-            delta=delta,
-            frank_job=frank_job,
-            lap=lap,
-            bar=bar,
-            seconds=seconds,
-        )
-    finally:
-        workers.shutdown(wait=True, cancel_futures=True)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="frank") as workers:
+        frank_job = workers.submit(_frank_baselines, built.frank, out)
+        return _study_steps(built, data_dir, out, n_splits, seed, frank_job.result, lap, bar, seconds)
 
 
-def _both_modes(pac: dict, expected: dict | None) -> dict:
-    """The artifact's fits per key: (pac, expected) when both were fitted, else the one."""
-    return dict(pac) if expected is None else {key: (fit, expected[key]) for key, fit in pac.items()}
-
-
-def _validity_in_child(datasets: list, **options: Any) -> tuple[Any, Any, float]:
-    """run_validity_study in the child process in both guarantee modes (the summary is the pac one, or the only
-    one when ``delta`` is None), with the CPU seconds it took there."""
-    started = time.process_time()
-    summary, fits = run_validity_study(datasets, **options)
-    expected = None if options.get("delta") is None else run_validity_study(datasets, **{**options, "delta": None})[1]
-    return summary, _both_modes(fits, expected), time.process_time() - started
-
-
-def _panels_in_child(datasets: list, **options: Any) -> dict:
-    """export_panel_fits in both guarantee modes (only the one when ``delta`` is None)."""
-    fits = export_panel_fits(datasets, **options)
-    expected = None if options.get("delta") is None else export_panel_fits(datasets, **{**options, "delta": None})
-    return _both_modes(fits, expected)
-
-
-def _frank_baselines(data_dir: Path, out: Path) -> tuple[tuple[Path, ...], int, Frank]:
-    """FRANK baseline tables (stats-frank's study) written under ``out/factuality``; (paths, metrics, FRANK)."""
-    frank = load_frank(data_dir)
-    tables = baseline_tables(frank)
-    return (write_baselines_json(tables, out), write_baselines_markdown(tables, out)), len(tables), frank
-
-
-def _calibrate_steps(
-    *,
+def _study_steps(
+    built: BuiltArtifacts,
     data_dir: Path,
     out: Path,
-    thresholds_path: Path,
-    store_file: Path,
     n_splits: int,
     seed: int,
-    delta: float | None,
-    frank_job: Future,
+    frank_result: Callable[[], tuple[tuple[Path, ...], int]],
     lap: Callable[..., None],
     bar: Callable[[Iterable, str], Iterable],
     seconds: dict[str, float],
 ) -> CalibrateResult:
     summaries: dict[str, Path] = {}
     summeval = load_summeval(data_dir)
+    store_file, datasets = built.store, built.datasets
+    summaries["ingest"] = write_summary(ingest_summary(built.ingest, store_file), out / SUMMARY_FILES["ingest"])
+    validity = validity_summary(_pac(built.fits), n_splits=n_splits, seed=seed, delta=built.delta)
+    summaries["validity"] = write_validity(validity, out)[0]
+    lap("validity (the build's fits, by document, per input kind)", cells=len(validity.cells))
+
+    conformal = run_conformal_study(datasets, n_splits=n_splits, seed=seed, progress=lambda t: bar(t, "conformal"))
+    summaries["conformal"] = write_summary(conformal, out / SUMMARY_FILES["conformal"])
+    lap("conformal", cells=len(conformal.cells), datasets=len(datasets))
+
     with AnswerStore(store_file) as store:
-        report = ingest_recorded(store, data_dir)
-        summaries["ingest"] = write_summary(ingest_summary(report, store_file), out / SUMMARY_FILES["ingest"])
-        for row in unusable_judges(ingest_summary(report, store_file)):
-            structlog.get_logger("offline.calibrate").error(
-                "judge yielded no usable row: it gets no cells and no thresholds",
-                judge=row.judge,
-                rows=row.rows,
-                missing=row.missing,
-                unreadable=row.unparsed,
-            )
-        lap("ingest", inserted=report.inserted, unchanged=report.unchanged, store=str(store_file))
-        datasets = conformal_data(store, summeval.items)
         pairwise = pairwise_answers_from_store(store)
-
-    # The validity study (what the artifact is built from) and the paper's item-level study are independent and
-    # CPU-bound: the first runs in a child process while the second runs here, so a 2-core machine does both at
-    # once. Same inputs, same seeds: the result does not depend on where it runs.
-    # The four-judge panel and its sub-panels (the full panel study is ``python -m offline panels``) go to a second
-    # child for the same reason.
-    with ProcessPoolExecutor(max_workers=2, mp_context=multiprocessing.get_context("spawn")) as pool:
-        validity_job = pool.submit(_validity_in_child, datasets, n_splits=n_splits, seed=seed, delta=delta)
-        panels_job = pool.submit(_panels_in_child, datasets, n_splits=n_splits, seed=seed, delta=delta)
-        conformal = run_conformal_study(datasets, n_splits=n_splits, seed=seed, progress=lambda t: bar(t, "conformal"))
-        summaries["conformal"] = write_summary(conformal, out / SUMMARY_FILES["conformal"])
-        lap("conformal", cells=len(conformal.cells), datasets=len(datasets))
-        panel_fits = panels_job.result()
-        lap("panels (exported panel and its sub-panels; waited for its process)", cells=len(panel_fits))
-        validity_summary, fits, validity_cpu = validity_job.result()
-    summaries["validity"] = write_validity(validity_summary, out)[0]
-    lap(
-        "validity (by document, per input kind; waited for its process)",
-        cells=len(validity_summary.cells),
-        child_cpu_seconds=round(validity_cpu, 3),
-    )
-
     position = run_position_bias(pairwise, source="recorded pairwise verdicts in the answer store")
     summaries["position_bias"] = write_summary(position, out / SUMMARY_FILES["position_bias"])
     lap("position_bias", verdicts=len(pairwise))
@@ -289,63 +234,36 @@ def _calibrate_steps(
         vicuna80 = vicuna80_step(store, data_dir, out, progress=lambda t: bar(t, "vicuna80"))
     lap("transitivity on real tournaments (vicuna80)", questions=vicuna80.n_questions if vicuna80 else 0)
 
-    factuality, n_metrics, frank = frank_job.result()
+    factuality, n_metrics = frank_result()
     lap("factuality (waited for the worker)", metrics=n_metrics)
 
+    sentence_files = sentences_step(built.frank, data_dir, out, built.sentence_stats)
+    lap("llm sentences", files=len(sentence_files))
     with AnswerStore(store_file) as store:
-        sentence_files = sentences_step(store, frank, data_dir, out)
-        lap("llm sentences", files=len(sentence_files))
-        llm = factuality_step(store, frank, out, seed=seed)
-        lap(
-            "llm factuality",
-            answers=llm.n_answers,
-            note="" if llm.n_answers else "no LLM factuality answers collected: nothing written for them",
-        )
-        # The sentence-level cells reach the artifact through the validity rules (PAC, splits by FRANK article),
-        # not through the faithfulness study's one FRANK valid/test split (which stays in its report).
-        sentence_answers = sentence_answers_from_store(store, frank.items)
-        validity, sentence_fits = sentence_validity(
-            frank.items, sentence_answers, n_splits=n_splits, seed=seed, delta=delta
-        )
-        if delta is not None:  # the expected mode's entries beside the pac ones
-            _, expected_sentence_fits = sentence_validity(
-                frank.items, sentence_answers, n_splits=n_splits, seed=seed, delta=None
-            )
-            sentence_fits = _both_modes(sentence_fits, expected_sentence_fits)
-    if validity.cells:
-        sentence_files = (*sentence_files, *write_sentence_validity(validity, out))
+        llm = factuality_step(store, built.frank, out, built.faithfulness)
+    lap(
+        "llm factuality",
+        answers=llm.n_answers,
+        note="" if llm.n_answers else "no LLM factuality answers collected: nothing written for them",
+    )
+    sentences = sentence_validity(_pac(built.sentence_fits), n_splits=n_splits, seed=seed, delta=built.delta)
+    if sentences.cells:
+        sentence_files = (*sentence_files, *write_sentence_validity(sentences, out))
     else:
         for name in (
             factuality_sentences_validity.VALIDITY_JSON_FILE,
             factuality_sentences_validity.VALIDITY_MARKDOWN_FILE,
         ):
             (out / name).unlink(missing_ok=True)
-    lap("llm sentences validity", cells=len(validity.cells))
+    lap("llm sentences validity", cells=len(sentences.cells))
 
     files = build_report(out)
     lap("report", figures=len(files.figures))
-
-    rules = export_rules(datasets, seed=seed)
-    lap("decision rules (certified accept/escalate, fitted on all items)", rules=len(rules))
-
-    export_thresholds(
-        datasets,
-        conformal,
-        data_dir=data_dir,
-        path=thresholds_path,
-        seed=seed,
-        faithfulness=without_prompt_family(llm.faithfulness),
-        store=store_file,
-        fits={**fits, **sentence_fits, **panel_fits},
-        delta=delta,
-        decision_rules=rules,
-        label_rules=export_label_rules(datasets),
-    )
-    lap("export", path=str(thresholds_path))
     return CalibrateResult(
         out_dir=out,
         store=store_file,
-        thresholds=thresholds_path,
+        thresholds=built.thresholds,
+        pairwise=built.pairwise,
         index=files.index,
         summaries=summaries,
         tables=files.tables,

@@ -20,8 +20,8 @@ import pytest
 
 from offline.answers.ingest import ingest_recorded
 from offline.answers.store import AnswerStore
+from offline.build.cell_data import JudgeCriterionData, cell_data_from_store
 from offline.data.summeval import load_summeval
-from offline.studies.conformal.cell_data import JudgeCriterionData, cell_data_from_store
 from offline.studies.tournaments.position_bias import PairwiseAnswer, pairwise_answers_from_store
 
 

@@ -1,8 +1,8 @@
 """A cell's certified decision rules over the artifact's grid: the one fit ``offline`` and the service share.
 
 Pure: one cell's arrays in, :class:`calibration.decisions.rule.DecisionRule` per input kind out. ``offline``
-(``make calibrate``, ``calibrate --labels``, ``decisions --write-rules``:
-``offline.studies.decisions.study.export_rules``) and the service's calibration jobs (``POST /v1/calibrations``) both
+(``make artifact``, ``calibrate --labels``:
+``offline.build.rules.export_rules``) and the service's calibration jobs (``POST /v1/calibrations``) both
 call :func:`fit_cell_rules`, so a cell calibrated over HTTP carries the same rules as the same cell calibrated offline.
 Rules, stated once:
 

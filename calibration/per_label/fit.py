@@ -20,6 +20,7 @@ import msgspec
 import numpy as np
 
 from calibration.decisions.cell_rules import decision_kinds
+from calibration.levels import LEVEL_GRID
 from calibration.per_label.intervals import fit_label_intervals
 from calibration.per_label.rule import LabelRule, feature_bin
 from calibration.per_label.skill import projected_skill_test, skill_test
@@ -29,7 +30,7 @@ from calibration.per_label.support import evidence_groups, is_supported
 __all__ = ["LABEL_ALPHAS", "fit_cell_label_rules", "fit_label_rule"]
 
 # The levels a per-label rule is fitted at: the shipped set levels 0.01 .. 0.30.
-LABEL_ALPHAS: tuple[float, ...] = tuple(round(0.01 * k, 2) for k in range(1, 31))
+LABEL_ALPHAS: tuple[float, ...] = LEVEL_GRID
 
 
 def fit_label_rule(

@@ -16,7 +16,7 @@ Protocols (the paper's, Gupta & Kumar 2026, sections 3-4 and appendix A; the pro
   ``exact_match``, evidence per question) as ``raw_reply``; a direct verdict with its score log-probs.
   ``"factuality_sentences"`` (``judges.factuality.sentence_check``): the raw JSON-list reply as ``raw_reply`` and
   ``judge_score`` = 1 + round_half_up(4 x share of sentences judged error-free), read back by
-  ``offline.studies.factuality.sentences_store.sentence_answers_from_store``.
+  ``offline.build.factuality.sentences.sentence_answers_from_store``.
 - Any other protocol: pass ``run_one(key) -> AnswerRecord`` and the keys to :func:`run_keys`.
 
 Guarantees: at most ``concurrency`` judge invocations at a time (retries are the client's); every answer is

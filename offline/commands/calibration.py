@@ -1,5 +1,5 @@
-"""The calibration subcommands: ``calibrate`` (recorded judges or your own labelled files), ``report``, ``validate``
-and ``halves``.
+"""The calibration subcommands: ``build`` (the artifacts alone), ``calibrate`` (the build and the studies, or your
+own labelled files), ``report``, ``validate``, ``halves`` and ``guarantees``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 from offline.data.errors import DataError
 from offline.data.paths import resolve_data_dir
 
-__all__ = ["run_calibrate", "run_guarantees", "run_halves", "run_report", "run_validate"]
+__all__ = ["run_build", "run_calibrate", "run_guarantees", "run_halves", "run_report", "run_validate"]
 
 
 def _calibrate_labels(args: argparse.Namespace, log: Any) -> int:
@@ -59,8 +59,8 @@ def _calibrate_labels(args: argparse.Namespace, log: Any) -> int:
 
 
 def run_calibrate(args: argparse.Namespace, log: Any) -> int:
-    """``python -m offline calibrate``: ingest -> studies -> report -> thresholds, or your labelled files."""
-    from offline.export import DEFAULT_THRESHOLDS
+    """``python -m offline calibrate``: the build, then the studies and the report on it; or your labelled files."""
+    from offline.build.build import DEFAULT_PAIRWISE, DEFAULT_THRESHOLDS
     from offline.pipeline import calibrate
 
     if args.splits < 2:
@@ -69,14 +69,13 @@ def run_calibrate(args: argparse.Namespace, log: Any) -> int:
         return _calibrate_labels(args, log)
     args.out = args.out or Path("reports")
     data_dir = resolve_data_dir(args.data_dir)
-    thresholds = args.thresholds or DEFAULT_THRESHOLDS
-    if args.splits < 2:
-        raise DataError(None, None, f"--splits must be at least 2, got {args.splits}")
+    thresholds, pairwise = args.thresholds or DEFAULT_THRESHOLDS, args.pairwise or DEFAULT_PAIRWISE
     log.info(
         "calibrate started",
         data_dir=str(data_dir),
         out=str(args.out),
         thresholds=str(thresholds),
+        pairwise=str(pairwise),
         splits=args.splits,
         seed=args.seed,
     )
@@ -85,6 +84,7 @@ def run_calibrate(args: argparse.Namespace, log: Any) -> int:
         data_dir=data_dir,
         out_dir=args.out,
         thresholds_path=thresholds,
+        pairwise_path=pairwise,
         store_path=args.store,
         n_splits=args.splits,
         seed=args.seed,
@@ -102,6 +102,36 @@ def run_calibrate(args: argparse.Namespace, log: Any) -> int:
         print(f"figure:      {path}")
     print(f"store:       {result.store}")
     print(f"thresholds:  {result.thresholds}")
+    print(f"pairwise:    {result.pairwise}")
+    print(f"wall time:   {elapsed:.1f} s")
+    return 0
+
+
+def run_build(args: argparse.Namespace, log: Any) -> int:
+    """``python -m offline build``: the artifact build alone (ingest, fit, both artifacts)."""
+    from offline.build.build import DEFAULT_PAIRWISE, DEFAULT_THRESHOLDS, build_artifacts
+
+    if args.splits < 2:
+        raise DataError(None, None, f"--splits must be at least 2, got {args.splits}")
+    data_dir = resolve_data_dir(args.data_dir)
+    thresholds, pairwise = args.thresholds or DEFAULT_THRESHOLDS, args.pairwise or DEFAULT_PAIRWISE
+    log.info("build started", data_dir=str(data_dir), thresholds=str(thresholds), pairwise=str(pairwise))
+    started = time.perf_counter()
+    built = build_artifacts(
+        data_dir=data_dir,
+        store_path=args.store,
+        thresholds_path=thresholds,
+        pairwise_path=pairwise,
+        n_splits=args.splits,
+        seed=args.seed,
+        progress=not args.no_progress,
+        log=log,
+    )
+    elapsed = time.perf_counter() - started
+    log.info("build finished", seconds=round(elapsed, 2), steps=built.seconds)
+    print(f"store:       {built.store}")
+    print(f"thresholds:  {built.thresholds}")
+    print(f"pairwise:    {built.pairwise}")
     print(f"wall time:   {elapsed:.1f} s")
     return 0
 

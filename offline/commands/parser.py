@@ -47,10 +47,38 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="K",
         help="with --labels: the scale 1..K of rows without a scale_max field (default 5)",
     )
+    cal.add_argument(
+        "--pairwise",
+        type=Path,
+        default=None,
+        help="pairwise artifact to write (default: artifact/pairwise_decisions.json; not with --labels)",
+    )
     cal.add_argument("--store", type=Path, default=None, help="SQLite answer store (default: <out>/answers.sqlite)")
     cal.add_argument("--splits", type=int, default=20, help="random calibration/test splits per cell (default 20)")
     cal.add_argument("--seed", type=int, default=0, help="seed of splits, fits and simulation (default 0)")
     cal.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+    bld = commands.add_parser(
+        "build",
+        help="the artifact build alone: recorded answers into the answer store, every fit, "
+        "artifact/thresholds.json and artifact/pairwise_decisions.json (offline.build.build; no study, no report)",
+    )
+    bld.add_argument(
+        "--data-dir", type=Path, default=None, help="shared data directory (default: $DATA_DIR, else ../shared/data)"
+    )
+    bld.add_argument(
+        "--thresholds", type=Path, default=None, help="thresholds artifact to write (default: artifact/thresholds.json)"
+    )
+    bld.add_argument(
+        "--pairwise",
+        type=Path,
+        default=None,
+        help="pairwise artifact to write (default: artifact/pairwise_decisions.json)",
+    )
+    bld.add_argument("--store", type=Path, default=Path("reports/answers.sqlite"), help="SQLite answer store")
+    bld.add_argument("--splits", type=int, default=20, help="splits by document per cell (default 20)")
+    bld.add_argument("--seed", type=int, default=0, help="seed of splits and fits (default 0)")
+    bld.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
     col = commands.add_parser("collect", help="collect a live judge's answers into the answer store")
     col.add_argument("--judges-file", type=Path, required=True, help="JSON file of judge configurations")
@@ -213,19 +241,12 @@ def build_parser() -> argparse.ArgumentParser:
         "decisions",
         help="certified decisions: fit on calibration documents, serve unseen "
         "ones with decide(); accept share and error among accepted per cell (offline.studies."
-        "decisions); --write-rules puts rules fitted on all data into an artifact",
+        "decisions; the artifact's rules are the build's, python -m offline build)",
     )
     dec.add_argument("--data-dir", type=Path, default=None)
     dec.add_argument("--out", type=Path, default=Path("reports"))
     dec.add_argument("--splits", type=int, default=20)
     dec.add_argument("--seed", type=int, default=0)
-    dec.add_argument(
-        "--write-rules",
-        type=Path,
-        default=None,
-        metavar="ARTIFACT",
-        help="replace only the decision_rules of this artifact with rules fitted on all shipped data (no study is run)",
-    )
     dec.add_argument(
         "--docs",
         type=Path,
@@ -249,13 +270,6 @@ def build_parser() -> argparse.ArgumentParser:
     pwd.add_argument("--seed", type=int, default=0)
     pwd.add_argument("--delta", type=float, default=0.10, help="1 - confidence of the certificate (default 0.10)")
     pwd.add_argument("--draws", type=int, default=300, help="group-resampling draws of the validity check (0: skip)")
-    pwd.add_argument(
-        "--export",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="also write the certificates fitted on all groups (e.g. artifact/pairwise_decisions.json)",
-    )
     pwd.add_argument("--no-progress", action="store_true")
 
     est = commands.add_parser(

@@ -48,11 +48,11 @@ def run_panels(args: argparse.Namespace, log: Any) -> int:
 
 
 def run_decisions(args: argparse.Namespace, log: Any) -> int:
-    """``python -m offline decisions``: the certified-decisions study, its decision rules or its docs."""
+    """``python -m offline decisions``: the certified-decisions study or its docs."""
     from tqdm import tqdm
 
     from offline.studies.decisions.report import write_decision_study
-    from offline.studies.decisions.study import export_rules, run_decision_study
+    from offline.studies.decisions.study import run_decision_study
     from offline.validation.artifact import recorded_datasets
 
     if args.splits < 1:
@@ -65,16 +65,6 @@ def run_decisions(args: argparse.Namespace, log: Any) -> int:
         return 0
     datasets = recorded_datasets(resolve_data_dir(args.data_dir))
     bar = None if args.no_progress else (lambda t: tqdm(t, desc="decisions", leave=False))
-    if args.write_rules is not None:
-        from offline.export import replace_decision_rules
-        from offline.label_rules import export_label_rules
-
-        rules = replace_decision_rules(
-            args.write_rules, export_rules(datasets, seed=args.seed, progress=bar), export_label_rules(datasets)
-        )
-        log.info("decision rules written", artifact=str(args.write_rules), rules=rules)
-        print(f"written:     {args.write_rules} ({rules} decision rules)")
-        return 0
     study = run_decision_study(datasets, n_splits=args.splits, seed=args.seed, progress=bar)
     paths = write_decision_study(study, datasets, args.out)
     log.info("decisions finished", rows=len(study.rows), out=str(args.out))
@@ -100,9 +90,9 @@ def run_pairwise_decisions(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline pairwise-decisions``: the pairwise certified-decisions study."""
     from tqdm import tqdm
 
+    from offline.build.pairwise_tables import load_tables
     from offline.studies.pairwise_decisions.report import print_lines, write_pairwise_decisions
-    from offline.studies.pairwise_decisions.study import export_pairwise_artifact, run_pairwise_decisions
-    from offline.studies.pairwise_decisions.tables import load_tables
+    from offline.studies.pairwise_decisions.study import run_pairwise_decisions
 
     if args.splits < 1 or args.draws < 0 or not 0 < args.delta < 1:
         raise DataError(None, None, "--splits must be >= 1, --draws >= 0 and --delta in (0, 1)")
@@ -116,12 +106,6 @@ def run_pairwise_decisions(args: argparse.Namespace, log: Any) -> int:
         progress=(lambda t: t) if args.no_progress else (lambda t: tqdm(list(t), desc="pairwise", leave=False)),
     )
     paths = write_pairwise_decisions(study, args.out)
-    if args.export is not None:
-        from artifact.pairwise import encode_pairwise_artifact
-
-        args.export.parent.mkdir(parents=True, exist_ok=True)
-        args.export.write_bytes(encode_pairwise_artifact(export_pairwise_artifact(tables, delta=args.delta)))
-        paths.append(args.export)
     log.info("pairwise-decisions finished", rows=len(study.rows), out=str(args.out))
     for line in print_lines(study):
         print(line)

@@ -26,6 +26,7 @@ from typing import TypeVar
 
 import msgspec
 
+from offline.build.factuality.faithfulness import FaithfulnessSummary
 from offline.jsonfile import write_json
 from offline.report import conformal_tables, figures, tables
 from offline.report.index import IngestSummary, render_index
@@ -37,11 +38,10 @@ from offline.studies.conformal.results import ConformalSummary
 from offline.studies.conformal.validity import JSON_FILE as VALIDITY_JSON
 from offline.studies.conformal.validity import MARKDOWN_FILE as VALIDITY_MARKDOWN
 from offline.studies.conformal.validity import ValiditySummary
-from offline.studies.factuality import faithfulness
+from offline.studies.factuality import faithfulness_report as faithfulness
 from offline.studies.factuality import llm as factuality_llm
 from offline.studies.factuality import sentences as factuality_sentences
 from offline.studies.factuality import sentences_validity as factuality_sentences_validity
-from offline.studies.factuality.faithfulness import FaithfulnessSummary
 from offline.studies.factuality.llm import LLMFactualitySummary
 from offline.studies.factuality.sentences_results import SentenceStudySummary
 from offline.studies.tournaments.position_bias import PositionBiasSummary

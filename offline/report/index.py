@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 import msgspec
 import numpy as np
 
+from offline.build.factuality.faithfulness import FaithfulnessSummary
 from offline.data.summeval import CRITERIA
 from offline.report.tables import ci, fmt, markdown_table
 from offline.studies.conformal.results import ConformalSummary
 from offline.studies.conformal.rules import COVERAGE_SLACK, HEADLINE_ALPHA, PAPER_METHOD
-from offline.studies.factuality.faithfulness import FaithfulnessSummary
 from offline.studies.factuality.llm import LLMFactualitySummary
 from offline.studies.tournaments.position_bias import PositionBiasSummary
 from offline.studies.tournaments.transitivity import TransitivitySummary

@@ -45,7 +45,7 @@ from calibration.conformal import prediction_set
 from calibration.estimates.intervals import clopper_pearson
 from calibration.kinds.fit import decision_shares
 from calibration.kinds.verdicts import verdict_inputs
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 from offline.validation.decisions import DecisionCheck, check_decisions
 
 __all__ = [
@@ -136,8 +136,8 @@ def recorded_datasets(data_dir: Path) -> list[JudgeCriterionData]:
 
     from offline.answers.ingest import ingest_recorded
     from offline.answers.store import AnswerStore
+    from offline.build.cell_data import cell_data_from_store
     from offline.data.summeval import load_summeval
-    from offline.studies.conformal.cell_data import cell_data_from_store
 
     summeval = load_summeval(data_dir)
     with tempfile.TemporaryDirectory() as folder, AnswerStore(Path(folder) / "answers.sqlite") as store:

@@ -18,7 +18,7 @@ import numpy as np
 from artifact.thresholds import ThresholdsArtifact
 from calibration.decisions.rule import DecisionRule, decide, decide_gate, feature_of
 from calibration.estimates.intervals import clopper_pearson
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 
 __all__ = [
     "DecisionCheck",

@@ -3,7 +3,7 @@
 ``python -m offline halves [--data-dir D] [--out reports] [--splits 20] [--seed 0]``: the SummEval documents
 (sorted ids) are permuted with ``numpy.random.default_rng(seed)`` and cut in two halves. For each half, the
 artifact is built exactly as ``make calibrate`` builds it (:func:`offline.studies.conformal.validity.run_validity_study`
-then :func:`offline.export.build_artifact`) from that half's items only, and validated on the *other* half's
+then :func:`offline.build.export.build_artifact`) from that half's items only, and validated on the *other* half's
 items with :func:`offline.validation.artifact.serve_cells` (the validator's cells, every item served once as the service
 serves it; the certified-decision checks are not part of this check). Both ways. The checks, for every judge x
 criterion x input (score alone; log-probs alone) x alpha in {0.05, 0.10, 0.20}:
@@ -36,9 +36,9 @@ import numpy as np
 
 from artifact.thresholds import ThresholdIndex
 from calibration.unit_bootstrap import UnitInterval, ratio_interval
-from offline.export import build_artifact
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.export import build_artifact
 from offline.jsonfile import write_json
-from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import DEFAULT_DELTA, run_validity_study
 from offline.validation.artifact import DocumentSizes, ServedCell, serve_cells
 
@@ -136,9 +136,7 @@ def check_halves(
         fit_data = [d for d in (subset(x, fit_docs) for x in datasets) if d is not None]
         test_data = [d for d in (subset(x, test_docs) for x in datasets) if d is not None]
         _, fits = run_validity_study(fit_data, n_splits=n_splits, seed=seed, delta=delta, progress=progress)
-        artifact = build_artifact(
-            fit_data, None, seed=seed, data_hash="halves", code_version="halves", created_at="halves", fits=fits
-        )
+        artifact = build_artifact(data_hash="halves", code_version="halves", created_at="halves", fits=fits)
         served = serve_cells(ThresholdIndex(artifact), test_data, alphas=CHECK_ALPHAS)
         cells.extend((fit_half, s) for s in served)
     for fit_half, served_cell in cells:

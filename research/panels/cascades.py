@@ -41,10 +41,10 @@ from matplotlib.figure import Figure
 from calibration.conformal import fit_conformal, predict_sets
 from calibration.kinds.heldout import group_splits
 from calibration.kinds.verdicts import kind_inputs
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.panels import panel_cells
 from offline.jsonfile import write_json
-from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import DEFAULT_DELTA, HEADLINE_ALPHA
-from offline.studies.panels.cells import panel_cells
 
 __all__ = ["HEADLINE_PAIR", "CascadePoint", "CascadeStudy", "routing_split", "run_cascade_study", "write_cascade_study"]
 

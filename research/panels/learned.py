@@ -9,7 +9,7 @@ import numpy as np
 
 from calibration.conformal import fit_conformal, predict_sets
 from calibration.kinds.heldout import group_splits, pooled_group_coverage
-from offline.studies.panels.cells import PanelCell
+from offline.build.panels import PanelCell
 from research.panels.model import fit_multinomial
 
 __all__ = [

@@ -35,11 +35,11 @@ import numpy as np
 from calibration.kinds.fit import KindData
 from calibration.kinds.mean_panel import panel_kind_data
 from calibration.kinds.selection import MethodEvidence, qualifies
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.panels import EXPORTED_PANEL, PanelCell, panel_cells
 from offline.jsonfile import write_json
-from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import DEFAULT_DELTA, HEADLINE_ALPHA
-from offline.studies.panels.cells import PanelCell, member_kind_data, panel_cells
-from offline.studies.panels.study import EXPORTED_PANEL
+from offline.studies.panels.cells import member_kind_data
 from research.panels.nested import NestedEstimate, fixed_recipes, nested_estimate
 from research.panels.recipes import Contender, menu_for
 

@@ -41,11 +41,11 @@ from calibration.kinds.fit import KindData
 from calibration.kinds.heldout import group_splits
 from calibration.kinds.mean_panel import panel_kind_data
 from calibration.kinds.selection import qualifies
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.panels import EXPORTED_PANEL, panel_cells
 from offline.jsonfile import write_json
-from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.conformal.validity import DEFAULT_DELTA, HEADLINE_ALPHA
-from offline.studies.panels.cells import member_kind_data, panel_cells
-from offline.studies.panels.study import EXPORTED_PANEL
+from offline.studies.panels.cells import member_kind_data
 from research.panels.cascades import MAX_CALLS, SIZE_MARGIN, routing_split
 from research.panels.nested import choose_recipe, evidence_of
 from research.panels.recipes import Contender, RecipeSets, evaluate_recipes, menu_for

@@ -23,10 +23,11 @@ import msgspec
 import numpy as np
 
 from calibration.kinds.mean_panel import panel_kind_data
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.panels import EXPORTED_PANEL, panel_cells
 from offline.studies.conformal.validity import DEFAULT_DELTA, HEADLINE_ALPHA, run_validity_study
-from offline.studies.panels.cells import member_kind_data, panel_cells
-from offline.studies.panels.study import EXPORTED_PANEL, STUDY_ALPHAS, best_members
+from offline.studies.panels.cells import member_kind_data
+from offline.studies.panels.study import STUDY_ALPHAS, best_members
 from research.panels.gap import CandidateRow, GapRow, candidate_rows, gap_rows
 from research.panels.learned import LearnedRow, learned_rows
 

@@ -1,4 +1,5 @@
-"""`python -m offline calibrate` end to end on the real data into a temporary folder, then `report`."""
+"""`python -m offline calibrate` (the build, then the studies) end to end on the real data into a temporary folder,
+then `report`."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from artifact.pairwise import DEFAULT_PATH as SHIPPED_PAIRWISE
 from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS
 from calibration.kinds.mean_panel import is_panel_family
+from offline.build.cell_data import SCORE_ONLY_METHODS
 from offline.cli import main
 from offline.report.index import NO_LLM_FACTUALITY
-from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -38,6 +40,8 @@ def run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, 
                 str(out),
                 "--thresholds",
                 str(out / "thresholds.json"),
+                "--pairwise",
+                str(out / "pairwise_decisions.json"),
                 "--splits",
                 "2",
                 "--seed",
@@ -51,6 +55,9 @@ def run(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, 
 def test_calibrate_writes_report_summaries_figures_and_thresholds(run) -> None:
     status, stdout, out = run
     assert status == 0
+    # the build's pairwise artifact: not a study's, and it does not depend on the splits
+    assert (out / "pairwise_decisions.json").read_bytes() == SHIPPED_PAIRWISE.read_bytes()
+    assert f"pairwise:    {out / 'pairwise_decisions.json'}" in stdout
     index = (out / "index.md").read_text()
     assert index.startswith("# Conformal Judge") and "Coverage held" in index and "Parse rate" in index
     assert "Position consistency" in index and "Beyond the paper" in index

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 from research.panels.cascades import WIDTHS, cascade_points, run_cascade_study, write_cascade_study
 
 

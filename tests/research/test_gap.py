@@ -7,8 +7,9 @@ import pytest
 
 from calibration.kinds.fit import fit_kind
 from calibration.kinds.mean_panel import panel_kind_data
-from offline.studies.conformal.cell_data import JudgeCriterionData
-from offline.studies.panels.cells import member_kind_data, panel_cells
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.panels import panel_cells
+from offline.studies.panels.cells import member_kind_data
 from research.panels.gap import STEPS, candidate_rows, gap_rows
 from tests.offline.studies.panels.test_study import datasets  # noqa: F401  (the synthetic judges fixture)
 
@@ -100,7 +101,7 @@ def test_on_summeval_the_candidate_meets_the_rule_and_pac_costs_the_issues_check
     on held-out documents for every criterion with sets <= 3.8 labels; and with the issue's fixed |mean - y| the panel
     beats its best member on relevance (ratio < 0.9; < 0.8 against members held to their integer score) under
     marginal and PAC thresholds alike (README table)."""
-    from offline.studies.panels.study import EXPORTED_PANEL
+    from offline.build.panels import EXPORTED_PANEL
 
     for criterion in ("coherence", "consistency", "fluency", "relevance"):
         cell = panel_cells(recorded, EXPORTED_PANEL, criterion)

@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offline.studies.conformal.cell_data import JudgeCriterionData
-from offline.studies.panels.cells import member_kind_data, panel_cells
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.panels import panel_cells
+from offline.studies.panels.cells import member_kind_data
 from research.panels.nested_study import LOG_FLOOR, contenders, run_nested_study, write_nested_study
 
 MEMBERS = ["a-judge", "b-judge", "c-judge"]

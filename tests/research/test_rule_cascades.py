@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 from research.panels.rule_cascades import MAX_CALLS, SIZE_MARGIN, WIDTHS, run_rule_cascades, write_rule_cascades
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from offline.studies.conformal.cell_data import JudgeCriterionData
-from offline.studies.panels.cells import panel_cells
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.panels import panel_cells
 from research.panels.gap import STEPS
 from research.panels.learned import learned_rows
 from research.panels.why_missed import WhyMissed, run_why_missed

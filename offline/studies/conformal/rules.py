@@ -1,10 +1,13 @@
-"""The conformal study's rules: its alphas, the paper's method, the coverage slacks and the bin rule, stated once.
+"""The conformal study's rules: its alphas and their text; the paper's method, the coverage slacks and the bin rule
+are the build's (:mod:`offline.build.cell_figures`), which the faithfulness fits share.
 
 ``RULES`` is the same text written into ``conformal/summary.json`` under ``rules``; the reasoning behind each rule
 is in :mod:`offline.studies.conformal.study`.
 """
 
 from __future__ import annotations
+
+from offline.build.cell_figures import BIN_SLACK, COVERAGE_SLACK, HEADLINE_ALPHA, MIN_BIN_ITEMS, PAPER_METHOD
 
 __all__ = [
     "ALPHAS",
@@ -17,11 +20,6 @@ __all__ = [
 ]
 
 ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20)
-PAPER_METHOD = "residual"
-HEADLINE_ALPHA = 0.10
-COVERAGE_SLACK = 0.01
-BIN_SLACK = 0.05
-MIN_BIN_ITEMS = 20
 
 RULES = {
     "items": "every item the judge answered; items with a missing or unreadable judge score excluded and counted",

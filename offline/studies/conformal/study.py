@@ -42,13 +42,12 @@ from itertools import combinations
 import numpy as np
 
 from calibration.conformal import METHODS, fit_conformal, predict_sets, repeated_splits
+from offline.build.cell_data import SCORE_ONLY_METHODS, JudgeCriterionData, methods_for
+from offline.build.cell_figures import WidthError, cell_result, choose_default, correlate, reliability_bins
+from offline.build.cell_results import CellResult, DefaultChoice
 from offline.data.summeval import CRITERIA
-from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS, JudgeCriterionData, methods_for
-from offline.studies.conformal.cells import WidthError, cell_result, choose_default, correlate, reliability_bins
 from offline.studies.conformal.results import (
-    CellResult,
     ConformalSummary,
-    DefaultChoice,
     Exclusion,
     HeadlineRow,
     InterJudgeAgreement,

@@ -1,31 +1,27 @@
-"""Validity of what is served: every (judge, prompt family, criterion) x input kind calibrated by document.
+"""Validity of what is served: the held-out evidence of every (judge, prompt family, criterion) x input kind fit.
 
 The paper's item-level study (:mod:`offline.studies.conformal.study`) stays as the reproduction of its tables. This
-study is what the artifact is built from and what its figures promise (rules in :mod:`calibration.kinds.fit`):
-
-* **Input kinds.** A cell with log-probs on every item is calibrated twice: on the integer score alone
-  (``score``) and on the probabilities (``probabilities``); a cell without them only on ``score``
-  (:mod:`calibration.kinds.verdicts`).
-* **Groups.** Splits keep every SummEval document (its 16 summaries) on one side.
-* **Thresholds.** PAC at ``delta`` (default 0.05): with probability >= 1 - delta over the calibration data the
-  served artifact covers >= 1 - alpha; ``delta`` None gives marginal thresholds.
-* **Levels.** ``ALPHA_GRID`` = 0.01 .. 0.30 in steps of 0.01 for the artifact; the tables show ``REPORT_ALPHAS``.
+study reports what the artifact is built from (:func:`offline.build.kinds.fit_kinds`, whose module states the
+input kinds, groups, thresholds and levels) and what its figures promise: :func:`validity_summary` reads the
+build's fits; :func:`run_validity_study` fits and summarises (for the studies that fit on part of the data).
 
 Writes ``conformal/validity.json`` (:class:`ValiditySummary`) and ``conformal/validity.md``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import msgspec
 
-from artifact.kinds import DEFAULT_DELTA as KIND_ARTIFACT_DELTA
-from calibration.kinds.fit import HeldoutFigures, KindData, KindFit, ProcedureFigures, cell_kind_data, fit_kind
+from artifact.kinds import FitKey
+from calibration.kinds.fit import HeldoutFigures, KindFit, ProcedureFigures
 from calibration.kinds.selection import SELECTION_RULE, MethodEvidence
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.kinds import fit_kinds, kind_data
+from offline.build.modes import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, REPORT_ALPHAS, TABLE_ALPHAS
 from offline.jsonfile import write_json
-from offline.studies.conformal.cell_data import JudgeCriterionData
 
 __all__ = [
     "ALPHA_GRID",
@@ -38,14 +34,10 @@ __all__ = [
     "ValiditySummary",
     "kind_data",
     "run_validity_study",
+    "validity_summary",
     "write_validity",
 ]
 
-ALPHA_GRID: tuple[float, ...] = tuple(round(0.01 * step, 2) for step in range(1, 31))
-REPORT_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.20)
-TABLE_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20)
-HEADLINE_ALPHA = 0.10
-DEFAULT_DELTA = KIND_ARTIFACT_DELTA  # one value for offline and for the service's calibration jobs
 JSON_FILE = "conformal/validity.json"
 MARKDOWN_FILE = "conformal/validity.md"
 
@@ -103,10 +95,44 @@ RULES = {
 }
 
 
-def kind_data(data: JudgeCriterionData, groups: Sequence[str]) -> list[KindData]:
-    """The cell's items as verdicts of every kind it supports (score; probabilities when every item has them; a
-    mean-of-samples judge: mean only)."""
-    return cell_kind_data(data.labels, data.judge_scores, data.probabilities, data.means, groups, data.n_labels)
+def validity_summary(
+    fits: Mapping[FitKey, KindFit],
+    *,
+    n_splits: int,
+    seed: int,
+    delta: float | None,
+    alphas: Sequence[float] = ALPHA_GRID,
+) -> ValiditySummary:
+    """The summary of fits made in one mode by :func:`offline.build.kinds.fit_kinds` (one :class:`KindCell` per
+    fit, in the fits' order)."""
+    cells = [
+        KindCell(
+            judge=judge,
+            prompt_family=family,
+            criterion=criterion,
+            kind=kind,
+            n_items=fit.n_items,
+            n_groups=fit.n_groups,
+            default_method=fit.default.method,
+            default_qualified=fit.default.qualified,
+            default_reason=fit.default.reason,
+            qualifying_methods=fit.default.qualifying,
+            selection_evidence=fit.selection_evidence,
+            heldout=[h for h in fit.heldout if any(abs(h.alpha - a) < 1e-9 for a in TABLE_ALPHAS)],
+            procedure=fit.procedure,
+        )
+        for (judge, family, criterion, kind), fit in fits.items()
+    ]
+    return ValiditySummary(
+        seed=seed,
+        n_splits=n_splits,
+        delta=delta,
+        alphas=[float(a) for a in alphas],
+        report_alphas=list(REPORT_ALPHAS),
+        headline_alpha=HEADLINE_ALPHA,
+        rules=dict(RULES),
+        cells=cells,
+    )
 
 
 def run_validity_study(
@@ -117,50 +143,10 @@ def run_validity_study(
     delta: float | None = DEFAULT_DELTA,
     alphas: Sequence[float] = ALPHA_GRID,
     progress: Callable[[Iterable], Iterable] | None = None,
-) -> tuple[ValiditySummary, dict[tuple[str, str, str, str], KindFit]]:
-    """Fit every (cell, kind) with :func:`calibration.kinds.fit.fit_kind`; return the summary and the fits."""
-    tasks = [(data, kd) for data in datasets for kd in kind_data(data, data.documents)]
-    fits: dict[tuple[str, str, str, str], KindFit] = {}
-    cells = []
-    for data, kd in progress(tasks) if progress is not None else tasks:
-        fit = fit_kind(
-            kd,
-            alphas=alphas,
-            delta=delta,
-            headline_alpha=HEADLINE_ALPHA,
-            report_alphas=REPORT_ALPHAS,
-            n_splits=n_splits,
-            seed=seed,
-        )
-        fits[(data.judge, data.prompt_family, data.criterion, kd.kind)] = fit
-        cells.append(
-            KindCell(
-                judge=data.judge,
-                prompt_family=data.prompt_family,
-                criterion=data.criterion,
-                kind=kd.kind,
-                n_items=fit.n_items,
-                n_groups=fit.n_groups,
-                default_method=fit.default.method,
-                default_qualified=fit.default.qualified,
-                default_reason=fit.default.reason,
-                qualifying_methods=fit.default.qualifying,
-                selection_evidence=fit.selection_evidence,
-                heldout=[h for h in fit.heldout if any(abs(h.alpha - a) < 1e-9 for a in TABLE_ALPHAS)],
-                procedure=fit.procedure,
-            )
-        )
-    summary = ValiditySummary(
-        seed=seed,
-        n_splits=n_splits,
-        delta=delta,
-        alphas=[float(a) for a in alphas],
-        report_alphas=list(REPORT_ALPHAS),
-        headline_alpha=HEADLINE_ALPHA,
-        rules=dict(RULES),
-        cells=cells,
-    )
-    return summary, fits
+) -> tuple[ValiditySummary, dict[FitKey, KindFit]]:
+    """Fit every (cell, kind) (:func:`offline.build.kinds.fit_kinds`); return the summary and the fits."""
+    fits = fit_kinds(datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas, progress=progress)
+    return validity_summary(fits, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas), fits
 
 
 def _pct(value: float | None) -> str:

@@ -18,7 +18,7 @@ import numpy as np
 from calibration.decisions.cell_rules import ARTIFACT_GRID, DecisionKind, RuleGrid, decision_kinds, fit_kind_rule
 from calibration.decisions.fit import DecisionData
 from calibration.decisions.rule import DecisionRule, decide
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 
 __all__ = [
     "DELTA",

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from offline.build.cell_data import JudgeCriterionData
 from offline.jsonfile import write_json
-from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.decisions.cells import cell_kinds
 from offline.studies.decisions.results import DecisionStudy
 from offline.studies.decisions.study import (

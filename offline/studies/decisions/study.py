@@ -53,11 +53,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibration.decisions.cell_rules import ARTIFACT_GRID, fit_cell_rules
+from calibration.decisions.cell_rules import ARTIFACT_GRID
 from calibration.decisions.fit import DecisionData
-from calibration.decisions.rule import DecisionRule
 from calibration.kinds.heldout import group_splits
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 from offline.studies.decisions.cells import DELTA, CellKind, cell_kinds, fit_rule, subset
 from offline.studies.decisions.results import DecisionStudy, ResamplingRow
 from offline.studies.decisions.tally import Tally, gate_row, headlines, label_table, new_tally, record, tally_row
@@ -67,7 +66,6 @@ __all__ = [
     "EXPORT_ALPHAS",
     "EXPORT_GATES",
     "EXPORT_TOLERANCES",
-    "export_rules",
     "resampling_check",
     "run_decision_study",
 ]
@@ -272,27 +270,3 @@ def resampling_check(
                 )
             )
     return out
-
-
-def export_rules(
-    datasets: Sequence[JudgeCriterionData], *, seed: int = 0, progress: Callable[[Iterable], Iterable] | None = None
-) -> list[DecisionRule]:
-    """Rules fitted on ALL items of every (cell, kind) over the artifact's grid (tolerances x alphas, gates) with
-    the document-level bound (:func:`calibration.decisions.cell_rules.fit_cell_rules`, as the service's calibration
-    jobs): what the artifact's ``decision_rules`` carry. Cells without groups use the item id's prefix before ``/``."""
-    rules: list[DecisionRule] = []
-    for data in progress(datasets) if progress is not None else datasets:
-        rules += fit_cell_rules(
-            judge=data.judge,
-            prompt_family=data.prompt_family,
-            criterion=data.criterion,
-            labels=data.labels,
-            judge_scores=data.judge_scores,
-            probabilities=data.probabilities,
-            means=data.means,
-            groups=data.documents,
-            n_labels=data.n_labels,
-            grid=ARTIFACT_GRID,
-            seed=seed,
-        )
-    return rules

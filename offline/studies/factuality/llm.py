@@ -38,29 +38,25 @@ import msgspec
 import numpy as np
 
 from judges.factuality.methods import FAITHFULNESS_PROMPT_FAMILIES
-from offline.answers.store import AnswerStore
-from offline.data.frank import Frank, FrankDataError, FrankItem, baseline_scores
+from offline.build.factuality.answers import FactualityAnswer
+from offline.data.frank import Frank, baseline_scores
 from offline.studies.factuality.report import baselines_json, cell_json, render_tables_markdown
-from offline.studies.factuality.study import LLM_METHODS, FactualityTables, correlation_cell, llm_tables
+from offline.studies.factuality.study import FactualityTables, correlation_cell, llm_tables
 
 __all__ = [
-    "CRITERION",
     "FIGURE_FILE",
     "JSON_FILE",
     "MARKDOWN_FILE",
     "RULES",
     "ComparisonCell",
-    "FactualityAnswer",
     "LLMFactualitySummary",
     "LLMRun",
-    "factuality_answers_from_store",
     "remove_llm_outputs",
     "render_llm_markdown",
     "run_llm_study",
     "write_llm_study",
 ]
 
-CRITERION = "faithfulness"
 JSON_FILE = "factuality/llm.json"
 MARKDOWN_FILE = "factuality/llm.md"
 FIGURE_FILE = "factuality/llm_vs_baselines.png"
@@ -74,20 +70,6 @@ RULES = {
     "comparison": "overall partial Pearson/Spearman of every LLM run and FRANK baseline on the items every LLM "
     "run scored",
 }
-
-
-class FactualityAnswer(msgspec.Struct, frozen=True, kw_only=True):
-    """One stored factuality answer: the 1-5 verdict, the score the study correlates (None = missing)."""
-
-    judge: str
-    method: str
-    prompt_family: str
-    item_id: str
-    judge_score: int | None
-    score: float | None
-    logprobs: dict[str, float] | None = None
-    model: str | None = None
-    error: str | None = None
 
 
 class LLMRun(msgspec.Struct, frozen=True, kw_only=True):
@@ -125,68 +107,6 @@ class LLMFactualitySummary(msgspec.Struct, frozen=True, kw_only=True):
     tables: dict[str, Any]
     comparison_n_items: int
     comparison: list[ComparisonCell]
-
-
-class _QAScore(msgspec.Struct):
-    score: float
-
-
-_QA_DECODER = msgspec.json.Decoder(_QAScore)
-
-
-def _qa_score(raw_reply: str | None) -> float | None:
-    """The aggregate QA score of a stored QAFactuality JSON, or None when it is absent or unreadable."""
-    if not raw_reply:
-        return None
-    try:
-        score = _QA_DECODER.decode(raw_reply).score
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    return score if 0.0 <= score <= 1.0 else None
-
-
-def factuality_answers_from_store(
-    store: AnswerStore, items: Sequence[FrankItem]
-) -> dict[tuple[str, str], list[FactualityAnswer]]:
-    """Every judge's factuality answers (module rules), keyed by (judge, method), each list ordered by item_id.
-
-    Raises FrankDataError when a stored item_id names no FRANK item.
-    """
-    known = {item.item_id for item in items}
-    result: dict[tuple[str, str], list[FactualityAnswer]] = {}
-    for method, family in FAITHFULNESS_PROMPT_FAMILIES.items():
-        if method not in LLM_METHODS:  # sentence fact-checks: offline.studies.factuality.sentences
-            continue
-        for record in store.iter_answers(task=family, prompt_family=family, criterion=CRITERION):
-            if record.repetition != 0:
-                continue
-            if record.item_id not in known:
-                raise FrankDataError(
-                    None,
-                    None,
-                    f"stored {family} answer of judge {record.judge!r} names item "
-                    f"{record.item_id!r}, which is no FRANK '<hash>/<model_name>'",
-                )
-            ok = record.error is None
-            score: float | None = None
-            if ok and record.judge_score is not None:
-                score = float(record.judge_score) if method == "direct" else _qa_score(record.raw_reply)
-            result.setdefault((record.judge, method), []).append(
-                FactualityAnswer(
-                    judge=record.judge,
-                    method=method,
-                    prompt_family=family,
-                    item_id=record.item_id,
-                    judge_score=record.judge_score if ok else None,
-                    score=score,
-                    logprobs=record.logprobs if ok else None,
-                    model=record.model,
-                    error=record.error,
-                )
-            )
-    for answers in result.values():
-        answers.sort(key=lambda answer: answer.item_id)
-    return dict(sorted(result.items()))
 
 
 def _comparison(frank: Frank, scored: Mapping[str, dict[str, float]]) -> tuple[int, list[ComparisonCell]]:

@@ -13,9 +13,10 @@ call                                                       result
 ``write_sentence_study(summary, report_dir)``              ``factuality/llm_sentences.{json,md}``
 =========================================================  ==============================================
 
-The parse and store calls live in :mod:`offline.studies.factuality.sentences_store`, the artifact's calibration of
-these cells (``sentence_validity``, ``write_sentence_validity``, ``without_prompt_family``) in
-:mod:`offline.studies.factuality.sentences_validity`, the result types in
+The parse and store calls live in :mod:`offline.build.factuality.sentences`, the artifact's calibration of
+these cells (``sentence_fits``, ``without_prompt_family``) in :mod:`offline.build.factuality.validity` and its
+report (``sentence_validity``, ``write_sentence_validity``) in :mod:`offline.studies.factuality.sentences_validity`,
+the result types in
 :mod:`offline.studies.factuality.sentences_results`; ``write_sentence_study`` and the markdown in
 :mod:`offline.studies.factuality.sentences_report`.
 
@@ -53,6 +54,7 @@ import numpy as np
 
 from calibration.estimates.intervals import fisher_z_interval
 from judges.factuality.sentence_parse import CATEGORY_CODES, ParsedSentences
+from offline.build.factuality.sentences import ParseStats, item_score, parse_row, parse_statistics
 from offline.data.finesure import FactCheckRow, RecordedFactCheck
 from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankItem, baseline_scores
 from offline.studies.factuality.sentences_results import (
@@ -61,11 +63,9 @@ from offline.studies.factuality.sentences_results import (
     ConfusionMatrix,
     CorrelationRow,
     ErrorTypeRow,
-    ParseStats,
     SentenceAgreement,
     SentenceStudySummary,
 )
-from offline.studies.factuality.sentences_store import item_score, parse_row, parse_statistics
 from offline.studies.factuality.study import CorrelationCell, align_scores, correlation_cell
 
 __all__ = [

@@ -6,33 +6,17 @@ from __future__ import annotations
 
 import msgspec
 
+from offline.build.factuality.sentences import ParseStats
+
 __all__ = [
     "AblationRow",
     "BaselineRow",
     "ConfusionMatrix",
     "CorrelationRow",
     "ErrorTypeRow",
-    "ParseStats",
     "SentenceAgreement",
     "SentenceStudySummary",
 ]
-
-
-class ParseStats(msgspec.Struct, frozen=True, kw_only=True):
-    """How one judge's replies read: rows, lists read, count mismatches (excluded), agreement with the recorder."""
-
-    judge: str
-    n_rows: int
-    n_read: int  # replies giving a list of well-formed verdicts (any length)
-    n_included: int  # read and one verdict per sentence
-    n_wrong_count: int  # read, but the count differs from the sentences: excluded
-    n_unreadable: int  # no list of well-formed verdicts
-    n_escapes_repaired: int
-    parse_rate: float
-    rules: dict[str, int]
-    recorded_row_agreement: float | None  # same (error, category) lists as pred_error/pred_error_type
-    recorded_sentence_agreement: float | None  # same error flag, sentence by sentence, where the lengths match
-    n_compared_rows: int
 
 
 class CorrelationRow(msgspec.Struct, frozen=True, kw_only=True):

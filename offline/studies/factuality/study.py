@@ -36,15 +36,14 @@ Rules (FRANK, Pagnoni et al. NAACL 2021, and its released ``evaluate.py``):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from numbers import Real
 
 import msgspec
 import numpy as np
 
-from calibration.errors import CalibrationError, ScoreOutOfRangeError, UnknownMethodError
+from calibration.errors import CalibrationError, UnknownMethodError
 from calibration.stats import Correlation, partial_correlation
+from offline.build.factuality.answers import LLM_METHODS
 from offline.data.frank import (
     CATEGORY_COLUMNS,
     FRANK_DATASETS,
@@ -58,17 +57,13 @@ __all__ = [
     "CONTROL_FIELDS",
     "DEFAULT_CONTROLS",
     "HUMAN_TARGET",
-    "LLM_METHODS",
     "AblationCell",
     "CorrelationCell",
     "FactualityTables",
-    "FrankSplit",
     "align_scores",
     "baseline_tables",
-    "calibration_split",
     "correlation_cell",
     "factuality_tables",
-    "faithfulness_target",
     "human_scores",
     "llm_tables",
 ]
@@ -76,7 +71,6 @@ __all__ = [
 HUMAN_TARGET = "Factuality"
 CONTROL_FIELDS: tuple[str, ...] = ("model_name", "dataset")
 DEFAULT_CONTROLS: tuple[str, ...] = ("model_name",)
-LLM_METHODS: tuple[str, ...] = ("direct", "qa")
 
 
 class CorrelationCell(msgspec.Struct, frozen=True, kw_only=True):
@@ -114,13 +108,6 @@ class FactualityTables(msgspec.Struct, frozen=True, kw_only=True):
     per_dataset: dict[str, CorrelationCell]
     per_category: dict[str, CorrelationCell]
     ablation: dict[str, AblationCell]
-
-
-class FrankSplit(msgspec.Struct, frozen=True, kw_only=True):
-    """FRANK's own split: calibrate (fit) on ``valid`` items, evaluate on ``test`` items."""
-
-    fit: tuple[FrankItem, ...]
-    evaluate: tuple[FrankItem, ...]
 
 
 def human_scores(items: Sequence[FrankItem], target: str = HUMAN_TARGET) -> np.ndarray:
@@ -244,22 +231,3 @@ def llm_tables(
     if method not in LLM_METHODS:
         raise UnknownMethodError(f"LLM factuality method must be one of {LLM_METHODS}; got {method!r}")
     return factuality_tables(items, align_scores(items, scores), metric=f"{judge} ({method})", controls=controls)
-
-
-def faithfulness_target(factuality: float) -> int:
-    """1..5 faithfulness label: ``round_half_up(1 + 4 * factuality)`` (0 -> 1, 0.375 -> 3, 0.5 -> 3, 1 -> 5).
-
-    ``1 + 4 * factuality`` is first rounded to 9 decimals so that binary noise cannot move a half; halves go
-    up. Raises ScoreOutOfRangeError when factuality is not a number in [0, 1].
-    """
-    if isinstance(factuality, bool) or not isinstance(factuality, Real) or not 0.0 <= factuality <= 1.0:
-        raise ScoreOutOfRangeError(f"factuality must be a number in [0, 1]; got {factuality!r}")
-    return int(math.floor(round(1.0 + 4.0 * float(factuality), 9) + 0.5))
-
-
-def calibration_split(items: Sequence[FrankItem]) -> FrankSplit:
-    """Split by FRANK's own ``split`` field: fit = ``valid`` items, evaluate = ``test`` items (file order)."""
-    return FrankSplit(
-        fit=tuple(item for item in items if item.split == "valid"),
-        evaluate=tuple(item for item in items if item.split == "test"),
-    )

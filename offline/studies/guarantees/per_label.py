@@ -25,7 +25,7 @@ import numpy as np
 from calibration.decisions.rule import feature_of
 from calibration.per_label.fit import fit_cell_label_rules
 from calibration.per_label.rule import LabelAsk, LabelRule, answer_per_label
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 
 __all__ = ["LabelFigures", "PerLabelRow", "PerLabelStudy", "run_per_label_study"]
 

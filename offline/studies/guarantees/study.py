@@ -7,11 +7,12 @@ own path, the other half served through the artifact they make.
 * **Splits.** Split s permutes the sorted SummEval documents with ``default_rng(seed + s)``; the first
   ``calibration_documents`` calibrate, the rest are served (at 50: the halves of
   :func:`offline.validation.halves.split_documents`, 50 / 50 documents; at 80: 80 / 20).
-* **Fit, as served.** On the calibration half, the artifact is built as ``make calibrate`` builds it: the validity
-  fits in both modes (:func:`offline.studies.conformal.validity.run_validity_study`, PAC at delta 0.05 and expected,
-  with ``inner_splits`` held-out splits for the method choice), the decision rules of
+* **Fit, as served.** On the calibration half, the artifact is built as ``make artifact`` builds it: the fits in
+  both modes (:func:`offline.build.kinds.fit_kinds` by :func:`offline.build.modes.both_modes`, PAC at delta 0.05
+  and expected, with ``inner_splits`` held-out splits for the method choice), the decision rules of
   :func:`calibration.decisions.cell_rules.fit_cell_rules` over the shipped grid with seed ``seed + s`` (the row uniforms
-  of the expected rows differ between splits, as they do between users), and :func:`offline.export.build_artifact`.
+  of the expected rows differ between splits, as they do between users), and
+  :func:`offline.build.export.build_artifact`.
 * **Serve.** Every test item of a cell is served as a verdict of one input kind alone (``score``, or ``probabilities``
   for a log-prob judge): the entry :func:`artifact.serving.choose_entry` picks from the mode's index
   (:class:`artifact.thresholds.ThresholdIndex`), its set as the interval hull, and the decision of the cell's rule
@@ -39,9 +40,10 @@ from calibration.conformal import predict_sets
 from calibration.decisions.cell_rules import ARTIFACT_GRID, fit_cell_rules
 from calibration.decisions.rule import DecisionRule, certification_at, feature_of
 from calibration.kinds.verdicts import kind_inputs
-from offline.export import build_artifact
-from offline.studies.conformal.cell_data import JudgeCriterionData
-from offline.studies.conformal.validity import DEFAULT_DELTA, run_validity_study
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.export import build_artifact
+from offline.build.kinds import fit_kinds
+from offline.build.modes import DEFAULT_DELTA, both_modes
 from offline.validation.halves import subset
 
 __all__ = [
@@ -194,8 +196,7 @@ def split_calibration(
 def _fit_half(
     fit_data: list[JudgeCriterionData], *, seed: int, rule_seed: int, inner_splits: int
 ) -> ThresholdsArtifact:
-    _, pac = run_validity_study(fit_data, n_splits=inner_splits, seed=seed, delta=DEFAULT_DELTA)
-    _, expected = run_validity_study(fit_data, n_splits=inner_splits, seed=seed, delta=None)
+    fits = both_modes(lambda delta: fit_kinds(fit_data, n_splits=inner_splits, seed=seed, delta=delta), DEFAULT_DELTA)
     rules = [
         rule
         for data in fit_data
@@ -214,13 +215,10 @@ def _fit_half(
         )
     ]
     return build_artifact(
-        fit_data,
-        None,
-        seed=seed,
         data_hash="guarantees",
         code_version="guarantees",
         created_at="guarantees",
-        fits={key: (fit, expected[key]) for key, fit in pac.items()},
+        fits=fits,
         decision_rules=rules,
     )
 

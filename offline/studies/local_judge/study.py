@@ -36,8 +36,8 @@ from artifact.thresholds import ThresholdIndex
 from calibration.kinds.fit import decision_shares
 from calibration.per_label.fit import fit_cell_label_rules
 from calibration.per_label.rule import LabelRule
-from offline.export import build_artifact
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.export import build_artifact
 from offline.studies.conformal.validity import DEFAULT_DELTA, run_validity_study
 from offline.validation.artifact import INPUTS, serve_item
 from offline.validation.halves import split_documents, subset
@@ -188,9 +188,7 @@ def run_study(
         fit_data = [d for d in (subset(x, fit_docs) for x in datasets) if d is not None]
         test_data = [d for d in (subset(x, test_docs) for x in datasets) if d is not None]
         _, fits = run_validity_study(fit_data, n_splits=n_splits, seed=seed, delta=DEFAULT_DELTA)
-        artifact = build_artifact(
-            fit_data, None, seed=seed, data_hash="local-judge", code_version="local-judge", created_at="", fits=fits
-        )
+        artifact = build_artifact(data_hash="local-judge", code_version="local-judge", created_at="", fits=fits)
         index = ThresholdIndex(artifact)
         fit_labels = {d.criterion: d.labels for d in fit_data}
         for data in test_data:

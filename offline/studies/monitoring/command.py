@@ -19,7 +19,7 @@ def run_monitor(args: argparse.Namespace, log: Any) -> int:
     from tqdm import tqdm
 
     from artifact.thresholds import load_artifact
-    from offline.export import DEFAULT_THRESHOLDS
+    from offline.build.export import DEFAULT_THRESHOLDS
     from offline.studies.monitoring.report import write_monitoring_report
     from offline.studies.monitoring.served import ServedLevels
     from offline.studies.monitoring.study import StudySettings, run_study

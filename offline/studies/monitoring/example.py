@@ -14,7 +14,7 @@ import numpy as np
 
 from artifact.thresholds import ThresholdsArtifact
 from calibration.monitoring import CellSpec, DocumentTally, add_item, cell_report, observe_document, start_cell
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 from offline.studies.monitoring.served import ServedLevels, serve_outcomes
 
 __all__ = ["ExampleStream", "example_stream"]

@@ -16,7 +16,7 @@ import dataclasses
 
 import numpy as np
 
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 
 __all__ = ["EXTRACTIVE_SYSTEMS", "KINDS", "by_systems", "shifted", "swapped"]
 

@@ -1,7 +1,7 @@
 """What the service served for each labelled verdict of a stream: the study's one coupling to the artifact.
 
 For a cell of an artifact (:mod:`artifact.thresholds`) and labelled verdicts (a
-:class:`offline.studies.conformal.cell_data.JudgeCriterionData`, possibly shifted or swapped), each item is served as
+:class:`offline.build.cell_data.JudgeCriterionData`, possibly shifted or swapped), each item is served as
 the service serves it: the set by :func:`offline.validation.artifact.serve_item` (:func:`artifact.serving.choose_entry`:
 input kind, the largest calibrated alpha <= the asked one, the kind's default method; the interval hull of the conformal
 set) and the decision by :func:`calibration.decisions.rule.decide` on the cell's rule for the first of the verdict's
@@ -23,7 +23,7 @@ import numpy as np
 from artifact.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.decisions.rule import DecisionRule, certification_at, decide, feature_of
 from calibration.monitoring import GuaranteeSpec
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 from offline.validation.artifact import INPUTS, serve_item
 
 __all__ = ["ServedLevels", "ServedOutcomes", "serve_outcomes", "watched_guarantees"]

@@ -33,7 +33,7 @@ from calibration.monitoring import CellSpec, cell_alarm_index, excess_path, watc
 from calibration.per_label.fit import fit_label_rule
 from calibration.per_label.rule import LabelAnswer, LabelAsk, LabelRule, answer_per_label
 from calibration.stats import kendall_tau_b_statistic
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 from offline.studies.monitoring.scenarios import swapped
 from offline.studies.monitoring.streams import stream_orders
 

@@ -22,7 +22,7 @@ import numpy as np
 
 from artifact.thresholds import ThresholdsArtifact
 from calibration.monitoring import CellSpec
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from offline.build.cell_data import JudgeCriterionData
 from offline.studies.monitoring.abstractive import abstractive_artifact
 from offline.studies.monitoring.example import ExampleStream, example_stream
 from offline.studies.monitoring.scenarios import by_systems, shifted, swapped

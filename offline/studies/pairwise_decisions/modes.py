@@ -24,14 +24,14 @@ import numpy as np
 
 from calibration.decisions.pairwise import accepted, certify_threshold, disagreements
 from calibration.decisions.pairwise_expected import expected_threshold
+from offline.build.pairwise import expected_units
+from offline.build.pairwise_tables import PANEL, PairTable, bound_starts
 from offline.studies.pairwise_decisions.results import ModeRow
-from offline.studies.pairwise_decisions.tables import PANEL, PairTable, bound_starts
 
 __all__ = [
     "MODES",
     "MODE_CHECK_ALPHA",
     "MODE_RULES",
-    "expected_units",
     "mode_check",
     "mode_rows",
     "rule_seed",
@@ -48,11 +48,6 @@ MODE_RULES = {
     "accepted held-out pairs per split, a split accepting nothing counts 0, mean over splits; share of "
     "calibrations accepting nothing",
 }
-
-
-def expected_units(table: PairTable) -> np.ndarray:
-    """The expected rule's unit per pair (module rules): each Arena battle alone, else the table's groups."""
-    return np.arange(table.groups.size) if table.dataset == "arena_ppr" else table.groups
 
 
 def rule_seed(seed: int, split: int) -> int:

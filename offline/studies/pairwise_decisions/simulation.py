@@ -10,8 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from calibration.decisions.pairwise import BOUNDS, DEFAULT_LEVELS, Ties, accepted, certify_threshold, disagreements
+from offline.build.pairwise_tables import PairTable, bound_starts
 from offline.studies.pairwise_decisions.results import SimulationRow
-from offline.studies.pairwise_decisions.tables import PairTable, bound_starts
 
 __all__ = [
     "population_risks",

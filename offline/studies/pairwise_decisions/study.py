@@ -32,7 +32,7 @@ Rules, stated once (also written into the JSON):
   among pairs accepted at the certified threshold exceeds alpha. Failure rate vs delta with its Monte-Carlo
   standard error sqrt(delta (1 - delta) / draws).
 
-The pair tables live in :mod:`offline.studies.pairwise_decisions.tables`, the validity simulation in
+The pair tables live in :mod:`offline.build.pairwise_tables`, the validity simulation in
 :mod:`offline.studies.pairwise_decisions.simulation`.
 """
 
@@ -40,55 +40,39 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypedDict
+from typing import Any
 
 import numpy as np
 
-from artifact.pairwise import FORMAT_VERSION, ExpectedEvidence, PairwiseArtifact, PairwiseEntry
 from calibration.decisions.pairwise import (
     BOUNDS,
     DEFAULT_LEVELS,
-    GROUP_STARTS,
     Bound,
     Ties,
     accepted,
     certify_threshold,
     disagreements,
 )
-from calibration.decisions.pairwise_expected import expected_threshold
 from calibration.kinds.heldout import group_splits
-from offline.studies.pairwise_decisions.modes import MODE_RULES, expected_units, mode_check, mode_rows
+from offline.build.pairwise import ALPHAS, DELTA, HEADLINE, SIGNAL_RULE
+from offline.build.pairwise_tables import PANEL, PairTable, bound_starts, sources
+from offline.studies.pairwise_decisions.modes import MODE_RULES, mode_check, mode_rows
 from offline.studies.pairwise_decisions.results import DecisionRow, ModeRow, PairwiseDecisionSummary, SimulationRow
 from offline.studies.pairwise_decisions.simulation import population_risks, simulation_rows
-from offline.studies.pairwise_decisions.tables import PANEL, PairTable, bound_starts, sources
 
 __all__ = [
-    "ALPHAS",
-    "DELTA",
     "JSON_FILE",
-    "export_pairwise_artifact",
     "run_pairwise_decisions",
 ]
 
 JSON_FILE = "pairwise_decisions/summary.json"
 FIGURE_FILE = "pairwise_decisions/accept_vs_agreement.png"
-ALPHAS: tuple[float, ...] = (0.10, 0.20, 0.30)
-DELTA = 0.10
 TIES: tuple[Ties, ...] = ("exclude", "error")
-
-
-class _Headline(TypedDict):
-    bound: Bound
-    ties: Ties
-
-
-HEADLINE: _Headline = {"bound": "group_betting", "ties": "exclude"}
 BOUNDARY_MARGIN = 0.01
 
 
 RULES = {
-    "signal": "share of a source's verdicts (both orders, every repetition; panel: members weighted equally) naming "
-    "the preferred side; ties count in the denominator; equal shares never accept",
+    "signal": SIGNAL_RULE,
     "vicuna80_verdict": "parsed choice where the reply parses, else the recorded label",
     "human_label": "Vicuna80: strict plurality of the pair's human votes (a, b, tie), none = tie; Arena: the vote, "
     "both tie kinds = tie",
@@ -275,96 +259,4 @@ def run_pairwise_decisions(
         simulation=simulation,
         done_when={**_done_when(rows), "modes": mode_check(modes)},
         modes=modes,
-    )
-
-
-def export_pairwise_artifact(
-    tables: Sequence[PairTable],
-    *,
-    delta: float = DELTA,
-    alphas: Sequence[float] = ALPHAS,
-    source: str = "",
-    seed: int = 0,
-) -> PairwiseArtifact:
-    """Each single judge's entries per alpha fitted on every group of its dataset (headline tie rule): the pac
-    certificate (headline bound) and the expected rule (seed ``seed``, the alpha's grid index as position, the
-    expected mode's unit); panels are left out (``/v1/compare`` asks one judge)."""
-    entries = []
-    for table in tables:
-        for judge in sources(table):
-            if judge == PANEL:
-                continue
-            signal = table.signals[judge]
-            errors, counted = disagreements(signal.preferred, table.human, HEADLINE["ties"])
-            for position, alpha in enumerate(alphas):
-                cert = certify_threshold(
-                    signal.confidence[counted],
-                    signal.preferred[counted],
-                    errors[counted],
-                    table.groups[counted],
-                    alpha=alpha,
-                    delta=delta,
-                    bound=HEADLINE["bound"],
-                    group_size_bound=table.group_size_bound,
-                    starts=bound_starts(HEADLINE["bound"], table, judge),
-                )
-                last = next((t for t in cert.tests if t.level == cert.threshold), None)
-                entries.append(
-                    PairwiseEntry(
-                        judge=judge,
-                        dataset=table.dataset,
-                        alpha=float(alpha),
-                        threshold=cert.threshold,
-                        n_pairs=cert.n_pairs,
-                        n_groups=cert.n_groups,
-                        n_accepted=last.n_accepted if last else 0,
-                        n_errors=last.n_errors if last else 0,
-                        verdicts_per_pair=table.verdicts_per_pair[judge],
-                    )
-                )
-                x = expected_threshold(
-                    signal.confidence[counted],
-                    signal.preferred[counted],
-                    table.human[counted],
-                    expected_units(table)[counted],
-                    alpha=alpha,
-                    seed=seed,
-                    position=position,
-                    ties=HEADLINE["ties"],
-                    cell=f"{judge}|{table.dataset}",
-                )
-                entries.append(
-                    PairwiseEntry(
-                        judge=judge,
-                        dataset=table.dataset,
-                        alpha=float(alpha),
-                        mode="expected",
-                        threshold=x.threshold,
-                        n_pairs=x.n_pairs,
-                        n_groups=x.n_groups,
-                        n_accepted=x.n_in_region,
-                        n_errors=x.n_errors,
-                        verdicts_per_pair=table.verdicts_per_pair[judge],
-                        expected=ExpectedEvidence(
-                            level=x.level,
-                            n_drawn=x.n_drawn,
-                            acceptance_probability=x.acceptance_probability,
-                            uniform=x.uniform,
-                            seed=x.seed,
-                            n_fit_groups=x.n_fit_groups,
-                            n_certify_groups=x.n_certify_groups,
-                        ),
-                    )
-                )
-    return PairwiseArtifact(
-        format_version=FORMAT_VERSION,
-        delta=delta,
-        bound=HEADLINE["bound"],
-        ties=HEADLINE["ties"],
-        starts=list(GROUP_STARTS if HEADLINE["bound"] == "group_betting" else ()),
-        signal=RULES["signal"],
-        source=source
-        or "offline pairwise-decisions (Vicuna80, Arena PPR human votes); pac: delta above; expected: "
-        "calibration.decisions.pairwise_expected, seed 0, Vicuna80 questions and Arena battles as the unit",
-        entries=entries,
     )

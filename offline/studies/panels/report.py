@@ -8,9 +8,10 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from offline.build.panels import EXPORTED_PANEL
 from offline.jsonfile import write_json
 from offline.studies.panels.results import PanelStudy
-from offline.studies.panels.study import EXPORTED_PANEL, FIGURE_FILE, JSON_FILE, MARKDOWN_FILE, defaults, headline
+from offline.studies.panels.study import FIGURE_FILE, JSON_FILE, MARKDOWN_FILE, defaults, headline
 
 __all__ = [
     "figure",

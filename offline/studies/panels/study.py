@@ -23,11 +23,12 @@ delta 0.05, default by cross-fitting, the served recipe checked on unseen docume
 * **Why the target is missed** (the exported panel only): :mod:`research.panels.gap` walks from the
   study's first quick check to the full validity rules one rule at a time (``gap``) and screens a learned
   candidate (``candidate``; not served).
-* **Export.** ``make calibrate`` exports the four-judge panel (:data:`EXPORTED_PANEL`) and all its sub-panels of
-  >= 2 members into the artifact (:func:`export_panel_fits`, the artifact's alpha grid); the full study is this
-  module's command only (57 panels x 4 criteria cost about a minute of CPU).
+* **Export.** ``make artifact`` exports the four-judge panel and all its sub-panels of >= 2 members into the
+  artifact (:mod:`offline.build.panels`, the artifact's alpha grid); the full study is this module's command only
+  (57 panels x 4 criteria cost about a minute of CPU).
 
-The panel's cell (items, verdicts, members' input kinds) lives in :mod:`offline.studies.panels.cells`. Writes
+The panel's cell (items, verdicts, members' input kinds) and its fit are the build's (:mod:`offline.build.panels`);
+the members on the panel's items live in :mod:`offline.studies.panels.cells`. Writes
 (:mod:`offline.studies.panels.report`) ``conformal/panels.json`` (:class:`offline.studies.panels.results.PanelStudy`),
 ``conformal/panels.md`` and ``conformal/panels_set_size.png``.
 """
@@ -40,27 +41,24 @@ from collections.abc import Callable, Iterable, Sequence
 import numpy as np
 
 from calibration.kinds.fit import KindFit, fit_kind
-from calibration.kinds.mean_panel import PANEL_INPUT_KIND, is_panel_family, panel_kind_data, panel_name
-from offline.studies.conformal.cell_data import JudgeCriterionData
+from calibration.kinds.mean_panel import is_panel_family, panel_name
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.panels import EXPORTED_PANEL, PanelCell, fit_panel, panel_cells
 from offline.studies.conformal.validity import (
-    ALPHA_GRID,
     DEFAULT_DELTA,
     HEADLINE_ALPHA,
     REPORT_ALPHAS,
     run_validity_study,
 )
-from offline.studies.panels.cells import PanelCell, member_kind_data, panel_cells
+from offline.studies.panels.cells import member_kind_data
 from offline.studies.panels.results import LeaveOneOut, MemberOnItems, PanelRow, PanelStudy
 
 __all__ = [
-    "EXPORTED_PANEL",
     "FIGURE_FILE",
     "JSON_FILE",
     "MARKDOWN_FILE",
     "STUDY_ALPHAS",
     "best_members",
-    "export_panel_fits",
-    "fit_panel",
     "members_on_items",
     "run_panel_study",
 ]
@@ -68,12 +66,6 @@ __all__ = [
 JSON_FILE = "conformal/panels.json"
 MARKDOWN_FILE = "conformal/panels.md"
 FIGURE_FILE = "conformal/panels_set_size.png"
-EXPORTED_PANEL: tuple[str, ...] = (
-    "gpt-3.5-turbo-0301",
-    "gpt-4o-mini-2024-07-18",
-    "llama-2-70b-chat",
-    "qwen2.5-72b-instruct",
-)
 STUDY_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20)
 
 RULES = {
@@ -85,48 +77,6 @@ RULES = {
     "its items, best input kind)",
     "ratio": "panel served_set_size / best member's served set size, both the recipe as served on unseen documents",
 }
-
-
-def fit_panel(cell: PanelCell, *, alphas: Sequence[float], n_splits: int, seed: int, delta: float | None) -> KindFit:
-    """:func:`calibration.kinds.fit.fit_kind` on the panel's mean verdicts, with the validity study's settings."""
-    data = panel_kind_data(cell.expected, cell.labels, cell.groups, cell.n_labels)
-    return fit_kind(
-        data,
-        alphas=alphas,
-        delta=delta,
-        headline_alpha=HEADLINE_ALPHA,
-        report_alphas=REPORT_ALPHAS,
-        n_splits=n_splits,
-        seed=seed,
-    )
-
-
-def export_panel_fits(
-    datasets: Sequence[JudgeCriterionData],
-    *,
-    members: Sequence[str] = EXPORTED_PANEL,
-    n_splits: int = 20,
-    seed: int = 0,
-    delta: float | None = DEFAULT_DELTA,
-    alphas: Sequence[float] = ALPHA_GRID,
-) -> dict[tuple[str, str, str, str], KindFit]:
-    """Fits of ``members``' panel and every sub-panel of >= 2 of them, per criterion, keyed for the artifact
-    (panel name, the members' inputs as prompt family, criterion, ``mean``); empty when a member is not in the
-    data."""
-    judges = {d.judge for d in datasets}
-    if not set(members) <= judges:
-        return {}
-    criteria = sorted({d.criterion for d in datasets if d.judge in members})
-    fits = {}
-    for size in range(2, len(members) + 1):
-        for subset in itertools.combinations(sorted(members), size):
-            for criterion in criteria:
-                cell = panel_cells(datasets, subset, criterion)
-                if cell is None or np.unique(cell.groups).size < 2:
-                    continue
-                fit = fit_panel(cell, alphas=alphas, n_splits=n_splits, seed=seed, delta=delta)
-                fits[(cell.name, cell.family, criterion, PANEL_INPUT_KIND)] = fit
-    return fits
 
 
 def members_on_items(

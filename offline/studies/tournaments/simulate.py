@@ -30,10 +30,10 @@ import msgspec
 import numpy as np
 
 from calibration.tournaments.tournament import Outcome
+from offline.build.cell_data import JudgeCriterionData
 from offline.collecting.targets import PAPER_N_DOCUMENTS, PAPER_SYSTEMS
 from offline.data.pairwise import canonical_pair
 from offline.data.summeval import CRITERIA, SummEvalItem
-from offline.studies.conformal.cell_data import JudgeCriterionData
 from offline.studies.tournaments.position_bias import PairwiseAnswer
 
 __all__ = [

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 
 from calibration.decisions.rule import decide
+from offline.build.export import DEFAULT_THRESHOLDS, replace_decision_rules
+from offline.build.rules import export_rules
 from offline.cli import main
-from offline.export import DEFAULT_THRESHOLDS, replace_decision_rules
 from offline.studies.decisions.cells import cell_kinds
-from offline.studies.decisions.study import export_rules
 
 
 def _write_labels(cell, path: Path) -> None:

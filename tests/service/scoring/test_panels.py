@@ -22,7 +22,7 @@ from artifact.thresholds import ThresholdIndex, save_artifact
 from calibration.conformal import prediction_set
 from calibration.kinds.mean_panel import expected_scores, panel_family, panel_kind_data, panel_means
 from calibration.kinds.verdicts import kind_inputs
-from offline.studies.conformal.cell_data import probability_row
+from offline.build.cell_data import probability_row
 from service.config.settings import Settings
 from service.judging.groups import PanelConfigError, load_panels
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs

@@ -10,8 +10,8 @@ import pytest
 from scipy import stats as scipy_stats
 
 from calibration.conformal import METHODS, coverage_by_group, fit_conformal, predict_sets, repeated_splits
+from offline.build.cell_data import SCORE_ONLY_METHODS
 from offline.report import write_summary
-from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS
 from offline.studies.conformal.rules import (
     ALPHAS,
     BIN_SLACK,

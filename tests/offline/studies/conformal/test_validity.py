@@ -12,7 +12,7 @@ from litestar.testing import TestClient
 from artifact.thresholds import ThresholdIndex, load_artifact, save_artifact
 from calibration.conformal import PROBABILITY_METHODS, prediction_set
 from calibration.kinds.verdicts import methods_for_kind, verdict_inputs
-from offline.export import OTHER_METHOD_ALPHAS, build_artifact
+from offline.build.export import OTHER_METHOD_ALPHAS, build_artifact
 from offline.studies.conformal.validity import ALPHA_GRID, run_validity_study
 from offline.studies.conformal.validity import markdown as validity_markdown
 from offline.validation.artifact import INPUTS, serve_cells, serve_item, validate_artifact_on
@@ -34,7 +34,7 @@ def datasets(recorded_cells):
 def two_cells(datasets):
     chosen = [d for d in datasets if (d.judge, d.criterion) in PICK]
     summary, fits = run_validity_study(chosen, n_splits=6, seed=0)
-    artifact = build_artifact(chosen, None, seed=0, data_hash="test", code_version="test", created_at="t", fits=fits)
+    artifact = build_artifact(data_hash="test", code_version="test", created_at="t", fits=fits)
     return chosen, summary, fits, artifact
 
 

@@ -14,13 +14,13 @@ import pytest
 from artifact.thresholds import encode_artifact, load_artifact
 from calibration.decisions.fit import DecisionData, fit_decision_rule
 from calibration.decisions.rule import MODES, decide, feature_of
-from offline.export import DEFAULT_THRESHOLDS, replace_decision_rules
+from offline.build.export import DEFAULT_THRESHOLDS, replace_decision_rules
+from offline.build.rules import export_rules
 from offline.studies.decisions.cells import cell_kinds, served
 from offline.studies.decisions.study import (
     EXPORT_ALPHAS,
     EXPORT_GATES,
     EXPORT_TOLERANCES,
-    export_rules,
     run_decision_study,
 )
 
@@ -113,9 +113,7 @@ def test_exported_rules_cover_every_cell_and_kind_and_validate(recorded_cells, t
 def test_shipped_decision_rules_equal_a_fresh_fit(recorded_cells) -> None:
     shipped = load_artifact(DEFAULT_THRESHOLDS)
     fresh = export_rules(list(recorded_cells))
-    assert shipped.decision_rules == fresh, (
-        "stale: run `python -m offline decisions --write-rules artifact/thresholds.json`"
-    )
+    assert shipped.decision_rules == fresh, "stale: run `python -m offline build` (make artifact)"
 
 
 def test_document_resampling_on_real_data_fails_at_most_delta(recorded_cells) -> None:

@@ -17,13 +17,13 @@ from calibration.conformal import prediction_set
 from calibration.kinds.verdicts import two_point_probabilities
 from offline.answers.ingest import ingest_recorded
 from offline.answers.store import AnswerStore
+from offline.build.cell_data import cell_data_from_store
+from offline.build.export import build_artifact
 from offline.data.errors import DataError
 from offline.data.judges import load_judges
 from offline.data.summeval import load_summeval
-from offline.export import build_artifact
 from offline.pipeline import ingest_summary
 from offline.report.index import unusable_judges
-from offline.studies.conformal.cell_data import cell_data_from_store
 from offline.studies.conformal.validity import kind_data, run_validity_study
 from service.config.settings import Settings
 from service.http.app import create_app
@@ -86,7 +86,7 @@ def test_mean_rows_flow_into_a_mean_kind_cell_and_are_served(mean_dir: Path, tmp
         "learned_lac",
         "label_conditional",
     }
-    artifact = build_artifact([data], None, seed=0, data_hash="t", code_version="t", created_at="t", fits=fits)
+    artifact = build_artifact(data_hash="t", code_version="t", created_at="t", fits=fits)
     path = tmp_path / "thresholds.json"
     save_artifact(artifact, path)
     index = ThresholdIndex(artifact)

@@ -1,4 +1,4 @@
-"""offline.studies.factuality.faithfulness and factuality_llm on real FRANK rows: target/split pairing, store reading,
+"""offline.build.factuality.faithfulness and factuality_llm on real FRANK rows: target/split pairing, store reading,
 test-split figures, defaults by the SummEval rule, and the factuality part writing nothing without answers."""
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS, evaluate_sets, predict_sets
 from offline.answers.records import AnswerRecord
 from offline.answers.store import AnswerStore
+from offline.build.cell_data import SCORE_ONLY_METHODS
+from offline.build.cell_figures import choose_default
+from offline.build.factuality.answers import FactualityAnswer, factuality_answers_from_store, faithfulness_target
+from offline.build.factuality.faithfulness import faithfulness_data, run_faithfulness_study
 from offline.data.frank import Frank, FrankDataError, load_frank
 from offline.pipeline_factuality import calibrate_factuality
 from offline.report.index import NO_LLM_FACTUALITY
-from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS
-from offline.studies.conformal.cells import choose_default
 from offline.studies.conformal.rules import ALPHAS
-from offline.studies.factuality.faithfulness import faithfulness_data, run_faithfulness_study
-from offline.studies.factuality.llm import FactualityAnswer, factuality_answers_from_store
-from offline.studies.factuality.study import faithfulness_target
 
 
 @pytest.fixture(scope="module")

@@ -28,13 +28,13 @@ from calibration.conformal import METHODS, prediction_set
 from judges.factuality.methods import QAFactuality, judge_score_from_qa, normalize_answer
 from judges.prompts.untrusted import neutralise
 from offline.answers.store import AnswerStore
+from offline.build.cell_data import SCORE_ONLY_METHODS
+from offline.build.factuality.answers import faithfulness_target
 from offline.cli import main
 from offline.collecting.targets import frank_targets
 from offline.data.frank import CATEGORY_COLUMNS, Frank, load_frank
 from offline.pipeline_factuality import FactualityResult, calibrate_factuality
-from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS
 from offline.studies.conformal.rules import ALPHAS
-from offline.studies.factuality.study import faithfulness_target
 from service.config.settings import Settings
 from service.http.app import create_app
 from tests.conftest import REPO_ROOT

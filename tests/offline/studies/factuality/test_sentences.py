@@ -17,27 +17,24 @@ from judges.factuality.sentence_check import split_sentences
 from judges.factuality.sentence_parse import parse_sentence_verdicts
 from offline.answers.records import AnswerRecord
 from offline.answers.store import AnswerStore
+from offline.build.factuality.faithfulness import faithfulness_data, run_faithfulness_study
+from offline.build.factuality.sentences import (
+    ingest_sentences,
+    item_score,
+    judge_score_of,
+    sentence_answers_from_store,
+)
+from offline.build.factuality.validity import sentence_fits, without_prompt_family
 from offline.collecting.run import collect
 from offline.collecting.targets import frank_targets
 from offline.data.errors import DataError
 from offline.data.finesure import FINESURE_DIR, RecordedFactCheck, load_finesure
 from offline.data.frank import Frank, load_frank
 from offline.report import build_report
-from offline.studies.factuality.faithfulness import faithfulness_data, run_faithfulness_study
 from offline.studies.factuality.sentences import JSON_FILE, MARKDOWN_FILE, run_sentence_study
 from offline.studies.factuality.sentences_report import write_sentence_study
 from offline.studies.factuality.sentences_results import SentenceStudySummary
-from offline.studies.factuality.sentences_store import (
-    ingest_sentences,
-    item_score,
-    judge_score_of,
-    sentence_answers_from_store,
-)
-from offline.studies.factuality.sentences_validity import (
-    sentence_validity,
-    without_prompt_family,
-    write_sentence_validity,
-)
+from offline.studies.factuality.sentences_validity import sentence_validity, write_sentence_validity
 from tests.fakes.judge_server import JudgeServer
 
 JUDGES = 8
@@ -247,7 +244,8 @@ def test_sentence_cells_are_calibrated_by_article_for_the_artifact(
     with AnswerStore(":memory:") as store:
         ingest_sentences(store, checks)
         answers = sentence_answers_from_store(store, frank.items)
-    validity, fits = sentence_validity(frank.items, answers, n_splits=2, seed=0, delta=0.05)
+    fits = sentence_fits(frank.items, answers, n_splits=2, seed=0, delta=0.05)
+    validity = sentence_validity(fits, n_splits=2, seed=0, delta=0.05)
     assert {(c.judge, c.prompt_family, c.criterion, c.kind) for c in validity.cells} == set(fits)
     assert {key[1:] for key in fits} == {("factuality_sentences", "faithfulness", "score")} and len(fits) == JUDGES
     hashes = {item.item_id: item.hash for item in frank.items}

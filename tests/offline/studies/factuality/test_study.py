@@ -14,6 +14,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from calibration.errors import ScoreOutOfRangeError, UnknownMethodError
+from offline.build.factuality.answers import calibration_split, faithfulness_target
 from offline.data.frank import CATEGORY_COLUMNS, Frank, FrankDataError, FrankItem, baseline_scores, load_frank
 from offline.studies.factuality.report import (
     baselines_json,
@@ -24,10 +25,8 @@ from offline.studies.factuality.report import (
 from offline.studies.factuality.study import (
     FactualityTables,
     baseline_tables,
-    calibration_split,
     correlation_cell,
     factuality_tables,
-    faithfulness_target,
     llm_tables,
 )
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from artifact.thresholds import load_artifact
-from offline.export import DEFAULT_THRESHOLDS
+from offline.build.export import DEFAULT_THRESHOLDS
 from offline.studies.monitoring.scenarios import by_systems, shifted, swapped
 from offline.studies.monitoring.served import ServedLevels, serve_outcomes, watched_guarantees
 from offline.validation.artifact import validate_artifact_on

@@ -13,8 +13,8 @@ import pytest
 from scipy.optimize import minimize_scalar
 
 from artifact.thresholds import load_artifact
+from offline.build.export import DEFAULT_THRESHOLDS
 from offline.cli import main
-from offline.export import DEFAULT_THRESHOLDS
 from offline.studies.monitoring.checks import HEADLINE_TARGET
 from offline.studies.monitoring.report import MonitoringReport, write_monitoring_report
 from offline.studies.monitoring.streams import information_labels, stream_orders

@@ -14,13 +14,14 @@ from artifact.pairwise import DEFAULT_PATH, decode_pairwise_artifact, encode_pai
 from calibration.decisions.pairwise import DEFAULT_LEVELS, accepted
 from calibration.decisions.pairwise_expected import expected_threshold
 from calibration.kinds.heldout import group_splits
+from offline.build.pairwise import ALPHAS, DELTA, export_pairwise_artifact
+from offline.build.pairwise_tables import PANEL, arena_pairs, sources, vicuna80_pairs
 from offline.cli import main
 from offline.data.arena_ppr import load_arena_ppr
 from offline.data.errors import DataError
 from offline.data.vicuna80 import load_vicuna80
 from offline.studies.pairwise_decisions.modes import mode_check, mode_rows, rule_seed
-from offline.studies.pairwise_decisions.study import ALPHAS, DELTA, export_pairwise_artifact, run_pairwise_decisions
-from offline.studies.pairwise_decisions.tables import PANEL, arena_pairs, sources, vicuna80_pairs
+from offline.studies.pairwise_decisions.study import run_pairwise_decisions
 
 
 @pytest.fixture(scope="module")
@@ -220,7 +221,7 @@ def test_export_artifact_round_trips_and_leaves_panels_out(vicuna, arena) -> Non
     assert shipped.entries == artifact.entries
 
 
-def test_cli_writes_json_figure_and_artifact(tmp_path: Path, data_dir: Path, capsys) -> None:
+def test_cli_writes_json_and_figure_and_no_artifact(tmp_path: Path, data_dir: Path, capsys) -> None:
     code = main(
         [
             "pairwise-decisions",
@@ -233,8 +234,6 @@ def test_cli_writes_json_figure_and_artifact(tmp_path: Path, data_dir: Path, cap
             "--draws",
             "0",
             "--no-progress",
-            "--export",
-            str(tmp_path / "pd.json"),
         ]
     )
     assert code == 0
@@ -245,7 +244,10 @@ def test_cli_writes_json_figure_and_artifact(tmp_path: Path, data_dir: Path, cap
     summary = json.loads((tmp_path / "pairwise_decisions" / "summary.json").read_text())
     assert summary["n_splits"] == 2 and summary["rows"] and summary["modes"]
     assert (tmp_path / "pairwise_decisions" / "accept_vs_agreement.png").read_bytes()[:4] == b"\x89PNG"
-    decode_pairwise_artifact((tmp_path / "pd.json").read_bytes())
+    # the study reads the build's rules and never writes the artifact (offline.build.pairwise does): no --export
+    with pytest.raises(SystemExit) as refused:
+        main(["pairwise-decisions", "--out", str(tmp_path), "--export", str(tmp_path / "pd.json")])
+    assert refused.value.code == 2 and not (tmp_path / "pd.json").exists()
 
 
 def test_cli_refuses_bad_arguments(tmp_path: Path, data_dir: Path) -> None:

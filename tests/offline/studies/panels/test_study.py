@@ -9,10 +9,10 @@ import numpy as np
 import pytest
 
 from calibration.kinds.mean_panel import expected_scores
-from offline.studies.conformal.cell_data import JudgeCriterionData
-from offline.studies.panels.cells import panel_cells
+from offline.build.cell_data import JudgeCriterionData
+from offline.build.panels import export_panel_fits, panel_cells
 from offline.studies.panels.report import write_panel_study
-from offline.studies.panels.study import export_panel_fits, run_panel_study
+from offline.studies.panels.study import run_panel_study
 
 N_DOCS, PER_DOC = 30, 8
 
@@ -142,7 +142,7 @@ def recorded(recorded_cells: tuple[JudgeCriterionData, ...]) -> list[JudgeCriter
 def test_the_issues_panel_keeps_coverage_on_unseen_documents(recorded: list[JudgeCriterionData]) -> None:
     """Real SummEval: the panel {gpt-4o-mini, qwen2.5-72b, gpt-3.5, llama-2-70b} at alpha 0.10, served recipe on
     unseen documents >= 1 - alpha - 0.01, and its default covers >= 1 - alpha - 0.05 within every human label."""
-    from offline.studies.panels.study import EXPORTED_PANEL, fit_panel
+    from offline.build.panels import EXPORTED_PANEL, fit_panel
 
     for criterion in ("coherence", "consistency", "fluency", "relevance"):
         cell = panel_cells(recorded, EXPORTED_PANEL, criterion)

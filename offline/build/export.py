@@ -1,18 +1,17 @@
-"""Studies -> the thresholds artifact the service loads (``artifact/thresholds.json`` by default).
+"""The build's fits -> the thresholds artifact the service loads (``artifact/thresholds.json`` by default).
 
 Rules, stated once:
 
-* **Entries** (``make calibrate``): from the validity study (:mod:`offline.studies.conformal.validity`), one per (judge,
-  prompt family, criterion, input kind, method, alpha), fitted on *all* labelled items of that cell as verdicts
-  of that kind (PAC thresholds at the study's delta, recorded in each predictor), with held-out figures by
-  document; the default method of a (cell, kind) at every level of the 0.01-0.30 grid, the other methods at
-  ``OTHER_METHOD_ALPHAS``; one default per (cell, kind). Without the validity fits (``fits`` None), the
-  item-level study's cells are exported with kinds derived from their methods (the older rule).
+* **Entries** (``make artifact``): from the fits per input kind (:mod:`offline.build.kinds`, the panels of
+  :mod:`offline.build.panels`, the sentence fact-checks of :mod:`offline.build.factuality.validity`), one per
+  (judge, prompt family, criterion, input kind, method, alpha, guarantee mode), fitted on *all* labelled items of
+  that cell as verdicts of that kind, with held-out figures by document; the default method of a (cell, kind) at
+  every level of the 0.01-0.30 grid, the other methods at ``OTHER_METHOD_ALPHAS``; one default per (cell, kind).
 * **Randomness.** Every fit draws from ``numpy.random.default_rng(seed)`` (``learned_lac``: which half of the
   items fits the matrix; ``aps_randomized``: calibration uniforms).
-* **Beside each entry**: the study's held-out mean coverage, its std, mean set size, number of splits and the
+* **Beside each entry**: the fit's held-out mean coverage, its std, mean set size, number of splits and the
   lowest coverage within a judge-score bin (``min_bin_coverage``).
-* **Faithfulness** (only when LLM factuality answers were collected; :mod:`offline.studies.factuality.faithfulness`):
+* **Faithfulness** (only when LLM factuality answers were collected; :mod:`offline.build.factuality.faithfulness`):
   one entry per (judge, ``factuality_direct`` | ``factuality_qa``, ``faithfulness``, method, alpha), the predictor
   fitted on FRANK's valid split; its held-out figures are the FRANK test split's (``n_splits = 1``,
   ``heldout_coverage_std`` null: one split has no spread); the default per cell is the faithfulness study's (the
@@ -20,7 +19,7 @@ Rules, stated once:
   uncalibrated.
 * **Decision rules** (``decision_rules``): one certified accept/escalate rule per (judge, prompt family, criterion,
   input kind) of the recorded SummEval judges, fitted on all their labelled items by
-  :func:`offline.studies.decisions.study.export_rules` (document-level bound, tolerances 1-2, accept_alpha 0.05 / 0.10 /
+  :func:`offline.build.rules.export_rules` (document-level bound, tolerances 1-2, accept_alpha 0.05 / 0.10 /
   0.20, quality gates tau 3 and 4, delta 0.05). :func:`replace_decision_rules` swaps only that list in an existing
   artifact (every other byte of the file is re-encoded unchanged: msgspec writes back the floats it read).
 * **Provenance.** ``created_at`` ISO-8601 UTC; ``code_version`` = package version, plus ``+g<git short hash>``
@@ -42,9 +41,8 @@ from importlib import metadata
 from pathlib import Path
 
 import msgspec
-import numpy as np
 
-from artifact.kinds import OTHER_METHOD_ALPHAS, ModeFits, kind_entries  # shared with the service's jobs
+from artifact.kinds import OTHER_METHOD_ALPHAS, FitKey, ModeFits, kind_entries  # shared with the service's jobs
 from artifact.thresholds import (
     FORMAT_VERSION,
     DefaultMethod,
@@ -53,14 +51,11 @@ from artifact.thresholds import (
     load_artifact,
     save_artifact,
 )
-from calibration.conformal import fit_conformal
 from calibration.decisions.rule import DecisionRule
 from calibration.kinds.fit import KindFit
 from calibration.per_label.rule import LabelRule
-from offline.artifact_stability import UNCOMMITTED, save_unless_unmoved
-from offline.studies.conformal.cell_data import JudgeCriterionData, methods_for
-from offline.studies.conformal.results import ConformalSummary
-from offline.studies.factuality.faithfulness import FaithfulnessStudy
+from offline.build.artifact_stability import UNCOMMITTED, save_unless_unmoved
+from offline.build.factuality.faithfulness import FaithfulnessStudy
 
 __all__ = [
     "DEFAULT_THRESHOLDS",
@@ -75,7 +70,7 @@ __all__ = [
     "replace_decision_rules",
 ]
 
-DEFAULT_THRESHOLDS = Path(__file__).resolve().parents[1] / "artifact" / "thresholds.json"
+DEFAULT_THRESHOLDS = Path(__file__).resolve().parents[2] / "artifact" / "thresholds.json"
 PACKAGE = "conformal-judge"
 
 
@@ -108,7 +103,7 @@ def _git(*args: str, cwd: Path | None = None) -> str | None:
     try:
         result = subprocess.run(
             ["git", *args],
-            cwd=cwd or Path(__file__).resolve().parents[1],
+            cwd=cwd or Path(__file__).resolve().parents[2],
             capture_output=True,
             text=True,
             timeout=10,
@@ -166,81 +161,24 @@ def faithfulness_entries(study: FaithfulnessStudy) -> tuple[list[ThresholdEntry]
 
 
 def build_artifact(
-    datasets: Sequence[JudgeCriterionData],
-    summary: ConformalSummary | None,
     *,
-    seed: int,
+    fits: Mapping[FitKey, ModeFits] | None,
     data_hash: str,
     code_version: str,
     created_at: str | None = None,
     source: str = "",
     faithfulness: FaithfulnessStudy | None = None,
-    fits: Mapping[tuple[str, str, str, str], ModeFits] | None = None,
     decision_rules: Sequence[DecisionRule] = (),
     label_rules: Sequence[LabelRule] = (),
 ) -> ThresholdsArtifact:
-    """The artifact: with ``fits`` (the validity study's), its entries and defaults per input kind; else every
-    (judge, family, criterion, method, alpha) of the item-level study fitted on all items (entries whose kind is
-    derived from the method). Then the faithfulness entries when given (module rules). ``summary`` and ``fits``
-    None export no SummEval entries."""
-    if fits is not None:
-        entries, defaults = kind_entries(fits)
-        scale = max((e.fitted.n_labels for e in entries), default=5)
-        return _artifact(
-            entries,
-            defaults,
-            faithfulness,
-            scale=scale,
-            data_hash=data_hash,
-            code_version=code_version,
-            created_at=created_at,
-            source=source,
-            decision_rules=decision_rules,
-            label_rules=label_rules,
-        )
-    entries = []
-    if summary is not None:
-        for data in datasets:
-            for method in methods_for(data):
-                for alpha in summary.alphas:
-                    cell = summary.cell(data.judge, data.criterion, method, alpha)
-                    if cell is None:
-                        continue
-                    fitted = fit_conformal(
-                        method,
-                        alpha,
-                        data.labels,
-                        judge_scores=data.judge_scores,
-                        probabilities=data.probabilities,
-                        rng=np.random.default_rng(seed),
-                        n_labels=data.n_labels,
-                    )
-                    entries.append(
-                        ThresholdEntry(
-                            judge=data.judge,
-                            prompt_family=data.prompt_family,
-                            criterion=data.criterion,
-                            method=method,
-                            alpha=float(alpha),
-                            fitted=fitted,
-                            heldout_coverage=cell.coverage,
-                            heldout_coverage_std=cell.coverage_std,
-                            heldout_set_size=cell.set_size,
-                            n_splits=cell.n_splits,
-                            min_bin_coverage=cell.min_bin_coverage,
-                        )
-                    )
-    defaults = [
-        DefaultMethod(
-            judge=d.judge, prompt_family=d.prompt_family, criterion=d.criterion, method=d.method, reason=d.reason
-        )
-        for d in (summary.default_methods if summary is not None else ())
-    ]
+    """The artifact: the entries and defaults per input kind of ``fits`` (none when None), then the faithfulness
+    entries when given (module rules)."""
+    entries, defaults = kind_entries(fits) if fits is not None else ([], [])
     return _artifact(
         entries,
         defaults,
         faithfulness,
-        scale=max((d.n_labels for d in datasets), default=5),
+        scale=max((e.fitted.n_labels for e in entries), default=5),
         data_hash=data_hash,
         code_version=code_version,
         created_at=created_at,
@@ -286,11 +224,10 @@ def _fits_of(value: ModeFits) -> tuple[KindFit, ...]:
 
 
 def _source(
-    summary: ConformalSummary | None,
     faithfulness: FaithfulnessStudy | None,
     seed: int,
     store: Path | None,
-    fits: Mapping[tuple[str, str, str, str], ModeFits] | None = None,
+    fits: Mapping[FitKey, ModeFits] | None = None,
     delta: float | None = None,
 ) -> str:
     parts = []
@@ -308,11 +245,6 @@ def _source(
             f"{rule}, fitted on all labelled items with seed {seed}; held-out figures from {n_splits} "
             "splits by document; defaults chosen by cross-fitting by document"
         )
-    elif summary is not None:
-        parts.append(
-            f"recorded SummEval judges, y* = rounded expert mean, fitted on all labelled items with seed "
-            f"{seed}; held-out figures from {summary.n_splits} seeded 50/50 splits"
-        )
     if faithfulness is not None and faithfulness.summary.cells:
         judges = sorted({(c.judge, c.prompt_family) for c in faithfulness.summary.cells})
         label = faithfulness.summary.label
@@ -326,36 +258,31 @@ def _source(
 
 
 def export_thresholds(
-    datasets: Sequence[JudgeCriterionData],
-    summary: ConformalSummary | None,
     *,
+    fits: Mapping[FitKey, ModeFits] | None,
     data_dir: Path,
     path: Path,
     seed: int,
     faithfulness: FaithfulnessStudy | None = None,
     store: Path | None = None,
-    fits: Mapping[tuple[str, str, str, str], ModeFits] | None = None,
     delta: float | None = None,
     decision_rules: Sequence[DecisionRule] = (),
     label_rules: Sequence[LabelRule] = (),
 ) -> ThresholdsArtifact:
     """Build the artifact (provenance from ``data_dir`` and the checkout) and save it atomically at ``path``,
-    unless the file there already holds it within 1e-12 (``offline.artifact_stability``); returns what is there.
+    unless the file there already holds it within 1e-12 (``offline.build.artifact_stability``); returns what is
+    there.
 
-    ``summary`` None: SummEval is not exported (the factuality-only run); ``fits`` (the validity study's) give
-    the SummEval entries per input kind; ``faithfulness`` adds its entries.
+    ``fits`` None: SummEval is not exported (the factuality-only run); ``faithfulness`` adds its entries.
     """
     has_faithfulness = faithfulness is not None and bool(faithfulness.summary.cells)
-    files = data_files(data_dir, summeval=summary is not None, frank=has_faithfulness)
+    files = data_files(data_dir, summeval=fits is not None, frank=has_faithfulness)
     artifact = build_artifact(
-        datasets,
-        summary,
-        seed=seed,
+        fits=fits,
         data_hash=data_hash(files, Path(data_dir)),
         code_version=code_version(),
-        source=_source(summary, faithfulness, seed, store, fits, delta),
+        source=_source(faithfulness, seed, store, fits, delta),
         faithfulness=faithfulness,
-        fits=fits,
         decision_rules=decision_rules,
         label_rules=label_rules,
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-import offline.export as export
+import offline.build.export as export
 from artifact.thresholds import ThresholdsArtifact, load_artifact, save_artifact
 
 
@@ -38,7 +38,7 @@ def tracked(tmp_path: Path) -> Path:
 def _export(monkeypatch: pytest.MonkeyPatch, fresh: ThresholdsArtifact, path: Path) -> ThresholdsArtifact:
     """``export_thresholds`` with the studies' artifact replaced by ``fresh`` (the fit itself is tested elsewhere)."""
     monkeypatch.setattr(export, "build_artifact", lambda *args, **kwargs: fresh)
-    return export.export_thresholds([], None, data_dir=path.parent, path=path, seed=0)
+    return export.export_thresholds(fits=None, data_dir=path.parent, path=path, seed=0)
 
 
 def test_last_bit_noise_does_not_rewrite_the_tracked_artifact(monkeypatch, tracked: Path):

@@ -1,7 +1,11 @@
-"""One cell of the conformal study: its figures from a split study, and the default method among its cells.
+"""One fitted cell's held-out figures from a split study, and the default method among a cell's methods.
 
-The rules (valid coverage, coverage within bins, width-error, the default method) are those of
-:mod:`offline.studies.conformal.study`, with their constants in :mod:`offline.studies.conformal.rules`.
+The item-level conformal study (:mod:`offline.studies.conformal.study`) and the faithfulness fits the artifact
+carries (:mod:`offline.build.factuality.faithfulness`) share these rules: valid coverage (mean coverage >=
+1 - alpha - ``COVERAGE_SLACK``), coverage within judge-score and human-label bins (bins with >= ``MIN_BIN_ITEMS``
+test items count; kept when both minima are >= 1 - alpha - ``BIN_SLACK``), the width-error Spearman, and the
+default method at ``HEADLINE_ALPHA`` (smallest mean set size among the methods that pass both, else
+``PAPER_METHOD``). The slacks are the method selection's (:mod:`calibration.kinds.selection`), stated once.
 """
 
 from __future__ import annotations
@@ -14,12 +18,27 @@ import numpy as np
 
 from calibration.conformal import METHODS, SplitStudy
 from calibration.errors import CalibrationError
+from calibration.kinds.selection import BIN_SLACK, COVERAGE_SLACK
 from calibration.stats import spearman
-from offline.studies.conformal.cell_data import N_LABELS, JudgeCriterionData
-from offline.studies.conformal.results import BinCoverage, CellResult, CorrelationResult, DefaultChoice, ReliabilityBin
-from offline.studies.conformal.rules import BIN_SLACK, COVERAGE_SLACK, HEADLINE_ALPHA, MIN_BIN_ITEMS, PAPER_METHOD
+from offline.build.cell_data import N_LABELS, JudgeCriterionData
+from offline.build.cell_results import BinCoverage, CellResult, CorrelationResult, DefaultChoice, ReliabilityBin
 
-__all__ = ["WidthError", "cell_result", "choose_default", "correlate", "reliability_bins"]
+__all__ = [
+    "BIN_SLACK",
+    "COVERAGE_SLACK",
+    "HEADLINE_ALPHA",
+    "MIN_BIN_ITEMS",
+    "PAPER_METHOD",
+    "WidthError",
+    "cell_result",
+    "choose_default",
+    "correlate",
+    "reliability_bins",
+]
+
+PAPER_METHOD = "residual"
+HEADLINE_ALPHA = 0.10
+MIN_BIN_ITEMS = 20
 
 
 def correlate(x: np.ndarray, y: np.ndarray) -> CorrelationResult:

@@ -1,4 +1,4 @@
-"""Export: thresholds fitted on all items, written, loaded back, giving identical prediction sets."""
+"""Export: the build's fits (both modes, per input kind), written, loaded back, giving identical prediction sets."""
 
 from __future__ import annotations
 
@@ -13,28 +13,51 @@ import pytest
 
 from artifact.thresholds import ThresholdIndex, load_artifact
 from calibration.conformal import METHODS, PROBABILITY_METHODS, predict_sets, prediction_set
-from offline.export import DEFAULT_THRESHOLDS, build_artifact, code_version, data_files, data_hash, export_thresholds
-from offline.studies.conformal.cell_data import SCORE_ONLY_METHODS
-from offline.studies.conformal.rules import ALPHAS
-from offline.studies.conformal.study import run_conformal_study
-from offline.studies.conformal.validity import ALPHA_GRID
+from calibration.kinds.verdicts import kind_inputs
+from offline.build.cell_data import SCORE_ONLY_METHODS
+from offline.build.export import (
+    DEFAULT_THRESHOLDS,
+    build_artifact,
+    code_version,
+    data_files,
+    data_hash,
+    export_thresholds,
+)
+from offline.build.kinds import fit_kinds
+from offline.build.modes import ALPHA_GRID, TABLE_ALPHAS, both_modes
 
 SEED = 3
+# one judge with log-probs (score and probabilities kinds) and one without, on one criterion: enough for the round
+# trip; the shipped cells are checked against a fresh fit in test_shipped_artifact.py
+PICK = {("gpt-4o-mini-2024-07-18", "fluency"), ("llama-2-13b-chat", "fluency")}
 
 
 @pytest.fixture(scope="module")
 def datasets(recorded_cells):
-    """The recorded judges' cells, ingested once per session (tests/recorded_fixtures.py)."""
-    return list(recorded_cells)
+    """Two recorded cells, ingested once per session (tests/recorded_fixtures.py)."""
+    chosen = [d for d in recorded_cells if (d.judge, d.criterion) in PICK]
+    assert len(chosen) == len(PICK)
+    return chosen
+
+
+def _fits(datasets, seed: int) -> dict:
+    return both_modes(lambda delta: fit_kinds(datasets, n_splits=2, seed=seed, delta=delta))
 
 
 @pytest.fixture(scope="module")
 def exported(datasets, data_dir: Path, tmp_path_factory: pytest.TempPathFactory):
-    """(in-memory artifact, loaded artifact, study) — the study with 2 splits is enough for the round trip."""
-    summary = run_conformal_study(datasets, n_splits=2, seed=SEED)
+    """(in-memory artifact, loaded artifact, fits) — 2 splits are enough for the round trip."""
+    fits = _fits(datasets, SEED)
     path = tmp_path_factory.mktemp("export") / "thresholds.json"
-    artifact = export_thresholds(datasets, summary, data_dir=data_dir, path=path, seed=SEED)
-    return artifact, load_artifact(path), summary
+    artifact = export_thresholds(fits=fits, data_dir=data_dir, path=path, seed=SEED)
+    return artifact, load_artifact(path), fits
+
+
+def _inputs(entry, data) -> dict:
+    scores, probabilities = kind_inputs(
+        entry.input_kind, data.n_labels, judge_scores=data.judge_scores, probabilities=data.probabilities
+    )
+    return {"judge_scores": scores, "probabilities": probabilities}
 
 
 def test_round_trip_gives_identical_prediction_sets_for_every_entry(exported, datasets) -> None:
@@ -44,7 +67,7 @@ def test_round_trip_gives_identical_prediction_sets_for_every_entry(exported, da
     methods_seen = set()
     for written, read in zip(artifact.entries, loaded.entries, strict=True):
         data = by_key[written.judge, written.prompt_family, written.criterion]
-        inputs = {"judge_scores": data.judge_scores, "probabilities": data.probabilities}
+        inputs = _inputs(written, data)
         before = predict_sets(written.fitted, rng=np.random.default_rng(1), **inputs)
         after = predict_sets(read.fitted, rng=np.random.default_rng(1), **inputs)
         assert np.array_equal(before, after), written.key
@@ -52,33 +75,35 @@ def test_round_trip_gives_identical_prediction_sets_for_every_entry(exported, da
         if written.method != "aps_randomized" and abs(written.alpha - 0.1) < 1e-9:
             # The service's single-item path on the loaded artifact agrees with the fitted predictor.
             for i in range(0, data.labels.size, 97):
-                probs = None if data.probabilities is None else data.probabilities[i].tolist()
-                labels = prediction_set(read.fitted, judge_score=int(data.judge_scores[i]), probabilities=probs)
+                probabilities = inputs["probabilities"]
+                probs = None if probabilities is None else probabilities[i].tolist()
+                labels = prediction_set(read.fitted, judge_score=int(inputs["judge_scores"][i]), probabilities=probs)
                 assert labels == tuple(int(k) + 1 for k in np.flatnonzero(before[i]))
     assert methods_seen == set(METHODS)
 
 
-def test_entries_are_fitted_on_all_items_with_study_figures(exported, datasets) -> None:
-    artifact, _, summary = exported
-    n_probability = sum(d.probabilities is not None for d in datasets)
-    per_cell = n_probability * len(METHODS) + (len(datasets) - n_probability) * len(SCORE_ONLY_METHODS)
-    assert len(artifact.entries) == per_cell * len(ALPHAS)
+def test_entries_are_fitted_on_all_items_in_both_modes_with_heldout_figures(exported, datasets) -> None:
+    artifact, _, fits = exported
     sizes = {(d.judge, d.criterion): d.labels.size for d in datasets}
+    assert {e.mode for e in artifact.entries} == {"pac", "expected"}
     for entry in artifact.entries:
-        n = sizes[entry.judge, entry.criterion]
-        assert entry.fitted.n_cal + entry.fitted.n_model_fit == n
+        assert entry.fitted.n_cal + entry.fitted.n_model_fit == sizes[entry.judge, entry.criterion]
         if entry.method == "learned_lac":
             matrix = np.array(entry.fitted.learned_matrix)
             assert matrix.shape == (5, 5) and np.allclose(matrix.sum(axis=1), 1)
-        cell = summary.cell(entry.judge, entry.criterion, entry.method, entry.alpha)
-        assert (entry.heldout_coverage, entry.heldout_set_size, entry.n_splits) == (cell.coverage, cell.set_size, 2)
-        assert entry.heldout_coverage_std == cell.coverage_std and entry.min_bin_coverage == cell.min_bin_coverage
+        assert entry.n_splits == 2 and entry.heldout_coverage is not None
         if entry.judge.startswith("llama"):
-            assert entry.method not in PROBABILITY_METHODS
+            assert entry.method not in PROBABILITY_METHODS and entry.input_kind == "score"
     index = ThresholdIndex(artifact)
-    for d in datasets:
-        assert index.default_method(d.judge, d.prompt_family, d.criterion) is not None
+    for judge, family, criterion, kind in fits:
+        default = index.default_method(judge, family, criterion, kind)
+        assert default is not None
+        assert index.alphas(judge, family, criterion, default, kind) == list(ALPHA_GRID)
+        others = set(index.methods(judge, family, criterion, kind)) - {default}
+        for method in others:
+            assert index.alphas(judge, family, criterion, method, kind) == list(TABLE_ALPHAS)
     assert all(default.reason for default in artifact.default_methods)
+    assert {m for d in datasets for m in SCORE_ONLY_METHODS} <= {e.method for e in artifact.entries}
 
 
 def test_provenance(exported, data_dir: Path) -> None:
@@ -100,13 +125,16 @@ def test_provenance(exported, data_dir: Path) -> None:
 
 
 def test_build_is_deterministic_for_a_seed(datasets, exported) -> None:
-    _, _, summary = exported
-    subset = [d for d in datasets if d.criterion == "fluency"]
-    first = build_artifact(subset, summary, seed=SEED, data_hash="x", code_version="v", created_at="t")
-    second = build_artifact(subset, summary, seed=SEED, data_hash="x", code_version="v", created_at="t")
-    other = build_artifact(subset, summary, seed=SEED + 1, data_hash="x", code_version="v", created_at="t")
+    _, _, fits = exported
+    first = build_artifact(fits=fits, data_hash="x", code_version="v", created_at="t")
+    second = build_artifact(fits=_fits(datasets, SEED), data_hash="x", code_version="v", created_at="t")
+    other = build_artifact(fits=_fits(datasets, SEED + 1), data_hash="x", code_version="v", created_at="t")
     assert first == second
-    assert [e.fitted.learned_matrix for e in first.entries] != [e.fitted.learned_matrix for e in other.entries]
+
+    def matrices(artifact):
+        return [e.fitted.learned_matrix for e in artifact.entries if e.method == "learned_lac"]
+
+    assert matrices(first) and matrices(first) != matrices(other)
 
 
 def test_shipped_artifact_loads_and_covers_every_cell() -> None:

@@ -17,8 +17,9 @@ import msgspec
 import pytest
 
 from artifact.thresholds import load_artifact
-from offline.export import DEFAULT_THRESHOLDS, build_artifact
-from offline.studies.conformal.validity import DEFAULT_DELTA, run_validity_study
+from offline.build.export import DEFAULT_THRESHOLDS, build_artifact
+from offline.build.kinds import fit_kinds
+from offline.build.modes import DEFAULT_DELTA, both_modes
 
 TOLERANCE = 1e-12
 CHECKED_JUDGES = {"gpt-4o-mini-2024-07-18", "llama-2-13b-chat"}  # refitted below
@@ -50,15 +51,13 @@ def shipped():
 
 def test_shipped_summeval_cells_equal_a_fresh_fit(shipped, recorded_cells):
     datasets = list(recorded_cells)  # recorded_datasets(data_dir), once per session (tests/recorded_fixtures.py)
-    # both guarantee modes, as `make calibrate` fits them (offline.pipeline), on the cells of two judges (one with
+    # both guarantee modes, as `make calibrate` fits them (offline.build.build), on the cells of two judges (one with
     # log-probs, one without): a cell's fit depends on its own data and the seed only, and any code change that
     # moves a threshold moves these cells' too; fitting all 32 cells twice took minutes
     checked = [d for d in datasets if d.judge in CHECKED_JUDGES]
     assert {d.judge for d in checked} == CHECKED_JUDGES
-    _, pac = run_validity_study(checked, n_splits=20, seed=0, delta=DEFAULT_DELTA)
-    _, expected = run_validity_study(checked, n_splits=20, seed=0, delta=None)
-    fits = {key: (fit, expected[key]) for key, fit in pac.items()}
-    fresh = build_artifact(checked, None, seed=0, data_hash="x", code_version="x", created_at="x", fits=fits)
+    fits = both_modes(lambda delta: fit_kinds(checked, n_splits=20, seed=0, delta=delta), DEFAULT_DELTA)
+    fresh = build_artifact(data_hash="x", code_version="x", created_at="x", fits=fits)
     judges = {d.judge for d in datasets}
     assert judges > CHECKED_JUDGES  # the other judges' cells are checked by the artifact's structure tests
 

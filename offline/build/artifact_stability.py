@@ -28,7 +28,7 @@ from calibration.errors import ArtifactError
 __all__ = ["FLOAT_TOLERANCE", "UNCOMMITTED", "same_within", "save_unless_unmoved", "settle"]
 
 FLOAT_TOLERANCE = 1e-12
-# What offline.export.code_version says instead of a commit when tracked files differ from the checkout's commit.
+# What offline.build.export.code_version says instead of a commit when tracked files differ from the checkout's commit.
 UNCOMMITTED = "uncommitted changes"
 _PROVENANCE = ("created_at", "code_version")
 

@@ -11,8 +11,8 @@ import msgspec
 import pytest
 
 from artifact.thresholds import ThresholdsArtifact, load_artifact, save_artifact
-from offline.artifact_stability import same_within, save_unless_unmoved, settle
-from offline.export import DEFAULT_THRESHOLDS
+from offline.build.artifact_stability import same_within, save_unless_unmoved, settle
+from offline.build.export import DEFAULT_THRESHOLDS
 
 
 @pytest.fixture(scope="module")

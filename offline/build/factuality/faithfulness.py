@@ -5,14 +5,14 @@ call                                                       result
 =========================================================  ================================================
 ``faithfulness_data(frank.items, answers)``                ``[FaithfulnessData]``, one per (judge, family)
 ``run_faithfulness_study(datasets, seed=0, label=...)``    ``FaithfulnessStudy`` (summary + fitted sets)
-``write_faithfulness_study(summary, report_dir)``          ``factuality/faithfulness.{json,md}``
+``write_faithfulness_study(summary, report_dir)``          (:mod:`offline.studies.factuality.faithfulness_report`)
 =========================================================  ================================================
 
 Rules, stated once (also written into ``faithfulness.json`` under ``rules``):
 
 * **Cells.** One per (judge, prompt family ``factuality_direct`` | ``factuality_qa`` | ``factuality_sentences``)
   with answers in the store (:func:`offline.studies.factuality.llm.factuality_answers_from_store`,
-  :func:`offline.studies.factuality.sentences_store.sentence_answers_from_store`), criterion ``faithfulness``.
+  :func:`offline.build.factuality.sentences.sentence_answers_from_store`), criterion ``faithfulness``.
 * **Verdict.** The stored 1-5 ``judge_score``: direct, the judge's digit; qa, ``1 + round_half_up(4 x QA
   score)`` (``judges.factuality.methods.judge_score_from_qa``, the mapping the service applies to live QA
   verdicts); sentences, ``1 + round_half_up(4 x share of sentences judged error-free)``. Items without a
@@ -22,13 +22,13 @@ Rules, stated once (also written into ``faithfulness.json`` under ``rules``):
   One split, so ``n_splits = 1`` and there is no spread: ``coverage_std`` is 0 in the summary and null in the
   thresholds artifact. The exported predictor is exactly the one evaluated here (fitted on ``valid``).
 * **Methods and levels.** Every method of ``calibration.conformal.METHODS`` when every used item (both parts)
-  has stored log-probs, else the score-only ones; every alpha of the conformal study's ``ALPHAS``. Fit and
+  has stored log-probs, else the score-only ones; every alpha of ``offline.build.modes.TABLE_ALPHAS``. Fit and
   prediction draw from ``numpy.random.default_rng(seed)`` (``learned_lac``'s model half, ``aps_randomized``'s
   uniforms), one generator per (cell, method, alpha).
-* **Figures.** The conformal study's (``offline.studies.conformal.cells.cell_result``): test coverage, mean set size,
+* **Figures.** The conformal study's (``offline.build.cell_figures.cell_result``): test coverage, mean set size,
   coverage within judge-score bins and within human labels (bins with >= 20 test items count), width-error
   Spearman; valid coverage = test coverage >= 1 - alpha - 0.01.
-* **Default method.** The SummEval study's rule (``offline.studies.conformal.cells.choose_default``) at alpha = 0.10.
+* **Default method.** The SummEval study's rule (``offline.build.cell_figures.choose_default``) at alpha = 0.10.
 * **Too little data.** A cell needs >= 2 fit items (learned methods split them) and >= 1 test item; otherwise
   it is skipped with the reason in ``skipped`` and nothing is exported for it.
 """
@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import msgspec
 import numpy as np
@@ -50,18 +49,14 @@ from calibration.conformal import (
     fit_conformal,
     predict_sets,
 )
+from offline.build.cell_data import N_LABELS, JudgeCriterionData, methods_for, probability_row
+from offline.build.cell_figures import COVERAGE_SLACK, HEADLINE_ALPHA, cell_result, choose_default
+from offline.build.cell_results import CellResult, DefaultChoice
+from offline.build.factuality.answers import CRITERION, FactualityAnswer, calibration_split, faithfulness_target
+from offline.build.modes import TABLE_ALPHAS
 from offline.data.frank import FrankItem
-from offline.jsonfile import write_json
-from offline.studies.conformal.cell_data import N_LABELS, JudgeCriterionData, methods_for, probability_row
-from offline.studies.conformal.cells import cell_result, choose_default
-from offline.studies.conformal.results import CellResult, DefaultChoice
-from offline.studies.conformal.rules import ALPHAS, COVERAGE_SLACK, HEADLINE_ALPHA
-from offline.studies.factuality.llm import CRITERION, FactualityAnswer
-from offline.studies.factuality.study import calibration_split, faithfulness_target
 
 __all__ = [
-    "JSON_FILE",
-    "MARKDOWN_FILE",
     "MIN_FIT_ITEMS",
     "RULES",
     "FaithfulnessData",
@@ -70,13 +65,9 @@ __all__ = [
     "FittedKey",
     "PartSizes",
     "faithfulness_data",
-    "render_faithfulness_markdown",
     "run_faithfulness_study",
-    "write_faithfulness_study",
 ]
 
-JSON_FILE = "factuality/faithfulness.json"
-MARKDOWN_FILE = "factuality/faithfulness.md"
 MIN_FIT_ITEMS = 2
 RULES = {
     "verdict": "stored judge_score 1-5 (qa: 1 + round_half_up(4 x QA score); sentences: 1 + round_half_up(4 x share "
@@ -84,7 +75,7 @@ RULES = {
     "target": "faithfulness_target(Factuality) = round_half_up(1 + 4 x Factuality)",
     "split": "FRANK's own: fit on valid, evaluate on test; n_splits = 1 (no spread: std 0 here, null in the "
     "artifact); the exported predictor is the one fitted on valid",
-    "methods": "all METHODS when every used item has log-probs, else score-only; every alpha of ALPHAS; fit and "
+    "methods": "all METHODS when every used item has log-probs, else score-only; every alpha of TABLE_ALPHAS; fit and "
     "prediction draw from numpy.random.default_rng(seed)",
     "figures": f"the conformal study's cell figures on the test split; valid coverage = test coverage >= "
     f"1 - alpha - {COVERAGE_SLACK}",
@@ -217,7 +208,7 @@ def _one_split(part: FaithfulnessData, method: str, alpha: float, seed: int) -> 
 
 
 def run_faithfulness_study(
-    datasets: Sequence[FaithfulnessData], *, alphas: Sequence[float] = ALPHAS, seed: int = 0, label: str = ""
+    datasets: Sequence[FaithfulnessData], *, alphas: Sequence[float] = TABLE_ALPHAS, seed: int = 0, label: str = ""
 ) -> FaithfulnessStudy:
     """Fit on valid, evaluate on test, for every cell x method x alpha; defaults by the SummEval rule."""
     cells: list[CellResult] = []
@@ -265,64 +256,3 @@ def run_faithfulness_study(
         skipped=skipped,
     )
     return FaithfulnessStudy(summary=summary, fitted=fitted)
-
-
-def _fmt(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
-
-
-def render_faithfulness_markdown(summary: FaithfulnessSummary) -> str:
-    """``faithfulness.md``: data per cell, default methods with reasons, every cell's test-split figures."""
-    lines = ["# Faithfulness calibration on FRANK (fit on valid, evaluated on test)", ""]
-    if summary.label:
-        lines += [f"**Source: {summary.label}.**", ""]
-    lines += [
-        f"One split (n_splits = 1), seed {summary.seed}; target round_half_up(1 + 4 x Factuality); verdict "
-        "= the stored 1-5 judge score (qa: 1 + round_half_up(4 x QA score); sentences: "
-        "1 + round_half_up(4 x share of sentences judged error-free)).",
-        "",
-        "| Judge | Prompt family | answered | excluded | fit (valid) | test | log-probs |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    lines += [
-        f"| {p.judge} | {p.prompt_family} | {p.n_answered} | {p.n_excluded} | {p.n_fit} | {p.n_test} | "
-        f"{'yes' if p.has_probabilities else 'no'} |"
-        for p in summary.parts
-    ]
-    lines += ["", *(f"- skipped: {reason}" for reason in summary.skipped)]
-    lines += [
-        "",
-        f"## Default method per cell (α={HEADLINE_ALPHA})",
-        "",
-        "| Judge | Prompt family | method | test coverage | set size | reason |",
-        "| --- | --- | --- | --- | --- | --- |",
-    ]
-    lines += [
-        f"| {d.judge} | {d.prompt_family} | `{d.method}` | {_fmt(d.coverage)} | {_fmt(d.set_size, 2)} | {d.reason} |"
-        for d in summary.default_methods
-    ]
-    lines += [
-        "",
-        "## Every cell (test split)",
-        "",
-        "| Judge | Prompt family | α | method | coverage | set size | min judge-score-bin cov. | "
-        "min human-label cov. | valid coverage | keeps bins |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    lines += [
-        f"| {c.judge} | {c.prompt_family} | {c.alpha:.2f} | `{c.method}` | {_fmt(c.coverage)} | "
-        f"{_fmt(c.set_size, 2)} | {_fmt(c.min_bin_coverage)} | {_fmt(c.min_label_coverage)} | "
-        f"{'yes' if c.valid_coverage else 'no'} | {'yes' if c.keeps_bin_coverage else 'no'} |"
-        for c in summary.cells
-    ]
-    return "\n".join(lines) + "\n"
-
-
-def write_faithfulness_study(summary: FaithfulnessSummary, report_dir: Path) -> tuple[Path, Path]:
-    """Write ``<report_dir>/factuality/faithfulness.json`` (the summary) and ``faithfulness.md``; both paths."""
-    json_path, md_path = Path(report_dir) / JSON_FILE, Path(report_dir) / MARKDOWN_FILE
-    json_path.parent.mkdir(parents=True, exist_ok=True)
-    # The report package imports the studies, so the summary is written here rather than by its write_summary.
-    write_json(summary, json_path)
-    md_path.write_text(render_faithfulness_markdown(summary), encoding="utf-8")
-    return json_path, md_path

@@ -1,24 +1,26 @@
 """Sentence-level LLM fact-checks on FRANK, parsed and stored: each recorded reply read by the service's parser,
 its parse statistics, its answer-store record, and the stored answers read back.
 
-The parse and store rules are stated in :mod:`offline.studies.factuality.sentences`.
+The parse and store rules are stated in :mod:`offline.studies.factuality.sentences` (the study of these checks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import msgspec
+
 from judges.factuality.sentence_check import judge_score_from_share
 from judges.factuality.sentence_parse import ParsedSentences, parse_sentence_verdicts
 from offline.answers.records import AnswerRecord
 from offline.answers.store import AnswerStore
+from offline.build.factuality.answers import CRITERION, FactualityAnswer
 from offline.data.finesure import FactCheckRow, RecordedFactCheck
 from offline.data.frank import FrankDataError, FrankItem
-from offline.studies.factuality.llm import CRITERION, FactualityAnswer
-from offline.studies.factuality.sentences_results import ParseStats
 
 __all__ = [
     "METHOD",
+    "ParseStats",
     "PROMPT_FAMILY",
     "ingest_sentences",
     "item_score",
@@ -31,6 +33,23 @@ __all__ = [
 
 METHOD = "sentences"
 PROMPT_FAMILY = "factuality_sentences"
+
+
+class ParseStats(msgspec.Struct, frozen=True, kw_only=True):
+    """How one judge's replies read: rows, lists read, count mismatches (excluded), agreement with the recorder."""
+
+    judge: str
+    n_rows: int
+    n_read: int  # replies giving a list of well-formed verdicts (any length)
+    n_included: int  # read and one verdict per sentence
+    n_wrong_count: int  # read, but the count differs from the sentences: excluded
+    n_unreadable: int  # no list of well-formed verdicts
+    n_escapes_repaired: int
+    parse_rate: float
+    rules: dict[str, int]
+    recorded_row_agreement: float | None  # same (error, category) lists as pred_error/pred_error_type
+    recorded_sentence_agreement: float | None  # same error flag, sentence by sentence, where the lengths match
+    n_compared_rows: int
 
 
 def item_score(parsed: ParsedSentences) -> float | None:
