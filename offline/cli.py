@@ -71,6 +71,7 @@ from collections.abc import Sequence
 
 import structlog
 
+from offline.build.inputs.errors import DataError
 from offline.commands.calibration import (
     run_build,
     run_calibrate,
@@ -88,7 +89,6 @@ from offline.commands.studies import (
     run_pairwise_decisions,
     run_panels,
 )
-from offline.data.errors import DataError
 from offline.studies.local_judge.command import run_local_judge
 from offline.studies.monitoring.command import run_monitor
 

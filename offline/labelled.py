@@ -27,10 +27,10 @@ from artifact.thresholds import save_artifact
 from calibration.errors import LabelsError
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.export import build_artifact, code_version
+from offline.build.inputs.errors import DataError
 from offline.build.kinds import fit_kinds
 from offline.build.modes import pair_modes
 from offline.build.rules import export_label_rules, export_rules
-from offline.data.errors import DataError
 from offline.report.labelled import write_labelled_report
 from offline.studies.conformal.validity import (
     ALPHA_GRID,

@@ -33,12 +33,12 @@ from tqdm import tqdm
 
 from artifact.kinds import FitKey, ModeFits
 from calibration.kinds.fit import KindFit
-from offline.answers.ingest import IngestReport
-from offline.answers.store import AnswerStore
+from offline.build.answers.ingest import IngestReport
+from offline.build.answers.store import AnswerStore
 from offline.build.build import DEFAULT_PAIRWISE, BuiltArtifacts, build_artifacts
+from offline.build.inputs.frank import Frank
+from offline.build.inputs.summeval import load_summeval
 from offline.build.modes import DEFAULT_DELTA
-from offline.data.frank import Frank
-from offline.data.summeval import load_summeval
 from offline.pipeline_factuality import factuality_step, sentences_step
 from offline.report import SUMMARY_FILES, build_report, write_summary
 from offline.report.index import IngestRow, IngestSummary

@@ -18,13 +18,13 @@ from typing import Any
 
 import structlog
 
-from offline.answers.store import AnswerStore
+from offline.build.answers.store import AnswerStore
 from offline.build.build import build_faithfulness_artifact
 from offline.build.factuality.answers import factuality_answers_from_store
 from offline.build.factuality.faithfulness import FaithfulnessStudy
 from offline.build.factuality.sentences import ParseStats
-from offline.data.finesure import load_finesure
-from offline.data.frank import Frank
+from offline.build.inputs.finesure import load_finesure
+from offline.build.inputs.frank import Frank
 from offline.report import build_report
 from offline.studies.factuality import faithfulness_report
 from offline.studies.factuality import sentences as factuality_sentences

@@ -27,7 +27,7 @@ from artifact.report_evidence import (
 from artifact.thresholds import ThresholdIndex, ThresholdsArtifact, load_artifact
 from calibration.report_card.card import ReportCard
 from offline.build.cell_data import JudgeCriterionData
-from offline.data.summeval import SummEvalItem, load_summeval
+from offline.build.inputs.summeval import SummEvalItem, load_summeval
 
 __all__ = [
     "PlannerCheck",

@@ -18,10 +18,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offline.answers.ingest import ingest_recorded
-from offline.answers.store import AnswerStore
+from offline.build.answers.ingest import ingest_recorded
+from offline.build.answers.store import AnswerStore
 from offline.build.cell_data import JudgeCriterionData, cell_data_from_store
-from offline.data.summeval import load_summeval
+from offline.build.inputs.summeval import load_summeval
 from offline.studies.tournaments.position_bias import PairwiseAnswer, pairwise_answers_from_store
 
 

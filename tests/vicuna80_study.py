@@ -5,9 +5,9 @@ from __future__ import annotations
 from functools import cache
 from pathlib import Path
 
-from offline.answers.ingest import Vicuna80Ingest, ingest_vicuna80
-from offline.answers.store import AnswerStore
-from offline.data.vicuna80 import Vicuna80, load_vicuna80
+from offline.build.answers.ingest import Vicuna80Ingest, ingest_vicuna80
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.vicuna80 import Vicuna80, load_vicuna80
 from offline.studies.vicuna80.results import Vicuna80Summary
 from offline.studies.vicuna80.study import run_vicuna80_study
 from offline.studies.vicuna80.verdicts import Vicuna80Verdict, verdicts_from_store

@@ -2,7 +2,7 @@
 
 Steps, each a function of the build package, nothing from the studies:
 
-1. **Ingest.** The recorded judges' answers (:func:`offline.answers.ingest.ingest_recorded`) and the recorded
+1. **Ingest.** The recorded judges' answers (:func:`offline.build.answers.ingest.ingest_recorded`) and the recorded
    sentence-level fact-checks (``frank/llm/finesure``, :func:`offline.build.factuality.sentences.ingest_sentences`)
    into the answer store; the SummEval cells read back from it (:mod:`offline.build.cell_data`), and the FRANK
    factuality answers (collected with ``python -m offline collect --task factuality_direct|factuality_qa``).
@@ -36,14 +36,17 @@ from tqdm import tqdm
 from artifact.kinds import FitKey, ModeFits
 from artifact.pairwise import DEFAULT_PATH as DEFAULT_PAIRWISE
 from artifact.pairwise import encode_pairwise_artifact
-from offline.answers.ingest import IngestReport, ingest_recorded
-from offline.answers.store import AnswerStore
+from offline.build.answers.ingest import IngestReport, ingest_recorded
+from offline.build.answers.store import AnswerStore
 from offline.build.cell_data import JudgeCriterionData, cell_data_from_store
 from offline.build.export import DEFAULT_THRESHOLDS, export_thresholds
 from offline.build.factuality.answers import factuality_answers_from_store
 from offline.build.factuality.faithfulness import FaithfulnessStudy, faithfulness_data, run_faithfulness_study
 from offline.build.factuality.sentences import ParseStats, ingest_sentences, sentence_answers_from_store
 from offline.build.factuality.validity import sentence_fits, without_prompt_family
+from offline.build.inputs.finesure import load_finesure
+from offline.build.inputs.frank import Frank, load_frank
+from offline.build.inputs.summeval import load_summeval
 from offline.build.kinds import fit_kinds
 from offline.build.modes import DEFAULT_DELTA, both_modes
 from offline.build.pairwise import DELTA as PAIRWISE_DELTA
@@ -51,9 +54,6 @@ from offline.build.pairwise import export_pairwise_artifact
 from offline.build.pairwise_tables import load_tables
 from offline.build.panels import export_panel_fits
 from offline.build.rules import export_label_rules, export_rules
-from offline.data.finesure import load_finesure
-from offline.data.frank import Frank, load_frank
-from offline.data.summeval import load_summeval
 
 __all__ = [
     "DEFAULT_PAIRWISE",

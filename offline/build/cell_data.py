@@ -1,7 +1,7 @@
 """The input of the conformal studies: one judge's recorded answers on one criterion, aligned with the human target.
 
 A cell is one (judge, prompt family, criterion): its used items, the human target y* per item
-(:func:`offline.data.summeval.human_target`), the judge's integer score, its probabilities over 1..K when every
+(:func:`offline.build.inputs.summeval.human_target`), the judge's integer score, its probabilities over 1..K when every
 used item has log-probs, and how many answers were excluded for a missing or unreadable score.
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 
 from calibration.conformal import METHODS, PROBABILITY_METHODS, probabilities_from_logprobs
 from calibration.kinds.verdicts import round_half_up
-from offline.answers.store import AnswerStore, aligned_direct
-from offline.data.summeval import SummEvalItem, human_target
+from offline.build.answers.store import AnswerStore, aligned_direct
+from offline.build.inputs.summeval import SummEvalItem, human_target
 
 __all__ = [
     "N_LABELS",

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 
 from calibration.decisions.pairwise import GROUP_STARTS, Bound, PairSignal, distinct_starts, human_majority, vote_signal
-from offline.data.arena_ppr import ArenaPPR, load_arena_ppr
-from offline.data.pairwise import pair_item_id, presented
-from offline.data.vicuna80 import Vicuna80, load_vicuna80
+from offline.build.inputs.arena_ppr import ArenaPPR, load_arena_ppr
+from offline.build.inputs.pairwise import pair_item_id, presented
+from offline.build.inputs.vicuna80 import Vicuna80, load_vicuna80
 
 __all__ = [
     "PANEL",
@@ -69,7 +69,7 @@ def _panel(matrices: Sequence[np.ndarray]) -> PairSignal:
 
 def vicuna80_pairs(data: Vicuna80, parse_choice: Callable[[str | None], Any] | None = None) -> PairTable:
     """Vicuna80's question pairs with human plurality labels and every judge's and the panel's signal."""
-    from offline.answers.ingest import vicuna80_records
+    from offline.build.answers.ingest import vicuna80_records
 
     if parse_choice is None:
         from judges.parsing.choice import parse_choice as default_parse_choice

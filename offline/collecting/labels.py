@@ -31,7 +31,7 @@ from artifact.labels import LabelRow, read_labels
 from calibration.errors import LabelsError
 from judges.prompts.families import CRITERIA
 from judges.prompts.rubric import Rubric, rubric_messages
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 
 __all__ = ["CollectLabelsReport", "collect_labels", "default_out", "read_unjudged"]
 

@@ -6,7 +6,7 @@ Protocols (the paper's, Gupta & Kumar 2026, sections 3-4 and appendix A; the pro
 - ``task="pairwise"``: within each document, every pair of its systems (``C(n, 2)`` pairs) per (criterion,
   repetition) via ``JudgeClient.prefer``; the pair is shown in canonical order ("ab": the system whose id sorts
   first is Summary A), and also in the swapped order ("ba") with ``both_orders=True``. Keys use
-  ``offline.data.pairwise.pair_item_id``; ``outcome`` is relative to the order shown.
+  ``offline.build.inputs.pairwise.pair_item_id``; ``outcome`` is relative to the order shown.
 - ``task="factuality_direct"`` / ``"factuality_qa"``: one call of ``item_judge(client, document, summary)``
   per (item, repetition), by default ``judges.factuality.methods.judge_faithfulness_direct`` / ``_qa``. These
   prompts are the factuality module's own, so the answers are stored under ``prompt_family`` = the task name
@@ -52,11 +52,11 @@ from tqdm import tqdm
 
 from judges.factuality.methods import FAITHFULNESS_PROMPT_FAMILIES, judge_faithfulness_direct, judge_faithfulness_qa
 from judges.factuality.sentence_check import judge_faithfulness_sentences
-from offline.answers.records import TASKS, AnswerKey, AnswerRecord
-from offline.answers.store import AnswerStore
+from offline.build.answers.records import TASKS, AnswerKey, AnswerRecord
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.pairwise import presented
+from offline.build.inputs.summeval import Article, SummEvalItem
 from offline.collecting.targets import TargetItem, direct_keys, pairwise_keys, targets
-from offline.data.pairwise import presented
-from offline.data.summeval import Article, SummEvalItem
 
 __all__ = [
     "FACTUALITY_CRITERION",

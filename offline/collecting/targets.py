@@ -24,10 +24,10 @@ from typing import cast
 import msgspec
 import numpy as np
 
-from offline.answers.records import AnswerKey, Order, Task
-from offline.data.frank import FRANK_SPLITS, Frank
-from offline.data.pairwise import pair_item_id
-from offline.data.summeval import Article, SummEval, SummEvalItem
+from offline.build.answers.records import AnswerKey, Order, Task
+from offline.build.inputs.frank import FRANK_SPLITS, Frank
+from offline.build.inputs.pairwise import pair_item_id
+from offline.build.inputs.summeval import Article, SummEval, SummEvalItem
 
 __all__ = [
     "PAPER_N_DOCUMENTS",

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 from offline.data.paths import resolve_data_dir
 
 __all__ = ["run_build", "run_calibrate", "run_guarantees", "run_halves", "run_report", "run_validate"]

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 from offline.data.paths import resolve_data_dir
 
 __all__ = ["run_collect", "run_data"]
@@ -61,14 +61,14 @@ def run_data(args: argparse.Namespace, log: Any) -> int:
 
 def _collect_items(args: argparse.Namespace, data_dir: Path) -> tuple[list[Any], dict[str, Any] | None, list[str]]:
     """The items, articles and criteria of a collection task (SummEval subset, or a FRANK sample)."""
+    from offline.build.inputs.summeval import CRITERIA, load_summeval
     from offline.collecting.run import FACTUALITY_CRITERION, FACTUALITY_TASKS
     from offline.collecting.targets import PAPER_SYSTEM_POSITIONS, default_subset, frank_targets
-    from offline.data.summeval import CRITERIA, load_summeval
 
     if args.limit is not None and args.limit < 1:
         raise DataError(None, None, f"--limit must be at least 1, got {args.limit}")
     if args.task in FACTUALITY_TASKS:
-        from offline.data.frank import load_frank
+        from offline.build.inputs.frank import load_frank
 
         items = frank_targets(load_frank(data_dir), split=args.split, limit=args.limit, seed=args.seed)
         return items, None, [FACTUALITY_CRITERION]
@@ -134,7 +134,7 @@ def run_collect(args: argparse.Namespace, log: Any) -> int:
     """``python -m offline collect``: a live judge's answers into the answer store (or onto your labelled files)."""
     from judges.client import JudgeClient
     from judges.config import load_judge_configs
-    from offline.answers.store import AnswerStore
+    from offline.build.answers.store import AnswerStore
     from offline.collecting.run import collect
 
     if args.labels is not None:

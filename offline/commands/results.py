@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 
 __all__ = ["run_report_cards", "run_results_page"]
 

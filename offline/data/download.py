@@ -4,8 +4,8 @@ A ``.part`` left by an interrupted attempt is resumed with an HTTP range request
 ``206`` from that offset). Server errors (5xx, 429), dropped connections (fewer bytes than the response's
 ``Content-Length``) and timeouts are retried a bounded number of times with exponential backoff; any other HTTP
 error, a complete response that is shorter than the pinned size (the served file is truncated), or a digest that
-differs, deletes the ``.part`` and stops with a :class:`~offline.data.errors.DataError` naming the file (a resumed
-download that ends wrong is started over once, within the same bounded attempts).
+differs, deletes the ``.part`` and stops with a :class:`~offline.build.inputs.errors.DataError` naming the file
+(a resumed download that ends wrong is started over once, within the same bounded attempts).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any, BinaryIO, Protocol
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 
 __all__ = ["CHUNK", "TRANSIENT_STATUS", "NoProgress", "Progress", "download", "is_complete"]
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
+from offline.build.inputs.errors import DataError
 from offline.data.convert.registry import Inputs, converter
 from offline.data.download import NoProgress, Progress, download, is_complete
-from offline.data.errors import DataError
 from offline.data.manifest import MANIFEST, DataFile, load_manifest
 from offline.data.paths import DATA_DIR_ENV, default_data_dir
 from offline.data.upstream import UpstreamFile, source_url

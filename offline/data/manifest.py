@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from offline.build.inputs.errors import DataError
 from offline.data.convert.registry import converter_names
-from offline.data.errors import DataError
 from offline.data.paths import REPO_ROOT
 from offline.data.upstream import UPSTREAM, Upstream, UpstreamFile, load_upstream
 

@@ -7,7 +7,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 
 __all__ = ["BUILT_DATA_DIR", "DATA_DIR_ENV", "REPO_ROOT", "SHARED_DATA_DIR", "default_data_dir", "resolve_data_dir"]
 

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 
 __all__ = [
     "GITHUB_RAW",

@@ -7,7 +7,7 @@ Every function takes the decoded study summary and returns Markdown text; nothin
 from __future__ import annotations
 
 from offline.build.cell_results import CorrelationResult
-from offline.data.summeval import CRITERIA
+from offline.build.inputs.summeval import CRITERIA
 from offline.report.tables import fmt, markdown_table
 from offline.studies.conformal.results import ConformalSummary
 from offline.studies.conformal.rules import HEADLINE_ALPHA, PAPER_METHOD

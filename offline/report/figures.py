@@ -11,7 +11,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from offline.data.summeval import CRITERIA
+from offline.build.inputs.summeval import CRITERIA
 from offline.studies.conformal.results import ConformalSummary
 from offline.studies.conformal.rules import HEADLINE_ALPHA, PAPER_METHOD
 from offline.studies.factuality.llm import LLMFactualitySummary

@@ -9,7 +9,7 @@ import msgspec
 import numpy as np
 
 from offline.build.factuality.faithfulness import FaithfulnessSummary
-from offline.data.summeval import CRITERIA
+from offline.build.inputs.summeval import CRITERIA
 from offline.report.tables import ci, fmt, markdown_table
 from offline.studies.conformal.results import ConformalSummary
 from offline.studies.conformal.rules import COVERAGE_SLACK, HEADLINE_ALPHA, PAPER_METHOD

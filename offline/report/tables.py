@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from offline.data.summeval import CRITERIA
+from offline.build.inputs.summeval import CRITERIA
 from offline.studies.tournaments.position_bias import PositionBiasSummary
 from offline.studies.tournaments.transitivity import RANKING_METHODS, TransitivitySummary
 

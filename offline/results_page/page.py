@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 from offline.results_page.figures import MASK, Figures
 from offline.results_page.reports import SOURCES, Reports
 

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 
 __all__ = ["SOURCES", "ReportMissing", "Reports", "Source"]
 

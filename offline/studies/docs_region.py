@@ -21,7 +21,7 @@ from typing import Any
 
 from PIL import Image
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 
 __all__ = ["page_with_region", "replace_region", "save_line_plot", "style_operating_axes", "wrap"]
 

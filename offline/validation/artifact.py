@@ -134,10 +134,10 @@ def recorded_datasets(data_dir: Path) -> list[JudgeCriterionData]:
     exactly as ``make calibrate`` ingests them)."""
     import tempfile
 
-    from offline.answers.ingest import ingest_recorded
-    from offline.answers.store import AnswerStore
+    from offline.build.answers.ingest import ingest_recorded
+    from offline.build.answers.store import AnswerStore
     from offline.build.cell_data import cell_data_from_store
-    from offline.data.summeval import load_summeval
+    from offline.build.inputs.summeval import load_summeval
 
     summeval = load_summeval(data_dir)
     with tempfile.TemporaryDirectory() as folder, AnswerStore(Path(folder) / "answers.sqlite") as store:

@@ -32,8 +32,8 @@ for variable in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import structlog  # noqa: E402  (after the BLAS setting)
 
+from offline.build.inputs.errors import DataError  # noqa: E402
 from offline.cli import configure_logging  # noqa: E402
-from offline.data.errors import DataError  # noqa: E402
 from research.panels.commands import run_cascades, run_nested, run_rule_cascades, run_why_missed  # noqa: E402
 
 

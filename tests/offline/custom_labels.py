@@ -39,9 +39,9 @@ from pathlib import Path
 
 import msgspec
 
-from offline.data.errors import DataError, decode_jsonl
-from offline.data.judges import validate_logprobs
-from offline.data.summeval import N_LABELS, human_target
+from offline.build.inputs.errors import DataError, decode_jsonl
+from offline.build.inputs.judges import validate_logprobs
+from offline.build.inputs.summeval import N_LABELS, human_target
 
 __all__ = ["CustomDataset", "CustomItem", "load_custom"]
 

@@ -17,7 +17,7 @@ from artifact.report_evidence import ReportOptions, planner_point_at
 from artifact.thresholds import load_artifact
 from calibration.decisions.cell_rules import decision_kinds
 from calibration.per_label.fit import fit_label_rule
-from offline.data.summeval import load_summeval
+from offline.build.inputs.summeval import load_summeval
 from offline.report_cards import expert_annotations, labelled_cell, planner_check, recorded_report_cards
 
 SHIPPED = Path(__file__).resolve().parents[2] / "artifact"

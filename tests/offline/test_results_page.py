@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from offline.build.inputs.errors import DataError
 from offline.cli import main
-from offline.data.errors import DataError
 from offline.results_page import build_page, generate
 from offline.results_page.figures import MASK, Figures
 from offline.results_page.page import NOTATION, check_page, stray_numbers

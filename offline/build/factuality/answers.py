@@ -20,8 +20,8 @@ import msgspec
 
 from calibration.errors import ScoreOutOfRangeError
 from judges.factuality.methods import FAITHFULNESS_PROMPT_FAMILIES
-from offline.answers.store import AnswerStore
-from offline.data.frank import FrankDataError, FrankItem
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.frank import FrankDataError, FrankItem
 
 __all__ = [
     "CRITERION",

@@ -53,8 +53,8 @@ from offline.build.cell_data import N_LABELS, JudgeCriterionData, methods_for, p
 from offline.build.cell_figures import COVERAGE_SLACK, HEADLINE_ALPHA, cell_result, choose_default
 from offline.build.cell_results import CellResult, DefaultChoice
 from offline.build.factuality.answers import CRITERION, FactualityAnswer, calibration_split, faithfulness_target
+from offline.build.inputs.frank import FrankItem
 from offline.build.modes import TABLE_ALPHAS
-from offline.data.frank import FrankItem
 
 __all__ = [
     "MIN_FIT_ITEMS",

@@ -12,11 +12,11 @@ import msgspec
 
 from judges.factuality.sentence_check import judge_score_from_share
 from judges.factuality.sentence_parse import ParsedSentences, parse_sentence_verdicts
-from offline.answers.records import AnswerRecord
-from offline.answers.store import AnswerStore
+from offline.build.answers.records import AnswerRecord
+from offline.build.answers.store import AnswerStore
 from offline.build.factuality.answers import CRITERION, FactualityAnswer
-from offline.data.finesure import FactCheckRow, RecordedFactCheck
-from offline.data.frank import FrankDataError, FrankItem
+from offline.build.inputs.finesure import FactCheckRow, RecordedFactCheck
+from offline.build.inputs.frank import FrankDataError, FrankItem
 
 __all__ = [
     "METHOD",

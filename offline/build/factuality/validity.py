@@ -17,8 +17,8 @@ from offline.build.cell_data import JudgeCriterionData
 from offline.build.factuality.answers import FactualityAnswer
 from offline.build.factuality.faithfulness import FaithfulnessStudy, faithfulness_data
 from offline.build.factuality.sentences import PROMPT_FAMILY
+from offline.build.inputs.frank import FrankItem
 from offline.build.kinds import fit_kinds
-from offline.data.frank import FrankItem
 
 __all__ = ["sentence_cells", "sentence_fits", "without_prompt_family"]
 

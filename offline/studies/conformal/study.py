@@ -1,7 +1,7 @@
 """Conformal study (Gupta & Kumar, sections 3.2 and 5.2, appendices B and D) on recorded judge answers.
 
 For every (judge, prompt family, criterion) the study aligns the judge's answers with the human target
-y* (the expert mean rounded to the nearest integer, :func:`offline.data.summeval.human_target`) and runs
+y* (the expert mean rounded to the nearest integer, :func:`offline.build.inputs.summeval.human_target`) and runs
 :func:`calibration.conformal.repeated_splits` for every method the judge's output allows (probability methods
 only where log-probs exist) at every alpha.
 
@@ -45,7 +45,7 @@ from calibration.conformal import METHODS, fit_conformal, predict_sets, repeated
 from offline.build.cell_data import SCORE_ONLY_METHODS, JudgeCriterionData, methods_for
 from offline.build.cell_figures import WidthError, cell_result, choose_default, correlate, reliability_bins
 from offline.build.cell_results import CellResult, DefaultChoice
-from offline.data.summeval import CRITERIA
+from offline.build.inputs.summeval import CRITERIA
 from offline.studies.conformal.results import (
     ConformalSummary,
     Exclusion,

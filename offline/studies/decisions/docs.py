@@ -26,7 +26,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 from offline.jsonfile import write_json
 from offline.studies import docs_region
 from offline.studies.decisions.results import Row

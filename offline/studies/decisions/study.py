@@ -10,7 +10,7 @@ renormalised probabilities).
 Rules, stated once:
 
 * **Human label** y* = the expert mean rounded to the nearest integer, halves up
-  (:func:`offline.data.summeval.human_target`, the rule of the conformal studies).
+  (:func:`offline.build.inputs.summeval.human_target`, the rule of the conformal studies).
 * **Cells and kinds.** Every (judge, prompt family, criterion): kind ``score`` (feature: the integer score) for
   every judge, ``probabilities`` (feature: the expected score) where every item has log-probs, ``mean`` for a
   mean-of-samples judge. The cell's *headline* kind is ``probabilities`` where it exists (the log-prob cells),
@@ -83,7 +83,7 @@ EXPORT_GATES: tuple[int, ...] = ARTIFACT_GRID.gates
 DIRECTORY = "decisions"
 
 RULES = {
-    "label": "y* = expert mean rounded to the nearest integer, halves up (offline.data.summeval.human_target)",
+    "label": "y* = expert mean rounded to the nearest integer, halves up (offline.build.inputs.summeval.human_target)",
     "splits": "by document (calibration.kinds.heldout.group_splits): cal_fraction of the documents calibrate, the rest "
     "are served with calibration.decisions.rule.decide on calibration.decisions.rule.feature_of",
     "fit": "calibration.decisions.fit: FIT = 20% of the calibration documents (bins, mode points, order, start), "

@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 
 from calibration.estimates.rank_sets import Battles, Construction, ppr_win_rates, rank_sets_grid, true_ranks, win_rates
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 from offline.studies.estimates.results import ArenaIntervalRow, ArenaRow
 
 __all__ = [

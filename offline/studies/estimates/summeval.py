@@ -16,7 +16,7 @@ from calibration.conformal.inputs import probabilities_from_logprobs
 from calibration.estimates.betting import ALPHA_JUDGE_SHARE, betting_intervals, judge_mean_bounds
 from calibration.estimates.intervals import classical_intervals, ppi_intervals
 from calibration.estimates.system import served_uses_clt
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 from offline.studies.estimates.results import SummEvalRow
 
 __all__ = [
@@ -55,8 +55,8 @@ def _expected_score(logprobs: dict[str, float]) -> float | None:
 
 def summeval_cells(data_dir: Path, judges: Sequence[str] = JUDGES) -> list[MeanCell]:
     """One :class:`MeanCell` per (judge, criterion, system) of the judges with log-probs, sorted by those keys."""
-    from offline.data.judges import load_recorded_judges
-    from offline.data.summeval import load_summeval
+    from offline.build.inputs.judges import load_recorded_judges
+    from offline.build.inputs.summeval import load_summeval
 
     summeval = load_summeval(data_dir)
     items = {item.item_id: item for item in summeval.items}

@@ -39,7 +39,7 @@ import numpy as np
 
 from judges.factuality.methods import FAITHFULNESS_PROMPT_FAMILIES
 from offline.build.factuality.answers import FactualityAnswer
-from offline.data.frank import Frank, baseline_scores
+from offline.build.inputs.frank import Frank, baseline_scores
 from offline.studies.factuality.report import baselines_json, cell_json, render_tables_markdown
 from offline.studies.factuality.study import FactualityTables, correlation_cell, llm_tables
 

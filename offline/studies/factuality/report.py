@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.stats import Correlation
-from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS
+from offline.build.inputs.frank import CATEGORY_COLUMNS, FRANK_DATASETS
 from offline.studies.factuality.study import CorrelationCell, FactualityTables
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Sentence-level LLM fact-checks on FRANK: parse, store, and compare with FRANK's human annotations.
 
-The recorded judges (``offline.data.finesure``) answered with the FineSurE fact-checking prompt, not the prompts
+The recorded judges (``offline.build.inputs.finesure``) answered with the FineSurE fact-checking prompt, not the prompts
 of paper 001: every output says so.
 
 =========================================================  ==============================================
@@ -55,8 +55,8 @@ import numpy as np
 from calibration.estimates.intervals import fisher_z_interval
 from judges.factuality.sentence_parse import CATEGORY_CODES, ParsedSentences
 from offline.build.factuality.sentences import ParseStats, item_score, parse_row, parse_statistics
-from offline.data.finesure import FactCheckRow, RecordedFactCheck
-from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankItem, baseline_scores
+from offline.build.inputs.finesure import FactCheckRow, RecordedFactCheck
+from offline.build.inputs.frank import CATEGORY_COLUMNS, FRANK_DATASETS, Frank, FrankItem, baseline_scores
 from offline.studies.factuality.sentences_results import (
     AblationRow,
     BaselineRow,

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from offline.data.frank import CATEGORY_COLUMNS, FRANK_DATASETS
+from offline.build.inputs.frank import CATEGORY_COLUMNS, FRANK_DATASETS
 from offline.jsonfile import write_json
 from offline.studies.factuality.sentences import BASELINES, JSON_FILE, MARKDOWN_FILE, TYPE_CODES
 from offline.studies.factuality.sentences_results import CorrelationRow, SentenceStudySummary

@@ -44,7 +44,7 @@ import numpy as np
 from calibration.errors import CalibrationError, UnknownMethodError
 from calibration.stats import Correlation, partial_correlation
 from offline.build.factuality.answers import LLM_METHODS
-from offline.data.frank import (
+from offline.build.inputs.frank import (
     CATEGORY_COLUMNS,
     FRANK_DATASETS,
     Frank,

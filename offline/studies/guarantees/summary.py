@@ -23,7 +23,7 @@ from typing import TypeVar
 import msgspec
 import numpy as np
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 from offline.studies.guarantees.study import GuaranteeRow, GuaranteesStudy, LabelFigures, SetRow
 
 __all__ = [

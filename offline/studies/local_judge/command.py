@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 from offline.data.paths import resolve_data_dir
 
 __all__ = ["add_parser", "run_local_judge"]
@@ -41,8 +41,8 @@ def add_parser(commands: Any) -> None:
 
 def run_local_judge(args: argparse.Namespace, log: Any) -> int:
     """Export (optional), calibrate, study, page; prints what it wrote."""
-    from offline.answers.store import AnswerStore
-    from offline.data.summeval import load_summeval
+    from offline.build.answers.store import AnswerStore
+    from offline.build.inputs.summeval import load_summeval
     from offline.jsonfile import write_json
     from offline.labelled import calibrate_labels, cell_data, load_label_files
     from offline.studies.local_judge.page import write_page

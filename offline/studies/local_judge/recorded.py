@@ -23,10 +23,10 @@ from typing import Any
 
 import msgspec
 
-from offline.answers.records import AnswerRecord
-from offline.answers.store import AnswerStore
-from offline.data.errors import DataError
-from offline.data.summeval import SummEvalItem
+from offline.build.answers.records import AnswerRecord
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.summeval import SummEvalItem
 
 __all__ = ["RECORDED", "Recorded", "RecordedAnswer", "export_recorded", "labelled_rows", "read_recorded"]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 from offline.data.paths import resolve_data_dir
 
 __all__ = ["run_monitor"]

@@ -8,7 +8,7 @@ Rules, stated once (also written into the JSON):
   Signal and acceptance: :mod:`calibration.decisions.pairwise` (vote share over both orders and repetitions; a
   single Arena verdict gives confidence 1 when decisive, 0 on a tie).
 * **Verdicts.** Vicuna80: the parsed choice where the reply parses, else the recorded label
-  (``offline.answers.ingest.vicuna80_records``, as the transitivity study reads them). Arena: the recorded winner.
+  (``offline.build.answers.ingest.vicuna80_records``, as the transitivity study reads them). Arena: the recorded winner.
 * **Human label.** Vicuna80: strict plurality of the pair's votes (a, b, tie), none = tie. Arena: the vote;
   ``tie`` and ``tie (bothbad)`` are ties.
 * **Ties.** ``exclude`` (headline): pairs with a human tie are left out of calibration and of the agreement;

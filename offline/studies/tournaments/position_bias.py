@@ -27,10 +27,10 @@ import msgspec
 from calibration.tournaments.position_consistency import position_consistency
 from calibration.tournaments.tournament import Outcome, PairwiseVerdict
 from calibration.unit_bootstrap import ratio_interval
-from offline.answers.ingest import VICUNA80_CRITERION, VICUNA80_PROMPT_FAMILY
-from offline.answers.store import AnswerStore
-from offline.data.pairwise import presented
-from offline.data.summeval import CRITERIA
+from offline.build.answers.ingest import VICUNA80_CRITERION, VICUNA80_PROMPT_FAMILY
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.pairwise import presented
+from offline.build.inputs.summeval import CRITERIA
 
 __all__ = [
     "PairwiseAnswer",

@@ -31,9 +31,9 @@ import numpy as np
 
 from calibration.tournaments.tournament import Outcome
 from offline.build.cell_data import JudgeCriterionData
+from offline.build.inputs.pairwise import canonical_pair
+from offline.build.inputs.summeval import CRITERIA, SummEvalItem
 from offline.collecting.targets import PAPER_N_DOCUMENTS, PAPER_SYSTEMS
-from offline.data.pairwise import canonical_pair
-from offline.data.summeval import CRITERIA, SummEvalItem
 from offline.studies.tournaments.position_bias import PairwiseAnswer
 
 __all__ = [

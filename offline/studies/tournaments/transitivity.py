@@ -37,7 +37,7 @@ from calibration.tournaments.tournament import (
     summarize_violation_rates,
     violation_rate,
 )
-from offline.data.summeval import CRITERIA, SummEvalItem
+from offline.build.inputs.summeval import CRITERIA, SummEvalItem
 from offline.studies.tournaments.position_bias import PairwiseAnswer
 
 __all__ = [

@@ -1,7 +1,8 @@
 """Transitivity on real round-robin tournaments: Vicuna80 (80 questions x 5 assistants, 5 LLM judges, human votes).
 
-Input: the Vicuna80 verdicts read back from the answer store (``offline.answers.ingest.ingest_vicuna80``: the parsed
-choice where the reply parses, else the recorded label) and the human votes (``offline.data.vicuna80``).
+Input: the Vicuna80 verdicts read back from the answer store
+(``offline.build.answers.ingest.ingest_vicuna80``: the parsed choice where the reply parses, else the recorded
+label) and the human votes (``offline.build.inputs.vicuna80``).
 Rules, stated once (also written into the JSON):
 
 * **Input** x = one (question, source); source = a judge, ``panel`` (all five judges' verdicts pooled) or
@@ -49,9 +50,9 @@ from calibration.tournaments.tournament import (
     three_cycles,
     violation_rate,
 )
-from offline.answers.ingest import RECORDED_LABEL_RULE, ChoiceParseCounts, ingest_vicuna80
-from offline.answers.store import AnswerStore
-from offline.data.vicuna80 import Vicuna80, load_vicuna80, vicuna80_dir
+from offline.build.answers.ingest import RECORDED_LABEL_RULE, ChoiceParseCounts, ingest_vicuna80
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.vicuna80 import Vicuna80, load_vicuna80, vicuna80_dir
 from offline.jsonfile import write_json
 from offline.studies.tournaments.position_bias import unit_intervals
 from offline.studies.vicuna80.rankings import PANEL, RANKING_METHODS, conclusions, pooled_rows, ranking_rows

@@ -10,9 +10,9 @@ from collections.abc import Iterable
 import msgspec
 
 from calibration.tournaments.tournament import PairwiseVerdict
-from offline.answers.ingest import VICUNA80_CRITERION, VICUNA80_PROMPT_FAMILY
-from offline.answers.store import AnswerStore
-from offline.data.pairwise import presented
+from offline.build.answers.ingest import VICUNA80_CRITERION, VICUNA80_PROMPT_FAMILY
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.pairwise import presented
 
 __all__ = ["AGGREGATIONS", "Vicuna80Verdict", "aggregate", "by_question", "verdicts_from_store"]
 

@@ -19,13 +19,13 @@ import pytest
 
 from judges.client import JudgeClient
 from judges.errors import JudgeCallError, JudgeReplyError
-from offline.answers.records import AnswerKey, AnswerRecord
-from offline.answers.store import AnswerStore
+from offline.build.answers.records import AnswerKey, AnswerRecord
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.frank import load_frank
+from offline.build.inputs.pairwise import presented
+from offline.build.inputs.summeval import SummEval, load_summeval
 from offline.collecting.run import collect, run_keys, verdict_record
 from offline.collecting.targets import PAPER_SYSTEMS, TargetItem, default_subset, frank_targets, targets
-from offline.data.frank import load_frank
-from offline.data.pairwise import presented
-from offline.data.summeval import SummEval, load_summeval
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from offline.answers.store import AnswerStore
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.summeval import load_summeval
 from offline.cli import main
-from offline.data.summeval import load_summeval
 from tests.fakes.judge_server import JudgeServer
 
 

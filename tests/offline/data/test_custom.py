@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 import tests.offline.custom_labels as custom
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 from tests.offline.custom_labels import load_custom
 
 

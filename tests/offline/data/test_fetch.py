@@ -22,13 +22,13 @@ from pathlib import Path
 
 import pytest
 
-from offline.data.arena_ppr import load_arena_ppr
+from offline.build.inputs.arena_ppr import load_arena_ppr
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.vicuna80 import load_vicuna80
 from offline.data.convert.finesure import convert_rows
-from offline.data.errors import DataError
 from offline.data.fetch import INCOMPLETE_MARKER, STAGING, build_data_dir, fetch_data, mirror_url, target_dir
 from offline.data.manifest import MANIFEST, DataFile, load_manifest
 from offline.data.upstream import GITHUB_RAW, UpstreamFile, load_upstream
-from offline.data.vicuna80 import load_vicuna80
 
 ROOT = Path(__file__).resolve().parents[3]
 # The project's own files (written from the repository, never fetched from a mirror).

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from offline.data.errors import DataError
-from offline.data.summeval import CRITERIA, SummEval, load_summeval
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.summeval import CRITERIA, SummEval, load_summeval
 from tests.offline.reference.official import load_official
 
 

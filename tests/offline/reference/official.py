@@ -27,8 +27,8 @@ from pathlib import Path
 
 import msgspec
 
-from offline.data.errors import DataError, decode_jsonl
-from offline.data.summeval import Article, SummEval, SummEvalItem, item_id_of, mean_expert_scores, validate_item
+from offline.build.inputs.errors import DataError, decode_jsonl
+from offline.build.inputs.summeval import Article, SummEval, SummEvalItem, item_id_of, mean_expert_scores, validate_item
 
 __all__ = ["load_official"]
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import msgspec
 import pytest
 
+from offline.build.inputs.errors import DataError
 from offline.cli import main
-from offline.data.errors import DataError
 from offline.studies.decisions.docs import (
     BEGIN,
     CURVE_JSON,

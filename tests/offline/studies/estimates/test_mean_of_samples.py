@@ -15,13 +15,13 @@ from artifact.serving import interval_hull
 from artifact.thresholds import ThresholdIndex, save_artifact
 from calibration.conformal import prediction_set
 from calibration.kinds.verdicts import two_point_probabilities
-from offline.answers.ingest import ingest_recorded
-from offline.answers.store import AnswerStore
+from offline.build.answers.ingest import ingest_recorded
+from offline.build.answers.store import AnswerStore
 from offline.build.cell_data import cell_data_from_store
 from offline.build.export import build_artifact
-from offline.data.errors import DataError
-from offline.data.judges import load_judges
-from offline.data.summeval import load_summeval
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.judges import load_judges
+from offline.build.inputs.summeval import load_summeval
 from offline.pipeline import ingest_summary
 from offline.report.index import unusable_judges
 from offline.studies.conformal.validity import kind_data, run_validity_study

@@ -108,8 +108,8 @@ def _partial_pearson(x: np.ndarray, y: np.ndarray, systems: list[str]) -> float:
 def test_frank_sentence_rows_gain_fisher_intervals_and_the_recorders_figure(data_dir: Path) -> None:
     """Item 5: every overall row carries 95% Fisher-z intervals (df n - 2 - k) and the partial correlation on the
     recorder's own pred_error, checked by an independent least squares; the issue's figures for gpt-4o."""
-    from offline.data.finesure import load_finesure
-    from offline.data.frank import load_frank
+    from offline.build.inputs.finesure import load_finesure
+    from offline.build.inputs.frank import load_frank
     from offline.studies.factuality.sentences import run_sentence_study
 
     frank = load_frank(data_dir)

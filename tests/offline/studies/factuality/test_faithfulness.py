@@ -12,13 +12,13 @@ import pytest
 
 from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS, evaluate_sets, predict_sets
-from offline.answers.records import AnswerRecord
-from offline.answers.store import AnswerStore
+from offline.build.answers.records import AnswerRecord
+from offline.build.answers.store import AnswerStore
 from offline.build.cell_data import SCORE_ONLY_METHODS
 from offline.build.cell_figures import choose_default
 from offline.build.factuality.answers import FactualityAnswer, factuality_answers_from_store, faithfulness_target
 from offline.build.factuality.faithfulness import faithfulness_data, run_faithfulness_study
-from offline.data.frank import Frank, FrankDataError, load_frank
+from offline.build.inputs.frank import Frank, FrankDataError, load_frank
 from offline.pipeline_factuality import calibrate_factuality
 from offline.report.index import NO_LLM_FACTUALITY
 from offline.studies.conformal.rules import ALPHAS

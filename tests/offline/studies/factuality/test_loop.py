@@ -27,12 +27,12 @@ from artifact.thresholds import ThresholdIndex, ThresholdsArtifact, load_artifac
 from calibration.conformal import METHODS, prediction_set
 from judges.factuality.methods import QAFactuality, judge_score_from_qa, normalize_answer
 from judges.prompts.untrusted import neutralise
-from offline.answers.store import AnswerStore
+from offline.build.answers.store import AnswerStore
 from offline.build.cell_data import SCORE_ONLY_METHODS
 from offline.build.factuality.answers import faithfulness_target
+from offline.build.inputs.frank import CATEGORY_COLUMNS, Frank, load_frank
 from offline.cli import main
 from offline.collecting.targets import frank_targets
-from offline.data.frank import CATEGORY_COLUMNS, Frank, load_frank
 from offline.pipeline_factuality import FactualityResult, calibrate_factuality
 from offline.studies.conformal.rules import ALPHAS
 from service.config.settings import Settings

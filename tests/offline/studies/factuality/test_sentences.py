@@ -15,8 +15,8 @@ from scipy import stats as scipy_stats
 from judges.client import JudgeClient
 from judges.factuality.sentence_check import split_sentences
 from judges.factuality.sentence_parse import parse_sentence_verdicts
-from offline.answers.records import AnswerRecord
-from offline.answers.store import AnswerStore
+from offline.build.answers.records import AnswerRecord
+from offline.build.answers.store import AnswerStore
 from offline.build.factuality.faithfulness import faithfulness_data, run_faithfulness_study
 from offline.build.factuality.sentences import (
     ingest_sentences,
@@ -25,11 +25,11 @@ from offline.build.factuality.sentences import (
     sentence_answers_from_store,
 )
 from offline.build.factuality.validity import sentence_fits, without_prompt_family
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.finesure import FINESURE_DIR, RecordedFactCheck, load_finesure
+from offline.build.inputs.frank import Frank, load_frank
 from offline.collecting.run import collect
 from offline.collecting.targets import frank_targets
-from offline.data.errors import DataError
-from offline.data.finesure import FINESURE_DIR, RecordedFactCheck, load_finesure
-from offline.data.frank import Frank, load_frank
 from offline.report import build_report
 from offline.studies.factuality.sentences import JSON_FILE, MARKDOWN_FILE, run_sentence_study
 from offline.studies.factuality.sentences_report import write_sentence_study

@@ -15,7 +15,7 @@ from scipy import stats as scipy_stats
 
 from calibration.errors import ScoreOutOfRangeError, UnknownMethodError
 from offline.build.factuality.answers import calibration_split, faithfulness_target
-from offline.data.frank import CATEGORY_COLUMNS, Frank, FrankDataError, FrankItem, baseline_scores, load_frank
+from offline.build.inputs.frank import CATEGORY_COLUMNS, Frank, FrankDataError, FrankItem, baseline_scores, load_frank
 from offline.studies.factuality.report import (
     baselines_json,
     render_baselines_markdown,

@@ -13,10 +13,10 @@ import msgspec
 import numpy as np
 import pytest
 
-from offline.answers.records import AnswerRecord
-from offline.answers.store import AnswerStore
+from offline.build.answers.records import AnswerRecord
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.summeval import load_summeval
 from offline.cli import main
-from offline.data.summeval import load_summeval
 from offline.studies.local_judge.recorded import (
     Recorded,
     RecordedAnswer,

@@ -14,12 +14,12 @@ from artifact.pairwise import DEFAULT_PATH, decode_pairwise_artifact, encode_pai
 from calibration.decisions.pairwise import DEFAULT_LEVELS, accepted
 from calibration.decisions.pairwise_expected import expected_threshold
 from calibration.kinds.heldout import group_splits
+from offline.build.inputs.arena_ppr import load_arena_ppr
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.vicuna80 import load_vicuna80
 from offline.build.pairwise import ALPHAS, DELTA, export_pairwise_artifact
 from offline.build.pairwise_tables import PANEL, arena_pairs, sources, vicuna80_pairs
 from offline.cli import main
-from offline.data.arena_ppr import load_arena_ppr
-from offline.data.errors import DataError
-from offline.data.vicuna80 import load_vicuna80
 from offline.studies.pairwise_decisions.modes import mode_check, mode_rows, rule_seed
 from offline.studies.pairwise_decisions.study import run_pairwise_decisions
 

@@ -10,7 +10,7 @@ import pytest
 from scipy import stats
 
 from judges.parsing.reply import parse_preference
-from offline.data.pairwise import load_pairwise
+from offline.build.inputs.pairwise import load_pairwise
 from offline.studies.tournaments.position_bias import PairwiseAnswer, run_position_bias
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from scipy import stats as scipy_stats
 
-from offline.data.summeval import load_summeval
+from offline.build.inputs.summeval import load_summeval
 from offline.report import tables, write_summary
 from offline.report.figures import violation_figure
 from offline.studies.tournaments.position_bias import PairwiseAnswer

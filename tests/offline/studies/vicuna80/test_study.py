@@ -15,11 +15,11 @@ import pytest
 from scipy import stats
 
 from judges.parsing.choice import parse_choice
-from offline.answers.ingest import ingest_vicuna80
-from offline.answers.records import AnswerRecord
-from offline.answers.store import AnswerStore
-from offline.data.errors import DataError
-from offline.data.vicuna80 import load_vicuna80
+from offline.build.answers.ingest import ingest_vicuna80
+from offline.build.answers.records import AnswerRecord
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.vicuna80 import load_vicuna80
 from offline.report import build_report, write_summary
 from offline.report.vicuna80 import vicuna80_section, vicuna80_tables
 from offline.studies.tournaments.position_bias import PositionBiasSummary, pairwise_answers_from_store

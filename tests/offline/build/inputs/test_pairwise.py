@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from offline.data.errors import DataError
-from offline.data.pairwise import (
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.pairwise import (
     RecordedPairwise,
     canonical_pair,
     load_pairwise,
@@ -18,7 +18,7 @@ from offline.data.pairwise import (
     presented,
     split_pair_item_id,
 )
-from offline.data.summeval import CRITERIA, SummEval, load_summeval
+from offline.build.inputs.summeval import CRITERIA, SummEval, load_summeval
 
 # The README's chain of 11 pairs over 12 systems.
 CHAIN = ["M22", "M23", "M17", "M12", "M13", "M15", "M14", "M8", "M9", "M10", "M20", "M11"]

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import msgspec
 
-from offline.data.errors import DataError, decode_jsonl
-from offline.data.summeval import CRITERIA, N_LABELS, SummEvalItem, load_summeval
+from offline.build.inputs.errors import DataError, decode_jsonl
+from offline.build.inputs.summeval import CRITERIA, N_LABELS, SummEvalItem, load_summeval
 
 __all__ = [
     "UNKNOWN_PROMPT_FAMILY",

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from offline.answers.records import AnswerKey, AnswerRecord, StoreError
-from offline.answers.store import AnswerStore, aligned_direct
+from offline.build.answers.records import AnswerKey, AnswerRecord, StoreError
+from offline.build.answers.store import AnswerStore, aligned_direct
 
 
 def _record(item_id: str = "d1/M1", **values: object) -> AnswerRecord:

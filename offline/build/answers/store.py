@@ -1,8 +1,8 @@
 """The SQLite answer store: every judge answer the offline flow has, recorded or collected, under one key.
 
 Key: (``judge``, ``prompt_family``, ``task``, ``criterion``, ``item_id``, ``repetition``, ``order``).
-``task`` is one of :data:`offline.answers.records.TASKS`; ``order`` is ``"ab"``/``"ba"`` for pairwise answers
-(relative to the canonical pair order of :mod:`offline.data.pairwise`, whose ``pair_item_id`` gives their
+``task`` is one of :data:`offline.build.answers.records.TASKS`; ``order`` is ``"ab"``/``"ba"`` for pairwise answers
+(relative to the canonical pair order of :mod:`offline.build.inputs.pairwise`, whose ``pair_item_id`` gives their
 ``item_id``) and ``""`` otherwise.
 
 Value: ``judge_score`` (int 1..K or None), ``outcome`` (pairwise: ``"first"``/``"second"``/``"tie"`` relative to
@@ -23,7 +23,7 @@ call                                                   result
 ``aligned_direct(store, judge, criterion)``            ``list[AlignedScore]`` ordered by item_id
 =====================================================  ======================================================
 
-The key, record and result types live in :mod:`offline.answers.records`. One connection per store object, used
+The key, record and result types live in :mod:`offline.build.answers.records`. One connection per store object, used
 from the thread that opened it (asyncio code calls it from the loop).
 """
 
@@ -38,7 +38,15 @@ from typing import Self
 
 import msgspec
 
-from offline.answers.records import TASKS, AlignedScore, AnswerCount, AnswerKey, AnswerRecord, PutStats, StoreError
+from offline.build.answers.records import (
+    TASKS,
+    AlignedScore,
+    AnswerCount,
+    AnswerKey,
+    AnswerRecord,
+    PutStats,
+    StoreError,
+)
 
 __all__ = [
     "AnswerStore",

@@ -25,7 +25,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from offline.data.errors import DataError, decode_jsonl
+from offline.build.inputs.errors import DataError, decode_jsonl
 
 __all__ = ["HUMAN_FILE", "WINNERS", "ArenaPPR", "arena_ppr_dir", "load_arena_ppr"]
 

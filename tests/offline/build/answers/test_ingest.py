@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from judges.parsing import reply as parse
-from offline.answers.ingest import IngestReport, format_report, ingest_recorded
-from offline.answers.store import AnswerStore, aligned_direct
-from offline.data.summeval import CRITERIA
+from offline.build.answers.ingest import IngestReport, format_report, ingest_recorded
+from offline.build.answers.store import AnswerStore, aligned_direct
+from offline.build.inputs.summeval import CRITERIA
 
 TEXT_JUDGES = ("gpt-3.5-turbo-0301", "llama-2-7b-chat", "llama-2-13b-chat", "llama-2-70b-chat")
 LOGPROB_JUDGES = ("gpt-4o-mini-2024-07-18", "qwen2.5-72b-instruct")

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import msgspec
 
-from offline.data.errors import DataError, decode_jsonl
-from offline.data.frank import Frank, frank_item_id
+from offline.build.inputs.errors import DataError, decode_jsonl
+from offline.build.inputs.frank import Frank, frank_item_id
 
 __all__ = ["FINESURE_DIR", "Annotator", "FactCheckRow", "RecordedFactCheck", "load_finesure"]
 

@@ -1,4 +1,4 @@
-"""offline.data.frank: row counts and alignment on the real files; validation on small hand-made files."""
+"""offline.build.inputs.frank: row counts and alignment on the real files; validation on small hand-made files."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from offline.data.errors import DataError
-from offline.data.frank import (
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.frank import (
     CATEGORY_COLUMNS,
     Frank,
     FrankDataError,

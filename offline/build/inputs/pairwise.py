@@ -30,9 +30,9 @@ from typing import Literal
 
 import msgspec
 
-from offline.data.errors import DataError, decode_jsonl
-from offline.data.judges import JudgeInfo, load_judge_infos
-from offline.data.summeval import CRITERIA, SummEval
+from offline.build.inputs.errors import DataError, decode_jsonl
+from offline.build.inputs.judges import JudgeInfo, load_judge_infos
+from offline.build.inputs.summeval import CRITERIA, SummEval
 
 __all__ = [
     "PairOrder",

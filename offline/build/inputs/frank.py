@@ -12,7 +12,7 @@ call                                        result
 Files read (all UTF-8): ``items.jsonl`` (one human-annotated summary per line), ``articles.jsonl`` (one
 source article per line) and ``baseline_metrics.json`` (a JSON array: FRANK's released outputs of earlier
 metrics, one record per ``(hash, model_name)``). Every problem raises :class:`FrankDataError` (a
-:class:`offline.data.errors.DataError`), reading ``<file>:<line>: <problem>``; in the JSON array the line is
+:class:`offline.build.inputs.errors.DataError`), reading ``<file>:<line>: <problem>``; in the JSON array the line is
 where the record starts and the problem begins with ``record <index>:``.
 
 Alignment rule: items and baseline records are matched on ``(hash, model_name)``; both must hold exactly the
@@ -31,7 +31,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
 
 __all__ = [
     "CATEGORY_COLUMNS",
@@ -65,7 +65,7 @@ _BASELINE_KEY_FIELDS = ("hash", "model_name", "dataset", "split")
 class FrankDataError(DataError):
     """A FRANK file is missing, malformed or inconsistent with the others, or scores do not align with items.
 
-    ``str(error)`` reads ``"<path>:<line>: <problem>"`` (see :class:`offline.data.errors.DataError`).
+    ``str(error)`` reads ``"<path>:<line>: <problem>"`` (see :class:`offline.build.inputs.errors.DataError`).
     """
 
 

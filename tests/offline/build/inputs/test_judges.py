@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from offline.data.errors import DataError
-from offline.data.judges import RecordedJudge, load_judges, load_recorded_judges
-from offline.data.summeval import CRITERIA, SummEval, SummEvalItem, load_summeval
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.judges import RecordedJudge, load_judges, load_recorded_judges
+from offline.build.inputs.summeval import CRITERIA, SummEval, SummEvalItem, load_summeval
 
 LOGPROB_JUDGES = {"gpt-4o-mini-2024-07-18", "qwen2.5-72b-instruct"}
 TEXT_JUDGES = {"gpt-3.5-turbo-0301", "llama-2-7b-chat", "llama-2-13b-chat", "llama-2-70b-chat"}

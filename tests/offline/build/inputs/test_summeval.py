@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from calibration.errors import ScoreOutOfRangeError
-from offline.data.errors import DataError
+from offline.build.inputs.errors import DataError
+from offline.build.inputs.summeval import CRITERIA, SummEval, human_target, load_summeval
 from offline.data.paths import resolve_data_dir
-from offline.data.summeval import CRITERIA, SummEval, human_target, load_summeval
 
 
 @pytest.fixture(scope="module")

@@ -31,12 +31,12 @@ from typing import Any, Protocol
 
 import msgspec
 
-from offline.answers.records import AnswerRecord, Outcome, PutStats
-from offline.answers.store import AnswerStore
-from offline.data.judges import RecordedJudge, load_recorded_judges
-from offline.data.pairwise import RecordedPairwise, load_pairwise, pair_item_id, presentation_order
-from offline.data.summeval import load_summeval
-from offline.data.vicuna80 import JudgeVerdict, Vicuna80
+from offline.build.answers.records import AnswerRecord, Outcome, PutStats
+from offline.build.answers.store import AnswerStore
+from offline.build.inputs.judges import RecordedJudge, load_recorded_judges
+from offline.build.inputs.pairwise import RecordedPairwise, load_pairwise, pair_item_id, presentation_order
+from offline.build.inputs.summeval import load_summeval
+from offline.build.inputs.vicuna80 import JudgeVerdict, Vicuna80
 
 __all__ = [
     "RECORDED_LABEL_RULE",

@@ -22,7 +22,7 @@ from pathlib import Path
 import msgspec
 
 from calibration.errors import ScoreOutOfRangeError
-from offline.data.errors import DataError, decode_jsonl
+from offline.build.inputs.errors import DataError, decode_jsonl
 
 __all__ = [
     "CRITERIA",

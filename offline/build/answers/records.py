@@ -47,7 +47,7 @@ class StoreError(ValueError):
 
 
 class AnswerKey(msgspec.Struct, frozen=True, kw_only=True):
-    """The identity of one judge answer (see :mod:`offline.answers.store`'s docstring)."""
+    """The identity of one judge answer (see :mod:`offline.build.answers.store`'s docstring)."""
 
     judge: str
     prompt_family: str

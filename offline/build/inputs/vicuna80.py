@@ -31,7 +31,7 @@ from typing import Literal
 
 import msgspec
 
-from offline.data.errors import DataError, decode_jsonl
+from offline.build.inputs.errors import DataError, decode_jsonl
 
 __all__ = ["LABELS", "HumanVote", "JudgeVerdict", "Vicuna80", "Vicuna80Item", "load_vicuna80", "vicuna80_dir"]
 
