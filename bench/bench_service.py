@@ -116,6 +116,9 @@ def _server_rows(server: str, ours: list[Round], echo: list[Round]) -> list[Benc
         )
     cpu_ours, cpu_echo = _median_cpu_us(ours), _median_cpu_us(echo)
     if cpu_ours is not None and cpu_echo is not None:
+        # echo/ours per round: the cost ratio, which a server's share of a contended CPU moves less than throughput
+        pairs = [(e.cpu_per_request_s, o.cpu_per_request_s) for e, o in zip(echo, ours, strict=True)]
+        cost = paired_ratio([e for e, o in pairs if e and o], [o for e, o in pairs if e and o])
         rows.append(
             BenchRow(
                 name=f"(a) {server}: server CPU a request (user + system, whole process tree, after warm-up)",
@@ -123,7 +126,7 @@ def _server_rows(server: str, ours: list[Round], echo: list[Round]) -> list[Benc
                 baseline_name=f"bare Litestar echo, {server}",
                 baseline=cpu_echo,
                 unit="us",
-                target="reported",
+                target=f"reported: median paired echo/ours {cost.describe()}",
                 met=True,
             )
         )
@@ -168,8 +171,18 @@ def bench_throughput(servers: Mapping[str, RunningServer], rounds: int) -> tuple
         shaped = reply.json()
         if not (shaped["source"] == "caller" and shaped["calibrated"] and shaped["prediction_set"]):
             raise RuntimeError(f"{name}: /v1/score did not calibrate the caller's score: {shaped}")
+    # the pairs compared: ours beside the echo under each server (the logged variant beside the same echo)
+    groups = [
+        [
+            name
+            for name in (f"{server}/ours", f"{server}/echo", LOGGED if server == "uvicorn" else "")
+            if name in servers
+        ]
+        for server in SERVERS
+    ]
     results, pinning = paired_rounds(
         servers,
+        [group for group in groups if group],
         body,
         rounds=rounds,
         concurrency=THROUGHPUT_CONCURRENCY,

@@ -2,9 +2,11 @@
 
 The servers run one at a time, pinned (every thread of every process of each, ``bench.process_tree``) to one
 CPU while the load generator runs on the others, so a server never competes with its client. Each round runs
-every server once, in an order rotated from round to round (no server always goes first or last after the same
-one); a comparison of two servers is the **median over rounds of the paired ratio** of their throughputs in the
-same round, which cancels the slow drifts in machine speed that make single long runs disagree by 30%.
+every server once; a comparison of two servers is the **median over rounds of the paired ratio** of their
+throughputs in the same round, which cancels the slow drifts in machine speed that make single long runs disagree
+by 30%. The servers come in groups whose members are compared (ours and the echo under one server): a group's runs
+are adjacent, so a pair is seconds apart, and every other round runs the groups and their members in reverse
+(ABBA), so neither side of a pair always runs first.
 
 Each run starts with a warm-up load that is not counted: neither its throughput nor its CPU time (the server's
 CPU is read after it), so the CPU per request is the steady state's.
@@ -21,7 +23,7 @@ from bench.load import LoadResult, load
 from bench.process_tree import restore_affinity
 from bench.servers import RunningServer
 
-__all__ = ["PairedRatio", "Round", "paired_ratio", "paired_rounds", "rotated"]
+__all__ = ["PairedRatio", "Round", "paired_ratio", "paired_rounds", "round_order"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -56,10 +58,11 @@ def paired_ratio(numerator: Sequence[float], denominator: Sequence[float]) -> Pa
     return PairedRatio(ratios=ratios, median=statistics.median(ratios), q1=q1, q3=q3)
 
 
-def rotated(names: Sequence[str], round_index: int) -> list[str]:
-    """``names`` rotated left by ``round_index``: round r starts with the r-th server."""
-    shift = round_index % len(names)
-    return [*names[shift:], *names[:shift]]
+def round_order(groups: Sequence[Sequence[str]], round_index: int) -> list[str]:
+    """The servers of round ``round_index``: the groups in order, each group's members adjacent; odd rounds run
+    everything in reverse."""
+    order = [name for group in groups for name in group]
+    return order if round_index % 2 == 0 else order[::-1]
 
 
 def _measured_round(server: RunningServer, body: dict, *, concurrency: int, warmup: int, requests: int) -> Round:
@@ -82,10 +85,17 @@ def split_cpus() -> tuple[set[int], set[int]] | None:
 
 
 def paired_rounds(
-    servers: Mapping[str, RunningServer], body: dict, *, rounds: int, concurrency: int, warmup: int, requests: int
+    servers: Mapping[str, RunningServer],
+    groups: Sequence[Sequence[str]],
+    body: dict,
+    *,
+    rounds: int,
+    concurrency: int,
+    warmup: int,
+    requests: int,
 ) -> tuple[dict[str, list[Round]], str]:
-    """Run every server once per round, ``rounds`` rounds; each server's runs in round order, and how they were
-    pinned."""
+    """Run every server of ``groups`` once per round (``round_order``), ``rounds`` rounds; each server's runs in
+    round order, and how they were pinned."""
     split = split_cpus()
     results: dict[str, list[Round]] = {name: [] for name in servers}
     before: dict[int, set[int]] = {}
@@ -94,7 +104,7 @@ def paired_rounds(
         os.sched_setaffinity(0, split[1])  # this thread: the load generator
     try:
         for round_index in range(rounds):
-            for name in rotated(list(servers), round_index):
+            for name in round_order(groups, round_index):
                 if split:  # again before each run: catches a thread or process started since
                     for task, cpus in servers[name].pin(split[0]).items():
                         before.setdefault(task, cpus)

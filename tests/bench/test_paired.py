@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.paired import paired_ratio, rotated
+from bench.paired import paired_ratio, round_order
 
 
 def test_the_paired_ratio_is_the_median_of_the_per_round_ratios():
@@ -26,8 +26,11 @@ def test_one_round_and_mismatched_rounds():
         paired_ratio([], [])
 
 
-def test_each_server_leads_a_round_in_turn():
-    names = ["a", "b", "c"]
-    assert [rotated(names, r)[0] for r in range(6)] == ["a", "b", "c", "a", "b", "c"]
-    assert rotated(names, 1) == ["b", "c", "a"]
-    assert sorted(rotated(names, 2)) == names
+def test_compared_servers_run_side_by_side_and_every_other_round_in_reverse():
+    groups = [["uvicorn/ours", "uvicorn/echo"], ["granian/ours", "granian/echo"]]
+    assert round_order(groups, 0) == ["uvicorn/ours", "uvicorn/echo", "granian/ours", "granian/echo"]
+    assert round_order(groups, 1) == ["granian/echo", "granian/ours", "uvicorn/echo", "uvicorn/ours"]
+    assert round_order(groups, 2) == round_order(groups, 0)
+    for index in range(4):  # each pair adjacent in every round
+        order = round_order(groups, index)
+        assert abs(order.index("uvicorn/ours") - order.index("uvicorn/echo")) == 1
