@@ -151,6 +151,7 @@ settings-table: install-runtime
 
 ## Benchmarks: side-by-side tables against baselines (not part of the tests).
 bench: install
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	$(BIN)/python -m bench
 
 ## Lint, layers and type checks: ruff, the import-linter contracts, then mypy (strict on calibration/ and

@@ -34,18 +34,8 @@ from typing import Any
 import httpx
 import msgspec
 
-from bench.bench_service import (
-    ALPHA,
-    CRITERION,
-    DOCUMENT,
-    JUDGE_NAME,
-    RunningServer,
-    _server_env,
-    _write_artifact,
-    _write_judges,
-    judge_stand_in,
-    uvicorn_server,
-)
+from bench.servers import RunningServer, running_server, server_env
+from bench.service_fixtures import ALPHA, CRITERION, DOCUMENT, JUDGE_NAME, judge_stand_in, write_artifact, write_judges
 from bench.table import BenchRow, print_table
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/14")
@@ -271,18 +261,18 @@ def main() -> None:
     notes: list[str] = []
     with tempfile.TemporaryDirectory() as folder, judge_stand_in(LIVE_LATENCY_S) as judge:
         thresholds, judges = Path(folder) / "thresholds.json", Path(folder) / "judges.json"
-        _write_artifact(thresholds)
-        _write_judges(judges, judge.base_url)
+        write_artifact(thresholds)
+        write_judges(judges, judge.base_url, max_concurrency=32)
         sections = (("a", bench_throughput), ("b", bench_live), ("c", bench_rss))
         for name, run in sections:
             queue = f"bench-{uuid.uuid4().hex[:8]}"
-            env = _server_env({
+            env = server_env({
                 "THRESHOLDS_PATH": str(thresholds), "JUDGES_FILE": str(judges), "DEFAULT_JUDGE": JUDGE_NAME,
                 "REDIS_URL": REDIS_URL, "JOB_QUEUE": queue, "WORKER_CONCURRENCY": str(LIVE_CONCURRENCY),
                 "JOB_CHUNK_SIZE": "250" if name == "b" else "1000", "CACHE_TTL_S": "600", "LOG_LEVEL": "WARNING",
             })  # fmt: skip
             try:
-                with uvicorn_server("service.http.app:create_app", env, probe_path="/healthz") as api:
+                with running_server("uvicorn", "ours", env, probe_path="/healthz") as api:
                     if name == "b":
                         section_rows, section_notes = bench_live(api, env, judge)
                     else:

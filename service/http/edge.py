@@ -168,6 +168,7 @@ class Edge:
         self._server_allow = server_allow(inner)
         self._tracing = services.tracing
         self._traced = services.tracing.wrap(self._serve) if services.tracing.enabled else None
+        self._keys_required = bool(services.settings.api_keys)  # settings are frozen
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         """ASGI entry point: lifespan and websockets go straight to the inner app; HTTP calls are wrapped."""
@@ -231,7 +232,8 @@ class Edge:
             await send(message)
 
         try:
-            if await self._answered_at_edge(scope, authorization, send_with_request_id):
+            at_edge = (self._keys_required and not is_public_path(scope)) or scope["path"] == "*"
+            if at_edge and await self._answered_at_edge(scope, authorization, send_with_request_id):
                 return
             if head:
                 scope["method"] = "GET"  # routed as GET; the body is dropped in send_with_request_id

@@ -96,7 +96,9 @@ class Services:
 
 def services_of(connection: ASGIConnection) -> Services:
     """The Services of the app answering ``connection`` (a request)."""
-    return connection.app.state.services  # set by service.http.app.create_app
+    # set by service.http.app.create_app; read by key: State's attribute access goes through __getattr__, which
+    # runs only after the ordinary lookup has failed with an AttributeError (a raised exception every request)
+    return connection.app.state["services"]
 
 
 def problem_responses(*statuses: int) -> dict[int, ResponseSpec]:

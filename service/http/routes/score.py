@@ -92,8 +92,8 @@ async def score(data: ScoreBody, request: Request) -> ScoreResponse:
     """Verdict -> prediction set -> certified accept / escalate (rules: ``service.scoring.score``,
     ``service.scoring.policy``)."""
     services = services_of(request)
-    context = scoring_context(services, await caller_alarms(request, services))
-    answer = await score_item(context, data)  # echoes data.item_id
+    alarms = await caller_alarms(request, services) if services.monitors is not None else None
+    answer = await score_item(scoring_context(services, alarms), data)  # echoes data.item_id
     if services.tracing.enabled:
         trace_evaluation(services.tracing, answer)
     return answer
