@@ -34,19 +34,35 @@ from litestar.openapi.spec import OpenAPI, OpenAPIType, Reference, Schema
 from calibration.conformal import METHODS
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.http.services import Services
-from service.http.spec import implies, present, score_branches
+from service.http.wire_schema import to_openapi_schema
+from service.wire import schema as json_schema
 from service.wire.common import CRITERIA
+from service.wire.score import OWN_VERDICT_FIELDS, score_branches
 
 __all__ = ["LiveSpecJson", "SpecValues", "apply_spec_values", "spec_document", "spec_values"]
 
 DEFAULT_SCALE = 5  # service.artifacts.snapshot.CalibrationSnapshot.n_labels_for: an uncalibrated criterion's K
 _DEPLOYMENT = "deployment value (service.http.spec_values)"  # marks the rules this module owns, to replace them
-_OWN_FIELDS = {
-    "judge_score": "integer",
-    "judge_logprobs": "object",
-    "mean_of_samples": "number",
-    "sentence_verdicts": "array",
-}
+_OWN_FIELDS = OWN_VERDICT_FIELDS
+
+
+def _schema(schema: dict[str, Any]) -> Schema:
+    """A JSON Schema written with ``service.wire.schema``'s helpers (no reference in it) as Litestar's schema."""
+
+    def no_reference(name: str) -> Reference:
+        raise ValueError(f"a deployment rule refers to the component {name}")
+
+    converted = to_openapi_schema(schema, no_reference)
+    assert isinstance(converted, Schema)
+    return converted
+
+
+def present(types: dict[str, str]) -> Schema:
+    return _schema(json_schema.present(types))
+
+
+def implies(condition: Schema, then: Schema) -> Schema:
+    return Schema(any_of=[Schema(schema_not=condition), then])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -109,7 +125,7 @@ def _own() -> Schema:
 
 def _bound(schema: Any, maximum: int) -> None:
     """Set ``maximum`` on the integer branch of a (possibly nullable) integer schema."""
-    for branch in getattr(schema, "one_of", None) or [schema]:
+    for branch in getattr(schema, "any_of", None) or getattr(schema, "one_of", None) or [schema]:
         if getattr(branch, "type", None) == OpenAPIType.INTEGER:
             branch.maximum = maximum
 
@@ -155,7 +171,7 @@ def apply_spec_values(spec: OpenAPI, values: SpecValues) -> None:
     if score is None or not score.properties:
         return
     props = score.properties
-    score.any_of = score_branches(score, judge_required=not values.configured)
+    score.any_of = [_schema(branch) for branch in score_branches(judge_required=not values.configured)]
     _names(props["criterion"], values.criteria, nullable=False)
     _names(props["judge"], values.judges, nullable=True)
     _names(props["method"], tuple(METHODS), nullable=True)

@@ -16,12 +16,11 @@ from artifact.labels import CRITERION_PATTERN
 from service.errors import BadRequestError, UnsupportedMediaTypeError
 from service.http.routes.calibration import swap_response
 from service.http.services import problem_responses, require_admin_key, services_of
-from service.http.spec import implies
 from service.jobs.calibration_jobs.cells import MIN_CELL_ITEMS
 from service.jobs.calibration_jobs.view import job_info
 from service.judging.rubrics import MAX_LABELS
 from service.wire.calibration import (
-    ArtifactName,
+    ArtifactNameQuery,
     CalibrationJobInfo,
     ReloadResponse,
 )
@@ -73,7 +72,7 @@ _EXAMPLE = msgspec.json.encode(_EXAMPLE_ROWS[0]).decode() + "\n"
 async def submit_calibration(
     request: Request,
     scale: Annotated[int, Parameter(ge=2, le=MAX_LABELS, description="K of rows without scale_max")] = 5,
-    name: Annotated[ArtifactName | None, Parameter(description="artifact name (default cal-<id>)")] = None,
+    name: ArtifactNameQuery = "",
 ) -> CalibrationJobInfo:
     """Validate the whole body (422 naming line and field; nothing queued), then 202 with the job."""
     content_type = (request.headers.get("content-type") or "").partition(";")[0].strip().lower()
@@ -87,7 +86,7 @@ async def submit_calibration(
     job = await services.calibrations.submit(
         data,
         scale=scale,
-        name=name,
+        name=name or None,
         snapshot=services.calibration.current,
         max_cell_rows=services.settings.limits.max_calibration_cell_rows,
         judges=services.judges,
@@ -213,7 +212,12 @@ def _row_schema() -> Schema:
         # cases outgrow what schemathesis 4.32's generator (jsonschema_rs) can canonicalise, and it gives up on the
         # operation (its fuzzing phase reports a schema error).
         all_of=[
-            implies(Schema(required=["scale_max"], properties={"scale_max": Schema(const=k)}), _within_scale(k))
+            Schema(  # if the row's scale_max is k then its values lie within 1..k
+                any_of=[
+                    Schema(schema_not=Schema(required=["scale_max"], properties={"scale_max": Schema(const=k)})),
+                    _within_scale(k),
+                ]
+            )
             for k in range(2, MAX_LABELS)
         ],
     )

@@ -213,8 +213,9 @@ async def cancel_job(job_id: JobId, request: Request) -> JobStatus:
     return _status(record, time.time())
 
 
-def document_jobs_openapi(schema_paths: Any) -> None:
-    """Give POST /v1/jobs its request body in the spec (the handler streams the body, so Litestar cannot)."""
+def document_jobs_openapi(schema_paths: Any, max_job_items: int) -> None:
+    """Give POST /v1/jobs its request body in the spec (the handler streams the body, so Litestar cannot): JSON Lines,
+    or 1..MAX_JOB_ITEMS items as JSON (service.jobs.intake)."""
     item = Schema(
         type=None,
         description="a /v1/score body (ScoreRequest; its item_id is echoed in the result line)",
@@ -232,7 +233,9 @@ def document_jobs_openapi(schema_paths: Any) -> None:
                     type=OpenAPIType.OBJECT,
                     required=["items"],
                     additional_properties=False,
-                    properties={"items": Schema(type=OpenAPIType.ARRAY, items=item, min_items=1)},
+                    properties={
+                        "items": Schema(type=OpenAPIType.ARRAY, items=item, min_items=1, max_items=max_job_items)
+                    },
                 )
             ),
         },
