@@ -179,7 +179,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         monitors=None if jobs is None else _monitors(jobs, settings, metrics_, logs.logger),
     )
     # without API_KEYS a key is accepted and none is needed: the spec says so (the empty requirement)
-    security = [{"bearerAuth": []}] if settings.api_keys else [{}, {"bearerAuth": []}]
+    security: list[dict[str, list[str]]] = [{"bearerAuth": []}] if settings.api_keys else [{}, {"bearerAuth": []}]
     v1 = Router(path="/v1", route_handlers=list(V1_HANDLERS), security=security)
     app = Litestar(
         route_handlers=[v1, *PUBLIC_HANDLERS],

@@ -104,7 +104,8 @@ class WireSchemaPlugin(OpenAPISchemaPlugin):
 
     def to_openapi_schema(self, field_definition: FieldDefinition, schema_creator: SchemaCreator) -> Schema:
         if not field_definition.is_subclass_of(msgspec.Struct):
-            annotated = Annotated[field_definition.annotation, *_metas(field_definition)]  # type: ignore[valid-type]
+            # Annotated[(T, *metas)] is Annotated[T, meta, ...]: the parameter's type with its constraints
+            annotated: Any = Annotated[(field_definition.annotation, *_metas(field_definition))]
             converted = to_openapi_schema(msgspec.json.schema(annotated), _no_reference)
             assert isinstance(converted, Schema)
             return converted

@@ -81,7 +81,7 @@ def struct_types(types: Iterable[Any]) -> dict[str, type]:
     return found
 
 
-def wire_schema_components(types: Iterable[Any]) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+def wire_schema_components(types: Iterable[Any]) -> tuple[tuple[dict[str, Any], ...], dict[str, Any]]:
     """msgspec's schemas of ``types`` (references into ``#/components/schemas``) and its components, each Struct's
     component with the Struct's ``JSON_SCHEMA_RULES``."""
     types = tuple(types)
