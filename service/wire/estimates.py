@@ -34,6 +34,7 @@ __all__ = [
     "EstimateBatchResponse",
     "EstimateRequest",
     "EstimateResult",
+    "IgnoredBattle",
     "JobSampleUse",
     "LabelBudgetAnswer",
     "LabelledItem",
@@ -270,7 +271,8 @@ MinLabelled = Annotated[
 
 
 class Battle(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One battle judged by the judge; ``human`` is the human verdict when this battle was labelled."""
+    """One battle judged by the judge; ``human`` is the human verdict when this battle was labelled. A battle of a
+    model against itself is no comparison: it is left out of every figure and listed in ``ignored_battles``."""
 
     model_a: ModelName
     model_b: ModelName
@@ -306,6 +308,13 @@ class ModelRanking(msgspec.Struct, frozen=True, kw_only=True):
     under_labelled: bool  # fewer than min_labelled_battles labelled battles: unknown ([1, k], interval [0, 1])
 
 
+class IgnoredBattle(msgspec.Struct, frozen=True, kw_only=True):
+    """A battle left out of the ranking (a model against itself), by its index in ``battles``."""
+
+    index: int
+    reason: str
+
+
 class SeparablePair(msgspec.Struct, frozen=True, kw_only=True):
     """``better`` is ranked above ``worse`` in every ranking the joint region allows."""
 
@@ -327,3 +336,4 @@ class RankingResponse(msgspec.Struct, frozen=True, kw_only=True):
     models: list[ModelRanking]  # best first by win rate (models without an estimate last)
     separable: list[SeparablePair]
     human_only_separable: list[SeparablePair]
+    ignored_battles: list[IgnoredBattle] = msgspec.field(default_factory=list)
