@@ -18,10 +18,12 @@ import contextlib
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from copy import copy
 from typing import IO
 
 from litestar import Litestar, Router
 from litestar.datastructures import State
+from litestar.handlers import BaseRouteHandler
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
@@ -32,18 +34,18 @@ from service.config.settings import Settings
 from service.http.body import JSONRequest
 from service.http.docs_page import OfflineRedoc
 from service.http.edge import Edge
+from service.http.raw_bodies import jobs_operation
 from service.http.routes.calibration import calibration_info, reload_calibration
 from service.http.routes.calibrations import (
     activate_calibration,
     calibration_job,
     delete_calibration,
-    document_calibrations_openapi,
     submit_calibration,
 )
 from service.http.routes.compare import compare
 from service.http.routes.estimates import estimates, rankings
 from service.http.routes.health import healthz, metrics, readyz
-from service.http.routes.jobs import cancel_job, document_jobs_openapi, job_results, job_status, submit_job
+from service.http.routes.jobs import cancel_job, job_results, job_status, submit_job
 from service.http.routes.judges import list_judges
 from service.http.routes.monitoring import feedback, monitor, monitor_recalibrate, monitor_reset
 from service.http.routes.reports import (
@@ -123,10 +125,12 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
         services.logs.flush()
 
 
-def _document_raw_bodies(app: Litestar, settings: Settings) -> None:
-    """The request bodies of the handlers that read their raw body (POST /v1/jobs, POST /v1/calibrations)."""
-    document_jobs_openapi(app.openapi_schema.paths, settings.jobs.max_job_items)
-    document_calibrations_openapi(app.openapi_schema.paths)
+def _v1_handlers(settings: Settings) -> list[BaseRouteHandler]:
+    """``V1_HANDLERS``, POST /v1/jobs with this deployment's body cap in its operation (a copy: the module's handler
+    is left as it is, so that apps of other settings do not share it)."""
+    jobs = copy(submit_job)
+    jobs.operation_class = jobs_operation(settings.jobs.max_job_items)
+    return [jobs if handler is submit_job else handler for handler in V1_HANDLERS]
 
 
 def _monitors(jobs: JobQueue, settings: Settings, metrics: ServiceMetrics, logger: EventLogger) -> Monitors:
@@ -180,7 +184,7 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
     )
     # without API_KEYS a key is accepted and none is needed: the spec says so (the empty requirement)
     security: list[dict[str, list[str]]] = [{"bearerAuth": []}] if settings.api_keys else [{}, {"bearerAuth": []}]
-    v1 = Router(path="/v1", route_handlers=list(V1_HANDLERS), security=security)
+    v1 = Router(path="/v1", route_handlers=_v1_handlers(settings), security=security)
     app = Litestar(
         route_handlers=[v1, *PUBLIC_HANDLERS],
         exception_handlers={Exception: handle_exception},
@@ -208,5 +212,4 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         state=State({"services": services}),
         plugins=[WireSchemaPlugin()],
     )
-    _document_raw_bodies(app, settings)
     return Edge(inner=app, services=services)

@@ -20,7 +20,7 @@ from litestar.openapi.spec import Discriminator, OpenAPIFormat, OpenAPIType, Ref
 from litestar.plugins import OpenAPISchemaPlugin
 from litestar.typing import FieldDefinition
 
-from service.wire.schema import REF_TEMPLATE, struct_types, wire_schema_components
+from service.wire.schema import REF_TEMPLATE, ComponentRefinement, struct_types, wire_schema_components
 
 __all__ = ["WireSchemaPlugin", "to_openapi_schema"]
 
@@ -95,7 +95,12 @@ def _metas(field_definition: FieldDefinition) -> tuple[msgspec.Meta, ...]:
 
 class WireSchemaPlugin(OpenAPISchemaPlugin):
     """Every msgspec Struct as its msgspec schema (``service.wire.schema``), one component per Struct; a parameter of a
-    wire type with ``Meta`` (a query's constraints) as msgspec's schema of that type."""
+    wire type with ``Meta`` (a query's constraints) as msgspec's schema of that type. ``refinements``: the
+    deployment's values by component (``service.http.spec_values``), an input of each generation (one plugin per
+    app; set before the app's document is generated)."""
+
+    def __init__(self, refinements: Mapping[str, ComponentRefinement] | None = None) -> None:
+        self.refinements: Mapping[str, ComponentRefinement] = refinements or {}
 
     def is_plugin_supported_field(self, field_definition: FieldDefinition) -> bool:
         if field_definition.is_union:
@@ -111,7 +116,7 @@ class WireSchemaPlugin(OpenAPISchemaPlugin):
             return converted
         cls = field_definition.annotation
         schema = schema_creator.schema_registry.get_schema_for_field_definition(field_definition)
-        _, components = wire_schema_components((cls,))
+        _, components = wire_schema_components((cls,), self.refinements)
         classes = struct_types((cls,))
 
         def reference(name: str) -> Reference:

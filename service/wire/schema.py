@@ -5,7 +5,8 @@ A field's rule lives in its type (``Meta`` bounds, lengths and patterns, ``Liter
 is refused where the Struct says ``forbid_unknown_fields``). A rule between fields (an either/or body, ``if a then
 b``) is declared beside the fields as the Struct's ``JSON_SCHEMA_RULES`` class variable: a mapping of JSON Schema
 keywords (``anyOf``, ``oneOf``, ``allOf``, ``not``) that applies to the Struct's object as a whole. The OpenAPI
-document (``service.http.wire_schema``) is this schema, converted: nothing is added to it afterwards.
+document (``service.http.wire_schema``) is this schema, converted: nothing is added to it afterwards. The values of
+one deployment (names, scales) are an input of the same generation (``service.http.spec_values``).
 
 The helpers below write the recurring forms of those rules.
 """
@@ -13,12 +14,13 @@ The helpers below write the recurring forms of those rules.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 
 __all__ = [
     "RULES_ATTRIBUTE",
+    "ComponentRefinement",
     "SchemaRules",
     "absent",
     "implies",
@@ -30,6 +32,13 @@ __all__ = [
 RULES_ATTRIBUTE = "JSON_SCHEMA_RULES"  # the Struct class variable holding its rules between fields
 REF_TEMPLATE = "#/components/schemas/{name}"
 SchemaRules = Mapping[str, Any]  # JSON Schema keywords applied to a Struct's object as a whole
+
+
+class ComponentRefinement(Protocol):
+    """A deployment's rules for one component (``service.http.spec_values.Refinement``)."""
+
+    def apply(self, component: dict[str, Any]) -> None: ...
+
 
 _JSON_TYPES = {"integer", "number", "string", "array", "object", "boolean"}
 
@@ -81,9 +90,12 @@ def struct_types(types: Iterable[Any]) -> dict[str, type]:
     return found
 
 
-def wire_schema_components(types: Iterable[Any]) -> tuple[tuple[dict[str, Any], ...], dict[str, Any]]:
+def wire_schema_components(
+    types: Iterable[Any], refinements: Mapping[str, ComponentRefinement] | None = None
+) -> tuple[tuple[dict[str, Any], ...], dict[str, Any]]:
     """msgspec's schemas of ``types`` (references into ``#/components/schemas``) and its components, each Struct's
-    component with the Struct's ``JSON_SCHEMA_RULES``."""
+    component with the Struct's ``JSON_SCHEMA_RULES`` and then the deployment's ``refinements`` of it, by component
+    name (``service.http.spec_values``: the names and scales of one service)."""
     types = tuple(types)
     schemas, components = msgspec.json.schema_components(types, ref_template=REF_TEMPLATE)
     for name, cls in struct_types(types).items():
@@ -95,4 +107,7 @@ def wire_schema_components(types: Iterable[Any]) -> tuple[tuple[dict[str, Any], 
         if clash:
             raise ValueError(f"{name}.{RULES_ATTRIBUTE} sets {sorted(clash)}, which msgspec's schema already has")
         component.update(msgspec.json.decode(msgspec.json.encode(rules)))  # a fresh copy of the declared rules
+    for name, refinement in (refinements or {}).items():
+        if name in components:
+            refinement.apply(components[name])
     return schemas, components

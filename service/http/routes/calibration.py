@@ -17,6 +17,7 @@ from service.artifacts.snapshot import CalibrationSnapshot, coverage_target
 from service.errors import CalibrationUnavailableError, InvalidRequestError
 from service.http.auth import is_admin
 from service.http.body import BODY_DECODER, BodyDecoder
+from service.http.raw_bodies import OptionalBodyOperation
 from service.http.services import problem_responses, require_admin_key, services_of
 from service.wire.calibration import (
     ArtifactCell,
@@ -160,6 +161,7 @@ async def calibration_info(request: Request, view: View = "full") -> Calibration
     responses=problem_responses(400, 401, 403, 409, 413, 415, 422, 503),
     tags=["calibration"],
     opt={BODY_DECODER: BodyDecoder(ReloadRequest | None)},
+    operation_class=OptionalBodyOperation,  # no body: reload the current path
 )
 async def reload_calibration(request: Request, data: JSONBody[ReloadRequest | None] = None) -> ReloadResponse:
     """Load ``path`` (default: the current path), validate, swap; ArtifactError -> 422 and the old one stays."""

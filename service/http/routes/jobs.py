@@ -14,10 +14,9 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Request, Response, delete, get, post
-from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
 from litestar.params import Parameter
 from litestar.response import Stream
 from redis.exceptions import RedisError
@@ -39,7 +38,7 @@ from service.jobs.submit import submit_job as submit
 from service.jobs.tenancy import JobCaller, job_caller
 from service.wire.jobs import JobAccepted, JobStatus
 
-__all__ = ["cancel_job", "document_jobs_openapi", "job_results", "job_status", "submit_job"]
+__all__ = ["cancel_job", "job_results", "job_status", "submit_job"]
 
 JobId = Annotated[str, Parameter(max_length=64, description="the job_id POST /v1/jobs answered")]
 
@@ -211,32 +210,3 @@ async def cancel_job(job_id: JobId, request: Request) -> JobStatus:
         raise _redis_down(services, error) from error
     services.logger.info("job.cancelled", job_id=job_id, status=record.status)
     return _status(record, time.time())
-
-
-def document_jobs_openapi(schema_paths: Any, max_job_items: int) -> None:
-    """Give POST /v1/jobs its request body in the spec (the handler streams the body, so Litestar cannot): JSON Lines,
-    or 1..MAX_JOB_ITEMS items as JSON (service.jobs.intake)."""
-    item = Schema(
-        type=None,
-        description="a /v1/score body (ScoreRequest; its item_id is echoed in the result line)",
-    )
-    path = (schema_paths or {}).get("/v1/jobs")
-    if path is None or path.post is None:
-        return
-    path.post.request_body = RequestBody(
-        required=True,
-        description='JSON Lines, one item per line, or {"items": [...]} as JSON',
-        content={
-            "application/x-ndjson": OpenAPIMediaType(schema=item),
-            "application/json": OpenAPIMediaType(
-                schema=Schema(
-                    type=OpenAPIType.OBJECT,
-                    required=["items"],
-                    additional_properties=False,
-                    properties={
-                        "items": Schema(type=OpenAPIType.ARRAY, items=item, min_items=1, max_items=max_job_items)
-                    },
-                )
-            ),
-        },
-    )

@@ -68,6 +68,6 @@ def test_the_committed_spec_carries_score_requests_rules_as_declared():
     spec = json.loads(DEFAULT_PATH.read_text())
     committed = spec["components"]["schemas"]["ScoreRequest"]
     declared = ScoreRequest.JSON_SCHEMA_RULES
-    # the deployment values (service.http.spec_values) add their rules after the declared ones
+    # the deployment values (service.http.spec_values, an input of the generation) add their rules after these
     assert committed["allOf"][: len(declared["allOf"])] == declared["allOf"]
     assert len(committed["anyOf"]) == len(declared["anyOf"])
