@@ -11,9 +11,9 @@ import msgspec
 from litestar import Request, delete, get, post
 from litestar.params import Parameter, PathParameter
 
+from service.artifacts.views import swap_response
 from service.errors import BadRequestError, UnsupportedMediaTypeError
 from service.http.raw_bodies import LabelledRowsOperation
-from service.http.routes.calibration import swap_response
 from service.http.services import problem_responses, require_admin_key, services_of
 from service.jobs.calibration_jobs.view import job_info
 from service.judging.rubrics import MAX_LABELS
