@@ -58,10 +58,15 @@ DOCUMENTED_503 = {
 }
 # (operation, problem type, what the detail says): the rule behind each is one JSON Schema cannot state
 DOCUMENTED_422 = (
-    # make serve has no judge: a live call cannot be served there (the committed spec is the judge-less deployment's
-    # only in its enums); the caller's own verdict or preferences are.
+    # make serve has no judge: a live call cannot be served there (configuration, not the request: the committed spec
+    # documents the live calls of the API); the caller's own verdict or preferences are served.
     ("POST /v1/score", "judge-not-configured", re.compile(r"no judge is configured")),
     ("POST /v1/compare", "judge-not-configured", re.compile(r"no judge is configured")),
+    # The labelled upload (service/wire/labelled_rows.py): rules between rows (labels on the criterion's one scale,
+    # item_id distinct per judge and criterion, enough items per cell) and between a row and the scale query compare
+    # two rows or values; two row rules the schema could state stay in its description, because the tools cannot
+    # read them: document/input either/or (the generator gives up on the operation) and printable names
+    # (str.isprintable needs Unicode categories the generator's regexes lack).
     (
         "POST /v1/calibrations",
         "calibration-error",
@@ -71,6 +76,7 @@ DOCUMENTED_422 = (
             r"text"
         ),
     ),
+    # Which files exist is state, not the request; one uniform answer for every unusable path, by design.
     ("POST /v1/calibration/reload", "reload-path-refused", re.compile(r"this path cannot be used")),
     # Rules between fields of an estimate that compare two fields or items (docs/estimates.md): scale_min below
     # scale_max, values and threshold on a scale given in the body, a job's labelled ids distinct; and a win rate
