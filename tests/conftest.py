@@ -29,7 +29,7 @@ def resolve_data_dir() -> Path:
 # nothing left). Longest first, the last modules handed out are short ones and the workers finish together. A
 # module missing here only runs in its collection place; nothing else depends on this order.
 LONG_MODULES = (
-    "tests/service/http/test_schemathesis_cli.py",  # 200 s
+    "tests/service/http/test_schemathesis_cli.py",  # 340 s on a loaded machine (three seeds without keys)
     "tests/service/live_judge/test_live_judge.py",  # 210 s on a loaded machine (a real model answers every call)
     "tests/offline/test_cli.py",  # 102 s
     "tests/offline/test_shipped_artifact.py",  # 93 s

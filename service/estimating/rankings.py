@@ -11,9 +11,15 @@ and in the human-only answer alike: its rank set is [1, k], no pair involving it
 (the range of a win rate: its variance is treated as infinite) and ``under_labelled`` is true. Its win rate is still
 reported.
 
+A battle of a model against itself is no comparison (JSON Schema cannot say that two fields differ, so the request
+is answered): it is left out of every figure and listed in ``ignored_battles`` with its index. A model that appears in
+such battles only is not ranked. The figures are those of the battles kept: when every battle is left out there is
+nothing to rank (no model, no pair); when no kept battle has a human verdict, no model has an estimate (every win rate
+null, every rank set [1, k]); when every kept battle has one, the judge adds nothing and the answer is the human-only
+one (``method`` "human only", ``lam`` 0).
+
 Refused with a 422 ``invalid-request``: more battles than ``MAX_RANKING_BATTLES`` or more models than
-``MAX_RANKING_MODELS``, a battle of a model against itself, fewer than two models, no labelled or no unlabelled
-battle.
+``MAX_RANKING_MODELS`` (settings), and, as the spec states, battles that are all labelled or all unlabelled.
 """
 
 from __future__ import annotations
@@ -25,22 +31,38 @@ import numpy as np
 from calibration.estimates.rank_sets import Battles, RankSets, WinRateEstimate, ppr_win_rates, rank_sets, win_rates
 from service.config.limits import LimitSettings
 from service.errors import InvalidRequestError
-from service.wire.estimates import ModelRanking, RankingRequest, RankingResponse, SeparablePair
+from service.wire.estimates import (
+    Battle,
+    IgnoredBattle,
+    ModelRanking,
+    RankingRequest,
+    RankingResponse,
+    SeparablePair,
+)
 
 __all__ = ["rank_models"]
 
 _SIDES = {"a": (1.0, 0.0), "b": (0.0, 1.0)}
 
 
-def _model_index(request: RankingRequest, limits: LimitSettings) -> tuple[list[str], np.ndarray, np.ndarray]:
-    names: dict[str, int] = {}
-    a = np.empty(len(request.battles), dtype=np.int64)
-    b = np.empty_like(a)
+def _kept_battles(request: RankingRequest) -> tuple[list[Battle], list[IgnoredBattle]]:
+    """The battles of two different models, and the others (a model against itself) as ignored."""
+    kept: list[Battle] = []
+    ignored: list[IgnoredBattle] = []
     for index, battle in enumerate(request.battles):
         if battle.model_a == battle.model_b:
-            raise InvalidRequestError(
-                f"battles[{index}]: a battle needs two different models, got {battle.model_a!r} twice"
-            )
+            reason = f"a self-battle: model {battle.model_a!r} against itself is no comparison"
+            ignored.append(IgnoredBattle(index=index, reason=reason))
+        else:
+            kept.append(battle)
+    return kept, ignored
+
+
+def _model_index(battles: list[Battle], limits: LimitSettings) -> tuple[list[str], np.ndarray, np.ndarray]:
+    names: dict[str, int] = {}
+    a = np.empty(len(battles), dtype=np.int64)
+    b = np.empty_like(a)
+    for index, battle in enumerate(battles):
         a[index] = names.setdefault(battle.model_a, len(names))
         b[index] = names.setdefault(battle.model_b, len(names))
         if len(names) > limits.max_ranking_models:
@@ -90,29 +112,32 @@ def rank_models(request: RankingRequest, limits: LimitSettings) -> RankingRespon
             f"the request holds {len(request.battles)} battles; the limit is "
             f"MAX_RANKING_BATTLES={limits.max_ranking_battles}"
         )
-    names, model_a, model_b = _model_index(request, limits)
-    k = len(names)
-    if k < 2:
-        raise InvalidRequestError("the battles name fewer than two models: there is nothing to rank")
-    labelled = np.asarray([battle.human is not None for battle in request.battles])
-    if labelled.all() or not labelled.any():
+    given = np.asarray([battle.human is not None for battle in request.battles])
+    if given.all() or not given.any():  # the spec's rule (some battle labelled, some not)
         raise InvalidRequestError(
             "need battles with a human verdict (a uniform random subset) and battles "
-            f"with the judge's verdict only; got {int(labelled.sum())} labelled of "
-            f"{labelled.size}"
+            f"with the judge's verdict only; got {int(given.sum())} labelled of "
+            f"{given.size}"
         )
+    battles, ignored = _kept_battles(request)
+    names, model_a, model_b = _model_index(battles, limits)
+    k = len(names)
+    floor = (
+        limits.min_labelled_battles_per_model if request.min_labelled_battles is None else request.min_labelled_battles
+    )
+    if k == 0:  # every battle a self-battle: nothing to rank
+        return _nothing_to_rank(request, floor, ignored)
+    labelled = np.asarray([battle.human is not None for battle in battles], dtype=bool)
     tie = 0.5 if request.ties == "half" else 0.0
-    judge_a, judge_b = _outcomes([battle.judge for battle in request.battles], tie)
-    human_a, human_b = _outcomes([battle.human for battle in request.battles if battle.human is not None], tie)
+    judge_a, judge_b = _outcomes([battle.judge for battle in battles], tie)
+    human_a, human_b = _outcomes([battle.human for battle in battles if battle.human is not None], tie)
     lab, unl = np.flatnonzero(labelled), np.flatnonzero(~labelled)
     human = Battles(model_a=model_a[lab], model_b=model_b[lab], win_a=human_a, win_b=human_b)
     judge = Battles(model_a=model_a[lab], model_b=model_b[lab], win_a=judge_a[lab], win_b=judge_b[lab])
     judge_unlabelled = Battles(model_a=model_a[unl], model_b=model_b[unl], win_a=judge_a[unl], win_b=judge_b[unl])
-    estimate = ppr_win_rates(human, judge, judge_unlabelled, k)
     human_only = win_rates(human, k)
-    floor = (
-        limits.min_labelled_battles_per_model if request.min_labelled_battles is None else request.min_labelled_battles
-    )
+    # the judge's verdicts help only beside human ones and with battles of their own (module docstring)
+    estimate = ppr_win_rates(human, judge, judge_unlabelled, k) if lab.size and unl.size else human_only
     sets = rank_sets(estimate, request.alpha, request.construction, min_labelled=floor)
     human_sets = rank_sets(human_only, request.alpha, request.construction, min_labelled=floor)
     unlabelled_counts = np.bincount(judge_unlabelled.model_a, minlength=k) + np.bincount(
@@ -131,6 +156,25 @@ def rank_models(request: RankingRequest, limits: LimitSettings) -> RankingRespon
         models=models,
         separable=_pairs(sets, names),
         human_only_separable=_pairs(human_sets, names),
+        ignored_battles=ignored,
+    )
+
+
+def _nothing_to_rank(request: RankingRequest, floor: int, ignored: list[IgnoredBattle]) -> RankingResponse:
+    """The answer when every battle was left out: no model, no pair."""
+    return RankingResponse(
+        alpha=request.alpha,
+        construction=request.construction,
+        ties=request.ties,
+        method="human only",
+        lam=0.0,
+        n_labelled=0,
+        n_unlabelled=0,
+        min_labelled_battles=floor,
+        models=[],
+        separable=[],
+        human_only_separable=[],
+        ignored_battles=ignored,
     )
 
 

@@ -18,12 +18,14 @@ import contextlib
 import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from copy import copy
 from typing import IO
 
 from litestar import Litestar, Router
 from litestar.datastructures import State
+from litestar.handlers import BaseRouteHandler
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.spec import Components, Reference, SecurityScheme
+from litestar.openapi.spec import Components, SecurityScheme
 
 from service.artifacts.report_cards import ShippedReportCards
 from service.artifacts.state import CalibrationHolder
@@ -32,18 +34,18 @@ from service.config.settings import Settings
 from service.http.body import JSONRequest
 from service.http.docs_page import OfflineRedoc
 from service.http.edge import Edge
+from service.http.raw_bodies import jobs_operation
 from service.http.routes.calibration import calibration_info, reload_calibration
 from service.http.routes.calibrations import (
     activate_calibration,
     calibration_job,
     delete_calibration,
-    document_calibrations_openapi,
     submit_calibration,
 )
 from service.http.routes.compare import compare
-from service.http.routes.estimates import document_estimates_openapi, estimates, rankings
+from service.http.routes.estimates import estimates, rankings
 from service.http.routes.health import healthz, metrics, readyz
-from service.http.routes.jobs import cancel_job, document_jobs_openapi, job_results, job_status, submit_job
+from service.http.routes.jobs import cancel_job, job_results, job_status, submit_job
 from service.http.routes.judges import list_judges
 from service.http.routes.monitoring import feedback, monitor, monitor_recalibrate, monitor_reset
 from service.http.routes.reports import (
@@ -54,8 +56,8 @@ from service.http.routes.reports import (
 )
 from service.http.routes.score import score, score_batch
 from service.http.services import Services, handle_exception
-from service.http.spec import refine_spec, restore_zero_bounds
 from service.http.spec_values import LiveSpecJson
+from service.http.wire_schema import WireSchemaPlugin
 from service.jobs.calibration_jobs.jobs import CalibrationJobs
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
@@ -67,10 +69,6 @@ from service.observability.logging import EventLogger, library_logs, make_logs
 from service.observability.metrics import ServiceMetrics
 from service.observability.traces import make_tracing
 from service.scoring.policy import DecisionPolicy
-from service.wire.calibration import ReloadRequest
-from service.wire.compare import CompareRequest
-from service.wire.monitoring import FeedbackRequest, MonitorRecalibrateRequest, MonitorResetRequest
-from service.wire.score import ScoreBatchRequest, ScoreRequest
 
 __all__ = ["API_VERSION", "create_app"]
 
@@ -85,10 +83,6 @@ V1_HANDLERS = (
     judge_report, judge_report_page, calibration_report, calibration_report_page,
 )  # fmt: skip
 PUBLIC_HANDLERS = (healthz, readyz, metrics)
-_REQUEST_TYPES = (
-    ScoreRequest, ScoreBatchRequest, CompareRequest, ReloadRequest,
-    FeedbackRequest, MonitorResetRequest, MonitorRecalibrateRequest,
-)  # fmt: skip
 _DESCRIPTION = (
     "LLM-judge verdicts wrapped with split-conformal prediction sets (accept / review / escalate), "
     "pairwise tournament diagnostics (3-cycles, violation rate, rankings) and factuality evidence. "
@@ -131,24 +125,12 @@ async def _lifespan(app: Litestar) -> AsyncIterator[None]:
         services.logs.flush()
 
 
-def _refine_openapi(app: Litestar, settings: Settings) -> None:
-    """Spec details the generator cannot infer: closed request objects, batch items typed as ScoreRequest."""
-    schemas = app.openapi_schema.components.schemas or {}
-    document_jobs_openapi(app.openapi_schema.paths)
-    document_calibrations_openapi(app.openapi_schema.paths)
-    document_estimates_openapi(schemas)
-    for request_type in _REQUEST_TYPES:
-        schema = schemas.get(request_type.__name__)
-        if schema is not None:
-            schema.additional_properties = False
-    for name in ("JudgeLogprobs", "Candidate", "Preference"):
-        if name in schemas:
-            schemas[name].additional_properties = False
-    restore_zero_bounds(schemas, _REQUEST_TYPES)  # Litestar drops gt=0 / le=0 (service/http/spec.py)
-    batch, single = schemas.get("ScoreBatchRequest"), schemas.get("ScoreRequest")
-    if batch is not None and single is not None and batch.properties:
-        batch.properties["items"].items = Reference(ref="#/components/schemas/ScoreRequest")  # type: ignore[union-attr]
-    refine_spec(app.openapi_schema, settings)  # service/http/spec.py
+def _v1_handlers(settings: Settings) -> list[BaseRouteHandler]:
+    """``V1_HANDLERS``, POST /v1/jobs with this deployment's body cap in its operation (a copy: the module's handler
+    is left as it is, so that apps of other settings do not share it)."""
+    jobs = copy(submit_job)
+    jobs.operation_class = jobs_operation(settings.jobs.max_job_items)
+    return [jobs if handler is submit_job else handler for handler in V1_HANDLERS]
 
 
 def _monitors(jobs: JobQueue, settings: Settings, metrics: ServiceMetrics, logger: EventLogger) -> Monitors:
@@ -200,7 +182,9 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
         tracing=tracing,
         monitors=None if jobs is None else _monitors(jobs, settings, metrics_, logs.logger),
     )
-    v1 = Router(path="/v1", route_handlers=list(V1_HANDLERS), security=[{"bearerAuth": []}])
+    # without API_KEYS a key is accepted and none is needed: the spec says so (the empty requirement)
+    security: list[dict[str, list[str]]] = [{"bearerAuth": []}] if settings.api_keys else [{}, {"bearerAuth": []}]
+    v1 = Router(path="/v1", route_handlers=_v1_handlers(settings), security=security)
     app = Litestar(
         route_handlers=[v1, *PUBLIC_HANDLERS],
         exception_handlers={Exception: handle_exception},
@@ -226,6 +210,6 @@ def create_app(settings: Settings | None = None, *, log_stream: IO[str] | None =
             render_plugins=[LiveSpecJson(), OfflineRedoc()],
         ),
         state=State({"services": services}),
+        plugins=[WireSchemaPlugin()],
     )
-    _refine_openapi(app, settings)
     return Edge(inner=app, services=services)

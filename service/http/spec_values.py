@@ -1,9 +1,10 @@
-"""Deployment values in the OpenAPI spec: the names and scales a request may use on *this* service.
+"""Deployment values in the OpenAPI spec: the names and scales a request may use on *this* service, an input of the
+spec's generation (``service.wire.schema.wire_schema_components`` through ``service.http.wire_schema``).
 
-Which criteria, judges and panels a request may name, the scale 1..K of a verdict and the smallest level
-``alpha`` depend on the loaded calibration (every artifact), JUDGES_FILE, RUBRICS_FILE and PANELS_FILE. The
-service refuses other values (422 with the allowed ones), so the spec lists them, and a schema-valid request is
-one the service answers:
+Which criteria, judges and panels a request may name, the scale 1..K of a verdict and the smallest level ``alpha``
+depend on the loaded calibration (every artifact), JUDGES_FILE, RUBRICS_FILE and PANELS_FILE. The service refuses
+other values (422 with the allowed ones), so the spec lists them, and a schema-valid request is one the service
+answers:
 
 * ``criterion``: the built-in criteria, the rubrics' and the calibration's (``enum``); one only the calibration
   covers needs the caller's own verdict (no live call can ask about it).
@@ -13,44 +14,54 @@ one the service answers:
 * ``panel``: the configured panels (none configured: only null); ``cascade`` likewise (CASCADES_FILE).
 * ``judge_score``, ``mean_of_samples`` (also in ``verdicts``) at most the largest K, log-prob tokens "1".."K";
   a criterion with a smaller K says so (``if criterion in [...] then maximum k``).
-* ``alpha`` at least the smallest calibrated level.
+* ``alpha`` at least the smallest calibrated level; a pac ``confidence`` at most the calibrated one (score and
+  compare).
 * ``tolerance`` at most K - 1 and ``pass_threshold`` at most K (service.scoring.cell_decision.asked), per criterion
   as above.
 
-The served document (/schema/openapi.json) is re-derived whenever the calibration snapshot changes (reload,
-activate, delete), so it follows the service; ``make openapi`` writes the one of the default settings (the
-shipped calibration, no judges, rubrics, panels or keys), which is what ``make serve`` serves.
+Each value is stated where its field's schema is (a keyword merged into msgspec's schema of the property; a numeric
+keyword beside a nullable property's ``anyOf`` bounds the number alone) or as a rule on the whole object, while the
+components are generated; nothing is written into a generated document afterwards.
+
+The served document (/schema/openapi.json) is generated again, with the new values, whenever the calibration
+snapshot changes (reload, activate, delete), so it follows the service; ``make openapi`` writes the one of the
+default settings (the shipped calibration, no judges, rubrics, panels or keys), which is what ``make serve`` serves.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from litestar import Litestar, Request
+from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.openapi.plugins import JsonRenderPlugin
-from litestar.openapi.spec import OpenAPI, OpenAPIType, Reference, Schema
 
 from calibration.conformal import METHODS
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.http.services import Services
-from service.http.spec import implies, present, score_branches
+from service.http.wire_schema import WireSchemaPlugin
 from service.wire.common import CRITERIA
+from service.wire.schema import implies, present
+from service.wire.score import OWN_VERDICT_FIELDS, score_branches
 
-__all__ = ["LiveSpecJson", "SpecValues", "apply_spec_values", "spec_document", "spec_values"]
+__all__ = [
+    "DeploymentValues",
+    "LiveSpecJson",
+    "Refinement",
+    "deployment_refinements",
+    "deployment_values",
+    "spec_document",
+]
 
 DEFAULT_SCALE = 5  # service.artifacts.snapshot.CalibrationSnapshot.n_labels_for: an uncalibrated criterion's K
-_DEPLOYMENT = "deployment value (service.http.spec_values)"  # marks the rules this module owns, to replace them
-_OWN_FIELDS = {
-    "judge_score": "integer",
-    "judge_logprobs": "object",
-    "mean_of_samples": "number",
-    "sentence_verdicts": "array",
-}
+MAX_TOKEN = 10  # JudgeLogprobs holds the tokens "1".."10"
+_TIGHTER = {"maximum": min, "minimum": max}
 
 
 @dataclass(frozen=True, kw_only=True)
-class SpecValues:
+class DeploymentValues:
     """The names and scales a request may use on one service (see the module docstring)."""
 
     criteria: tuple[str, ...]
@@ -66,7 +77,145 @@ class SpecValues:
     several_families: tuple[tuple[str, str], ...] = ()  # (judge, criterion) needing prompt_family
 
 
-def spec_values(services: Services) -> SpecValues:
+@dataclass(frozen=True, kw_only=True)
+class Refinement:
+    """What a deployment states on one component: keywords merged into its properties (``None``: the property does
+    not exist on this deployment), its ``anyOf`` (replacing the declared one) and rules added to its ``allOf``."""
+
+    properties: Mapping[str, Mapping[str, Any] | None] = field(default_factory=dict)
+    any_of: list[dict[str, Any]] | None = None
+    all_of: list[dict[str, Any]] = field(default_factory=list)
+
+    def apply(self, component: dict[str, Any]) -> None:
+        """Write the refinement into ``component`` (a fresh schema of the generator, before conversion)."""
+        properties: dict[str, Any] = component.get("properties", {})
+        for name, keywords in self.properties.items():
+            if name not in properties:
+                continue
+            if keywords is None:
+                del properties[name]
+                if name in component.get("required", ()):
+                    component["required"] = [kept for kept in component["required"] if kept != name]
+                continue
+            properties[name] = _merged(name, properties[name], keywords)
+        if self.any_of is not None:
+            component["anyOf"] = self.any_of
+        if self.all_of:
+            component["allOf"] = [*component.get("allOf", []), *self.all_of]
+
+
+def _merged(name: str, schema: Mapping[str, Any], keywords: Mapping[str, Any]) -> dict[str, Any]:
+    """``schema`` with ``keywords`` added; a bound the type already has keeps the tighter of the two."""
+    merged = dict(schema)
+    for keyword, value in keywords.items():
+        if keyword not in merged:
+            merged[keyword] = value
+        elif keyword in _TIGHTER:
+            merged[keyword] = _TIGHTER[keyword](merged[keyword], value)
+        else:
+            raise ValueError(f"a deployment value would replace {keyword!r} of the property {name!r}")
+    return merged
+
+
+def _names(names: tuple[str, ...], *, nullable: bool) -> dict[str, Any]:
+    return {"enum": [*names, None] if nullable else list(names)}
+
+
+def _own() -> dict[str, Any]:
+    return {"anyOf": [present({"judge": "string", name: kind}) for name, kind in OWN_VERDICT_FIELDS.items()]}
+
+
+def _scale_rules(values: DeploymentValues, largest: int) -> list[dict[str, Any]]:
+    """Per smaller K: ``if criterion in [...] then`` scores, means and tokens stay within 1..K."""
+    rules = []
+    for k in sorted(set(values.scales.values()) - {largest}):
+        criteria = [name for name, scale in values.scales.items() if scale == k]
+        bounded = {"maximum": k}
+        tokens = {"properties": {str(token): {"type": "null"} for token in range(k + 1, largest + 1)}}
+        member = {"properties": {"judge_score": bounded, "mean_of_samples": bounded, "judge_logprobs": tokens}}
+        then = {
+            "properties": {
+                "judge_score": bounded,
+                "mean_of_samples": bounded,
+                "judge_logprobs": tokens,
+                "verdicts": {"items": member},
+                "tolerance": {"maximum": k - 1},
+                "pass_threshold": bounded,
+            }
+        }
+        rules.append(implies({"required": ["criterion"], "properties": {"criterion": {"enum": criteria}}}, then))
+    return rules
+
+
+def _object_rules(values: DeploymentValues, largest: int) -> list[dict[str, Any]]:
+    """ScoreRequest's ``if ... then`` rules of this deployment: smaller scales, a named judge, calibration-only
+    criteria and judges, and the judge-criterion pairs that need a prompt family."""
+    rules = _scale_rules(values, largest)
+    if not values.configured:  # no default judge: the caller's verdict names its judge (service.scoring.resolve)
+        rules.append(
+            implies(
+                {"anyOf": [present({name: kind}) for name, kind in OWN_VERDICT_FIELDS.items()]},
+                present({"judge": "string"}),
+            )
+        )
+    calibration_only = sorted(set(values.criteria) - set(values.askable))
+    if calibration_only:  # no live call can ask about these
+        rules.append(
+            implies({"required": ["criterion"], "properties": {"criterion": {"enum": calibration_only}}}, _own())
+        )
+    uncallable = sorted(set(values.judges) - set(values.configured))
+    if values.configured and uncallable:  # without any judge a live call is the documented 422 whatever it names
+        rules.append(implies({"required": ["judge"], "properties": {"judge": {"enum": uncallable}}}, _own()))
+    for judge, criterion in values.several_families:
+        pair = {
+            "required": ["judge", "criterion"],
+            "properties": {"judge": {"const": judge}, "criterion": {"const": criterion}},
+        }
+        rules.append(implies(pair, present({"prompt_family": "string"})))
+    return rules
+
+
+def deployment_refinements(values: DeploymentValues) -> dict[str, Refinement]:
+    """The refinement of each wire component a deployment's values constrain, by component name."""
+    largest = max(values.scales.values(), default=DEFAULT_SCALE)
+    score: dict[str, Mapping[str, Any] | None] = {
+        "criterion": _names(values.criteria, nullable=False),
+        "judge": _names(values.judges, nullable=True),
+        "method": _names(tuple(METHODS), nullable=True),
+        "panel": _names(values.panels, nullable=True),
+        "cascade": _names(values.cascades, nullable=True),
+        "judge_score": {"maximum": largest},
+        "mean_of_samples": {"maximum": largest},
+        "tolerance": {"maximum": largest - 1},  # an error is |human - point| >= tolerance: at most K - 1 can happen
+        "pass_threshold": {"maximum": largest},
+    }
+    if values.min_alpha is not None:
+        score["alpha"] = {"minimum": values.min_alpha}
+    # a pac confidence above the calibrated one is a 422 (service.scoring.resolve, service.comparing.pair_decisions)
+    if values.max_confidence is not None:
+        score["confidence"] = {"maximum": values.max_confidence}
+    compare: dict[str, Mapping[str, Any] | None] = {}
+    if values.max_pairwise_confidence is not None:
+        compare["confidence"] = {"maximum": values.max_pairwise_confidence}
+    tokens = [str(token) for token in range(1, min(largest, MAX_TOKEN) + 1)]
+    return {
+        "ScoreRequest": Refinement(
+            properties=score,
+            any_of=score_branches(judge_required=not values.configured),
+            all_of=_object_rules(values, largest),
+        ),
+        "CompareRequest": Refinement(properties=compare),
+        "MemberVerdict": Refinement(
+            properties={"judge_score": {"maximum": largest}, "mean_of_samples": {"maximum": largest}}
+        ),
+        "JudgeLogprobs": Refinement(
+            properties={str(token): None for token in range(largest + 1, MAX_TOKEN + 1)},
+            any_of=[present({token: "number"}) for token in tokens],
+        ),
+    }
+
+
+def deployment_values(services: Services) -> DeploymentValues:
     """The values of ``services``' current calibration and configuration."""
     judges = services.judges
     snapshot: CalibrationSnapshot | None = services.calibration.current
@@ -88,7 +237,7 @@ def spec_values(services: Services) -> SpecValues:
             families.setdefault((judge, criterion), set()).add(family)
         configured = set(judges.names())
         several = sorted(key for key, found in families.items() if len(found) > 1 and key[0] not in configured)
-    return SpecValues(
+    return DeploymentValues(
         criteria=tuple(criteria),
         askable=tuple(askable),
         judges=tuple(sorted(known | set(judges.names()))),
@@ -103,142 +252,18 @@ def spec_values(services: Services) -> SpecValues:
     )
 
 
-def _own() -> Schema:
-    return Schema(any_of=[present({"judge": "string", name: kind}) for name, kind in _OWN_FIELDS.items()])
-
-
-def _bound(schema: Any, maximum: int) -> None:
-    """Set ``maximum`` on the integer branch of a (possibly nullable) integer schema."""
-    for branch in getattr(schema, "one_of", None) or [schema]:
-        if getattr(branch, "type", None) == OpenAPIType.INTEGER:
-            branch.maximum = maximum
-
-
-def _names(schema: Any, names: tuple[str, ...], nullable: bool) -> None:
-    schema.enum = [*names, None] if nullable else list(names)
-
-
-def _scale_rules(values: SpecValues, largest: int) -> list[Schema]:
-    """Per smaller K: ``if criterion in [...] then`` scores, means and tokens stay within 1..K."""
-    rules = []
-    for k in sorted(set(values.scales.values()) - {largest}):
-        criteria = [name for name, scale in values.scales.items() if scale == k]
-        bounded = Schema(maximum=k)
-        tokens: dict[str, Schema | Reference] = {
-            str(token): Schema(type=OpenAPIType.NULL) for token in range(k + 1, largest + 1)
-        }
-        member = Schema(
-            properties={"judge_score": bounded, "mean_of_samples": bounded, "judge_logprobs": Schema(properties=tokens)}
-        )
-        rules.append(
-            implies(
-                Schema(required=["criterion"], properties={"criterion": Schema(enum=criteria)}),
-                Schema(
-                    properties={
-                        "judge_score": bounded,
-                        "mean_of_samples": bounded,
-                        "judge_logprobs": Schema(properties=tokens),
-                        "verdicts": Schema(items=member),
-                        "tolerance": Schema(maximum=k - 1),
-                        "pass_threshold": bounded,
-                    }
-                ),
-            )
-        )
-    return rules
-
-
-def apply_spec_values(spec: OpenAPI, values: SpecValues) -> None:
-    """Write ``values`` into ``spec`` in place (replacing earlier ones: it may run again after a reload)."""
-    schemas: dict[str, Any] = (spec.components.schemas if spec.components else None) or {}
-    score = schemas.get("ScoreRequest")
-    if score is None or not score.properties:
-        return
-    props = score.properties
-    score.any_of = score_branches(score, judge_required=not values.configured)
-    _names(props["criterion"], values.criteria, nullable=False)
-    _names(props["judge"], values.judges, nullable=True)
-    _names(props["method"], tuple(METHODS), nullable=True)
-    if "panel" in props:
-        _names(props["panel"], values.panels, nullable=True)
-    if "cascade" in props:
-        _names(props["cascade"], values.cascades, nullable=True)
-    if values.min_alpha is not None:
-        props["alpha"].minimum = values.min_alpha
-    # a pac confidence above the calibrated one is a 422 (service.scoring.resolve, service.comparing.pair_decisions)
-    if values.max_confidence is not None and "confidence" in props:
-        props["confidence"].maximum = values.max_confidence
-    compare_props = (schemas["CompareRequest"].properties if "CompareRequest" in schemas else None) or {}
-    if values.max_pairwise_confidence is not None and "confidence" in compare_props:
-        compare_props["confidence"].maximum = values.max_pairwise_confidence
-    largest = max(values.scales.values(), default=DEFAULT_SCALE)
-    _bound_scales(schemas, largest)
-    rules = _deployment_rules(values, largest)
-    for rule in rules:
-        rule.description = _DEPLOYMENT
-    score.all_of = [rule for rule in score.all_of or [] if getattr(rule, "description", None) != _DEPLOYMENT] + rules
-
-
-def _bound_scales(schemas: dict[str, Any], largest: int) -> None:
-    """Bound scores, means, tolerance, pass threshold and log-prob tokens by the largest scale K (in place)."""
-    props = schemas["ScoreRequest"].properties
-    for name in ("judge_score", "mean_of_samples"):
-        props[name].maximum = largest
-    if "tolerance" in props:  # an error is |human - point| >= tolerance: at most K - 1 can happen
-        props["tolerance"].maximum = largest - 1
-    if "pass_threshold" in props:  # a nullable integer: its schema is oneOf[integer, null]
-        _bound(props["pass_threshold"], largest)
-    member = schemas.get("MemberVerdict")
-    if member is not None and member.properties:
-        for name in ("judge_score", "mean_of_samples"):
-            member.properties[name].maximum = largest
-    logprobs = schemas.get("JudgeLogprobs")
-    if logprobs is not None and logprobs.properties:
-        logprobs.properties = {token: schema for token, schema in logprobs.properties.items() if int(token) <= largest}
-        logprobs.any_of = [present({token: "number"}) for token in logprobs.properties]
-
-
-def _deployment_rules(values: SpecValues, largest: int) -> list[Schema]:
-    """The ``if ... then`` rules of this deployment: smaller scales, a named judge, calibration-only criteria and
-    judges, and the judge-criterion pairs that need a prompt family."""
-    rules = _scale_rules(values, largest)
-    if not values.configured:  # no default judge: the caller's verdict names its judge (service.scoring.resolve)
-        rules.append(
-            implies(
-                Schema(any_of=[present({name: kind}) for name, kind in _OWN_FIELDS.items()]),
-                present({"judge": "string"}),
-            )
-        )
-    calibration_only = sorted(set(values.criteria) - set(values.askable))
-    if calibration_only:  # no live call can ask about these
-        rules.append(
-            implies(Schema(required=["criterion"], properties={"criterion": Schema(enum=calibration_only)}), _own())
-        )
-    uncallable = sorted(set(values.judges) - set(values.configured))
-    if values.configured and uncallable:  # without any judge a live call is the documented 503 whatever it names
-        rules.append(implies(Schema(required=["judge"], properties={"judge": Schema(enum=uncallable)}), _own()))
-    for judge, criterion in values.several_families:
-        rules.append(
-            implies(
-                Schema(
-                    required=["judge", "criterion"],
-                    properties={"judge": Schema(const=judge), "criterion": Schema(const=criterion)},
-                ),
-                present({"prompt_family": "string"}),
-            )
-        )
-    return rules
-
-
 def spec_document(app: Litestar) -> dict[str, Any]:
-    """The app's OpenAPI document with the deployment values of its current calibration (re-derived on change)."""
+    """The app's OpenAPI document, generated with the deployment values of its current calibration (generated again
+    when the calibration changes)."""
     services: Services = app.state.services
     snapshot = services.calibration.current
     cache = services.spec_cache
     if cache.get("snapshot") is not snapshot or "document" not in cache:
-        apply_spec_values(app.openapi_schema, spec_values(services))
+        plugin = app.plugins.get(WireSchemaPlugin)
+        plugin.refinements = deployment_refinements(deployment_values(services))
+        # Litestar's generator, run afresh (its cached document is the one without deployment values)
+        cache["document"] = app.plugins.get(OpenAPIPlugin)._build_openapi().to_schema()
         cache["snapshot"] = snapshot
-        cache["document"] = app.openapi_schema.to_schema()
     document = cache["document"]
     assert isinstance(document, dict)  # the to_schema() stored above
     return document

@@ -15,7 +15,9 @@ from service.wire.common import REQUEST_STRUCT, RESPONSE_STRUCT, GuaranteeMode, 
 __all__ = [
     "ArtifactCell",
     "ArtifactInfo",
+    "REFUSED_ARTIFACT_NAME",
     "ArtifactName",
+    "ArtifactNameQuery",
     "ArtifactSummary",
     "CalibratedCell",
     "CellCertification",
@@ -221,8 +223,25 @@ class CalibrationOverview(msgspec.Struct, **RESPONSE_STRUCT):
     cells: list[CellOverview]
 
 
+# service.artifacts.activated.check_name: 1-64 letters, digits, _ - . starting with a letter or digit, no "..", not
+# ending in ".json", not the reserved "primary" (service.artifacts.registry.RESERVED_NAMES), in any case
+REFUSED_ARTIFACT_NAME = r"\.\.|\.[jJ][sS][oO][nN]$|^[pP][rR][iI][mM][aA][rR][yY]$"
 ArtifactName = Annotated[
-    str, Meta(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$", description="artifact name: letters, digits, _ - .")
+    str,
+    Meta(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$",
+        description="artifact name: letters, digits, _ - .",
+        extra_json_schema={"not": {"pattern": REFUSED_ARTIFACT_NAME}},
+    ),
+]
+# The ``name`` query of POST /v1/calibrations: an artifact name, or empty for the default name cal-<id>
+ArtifactNameQuery = Annotated[
+    str,
+    Meta(
+        pattern=r"^([A-Za-z0-9][A-Za-z0-9_.-]{0,63})?$",
+        description="artifact name (default, and when empty: cal-<id>)",
+        extra_json_schema={"not": {"pattern": REFUSED_ARTIFACT_NAME}},
+    ),
 ]
 
 

@@ -13,6 +13,8 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
+from service.wire.schema import implies, present
+
 __all__ = [
     "Confidence",
     "GuaranteeMode",
@@ -35,6 +37,7 @@ __all__ = [
     "ProblemError",
     "Text",
     "Tolerance",
+    "pac_confidence",
 ]
 
 CRITERIA = ("coherence", "consistency", "fluency", "relevance", "faithfulness")
@@ -50,7 +53,8 @@ Criterion = Annotated[
 # accept: use ``point`` as the label (certified); escalate: ask a human; second_opinion: ask the cascade's next judge
 Decision = Literal["accept", "escalate", "second_opinion"]
 Alpha = Annotated[float, Meta(gt=0, lt=1, description="miscoverage level; the target coverage is 1 - alpha")]
-Text = Annotated[str, Meta(min_length=1)]
+# not blank: some non-whitespace character (the domain functions refuse a blank text, str.strip)
+Text = Annotated[str, Meta(min_length=1, extra_json_schema={"pattern": r"\S"})]
 # Which promise every guarantee of an answer keeps: "per_label" holds for every human label separately, on average over
 # the draw of the calibration documents (calibration.per_label); "expected" holds for all labels together on average
 # over that draw; "pac" for all labels together with probability >= confidence over it (calibration.decisions.rule).
@@ -91,6 +95,16 @@ PassThreshold = Annotated[
         "pass (false-pass rate among items humans would fail <= accept_alpha)",
     ),
 ]
+
+
+def pac_confidence() -> dict[str, object]:
+    """``confidence`` applies to the pac guarantee only (service.scoring.resolve.request_mode,
+    service.comparing.pair_decisions.check_guarantee): a confidence needs ``guarantee: "pac"``."""
+    return implies(
+        present({"confidence": "number"}), {"required": ["guarantee"], "properties": {"guarantee": {"const": "pac"}}}
+    )
+
+
 ItemIdText = Annotated[
     str, Meta(min_length=1, max_length=200, description="the caller's own id for this item, echoed in the result")
 ]

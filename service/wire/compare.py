@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
@@ -18,7 +18,9 @@ from service.wire.common import (
     Name,
     Problem,
     Text,
+    pac_confidence,
 )
+from service.wire.schema import SchemaRules, present
 
 __all__ = [
     "Candidate",
@@ -56,6 +58,25 @@ class Preference(msgspec.Struct, **REQUEST_STRUCT):
     second: CandidateId | None = None
     verdict: Literal["first", "second", "tie"] | None = None
 
+    # {winner, loser[, tie]} or {first, second, verdict} (no tie: true), never a mix
+    JSON_SCHEMA_RULES: ClassVar[SchemaRules] = {
+        "oneOf": [
+            {
+                "allOf": [present({"winner": "string", "loser": "string"})],
+                "not": {"anyOf": [present({name: "string"}) for name in ("first", "second", "verdict")]},
+            },
+            {
+                "allOf": [present({"first": "string", "second": "string", "verdict": "string"})],
+                "not": {
+                    "anyOf": [
+                        *(present({name: "string"}) for name in ("winner", "loser")),
+                        {"required": ["tie"], "properties": {"tie": {"enum": [True]}}},
+                    ]
+                },
+            },
+        ]
+    }
+
 
 class CompareRequest(msgspec.Struct, **REQUEST_STRUCT):
     """Either ``document`` + ``candidates`` (judged live; ``criterion`` required) or ``preferences`` (the caller's
@@ -63,7 +84,12 @@ class CompareRequest(msgspec.Struct, **REQUEST_STRUCT):
 
     criterion: Criterion | None = None
     document: Text | None = None
-    candidates: Annotated[list[Candidate], Meta(min_length=3, max_length=HARD_MAX_CANDIDATES)] | None = None
+    candidates: (
+        Annotated[
+            list[Candidate], Meta(min_length=3, max_length=HARD_MAX_CANDIDATES, extra_json_schema={"uniqueItems": True})
+        ]
+        | None
+    ) = None
     preferences: Annotated[list[Preference], Meta(min_length=1, max_length=20_000)] | None = None
     judge: Name | None = None
     prompt_family: Name | None = None
@@ -76,6 +102,27 @@ class CompareRequest(msgspec.Struct, **REQUEST_STRUCT):
     # only, at most the artifact's 1 - delta; with "expected" a 422).
     guarantee: MarginalMode = "expected"
     confidence: Confidence | None = None
+
+    # exactly one of live (the judge is asked: document, candidates, criterion) or the caller's preferences
+    # (criterion optional: echoed); candidates are unique items (their ids must be: the part JSON Schema can state)
+    JSON_SCHEMA_RULES: ClassVar[SchemaRules] = {
+        "oneOf": [
+            {
+                "allOf": [present({"document": "string", "candidates": "array", "criterion": "string"})],
+                "not": {"required": ["preferences"], "properties": {"preferences": {"type": "array"}}},
+            },
+            {
+                "allOf": [present({"preferences": "array"})],
+                "not": {
+                    "anyOf": [
+                        {"required": ["document"], "properties": {"document": {"type": "string"}}},
+                        {"required": ["candidates"], "properties": {"candidates": {"type": "array"}}},
+                    ]
+                },
+            },
+        ],
+        "allOf": [pac_confidence()],
+    }
 
 
 class PairResult(msgspec.Struct, **RESPONSE_STRUCT):

@@ -16,12 +16,14 @@ judge's values read from the job's results, its other scored items the unlabelle
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
 
 from service.wire.common import Problem
+from service.wire.estimate_rules import estimate_request_rules, labelled_item_rules, ranking_battles_rules
+from service.wire.schema import SchemaRules
 
 __all__ = [
     "HARD_MAX_ESTIMATE_SYSTEMS",
@@ -32,6 +34,7 @@ __all__ = [
     "EstimateBatchResponse",
     "EstimateRequest",
     "EstimateResult",
+    "IgnoredBattle",
     "JobSampleUse",
     "LabelBudgetAnswer",
     "LabelledItem",
@@ -74,7 +77,11 @@ Value = Annotated[
     ),
 ]
 SystemName = Annotated[str, Meta(min_length=1, max_length=200)]
-ScaleMin = Annotated[int, Meta(ge=0, le=9, description="lowest score of the scale (mean, pass_rate)")]
+SCALE_MIN_BOUNDS = (0, 9)
+SCALE_MIN_DEFAULT, SCALE_MAX_DEFAULT = 1, 5
+ScaleMin = Annotated[
+    int, Meta(ge=SCALE_MIN_BOUNDS[0], le=SCALE_MIN_BOUNDS[1], description="lowest score of the scale (mean, pass_rate)")
+]
 ScaleMax = Annotated[int, Meta(ge=1, le=10, description="highest score K of the scale 1..K")]
 Threshold = Annotated[float, Meta(ge=0, le=10, description="pass_rate: an item passes when its score is >= threshold")]
 HalfWidth = Annotated[
@@ -107,6 +114,8 @@ class LabelledItem(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     human: Value
     judge: Value | None = None  # required without a job, refused with one (service.estimating.estimates)
     id: ItemId | None = None  # required with a job, refused without one
+
+    JSON_SCHEMA_RULES: ClassVar[SchemaRules] = labelled_item_rules()
 
 
 class UnlabelledItem(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -162,14 +171,18 @@ class EstimateRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
         | None
     ) = None
     of: BaseMetric | None = None  # difference only: the metric whose difference is estimated (default mean)
-    scale_min: ScaleMin = 1
-    scale_max: ScaleMax = 5
+    scale_min: ScaleMin = SCALE_MIN_DEFAULT
+    scale_max: ScaleMax = SCALE_MAX_DEFAULT
     threshold: Threshold | None = None
     target_half_width: HalfWidth | None = None
     job: JobId | None = None  # one system read from a job: with ``labelled`` items {id, human}, no ``unlabelled``
     # with a job: which of the item's calibrated outputs is the judge's value (default expected_score)
     judge_value: JudgeValue | None = None
     criterion: JobCriterion | None = None  # with a job: only its items of this criterion (required when it has many)
+
+    JSON_SCHEMA_RULES: ClassVar[SchemaRules] = estimate_request_rules(
+        (*SCALE_MIN_BOUNDS, SCALE_MIN_DEFAULT), SCALE_MAX_DEFAULT
+    )
 
 
 class LabelBudgetAnswer(msgspec.Struct, frozen=True, kw_only=True):
@@ -258,7 +271,8 @@ MinLabelled = Annotated[
 
 
 class Battle(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
-    """One battle judged by the judge; ``human`` is the human verdict when this battle was labelled."""
+    """One battle judged by the judge; ``human`` is the human verdict when this battle was labelled. A battle of a
+    model against itself is no comparison: it is left out of every figure and listed in ``ignored_battles``."""
 
     model_a: ModelName
     model_b: ModelName
@@ -269,7 +283,10 @@ class Battle(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=Tr
 class RankingRequest(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
     """Battles with the judge's verdict, a uniform random subset of them also with a human verdict."""
 
-    battles: Annotated[list[Battle], Meta(min_length=2, max_length=HARD_MAX_RANKING_BATTLES)]
+    battles: Annotated[
+        list[Battle],
+        Meta(min_length=2, max_length=HARD_MAX_RANKING_BATTLES, extra_json_schema=ranking_battles_rules()),
+    ]
     alpha: Alpha = 0.05
     construction: Literal["ellipsoid", "bonferroni"] = "ellipsoid"
     ties: Literal["zero", "half"] = "zero"  # a tie counts 0 for both sides (the paper's convention) or 1/2
@@ -289,6 +306,13 @@ class ModelRanking(msgspec.Struct, frozen=True, kw_only=True):
     battles_labelled: int
     battles_unlabelled: int
     under_labelled: bool  # fewer than min_labelled_battles labelled battles: unknown ([1, k], interval [0, 1])
+
+
+class IgnoredBattle(msgspec.Struct, frozen=True, kw_only=True):
+    """A battle left out of the ranking (a model against itself), by its index in ``battles``."""
+
+    index: int
+    reason: str
 
 
 class SeparablePair(msgspec.Struct, frozen=True, kw_only=True):
@@ -312,3 +336,4 @@ class RankingResponse(msgspec.Struct, frozen=True, kw_only=True):
     models: list[ModelRanking]  # best first by win rate (models without an estimate last)
     separable: list[SeparablePair]
     human_only_separable: list[SeparablePair]
+    ignored_battles: list[IgnoredBattle] = msgspec.field(default_factory=list)

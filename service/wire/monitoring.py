@@ -72,10 +72,19 @@ class FeedbackItem(msgspec.Struct, **REQUEST_STRUCT):
     group_size: Annotated[int, Meta(ge=1, le=1000)] | None = None
 
 
+_FEEDBACK_ITEM = (
+    "the verdict as sent to /v1/score (criterion, judge, prompt_family, judge_score and/or judge_logprobs, alpha, "
+    "method, tolerance, accept_alpha, guarantee, confidence) plus human (the label), item_id (required; the same id "
+    "again is a duplicate), group (the document; default the item) and done (true closes the document); anything "
+    "else is refused alone, with its problem"
+)
+
+
 class FeedbackRequest(msgspec.Struct, **REQUEST_STRUCT):
     """Up to MAX_BATCH_ITEMS feedback items; each is checked on its own, so one bad item is refused alone."""
 
-    items: Annotated[list[Any], Meta(max_length=HARD_MAX_BATCH_ITEMS)]
+    # any JSON value is an item: a refused item is refused alone
+    items: Annotated[list[Annotated[Any, Meta(description=_FEEDBACK_ITEM)]], Meta(max_length=HARD_MAX_BATCH_ITEMS)]
 
 
 class FeedbackRefusal(msgspec.Struct, **RESPONSE_STRUCT):

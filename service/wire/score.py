@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 import msgspec
 from msgspec import Meta
@@ -25,9 +25,12 @@ from service.wire.common import (
     Problem,
     Text,
     Tolerance,
+    pac_confidence,
 )
+from service.wire.schema import SchemaRules, absent, implies, present
 
 __all__ = [
+    "OWN_VERDICT_FIELDS",
     "BatchItemResult",
     "CascadeAnswer",
     "CascadeStage",
@@ -44,7 +47,24 @@ __all__ = [
     "SentenceCategory",
     "SentenceEvidenceItem",
     "SentenceVerdictItem",
+    "score_branches",
 ]
+
+# The fields that carry the caller's own verdict, with their JSON types (service.scoring.verdict).
+OWN_VERDICT_FIELDS = {
+    "judge_score": "integer",
+    "judge_logprobs": "object",
+    "mean_of_samples": "number",
+    "sentence_verdicts": "array",
+}
+_SINGLE_JUDGE_FIELDS = (
+    "judge",
+    "judge_score",
+    "judge_logprobs",
+    "mean_of_samples",
+    "sentence_verdicts",
+    "prompt_family",
+)
 
 
 # ---------------------------------------------------------------------------------------------- /v1/score
@@ -68,6 +88,9 @@ class JudgeLogprobs(msgspec.Struct, **REQUEST_STRUCT):
     p8: LogProb | None = msgspec.field(default=None, name="8")
     p9: LogProb | None = msgspec.field(default=None, name="9")
     p10: LogProb | None = msgspec.field(default=None, name="10")
+
+    # "holds no token" is a 422: at least one token with a number (service.scoring.verdict)
+    JSON_SCHEMA_RULES: ClassVar[SchemaRules] = {"anyOf": [present({str(k): "number"}) for k in range(1, 11)]}
 
     def values(self, n_labels: int = 5) -> list[float | None]:
         """The log-probabilities of "1".."n_labels" in score order, None where the caller gave none."""
@@ -105,10 +128,27 @@ class MemberVerdict(msgspec.Struct, **REQUEST_STRUCT):
     """One panel member's verdict, sent by the caller: ``judge`` and at least one of ``judge_score``,
     ``judge_logprobs``, ``mean_of_samples`` (its expected score: calibration.kinds.mean_panel)."""
 
-    judge: Name
+    # calibration.kinds.mean_panel.panel_name: a member's judge has no "+" and is not itself a panel
+    judge: Annotated[
+        str, Meta(min_length=1, max_length=200, extra_json_schema={"pattern": "^[^+]*$", "not": {"pattern": "^panel:"}})
+    ]
     judge_score: JudgeScore | None = None
     judge_logprobs: JudgeLogprobs | None = None
     mean_of_samples: MeanOfSamples | None = None
+
+    # service.scoring.panel_members.caller_member: a member carries something to read
+    JSON_SCHEMA_RULES: ClassVar[SchemaRules] = {
+        "anyOf": [present({name: kind}) for name, kind in OWN_VERDICT_FIELDS.items() if name != "sentence_verdicts"]
+    }
+
+
+def score_branches(*, judge_required: bool) -> list[dict[str, Any]]:
+    """ScoreRequest's ``anyOf``: live texts, the caller's verdict (with ``judge`` unless a default judge exists), a
+    panel (each branch's fields required and not null)."""
+    judge = {"judge": "string"} if judge_required else {}
+    own = [present({**judge, name: kind}) for name, kind in OWN_VERDICT_FIELDS.items()]
+    panel = [present({"verdicts": "array"}), present({"panel": "string", "document": "string", "summary": "string"})]
+    return [present({"document": "string", "summary": "string"}), *own, *panel]
 
 
 class ScoreRequest(msgspec.Struct, **REQUEST_STRUCT):
@@ -157,6 +197,33 @@ class ScoreRequest(msgspec.Struct, **REQUEST_STRUCT):
     # certified
     # on its own rule at accept_alpha / (number of judge stages).
     cascade: Name | None = None
+
+    JSON_SCHEMA_RULES: ClassVar[SchemaRules] = {
+        # a live call, the caller's own verdict (naming its judge: the deployment's values say when a default judge
+        # makes it optional, service.http.spec_values) or a panel
+        "anyOf": score_branches(judge_required=True),
+        "allOf": [
+            implies(  # service.scoring.verdict.own_sentence_verdict
+                present({"sentence_verdicts": "array"}),
+                {
+                    "allOf": [absent("judge_score", "judge_logprobs", "mean_of_samples")],
+                    "required": ["factuality_method"],
+                    "properties": {"criterion": {"const": "faithfulness"}, "factuality_method": {"const": "sentences"}},
+                },
+            ),
+            # service.scoring.panels: verdicts or panel, not both; a panel request has no single-judge field and is
+            # not about faithfulness
+            {"not": present({"verdicts": "array", "panel": "string"})},
+            implies(
+                {"anyOf": [present({"verdicts": "array"}), present({"panel": "string"})]},
+                {
+                    "allOf": [absent(*_SINGLE_JUDGE_FIELDS)],
+                    "properties": {"criterion": {"not": {"const": "faithfulness"}}},
+                },
+            ),
+            pac_confidence(),
+        ],
+    }
 
 
 class QAEvidenceItem(msgspec.Struct, tag="qa", tag_field="kind", **RESPONSE_STRUCT):
@@ -302,7 +369,17 @@ class ScoreResponse(msgspec.Struct, **RESPONSE_STRUCT):
 class ScoreBatchRequest(msgspec.Struct, **REQUEST_STRUCT):
     """Up to 1,000 /v1/score bodies; each item is validated on its own, so one bad item fails alone."""
 
-    items: Annotated[list[Any], Meta(max_length=HARD_MAX_BATCH_ITEMS)]
+    # Any JSON value is an item: one that is not a valid ScoreRequest fails alone, in its result (a 200 for the
+    # batch), so declaring the items as ScoreRequest would promise a refusal that never comes.
+    items: Annotated[
+        list[
+            Annotated[
+                Any,
+                Meta(description="a /v1/score body (schema ScoreRequest); anything else fails alone, in its result"),
+            ]
+        ],
+        Meta(max_length=HARD_MAX_BATCH_ITEMS),
+    ]
 
 
 class BatchItemResult(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):

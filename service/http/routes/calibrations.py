@@ -4,62 +4,34 @@ DELETE /v1/calibrations/{id} (admin): calibrate your own judge over HTTP (rules:
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio.to_thread
 import msgspec
-from litestar import Request, Response, delete, get, post
-from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
+from litestar import Request, delete, get, post
 from litestar.params import Parameter, PathParameter
 
-from artifact.labels import CRITERION_PATTERN
+from service.artifacts.views import swap_response
 from service.errors import BadRequestError, UnsupportedMediaTypeError
-from service.http.routes.calibration import swap_response
+from service.http.raw_bodies import LabelledRowsOperation
 from service.http.services import problem_responses, require_admin_key, services_of
-from service.http.spec import implies
-from service.jobs.calibration_jobs.cells import MIN_CELL_ITEMS
 from service.jobs.calibration_jobs.view import job_info
 from service.judging.rubrics import MAX_LABELS
 from service.wire.calibration import (
-    ArtifactName,
+    ArtifactNameQuery,
     CalibrationJobInfo,
     ReloadResponse,
 )
+from service.wire.labelled_rows import LABELS_MEDIA_TYPES
 
 __all__ = [
     "activate_calibration",
     "calibration_job",
     "delete_calibration",
-    "document_calibrations_openapi",
     "submit_calibration",
 ]
 
 JobId = Annotated[str, PathParameter(description="the calibration job's id", max_length=64)]
-LABELS_MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines", "application/json")
-# The spec's example upload: the smallest one the service accepts (MIN_CELL_ITEMS rows in MIN_CELL_GROUPS groups),
-# so a client that sends it (schemathesis does) gets the documented 202 and a job that finishes done.
-_EXAMPLE_ROWS = [
-    {
-        "item_id": f"doc{d}/{part}",
-        "criterion": "helpfulness",
-        "judge": "my-judge",
-        "human": human,
-        "judge_score": score,
-        "scale_max": 7,
-        "group": f"doc{d}",
-    }
-    for d, part, human, score in (
-        (1, "a", 5.5, 6),
-        (1, "b", 3, 3),
-        (2, "a", 6, 7),
-        (2, "b", 2, 3),
-        (3, "a", 4, 4),
-        (3, "b", 7, 6),
-        (4, "a", 1, 2),
-        (4, "b", 5, 5),
-    )
-]
-_EXAMPLE = msgspec.json.encode(_EXAMPLE_ROWS[0]).decode() + "\n"
 
 
 @post(
@@ -69,11 +41,12 @@ _EXAMPLE = msgspec.json.encode(_EXAMPLE_ROWS[0]).decode() + "\n"
     summary="Calibrate your own judge: a labelled JSON Lines body (artifact/labels.py) runs as a background job",
     responses=problem_responses(400, 401, 403, 413, 415, 422, 503),  # 503: the job queue's Redis does not answer
     tags=["calibration"],
+    operation_class=LabelledRowsOperation,  # the body the handler reads itself (service.http.raw_bodies)
 )
 async def submit_calibration(
     request: Request,
     scale: Annotated[int, Parameter(ge=2, le=MAX_LABELS, description="K of rows without scale_max")] = 5,
-    name: Annotated[ArtifactName | None, Parameter(description="artifact name (default cal-<id>)")] = None,
+    name: ArtifactNameQuery = "",
 ) -> CalibrationJobInfo:
     """Validate the whole body (422 naming line and field; nothing queued), then 202 with the job."""
     content_type = (request.headers.get("content-type") or "").partition(";")[0].strip().lower()
@@ -87,7 +60,7 @@ async def submit_calibration(
     job = await services.calibrations.submit(
         data,
         scale=scale,
-        name=name,
+        name=name or None,
         snapshot=services.calibration.current,
         max_cell_rows=services.settings.limits.max_calibration_cell_rows,
         judges=services.judges,
@@ -152,102 +125,7 @@ async def activate_calibration(request: Request, job_id: JobId) -> ReloadRespons
     responses=problem_responses(400, 401, 403, 404, 409, 422, 503),
     tags=["calibration"],
 )
-async def delete_calibration(request: Request, job_id: JobId) -> Response[None]:
+async def delete_calibration(request: Request, job_id: JobId) -> None:
     """Forget the job; its cells answer uncalibrated again when it was live."""
     services = services_of(request)
     await services.calibrations.delete(job_id, services.calibration)
-    return Response(None, status_code=204)
-
-
-def _within_scale(k: int) -> Schema:
-    """A row's values on the scale 1..k (human, judge_score, mean_of_samples, the log-prob keys)."""
-    label = Schema(maximum=k)
-    return Schema(
-        properties={
-            "human": label,
-            "judge_score": label,
-            "mean_of_samples": label,
-            "judge_logprobs": Schema(property_names=Schema(enum=[str(n) for n in range(1, k + 1)])),
-        }
-    )
-
-
-def _row_schema() -> Schema:
-    """One labelled row as ``artifact.labels`` decodes it (unknown fields refused), with its own rule: a row's
-    ``scale_max`` bounds its values. The rules between rows (distinct item_ids, one scale per criterion, enough items
-    and groups per cell), between a row and the query (a row without ``scale_max`` is on the query's ``scale``) and
-    ``document``/``input`` either/or (see below) are 422s the schema does not state."""
-    text = Schema(type=OpenAPIType.STRING, min_length=1, pattern=r"\S")  # not blank
-    name = Schema(type=OpenAPIType.STRING, min_length=1, max_length=200, pattern=r"\S")
-    label = Schema(type=OpenAPIType.NUMBER, minimum=1, maximum=MAX_LABELS)
-    return Schema(
-        type=OpenAPIType.OBJECT,
-        additional_properties=False,
-        required=["item_id", "criterion", "human", "judge"],
-        description="one labelled row: item_id, criterion, human, judge, judge_score and/or judge_logprobs or "
-        "mean_of_samples; optional scale_max (bounds the row's values; without it the query's scale does), "
-        "prompt_family, group, document/summary or input/output (not both of a pair) (artifact/labels.py)",
-        properties={
-            "item_id": text,
-            "criterion": Schema(type=OpenAPIType.STRING, pattern=CRITERION_PATTERN.pattern),
-            "judge": name,
-            "human": label,
-            "judge_score": Schema(type=OpenAPIType.INTEGER, minimum=1, maximum=MAX_LABELS),
-            "judge_logprobs": Schema(
-                type=OpenAPIType.OBJECT,
-                min_properties=1,
-                property_names=Schema(type=OpenAPIType.STRING, enum=[str(n) for n in range(1, MAX_LABELS + 1)]),
-                additional_properties=Schema(type=OpenAPIType.NUMBER, maximum=0),
-            ),
-            "mean_of_samples": label,
-            "scale_max": Schema(type=OpenAPIType.INTEGER, minimum=2, maximum=MAX_LABELS),
-            "prompt_family": name,
-            "group": text,
-            "document": text,
-            "summary": text,
-            "input": text,
-            "output": text,
-        },
-        any_of=[Schema(required=[name]) for name in ("judge_score", "judge_logprobs", "mean_of_samples")],
-        # The either/or of document/input and summary/output is left to the description: with it, the schema's
-        # cases outgrow what schemathesis 4.32's generator (jsonschema_rs) can canonicalise, and it gives up on the
-        # operation (its fuzzing phase reports a schema error).
-        all_of=[
-            implies(Schema(required=["scale_max"], properties={"scale_max": Schema(const=k)}), _within_scale(k))
-            for k in range(2, MAX_LABELS)
-        ],
-    )
-
-
-def document_calibrations_openapi(schema_paths: Any) -> None:
-    """Give POST /v1/calibrations its request body in the spec (the handler reads the raw body), POST
-    /v1/calibration/reload its optional body, and the 204 of DELETE /v1/calibrations/{job_id} no content."""
-    paths = schema_paths or {}
-    reload = paths.get("/v1/calibration/reload")
-    if reload is not None and reload.post is not None and isinstance(reload.post.request_body, RequestBody):
-        reload.post.request_body.required = False  # no body: reload the current path (documented)
-    deleting = paths.get("/v1/calibrations/{job_id}")
-    if deleting is not None and deleting.delete is not None and deleting.delete.responses:
-        no_content = deleting.delete.responses.get("204")
-        if no_content is not None and hasattr(no_content, "content"):
-            no_content.content = None
-    path = paths.get("/v1/calibrations")
-    if path is None or path.post is None:
-        return
-    row = _row_schema()
-    path.post.request_body = RequestBody(
-        required=True,
-        description="labelled JSON Lines, one row per (judge, criterion, item); also accepted as "
-        + ", ".join(LABELS_MEDIA_TYPES[1:])
-        + "; as application/json also a JSON array of rows (row i is line i + 1)",
-        content={
-            # the JSON Lines example sits in the description: a client without a JSON Lines encoder (schemathesis)
-            # would otherwise fail on an example it cannot send
-            LABELS_MEDIA_TYPES[0]: OpenAPIMediaType(
-                schema=Schema(type=None, description=f"{row.description}; e.g. {_EXAMPLE.strip()}")
-            ),
-            "application/json": OpenAPIMediaType(
-                schema=Schema(type=OpenAPIType.ARRAY, items=row, min_items=MIN_CELL_ITEMS), example=_EXAMPLE_ROWS
-            ),
-        },
-    )

@@ -7,12 +7,11 @@ another API key a 404 like a missing one (the caller's tenant scope from ``servi
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import anyio.to_thread
-import msgspec
 from litestar import Request, post
-from litestar.openapi.spec import Example, OpenAPIType, Reference, Schema
+from litestar.openapi.spec import Example
 from litestar.params import Body
 from redis.exceptions import RedisError
 
@@ -26,7 +25,6 @@ from service.http.body import BODY_DECODER, BodyDecoder
 from service.http.services import Services, problem_responses, services_of
 from service.jobs.tenancy import job_caller
 from service.wire.estimates import (
-    HARD_MAX_ESTIMATE_SYSTEMS,
     EstimateBatchResponse,
     EstimateRequest,
     EstimateResult,
@@ -34,7 +32,7 @@ from service.wire.estimates import (
     RankingResponse,
 )
 
-__all__ = ["document_estimates_openapi", "estimates", "rankings"]
+__all__ = ["estimates", "rankings"]
 
 _LABELLED = [
     {"human": human, "judge": judge}
@@ -137,185 +135,3 @@ async def rankings(data: RankingBody, request: Request) -> RankingResponse:
     """Prediction-powered ranking (rules: ``calibration.estimates.rank_sets``, ``service.estimating.rankings``)."""
     limits = services_of(request).settings.limits
     return await anyio.to_thread.run_sync(rank_models, data, limits)
-
-
-Properties = dict[str, Schema | Reference]  # a Schema's properties, as Litestar types them
-_NULL = Schema(type=OpenAPIType.NULL)
-_NOT_NULL = Schema(  # any JSON value but null, stated positively (the generator handles it better than a not)
-    type=[OpenAPIType.ARRAY, OpenAPIType.OBJECT, OpenAPIType.STRING, OpenAPIType.NUMBER, OpenAPIType.BOOLEAN]
-)
-_WIN_VALUE = Schema(enum=[0, 0.5, 1])
-
-
-def _given(*fields: str, **schemas: Schema) -> Schema:
-    """Each of ``fields`` present and not null (with ``schemas`` for some of them)."""
-    # a keyword such as required or items says nothing of a null: the not-null part is always stated
-    properties: Properties = {
-        field: Schema(all_of=[_NOT_NULL, schemas[field]]) if field in schemas else _NOT_NULL for field in fields
-    }
-    return Schema(required=list(fields), properties=properties)
-
-
-def _absent(*fields: str) -> Properties:
-    """Each of ``fields`` left out (or null, which the service reads as left out)."""
-    return dict.fromkeys(fields, _NULL)
-
-
-def _values(value: Schema, *, with_unlabelled: bool = True) -> Schema:
-    """Every labelled item's human (and judge) value, and every unlabelled verdict, of schema ``value``."""
-    item = Schema(properties={"human": value, "judge": Schema(any_of=[_NULL, value])})
-    properties: Properties = {"labelled": Schema(items=item)}
-    if with_unlabelled:
-        properties["unlabelled"] = Schema(any_of=[_NULL, Schema(items=Schema(properties={"judge": value}))])
-    return Schema(properties=properties)
-
-
-def _metric_rules(metric_field: str, values_at: tuple[str, ...] = ()) -> list[Schema]:
-    """A system's rules between its metric, threshold and values (``metric_field`` names the metric: ``metric``,
-    or ``of`` for a difference, where a left-out ``of`` is the mean; ``values_at``: the fields holding the
-    values, none for the body itself). On the default scale 1..5 the values and the threshold lie on it; with a
-    scale given in the body these are rules between fields, which JSON Schema cannot state (one branch per scale
-    made the spec too large for the generators): they stay in the description and the 422."""
-    is_pass_rate = Schema(required=[metric_field], properties={metric_field: Schema(const="pass_rate")})
-    is_win_rate = Schema(required=[metric_field], properties={metric_field: Schema(const="win_rate")})
-    default_scale = Schema(schema_not=Schema(any_of=[Schema(required=["scale_min"]), Schema(required=["scale_max"])]))
-
-    def placed(values: Schema) -> Schema:
-        placed_at: Properties = dict.fromkeys(values_at, values)
-        return Schema(properties=placed_at) if values_at else values
-
-    on_scale = Schema(
-        properties={"threshold": Schema(any_of=[_NULL, Schema(exclusive_minimum=1, maximum=5)])},
-        all_of=[placed(_values(Schema(minimum=1, maximum=5)))],
-    )
-    return [
-        Schema(schema_if=is_pass_rate, then=_given("threshold"), schema_else=Schema(properties=_absent("threshold"))),
-        Schema(schema_if=is_win_rate, then=placed(_values(_WIN_VALUE))),
-        Schema(schema_if=Schema(all_of=[default_scale, Schema(schema_not=is_win_rate)]), then=on_scale),
-    ]
-
-
-def _estimate_forms() -> list[Schema]:
-    """The body's forms, exactly one per request (``service.estimating.estimate_request``): one system with its
-    values, one system read from a job, a difference, a batch."""
-    samples = ("labelled", "unlabelled", "a", "b", "systems", "job")
-    job_options = _absent("judge_value", "criterion")
-    explicit = Schema(items=Schema(properties={"judge": _NOT_NULL, "id": _NULL}, required=["judge"]))
-    by_id = Schema(items=Schema(properties={"id": _NOT_NULL, "judge": _NULL}, required=["id"]))
-    single = Schema(
-        title="one system, its values given",
-        all_of=[
-            _given(
-                "metric",
-                "labelled",
-                "unlabelled",
-                metric=Schema(enum=["mean", "pass_rate", "win_rate"]),
-                labelled=explicit,
-            ),
-            Schema(properties={**_absent("a", "b", "systems", "job", "of"), **job_options}),
-            *_metric_rules("metric"),
-        ],
-    )
-    from_job = Schema(
-        title="one system read from a job",
-        all_of=[
-            _given("metric", "job", "labelled", metric=Schema(enum=["mean", "pass_rate"]), labelled=by_id),
-            Schema(properties=_absent("unlabelled", "a", "b", "systems", "of")),
-            *_metric_rules("metric"),
-        ],
-    )
-    side = Schema(
-        any_of=[
-            Schema(all_of=[_given("unlabelled", "labelled", labelled=explicit), Schema(properties=_absent("job"))]),
-            Schema(all_of=[_given("job", "labelled", labelled=by_id), Schema(properties=_absent("unlabelled"))]),
-        ]
-    )
-    has_job = Schema(any_of=[_given("job"), _given("a", a=_given("job")), _given("b", b=_given("job"))])
-    difference = Schema(
-        title="a difference of two systems (a - b)",
-        all_of=[
-            _given("metric", "a", "b", metric=Schema(const="difference"), a=side, b=side),
-            Schema(properties=_absent("labelled", "unlabelled", "systems", "job")),
-            Schema(any_of=[Schema(properties=job_options), has_job]),
-            *_metric_rules("of", ("a", "b")),
-        ],
-    )
-    some_system_has_job = Schema(
-        properties={"systems": Schema(schema_not=Schema(additional_properties=Schema(schema_not=has_job)))}
-    )
-    # a batch system's own refusals (its metric, values, options) are its answer in a 200, not the request's: only
-    # the top-level rules are stated here
-    batch = Schema(
-        title="a batch of systems",
-        all_of=[
-            _given("systems"),
-            Schema(properties=_absent(*(field for field in samples if field != "systems"))),
-            Schema(any_of=[Schema(properties=job_options), some_system_has_job]),
-        ],
-    )
-    return [single, from_job, difference, batch]
-
-
-def _scale_order() -> Schema:
-    """scale_min < scale_max, a left-out bound being its default: JSON Schema cannot compare two fields, but the
-    bounds are small integers, so one branch per scale_min states it (the wire type's bounds and defaults)."""
-    request = msgspec.json.schema(EstimateRequest)["$defs"]["EstimateRequest"]["properties"]
-    low, high = request["scale_min"], request["scale_max"]
-    branches = []
-    for lowest in range(low["minimum"], low["maximum"] + 1):
-        required = [
-            name
-            for name, needed in (("scale_min", lowest != low["default"]), ("scale_max", high["default"] <= lowest))
-            if needed
-        ]
-        properties: Properties = {"scale_min": Schema(const=lowest), "scale_max": Schema(minimum=lowest + 1)}
-        branches.append(Schema(required=required, properties=properties) if required else Schema(properties=properties))
-    return Schema(any_of=branches)
-
-
-def document_estimates_openapi(schemas: dict[str, Any]) -> None:
-    """Spec details Litestar drops: closed request objects, zero bounds, the batch's bounds on its names, and a
-    labelled item's two shapes ({human, judge} or, with a job, {human, id})."""
-    for name in (
-        "EstimateRequest",
-        "SystemEstimateRequest",
-        "SystemSamples",
-        "LabelledItem",
-        "UnlabelledItem",
-        "Battle",
-        "RankingRequest",
-    ):
-        if name in schemas:
-            schemas[name].additional_properties = False
-    for name in ("EstimateRequest", "SystemEstimateRequest"):
-        properties = schemas[name].properties if name in schemas else None
-        if properties:
-            properties["threshold"].minimum = 0.0
-    ranking = schemas["RankingRequest"].properties if "RankingRequest" in schemas else None
-    if ranking:
-        ranking["min_labelled_battles"].minimum = 0
-    item = schemas.get("LabelledItem")
-    if item is not None and item.properties:
-        item.properties["judge"].minimum = 0.0
-        # without a job an item carries the judge's verdict, with one the item's id
-        # (service.estimating.estimate_request)
-        item.any_of = [Schema(required=["judge"]), Schema(required=["id"])]
-    if "EstimateRequest" in schemas:
-        # the forms exclude each other (each leaves out the others' fields), so anyOf states exactly oneOf; anyOf
-        # because schemathesis' generator cannot prove the difference form disjoint and gives up on a oneOf
-        schemas["EstimateRequest"].any_of = _estimate_forms()
-        schemas["EstimateRequest"].all_of = [_scale_order()]
-    if "RankingRequest" in schemas and schemas["RankingRequest"].properties:
-        # at least one labelled and one unlabelled battle (two different models a battle: JSON Schema cannot
-        # compare two values, so that rule stays in the description and the 422)
-        labelled = Schema(required=["human"], properties={"human": _NOT_NULL})
-        unlabelled = Schema(properties={"human": _NULL})
-        schemas["RankingRequest"].properties["battles"].all_of = [
-            Schema(contains=labelled),
-            Schema(contains=unlabelled),
-        ]
-    systems = schemas["EstimateRequest"].properties["systems"] if "EstimateRequest" in schemas else None
-    for branch in (systems.one_of or []) if systems is not None else []:
-        if branch.type == OpenAPIType.OBJECT:
-            branch.min_properties, branch.max_properties = 1, HARD_MAX_ESTIMATE_SYSTEMS
-            branch.property_names = Schema(type=OpenAPIType.STRING, min_length=1, max_length=200)

@@ -13,11 +13,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated
 
 from litestar import Request, Response, delete, get, post
-from litestar.openapi.spec import OpenAPIMediaType, OpenAPIType, RequestBody, Schema
 from litestar.params import Parameter
 from litestar.response import Stream
 from redis.exceptions import RedisError
@@ -31,15 +29,15 @@ from service.errors import (
 )
 from service.http.auth import bearer_token
 from service.http.services import Services, problem_responses, services_of
-from service.jobs.job_record import ACTIVE_STATUSES, JobRecord
 from service.jobs.metrics import JobMetrics
 from service.jobs.queue import JobQueue
 from service.jobs.submit import JobIntake, Upload
 from service.jobs.submit import submit_job as submit
 from service.jobs.tenancy import JobCaller, job_caller
+from service.jobs.views import job_accepted_view, job_status_view
 from service.wire.jobs import JobAccepted, JobStatus
 
-__all__ = ["cancel_job", "document_jobs_openapi", "job_results", "job_status", "submit_job"]
+__all__ = ["cancel_job", "job_results", "job_status", "submit_job"]
 
 JobId = Annotated[str, Parameter(max_length=64, description="the job_id POST /v1/jobs answered")]
 
@@ -66,48 +64,6 @@ def _issued(job_id: str) -> str:
 def _caller(request: Request, services: Services) -> JobCaller:
     settings = services.settings
     return job_caller(settings.api_keys, settings.admin_api_key, bearer_token(request.headers.get("authorization")))
-
-
-def _iso(seconds: float | None) -> str | None:
-    if seconds is None:
-        return None
-    return datetime.fromtimestamp(seconds, UTC).isoformat().replace("+00:00", "Z")
-
-
-def _status(record: JobRecord, now: float) -> JobStatus:
-    rate = eta = None
-    if record.started_at is not None:
-        elapsed = (record.finished_at or now) - record.started_at
-        if elapsed > 0 and record.n_done > 0:
-            rate = record.n_done / elapsed
-    if record.status in ACTIVE_STATUSES and rate:
-        eta = (record.n_items - record.n_done) / rate
-    elif record.status in ("succeeded", "failed"):
-        eta = 0.0
-    return JobStatus(
-        job_id=record.job_id,
-        status=record.status,  # type: ignore[arg-type]
-        n_items=record.n_items,
-        n_done=record.n_done,
-        n_failed=record.n_failed,
-        created_at=_iso(record.created_at) or "",
-        started_at=_iso(record.started_at),
-        finished_at=_iso(record.finished_at),
-        items_per_second=None if rate is None else round(rate, 3),
-        eta_s=None if eta is None else round(eta, 3),
-        status_url=f"/v1/jobs/{record.job_id}",
-        results_url=f"/v1/jobs/{record.job_id}/results",
-    )
-
-
-def _accepted(record: JobRecord) -> JobAccepted:
-    return JobAccepted(
-        job_id=record.job_id,
-        status=record.status,  # type: ignore[arg-type]
-        n_items=record.n_items,
-        status_url=f"/v1/jobs/{record.job_id}",
-        results_url=f"/v1/jobs/{record.job_id}/results",
-    )
 
 
 def _intake(services: Services, jobs: JobQueue) -> JobIntake:
@@ -143,7 +99,7 @@ async def submit_job(request: Request) -> Response[JobAccepted]:
     )
     submitted = await submit(upload, _intake(services, jobs))
     headers = {"Idempotent-Replayed": "true"} if submitted.replayed else None
-    return Response(_accepted(submitted.record), status_code=202, headers=headers)
+    return Response(job_accepted_view(submitted.record), status_code=202, headers=headers)
 
 
 @get("/jobs/{job_id:str}", summary="A job's status and progress", responses=problem_responses(400, 401, 404, 422, 503),
@@ -157,7 +113,7 @@ async def job_status(job_id: JobId, request: Request) -> JobStatus:
         record = await jobs.store.get(_issued(job_id), caller.scope)
     except (RedisError, OSError) as error:
         raise _redis_down(services, error) from error
-    return _status(record, time.time())
+    return job_status_view(record, time.time())
 
 
 @get(
@@ -210,30 +166,4 @@ async def cancel_job(job_id: JobId, request: Request) -> JobStatus:
     except (RedisError, OSError) as error:
         raise _redis_down(services, error) from error
     services.logger.info("job.cancelled", job_id=job_id, status=record.status)
-    return _status(record, time.time())
-
-
-def document_jobs_openapi(schema_paths: Any) -> None:
-    """Give POST /v1/jobs its request body in the spec (the handler streams the body, so Litestar cannot)."""
-    item = Schema(
-        type=None,
-        description="a /v1/score body (ScoreRequest; its item_id is echoed in the result line)",
-    )
-    path = (schema_paths or {}).get("/v1/jobs")
-    if path is None or path.post is None:
-        return
-    path.post.request_body = RequestBody(
-        required=True,
-        description='JSON Lines, one item per line, or {"items": [...]} as JSON',
-        content={
-            "application/x-ndjson": OpenAPIMediaType(schema=item),
-            "application/json": OpenAPIMediaType(
-                schema=Schema(
-                    type=OpenAPIType.OBJECT,
-                    required=["items"],
-                    additional_properties=False,
-                    properties={"items": Schema(type=OpenAPIType.ARRAY, items=item, min_items=1)},
-                )
-            ),
-        },
-    )
+    return job_status_view(record, time.time())

@@ -126,7 +126,6 @@ _GOOD = _battles(("x", "y", "a", "a"), ("y", "z", "b", "tie"), ("x", "z", "a", N
 @pytest.mark.parametrize(
     ("payload", "detail"),
     [
-        ({"battles": [*_GOOD, *_battles(("x", "x", "a", None))]}, "two different models"),
         ({"battles": _battles(("x", "y", "a", "a"), ("y", "x", "a", "b"))}, "judge's verdict only"),
         ({"battles": _battles(("x", "y", "a", None), ("y", "x", "a", None))}, "human verdict"),
         ({"battles": _GOOD[:1]}, "battles"),
@@ -151,6 +150,61 @@ def test_bad_input_is_a_422_problem(app, payload: dict[str, Any], detail: str) -
     assert reply.headers["content-type"].startswith("application/problem+json")
     problem = reply.json()
     assert detail in problem["detail"] + str(problem.get("errors", ""))
+
+
+def test_a_self_battle_is_left_out_and_listed(app) -> None:
+    """The same answer as without it, plus its index in ignored_battles (its model is ranked by its other battles)."""
+    plain = app.client.post("/v1/rankings", json={"battles": _GOOD, "min_labelled_battles": 0}).json()
+    body = {"battles": [_GOOD[0], *_battles(("y", "y", "b", None)), *_GOOD[1:]], "min_labelled_battles": 0}
+    reply = app.client.post("/v1/rankings", json=body)
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert answer.pop("ignored_battles") == [{"index": 1, "reason": "a self-battle: model 'y' against itself is no "
+                                                                   "comparison"}]  # fmt: skip
+    assert plain.pop("ignored_battles") == []
+    assert answer == plain
+
+
+def test_a_model_seen_only_against_itself_is_not_ranked(app) -> None:
+    body = {"battles": [*_GOOD, *_battles(("w", "w", "a", "a"))], "min_labelled_battles": 0}
+    answer = app.client.post("/v1/rankings", json=body).json()
+    assert sorted(m["model"] for m in answer["models"]) == ["x", "y", "z"]
+    assert [ignored["index"] for ignored in answer["ignored_battles"]] == [4]
+
+
+def test_when_every_battle_is_a_self_battle_nothing_is_ranked(app) -> None:
+    reply = app.client.post("/v1/rankings", json={"battles": _battles(("x", "x", "a", "a"), ("y", "y", "b", None))})
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert (answer["models"], answer["separable"], answer["human_only_separable"]) == ([], [], [])
+    assert (answer["n_labelled"], answer["n_unlabelled"]) == (0, 0)
+    assert [ignored["index"] for ignored in answer["ignored_battles"]] == [0, 1]
+
+
+def test_with_no_labelled_battle_kept_no_model_has_an_estimate(app) -> None:
+    """The only labelled battle is a self-battle: the judge's verdicts alone say nothing of the human ranking."""
+    battles = _battles(("x", "x", "a", "a"), ("x", "y", "a", None), ("y", "z", "b", None))
+    for floor in (0, 1):
+        reply = app.client.post("/v1/rankings", json={"battles": battles, "min_labelled_battles": floor})
+        assert reply.status_code == 200, reply.text
+        answer = reply.json()
+        assert (answer["n_labelled"], answer["n_unlabelled"], answer["separable"]) == (0, 2, [])
+        for model in answer["models"]:
+            assert model["win_rate"] is None and model["human_only_win_rate"] is None, model
+            assert model["rank_set"] == model["human_only_rank_set"] == [1, 3]
+            assert model["under_labelled"] is (floor == 1)
+
+
+def test_with_no_unlabelled_battle_kept_the_answer_is_the_human_only_one(app) -> None:
+    battles = [*_GOOD[:2], *_battles(("x", "z", "b", "b"), ("z", "z", "a", None))]
+    reply = app.client.post("/v1/rankings", json={"battles": battles, "min_labelled_battles": 0})
+    assert reply.status_code == 200, reply.text
+    answer = reply.json()
+    assert (answer["method"], answer["lam"], answer["n_labelled"], answer["n_unlabelled"]) == ("human only", 0.0, 3, 0)
+    for model in answer["models"]:
+        assert model["win_rate"] == model["human_only_win_rate"] is not None
+        assert model["interval"] == model["human_only_interval"]
+        assert model["rank_set"] == model["human_only_rank_set"]
 
 
 def test_the_battle_and_model_caps(start_app, make_settings, app) -> None:
