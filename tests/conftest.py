@@ -32,7 +32,7 @@ LONG_MODULES = (
     "tests/service/http/test_schemathesis_cli.py",  # 340 s on a loaded machine (three seeds without keys)
     "tests/service/live_judge/test_live_judge.py",  # 210 s on a loaded machine (a real model answers every call)
     "tests/offline/test_cli.py",  # 102 s
-    "tests/offline/test_shipped_artifact.py",  # 93 s
+    "tests/offline/build/test_shipped_artifact.py",  # 93 s
     "tests/offline/studies/conformal/test_validity.py",  # 90 s
     "tests/offline/studies/local_judge/test_command.py",  # 85 s on a loaded machine (three calibrations)
     "tests/service/artifacts/test_calibrations_api.py",  # 66 s

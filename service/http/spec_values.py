@@ -105,10 +105,17 @@ class Refinement:
 
 
 def _merged(name: str, schema: Mapping[str, Any], keywords: Mapping[str, Any]) -> dict[str, Any]:
-    """``schema`` with ``keywords`` added; a bound the type already has keeps the tighter of the two."""
+    """``schema`` with ``keywords`` added; a bound the type already has keeps the tighter of the two. On a nullable
+    property (``anyOf`` of the type and null) a bound goes into the numeric branch, beside the type's own."""
     merged = dict(schema)
     for keyword, value in keywords.items():
-        if keyword not in merged:
+        numeric = [b for b in merged.get("anyOf", ()) if b.get("type") in ("integer", "number")]
+        if keyword in _TIGHTER and numeric:
+            merged["anyOf"] = [
+                _merged(name, b, {keyword: value}) if b.get("type") in ("integer", "number") else b
+                for b in merged["anyOf"]
+            ]
+        elif keyword not in merged:
             merged[keyword] = value
         elif keyword in _TIGHTER:
             merged[keyword] = _TIGHTER[keyword](merged[keyword], value)

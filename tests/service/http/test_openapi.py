@@ -44,7 +44,8 @@ def test_the_served_spec_names_this_deployments_values_and_follows_a_reload(star
         "relevance",
     ]
     assert score["properties"]["panel"]["enum"] == [None]  # no PANELS_FILE: no panel can be named
-    assert score["properties"]["judge_score"]["maximum"] == 5
+    (integer,) = [b for b in score["properties"]["judge_score"]["anyOf"] if b.get("type") == "integer"]
+    assert integer["maximum"] == 5
     # a reloaded calibration with another judge and criterion: the served spec follows it
     text = harness.services.settings.thresholds_path.read_text(encoding="utf-8")
     (tmp_path / "other.json").write_text(

@@ -47,6 +47,12 @@ def test_a_bound_keeps_the_tighter_and_a_property_can_be_left_out():
     assert loose["properties"]["k"]["maximum"] == 3
 
 
+def test_a_bound_of_a_nullable_property_goes_into_its_numeric_branch():
+    component = {"properties": {"k": {"anyOf": [{"type": "integer", "maximum": 10}, {"type": "null"}]}}}
+    Refinement(properties={"k": {"maximum": 5}}).apply(component)
+    assert component == {"properties": {"k": {"anyOf": [{"type": "integer", "maximum": 5}, {"type": "null"}]}}}
+
+
 def test_a_deployment_value_may_not_replace_what_the_type_states():
     component = {"properties": {"name": {"type": "string", "enum": ["a"]}}}
     with pytest.raises(ValueError, match="replace 'enum'"):
@@ -60,7 +66,9 @@ def test_the_values_reach_the_components_they_name_while_they_are_generated():
     assert "enum" not in plain["ScoreRequest"]["properties"]["criterion"]
     assert score["properties"]["criterion"]["enum"] == ["coherence", "helpfulness"]
     assert score["properties"]["judge"]["enum"] == ["j1", "j2", None]
-    assert score["properties"]["judge_score"]["maximum"] == 5 and score["properties"]["alpha"]["minimum"] == 0.05
+    (integer,) = [b for b in score["properties"]["judge_score"]["anyOf"] if b.get("type") == "integer"]
+    (number,) = [b for b in score["properties"]["alpha"]["anyOf"] if b.get("type") == "number"]
+    assert integer["maximum"] == 5 and number["minimum"] == 0.05
     # the declared rules stay first; the deployment's follow (a smaller scale, a calibration-only criterion, ...)
     declared = ScoreRequest.JSON_SCHEMA_RULES["allOf"]
     assert score["allOf"][: len(declared)] == declared and len(score["allOf"]) > len(declared)
