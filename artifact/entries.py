@@ -54,7 +54,7 @@ class ThresholdEntry(msgspec.Struct, frozen=True, kw_only=True):
     n_splits: int = 0
     min_bin_coverage: float | None = None  # lowest coverage within a judge-score bin in the study, if measured
     input_kind: str | None = (
-        None  # score | probabilities | mean (calibration.kinds.verdicts); None: derived_kind(method)
+        None  # score | probabilities | mean (calibration.input_kinds.verdicts); None: derived_kind(method)
     )
     heldout_coverage_p5: float | None = None  # 5th percentile over the splits by document
     min_label_coverage: float | None = None  # lowest coverage within a human label (small labels pooled)
@@ -102,7 +102,7 @@ class DefaultMethod(msgspec.Struct, frozen=True, kw_only=True):
     # the guarantee mode whose entries it chooses among (GUARANTEE_MODES); None: every mode its method has entries in
     # (artifacts written before modes existed)
     mode: str | None = None
-    # the selection rule's outcome, typed (calibration.kinds.selection); None where it was not recorded (before
+    # the selection rule's outcome, typed (calibration.input_kinds.selection); None where it was not recorded (before
     # format 3), whose outcome is read from ``reason`` (artifact.selection); False: no method qualified and
     # ``selection_failures`` names each check the fallback fails
     selection_qualified: bool | None = None

@@ -27,15 +27,15 @@ from typing import Any
 
 import numpy as np
 
-from artifact.kinds import DEFAULT_DELTA, labelled_kind_data
+from artifact.input_kinds import DEFAULT_DELTA, labelled_kind_data
 from artifact.labels import LabelledCell
 from artifact.report_served import decision_rule_on, label_rule_on, per_label_answers, served_sets
 from artifact.serving import ServedEntry, choose_entry
 from artifact.thresholds import ThresholdIndex, ThresholdsArtifact
-from calibration.decisions.cell_rules import ARTIFACT_GRID, DecisionKind, decision_kinds
+from calibration.decisions.cell_rules import ARTIFACT_GRID, DecisionKind, decision_input_kinds
 from calibration.decisions.rule import MODES, decide
-from calibration.kinds.fit import KindData
-from calibration.kinds.verdicts import methods_for_kind
+from calibration.input_kinds.fit import KindData
+from calibration.input_kinds.verdicts import methods_for_input_kind
 from calibration.report_card.agreement import (
     agreement_within,
     document_tables,
@@ -64,7 +64,7 @@ __all__ = [
     "served_choice",
 ]
 
-# The conformal delta each guarantee mode's sets are fitted at (artifact.kinds.fit_modes: pac at DEFAULT_DELTA,
+# The conformal delta each guarantee mode's sets are fitted at (artifact.input_kinds.fit_modes: pac at DEFAULT_DELTA,
 # expected without one); a mode not listed here has no sets of its own and is left out of the held-out evidence.
 MODE_DELTAS: dict[str, float | None] = {"pac": DEFAULT_DELTA, "expected": None}
 PER_LABEL = "per_label"  # the default guarantee: sets, points and accepts from calibration.per_label.rule
@@ -103,14 +103,14 @@ def served_choice(cell: LabelledCell, artifact: ThresholdsArtifact | None, optio
         if isinstance(served, ServedEntry):
             return served.kind, served.method
     kind = kinds[-1] if cell.probabilities is not None and cell.means is None else kinds[0]
-    return kind, methods_for_kind(kind)[0]
+    return kind, methods_for_input_kind(kind)[0]
 
 
 def _kinds(cell: LabelledCell, kind: str) -> tuple[KindData, DecisionKind]:
     data = next(d for d in labelled_kind_data(cell) if d.kind == kind)
     decision = next(
         d
-        for d in decision_kinds(
+        for d in decision_input_kinds(
             cell.labels, cell.judge_scores, cell.probabilities, cell.means, cell.groups, cell.n_labels
         )
         if d.kind == kind

@@ -1,6 +1,6 @@
 """The served answers of a labelled cell's items from rules fitted on other items: what a report card counts.
 
-Each function fits as the artifact fits (:mod:`artifact.kinds`) on the items it is given and answers with the
+Each function fits as the artifact fits (:mod:`artifact.input_kinds`) on the items it is given and answers with the
 service's own functions: the conformal set (:func:`calibration.conformal.sets.predict_sets`, served as its
 interval hull, :func:`artifact.serving.interval_hull`), the certified decision
 (:func:`calibration.decisions.rule.decide`) and the per-label answer
@@ -21,7 +21,7 @@ from calibration.conformal.sets import predict_sets
 from calibration.decisions.cell_rules import ARTIFACT_GRID, DecisionKind, fit_kind_rule
 from calibration.decisions.fit import DecisionData
 from calibration.decisions.rule import DecisionRule
-from calibration.kinds.fit import KindData, uses_group_pac
+from calibration.input_kinds.fit import KindData, uses_group_pac
 from calibration.per_label.fit import fit_label_rule
 from calibration.per_label.rule import FEATURE_OF_KIND, LabelAsk, LabelRule, answer_per_label
 

@@ -1,4 +1,4 @@
-"""The selection rule's outcome for a default method (calibration.kinds.selection): why no method qualified, in
+"""The selection rule's outcome for a default method (calibration.input_kinds.selection): why no method qualified, in
 words, or None.
 
 From format 3 the outcome is typed in the artifact (``DefaultMethod.selection_qualified`` and
@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from artifact.entries import DefaultMethod
-from calibration.kinds.selection import CHECK_WORDS
+from calibration.input_kinds.selection import CHECK_WORDS
 
 __all__ = ["legacy_selection_failure", "selection_failure"]
 

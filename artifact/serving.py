@@ -1,7 +1,7 @@
 """Which calibrated entry serves a verdict: the one rule the service and ``offline validate`` both apply.
 
 Inputs: the artifact's index, the cell (judge, prompt family, criterion), the input kinds the verdict carries
-(:mod:`calibration.kinds.verdicts`), the requested level and, optionally, a method. Rules, in order:
+(:mod:`calibration.input_kinds.verdicts`), the requested level and, optionally, a method. Rules, in order:
 
 1. **Kinds.** Only kinds the verdict carries *and* the cell was calibrated on are candidates; a verdict with log-
    probs and a score carries both ``probabilities`` and ``score``. No candidate -> uncalibrated (never a threshold
@@ -65,15 +65,15 @@ class MethodRefused(ValueError):
 def choose_entry(
     index: ThresholdIndex,
     cell: tuple[str, str, str],
-    verdict_kinds: Sequence[str],
+    verdict_input_kinds: Sequence[str],
     alpha: float,
     method: str | None = None,
 ) -> ServedEntry | Uncalibrated:
     """Apply the module's rules; raises LevelRefused or MethodRefused for a request that cannot be honoured."""
     calibrated = index.kinds(*cell)
-    kinds = [kind for kind in verdict_kinds if kind in calibrated]
+    kinds = [kind for kind in verdict_input_kinds if kind in calibrated]
     if not kinds:
-        carried = ", ".join(verdict_kinds) or "nothing"
+        carried = ", ".join(verdict_input_kinds) or "nothing"
         return Uncalibrated(
             reason=(
                 f"thresholds for judge={cell[0]!r}, prompt_family={cell[1]!r}, criterion={cell[2]!r} were fitted "

@@ -46,7 +46,7 @@ from calibration.conformal.methods import conformal_method
 from calibration.conformal.sets import SetRule, compile_rule
 from calibration.decisions.rule import DecisionRule, validate_rule
 from calibration.errors import ArtifactError
-from calibration.kinds.verdicts import INPUT_KINDS, methods_for_kind
+from calibration.input_kinds.verdicts import INPUT_KINDS, methods_for_input_kind
 from calibration.per_label.rule import LabelRule, validate_label_rule
 
 __all__ = [
@@ -98,7 +98,7 @@ def _check_entry(entry: ThresholdEntry, where: str, widest: int) -> None:
     """One entry on its own: method, input kind, level, scale 2..widest, size and the method's fitted parts."""
     if entry.method not in METHODS:
         raise ArtifactError(f"{where}: unknown method {entry.method!r}")
-    if entry.kind not in INPUT_KINDS or entry.method not in methods_for_kind(entry.kind):
+    if entry.kind not in INPUT_KINDS or entry.method not in methods_for_input_kind(entry.kind):
         raise ArtifactError(f"{where}: method {entry.method!r} cannot be fitted on input kind {entry.kind!r}")
     if entry.fitted.method != entry.method:
         raise ArtifactError(f"{where}: fitted.method {entry.fitted.method!r} differs from the entry's method")

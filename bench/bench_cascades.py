@@ -26,7 +26,8 @@ Rules, stated once:
 * **Held-out (the rows that count).** The shipped ``artifact/thresholds.json`` has its decision rules fitted on all
   100 documents, so on the recorded data it is in-sample. The held-out rows refit the rules exactly as the shipped
   ones are fitted (:func:`offline.build.rules.export_rules`: document-level bound, the same grid) on half
-  the documents (``N_SPLITS`` seeded splits by document, :func:`calibration.kinds.heldout.group_splits`, seed 0), put
+  the documents (``N_SPLITS`` seeded splits by document, :func:`calibration.input_kinds.heldout.group_splits`, seed
+  0), put
   them in the shipped artifact in place of its rules and serve the other half; figures are pooled over the splits. The
   conformal entries stay the shipped ones (they only decide an empty-set escalation).
 * **In-sample.** The shipped artifact as it is, on every item: what the served rules do on their own data.
@@ -44,7 +45,7 @@ import numpy as np
 
 from artifact.thresholds import ThresholdsArtifact, load_artifact
 from bench.table import BenchRow, print_table
-from calibration.kinds.heldout import group_splits
+from calibration.input_kinds.heldout import group_splits
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.rules import export_rules
 from offline.data.paths import resolve_data_dir
@@ -121,7 +122,7 @@ def _decide(
         snapshot,
         cell=cell,
         kinds=kinds,
-        served_kind=item.served.kind,
+        served_input_kind=item.served.kind,
         alpha=item.served.alpha,
         delta=item.served.entry.fitted.delta,
         judge_score=score,

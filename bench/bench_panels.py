@@ -25,11 +25,11 @@ import msgspec
 import numpy as np
 from litestar.testing import TestClient
 
-from artifact.kinds import kind_artifact
+from artifact.input_kinds import kind_artifact
 from artifact.thresholds import save_artifact
 from bench.table import BenchRow, print_table
-from calibration.kinds.fit import fit_kind
-from calibration.kinds.mean_panel import panel_family, panel_kind_data, panel_name
+from calibration.input_kinds.fit import fit_input_kind
+from calibration.input_kinds.mean_panel import panel_family, panel_kind_data, panel_name
 from service.config.settings import Settings
 from service.http.app import create_app
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, judge_config_for, peaked_logprobs
@@ -44,7 +44,7 @@ def _artifact(path: Path) -> None:
     labels = rng.integers(1, 6, 400)
     expected = np.clip(labels[:, None] + rng.normal(0, 0.8, (400, len(LATENCIES))), 1, 5)
     data = panel_kind_data(expected, labels, np.repeat(np.arange(50), 8).astype(str))
-    fit = fit_kind(data, alphas=(0.1,), delta=0.05, n_splits=3, selection_repeats=2, nested_repeats=1)
+    fit = fit_input_kind(data, alphas=(0.1,), delta=0.05, n_splits=3, selection_repeats=2, nested_repeats=1)
     family = panel_family(["probabilities"] * len(LATENCIES))  # the stand-in answers with log-probs
     artifact = kind_artifact(
         {(panel_name(LATENCIES), family, "coherence", "mean"): fit},

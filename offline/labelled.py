@@ -3,7 +3,8 @@
 The format is :mod:`artifact.labels` (one reader for the CLI and the service). Steps: read and check every file
 together (a problem stops the run with ``file:line: field: problem``); one cell per (judge, prompt family,
 criterion) with its own scale 1..K and the rows' groups; the validity study (:func:`offline.studies.conformal.validity.
-run_validity_study`: per cell and input kind :func:`calibration.kinds.fit.fit_kind`, PAC thresholds at delta = 0.05,
+run_validity_study`: per cell and input kind :func:`calibration.input_kinds.fit.fit_input_kind`, PAC thresholds at
+delta = 0.05,
 splits by group, the default chosen by cross-fitting) on those cells only, exactly as ``make calibrate`` calibrates
 the shipped judges and as ``POST /v1/calibrations`` does; the report under ``--out`` (:mod:`offline.report.labelled`
 plus ``conformal/validity.{json,md}``); the artifact holding only these cells
@@ -21,14 +22,14 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from artifact.kinds import FitKey, ModeFits
+from artifact.input_kinds import FitKey, ModeFits
 from artifact.labels import DEFAULT_SCALE, LabelRow, labelled_cells, min_items_for, read_labels
 from artifact.thresholds import save_artifact
 from calibration.errors import LabelsError
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.export import build_artifact, code_version
+from offline.build.input_kinds import fit_input_kinds
 from offline.build.inputs.errors import DataError
-from offline.build.kinds import fit_kinds
 from offline.build.modes import pair_modes
 from offline.build.rules import export_label_rules, export_rules
 from offline.report.labelled import write_labelled_report
@@ -159,7 +160,9 @@ def calibrate_labels(
         datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas, progress=progress
     )
     # the expected mode's entries beside the pac ones (the service's default guarantee)
-    expected = None if delta is None else fit_kinds(datasets, n_splits=n_splits, seed=seed, delta=None, alphas=alphas)
+    expected = (
+        None if delta is None else fit_input_kinds(datasets, n_splits=n_splits, seed=seed, delta=None, alphas=alphas)
+    )
     both: Mapping[FitKey, ModeFits] = pair_modes(fits, expected)
     out = Path(out_dir)
     summary_json, summary_md = write_validity(summary, out)
@@ -183,7 +186,8 @@ def calibrate_labels(
         decision_rules=export_rules(datasets, seed=seed),
         label_rules=label_rules,
         source=f"offline calibrate --labels {names}: y* = human rounded to the nearest integer (halves up); per "
-        f"(cell, input kind) calibration.kinds.fit.fit_kind: thresholds at delta={delta} fitted on all labelled "
+        f"(cell, input kind) calibration.input_kinds.fit.fit_input_kind: thresholds at delta={delta} fitted on all "
+        f"labelled "
         f"items with seed {seed}, held-out figures from {n_splits} seeded splits by group, default method by "
         "cross-fitting by group",
     )

@@ -31,8 +31,8 @@ import msgspec
 import structlog
 from tqdm import tqdm
 
-from artifact.kinds import FitKey, ModeFits
-from calibration.kinds.fit import KindFit
+from artifact.input_kinds import FitKey, ModeFits
+from calibration.input_kinds.fit import InputKindFit
 from offline.build.answers.ingest import IngestReport
 from offline.build.answers.store import AnswerStore
 from offline.build.build import DEFAULT_PAIRWISE, BuiltArtifacts, build_artifacts
@@ -109,7 +109,7 @@ def _tournament_answers(answers: list[PairwiseAnswer]) -> list[PairwiseAnswer]:
     return [a for a in answers if a.judge in keep]
 
 
-def _pac(fits: Mapping[FitKey, ModeFits]) -> dict[FitKey, KindFit]:
+def _pac(fits: Mapping[FitKey, ModeFits]) -> dict[FitKey, InputKindFit]:
     """The fits of one mode per key: the pac fit when both modes were fitted, else the only one."""
     return {key: value[0] if isinstance(value, tuple) else value for key, value in fits.items()}
 

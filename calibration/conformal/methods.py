@@ -87,7 +87,7 @@ class NonconformityScore:
     randomised: bool = False  # reads one uniform draw per item (tie-breaking)
     learned: bool = False  # reads a table fitted on part of the calibration data
     accepts_mean: bool = (
-        True  # meaningful on a mean of sampled scores read as a two-point law (calibration.kinds.verdicts)
+        True  # meaningful on a mean of sampled scores read as a two-point law (calibration.input_kinds.verdicts)
     )
     # What ``needs`` asks of an item, as flags read once here (the single-item path checks them on every call).
     reads_probabilities: bool = field(init=False, repr=False, compare=False)

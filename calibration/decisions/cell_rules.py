@@ -6,7 +6,8 @@ Pure: one cell's arrays in, :class:`calibration.decisions.rule.DecisionRule` per
 call :func:`fit_cell_rules`, so a cell calibrated over HTTP carries the same rules as the same cell calibrated offline.
 Rules, stated once:
 
-* **Kinds and features** (:func:`decision_kinds`, the rule of :func:`calibration.kinds.fit.cell_kind_data`): a
+* **Kinds and features** (:func:`decision_input_kinds`, the rule of
+  :func:`calibration.input_kinds.fit.cell_kind_data`): a
   mean-of-samples cell (``means`` given) has kind ``mean`` only (feature: the mean); otherwise ``score`` (feature:
   the integer score) and, when every item has probabilities, ``probabilities`` (feature: the expected score under
   the renormalised probabilities). Every feature is computed item by item with
@@ -39,16 +40,16 @@ from calibration.decisions.rule import DecisionRule, feature_of
 
 __all__ = [
     "ARTIFACT_GRID",
-    "KIND_FEATURES",
+    "INPUT_KIND_FEATURES",
     "DecisionKind",
     "RuleGrid",
-    "decision_kinds",
+    "decision_input_kinds",
     "fit_cell_rules",
     "fit_kind_rule",
     "probability_signals",
 ]
 
-KIND_FEATURES: Mapping[str, str] = {"score": "score", "probabilities": "expected_score", "mean": "mean"}
+INPUT_KIND_FEATURES: Mapping[str, str] = {"score": "score", "probabilities": "expected_score", "mean": "mean"}
 
 
 @dataclass(frozen=True)
@@ -88,7 +89,7 @@ def probability_signals(probabilities: np.ndarray) -> dict[str, np.ndarray]:
     return {"spread": spread, "margin": margin}
 
 
-def decision_kinds(
+def decision_input_kinds(
     labels: np.ndarray,
     judge_scores: np.ndarray,
     probabilities: np.ndarray | None,
@@ -122,7 +123,7 @@ def decision_kinds(
     return [
         DecisionKind(
             kind=kind,
-            feature=KIND_FEATURES[kind],
+            feature=INPUT_KIND_FEATURES[kind],
             data=DecisionData(labels=labels, features=values, groups=groups, n_labels=n_labels, signals=signals),
         )
         for kind, values, signals in kinds
@@ -188,5 +189,5 @@ def fit_cell_rules(
             seed=seed,
             uniform_seed=uniform_seed,
         )
-        for kind in decision_kinds(labels, judge_scores, probabilities, means, groups, n_labels)
+        for kind in decision_input_kinds(labels, judge_scores, probabilities, means, groups, n_labels)
     ]

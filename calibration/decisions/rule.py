@@ -131,7 +131,7 @@ class DecisionRule(msgspec.Struct, frozen=True, kw_only=True):
     judge: str
     prompt_family: str
     criterion: str
-    input_kind: str  # score | probabilities | mean (calibration.kinds.verdicts)
+    input_kind: str  # score | probabilities | mean (calibration.input_kinds.verdicts)
     feature: str  # one of FEATURES
     n_labels: int
     bin_edges: list[float]  # ascending cut points; len(points) == len(bin_edges) + 1

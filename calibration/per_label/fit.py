@@ -1,7 +1,7 @@
 """Fitting the ``per_label`` rules of a cell: every input kind, every calibrated level, no split and no seed.
 
 Rules, stated once: the kinds and their features are those of
-:func:`calibration.decisions.cell_rules.decision_kinds` (the feature computed item by item as the service computes
+:func:`calibration.decisions.cell_rules.decision_input_kinds` (the feature computed item by item as the service computes
 it); the evidence groups from :mod:`calibration.per_label.support`; the intervals at every level of ``alphas``
 (:mod:`calibration.per_label.intervals`), all calibration items used (no part is spent on fitting anything); the
 skill test on the same items (:mod:`calibration.per_label.skill`). The same file gives the same rules.
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import msgspec
 import numpy as np
 
-from calibration.decisions.cell_rules import decision_kinds
+from calibration.decisions.cell_rules import decision_input_kinds
 from calibration.levels import LEVEL_GRID
 from calibration.per_label.intervals import fit_label_intervals
 from calibration.per_label.rule import LabelRule, feature_bin
@@ -116,5 +116,5 @@ def fit_cell_label_rules(
             feature=kind.feature,
             alphas=alphas,
         )
-        for kind in decision_kinds(labels, judge_scores, probabilities, means, groups, n_labels)
+        for kind in decision_input_kinds(labels, judge_scores, probabilities, means, groups, n_labels)
     ]

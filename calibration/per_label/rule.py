@@ -86,7 +86,7 @@ class LabelRule(msgspec.Struct, frozen=True, kw_only=True):
     judge: str
     prompt_family: str
     criterion: str
-    input_kind: str  # score | probabilities | mean (calibration.kinds.verdicts)
+    input_kind: str  # score | probabilities | mean (calibration.input_kinds.verdicts)
     feature: str  # calibration.decisions.rule.FEATURES
     n_labels: int
     levels: list[LabelIntervals]  # ascending alpha

@@ -7,7 +7,7 @@ Steps, each a function of the build package, nothing from the studies:
    into the answer store; the SummEval cells read back from it (:mod:`offline.build.cell_data`), and the FRANK
    factuality answers (collected with ``python -m offline collect --task factuality_direct|factuality_qa``).
 2. **Fit**, every fit in both guarantee modes (:func:`offline.build.modes.both_modes`): every SummEval cell per
-   input kind (:mod:`offline.build.kinds`) and the exported judge panel with its sub-panels
+   input kind (:mod:`offline.build.input_kinds`) and the exported judge panel with its sub-panels
    (:mod:`offline.build.panels`), each in a child process while the rest runs here (the result does not depend on
    where it runs: same inputs, same seeds); the sentence fact-checks' cells (:mod:`offline.build.factuality.validity`);
    the faithfulness fits of the collected factuality answers (:mod:`offline.build.factuality.faithfulness`); the
@@ -33,7 +33,7 @@ from typing import Any
 import structlog
 from tqdm import tqdm
 
-from artifact.kinds import FitKey, ModeFits
+from artifact.input_kinds import FitKey, ModeFits
 from artifact.pairwise import DEFAULT_PATH as DEFAULT_PAIRWISE
 from artifact.pairwise import encode_pairwise_artifact
 from offline.build.answers.ingest import IngestReport, ingest_recorded
@@ -44,10 +44,10 @@ from offline.build.factuality.answers import factuality_answers_from_store
 from offline.build.factuality.faithfulness import FaithfulnessStudy, faithfulness_data, run_faithfulness_study
 from offline.build.factuality.sentences import ParseStats, ingest_sentences, sentence_answers_from_store
 from offline.build.factuality.validity import sentence_fits, without_prompt_family
+from offline.build.input_kinds import fit_input_kinds
 from offline.build.inputs.finesure import load_finesure
 from offline.build.inputs.frank import Frank, load_frank
 from offline.build.inputs.summeval import load_summeval
-from offline.build.kinds import fit_kinds
 from offline.build.modes import DEFAULT_DELTA, both_modes
 from offline.build.pairwise import DELTA as PAIRWISE_DELTA
 from offline.build.pairwise import export_pairwise_artifact
@@ -86,7 +86,7 @@ class BuiltArtifacts:
 
 
 def _kind_fits_in_child(datasets: list[JudgeCriterionData], n_splits: int, seed: int, delta: float | None) -> dict:
-    return both_modes(lambda d: fit_kinds(datasets, n_splits=n_splits, seed=seed, delta=d), delta)
+    return both_modes(lambda d: fit_input_kinds(datasets, n_splits=n_splits, seed=seed, delta=d), delta)
 
 
 def _panel_fits_in_child(datasets: list[JudgeCriterionData], n_splits: int, seed: int, delta: float | None) -> dict:

@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 
 from calibration.conformal import METHODS, PROBABILITY_METHODS, probabilities_from_logprobs
-from calibration.kinds.verdicts import round_half_up
+from calibration.input_kinds.verdicts import round_half_up
 from offline.build.answers.store import AnswerStore, aligned_direct
 from offline.build.inputs.summeval import SummEvalItem, human_target
 

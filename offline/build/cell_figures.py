@@ -5,7 +5,7 @@ carries (:mod:`offline.build.factuality.faithfulness`) share these rules: valid 
 1 - alpha - ``COVERAGE_SLACK``), coverage within judge-score and human-label bins (bins with >= ``MIN_BIN_ITEMS``
 test items count; kept when both minima are >= 1 - alpha - ``BIN_SLACK``), the width-error Spearman, and the
 default method at ``HEADLINE_ALPHA`` (smallest mean set size among the methods that pass both, else
-``PAPER_METHOD``). The slacks are the method selection's (:mod:`calibration.kinds.selection`), stated once.
+``PAPER_METHOD``). The slacks are the method selection's (:mod:`calibration.input_kinds.selection`), stated once.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 
 from calibration.conformal import METHODS, SplitStudy
 from calibration.errors import CalibrationError
-from calibration.kinds.selection import BIN_SLACK, COVERAGE_SLACK
+from calibration.input_kinds.selection import BIN_SLACK, COVERAGE_SLACK
 from calibration.stats import spearman
 from offline.build.cell_data import N_LABELS, JudgeCriterionData
 from offline.build.cell_results import BinCoverage, CellResult, CorrelationResult, DefaultChoice, ReliabilityBin

@@ -2,7 +2,7 @@
 
 Rules, stated once:
 
-* **Entries** (``make artifact``): from the fits per input kind (:mod:`offline.build.kinds`, the panels of
+* **Entries** (``make artifact``): from the fits per input kind (:mod:`offline.build.input_kinds`, the panels of
   :mod:`offline.build.panels`, the sentence fact-checks of :mod:`offline.build.factuality.validity`), one per
   (judge, prompt family, criterion, input kind, method, alpha, guarantee mode), fitted on *all* labelled items of
   that cell as verdicts of that kind, with held-out figures by document; the default method of a (cell, kind) at
@@ -42,7 +42,7 @@ from pathlib import Path
 
 import msgspec
 
-from artifact.kinds import OTHER_METHOD_ALPHAS, FitKey, ModeFits, kind_entries  # shared with the service's jobs
+from artifact.input_kinds import OTHER_METHOD_ALPHAS, FitKey, ModeFits, kind_entries  # shared with the service's jobs
 from artifact.thresholds import (
     FORMAT_VERSION,
     DefaultMethod,
@@ -52,7 +52,7 @@ from artifact.thresholds import (
     save_artifact,
 )
 from calibration.decisions.rule import DecisionRule
-from calibration.kinds.fit import KindFit
+from calibration.input_kinds.fit import InputKindFit
 from calibration.per_label.rule import LabelRule
 from offline.build.artifact_stability import UNCOMMITTED, save_unless_unmoved
 from offline.build.factuality.faithfulness import FaithfulnessStudy
@@ -219,7 +219,7 @@ def _artifact(
     )
 
 
-def _fits_of(value: ModeFits) -> tuple[KindFit, ...]:
+def _fits_of(value: ModeFits) -> tuple[InputKindFit, ...]:
     return value if isinstance(value, tuple) else (value,)
 
 

@@ -2,10 +2,10 @@
 
 * **Levels.** ``ALPHA_GRID`` (:data:`calibration.levels.LEVEL_GRID`, 0.01 .. 0.30 by 0.01): every level of a
   cell's default method in the artifact; ``TABLE_ALPHAS`` (0.05, 0.10, 0.15, 0.20, the levels of the other
-  methods, :data:`artifact.kinds.OTHER_METHOD_ALPHAS`, and of the faithfulness fits); ``REPORT_ALPHAS`` (0.05,
+  methods, :data:`artifact.input_kinds.OTHER_METHOD_ALPHAS`, and of the faithfulness fits); ``REPORT_ALPHAS`` (0.05,
   0.10, 0.20) and ``HEADLINE_ALPHA`` (0.10), where the fits' held-out evidence is summarised.
 * **Modes.** Every cell is fitted in the ``pac`` mode at ``DEFAULT_DELTA`` (0.05, the service's calibration jobs'
-  value, :data:`artifact.kinds.DEFAULT_DELTA`) and in the ``expected`` mode (``delta`` None);
+  value, :data:`artifact.input_kinds.DEFAULT_DELTA`) and in the ``expected`` mode (``delta`` None);
   :func:`both_modes` runs one fitting function in both and pairs the fits per key, as the artifact takes them.
 """
 
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from artifact.kinds import DEFAULT_DELTA, OTHER_METHOD_ALPHAS, FitKey, ModeFits
-from calibration.kinds.fit import KindFit
+from artifact.input_kinds import DEFAULT_DELTA, OTHER_METHOD_ALPHAS, FitKey, ModeFits
+from calibration.input_kinds.fit import InputKindFit
 from calibration.levels import LEVEL_GRID
 
 __all__ = [
@@ -33,7 +33,9 @@ REPORT_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.20)
 HEADLINE_ALPHA = 0.10
 
 
-def pair_modes(pac: Mapping[FitKey, KindFit], expected: Mapping[FitKey, KindFit] | None) -> dict[FitKey, ModeFits]:
+def pair_modes(
+    pac: Mapping[FitKey, InputKindFit], expected: Mapping[FitKey, InputKindFit] | None
+) -> dict[FitKey, ModeFits]:
     """The artifact's fits per key: (pac, expected) when both were fitted, else the one."""
     if expected is None:
         return dict(pac)
@@ -41,7 +43,7 @@ def pair_modes(pac: Mapping[FitKey, KindFit], expected: Mapping[FitKey, KindFit]
 
 
 def both_modes(
-    fit: Callable[[float | None], Mapping[FitKey, KindFit]], delta: float | None = DEFAULT_DELTA
+    fit: Callable[[float | None], Mapping[FitKey, InputKindFit]], delta: float | None = DEFAULT_DELTA
 ) -> dict[FitKey, ModeFits]:
     """``fit(delta)`` (pac) and ``fit(None)`` (expected), paired per key; ``fit(None)`` alone when ``delta`` is None."""
     pac = fit(delta)

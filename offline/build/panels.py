@@ -5,10 +5,11 @@ Rules (the panel study, :mod:`offline.studies.panels.study`, compares every pane
 
 * **Items.** A panel cell holds the items every member answered with a usable verdict; groups are SummEval
   documents; the human label is the cells' y*.
-* **Verdict.** The mean of the members' expected scores (:mod:`calibration.kinds.mean_panel`), each from its
+* **Verdict.** The mean of the members' expected scores (:mod:`calibration.input_kinds.mean_panel`), each from its
   richest recorded input (mean_of_samples, else log-probs when every item has them, else the integer score),
-  recorded in the cell's prompt family (:func:`calibration.kinds.mean_panel.panel_family`).
-* **Fit.** :func:`calibration.kinds.fit.fit_kind` with the SummEval cells' settings (:mod:`offline.build.kinds`).
+  recorded in the cell's prompt family (:func:`calibration.input_kinds.mean_panel.panel_family`).
+* **Fit.** :func:`calibration.input_kinds.fit.fit_input_kind` with the SummEval cells' settings
+  (:mod:`offline.build.input_kinds`).
 * **Export.** The four-judge panel :data:`EXPORTED_PANEL` and all its sub-panels of >= 2 members, every
   criterion, keyed (panel name, the members' inputs as prompt family, criterion, ``mean``).
 """
@@ -21,9 +22,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from artifact.kinds import FitKey
-from calibration.kinds.fit import KindFit, fit_kind
-from calibration.kinds.mean_panel import (
+from artifact.input_kinds import FitKey
+from calibration.input_kinds.fit import InputKindFit, fit_input_kind
+from calibration.input_kinds.mean_panel import (
     PANEL_INPUT_KIND,
     expected_scores,
     is_panel_family,
@@ -61,7 +62,7 @@ class PanelCell:
     expected: np.ndarray
     labels: np.ndarray
     groups: np.ndarray
-    inputs: tuple[str, ...] = ()  # each member's input (calibration.kinds.mean_panel.member_input), member order
+    inputs: tuple[str, ...] = ()  # each member's input (calibration.input_kinds.mean_panel.member_input), member order
     n_labels: int = 5
 
     @property
@@ -70,7 +71,7 @@ class PanelCell:
 
     @property
     def family(self) -> str:
-        """The cell's prompt family: the members' inputs (calibration.kinds.mean_panel.panel_family)."""
+        """The cell's prompt family: the members' inputs (calibration.input_kinds.mean_panel.panel_family)."""
         return panel_family(self.inputs)
 
 
@@ -129,10 +130,13 @@ def panel_cells(datasets: Sequence[JudgeCriterionData], members: Sequence[str], 
     )
 
 
-def fit_panel(cell: PanelCell, *, alphas: Sequence[float], n_splits: int, seed: int, delta: float | None) -> KindFit:
-    """:func:`calibration.kinds.fit.fit_kind` on the panel's mean verdicts, with the SummEval cells' settings."""
+def fit_panel(
+    cell: PanelCell, *, alphas: Sequence[float], n_splits: int, seed: int, delta: float | None
+) -> InputKindFit:
+    """:func:`calibration.input_kinds.fit.fit_input_kind` on the panel's mean verdicts, with the SummEval cells'
+    settings."""
     data = panel_kind_data(cell.expected, cell.labels, cell.groups, cell.n_labels)
-    return fit_kind(
+    return fit_input_kind(
         data,
         alphas=alphas,
         delta=delta,
@@ -151,7 +155,7 @@ def export_panel_fits(
     seed: int = 0,
     delta: float | None = DEFAULT_DELTA,
     alphas: Sequence[float] = ALPHA_GRID,
-) -> dict[FitKey, KindFit]:
+) -> dict[FitKey, InputKindFit]:
     """Fits of ``members``' panel and every sub-panel of >= 2 of them, per criterion, keyed for the artifact
     (panel name, the members' inputs as prompt family, criterion, ``mean``); empty when a member is not in the
     data."""

@@ -3,7 +3,7 @@
 Written under the report folder: ``index.md`` (opens with "What this means for your pipeline"),
 ``pipeline/heldout.json`` (per cell and input kind: the default method and its reason, every method's held-out
 figures by group at every level, and the served recipe's figures on unseen groups, from
-:class:`calibration.kinds.fit.KindFit` without the fitted predictors) and ``pipeline/coverage.png`` (held-out
+:class:`calibration.input_kinds.fit.InputKindFit` without the fitted predictors) and ``pipeline/coverage.png`` (held-out
 coverage and set size against alpha per cell, default method); the caller writes ``conformal/validity.{json,md}``.
 
 A cell is flagged *almost always the full scale* when, with its default method at the headline alpha, at least half
@@ -19,7 +19,7 @@ import msgspec
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
-from calibration.kinds.fit import HeldoutFigures, KindFit
+from calibration.input_kinds.fit import HeldoutFigures, InputKindFit
 from calibration.per_label.rule import LabelRule
 from calibration.per_label.summary import rule_words
 from offline.jsonfile import write_json
@@ -37,7 +37,7 @@ def full_scale_flag(figures: HeldoutFigures, n_labels: int) -> bool:
     return figures.full_scale_share >= FULL_SCALE_SHARE or figures.set_size >= n_labels - 0.5
 
 
-def _at(fit: KindFit, method: str, alpha: float) -> HeldoutFigures | None:
+def _at(fit: InputKindFit, method: str, alpha: float) -> HeldoutFigures | None:
     return next((f for f in fit.heldout if f.method == method and abs(f.alpha - alpha) < 1e-9), None)
 
 
@@ -45,7 +45,9 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{100 * value:.0f}%"
 
 
-def _pipeline(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, str], int], alpha: float) -> list[str]:
+def _pipeline(
+    fits: Mapping[FitKey, InputKindFit], n_labels: Mapping[tuple[str, str, str], int], alpha: float
+) -> list[str]:
     lines = [
         "## The marginal guarantees' sets (opt-in: `guarantee: expected` or `pac`)",
         "",
@@ -124,7 +126,7 @@ def _pipeline(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, 
     return lines
 
 
-def _figures_table(fits: Mapping[FitKey, KindFit]) -> str:
+def _figures_table(fits: Mapping[FitKey, InputKindFit]) -> str:
     rows = []
     for (judge, _, criterion, kind), fit in fits.items():
         for f in sorted(fit.heldout, key=lambda f: (f.alpha, f.method)):
@@ -172,7 +174,9 @@ def _figures_table(fits: Mapping[FitKey, KindFit]) -> str:
     )
 
 
-def _coverage_figure(fits: Mapping[FitKey, KindFit], n_labels: Mapping[tuple[str, str, str], int], path: Path) -> Path:
+def _coverage_figure(
+    fits: Mapping[FitKey, InputKindFit], n_labels: Mapping[tuple[str, str, str], int], path: Path
+) -> Path:
     figure = Figure(figsize=(9, 3.6), layout="constrained")
     cover, size = figure.subplots(1, 2)
     for (judge, family, criterion, kind), fit in fits.items():
@@ -251,7 +255,7 @@ def _per_label(rules: Sequence[LabelRule]) -> list[str]:
 
 def write_labelled_report(
     out: Path,
-    fits: Mapping[FitKey, KindFit],
+    fits: Mapping[FitKey, InputKindFit],
     *,
     n_labels: Mapping[tuple[str, str, str], int],
     warnings: Sequence[str],

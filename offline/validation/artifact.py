@@ -7,9 +7,10 @@ every judge the artifact calibrates, three ways per item (what a caller can send
 score alone (``score``), the log-probs alone (``logprobs``) and both (``score+logprobs``). Each verdict is served
 by the service's own rule (:func:`artifact.serving.choose_entry`: input kind, next smaller calibrated level,
 the default method of the kind with the smaller held-out sets) and the set by
-:func:`calibration.conformal.prediction_set` on the kind's inputs (:func:`calibration.kinds.verdicts.verdict_inputs`),
+:func:`calibration.conformal.prediction_set` on the kind's inputs
+(:func:`calibration.input_kinds.verdicts.verdict_inputs`),
 the same pure functions ``service.scoring.score`` calls; the decision is the service's default rule (empty set or
-size >= min(5, K) -> escalate; size <= 2 -> accept; else review; :func:`calibration.kinds.fit.decision_shares`).
+size >= min(5, K) -> escalate; size <= 2 -> accept; else review; :func:`calibration.input_kinds.fit.decision_shares`).
 
 Per (judge, prompt family, criterion, input, alpha): n, marginal coverage with its 95% Clopper-Pearson interval
 (:func:`calibration.estimates.intervals.clopper_pearson`, scipy's beta quantiles), coverage per human label and per
@@ -43,8 +44,8 @@ from artifact.serving import ServedEntry, choose_entry, interval_hull
 from artifact.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.conformal import prediction_set
 from calibration.estimates.intervals import clopper_pearson
-from calibration.kinds.fit import decision_shares
-from calibration.kinds.verdicts import verdict_inputs
+from calibration.input_kinds.fit import decision_shares
+from calibration.input_kinds.verdicts import verdict_inputs
 from offline.build.cell_data import JudgeCriterionData
 from offline.validation.decisions import DecisionCheck, check_decisions
 

@@ -141,7 +141,7 @@ def check_halves(
         cells.extend((fit_half, s) for s in served)
     for fit_half, served_cell in cells:
         c, size_ci = served_cell.cell, size_interval(served_cell.sizes, seed)
-        empty_accepted = 0  # the decision rule escalates every empty set (calibration.kinds.fit.decision_shares)
+        empty_accepted = 0  # the decision rule escalates every empty set (calibration.input_kinds.fit.decision_shares)
         rows.append(
             HalvesRow(
                 fit_half=fit_half,

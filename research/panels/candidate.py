@@ -13,7 +13,8 @@ Pure (numbers in, numbers out). Rules, stated once:
 * **Mondrian thresholds by pooled score bin** (:func:`pooled_bins`, :func:`bin_thresholds`): one threshold per
   score bin (the panel's rounded mean), a bin with fewer than ``min_items`` threshold items pooled with its smaller
   adjacent bin until every pooled bin has enough (the pooling rule of
-  :func:`calibration.kinds.heldout.pooled_group_coverage`); each pooled bin's threshold is the PAC (or marginal) order
+  :func:`calibration.input_kinds.heldout.pooled_group_coverage`); each pooled bin's threshold is the PAC (or
+  marginal) order
   statistic of its items' scores (:func:`calibration.conformal.conformal_quantile`), None (full scale) when too
   few. A bin never seen among the threshold items gets the full scale. ``min_items`` defaults to the smallest n
   whose PAC rank is finite (:func:`finite_rank_items`), so pooling happens exactly where a bin alone could only
@@ -29,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from calibration.conformal import conformal_quantile
-from calibration.kinds.heldout import pooled_group_coverage
+from calibration.input_kinds.heldout import pooled_group_coverage
 from calibration.order_statistics import as_fraction, threshold_rank
 
 __all__ = [

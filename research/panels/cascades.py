@@ -6,14 +6,15 @@ this routing on the width of judge 1's set is not served. Rules, stated once:
 
 * **Items, groups.** The items both judges answered for the criterion
   (:func:`offline.studies.panels.cells.panel_cells`); splits by SummEval document, ``n_splits`` seeded splits
-  (:func:`calibration.kinds.heldout.group_splits`, half the documents calibrate, half test).
+  (:func:`calibration.input_kinds.heldout.group_splits`, half the documents calibrate, half test).
 * **Routing is fitted apart.** Inside each split the calibration documents are cut in two (seeded:
   ``numpy.random.default_rng([seed, 7, split])``): the *routing* half fits judge 1's ``residual`` thresholds,
   which give every item a stage-1 set width; an item goes to stage 2 when that width exceeds ``w``
   (``w`` = -1: always, 5: never). The routing rule is then a fixed function of judge 1's verdict.
 * **Each stage is fitted on the items that reach it** (the *fit* half): stage 1 ``residual`` on judge 1's integer
   score over the items that stop there; stage 2 ``residual_expected`` on the pair's mean of expected scores
-  (:mod:`calibration.kinds.mean_panel`, the ``mean`` kind) over the items routed on. Both PAC at ``delta``. A stage
+  (:mod:`calibration.input_kinds.mean_panel`, the ``mean`` kind) over the items routed on. Both PAC at ``delta``. A
+  stage
   with no fit item answers the full scale. Each stage covers >= 1 - alpha among the items that reach it (Mondrian over
   the routing outcome), hence overall.
 * **Figures** on the test documents, averaged over splits: coverage, set size, judge calls per item
@@ -39,8 +40,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
 from calibration.conformal import fit_conformal, predict_sets
-from calibration.kinds.heldout import group_splits
-from calibration.kinds.verdicts import kind_inputs
+from calibration.input_kinds.heldout import group_splits
+from calibration.input_kinds.verdicts import kind_inputs
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.panels import panel_cells
 from offline.jsonfile import write_json

@@ -7,7 +7,8 @@ no within-label rule) reported sets 0.79-0.91x the best member's; under the vali
 
 * **Items.** The panel's common items (:func:`offline.studies.panels.cells.panel_cells`); every member is refitted on
   the same items and documents (:func:`offline.studies.panels.cells.member_kind_data`), every input kind it supports.
-* **Figures.** The served recipe (:func:`calibration.kinds.fit.fit_kind`: default chosen inside the calibration
+* **Figures.** The served recipe (:func:`calibration.input_kinds.fit.fit_input_kind`: default chosen inside the
+  calibration
   documents, fitted there, evaluated on unseen documents; 20 splits by document, seed 0) at ``alpha``: mean set
   size and coverage. The best member is the member and input kind with the smallest served set size under the
   same step's rules. Ratio = panel / best member.
@@ -16,7 +17,7 @@ no within-label rule) reported sets 0.79-0.91x the best member's; under the vali
   check with each member's best input kind (log-probs where recorded): marginal
   thresholds, a fixed method (the panel's ``residual_expected``, i.e. |mean - y|; a member's ``residual_expected``
   on log-probs, ``residual`` on a bare score), no rule; (2) PAC thresholds (delta 0.05); (3) the method chosen by
-  the selection rule (:mod:`calibration.kinds.selection`) with only its mean-coverage condition; (4) + its
+  the selection rule (:mod:`calibration.input_kinds.selection`) with only its mean-coverage condition; (4) + its
   5th-percentile condition; (5) + coverage within human labels; (6) + coverage within score bins: the full rule. (6m) is
   (6) with marginal thresholds. The study's headline (members on all their own items) is the last row of the report.
 * **Candidate** (:func:`candidate_rows`, :mod:`research.panels.candidate`): balanced LAC on a multinomial model of
@@ -37,11 +38,11 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from calibration.kinds.fit import KindData, fit_kind
-from calibration.kinds.heldout import group_splits, pooled_group_coverage
-from calibration.kinds.mean_panel import panel_means
-from calibration.kinds.selection import QUALIFY_CHECKS, MethodEvidence, qualifies
-from calibration.kinds.verdicts import round_half_up
+from calibration.input_kinds.fit import KindData, fit_input_kind
+from calibration.input_kinds.heldout import group_splits, pooled_group_coverage
+from calibration.input_kinds.mean_panel import panel_means
+from calibration.input_kinds.selection import QUALIFY_CHECKS, MethodEvidence, qualifies
+from calibration.input_kinds.verdicts import round_half_up
 from research.panels.candidate import (
     balanced_probabilities,
     bin_thresholds,
@@ -137,7 +138,7 @@ def _served(data: KindData, step: GapStep, *, alpha: float, n_splits: int, seed:
     methods = [FIXED_METHOD[data.kind]] if step.fixed_method else None
     # Item-level PAC on purpose: this decomposition compares the panel with its members under one rule and
     # reproduces the figures of its published table; it states no guarantee (the served artifact's PAC is by group).
-    fit = fit_kind(
+    fit = fit_input_kind(
         data,
         alphas=[alpha],
         delta=step.delta,

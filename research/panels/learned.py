@@ -8,7 +8,7 @@ import msgspec
 import numpy as np
 
 from calibration.conformal import fit_conformal, predict_sets
-from calibration.kinds.heldout import group_splits, pooled_group_coverage
+from calibration.input_kinds.heldout import group_splits, pooled_group_coverage
 from offline.build.panels import PanelCell
 from research.panels.model import fit_multinomial
 

@@ -3,7 +3,8 @@
 Pure. Used by the panel study (:mod:`offline.studies.panels.study`) to ask whether a learned combination beats the mean
 of expected scores; the service does not serve it (the artifact has no place for the model yet). Rules:
 
-* **Features.** The members' expected scores (:func:`calibration.kinds.mean_panel.expected_score`), standardised with
+* **Features.** The members' expected scores (:func:`calibration.input_kinds.mean_panel.expected_score`),
+  standardised with
   the training items' mean and standard deviation (a constant column is left centred), plus an intercept.
 * **Fit.** Softmax over labels 1..K, weights minimising the mean negative log-likelihood + ``l2`` / 2 x the squared
   norm of the non-intercept weights, by ``scipy.optimize.minimize`` (L-BFGS-B, analytic gradient, from zeros). A

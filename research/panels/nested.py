@@ -6,13 +6,15 @@ four-judge panel and each member in each input kind. Rules, stated once:
 
 * **Contender, menu and one evaluation**: :mod:`research.panels.recipes`.
 * **Choice** (:func:`choose_recipe`) inside a set of documents: ``repeats`` 2-fold splits by document, both
-  ways (:func:`calibration.kinds.evaluation.cross_fit_splits` with ``seed``); evidence per recipe as in
-  :mod:`calibration.kinds.fit` (mean and 5th-percentile coverage over the folds, lowest coverage within a human
+  ways (:func:`calibration.input_kinds.evaluation.cross_fit_splits` with ``seed``); evidence per recipe as in
+  :mod:`calibration.input_kinds.fit` (mean and 5th-percentile coverage over the folds, lowest coverage within a human
   label and within a score bin with groups of < ``min_group_items`` x folds pooled with a neighbour, mean set
-  size, share of sets with a hole); the rule of :mod:`calibration.kinds.selection` (:func:`calibration.kinds.selection.
+  size, share of sets with a hole); the rule of :mod:`calibration.input_kinds.selection`
+  (:func:`calibration.input_kinds.selection.
   qualifies`; the smallest qualifying mean set size wins, a recipe with fewer non-interval sets preferred within
   0.05; remaining ties in menu order; none qualifies -> ``residual``).
-* **Nested estimate** (:func:`nested_estimate`): for each outer seed s and split i (:func:`calibration.kinds.heldout.
+* **Nested estimate** (:func:`nested_estimate`): for each outer seed s and split i
+  (:func:`calibration.input_kinds.heldout.
   group_splits`, ``cal_fraction`` of the documents to calibration, default half), the recipe is chosen inside the
   calibration documents (cross-fitting seed ``1000 * s + 1 + i``, evaluation keys ``[s, 3, i, repeat, fold]``),
   fitted on all of them (key ``[s, 1, i]``) and evaluated on the test documents. Reported over all outer
@@ -32,9 +34,9 @@ from collections.abc import Sequence
 import msgspec
 import numpy as np
 
-from calibration.kinds.evaluation import cross_fit_splits
-from calibration.kinds.heldout import group_splits, pooled_group_coverage
-from calibration.kinds.selection import MethodEvidence, choose_method, qualifies
+from calibration.input_kinds.evaluation import cross_fit_splits
+from calibration.input_kinds.heldout import group_splits, pooled_group_coverage
+from calibration.input_kinds.selection import MethodEvidence, choose_method, qualifies
 from research.panels.recipes import Contender, Recipe, RecipeSets, evaluate_recipes, menu_for
 
 __all__ = [
@@ -107,7 +109,8 @@ def evidence_of(
 
 
 def pick_recipe(evidence: Sequence[MethodEvidence]) -> tuple[str, bool]:
-    """The rule of :mod:`calibration.kinds.selection` over evidence in menu order (ties go to the earlier recipe; the
+    """The rule of :mod:`calibration.input_kinds.selection` over evidence in menu order (ties go to the earlier
+    recipe; the
     evidence must hold the fallback): (recipe, whether it qualified)."""
     choice = choose_method(evidence, fallback=FALLBACK, order=[e.method for e in evidence])
     return choice.method, choice.qualified

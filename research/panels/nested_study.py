@@ -32,9 +32,9 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from calibration.kinds.fit import KindData
-from calibration.kinds.mean_panel import panel_kind_data
-from calibration.kinds.selection import MethodEvidence, qualifies
+from calibration.input_kinds.fit import KindData
+from calibration.input_kinds.mean_panel import panel_kind_data
+from calibration.input_kinds.selection import MethodEvidence, qualifies
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.panels import EXPORTED_PANEL, PanelCell, panel_cells
 from offline.jsonfile import write_json

@@ -4,11 +4,11 @@ Pure (numbers in, typed results out). The honest comparison that chooses among t
 :mod:`research.panels.nested`. Rules, stated once:
 
 * **Contender** (:class:`Contender`): one side of the comparison on the panel's common items: its core inputs
-  (:class:`calibration.kinds.fit.KindData`: a panel's ``mean`` verdicts, a member's ``score`` or
+  (:class:`calibration.input_kinds.fit.KindData`: a panel's ``mean`` verdicts, a member's ``score`` or
   ``probabilities`` verdicts), named feature matrices for the learned recipes, and its score bins (the kind's
   integer score: a panel's rounded mean, a member's score) for the bin condition and Mondrian thresholds.
-* **Menu** (:func:`menu_for`): every core method of the contender's kind (:func:`calibration.kinds.verdicts.
-  methods_for_kind`), then, per feature set the contender has, the learned recipes: a multinomial model of the
+* **Menu** (:func:`menu_for`): every core method of the contender's kind (:func:`calibration.input_kinds.verdicts.
+  methods_for_input_kind`), then, per feature set the contender has, the learned recipes: a multinomial model of the
   human label (:func:`research.panels.model.fit_multinomial`, ridge ``l2`` of the feature set) with score
   ``lac`` (1 - P(y | x)) or ``balanced`` (1 - the class-balanced probability,
   :func:`research.panels.candidate.balanced_probabilities`), and thresholds ``marginal`` (one), ``bin`` (one per
@@ -16,7 +16,8 @@ Pure (numbers in, typed results out). The honest comparison that chooses among t
   whose threshold items give no finite threshold always joins the set). A panel and a member get the same menu
   over their own inputs: anything the panel may use, a member may use on its own output.
 * **One evaluation** (:func:`evaluate_recipes`) of every recipe on (fit items, test items): a core method is
-  fitted on the fit items as :func:`calibration.kinds.heldout.evaluate_split` does (generator ``default_rng(key)``); a
+  fitted on the fit items as :func:`calibration.input_kinds.heldout.evaluate_split` does (generator
+  ``default_rng(key)``); a
   learned recipe halves the fit items' *documents* (``default_rng([*key, 7]).permutation`` of the sorted
   distinct documents, the first floor(G / 2) for the model), fits the model on one half and the thresholds on the
   other (PAC at ``delta``, or marginal when None), so model, threshold and test documents are disjoint.
@@ -30,9 +31,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from calibration.conformal import conformal_quantile
-from calibration.kinds.fit import KindData
-from calibration.kinds.heldout import GroupSplit, evaluate_split
-from calibration.kinds.verdicts import methods_for_kind
+from calibration.input_kinds.fit import KindData
+from calibration.input_kinds.heldout import GroupSplit, evaluate_split
+from calibration.input_kinds.verdicts import methods_for_input_kind
 from research.panels.candidate import balanced_probabilities, bin_thresholds, finite_rank_items, label_prior
 from research.panels.model import fit_multinomial
 
@@ -87,9 +88,9 @@ class RecipeSets:
 
 def menu_for(contender: Contender) -> list[Recipe]:
     """The module's menu for one contender: its kind's core methods, then the learned recipes per feature set."""
-    usable = methods_for_kind(contender.data.kind)
+    usable = methods_for_input_kind(contender.data.kind)
     if contender.data.probabilities is None:
-        usable = tuple(m for m in usable if m in methods_for_kind("score"))
+        usable = tuple(m for m in usable if m in methods_for_input_kind("score"))
     menu = [Recipe(name=m, core=m) for m in usable]
     for features in contender.features:
         for score in LEARNED_SCORES:

@@ -37,10 +37,10 @@ import msgspec
 import numpy as np
 
 from calibration.errors import EmptyCalibrationError
-from calibration.kinds.fit import KindData
-from calibration.kinds.heldout import group_splits
-from calibration.kinds.mean_panel import panel_kind_data
-from calibration.kinds.selection import qualifies
+from calibration.input_kinds.fit import KindData
+from calibration.input_kinds.heldout import group_splits
+from calibration.input_kinds.mean_panel import panel_kind_data
+from calibration.input_kinds.selection import qualifies
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.panels import EXPORTED_PANEL, panel_cells
 from offline.jsonfile import write_json

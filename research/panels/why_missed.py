@@ -22,7 +22,7 @@ from collections.abc import Sequence
 import msgspec
 import numpy as np
 
-from calibration.kinds.mean_panel import panel_kind_data
+from calibration.input_kinds.mean_panel import panel_kind_data
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.panels import EXPORTED_PANEL, panel_cells
 from offline.studies.conformal.validity import DEFAULT_DELTA, HEADLINE_ALPHA, run_validity_study

@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 import msgspec
 
-from calibration.kinds.mean_panel import is_panel_name, panel_members
+from calibration.input_kinds.mean_panel import is_panel_name, panel_members
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.wire.judges import JudgeCalibration, JudgeGroup, JudgeInfo, JudgesResponse, JudgesSummary, JudgeSummary
 

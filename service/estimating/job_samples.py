@@ -31,7 +31,8 @@ request's values                 checked from the jobs' item counts before any r
 
 The judge's value of an item (``judge_value``, default ``expected_score``): ``label`` is the calibrated point label
 (``point``), ``judge_score`` the judge's integer score, ``expected_score`` the expected score by the rule of
-``calibration.kinds.mean_panel.expected_score``: a panel's mean, else sum_k k p_k over the verdict's probabilities,
+``calibration.input_kinds.mean_panel.expected_score``: a panel's mean, else sum_k k p_k over the verdict's
+probabilities,
 else the integer score (a caller's ``mean_of_samples`` is not kept in the results: such an item counts with its score).
 
 Results are read chunk by chunk (``result_lines``, a few chunks per Redis round trip) and decoded into the few

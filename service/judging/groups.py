@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from calibration.kinds.mean_panel import panel_name
+from calibration.input_kinds.mean_panel import panel_name
 
 __all__ = [
     "CascadeConfigError",

@@ -30,7 +30,7 @@ import hashlib
 
 import msgspec
 
-from calibration.kinds.verdicts import round_half_up
+from calibration.input_kinds.verdicts import round_half_up
 from calibration.monitoring import CellSpec, watched_cell_spec, watched_outcome
 from service.errors import InvalidRequestError
 from service.wire.score import Guarantee, ScoreResponse

@@ -56,7 +56,7 @@ def decide_for_cell(
     *,
     cell: tuple[str, str, str],
     kinds: Sequence[str],
-    served_kind: str,
+    served_input_kind: str,
     alpha: float,
     delta: float | None,
     judge_score: int,
@@ -66,9 +66,10 @@ def decide_for_cell(
     ask: DecisionAsk,
     mode: str = "pac",
 ) -> PolicyDecision:
-    """The module table for a verdict served by the cell's entry of ``served_kind`` at level ``alpha``, the decision
+    """The module table for a verdict served by the cell's entry of ``served_input_kind`` at level ``alpha``, the
+    decision
     rule's rows of ``mode`` deciding."""
-    failed = snapshot.default_failures.get((*cell, served_kind, mode))
+    failed = snapshot.default_failures.get((*cell, served_input_kind, mode))
     rule = find_rule(snapshot.decision_rules, cell, kinds)
     no_rule = (
         f"the calibration has none for judge={cell[0]!r}, prompt_family={cell[1]!r}, criterion={cell[2]!r} "

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 import msgspec
 
 from calibration.conformal import probabilities_from_logprobs
-from calibration.kinds.mean_panel import expected_score
+from calibration.input_kinds.mean_panel import expected_score
 from service.errors import InvalidRequestError
 from service.scoring.context import ScoringContext
 from service.scoring.verdict import filled_logprobs

@@ -1,5 +1,5 @@
 """Judge panels in ``/v1/score``: several judges' verdicts -> one calibrated set (combination:
-calibration.kinds.mean_panel).
+calibration.input_kinds.mean_panel).
 
 A request is a panel request when it carries ``verdicts`` (the caller's members' verdicts) or ``panel`` (a
 name from PANELS_FILE: the service asks every member concurrently, through the judge-answer cache). Rules:
@@ -13,12 +13,15 @@ name from PANELS_FILE: the service asks every member concurrently, through the j
    ``panel`` needs ``document`` and ``summary`` (422).
 2. **Members' verdicts.** A caller's ``judge_logprobs`` are renormalised over 1..K with a missing token read below
    every token sent (service.scoring.verdict.filled_logprobs); a live member's come from its reply. Each member's
-   expected score follows :func:`calibration.kinds.mean_panel.expected_score` (mean_of_samples, else sum k p_k, else
+   expected score follows :func:`calibration.input_kinds.mean_panel.expected_score` (mean_of_samples, else sum k
+   p_k, else
    the score). A live member whose call fails is reported with its ``error`` and left out; when no member answers, the
    first failure is the request's error (as for one judge).
-3. **Cell.** The members that answered form the served panel (:func:`calibration.kinds.mean_panel.served_panel`): the
+3. **Cell.** The members that answered form the served panel
+   (:func:`calibration.input_kinds.mean_panel.served_panel`): the
    cell (``panel:<sorted members>``, the members' inputs as prompt family (``panel:probabilities+score``...,
-   :func:`calibration.kinds.mean_panel.panel_family`: a member sending another input than the panel was fitted on gets
+   :func:`calibration.input_kinds.mean_panel.panel_family`: a member sending another input than the panel was
+   fitted on gets
    ``calibrated: false``, never thresholds fitted on other inputs), criterion), input kind ``mean``, entry
    chosen by :func:`artifact.serving.choose_entry` (level: the largest calibrated alpha <= the request's;
    method: the request's or the default). Fewer than two members, or a sub-panel without thresholds ->
@@ -44,7 +47,7 @@ from typing import cast
 import msgspec
 
 from artifact.serving import LevelRefused, MethodRefused, ServedEntry, choose_entry
-from calibration.kinds.mean_panel import (
+from calibration.input_kinds.mean_panel import (
     PANEL_INPUT_KIND,
     PANEL_PREFIX,
     PANEL_PROMPT_FAMILY,
@@ -55,7 +58,7 @@ from calibration.kinds.mean_panel import (
     panel_name,
     served_panel,
 )
-from calibration.kinds.verdicts import InputKind, round_half_up, verdict_inputs
+from calibration.input_kinds.verdicts import InputKind, round_half_up, verdict_inputs
 from service.artifacts.snapshot import CalibrationSnapshot, coverage_target
 from service.errors import InvalidRequestError
 from service.judging.model_check import MODEL_MISMATCH_FLAG
@@ -286,7 +289,7 @@ def _panel_decision(
         snapshot,
         cell=cell,
         kinds=(PANEL_INPUT_KIND,),
-        served_kind=served.kind,
+        served_input_kind=served.kind,
         alpha=served.alpha,
         delta=served.entry.fitted.delta,
         judge_score=judge_score,

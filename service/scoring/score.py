@@ -21,7 +21,8 @@ Resolution rules, in order (each failure is a problem with the allowed values wh
 6. **Entry** (``artifact.serving.choose_entry``, the rule ``offline validate`` applies too). A name outside
    ``calibration.conformal.METHODS`` -> 422. The cell (judge, prompt family, criterion) has no entry at all ->
    ``calibrated: false``, the full scale, ``escalate`` (never an invented set). The verdict carries input kinds
-   (``calibration.kinds.verdicts``): ``probabilities`` (log-probs), ``mean`` (mean_of_samples), ``score`` (an integer
+   (``calibration.input_kinds.verdicts``): ``probabilities`` (log-probs), ``mean`` (mean_of_samples), ``score`` (an
+   integer
    score the caller sent, or the live judge's); only thresholds fitted on one of those kinds may serve it, else
    ``calibrated: false`` + escalate (never a threshold fitted on another kind). Among the kinds, the default
    method of each (or the named method) at the level, and the entry with the smaller held-out mean set wins.
@@ -30,7 +31,7 @@ Resolution rules, in order (each failure is a problem with the allowed values wh
    name each cell's methods and levels, so such a schema-valid request is answered, never with an invented
    set); for a live call a method the cell lacks is a 422 before the judge is paid for.
 7. **Set and decision.** ``calibration.conformal.prediction_set`` on the kind's inputs
-   (``calibration.kinds.verdicts.verdict_inputs``; ``aps_randomized`` with the core's default generator, so equal
+   (``calibration.input_kinds.verdicts.verdict_inputs``; ``aps_randomized`` with the core's default generator, so equal
    inputs give equal sets), served as its interval hull (a set with a hole, {2, 4}, becomes {2, 3, 4}; the
    reason says so), then the certified decision (``service.scoring.policy``: the cell's decision rule at the request's
    ``tolerance`` (default 2) and ``accept_alpha`` (default: the request's alpha), or its quality gate at
@@ -54,7 +55,7 @@ from typing import cast
 
 import msgspec
 
-from calibration.kinds.verdicts import InputKind
+from calibration.input_kinds.verdicts import InputKind
 from service.artifacts.snapshot import CalibrationSnapshot, coverage_target
 from service.judging.model_check import MODEL_MISMATCH_FLAG
 from service.scoring.cascades import score_cascade
@@ -175,7 +176,7 @@ def _decide(
             snapshot,
             cell=plan.cell,
             kinds=verdict.kinds,
-            served_kind=served.kind,
+            served_input_kind=served.kind,
             alpha=served.alpha,
             delta=served.entry.fitted.delta,
             judge_score=verdict.judge_score,

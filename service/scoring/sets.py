@@ -13,7 +13,7 @@ import msgspec
 
 from artifact.serving import LevelRefused, MethodRefused, ServedEntry, Uncalibrated, choose_entry
 from artifact.thresholds import ThresholdEntry
-from calibration.kinds.verdicts import verdict_inputs
+from calibration.input_kinds.verdicts import verdict_inputs
 from calibration.per_label.rule import LabelRule
 from service.artifacts.snapshot import CalibrationSnapshot
 from service.scoring.policy import full_scale, interval_hull, set_note

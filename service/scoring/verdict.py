@@ -3,7 +3,7 @@
 The caller's ``judge_logprobs`` are renormalised over 1..K, a token the caller did not send read by
 ``filled_logprobs`` (ln(1e-5), the recorded data's convention, or lower: always below every token sent); without
 ``judge_score`` the verdict's score is the most probable token (lower on ties), else the rounded mean. The
-verdict lists the input kinds it carries (``calibration.kinds.verdicts``), preferred first.
+verdict lists the input kinds it carries (``calibration.input_kinds.verdicts``), preferred first.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from calibration.conformal import probabilities_from_logprobs
-from calibration.kinds.verdicts import round_half_up
+from calibration.input_kinds.verdicts import round_half_up
 from judges.factuality.sentence_check import judge_score_from_share
 from service.errors import InvalidRequestError
 from service.scoring.context import ScoringContext
@@ -60,7 +60,9 @@ class Verdict(msgspec.Struct, frozen=True, kw_only=True):
     qa_exact_match: float | None = None
     evidence: list[QAEvidenceItem | SentenceEvidenceItem] | None = None
     sentence_score: float | None = None  # share of sentences judged "no error" (factuality_method "sentences")
-    kinds: tuple[str, ...] = ("score",)  # input kinds the verdict carries (calibration.kinds.verdicts), preferred first
+    kinds: tuple[str, ...] = (
+        "score",
+    )  # input kinds the verdict carries (calibration.input_kinds.verdicts), preferred first
     mean: float | None = None  # mean_of_samples, for the ``mean`` kind
     judge_calls: int = 0  # live judge calls this verdict cost (service.judging.pool.Cached.calls)
     model_mismatch: bool = False  # the judge's reply named another model than its configured one

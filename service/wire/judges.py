@@ -52,7 +52,9 @@ class JudgeSummary(msgspec.Struct, **RESPONSE_STRUCT):
     members: list[str] | None  # a panel cell (``panel:<a>+<b>...``): its members; None for one judge
     criteria: list[str]  # calibrated criteria: a prediction set can be asked for each
     prompt_families: list[str]
-    input_kinds: list[str]  # the verdict inputs calibrated: score, probabilities, mean (calibration.kinds.verdicts)
+    input_kinds: list[
+        str
+    ]  # the verdict inputs calibrated: score, probabilities, mean (calibration.input_kinds.verdicts)
     alpha_range: list[float] | None  # [smallest, largest] calibrated alpha over its cells; None when uncalibrated
     decisions: list[str]  # criteria with a certified accept/escalate rule (accept_alpha, tolerance)
     quality_gates: list[str]  # criteria with a certified quality gate (pass_threshold)

@@ -126,9 +126,9 @@ class SentenceVerdictItem(msgspec.Struct, **REQUEST_STRUCT):
 
 class MemberVerdict(msgspec.Struct, **REQUEST_STRUCT):
     """One panel member's verdict, sent by the caller: ``judge`` and at least one of ``judge_score``,
-    ``judge_logprobs``, ``mean_of_samples`` (its expected score: calibration.kinds.mean_panel)."""
+    ``judge_logprobs``, ``mean_of_samples`` (its expected score: calibration.input_kinds.mean_panel)."""
 
-    # calibration.kinds.mean_panel.panel_name: a member's judge has no "+" and is not itself a panel
+    # calibration.input_kinds.mean_panel.panel_name: a member's judge has no "+" and is not itself a panel
     judge: Annotated[
         str, Meta(min_length=1, max_length=200, extra_json_schema={"pattern": "^[^+]*$", "not": {"pattern": "^panel:"}})
     ]
@@ -254,7 +254,7 @@ class PanelMemberVerdict(msgspec.Struct, **RESPONSE_STRUCT):
     judge_score: int | None = None
     probabilities: list[float] | None = None
     mean_of_samples: float | None = None
-    expected_score: float | None = None  # the member's expected score (calibration.kinds.mean_panel rule)
+    expected_score: float | None = None  # the member's expected score (calibration.input_kinds.mean_panel rule)
     cached: bool = False
     error: str | None = None
 

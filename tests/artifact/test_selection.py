@@ -8,7 +8,7 @@ from pathlib import Path
 from artifact.entries import DefaultMethod
 from artifact.selection import legacy_selection_failure, selection_failure
 from artifact.thresholds import load_artifact
-from calibration.kinds.selection import MethodEvidence, choose_method, failed_checks
+from calibration.input_kinds.selection import MethodEvidence, choose_method, failed_checks
 
 SHIPPED = load_artifact(Path(__file__).resolve().parents[2] / "artifact" / "thresholds.json")
 LEGACY_REASON = (

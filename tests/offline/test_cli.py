@@ -16,7 +16,7 @@ import pytest
 from artifact.pairwise import DEFAULT_PATH as SHIPPED_PAIRWISE
 from artifact.thresholds import load_artifact
 from calibration.conformal import METHODS
-from calibration.kinds.mean_panel import is_panel_family
+from calibration.input_kinds.mean_panel import is_panel_family
 from offline.build.cell_data import SCORE_ONLY_METHODS
 from offline.cli import main
 from offline.report.index import NO_LLM_FACTUALITY

@@ -15,7 +15,7 @@ from sklearn.metrics import cohen_kappa_score
 from artifact.report_cards import ReportCards, decode_report_cards, encode_report_cards, load_report_cards
 from artifact.report_evidence import ReportOptions, planner_point_at
 from artifact.thresholds import load_artifact
-from calibration.decisions.cell_rules import decision_kinds
+from calibration.decisions.cell_rules import decision_input_kinds
 from calibration.per_label.fit import fit_label_rule
 from offline.build.inputs.summeval import load_summeval
 from offline.report_cards import expert_annotations, labelled_cell, planner_check, recorded_report_cards
@@ -114,8 +114,10 @@ def test_the_file_projected_to_its_own_size_is_the_rule_fitted_on_it_answering_i
     card, cell = card_and_cell
     options = ReportOptions(planner_draws=2)
     point = planner_point_at(cell, card.input_kind, card.n_documents, options)
-    (kind,) = [k for k in decision_kinds(cell.labels, cell.judge_scores, cell.probabilities, cell.means, cell.groups,
-                                         cell.n_labels) if k.kind == card.input_kind]  # fmt: skip
+    kinds = decision_input_kinds(
+        cell.labels, cell.judge_scores, cell.probabilities, cell.means, cell.groups, cell.n_labels
+    )
+    (kind,) = [k for k in kinds if k.kind == card.input_kind]
     rule = fit_label_rule(
         kind.data.features, cell.labels, np.asarray(cell.groups), n_labels=cell.n_labels, judge=cell.judge,
         prompt_family=cell.prompt_family, criterion=cell.criterion, input_kind=kind.kind, feature=kind.feature,

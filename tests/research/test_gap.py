@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from calibration.kinds.fit import fit_kind
-from calibration.kinds.mean_panel import panel_kind_data
+from calibration.input_kinds.fit import fit_input_kind
+from calibration.input_kinds.mean_panel import panel_kind_data
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.panels import panel_cells
 from offline.studies.panels.cells import member_kind_data
@@ -39,15 +39,15 @@ def test_each_step_compares_the_panel_with_its_best_member_under_the_same_rules(
     assert by_step["2"].panel_set_size >= by_step["1"].panel_set_size
     for row in rows:
         assert row.ratio == pytest.approx(row.panel_set_size / row.best_member_set_size)
-    # step 6 is the full rule: the panel's figure is fit_kind's served recipe with the study's item-level PAC
-    full = fit_kind(
+    # step 6 is the full rule: the panel's figure is fit_input_kind's served recipe with the study's item-level PAC
+    full = fit_input_kind(
         panel, alphas=[0.1], delta=0.05, headline_alpha=0.1, report_alphas=[0.1], n_splits=3, seed=0, group_pac=False
     )
     assert by_step["6"].panel_set_size == pytest.approx(full.procedure[0].mean_set_size)
     # the best member is the smallest over every member and kind under the step's rules
     step = next(s for s in STEPS if s.key == "2")
     sizes = {
-        (m, k.kind): fit_kind(
+        (m, k.kind): fit_input_kind(
             k,
             alphas=[0.1],
             delta=0.05,

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from calibration.conformal import fit_conformal, predict_sets
-from calibration.kinds.evaluation import cross_fit_splits
-from calibration.kinds.fit import KindData
-from calibration.kinds.heldout import group_splits, pooled_group_coverage
-from calibration.kinds.selection import MethodEvidence
+from calibration.input_kinds.evaluation import cross_fit_splits
+from calibration.input_kinds.fit import KindData
+from calibration.input_kinds.heldout import group_splits, pooled_group_coverage
+from calibration.input_kinds.selection import MethodEvidence
 from research.panels.model import fit_multinomial
 from research.panels.nested import (
     FALLBACK,
@@ -451,7 +451,7 @@ def test_evidence_counts_full_scale_and_empty_sets() -> None:
 
 
 def test_pick_recipe_margin_and_rounding_edges() -> None:
-    from calibration.kinds.selection import INTERVAL_MARGIN
+    from calibration.input_kinds.selection import INTERVAL_MARGIN
 
     # exactly at smallest + margin + 1e-12: still near, so fewer holes wins
     assert pick_recipe(
@@ -505,7 +505,7 @@ def test_choose_recipe_by_hand_with_the_documented_keys() -> None:
 
 def test_the_defaults_and_keys_of_the_nested_estimate_and_fixed_recipes(monkeypatch: pytest.MonkeyPatch) -> None:
     import research.panels.nested as module
-    from calibration.kinds.selection import qualifies
+    from calibration.input_kinds.selection import qualifies
     from research.panels.nested import NestedEstimate, RecipeChoice
 
     contender = _contender(10)

@@ -1,4 +1,4 @@
-"""Contracts of the panel modules (calibration.kinds.mean_panel, panel_model, panel_candidate) pinned for mutation
+"""Contracts of the panel modules (calibration.input_kinds.mean_panel, panel_model, panel_candidate) pinned for mutation
 testing: each refusal word for word, the edges of each rule (clipping to the scale, the 1e-12 membership tolerance, the
 smallest sub-panel), and the multinomial model's stated objective and first-order optimum written out here."""
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.special import log_softmax
 
-from calibration.kinds.mean_panel import (
+from calibration.input_kinds.mean_panel import (
     MEMBER_INPUTS,
     PANEL_INPUT_KIND,
     PANEL_PREFIX,

@@ -1,5 +1,5 @@
 """The sentence fact-checks' faithfulness cells as the artifact carries them: fitted by the SummEval cells' rules
-(:mod:`offline.build.kinds`), and the faithfulness fits without those cells (so no cell is exported twice).
+(:mod:`offline.build.input_kinds`), and the faithfulness fits without those cells (so no cell is exported twice).
 
 Rules: verdict ``judge_score`` (input kind ``score``), target ``faithfulness_target(Factuality)``, splits that keep
 each FRANK article (the item id's hash) on one side, PAC thresholds at ``delta`` (the expected mode when None).
@@ -11,14 +11,14 @@ from collections.abc import Sequence
 
 import msgspec
 
-from artifact.kinds import FitKey
-from calibration.kinds.fit import KindFit
+from artifact.input_kinds import FitKey
+from calibration.input_kinds.fit import InputKindFit
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.factuality.answers import FactualityAnswer
 from offline.build.factuality.faithfulness import FaithfulnessStudy, faithfulness_data
 from offline.build.factuality.sentences import PROMPT_FAMILY
+from offline.build.input_kinds import fit_input_kinds
 from offline.build.inputs.frank import FrankItem
-from offline.build.kinds import fit_kinds
 
 __all__ = ["sentence_cells", "sentence_fits", "without_prompt_family"]
 
@@ -37,9 +37,9 @@ def sentence_fits(
     n_splits: int,
     seed: int,
     delta: float | None,
-) -> dict[FitKey, KindFit]:
+) -> dict[FitKey, InputKindFit]:
     """The sentence cells fitted in one mode (module rules), keyed for the artifact."""
-    return fit_kinds(sentence_cells(items, answers), n_splits=n_splits, seed=seed, delta=delta)
+    return fit_input_kinds(sentence_cells(items, answers), n_splits=n_splits, seed=seed, delta=delta)
 
 
 def without_prompt_family(study: FaithfulnessStudy | None, family: str = PROMPT_FAMILY) -> FaithfulnessStudy | None:

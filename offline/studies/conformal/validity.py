@@ -1,7 +1,8 @@
 """Validity of what is served: the held-out evidence of every (judge, prompt family, criterion) x input kind fit.
 
 The paper's item-level study (:mod:`offline.studies.conformal.study`) stays as the reproduction of its tables. This
-study reports what the artifact is built from (:func:`offline.build.kinds.fit_kinds`, whose module states the
+study reports what the artifact is built from (:func:`offline.build.input_kinds.fit_input_kinds`, whose module
+states the
 input kinds, groups, thresholds and levels) and what its figures promise: :func:`validity_summary` reads the
 build's fits; :func:`run_validity_study` fits and summarises (for the studies that fit on part of the data).
 
@@ -15,11 +16,11 @@ from pathlib import Path
 
 import msgspec
 
-from artifact.kinds import FitKey
-from calibration.kinds.fit import HeldoutFigures, KindFit, ProcedureFigures
-from calibration.kinds.selection import SELECTION_RULE, MethodEvidence
+from artifact.input_kinds import FitKey
+from calibration.input_kinds.fit import HeldoutFigures, InputKindFit, ProcedureFigures
+from calibration.input_kinds.selection import SELECTION_RULE, MethodEvidence
 from offline.build.cell_data import JudgeCriterionData
-from offline.build.kinds import fit_kinds, kind_data
+from offline.build.input_kinds import fit_input_kinds, kind_data
 from offline.build.modes import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, REPORT_ALPHAS, TABLE_ALPHAS
 from offline.jsonfile import write_json
 
@@ -81,11 +82,11 @@ class ValiditySummary(msgspec.Struct, frozen=True, kw_only=True):
 
 
 RULES = {
-    "groups": "splits by document: all items of a document on one side (calibration.kinds.heldout.group_splits)",
+    "groups": "splits by document: all items of a document on one side (calibration.input_kinds.heldout.group_splits)",
     "thresholds": "PAC order statistic (calibration.order_statistics): coverage >= 1-alpha with probability "
     ">= 1-delta over the calibration data; marginal rank ceil((1-alpha)(n+1)) when delta is null",
     "input_kinds": "score: integer score alone; probabilities: renormalised log-probs, score = most probable label; "
-    "each kind fitted and evaluated on its own inputs (calibration.kinds.verdicts)",
+    "each kind fitted and evaluated on its own inputs (calibration.input_kinds.verdicts)",
     "selection": SELECTION_RULE + "; evidence from 5 x 2-fold cross-fitting by document on the data being fitted",
     "procedure": "per outer split: the default chosen by the same rule from 2 x 2-fold cross-fitting inside the "
     "calibration documents only, fitted on them, evaluated on the unseen test documents",
@@ -96,14 +97,15 @@ RULES = {
 
 
 def validity_summary(
-    fits: Mapping[FitKey, KindFit],
+    fits: Mapping[FitKey, InputKindFit],
     *,
     n_splits: int,
     seed: int,
     delta: float | None,
     alphas: Sequence[float] = ALPHA_GRID,
 ) -> ValiditySummary:
-    """The summary of fits made in one mode by :func:`offline.build.kinds.fit_kinds` (one :class:`KindCell` per
+    """The summary of fits made in one mode by :func:`offline.build.input_kinds.fit_input_kinds` (one
+    :class:`KindCell` per
     fit, in the fits' order)."""
     cells = [
         KindCell(
@@ -143,9 +145,9 @@ def run_validity_study(
     delta: float | None = DEFAULT_DELTA,
     alphas: Sequence[float] = ALPHA_GRID,
     progress: Callable[[Iterable], Iterable] | None = None,
-) -> tuple[ValiditySummary, dict[FitKey, KindFit]]:
-    """Fit every (cell, kind) (:func:`offline.build.kinds.fit_kinds`); return the summary and the fits."""
-    fits = fit_kinds(datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas, progress=progress)
+) -> tuple[ValiditySummary, dict[FitKey, InputKindFit]]:
+    """Fit every (cell, kind) (:func:`offline.build.input_kinds.fit_input_kinds`); return the summary and the fits."""
+    fits = fit_input_kinds(datasets, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas, progress=progress)
     return validity_summary(fits, n_splits=n_splits, seed=seed, delta=delta, alphas=alphas), fits
 
 

@@ -1,8 +1,9 @@
 """The certified-decisions study's inputs: every (cell, input kind) as decision data, and a rule fitted on part of
 its items and served item by item.
 
-:func:`cell_kinds` computes the features with :func:`calibration.decisions.rule.feature_of` exactly as the service
-does (:func:`calibration.decisions.cell_rules.decision_kinds`); :func:`fit_rule` fits a rule on a subset of the items
+:func:`cell_input_kinds` computes the features with :func:`calibration.decisions.rule.feature_of` exactly as the service
+does (:func:`calibration.decisions.cell_rules.decision_input_kinds`); :func:`fit_rule` fits a rule on a subset of
+the items
 over a grid with the artifact's delta and fit fraction (:data:`calibration.decisions.cell_rules.ARTIFACT_GRID`);
 :func:`served` answers each item with :func:`calibration.decisions.rule.decide`, the look-up the service applies. The
 study's rules are stated in :mod:`offline.studies.decisions.study`.
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibration.decisions.cell_rules import ARTIFACT_GRID, DecisionKind, RuleGrid, decision_kinds, fit_kind_rule
+from calibration.decisions.cell_rules import ARTIFACT_GRID, DecisionKind, RuleGrid, decision_input_kinds, fit_kind_rule
 from calibration.decisions.fit import DecisionData
 from calibration.decisions.rule import DecisionRule, decide
 from offline.build.cell_data import JudgeCriterionData
@@ -23,7 +24,7 @@ from offline.build.cell_data import JudgeCriterionData
 __all__ = [
     "DELTA",
     "CellKind",
-    "cell_kinds",
+    "cell_input_kinds",
     "fit_rule",
     "served",
     "subset",
@@ -46,11 +47,12 @@ class CellKind:
     headline: bool
 
 
-def cell_kinds(data: JudgeCriterionData) -> list[CellKind]:
-    """The cell's kinds as decision inputs (:func:`calibration.decisions.cell_rules.decision_kinds`: features computed
+def cell_input_kinds(data: JudgeCriterionData) -> list[CellKind]:
+    """The cell's kinds as decision inputs (:func:`calibration.decisions.cell_rules.decision_input_kinds`: features
+    computed
     with ``feature_of`` exactly as the service does); the headline kind is the last."""
     groups = np.asarray(data.documents)
-    kinds = decision_kinds(data.labels, data.judge_scores, data.probabilities, data.means, groups, data.n_labels)
+    kinds = decision_input_kinds(data.labels, data.judge_scores, data.probabilities, data.means, groups, data.n_labels)
     return [
         CellKind(
             judge=data.judge,

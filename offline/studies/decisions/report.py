@@ -12,7 +12,7 @@ import numpy as np
 
 from offline.build.cell_data import JudgeCriterionData
 from offline.jsonfile import write_json
-from offline.studies.decisions.cells import cell_kinds
+from offline.studies.decisions.cells import cell_input_kinds
 from offline.studies.decisions.results import DecisionStudy
 from offline.studies.decisions.study import (
     CURVE_ALPHAS,
@@ -199,7 +199,7 @@ def _score_vs_label(datasets: Sequence[JudgeCriterionData], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    cells = [c for data in datasets for c in cell_kinds(data) if c.headline]
+    cells = [c for data in datasets for c in cell_input_kinds(data) if c.headline]
     columns = 4
     rows = max(1, math.ceil(len(cells) / columns))
     fig, axes = plt.subplots(rows, columns, figsize=(3.2 * columns, 2.8 * rows), squeeze=False)

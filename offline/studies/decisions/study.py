@@ -15,7 +15,7 @@ Rules, stated once:
   every judge, ``probabilities`` (feature: the expected score) where every item has log-probs, ``mean`` for a
   mean-of-samples judge. The cell's *headline* kind is ``probabilities`` where it exists (the log-prob cells),
   else ``mean``, else ``score``.
-* **Splits.** ``n_splits`` splits by document (:func:`calibration.kinds.heldout.group_splits`, seed ``seed``):
+* **Splits.** ``n_splits`` splits by document (:func:`calibration.input_kinds.heldout.group_splits`, seed ``seed``):
   ``cal_fraction`` of the documents calibrate (FIT + CERTIFY inside them), the rest are served. The main study
   uses 0.5 ("calibrate on half"); ``cal_fraction`` 0.8 is reported beside it to show how the
   document-level bound's power grows with the number of calibration documents.
@@ -55,9 +55,9 @@ import numpy as np
 
 from calibration.decisions.cell_rules import ARTIFACT_GRID
 from calibration.decisions.fit import DecisionData
-from calibration.kinds.heldout import group_splits
+from calibration.input_kinds.heldout import group_splits
 from offline.build.cell_data import JudgeCriterionData
-from offline.studies.decisions.cells import DELTA, CellKind, cell_kinds, fit_rule, subset
+from offline.studies.decisions.cells import DELTA, CellKind, cell_input_kinds, fit_rule, subset
 from offline.studies.decisions.results import DecisionStudy, ResamplingRow
 from offline.studies.decisions.tally import Tally, gate_row, headlines, label_table, new_tally, record, tally_row
 
@@ -84,7 +84,8 @@ DIRECTORY = "decisions"
 
 RULES = {
     "label": "y* = expert mean rounded to the nearest integer, halves up (offline.build.inputs.summeval.human_target)",
-    "splits": "by document (calibration.kinds.heldout.group_splits): cal_fraction of the documents calibrate, the rest "
+    "splits": "by document (calibration.input_kinds.heldout.group_splits): cal_fraction of the documents "
+    "calibrate, the rest "
     "are served with calibration.decisions.rule.decide on calibration.decisions.rule.feature_of",
     "fit": "calibration.decisions.fit: FIT = 20% of the calibration documents (bins, mode points, order, start), "
     "CERTIFY = the rest (fixed-sequence test at delta = 0.05)",
@@ -131,7 +132,7 @@ def run_decision_study(
 ) -> DecisionStudy:
     """Every (cell, kind) x plan (module rules) over ``n_splits`` splits by document, then the resampling check
     of every headline cell (``resampling_draws`` draws; 0 skips it)."""
-    tasks = [(cell, plan) for data in datasets for cell in cell_kinds(data) for plan in _plans(cell)]
+    tasks = [(cell, plan) for data in datasets for cell in cell_input_kinds(data) for plan in _plans(cell)]
     rows, label_rows, gate_rows = [], [], []
     for cell, plan in progress(tasks) if progress is not None else tasks:
         tallies: dict[tuple[int, float, int | None], Tally] = {}
@@ -187,7 +188,7 @@ def run_decision_study(
                 label_rows += label_table(
                     cell, tally, bound=plan.bound, tolerance=tolerance, alpha=alpha, n_splits=len(splits)
                 )
-    headline_cells = [cell for data in datasets for cell in cell_kinds(data) if cell.headline]
+    headline_cells = [cell for data in datasets for cell in cell_input_kinds(data) if cell.headline]
     resampling = (
         resampling_check(headline_cells, draws=resampling_draws, seed=seed, progress=progress)
         if resampling_draws

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from pathlib import Path
 
-from artifact.kinds import FitKey
-from calibration.kinds.fit import KindFit
+from artifact.input_kinds import FitKey
+from calibration.input_kinds.fit import InputKindFit
 from offline.jsonfile import write_json
 from offline.studies.conformal.validity import ValiditySummary, validity_summary
 from offline.studies.conformal.validity import markdown as validity_markdown
@@ -21,7 +21,7 @@ VALIDITY_MARKDOWN_FILE = "factuality/llm_sentences_validity.md"
 
 
 def sentence_validity(
-    fits: Mapping[FitKey, KindFit], *, n_splits: int, seed: int, delta: float | None
+    fits: Mapping[FitKey, InputKindFit], *, n_splits: int, seed: int, delta: float | None
 ) -> ValiditySummary:
     """The summary of the sentence cells' fits in one mode (the pac one when both were fitted)."""
     return validity_summary(fits, n_splits=n_splits, seed=seed, delta=delta)

@@ -8,7 +8,8 @@ own path, the other half served through the artifact they make.
   ``calibration_documents`` calibrate, the rest are served (at 50: the halves of
   :func:`offline.validation.halves.split_documents`, 50 / 50 documents; at 80: 80 / 20).
 * **Fit, as served.** On the calibration half, the artifact is built as ``make artifact`` builds it: the fits in
-  both modes (:func:`offline.build.kinds.fit_kinds` by :func:`offline.build.modes.both_modes`, PAC at delta 0.05
+  both modes (:func:`offline.build.input_kinds.fit_input_kinds` by :func:`offline.build.modes.both_modes`, PAC at
+  delta 0.05
   and expected, with ``inner_splits`` held-out splits for the method choice), the decision rules of
   :func:`calibration.decisions.cell_rules.fit_cell_rules` over the shipped grid with seed ``seed + s`` (the row uniforms
   of the expected rows differ between splits, as they do between users), and
@@ -39,10 +40,10 @@ from artifact.thresholds import GUARANTEE_MODES, ThresholdIndex, ThresholdsArtif
 from calibration.conformal import predict_sets
 from calibration.decisions.cell_rules import ARTIFACT_GRID, fit_cell_rules
 from calibration.decisions.rule import DecisionRule, certification_at, feature_of
-from calibration.kinds.verdicts import kind_inputs
+from calibration.input_kinds.verdicts import kind_inputs
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.export import build_artifact
-from offline.build.kinds import fit_kinds
+from offline.build.input_kinds import fit_input_kinds
 from offline.build.modes import DEFAULT_DELTA, both_modes
 from offline.validation.halves import subset
 
@@ -196,7 +197,9 @@ def split_calibration(
 def _fit_half(
     fit_data: list[JudgeCriterionData], *, seed: int, rule_seed: int, inner_splits: int
 ) -> ThresholdsArtifact:
-    fits = both_modes(lambda delta: fit_kinds(fit_data, n_splits=inner_splits, seed=seed, delta=delta), DEFAULT_DELTA)
+    fits = both_modes(
+        lambda delta: fit_input_kinds(fit_data, n_splits=inner_splits, seed=seed, delta=delta), DEFAULT_DELTA
+    )
     rules = [
         rule
         for data in fit_data

@@ -12,7 +12,8 @@ Rules:
   service's default methods and guarantees) and every item of the *other* half is served by the service's own
   functions (``offline.validation.artifact.serve_item``) with what a live call sends: the score alone, the log-probs
   alone, and both, under the marginal pac guarantee's sets; their sizes are counted in three classes
-  (``calibration.kinds.fit.decision_shares``: at most 2 labels, 3 or 4, the full scale or an empty set). Both ways,
+  (``calibration.input_kinds.fit.decision_shares``: at most 2 labels, 3 or 4, the full scale or an empty set). Both
+  ways,
   pooled, so every item is served once. Per criterion, input and alpha: coverage, mean set size and the three
   set-size shares; and per human label the same.
 * **The default guarantee** (per criterion and input kind): the per-label rule fitted on every recorded item
@@ -33,7 +34,7 @@ import numpy as np
 from scipy import stats
 
 from artifact.thresholds import ThresholdIndex
-from calibration.kinds.fit import decision_shares
+from calibration.input_kinds.fit import decision_shares
 from calibration.per_label.fit import fit_cell_label_rules
 from calibration.per_label.rule import LabelRule
 from offline.build.cell_data import JudgeCriterionData

@@ -4,7 +4,7 @@ recorded judge's verdicts (or its own, on other documents) with the true human l
 Rules. The calibrated judge's documents are split at random (``numpy.random.default_rng(seed)``): ``calibration``
 documents fit the cell's per-label rule for the ``score`` input kind exactly as the artifact's export does
 (:func:`calibration.per_label.fit.fit_label_rule` on the kind's features from
-:func:`calibration.decisions.cell_rules.decision_kinds`; the held-out summary, which no answer reads, is not
+:func:`calibration.decisions.cell_rules.decision_input_kinds`; the held-out summary, which no answer reads, is not
 computed); the other documents are the stream population, judged by the calibrated judge itself (the own stream)
 or by another judge under its name (a silent swap). Every verdict is answered by
 :func:`calibration.per_label.rule.answer_per_label` (set, point, decision) at the service's defaults (alpha 0.10,
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from calibration.decisions.cell_rules import decision_kinds
+from calibration.decisions.cell_rules import decision_input_kinds
 from calibration.monitoring import CellSpec, cell_alarm_index, excess_path, watched_cell_spec, watched_outcome
 from calibration.per_label.fit import fit_label_rule
 from calibration.per_label.rule import LabelAnswer, LabelAsk, LabelRule, answer_per_label
@@ -101,7 +101,7 @@ def served_rule(data: JudgeCriterionData, calibration: np.ndarray) -> LabelRule:
     """The per-label rule of the ``score`` kind fitted on the ``calibration`` items, as the export fits it."""
     kind = next(
         k
-        for k in decision_kinds(
+        for k in decision_input_kinds(
             data.labels[calibration], data.judge_scores[calibration], None, None, _documents(data)[calibration],
             data.n_labels,
         )

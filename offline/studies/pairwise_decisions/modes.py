@@ -5,7 +5,8 @@ Rules, stated once (also written into the JSON):
 
 * **Units.** The expected rule's unit is the question on Vicuna80 (10 pairs each) and the battle on Arena (each
   battle its own group); the pac rule keeps the study's groups (question, ``question_id``).
-* **Splits.** The study's splits by group (:func:`calibration.kinds.heldout.group_splits`, ``default_rng([seed, i])``,
+* **Splits.** The study's splits by group (:func:`calibration.input_kinds.heldout.group_splits`,
+  ``default_rng([seed, i])``,
   half the groups calibrate). On split i the expected rule runs with seed 1000 x seed + i and the alpha's
   index in the study's grid as its uniform's position.
 * **Figures** per (dataset, source, mode, alpha), human ties excluded: the mean accept share over splits (over

@@ -15,7 +15,7 @@ Rules, stated once (also written into the JSON):
   ``error``: a human tie counts as a disagreement. Accept share is over all held-out pairs either way.
 * **Groups.** The exchangeable unit is the question (Vicuna80: 10 pairs each) or the ``question_id`` (Arena:
   26,910 ids, 9 with two battles). Split i puts a seeded half of the groups in calibration
-  (:func:`calibration.kinds.heldout.group_splits`, ``default_rng([seed, i])``), the rest is held out.
+  (:func:`calibration.input_kinds.heldout.group_splits`, ``default_rng([seed, i])``), the rest is held out.
 * **Bounds.** ``group_betting`` (headline and served: valid with clustered pairs by construction; multi-start
   fixed sequence from 1.0, 0.8 and 0.6 at delta / k each, k = the starts left after merging those that the
   source's verdict count makes equal: 1 for a single judge, 2 for the Arena panel, 3 for the Vicuna80 panel)
@@ -53,7 +53,7 @@ from calibration.decisions.pairwise import (
     certify_threshold,
     disagreements,
 )
-from calibration.kinds.heldout import group_splits
+from calibration.input_kinds.heldout import group_splits
 from offline.build.pairwise import ALPHAS, DELTA, HEADLINE, SIGNAL_RULE
 from offline.build.pairwise_tables import PANEL, PairTable, bound_starts, sources
 from offline.studies.pairwise_decisions.modes import MODE_RULES, mode_check, mode_rows

@@ -8,9 +8,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from calibration.kinds.fit import KindData
+from calibration.input_kinds.fit import KindData
 from offline.build.cell_data import JudgeCriterionData
-from offline.build.kinds import kind_data
+from offline.build.input_kinds import kind_data
 from offline.build.panels import PanelCell, members_by_judge
 
 __all__ = ["member_kind_data"]
@@ -18,7 +18,7 @@ __all__ = ["member_kind_data"]
 
 def member_kind_data(datasets: Sequence[JudgeCriterionData], cell: PanelCell) -> list[tuple[str, list[KindData]]]:
     """Each member's verdicts on the panel's common items (same order, same documents), as every input kind it
-    supports (:func:`offline.build.kinds.kind_data`)."""
+    supports (:func:`offline.build.input_kinds.kind_data`)."""
     cells = members_by_judge(datasets, cell.criterion)
     result = []
     for member in cell.members:

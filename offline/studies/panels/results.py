@@ -19,7 +19,7 @@ class PanelRow(msgspec.Struct, frozen=True, kw_only=True):
 
     members: list[str]
     panel: str
-    prompt_family: str  # the members' inputs (calibration.kinds.mean_panel.panel_family)
+    prompt_family: str  # the members' inputs (calibration.input_kinds.mean_panel.panel_family)
     criterion: str
     alpha: float
     method: str

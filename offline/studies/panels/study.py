@@ -1,15 +1,17 @@
 """Judge panels on SummEval: does a calibrated set over several judges beat the best single judge's?
 
 Every panel of 2..6 shipped judges (``python -m offline panels``), per criterion. A panel's verdict on an item
-is the mean of its members' expected scores (:mod:`calibration.kinds.mean_panel`), calibrated as the ``mean`` input
-kind by :func:`calibration.kinds.fit.fit_kind` with the validity study's settings (splits by document, PAC thresholds at
+is the mean of its members' expected scores (:mod:`calibration.input_kinds.mean_panel`), calibrated as the ``mean``
+input
+kind by :func:`calibration.input_kinds.fit.fit_input_kind` with the validity study's settings (splits by document,
+PAC thresholds at
 delta 0.05, default by cross-fitting, the served recipe checked on unseen documents). Rules:
 
 * **Items.** A panel cell holds the items every member answered with a usable verdict (the intersection of the
   members' items for the criterion); groups are SummEval documents. Human label: the validity study's y*.
   Each member's expected score comes from its richest recorded input (mean_of_samples for a mean judge, else
   log-probs when every item has them, else the integer score), recorded in the cell's prompt family
-  (:func:`calibration.kinds.mean_panel.panel_family`), which the service matches.
+  (:func:`calibration.input_kinds.mean_panel.panel_family`), which the service matches.
 * **Members' figures.** The best single member is taken from the members' own validity fits
   (:func:`offline.studies.conformal.validity.run_validity_study`, each judge on all of its items, every input kind it
   supports): a member's figure is the smaller of its kinds' served-recipe mean set sizes at the level (the
@@ -40,8 +42,8 @@ from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 
-from calibration.kinds.fit import KindFit, fit_kind
-from calibration.kinds.mean_panel import is_panel_family, panel_name
+from calibration.input_kinds.fit import InputKindFit, fit_input_kind
+from calibration.input_kinds.mean_panel import is_panel_family, panel_name
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.panels import EXPORTED_PANEL, PanelCell, fit_panel, panel_cells
 from offline.studies.conformal.validity import (
@@ -70,9 +72,9 @@ STUDY_ALPHAS: tuple[float, ...] = (0.05, 0.10, 0.15, 0.20)
 
 RULES = {
     "verdict": "mean of members' expected scores (mean_of_samples; else sum k p_k of renormalised log-probs; else "
-    "the integer score), clipped to [1, K], calibrated as the mean input kind (calibration.kinds.mean_panel)",
+    "the integer score), clipped to [1, K], calibrated as the mean input kind (calibration.input_kinds.mean_panel)",
     "items": "the items every member answered for the criterion; splits by SummEval document",
-    "thresholds": "PAC at delta (calibration.kinds.fit.fit_kind, the validity study's settings)",
+    "thresholds": "PAC at delta (calibration.input_kinds.fit.fit_input_kind, the validity study's settings)",
     "best_member": "smallest served-recipe mean set size among the members' own validity fits (each judge on all "
     "its items, best input kind)",
     "ratio": "panel served_set_size / best member's served set size, both the recipe as served on unseen documents",
@@ -95,7 +97,7 @@ def members_on_items(
     for member, kinds in member_kind_data(datasets, cell):
         best: MemberOnItems | None = None
         for kd in kinds:
-            fit = fit_kind(
+            fit = fit_input_kind(
                 kd,
                 alphas=alphas,
                 delta=delta,
@@ -120,13 +122,13 @@ def members_on_items(
     return result
 
 
-def _procedure(fit: KindFit, alpha: float) -> tuple[float, float]:
+def _procedure(fit: InputKindFit, alpha: float) -> tuple[float, float]:
     row = next(p for p in fit.procedure if abs(p.alpha - alpha) < 1e-9)
     return row.mean_coverage, row.mean_set_size
 
 
 def best_members(
-    member_fits: dict[tuple[str, str, str, str], KindFit], alpha: float
+    member_fits: dict[tuple[str, str, str, str], InputKindFit], alpha: float
 ) -> dict[tuple[str, str], tuple[float, float]]:
     """(judge, criterion) -> (served coverage, served set size) of the kind with the smaller served set size."""
     best: dict[tuple[str, str], tuple[float, float]] = {}

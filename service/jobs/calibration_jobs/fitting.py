@@ -1,4 +1,5 @@
-"""Running one calibration job: each (cell, input kind) fitted by :func:`calibration.kinds.fit.fit_kind` in a thread
+"""Running one calibration job: each (cell, input kind) fitted by
+:func:`calibration.input_kinds.fit.fit_input_kind` in a thread
 or a child process, then each cell's decision rules, then the artifact (rules: ``service.jobs.calibration_jobs.jobs``).
 """
 
@@ -13,7 +14,7 @@ import anyio.to_process
 import anyio.to_thread
 import numpy as np
 
-from artifact.kinds import (
+from artifact.input_kinds import (
     DEFAULT_DELTA,
     FitKey,
     fit_keys,
@@ -27,7 +28,7 @@ from artifact.report_evidence import ReportOptions, build_report_card
 from artifact.thresholds import ThresholdsArtifact
 from calibration.decisions.rule import DecisionRule
 from calibration.errors import CalibrationError
-from calibration.kinds.fit import KindData, KindFit
+from calibration.input_kinds.fit import InputKindFit, KindData
 from calibration.per_label.rule import LabelRule
 from calibration.report_card.card import ReportCard
 
@@ -49,7 +50,7 @@ __all__ = [
 ]
 
 # a fitter returns the cell's fits in both guarantee modes: (pac, expected)
-Fitter = Callable[[KindData, tuple[float, ...], int, int, int], Awaitable[tuple[KindFit, KindFit]]]
+Fitter = Callable[[KindData, tuple[float, ...], int, int, int], Awaitable[tuple[InputKindFit, InputKindFit]]]
 # a rule fitter takes the cell and the job's uniform seed (the expected rows' draw, fresh per job)
 RuleFitter = Callable[[LabelledCell, int], Awaitable[list[DecisionRule]]]
 # a reporter computes a cell's report card from the cell and the job's artifact (artifact.report_evidence)
@@ -74,7 +75,7 @@ class CalibrationJob:
     done: int = 0
     total: int = 0
     error: str | None = None
-    results: list[tuple[FitKey, int, KindFit]] = field(default_factory=list)  # (cell + kind, K, fit)
+    results: list[tuple[FitKey, int, InputKindFit]] = field(default_factory=list)  # (cell + kind, K, fit)
     artifact: ThresholdsArtifact | None = None
     activated: bool = False
     finished_at: str | None = None
@@ -95,8 +96,8 @@ def now_iso() -> str:
 
 def _fit(
     data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
-) -> tuple[KindFit, KindFit]:
-    """``fit_kind`` in both guarantee modes (pac at DEFAULT_DELTA, expected) with the job's fixed settings
+) -> tuple[InputKindFit, InputKindFit]:
+    """``fit_input_kind`` in both guarantee modes (pac at DEFAULT_DELTA, expected) with the job's fixed settings
     (``jobs`` rules); top level so a child process can run it."""
     return fit_modes(
         data,
@@ -111,14 +112,14 @@ def _fit(
 
 async def fit_in_thread(
     data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
-) -> tuple[KindFit, KindFit]:
+) -> tuple[InputKindFit, InputKindFit]:
     """One fit in a thread of this process (a job worker: its memory is the worker's)."""
     return await anyio.to_thread.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min)
 
 
 async def fit_in_process(
     data: KindData, levels: tuple[float, ...], n_splits: int, accept_max: int, escalate_min: int
-) -> tuple[KindFit, KindFit]:
+) -> tuple[InputKindFit, InputKindFit]:
     """One fit in a child process (the API without workers: neither its event loop nor its memory carries the fit;
     a cancelled job kills the child)."""
     return await anyio.to_process.run_sync(_fit, data, levels, n_splits, accept_max, escalate_min, cancellable=True)
@@ -192,7 +193,7 @@ async def run_calibration(
     if progress is not None:
         await progress(job)
 
-    both: dict[FitKey, tuple[KindFit, KindFit]] = {}
+    both: dict[FitKey, tuple[InputKindFit, InputKindFit]] = {}
     try:
         for cell, data in tasks:
             try:
@@ -229,7 +230,8 @@ async def run_calibration(
             decision_rules=rules,
             label_rules=label_rules,
             source=f"POST /v1/calibrations job {job.id}: {job.n_rows} labelled rows, y* = human rounded to the "
-            f"nearest integer (halves up); per (cell, input kind) calibration.kinds.fit.fit_kind in both guarantee "
+            f"nearest integer (halves up); per (cell, input kind) calibration.input_kinds.fit.fit_input_kind in "
+            f"both guarantee "
             f"modes: PAC thresholds at delta={DEFAULT_DELTA} and expected-mode thresholds (document-level conformal "
             "risk control), fitted on all items with seed 0, held-out figures from {n_splits} "
             "seeded splits by group, default method by cross-fitting by group; decision rules by "

@@ -18,12 +18,12 @@ Rules, stated once:
   - an artifact name that is malformed or reserved (``primary``: ``service.artifacts.activated.check_name``).
 
   Then it runs the job (**Where jobs run**): each (cell, input kind) is calibrated by
-  :func:`calibration.kinds.fit.fit_kind`, exactly as ``make calibrate`` and ``calibrate --labels`` do (PAC
+  :func:`calibration.input_kinds.fit.fit_input_kind`, exactly as ``make calibrate`` and ``calibrate --labels`` do (PAC
   thresholds at delta = 0.05, splits by group, the default chosen by cross-fitting), and the artifact is written by
-  :func:`artifact.kinds.kind_artifact` (pure functions: the service never imports ``offline``). The
+  :func:`artifact.input_kinds.kind_artifact` (pure functions: the service never imports ``offline``). The
   levels are the primary artifact's (so DEFAULT_ALPHA and every level a request may name work for the new cells
   too), seed 0, ``CALIBRATION_SPLITS`` = 20 splits by group. After those fits each cell's certified decision
-  rules are fitted (:func:`artifact.kinds.labelled_rules`: one per input kind over the shipped artifact's grid,
+  rules are fitted (:func:`artifact.input_kinds.labelled_rules`: one per input kind over the shipped artifact's grid,
   tolerances 1-2 x accept_alpha 0.05 / 0.10 / 0.20, gates 3 and 4, the document-level bound at delta 0.05, the
   rows' groups the unit; the function ``offline`` exports the shipped rules with) and go into the artifact's
   ``decision_rules``, so /v1/score can accept an activated cell's verdicts; a cell too small to certify gets a

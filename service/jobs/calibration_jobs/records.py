@@ -30,9 +30,9 @@ from typing import Any
 
 import msgspec
 
-from artifact.kinds import FitKey
+from artifact.input_kinds import FitKey
 from artifact.thresholds import ThresholdsArtifact
-from calibration.kinds.fit import KindFit
+from calibration.input_kinds.fit import InputKindFit
 from calibration.report_card.card import ReportCard
 
 __all__ = ["CALIBRATION_TASK", "CalibrationPlan", "CalibrationRecords", "beating"]
@@ -60,7 +60,7 @@ class CalibrationPlan(msgspec.Struct, frozen=True, kw_only=True):
     scale: int
 
 
-_RESULTS = msgspec.msgpack.Decoder(list[tuple[tuple[str, str, str, str], int, KindFit]])
+_RESULTS = msgspec.msgpack.Decoder(list[tuple[tuple[str, str, str, str], int, InputKindFit]])
 _ARTIFACT = msgspec.msgpack.Decoder(ThresholdsArtifact)
 _PLAN = msgspec.msgpack.Decoder(CalibrationPlan)
 _CARDS = msgspec.msgpack.Decoder(list[ReportCard])
@@ -127,7 +127,7 @@ class CalibrationRecords:
         total: int,
         error: str | None = None,
         finished_at: str | None = None,
-        results: list[tuple[FitKey, int, KindFit]] | None = None,
+        results: list[tuple[FitKey, int, InputKindFit]] | None = None,
         artifact: ThresholdsArtifact | None = None,
         report_cards: list[ReportCard] | None = None,
         warnings: list[str] | None = None,

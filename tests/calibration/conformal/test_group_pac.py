@@ -27,7 +27,7 @@ from calibration.conformal.group_pac import (
     keyed_group_pac_thresholds,
 )
 from calibration.decisions.risk_control import betting_test, min_groups_to_certify
-from calibration.kinds.heldout import evaluate_split, group_splits
+from calibration.input_kinds.heldout import evaluate_split, group_splits
 from tests.calibration.reference.resampling import document_resampling, mc_error
 
 

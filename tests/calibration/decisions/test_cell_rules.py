@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibration.decisions.cell_rules import ARTIFACT_GRID, decision_kinds, fit_cell_rules
+from calibration.decisions.cell_rules import ARTIFACT_GRID, decision_input_kinds, fit_cell_rules
 from calibration.decisions.fit import DecisionData, fit_decision_rule
 from calibration.decisions.rule import feature_of
 
@@ -29,7 +29,9 @@ def _cell(n_docs: int, per_doc: int, seed: int = 3) -> dict:
 
 def test_kinds_and_features_are_those_the_service_computes() -> None:
     cell = _cell(10, 3)
-    score, probs = decision_kinds(cell["labels"], cell["judge_scores"], cell["probabilities"], None, cell["groups"], 5)
+    score, probs = decision_input_kinds(
+        cell["labels"], cell["judge_scores"], cell["probabilities"], None, cell["groups"], 5
+    )
     assert (score.kind, score.feature, probs.kind, probs.feature) == (
         "score",
         "score",
@@ -42,7 +44,7 @@ def test_kinds_and_features_are_those_the_service_computes() -> None:
     assert np.array_equal(score.data.features, cell["judge_scores"].astype(float))
     assert set(probs.data.signals) == {"spread", "margin"}
     means = np.linspace(1, 5, 30)
-    [mean] = decision_kinds(cell["labels"], cell["judge_scores"], cell["probabilities"], means, cell["groups"], 5)
+    [mean] = decision_input_kinds(cell["labels"], cell["judge_scores"], cell["probabilities"], means, cell["groups"], 5)
     assert mean.kind == "mean" and np.array_equal(mean.data.features, means)
 
 

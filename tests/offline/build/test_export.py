@@ -13,7 +13,7 @@ import pytest
 
 from artifact.thresholds import ThresholdIndex, load_artifact
 from calibration.conformal import METHODS, PROBABILITY_METHODS, predict_sets, prediction_set
-from calibration.kinds.verdicts import kind_inputs
+from calibration.input_kinds.verdicts import kind_inputs
 from offline.build.cell_data import SCORE_ONLY_METHODS
 from offline.build.export import (
     DEFAULT_THRESHOLDS,
@@ -23,7 +23,7 @@ from offline.build.export import (
     data_hash,
     export_thresholds,
 )
-from offline.build.kinds import fit_kinds
+from offline.build.input_kinds import fit_input_kinds
 from offline.build.modes import ALPHA_GRID, TABLE_ALPHAS, both_modes
 
 SEED = 3
@@ -41,7 +41,7 @@ def datasets(recorded_cells):
 
 
 def _fits(datasets, seed: int) -> dict:
-    return both_modes(lambda delta: fit_kinds(datasets, n_splits=2, seed=seed, delta=delta))
+    return both_modes(lambda delta: fit_input_kinds(datasets, n_splits=2, seed=seed, delta=delta))
 
 
 @pytest.fixture(scope="module")

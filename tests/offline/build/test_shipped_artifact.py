@@ -18,7 +18,7 @@ import pytest
 
 from artifact.thresholds import load_artifact
 from offline.build.export import DEFAULT_THRESHOLDS, build_artifact
-from offline.build.kinds import fit_kinds
+from offline.build.input_kinds import fit_input_kinds
 from offline.build.modes import DEFAULT_DELTA, both_modes
 
 TOLERANCE = 1e-12
@@ -56,7 +56,7 @@ def test_shipped_summeval_cells_equal_a_fresh_fit(shipped, recorded_cells):
     # moves a threshold moves these cells' too; fitting all 32 cells twice took minutes
     checked = [d for d in datasets if d.judge in CHECKED_JUDGES]
     assert {d.judge for d in checked} == CHECKED_JUDGES
-    fits = both_modes(lambda delta: fit_kinds(checked, n_splits=20, seed=0, delta=delta), DEFAULT_DELTA)
+    fits = both_modes(lambda delta: fit_input_kinds(checked, n_splits=20, seed=0, delta=delta), DEFAULT_DELTA)
     fresh = build_artifact(data_hash="x", code_version="x", created_at="x", fits=fits)
     judges = {d.judge for d in datasets}
     assert judges > CHECKED_JUDGES  # the other judges' cells are checked by the artifact's structure tests

@@ -14,7 +14,7 @@ from calibration.decisions.rule import decide
 from offline.build.export import DEFAULT_THRESHOLDS, replace_decision_rules
 from offline.build.rules import export_rules
 from offline.cli import main
-from offline.studies.decisions.cells import cell_kinds
+from offline.studies.decisions.cells import cell_input_kinds
 
 
 def _write_labels(cell, path: Path) -> None:
@@ -57,7 +57,7 @@ def test_validate_labels_checks_every_decision_row_as_decide_serves_it(recorded_
     } | {(r.input_kind, "gate", None, g.pass_threshold, g.accept_alpha) for r in rules for g in r.quality_gates}
     # one row recomputed independently: the probabilities rule at tolerance 2, alpha 0.2, served item by item
     rule = next(r for r in rules if r.input_kind == "probabilities")
-    features = cell_kinds(cell)[1].data.features
+    features = cell_input_kinds(cell)[1].data.features
     outcomes = [decide(rule, float(x), tolerance=2, accept_alpha=0.2) for x in features]
     accepted = np.array([o.accepted for o in outcomes])
     errors = np.abs(cell.labels - np.array([o.point for o in outcomes])) >= 2

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from artifact.kinds import fit_modes, kind_artifact, labelled_kind_data
+from artifact.input_kinds import fit_modes, kind_artifact, labelled_kind_data
 from artifact.labels import LabelledCell
 from artifact.thresholds import ThresholdsArtifact, save_artifact
 from service.artifacts.registry import ArtifactSet, LoadedArtifact, OwnershipConflictError

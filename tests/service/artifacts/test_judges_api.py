@@ -11,7 +11,7 @@ import msgspec
 import pytest
 
 from artifact.thresholds import ThresholdsArtifact, load_artifact
-from calibration.kinds.mean_panel import PANEL_PREFIX
+from calibration.input_kinds.mean_panel import PANEL_PREFIX
 from service.config.settings import Settings
 from tests.fakes.judge_server import JudgeServer
 from tests.service.conftest import RECORDED, STAND_IN, AppHarness

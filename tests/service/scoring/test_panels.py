@@ -1,8 +1,8 @@
 """Judge panels in /v1/score (service.scoring.panels): the caller's verdicts and ``panel: NAME`` against the judge
 stand-in.
 
-The artifact holds panel cells fitted by the offline path (calibration.kinds.mean_panel.panel_kind_data ->
-calibration.kinds.fit.fit_kind -> artifact.kinds.kind_entries) on seeded synthetic members, so the
+The artifact holds panel cells fitted by the offline path (calibration.input_kinds.mean_panel.panel_kind_data ->
+calibration.input_kinds.fit.fit_input_kind -> artifact.input_kinds.kind_entries) on seeded synthetic members, so the
 service's sets can be compared with the offline prediction on the same entries.
 """
 
@@ -16,12 +16,12 @@ import msgspec
 import numpy as np
 import pytest
 
-from artifact.kinds import fit_modes, kind_artifact
+from artifact.input_kinds import fit_modes, kind_artifact
 from artifact.serving import ServedEntry, choose_entry
 from artifact.thresholds import ThresholdIndex, save_artifact
 from calibration.conformal import prediction_set
-from calibration.kinds.mean_panel import expected_scores, panel_family, panel_kind_data, panel_means
-from calibration.kinds.verdicts import kind_inputs
+from calibration.input_kinds.mean_panel import expected_scores, panel_family, panel_kind_data, panel_means
+from calibration.input_kinds.verdicts import kind_inputs
 from offline.build.cell_data import probability_row
 from service.config.settings import Settings
 from service.judging.groups import PanelConfigError, load_panels

@@ -10,7 +10,7 @@ import pytest
 
 from artifact.thresholds import ThresholdIndex, ThresholdsArtifact
 from calibration.conformal import METHODS, PROBABILITY_METHODS, prediction_set, probabilities_from_logprobs
-from calibration.kinds.verdicts import verdict_inputs
+from calibration.input_kinds.verdicts import verdict_inputs
 from service.config.settings import Settings
 from service.scoring.policy import interval_hull
 from tests.fakes.judge_server import JudgeServer, ScriptedReply, peaked_logprobs
@@ -68,7 +68,7 @@ def test_every_method_equals_the_core(app: AppHarness, artifact: ThresholdsArtif
             for e in index.entries()
             if e.criterion == "coherence" and e.judge == STAND_IN and e.method == method and e.alpha == 0.2
         ]
-        # The entry's own input kind decides what the core sees (calibration.kinds.verdicts).
+        # The entry's own input kind decides what the core sees (calibration.input_kinds.verdicts).
         score, probs = verdict_inputs(entry.kind, 5, judge_score=judge_score, probabilities=probabilities)
         expected = prediction_set(entry.fitted, judge_score=score, probabilities=probs)
         assert data["prediction_set"] == list(expected), (method, judge_score)

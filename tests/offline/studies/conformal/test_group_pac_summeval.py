@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from calibration.kinds.fit import cell_kind_data
-from calibration.kinds.verdicts import methods_for_kind
+from calibration.input_kinds.fit import cell_kind_data
+from calibration.input_kinds.verdicts import methods_for_input_kind
 from tests.calibration.reference.resampling import document_resampling, mc_error
 
 ALPHA, DELTA, DRAWS, DOCUMENTS = 0.10, 0.05, 200, 100
@@ -27,7 +27,7 @@ def summeval_kind(cells, judge: str, criterion: str, kind: str):
 
 
 @pytest.mark.parametrize(("judge", "criterion"), CELLS)
-@pytest.mark.parametrize("method", methods_for_kind("probabilities"))
+@pytest.mark.parametrize("method", methods_for_input_kind("probabilities"))
 def test_group_rule_fails_at_most_delta_plus_three_mc_errors(recorded_cells, judge: str, criterion: str, method: str):
     data = summeval_kind(recorded_cells, judge, criterion, "probabilities")
     assert np.unique(data.groups).size == 100 and data.labels.size == 1600
@@ -63,14 +63,14 @@ def _kinds(cells):
 
 def heldout_table(cells, *, n_splits: int = 20, alphas=(0.05, 0.10, 0.20), delta: float = DELTA, seed: int = 0):
     """Per (method, alpha, rule): mean set size, mean coverage, coverage per human label (pooled over every cell,
-    split and test item), share of (cell, split) below 1 - alpha; splits by document as in fit_kind."""
-    from calibration.kinds.heldout import evaluate_split, group_splits
+    split and test item), share of (cell, split) below 1 - alpha; splits by document as in fit_input_kind."""
+    from calibration.input_kinds.heldout import evaluate_split, group_splits
 
     sums: dict = {}
     for _, data in _kinds(cells):
         codes = np.unique(data.groups, return_inverse=True)[1]
         splits = group_splits(codes, n_splits=n_splits, seed=seed)
-        for method in methods_for_kind(data.kind):
+        for method in methods_for_input_kind(data.kind):
             for rule in ("item", "group"):
                 for split in splits:
                     result = evaluate_split(
@@ -116,7 +116,7 @@ def resampling_table(cells, *, n_draws: int = 100, alpha: float = ALPHA, delta: 
     rows: dict = {}
     for cell, data in _kinds(cells):
         n_documents = int(np.unique(data.groups).size)
-        for method in methods_for_kind(data.kind):
+        for method in methods_for_input_kind(data.kind):
             for rule in RULES:
                 r = document_resampling(
                     method,
@@ -168,13 +168,14 @@ def selection_table(
     fixed: str = "mondrian_residual",
 ):
     """Nested held-out evaluation by document of the served recipe (selection inside the calibration documents,
-    fit_kind's ``procedure``) vs one fixed method on the same outer splits (fit_kind's ``heldout``), per rule."""
-    from calibration.kinds.fit import fit_kind
+    fit_input_kind's ``procedure``) vs one fixed method on the same outer splits (fit_input_kind's ``heldout``),
+    per rule."""
+    from calibration.input_kinds.fit import fit_input_kind
 
     rows: dict = {}
     for cell, data in _kinds(cells):
         for rule in ("item", "group"):
-            fit = fit_kind(
+            fit = fit_input_kind(
                 data,
                 alphas=alphas,
                 delta=delta,

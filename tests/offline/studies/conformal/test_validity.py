@@ -11,7 +11,7 @@ from litestar.testing import TestClient
 
 from artifact.thresholds import ThresholdIndex, load_artifact, save_artifact
 from calibration.conformal import PROBABILITY_METHODS, prediction_set
-from calibration.kinds.verdicts import methods_for_kind, verdict_inputs
+from calibration.input_kinds.verdicts import methods_for_input_kind, verdict_inputs
 from offline.build.export import OTHER_METHOD_ALPHAS, build_artifact
 from offline.studies.conformal.validity import ALPHA_GRID, run_validity_study
 from offline.studies.conformal.validity import markdown as validity_markdown
@@ -47,7 +47,7 @@ def test_each_cell_is_fitted_per_input_kind_with_pac_thresholds(two_cells):
         ("llama-2-7b-chat", "score"),
     }
     for entry in artifact.entries:
-        assert entry.method in methods_for_kind(entry.kind)
+        assert entry.method in methods_for_input_kind(entry.kind)
         assert entry.fitted.delta == 0.05
         assert entry.heldout_coverage is not None and entry.heldout_coverage_p5 is not None
         if entry.kind == "score":

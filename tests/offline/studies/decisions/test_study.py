@@ -16,7 +16,7 @@ from calibration.decisions.fit import DecisionData, fit_decision_rule
 from calibration.decisions.rule import MODES, decide, feature_of
 from offline.build.export import DEFAULT_THRESHOLDS, replace_decision_rules
 from offline.build.rules import export_rules
-from offline.studies.decisions.cells import cell_kinds, served
+from offline.studies.decisions.cells import cell_input_kinds, served
 from offline.studies.decisions.study import (
     EXPORT_ALPHAS,
     EXPORT_GATES,
@@ -31,19 +31,19 @@ def _cell(recorded_cells, judge: str, criterion: str):
 
 def test_cell_kinds_compute_features_as_the_service_does(recorded_cells) -> None:
     data = _cell(recorded_cells, "qwen2.5-72b-instruct", "coherence")
-    kinds = {k.kind: k for k in cell_kinds(data)}
+    kinds = {k.kind: k for k in cell_input_kinds(data)}
     assert set(kinds) == {"score", "probabilities"} and kinds["probabilities"].headline
     row = [float(p) for p in data.probabilities[7]]
     assert kinds["probabilities"].data.features[7] == feature_of(
         "expected_score", score=None, probabilities=row, mean=None
     )
     assert kinds["score"].data.features[7] == float(data.judge_scores[7])
-    llama = cell_kinds(_cell(recorded_cells, "llama-2-7b-chat", "fluency"))
+    llama = cell_input_kinds(_cell(recorded_cells, "llama-2-7b-chat", "fluency"))
     assert [k.kind for k in llama] == ["score"] and llama[0].headline
 
 
 def test_served_is_decide_item_by_item(recorded_cells) -> None:
-    cell = cell_kinds(_cell(recorded_cells, "gpt-4o-mini-2024-07-18", "relevance"))[1]
+    cell = cell_input_kinds(_cell(recorded_cells, "gpt-4o-mini-2024-07-18", "relevance"))[1]
     rule = fit_decision_rule(
         cell.data,
         judge=cell.judge,
@@ -84,7 +84,7 @@ def test_study_lists_every_label_including_rare_coherence_ones(recorded_cells) -
 def test_exported_rules_cover_every_cell_and_kind_and_validate(recorded_cells, tmp_path: Path) -> None:
     rules = export_rules(list(recorded_cells)[:2])
     assert [(r.criterion, r.input_kind) for r in rules] == [
-        (c.criterion, k.kind) for c in list(recorded_cells)[:2] for k in cell_kinds(c)
+        (c.criterion, k.kind) for c in list(recorded_cells)[:2] for k in cell_input_kinds(c)
     ]
     for rule in rules:
         # every row in both guarantee modes: pac certified by the betting bound, expected by the selective test
@@ -120,7 +120,7 @@ def test_document_resampling_on_real_data_fails_at_most_delta(recorded_cells) ->
     # The population is one real cell's 100 documents (qwen2.5-72b consistency, expected score); each draw takes
     # 100 documents with replacement (the export's size), fits the exported recipe at tolerance 2 and
     # accept_alpha 0.10, and fails when the accepted bins' error on the whole population exceeds 0.10.
-    cell = cell_kinds(_cell(recorded_cells, "qwen2.5-72b-instruct", "consistency"))[1]
+    cell = cell_input_kinds(_cell(recorded_cells, "qwen2.5-72b-instruct", "consistency"))[1]
     population = cell.data
     doc_ids = np.unique(population.groups)
     members = [np.flatnonzero(population.groups == d) for d in doc_ids]

@@ -14,7 +14,7 @@ from litestar.testing import TestClient
 from artifact.serving import interval_hull
 from artifact.thresholds import ThresholdIndex, save_artifact
 from calibration.conformal import prediction_set
-from calibration.kinds.verdicts import two_point_probabilities
+from calibration.input_kinds.verdicts import two_point_probabilities
 from offline.build.answers.ingest import ingest_recorded
 from offline.build.answers.store import AnswerStore
 from offline.build.cell_data import cell_data_from_store

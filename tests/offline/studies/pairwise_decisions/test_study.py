@@ -13,7 +13,7 @@ from scipy import stats
 from artifact.pairwise import DEFAULT_PATH, decode_pairwise_artifact, encode_pairwise_artifact, load_pairwise_artifact
 from calibration.decisions.pairwise import DEFAULT_LEVELS, accepted
 from calibration.decisions.pairwise_expected import expected_threshold
-from calibration.kinds.heldout import group_splits
+from calibration.input_kinds.heldout import group_splits
 from offline.build.inputs.arena_ppr import load_arena_ppr
 from offline.build.inputs.errors import DataError
 from offline.build.inputs.vicuna80 import load_vicuna80

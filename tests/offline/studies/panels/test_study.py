@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from calibration.kinds.mean_panel import expected_scores
+from calibration.input_kinds.mean_panel import expected_scores
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.panels import export_panel_fits, panel_cells
 from offline.studies.panels.report import write_panel_study

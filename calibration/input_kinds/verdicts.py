@@ -37,7 +37,7 @@ __all__ = [
     "INPUT_KINDS",
     "InputKind",
     "kind_inputs",
-    "methods_for_kind",
+    "methods_for_input_kind",
     "round_half_up",
     "two_point_probabilities",
     "verdict_inputs",
@@ -47,7 +47,7 @@ INPUT_KINDS: tuple[str, ...] = ("score", "probabilities", "mean")
 InputKind = Literal["score", "probabilities", "mean"]  # one of INPUT_KINDS
 
 
-def methods_for_kind(kind: str) -> tuple[str, ...]:
+def methods_for_input_kind(kind: str) -> tuple[str, ...]:
     """The methods whose thresholds can be fitted on (and applied to) verdicts of this kind, in METHODS order."""
     if kind == "score":
         return tuple(name for name, m in CONFORMAL_METHODS.items() if m.needs is not Needs.PROBABILITIES)

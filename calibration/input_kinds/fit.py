@@ -1,22 +1,26 @@
 """Calibrate one cell for one input kind, as it will be served: figures by document, a default chosen without
 peeking, and the predictors fitted on every item.
 
-Pure: arrays in (:class:`KindData`), typed results out (:class:`KindFit`). Offline (``make calibrate``,
+Pure: arrays in (:class:`KindData`), typed results out (:class:`InputKindFit`). Offline (``make calibrate``,
 ``--labels``) and the service's calibration jobs call the same function. Rules, stated once:
 
 * **Held-out figures per (method, alpha)**: ``n_splits`` splits by group
-  (:func:`calibration.kinds.heldout.group_splits`, seed ``seed``), each method fitted on the calibration groups with the
+  (:func:`calibration.input_kinds.heldout.group_splits`, seed ``seed``), each method fitted on the calibration
+  groups with the
   artifact's rule (PAC at ``delta``, or marginal when ``delta`` is None) and evaluated on the test groups. Reported:
   mean coverage, its sample std (ddof = 1), 5th percentile (numpy's linear interpolation), mean set size, the shares of
   empty, full-scale and non-interval sets, the decision shares under the service's rule (empty -> escalate; size >=
   min(escalate_min, K) -> escalate; size <= accept_max -> accept; else review), the accuracy of accepted verdicts (human
   label in the set), and the lowest coverage within a human label and within a judge-score bin, small groups pooled with
-  a neighbour (:func:`calibration.kinds.heldout.pooled_group_coverage`, >= ``min_group_items`` test items per split).
-* **Default method** (:mod:`calibration.kinds.selection`) at ``headline_alpha`` (and, when ``qualify_alphas`` names
+  a neighbour (:func:`calibration.input_kinds.heldout.pooled_group_coverage`, >= ``min_group_items`` test items per
+  split).
+* **Default method** (:mod:`calibration.input_kinds.selection`) at ``headline_alpha`` (and, when ``qualify_alphas``
+  names
   further levels, a method must qualify at each of them too; by default it does not: requiring alpha = 0.05, 0.10
   and 0.20 at once left 13 of the 32 shipped cells with no qualifying method, and the fallback is no better), from
   cross-fitting by group over all items: ``selection_repeats`` repeats of a 2-fold
-  group split (repeat r is :func:`calibration.kinds.heldout.group_splits` with seed ``seed + 10_000 + r``; fit on one
+  group split (repeat r is :func:`calibration.input_kinds.heldout.group_splits` with seed ``seed + 10_000 + r``;
+  fit on one
   half, evaluate on the other, both ways). The nested selection of outer split i uses seed ``seed + 1 + i``.
 * **The procedure as served, checked without peeking** (``procedure``): in each of the ``n_splits`` outer splits
   the default is chosen by the same rule from cross-fitting inside the calibration groups only
@@ -34,7 +38,7 @@ Pure: arrays in (:class:`KindData`), typed results out (:class:`KindFit`). Offli
 * **Fit.** Every (method, alpha) is fitted on all items with ``numpy.random.default_rng(seed)``.
 * **Randomness.** An evaluation's generator is ``default_rng([seed, 1, split])`` (outer), ``default_rng([seed,
   2, repeat, fold])`` (selection), ``default_rng([seed, 3, split, repeat, fold])`` (nested selection), each used
-  as in :func:`calibration.kinds.heldout.evaluate_split`.
+  as in :func:`calibration.input_kinds.heldout.evaluate_split`.
 """
 
 from __future__ import annotations
@@ -47,26 +51,26 @@ import numpy as np
 
 from calibration.conformal import FittedConformal, calibration_scores
 from calibration.conformal.fit import fits_from_scores
-from calibration.kinds.evaluation import (
+from calibration.input_kinds.evaluation import (
     PooledSets,
     choose_on_splits,
     cross_fit_splits,
     evaluate_method,
     pooled_evidence,
 )
-from calibration.kinds.heldout import SplitSets, group_splits
-from calibration.kinds.selection import QUALIFY_CHECKS, MethodChoice, MethodEvidence
-from calibration.kinds.verdicts import kind_inputs, methods_for_kind
+from calibration.input_kinds.heldout import SplitSets, group_splits
+from calibration.input_kinds.selection import QUALIFY_CHECKS, MethodChoice, MethodEvidence
+from calibration.input_kinds.verdicts import kind_inputs, methods_for_input_kind
 from calibration.unit_bootstrap import split_mean_interval
 
 __all__ = [
     "HeldoutFigures",
     "KindData",
-    "KindFit",
+    "InputKindFit",
     "ProcedureFigures",
     "cell_kind_data",
     "decision_shares",
-    "fit_kind",
+    "fit_input_kind",
     "uses_group_pac",
 ]
 
@@ -117,7 +121,7 @@ class ProcedureFigures(msgspec.Struct, frozen=True, kw_only=True):
     mean_set_size_ci: list[float] | None = None  # over groups (module rules); None when read from an older file
 
 
-class KindFit(msgspec.Struct, frozen=True, kw_only=True):
+class InputKindFit(msgspec.Struct, frozen=True, kw_only=True):
     """Everything calibration produces for one (cell, input kind)."""
 
     kind: str
@@ -140,7 +144,7 @@ def cell_kind_data(
     n_labels: int,
 ) -> list[KindData]:
     """One cell's items as verdicts of every input kind it supports: a mean-of-samples judge (``means``) only
-    ``mean``; otherwise ``score``, and ``probabilities`` when every item has them (calibration.kinds.verdicts)."""
+    ``mean``; otherwise ``score``, and ``probabilities`` when every item has them (calibration.input_kinds.verdicts)."""
     kinds = ["mean"] if means is not None else ["score"] + (["probabilities"] if probabilities is not None else [])
     result = []
     for kind in kinds:
@@ -185,7 +189,7 @@ def _subset(data: KindData, index: np.ndarray) -> KindData:
     )
 
 
-def fit_kind(
+def fit_input_kind(
     data: KindData,
     *,
     alphas: Sequence[float],
@@ -203,10 +207,11 @@ def fit_kind(
     qualify_alphas: Sequence[float] = (),
     qualify_checks: Sequence[str] = QUALIFY_CHECKS,
     group_pac: bool = True,
-) -> KindFit:
+) -> InputKindFit:
     """Held-out figures, the default method, the served recipe's unseen-group figures, and the fitted predictors
     of one (cell, input kind) (module rules). ``qualify_checks`` relaxes the selection rule's conditions
-    (:func:`calibration.kinds.selection.qualifies`) for studies that measure what each one costs; calibration keeps all.
+    (:func:`calibration.input_kinds.selection.qualifies`) for studies that measure what each one costs; calibration
+    keeps all.
     ``group_pac`` False keeps the item-level PAC rank even when groups hold several items (module rules)."""
     data = KindData(
         kind=data.kind,
@@ -216,9 +221,9 @@ def fit_kind(
         groups=np.unique(data.groups, return_inverse=True)[1],
         n_labels=data.n_labels,
     )  # integer group codes: the same splits, cheaper to compare
-    usable = [m for m in methods_for_kind(data.kind) if methods is None or m in methods]
+    usable = [m for m in methods_for_input_kind(data.kind) if methods is None or m in methods]
     if data.probabilities is None:
-        usable = [m for m in usable if m in methods_for_kind("score")]
+        usable = [m for m in usable if m in methods_for_input_kind("score")]
     levels = [(float(a), delta) for a in alphas]
     outer = group_splits(data.groups, n_splits=n_splits, seed=seed)
     outer_seeds = [[seed, 1, s.split] for s in outer]
@@ -315,7 +320,7 @@ def fit_kind(
         )
         levels_fitted = fits_from_scores(prepared, [float(a) for a in alphas], delta)
         fitted[method] = {float(a): f for a, f in zip(alphas, levels_fitted, strict=True)}
-    return KindFit(
+    return InputKindFit(
         kind=data.kind,
         n_items=int(data.labels.size),
         n_groups=int(np.unique(data.groups).size),

@@ -1,13 +1,14 @@
-"""calibration.kinds.selection with some of rule 1's conditions switched off (studies that measure what each costs), and
-calibration.kinds.fit passing them through."""
+"""calibration.input_kinds.selection with some of rule 1's conditions switched off (studies that measure what each
+costs), and
+calibration.input_kinds.fit passing them through."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from calibration.kinds.fit import KindData, fit_kind
-from calibration.kinds.selection import QUALIFY_CHECKS, MethodEvidence, choose_method, qualifies
+from calibration.input_kinds.fit import KindData, fit_input_kind
+from calibration.input_kinds.selection import QUALIFY_CHECKS, MethodEvidence, choose_method, qualifies
 
 
 def _evidence(
@@ -59,8 +60,8 @@ def test_fit_kind_passes_the_checks_to_selection_and_to_the_served_recipe() -> N
         n_labels=5,
     )
     options = dict(alphas=[0.1], delta=0.05, report_alphas=[0.1], n_splits=3, selection_repeats=2, nested_repeats=1)
-    full = fit_kind(data, **options)
-    relaxed = fit_kind(data, **options, qualify_checks=("mean",))
+    full = fit_input_kind(data, **options)
+    relaxed = fit_input_kind(data, **options, qualify_checks=("mean",))
     assert full.heldout == relaxed.heldout  # the held-out figures do not depend on the rule
     by_method = {e.method: e for e in relaxed.selection_evidence}
     assert relaxed.default.qualifying == [m for m in by_method if qualifies(by_method[m], ("mean",))]

@@ -7,9 +7,9 @@ import pytest
 
 from calibration.conformal import METHODS, PROBABILITY_METHODS
 from calibration.errors import ScoreOutOfRangeError
-from calibration.kinds.verdicts import (
+from calibration.input_kinds.verdicts import (
     kind_inputs,
-    methods_for_kind,
+    methods_for_input_kind,
     round_half_up,
     two_point_probabilities,
     verdict_inputs,
@@ -54,9 +54,9 @@ def test_vectorised_and_single_item_paths_agree():
 
 
 def test_methods_per_kind():
-    assert methods_for_kind("probabilities") == METHODS
-    assert not set(methods_for_kind("score")) & PROBABILITY_METHODS
-    assert set(methods_for_kind("mean")) == {
+    assert methods_for_input_kind("probabilities") == METHODS
+    assert not set(methods_for_input_kind("score")) & PROBABILITY_METHODS
+    assert set(methods_for_input_kind("mean")) == {
         "residual",
         "residual_expected",
         "mondrian_residual",
@@ -64,7 +64,7 @@ def test_methods_per_kind():
         "label_conditional",
     }
     with pytest.raises(ValueError):
-        methods_for_kind("tokens")
+        methods_for_input_kind("tokens")
 
 
 # Exact values worked out by hand from the module's table: the two-point law puts 1 - (m - floor m) on floor m and
@@ -129,8 +129,8 @@ def test_missing_inputs_are_refused_with_what_the_kind_needs(kind, message):
 
 
 def test_methods_per_kind_in_core_order_and_the_refusals():
-    assert methods_for_kind("score") == ("residual", "mondrian_residual", "learned_lac", "label_conditional")
-    assert methods_for_kind("mean") == (
+    assert methods_for_input_kind("score") == ("residual", "mondrian_residual", "learned_lac", "label_conditional")
+    assert methods_for_input_kind("mean") == (
         "residual",
         "residual_expected",
         "mondrian_residual",
@@ -138,7 +138,7 @@ def test_methods_per_kind_in_core_order_and_the_refusals():
         "label_conditional",
     )
     with pytest.raises(ValueError, match=r"^input kind 'tokens' is not one of score, probabilities, mean$"):
-        methods_for_kind("tokens")
+        methods_for_input_kind("tokens")
     with pytest.raises(ScoreOutOfRangeError, match=r"^mean_of_samples=0\.5 lies outside the label scale 1\.\.5$"):
         two_point_probabilities(0.5, 5)
     with pytest.raises(ScoreOutOfRangeError, match=r"^mean_of_samples=inf lies outside the label scale 1\.\.4$"):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from calibration.kinds.selection import MethodChoice, MethodEvidence, choose_method, qualifies
+from calibration.input_kinds.selection import MethodChoice, MethodEvidence, choose_method, qualifies
 
 
 def _evidence(

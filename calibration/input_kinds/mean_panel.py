@@ -11,7 +11,7 @@ calibrated and where it is served. Rules, stated once:
   ``sum_k k * p_k`` over its probabilities (renormalised log-probs of "1".."K") when it has them; else its
   integer score.
 * **The panel's verdict** (:func:`panel_mean`): the arithmetic mean of the members' expected scores, clipped to
-  [1, K] (only float noise can leave it). It is a ``mean`` verdict (:mod:`calibration.kinds.verdicts`): the core
+  [1, K] (only float noise can leave it). It is a ``mean`` verdict (:mod:`calibration.input_kinds.verdicts`): the core
   sees score = round_half_up(m) and the two-point law on floor(m), ceil(m) with mean m.
 * **Inputs are matched** (:func:`member_input`, :func:`panel_family`): the cell's prompt family records which
   input each member's expected score came from, in the sorted member order: ``panel:<input>+<input>...`` with
@@ -34,8 +34,8 @@ import msgspec
 import numpy as np
 from numpy.typing import NDArray
 
-from calibration.kinds.fit import KindData
-from calibration.kinds.verdicts import kind_inputs
+from calibration.input_kinds.fit import KindData
+from calibration.input_kinds.verdicts import kind_inputs
 
 __all__ = [
     "PANEL_INPUT_KIND",
@@ -190,7 +190,8 @@ def disagreement(expected: Sequence[float]) -> Disagreement:
 
 
 def panel_kind_data(expected: np.ndarray, labels: np.ndarray, groups: np.ndarray, n_labels: int = 5) -> KindData:
-    """A panel cell's items as ``mean`` verdicts (core inputs by :func:`calibration.kinds.verdicts.kind_inputs`)."""
+    """A panel cell's items as ``mean`` verdicts (core inputs by
+    :func:`calibration.input_kinds.verdicts.kind_inputs`)."""
     means = panel_means(expected, n_labels)
     scores, probabilities = kind_inputs(PANEL_INPUT_KIND, n_labels, means=means)
     return KindData(

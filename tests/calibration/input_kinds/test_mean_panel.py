@@ -1,5 +1,5 @@
 """Panel combination: names, expected scores, the mean verdict, disagreement, sub-panels
-(calibration.kinds.mean_panel)."""
+(calibration.input_kinds.mean_panel)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import statistics
 import numpy as np
 import pytest
 
-from calibration.kinds.mean_panel import (
+from calibration.input_kinds.mean_panel import (
     disagreement,
     expected_score,
     expected_scores,
@@ -19,7 +19,7 @@ from calibration.kinds.mean_panel import (
     panel_name,
     served_panel,
 )
-from calibration.kinds.verdicts import two_point_probabilities
+from calibration.input_kinds.verdicts import two_point_probabilities
 
 
 def test_panel_name_is_sorted_and_round_trips() -> None:
@@ -106,7 +106,7 @@ def test_served_panel_uses_the_present_members_only() -> None:
 
 
 def test_member_inputs_name_the_panel_family() -> None:
-    from calibration.kinds.mean_panel import is_panel_family, member_input, panel_family
+    from calibration.input_kinds.mean_panel import is_panel_family, member_input, panel_family
 
     assert member_input(judge_score=3, probabilities=[0.2] * 5, mean=2.5) == "mean"
     assert member_input(judge_score=3, probabilities=[0.2] * 5) == "probabilities"

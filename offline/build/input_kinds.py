@@ -1,11 +1,11 @@
 """Every served (judge, prompt family, criterion) x input kind fitted by document: the artifact's SummEval entries.
 
-Rules (:mod:`calibration.kinds.fit`; the held-out figures are summarised by the validity study,
+Rules (:mod:`calibration.input_kinds.fit`; the held-out figures are summarised by the validity study,
 :mod:`offline.studies.conformal.validity`):
 
 * **Input kinds.** A cell with log-probs on every item is fitted twice: on the integer score alone (``score``) and
   on the probabilities (``probabilities``); a cell without them only on ``score``; a mean-of-samples judge only on
-  ``mean`` (:mod:`calibration.kinds.verdicts`).
+  ``mean`` (:mod:`calibration.input_kinds.verdicts`).
 * **Groups.** Splits keep every SummEval document (its 16 summaries) on one side.
 * **Thresholds.** PAC at ``delta``: with probability >= 1 - delta over the calibration data the served artifact
   covers >= 1 - alpha; ``delta`` None gives the expected mode's thresholds (:mod:`offline.build.modes`).
@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 
-from artifact.kinds import FitKey
-from calibration.kinds.fit import KindData, KindFit, cell_kind_data, fit_kind
+from artifact.input_kinds import FitKey
+from calibration.input_kinds.fit import InputKindFit, KindData, cell_kind_data, fit_input_kind
 from offline.build.cell_data import JudgeCriterionData
 from offline.build.modes import ALPHA_GRID, DEFAULT_DELTA, HEADLINE_ALPHA, REPORT_ALPHAS
 
-__all__ = ["fit_kinds", "kind_data"]
+__all__ = ["fit_input_kinds", "kind_data"]
 
 
 def kind_data(data: JudgeCriterionData, groups: Sequence[str]) -> list[KindData]:
@@ -30,7 +30,7 @@ def kind_data(data: JudgeCriterionData, groups: Sequence[str]) -> list[KindData]
     return cell_kind_data(data.labels, data.judge_scores, data.probabilities, data.means, groups, data.n_labels)
 
 
-def fit_kinds(
+def fit_input_kinds(
     datasets: Sequence[JudgeCriterionData],
     *,
     n_splits: int = 20,
@@ -38,13 +38,13 @@ def fit_kinds(
     delta: float | None = DEFAULT_DELTA,
     alphas: Sequence[float] = ALPHA_GRID,
     progress: Callable[[Iterable], Iterable] | None = None,
-) -> dict[FitKey, KindFit]:
-    """Every (cell, kind) fitted with :func:`calibration.kinds.fit.fit_kind`, keyed (judge, prompt family,
+) -> dict[FitKey, InputKindFit]:
+    """Every (cell, kind) fitted with :func:`calibration.input_kinds.fit.fit_input_kind`, keyed (judge, prompt family,
     criterion, kind), in the order of ``datasets`` and their kinds."""
     tasks = [(data, kd) for data in datasets for kd in kind_data(data, data.documents)]
-    fits: dict[FitKey, KindFit] = {}
+    fits: dict[FitKey, InputKindFit] = {}
     for data, kd in progress(tasks) if progress is not None else tasks:
-        fits[(data.judge, data.prompt_family, data.criterion, kd.kind)] = fit_kind(
+        fits[(data.judge, data.prompt_family, data.criterion, kd.kind)] = fit_input_kind(
             kd,
             alphas=alphas,
             delta=delta,

@@ -8,7 +8,7 @@ import pytest
 
 from calibration.conformal import METHODS, fit_conformal, predict_sets
 from calibration.errors import EmptyCalibrationError
-from calibration.kinds.heldout import GroupSplit, evaluate_split, group_splits, pooled_group_coverage
+from calibration.input_kinds.heldout import GroupSplit, evaluate_split, group_splits, pooled_group_coverage
 
 
 def _data(seed: int = 3, n_groups: int = 40, per_group: int = 8):

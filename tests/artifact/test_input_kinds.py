@@ -1,4 +1,4 @@
-"""Fits -> artifact entries and defaults, and a labelled cell -> its kinds (artifact.kinds), on fits built
+"""Fits -> artifact entries and defaults, and a labelled cell -> its kinds (artifact.input_kinds), on fits built
 by hand: every held-out figure is a distinct number, so each one is checked to land in its own entry field."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from artifact.kinds import (
+from artifact.input_kinds import (
     DEFAULT_DELTA,
     OTHER_METHOD_ALPHAS,
     fit_keys,
@@ -18,8 +18,8 @@ from artifact.kinds import (
 from artifact.labels import LabelledCell
 from artifact.thresholds import FORMAT_VERSION, DefaultMethod
 from calibration.conformal import FittedConformal
-from calibration.kinds.fit import HeldoutFigures, KindFit
-from calibration.kinds.selection import MethodChoice
+from calibration.input_kinds.fit import HeldoutFigures, InputKindFit
+from calibration.input_kinds.selection import MethodChoice
 
 FIELDS = (
     "coverage",
@@ -47,12 +47,12 @@ def _fitted(method: str, alpha: float, n_labels: int) -> FittedConformal:
     return FittedConformal(method=method, alpha=alpha, n_labels=n_labels, n_cal=10, threshold=alpha * 10)
 
 
-def _fit(default: str, methods: dict[str, list[float]], n_labels: int = 5, base: float = 0.5) -> KindFit:
+def _fit(default: str, methods: dict[str, list[float]], n_labels: int = 5, base: float = 0.5) -> InputKindFit:
     heldout, fitted = [], {}
     for m, (method, alphas) in enumerate(methods.items()):
         fitted[method] = {a: _fitted(method, a, n_labels) for a in alphas}
         heldout += [_figures(method, a, base + m / 10 + a) for a in alphas]
-    return KindFit(
+    return InputKindFit(
         kind="score",
         n_items=10,
         n_groups=5,
@@ -128,7 +128,7 @@ def test_the_default_at_every_level_others_only_at_the_listed_levels_each_with_i
 def test_levels_are_matched_after_rounding_to_nine_decimals():
     # 3e-10 off: equal to 9 decimals, not to 10
     fit = _fit("residual", {"residual": [0.1], "learned_lac": [0.05]})
-    drifted = KindFit(
+    drifted = InputKindFit(
         kind=fit.kind,
         n_items=fit.n_items,
         n_groups=fit.n_groups,

@@ -1,8 +1,9 @@
 """Evaluating the conformal methods of one input kind over splits by group, and choosing among them: the
 cross-fitting splits, each method's sets pooled over its evaluations, the selection evidence they give, and the
-selection rule of :mod:`calibration.kinds.selection` applied to it. Used by :func:`calibration.kinds.fit.fit_kind`,
+selection rule of :mod:`calibration.input_kinds.selection` applied to it. Used by
+:func:`calibration.input_kinds.fit.fit_input_kind`,
 whose docstring states the rules (splits, seeds, levels, the PAC unit); the items are any :class:`KindItems` (a
-:class:`calibration.kinds.fit.KindData`).
+:class:`calibration.input_kinds.fit.KindData`).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from typing import Protocol
 
 import numpy as np
 
-from calibration.kinds.heldout import GroupSplit, SplitSets, evaluate_split, group_splits, pooled_group_coverage
-from calibration.kinds.selection import QUALIFY_CHECKS, MethodChoice, MethodEvidence, choose_method
+from calibration.input_kinds.heldout import GroupSplit, SplitSets, evaluate_split, group_splits, pooled_group_coverage
+from calibration.input_kinds.selection import QUALIFY_CHECKS, MethodChoice, MethodEvidence, choose_method
 
 __all__ = [
     "PAPER_METHOD",
@@ -30,7 +31,8 @@ PAPER_METHOD = "residual"
 
 
 class KindItems(Protocol):
-    """One cell's labelled items as verdicts of one input kind (what :class:`calibration.kinds.fit.KindData` holds)."""
+    """One cell's labelled items as verdicts of one input kind (what :class:`calibration.input_kinds.fit.KindData`
+    holds)."""
 
     @property
     def labels(self) -> np.ndarray: ...

@@ -2,7 +2,7 @@
 
 Pure, shared by ``offline`` (``make calibrate``, ``calibrate --labels``: :mod:`offline.build.export`) and the service's
 calibration jobs (:mod:`service.jobs.calibration_jobs.jobs`), so both write the same entries from the same fits
-(:func:`calibration.kinds.fit.fit_kind`). Rules, stated once:
+(:func:`calibration.input_kinds.fit.fit_input_kind`). Rules, stated once:
 
 * **Entries.** One per (judge, prompt family, criterion, input kind, method, alpha, guarantee mode) fitted on
   every item, with its held-out figures by document. A fit's mode is ``pac`` when it was fitted at a delta, else
@@ -13,7 +13,7 @@ calibration jobs (:mod:`service.jobs.calibration_jobs.jobs`), so both write the 
 * **Kinds of a labelled cell** (:func:`labelled_kind_data`, the rule of
   ``offline.studies.conformal.validity.kind_data``): ``mean`` only when every row has ``mean_of_samples`` (a
   mean-of-samples judge); else ``score`` (the integer verdict of every row) and ``probabilities`` when every row has
-  ``judge_logprobs`` (core inputs by :func:`calibration.kinds.verdicts.kind_inputs`).
+  ``judge_logprobs`` (core inputs by :func:`calibration.input_kinds.verdicts.kind_inputs`).
 * **Decision rules of a labelled cell** (:func:`labelled_rules`): one certified rule per input kind over the
   shipped artifact's grid (:func:`calibration.decisions.cell_rules.fit_cell_rules` with ``ARTIFACT_GRID``, seed 0), the
   cell's groups (documents) the unit of the bound: what ``offline`` exports for the shipped cells.
@@ -28,7 +28,7 @@ from artifact.labels import LabelledCell
 from artifact.thresholds import FORMAT_VERSION, DefaultMethod, ThresholdEntry, ThresholdsArtifact
 from calibration.decisions.cell_rules import ARTIFACT_GRID, fit_cell_rules
 from calibration.decisions.rule import DecisionRule
-from calibration.kinds.fit import KindData, KindFit, cell_kind_data, fit_kind
+from calibration.input_kinds.fit import InputKindFit, KindData, cell_kind_data, fit_input_kind
 from calibration.per_label.fit import fit_cell_label_rules
 from calibration.per_label.rule import LabelRule
 
@@ -50,20 +50,21 @@ __all__ = [
 OTHER_METHOD_ALPHAS = frozenset({0.05, 0.1, 0.15, 0.2})
 DEFAULT_DELTA = 0.05
 FitKey = tuple[str, str, str, str]  # (judge, prompt_family, criterion, input kind)
-ModeFits = KindFit | tuple[KindFit, ...]  # one fit, or one per guarantee mode
+ModeFits = InputKindFit | tuple[InputKindFit, ...]  # one fit, or one per guarantee mode
 
 
-def fit_mode(fit: KindFit) -> str:
+def fit_mode(fit: InputKindFit) -> str:
     """The guarantee mode a fit keeps: pac when fitted at a delta, else expected."""
     return "expected" if fit.delta is None else "pac"
 
 
-def fit_modes(data: KindData, *, delta: float, **options: Any) -> tuple[KindFit, KindFit]:
-    """:func:`calibration.kinds.fit.fit_kind` in both modes: (pac at ``delta``, expected), the same options."""
-    return fit_kind(data, delta=delta, **options), fit_kind(data, delta=None, **options)
+def fit_modes(data: KindData, *, delta: float, **options: Any) -> tuple[InputKindFit, InputKindFit]:
+    """:func:`calibration.input_kinds.fit.fit_input_kind` in both modes: (pac at ``delta``, expected), the same
+    options."""
+    return fit_input_kind(data, delta=delta, **options), fit_input_kind(data, delta=None, **options)
 
 
-def _each(fits: Mapping[FitKey, ModeFits]) -> list[tuple[FitKey, KindFit]]:
+def _each(fits: Mapping[FitKey, ModeFits]) -> list[tuple[FitKey, InputKindFit]]:
     return [(key, fit) for key, value in fits.items() for fit in (value if isinstance(value, tuple) else (value,))]
 
 

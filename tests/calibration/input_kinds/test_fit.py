@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 
 from calibration.conformal import fit_conformal, predict_sets
-from calibration.kinds.evaluation import cross_fit_splits
-from calibration.kinds.fit import KindData, cell_kind_data, decision_shares, fit_kind
-from calibration.kinds.heldout import GroupSplit, group_splits, pooled_group_coverage
-from calibration.kinds.selection import QUALIFY_CHECKS, MethodEvidence, choose_method
+from calibration.input_kinds.evaluation import cross_fit_splits
+from calibration.input_kinds.fit import KindData, cell_kind_data, decision_shares, fit_input_kind
+from calibration.input_kinds.heldout import GroupSplit, group_splits, pooled_group_coverage
+from calibration.input_kinds.selection import QUALIFY_CHECKS, MethodEvidence, choose_method
 
 
 def _data(n_groups: int = 60, per_group: int = 8, seed: int = 0) -> KindData:
@@ -25,7 +25,7 @@ def _data(n_groups: int = 60, per_group: int = 8, seed: int = 0) -> KindData:
 
 @pytest.fixture(scope="module")
 def fitted():
-    return fit_kind(
+    return fit_input_kind(
         _data(), alphas=[0.05, 0.1, 0.2], delta=0.05, n_splits=8, selection_repeats=3, nested_repeats=1, seed=3
     )
 
@@ -50,7 +50,7 @@ def test_every_method_of_the_kind_is_fitted_on_all_items_at_every_level(fitted):
 
 def test_group_pac_false_keeps_the_item_level_pac_rank():
     data = _data(n_groups=30, per_group=6, seed=2)
-    fit = fit_kind(
+    fit = fit_input_kind(
         data, alphas=[0.1, 0.2], delta=0.05, n_splits=2, selection_repeats=1, nested_repeats=1, seed=3, group_pac=False
     )
     for method, by_alpha in fit.fitted.items():
@@ -94,7 +94,8 @@ def test_decision_shares_escalate_empty_sets():
     assert escalate.tolist() == [True, False, False, False, False, True]
 
 
-# ---- Every figure of fit_kind against a reference written from the module's rules: each (method, alpha) fitted with
+# ---- Every figure of fit_input_kind against a reference written from the module's rules: each (method, alpha)
+# fitted with
 # fit_conformal and its sets formed with predict_sets (the served path, not evaluate_split's vectorised one), the
 # splits drawn with group_splits, and the shares, percentiles and pooled minima computed here.
 
@@ -389,7 +390,7 @@ def _string_groups(data: KindData) -> KindData:
 
 def test_score_kind_pac_every_figure_is_the_reference():
     data = _string_groups(_data(n_groups=31, per_group=5, seed=11))
-    fit = fit_kind(
+    fit = fit_input_kind(
         data,
         alphas=[0.1, 0.2, 0.3],
         delta=0.05,
@@ -426,7 +427,7 @@ def test_marginal_probabilities_kind_with_further_levels_and_relaxed_checks_is_t
         groups=base.groups,
     )
     methods = ["residual", "lac", "aps", "aps_randomized"]
-    fit = fit_kind(
+    fit = fit_input_kind(
         data,
         alphas=[0.15, 0.25],
         delta=None,
@@ -463,7 +464,7 @@ def test_marginal_probabilities_kind_with_further_levels_and_relaxed_checks_is_t
 
 def test_a_method_list_keeps_the_kinds_order_and_a_kind_without_probabilities_falls_back_to_score_methods():
     data = _data(n_groups=12, per_group=4, seed=1)
-    fit = fit_kind(
+    fit = fit_input_kind(
         data,
         alphas=[0.2],
         delta=None,
@@ -476,7 +477,7 @@ def test_a_method_list_keeps_the_kinds_order_and_a_kind_without_probabilities_fa
     bare = KindData(
         kind="probabilities", labels=data.labels, judge_scores=data.judge_scores, probabilities=None, groups=data.groups
     )
-    fit = fit_kind(bare, alphas=[0.2], delta=None, n_splits=2, selection_repeats=1, nested_repeats=1)
+    fit = fit_input_kind(bare, alphas=[0.2], delta=None, n_splits=2, selection_repeats=1, nested_repeats=1)
     assert list(fit.fitted) == ["residual", "mondrian_residual", "learned_lac", "label_conditional"]
 
 
@@ -525,7 +526,7 @@ def test_nested_choices_that_differ_by_split_marginal_are_the_reference():
     # data and seed picked so that the recipe's nested choice differs between splits (residual, mondrian_residual,
     # learned_lac): each split's own cross-fit, seeds and generator words matter
     data = _data(n_groups=24, per_group=5, seed=13)
-    fit = fit_kind(
+    fit = fit_input_kind(
         data,
         alphas=[0.2],
         delta=None,
@@ -572,8 +573,8 @@ def test_nested_choices_under_pac_and_a_relaxed_rule_are_the_reference():
         min_group_items=4,
         group_pac=False,
     )
-    relaxed = fit_kind(data, **kwargs, qualify_checks=("mean",))
-    assert relaxed.procedure[0].chosen != fit_kind(data, **kwargs).procedure[0].chosen
+    relaxed = fit_input_kind(data, **kwargs, qualify_checks=("mean",))
+    assert relaxed.procedure[0].chosen != fit_input_kind(data, **kwargs).procedure[0].chosen
     _check_fit(
         relaxed,
         data,
@@ -605,7 +606,7 @@ def test_a_four_label_scale_with_one_or_two_splits_is_the_reference(n_splits: in
     # K = 4 reaches every fit (sets, shares, the full-scale count); one split has no spread (std 0.0), two have
     # the sample std (ddof = 1)
     data = _four_label_data()
-    fit = fit_kind(
+    fit = fit_input_kind(
         data,
         alphas=[0.1, 0.25],
         delta=None,
@@ -644,7 +645,7 @@ def test_a_four_label_scale_with_one_or_two_splits_is_the_reference(n_splits: in
 def test_without_the_paper_method_the_first_method_is_the_fallback():
     # nothing qualifies on this small, group-shifted data: the default is the fallback, the first method given
     data = _data(n_groups=12, per_group=6, seed=7)
-    fit = fit_kind(
+    fit = fit_input_kind(
         data,
         alphas=[0.3],
         delta=None,
@@ -690,8 +691,8 @@ def test_the_defaults_are_the_documented_ones():
     )
     # (the item-level PAC rank: 16 documents are too few for the document-level rule to certify anything here,
     # which would hide the other defaults; group_pac=True is the default, checked last)
-    by_default = fit_kind(seven, alphas=[0.2], delta=0.1, group_pac=False)
-    explicit = fit_kind(
+    by_default = fit_input_kind(seven, alphas=[0.2], delta=0.1, group_pac=False)
+    explicit = fit_input_kind(
         seven,
         alphas=[0.2],
         delta=0.1,
@@ -710,9 +711,11 @@ def test_the_defaults_are_the_documented_ones():
     # the defaults this data is sensitive to (a third nested repeat, or 21 items per pooled group, changes nothing
     # here)
     for changed in (dict(n_splits=21), dict(selection_repeats=6), dict(seed=1), dict(escalate_min=6)):
-        assert fit_kind(seven, alphas=[0.2], delta=0.1, group_pac=False, **changed) != by_default, changed
-    assert fit_kind(seven, alphas=[0.2], delta=0.1) == fit_kind(seven, alphas=[0.2], delta=0.1, group_pac=True)
-    assert fit_kind(seven, alphas=[0.2], delta=0.1) != by_default
+        assert fit_input_kind(seven, alphas=[0.2], delta=0.1, group_pac=False, **changed) != by_default, changed
+    assert fit_input_kind(seven, alphas=[0.2], delta=0.1) == fit_input_kind(
+        seven, alphas=[0.2], delta=0.1, group_pac=True
+    )
+    assert fit_input_kind(seven, alphas=[0.2], delta=0.1) != by_default
 
 
 def test_two_nested_repeats_under_pac_are_the_reference():
@@ -720,7 +723,7 @@ def test_two_nested_repeats_under_pac_are_the_reference():
     # item-level PAC at delta = 0.1 inside the nested selection too (data and seed picked so that learned_lac is
     # chosen once)
     data = _data(n_groups=30, per_group=5, seed=13)
-    fit = fit_kind(
+    fit = fit_input_kind(
         data,
         alphas=[0.2],
         delta=0.1,
@@ -763,16 +766,16 @@ def test_one_item_per_group_keeps_the_item_rank_which_is_exact_there():
     options = dict(
         alphas=[0.1], delta=0.05, n_splits=2, selection_repeats=1, nested_repeats=1, seed=1, methods=["residual"]
     )
-    fit = fit_kind(singletons, **options)
-    assert fit == fit_kind(singletons, **options, group_pac=False)
+    fit = fit_input_kind(singletons, **options)
+    assert fit == fit_input_kind(singletons, **options, group_pac=False)
     assert fit.fitted["residual"][0.1].pac_unit is msgspec.UNSET
-    assert fit_kind(base, **options).fitted["residual"][0.1].pac_unit == "group"
+    assert fit_input_kind(base, **options).fitted["residual"][0.1].pac_unit == "group"
 
 
 def test_the_recipes_set_size_interval_is_over_groups_and_narrows_with_more_of_them():
     widths = []
     for n_groups in (30, 240):
-        fit = fit_kind(
+        fit = fit_input_kind(
             _data(n_groups=n_groups, per_group=8, seed=5),
             alphas=[0.1, 0.2],
             delta=None,
