@@ -29,9 +29,9 @@ def resolve_data_dir() -> Path:
 # nothing left). Longest first, the last modules handed out are short ones and the workers finish together. A
 # module missing here only runs in its collection place; nothing else depends on this order.
 LONG_MODULES = (
-    "tests/service/http/test_schemathesis_cli.py",  # 340 s on a loaded machine (three seeds without keys)
+    "tests/service/http/test_schemathesis_cli.py",  # 430 s at 17 examples a seed, about 300 s at 8 (three seeds)
     "tests/service/live_judge/test_live_judge.py",  # 210 s on a loaded machine (a real model answers every call)
-    "tests/offline/test_cli.py",  # 102 s
+    "tests/offline/test_cli.py",  # 230 s (the calibrate at 2 splits: the build, then the studies)
     "tests/offline/build/test_shipped_artifact.py",  # 93 s
     "tests/offline/studies/conformal/test_validity.py",  # 90 s
     "tests/offline/studies/local_judge/test_command.py",  # 85 s on a loaded machine (three calibrations)
